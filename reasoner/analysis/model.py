@@ -1,0 +1,58 @@
+"""The checked form of a program: what every later stage (planner, engine, service) consumes.
+
+Producing one of these is the proof that the program is well formed: every relation has one
+arity and one type per column, every rule is safe, and the strata are in an order in which
+negation only looks down.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from reasoner.syntax.ast import ColumnType, Program, Rule
+
+Value = int | str
+"""A value as the user sees it: `number` columns hold Python ints, `symbol` columns strs."""
+
+
+@dataclass(frozen=True, slots=True)
+class RelationInfo:
+    name: str
+    types: tuple[ColumnType, ...]
+    column_names: tuple[str, ...]
+    declared: bool
+    is_input: bool = False
+    is_output: bool = False
+    input_params: tuple[tuple[str, str], ...] = ()
+    output_params: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def arity(self) -> int:
+        return len(self.types)
+
+
+@dataclass(frozen=True, slots=True)
+class Stratum:
+    """A strongly connected component of the dependency graph (or a single relation).
+
+    `relations` are the relations whose rules live here; `recursive` is true when some rule
+    of the stratum has a positive body atom over one of those relations, i.e. when the
+    fixpoint may take more than one iteration.
+    """
+
+    index: int
+    relations: frozenset[str]
+    rules: tuple[Rule, ...]
+    recursive: bool
+
+
+@dataclass(frozen=True, slots=True)
+class AnalyzedProgram:
+    program: Program
+    relations: dict[str, RelationInfo]
+    strata: tuple[Stratum, ...]
+    """In topological order: a stratum only reads relations of earlier strata or its own."""
+    stratum_of: dict[str, int]
+    """Stratum index of every relation that is the head of some rule."""
+    facts: dict[str, tuple[tuple[Value, ...], ...]] = field(default_factory=dict)
+    """Facts written in the program text (`edge(1, 2).`), evaluated, per relation, no duplicates."""

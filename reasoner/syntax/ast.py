@@ -1,0 +1,161 @@
+"""The abstract syntax of the Datalog dialect (a Soufflé-compatible subset).
+
+Every node carries a `Span` so that any later stage (analysis, planning, the service) can point
+a diagnostic at the exact source text. Nodes are frozen dataclasses: the AST is shared between
+stages and between the engine and the service, and must never be mutated in place.
+
+Disjunction (`a :- b ; c.`) does not appear here: the parser desugars it into one `Rule` per
+disjunct, each keeping the span of the whole source rule.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal as TypingLiteral
+
+NUMBER = "number"
+SYMBOL = "symbol"
+ColumnType = TypingLiteral["number", "symbol"]
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A source range; lines and columns are 1-based, `end_*` is exclusive."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+
+@dataclass(frozen=True, slots=True)
+class Variable:
+    name: str
+    span: Span = field(compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Wildcard:
+    """`_`: a fresh, anonymous variable at each occurrence."""
+
+    span: Span = field(compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class NumberConst:
+    value: int
+    span: Span = field(compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class StringConst:
+    value: str
+    span: Span = field(compare=False)
+
+
+ArithOp = TypingLiteral["+", "-", "*", "/", "%"]
+
+
+@dataclass(frozen=True, slots=True)
+class BinaryOp:
+    """Integer arithmetic with Soufflé semantics (64-bit wrap-around, C division)."""
+
+    op: ArithOp
+    left: Term
+    right: Term
+    span: Span = field(compare=False)
+
+
+Term = Variable | Wildcard | NumberConst | StringConst | BinaryOp
+
+
+@dataclass(frozen=True, slots=True)
+class Atom:
+    relation: str
+    args: tuple[Term, ...]
+    span: Span = field(compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Negation:
+    """`!atom` or `not atom`; only allowed on relations of strictly lower strata."""
+
+    atom: Atom
+    span: Span = field(compare=False)
+
+
+CompareOp = TypingLiteral["=", "!=", "<", "<=", ">", ">="]
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    op: CompareOp
+    left: Term
+    right: Term
+    span: Span = field(compare=False)
+
+
+BodyLiteral = Atom | Negation | Comparison
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """A Horn clause with a conjunctive body (never empty: facts are `Fact`s).
+
+    `text` is the source text of the rule as written (for a desugared disjunction: the whole
+    source rule), used for display and as the stable identity of a rule in the service.
+    """
+
+    head: Atom
+    body: tuple[BodyLiteral, ...]
+    span: Span = field(compare=False)
+    text: str = field(compare=False, default="")
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """A ground head with no body; its arguments may be constant arithmetic (`p(1+2).`)."""
+
+    atom: Atom
+    span: Span = field(compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    name: str
+    type: ColumnType
+
+
+@dataclass(frozen=True, slots=True)
+class Declaration:
+    name: str
+    columns: tuple[Column, ...]
+    span: Span = field(compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Directive:
+    """`.input name` / `.output name`, with optional Soufflé-style parameters
+    (`.input edge(filename="e.tsv", delimiter=",")`)."""
+
+    kind: TypingLiteral["input", "output"]
+    relation: str
+    params: tuple[tuple[str, str], ...]
+    span: Span = field(compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Program:
+    declarations: tuple[Declaration, ...] = ()
+    directives: tuple[Directive, ...] = ()
+    rules: tuple[Rule, ...] = ()
+    facts: tuple[Fact, ...] = ()
+
+    def merged(self, other: Program) -> Program:
+        """Concatenate two programs (used when rules are added at runtime)."""
+        return Program(
+            self.declarations + other.declarations,
+            self.directives + other.directives,
+            self.rules + other.rules,
+            self.facts + other.facts,
+        )
