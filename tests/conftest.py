@@ -1,0 +1,44 @@
+"""Shared fixtures and Hypothesis profiles.
+
+The benchmark data live outside the repository (`../shared/bench`, or `REASONER_BENCH_DIR`).
+Locally a missing folder skips the tests that need it; in CI it fails them, because a CI run
+that silently skipped every benchmark check would look green while testing nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+# Profiles only shape how examples run; the number of examples is chosen per test with
+# `@settings(max_examples=...)`, because an oracle-backed test and a parser test differ by
+# orders of magnitude in cost per example.
+# CI machines are small and shared: timing-based failures there would be noise, not signal.
+settings.register_profile(
+    "ci",
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    print_blob=True,
+)
+# Locally a generous deadline still flags a pathological example (an oracle run that explodes).
+settings.register_profile("dev", deadline=timedelta(seconds=5))
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if IN_CI else "dev"))
+
+
+@pytest.fixture(scope="session")
+def bench_dir() -> Path:
+    """The shared benchmark folder (one sub-folder per workload, see its README files)."""
+    path = Path(os.environ.get("REASONER_BENCH_DIR", REPO_ROOT.parent / "shared" / "bench"))
+    if not path.is_dir():
+        message = f"benchmark data not found at {path} (set REASONER_BENCH_DIR)"
+        if IN_CI:
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
