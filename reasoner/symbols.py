@@ -1,0 +1,78 @@
+"""String interning: the engine works on integers only.
+
+Every `symbol` value is replaced by a dense integer id at the boundary (input, program
+constants) and mapped back at the boundary (output, queries). Equality of symbols becomes
+integer equality, tuples stay small and hash fast, and both Bootstrap executors (in-process
+and Spark) can treat every column as a 64-bit integer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from reasoner.analysis.model import Value
+from reasoner.syntax.ast import SYMBOL, ColumnType
+
+
+class SymbolTable:
+    """A bidirectional, append-only map between strings and ids 0, 1, 2, ..."""
+
+    __slots__ = ("_ids", "_strings")
+
+    def __init__(self) -> None:
+        self._ids: dict[str, int] = {}
+        self._strings: list[str] = []
+
+    def __len__(self) -> int:
+        return len(self._strings)
+
+    def intern(self, text: str) -> int:
+        ident = self._ids.get(text)
+        if ident is None:
+            ident = len(self._strings)
+            self._ids[text] = ident
+            self._strings.append(text)
+        return ident
+
+    def lookup(self, text: str) -> int | None:
+        """The id of `text`, or None if it was never interned (so no tuple can contain it)."""
+        return self._ids.get(text)
+
+    def resolve(self, ident: int) -> str:
+        return self._strings[ident]
+
+    def encoder(self, types: Sequence[ColumnType]):
+        """A function mapping a row of user values to an engine tuple for a relation's types."""
+        symbol_cols = [i for i, t in enumerate(types) if t == SYMBOL]
+        if not symbol_cols:
+            return tuple
+        intern = self.intern
+
+        def encode(row: Sequence[Value]) -> tuple[int, ...]:
+            out = list(row)
+            for i in symbol_cols:
+                out[i] = intern(out[i])  # type: ignore[arg-type]
+            return tuple(out)  # type: ignore[return-value]
+
+        return encode
+
+    def decoder(self, types: Sequence[ColumnType]):
+        """The inverse of `encoder`: engine tuple -> row of user values."""
+        symbol_cols = [i for i, t in enumerate(types) if t == SYMBOL]
+        if not symbol_cols:
+            return tuple
+        strings = self._strings
+
+        def decode(row: Sequence[int]) -> tuple[Value, ...]:
+            out: list[Value] = list(row)
+            for i in symbol_cols:
+                out[i] = strings[row[i]]
+            return tuple(out)
+
+        return decode
+
+    def encode_rows(
+        self, types: Sequence[ColumnType], rows: Iterable[Sequence[Value]]
+    ) -> list[tuple[int, ...]]:
+        encode = self.encoder(types)
+        return [encode(r) for r in rows]
