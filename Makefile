@@ -1,0 +1,36 @@
+# The default development loop: `make test` (lint + tests), `make serve`.
+# Everything runs from a local virtualenv; dependencies are (re)installed only when
+# pyproject.toml changes, so `make test` is cheap to repeat.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+# Extra pytest arguments, e.g. `make test PYTEST_ARGS="-k oracle -x"`; pytest's
+# `testpaths` (pyproject.toml) makes tests/ the default.
+PYTEST_ARGS ?=
+
+.PHONY: test lint serve install clean
+
+test: lint
+	$(BIN)/pytest -q $(PYTEST_ARGS)
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+serve: install
+	$(BIN)/reasoner serve
+
+install: $(STAMP)
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -e '.[dev]'
+	touch $(STAMP)
+
+clean:
+	rm -rf .pytest_cache .ruff_cache .hypothesis build dist *.egg-info
+	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -exec rm -rf {} +
