@@ -1,0 +1,516 @@
+"""Recursive-descent parser from tokens to the AST of `reasoner.syntax.ast`.
+
+Errors are collected, not raised one at a time: when a clause fails to parse, the parser records
+a `parse_error` diagnostic, skips to the `.` that ends the clause (or to the next directive) and
+carries on, so that the user sees every syntax error of a file in one round trip.
+
+Desugaring happens here so that later stages see only flat conjunctive rules: a rule with
+several heads becomes one rule per head, and a body with `;` becomes one rule per disjunct of its
+disjunctive normal form (`,` binds tighter than `;`). Every resulting rule keeps the span and the
+text of the whole source clause, which is how the service identifies rules.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal, cast
+
+# `reasoner.errors` imports `reasoner.syntax.ast`, which runs this package's `__init__`, which
+# imports this module: import the module (not its names) so that the cycle resolves lazily.
+from reasoner import errors
+from reasoner.arith import wrap64
+from reasoner.syntax.ast import (
+    ArithOp,
+    Atom,
+    BinaryOp,
+    BodyLiteral,
+    Column,
+    ColumnType,
+    CompareOp,
+    Comparison,
+    Declaration,
+    Directive,
+    Fact,
+    Negation,
+    NumberConst,
+    Program,
+    Rule,
+    Span,
+    StringConst,
+    Term,
+    Variable,
+    Wildcard,
+)
+from reasoner.syntax.lexer import EOF, ERROR, IDENT, NUMBER, STRING, Token, tokenize
+
+_COMPARISONS = frozenset({"=", "!=", "<", "<=", ">", ">="})
+_ARITHMETIC = frozenset({"+", "-", "*", "/", "%"})
+_TYPES: dict[str, ColumnType] = {"number": "number", "unsigned": "number", "symbol": "symbol"}
+_QUALIFIERS = frozenset(
+    {"brie", "btree", "btree_delete", "inline", "no_inline", "magic", "no_magic", "override"}
+)
+_MAX_DISJUNCTS = 4096
+"""A body such as `(a;b), (c;d), ...` expands exponentially; refuse rather than hang."""
+
+_INT64_MIN = -(1 << 63)
+_INT64_MAX = (1 << 63) - 1
+
+Alternatives = list[list[BodyLiteral]]
+"""A body in disjunctive normal form: one list of literals per disjunct."""
+
+
+class _Failure(Exception):
+    """Abandons the current clause; caught by the statement loop, which then recovers."""
+
+    def __init__(self, message: str, span: Span) -> None:
+        super().__init__(message)
+        self.message = message
+        self.span = span
+
+
+def _join(first: Span, last: Span) -> Span:
+    return Span(first.line, first.column, last.end_line, last.end_column)
+
+
+def _describe(token: Token) -> str:
+    if token.kind == EOF:
+        return "end of input"
+    return f"`{token.text}`"
+
+
+class _Parser:
+    def __init__(self, text: str, filename: str) -> None:
+        lexed = tokenize(text)
+        self.text = text
+        self.filename = filename
+        self.tokens = lexed.tokens
+        self.pos = 0
+        self._lines: list[str] | None = None
+        self.diagnostics: list[errors.Diagnostic] = [
+            self._diagnostic(message, span) for message, span in lexed.problems
+        ]
+        self.declarations: list[Declaration] = []
+        self.directives: list[Directive] = []
+        self.rules: list[Rule] = []
+        self.facts: list[Fact] = []
+
+    # -- diagnostics ---------------------------------------------------------------------------
+
+    def _diagnostic(self, message: str, span: Span) -> errors.Diagnostic:
+        if self._lines is None:
+            self._lines = self.text.split("\n")
+        line = self._lines[span.line - 1].rstrip("\r") if span.line <= len(self._lines) else ""
+        return errors.Diagnostic(errors.PARSE_ERROR, message, span, self.filename, line)
+
+    def _raise_if_errors(self) -> None:
+        if self.diagnostics:
+            raise errors.ProgramError(self.diagnostics)
+
+    # -- token access --------------------------------------------------------------------------
+
+    def _peek(self, ahead: int = 0) -> Token:
+        index = self.pos + ahead
+        if index < len(self.tokens):
+            return self.tokens[index]
+        return self.tokens[-1]
+
+    def _advance(self) -> Token:
+        token = self.tokens[self.pos]
+        if token.kind != EOF:
+            self.pos += 1
+        return token
+
+    def _fail(self, expected: str, token: Token | None = None) -> _Failure:
+        token = token or self._peek()
+        if token.kind == ERROR:
+            return _Failure(token.value, token.span)
+        return _Failure(f"expected {expected}, found {_describe(token)}", token.span)
+
+    def _expect(self, kind: str, expected: str) -> Token:
+        if self._peek().kind != kind:
+            raise self._fail(expected)
+        return self._advance()
+
+    def _expect_ident(self, expected: str) -> Token:
+        return self._expect(IDENT, expected)
+
+    def _is_directive_start(self, index: int, *, after_gap: bool) -> bool:
+        """A `.` glued to an identifier (`.decl`). During recovery (`after_gap`) it must also be
+        separated from the previous token, so that `p(1).q(2).` still reads as two clauses."""
+        tokens = self.tokens
+        dot = tokens[index]
+        if dot.kind != "." or index + 1 >= len(tokens):
+            return False
+        name = tokens[index + 1]
+        if name.kind != IDENT or name.offset != dot.end_offset:
+            return False
+        return not after_gap or index == 0 or tokens[index - 1].end_offset < dot.offset
+
+    # -- statements ----------------------------------------------------------------------------
+
+    def program(self) -> Program:
+        while self._peek().kind != EOF:
+            start = self.pos
+            is_directive = self._is_directive_start(start, after_gap=False)
+            try:
+                if is_directive:
+                    self._directive()
+                else:
+                    self._clause()
+            except _Failure as failure:
+                self.diagnostics.append(self._diagnostic(failure.message, failure.span))
+                self._recover(start, is_directive)
+            except RecursionError:
+                span = self.tokens[start].span
+                self.diagnostics.append(self._diagnostic("expression nested too deeply", span))
+                self._recover(start, is_directive)
+        self._raise_if_errors()
+        return Program(
+            tuple(self.declarations), tuple(self.directives), tuple(self.rules), tuple(self.facts)
+        )
+
+    def _recover(self, start: int, in_directive: bool) -> None:
+        """Skip to the start of the next statement.
+
+        A clause ends at its `.`. A directive has no terminator, so it also ends before the first
+        token of a later line that is outside any parenthesis opened by the directive (a `.decl`
+        may span lines). Either ends before a token that starts a directive.
+        """
+        tokens = self.tokens
+        depth = 0
+        for index in range(start, self.pos):
+            kind = tokens[index].kind
+            depth += (kind == "(") - (kind == ")")
+        index = self.pos
+        while True:
+            token = tokens[index]
+            if token.kind == EOF:
+                break
+            if index > start and self._is_directive_start(index, after_gap=True):
+                break
+            if token.kind == ".":
+                index += 1
+                break
+            if (
+                in_directive
+                and index > start
+                and depth <= 0
+                and token.line > tokens[index - 1].line
+            ):
+                break
+            depth += (token.kind == "(") - (token.kind == ")")
+            index += 1
+        self.pos = index
+
+    def _directive(self) -> None:
+        dot = self._advance()
+        keyword = self._advance()
+        if keyword.text == "decl":
+            self._declaration()
+        elif keyword.text in ("input", "output"):
+            self._io_directive("input" if keyword.text == "input" else "output")
+        else:
+            raise _Failure(
+                f"unsupported directive `.{keyword.text}`: only .decl, .input and .output "
+                "are supported",
+                _join(dot.span, keyword.span),
+            )
+
+    def _declaration(self) -> None:
+        names = [self._expect_ident("a relation name after `.decl`")]
+        while self._peek().kind == ",":
+            self._advance()
+            names.append(self._expect_ident("a relation name"))
+        self._expect("(", "`(` and the attributes of the relation")
+        columns: list[Column] = []
+        seen: set[str] = set()
+        if self._peek().kind != ")":
+            while True:
+                name = self._expect_ident("an attribute name")
+                self._expect(":", "`:` and a type after the attribute name")
+                type_token = self._expect_ident("a type (number or symbol)")
+                column_type = _TYPES.get(type_token.text)
+                if column_type is None:
+                    raise _Failure(
+                        f"unsupported type `{type_token.text}`: only number, unsigned and "
+                        "symbol are supported",
+                        type_token.span,
+                    )
+                if name.text in seen:
+                    raise _Failure(f"duplicate attribute `{name.text}`", name.span)
+                seen.add(name.text)
+                columns.append(Column(name.text, column_type))
+                if self._peek().kind != ",":
+                    break
+                self._advance()
+        close = self._expect(")", "`,` or `)` after an attribute")
+        while True:
+            token = self._peek()
+            if token.kind != IDENT or self._peek(1).kind == "(":
+                break
+            if token.text == "eqrel":
+                raise _Failure(
+                    "`eqrel` relations are not supported (they change the relation's semantics)",
+                    token.span,
+                )
+            if token.text not in _QUALIFIERS:
+                break
+            self._advance()
+        for name in names:
+            self.declarations.append(
+                Declaration(name.text, tuple(columns), _join(name.span, close.span))
+            )
+
+    def _io_directive(self, kind: Literal["input", "output"]) -> None:
+        while True:
+            name = self._expect_ident(f"a relation name after `.{kind}`")
+            last = name
+            params: list[tuple[str, str]] = []
+            if self._peek().kind == "(":
+                self._advance()
+                if self._peek().kind != ")":
+                    while True:
+                        key = self._expect_ident("a parameter name")
+                        self._expect("=", "`=` after the parameter name")
+                        value = self._peek()
+                        if value.kind == STRING:
+                            params.append((key.text, value.value))
+                        elif value.kind in (IDENT, NUMBER):
+                            params.append((key.text, value.text))
+                        else:
+                            raise self._fail("a parameter value")
+                        self._advance()
+                        if self._peek().kind != ",":
+                            break
+                        self._advance()
+                last = self._expect(")", "`,` or `)` after a parameter")
+            self.directives.append(
+                Directive(kind, name.text, tuple(params), _join(name.span, last.span))
+            )
+            if self._peek().kind != ",":
+                return
+            self._advance()
+
+    def _clause(self) -> None:
+        first = self._peek()
+        if first.kind != IDENT:
+            raise self._fail("a rule, a fact or a directive")
+        heads = [self._atom()]
+        while self._peek().kind == ",":
+            self._advance()
+            heads.append(self._atom())
+        token = self._peek()
+        if token.kind == ".":
+            end = self._advance()
+            span = _join(first.span, end.span)
+            self.facts.extend(Fact(head, span) for head in heads)
+            return
+        if token.kind != ":-":
+            raise self._fail("`:-` or `.` after the head")
+        self._advance()
+        alternatives = self._disjunction()
+        end = self._expect(".", "`,`, `;` or `.` after a body literal")
+        span = _join(first.span, end.span)
+        text = self.text[first.offset : end.end_offset]
+        for head in heads:
+            for body in alternatives:
+                self.rules.append(Rule(head, tuple(body), span, text))
+
+    # -- bodies --------------------------------------------------------------------------------
+
+    def _disjunction(self) -> Alternatives:
+        alternatives = self._conjunction()
+        while self._peek().kind == ";":
+            self._advance()
+            alternatives = alternatives + self._conjunction()
+            self._check_size(alternatives)
+        return alternatives
+
+    def _conjunction(self) -> Alternatives:
+        alternatives: Alternatives = [[]]
+        while True:
+            start = self._peek()
+            options = self._literal()
+            alternatives = [left + right for left in alternatives for right in options]
+            self._check_size(alternatives, start)
+            if self._peek().kind != ",":
+                return alternatives
+            self._advance()
+
+    def _check_size(self, alternatives: Alternatives, token: Token | None = None) -> None:
+        if len(alternatives) > _MAX_DISJUNCTS:
+            where = (token or self._peek()).span
+            raise _Failure(f"the disjunction expands to more than {_MAX_DISJUNCTS} rules", where)
+
+    def _literal(self) -> Alternatives:
+        token = self._peek()
+        if token.kind == "!":
+            self._advance()
+            atom = self._atom()
+            return [[Negation(atom, _join(token.span, atom.span))]]
+        if token.kind == IDENT:
+            following = self._peek(1).kind
+            if token.text == "not" and following == IDENT:
+                self._advance()
+                atom = self._atom()
+                return [[Negation(atom, _join(token.span, atom.span))]]
+            if following == "(":
+                return [[self._atom()]]
+        if token.kind == "(" and not self._parenthesis_opens_term():
+            self._advance()
+            alternatives = self._disjunction()
+            self._expect(")", "`,`, `;` or `)` in a parenthesised body")
+            return alternatives
+        left = self._expression()
+        operator = self._peek()
+        if operator.kind not in _COMPARISONS:
+            raise self._fail("a comparison operator (=, !=, <, <=, >, >=)")
+        self._advance()
+        right = self._expression()
+        comparison = Comparison(
+            cast(CompareOp, operator.kind),
+            left,
+            right,
+            _join(left.span, right.span),
+        )
+        return [[comparison]]
+
+    def _parenthesis_opens_term(self) -> bool:
+        """Tell `(x + 1) < y` (a term) from `(a(x) ; b(x))` (a group of literals): a term's
+        closing parenthesis is followed by an arithmetic or comparison operator."""
+        tokens = self.tokens
+        depth = 0
+        for index in range(self.pos, len(tokens)):
+            kind = tokens[index].kind
+            if kind == "(":
+                depth += 1
+            elif kind == ")":
+                depth -= 1
+                if depth == 0:
+                    following = tokens[index + 1].kind if index + 1 < len(tokens) else EOF
+                    return following in _COMPARISONS or following in _ARITHMETIC
+            elif kind == "." or kind == EOF:
+                return False
+        return False
+
+    def _atom(self) -> Atom:
+        name = self._expect_ident("a relation name")
+        if self._peek().kind != "(":
+            raise self._fail(f"`(` after `{name.text}`")
+        self._advance()
+        args: list[Term] = []
+        if self._peek().kind != ")":
+            args.append(self._expression())
+            while self._peek().kind == ",":
+                self._advance()
+                args.append(self._expression())
+        close = self._expect(")", "`,` or `)` after an argument")
+        return Atom(name.text, tuple(args), _join(name.span, close.span))
+
+    # -- terms ---------------------------------------------------------------------------------
+
+    def _expression(self) -> Term:
+        left = self._product()
+        while self._peek().kind in ("+", "-"):
+            operator = self._advance().kind
+            right = self._product()
+            left = BinaryOp(cast(ArithOp, operator), left, right, _join(left.span, right.span))
+        return left
+
+    def _product(self) -> Term:
+        left = self._unary()
+        while self._peek().kind in ("*", "/", "%"):
+            operator = self._advance().kind
+            right = self._unary()
+            left = BinaryOp(cast(ArithOp, operator), left, right, _join(left.span, right.span))
+        return left
+
+    def _unary(self) -> Term:
+        token = self._peek()
+        if token.kind != "-":
+            return self._primary()
+        self._advance()
+        if self._peek().kind == NUMBER:
+            number = self._advance()
+            span = _join(token.span, number.span)
+            return NumberConst(self._number_value(number, span, negate=True), span)
+        operand = self._unary()
+        zero = NumberConst(0, token.span)
+        return BinaryOp("-", zero, operand, _join(token.span, operand.span))
+
+    def _primary(self) -> Term:
+        token = self._peek()
+        kind = token.kind
+        if kind == NUMBER:
+            self._advance()
+            return NumberConst(self._number_value(token, token.span, negate=False), token.span)
+        if kind == STRING:
+            self._advance()
+            return StringConst(token.value, token.span)
+        if kind == IDENT:
+            self._advance()
+            if self._peek().kind == "(":
+                raise _Failure(
+                    f"functor calls such as `{token.text}(...)` are not supported in terms",
+                    token.span,
+                )
+            if token.text == "_":
+                return Wildcard(token.span)
+            return Variable(token.text, token.span)
+        if kind == "(":
+            self._advance()
+            inner = self._expression()
+            close = self._expect(")", "`)` or an arithmetic operator")
+            return dataclasses.replace(inner, span=_join(token.span, close.span))
+        raise self._fail("a term (a variable, `_`, a number, a string or `(`)")
+
+    @staticmethod
+    def _number_value(token: Token, span: Span, *, negate: bool) -> int:
+        text = token.text
+        if text[:2] in ("0x", "0X"):
+            value = int(text, 16)
+            if value >= 1 << 64:
+                raise _Failure(f"number literal `{text}` does not fit in 64 bits", span)
+            value = wrap64(value)
+            return wrap64(-value) if negate else value
+        value = -int(text) if negate else int(text)
+        if not _INT64_MIN <= value <= _INT64_MAX:
+            shown = f"-{text}" if negate else text
+            raise _Failure(f"number literal `{shown}` does not fit in 64 bits", span)
+        return value
+
+
+def parse_program(text: str, filename: str = "<input>") -> Program:
+    """Parse a whole program; raise `ProgramError` with every `parse_error` found."""
+    parser = _Parser(text, filename)
+    return parser.program()
+
+
+def parse_body(text: str, filename: str = "<query>") -> tuple[BodyLiteral, ...]:
+    """Parse a conjunctive query such as `tc("a", x), !edge("a", x), x < 3` (a final `.` is
+    allowed). Disjunction is rejected: a query answers one conjunction."""
+    parser = _Parser(text, filename)
+    parser._raise_if_errors()
+    alternatives: Alternatives = []
+    try:
+        if parser._peek().kind == EOF:
+            raise parser._fail("a query")
+        alternatives = parser._disjunction()
+        if parser._peek().kind == ".":
+            parser._advance()
+        if parser._peek().kind != EOF:
+            raise parser._fail("`,` or the end of the query")
+    except _Failure as failure:
+        parser.diagnostics.append(parser._diagnostic(failure.message, failure.span))
+    except RecursionError:
+        span = parser.tokens[0].span
+        parser.diagnostics.append(parser._diagnostic("expression nested too deeply", span))
+    parser._raise_if_errors()
+    if len(alternatives) != 1:
+        first, last = parser.tokens[0], parser.tokens[-1]
+        span = Span(first.line, first.column, last.line, last.column)
+        parser.diagnostics.append(
+            parser._diagnostic("disjunction (`;`) is not supported in queries", span)
+        )
+        parser._raise_if_errors()
+    return tuple(alternatives[0])
