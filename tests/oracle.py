@@ -1,0 +1,366 @@
+"""The test oracle: a naive evaluator that *defines* the sparse proof-count state.
+
+It is the specification the engine is tested against, so it is written to be obviously right
+rather than fast, and shares nothing with the engine beyond the parser's AST: it computes its
+own strata, does its own arithmetic and enumerates rule instantiations by brute force (nested
+loops over whole relations, no indexes, no join planning).
+
+The state (Zhao et al., *Towards Elastic Incrementalization for Datalog*, §3.1) maps every
+tuple of every relation to `(iteration, count)`:
+
+- Facts of relations without rules (inputs and program-text facts) are `(0, 1)`.
+- Strata are evaluated in dependency order. For a stratum S, every tuple of a lower stratum
+  counts as iteration 0 (whatever its own iteration), and so do the facts asserted on S's own
+  relations: together they are I_0 = N_0.
+- Iteration k ≥ 1 counts the instantiations of S's rules whose positive atoms hold in I_{k-1},
+  whose negated atoms have no match in I_{k-1}, whose comparisons hold and whose head
+  evaluates — and of which at least one positive atom is in N_{k-1}. A rule without positive
+  atoms counts as having one extra atom that is in N_0 only, so it fires at k = 1 only.
+- N_k holds the heads with a non-zero count that are not in I_{k-1}, each with iteration k and
+  that count; I_k = I_{k-1} ∪ N_k. The stratum is done when N_k is empty.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+
+from reasoner.analysis.model import AnalyzedProgram, Value
+from reasoner.syntax.ast import (
+    Atom,
+    BinaryOp,
+    Comparison,
+    Negation,
+    NumberConst,
+    Program,
+    Rule,
+    StringConst,
+    Term,
+    Variable,
+    Wildcard,
+)
+
+Row = tuple[Value, ...]
+State = dict[str, dict[Row, tuple[int, int]]]
+Binding = dict[str, Value]
+
+
+class NoValue(Exception):
+    """An arithmetic expression has no value (division or remainder by zero): the rule
+    instantiation that needs it does not exist."""
+
+
+# --- Soufflé arithmetic, written out independently of reasoner/arith.py ---------------------
+
+
+def wrap(value: int) -> int:
+    """Signed 64-bit two's-complement wrap-around."""
+    return (value + 2**63) % 2**64 - 2**63
+
+
+def c_div(a: int, b: int) -> int:
+    """C division: the quotient truncated toward zero."""
+    if b == 0:
+        raise NoValue
+    quotient = abs(a) // abs(b)
+    return wrap(quotient if (a < 0) == (b < 0) else -quotient)
+
+
+def c_mod(a: int, b: int) -> int:
+    """C remainder: `a == b * c_div(a, b) + c_mod(a, b)`, so it takes the sign of `a`."""
+    if b == 0:
+        raise NoValue
+    remainder = abs(a) % abs(b)
+    return remainder if a >= 0 else -remainder
+
+
+def arithmetic(op: str, a: int, b: int) -> int:
+    if op == "+":
+        return wrap(a + b)
+    if op == "-":
+        return wrap(a - b)
+    if op == "*":
+        return wrap(a * b)
+    if op == "/":
+        return c_div(a, b)
+    if op == "%":
+        return c_mod(a, b)
+    raise ValueError(f"unknown arithmetic operator {op!r}")
+
+
+def compare(op: str, a: Value, b: Value) -> bool:
+    if op == "=":
+        return a == b
+    if op == "!=":
+        return a != b
+    if op == "<":
+        return a < b  # type: ignore[operator]
+    if op == "<=":
+        return a <= b  # type: ignore[operator]
+    if op == ">":
+        return a > b  # type: ignore[operator]
+    if op == ">=":
+        return a >= b  # type: ignore[operator]
+    raise ValueError(f"unknown comparison operator {op!r}")
+
+
+class Unbound(Exception):
+    """A variable has no value: the rule is unsafe (the analysis should have rejected it)."""
+
+
+def value_of(term: Term, binding: Binding) -> Value:
+    if isinstance(term, NumberConst | StringConst):
+        return term.value
+    if isinstance(term, Variable):
+        if term.name not in binding:
+            raise Unbound(term.name)
+        return binding[term.name]
+    if isinstance(term, BinaryOp):
+        left, right = value_of(term.left, binding), value_of(term.right, binding)
+        return arithmetic(term.op, left, right)  # type: ignore[arg-type]
+    raise Unbound("_")
+
+
+# --- strata -------------------------------------------------------------------------------
+
+
+def dependencies(program: Program) -> dict[str, set[str]]:
+    """head relation -> the relations its rules read (positively or under negation)."""
+    edges: dict[str, set[str]] = {rule.head.relation: set() for rule in program.rules}
+    for rule in program.rules:
+        for literal in rule.body:
+            if isinstance(literal, Atom):
+                edges[rule.head.relation].add(literal.relation)
+            elif isinstance(literal, Negation):
+                edges[rule.head.relation].add(literal.atom.relation)
+    return edges
+
+
+def stratify(program: Program) -> list[frozenset[str]]:
+    """The relations defined by rules, grouped into strata, dependencies first.
+
+    p and q share a stratum iff each depends on the other, directly or not. Ordering: if
+    stratum B depends on stratum A, B depends on everything A depends on and on A itself, so
+    B depends on strictly more relations outside itself than A does. Sorting by that number
+    is therefore a topological order.
+    """
+    reads = dependencies(program)
+    depends_on: dict[str, set[str]] = {}  # r -> every relation r depends on, transitively
+    for start in reads:
+        seen: set[str] = set()
+        todo = list(reads[start])
+        while todo:
+            relation = todo.pop()
+            if relation not in seen:
+                seen.add(relation)
+                todo.extend(reads.get(relation, ()))
+        depends_on[start] = seen
+    strata = {
+        frozenset({r} | {s for s in reads if s in depends_on[r] and r in depends_on[s]})
+        for r in reads
+    }
+
+    def rank(stratum: frozenset[str]) -> tuple[int, list[str]]:
+        member = next(iter(stratum))
+        return len(depends_on[member] - stratum), sorted(stratum)
+
+    ordered = sorted(strata, key=rank)
+    for stratum in ordered:
+        for rule in program.rules:
+            if rule.head.relation not in stratum:
+                continue
+            for literal in rule.body:
+                if isinstance(literal, Negation) and literal.atom.relation in stratum:
+                    raise ValueError(
+                        f"negation of {literal.atom.relation} inside its own stratum: "
+                        "the program is not stratifiable"
+                    )
+    return ordered
+
+
+# --- rule instantiations ------------------------------------------------------------------
+
+
+def unify(args: tuple[Term, ...], row: Row, binding: Binding) -> Binding | None:
+    """Extend `binding` so that the atom's arguments match `row`, or None if they cannot.
+
+    A wildcard matches anything (its value is fixed by the row, so different rows are
+    different instantiations). Arithmetic arguments are checked later, once every variable
+    has a value.
+    """
+    if len(args) != len(row):
+        raise ValueError(f"arity mismatch: {len(args)} arguments for a row of {len(row)}")
+    extended = dict(binding)
+    for term, value in zip(args, row, strict=True):
+        if isinstance(term, Variable):
+            if term.name in extended and extended[term.name] != value:
+                return None
+            extended[term.name] = value
+        elif isinstance(term, NumberConst | StringConst) and term.value != value:
+            return None
+    return extended
+
+
+def instantiations(
+    rule: Rule, rows: Mapping[str, Iterable[Row]]
+) -> Iterator[tuple[Row, list[tuple[str, Row]]]]:
+    """Every instantiation of `rule` over `rows` (relation -> the tuples of I_{k-1}):
+    (head tuple, [(relation, tuple) of each positive atom, in body order])."""
+    positives = [literal for literal in rule.body if isinstance(literal, Atom)]
+
+    def extend(
+        index: int, binding: Binding, chosen: list[tuple[str, Row]]
+    ) -> Iterator[tuple[Row, list[tuple[str, Row]]]]:
+        if index == len(positives):
+            head = finish(rule, binding, positives, chosen, rows)
+            if head is not None:
+                yield head, chosen
+            return
+        atom = positives[index]
+        for row in rows.get(atom.relation, ()):
+            extended = unify(atom.args, row, binding)
+            if extended is not None:
+                yield from extend(index + 1, extended, [*chosen, (atom.relation, row)])
+
+    yield from extend(0, {}, [])
+
+
+def finish(
+    rule: Rule,
+    binding: Binding,
+    positives: list[Atom],
+    chosen: list[tuple[str, Row]],
+    rows: Mapping[str, Iterable[Row]],
+) -> Row | None:
+    """The head tuple of a complete assignment to the positive atoms, or None if the rest of
+    the body fails or some expression has no value."""
+    binding = dict(binding)
+    comparisons = [literal for literal in rule.body if isinstance(literal, Comparison)]
+    try:
+        bind_equalities(comparisons, binding)
+        for atom, (_, row) in zip(positives, chosen, strict=True):
+            for term, value in zip(atom.args, row, strict=True):
+                if isinstance(term, BinaryOp) and value_of(term, binding) != value:
+                    return None
+        for comparison in comparisons:
+            left, right = value_of(comparison.left, binding), value_of(comparison.right, binding)
+            if not compare(comparison.op, left, right):
+                return None
+        for literal in rule.body:
+            if isinstance(literal, Negation) and matches_any(literal.atom, binding, rows):
+                return None
+        return tuple(value_of(term, binding) for term in rule.head.args)
+    except NoValue:
+        return None
+
+
+def bind_equalities(comparisons: list[Comparison], binding: Binding) -> None:
+    """`x = expr` gives x a value when x is not bound by a positive atom (Soufflé allows it).
+    Repeated until nothing changes, since one equality may enable the next."""
+    changed = True
+    while changed:
+        changed = False
+        for comparison in comparisons:
+            if comparison.op != "=":
+                continue
+            for target, source in (
+                (comparison.left, comparison.right),
+                (comparison.right, comparison.left),
+            ):
+                if isinstance(target, Variable) and target.name not in binding:
+                    try:
+                        binding[target.name] = value_of(source, binding)
+                    except Unbound:
+                        continue
+                    changed = True
+                    break
+
+
+def matches_any(atom: Atom, binding: Binding, rows: Mapping[str, Iterable[Row]]) -> bool:
+    """Whether some tuple matches a negated atom; its wildcards are existential."""
+    pattern = [
+        None if isinstance(term, Wildcard) else value_of(term, binding) for term in atom.args
+    ]
+    return any(
+        all(want is None or want == value for want, value in zip(pattern, row, strict=True))
+        for row in rows.get(atom.relation, ())
+    )
+
+
+# --- evaluation ---------------------------------------------------------------------------
+
+
+def evaluate(analyzed: AnalyzedProgram, inputs: Mapping[str, Iterable[Row]]) -> State:
+    """The proof-count state of every relation: tuple -> (iteration, count)."""
+    program = analyzed.program
+    asserted: dict[str, set[Row]] = {name: set() for name in analyzed.relations}
+    for fact in program.facts:
+        try:
+            row = tuple(value_of(term, {}) for term in fact.atom.args)
+        except NoValue:
+            continue
+        asserted.setdefault(fact.atom.relation, set()).add(row)
+    for name, given in inputs.items():
+        if name not in analyzed.relations:
+            raise ValueError(f"inputs for unknown relation {name!r}")
+        asserted[name].update(checked_rows(analyzed, name, given))
+
+    strata = stratify(program)
+    derived = set().union(*strata) if strata else set()
+    state: State = {name: {} for name in asserted}
+    for name, rows in asserted.items():
+        if name not in derived:
+            state[name] = {row: (0, 1) for row in rows}
+    for stratum in strata:
+        rules = [rule for rule in program.rules if rule.head.relation in stratum]
+        state.update(evaluate_stratum(stratum, rules, asserted, state))
+    return state
+
+
+def checked_rows(analyzed: AnalyzedProgram, name: str, given: Iterable[Row]) -> set[Row]:
+    """The input rows as tuples, refusing values of the wrong arity or type: a typo in a test's
+    inputs must not silently become a different relation."""
+    types = analyzed.relations[name].types
+    rows = {tuple(row) for row in given}
+    for row in rows:
+        expected = tuple(int if t == "number" else str for t in types)
+        actual = tuple(type(value) for value in row)
+        if actual != expected:
+            raise ValueError(f"{name}{row!r} does not have the types {types}")
+    return rows
+
+
+def evaluate_stratum(
+    stratum: frozenset[str],
+    rules: list[Rule],
+    asserted: Mapping[str, set[Row]],
+    state: State,
+) -> State:
+    own: State = {name: {row: (0, 1) for row in asserted.get(name, ())} for name in stratum}
+    newest: dict[str, set[Row]] | None = None  # N_{k-1} for k >= 2; None stands for N_0 = I_0
+    k = 1
+    while True:
+        current = {name: list(rows) for name, rows in state.items()}  # I_{k-1}
+        current.update({name: list(rows) for name, rows in own.items()})
+        counts: Counter[tuple[str, Row]] = Counter()
+        for rule in rules:
+            if newest is not None and not reads_own_relation(rule, stratum):
+                continue  # only atoms in N_{k-1} qualify, and N_{k-1} holds own tuples only
+            for head, body in instantiations(rule, current):
+                qualifies = newest is None or any(
+                    row in newest.get(relation, ()) for relation, row in body
+                )
+                if qualifies:
+                    counts[rule.head.relation, head] += 1
+        fresh = {key: count for key, count in counts.items() if key[1] not in own[key[0]]}
+        if not fresh:
+            return own
+        newest = {name: set() for name in stratum}
+        for (name, row), count in fresh.items():
+            own[name][row] = (k, count)
+            newest[name].add(row)
+        k += 1
+
+
+def reads_own_relation(rule: Rule, stratum: frozenset[str]) -> bool:
+    return any(isinstance(lit, Atom) and lit.relation in stratum for lit in rule.body)
