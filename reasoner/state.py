@@ -31,7 +31,7 @@ def key_function(columns: Columns) -> Callable[[Tuple], object]:
 class RelationStore:
     """One relation's tuples with (iteration, count), and its secondary hash indexes."""
 
-    __slots__ = ("arity", "counts", "indexes", "iters", "name")
+    __slots__ = ("arity", "counts", "extra", "indexes", "iters", "name")
 
     def __init__(self, name: str, arity: int) -> None:
         self.name = name
@@ -39,6 +39,9 @@ class RelationStore:
         self.iters: dict[Tuple, int] = {}
         self.counts: dict[Tuple, int] = {}
         self.indexes: dict[Columns, dict[object, Bucket]] = {}
+        self.extra: dict[Tuple, None] = {}
+        """Tuples an in-flight Update derived that are not committed yet: they are in the
+        indexes (so joins see the union of the old and the new epoch) but not in `iters`."""
 
     def __len__(self) -> int:
         return len(self.iters)
@@ -59,7 +62,7 @@ class RelationStore:
         if idx is None:
             idx = {}
             key = key_function(columns)
-            for t in self.iters:
+            for t in (*self.iters, *self.extra) if self.extra else self.iters:
                 k = key(t)
                 bucket = idx.get(k)
                 if bucket is None:
@@ -73,13 +76,7 @@ class RelationStore:
         """Insert a tuple that is not present yet."""
         self.iters[t] = iteration
         self.counts[t] = count
-        for columns, idx in self.indexes.items():
-            k = t[columns[0]] if len(columns) == 1 else tuple(t[c] for c in columns)
-            bucket = idx.get(k)
-            if bucket is None:
-                idx[k] = {t: None}
-            else:
-                bucket[t] = None
+        self._index_insert(t)
 
     def add_batch(self, batch: dict[Tuple, int], iteration: int) -> None:
         """Insert many new tuples (tuple -> count) at one iteration: Bootstrap's merge step."""
@@ -98,15 +95,45 @@ class RelationStore:
                 else:
                     bucket[t] = None
 
-    def remove(self, t: Tuple) -> None:
-        del self.iters[t]
-        del self.counts[t]
+    def _index_insert(self, t: Tuple) -> None:
+        for columns, idx in self.indexes.items():
+            k = t[columns[0]] if len(columns) == 1 else tuple(t[c] for c in columns)
+            bucket = idx.get(k)
+            if bucket is None:
+                idx[k] = {t: None}
+            else:
+                bucket[t] = None
+
+    def _index_delete(self, t: Tuple) -> None:
         for columns, idx in self.indexes.items():
             k = t[columns[0]] if len(columns) == 1 else tuple(t[c] for c in columns)
             bucket = idx[k]
             del bucket[t]
             if not bucket:
                 del idx[k]
+
+    def remove(self, t: Tuple) -> None:
+        del self.iters[t]
+        del self.counts[t]
+        self._index_delete(t)
+
+    def stage(self, t: Tuple) -> None:
+        """Make an uncommitted new tuple visible to index probes (see `extra`)."""
+        if t not in self.iters and t not in self.extra:
+            self.extra[t] = None
+            self._index_insert(t)
+
+    def unstage(self, t: Tuple) -> None:
+        """Forget a staged tuple (its Update was discarded, or it was retracted again)."""
+        if t in self.extra:
+            del self.extra[t]
+            self._index_delete(t)
+
+    def commit_staged(self, t: Tuple, iteration: int, count: int) -> None:
+        """Turn a staged tuple into a committed one (already indexed)."""
+        del self.extra[t]
+        self.iters[t] = iteration
+        self.counts[t] = count
 
     def set(self, t: Tuple, iteration: int, count: int) -> None:
         """Change the (iteration, count) of a present tuple; indexes are unaffected."""
@@ -116,6 +143,7 @@ class RelationStore:
     def clear(self) -> None:
         self.iters.clear()
         self.counts.clear()
+        self.extra.clear()
         for idx in self.indexes.values():
             idx.clear()
 

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 
 from reasoner.analysis.model import Stratum
-from reasoner.executors.local.codegen import CompiledPlan, PlanCompiler
+from reasoner.executors.local.codegen import CompiledPlan, EmitContext, PlanCompiler
 from reasoner.plan.joins import AtomStep, plan_rule, positive_atoms
 from reasoner.state import State
 from reasoner.syntax.ast import Atom, Rule
@@ -48,7 +48,8 @@ class StratumBootstrap:
     def _emit(self, namespace: dict, rule: Rule):
         head = self.compiler.relation_dict(namespace, rule.head.relation)
 
-        def emit(h: str) -> list[str]:
+        def emit(ctx: EmitContext) -> list[str]:
+            h = ctx.head
             return [f"if {h} in {head}: continue", f"out[{h}] = out.get({h}, 0) + 1"]
 
         return emit
@@ -103,7 +104,7 @@ class StratumBootstrap:
         for rule in self.stratum.rules:
             compiled = self._compile(rule, None, set())
             driver = compiled.plan.driver
-            rows = [] if driver is None else list(self.state[rule.body[driver].relation])  # type: ignore[union-attr]
+            rows = [] if driver.kind == "none" else list(self.state[rule.body[driver.index].relation])  # type: ignore[union-attr,index]
             compiled.function(rows, 0, out[rule.head.relation])
         deltas = self._merge(out, 1)
         derived = sum(map(len, deltas.values()))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 from reasoner.syntax.ast import (
     Atom,
@@ -86,17 +87,42 @@ class CompareStep:
 Step = AtomStep | CompareStep
 
 
+DriverKind = Literal["atom", "negation", "head", "none"]
+
+
+@dataclass(frozen=True, slots=True)
+class Driver:
+    """Where the tuples that start an evaluation come from.
+
+    - "atom": tuples of the positive atom at body index `index` (a delta, a change set, or the
+      whole relation);
+    - "negation": tuples whose absence the negated atom at `index` asserts (Update: a negated
+      fact that appeared or disappeared), binding the atom's non-wildcard variables;
+    - "head": tuples of the head relation (Update's re-discovery: find the derivations of a
+      deleted tuple), binding the head's variables;
+    - "none": the rule has no positive atom and is evaluated once.
+    """
+
+    kind: DriverKind
+    index: int | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class JoinPlan:
-    """A rule evaluated from `driver` (a positive body index; None: a rule with no positive atom).
+    """A rule evaluated from `driver`.
 
-    When there is a driver, `steps[0]` is its AtomStep: its tuples come from the caller, every
-    column is still unbound, and constants or repeated variables in it are checked as filters.
+    For "atom" and "negation" drivers `steps[0]` is the driver's AtomStep: its tuples come from
+    the caller with every column still unbound, so constants and repeated variables in it are
+    checked as filters. For "head" the head's plain variables are bound before the first step.
     """
 
     rule: Rule
-    driver: int | None
+    driver: Driver
     steps: tuple[Step, ...]
+
+    @property
+    def driver_index(self) -> int | None:
+        return self.driver.index
 
     def index_needs(self) -> set[tuple[str, tuple[int, ...]]]:
         """The (relation, columns) hash indexes the plan probes (membership tests need none)."""
@@ -104,7 +130,7 @@ class JoinPlan:
         for step in self.steps:
             if (
                 isinstance(step, AtomStep)
-                and step.body_index != self.driver
+                and step.body_index != self.driver.index
                 and step.key_columns
                 and not step.is_membership
             ):
@@ -174,27 +200,47 @@ def normalize_rule(rule: Rule) -> Rule:
     return Rule(rule.head, (*body, *extra), rule.span, rule.text)
 
 
+def head_variables(rule: Rule) -> set[str]:
+    """Variables a head-driven evaluation binds: the head's plain variable arguments."""
+    return {a.name for a in rule.head.args if isinstance(a, Variable)}
+
+
+def head_is_invertible(rule: Rule) -> bool:
+    """Whether binding the head binds every head variable (no variable only inside arithmetic)."""
+    inside = set().union(*(term_variables(a) for a in rule.head.args)) if rule.head.args else set()
+    return inside <= head_variables(rule)
+
+
 def plan_rule(
     rule: Rule,
-    driver: int | None = None,
+    driver: Driver | int | None = None,
     sizes: Mapping[str, int] | None = None,
-    prebound: Iterable[str] = (),
 ) -> JoinPlan:
-    """Order the body of `rule` starting from the positive atom at body index `driver`.
+    """Order the body of `rule` for evaluation from `driver`.
 
-    With `driver=None` and at least one positive atom, the driver is the atom over the smallest
-    relation according to `sizes` (first in written order on ties). `prebound` names variables
-    that are already known (used when evaluation is driven from a bound head).
+    An int is an "atom" driver at that body index. With `driver=None` the driver is the positive
+    atom over the smallest relation according to `sizes` (first in written order on ties), or
+    "none" for a rule without positive atoms.
     """
     rule = normalize_rule(rule)
     atoms = positive_atoms(rule)
-    if driver is None and atoms:
-        sizes = sizes or {}
-        driver = min(atoms, key=lambda i: (sizes.get(rule.body[i].relation, 0), i))  # type: ignore[union-attr]
-    bound: set[str] = set(prebound)
+    if driver is None:
+        if atoms:
+            sizes = sizes or {}
+            smallest = min(atoms, key=lambda i: (sizes.get(rule.body[i].relation, 0), i))  # type: ignore[union-attr]
+            driver = Driver("atom", smallest)
+        else:
+            driver = Driver("none")
+    elif isinstance(driver, int):
+        driver = Driver("atom", driver)
+    bound: set[str] = set()
     steps: list[Step] = []
-    pending_atoms = [i for i in atoms if i != driver]
-    pending_other = [i for i, lit in enumerate(rule.body) if not isinstance(lit, Atom)]
+    pending_atoms = [i for i in atoms if not (driver.kind == "atom" and i == driver.index)]
+    pending_other = [
+        i
+        for i, lit in enumerate(rule.body)
+        if not isinstance(lit, Atom) and not (driver.kind == "negation" and i == driver.index)
+    ]
 
     def schedule_filters() -> None:
         progress = True
@@ -223,11 +269,18 @@ def plan_rule(
                 pending_other.remove(i)
                 progress = True
 
-    if driver is not None:
-        drv = rule.body[driver]
+    if driver.kind == "atom":
+        drv = rule.body[driver.index]  # type: ignore[index]
         assert isinstance(drv, Atom)
-        steps.append(_atom_step(driver, drv, False, bound))
+        steps.append(_atom_step(driver.index, drv, False, bound))  # type: ignore[arg-type]
         bound |= term_variables_of_atom(drv)
+    elif driver.kind == "negation":
+        neg = rule.body[driver.index]  # type: ignore[index]
+        assert isinstance(neg, Negation)
+        steps.append(_atom_step(driver.index, neg.atom, True, bound))  # type: ignore[arg-type]
+        bound |= term_variables_of_atom(neg.atom)
+    elif driver.kind == "head":
+        bound |= head_variables(rule)
     schedule_filters()
     while pending_atoms:
         best = max(

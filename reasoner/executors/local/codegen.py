@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import chain
 
 from reasoner import arith
 from reasoner.plan.joins import AtomStep, CompareStep, JoinPlan
@@ -31,12 +32,25 @@ from reasoner.syntax.ast import (
 
 AtomFilter = Callable[[AtomStep, str], "str | None"]
 """(step, tuple variable) -> a Python condition the probed tuple must satisfy, or None."""
-NegationTest = Callable[[AtomStep, str, str], str]
-"""(step, key expression, kind) -> condition that is true when the negated tuple is present;
+NegationTest = Callable[[AtomStep, str, str], "str | None"]
+"""(step, key expression, kind) -> a condition that is true when the negated tuple is present
+(the candidate is then dropped), or None to skip the test (the key stays available to `emit`).
 kind is "tuple" (all columns bound: the key is the whole tuple), "index" (some columns are
-wildcards: the key is an index key) or "any" (every column is a wildcard)."""
-Emit = Callable[[str], list[str]]
-"""head tuple variable -> lines that record one derivation of it."""
+wildcards: the key is an index key) or "any" (every column is a wildcard: no key)."""
+
+
+@dataclass(frozen=True, slots=True)
+class EmitContext:
+    """Names visible where a derivation is complete: the head tuple, the tuple matched by each
+    positive atom and the key of each negated atom (by body index)."""
+
+    head: str
+    positive: dict[int, str]
+    negated: dict[int, tuple[str, str]]
+
+
+Emit = Callable[[EmitContext], list[str]]
+"""-> lines that record one derivation."""
 
 
 def _arith_wrap(op: str) -> str:
@@ -63,6 +77,11 @@ class PlanCompiler:
     def _rel_var(self, namespace: dict, relation: str) -> str:
         name = f"R_{_ident(relation)}"
         namespace[name] = self.state.relation(relation, self.arities[relation]).iters
+        return name
+
+    def _extra_var(self, namespace: dict, relation: str) -> str:
+        name = f"E_{_ident(relation)}"
+        namespace[name] = self.state.relation(relation, self.arities[relation]).extra
         return name
 
     def _index_var(self, namespace: dict, relation: str, columns: tuple[int, ...]) -> str:
@@ -103,11 +122,13 @@ class PlanCompiler:
         emit: Emit,
         namespace: dict,
         name: str = "run",
+        union: bool = False,
     ) -> CompiledPlan:
-        """Generate `def name(rows, *params)`; `rows` feeds the driver atom (ignored if none).
+        """Generate `def name(rows, *params)`; `rows` feeds the plan's driver.
 
         `namespace` receives the runtime objects the code refers to; the caller may have put its
-        own objects there already (referenced from its snippets).
+        own objects there already (referenced from its snippets). With `union`, probes also see
+        the tuples an Update has staged (`RelationStore.extra`), i.e. the old and the new epoch.
         """
         namespace.update(
             _add=arith.add,
@@ -116,13 +137,16 @@ class PlanCompiler:
             _div=arith.div,
             _mod=arith.mod,
             _EMPTY=(),
+            _ONCE=(None,),
         )
         if negation_present is None:
             negation_present = self._default_negation(namespace)
-        lines: list[str] = [f"def {name}(rows, {', '.join(params)}):" if params else f"def {name}(rows):"]
+        signature = ", ".join(("rows", *params))
+        lines: list[str] = [f"def {name}({signature}):"]
         names: dict[str, str] = {}
+        positive: dict[int, str] = {}
+        negated: dict[int, tuple[str, str]] = {}
         depth = 1
-        loop_open = False
 
         def put(text: str) -> None:
             lines.append("    " * depth + text)
@@ -135,77 +159,107 @@ class PlanCompiler:
         def guard(condition: str) -> None:
             put(f"if not ({condition}): continue")
 
+        def bind_from(tvar: str, args: tuple[Term, ...]) -> None:
+            """Check constants and repeated variables of a driving tuple, bind the rest."""
+            for col, arg in enumerate(args):
+                if isinstance(arg, Wildcard):
+                    continue
+                if isinstance(arg, Variable) and arg.name not in names:
+                    put(f"{var(arg.name)} = {tvar}[{col}]")
+                else:
+                    guarded((arg,), "_e", self.term(arg, names))
+                    guard(f"{tvar}[{col}] == _e")
+
+        def guarded(expr_terms: tuple[Term, ...], target: str, expr: str) -> None:
+            """`target = expr`, dropping the candidate when the arithmetic divides by zero."""
+            if any(_has_division(t) for t in expr_terms):
+                put("try:")
+                put(f"    {target} = {expr}")
+                put("except ZeroDivisionError:")
+                put("    continue")
+            else:
+                put(f"{target} = {expr}")
+
+        kind = plan.driver.kind
+        if kind == "head":
+            put("for th in rows:")
+            depth += 1
+            bind_from("th", plan.rule.head.args)
+        elif kind == "none":
+            put("for _once in _ONCE:")
+            depth += 1
+
         counter = 0
         for step in plan.steps:
             if isinstance(step, CompareStep):
                 cmp = step.comparison
-                try_needed = _has_division(cmp.left) or _has_division(cmp.right)
                 if step.assigns is not None:
-                    target = var(step.assigns)
-                    other = cmp.right if isinstance(cmp.left, Variable) and cmp.left.name == step.assigns else cmp.left
-                    expr = self.term(other, names)
-                    if try_needed:
-                        put("try:")
-                        put(f"    {target} = {expr}")
-                        put("except ZeroDivisionError:")
-                        put("    continue")
-                    else:
-                        put(f"{target} = {expr}")
+                    is_left = isinstance(cmp.left, Variable) and cmp.left.name == step.assigns
+                    other = cmp.right if is_left else cmp.left
+                    guarded((other,), var(step.assigns), self.term(other, names))
                 else:
                     op = "==" if cmp.op == "=" else cmp.op
                     cond = f"{self.term(cmp.left, names)} {op} {self.term(cmp.right, names)}"
-                    if try_needed:
-                        put("try:")
-                        put(f"    _c = {cond}")
-                        put("except ZeroDivisionError:")
-                        put("    continue")
-                        guard("_c")
-                    else:
-                        guard(cond)
+                    guarded((cmp.left, cmp.right), "_c", cond)
+                    guard("_c")
                 continue
 
             atom = step.atom
             tvar = f"t{counter}"
             counter += 1
-            if step.negated:
-                kind, key = self._negation_key(step, names)
-                if any(_has_division(a) for a in atom.args):
-                    put("try:")
-                    put(f"    _k = {key}")
-                    put("except ZeroDivisionError:")
-                    put("    continue")
-                    key = "_k"
-                put(f"if {negation_present(step, key, kind)}: continue")
-                continue
-
-            if step.body_index == plan.driver:
+            is_driver = step.body_index == plan.driver.index and kind in ("atom", "negation")
+            if is_driver:
                 put(f"for {tvar} in rows:")
                 depth += 1
-                loop_open = True
-                for col in step.key_columns:
-                    guard(f"{tvar}[{col}] == {self.term(atom.args[col], names)}")
-            elif step.is_membership:
-                if not loop_open:
-                    put("for _once in _ONCE:")
-                    namespace["_ONCE"] = (None,)
-                    depth += 1
-                    loop_open = True
+                bind_from(tvar, atom.args)
+                if step.negated:
+                    neg_kind, key = self._negation_key(step, names)
+                    if neg_kind != "any":
+                        put(f"k{step.body_index} = {key}")
+                        key = f"k{step.body_index}"
+                    negated[step.body_index] = (neg_kind, key)
+                else:
+                    positive[step.body_index] = tvar
+                    condition = atom_filter(step, tvar)
+                    if condition is not None:
+                        guard(condition)
+                continue
+            if step.negated:
+                neg_kind, key = self._negation_key(step, names)
+                if neg_kind != "any":
+                    guarded(atom.args, f"k{step.body_index}", key)
+                    key = f"k{step.body_index}"
+                negated[step.body_index] = (neg_kind, key)
+                test = negation_present(step, key, neg_kind)
+                if test is not None:
+                    put(f"if {test}: continue")
+                continue
+
+            if step.is_membership:
                 cols = [self.term(a, names) for a in atom.args]
                 put(f"{tvar} = ({', '.join(cols)}{',' if len(cols) == 1 else ''})")
                 rel = self._rel_var(namespace, atom.relation)
-                put(f"if {tvar} not in {rel}: continue")
+                if union:
+                    extra = self._extra_var(namespace, atom.relation)
+                    put(f"if {tvar} not in {rel} and {tvar} not in {extra}: continue")
+                else:
+                    put(f"if {tvar} not in {rel}: continue")
             elif step.key_columns:
                 idx = self._index_var(namespace, atom.relation, step.key_columns)
                 keys = [self.term(atom.args[c], names) for c in step.key_columns]
                 key = keys[0] if len(keys) == 1 else f"({', '.join(keys)})"
                 put(f"for {tvar} in {idx}.get({key}, _EMPTY):")
                 depth += 1
-                loop_open = True
             else:
                 rel = self._rel_var(namespace, atom.relation)
-                put(f"for {tvar} in {rel}:")
+                if union:
+                    extra = self._extra_var(namespace, atom.relation)
+                    namespace["_chain"] = chain
+                    put(f"for {tvar} in _chain({rel}, {extra}):")
+                else:
+                    put(f"for {tvar} in {rel}:")
                 depth += 1
-                loop_open = True
+            positive[step.body_index] = tvar
             for col, other in step.equal_columns:
                 guard(f"{tvar}[{col}] == {tvar}[{other}]")
             condition = atom_filter(step, tvar)
@@ -214,24 +268,19 @@ class PlanCompiler:
             for col, vname in step.binds:
                 put(f"{var(vname)} = {tvar}[{col}]")
 
-        if not loop_open:
-            put("for _once in _ONCE:")
-            namespace["_ONCE"] = (None,)
-            depth += 1
         head = plan.rule.head
-        head_terms = [self.term(a, names) for a in head.args]
-        head_expr = f"({', '.join(head_terms)}{',' if len(head_terms) == 1 else ''})"
-        if any(_has_division(a) for a in head.args):
-            put("try:")
-            put(f"    h = {head_expr}")
-            put("except ZeroDivisionError:")
-            put("    continue")
+        if kind == "head":
+            head_var = "th"
         else:
-            put(f"h = {head_expr}")
-        for line in emit("h"):
+            head_terms = [self.term(a, names) for a in head.args]
+            head_expr = f"({', '.join(head_terms)}{',' if len(head_terms) == 1 else ''})"
+            guarded(head.args, "h", head_expr)
+            head_var = "h"
+        for line in emit(EmitContext(head_var, positive, negated)):
             put(line)
         source = "\n".join(lines) + "\n"
-        exec(compile(source, f"<plan {plan.rule.text or plan.rule.head.relation}>", "exec"), namespace)
+        label = plan.rule.text or plan.rule.head.relation
+        exec(compile(source, f"<plan {label}>", "exec"), namespace)
         return CompiledPlan(plan, source, namespace[name])
 
     def _negation_key(self, step: AtomStep, names: dict[str, str]) -> tuple[str, str]:
