@@ -1,0 +1,86 @@
+"""The uncommitted changes of one epoch, kept beside the committed state until they all hold.
+
+Update never writes the committed (iteration, count) of a tuple while it runs: it records the
+tuple's new status here. Readers of the committed state therefore never see half an epoch, and
+discarding an Update (deadline, exception) is dropping this object and unstaging the tuples it
+made visible to index probes.
+
+For every tuple of the union of both epochs:
+- o = its committed iteration (INF when absent before);
+- n = its iteration in the new epoch: the recorded one if the tuple is in `changes`, else o.
+A tuple whose new status is "absent" (so far) is recorded with n = INF and count 0.
+"""
+
+from __future__ import annotations
+
+from reasoner.state import State, Tuple
+
+INF = 1 << 62
+"""An iteration later than any real one: 'not in this epoch'."""
+
+
+class Overlay:
+    __slots__ = ("changes", "state")
+
+    def __init__(self, state: State) -> None:
+        self.state = state
+        self.changes: dict[str, dict[Tuple, tuple[int, int]]] = {}
+
+    def relation_changes(self, name: str) -> dict[Tuple, tuple[int, int]]:
+        changes = self.changes.get(name)
+        if changes is None:
+            changes = self.changes[name] = {}
+        return changes
+
+    def set(self, name: str, t: Tuple, iteration: int, count: int) -> None:
+        """Record the new status of `t`; a newly present tuple becomes visible to probes."""
+        self.relation_changes(name)[t] = (iteration, count)
+        if iteration < INF:
+            self.state[name].stage(t)
+
+    def new_iteration(self, name: str, t: Tuple) -> int:
+        rec = self.changes.get(name, {}).get(t)
+        if rec is not None:
+            return rec[0]
+        return self.state[name].iters.get(t, INF)
+
+    def present_after(self, name: str, t: Tuple) -> bool:
+        return self.new_iteration(name, t) < INF
+
+    def presence_diff(self, name: str) -> tuple[set[Tuple], set[Tuple]]:
+        """(deleted, inserted): tuples whose presence flips; what the strata above see."""
+        iters = self.state[name].iters
+        deleted: set[Tuple] = set()
+        inserted: set[Tuple] = set()
+        for t, (n, _c) in self.changes.get(name, {}).items():
+            before = t in iters
+            after = n < INF
+            if before and not after:
+                deleted.add(t)
+            elif after and not before:
+                inserted.add(t)
+        return deleted, inserted
+
+    def commit(self) -> None:
+        """Write every recorded status into the committed state."""
+        for name, changes in self.changes.items():
+            store = self.state[name]
+            for t, (n, c) in changes.items():
+                if n >= INF:
+                    if t in store.iters:
+                        store.remove(t)
+                    else:
+                        store.unstage(t)
+                elif t in store.iters:
+                    store.set(t, n, c)
+                else:
+                    store.commit_staged(t, n, c)
+        self.changes.clear()
+
+    def discard(self) -> None:
+        """Drop every recorded status; the committed state is as it was before the epoch."""
+        for name, changes in self.changes.items():
+            store = self.state[name]
+            for t in changes:
+                store.unstage(t)
+        self.changes.clear()
