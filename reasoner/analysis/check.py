@@ -1,0 +1,127 @@
+"""The analysis entry points: run every check, collect every error, build the model.
+
+Checks are independent passes over the AST (relations and arities, types, safety, fact folding,
+stratification). They all run even when an earlier one found errors, so that one `ProgramError`
+reports everything, sorted by location.
+"""
+
+from __future__ import annotations
+
+from reasoner.analysis import safety
+from reasoner.analysis.facts import fold_facts
+from reasoner.analysis.model import AnalyzedProgram, RelationInfo
+from reasoner.analysis.relations import RelationTable, collect_relations, plural
+from reasoner.analysis.report import Reporter
+from reasoner.analysis.stratify import stratify
+from reasoner.analysis.terms import atoms_of
+from reasoner.analysis.types import TypeInference, infer_types
+from reasoner.errors import ARITY_MISMATCH, UNKNOWN_RELATION
+from reasoner.syntax.ast import BodyLiteral, ColumnType, Program
+from reasoner.syntax.parser import parse_program
+
+
+def analyze(
+    program: Program,
+    *,
+    source: str = "",
+    filename: str = "<input>",
+    allow_undefined: bool = False,
+) -> AnalyzedProgram:
+    """Check `program` and compute relation types, strata and evaluated facts.
+
+    Raises `ProgramError` with every error found. `source` (the program text) is only used to
+    quote the offending line in diagnostics. With `allow_undefined`, a body relation that is
+    never declared, derived, or read is accepted as an empty relation (its shape inferred).
+    """
+    reporter = Reporter(filename, source)
+    table = collect_relations(program, reporter, allow_undefined=allow_undefined)
+    types = infer_types(program, table, reporter)
+    for rule in program.rules:
+        safety.check_rule(rule, reporter)
+    for fact in program.facts:
+        safety.check_fact(fact, reporter)
+    facts = fold_facts(program, reporter)
+    strata, stratum_of = stratify(program, table.order, reporter)
+    reporter.raise_if_errors()
+    return AnalyzedProgram(
+        program=program,
+        relations=_relation_infos(program, table, types),
+        strata=strata,
+        stratum_of=stratum_of,
+        facts=facts,
+    )
+
+
+def _relation_infos(
+    program: Program, table: RelationTable, types: dict[str, tuple[ColumnType, ...]]
+) -> dict[str, RelationInfo]:
+    inputs: dict[str, tuple[tuple[str, str], ...]] = {}
+    outputs: dict[str, tuple[tuple[str, str], ...]] = {}
+    for directive in program.directives:
+        target = inputs if directive.kind == "input" else outputs
+        target.setdefault(directive.relation, directive.params)
+    infos: dict[str, RelationInfo] = {}
+    for name, column_types in types.items():
+        decl = table.declarations.get(name)
+        if decl is not None:
+            column_names = tuple(column.name for column in decl.columns)
+        else:
+            column_names = tuple(f"c{i}" for i in range(len(column_types)))
+        infos[name] = RelationInfo(
+            name=name,
+            types=column_types,
+            column_names=column_names,
+            declared=decl is not None,
+            is_input=name in inputs,
+            is_output=name in outputs,
+            input_params=inputs.get(name, ()),
+            output_params=outputs.get(name, ()),
+        )
+    return infos
+
+
+def check_program(
+    text: str, filename: str = "<input>", allow_undefined: bool = False
+) -> AnalyzedProgram:
+    """Parse and analyze `text`. Parse errors are raised alone: analysis needs a parsed program."""
+    program = parse_program(text, filename)
+    return analyze(program, source=text, filename=filename, allow_undefined=allow_undefined)
+
+
+def check_query(
+    body: tuple[BodyLiteral, ...],
+    analyzed: AnalyzedProgram,
+    *,
+    source: str = "",
+    filename: str = "<query>",
+) -> None:
+    """Validate a query body (from `parse_body`) against an analyzed program.
+
+    Reports relations the program does not know (`unknown_relation`), wrong arities, type
+    conflicts with the program's column types, and variables of negated atoms, comparisons or
+    arithmetic that no positive atom of the query binds (`unsafe_rule`). Raises `ProgramError`.
+    """
+    reporter = Reporter(filename, source)
+    bad_atoms: set[int] = set()
+    for atom, _ in atoms_of(body):
+        info = analyzed.relations.get(atom.relation)
+        if info is None:
+            bad_atoms.add(id(atom))
+            reporter.error(
+                UNKNOWN_RELATION, f"relation `{atom.relation}` is not in the program", atom.span
+            )
+        elif info.arity != len(atom.args):
+            bad_atoms.add(id(atom))
+            reporter.error(
+                ARITY_MISMATCH,
+                f"relation `{atom.relation}` has {plural(info.arity, 'column')}, "
+                f"but this atom has {plural(len(atom.args), 'argument')}",
+                atom.span,
+            )
+    inference = TypeInference(reporter, bad_atoms)
+    for name, info in analyzed.relations.items():
+        for index, column_type in enumerate(info.types):
+            inference.fix_column(name, index, column_type)
+    inference.visit_clause(0, None, body)
+    safety.check_query(body, reporter)
+    reporter.raise_if_errors()

@@ -1,0 +1,33 @@
+"""Collects analysis diagnostics so that every check runs and all errors surface at once."""
+
+from __future__ import annotations
+
+from reasoner.errors import Diagnostic, ProgramError
+from reasoner.syntax.ast import Span
+
+
+class Reporter:
+    """Builds `Diagnostic`s with the offending source line filled in, and raises them together.
+
+    Identical diagnostics are reported once: desugaring gives one rule per head and per
+    disjunct, and those rules share literals, so a shared mistake would otherwise repeat.
+    """
+
+    def __init__(self, filename: str = "<input>", source: str = "") -> None:
+        self.filename = filename
+        self._lines = source.split("\n") if source else []
+        self._diagnostics: dict[Diagnostic, None] = {}
+
+    def error(self, code: str, message: str, span: Span) -> None:
+        line = ""
+        if 0 < span.line <= len(self._lines):
+            line = self._lines[span.line - 1].rstrip("\r")
+        self._diagnostics.setdefault(Diagnostic(code, message, span, self.filename, line), None)
+
+    @property
+    def has_errors(self) -> bool:
+        return bool(self._diagnostics)
+
+    def raise_if_errors(self) -> None:
+        if self._diagnostics:
+            raise ProgramError(self._diagnostics)

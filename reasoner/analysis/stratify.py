@@ -1,0 +1,198 @@
+"""Stratification: the evaluation order of rules, and the check that negation looks down.
+
+The dependency graph has an edge from each body relation to the head relation of its rule,
+marked negative for a negated atom. Its strongly connected components, in topological order,
+are the strata; a negative edge inside a component would make a relation depend on its own
+absence, which has no stratified meaning (`cyclic_negation`).
+
+Programs may have thousands of relations, so Tarjan's algorithm runs with an explicit stack.
+The topological order is made deterministic by always emitting, among the components that are
+ready, the one whose relation appears first in the program.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+
+from reasoner.analysis.model import Stratum
+from reasoner.analysis.report import Reporter
+from reasoner.analysis.terms import atoms_of
+from reasoner.errors import CYCLIC_NEGATION
+from reasoner.syntax.ast import Negation, Program, Rule
+
+
+def strongly_connected_components(successors: list[list[int]]) -> list[int]:
+    """Tarjan's algorithm without recursion; returns the component number of every node."""
+    count = len(successors)
+    index = [-1] * count
+    low = [0] * count
+    on_stack = [False] * count
+    component = [-1] * count
+    stack: list[int] = []
+    counter = 0
+    components = 0
+    for root in range(count):
+        if index[root] != -1:
+            continue
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack[root] = True
+        work: list[tuple[int, int]] = [(root, 0)]
+        while work:
+            node, next_edge = work[-1]
+            edges = successors[node]
+            if next_edge < len(edges):
+                work[-1] = (node, next_edge + 1)
+                target = edges[next_edge]
+                if index[target] == -1:
+                    index[target] = low[target] = counter
+                    counter += 1
+                    stack.append(target)
+                    on_stack[target] = True
+                    work.append((target, 0))
+                elif on_stack[target]:
+                    low[node] = min(low[node], index[target])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                while True:
+                    member = stack.pop()
+                    on_stack[member] = False
+                    component[member] = components
+                    if member == node:
+                        break
+                components += 1
+    return component
+
+
+def _topological(component: list[int], successors: list[list[int]]) -> list[int]:
+    """Components in dependency order, ties broken by their earliest node (= first mention)."""
+    total = max(component, default=-1) + 1
+    first = [len(component)] * total
+    for node, comp in enumerate(component):
+        first[comp] = min(first[comp], node)
+    edges: list[set[int]] = [set() for _ in range(total)]
+    indegree = [0] * total
+    for node, targets in enumerate(successors):
+        for target in targets:
+            source, sink = component[node], component[target]
+            if source != sink and sink not in edges[source]:
+                edges[source].add(sink)
+                indegree[sink] += 1
+    ready = [(first[comp], comp) for comp in range(total) if indegree[comp] == 0]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        _, comp = heapq.heappop(ready)
+        order.append(comp)
+        for sink in edges[comp]:
+            indegree[sink] -= 1
+            if indegree[sink] == 0:
+                heapq.heappush(ready, (first[sink], sink))
+    return order
+
+
+def _cycle(
+    start: int, end: int, members: int, component: list[int], depends: list[list[tuple[int, bool]]]
+) -> list[tuple[int, bool]]:
+    """A shortest dependency path start -> ... -> end inside one component, as (node, negated)."""
+    parent: dict[int, tuple[int, bool] | None] = {start: None}
+    queue = deque([start])
+    while queue and end not in parent:
+        node = queue.popleft()
+        for target, negated in depends[node]:
+            if component[target] == members and target not in parent:
+                parent[target] = (node, negated)
+                queue.append(target)
+    path: list[tuple[int, bool]] = []
+    node = end
+    while True:
+        step = parent[node]
+        if step is None:
+            path.append((node, False))
+            break
+        path.append((node, step[1]))
+        node = step[0]
+    path.reverse()
+    return path
+
+
+def stratify(
+    program: Program, order: list[str], reporter: Reporter
+) -> tuple[tuple[Stratum, ...], dict[str, int]]:
+    """Strata in evaluation order and the stratum of every head relation; reports negation
+    inside a cycle at the negated literal."""
+    ids = {name: i for i, name in enumerate(order)}
+    for rule in program.rules:
+        for name in (rule.head.relation, *(a.relation for a, _ in atoms_of(rule.body))):
+            ids.setdefault(name, len(ids))
+    names = list(ids)
+    successors: list[list[int]] = [[] for _ in names]
+    depends: list[list[tuple[int, bool]]] = [[] for _ in names]
+    seen_edges: set[tuple[int, int]] = set()
+    seen_depends: set[tuple[int, int, bool]] = set()
+    for rule in program.rules:
+        head = ids[rule.head.relation]
+        for atom, positive in atoms_of(rule.body):
+            body = ids[atom.relation]
+            if (body, head) not in seen_edges:
+                seen_edges.add((body, head))
+                successors[body].append(head)
+            if (head, body, not positive) not in seen_depends:
+                seen_depends.add((head, body, not positive))
+                depends[head].append((body, not positive))
+    component = strongly_connected_components(successors)
+
+    for rule in program.rules:
+        _check_negation(rule, ids, names, component, depends, reporter)
+
+    rules_of: dict[int, list[Rule]] = {}
+    for rule in program.rules:
+        rules_of.setdefault(component[ids[rule.head.relation]], []).append(rule)
+    strata: list[Stratum] = []
+    stratum_of: dict[str, int] = {}
+    for comp in _topological(component, successors):
+        rules = rules_of.get(comp)
+        if not rules:
+            continue
+        relations = frozenset(rule.head.relation for rule in rules)
+        recursive = any(
+            positive and atom.relation in relations
+            for rule in rules
+            for atom, positive in atoms_of(rule.body)
+        )
+        index = len(strata)
+        strata.append(Stratum(index, relations, tuple(rules), recursive))
+        for name in sorted(relations, key=ids.__getitem__):
+            stratum_of[name] = index
+    return tuple(strata), stratum_of
+
+
+def _check_negation(
+    rule: Rule,
+    ids: dict[str, int],
+    names: list[str],
+    component: list[int],
+    depends: list[list[tuple[int, bool]]],
+    reporter: Reporter,
+) -> None:
+    head = ids[rule.head.relation]
+    for literal in rule.body:
+        if not isinstance(literal, Negation):
+            continue
+        negated = ids[literal.atom.relation]
+        if component[negated] != component[head]:
+            continue
+        path = _cycle(negated, head, component[head], component, depends)
+        steps = [("!" if neg else "") + names[node] for node, neg in path]
+        cycle = " -> ".join([*steps, "!" + names[negated]])
+        reporter.error(
+            CYCLIC_NEGATION,
+            f"negation of `{names[negated]}` is part of a cycle: {cycle}",
+            literal.span,
+        )

@@ -1,0 +1,71 @@
+"""Small, non-recursive helpers over terms and literals.
+
+Arithmetic chains such as `1 + 1 + ... + 1` parse into left-deep trees; walking them with an
+explicit stack keeps deep expressions from hitting Python's recursion limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from reasoner.syntax.ast import (
+    Atom,
+    BinaryOp,
+    BodyLiteral,
+    Negation,
+    NumberConst,
+    StringConst,
+    Term,
+    Variable,
+    Wildcard,
+)
+
+Leaf = Variable | Wildcard | NumberConst | StringConst
+
+
+def leaves(term: Term) -> Iterator[Leaf]:
+    """The variables, wildcards and constants of `term`, left to right."""
+    stack: list[Term] = [term]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, BinaryOp):
+            stack.append(node.right)
+            stack.append(node.left)
+        else:
+            yield node
+
+
+def atoms_of(body: tuple[BodyLiteral, ...]) -> Iterator[tuple[Atom, bool]]:
+    """Each atom of a body with its polarity (True for positive)."""
+    for literal in body:
+        if isinstance(literal, Atom):
+            yield literal, True
+        elif isinstance(literal, Negation):
+            yield literal.atom, False
+
+
+def render(term: Term) -> str:
+    """Source-like text of a term, for messages."""
+    if isinstance(term, Variable):
+        return term.name
+    if isinstance(term, Wildcard):
+        return "_"
+    if isinstance(term, NumberConst):
+        return str(term.value)
+    if isinstance(term, StringConst):
+        escaped = (
+            term.value.replace("\\", "\\\\")
+            .replace('"', '\\"')
+            .replace("\n", "\\n")
+            .replace("\t", "\\t")
+            .replace("\r", "\\r")
+        )
+        return f'"{escaped}"'
+    try:
+        return f"{_operand(term.left)} {term.op} {_operand(term.right)}"
+    except RecursionError:
+        return "(expression)"
+
+
+def _operand(term: Term) -> str:
+    return f"({render(term)})" if isinstance(term, BinaryOp) else render(term)
