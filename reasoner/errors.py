@@ -88,3 +88,13 @@ class InputDataError(Exception):
         self.message = message
         where = f"{filename}:{line}: " if line else f"{filename}: "
         super().__init__(f"{where}{message}")
+
+
+class InvalidDelta(Exception):
+    """A delta that cannot be applied (unknown relation, wrong arity or value type); nothing
+    of it was applied. `code` is one of the stable codes above."""
+
+    def __init__(self, code: str, message: str) -> None:
+        self.code = code
+        self.message = message
+        super().__init__(f"{code}: {message}")

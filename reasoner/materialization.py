@@ -1,8 +1,10 @@
 """A live materialization: a checked program, its input facts and the derived proof-count state.
 
 This is the engine's front door for the CLI and the service. It owns the symbol table (so that
-values cross its boundary as the user's ints and strings) and the state; the elastic machinery
-(Bootstrap per stratum now, Update later) works on interned tuples inside it.
+values cross its boundary as the user's ints and strings), the facts (the EDB: inputs and facts
+asserted on derived relations) and the state. Each `apply` is one epoch: it first tries Update
+under the switching deadline and falls back to a full Bootstrap past it, and either way the
+state afterwards equals a fresh Bootstrap of the facts (Theorem 3.5 of the elastic paper).
 """
 
 from __future__ import annotations
@@ -14,9 +16,22 @@ from dataclasses import dataclass
 from reasoner.analysis import check_program
 from reasoner.analysis.model import AnalyzedProgram, Value
 from reasoner.elastic.bootstrap import StratumBootstrap, StratumRun
+from reasoner.elastic.epoch import Delta, EpochReport, StratumReport
+from reasoner.elastic.overlay import INF, Overlay
+from reasoner.elastic.update import (
+    Deadline,
+    DeadlineExceeded,
+    StratumUpdate,
+    StratumUpdatePlans,
+)
+from reasoner.errors import ARITY_MISMATCH, TYPE_MISMATCH, UNKNOWN_RELATION, InvalidDelta
 from reasoner.executors.local.codegen import PlanCompiler
-from reasoner.state import State
+from reasoner.state import State, Tuple
 from reasoner.symbols import SymbolTable
+
+DEFAULT_SWITCHING_PARAMETER = 0.2
+DEFAULT_MIN_UPDATE_SECONDS = 0.5
+"""The deadline floor: below it, an Update is never abandoned (tiny programs would thrash)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,25 +43,40 @@ class BootstrapReport:
 class Materialization:
     """The program, the facts given to it, and everything they derive."""
 
-    def __init__(self, analyzed: AnalyzedProgram) -> None:
+    def __init__(
+        self,
+        analyzed: AnalyzedProgram,
+        *,
+        switching_parameter: float = DEFAULT_SWITCHING_PARAMETER,
+        min_update_seconds: float = DEFAULT_MIN_UPDATE_SECONDS,
+    ) -> None:
         self.analyzed = analyzed
+        self.switching_parameter = switching_parameter
+        self.min_update_seconds = min_update_seconds
         self.symbols = SymbolTable()
         self.state = State()
         arities = {name: info.arity for name, info in analyzed.relations.items()}
         for name, arity in arities.items():
             self.state.relation(name, arity)
         self.compiler = PlanCompiler(self.state, self.symbols, arities)
+        self.facts: dict[str, set[Tuple]] = {name: set() for name in analyzed.relations}
+        """The EDB: input facts and facts asserted on derived relations, interned."""
+        self.epoch = 0
+        self.last_bootstrap_seconds = 0.0
+        self._update_plans: dict[int, StratumUpdatePlans] = {}
         for name, rows in analyzed.facts.items():
             self._load(name, rows)
 
     @classmethod
-    def from_text(cls, text: str, filename: str = "<input>") -> Materialization:
-        return cls(check_program(text, filename))
+    def from_text(cls, text: str, filename: str = "<input>", **options: float) -> Materialization:
+        return cls(check_program(text, filename), **options)
 
     def _load(self, name: str, rows: Iterable[Sequence[Value]]) -> None:
         info = self.analyzed.relations[name]
         encode = self.symbols.encoder(info.types)
-        self.state.load_facts(name, info.arity, (encode(r) for r in rows))
+        encoded = [encode(r) for r in rows]
+        self.facts[name].update(encoded)
+        self.state.load_facts(name, info.arity, encoded)
 
     def load(self, inputs: Mapping[str, Iterable[Sequence[Value]]]) -> None:
         """Add input facts (iteration 0, count 1) before the first Bootstrap."""
@@ -54,13 +84,221 @@ class Materialization:
             self._load(name, rows)
 
     def bootstrap(self) -> BootstrapReport:
-        """Evaluate every stratum from its inputs, in topological order."""
+        """Recompute every stratum from the facts, in topological order (Algorithm 2)."""
         start = time.perf_counter()
+        for name, store in self.state.relations.items():
+            store.clear()
+            for t in self.facts[name]:
+                store.add(t, 0, 1)
         runs = tuple(
             StratumBootstrap(stratum, self.state, self.compiler).run()
             for stratum in self.analyzed.strata
         )
-        return BootstrapReport(runs, time.perf_counter() - start)
+        seconds = time.perf_counter() - start
+        self.last_bootstrap_seconds = seconds
+        return BootstrapReport(runs, seconds)
+
+    # -- epochs ---------------------------------------------------------------------------------
+
+    def _encode_delta(self, rows_by_relation, verb: str) -> dict[str, set[Tuple]]:
+        encoded: dict[str, set[Tuple]] = {}
+        for name, rows in rows_by_relation.items():
+            info = self.analyzed.relations.get(name)
+            if info is None:
+                raise InvalidDelta(
+                    UNKNOWN_RELATION, f"cannot {verb} facts of unknown relation `{name}`"
+                )
+            out: set[Tuple] = set()
+            for row in rows:
+                if len(row) != info.arity:
+                    raise InvalidDelta(
+                        ARITY_MISMATCH,
+                        f"`{name}` has {info.arity} columns, a row to {verb} has {len(row)}",
+                    )
+                values = []
+                for value, kind, column in zip(row, info.types, info.column_names, strict=True):
+                    if kind == "symbol":
+                        if not isinstance(value, str):
+                            raise InvalidDelta(
+                                TYPE_MISMATCH, f"`{name}.{column}` is a symbol, got {value!r}"
+                            )
+                        values.append(value)
+                    else:
+                        if (
+                            isinstance(value, bool)
+                            or not isinstance(value, int)
+                            or not (-(1 << 63) <= value < (1 << 63))
+                        ):
+                            raise InvalidDelta(
+                                TYPE_MISMATCH,
+                                f"`{name}.{column}` is a 64-bit number, got {value!r}",
+                            )
+                        values.append(value)
+                out.add(tuple(values))  # type: ignore[arg-type]
+            encoded[name] = out
+        return {
+            name: set(self.symbols.encoder(self.analyzed.relations[name].types)(t) for t in rows)
+            for name, rows in encoded.items()
+        }
+
+    def apply(
+        self,
+        delta: Delta,
+        *,
+        strategy: str = "auto",
+        include_changes: bool = False,
+    ) -> EpochReport:
+        """Apply one delta as one epoch.
+
+        strategy "auto": Update under the switching deadline, Bootstrap past it (or if Update
+        fails); "update": Update with no deadline, errors propagate; "bootstrap": recompute.
+        Invalid deltas raise `InvalidDelta` before anything changes.
+        """
+        start = time.perf_counter()
+        inserts = self._encode_delta(delta.insert, "insert")
+        retracts = self._encode_delta(delta.retract, "retract")
+        for name in set(inserts) & set(retracts):
+            both = inserts[name] & retracts[name]
+            inserts[name] -= both
+            retracts[name] -= both
+        inserts = {n: {t for t in rows if t not in self.facts[n]} for n, rows in inserts.items()}
+        retracts = {n: {t for t in rows if t in self.facts[n]} for n, rows in retracts.items()}
+        self.epoch += 1
+        reason = None
+        derived = [name for name in self.analyzed.relations if name in self.analyzed.stratum_of]
+        if strategy != "bootstrap":
+            overlay = Overlay(self.state)
+            deadline = Deadline(
+                None
+                if strategy == "update"
+                else start
+                + max(
+                    self.min_update_seconds, self.switching_parameter * self.last_bootstrap_seconds
+                )
+            )
+            try:
+                strata = self._update(overlay, inserts, retracts, deadline)
+                changes = {name: overlay.presence_diff(name) for name in derived}
+                overlay.commit()
+            except DeadlineExceeded:
+                overlay.discard()
+                reason = "deadline"
+            except Exception:
+                overlay.discard()
+                if strategy == "update":
+                    self.epoch -= 1
+                    raise
+                reason = "update failed"
+            else:
+                self._commit_facts(inserts, retracts)
+                return self._report(start, "update", strata, changes, include_changes)
+        before = {name: set(self.state[name].iters) for name in derived}
+        self._commit_facts(inserts, retracts)
+        report = self.bootstrap()
+        changes = {}
+        for name in derived:
+            after = self.state[name].iters
+            changes[name] = (
+                before[name] - after.keys(),
+                {t for t in after if t not in before[name]},
+            )
+        strata = tuple(
+            StratumReport(run.index, run.relations, "bootstrap", run.seconds)
+            for run in report.strata
+        )
+        return self._report(start, "bootstrap", strata, changes, include_changes, reason)
+
+    def _commit_facts(
+        self, inserts: dict[str, set[Tuple]], retracts: dict[str, set[Tuple]]
+    ) -> None:
+        for name, rows in retracts.items():
+            self.facts[name] -= rows
+        for name, rows in inserts.items():
+            self.facts[name] |= rows
+
+    def _update(
+        self,
+        overlay: Overlay,
+        inserts: dict[str, set[Tuple]],
+        retracts: dict[str, set[Tuple]],
+        deadline: Deadline,
+    ) -> tuple[StratumReport, ...]:
+        stratum_of = self.analyzed.stratum_of
+        for name, rows in retracts.items():
+            if name not in stratum_of:
+                for t in rows:
+                    overlay.set(name, t, INF, 0)
+        for name, rows in inserts.items():
+            if name not in stratum_of:
+                for t in rows:
+                    overlay.set(name, t, 0, 1)
+        reports = []
+        for stratum in self.analyzed.strata:
+            start = time.perf_counter()
+            own_retracts = {n: retracts[n] for n in stratum.relations if retracts.get(n)}
+            own_inserts = {n: inserts[n] for n in stratum.relations if inserts.get(n)}
+            plans = self._plans(stratum)
+            touched = (
+                own_retracts
+                or own_inserts
+                or any(overlay.changes.get(name) for name in plans.inputs)
+            )
+            if not touched:
+                reports.append(
+                    StratumReport(stratum.index, tuple(sorted(stratum.relations)), "unchanged", 0.0)
+                )
+                continue
+            deadline.check()
+            StratumUpdate(plans, overlay, deadline).run(own_retracts, own_inserts)
+            reports.append(
+                StratumReport(
+                    stratum.index,
+                    tuple(sorted(stratum.relations)),
+                    "update",
+                    time.perf_counter() - start,
+                )
+            )
+        return tuple(reports)
+
+    def _plans(self, stratum) -> StratumUpdatePlans:
+        plans = self._update_plans.get(stratum.index)
+        if plans is None:
+            plans = self._update_plans[stratum.index] = StratumUpdatePlans(
+                stratum, self.state, self.compiler
+            )
+        return plans
+
+    def _report(
+        self,
+        start: float,
+        strategy: str,
+        strata: tuple[StratumReport, ...],
+        changes: dict[str, tuple[set[Tuple], set[Tuple]]],
+        include_changes: bool,
+        reason: str | None = None,
+    ) -> EpochReport:
+        detail = None
+        if include_changes:
+            detail = {}
+            for name, (gone, new) in changes.items():
+                if gone or new:
+                    decode = self.symbols.decoder(self.analyzed.relations[name].types)
+                    detail[name] = {
+                        "inserted": sorted(decode(t) for t in new),
+                        "retracted": sorted(decode(t) for t in gone),
+                    }
+        return EpochReport(
+            epoch=self.epoch,
+            strategy=strategy,
+            seconds=time.perf_counter() - start,
+            inserted=sum(len(new) for _gone, new in changes.values()),
+            retracted=sum(len(gone) for gone, _new in changes.values()),
+            strata=strata,
+            fallback_reason=reason,
+            changes=detail,
+        )
+
+    # -- reading --------------------------------------------------------------------------------
 
     def relation_names(self) -> list[str]:
         return list(self.analyzed.relations)

@@ -19,7 +19,7 @@ from reasoner.analysis.model import Stratum
 from reasoner.executors.local.codegen import CompiledPlan, EmitContext, PlanCompiler
 from reasoner.plan.joins import AtomStep, plan_rule, positive_atoms
 from reasoner.state import State
-from reasoner.syntax.ast import Atom, Rule
+from reasoner.syntax.ast import Rule
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +104,9 @@ class StratumBootstrap:
         for rule in self.stratum.rules:
             compiled = self._compile(rule, None, set())
             driver = compiled.plan.driver
-            rows = [] if driver.kind == "none" else list(self.state[rule.body[driver.index].relation])  # type: ignore[union-attr,index]
+            rows = (
+                [] if driver.kind == "none" else list(self.state[rule.body[driver.index].relation])
+            )  # type: ignore[union-attr,index]
             compiled.function(rows, 0, out[rule.head.relation])
         deltas = self._merge(out, 1)
         derived = sum(map(len, deltas.values()))

@@ -89,7 +89,7 @@ class StratumUpdatePlans:
         self.rules: list[_RuleInfo] = []
         self.by_atom: dict[str, list[Callable]] = {}
         self.by_negation: dict[str, list[Callable]] = {}
-        self.by_head: dict[str, list[tuple[Callable, bool]]] = {}
+        self.by_head: dict[str, list[Callable]] = {}
         self.inputs: set[str] = set()
         for number, rule in enumerate(stratum.rules):
             self._compile_rule(number, rule)
@@ -130,10 +130,10 @@ class StratumUpdatePlans:
                 self.by_negation.setdefault(lit.atom.relation, []).append(fn)
         if head_is_invertible(rule):
             fn = self._enumerator(number, rule, Driver("head"))
-            self.by_head.setdefault(rule.head.relation, []).append((fn, True))
+            self.by_head.setdefault(rule.head.relation, []).append(fn)
         else:
             fn = self._enumerator(number, rule, None)
-            self.by_head.setdefault(rule.head.relation, []).append((fn, False))
+            self.by_head.setdefault(rule.head.relation, []).append(fn)
 
     def _enumerator(self, number: int, rule: Rule, driver: Driver | None) -> Callable:
         sizes = {name: len(rel) for name, rel in self.state.relations.items()}
@@ -160,13 +160,19 @@ class StratumUpdatePlans:
         )
         if driver is None:
             rule_plan = compiled.plan
-            relation = rule.body[rule_plan.driver.index].relation if rule_plan.driver.kind == "atom" else None  # type: ignore[union-attr,index]
+            relation = (
+                rule.body[rule_plan.driver.index].relation
+                if rule_plan.driver.kind == "atom"
+                else None
+            )  # type: ignore[union-attr,index]
             state = self.state
             function = compiled.function
 
             def full(rows: list, out: list) -> None:
                 start = len(out)
-                source = [] if relation is None else [*state[relation].iters, *state[relation].extra]
+                source = (
+                    [] if relation is None else [*state[relation].iters, *state[relation].extra]
+                )
                 function(source, out)
                 wanted = set(rows)
                 out[start:] = [c for c in out[start:] if c[2] in wanted]
@@ -271,11 +277,11 @@ class StratumUpdate:
 
     def _head_event(self, relation: str, t: Tuple) -> None:
         found: list[Candidate] = []
-        for fn, _invertible in self.plans.by_head.get(relation, ()):
+        for fn in self.plans.by_head.get(relation, ()):
             fn([t], found)
         self._enqueue(found)
 
-    # -- the iterations -----------------------------------------------------------------------------
+    # -- the iterations ---------------------------------------------------------------------------
 
     def _classify(self, cand: Candidate, k: int) -> int:
         """The signed contribution of one derivation to its head's count at iteration k."""

@@ -15,7 +15,7 @@ iteration. Here the delta is always the driver.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -301,5 +301,3 @@ def plan_rule(
 def term_variables_of_atom(atom: Atom) -> set[str]:
     """Variables an atom binds when probed: its plain variable arguments."""
     return {a.name for a in atom.args if isinstance(a, Variable)}
-
-

@@ -21,7 +21,6 @@ from reasoner.plan.joins import AtomStep, CompareStep, JoinPlan
 from reasoner.state import State
 from reasoner.symbols import SymbolTable
 from reasoner.syntax.ast import (
-    Atom,
     BinaryOp,
     NumberConst,
     StringConst,
@@ -302,7 +301,7 @@ class PlanCompiler:
         return self._index_var(namespace, step.atom.relation, concrete)
 
     def _default_negation(self, namespace: dict) -> NegationTest:
-        """Presence in the committed relation: right whenever the negated relation is not changing."""
+        """Presence in the committed relation (right when the negated relation is not changing)."""
 
         def test(step: AtomStep, key: str, kind: str) -> str:
             if kind == "tuple":

@@ -1,0 +1,46 @@
+"""What a client sends (a delta) and what it gets back (an epoch report)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from reasoner.analysis.model import Value
+
+Rows = Mapping[str, Sequence[Sequence[Value]]]
+
+
+@dataclass(frozen=True, slots=True)
+class Delta:
+    """Facts inserted and retracted, in user values, applied all or nothing as one epoch.
+
+    A row both inserted and retracted in one delta is a no-op; inserting a present fact or
+    retracting an absent one changes nothing.
+    """
+
+    insert: Rows = field(default_factory=dict)
+    retract: Rows = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class StratumReport:
+    index: int
+    relations: tuple[str, ...]
+    strategy: str
+    """"update", "bootstrap", or "unchanged" (no input of the stratum changed)."""
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class EpochReport:
+    epoch: int
+    strategy: str
+    """"bootstrap" whenever a full Bootstrap ran (the first epoch, or a fallback), else "update"."""
+    seconds: float
+    inserted: int
+    """Derived tuples that appeared (input facts are not counted)."""
+    retracted: int
+    strata: tuple[StratumReport, ...]
+    fallback_reason: str | None = None
+    changes: dict[str, dict[str, list[tuple[Value, ...]]]] | None = None
+    """With `include_changes`: per derived relation, {"inserted": rows, "retracted": rows}."""
