@@ -97,29 +97,69 @@ def _topological(component: list[int], successors: list[list[int]]) -> list[int]
     return order
 
 
-def _cycle(
-    start: int, end: int, members: int, component: list[int], depends: list[list[tuple[int, bool]]]
-) -> list[tuple[int, bool]]:
-    """A shortest dependency path start -> ... -> end inside one component, as (node, negated)."""
-    parent: dict[int, tuple[int, bool] | None] = {start: None}
-    queue = deque([start])
-    while queue and end not in parent:
-        node = queue.popleft()
-        for target, negated in depends[node]:
-            if component[target] == members and target not in parent:
-                parent[target] = (node, negated)
-                queue.append(target)
-    path: list[tuple[int, bool]] = []
-    node = end
-    while True:
-        step = parent[node]
-        if step is None:
-            path.append((node, False))
-            break
-        path.append((node, step[1]))
-        node = step[0]
-    path.reverse()
-    return path
+_MAX_SHOWN_STEPS = 12
+"""Longer cycles are shown with their middle elided."""
+
+_Tree = dict[int, tuple[int, bool]]
+"""A BFS tree: each node mapped to (its neighbour towards the root, is that edge negative)."""
+
+
+class _CycleExplainer:
+    """Finds, for a negation inside a component, a dependency cycle to show the user.
+
+    Per component it builds two BFS trees rooted at the head of the first offending rule: one
+    towards the root, one away from it. A path `negated -> ... -> root -> ... -> head` then
+    costs no search, so a component with thousands of bad negations is explained in linear
+    time; for the common single error the root is the head and the path is a shortest one.
+    """
+
+    def __init__(
+        self,
+        component: list[int],
+        depends: list[list[tuple[int, bool]]],
+        dependents: list[list[tuple[int, bool]]],
+    ) -> None:
+        self._component = component
+        self._depends = depends
+        self._dependents = dependents
+        self._trees: dict[int, tuple[int, _Tree, _Tree]] = {}
+
+    def _tree(self, root: int, edges: list[list[tuple[int, bool]]]) -> _Tree:
+        """BFS from `root` along `edges`, staying inside root's component."""
+        comp = self._component[root]
+        parent: _Tree = {}
+        seen = {root}
+        queue = deque([root])
+        while queue:
+            node = queue.popleft()
+            for target, negated in edges[node]:
+                if target not in seen and self._component[target] == comp:
+                    seen.add(target)
+                    parent[target] = (node, negated)
+                    queue.append(target)
+        return parent
+
+    def path(self, negated: int, head: int) -> list[tuple[int, bool]]:
+        """Nodes from `negated` to `head`, each step meaning "depends on", with its polarity."""
+        comp = self._component[head]
+        if comp not in self._trees:
+            towards = self._tree(head, self._dependents)
+            away = self._tree(head, self._depends)
+            self._trees[comp] = (head, towards, away)
+        root, towards, away = self._trees[comp]
+        steps = [(negated, False)]
+        node = negated
+        while node != root:
+            node, polarity = towards[node]
+            steps.append((node, polarity))
+        tail: list[tuple[int, bool]] = []
+        node = head
+        while node != root:
+            previous, polarity = away[node]
+            tail.append((node, polarity))
+            node = previous
+        steps.extend(reversed(tail))
+        return steps
 
 
 def stratify(
@@ -134,6 +174,7 @@ def stratify(
     names = list(ids)
     successors: list[list[int]] = [[] for _ in names]
     depends: list[list[tuple[int, bool]]] = [[] for _ in names]
+    dependents: list[list[tuple[int, bool]]] = [[] for _ in names]
     seen_edges: set[tuple[int, int]] = set()
     seen_depends: set[tuple[int, int, bool]] = set()
     for rule in program.rules:
@@ -146,10 +187,12 @@ def stratify(
             if (head, body, not positive) not in seen_depends:
                 seen_depends.add((head, body, not positive))
                 depends[head].append((body, not positive))
+                dependents[body].append((head, not positive))
     component = strongly_connected_components(successors)
 
+    explainer = _CycleExplainer(component, depends, dependents)
     for rule in program.rules:
-        _check_negation(rule, ids, names, component, depends, reporter)
+        _check_negation(rule, ids, names, component, explainer, reporter)
 
     rules_of: dict[int, list[Rule]] = {}
     for rule in program.rules:
@@ -178,7 +221,7 @@ def _check_negation(
     ids: dict[str, int],
     names: list[str],
     component: list[int],
-    depends: list[list[tuple[int, bool]]],
+    explainer: _CycleExplainer,
     reporter: Reporter,
 ) -> None:
     head = ids[rule.head.relation]
@@ -188,8 +231,11 @@ def _check_negation(
         negated = ids[literal.atom.relation]
         if component[negated] != component[head]:
             continue
-        path = _cycle(negated, head, component[head], component, depends)
+        path = explainer.path(negated, head)
         steps = [("!" if neg else "") + names[node] for node, neg in path]
+        if len(steps) > _MAX_SHOWN_STEPS:
+            keep = _MAX_SHOWN_STEPS // 2
+            steps = [*steps[:keep], "...", *steps[-keep:]]
         cycle = " -> ".join([*steps, "!" + names[negated]])
         reporter.error(
             CYCLIC_NEGATION,

@@ -380,6 +380,27 @@ class TestStratify:
             "negation of `a` is part of a cycle: a -> !b -> !a",
         ]
 
+    def test_long_cycles_are_elided(self) -> None:
+        lines = ["r0(1)."] + [f"r{i + 1}(x) :- r{i}(x)." for i in range(30)]
+        lines.append("r0(x) :- r30(x), !r25(x).")
+        ((_, _, code, message),) = errors("\n".join(lines))
+        assert code == "cyclic_negation"
+        assert message == (
+            "negation of `r25` is part of a cycle: "
+            "r25 -> r24 -> r23 -> r22 -> r21 -> r20 -> ... -> r5 -> r4 -> r3 -> r2 -> r1 -> r0 "
+            "-> !r25"
+        )
+
+    def test_many_negation_errors_in_one_component_stay_fast(self) -> None:
+        count = 2000
+        lines = [f"r{i}(x) :- r{(i - 1) % count}(x), !s{i}(x).\ns{i}(x) :- r{(i * 7) % count}(x)."
+                 for i in range(count)]  # fmt: skip
+        start = time.perf_counter()
+        found = errors("r0(1).\n" + "\n".join(lines))
+        assert len(found) == count
+        assert {code for _, _, code, _ in found} == {"cyclic_negation"}
+        assert time.perf_counter() - start < 5
+
     def test_thousands_of_relations_without_recursion_limit(self) -> None:
         count = 5000
         lines = ["r0(1)."] + [f"r{i + 1}(x) :- r{i}(x)." for i in range(count)]
