@@ -60,12 +60,18 @@ class Materialization:
             self.state.relation(name, arity)
         self.compiler = PlanCompiler(self.state, self.symbols, arities)
         self.facts: dict[str, set[Tuple]] = {name: set() for name in analyzed.relations}
-        """The EDB: input facts and facts asserted on derived relations, interned."""
+        """The data: facts loaded or inserted by deltas (on input or derived relations)."""
+        self.program_facts: dict[str, set[Tuple]] = {name: set() for name in analyzed.relations}
+        """Facts written in the program text: part of the program, so a delta cannot retract
+        them (retracting the same row as data leaves it present, as a fresh run would)."""
         self.epoch = 0
         self.last_bootstrap_seconds = 0.0
         self._update_plans: dict[int, StratumUpdatePlans] = {}
         for name, rows in analyzed.facts.items():
-            self._load(name, rows)
+            encode = self.symbols.encoder(analyzed.relations[name].types)
+            encoded = [encode(r) for r in rows]
+            self.program_facts[name].update(encoded)
+            self.state.load_facts(name, arities[name], encoded)
 
     @classmethod
     def from_text(cls, text: str, filename: str = "<input>", **options: float) -> Materialization:
@@ -88,7 +94,7 @@ class Materialization:
         start = time.perf_counter()
         for name, store in self.state.relations.items():
             store.clear()
-            for t in self.facts[name]:
+            for t in self.facts[name] | self.program_facts[name]:
                 store.add(t, 0, 1)
         runs = tuple(
             StratumBootstrap(stratum, self.state, self.compiler).run()
@@ -176,8 +182,14 @@ class Materialization:
                     self.min_update_seconds, self.switching_parameter * self.last_bootstrap_seconds
                 )
             )
+            pinned = self.program_facts
             try:
-                strata = self._update(overlay, inserts, retracts, deadline)
+                strata = self._update(
+                    overlay,
+                    {n: rows - pinned[n] for n, rows in inserts.items()},
+                    {n: rows - pinned[n] for n, rows in retracts.items()},
+                    deadline,
+                )
                 changes = {name: overlay.presence_diff(name) for name in derived}
                 overlay.commit()
             except DeadlineExceeded:

@@ -1,0 +1,76 @@
+"""`reasoner run`: exit statuses, diagnostics on stderr, outputs and statistics."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from reasoner.cli import main
+
+TC = """
+.decl edge(x: number, y: number)
+.input edge
+.decl tc(x: number, y: number)
+.output tc
+tc(x, y) :- edge(x, y).
+tc(x, z) :- tc(x, y), edge(y, z).
+"""
+
+
+def _write(directory: Path, name: str, text: str) -> Path:
+    path = directory / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_run_writes_outputs_and_stats(tmp_path: Path) -> None:
+    program = _write(tmp_path, "tc.dl", TC)
+    _write(tmp_path, "edge.facts", "1\t2\n2\t3\n3\t1\n")
+    out = tmp_path / "out"
+    stats = tmp_path / "stats.json"
+    assert (
+        main(["run", str(program), "-F", str(tmp_path), "-D", str(out), "--stats", str(stats)]) == 0
+    )
+    rows = set((out / "tc.csv").read_text().splitlines())
+    assert rows == {f"{a}\t{b}" for a in (1, 2, 3) for b in (1, 2, 3)}
+    report = json.loads(stats.read_text())
+    assert report["relations"] == {"edge": 3, "tc": 9}
+    (stratum,) = report["strata"]
+    assert stratum["relations"] == ["tc"]
+    assert stratum["iterations"] == 3
+    assert stratum["derived"] == 9
+    assert report["peak_memory_bytes"] > 0
+    assert report["seconds"] >= report["bootstrap_seconds"] > 0
+
+
+def test_program_error_exits_2_with_location(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    program = _write(tmp_path, "bad.dl", "p(x) :- q(y).\n.decl q(a: number)\n")
+    assert main(["run", str(program), "-F", str(tmp_path), "-D", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{program}:1:3: unsafe_rule:" in err
+    assert "^" in err
+
+
+def test_malformed_facts_exit_1_naming_file_and_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    program = _write(tmp_path, "tc.dl", TC)
+    _write(tmp_path, "edge.facts", "1\t2\n2\tthree\n")
+    assert main(["run", str(program), "-F", str(tmp_path), "-D", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "edge.facts:2" in err
+
+
+def test_missing_facts_file_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    program = _write(tmp_path, "tc.dl", TC)
+    assert main(["run", str(program), "-F", str(tmp_path / "nowhere"), "-D", str(tmp_path)]) == 1
+    assert "edge" in capsys.readouterr().err
+
+
+def test_unreadable_program_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", str(tmp_path / "absent.dl")]) == 1
+    assert "cannot read program" in capsys.readouterr().err
