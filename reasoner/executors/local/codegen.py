@@ -160,14 +160,18 @@ class PlanCompiler:
 
         def bind_from(tvar: str, args: tuple[Term, ...]) -> None:
             """Check constants and repeated variables of a driving tuple, bind the rest."""
+            checks = []
             for col, arg in enumerate(args):
                 if isinstance(arg, Wildcard):
                     continue
                 if isinstance(arg, Variable) and arg.name not in names:
                     put(f"{var(arg.name)} = {tvar}[{col}]")
                 else:
-                    guarded((arg,), "_e", self.term(arg, names))
-                    guard(f"{tvar}[{col}] == _e")
+                    checks.append((col, arg))
+            # Expressions last: `p(x + x, x)` can only be checked once `x` is bound.
+            for col, arg in checks:
+                guarded((arg,), "_e", self.term(arg, names))
+                guard(f"{tvar}[{col}] == _e")
 
         def guarded(expr_terms: tuple[Term, ...], target: str, expr: str) -> None:
             """`target = expr`, dropping the candidate when the arithmetic divides by zero."""
