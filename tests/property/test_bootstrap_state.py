@@ -15,7 +15,7 @@ from tests.oracle import evaluate
 from tests.property.programs import GeneratedProgram, programs
 
 
-@settings(max_examples=300)
+@settings(max_examples=1000)
 @given(programs())
 def test_bootstrap_state_equals_the_oracle(generated: GeneratedProgram) -> None:
     analyzed = check_program(generated.text)
