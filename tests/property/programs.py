@@ -1,0 +1,389 @@
+"""Hypothesis strategies for random, always-valid stratified Datalog programs and fact deltas.
+
+Every program is safe, well typed and stratifiable by construction, so a rejection by the
+analysis is a bug on one side or the other, never noise:
+
+- Each derived relation gets a *level* (1, 2, ...); input relations are level 0. A rule for a
+  level-L relation uses positive atoms of level <= L and negated atoms of level < L. Relations
+  depend only on lower or equal levels, so negation always looks down a stratum.
+- Variables are introduced by positive atoms only; heads, negations and comparisons use bound
+  variables or constants. Every variable has the type of the column that introduced it.
+- Values stay in a finite set, so every fixpoint terminates: outside recursion, arithmetic is
+  free; a rule that reads its own level only uses `x + c` guarded by `lo <= x < hi`, or
+  `(x + c) % m`.
+
+Programs are small (2-6 derived relations, 2-10 rules, <= 3 positive atoms per rule, <= 25
+input tuples over a domain of 6 numbers and 3 symbols) so the brute-force oracle stays fast.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hypothesis import strategies as st
+
+from reasoner.syntax.ast import NUMBER, SYMBOL, ColumnType
+
+NUMBERS = range(6)
+SYMBOLS = ("a", "b", "c")
+MAX_INPUT_TUPLES = 25
+# Deltas may grow the inputs a little past the initial bound, but not without limit.
+MAX_INPUT_TUPLES_AFTER_DELTAS = 32
+# Constants that exercise 64-bit wrap-around when multiplied or added (non-recursive rules).
+WRAPPING_FACTORS = (4611686018427387904, 9223372036854775807)
+
+Row = tuple[int | str, ...]
+Relations = dict[str, set[Row]]
+
+
+@dataclass(frozen=True)
+class RelationSpec:
+    name: str
+    types: tuple[ColumnType, ...]
+    level: int
+    """0 for input relations; derived relations start at 1."""
+
+
+@dataclass
+class GeneratedProgram:
+    text: str
+    inputs: Relations
+    """Facts of every input relation (possibly empty sets), keyed by relation name."""
+    input_relations: list[tuple[str, tuple[ColumnType, ...]]]
+
+    def __repr__(self) -> str:
+        # Hypothesis prints this on failure: the program as it would appear in a .dl file.
+        inputs = {name: sorted(rows) for name, rows in self.inputs.items()}
+        return f"GeneratedProgram(text='''\n{self.text}''', inputs={inputs!r})"
+
+
+@dataclass(frozen=True)
+class Delta:
+    """One update of the inputs: `insert` holds only absent tuples, `retract` only present
+    ones (relative to the inputs after the previous deltas); relations without a change are
+    left out."""
+
+    insert: Relations = field(default_factory=dict)
+    retract: Relations = field(default_factory=dict)
+
+
+def values(column_type: ColumnType) -> st.SearchStrategy[int | str]:
+    if column_type == NUMBER:
+        return st.sampled_from(NUMBERS)
+    return st.sampled_from(SYMBOLS)
+
+
+def rows_of(types: tuple[ColumnType, ...]) -> st.SearchStrategy[Row]:
+    return st.tuples(*(values(t) for t in types))
+
+
+def constant(draw: st.DrawFn, column_type: ColumnType) -> str:
+    value = draw(values(column_type))
+    return str(value) if column_type == NUMBER else f'"{value}"'
+
+
+_ARITIES = st.sampled_from((0, 1, 1, 2, 2, 2, 3))
+_COLUMN_TYPES = st.sampled_from((NUMBER, NUMBER, SYMBOL))
+
+
+def column_types(draw: st.DrawFn) -> tuple[ColumnType, ...]:
+    return tuple(draw(_COLUMN_TYPES) for _ in range(draw(_ARITIES)))
+
+
+def choose(draw: st.DrawFn, **weights: int) -> str:
+    """One of the keyword names, with the given relative weights (shrinks to the first)."""
+    return draw(st.sampled_from([name for name, weight in weights.items() for _ in range(weight)]))
+
+
+class RuleBuilder:
+    """Builds one rule for `head`, tracking which variables are bound and their types."""
+
+    def __init__(self, draw: st.DrawFn, head: RelationSpec, relations: list[RelationSpec]):
+        self.draw = draw
+        self.head = head
+        self.relations = relations
+        self.bound: dict[str, ColumnType] = {}
+        self.body: list[str] = []
+        self.head_args: list[str] | None = None
+
+    def build(self, kind: str, reads: RelationSpec | None = None) -> str:
+        """A rule of the given kind: `plain` reads lower levels only, `recursive` and `chain`
+        read the head's own level (a `recursive` rule's first atom is `reads` if given),
+        `no_positive_atom` has only negated atoms."""
+        below = [r for r in self.relations if r.level < self.head.level]
+        same = [r for r in self.relations if r.level == self.head.level]
+        if kind == "no_positive_atom":
+            return self.build_without_positive_atom(below)
+        if kind == "chain" and self.chain(below + same):
+            recursive = True
+        elif kind == "plain":
+            recursive = False
+            for _ in range(self.draw(st.integers(1, 3))):
+                self.positive(self.draw(st.sampled_from(below)))
+        else:
+            recursive = True
+            count = self.draw(st.integers(1, 3))
+            own = self.draw(st.integers(1, min(2, count)))
+            # Prefer the other relations of the level: that is how mutual recursion arises.
+            others = [r for r in same if r != self.head]
+            self.positive(reads or self.draw(st.sampled_from(others * 2 + [self.head])))
+            for _ in range(own - 1):
+                self.positive(self.draw(st.sampled_from(same)))
+            for _ in range(count - own):
+                self.positive(self.draw(st.sampled_from(below + same)))
+        for _ in range(int(choose(self.draw, **{"0": 6, "1": 3, "2": 1}))):
+            self.negated(self.draw(st.sampled_from(below)))
+        for _ in range(int(choose(self.draw, **{"0": 5, "1": 4, "2": 1}))):
+            self.comparison()
+        if self.head_args is None:
+            self.head_args = [self.head_term(t, recursive) for t in self.head.types]
+        return f"{self.head.name}({', '.join(self.head_args)}) :- {', '.join(self.body)}."
+
+    def chain(self, readable: list[RelationSpec]) -> bool:
+        """`h(x, z) :- r(x, y), s(y, z).` with r of h's level and h's column types: the shape
+        of transitive closure, which is what makes fixpoints run for several iterations
+        (mutual recursion when r is not h, non-linear when s is of h's level too). False when
+        no relation can play s."""
+        steps = [
+            (column, relation, source, target)
+            for column, column_type in enumerate(self.head.types)
+            for relation in readable
+            for source, source_type in enumerate(relation.types)
+            for target, target_type in enumerate(relation.types)
+            if source != target and source_type == target_type == column_type
+        ]
+        same_shape = [
+            r for r in readable if r.level == self.head.level and r.types == self.head.types
+        ]
+        if not steps:
+            return False
+        column, step, source, target = self.draw(st.sampled_from(steps))
+        start = self.draw(st.sampled_from(same_shape))
+        own = [self.fresh(t) for t in start.types]
+        self.body.append(f"{start.name}({', '.join(own)})")
+        step_args = [
+            own[column]
+            if index == source
+            else self.fresh(column_type)
+            if index == target
+            else self.fresh_or_wildcard(column_type)
+            for index, column_type in enumerate(step.types)
+        ]
+        self.body.append(f"{step.name}({', '.join(step_args)})")
+        self.head_args = list(own)
+        self.head_args[column] = step_args[target]
+        return True
+
+    def build_without_positive_atom(self, below: list[RelationSpec]) -> str:
+        """`p(1) :- !q(1).`: nothing to bind, so only constants and wildcards."""
+        for _ in range(self.draw(st.integers(1, 2))):
+            relation = self.draw(st.sampled_from(below))
+            args = [self.constant_or_wildcard(t) for t in relation.types]
+            self.body.append(f"!{relation.name}({', '.join(args)})")
+        head_args = [constant(self.draw, t) for t in self.head.types]
+        return f"{self.head.name}({', '.join(head_args)}) :- {', '.join(self.body)}."
+
+    def positive(self, relation: RelationSpec) -> None:
+        """An atom whose arguments mostly join with earlier atoms or introduce variables;
+        sometimes a variable repeats inside the atom (`e(x, x)`), a wildcard or a constant."""
+        earlier = dict(self.bound)
+        args: list[str] = []
+        for column_type in relation.types:
+            joins = sorted(v for v, t in earlier.items() if t == column_type)
+            repeats = sorted(v for v in args if self.bound.get(v) == column_type)
+            choice = choose(self.draw, join=6, fresh=5, repeat=1, wildcard=1, constant=1)
+            if choice == "join" and joins:
+                args.append(self.draw(st.sampled_from(joins)))
+            elif choice == "repeat" and repeats:
+                args.append(self.draw(st.sampled_from(repeats)))
+            elif choice == "wildcard":
+                args.append("_")
+            elif choice == "constant":
+                args.append(constant(self.draw, column_type))
+            else:
+                args.append(self.fresh(column_type))
+        self.body.append(f"{relation.name}({', '.join(args)})")
+
+    def fresh(self, column_type: ColumnType) -> str:
+        name = f"x{len(self.bound)}"
+        self.bound[name] = column_type
+        return name
+
+    def fresh_or_wildcard(self, column_type: ColumnType) -> str:
+        return self.fresh(column_type) if self.draw(st.booleans()) else "_"
+
+    def negated(self, relation: RelationSpec) -> None:
+        args = []
+        for column_type in relation.types:
+            same_type = sorted(v for v, t in self.bound.items() if t == column_type)
+            if same_type and choose(self.draw, variable=5, other=2) == "variable":
+                args.append(self.draw(st.sampled_from(same_type)))
+            else:
+                args.append(self.constant_or_wildcard(column_type))
+        self.body.append(f"!{relation.name}({', '.join(args)})")
+
+    def constant_or_wildcard(self, column_type: ColumnType) -> str:
+        return "_" if self.draw(st.booleans()) else constant(self.draw, column_type)
+
+    def comparison(self) -> None:
+        numbers = sorted(v for v, t in self.bound.items() if t == NUMBER)
+        symbols = sorted(v for v, t in self.bound.items() if t == SYMBOL)
+        if numbers and (not symbols or self.draw(st.booleans())):
+            left = self.draw(st.sampled_from(numbers))
+            others = [v for v in numbers if v != left]
+            op = self.draw(st.sampled_from(("<", "<=", ">", ">=", "=", "!=")))
+            form = choose(self.draw, constant=2, variable=2 * bool(others), plus=1, modulo=1)
+            if form == "constant":
+                right = constant(self.draw, NUMBER)
+            else:
+                other = self.draw(st.sampled_from(others or numbers))
+                right = {"variable": other, "plus": f"{other} + 1", "modulo": f"{other} % 2"}[form]
+        elif symbols:
+            left = self.draw(st.sampled_from(symbols))
+            others = [v for v in symbols if v != left]
+            op = self.draw(st.sampled_from(("=", "!=")))
+            if others and self.draw(st.booleans()):
+                right = self.draw(st.sampled_from(others))
+            else:
+                right = constant(self.draw, SYMBOL)
+        else:
+            return
+        self.body.append(f"{left} {op} {right}")
+
+    def head_term(self, column_type: ColumnType, recursive: bool) -> str:
+        same_type = sorted(v for v, t in self.bound.items() if t == column_type)
+        if not same_type:
+            return constant(self.draw, column_type)
+        choice = choose(self.draw, variable=5, constant=1, arithmetic=2)
+        if choice == "constant":
+            return constant(self.draw, column_type)
+        if choice == "variable" or column_type != NUMBER:
+            return self.draw(st.sampled_from(same_type))
+        x = self.draw(st.sampled_from(same_type))
+        if recursive:
+            return self.bounded_step(x)
+        y = self.draw(st.sampled_from(same_type))
+        return self.draw(
+            st.sampled_from(
+                (
+                    f"{x} + {y}",
+                    f"{x} - 1",
+                    f"{x} * 2",
+                    f"{x} / {y}",
+                    f"{x} % 3",
+                    f"({x} - 3) / 2",
+                    f"({x} - 3) % 2",
+                    f"{x} * {WRAPPING_FACTORS[0]}",
+                    f"{x} + {WRAPPING_FACTORS[1]}",
+                )
+            )
+        )
+
+    def bounded_step(self, x: str) -> str:
+        """Arithmetic in a rule that may feed itself: every result lies in a fixed range,
+        whatever `x` is, so the recursion cannot climb forever."""
+        step = self.draw(st.integers(1, 2))
+        if self.draw(st.booleans()):
+            return f"({x} + {step}) % {self.draw(st.integers(3, 5))}"
+        low = self.draw(st.sampled_from((-2, 0)))
+        self.body.append(f"{x} >= {low}")
+        self.body.append(f"{x} < {self.draw(st.integers(3, 6))}")
+        return f"{x} + {step}"
+
+
+def render_declaration(relation: RelationSpec) -> str:
+    columns = ", ".join(f"c{i}: {t}" for i, t in enumerate(relation.types))
+    return f".decl {relation.name}({columns})"
+
+
+@st.composite
+def programs(draw: st.DrawFn) -> GeneratedProgram:
+    # e0 is always a graph over numbers: it gives `chain` rules a step to recurse along.
+    inputs_specs = [RelationSpec("e0", (NUMBER, NUMBER), 0)]
+    inputs_specs += [
+        RelationSpec(f"e{i}", column_types(draw), 0) for i in range(1, draw(st.integers(1, 3)))
+    ]
+    derived_count = draw(st.integers(2, 6))
+    levels = sorted(draw(st.integers(1, 3)) for _ in range(derived_count))
+    derived = [RelationSpec(f"p{i}", column_types(draw), level) for i, level in enumerate(levels)]
+    relations = inputs_specs + derived
+
+    # Every relation first gets a base rule, as in real programs: recursion without a base
+    # case derives nothing, and such programs would dominate the sample.
+    rules = [RuleBuilder(draw, head, relations).build("plain") for head in derived]
+    spare = 10 - derived_count
+    # A cycle p -> q -> p through two rules is unlikely to arise by chance; build one often.
+    pairs = [(p, q) for p in derived for q in derived if p.name < q.name and p.level == q.level]
+    if pairs and draw(st.booleans()):
+        p, q = draw(st.sampled_from(pairs))
+        rules.append(RuleBuilder(draw, p, relations).build("recursive", reads=q))
+        rules.append(RuleBuilder(draw, q, relations).build("recursive", reads=p))
+        spare -= 2
+    for _ in range(draw(st.integers(1, spare))):
+        head = draw(st.sampled_from(derived))
+        kind = choose(draw, recursive=3, chain=4, plain=2, no_positive_atom=1)
+        rules.append(RuleBuilder(draw, head, relations).build(kind))
+
+    facts = []
+    for relation in relations:
+        if draw(st.integers(0, 4)) == 0:
+            row = ", ".join(constant(draw, t) for t in relation.types)
+            facts.append(f"{relation.name}({row}).")
+
+    lines = [render_declaration(r) for r in inputs_specs]
+    lines += [f".input {r.name}" for r in inputs_specs]
+    for relation in derived:
+        if draw(st.integers(0, 3)) > 0:
+            lines.append(render_declaration(relation))
+        lines.append(f".output {relation.name}")
+    lines += facts + rules
+    text = "\n".join(lines) + "\n"
+
+    # The graph e0 gets half of the tuples, so that `chain` recursion has paths to follow.
+    others = len(inputs_specs) - 1
+    graph_budget = MAX_INPUT_TUPLES // 2 if others else MAX_INPUT_TUPLES
+    budgets = [graph_budget] + [(MAX_INPUT_TUPLES - graph_budget) // max(others, 1)] * others
+    inputs = {}
+    for relation, budget in zip(inputs_specs, budgets, strict=True):
+        # Mostly well-filled relations: an empty input makes most of a program derive nothing.
+        possible = len(NUMBERS) ** relation.types.count(NUMBER) * len(
+            SYMBOLS
+        ) ** relation.types.count(SYMBOL)
+        least = min(possible, budget // 2) if draw(st.integers(0, 4)) else 0
+        inputs[relation.name] = draw(
+            st.sets(rows_of(relation.types), min_size=least, max_size=budget)
+        )
+    return GeneratedProgram(text, inputs, [(r.name, r.types) for r in inputs_specs])
+
+
+@st.composite
+def deltas(draw: st.DrawFn, program: GeneratedProgram) -> list[Delta]:
+    """6-10 deltas over the program's inputs: insertions, retractions, both, and re-insertions
+    of tuples retracted earlier — the case where stale counts or iterations would show."""
+    current = {name: set(rows) for name, rows in program.inputs.items()}
+    retracted: Relations = {name: set() for name in current}
+    result = []
+    for _ in range(draw(st.integers(6, 10))):
+        kind = draw(st.sampled_from(("insert", "retract", "both", "reinsert")))
+        insert: Relations = {}
+        retract: Relations = {}
+        size = sum(len(rows) for rows in current.values())
+        for name, types in program.input_relations:
+            present = current[name]
+            if kind in ("retract", "both") and present:
+                chosen = draw(st.sets(st.sampled_from(sorted(present)), min_size=1, max_size=3))
+                retract[name] = chosen
+            if kind == "reinsert" and retracted[name] - present:
+                again = sorted(retracted[name] - present)
+                insert[name] = draw(st.sets(st.sampled_from(again), min_size=1, max_size=3))
+            if kind in ("insert", "both") and size < MAX_INPUT_TUPLES_AFTER_DELTAS:
+                fresh = draw(st.sets(rows_of(types), min_size=1, max_size=3)) - present
+                if fresh:
+                    insert[name] = fresh
+        for name, rows in retract.items():
+            current[name] -= rows
+            retracted[name] |= rows
+        for name, rows in insert.items():
+            current[name] |= rows
+        result.append(Delta(insert, retract))
+    return result
