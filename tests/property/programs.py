@@ -77,6 +77,11 @@ def rows_of(types: tuple[ColumnType, ...]) -> st.SearchStrategy[Row]:
     return st.tuples(*(values(t) for t in types))
 
 
+def domain_size(types: tuple[ColumnType, ...]) -> int:
+    """How many distinct rows of these types the domain allows."""
+    return len(NUMBERS) ** types.count(NUMBER) * len(SYMBOLS) ** types.count(SYMBOL)
+
+
 def constant(draw: st.DrawFn, column_type: ColumnType) -> str:
     value = draw(values(column_type))
     return str(value) if column_type == NUMBER else f'"{value}"'
@@ -161,14 +166,14 @@ class RuleBuilder:
         start = self.draw(st.sampled_from(same_shape))
         own = [self.fresh(t) for t in start.types]
         self.body.append(f"{start.name}({', '.join(own)})")
-        step_args = [
-            own[column]
-            if index == source
-            else self.fresh(column_type)
-            if index == target
-            else self.fresh_or_wildcard(column_type)
-            for index, column_type in enumerate(step.types)
-        ]
+        step_args = []
+        for index, column_type in enumerate(step.types):
+            if index == source:
+                step_args.append(own[column])
+            elif index == target:
+                step_args.append(self.fresh(column_type))
+            else:
+                step_args.append(self.fresh_or_wildcard(column_type))
         self.body.append(f"{step.name}({', '.join(step_args)})")
         self.head_args = list(own)
         self.head_args[column] = step_args[target]
@@ -346,10 +351,7 @@ def programs(draw: st.DrawFn) -> GeneratedProgram:
     inputs = {}
     for relation, budget in zip(inputs_specs, budgets, strict=True):
         # Mostly well-filled relations: an empty input makes most of a program derive nothing.
-        possible = len(NUMBERS) ** relation.types.count(NUMBER) * len(
-            SYMBOLS
-        ) ** relation.types.count(SYMBOL)
-        least = min(possible, budget // 2) if draw(st.integers(0, 4)) else 0
+        least = min(domain_size(relation.types), budget) // 2 if draw(st.integers(0, 4)) else 0
         inputs[relation.name] = draw(
             st.sets(rows_of(relation.types), min_size=least, max_size=budget)
         )

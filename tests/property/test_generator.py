@@ -152,6 +152,8 @@ def test_generated_programs_are_accepted_and_evaluate(generated: GeneratedProgra
     assert {name for name, _ in generated.input_relations} == {
         name for name, info in analyzed.relations.items() if info.is_input
     }
+    # Two independent stratifications must agree on the partition (orders may differ).
+    assert {s.relations for s in analyzed.strata} == set(stratify(analyzed.program))
     state = evaluate(analyzed, generated.inputs)
     for feature in features(analyzed, state):
         event(feature)
