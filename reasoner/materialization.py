@@ -49,11 +49,12 @@ class Materialization:
         *,
         switching_parameter: float = DEFAULT_SWITCHING_PARAMETER,
         min_update_seconds: float = DEFAULT_MIN_UPDATE_SECONDS,
+        symbols: SymbolTable | None = None,
     ) -> None:
         self.analyzed = analyzed
         self.switching_parameter = switching_parameter
         self.min_update_seconds = min_update_seconds
-        self.symbols = SymbolTable()
+        self.symbols = symbols if symbols is not None else SymbolTable()
         self.state = State()
         arities = {name: info.arity for name, info in analyzed.relations.items()}
         for name, arity in arities.items():
@@ -341,6 +342,33 @@ class Materialization:
         """(iteration, count) of a tuple, or None when it is not in the materialization."""
         t = self.encode(name, row)
         return None if t is None else self.state[name].get(t)
+
+    def rebuilt(self) -> Materialization:
+        """A fresh materialization of the same program and facts, bootstrapped from scratch:
+        the reference the maintained state must equal after every epoch (`replay --check`)."""
+        fresh = Materialization(
+            self.analyzed,
+            switching_parameter=self.switching_parameter,
+            min_update_seconds=self.min_update_seconds,
+            symbols=self.symbols,
+        )
+        for name, rows in self.facts.items():
+            fresh.facts[name] = set(rows)
+        fresh.bootstrap()
+        return fresh
+
+    def differences(self, other: Materialization) -> dict[str, int]:
+        """Per relation, how many tuples differ in presence, iteration or count (empty: equal)."""
+        out = {}
+        for name in self.analyzed.relations:
+            mine = self.state[name].snapshot()
+            theirs = other.state[name].snapshot()
+            differing = len(mine.keys() ^ theirs.keys()) + sum(
+                1 for t, v in mine.items() if t in theirs and theirs[t] != v
+            )
+            if differing:
+                out[name] = differing
+        return out
 
     def snapshot(self) -> dict[str, dict[tuple[Value, ...], tuple[int, int]]]:
         """Every relation as {row: (iteration, count)} in user values, for comparing states."""

@@ -20,6 +20,10 @@ class Delta:
 
     insert: Rows = field(default_factory=dict)
     retract: Rows = field(default_factory=dict)
+    add_rules: Sequence[str] = ()
+    """Program text holding rules (and declarations of the relations they introduce)."""
+    remove_rules: Sequence[str] = ()
+    """Ids of rules to remove, as `Materialization.rules()` lists them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,3 +48,6 @@ class EpochReport:
     fallback_reason: str | None = None
     changes: dict[str, dict[str, list[tuple[Value, ...]]]] | None = None
     """With `include_changes`: per derived relation, {"inserted": rows, "retracted": rows}."""
+    rules_added: tuple[str, ...] = ()
+    """Ids of the rules the delta added (an already present rule keeps its id)."""
+    rules_removed: tuple[str, ...] = ()
