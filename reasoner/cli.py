@@ -1,8 +1,10 @@
-"""The `reasoner` command: Soufflé-style batch runs of the engine.
+"""The `reasoner` command: Soufflé-style batch runs of the engine, and epoch workloads.
 
 Exit status follows what scripts around Soufflé expect to branch on: 0 success, 2 a program
 error (printed as `file:line:col: code: message` with the source line and a caret), 1 bad input
-data (a malformed or missing facts file).
+data (a malformed or missing facts file, a bad epochs directory, an unsupported I/O parameter,
+an unwritable output), 3 a failed `replay --check` (the maintained state differs from a fresh
+Bootstrap: an engine bug, never a user error).
 """
 
 from __future__ import annotations
@@ -16,13 +18,17 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from reasoner.analysis import check_program
+from reasoner.analysis.model import AnalyzedProgram
 from reasoner.errors import InputDataError, ProgramError
 from reasoner.io.facts import load_inputs, write_outputs
-from reasoner.materialization import Materialization
+from reasoner.materialization import DEFAULT_SWITCHING_PARAMETER, Materialization
+from reasoner.replay import EpochRecord, replay
+from reasoner.workload import PATTERN, elastic_pattern, read_workload, write_workload
 
 EXIT_OK = 0
 EXIT_INPUT_ERROR = 1
 EXIT_PROGRAM_ERROR = 2
+EXIT_CHECK_FAILED = 3
 
 
 def peak_memory_bytes() -> int:
@@ -30,24 +36,19 @@ def peak_memory_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+def _analyze(program: str) -> AnalyzedProgram:
+    path = Path(program)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputDataError(f"cannot read program: {exc.strerror}", str(path)) from None
+    return check_program(text, str(path))
+
+
 def _run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
-    program_path = Path(args.program)
-    try:
-        text = program_path.read_text(encoding="utf-8")
-    except OSError as exc:
-        print(f"{program_path}: cannot read program: {exc.strerror}", file=sys.stderr)
-        return EXIT_INPUT_ERROR
-    try:
-        analyzed = check_program(text, str(program_path))
-    except ProgramError as exc:
-        print(exc.format(), file=sys.stderr)
-        return EXIT_PROGRAM_ERROR
-    try:
-        inputs = load_inputs(analyzed, Path(args.facts))
-    except InputDataError as exc:
-        print(str(exc), file=sys.stderr)
-        return EXIT_INPUT_ERROR
+    analyzed = _analyze(args.program)
+    inputs = load_inputs(analyzed, Path(args.facts))
     materialization = Materialization(analyzed)
     materialization.load(inputs)
     report = materialization.bootstrap()
@@ -56,12 +57,15 @@ def _run(args: argparse.Namespace) -> int:
         for name, info in analyzed.relations.items()
         if info.is_output
     }
-    out_dir = Path(args.output)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    write_outputs(analyzed, outputs, out_dir)
+    try:
+        write_outputs(analyzed, outputs, Path(args.output))
+    except OSError as exc:
+        raise InputDataError(
+            f"cannot write outputs: {exc.strerror}", exc.filename or args.output
+        ) from None
     if args.stats:
         stats = {
-            "program": str(program_path),
+            "program": args.program,
             "seconds": time.perf_counter() - start,
             "bootstrap_seconds": report.seconds,
             "peak_memory_bytes": peak_memory_bytes(),
@@ -77,8 +81,117 @@ def _run(args: argparse.Namespace) -> int:
             ],
             "relations": {name: materialization.size(name) for name in analyzed.relations},
         }
-        Path(args.stats).write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
+        _write_json(args.stats, stats)
     return EXIT_OK
+
+
+def _workload(args: argparse.Namespace) -> int:
+    analyzed = _analyze(args.program)
+    inputs = load_inputs(analyzed, Path(args.facts))
+    workload = elastic_pattern(inputs, small=args.small, large_fraction=args.large, seed=args.seed)
+    manifest = {
+        "program": args.program,
+        "facts": args.facts,
+        "seed": args.seed,
+        "small": args.small,
+        "large_fraction": args.large,
+        "input_tuples": sum(len(set(rows)) for rows in inputs.values()),
+        "pattern": list(PATTERN),
+    }
+    try:
+        write_workload(analyzed, workload, args.out, manifest)
+    except OSError as exc:
+        raise InputDataError(f"cannot write workload: {exc.strerror}", args.out) from None
+    print(f"{args.out}: {len(workload.epochs)} epochs after the initial one", file=sys.stderr)
+    return EXIT_OK
+
+
+def _replay(args: argparse.Namespace) -> int:
+    analyzed = _analyze(args.program)
+    inputs = load_inputs(analyzed, Path(args.facts))
+    workload = read_workload(analyzed, args.epochs)
+    records: list[EpochRecord] = []
+    status = EXIT_OK
+    for record in replay(
+        analyzed,
+        inputs,
+        workload,
+        strategy=args.strategy,
+        switching_parameter=args.switching_parameter,
+        check=args.check,
+    ):
+        records.append(record)
+        print(_progress_line(record), file=sys.stderr)
+        if record.differences:
+            differing = ", ".join(f"{n} ({c} tuples)" for n, c in record.differences.items())
+            print(
+                f"epoch {record.epoch}: the state differs from a fresh Bootstrap in {differing}",
+                file=sys.stderr,
+            )
+            status = EXIT_CHECK_FAILED
+            break
+    if args.report:
+        _write_json(
+            args.report,
+            {
+                "program": args.program,
+                "facts": args.facts,
+                "epochs_dir": args.epochs,
+                "strategy": args.strategy,
+                "switching_parameter": (
+                    args.switching_parameter if args.strategy == "auto" else None
+                ),
+                "check": args.check,
+                "seconds": sum(r.seconds for r in records),
+                # With --check this includes the reference rebuilds alongside the live state.
+                "peak_memory_bytes": peak_memory_bytes(),
+                "epochs": [r.as_json() for r in records],
+            },
+        )
+    return status
+
+
+def _progress_line(record: EpochRecord) -> str:
+    strategy = record.strategy
+    if record.fallback_reason:
+        strategy += f" ({record.fallback_reason})"
+    line = (
+        f"epoch {record.epoch:>3}  {strategy:<22} {record.seconds:9.3f}s  "
+        f"facts +{record.facts_inserted} -{record.facts_retracted}  "
+        f"derived +{record.inserted} -{record.retracted}"
+    )
+    if record.check_seconds is not None:
+        verdict = "FAILED" if record.differences else "ok"
+        line += f"  check {verdict} ({record.check_seconds:.3f}s)"
+    return line
+
+
+def _write_json(path: str, data: object) -> None:
+    try:
+        Path(path).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise InputDataError(f"cannot write: {exc.strerror}", path) from None
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text}")
+    return value
+
+
+def _fraction(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a fraction within [0, 1], got {text}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    value = float(text)
+    if not value >= 0.0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text}")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -86,18 +199,81 @@ def build_parser() -> argparse.ArgumentParser:
         prog="reasoner", description="Elastic incremental Datalog engine (Soufflé-compatible)."
     )
     commands = parser.add_subparsers(dest="command", required=True)
+
     run = commands.add_parser("run", help="evaluate a program once, like `souffle -F -D`")
     run.add_argument("program", help="the Datalog program (.dl)")
     run.add_argument("-F", "--facts", default=".", help="directory of <relation>.facts inputs")
     run.add_argument("-D", "--output", default=".", help="directory for <relation>.csv outputs")
     run.add_argument("--stats", help="write JSON statistics (strata, sizes, time, memory) here")
     run.set_defaults(handler=_run)
+
+    workload = commands.add_parser(
+        "workload",
+        help="write the elastic paper's 13-epoch workload over a program's inputs",
+        description="Epoch 0 is the whole input; epochs 1-6 retract and re-insert small random "
+        "sets, 7 retracts a large one, 8-11 are small again, 12 re-inserts the large set, so "
+        "the facts end equal to FACTS_DIR.",
+    )
+    workload.add_argument("program", help="the Datalog program (.dl)")
+    workload.add_argument("-F", "--facts", default=".", help="directory of <relation>.facts")
+    workload.add_argument("--out", required=True, help="new (or empty) directory for the epochs")
+    workload.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    workload.add_argument(
+        "--small", type=_non_negative_int, default=10, help="tuples per small update (10)"
+    )
+    workload.add_argument(
+        "--large", type=_fraction, default=0.1, help="fraction of the input in a large update (0.1)"
+    )
+    workload.set_defaults(handler=_workload)
+
+    rep = commands.add_parser(
+        "replay",
+        help="play a workload of epochs through the elastic engine",
+        description="Exit status: 0 ok, 1 input error, 2 program error, 3 --check failed.",
+    )
+    rep.add_argument("program", help="the Datalog program (.dl)")
+    rep.add_argument("-F", "--facts", default=".", help="directory of <relation>.facts inputs")
+    rep.add_argument("--epochs", required=True, help="directory of epochs (0001/insert/...)")
+    rep.add_argument(
+        "--check", action="store_true", help="compare with a fresh Bootstrap after every epoch"
+    )
+    rep.add_argument("--report", help="write a JSON report (per epoch strategy, time, impact)")
+    mode = rep.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--switching-parameter",
+        type=_non_negative_float,
+        default=DEFAULT_SWITCHING_PARAMETER,
+        help="Update deadline as a fraction of the last Bootstrap time "
+        f"({DEFAULT_SWITCHING_PARAMETER})",
+    )
+    mode.add_argument(
+        "--always-update",
+        dest="strategy",
+        action="store_const",
+        const="update",
+        help="never fall back to Bootstrap",
+    )
+    mode.add_argument(
+        "--always-bootstrap",
+        dest="strategy",
+        action="store_const",
+        const="bootstrap",
+        help="recompute every epoch",
+    )
+    rep.set_defaults(handler=_replay, strategy="auto")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return args.handler(args)
+    try:
+        return args.handler(args)
+    except ProgramError as exc:
+        print(exc.format(), file=sys.stderr)
+        return EXIT_PROGRAM_ERROR
+    except InputDataError as exc:
+        print(str(exc), file=sys.stderr)
+        return EXIT_INPUT_ERROR
 
 
 if __name__ == "__main__":

@@ -74,3 +74,25 @@ def test_missing_facts_file_exits_1(tmp_path: Path, capsys: pytest.CaptureFixtur
 def test_unreadable_program_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", str(tmp_path / "absent.dl")]) == 1
     assert "cannot read program" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("params", ['IO="stdout"', "IO=stdout", 'rfc4180="true"'])
+def test_unsupported_output_parameter_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], params: str
+) -> None:
+    program = _write(tmp_path, "tc.dl", TC.replace(".output tc", f".output tc({params})"))
+    _write(tmp_path, "edge.facts", "1\t2\n")
+    assert main(["run", str(program), "-F", str(tmp_path), "-D", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert "relation tc: unsupported I/O parameter" in err
+    assert "Traceback" not in err
+
+
+def test_unwritable_output_directory_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    program = _write(tmp_path, "tc.dl", TC)
+    _write(tmp_path, "edge.facts", "1\t2\n")
+    not_a_directory = _write(tmp_path, "taken", "")
+    assert main(["run", str(program), "-F", str(tmp_path), "-D", str(not_a_directory)]) == 1
+    assert "cannot write outputs" in capsys.readouterr().err
