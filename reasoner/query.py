@@ -1,0 +1,348 @@
+"""Conjunctive queries over a materialization: `tc("a", x), !edge("a", x), x < 3`.
+
+A query is a rule body without a head: the answer is every distinct binding of its variables
+(in order of first occurrence) that satisfies it against the committed state. The body is
+planned like a rule (`reasoner.plan.joins.plan_rule`: the smallest relation drives, the other
+atoms are probed with as many columns bound as possible, filters run as soon as their variables
+are bound) and then interpreted: a query is run once, so generating code for it would cost more
+than it saves.
+
+Queries run beside a writer. They only ever read: `iters` for membership, the engine's hash
+indexes when one exists for the access pattern (ignoring tuples an in-flight Update has staged
+in them), and otherwise an index of their own, built once per query. They never intern a string
+(the symbol table belongs to the writer): a constant that was never interned gets a private
+negative id, which no stored tuple contains. Evaluation checks a deadline as it goes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from reasoner.analysis import check_query
+from reasoner.analysis.model import AnalyzedProgram, Value
+from reasoner.arith import ARITH, COMPARE
+from reasoner.plan.joins import AtomStep, CompareStep, JoinPlan, plan_rule
+from reasoner.state import RelationStore, State, Tuple, key_function
+from reasoner.symbols import SymbolTable
+from reasoner.syntax.ast import (
+    SYMBOL,
+    Atom,
+    BinaryOp,
+    BodyLiteral,
+    ColumnType,
+    Comparison,
+    Negation,
+    NumberConst,
+    Rule,
+    Span,
+    StringConst,
+    Term,
+    Variable,
+)
+from reasoner.syntax.parser import parse_body
+
+QUERY_HEAD = "__query__"
+_CHECK_EVERY = 512
+"""Candidates examined between two deadline checks."""
+
+
+class QueryTimeout(Exception):
+    """The query did not finish before its deadline; nothing is returned."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        super().__init__(f"query exceeded its deadline of {seconds:g} s")
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """A parsed and checked query: its body, its plan and its output variables."""
+
+    text: str
+    body: tuple[BodyLiteral, ...]
+    variables: tuple[str, ...]
+    """The answer's columns: the query's variables in order of first occurrence."""
+
+
+@dataclass(frozen=True, slots=True)
+class QueryResult:
+    columns: tuple[str, ...]
+    types: tuple[ColumnType, ...]
+    rows: list[tuple[Value, ...]]
+    """Distinct answers, sorted."""
+    seconds: float
+
+
+def compile_query(text: str, analyzed: AnalyzedProgram, filename: str = "<query>") -> Query:
+    """Parse and check a query; raises `ProgramError` (`parse_error`, `unknown_relation`, ...)."""
+    body = parse_body(text, filename)
+    check_query(body, analyzed, source=text, filename=filename)
+    return Query(text, body, _variables(body))
+
+
+def _variables(body: tuple[BodyLiteral, ...]) -> tuple[str, ...]:
+    seen: dict[str, None] = {}
+
+    def visit(term: Term) -> None:
+        if isinstance(term, Variable):
+            seen.setdefault(term.name, None)
+        elif isinstance(term, BinaryOp):
+            visit(term.left)
+            visit(term.right)
+
+    for literal in body:
+        if isinstance(literal, Atom):
+            for arg in literal.args:
+                visit(arg)
+        elif isinstance(literal, Negation):
+            for arg in literal.atom.args:
+                visit(arg)
+        else:
+            visit(literal.left)
+            visit(literal.right)
+    return tuple(seen)
+
+
+class _Constants:
+    """String constants as symbol ids, without interning (see the module docstring)."""
+
+    def __init__(self, symbols: SymbolTable) -> None:
+        self.symbols = symbols
+        self.private: dict[str, int] = {}
+        self.strings: dict[int, str] = {}
+
+    def id(self, text: str) -> int:
+        ident = self.symbols.lookup(text)
+        if ident is not None:
+            return ident
+        ident = self.private.get(text)
+        if ident is None:
+            ident = self.private[text] = -1 - len(self.private)
+            self.strings[ident] = text
+        return ident
+
+    def resolve(self, ident: int) -> str:
+        return self.strings[ident] if ident < 0 else self.symbols.resolve(ident)
+
+
+def snapshot_keys(keys) -> list:
+    """A list of a dict's keys, safe against a concurrent writer (the copy is one C-level loop
+    under the GIL; retried if the dict was resized between two of them)."""
+    for _ in range(10):
+        try:
+            return list(keys)
+        except RuntimeError:
+            continue
+    return list(keys)
+
+
+class _Evaluator:
+    def __init__(
+        self,
+        plan: JoinPlan,
+        state: State,
+        constants: _Constants,
+        deadline: float | None,
+    ) -> None:
+        self.plan = plan
+        self.state = state
+        self.constants = constants
+        self.deadline = deadline
+        self.budget = _CHECK_EVERY
+        self.private_indexes: dict[tuple[str, tuple[int, ...]], dict[object, list[Tuple]]] = {}
+        self.scans: dict[str, list[Tuple]] = {}
+
+    # -- values ---------------------------------------------------------------------------------
+
+    def value(self, term: Term, env: dict[str, int]) -> int:
+        if isinstance(term, Variable):
+            return env[term.name]
+        if isinstance(term, NumberConst):
+            return term.value
+        if isinstance(term, StringConst):
+            return self.constants.id(term.value)
+        if isinstance(term, BinaryOp):
+            return ARITH[term.op](self.value(term.left, env), self.value(term.right, env))
+        raise TypeError(f"a wildcard has no value: {term!r}")
+
+    def tick(self) -> None:
+        self.budget -= 1
+        if self.budget <= 0:
+            self.budget = _CHECK_EVERY
+            if self.deadline is not None and time.monotonic() > self.deadline:
+                raise QueryTimeout(0.0)
+
+    # -- access paths ---------------------------------------------------------------------------
+
+    def all_tuples(self, relation: str) -> list[Tuple]:
+        rows = self.scans.get(relation)
+        if rows is None:
+            rows = self.scans[relation] = snapshot_keys(self.state[relation].iters)
+        return rows
+
+    def matching(self, store: RelationStore, columns: tuple[int, ...], key: object) -> list[Tuple]:
+        """Committed tuples whose `columns` hold `key` (in `key_function` form)."""
+        engine_index = store.indexes.get(columns)
+        if engine_index is not None:
+            bucket = engine_index.get(key)
+            if not bucket:
+                return []
+            iters = store.iters
+            return [t for t in snapshot_keys(bucket) if t in iters]
+        private = self.private_indexes.get((store.name, columns))
+        if private is None:
+            private = {}
+            extract = key_function(columns)
+            for t in self.all_tuples(store.name):
+                private.setdefault(extract(t), []).append(t)
+            self.private_indexes[(store.name, columns)] = private
+        return private.get(key, [])
+
+    def candidates(self, step: AtomStep, env: dict[str, int]) -> list[Tuple] | None:
+        """Tuples of the step's relation that agree with its known columns; None when a key
+        expression has no value (division by zero)."""
+        store = self.state[step.relation]
+        args = step.atom.args
+        try:
+            key_values = [self.value(args[c], env) for c in step.key_columns]
+        except ArithmeticError:
+            return None
+        if step.is_membership:
+            t = tuple(key_values)
+            return [t] if t in store.iters else []
+        if not step.key_columns:
+            return self.all_tuples(step.relation)
+        key = key_values[0] if len(key_values) == 1 else tuple(key_values)
+        return self.matching(store, step.key_columns, key)
+
+    # -- the join -------------------------------------------------------------------------------
+
+    def run(self, emit: Callable[[dict[str, int]], None]) -> None:
+        self._step(0, {}, emit)
+
+    def _step(self, position: int, env: dict[str, int], emit) -> None:
+        steps = self.plan.steps
+        if position == len(steps):
+            emit(env)
+            return
+        step = steps[position]
+        self.tick()
+        if isinstance(step, CompareStep):
+            comparison: Comparison = step.comparison
+            try:
+                if step.assigns is not None:
+                    other = (
+                        comparison.right
+                        if isinstance(comparison.left, Variable)
+                        and comparison.left.name == step.assigns
+                        else comparison.left
+                    )
+                    bound = dict(env)
+                    bound[step.assigns] = self.value(other, env)
+                    self._step(position + 1, bound, emit)
+                    return
+                left = self.value(comparison.left, env)
+                right = self.value(comparison.right, env)
+            except ArithmeticError:
+                return
+            if COMPARE[comparison.op](left, right):
+                self._step(position + 1, env, emit)
+            return
+        rows = self.candidates(step, env)
+        if rows is None:
+            return
+        if step.negated:
+            if not rows:
+                self._step(position + 1, env, emit)
+            return
+        for t in rows:
+            self.tick()
+            if any(t[later] != t[first] for later, first in step.equal_columns):
+                continue
+            if not step.binds:
+                # Nothing to bind: every match continues identically, and answers are a set.
+                self._step(position + 1, env, emit)
+                return
+            bound = dict(env)
+            for column, name in step.binds:
+                bound[name] = t[column]
+            self._step(position + 1, bound, emit)
+
+
+def _variable_types(plan: JoinPlan, analyzed: AnalyzedProgram) -> dict[str, ColumnType]:
+    """Each variable's column type, from the atom or the assignment that binds it."""
+    types: dict[str, ColumnType] = {}
+
+    def type_of(term: Term) -> ColumnType:
+        if isinstance(term, StringConst):
+            return SYMBOL
+        if isinstance(term, Variable):
+            return types.get(term.name, "number")
+        return "number"
+
+    for step in plan.steps:
+        if isinstance(step, AtomStep) and not step.negated:
+            column_types = analyzed.relations[step.relation].types
+            for column, name in step.binds:
+                types.setdefault(name, column_types[column])
+        elif isinstance(step, CompareStep) and step.assigns is not None:
+            comparison = step.comparison
+            other = (
+                comparison.right
+                if isinstance(comparison.left, Variable) and comparison.left.name == step.assigns
+                else comparison.left
+            )
+            types.setdefault(step.assigns, type_of(other))
+    return types
+
+
+def evaluate_query(
+    query: Query,
+    analyzed: AnalyzedProgram,
+    state: State,
+    symbols: SymbolTable,
+    *,
+    timeout: float | None = None,
+) -> QueryResult:
+    """Every distinct answer of `query` in `state`, sorted; raises `QueryTimeout` past
+    `timeout` seconds. The caller provides a consistent state (e.g. inside
+    `Materialization.reading()`)."""
+    start = time.monotonic()
+    deadline = None if timeout is None else start + timeout
+    variables = query.variables
+    span = Span(1, 1, 1, 1)
+    head = Atom(QUERY_HEAD, tuple(Variable(v, span) for v in variables), span)
+    rule = Rule(head, query.body, span, query.text)
+    sizes: Mapping[str, int] = {
+        lit.relation: len(state[lit.relation]) for lit in query.body if isinstance(lit, Atom)
+    }
+    plan = plan_rule(rule, None, sizes)
+    constants = _Constants(symbols)
+    evaluator = _Evaluator(plan, state, constants, deadline)
+    answers: set[tuple[int, ...]] = set()
+
+    def emit(env: dict[str, int]) -> None:
+        answers.add(tuple(env[v] for v in variables))
+
+    try:
+        evaluator.run(emit)
+    except QueryTimeout:
+        raise QueryTimeout(timeout or 0.0) from None
+    types = _variable_types(plan, analyzed)
+    column_types = tuple(types.get(v, "number") for v in variables)
+    symbol_columns = [i for i, kind in enumerate(column_types) if kind == SYMBOL]
+    if symbol_columns:
+        resolve = constants.resolve
+
+        def decode(row: tuple[int, ...]) -> tuple[Value, ...]:
+            out: list[Value] = list(row)
+            for i in symbol_columns:
+                out[i] = resolve(row[i])
+            return tuple(out)
+
+        rows = sorted(decode(a) for a in answers)
+    else:
+        rows = sorted(answers)  # type: ignore[arg-type]
+    return QueryResult(variables, column_types, rows, time.monotonic() - start)
