@@ -1,0 +1,1 @@
+"""Persistence: SQLAlchemy tables, migrations, and the repository the service writes through."""
