@@ -1,0 +1,112 @@
+"""Request bodies that are not JSON: Datalog text, Soufflé `.facts` and CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Sequence
+
+from fastapi import Request
+
+from reasoner.errors import InputDataError
+from reasoner.io.facts import parse_facts_text
+from reasoner.syntax.ast import NUMBER, ColumnType
+from service.errors import INVALID_REQUEST, UNSUPPORTED_MEDIA_TYPE, Problem
+
+FACTS_MEDIA_TYPES = ("text/tab-separated-values", "text/plain", "application/octet-stream")
+CSV_MEDIA_TYPE = "text/csv"
+_NUMBER = re.compile(r"[+-]?[0-9]+")
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+
+
+def media_type(request: Request) -> tuple[str, dict[str, str]]:
+    """The request's media type (lower case) and its parameters."""
+    header = request.headers.get("content-type", "")
+    kind, _, rest = header.partition(";")
+    params = {}
+    for part in rest.split(";"):
+        key, _, value = part.strip().partition("=")
+        if key:
+            params[key.lower()] = value.strip().strip('"')
+    return kind.strip().lower(), params
+
+
+async def text_body(request: Request) -> str:
+    body = await request.body()
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise Problem(
+            400, INVALID_REQUEST, f"the body is not valid UTF-8 (byte offset {exc.start})"
+        ) from None
+
+
+def unsupported(kind: str, accepted: Sequence[str]) -> Problem:
+    return Problem(
+        415,
+        UNSUPPORTED_MEDIA_TYPE,
+        f"unsupported content type {kind or '(none)'!r}; send one of: {', '.join(accepted)}",
+    )
+
+
+def parse_rows(
+    text: str,
+    types: Sequence[ColumnType],
+    name: str,
+    kind: str,
+    params: dict[str, str],
+    *,
+    delimiter: str | None = None,
+    header: bool | None = None,
+) -> list[tuple]:
+    """Rows of a `.facts` body (tab-separated, or `delimiter`) or a CSV body (RFC 4180
+    quoting; a header line with `header=present` in the content type or `?header=true`)."""
+    filename = f"{name}.facts"
+    if kind == CSV_MEDIA_TYPE:
+        has_header = header if header is not None else params.get("header") == "present"
+        return parse_csv(text, types, f"{name}.csv", has_header)
+    if kind not in FACTS_MEDIA_TYPES:
+        raise unsupported(kind, (*FACTS_MEDIA_TYPES, CSV_MEDIA_TYPE))
+    if delimiter is not None and (not delimiter or "\n" in delimiter):
+        raise Problem(400, INVALID_REQUEST, f"invalid delimiter {delimiter!r}")
+    return parse_facts_text(text, types, filename, delimiter or "\t")
+
+
+def parse_csv(text: str, types: Sequence[ColumnType], filename: str, header: bool) -> list[tuple]:
+    if header:
+        first_end = text.find("\n")
+        text = "" if first_end < 0 else text[first_end + 1 :]
+    if '"' not in text or not types:
+        try:
+            return parse_facts_text(text, types, filename, ",")
+        except InputDataError as error:
+            if header and error.line:
+                raise InputDataError(error.message, filename, error.line + 1) from None
+            raise
+    rows: list[tuple] = []
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    offset = 1 if header else 0
+    try:
+        for fields in reader:
+            line = reader.line_num + offset
+            if len(fields) != len(types):
+                raise InputDataError(
+                    f"expected {len(types)} field(s), found {len(fields)}", filename, line
+                )
+            row: list[object] = []
+            for column, (field, kind) in enumerate(zip(fields, types, strict=True), start=1):
+                if kind != NUMBER:
+                    row.append(field)
+                    continue
+                if not _NUMBER.fullmatch(field) or not _INT64[0] <= int(field) <= _INT64[1]:
+                    raise InputDataError(
+                        f"column {column}: expected a 64-bit integer, got {field!r}",
+                        filename,
+                        line,
+                    )
+                row.append(int(field))
+            rows.append(tuple(row))
+    except csv.Error as exc:
+        raise InputDataError(f"malformed CSV: {exc}", filename, reader.line_num + offset) from None
+    return rows

@@ -1,0 +1,61 @@
+"""Liveness, readiness and metrics."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends
+from fastapi.responses import JSONResponse, PlainTextResponse
+
+from service import metrics
+from service.api.common import get_runtime
+from service.errors import NOT_READY, problem_body
+from service.runtime import Runtime
+from service.schemas import Health, Ready
+from service.security import require_read
+
+router = APIRouter()
+RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
+
+
+@router.get("/health", response_model=Health, summary="The process is up")
+def health() -> Health:
+    return Health(status="ok")
+
+
+@router.get(
+    "/ready",
+    response_model=Ready,
+    summary="200 once the materialization is built (the first Bootstrap is done), 503 before",
+    responses={503: {"description": "Not ready yet"}},
+)
+def ready(runtime: RuntimeDep):
+    if runtime.ready:
+        return Ready(ready=True, epoch=runtime.epoch)
+    detail = runtime.failure or "the materialization is being built"
+    body = problem_body(503, NOT_READY, detail, ready=False)
+    return JSONResponse(
+        body, status_code=503, media_type="application/problem+json", headers={"Retry-After": "1"}
+    )
+
+
+@router.get(
+    "/metrics",
+    response_class=PlainTextResponse,
+    dependencies=[Depends(require_read)],
+    summary="Prometheus metrics (text format)",
+)
+def get_metrics(runtime: RuntimeDep) -> PlainTextResponse:
+    sizes: list[tuple[str, bool, int]] = []
+    m = runtime.materialization
+    if runtime.ready and m is not None:
+        with m.reading():
+            stratum_of = m.analyzed.stratum_of
+            sizes = [(name, name in stratum_of, m.size(name)) for name in m.analyzed.relations]
+    text = runtime.metrics.render(
+        relation_sizes=sizes,
+        queue_length=runtime.queue_length,
+        ready=runtime.ready,
+        epoch=runtime.epoch,
+    )
+    return PlainTextResponse(text, media_type=metrics.CONTENT_TYPE)

@@ -1,0 +1,276 @@
+"""Reads: rules, relations, queries and epochs, served from the published epoch."""
+
+from __future__ import annotations
+
+import csv
+import heapq
+import io
+import json
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi.responses import JSONResponse, Response
+
+from reasoner.errors import TYPE_MISMATCH, UNKNOWN_RELATION
+from reasoner.query import compile_query, evaluate_query, snapshot_keys
+from service.api.common import (
+    PROBLEM_RESPONSES,
+    decode_cursor,
+    encode_cursor,
+    get_runtime,
+)
+from service.errors import UNKNOWN_COLUMN, UNKNOWN_EPOCH, Problem
+from service.runtime import Runtime
+from service.schemas import (
+    ColumnOut,
+    EpochRecord,
+    EpochsOut,
+    QueryIn,
+    QueryOut,
+    RelationOut,
+    RelationRows,
+    RelationsOut,
+    RuleOut,
+    RulesOut,
+)
+from service.security import require_read
+
+router = APIRouter(prefix="/v1", dependencies=[Depends(require_read)], responses=PROBLEM_RESPONSES)
+
+RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
+_RESERVED = frozenset({"limit", "cursor", "format"})
+NDJSON = "application/x-ndjson"
+
+
+@router.get("/rules", response_model=RulesOut, summary="The program's rules with their ids")
+def get_rules(runtime: RuntimeDep) -> RulesOut:
+    with runtime.reading() as (m, epoch):
+        rules = m.rules()
+    return RulesOut(epoch=epoch, rules=[RuleOut(id=r.id, text=r.text) for r in rules])
+
+
+@router.get("/relations", response_model=RelationsOut, summary="Every relation of the program")
+def get_relations(runtime: RuntimeDep) -> RelationsOut:
+    with runtime.reading() as (m, epoch):
+        analyzed = m.analyzed
+        relations = [
+            RelationOut(
+                name=name,
+                arity=info.arity,
+                columns=[
+                    ColumnOut(name=c, type=t)
+                    for c, t in zip(info.column_names, info.types, strict=True)
+                ],
+                size=m.size(name),
+                stratum=analyzed.stratum_of.get(name),
+                derived=name in analyzed.stratum_of,
+                input=info.is_input,
+                output=info.is_output,
+            )
+            for name, info in analyzed.relations.items()
+        ]
+    return RelationsOut(epoch=epoch, relations=relations)
+
+
+def _format(request: Request, requested: str | None) -> str:
+    if requested:
+        return requested
+    accept = request.headers.get("accept", "")
+    if NDJSON in accept or "application/jsonl" in accept:
+        return "ndjson"
+    if "text/csv" in accept:
+        return "csv"
+    return "json"
+
+
+def _filters(request: Request, names: tuple[str, ...], types: tuple[str, ...]) -> dict[int, Any]:
+    """Bound arguments: `?column=value` (or `?@index=value`), typed by the column."""
+    bound: dict[int, Any] = {}
+    for key, raw in request.query_params.multi_items():
+        if key in _RESERVED:
+            continue
+        if key.startswith("@") and key[1:].isdigit() and int(key[1:]) < len(names):
+            column = int(key[1:])
+        elif key in names:
+            column = names.index(key)
+        else:
+            raise Problem(
+                400,
+                UNKNOWN_COLUMN,
+                f"`{key}` is not a column (columns: {', '.join(names) or 'none'})",
+            )
+        if types[column] == "number":
+            try:
+                value: Any = int(raw)
+            except ValueError:
+                raise Problem(
+                    400, TYPE_MISMATCH, f"column `{names[column]}` is a number, got {raw!r}"
+                ) from None
+        else:
+            value = raw
+        if column in bound and bound[column] != value:
+            bound[column] = None  # two different values: nothing matches
+            continue
+        bound[column] = value
+    return bound
+
+
+def _page_response(
+    fmt: str,
+    relation_or_query: dict[str, Any],
+    columns: list[str],
+    rows: list[tuple],
+    next_cursor: str | None,
+    model: type,
+) -> Response:
+    headers = {}
+    if next_cursor is not None:
+        headers["X-Next-Cursor"] = next_cursor
+    if fmt == "ndjson":
+        body = "".join(json.dumps(list(r), ensure_ascii=False) + "\n" for r in rows)
+        return Response(body, media_type=NDJSON, headers=headers)
+    if fmt == "csv":
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(columns)
+        writer.writerows(rows)
+        return Response(out.getvalue(), media_type="text/csv; header=present", headers=headers)
+    document = model(
+        **relation_or_query, columns=columns, rows=[list(r) for r in rows], next=next_cursor
+    )
+    return JSONResponse(document.model_dump(mode="json"), headers=headers)
+
+
+def _page(rows, after: tuple | None, limit: int) -> tuple[list[tuple], tuple | None]:
+    if after is not None:
+        rows = (r for r in rows if r > after)
+    page = heapq.nsmallest(limit + 1, rows)
+    if len(page) > limit:
+        return page[:limit], page[limit - 1]
+    return page, None
+
+
+Format = Annotated[
+    Literal["json", "ndjson", "csv"] | None,
+    Query(description="Response format; default from the Accept header, else JSON."),
+]
+Limit = Annotated[int | None, Query(gt=0, description="Rows per page (at most the page size).")]
+Cursor = Annotated[str | None, Query(description="`next` of the previous page.")]
+
+
+@router.get(
+    "/relations/{name}",
+    response_model=RelationRows,
+    summary="A relation's tuples, filtered by bound arguments (`?column=value`), paginated",
+    responses={200: {"content": {NDJSON: {}, "text/csv": {}}}},
+)
+def get_relation(
+    name: Annotated[str, Path()],
+    request: Request,
+    runtime: RuntimeDep,
+    format: Format = None,
+    limit: Limit = None,
+    cursor: Cursor = None,
+) -> Response:
+    fmt = _format(request, format)
+    page_size = min(limit or runtime.settings.page_size, runtime.settings.page_size)
+    with runtime.reading() as (m, epoch):
+        info = m.analyzed.relations.get(name)
+        if info is None:
+            raise Problem(404, UNKNOWN_RELATION, f"relation `{name}` is not in the program")
+        after = None if cursor is None else decode_cursor(cursor, info.types)
+        bound = _filters(request, info.column_names, info.types)
+        store = m.state[name]
+        key: dict[int, int] = {}
+        for column, value in bound.items():
+            if value is None:
+                key = {}
+                tuples: list = []
+                break
+            if info.types[column] == "symbol":
+                ident = m.symbols.lookup(value)
+                if ident is None:
+                    tuples = []
+                    break
+                value = ident
+            key[column] = value
+        else:
+            tuples = _select(store, key)
+        decode = m.symbols.decoder(info.types)
+        rows, last = _page(map(decode, tuples), after, page_size)
+    next_cursor = None if last is None else encode_cursor(last)
+    return _page_response(
+        fmt,
+        {"relation": name, "epoch": epoch},
+        list(info.column_names),
+        rows,
+        next_cursor,
+        RelationRows,
+    )
+
+
+def _select(store, key: dict[int, int]) -> list:
+    """Committed tuples of `store` with the `key` values, through an engine index if one
+    exists for exactly these columns (staged, uncommitted tuples are skipped)."""
+    iters = store.iters
+    if not key:
+        return snapshot_keys(iters)
+    columns = tuple(sorted(key))
+    index = store.indexes.get(columns)
+    if index is not None:
+        probe = key[columns[0]] if len(columns) == 1 else tuple(key[c] for c in columns)
+        bucket = index.get(probe)
+        return [] if not bucket else [t for t in snapshot_keys(bucket) if t in iters]
+    items = list(key.items())
+    return [t for t in snapshot_keys(iters) if all(t[c] == v for c, v in items)]
+
+
+@router.post(
+    "/query",
+    response_model=QueryOut,
+    summary='Answer a conjunctive query (`tc("a", x), !edge("a", x)`)',
+    responses={200: {"content": {NDJSON: {}, "text/csv": {}}}},
+)
+def post_query(
+    body: QueryIn, request: Request, runtime: RuntimeDep, format: Format = None
+) -> Response:
+    fmt = _format(request, format)
+    settings = runtime.settings
+    page_size = min(body.limit or settings.page_size, settings.page_size)
+    timeout = min(body.timeout or settings.query_timeout_seconds, settings.query_timeout_seconds)
+    with runtime.reading() as (m, epoch):
+        query = compile_query(body.query, m.analyzed)
+        result = evaluate_query(query, m.analyzed, m.state, m.symbols, timeout=timeout)
+    after = None if body.cursor is None else decode_cursor(body.cursor, result.types)
+    rows, last = _page(iter(result.rows), after, page_size)
+    return _page_response(
+        fmt,
+        {"query": body.query, "epoch": epoch, "seconds": result.seconds},
+        list(result.columns),
+        rows,
+        None if last is None else encode_cursor(last),
+        QueryOut,
+    )
+
+
+@router.get("/epochs", response_model=EpochsOut, summary="Epochs, most recent first")
+def get_epochs(
+    runtime: RuntimeDep,
+    limit: Annotated[int, Query(gt=0, le=1000)] = 100,
+    before: Annotated[int | None, Query(description="Only epochs numbered below this.")] = None,
+) -> EpochsOut:
+    rows = runtime.store.epochs(limit=limit + 1, before=before)
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return EpochsOut(
+        epochs=[EpochRecord.model_validate(r) for r in rows],
+        next=rows[-1]["number"] if more and rows else None,
+    )
+
+
+@router.get("/epochs/{number}", response_model=EpochRecord, summary="One epoch")
+def get_epoch(number: int, runtime: RuntimeDep) -> EpochRecord:
+    row = runtime.store.epoch(number)
+    if row is None:
+        raise Problem(404, UNKNOWN_EPOCH, f"there is no epoch {number}")
+    return EpochRecord.model_validate(row)

@@ -1,0 +1,73 @@
+"""`create_app(settings)`: wiring only.
+
+The application owns one `Runtime` (the materialization, the store and the writer). Its
+lifespan migrates the database and starts the rebuild in the background, so that `/health`
+answers at once and `/ready` turns 200 when the first Bootstrap is done.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+
+from service import errors
+from service.api import health, reads, writes
+from service.limits import BodySizeLimit
+from service.runtime import Runtime
+from service.schemas import ProblemOut
+from service.settings import Settings
+
+log = logging.getLogger("service")
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings if settings is not None else Settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        runtime = Runtime(settings)
+        app.state.runtime = runtime
+        runtime.start()
+        try:
+            yield
+        finally:
+            runtime.close()
+
+    app = FastAPI(
+        title="reasoner",
+        summary="An elastic, incremental Datalog reasoning service.",
+        description="Post fact and rule deltas; query the live materialization. Errors are "
+        "`application/problem+json` documents with a stable `code`.",
+        version="1",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    errors.install(app)
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
+    app.include_router(health.router)
+    app.include_router(writes.router)
+    app.include_router(reads.router)
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = get_openapi(
+                title=app.title,
+                version=app.version,
+                summary=app.summary,
+                description=app.description,
+                routes=app.routes,
+            )
+            components = schema.setdefault("components", {}).setdefault("schemas", {})
+            components["ProblemOut"] = ProblemOut.model_json_schema(
+                ref_template="#/components/schemas/{model}"
+            )
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+    return app

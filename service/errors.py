@@ -1,0 +1,199 @@
+"""Errors as RFC 9457 problem details (`application/problem+json`) with a stable `code`.
+
+Every error response has `type`, `title`, `status`, `detail` and `code`; program errors add
+`line`, `column` and `filename` of the first diagnostic and `errors` with every diagnostic.
+Clients branch on `code`, never on `detail`.
+"""
+
+from __future__ import annotations
+
+import logging
+from http import HTTPStatus
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from reasoner.errors import (
+    ARITY_MISMATCH,
+    TYPE_MISMATCH,
+    UNKNOWN_RELATION,
+    UNKNOWN_RULE,
+    InputDataError,
+    InvalidDelta,
+    ProgramError,
+)
+from reasoner.query import QueryTimeout
+
+PROBLEM_JSON = "application/problem+json"
+TYPE_BASE = "https://reasoner.invalid/problems/"
+"""Problem `type` URIs: one per code (not dereferenceable; they name the code)."""
+
+log = logging.getLogger("service")
+
+# Stable codes of the service itself (the engine's are in reasoner.errors).
+INVALID_REQUEST = "invalid_request"
+INVALID_FACTS = "invalid_facts"
+INVALID_CURSOR = "invalid_cursor"
+UNKNOWN_COLUMN = "unknown_column"
+UNKNOWN_EPOCH = "unknown_epoch"
+UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"
+NOT_ACCEPTABLE = "not_acceptable"
+PAYLOAD_TOO_LARGE = "payload_too_large"
+UNAUTHORIZED = "unauthorized"
+FORBIDDEN = "forbidden"
+NOT_FOUND = "not_found"
+METHOD_NOT_ALLOWED = "method_not_allowed"
+NOT_READY = "not_ready"
+QUERY_TIMEOUT = "query_timeout"
+INTERNAL_ERROR = "internal_error"
+
+_NOT_FOUND_CODES = {UNKNOWN_RULE}
+
+
+class Problem(Exception):
+    """Raise anywhere in a request to answer with a problem document."""
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        detail: str,
+        *,
+        headers: dict[str, str] | None = None,
+        **extra: Any,
+    ) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.code = code
+        self.detail = detail
+        self.headers = headers
+        self.extra = extra
+
+
+def problem_body(status: int, code: str, detail: str, **extra: Any) -> dict[str, Any]:
+    body = {
+        "type": TYPE_BASE + code,
+        "title": HTTPStatus(status).phrase,
+        "status": status,
+        "detail": detail,
+        "code": code,
+    }
+    body.update(extra)
+    return body
+
+
+def problem_response(
+    status: int,
+    code: str,
+    detail: str,
+    *,
+    headers: dict[str, str] | None = None,
+    **extra: Any,
+) -> JSONResponse:
+    return JSONResponse(
+        problem_body(status, code, detail, **extra),
+        status_code=status,
+        media_type=PROBLEM_JSON,
+        headers=headers,
+    )
+
+
+def program_error_problem(error: ProgramError) -> Problem:
+    first = error.diagnostics[0]
+    return Problem(
+        400,
+        first.code,
+        first.message,
+        line=first.line,
+        column=first.column,
+        filename=first.filename,
+        errors=[
+            {
+                "code": d.code,
+                "message": d.message,
+                "line": d.line,
+                "column": d.column,
+                "end_line": d.span.end_line,
+                "end_column": d.span.end_column,
+                "filename": d.filename,
+            }
+            for d in error.diagnostics
+        ],
+        formatted=error.format(),
+    )
+
+
+def invalid_delta_problem(error: InvalidDelta) -> Problem:
+    status = 404 if error.code in _NOT_FOUND_CODES else 400
+    return Problem(status, error.code, error.message)
+
+
+def input_data_problem(error: InputDataError) -> Problem:
+    extra: dict[str, Any] = {"filename": error.filename}
+    if error.line:
+        extra["line"] = error.line
+    return Problem(400, INVALID_FACTS, error.message, **extra)
+
+
+_HTTP_CODES = {
+    401: UNAUTHORIZED,
+    403: FORBIDDEN,
+    404: NOT_FOUND,
+    405: METHOD_NOT_ALLOWED,
+    406: NOT_ACCEPTABLE,
+    413: PAYLOAD_TOO_LARGE,
+    415: UNSUPPORTED_MEDIA_TYPE,
+    503: NOT_READY,
+}
+
+# Imported for the documentation of codes; the engine raises these inside InvalidDelta.
+ENGINE_DELTA_CODES = (UNKNOWN_RELATION, ARITY_MISMATCH, TYPE_MISMATCH, UNKNOWN_RULE)
+
+
+def install(app: FastAPI) -> None:
+    @app.exception_handler(Problem)
+    async def _problem(_request: Request, exc: Problem) -> JSONResponse:
+        return problem_response(exc.status, exc.code, exc.detail, headers=exc.headers, **exc.extra)
+
+    @app.exception_handler(ProgramError)
+    async def _program(_request: Request, exc: ProgramError) -> JSONResponse:
+        return await _problem(_request, program_error_problem(exc))
+
+    @app.exception_handler(InvalidDelta)
+    async def _delta(_request: Request, exc: InvalidDelta) -> JSONResponse:
+        return await _problem(_request, invalid_delta_problem(exc))
+
+    @app.exception_handler(InputDataError)
+    async def _input(_request: Request, exc: InputDataError) -> JSONResponse:
+        return await _problem(_request, input_data_problem(exc))
+
+    @app.exception_handler(QueryTimeout)
+    async def _timeout(_request: Request, exc: QueryTimeout) -> JSONResponse:
+        return problem_response(503, QUERY_TIMEOUT, str(exc), timeout=exc.seconds)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [
+            {
+                "location": [str(part) for part in error.get("loc", ())],
+                "message": error.get("msg", ""),
+                "type": error.get("type", ""),
+            }
+            for error in exc.errors()
+        ]
+        detail = "; ".join(f"{'.'.join(e['location'])}: {e['message']}" for e in errors)
+        return problem_response(422, INVALID_REQUEST, detail or "invalid request", errors=errors)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = _HTTP_CODES.get(exc.status_code, f"http_{exc.status_code}")
+        detail = exc.detail if isinstance(exc.detail, str) else HTTPStatus(exc.status_code).phrase
+        return problem_response(exc.status_code, code, detail, headers=exc.headers)
+
+    @app.exception_handler(Exception)
+    async def _internal(_request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error", exc_info=exc)
+        return problem_response(500, INTERNAL_ERROR, "internal server error")

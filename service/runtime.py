@@ -1,0 +1,265 @@
+"""The service's live state: one materialization, one store, one writer.
+
+Writes (deltas, rules, facts) are jobs on a single writer thread, so they are validated,
+committed and applied one at a time in arrival order; the HTTP handlers await their job.
+Each job: `prepare` the delta against the current epoch (every error surfaces here, nothing
+changed) → commit facts, rules, program and the epoch row in one transaction → `apply`. Readers
+run on the request threads inside `Materialization.reading()`: the engine holds its exclusive
+side only while it publishes an epoch, so a read waits at most for a publication, never for an
+evaluation, and always sees a whole epoch.
+
+Start-up (`start`): migrate, then, as the writer's first job, load the committed program and
+facts and bootstrap; `ready` turns true only then. If applying a committed delta ever fails,
+the service rebuilds from the store (which already holds the delta) before taking more writes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from reasoner.analysis.model import AnalyzedProgram
+from reasoner.elastic.epoch import Delta, EpochReport
+from reasoner.materialization import Materialization
+from service.errors import NOT_READY, Problem
+from service.metrics import Metrics
+from service.settings import Settings
+from service.store.repository import DeltaRecord, Store
+
+log = logging.getLogger("service")
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """A write's outcome: the service epoch number and the engine's report."""
+
+    epoch: int
+    report: EpochReport
+    facts_inserted: int
+    facts_retracted: int
+
+
+class Runtime:
+    def __init__(self, settings: Settings, store: Store | None = None) -> None:
+        self.settings = settings
+        self.store = store if store is not None else Store(settings.sqlalchemy_url)
+        self.metrics = Metrics()
+        self.materialization: Materialization | None = None
+        self.epoch = 0
+        """The service's epoch number (the store's), of the published state."""
+        self._base_epoch = 0
+        self.ready = False
+        self.failure: str | None = None
+        self.startup_seconds: float | None = None
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reasoner-writer")
+        self._queue_lock = threading.Lock()
+        self._queued = 0
+        self._started_at = time.monotonic()
+
+    # -- life cycle -----------------------------------------------------------------------------
+
+    def start(self) -> Future[None]:
+        """Migrate now; rebuild on the writer thread (the first job: writes queue behind)."""
+        self.store.migrate()
+        return self._submit(self._rebuild)
+
+    def close(self) -> None:
+        self._writer.shutdown(wait=True, cancel_futures=True)
+        self.store.close()
+
+    @property
+    def queue_length(self) -> int:
+        return self._queued
+
+    def _submit(self, job: Callable[..., T], *args: Any) -> Future[T]:
+        with self._queue_lock:
+            self._queued += 1
+
+        def run() -> T:
+            try:
+                return job(*args)
+            finally:
+                with self._queue_lock:
+                    self._queued -= 1
+
+        return self._writer.submit(run)
+
+    async def write(self, job: Callable[..., T], *args: Any) -> T:
+        """Run `job` on the writer thread, after every write submitted before it."""
+        return await asyncio.wrap_future(self._submit(job, *args))
+
+    def _engine_options(self) -> dict[str, Any]:
+        """The settings the engine accepts (it grows options as executors land)."""
+        wanted = {
+            "switching_parameter": self.settings.switching_parameter,
+            "bootstrap_engine": self.settings.bootstrap_engine,
+            "spark_master": self.settings.spark_master,
+        }
+        accepted = inspect.signature(Materialization.__init__).parameters
+        return {key: value for key, value in wanted.items() if key in accepted}
+
+    def _initial_program(self) -> str:
+        if self.settings.program is None:
+            return ""
+        return Path(self.settings.program).read_text(encoding="utf-8")
+
+    def _rebuild(self) -> None:
+        start = time.perf_counter()
+        self.ready = False
+        initializing = False
+        try:
+            if not self.store.initialized():
+                initializing = True
+                text = self._initial_program()
+                fresh = Materialization.from_text(text, "<program>", **self._engine_options())
+                self.store.initialize(text, [(r.id, r.text) for r in fresh.rules()])
+            committed = self.store.load()
+            m = Materialization.from_text(
+                committed.program.text, "<program>", **self._engine_options()
+            )
+            relations = m.analyzed.relations
+            unknown = sorted(set(committed.facts) - set(relations))
+            if unknown:
+                log.warning("facts of relations not in the program are ignored: %s", unknown)
+            m.load({n: rows for n, rows in committed.facts.items() if n in relations})
+            report = m.bootstrap()
+        except Exception as exc:
+            self.failure = f"start-up failed: {exc}"
+            log.exception("rebuilding the materialization failed")
+            raise
+        self.metrics.startup_bootstrap(report.seconds)
+        self._base_epoch = committed.last_epoch
+        self.epoch = committed.last_epoch
+        self.materialization = m
+        self.failure = None
+        self.ready = True
+        self.startup_seconds = time.perf_counter() - start
+        if initializing:
+            self.store.record_report(0, _report_row_of_bootstrap(report))
+        log.info(
+            "ready at epoch %d: bootstrap %.3fs, start-up %.3fs",
+            self.epoch,
+            report.seconds,
+            self.startup_seconds,
+        )
+
+    # -- writing --------------------------------------------------------------------------------
+
+    def apply(self, delta: Delta, *, include_changes: bool = False) -> Applied:
+        """Validate, commit and apply one delta (runs on the writer thread)."""
+        m = self._require_ready()
+        prepared = m.prepare(delta)
+        number = self.epoch + 1
+        target: AnalyzedProgram = prepared.analyzed or m.analyzed
+        record = DeltaRecord(
+            number,
+            inserts=_decoded(m, target, prepared.inserts),
+            retracts=_decoded(m, target, prepared.retracts),
+        )
+        if prepared.analyzed is not None:
+            record.program_text = prepared.program_text
+            texts = {entry.id: entry.text for entry in prepared.program.rules()}
+            record.rules_added = [(i, texts[i]) for i in prepared.rules_added]
+            record.rules_removed = list(prepared.rules_removed)
+        strategy = "auto"
+        facts_now = sum(map(len, m.facts.values()))
+        if sum(map(len, prepared.inserts.values())) > max(facts_now, 10_000):
+            strategy = "bootstrap"  # a bulk load: Update could only run out its deadline
+        self.store.commit_delta(record)
+        try:
+            report = m.apply(prepared, strategy=strategy, include_changes=include_changes)
+        except Exception:
+            log.exception("applying committed epoch %d failed: rebuilding from the store", number)
+            self._rebuild()
+            raise
+        self.epoch = number
+        if self._base_epoch + report.epoch != number:
+            log.warning(
+                "epoch mismatch: engine %d + %d != %d", self._base_epoch, report.epoch, number
+            )
+        self.metrics.epoch(report.strategy, report.seconds)
+        try:
+            self.store.record_report(number, _report_row(report))
+        except Exception:  # the epoch is durable already; its report is a nicety
+            log.exception("recording the report of epoch %d failed", number)
+        return Applied(
+            number,
+            report,
+            sum(map(len, record.inserts.values())),
+            sum(map(len, record.retracts.values())),
+        )
+
+    # -- reading --------------------------------------------------------------------------------
+
+    def _require_ready(self) -> Materialization:
+        m = self.materialization
+        if m is None or not self.ready:
+            detail = self.failure or "the materialization is being built"
+            raise Problem(503, NOT_READY, detail, headers={"Retry-After": "1"})
+        return m
+
+    @contextmanager
+    def reading(self) -> Iterator[tuple[Materialization, int]]:
+        """A consistent view: the materialization and the number of the epoch it shows."""
+        m = self._require_ready()
+        with m.reading():
+            yield m, self.epoch
+
+
+def _decoded(
+    m: Materialization, analyzed: AnalyzedProgram, rows_by_relation: dict[str, set]
+) -> dict[str, list[tuple]]:
+    out = {}
+    for name, rows in rows_by_relation.items():
+        if rows:
+            decode = m.symbols.decoder(analyzed.relations[name].types)
+            out[name] = [decode(t) for t in rows]
+    return out
+
+
+def _report_row(report: EpochReport) -> dict[str, Any]:
+    return {
+        "strategy": report.strategy,
+        "fallback_reason": report.fallback_reason,
+        "seconds": report.seconds,
+        "inserted": report.inserted,
+        "retracted": report.retracted,
+        "strata": [
+            {
+                "index": s.index,
+                "relations": list(s.relations),
+                "strategy": s.strategy,
+                "seconds": s.seconds,
+            }
+            for s in report.strata
+        ],
+    }
+
+
+def _report_row_of_bootstrap(report: Any) -> dict[str, Any]:
+    return {
+        "strategy": "bootstrap",
+        "fallback_reason": None,
+        "seconds": report.seconds,
+        "inserted": sum(getattr(run, "derived", 0) for run in report.strata),
+        "retracted": 0,
+        "strata": [
+            {
+                "index": run.index,
+                "relations": list(run.relations),
+                "strategy": "bootstrap",
+                "seconds": run.seconds,
+            }
+            for run in report.strata
+        ],
+    }

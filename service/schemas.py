@@ -1,0 +1,195 @@
+"""Request and response models of the v1 API.
+
+Fact values are JSON numbers (64-bit integers, for `number` columns) and strings (`symbol`);
+their types are checked by the engine against the relation's column types, so a mistake is
+reported as `type_mismatch` naming the column rather than as a generic validation error.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Value = Any
+"""A fact value: an integer for a `number` column, a string for a `symbol` column."""
+Rows = dict[str, list[list[Value]]]
+
+_VALUE_SCHEMA = {"anyOf": [{"type": "integer"}, {"type": "string"}]}
+_ROWS_SCHEMA = {
+    "type": "object",
+    "additionalProperties": {"type": "array", "items": {"type": "array", "items": _VALUE_SCHEMA}},
+    "example": {"edge": [[1, 2], [2, 3]]},
+}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class FactChanges(_Strict):
+    insert: Rows = Field(default_factory=dict, json_schema_extra=_ROWS_SCHEMA)
+    retract: Rows = Field(default_factory=dict, json_schema_extra=_ROWS_SCHEMA)
+
+
+class RuleChanges(_Strict):
+    add: list[str] = Field(
+        default_factory=list,
+        description="Program texts holding rules (and `.decl` lines of the relations they need).",
+        examples=[["tc(x, y) :- edge(x, y).", "tc(x, z) :- tc(x, y), edge(y, z)."]],
+    )
+    remove: list[str] = Field(default_factory=list, description="Ids of rules to remove.")
+
+
+class DeltaIn(_Strict):
+    """Facts inserted and retracted, rules added and removed: applied all or nothing."""
+
+    facts: FactChanges = Field(default_factory=FactChanges)
+    rules: RuleChanges = Field(default_factory=RuleChanges)
+
+
+class FactsIn(_Strict):
+    facts: Rows = Field(json_schema_extra=_ROWS_SCHEMA)
+
+
+class RulesIn(_Strict):
+    rules: list[str] = Field(
+        min_length=1,
+        description="Rules (each may hold several clauses and `.decl` lines).",
+        examples=[["tc(x, y) :- edge(x, y)."]],
+    )
+
+
+class StratumOut(BaseModel):
+    index: int
+    relations: list[str]
+    strategy: str = Field(description='"update", "bootstrap" or "unchanged".')
+    seconds: float
+
+
+class EpochOut(BaseModel):
+    """What applying one write did."""
+
+    epoch: int
+    strategy: str = Field(description='"update" or "bootstrap" (a recomputation ran).')
+    fallback_reason: str | None = None
+    seconds: float
+    inserted: int = Field(description="Derived tuples that appeared.")
+    retracted: int = Field(description="Derived tuples that disappeared.")
+    facts_inserted: int
+    facts_retracted: int
+    rules_added: list[str]
+    rules_removed: list[str]
+    strata: list[StratumOut]
+    changes: dict[str, dict[str, list[list[Value]]]] | None = Field(
+        None, description="With `?changes=true`: per derived relation, inserted and retracted."
+    )
+
+
+class RulesAdded(EpochOut):
+    ids: list[str] = Field(description="Ids of the rules posted (new or already present).")
+
+
+class RuleOut(BaseModel):
+    id: str
+    text: str
+
+
+class RulesOut(BaseModel):
+    epoch: int
+    rules: list[RuleOut]
+
+
+class ColumnOut(BaseModel):
+    name: str
+    type: str
+
+
+class RelationOut(BaseModel):
+    name: str
+    arity: int
+    columns: list[ColumnOut]
+    size: int
+    stratum: int | None = Field(description="Stratum of a derived relation, null for inputs.")
+    derived: bool
+    input: bool
+    output: bool
+
+
+class RelationsOut(BaseModel):
+    epoch: int
+    relations: list[RelationOut]
+
+
+class RelationRows(BaseModel):
+    relation: str
+    columns: list[str]
+    rows: list[list[Value]]
+    next: str | None = Field(description="Cursor of the next page (`?cursor=`), null at the end.")
+    epoch: int
+
+
+class QueryIn(_Strict):
+    query: str = Field(examples=['tc("a", x), !edge("a", x)'])
+    limit: int | None = Field(None, gt=0, description="Rows per page (at most the page size).")
+    cursor: str | None = Field(None, description="`next` of the previous page.")
+    timeout: float | None = Field(
+        None, gt=0, description="Deadline in seconds (at most the server's query timeout)."
+    )
+
+
+class QueryOut(BaseModel):
+    query: str
+    columns: list[str] = Field(description="The query's variables, in order of appearance.")
+    rows: list[list[Value]]
+    next: str | None
+    epoch: int
+    seconds: float
+
+
+class EpochRecord(BaseModel):
+    number: int
+    kind: str = Field(description='"initial" (epoch 0) or "delta".')
+    status: str = Field(description='"committed", "applied" or "recovered" (by a restart).')
+    created_at: datetime
+    applied_at: datetime | None
+    facts_inserted: int
+    facts_retracted: int
+    rules_added: list[str]
+    rules_removed: list[str]
+    strategy: str | None
+    fallback_reason: str | None
+    seconds: float | None
+    inserted: int | None
+    retracted: int | None
+    strata: list[StratumOut] | None
+
+
+class EpochsOut(BaseModel):
+    epochs: list[EpochRecord]
+    next: int | None = Field(description="`?before=` value of the next (older) page.")
+
+
+class Health(BaseModel):
+    status: str
+
+
+class Ready(BaseModel):
+    ready: bool
+    epoch: int | None = None
+    detail: str | None = None
+
+
+class ProblemOut(BaseModel):
+    """An error (`application/problem+json`)."""
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    code: str = Field(description="Stable machine-readable error code.")
+    line: int | None = None
+    column: int | None = None
+    filename: str | None = None
+    errors: list[dict[str, Any]] | None = None
