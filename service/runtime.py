@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -37,6 +38,11 @@ from service.store.repository import DeltaRecord, Store
 
 log = logging.getLogger("service")
 T = TypeVar("T")
+
+BULK_MIN_FACTS = 10_000
+BULK_FRACTION = 0.25
+"""A delta changing at least this many facts, and this fraction of all facts, is applied by
+Bootstrap directly instead of Update-then-fallback."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +70,8 @@ class Runtime:
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reasoner-writer")
         self._queue_lock = threading.Lock()
         self._queued = 0
-        self._started_at = time.monotonic()
+        self._unrecorded: dict[int, dict[str, Any]] = {}
+        """Reports of applied epochs not yet written to their rows (see `apply`)."""
 
     # -- life cycle -----------------------------------------------------------------------------
 
@@ -172,9 +179,12 @@ class Runtime:
             record.rules_added = [(i, texts[i]) for i in prepared.rules_added]
             record.rules_removed = list(prepared.rules_removed)
         strategy = "auto"
-        facts_now = sum(map(len, m.facts.values()))
-        if sum(map(len, prepared.inserts.values())) > max(facts_now, 10_000):
-            strategy = "bootstrap"  # a bulk load: Update could only run out its deadline
+        changed = sum(map(len, prepared.inserts.values())) + sum(
+            map(len, prepared.retracts.values())
+        )
+        if changed >= max(BULK_MIN_FACTS, BULK_FRACTION * sum(map(len, m.facts.values()))):
+            # A bulk load: Update would most likely run out its deadline before the fallback.
+            strategy = "bootstrap"
         self.store.commit_delta(record)
         try:
             report = m.apply(prepared, strategy=strategy, include_changes=include_changes)
@@ -188,16 +198,38 @@ class Runtime:
                 "epoch mismatch: engine %d + %d != %d", self._base_epoch, report.epoch, number
             )
         self.metrics.epoch(report.strategy, report.seconds)
-        try:
-            self.store.record_report(number, _report_row(report))
-        except Exception:  # the epoch is durable already; its report is a nicety
-            log.exception("recording the report of epoch %d failed", number)
+        # Recorded after the answer (but before the next write: the writer is FIFO), so that a
+        # write waits for one commit, not two.
+        self._unrecorded[number] = {**_report_row(report), "applied_at": datetime.now(UTC)}
+        self._writer.submit(self._record_report, number)
         return Applied(
             number,
             report,
             sum(map(len, record.inserts.values())),
             sum(map(len, record.retracts.values())),
         )
+
+    def _record_report(self, number: int) -> None:
+        try:
+            self.store.record_report(number, self._unrecorded[number])
+        except Exception:  # the epoch is durable already; its report is a nicety
+            log.exception("recording the report of epoch %d failed", number)
+        else:
+            del self._unrecorded[number]
+
+    def _with_report(self, row: dict[str, Any]) -> dict[str, Any]:
+        pending = self._unrecorded.get(row["number"])
+        if pending is not None and row["status"] == "committed":
+            row = {**row, **pending, "status": "applied"}
+        return row
+
+    def epochs(self, *, limit: int, before: int | None = None) -> list[dict[str, Any]]:
+        """Epoch rows, most recent first, with reports not yet written back filled in."""
+        return [self._with_report(r) for r in self.store.epochs(limit=limit, before=before)]
+
+    def epoch_row(self, number: int) -> dict[str, Any] | None:
+        row = self.store.epoch(number)
+        return None if row is None else self._with_report(row)
 
     # -- reading --------------------------------------------------------------------------------
 

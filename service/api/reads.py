@@ -259,7 +259,7 @@ def get_epochs(
     limit: Annotated[int, Query(gt=0, le=1000)] = 100,
     before: Annotated[int | None, Query(description="Only epochs numbered below this.")] = None,
 ) -> EpochsOut:
-    rows = runtime.store.epochs(limit=limit + 1, before=before)
+    rows = runtime.epochs(limit=limit + 1, before=before)
     more = len(rows) > limit
     rows = rows[:limit]
     return EpochsOut(
@@ -270,7 +270,7 @@ def get_epochs(
 
 @router.get("/epochs/{number}", response_model=EpochRecord, summary="One epoch")
 def get_epoch(number: int, runtime: RuntimeDep) -> EpochRecord:
-    row = runtime.store.epoch(number)
+    row = runtime.epoch_row(number)
     if row is None:
         raise Problem(404, UNKNOWN_EPOCH, f"there is no epoch {number}")
     return EpochRecord.model_validate(row)

@@ -17,6 +17,7 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from json.encoder import encode_basestring as _encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
 from sqlalchemy import Connection, Engine, func, insert, select, update
@@ -32,8 +33,18 @@ COPY_THRESHOLD = 2_000
 
 
 def encode_values(row: Row) -> str:
-    """A row as canonical JSON: the same row always gives the same text."""
-    return json.dumps(list(row), ensure_ascii=False, separators=(",", ":"))
+    """A row as canonical JSON (`[1,"a"]`): the same row always gives the same text."""
+    return (
+        "[" + ",".join(_encode_basestring(v) if isinstance(v, str) else str(v) for v in row) + "]"
+    )
+
+
+def _encoder(sample: Row):
+    """`encode_values` specialised to rows shaped like `sample` (a relation's rows all have
+    its column types): integer-only rows skip the per-value type test."""
+    if not any(isinstance(v, str) for v in sample):
+        return lambda row: "[" + ",".join(map(str, row)) + "]"
+    return encode_values
 
 
 def digest(values: str) -> str:
@@ -206,9 +217,12 @@ class Store:
             else:
                 connection.execute(insert(table).values(id=rule_id, **values))
 
-    def _keyed(self, relation: str, rows: Iterable[Row]) -> Iterator[tuple[str, str, str]]:
+    def _keyed(self, relation: str, rows: Sequence[Row]) -> Iterator[tuple[str, str, str]]:
+        if not rows:
+            return
+        encode = _encoder(rows[0])
         for row in rows:
-            values = encode_values(row)
+            values = encode(row)
             yield relation, digest(values), values
 
     def _insert_facts(self, connection: Connection, relation: str, rows: Sequence[Row]) -> None:
@@ -261,7 +275,7 @@ class Store:
             connection.execute(
                 update(models.epochs)
                 .where(models.epochs.c.number == number)
-                .values(status="applied", applied_at=_now(), **report)
+                .values(**{"status": "applied", "applied_at": _now(), **report})
             )
 
     # -- reading epochs -------------------------------------------------------------------------
