@@ -180,22 +180,8 @@ def get_relation(
             raise Problem(404, UNKNOWN_RELATION, f"relation `{name}` is not in the program")
         after = None if cursor is None else decode_cursor(cursor, info.types)
         bound = _filters(request, info.column_names, info.types)
-        store = m.state[name]
-        key: dict[int, int] = {}
-        for column, value in bound.items():
-            if value is None:
-                key = {}
-                tuples: list = []
-                break
-            if info.types[column] == "symbol":
-                ident = m.symbols.lookup(value)
-                if ident is None:
-                    tuples = []
-                    break
-                value = ident
-            key[column] = value
-        else:
-            tuples = _select(store, key)
+        key = _engine_key(m, info.types, bound)
+        tuples = [] if key is None else _select(m.state[name], key)
         decode = m.symbols.decoder(info.types)
         rows, last = _page(map(decode, tuples), after, page_size)
     next_cursor = None if last is None else encode_cursor(last)
@@ -207,6 +193,21 @@ def get_relation(
         next_cursor,
         RelationRows,
     )
+
+
+def _engine_key(m, types: tuple[str, ...], bound: dict[int, Any]) -> dict[int, int] | None:
+    """Bound values as engine values; None when nothing can match (a symbol never seen, or
+    two different values for one column)."""
+    key: dict[int, int] = {}
+    for column, value in bound.items():
+        if value is None:
+            return None
+        if types[column] == "symbol":
+            value = m.symbols.lookup(value)
+            if value is None:
+                return None
+        key[column] = value
+    return key
 
 
 def _select(store, key: dict[int, int]) -> list:
