@@ -48,6 +48,7 @@ NOT_FOUND = "not_found"
 METHOD_NOT_ALLOWED = "method_not_allowed"
 NOT_READY = "not_ready"
 QUERY_TIMEOUT = "query_timeout"
+DATABASE_UNAVAILABLE = "database_unavailable"
 INTERNAL_ERROR = "internal_error"
 
 _NOT_FOUND_CODES = {UNKNOWN_RULE}

@@ -28,10 +28,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from reasoner.analysis.model import AnalyzedProgram
 from reasoner.elastic.epoch import Delta, EpochReport
 from reasoner.materialization import Materialization
-from service.errors import NOT_READY, Problem
+from service.errors import DATABASE_UNAVAILABLE, NOT_READY, Problem
 from service.metrics import Metrics
 from service.settings import Settings
 from service.store.repository import DeltaRecord, Store
@@ -81,7 +83,9 @@ class Runtime:
         return self._submit(self._rebuild)
 
     def close(self) -> None:
-        self._writer.shutdown(wait=True, cancel_futures=True)
+        """Finish the queued jobs (uvicorn has drained the requests: only the writing back
+        of reports can remain) and release the database."""
+        self._writer.shutdown(wait=True)
         self.store.close()
 
     @property
@@ -185,7 +189,17 @@ class Runtime:
         if changed >= max(BULK_MIN_FACTS, BULK_FRACTION * sum(map(len, m.facts.values()))):
             # A bulk load: Update would most likely run out its deadline before the fallback.
             strategy = "bootstrap"
-        self.store.commit_delta(record)
+        try:
+            self.store.commit_delta(record)
+        except SQLAlchemyError as exc:
+            # Nothing was applied: the materialization is unchanged and the client may retry.
+            log.exception("committing epoch %d failed", number)
+            raise Problem(
+                503,
+                DATABASE_UNAVAILABLE,
+                f"the delta could not be committed, nothing changed: {type(exc).__name__}",
+                headers={"Retry-After": "1"},
+            ) from None
         try:
             report = m.apply(prepared, strategy=strategy, include_changes=include_changes)
         except Exception:
