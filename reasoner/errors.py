@@ -21,6 +21,11 @@ TYPE_MISMATCH = "type_mismatch"
 CYCLIC_NEGATION = "cyclic_negation"
 UNKNOWN_RELATION = "unknown_relation"
 
+UNKNOWN_RULE = "unknown_rule"
+"""A rule id to remove that the program does not have."""
+RULES_UNAVAILABLE = "rules_unavailable"
+"""Rules listed or changed on a materialization built without its program text."""
+
 PROGRAM_ERROR_CODES = (
     PARSE_ERROR,
     UNSAFE_RULE,

@@ -9,23 +9,41 @@ state afterwards equals a fresh Bootstrap of the facts (Theorem 3.5 of the elast
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from reasoner.analysis import check_program
-from reasoner.analysis.model import AnalyzedProgram, Value
+from reasoner.analysis.model import AnalyzedProgram, RelationInfo, Stratum, Value
+from reasoner.concurrency import ReadWriteLock
 from reasoner.elastic.bootstrap import StratumBootstrap, StratumRun
-from reasoner.elastic.epoch import Delta, EpochReport, StratumReport
+from reasoner.elastic.epoch import Delta, EpochReport, Rows, StratumReport
 from reasoner.elastic.overlay import INF, Overlay
+from reasoner.elastic.restratify import (
+    StratumKey,
+    bootstrap_into_overlay,
+    changed_strata,
+    replace_contents,
+    stratum_key,
+)
 from reasoner.elastic.update import (
     Deadline,
     DeadlineExceeded,
     StratumUpdate,
     StratumUpdatePlans,
 )
-from reasoner.errors import ARITY_MISMATCH, TYPE_MISMATCH, UNKNOWN_RELATION, InvalidDelta
+from reasoner.errors import (
+    ARITY_MISMATCH,
+    RULES_UNAVAILABLE,
+    TYPE_MISMATCH,
+    UNKNOWN_RELATION,
+    UNKNOWN_RULE,
+    InvalidDelta,
+)
 from reasoner.executors.local.codegen import PlanCompiler
+from reasoner.program_text import ProgramText, RuleEntry
 from reasoner.state import State, Tuple
 from reasoner.symbols import SymbolTable
 
@@ -40,8 +58,46 @@ class BootstrapReport:
     seconds: float
 
 
+@dataclass(frozen=True, slots=True)
+class PreparedDelta:
+    """A delta checked against one epoch: encoded facts and, for rule changes, the new program.
+
+    Preparing raises every error a delta can have before anything changes, so a caller (the
+    service) can make the delta durable between `prepare` and `apply` knowing it will apply.
+    """
+
+    epoch: int
+    """The epoch it was prepared against: applying it to any other epoch is refused."""
+    inserts: dict[str, set[Tuple]]
+    retracts: dict[str, set[Tuple]]
+    program: ProgramText
+    """The program after the delta (the current one when no rule changes)."""
+    analyzed: AnalyzedProgram | None
+    """The new program's analysis, or None when the rules do not change."""
+    rules_added: tuple[str, ...] = ()
+    rules_removed: tuple[str, ...] = ()
+
+    @property
+    def program_text(self) -> str:
+        return self.program.text
+
+
+@dataclass(slots=True)
+class _Built:
+    """A state computed off to the side, with what is compiled against it."""
+
+    state: State
+    compiler: PlanCompiler
+    runs: tuple[StratumRun, ...]
+    plans: dict[StratumKey, StratumUpdatePlans]
+
+
 class Materialization:
-    """The program, the facts given to it, and everything they derive."""
+    """The program, the facts given to it, and everything they derive.
+
+    One writer at a time applies epochs (`apply` serialises callers); readers wrap their reads
+    in `reading()` and see the last published epoch, never half of one.
+    """
 
     def __init__(
         self,
@@ -50,107 +106,210 @@ class Materialization:
         switching_parameter: float = DEFAULT_SWITCHING_PARAMETER,
         min_update_seconds: float = DEFAULT_MIN_UPDATE_SECONDS,
         symbols: SymbolTable | None = None,
+        program: ProgramText | None = None,
+        eager_plans: bool = True,
     ) -> None:
         self.analyzed = analyzed
+        self.eager_plans = eager_plans
+        """Compile every stratum's Update plans at Bootstrap, so no epoch pays for compiling
+        (off for reference copies that are only read)."""
+        self.program = program
+        """The program's text, needed to add and remove rules (None: built from an AST)."""
         self.switching_parameter = switching_parameter
         self.min_update_seconds = min_update_seconds
         self.symbols = symbols if symbols is not None else SymbolTable()
         self.state = State()
-        arities = {name: info.arity for name, info in analyzed.relations.items()}
-        for name, arity in arities.items():
-            self.state.relation(name, arity)
-        self.compiler = PlanCompiler(self.state, self.symbols, arities)
+        self.compiler = PlanCompiler(self.state, self.symbols, self._arities(analyzed))
+        for name, info in analyzed.relations.items():
+            self.state.relation(name, info.arity)
         self.facts: dict[str, set[Tuple]] = {name: set() for name in analyzed.relations}
         """The data: facts loaded or inserted by deltas (on input or derived relations)."""
-        self.program_facts: dict[str, set[Tuple]] = {name: set() for name in analyzed.relations}
+        self.program_facts: dict[str, set[Tuple]] = {}
         """Facts written in the program text: part of the program, so a delta cannot retract
         them (retracting the same row as data leaves it present, as a fresh run would)."""
+        self._set_program_facts(analyzed)
         self.epoch = 0
         self.last_bootstrap_seconds = 0.0
-        self._update_plans: dict[int, StratumUpdatePlans] = {}
-        for name, rows in analyzed.facts.items():
-            encode = self.symbols.encoder(analyzed.relations[name].types)
-            encoded = [encode(r) for r in rows]
-            self.program_facts[name].update(encoded)
-            self.state.load_facts(name, arities[name], encoded)
+        self._plans: dict[StratumKey, StratumUpdatePlans] = {}
+        self._lock = ReadWriteLock()
+        self._writer = threading.Lock()
 
     @classmethod
-    def from_text(cls, text: str, filename: str = "<input>", **options: float) -> Materialization:
-        return cls(check_program(text, filename), **options)
+    def from_text(cls, text: str, filename: str = "<program>", **options: float) -> Materialization:
+        program = ProgramText([text], filename)
+        return cls(check_program(text, filename), program=program, **options)  # type: ignore[arg-type]
 
-    def _load(self, name: str, rows: Iterable[Sequence[Value]]) -> None:
-        info = self.analyzed.relations[name]
-        encode = self.symbols.encoder(info.types)
-        encoded = [encode(r) for r in rows]
-        self.facts[name].update(encoded)
-        self.state.load_facts(name, info.arity, encoded)
+    @staticmethod
+    def _arities(analyzed: AnalyzedProgram) -> dict[str, int]:
+        return {name: info.arity for name, info in analyzed.relations.items()}
+
+    def _set_program_facts(self, analyzed: AnalyzedProgram) -> None:
+        self.program_facts = {name: set() for name in analyzed.relations}
+        for name, rows in analyzed.facts.items():
+            encode = self.symbols.encoder(analyzed.relations[name].types)
+            self.program_facts[name].update(encode(r) for r in rows)
 
     def load(self, inputs: Mapping[str, Iterable[Sequence[Value]]]) -> None:
-        """Add input facts (iteration 0, count 1) before the first Bootstrap."""
+        """Add input facts before the first Bootstrap (a bulk load, not an epoch)."""
         for name, rows in inputs.items():
-            self._load(name, rows)
+            encode = self.symbols.encoder(self.analyzed.relations[name].types)
+            self.facts[name].update(encode(r) for r in rows)
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Hold while reading: the state is one published epoch for the duration."""
+        with self._lock.shared():
+            yield
+
+    # -- Bootstrap ------------------------------------------------------------------------------
+
+    def _build(self, analyzed: AnalyzedProgram) -> _Built:
+        """Recompute every stratum from the facts into a new state (Algorithm 2), and compile
+        the Update plans against it so that the first Update pays no compilation."""
+        state = State()
+        arities = self._arities(analyzed)
+        for name, arity in arities.items():
+            state.load_facts(name, arity, self.facts[name] | self.program_facts[name])
+        compiler = PlanCompiler(state, self.symbols, arities)
+        runs = tuple(StratumBootstrap(s, state, compiler).run() for s in analyzed.strata)
+        plans = {
+            stratum_key(s, analyzed): StratumUpdatePlans(s, state, compiler)
+            for s in (analyzed.strata if self.eager_plans else ())
+        }
+        return _Built(state, compiler, runs, plans)
+
+    def _publish_built(self, built: _Built) -> None:
+        with self._lock.exclusive():
+            self.state = built.state
+            self.compiler = built.compiler
+            self._plans = built.plans
 
     def bootstrap(self) -> BootstrapReport:
-        """Recompute every stratum from the facts, in topological order (Algorithm 2)."""
+        """Recompute the state from the program and the facts, and publish it."""
+        with self._writer:
+            return self._bootstrap()
+
+    def _bootstrap(self) -> BootstrapReport:
         start = time.perf_counter()
-        for name, store in self.state.relations.items():
-            store.clear()
-            for t in self.facts[name] | self.program_facts[name]:
-                store.add(t, 0, 1)
-        runs = tuple(
-            StratumBootstrap(stratum, self.state, self.compiler).run()
-            for stratum in self.analyzed.strata
-        )
+        built = self._build(self.analyzed)
+        self._publish_built(built)
         seconds = time.perf_counter() - start
         self.last_bootstrap_seconds = seconds
-        return BootstrapReport(runs, seconds)
+        return BootstrapReport(built.runs, seconds)
 
-    # -- epochs ---------------------------------------------------------------------------------
+    # -- preparing a delta ----------------------------------------------------------------------
 
-    def _encode_delta(self, rows_by_relation, verb: str) -> dict[str, set[Tuple]]:
-        encoded: dict[str, set[Tuple]] = {}
+    def rules(self) -> list[RuleEntry]:
+        """The program's rules with their ids (one per source clause)."""
+        return self._source().rules()
+
+    def program_text(self) -> str:
+        return self._source().text
+
+    def _source(self) -> ProgramText:
+        if self.program is None:
+            raise InvalidDelta(
+                RULES_UNAVAILABLE,
+                "this materialization was built from a parsed program, not from its text: "
+                "create it with `Materialization.from_text` to list or change rules",
+            )
+        return self.program
+
+    def prepare(self, delta: Delta) -> PreparedDelta:
+        """Check a delta against the current epoch; raise `ProgramError` / `InvalidDelta`."""
+        program = self.program
+        analyzed = None
+        added: tuple[str, ...] = ()
+        removed: tuple[str, ...] = ()
+        if delta.add_rules or delta.remove_rules:
+            try:
+                program, analyzed, added, removed = self._source().changed(
+                    list(delta.add_rules), list(delta.remove_rules)
+                )
+            except KeyError as missing:
+                raise InvalidDelta(UNKNOWN_RULE, f"no rule has id `{missing.args[0]}`") from None
+        target = analyzed or self.analyzed
+        checked_inserts = self._encode_delta(target.relations, delta.insert, "insert")
+        # Retractions may name a relation the same delta's rule change removes.
+        checked_retracts = self._encode_delta(
+            {**self.analyzed.relations, **target.relations}, delta.retract, "retract"
+        )
+        # Interning symbols is the one write a rejected delta may leave behind: harmless, the
+        # table only grows and no tuple refers to the new ids.
+        inserts = self._interned(target.relations, checked_inserts)
+        retracts = self._interned({**self.analyzed.relations, **target.relations}, checked_retracts)
+        for name in set(inserts) & set(retracts):
+            both = inserts[name] & retracts[name]
+            inserts[name] -= both
+            retracts[name] -= both
+        facts = self.facts
+        inserts = {n: {t for t in r if t not in facts.get(n, ())} for n, r in inserts.items()}
+        retracts = {n: {t for t in r if t in facts.get(n, ())} for n, r in retracts.items()}
+        if analyzed is not None:
+            self._check_relations_kept(analyzed, inserts, retracts)
+        return PreparedDelta(
+            self.epoch,
+            inserts,
+            retracts,
+            program,
+            analyzed,
+            added,
+            removed,  # type: ignore[arg-type]
+        )
+
+    def _check_relations_kept(
+        self,
+        analyzed: AnalyzedProgram,
+        inserts: dict[str, set[Tuple]],
+        retracts: dict[str, set[Tuple]],
+    ) -> None:
+        """Facts are never dropped by a rule change: a relation holding facts must stay in the
+        program with the same column types."""
+        for name, info in self.analyzed.relations.items():
+            kept = len(self.facts[name] - retracts.get(name, set()))
+            if not kept:
+                continue
+            new = analyzed.relations.get(name)
+            if new is None:
+                raise InvalidDelta(
+                    UNKNOWN_RELATION,
+                    f"the rule change removes relation `{name}`, which holds {kept} facts: "
+                    "retract them first, or declare the relation",
+                )
+            if new.types != info.types:
+                raise InvalidDelta(
+                    TYPE_MISMATCH,
+                    f"the rule change makes `{name}` ({', '.join(new.types)}), but it holds "
+                    f"{kept} facts of types ({', '.join(info.types)})",
+                )
+
+    @staticmethod
+    def _encode_delta(
+        relations: Mapping[str, RelationInfo], rows_by_relation: Rows, verb: str
+    ) -> dict[str, list[tuple[Value, ...]]]:
+        checked: dict[str, list[tuple[Value, ...]]] = {}
         for name, rows in rows_by_relation.items():
-            info = self.analyzed.relations.get(name)
+            info = relations.get(name)
             if info is None:
                 raise InvalidDelta(
                     UNKNOWN_RELATION, f"cannot {verb} facts of unknown relation `{name}`"
                 )
-            out: set[Tuple] = set()
-            for row in rows:
-                if len(row) != info.arity:
-                    raise InvalidDelta(
-                        ARITY_MISMATCH,
-                        f"`{name}` has {info.arity} columns, a row to {verb} has {len(row)}",
-                    )
-                values = []
-                for value, kind, column in zip(row, info.types, info.column_names, strict=True):
-                    if kind == "symbol":
-                        if not isinstance(value, str):
-                            raise InvalidDelta(
-                                TYPE_MISMATCH, f"`{name}.{column}` is a symbol, got {value!r}"
-                            )
-                        values.append(value)
-                    else:
-                        if (
-                            isinstance(value, bool)
-                            or not isinstance(value, int)
-                            or not (-(1 << 63) <= value < (1 << 63))
-                        ):
-                            raise InvalidDelta(
-                                TYPE_MISMATCH,
-                                f"`{name}.{column}` is a 64-bit number, got {value!r}",
-                            )
-                        values.append(value)
-                out.add(tuple(values))  # type: ignore[arg-type]
-            encoded[name] = out
+            checked[name] = [_checked_row(info, row, verb) for row in rows]
+        return checked
+
+    def _interned(
+        self, relations: Mapping[str, RelationInfo], rows: dict[str, list[tuple[Value, ...]]]
+    ) -> dict[str, set[Tuple]]:
         return {
-            name: set(self.symbols.encoder(self.analyzed.relations[name].types)(t) for t in rows)
-            for name, rows in encoded.items()
+            name: set(map(self.symbols.encoder(relations[name].types), rows))
+            for name, rows in rows.items()
         }
+
+    # -- epochs ---------------------------------------------------------------------------------
 
     def apply(
         self,
-        delta: Delta,
+        delta: Delta | PreparedDelta,
         *,
         strategy: str = "auto",
         include_changes: bool = False,
@@ -159,40 +318,37 @@ class Materialization:
 
         strategy "auto": Update under the switching deadline, Bootstrap past it (or if Update
         fails); "update": Update with no deadline, errors propagate; "bootstrap": recompute.
-        Invalid deltas raise `InvalidDelta` before anything changes.
+        Invalid deltas raise `InvalidDelta` / `ProgramError` before anything changes.
         """
-        start = time.perf_counter()
-        inserts = self._encode_delta(delta.insert, "insert")
-        retracts = self._encode_delta(delta.retract, "retract")
-        for name in set(inserts) & set(retracts):
-            both = inserts[name] & retracts[name]
-            inserts[name] -= both
-            retracts[name] -= both
-        inserts = {n: {t for t in rows if t not in self.facts[n]} for n, rows in inserts.items()}
-        retracts = {n: {t for t in rows if t in self.facts[n]} for n, rows in retracts.items()}
+        with self._writer:
+            start = time.perf_counter()
+            prepared = delta if isinstance(delta, PreparedDelta) else self.prepare(delta)
+            if prepared.epoch != self.epoch:
+                raise ValueError(
+                    f"delta prepared against epoch {prepared.epoch}, now at epoch {self.epoch}"
+                )
+            return self._apply(prepared, start, strategy, include_changes)
+
+    def _apply(
+        self, prepared: PreparedDelta, start: float, strategy: str, include_changes: bool
+    ) -> EpochReport:
+        new = prepared.analyzed or self.analyzed
+        inserts, retracts = prepared.inserts, prepared.retracts
         self.epoch += 1
         reason = None
-        derived = [name for name in self.analyzed.relations if name in self.analyzed.stratum_of]
+        derived = [name for name in new.relations if name in new.stratum_of]
         if strategy != "bootstrap":
             overlay = Overlay(self.state)
-            deadline = Deadline(
-                None
-                if strategy == "update"
-                else start
-                + max(
-                    self.min_update_seconds, self.switching_parameter * self.last_bootstrap_seconds
-                )
+            budget = max(
+                self.min_update_seconds, self.switching_parameter * self.last_bootstrap_seconds
             )
-            pinned = self.program_facts
+            deadline = Deadline(None if strategy == "update" else start + budget)
             try:
-                strata = self._update(
-                    overlay,
-                    {n: rows - pinned[n] for n, rows in inserts.items()},
-                    {n: rows - pinned[n] for n, rows in retracts.items()},
-                    deadline,
-                )
+                strata = self._update(overlay, prepared, deadline)
                 changes = {name: overlay.presence_diff(name) for name in derived}
-                overlay.commit()
+                with self._lock.exclusive():
+                    overlay.commit()
+                    self._adopt(prepared)
             except DeadlineExceeded:
                 overlay.discard()
                 reason = "deadline"
@@ -203,11 +359,22 @@ class Materialization:
                     raise
                 reason = "update failed"
             else:
-                self._commit_facts(inserts, retracts)
-                return self._report(start, "update", strata, changes, include_changes)
-        before = {name: set(self.state[name].iters) for name in derived}
-        self._commit_facts(inserts, retracts)
-        report = self.bootstrap()
+                return self._report(start, "update", strata, changes, include_changes, prepared)
+        before = {
+            name: set(self.state[name].iters) if name in self.state else set() for name in derived
+        }
+        old_facts = {name: set(rows) for name, rows in self.facts.items()}
+        self._commit_facts(inserts, retracts, new)
+        try:
+            built = self._build(new)
+        except BaseException:
+            self.facts = old_facts
+            self.epoch -= 1
+            raise
+        with self._lock.exclusive():
+            self.state, self.compiler, self._plans = built.state, built.compiler, built.plans
+            self._adopt(prepared)
+        self.last_bootstrap_seconds = time.perf_counter() - start
         changes = {}
         for name in derived:
             after = self.state[name].iters
@@ -216,69 +383,104 @@ class Materialization:
                 {t for t in after if t not in before[name]},
             )
         strata = tuple(
-            StratumReport(run.index, run.relations, "bootstrap", run.seconds)
-            for run in report.strata
+            StratumReport(run.index, run.relations, "bootstrap", run.seconds) for run in built.runs
         )
-        return self._report(start, "bootstrap", strata, changes, include_changes, reason)
+        return self._report(start, "bootstrap", strata, changes, include_changes, prepared, reason)
+
+    def _adopt(self, prepared: PreparedDelta) -> None:
+        """Make the delta's facts and program current (under the exclusive lock)."""
+        if prepared.analyzed is not None:
+            self.analyzed = prepared.analyzed
+            self.program = prepared.program
+            for name in list(self.state.relations):
+                if name not in self.analyzed.relations:
+                    del self.state.relations[name]
+            self.compiler.arities.clear()
+            self.compiler.arities.update(self._arities(self.analyzed))
+            self._set_program_facts(self.analyzed)
+        self._commit_facts(prepared.inserts, prepared.retracts, self.analyzed)
 
     def _commit_facts(
-        self, inserts: dict[str, set[Tuple]], retracts: dict[str, set[Tuple]]
+        self,
+        inserts: dict[str, set[Tuple]],
+        retracts: dict[str, set[Tuple]],
+        analyzed: AnalyzedProgram,
     ) -> None:
         for name, rows in retracts.items():
             self.facts[name] -= rows
+        for name in analyzed.relations:
+            self.facts.setdefault(name, set())
+        for name in [n for n in self.facts if n not in analyzed.relations]:
+            del self.facts[name]
         for name, rows in inserts.items():
             self.facts[name] |= rows
 
     def _update(
-        self,
-        overlay: Overlay,
-        inserts: dict[str, set[Tuple]],
-        retracts: dict[str, set[Tuple]],
-        deadline: Deadline,
+        self, overlay: Overlay, prepared: PreparedDelta, deadline: Deadline
     ) -> tuple[StratumReport, ...]:
-        stratum_of = self.analyzed.stratum_of
-        for name, rows in retracts.items():
-            if name not in stratum_of:
-                for t in rows:
-                    overlay.set(name, t, INF, 0)
-        for name, rows in inserts.items():
-            if name not in stratum_of:
-                for t in rows:
-                    overlay.set(name, t, 0, 1)
-        reports = []
-        for stratum in self.analyzed.strata:
-            start = time.perf_counter()
-            own_retracts = {n: retracts[n] for n in stratum.relations if retracts.get(n)}
-            own_inserts = {n: inserts[n] for n in stratum.relations if inserts.get(n)}
-            plans = self._plans(stratum)
-            touched = (
-                own_retracts
-                or own_inserts
-                or any(overlay.changes.get(name) for name in plans.inputs)
-            )
-            if not touched:
-                reports.append(
-                    StratumReport(stratum.index, tuple(sorted(stratum.relations)), "unchanged", 0.0)
-                )
+        """Bring every stratum up to date in the overlay, in topological order."""
+        new = prepared.analyzed or self.analyzed
+        changed: set[int] = set()
+        # Rule changes never change the program's facts (added text holds no facts), so the
+        # pinned facts stay those of the program text.
+        pinned = self.program_facts
+        if prepared.analyzed is not None:
+            changed = changed_strata(self.analyzed, new)
+            arities = self._arities(new)
+            self.compiler.arities.update(arities)
+            with self._lock.exclusive():
+                for name, arity in arities.items():
+                    self.state.relation(name, arity)
+        inserts = {n: rows - pinned.get(n, set()) for n, rows in prepared.inserts.items()}
+        retracts = {n: rows - pinned.get(n, set()) for n, rows in prepared.retracts.items()}
+        stratum_of = new.stratum_of
+        for name in new.relations:
+            if name in stratum_of:
                 continue
+            if name in self.analyzed.stratum_of:  # its rules were all removed: facts remain
+                rows = (self.facts[name] - retracts.get(name, set())) | inserts.get(name, set())
+                replace_contents(overlay, name, rows | pinned.get(name, set()))
+                continue
+            for t in retracts.get(name, ()):
+                overlay.set(name, t, INF, 0)
+            for t in inserts.get(name, ()):
+                overlay.set(name, t, 0, 1)
+        reports = []
+        for stratum in new.strata:
+            started = time.perf_counter()
+            names = tuple(sorted(stratum.relations))
             deadline.check()
-            StratumUpdate(plans, overlay, deadline).run(own_retracts, own_inserts)
-            reports.append(
-                StratumReport(
-                    stratum.index,
-                    tuple(sorted(stratum.relations)),
-                    "update",
-                    time.perf_counter() - start,
+            if stratum.index in changed:
+                facts = {
+                    name: (self.facts.get(name, set()) - retracts.get(name, set()))
+                    | inserts.get(name, set())
+                    | pinned.get(name, set())
+                    for name in stratum.relations
+                }
+                bootstrap_into_overlay(stratum, overlay, facts, self.symbols, self.compiler.arities)
+                kind = "bootstrap"
+            else:
+                own_retracts = {n: retracts[n] for n in stratum.relations if retracts.get(n)}
+                own_inserts = {n: inserts[n] for n in stratum.relations if inserts.get(n)}
+                plans = self._stratum_plans(stratum, new)
+                touched = (
+                    own_retracts
+                    or own_inserts
+                    or any(overlay.changes.get(name) for name in plans.inputs)
                 )
-            )
+                if not touched:
+                    reports.append(StratumReport(stratum.index, names, "unchanged", 0.0))
+                    continue
+                StratumUpdate(plans, overlay, deadline).run(own_retracts, own_inserts)
+                kind = "update"
+            reports.append(StratumReport(stratum.index, names, kind, time.perf_counter() - started))
         return tuple(reports)
 
-    def _plans(self, stratum) -> StratumUpdatePlans:
-        plans = self._update_plans.get(stratum.index)
+    def _stratum_plans(self, stratum: Stratum, analyzed: AnalyzedProgram) -> StratumUpdatePlans:
+        key = stratum_key(stratum, analyzed)
+        plans = self._plans.get(key)
         if plans is None:
-            plans = self._update_plans[stratum.index] = StratumUpdatePlans(
-                stratum, self.state, self.compiler
-            )
+            plans = self._plans[key] = StratumUpdatePlans(stratum, self.state, self.compiler)
         return plans
 
     def _report(
@@ -288,6 +490,7 @@ class Materialization:
         strata: tuple[StratumReport, ...],
         changes: dict[str, tuple[set[Tuple], set[Tuple]]],
         include_changes: bool,
+        prepared: PreparedDelta,
         reason: str | None = None,
     ) -> EpochReport:
         detail = None
@@ -309,6 +512,8 @@ class Materialization:
             strata=strata,
             fallback_reason=reason,
             changes=detail,
+            rules_added=prepared.rules_added,
+            rules_removed=prepared.rules_removed,
         )
 
     # -- reading --------------------------------------------------------------------------------
@@ -351,6 +556,7 @@ class Materialization:
             switching_parameter=self.switching_parameter,
             min_update_seconds=self.min_update_seconds,
             symbols=self.symbols,
+            eager_plans=False,
         )
         for name, rows in self.facts.items():
             fresh.facts[name] = set(rows)
@@ -377,3 +583,25 @@ class Materialization:
             decode = self.symbols.decoder(info.types)
             result[name] = {decode(t): v for t, v in self.state[name].snapshot().items()}
         return result
+
+
+def _checked_row(info: RelationInfo, row: Sequence[Value], verb: str) -> tuple[Value, ...]:
+    """The row as a tuple if its arity and value types fit the relation; else `InvalidDelta`."""
+    name = info.name
+    if len(row) != info.arity:
+        raise InvalidDelta(
+            ARITY_MISMATCH, f"`{name}` has {info.arity} columns, a row to {verb} has {len(row)}"
+        )
+    for value, kind, column in zip(row, info.types, info.column_names, strict=True):
+        if kind == "symbol":
+            if not isinstance(value, str):
+                raise InvalidDelta(TYPE_MISMATCH, f"`{name}.{column}` is a symbol, got {value!r}")
+        elif (
+            isinstance(value, bool)
+            or not isinstance(value, int)
+            or not (-(1 << 63) <= value < (1 << 63))
+        ):
+            raise InvalidDelta(
+                TYPE_MISMATCH, f"`{name}.{column}` is a 64-bit number, got {value!r}"
+            )
+    return tuple(row)

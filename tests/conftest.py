@@ -12,7 +12,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 IN_CI = os.environ.get("CI", "").lower() == "true"
@@ -29,6 +29,8 @@ settings.register_profile(
 )
 # Locally a generous deadline still flags a pathological example (an oracle run that explodes).
 settings.register_profile("dev", deadline=timedelta(seconds=5))
+# For debugging a failure quickly: report the first failing example without shrinking it.
+settings.register_profile("noshrink", deadline=None, phases=[Phase.explicit, Phase.generate])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if IN_CI else "dev"))
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -296,16 +295,11 @@ def test_write_outputs_writes_every_output_relation(tmp_path: Path) -> None:
 # --- the benchmark inputs ---------------------------------------------------------------
 
 
-def test_crdt_insert_input_loads_fast(bench_dir: Path) -> None:
-    path = bench_dir / "crdt" / "insert_input.facts"
-    best = float("inf")
-    for _ in range(3):
-        start = time.perf_counter()
-        rows = read_facts(path, ("number",) * 4)
-        best = min(best, time.perf_counter() - start)
+def test_crdt_insert_input_loads(bench_dir: Path) -> None:
+    # Speed is the benchmarks' business (bench/), never a timed assertion here.
+    rows = read_facts(bench_dir / "crdt" / "insert_input.facts", ("number",) * 4)
     assert len(rows) == 182_315
     assert rows[0] == (3, 0, 0, 0)
-    assert best < 0.5, f"reading 182,315 rows took {best:.3f} s"
 
 
 def test_crdt_program_inputs(bench_dir: Path) -> None:

@@ -1,0 +1,113 @@
+"""Rules added or removed at runtime (the dynamic programs of seed 004), stratum by stratum.
+
+After a rule change the program is re-stratified. A stratum of the new program whose relations,
+rules and column types all equal those of an old stratum is *unchanged*: its state is still a
+correct Bootstrap result and it is maintained by Update from its inputs' diffs like in any other
+epoch. Every other stratum is *changed*: it is bootstrapped from scratch, off to the side over
+the new contents of the relations below it, and the difference between its old and new state is
+recorded in the epoch's overlay, where the strata above pick it up as ordinary input changes.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+
+from reasoner.analysis.model import AnalyzedProgram, Stratum
+from reasoner.elastic.bootstrap import StratumBootstrap, StratumRun
+from reasoner.elastic.overlay import INF, Overlay
+from reasoner.executors.local.codegen import PlanCompiler
+from reasoner.plan.joins import positive_atoms
+from reasoner.state import RelationStore, State, Tuple
+from reasoner.symbols import SymbolTable
+from reasoner.syntax.ast import Negation
+
+StratumKey = tuple[frozenset[str], frozenset, tuple]
+
+
+def stratum_inputs(stratum: Stratum) -> set[str]:
+    """Relations of lower strata that the stratum's rules read (positively or negated)."""
+    names = set()
+    for rule in stratum.rules:
+        for i in positive_atoms(rule):
+            names.add(rule.body[i].relation)  # type: ignore[union-attr]
+        names.update(lit.atom.relation for lit in rule.body if isinstance(lit, Negation))
+    return names - stratum.relations
+
+
+def stratum_key(stratum: Stratum, analyzed: AnalyzedProgram) -> StratumKey:
+    """What a stratum's state depends on besides its inputs' contents: equal keys, equal state."""
+    relations = sorted(stratum.relations | stratum_inputs(stratum))
+    return (
+        stratum.relations,
+        frozenset(Counter(stratum.rules).items()),
+        tuple((name, analyzed.relations[name].types) for name in relations),
+    )
+
+
+def changed_strata(old: AnalyzedProgram, new: AnalyzedProgram) -> set[int]:
+    """Indexes of the strata of `new` that must be bootstrapped after moving from `old`."""
+    unchanged = {stratum_key(s, old) for s in old.strata}
+    return {s.index for s in new.strata if stratum_key(s, new) not in unchanged}
+
+
+def _after(store: RelationStore, overlay: Overlay) -> RelationStore:
+    """The relation as the epoch leaves it. Bootstrap only reads a lower relation's presence,
+    so an untouched relation is shared as is (nothing of it is staged) and a changed one copied."""
+    changes = overlay.changes.get(store.name)
+    if not changes:
+        return store
+    copy = RelationStore(store.name, store.arity)
+    copy.iters = dict(store.iters)
+    copy.counts = dict(store.counts)
+    for t, (n, c) in changes.items():
+        if n >= INF:
+            copy.iters.pop(t, None)
+            copy.counts.pop(t, None)
+        else:
+            copy.iters[t] = n
+            copy.counts[t] = c
+    return copy
+
+
+def bootstrap_into_overlay(
+    stratum: Stratum,
+    overlay: Overlay,
+    facts: Mapping[str, set[Tuple]],
+    symbols: SymbolTable,
+    arities: dict[str, int],
+) -> StratumRun:
+    """Bootstrap one stratum over the epoch's new inputs and record how its state changes.
+
+    `facts`: the new facts of the stratum's relations (asserted on them, at iteration 0).
+    """
+    scratch = State()
+    for name in stratum_inputs(stratum):
+        scratch.relations[name] = _after(overlay.state[name], overlay)
+    for name in stratum.relations:
+        scratch.load_facts(name, arities[name], facts.get(name, ()))
+    run = StratumBootstrap(stratum, scratch, PlanCompiler(scratch, symbols, arities)).run()
+    for name in stratum.relations:
+        old = overlay.state[name]
+        new = scratch[name]
+        for t in old.iters:
+            if t not in new.iters:
+                overlay.set(name, t, INF, 0)
+        new_counts = new.counts
+        for t, it in new.iters.items():
+            value = (it, new_counts[t])
+            if old.get(t) != value:
+                overlay.set(name, t, *value)
+    return run
+
+
+def replace_contents(overlay: Overlay, name: str, rows: set[Tuple]) -> None:
+    """Record that relation `name` now holds exactly `rows`, as facts (iteration 0, count 1):
+    what a relation whose rules were all removed keeps."""
+    store = overlay.state[name]
+    for t in store.iters:
+        if t not in rows:
+            overlay.set(name, t, INF, 0)
+    for t in rows:
+        if store.get(t) != (0, 1):
+            overlay.set(name, t, 0, 1)

@@ -1,0 +1,177 @@
+"""The program as text that changes at runtime: rules are added and removed by id.
+
+The program is kept as the source texts it was given (the program file, then each batch of
+added rules), verbatim apart from removed rules, which are cut out of their text. Keeping text
+rather than a re-rendered AST means what a client reads back is what it wrote, comments
+included, and a restart re-parses exactly the committed program.
+
+A rule's id is a hash of its clause's tokens (so layout and comments do not matter): it is the
+same on every replica and after every restart without a counter to persist, and adding a rule
+that is already there is recognised as a no-op.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from reasoner.analysis import analyze
+from reasoner.analysis.model import AnalyzedProgram
+from reasoner.errors import PARSE_ERROR, Diagnostic, ProgramError
+from reasoner.syntax.ast import Program, Rule, Span
+from reasoner.syntax.lexer import tokenize
+from reasoner.syntax.parser import parse_program
+
+RULES_FILENAME = "<rules>"
+"""How diagnostics name the text of added rules (their lines count from 1 in that text)."""
+
+
+def rule_id(text: str) -> str:
+    tokens = "\x00".join(f"{t.kind}:{t.text}" for t in tokenize(text).tokens)
+    return hashlib.sha256(tokens.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True, slots=True)
+class RuleEntry:
+    id: str
+    text: str
+
+
+def _offset(text: str, line: int, column: int) -> int:
+    """Character offset of a 1-based (line, column) position."""
+    start = 0
+    for _ in range(line - 1):
+        start = text.index("\n", start) + 1
+    return start + column - 1
+
+
+def _rules_by_id(program: Program) -> dict[str, Rule]:
+    """One rule per source clause (a disjunction desugars into several rules, one clause)."""
+    out: dict[str, Rule] = {}
+    for rule in program.rules:
+        out.setdefault(rule_id(rule.text), rule)
+    return out
+
+
+def _cut(text: str, spans: list[Span]) -> str:
+    for span in sorted(spans, key=lambda s: (s.line, s.column), reverse=True):
+        start = _offset(text, span.line, span.column)
+        end = _offset(text, span.end_line, span.end_column)
+        text = text[:start] + text[end:]
+    return text
+
+
+class ProgramText:
+    """The current program: a list of source texts, the first being the program file."""
+
+    def __init__(self, units: list[str], filename: str = "<program>") -> None:
+        self.units = units
+        self.filename = filename
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.units)
+
+    def parse(self) -> Program:
+        return parse_program(self.text, self.filename)
+
+    def rules(self) -> list[RuleEntry]:
+        return [RuleEntry(i, rule.text) for i, rule in _rules_by_id(self.parse()).items()]
+
+    def changed(
+        self, add: list[str], remove: list[str]
+    ) -> tuple[ProgramText, AnalyzedProgram, tuple[str, ...], tuple[str, ...]]:
+        """The program with `remove` (ids) cut out and `add` (texts) appended, checked.
+
+        Returns (program, analysis, ids added, ids removed). Raises `ProgramError` with
+        positions in the added text (filename `<rules>`, or `<rules N>` for the N-th of several)
+        for errors there, and in the program for errors a removal causes elsewhere; raises
+        `KeyError` naming the first unknown id.
+        """
+        units = list(self.units)
+        removed: list[str] = []
+        wanted = set(remove)
+        for index, unit in enumerate(units):
+            spans = {
+                rule.span: rule_id(rule.text)
+                for rule in parse_program(unit).rules
+                if rule_id(rule.text) in wanted
+            }
+            if spans:
+                units[index] = _cut(unit, list(spans))
+                found = set(spans.values())
+                removed.extend(sorted(found))
+                wanted -= found
+        if wanted:
+            raise KeyError(sorted(wanted)[0])
+        present = set(_rules_by_id(ProgramText(units).parse()))
+        added: list[str] = []
+        kept: list[str] = []  # each added text without the clauses the program already has
+        names = [RULES_FILENAME] if len(add) == 1 else [f"<rules {n + 1}>" for n in range(len(add))]
+        for name, text in zip(names, add, strict=True):
+            program = parse_program(text, name)
+            _only_rules_and_declarations(program, text, name)
+            first: dict[str, Span] = {}  # id -> the clause of this text that adds it
+            repeated = set()
+            for rule in program.rules:
+                i = rule_id(rule.text)
+                already = i in present and i not in first
+                if already or first.setdefault(i, rule.span) != rule.span:
+                    repeated.add(rule.span)
+            present.update(first)
+            added.extend(first)
+            kept.append(_cut(text, list(repeated)))
+        # Analyze the texts as given, so diagnostics point into what the client sent...
+        analyzed = ProgramText(units + list(add), self.filename)._analyze(len(units), names)
+        candidate = ProgramText(units + [k for k in kept if k.strip()], self.filename)
+        if kept != list(add):  # ...then drop the repeated clauses: a rule counts once
+            analyzed = analyze(candidate.parse(), source=candidate.text, filename=self.filename)
+        return candidate, analyzed, tuple(added), tuple(removed)
+
+    def _analyze(self, base_units: int, names: list[str]) -> AnalyzedProgram:
+        """Analyze the whole program; map each diagnostic back to the text it points into."""
+        text = self.text
+        try:
+            return analyze(parse_program(text, self.filename), source=text, filename=self.filename)
+        except ProgramError as error:
+            starts = []  # first line of every unit in the joined text
+            line = 1
+            for unit in self.units:
+                starts.append(line)
+                line += unit.count("\n") + 1
+            base_end = starts[base_units] if base_units < len(starts) else line
+            mapped = []
+            for d in error.diagnostics:
+                if d.span.line < base_end:
+                    mapped.append(d)
+                    continue
+                unit = max(i for i, s in enumerate(starts) if s <= d.span.line)
+                shift = starts[unit] - 1
+                span = Span(
+                    d.span.line - shift, d.span.column, d.span.end_line - shift, d.span.end_column
+                )
+                mapped.append(
+                    Diagnostic(d.code, d.message, span, names[unit - base_units], d.source_line)
+                )
+            raise ProgramError(mapped) from None
+
+
+def _only_rules_and_declarations(program: Program, text: str, filename: str) -> None:
+    """Facts are data (insert them as facts) and I/O directives belong to batch runs."""
+    bad = [(fact.span, "a fact") for fact in program.facts]
+    bad += [(d.span, f"a `.{d.kind}` directive") for d in program.directives]
+    if bad:
+        lines = text.splitlines()
+        raise ProgramError(
+            [
+                Diagnostic(
+                    PARSE_ERROR,
+                    f"{what} cannot be added as a rule: only rules and `.decl` declarations can"
+                    " (insert facts as facts)",
+                    span,
+                    filename,
+                    lines[span.line - 1] if span.line <= len(lines) else "",
+                )
+                for span, what in bad
+            ]
+        )
