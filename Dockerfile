@@ -8,7 +8,9 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
-RUN apt-get update \
+# (slim images lack man directories, which the JRE's update-alternatives step writes to)
+RUN mkdir -p /usr/share/man/man1 \
+    && apt-get update \
     && apt-get install -y --no-install-recommends openjdk-17-jre-headless make procps \
     && rm -rf /var/lib/apt/lists/* \
     && java -version
@@ -17,12 +19,12 @@ RUN groupadd --system --gid 10001 reasoner \
     && useradd --system --uid 10001 --gid reasoner --home-dir /app --shell /usr/sbin/nologin reasoner
 
 WORKDIR /app
-COPY --chown=reasoner:reasoner . /app
-RUN make install PYTHON=python3 \
-    && mkdir -p /app/data \
-    && chown -R reasoner:reasoner /app
-
+RUN chown reasoner:reasoner /app
 USER reasoner
+
+COPY --chown=reasoner:reasoner . /app
+RUN make install PYTHON=python3 && mkdir -p /app/data
+
 VOLUME ["/app/data"]
 EXPOSE 8000
 
