@@ -261,7 +261,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="recompute every epoch",
     )
     rep.set_defaults(handler=_replay, strategy="auto")
+
+    serve = commands.add_parser(
+        "serve", help="run the HTTP service (settings from REASONER_* environment variables)"
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="interface to listen on")
+    serve.add_argument("--port", type=int, default=8000, help="TCP port")
+    serve.set_defaults(handler=_serve)
     return parser
+
+
+def _serve(args: argparse.Namespace) -> int:
+    # Imported here: the engine library does not depend on the service; only this command does.
+    from service.server import serve
+
+    serve(args.host, args.port)
+    return EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:
