@@ -1,0 +1,614 @@
+"""Translate a rule's `JoinPlan` into bulk Polars operations (the vectorized Bootstrap's joins).
+
+A plan runs over whole sets of tuples at once. Its state is one DataFrame of *bindings*: a
+column per bound variable and, once some atom had wildcards, a weight column `_w` — the number
+of rule instantiations each row stands for. Steps map to Polars operations:
+
+- a positive atom: the relation's frame filtered by the atom's constants and repeated
+  variables, projected on its variables (wildcard columns are grouped away into a multiplicity
+  `_m`, so no row is ever lost: every matching tuple is one instantiation), then an inner join
+  on the variables bound so far (a cross join when there are none), weights multiplied;
+- a negated atom: an anti-join on its non-wildcard columns against the complete lower relation;
+- a comparison: a filter; `x = expr` with `x` unbound: a new column;
+- the head: its argument expressions, with the weights, grouped and summed by the caller.
+
+Arithmetic is Soufflé's: Polars' Int64 `+ - *` already wrap around; `/` and `%` are built from
+floor division (null on a zero divisor) corrected toward zero, as in C. A division by zero makes
+the expression null, and a null drops the row wherever it is used — in a filter, an assignment,
+a negated atom's key or the head — which is exactly "that instantiation does not exist".
+
+Column names: relation frames have `c0, c1, ...`; bindings use `v0, v1, ...` for the rule's
+variables (so no Datalog name can collide with an internal one); the head comes out as
+`c0, c1, ...` again, ready to be compared with the head relation's frame.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from operator import itemgetter
+
+import polars as pl
+
+from reasoner.plan.joins import AtomStep, CompareStep, JoinPlan
+from reasoner.symbols import SymbolTable
+from reasoner.syntax.ast import (
+    Atom,
+    BinaryOp,
+    NumberConst,
+    StringConst,
+    Term,
+    Variable,
+    Wildcard,
+)
+
+INT = pl.Int64
+WEIGHT = "_w"
+MULTIPLICITY = "_m"
+DUMMY = "_u"
+"""The one column of a zero-arity relation's frame (Polars frames need a column to have rows)."""
+
+
+def columns(arity: int) -> list[str]:
+    return [f"c{i}" for i in range(arity)]
+
+
+def empty_frame(arity: int) -> pl.DataFrame:
+    if arity == 0:
+        return pl.DataFrame(schema={DUMMY: pl.Int8})
+    return pl.DataFrame(schema=dict.fromkeys(columns(arity), INT))
+
+
+def frame_of_rows(rows: list[tuple[int, ...]], arity: int) -> pl.DataFrame:
+    """A relation frame from engine tuples (ints; symbols already interned)."""
+    if arity == 0:
+        return pl.DataFrame({DUMMY: [0] * min(len(rows), 1)}, schema={DUMMY: pl.Int8})
+    if not rows:
+        return empty_frame(arity)
+    names = columns(arity)
+    return pl.DataFrame(
+        {name: list(map(itemgetter(i), rows)) for i, name in enumerate(names)},
+        schema=dict.fromkeys(names, INT),
+    )
+
+
+def rows_of_frame(frame: pl.DataFrame, arity: int) -> list[tuple[int, ...]]:
+    """The inverse of `frame_of_rows`: engine tuples, in frame order."""
+    if arity == 0:
+        return [()] * frame.height
+    return frame.select(columns(arity)).rows()
+
+
+# -- arithmetic ---------------------------------------------------------------------------------
+
+
+def _c_division(a: pl.Expr, b: pl.Expr, remainder: bool) -> pl.Expr:
+    """C `/` or `%` from Polars' floor division (which is null where `b` is 0 and wraps
+    INT64_MIN // -1 to INT64_MIN, as Soufflé's wrapped result): when the floor remainder is
+    non-zero and the signs differ, the quotient moves one step toward zero."""
+    q = a.floordiv(b)
+    r = a - q * b
+    fix = (r != 0) & ((a < 0) != (b < 0))
+    if remainder:
+        return pl.when(fix).then(r - b).otherwise(r)
+    return pl.when(fix).then(q + 1).otherwise(q)
+
+
+class Expressions:
+    """Terms to Polars expressions, over the binding columns of one rule.
+
+    Operands of `/` and `%` are used several times in the correction above; when they are
+    themselves compound they are first materialized as temporary columns (`prelude`), so nested
+    divisions do not grow the expression tree exponentially.
+    """
+
+    def __init__(self, names: dict[str, str], symbols: SymbolTable) -> None:
+        self.names = names
+        self.symbols = symbols
+        self.temps = 0
+
+    def term(self, term: Term, prelude: list[tuple[str, pl.Expr]]) -> pl.Expr:
+        if isinstance(term, Variable):
+            return pl.col(self.names[term.name])
+        if isinstance(term, NumberConst):
+            return pl.lit(term.value, dtype=INT)
+        if isinstance(term, StringConst):
+            return pl.lit(self.symbols.intern(term.value), dtype=INT)
+        if isinstance(term, BinaryOp):
+            left = self.term(term.left, prelude)
+            right = self.term(term.right, prelude)
+            if term.op == "+":
+                return left + right
+            if term.op == "-":
+                return left - right
+            if term.op == "*":
+                return left * right
+            left = self._simple(term.left, left, prelude)
+            right = self._simple(term.right, right, prelude)
+            return _c_division(left, right, remainder=term.op == "%")
+        raise TypeError(f"a wildcard has no value: {term!r}")
+
+    def _simple(self, term: Term, expr: pl.Expr, prelude: list[tuple[str, pl.Expr]]) -> pl.Expr:
+        if not isinstance(term, BinaryOp):
+            return expr
+        name = f"_t{self.temps}"
+        self.temps += 1
+        prelude.append((name, expr))
+        return pl.col(name)
+
+
+def has_division(term: Term) -> bool:
+    stack = [term]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, BinaryOp):
+            if node.op in "/%":
+                return True
+            stack.extend((node.left, node.right))
+    return False
+
+
+# -- atoms ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AtomPattern:
+    """How a positive atom reads its relation: which tuples match, and what they bind.
+
+    `outputs` are (column, binding name) for the first column of every variable; `equal` pairs
+    a later column of a repeated variable with its first; `constants` are (column, value).
+    """
+
+    relation: str
+    constants: tuple[tuple[int, int], ...]
+    equal: tuple[tuple[int, int], ...]
+    outputs: tuple[tuple[int, str], ...]
+    wildcards: bool
+
+    @property
+    def key(self) -> tuple:
+        return (self.relation, self.constants, self.equal, self.outputs, self.wildcards)
+
+    def project(self, frame: pl.DataFrame) -> pl.DataFrame | int:
+        """The matching tuples projected on the variables (with `_m` when wildcards were
+        dropped), or, for an atom without variables, the number of matching tuples."""
+        filters = [pl.col(f"c{c}") == pl.lit(v, dtype=INT) for c, v in self.constants]
+        filters += [pl.col(f"c{c}") == pl.col(f"c{first}") for c, first in self.equal]
+        if filters and frame.height:
+            frame = frame.filter(*filters)
+        if not self.outputs:
+            return frame.height
+        projected = frame.select([pl.col(f"c{c}").alias(name) for c, name in self.outputs])
+        if self.wildcards:
+            names = [name for _, name in self.outputs]
+            projected = group_count(projected, names).rename({WEIGHT: MULTIPLICITY})
+        return projected
+
+
+def atom_pattern(atom: Atom, names: dict[str, str], symbols: SymbolTable) -> AtomPattern:
+    constants: list[tuple[int, int]] = []
+    equal: list[tuple[int, int]] = []
+    outputs: list[tuple[int, str]] = []
+    first: dict[str, int] = {}
+    wildcards = False
+    for col, arg in enumerate(atom.args):
+        if isinstance(arg, Wildcard):
+            wildcards = True
+        elif isinstance(arg, NumberConst):
+            constants.append((col, arg.value))
+        elif isinstance(arg, StringConst):
+            constants.append((col, symbols.intern(arg.value)))
+        elif isinstance(arg, Variable):
+            if arg.name in first:
+                equal.append((col, first[arg.name]))
+            else:
+                first[arg.name] = col
+                outputs.append((col, names[arg.name]))
+        else:  # normalize_rule moved arithmetic out of positive atoms
+            raise TypeError(f"unexpected term in a positive atom: {arg!r}")
+    return AtomPattern(atom.relation, tuple(constants), tuple(equal), tuple(outputs), wildcards)
+
+
+@dataclass(frozen=True, slots=True)
+class NegationPattern:
+    """A negated atom: its constants filter the relation, its other non-wildcard arguments are
+    expressions over the bindings that must not match any remaining tuple."""
+
+    relation: str
+    constants: tuple[tuple[int, int], ...]
+    keys: tuple[tuple[int, pl.Expr], ...]
+    prelude: tuple[tuple[str, pl.Expr], ...]
+    nullable: bool
+
+    @property
+    def key(self) -> tuple:
+        return (self.relation, self.constants, tuple(c for c, _ in self.keys))
+
+    def right(self, frame: pl.DataFrame) -> pl.DataFrame | int:
+        """The distinct key columns (`_k<col>`) of the relation's tuples that match the
+        constants, or, when there are no keys, how many tuples match."""
+        filters = [pl.col(f"c{c}") == pl.lit(v, dtype=INT) for c, v in self.constants]
+        if filters and frame.height:
+            frame = frame.filter(*filters)
+        if not self.keys:
+            return frame.height
+        return frame.select([pl.col(f"c{c}").alias(f"_k{c}") for c, _ in self.keys]).unique()
+
+
+KEY = "_key"
+
+
+@dataclass(frozen=True, slots=True)
+class Packing:
+    """Several Int64 key columns packed into one: `sum((c_i - low_i) << shift_i)`.
+
+    Polars hashes and compares a multi-column key through a row encoding; one Int64 column is
+    about twice as fast to join or group on. Possible when the value ranges, taken over every
+    frame that takes part, need at most 62 bits together (interned symbols and the numbers of
+    real data usually do); a constant column takes no bits at all.
+    """
+
+    lows: tuple[int, ...]
+    bits: tuple[int, ...]
+
+    def key(self, cols: list[str]) -> pl.Expr:
+        total: pl.Expr | None = None
+        shift = 0
+        for col, low, bits in zip(cols, self.lows, self.bits, strict=True):
+            if bits == 0:
+                continue
+            part = pl.col(col) - pl.lit(low, dtype=INT) if low else pl.col(col)
+            if shift:
+                part = part * pl.lit(1 << shift, dtype=INT)
+            total = part if total is None else total + part
+            shift += bits
+        if total is None:  # every column is constant: a column expression, so it broadcasts
+            total = pl.col(cols[0]) - pl.lit(self.lows[0], dtype=INT)
+        return total.alias(KEY)
+
+    def unpack(self, cols: list[str]) -> list[pl.Expr]:
+        out = []
+        shift = 0
+        for col, low, bits in zip(cols, self.lows, self.bits, strict=True):
+            if bits == 0:
+                out.append(pl.lit(low, dtype=INT).alias(col))
+                continue
+            part = pl.col(KEY)
+            if shift:
+                part = part // pl.lit(1 << shift, dtype=INT)
+            part = part % pl.lit(1 << bits, dtype=INT)
+            out.append((part + pl.lit(low, dtype=INT) if low else part).alias(col))
+            shift += bits
+        return out
+
+
+def key_packing(sides: list[tuple[pl.DataFrame, list[str]]]) -> Packing | None:
+    """A packing of the key columns of every (frame, columns) side, or None if there is one
+    column only or the ranges do not fit."""
+    width = len(sides[0][1])
+    if width < 2:
+        return None
+    lows: list[int | None] = [None] * width
+    highs: list[int | None] = [None] * width
+    for frame, cols in sides:
+        if frame.height == 0:
+            continue
+        stats = frame.select(
+            [pl.col(c).min().alias(f"l{i}") for i, c in enumerate(cols)]
+            + [pl.col(c).max().alias(f"h{i}") for i, c in enumerate(cols)]
+        ).row(0)
+        for i in range(width):
+            lo, hi = stats[i], stats[width + i]
+            if lo is None or hi is None:
+                return None
+            lows[i] = lo if lows[i] is None else min(lows[i], lo)  # type: ignore[type-var]
+            highs[i] = hi if highs[i] is None else max(highs[i], hi)  # type: ignore[type-var]
+    if any(lo is None for lo in lows):
+        return None
+    bits = tuple((hi - lo).bit_length() for lo, hi in zip(lows, highs, strict=True))  # type: ignore[operator]
+    if sum(bits) > 62:
+        return None
+    return Packing(tuple(lows), bits)  # type: ignore[arg-type]
+
+
+def join(left: pl.DataFrame, right: pl.DataFrame, on: list[str], how: str) -> pl.DataFrame:
+    """`left.join(right, on=on, how=how)` ("inner", "semi" or "anti"), on a packed key when
+    there are several key columns (see `Packing`)."""
+    packing = key_packing([(left, on), (right, on)]) if len(on) > 1 else None
+    if packing is None:
+        return left.join(right, on=on, how=how)  # type: ignore[arg-type]
+    key = packing.key(on)
+    right = right.select(key) if how != "inner" else right.with_columns(key).drop(on)
+    return left.with_columns(key).join(right, on=KEY, how=how).drop(KEY)  # type: ignore[arg-type]
+
+
+def anti_join(left: pl.DataFrame, right: pl.DataFrame, on: list[str]) -> pl.DataFrame:
+    """Rows of `left` with no match in `right` (whose `on` rows are distinct).
+
+    Polars builds an anti-join's hash table on the right side; against a much bigger relation
+    that is a full hash build per call. Then first find the matching keys with an inner join
+    (which builds on the smaller side), and anti-join on those.
+    """
+    if left.height == 0 or right.height == 0:
+        return left
+    if right.height <= 4 * left.height:
+        return join(left, right, on, "anti")
+    matched = join(left.select(on), right.select(on), on, "inner")
+    if matched.height == 0:
+        return left
+    return join(left, matched.unique(), on, "anti")
+
+
+_LAZY_GROUP = 20_000
+"""Rows from which `group_count` goes through the lazy engine: its hash aggregation is about
+twice as fast as the eager `group_by` on big frames, its planning costs more on small ones."""
+
+
+def group_count(frame: pl.DataFrame, cols: list[str]) -> pl.DataFrame:
+    """Distinct `cols` rows with their total weight `_w` (the row count when unweighted)."""
+    weighted = WEIGHT in frame.columns
+    total = pl.col(WEIGHT).sum() if weighted else pl.len().cast(INT).alias(WEIGHT)
+    packing = key_packing([(frame, cols)])
+    lazy = frame.lazy() if frame.height >= _LAZY_GROUP else None
+    if packing is None:
+        if lazy is not None:
+            return lazy.group_by(cols).agg(total).collect()
+        return frame.group_by(cols).agg(total)
+    keys = [packing.key(cols), *([WEIGHT] if weighted else [])]
+    if lazy is not None:
+        grouped = lazy.select(keys).group_by(KEY).agg(total).collect()
+    else:
+        grouped = frame.select(keys).group_by(KEY).agg(total)
+    return grouped.select(*packing.unpack(cols), WEIGHT)
+
+
+ENGINE = "in-memory"
+
+
+def subtract_and_count(
+    heads: pl.DataFrame, known: pl.DataFrame | None, cols: list[str]
+) -> pl.DataFrame:
+    """`group_count` of the `heads` rows that are not in `known` (distinct rows), as one lazy
+    query: the anti-join drops known heads before they are grouped (a probe is cheaper than an
+    aggregation), and the lazy engine aggregates faster than the eager `group_by`."""
+    weighted = WEIGHT in heads.columns
+    total = pl.col(WEIGHT).sum() if weighted else pl.len().cast(INT).alias(WEIGHT)
+    sides = [(heads, cols)] if known is None else [(heads, cols), (known, cols)]
+    packing = key_packing(sides)
+    if packing is None:
+        query = heads.lazy()
+        if known is not None and known.height:
+            query = query.join(known.lazy(), on=cols, how="anti")
+        return query.group_by(cols).agg(total).collect(engine=ENGINE)
+    key = packing.key(cols)
+    query = heads.lazy().select(key, *([WEIGHT] if weighted else []))
+    if known is not None and known.height:
+        query = query.join(known.lazy().select(key), on=KEY, how="anti")
+    query = query.group_by(KEY).agg(total).select(*packing.unpack(cols), WEIGHT)
+    return query.collect(engine=ENGINE)
+
+
+# -- plans ----------------------------------------------------------------------------------------
+
+Source = Callable[[int, str], pl.DataFrame]
+"""(body index, relation) -> the frame an atom at that position reads."""
+Projected = Callable[[int, AtomPattern], "pl.DataFrame | int"]
+"""(body index, pattern) -> the projected frame for a non-driver atom (may be cached)."""
+NegatedRight = Callable[[NegationPattern], "pl.DataFrame | int"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Driver:
+    pattern: AtomPattern | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Join:
+    body_index: int
+    pattern: AtomPattern
+
+
+@dataclass(frozen=True, slots=True)
+class _AntiJoin:
+    pattern: NegationPattern
+
+
+@dataclass(frozen=True, slots=True)
+class _Filter:
+    prelude: tuple[tuple[str, pl.Expr], ...]
+    condition: pl.Expr
+
+
+@dataclass(frozen=True, slots=True)
+class _Assign:
+    prelude: tuple[tuple[str, pl.Expr], ...]
+    name: str
+    value: pl.Expr
+    nullable: bool
+
+
+_Op = _Driver | _Join | _AntiJoin | _Filter | _Assign
+
+
+class PolarsPlan:
+    """One rule evaluated from one driver, as a sequence of bulk operations."""
+
+    def __init__(self, plan: JoinPlan, symbols: SymbolTable) -> None:
+        self.plan = plan
+        rule = plan.rule
+        names: dict[str, str] = {}
+
+        def name_of(variable: str) -> str:
+            if variable not in names:
+                names[variable] = f"v{len(names)}"
+            return names[variable]
+
+        exprs = Expressions(names, symbols)
+        ops: list[_Op] = []
+        driver_index = plan.driver.index if plan.driver.kind == "atom" else None
+        if plan.driver.kind not in ("atom", "none"):
+            raise ValueError(f"the vectorized Bootstrap has no {plan.driver.kind!r} driver")
+        if driver_index is None:
+            ops.append(_Driver(None))
+        for step in plan.steps:
+            if isinstance(step, CompareStep):
+                cmp = step.comparison
+                prelude: list[tuple[str, pl.Expr]] = []
+                if step.assigns is not None:
+                    is_left = isinstance(cmp.left, Variable) and cmp.left.name == step.assigns
+                    other = cmp.right if is_left else cmp.left
+                    value = exprs.term(other, prelude)
+                    target = name_of(step.assigns)
+                    ops.append(_Assign(tuple(prelude), target, value, has_division(other)))
+                else:
+                    left = exprs.term(cmp.left, prelude)
+                    right = exprs.term(cmp.right, prelude)
+                    condition = {
+                        "=": left.eq,
+                        "!=": left.ne,
+                        "<": left.lt,
+                        "<=": left.le,
+                        ">": left.gt,
+                        ">=": left.ge,
+                    }[cmp.op](right)
+                    ops.append(_Filter(tuple(prelude), condition))
+                continue
+            assert isinstance(step, AtomStep)
+            if step.negated:
+                ops.append(_AntiJoin(self._negation(step.atom, exprs, symbols)))
+                continue
+            for arg in step.atom.args:
+                if isinstance(arg, Variable):
+                    name_of(arg.name)
+            pattern = atom_pattern(step.atom, names, symbols)
+            if step.body_index == driver_index:
+                ops.append(_Driver(pattern))
+            else:
+                ops.append(_Join(step.body_index, pattern))
+        self.ops = tuple(ops)
+        self.driver_index = driver_index
+        head_prelude: list[tuple[str, pl.Expr]] = []
+        self.head = tuple(
+            exprs.term(arg, head_prelude).alias(f"c{i}") for i, arg in enumerate(rule.head.args)
+        )
+        self.head_prelude = tuple(head_prelude)
+        self.head_nullable = any(has_division(a) for a in rule.head.args)
+
+    @staticmethod
+    def _negation(atom: Atom, exprs: Expressions, symbols: SymbolTable) -> NegationPattern:
+        constants: list[tuple[int, int]] = []
+        keys: list[tuple[int, pl.Expr]] = []
+        prelude: list[tuple[str, pl.Expr]] = []
+        nullable = False
+        for col, arg in enumerate(atom.args):
+            if isinstance(arg, Wildcard):
+                continue
+            if isinstance(arg, NumberConst):
+                constants.append((col, arg.value))
+            elif isinstance(arg, StringConst):
+                constants.append((col, symbols.intern(arg.value)))
+            else:
+                keys.append((col, exprs.term(arg, prelude)))
+                nullable = nullable or has_division(arg)
+        return NegationPattern(
+            atom.relation, tuple(constants), tuple(keys), tuple(prelude), nullable
+        )
+
+    def run(
+        self,
+        driver: pl.DataFrame | None,
+        projected: Projected,
+        negated: NegatedRight,
+    ) -> pl.DataFrame | None:
+        """The head tuples of every instantiation, with `_w` when a row stands for several;
+        None when there are none. `driver` is the frame the driving atom ranges over."""
+        bindings: pl.DataFrame | None = None
+        weighted = False
+        for op in self.ops:
+            if isinstance(op, _Driver):
+                if op.pattern is None:
+                    bindings, weighted = pl.DataFrame({WEIGHT: [1]}, schema={WEIGHT: INT}), True
+                else:
+                    assert driver is not None
+                    bindings, weighted = _start(op.pattern.project(driver))
+            elif isinstance(op, _Join):
+                assert bindings is not None
+                bindings, weighted = _join(bindings, weighted, projected(op.body_index, op.pattern))
+            elif isinstance(op, _AntiJoin):
+                assert bindings is not None
+                bindings = _anti(bindings, op.pattern, negated(op.pattern))
+            elif isinstance(op, _Filter):
+                assert bindings is not None
+                bindings = _prelude(bindings, op.prelude).filter(op.condition)
+            else:
+                assert bindings is not None
+                bindings = _prelude(bindings, op.prelude).with_columns(op.value.alias(op.name))
+                if op.nullable:
+                    bindings = bindings.filter(pl.col(op.name).is_not_null())
+            if bindings is None or bindings.height == 0:
+                return None
+        assert bindings is not None
+        bindings = _prelude(bindings, self.head_prelude)
+        if not self.head and not weighted:  # zero arity, no weights: one row per instantiation
+            return pl.DataFrame({WEIGHT: [bindings.height]}, schema={WEIGHT: INT})
+        # with_columns, not select: a head of constants must still give one row per binding.
+        out = bindings.with_columns(self.head).select(
+            [f"c{i}" for i in range(len(self.head))] + ([WEIGHT] if weighted else [])
+        )
+        if self.head_nullable:
+            out = out.drop_nulls()
+        return out if out.height else None
+
+
+def _prelude(frame: pl.DataFrame, prelude: tuple[tuple[str, pl.Expr], ...]) -> pl.DataFrame:
+    for name, expr in prelude:
+        frame = frame.with_columns(expr.alias(name))
+    return frame
+
+
+def _start(projected: pl.DataFrame | int) -> tuple[pl.DataFrame | None, bool]:
+    if isinstance(projected, int):
+        if projected == 0:
+            return None, True
+        return pl.DataFrame({WEIGHT: [projected]}, schema={WEIGHT: INT}), True
+    if MULTIPLICITY in projected.columns:
+        return projected.rename({MULTIPLICITY: WEIGHT}), True
+    return projected, False
+
+
+def _join(
+    bindings: pl.DataFrame, weighted: bool, projected: pl.DataFrame | int
+) -> tuple[pl.DataFrame | None, bool]:
+    if isinstance(projected, int):
+        if projected == 0:
+            return None, weighted
+        if projected == 1:
+            return bindings, weighted
+        if weighted:
+            return bindings.with_columns(pl.col(WEIGHT) * projected), True
+        return bindings.with_columns(pl.lit(projected, dtype=INT).alias(WEIGHT)), True
+    shared = [c for c in projected.columns if c in bindings.columns and c != MULTIPLICITY]
+    if shared:
+        joined = join(bindings, projected, shared, "inner")
+    else:
+        joined = bindings.join(projected, how="cross")
+    if MULTIPLICITY not in projected.columns:
+        return joined, weighted
+    if weighted:
+        return joined.with_columns(pl.col(WEIGHT) * pl.col(MULTIPLICITY)).drop(MULTIPLICITY), True
+    return joined.rename({MULTIPLICITY: WEIGHT}), True
+
+
+def _anti(
+    bindings: pl.DataFrame, pattern: NegationPattern, right: pl.DataFrame | int
+) -> pl.DataFrame | None:
+    if isinstance(right, int):
+        return None if right else bindings
+    keys = [f"_k{c}" for c, _ in pattern.keys]
+    with_keys = _prelude(bindings, pattern.prelude).with_columns(
+        [expr.alias(name) for name, (_, expr) in zip(keys, pattern.keys, strict=True)]
+    )
+    if pattern.nullable:
+        with_keys = with_keys.drop_nulls(keys)
+    kept = anti_join(with_keys, right, keys)
+    return kept.select(bindings.columns)

@@ -1,0 +1,407 @@
+"""Bootstrap, vectorized: Algorithm 2 of the elastic paper as bulk Polars operations.
+
+The result is exactly the reference `StratumBootstrap`'s (reasoner/elastic/bootstrap.py): per
+stratum, iteration 1 counts every instantiation over I_0; iteration k >= 2 counts, with the
+first-position decomposition, the instantiations whose first recursive atom in N_{k-1} is at
+position i (recursive atoms before i range over I_{k-2}, the ones after over I_{k-1}); counts
+are grouped by head and the heads already in I_{k-1} are dropped. Every relation is a frame of
+Int64 columns (symbols are interned ints); see `polars_plan.py` for how a rule becomes joins.
+
+During a stratum's fixpoint each of its relations is kept as I_{k-2} ("old") and N_{k-1}
+("delta") — so the iteration column is implicit: an atom restricted to I_{k-2} reads "old",
+the driver reads "delta", any other recursive atom reads both. N_k is loaded into the `State`
+(the Update structures: `iters`, `counts` and the hash indexes, through `add_batch`) at the end
+of iteration k, as the reference does, so the state always holds I_{k-1} during iteration k.
+
+**Small iterations run the reference loop.** A Polars operation costs tens of microseconds
+whatever its size, and an iteration is a dozen of them per rule; CRDT's recursions are
+thousands of iterations deep with a handful of tuples each, where the compiled per-tuple plans
+of the reference are far cheaper. So every iteration is first sized: the rows that drive it
+(N_{k-1} of every driving atom; for iteration 1 the driving relations, plus any hash index the
+per-tuple plans would first have to build). Below `SMALL_ITERATION` rows it runs the reference's
+compiled plans over the same state; otherwise Polars. The two agree tuple for tuple, count for
+count, so a stratum may switch between them at any iteration (frames of the tuples an iteration
+of the other kind produced are built when next needed).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Collection
+
+import polars as pl
+
+from reasoner.analysis.model import AnalyzedProgram, Stratum
+from reasoner.elastic.bootstrap import StratumBootstrap, StratumRun
+from reasoner.executors.local.codegen import PlanCompiler
+from reasoner.executors.local.polars_plan import (
+    INT,
+    WEIGHT,
+    AtomPattern,
+    NegationPattern,
+    PolarsPlan,
+    columns,
+    frame_of_rows,
+    group_count,
+    rows_of_frame,
+    subtract_and_count,
+)
+from reasoner.plan.joins import AtomStep, JoinPlan, plan_rule, positive_atoms
+from reasoner.state import State, Tuple
+from reasoner.symbols import SymbolTable
+
+SMALL_ITERATION = 2000
+"""Iterations driven by fewer rows than this run the reference's per-tuple plans."""
+
+_PYTHON_SUBTRACT = 8
+"""New heads are checked against I_{k-1} in the state's dicts when the relation holds this many
+times more tuples than there are candidates (a Polars anti-join would scan the relation)."""
+
+_MAX_CHUNKS = 32
+
+_New = tuple[dict[Tuple, int], "pl.DataFrame | None"]
+"""N_k of one relation: tuple -> count, and the same tuples as a frame when Polars made them."""
+
+
+class _Growing:
+    """A relation of the running stratum: I_{k-2} and N_{k-1}, as frames and/or engine tuples.
+
+    Tuples produced by a reference iteration stay Python tuples until a Polars iteration needs
+    them as a frame; tuples produced by Polars iterations are kept as both.
+    """
+
+    __slots__ = ("arity", "delta_frame", "delta_rows", "old_frame", "old_rows")
+
+    def __init__(self, arity: int, facts: list[Tuple]) -> None:
+        self.arity = arity
+        self.old_frame: pl.DataFrame | None = None
+        self.old_rows: list[Tuple] = facts
+        self.delta_frame: pl.DataFrame | None = None
+        self.delta_rows: Collection[Tuple] = ()
+
+    def old(self) -> pl.DataFrame:
+        if self.old_frame is None or self.old_rows:
+            new = frame_of_rows(self.old_rows, self.arity)
+            self.old_rows = []
+            self.old_frame = new if self.old_frame is None else _concat(self.old_frame, new)
+        return self.old_frame
+
+    def delta(self) -> pl.DataFrame:
+        if self.delta_frame is None:
+            self.delta_frame = frame_of_rows(list(self.delta_rows), self.arity)
+        return self.delta_frame
+
+    def full(self) -> pl.DataFrame:
+        return _concat(self.old(), self.delta())
+
+    def advance(self, rows: Collection[Tuple], frame: pl.DataFrame | None) -> None:
+        """N_k becomes the delta; N_{k-1} joins the old tuples."""
+        if self.delta_frame is not None and self.old_frame is not None and not self.old_rows:
+            self.old_frame = _concat(self.old_frame, self.delta_frame)
+        else:
+            self.old_rows.extend(self.delta_rows)
+        self.delta_rows = rows
+        self.delta_frame = frame
+
+
+def _concat(a: pl.DataFrame, b: pl.DataFrame) -> pl.DataFrame:
+    if b.height == 0:
+        return a
+    if a.height == 0:
+        return b
+    out = pl.concat([a, b], rechunk=False)
+    return out.rechunk() if out.n_chunks() > _MAX_CHUNKS else out
+
+
+class _Frames:
+    """Frames of the relations of finished strata (and inputs), built from the state on demand
+    or kept from the stratum that computed them; projections cached per atom pattern."""
+
+    def __init__(self, state: State) -> None:
+        self.state = state
+        self.frames: dict[str, pl.DataFrame | _Growing] = {}
+        self.projections: dict[tuple, pl.DataFrame | int] = {}
+
+    def get(self, name: str) -> pl.DataFrame:
+        frame = self.frames.get(name)
+        if isinstance(frame, _Growing):
+            frame = self.frames[name] = frame.full().rechunk()
+        elif frame is None:
+            store = self.state[name]
+            frame = self.frames[name] = frame_of_rows(list(store.iters), store.arity)
+        return frame
+
+    def projected(self, pattern: AtomPattern) -> pl.DataFrame | int:
+        key = ("atom", *pattern.key)
+        if key not in self.projections:
+            self.projections[key] = pattern.project(self.get(pattern.relation))
+        return self.projections[key]
+
+    def negated(self, pattern: NegationPattern) -> pl.DataFrame | int:
+        key = ("not", *pattern.key)
+        if key not in self.projections:
+            self.projections[key] = pattern.right(self.get(pattern.relation))
+        return self.projections[key]
+
+
+class _Job:
+    """One Polars plan of the stratum: the rule from one driver, its I_{k-2} positions."""
+
+    __slots__ = ("driver", "head", "older", "plan")
+
+    def __init__(self, plan: JoinPlan, older: set[int], symbols: SymbolTable) -> None:
+        self.plan = PolarsPlan(plan, symbols)
+        self.head = plan.rule.head.relation
+        self.older = older
+        driver = plan.driver
+        self.driver = plan.rule.body[driver.index].relation if driver.kind == "atom" else None  # type: ignore[union-attr,index]
+
+
+class VectorizedStratum:
+    """Algorithm 2 for one stratum, iteration by iteration in Polars or in the reference loop."""
+
+    def __init__(
+        self,
+        stratum: Stratum,
+        state: State,
+        symbols: SymbolTable,
+        compiler: PlanCompiler,
+        frames: _Frames,
+        small_iteration: int = SMALL_ITERATION,
+    ) -> None:
+        self.stratum = stratum
+        self.state = state
+        self.symbols = symbols
+        self.reference = StratumBootstrap(stratum, state, compiler)
+        self.frames = frames
+        self.small = small_iteration
+        self.growing = {
+            name: _Growing(state[name].arity, list(state[name].iters)) for name in stratum.relations
+        }
+        self._delta_jobs: list[_Job] | None = None
+        self._delta_compiled: list | None = None
+        self.polars_iterations = 0
+
+    # -- sizing ------------------------------------------------------------------------------
+
+    def _first_work(self, plans: list[JoinPlan]) -> int:
+        """Rows the reference's iteration 1 would touch before joining: the driving relations,
+        the indexes it would build, full scans of unindexed atoms."""
+        relations = self.state.relations
+        work = 0
+        for plan in plans:
+            if plan.driver.kind != "atom":
+                work += 1
+                continue
+            rows = len(relations[plan.rule.body[plan.driver.index].relation])  # type: ignore[union-attr,index]
+            for step in plan.steps:
+                if (
+                    isinstance(step, AtomStep)
+                    and not step.negated
+                    and step.body_index != plan.driver.index
+                    and not step.key_columns
+                ):
+                    rows *= max(1, len(relations[step.relation]))
+            work += rows
+            for relation, cols in plan.index_needs():
+                if cols not in relations[relation].indexes:
+                    work += len(relations[relation])
+        return work
+
+    # -- one iteration -----------------------------------------------------------------------
+
+    def _reference_first(self) -> dict[str, _New]:
+        """Iteration 1 exactly as `StratumBootstrap.run` does it."""
+        out: dict[str, dict] = {name: {} for name in self.stratum.relations}
+        for rule in self.stratum.rules:
+            compiled = self.reference._compile(rule, None, set())
+            driver = compiled.plan.driver
+            rows = (
+                [] if driver.kind == "none" else list(self.state[rule.body[driver.index].relation])  # type: ignore[union-attr,index]
+            )
+            compiled.function(rows, 0, out[rule.head.relation])
+        return self._commit_reference(out, 1)
+
+    def _reference_delta(self, k: int) -> dict[str, _New]:
+        if self._delta_compiled is None:
+            self._delta_compiled = self.reference._delta_plans()
+        out: dict[str, dict] = {name: {} for name in self.stratum.relations}
+        for driver_rel, head_rel, compiled in self._delta_compiled:
+            rows = self.growing[driver_rel].delta_rows
+            if rows:
+                compiled.function(rows, k - 1, out[head_rel])
+        return self._commit_reference(out, k)
+
+    def _commit_reference(self, out: dict[str, dict[Tuple, int]], k: int) -> dict[str, _New]:
+        for name, batch in out.items():
+            if batch:
+                self.state[name].add_batch(batch, k)
+        return {name: (batch, None) for name, batch in out.items()}
+
+    def _polars(self, jobs: list[_Job], k: int) -> dict[str, _New]:
+        """Evaluate `jobs` over the frames, group by head, drop heads in I_{k-1}, load N_k."""
+        relations = self.stratum.relations
+        growing = self.growing
+        frames = self.frames
+        first = k == 1
+        local: dict[tuple, pl.DataFrame | int] = {}
+
+        def reader(restricted: set[int]):
+            def projected(body_index: int, pattern: AtomPattern) -> pl.DataFrame | int:
+                if pattern.relation not in relations:
+                    return frames.projected(pattern)
+                older = body_index in restricted
+                key = (older, *pattern.key)
+                if key not in local:
+                    rel = growing[pattern.relation]
+                    local[key] = pattern.project(rel.old() if older else rel.full())
+                return local[key]
+
+            return projected
+
+        results: dict[str, list[pl.DataFrame]] = {name: [] for name in relations}
+        for job in jobs:
+            if job.driver is None:
+                driver = None
+            elif job.driver not in relations:
+                driver = frames.get(job.driver)
+            else:
+                rel = growing[job.driver]
+                driver = rel.full() if first else rel.delta()
+                if driver.height == 0:
+                    continue
+            out = job.plan.run(driver, reader(job.older), frames.negated)
+            if out is not None:
+                results[job.head].append(out)
+        self.polars_iterations += 1
+        new = {}
+        for name, parts in results.items():
+            batch, frame = self._new_heads(name, parts)
+            if batch:
+                self.state[name].add_batch(batch, k)
+            new[name] = (batch, frame)
+        return new
+
+    def _new_heads(self, name: str, parts: list[pl.DataFrame]) -> _New:
+        """N_k of one relation (tuple -> count, and as a frame) from its plans' head rows."""
+        store = self.state[name]
+        arity = store.arity
+        if not parts:
+            return {}, None
+        if arity == 0:
+            total = sum(
+                int(p.get_column(WEIGHT).sum()) if WEIGHT in p.columns else p.height for p in parts
+            )
+            if total == 0 or len(store):
+                return {}, None
+            return {(): total}, frame_of_rows([()], 0)
+        cols = columns(arity)
+        if len(parts) == 1:
+            heads = parts[0]
+        elif any(WEIGHT in p.columns for p in parts):
+            one = pl.lit(1, dtype=INT).alias(WEIGHT)
+            heads = pl.concat([p if WEIGHT in p.columns else p.with_columns(one) for p in parts])
+        else:
+            heads = pl.concat(parts)
+        known = len(store)
+        if known and heads.height * _PYTHON_SUBTRACT <= known:
+            # Few candidates, many known tuples: look them up in the state's dict.
+            grouped = group_count(heads, cols)
+            iters = store.iters
+            keep = [t not in iters for t in rows_of_frame(grouped, arity)]
+            if not any(keep):
+                return {}, None
+            grouped = grouped.filter(pl.Series(keep, dtype=pl.Boolean))
+        else:
+            grouped = subtract_and_count(heads, self.growing[name].full() if known else None, cols)
+            if grouped.height == 0:
+                return {}, None
+        counts = grouped.get_column(WEIGHT).to_list()
+        batch = dict(zip(rows_of_frame(grouped, arity), counts, strict=True))
+        return batch, grouped.select(cols)
+
+    # -- the fixpoint ------------------------------------------------------------------------
+
+    def _delta_jobs_list(self) -> list[_Job]:
+        if self._delta_jobs is None:
+            jobs = []
+            relations = self.stratum.relations
+            sizes = {name: len(rel) for name, rel in self.state.relations.items()}
+            for rule in self.stratum.rules:
+                positions = [i for i in positive_atoms(rule) if rule.body[i].relation in relations]  # type: ignore[union-attr]
+                for n, pos in enumerate(positions):
+                    jobs.append(_Job(plan_rule(rule, pos, sizes), set(positions[:n]), self.symbols))
+            self._delta_jobs = jobs
+        return self._delta_jobs
+
+    def _advance(self, new: dict) -> int:
+        derived = 0
+        for name, (batch, frame) in new.items():
+            self.growing[name].advance(batch, frame)
+            derived += len(batch)
+        return derived
+
+    def run(self) -> StratumRun:
+        start = time.perf_counter()
+        stratum = self.stratum
+        sizes = {name: len(rel) for name, rel in self.state.relations.items()}
+        plans = [plan_rule(rule, None, sizes) for rule in stratum.rules]
+        if self._first_work(plans) < self.small:
+            new = self._reference_first()
+        else:
+            jobs = [_Job(plan, set(), self.symbols) for plan in plans]
+            new = self._polars(jobs, 1)
+        derived = self._advance(new)
+        iterations = 1 if derived else 0
+        k = 2
+        while stratum.recursive and derived and iterations == k - 1:
+            jobs = self._delta_jobs_list()
+            work = sum(len(self.growing[job.driver].delta_rows) for job in jobs)  # type: ignore[index]
+            if work == 0:
+                break
+            new = self._reference_delta(k) if work < self.small else self._polars(jobs, k)
+            count = self._advance(new)
+            if count:
+                derived += count
+                iterations = k
+            k += 1
+        for name in stratum.relations:
+            self.frames.frames[name] = self.growing[name]
+        return StratumRun(
+            stratum.index,
+            tuple(sorted(stratum.relations)),
+            iterations,
+            derived,
+            time.perf_counter() - start,
+        )
+
+
+def bootstrap_vectorized(
+    analyzed: AnalyzedProgram,
+    state: State,
+    symbols: SymbolTable,
+    *,
+    compiler: PlanCompiler | None = None,
+    small_iteration: int = SMALL_ITERATION,
+) -> tuple[StratumRun, ...]:
+    """Bootstrap every stratum of `analyzed` in order, vectorized; same result as running the
+    reference `StratumBootstrap(stratum, state, compiler).run()` on each.
+
+    On entry `state` holds every relation's facts at iteration 0 with count 1 (symbols interned
+    through `symbols`, which the rules' string constants are interned through as well). On
+    return it holds every derived tuple with its iteration and count, indexes included.
+    `small_iteration`: see `SMALL_ITERATION` (0 forces Polars for every iteration).
+    """
+    arities = {name: info.arity for name, info in analyzed.relations.items()}
+    for name, arity in arities.items():
+        state.relation(name, arity)
+    if compiler is None:
+        compiler = PlanCompiler(state, symbols, arities)
+    frames = _Frames(state)
+    runs = []
+    for stratum in analyzed.strata:
+        runs.append(
+            VectorizedStratum(stratum, state, symbols, compiler, frames, small_iteration).run()
+        )
+        frames.projections.clear()
+    return tuple(runs)
