@@ -19,6 +19,7 @@ from pathlib import Path
 
 from reasoner.analysis import check_program
 from reasoner.analysis.model import AnalyzedProgram
+from reasoner.elastic.engines import DEFAULT_SPARK_MASTER, ENGINES, EngineSettings
 from reasoner.errors import InputDataError, ProgramError
 from reasoner.io.facts import load_inputs, write_outputs
 from reasoner.materialization import DEFAULT_SWITCHING_PARAMETER, Materialization
@@ -49,7 +50,7 @@ def _run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     analyzed = _analyze(args.program)
     inputs = load_inputs(analyzed, Path(args.facts))
-    materialization = Materialization(analyzed)
+    materialization = Materialization(analyzed, engines=_engines(args))
     materialization.load(inputs)
     report = materialization.bootstrap()
     outputs = {
@@ -68,6 +69,8 @@ def _run(args: argparse.Namespace) -> int:
             "program": args.program,
             "seconds": time.perf_counter() - start,
             "bootstrap_seconds": report.seconds,
+            "engine": report.engine.engine,
+            "engine_reason": report.engine.reason,
             "peak_memory_bytes": peak_memory_bytes(),
             "strata": [
                 {
@@ -118,6 +121,7 @@ def _replay(args: argparse.Namespace) -> int:
         workload,
         strategy=args.strategy,
         switching_parameter=args.switching_parameter,
+        engines=_engines(args),
         check=args.check,
     ):
         records.append(record)
@@ -194,6 +198,25 @@ def _non_negative_float(text: str) -> float:
     return value
 
 
+def _engine_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="auto",
+        help="Bootstrap executor: auto (Spark for large inputs or a cluster master, else local), "
+        "reference (per-tuple), local (vectorized, Polars), spark",
+    )
+    parser.add_argument(
+        "--spark-master",
+        default=DEFAULT_SPARK_MASTER,
+        help="Spark master URL: local[*] (default) or spark://host:port",
+    )
+
+
+def _engines(args: argparse.Namespace) -> EngineSettings:
+    return EngineSettings(args.engine, args.spark_master)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="reasoner", description="Elastic incremental Datalog engine (Soufflé-compatible)."
@@ -205,6 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-F", "--facts", default=".", help="directory of <relation>.facts inputs")
     run.add_argument("-D", "--output", default=".", help="directory for <relation>.csv outputs")
     run.add_argument("--stats", help="write JSON statistics (strata, sizes, time, memory) here")
+    _engine_arguments(run)
     run.set_defaults(handler=_run)
 
     workload = commands.add_parser(
@@ -260,6 +284,7 @@ def build_parser() -> argparse.ArgumentParser:
         const="bootstrap",
         help="recompute every epoch",
     )
+    _engine_arguments(rep)
     rep.set_defaults(handler=_replay, strategy="auto")
 
     serve = commands.add_parser(

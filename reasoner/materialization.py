@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from reasoner.analysis import check_program
 from reasoner.analysis.model import AnalyzedProgram, RelationInfo, Stratum, Value
 from reasoner.concurrency import ReadWriteLock
-from reasoner.elastic.bootstrap import StratumBootstrap, StratumRun
+from reasoner.elastic.bootstrap import StratumRun
+from reasoner.elastic.engines import EngineChoice, EngineSettings, run_bootstrap
 from reasoner.elastic.epoch import Delta, EpochReport, Rows, StratumReport
 from reasoner.elastic.overlay import INF, Overlay
 from reasoner.elastic.restratify import (
@@ -56,6 +57,7 @@ DEFAULT_MIN_UPDATE_SECONDS = 0.5
 class BootstrapReport:
     strata: tuple[StratumRun, ...]
     seconds: float
+    engine: EngineChoice
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +92,7 @@ class _Built:
     compiler: PlanCompiler
     runs: tuple[StratumRun, ...]
     plans: dict[StratumKey, StratumUpdatePlans]
+    engine: EngineChoice
 
 
 class Materialization:
@@ -108,6 +111,7 @@ class Materialization:
         symbols: SymbolTable | None = None,
         program: ProgramText | None = None,
         eager_plans: bool = True,
+        engines: EngineSettings | None = None,
     ) -> None:
         self.analyzed = analyzed
         self.eager_plans = eager_plans
@@ -115,6 +119,8 @@ class Materialization:
         (off for reference copies that are only read)."""
         self.program = program
         """The program's text, needed to add and remove rules (None: built from an AST)."""
+        self.engines = engines if engines is not None else EngineSettings()
+        """Which executor bootstraps (`auto`, `reference`, `local`, `spark`) and Spark's master."""
         self.switching_parameter = switching_parameter
         self.min_update_seconds = min_update_seconds
         self.symbols = symbols if symbols is not None else SymbolTable()
@@ -171,12 +177,13 @@ class Materialization:
         for name, arity in arities.items():
             state.load_facts(name, arity, self.facts[name] | self.program_facts[name])
         compiler = PlanCompiler(state, self.symbols, arities)
-        runs = tuple(StratumBootstrap(s, state, compiler).run() for s in analyzed.strata)
+        choice = self.engines.choose(sum(map(len, self.facts.values())))
+        runs = run_bootstrap(choice, self.engines, analyzed, state, self.symbols, compiler)
         plans = {
             stratum_key(s, analyzed): StratumUpdatePlans(s, state, compiler)
             for s in (analyzed.strata if self.eager_plans else ())
         }
-        return _Built(state, compiler, runs, plans)
+        return _Built(state, compiler, runs, plans, choice)
 
     def _publish_built(self, built: _Built) -> None:
         with self._lock.exclusive():
@@ -195,7 +202,7 @@ class Materialization:
         self._publish_built(built)
         seconds = time.perf_counter() - start
         self.last_bootstrap_seconds = seconds
-        return BootstrapReport(built.runs, seconds)
+        return BootstrapReport(built.runs, seconds, built.engine)
 
     # -- preparing a delta ----------------------------------------------------------------------
 
@@ -385,7 +392,9 @@ class Materialization:
         strata = tuple(
             StratumReport(run.index, run.relations, "bootstrap", run.seconds) for run in built.runs
         )
-        return self._report(start, "bootstrap", strata, changes, include_changes, prepared, reason)
+        return self._report(
+            start, "bootstrap", strata, changes, include_changes, prepared, reason, built.engine
+        )
 
     def _adopt(self, prepared: PreparedDelta) -> None:
         """Make the delta's facts and program current (under the exclusive lock)."""
@@ -492,6 +501,7 @@ class Materialization:
         include_changes: bool,
         prepared: PreparedDelta,
         reason: str | None = None,
+        engine: EngineChoice | None = None,
     ) -> EpochReport:
         detail = None
         if include_changes:
@@ -514,6 +524,8 @@ class Materialization:
             changes=detail,
             rules_added=prepared.rules_added,
             rules_removed=prepared.rules_removed,
+            engine=None if engine is None else engine.engine,
+            engine_reason=None if engine is None else engine.reason,
         )
 
     # -- reading --------------------------------------------------------------------------------
@@ -557,6 +569,7 @@ class Materialization:
             min_update_seconds=self.min_update_seconds,
             symbols=self.symbols,
             eager_plans=False,
+            engines=EngineSettings("reference"),
         )
         for name, rows in self.facts.items():
             fresh.facts[name] = set(rows)

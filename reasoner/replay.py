@@ -16,6 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from reasoner.analysis.model import AnalyzedProgram
+from reasoner.elastic.engines import EngineSettings
 from reasoner.elastic.epoch import Delta, StratumReport
 from reasoner.io.facts import Row
 from reasoner.materialization import DEFAULT_SWITCHING_PARAMETER, Materialization
@@ -39,6 +40,9 @@ class EpochRecord:
     facts_retracted: int
     strata: tuple[StratumReport, ...]
     fallback_reason: str | None = None
+    engine: str | None = None
+    """Executor of a full Bootstrap and why it was chosen; None for an Update epoch."""
+    engine_reason: str | None = None
     check_seconds: float | None = None
     """Time of the comparison with a fresh Bootstrap; None when not checked."""
     differences: dict[str, int] | None = None
@@ -50,6 +54,8 @@ class EpochRecord:
             "epoch": self.epoch,
             "strategy": self.strategy,
             "fallback_reason": self.fallback_reason,
+            "engine": self.engine,
+            "engine_reason": self.engine_reason,
             "seconds": self.seconds,
             "inserted": self.inserted,
             "retracted": self.retracted,
@@ -87,12 +93,13 @@ def replay(
     strategy: str = "auto",
     switching_parameter: float = DEFAULT_SWITCHING_PARAMETER,
     check: bool = False,
+    engines: EngineSettings | None = None,
 ) -> Iterator[EpochRecord]:
     """Yield one record per epoch, 0 first; with `check`, each record says how the state
     differs from a fresh Bootstrap of the same facts (Theorem 3.5: it must not)."""
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r} (expected one of {STRATEGIES})")
-    m = Materialization(analyzed, switching_parameter=switching_parameter)
+    m = Materialization(analyzed, switching_parameter=switching_parameter, engines=engines)
     initial = initial_facts(inputs, workload.holdback)
     start = time.perf_counter()
     m.load(initial)
@@ -112,6 +119,8 @@ def replay(
                 StratumReport(run.index, run.relations, "bootstrap", run.seconds)
                 for run in report.strata
             ),
+            engine=report.engine.engine,
+            engine_reason=report.engine.reason,
         ),
         check,
     )
@@ -129,6 +138,8 @@ def replay(
                 facts_retracted=_distinct(epoch.retract),
                 strata=applied.strata,
                 fallback_reason=applied.fallback_reason,
+                engine=applied.engine,
+                engine_reason=applied.engine_reason,
             ),
             check,
         )

@@ -51,3 +51,6 @@ class EpochReport:
     rules_added: tuple[str, ...] = ()
     """Ids of the rules the delta added (an already present rule keeps its id)."""
     rules_removed: tuple[str, ...] = ()
+    engine: str | None = None
+    """The executor of a full Bootstrap ("reference", "local", "spark"); None for Update."""
+    engine_reason: str | None = None

@@ -1,0 +1,85 @@
+"""Which executor runs a Bootstrap, and why.
+
+Three executors produce the same state (tuple, iteration, count):
+
+- `reference`: the per-tuple counting loop (generated Python, `bootstrap.py`). Its cost per
+  iteration is tiny, which is what deep recursions with small deltas (CRDT) need.
+- `local`: the vectorized in-process executor (Polars), which switches to the per-tuple loop
+  for iterations whose delta is small, so it is never much worse than `reference`.
+- `spark`: the same plans as Spark DataFrame jobs, for data that outgrows one process or when a
+  cluster is configured. Every iteration is a Spark job, so it only pays for large data.
+
+`auto` picks `spark` when a cluster master is configured or the input is at least
+`spark_threshold` facts, and `local` otherwise. The choice and its reason go into every
+report, so a user can see why an epoch took the time it did.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from reasoner.analysis.model import AnalyzedProgram
+from reasoner.elastic.bootstrap import StratumBootstrap, StratumRun
+from reasoner.executors.local.codegen import PlanCompiler
+from reasoner.state import State
+from reasoner.symbols import SymbolTable
+
+ENGINES = ("auto", "reference", "local", "spark")
+DEFAULT_SPARK_MASTER = "local[*]"
+DEFAULT_SPARK_THRESHOLD = 50_000_000
+"""Input facts from which `auto` hands Bootstrap to Spark on a local master. Measured on the
+benchmarks, Spark's per-iteration job overhead makes it lose to the in-process executors on
+every input this machine holds; the threshold is where the in-process state itself stops
+fitting comfortably in memory."""
+
+
+@dataclass(frozen=True, slots=True)
+class EngineChoice:
+    engine: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class EngineSettings:
+    engine: str = "auto"
+    spark_master: str = DEFAULT_SPARK_MASTER
+    spark_threshold: int = DEFAULT_SPARK_THRESHOLD
+
+    def __post_init__(self) -> None:
+        if self.engine not in ENGINES:
+            raise ValueError(f"unknown bootstrap engine {self.engine!r}: one of {ENGINES}")
+
+    def choose(self, input_facts: int) -> EngineChoice:
+        if self.engine != "auto":
+            return EngineChoice(self.engine, "configured")
+        if not self.spark_master.startswith("local"):
+            return EngineChoice("spark", f"cluster master {self.spark_master} configured")
+        if input_facts >= self.spark_threshold:
+            return EngineChoice(
+                "spark", f"{input_facts} input facts >= threshold {self.spark_threshold}"
+            )
+        return EngineChoice(
+            "local", f"{input_facts} input facts < Spark threshold {self.spark_threshold}"
+        )
+
+
+def run_bootstrap(
+    choice: EngineChoice,
+    settings: EngineSettings,
+    analyzed: AnalyzedProgram,
+    state: State,
+    symbols: SymbolTable,
+    compiler: PlanCompiler,
+) -> tuple[StratumRun, ...]:
+    """Bootstrap every stratum into `state` (which holds the facts at iteration 0)."""
+    if choice.engine == "reference":
+        return tuple(StratumBootstrap(s, state, compiler).run() for s in analyzed.strata)
+    if choice.engine == "local":
+        # Imported on use: Polars and PySpark are heavy to import and not every run needs them.
+        from reasoner.executors.local.vectorized import bootstrap_vectorized
+
+        return bootstrap_vectorized(analyzed, state, symbols, compiler=compiler)
+    from reasoner.executors.spark.bootstrap import bootstrap_spark
+    from reasoner.executors.spark.session import get_session
+
+    return bootstrap_spark(analyzed, state, symbols, get_session(settings.spark_master))

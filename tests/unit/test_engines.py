@@ -1,0 +1,48 @@
+"""Choosing the Bootstrap executor, and the executors agreeing through the Materialization."""
+
+from __future__ import annotations
+
+import pytest
+
+from reasoner.elastic.engines import EngineSettings
+from reasoner.elastic.epoch import Delta
+from reasoner.materialization import Materialization
+
+PROGRAM = """\
+.decl edge(x: number, y: number)
+.decl tc(x: number, y: number)
+.decl sink(x: number)
+.input edge
+tc(x, y) :- edge(x, y).
+tc(x, z) :- tc(x, y), edge(y, z).
+sink(y) :- tc(_, y), !edge(y, _).
+"""
+
+
+def test_auto_prefers_local_below_the_threshold_and_spark_above_or_on_a_cluster() -> None:
+    auto = EngineSettings("auto", "local[*]", spark_threshold=100)
+    assert auto.choose(99).engine == "local"
+    assert auto.choose(100).engine == "spark"
+    assert "threshold" in auto.choose(100).reason
+    cluster = EngineSettings("auto", "spark://10.0.0.1:7077")
+    assert cluster.choose(1).engine == "spark"
+    assert "spark://10.0.0.1:7077" in cluster.choose(1).reason
+    assert EngineSettings("reference").choose(10**9).engine == "reference"
+
+
+def test_unknown_engines_are_refused() -> None:
+    with pytest.raises(ValueError, match="unknown bootstrap engine"):
+        EngineSettings("gpu")
+
+
+@pytest.mark.parametrize("engine", ["reference", "local"])
+def test_each_in_process_engine_bootstraps_and_reports_itself(engine: str) -> None:
+    m = Materialization.from_text(PROGRAM, engines=EngineSettings(engine))
+    m.load({"edge": [(i, i + 1) for i in range(30)]})
+    report = m.bootstrap()
+    assert report.engine.engine == engine
+    assert m.differences(m.rebuilt()) == {}
+    epoch = m.apply(Delta(retract={"edge": [(10, 11)]}), strategy="bootstrap")
+    assert (epoch.engine, epoch.engine_reason) == (engine, "configured")
+    assert m.differences(m.rebuilt()) == {}
+    assert m.apply(Delta(insert={"edge": [(10, 11)]}), strategy="update").engine is None
