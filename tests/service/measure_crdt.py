@@ -110,9 +110,14 @@ def main() -> None:
         print(f"restart to ready (rebuild from the database): {time.perf_counter() - start:.2f} s")
         server.stop()
 
+        start = time.perf_counter()
         m = Materialization.from_text((CRDT / "crdt_linear.dl").read_text())
         m.load(load_inputs(m.analyzed, CRDT))
-        m.bootstrap()
+        bootstrap = m.bootstrap()
+        print(
+            f"in-process: read the .facts files and bootstrap {time.perf_counter() - start:.2f} s "
+            f"(Bootstrap {bootstrap.seconds:.2f} s)"
+        )
         local, local_engine = [], []
         for delta in deltas:
             start = time.perf_counter()
