@@ -16,7 +16,6 @@ the service rebuilds from the store (which already holds the delta) before takin
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import threading
 import time
@@ -31,6 +30,7 @@ from typing import Any, TypeVar
 from sqlalchemy.exc import SQLAlchemyError
 
 from reasoner.analysis.model import AnalyzedProgram
+from reasoner.elastic.engines import EngineSettings
 from reasoner.elastic.epoch import Delta, EpochReport
 from reasoner.materialization import Materialization
 from service.errors import DATABASE_UNAVAILABLE, NOT_READY, Problem
@@ -110,14 +110,12 @@ class Runtime:
         return await asyncio.wrap_future(self._submit(job, *args))
 
     def _engine_options(self) -> dict[str, Any]:
-        """The settings the engine accepts (it grows options as executors land)."""
-        wanted = {
+        return {
             "switching_parameter": self.settings.switching_parameter,
-            "bootstrap_engine": self.settings.bootstrap_engine,
-            "spark_master": self.settings.spark_master,
+            "engines": EngineSettings(
+                engine=self.settings.bootstrap_engine, spark_master=self.settings.spark_master
+            ),
         }
-        accepted = inspect.signature(Materialization.__init__).parameters
-        return {key: value for key, value in wanted.items() if key in accepted}
 
     def _initial_program(self) -> str:
         if self.settings.program is None:
@@ -158,9 +156,11 @@ class Runtime:
         if initializing:
             self.store.record_report(0, _report_row_of_bootstrap(report))
         log.info(
-            "ready at epoch %d: bootstrap %.3fs, start-up %.3fs",
+            "ready at epoch %d: bootstrap %.3fs (%s: %s), start-up %.3fs",
             self.epoch,
             report.seconds,
+            report.engine.engine,
+            report.engine.reason,
             self.startup_seconds,
         )
 
@@ -276,6 +276,8 @@ def _decoded(
 def _report_row(report: EpochReport) -> dict[str, Any]:
     return {
         "strategy": report.strategy,
+        "engine": report.engine,
+        "engine_reason": report.engine_reason,
         "fallback_reason": report.fallback_reason,
         "seconds": report.seconds,
         "inserted": report.inserted,
@@ -293,8 +295,11 @@ def _report_row(report: EpochReport) -> dict[str, Any]:
 
 
 def _report_row_of_bootstrap(report: Any) -> dict[str, Any]:
+    engine = getattr(report, "engine", None)
     return {
         "strategy": "bootstrap",
+        "engine": getattr(engine, "engine", None),
+        "engine_reason": getattr(engine, "reason", None),
         "fallback_reason": None,
         "seconds": report.seconds,
         "inserted": sum(getattr(run, "derived", 0) for run in report.strata),

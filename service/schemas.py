@@ -73,6 +73,10 @@ class EpochOut(BaseModel):
 
     epoch: int
     strategy: str = Field(description='"update" or "bootstrap" (a recomputation ran).')
+    engine: str | None = Field(
+        None, description='The executor of a Bootstrap ("local", "spark", "reference").'
+    )
+    engine_reason: str | None = None
     fallback_reason: str | None = None
     seconds: float
     inserted: int = Field(description="Derived tuples that appeared.")
@@ -159,6 +163,8 @@ class EpochRecord(BaseModel):
     rules_added: list[str]
     rules_removed: list[str]
     strategy: str | None
+    engine: str | None = None
+    engine_reason: str | None = None
     fallback_reason: str | None
     seconds: float | None
     inserted: int | None

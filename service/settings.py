@@ -32,8 +32,11 @@ class Settings(BaseSettings):
     spark_master: str = Field(
         "local[*]", description="Spark master for the Spark Bootstrap (`spark://host:7077`)."
     )
-    bootstrap_engine: Literal["auto", "local", "spark"] = Field(
-        "auto", description="Where Bootstrap runs; `auto` picks Spark for large inputs."
+    bootstrap_engine: Literal["auto", "local", "spark", "reference"] = Field(
+        "auto",
+        description="Where Bootstrap runs: `local` (vectorized, in-process), `spark`, or "
+        "`auto` (Spark when a cluster master is configured or the input is very large); "
+        "`reference` is the per-tuple executor.",
     )
     switching_parameter: float = Field(
         0.2, gt=0, description="Update deadline = switching_parameter × last Bootstrap time."

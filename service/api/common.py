@@ -41,6 +41,8 @@ def epoch_out(applied: Applied) -> EpochOut:
     return EpochOut(
         epoch=applied.epoch,
         strategy=report.strategy,
+        engine=report.engine,
+        engine_reason=report.engine_reason,
         fallback_reason=report.fallback_reason,
         seconds=report.seconds,
         inserted=report.inserted,

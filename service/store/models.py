@@ -71,6 +71,8 @@ epochs = Table(
     Column("rules_removed", JSON, nullable=False),
     Column("applied_at", DateTime(timezone=True), nullable=True),
     Column("strategy", String(16), nullable=True),
+    Column("engine", String(16), nullable=True),
+    Column("engine_reason", Text, nullable=True),
     Column("fallback_reason", Text, nullable=True),
     Column("seconds", Float, nullable=True),
     Column("inserted", Integer, nullable=True),

@@ -15,8 +15,18 @@ def test_migrations_match_the_models(backend: str, databases: Databases) -> None
     url = Settings(database_url=databases.new(backend)).sqlalchemy_url
     engine = create_database_engine(url)
     try:
+        upgrade(engine, "0001")  # a database of the first release, holding an epoch
+        with engine.begin() as connection:
+            connection.exec_driver_sql(
+                "INSERT INTO epochs (number, created_at, kind, status, facts_inserted, "
+                "facts_retracted, rules_added, rules_removed) "
+                "VALUES (0, CURRENT_TIMESTAMP, 'initial', 'applied', 0, 0, '[]', '[]')"
+            )
         upgrade(engine)
         upgrade(engine)  # idempotent: a restart migrates again
+        with engine.connect() as connection:
+            row = connection.exec_driver_sql("SELECT number, engine FROM epochs").one()
+        assert tuple(row) == (0, None)
         config = Config()
         config.set_main_option("script_location", str(MIGRATIONS_DIR))
         with engine.begin() as connection:
