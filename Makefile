@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 # `testpaths` (pyproject.toml) makes tests/ the default.
 PYTEST_ARGS ?=
 
-.PHONY: test lint serve install clean
+.PHONY: test lint serve install clean bench bench-quick
 
 test: lint
 	$(BIN)/pytest -q $(PYTEST_ARGS)
@@ -30,6 +30,22 @@ $(BIN)/python:
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -e '.[dev]'
 	touch $(STAMP)
+
+# The benchmarks (bench/README.md): `make bench` runs every workload, system and the scaling
+# study and writes bench/results/<date>/; `make bench-quick` is the < 3 minute smoke test.
+# Extra arguments through BENCH_ARGS, e.g. `make bench BENCH_ARGS="--time-cap 300"`.
+BENCH_ARGS ?=
+BENCH_STAMP := $(VENV)/.installed-bench
+
+$(BENCH_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -e '.[dev,bench]'
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
+	$(BIN)/python -m bench $(BENCH_ARGS)
+
+bench-quick: $(BENCH_STAMP)
+	$(BIN)/python -m bench --quick --out bench/.work/quick-report $(BENCH_ARGS)
 
 clean:
 	rm -rf .pytest_cache .ruff_cache .hypothesis build dist *.egg-info
