@@ -59,11 +59,22 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--memory-cap", type=float, default=8.0, help="GiB per system (8)")
     parser.add_argument("--time-cap", type=float, help="seconds per system and workload")
     parser.add_argument(
+        "--time-cap-for",
+        nargs="+",
+        default=[],
+        metavar="SYSTEM=SECONDS",
+        help="a different time cap for some systems (e.g. ours-spark-bootstrap=120)",
+    )
+    parser.add_argument(
         "--scaling", action=argparse.BooleanOptionalAction, help="run the scaling study"
     )
     args = parser.parse_args(argv)
     if args.time_cap is None:
         args.time_cap = 60.0 if args.quick else 600.0
+    args.system_time_caps = {}
+    for item in args.time_cap_for:
+        name, _, seconds = item.partition("=")
+        args.system_time_caps[name] = float(seconds)
     if args.scaling is None:
         args.scaling = not args.quick and not args.workloads and not args.systems
     return args
@@ -113,7 +124,11 @@ def main(argv: list[str] | None = None) -> int:
         "date": today,
         "mode": "quick" if args.quick else "full",
         "machine": _machine(),
-        "caps": {"memory_gib": args.memory_cap, "time_seconds": args.time_cap},
+        "caps": {
+            "memory_gib": args.memory_cap,
+            "time_seconds": args.time_cap,
+            "time_seconds_for": args.system_time_caps,
+        },
         "replay_engines": list(engines),
         "systems": {s.name: s.label for s in systems},
         "workloads": {},
@@ -225,7 +240,7 @@ def _run_system(
         label=f"{workload.name} / {system.name}",
         log_path=run_dir / "stderr.log",
         memory_cap_bytes=cap_bytes,
-        time_cap_seconds=args.time_cap,
+        time_cap_seconds=args.system_time_caps.get(system.name, args.time_cap),
         address_space_limit=system.address_space_limit,
         epochs_total=epochs_total,
         cwd=REPO,

@@ -52,7 +52,8 @@ def _ratio(entry: dict, ours: dict | None, time_cap: float) -> str:
     if entry["status"] == "ok":
         return f"{entry['total_seconds'] / base:.1f}x"
     if entry["status"] == "dnf" and entry["cap"].startswith("time"):
-        return f"> {time_cap / base:.0f}x (DNF)"
+        cap = float(entry["cap"].split()[1])
+        return f"> {cap / base:.0f}x (DNF)"
     if entry["status"] == "dnf":
         done = sum(e["seconds"] for e in entry.get("epochs", []))
         return f"> {done / base:.1f}x (DNF)" if done else "DNF"
@@ -273,7 +274,9 @@ def write(results: dict, out: Path, latest: Path | None = None) -> None:
         f"Machine: {machine['cpus']} cores, {machine['memory_gib']} GiB, Python "
         f"{machine['python']}; {versions}. Caps per system and workload: "
         f"{results['caps']['memory_gib']:g} GiB resident memory, "
-        f"{results['caps']['time_seconds']:g} s.",
+        f"{results['caps']['time_seconds']:g} s"
+        + "".join(f", {k} {v:g} s" for k, v in results["caps"].get("time_seconds_for", {}).items())
+        + ".",
         "Every system runs in its own process; seconds are the sum of the per-epoch times each "
         "system measures around its own evaluation (loading and encoding the epoch's facts "
         "included, reading files excluded). Machines are shared and noisy: ratios from one run "
