@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+try:
+    import matplotlib
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+except ImportError:  # the plots need the `bench` extra; the tables do not
+    plt = None
 
 STRATEGY_MARK = {
     "bootstrap": "B",
@@ -262,10 +265,11 @@ def _scaling_section(scaling: dict) -> list[str]:
 
 
 def write(results: dict, out: Path, latest: Path | None = None) -> None:
-    for name, entry in results["workloads"].items():
-        plot_workload(name, entry, out / f"{name}.png")
-    if results.get("scaling"):
-        plot_scaling(results["scaling"], out / "scaling.png")
+    if plt is not None:
+        for name, entry in results["workloads"].items():
+            plot_workload(name, entry, out / f"{name}.png")
+        if results.get("scaling"):
+            plot_scaling(results["scaling"], out / "scaling.png")
     machine = results["machine"]
     versions = ", ".join(f"{k} {v}" for k, v in machine["versions"].items() if v)
     head = [
