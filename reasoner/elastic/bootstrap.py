@@ -8,11 +8,21 @@ instantiation is then counted exactly once, by its first body atom that lies in 
 
 Heads already in I_{k-1} are skipped before they are counted: they belong to an earlier
 iteration and the sparse encoding keeps each tuple in one iteration only.
+
+Cancellation is cooperative: given a `check` callable, `run` calls it before every iteration
+and, inside an iteration, between slices of the driving rows (sized so that a slice takes
+about `CHECK_INTERVAL` seconds), so a Bootstrap whose joins explode (a cartesian product over
+large relations) stops within about that interval of its deadline. `check` stops the run by
+raising (`BootstrapCancelled` from `Cancellation.check`, or the caller's own exception); the
+state is then partial and must be dropped, which is safe because every Bootstrap builds its
+state off to the side.
 """
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from reasoner.analysis.model import Stratum
@@ -20,6 +30,76 @@ from reasoner.executors.local.codegen import CompiledPlan, EmitContext, PlanComp
 from reasoner.plan.joins import AtomStep, plan_rule, positive_atoms
 from reasoner.state import State
 from reasoner.syntax.ast import Rule
+
+Check = Callable[[], None]
+"""Called between pieces of work; raises to stop the Bootstrap."""
+
+CHECK_INTERVAL = 0.05
+"""Target seconds of work between two calls of `check` inside an iteration."""
+_MIN_SLICE = 1
+_MAX_SLICE = 1 << 16
+
+
+class BootstrapCancelled(Exception):
+    """A Bootstrap was stopped by its `check` (a deadline passed, or it was cancelled); the
+    state it was building is partial and must be discarded."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(reason)
+
+
+class Cancellation:
+    """A `check` for Bootstrap: a deadline (seconds from now, or none) and a flag another
+    thread may set with `cancel`. Thread-safe; `check` is cheap enough to call often."""
+
+    def __init__(self, seconds: float | None = None) -> None:
+        self.seconds = seconds
+        self.deadline = None if seconds is None else time.monotonic() + seconds
+        self._cancelled = threading.Event()
+        self._reason = ""
+
+    def cancel(self, reason: str = "cancelled") -> None:
+        self._reason = reason
+        self._cancelled.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled.is_set()
+
+    def check(self) -> None:
+        if self._cancelled.is_set():
+            raise BootstrapCancelled(self._reason or "cancelled")
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise BootstrapCancelled(f"Bootstrap exceeded its deadline of {self.seconds:g} s")
+
+
+def run_sliced(compiled: CompiledPlan, rows: Sequence, params: tuple, check: Check | None) -> None:
+    """`compiled.function(rows, *params)`, with `check` called between slices of `rows`.
+
+    Equivalent to one call: a compiled plan iterates over its driving rows and only adds to its
+    output. A plan without a driving atom (kind "none") ignores `rows` and runs once. The slice
+    size adapts so that each slice takes about `CHECK_INTERVAL` seconds.
+    """
+    function = compiled.function
+    if check is None or compiled.plan.driver.kind == "none":
+        if check is not None:
+            check()
+        function(rows, *params)
+        return
+    size = 64
+    start = 0
+    total = len(rows)
+    while start < total:
+        check()
+        began = time.perf_counter()
+        function(rows[start : start + size], *params)
+        start += size
+        spent = time.perf_counter() - began
+        if spent < CHECK_INTERVAL / 4:
+            size = min(_MAX_SLICE, size * 2)
+        elif spent > CHECK_INTERVAL:
+            size = max(_MIN_SLICE, size // 2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,10 +120,18 @@ def _recursive_positions(rule: Rule, relations: frozenset[str]) -> list[int]:
 class StratumBootstrap:
     """Compiled plans for one stratum: iteration 1 (full join over I_0) and the delta plans."""
 
-    def __init__(self, stratum: Stratum, state: State, compiler: PlanCompiler) -> None:
+    def __init__(
+        self,
+        stratum: Stratum,
+        state: State,
+        compiler: PlanCompiler,
+        check: Check | None = None,
+    ) -> None:
         self.stratum = stratum
         self.state = state
         self.compiler = compiler
+        self.check = check
+        """Cooperative cancellation (see the module docstring); None: run to the end."""
 
     def _emit(self, namespace: dict, rule: Rule):
         head = self.compiler.relation_dict(namespace, rule.head.relation)
@@ -95,7 +183,16 @@ class StratumBootstrap:
             deltas[name] = list(batch)
         return deltas
 
-    def run(self) -> StratumRun:
+    def run_plan(self, compiled: CompiledPlan, rows: Sequence, km1: int, out: dict) -> None:
+        """One plan over its driving `rows`, checking for cancellation between slices."""
+        run_sliced(compiled, rows, (km1, out), self.check)
+
+    def run(self, check: Check | None = None) -> StratumRun:
+        """Evaluate the stratum into the state; `check` (default: the constructor's) is called
+        before every iteration and between slices of long ones, and stops the run by raising."""
+        if check is not None:
+            self.check = check
+        check = self.check
         start = time.perf_counter()
         relations = self.stratum.relations
 
@@ -107,7 +204,7 @@ class StratumBootstrap:
             rows = (
                 [] if driver.kind == "none" else list(self.state[rule.body[driver.index].relation])
             )  # type: ignore[union-attr,index]
-            compiled.function(rows, 0, out[rule.head.relation])
+            self.run_plan(compiled, rows, 0, out[rule.head.relation])
         deltas = self._merge(out, 1)
         derived = sum(map(len, deltas.values()))
         iterations = 1 if derived else 0
@@ -115,12 +212,14 @@ class StratumBootstrap:
         # Iterations k >= 2, each recursive atom in turn driven from N_{k-1}.
         plans = self._delta_plans() if self.stratum.recursive and derived else []
         while plans:
+            if check is not None:
+                check()
             km1 = iterations
             out = {name: {} for name in relations}
             for driver_rel, head_rel, compiled in plans:
                 rows = deltas[driver_rel]
                 if rows:
-                    compiled.function(rows, km1, out[head_rel])
+                    self.run_plan(compiled, rows, km1, out[head_rel])
             deltas = self._merge(out, km1 + 1)
             new = sum(map(len, deltas.values()))
             if not new:
