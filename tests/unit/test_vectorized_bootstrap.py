@@ -11,9 +11,11 @@ switch between Polars and the reference loop, which must not change anything eit
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
+import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -21,6 +23,7 @@ from hypothesis import strategies as st
 from reasoner.analysis import check_program
 from reasoner.analysis.model import AnalyzedProgram, Value
 from reasoner.elastic.bootstrap import StratumBootstrap
+from reasoner.executors.local import polars_plan
 from reasoner.executors.local.codegen import PlanCompiler
 from reasoner.executors.local.vectorized import bootstrap_vectorized
 from reasoner.io.facts import load_inputs
@@ -69,12 +72,46 @@ def _compare(analyzed: AnalyzedProgram, inputs: Inputs, small_iteration: int | N
     return vectorized, symbols
 
 
+@contextmanager
+def _bulk_paths_for_small_frames(enabled: bool) -> Iterator[None]:
+    """Make the size-gated code paths (packed keys, lazy queries) run on tiny frames too."""
+    saved = polars_plan._PACK_ROWS, polars_plan._LAZY_GROUP
+    if enabled:
+        polars_plan._PACK_ROWS = polars_plan._LAZY_GROUP = 0
+    try:
+        yield
+    finally:
+        polars_plan._PACK_ROWS, polars_plan._LAZY_GROUP = saved
+
+
 @settings(max_examples=60)
-@given(programs(), st.sampled_from((0, 0, 4)))
+@given(programs(), st.sampled_from((0, 0, 4)), st.booleans())
 def test_generated_programs_match_the_reference(
-    generated: GeneratedProgram, small_iteration: int
+    generated: GeneratedProgram, small_iteration: int, bulk_paths: bool
 ) -> None:
-    _compare(check_program(generated.text), generated.inputs, small_iteration)
+    with _bulk_paths_for_small_frames(bulk_paths):
+        _compare(check_program(generated.text), generated.inputs, small_iteration)
+
+
+def test_packed_keys_round_trip_negative_constant_and_wide_columns() -> None:
+    frame = pl.DataFrame(
+        {"c0": [-5, 3, -5, 3, 7], "c1": [9, 9, 9, 9, 9], "c2": [0, 1, 0, 1, 2]},
+        schema=dict.fromkeys(("c0", "c1", "c2"), pl.Int64),
+    )
+    cols = ["c0", "c1", "c2"]
+    with _bulk_paths_for_small_frames(True):
+        packing = polars_plan.key_packing([(frame, cols)])
+        assert packing is not None and packing.bits[1] == 0
+        counted = polars_plan.group_count(frame, cols).sort(cols)
+        known = frame.head(1)
+        fresh = polars_plan.subtract_and_count(frame, known, cols).sort(cols)
+        wide = frame.with_columns(pl.col("c2") * 2**61)  # 0 .. 2**62: 63 bits, not packed
+        assert polars_plan.key_packing([(wide, cols)]) is None
+        joined = polars_plan.join(frame, frame.rename({"c1": "w"}), ["c0", "c2"], "inner")
+        assert polars_plan.group_count(wide, cols).height == 3
+    assert counted.rows() == [(-5, 9, 0, 2), (3, 9, 1, 2), (7, 9, 2, 1)]
+    assert fresh.rows() == [(3, 9, 1, 2), (7, 9, 2, 1)]
+    assert joined.height == 9
 
 
 def _run(text: str, inputs: Inputs | None = None, small_iteration: int = 0) -> dict:

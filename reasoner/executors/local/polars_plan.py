@@ -282,11 +282,15 @@ class Packing:
         return out
 
 
+_PACK_ROWS = 20_000
+"""Below this many rows (all sides together) packing costs more than it saves."""
+
+
 def key_packing(sides: list[tuple[pl.DataFrame, list[str]]]) -> Packing | None:
     """A packing of the key columns of every (frame, columns) side, or None if there is one
-    column only or the ranges do not fit."""
+    column only, the frames are small or the ranges do not fit."""
     width = len(sides[0][1])
-    if width < 2:
+    if width < 2 or sum(frame.height for frame, _ in sides) < _PACK_ROWS:
         return None
     lows: list[int | None] = [None] * width
     highs: list[int | None] = [None] * width
@@ -371,6 +375,10 @@ def subtract_and_count(
     """`group_count` of the `heads` rows that are not in `known` (distinct rows), as one lazy
     query: the anti-join drops known heads before they are grouped (a probe is cheaper than an
     aggregation), and the lazy engine aggregates faster than the eager `group_by`."""
+    if heads.height < _LAZY_GROUP:  # small: two eager operations plan faster than one query
+        if known is not None:
+            heads = anti_join(heads, known, cols)
+        return group_count(heads, cols)
     weighted = WEIGHT in heads.columns
     total = pl.col(WEIGHT).sum() if weighted else pl.len().cast(INT).alias(WEIGHT)
     sides = [(heads, cols)] if known is None else [(heads, cols), (known, cols)]
