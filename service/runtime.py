@@ -125,6 +125,7 @@ class Runtime:
     def _rebuild(self) -> None:
         start = time.perf_counter()
         self.ready = False
+        log.info("rebuilding the materialization from the committed program and facts")
         initializing = False
         try:
             if not self.store.initialized():
@@ -189,6 +190,14 @@ class Runtime:
         if changed >= max(BULK_MIN_FACTS, BULK_FRACTION * sum(map(len, m.facts.values()))):
             # A bulk load: Update would most likely run out its deadline before the fallback.
             strategy = "bootstrap"
+        log.debug(
+            "epoch %d: committing (%d facts inserted, %d retracted, %d rules added, %d removed)",
+            number,
+            sum(map(len, record.inserts.values())),
+            sum(map(len, record.retracts.values())),
+            len(record.rules_added),
+            len(record.rules_removed),
+        )
         try:
             self.store.commit_delta(record)
         except SQLAlchemyError as exc:
@@ -200,6 +209,7 @@ class Runtime:
                 f"the delta could not be committed, nothing changed: {type(exc).__name__}",
                 headers={"Retry-After": "1"},
             ) from None
+        log.debug("epoch %d: committed, applying (%s)", number, strategy)
         try:
             report = m.apply(prepared, strategy=strategy, include_changes=include_changes)
         except Exception:
@@ -207,6 +217,7 @@ class Runtime:
             self._rebuild()
             raise
         self.epoch = number
+        log.debug("epoch %d: applied by %s in %.3fs", number, report.strategy, report.seconds)
         if self._base_epoch + report.epoch != number:
             log.warning(
                 "epoch mismatch: engine %d + %d != %d", self._base_epoch, report.epoch, number

@@ -18,5 +18,7 @@ DEFAULT_PORT = 8000
 
 def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
-    app = create_app(Settings())
+    settings = Settings()
+    logging.getLogger("service").setLevel(settings.log_level.upper())
+    app = create_app(settings)
     uvicorn.run(app, host=host, port=port, workers=1, proxy_headers=True, log_level="info")

@@ -52,6 +52,11 @@ class Settings(BaseSettings):
     query_timeout_seconds: float = Field(
         10.0, gt=0, description="Deadline of one query evaluation (a request may ask for less)."
     )
+    log_level: Literal["debug", "info", "warning", "error"] = Field(
+        "info",
+        description="Level of the service's own log (`debug` adds a line per epoch phase: "
+        "committing, applying, applied). Secrets never appear in it.",
+    )
 
     @field_validator("read_token", "write_token", mode="before")
     @classmethod
