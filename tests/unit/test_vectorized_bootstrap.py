@@ -269,6 +269,33 @@ def test_switching_between_polars_and_the_reference_loop() -> None:
         _run(text, {"edge": edges}, small_iteration)
 
 
+@pytest.mark.parametrize("small_iteration", [0, 10_000])
+def test_check_is_called_between_iterations_and_stops_the_run(small_iteration: int) -> None:
+    analyzed = check_program(
+        """
+        .decl edge(x: number, y: number)
+        .input edge
+        path(x, y) :- edge(x, y).
+        path(x, z) :- path(x, y), edge(y, z).
+        """
+    )
+    symbols = SymbolTable()
+    state = _initial_state(analyzed, {"edge": [(i, i + 1) for i in range(30)]}, symbols)
+    calls = []
+
+    class Stop(Exception):
+        pass
+
+    def check() -> None:
+        calls.append(None)
+        if len(calls) == 5:
+            raise Stop
+
+    with pytest.raises(Stop):
+        bootstrap_vectorized(analyzed, state, symbols, small_iteration=small_iteration, check=check)
+    assert len(calls) == 5
+
+
 BENCH = [
     ("graph1000-rand1k", "program", (None, 0)),
     ("graph10000-rmat1k", "program", (None,)),

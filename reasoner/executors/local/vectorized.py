@@ -35,12 +35,11 @@ whichever engine computes it.
 from __future__ import annotations
 
 import time
-from collections.abc import Collection
 
 import polars as pl
 
 from reasoner.analysis.model import AnalyzedProgram, Stratum
-from reasoner.elastic.bootstrap import StratumBootstrap, StratumRun
+from reasoner.elastic.bootstrap import Check, StratumBootstrap, StratumRun
 from reasoner.executors.local.codegen import PlanCompiler
 from reasoner.executors.local.polars_plan import (
     INT,
@@ -85,7 +84,7 @@ class _Growing:
         self.old_frame: pl.DataFrame | None = None
         self.old_rows: list[Tuple] = facts
         self.delta_frame: pl.DataFrame | None = None
-        self.delta_rows: Collection[Tuple] = ()
+        self.delta_rows: list[Tuple] = []
 
     def old(self) -> pl.DataFrame:
         if self.old_frame is None or self.old_rows:
@@ -96,13 +95,13 @@ class _Growing:
 
     def delta(self) -> pl.DataFrame:
         if self.delta_frame is None:
-            self.delta_frame = frame_of_rows(list(self.delta_rows), self.arity)
+            self.delta_frame = frame_of_rows(self.delta_rows, self.arity)
         return self.delta_frame
 
     def full(self) -> pl.DataFrame:
         return _concat(self.old(), self.delta())
 
-    def advance(self, rows: Collection[Tuple], frame: pl.DataFrame | None) -> None:
+    def advance(self, rows: list[Tuple], frame: pl.DataFrame | None) -> None:
         """N_k becomes the delta; N_{k-1} joins the old tuples."""
         if self.delta_frame is not None and self.old_frame is not None and not self.old_rows:
             self.old_frame = _concat(self.old_frame, self.delta_frame)
@@ -176,11 +175,13 @@ class VectorizedStratum:
         compiler: PlanCompiler,
         frames: _Frames,
         small_iteration: int = SMALL_ITERATION,
+        check: Check | None = None,
     ) -> None:
         self.stratum = stratum
         self.state = state
         self.symbols = symbols
-        self.reference = StratumBootstrap(stratum, state, compiler)
+        self.check = check
+        self.reference = StratumBootstrap(stratum, state, compiler, check)
         self.frames = frames
         self.small = small_iteration
         self.growing = {
@@ -226,7 +227,7 @@ class VectorizedStratum:
             rows = (
                 [] if driver.kind == "none" else list(self.state[rule.body[driver.index].relation])  # type: ignore[union-attr,index]
             )
-            compiled.function(rows, 0, out[rule.head.relation])
+            self.reference.run_plan(compiled, rows, 0, out[rule.head.relation])
         return self._commit_reference(out, 1)
 
     def _reference_delta(self, k: int) -> dict[str, _New]:
@@ -236,7 +237,7 @@ class VectorizedStratum:
         for driver_rel, head_rel, compiled in self._delta_compiled:
             rows = self.growing[driver_rel].delta_rows
             if rows:
-                compiled.function(rows, k - 1, out[head_rel])
+                self.reference.run_plan(compiled, rows, k - 1, out[head_rel])
         return self._commit_reference(out, k)
 
     def _commit_reference(self, out: dict[str, dict[Tuple, int]], k: int) -> dict[str, _New]:
@@ -268,6 +269,8 @@ class VectorizedStratum:
 
         results: dict[str, list[pl.DataFrame]] = {name: [] for name in relations}
         for job in jobs:
+            if self.check is not None:
+                self.check()
             if job.driver is None:
                 driver = None
             elif job.driver not in relations:
@@ -343,7 +346,7 @@ class VectorizedStratum:
     def _advance(self, new: dict) -> int:
         derived = 0
         for name, (batch, frame) in new.items():
-            self.growing[name].advance(batch, frame)
+            self.growing[name].advance(list(batch), frame)
             derived += len(batch)
         return derived
 
@@ -361,6 +364,8 @@ class VectorizedStratum:
         iterations = 1 if derived else 0
         k = 2
         while stratum.recursive and derived and iterations == k - 1:
+            if self.check is not None:
+                self.check()
             jobs = self._delta_jobs_list()
             work = sum(len(self.growing[job.driver].delta_rows) for job in jobs)  # type: ignore[index]
             if work == 0:
@@ -389,6 +394,7 @@ def bootstrap_vectorized(
     *,
     compiler: PlanCompiler | None = None,
     small_iteration: int = SMALL_ITERATION,
+    check: Check | None = None,
 ) -> tuple[StratumRun, ...]:
     """Bootstrap every stratum of `analyzed` in order, vectorized; same result as running the
     reference `StratumBootstrap(stratum, state, compiler).run()` on each.
@@ -397,6 +403,9 @@ def bootstrap_vectorized(
     through `symbols`, which the rules' string constants are interned through as well). On
     return it holds every derived tuple with its iteration and count, indexes included.
     `small_iteration`: see `SMALL_ITERATION` (0 forces Polars for every iteration).
+    `check`: cooperative cancellation as in `StratumBootstrap` — called before every iteration,
+    between the rules of a Polars iteration and between slices of a reference iteration's
+    driving rows; it stops the run by raising, leaving a partial state to be discarded.
     """
     arities = {name: info.arity for name, info in analyzed.relations.items()}
     for name, arity in arities.items():
@@ -407,7 +416,9 @@ def bootstrap_vectorized(
     runs = []
     for stratum in analyzed.strata:
         runs.append(
-            VectorizedStratum(stratum, state, symbols, compiler, frames, small_iteration).run()
+            VectorizedStratum(
+                stratum, state, symbols, compiler, frames, small_iteration, check
+            ).run()
         )
         frames.projections.clear()
     return tuple(runs)
