@@ -287,6 +287,8 @@ def write(results: dict, out: Path, latest: Path | None = None) -> None:
         "count, absolute times less. Every system's output relations were checked equal to our "
         "engine's after every epoch (count and checksum) and tuple by tuple at the end.",
         "",
+        *[f"Note: {note}" for note in results.get("notes", [])],
+        *([""] if results.get("notes") else []),
         "## Total seconds over the 13 epochs",
         "",
         *summary_table(results),
