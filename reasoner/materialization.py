@@ -169,15 +169,15 @@ class Materialization:
 
     # -- Bootstrap ------------------------------------------------------------------------------
 
-    def _build(self, analyzed: AnalyzedProgram) -> _Built:
+    def _build(self, analyzed: AnalyzedProgram, facts: Mapping[str, set[Tuple]]) -> _Built:
         """Recompute every stratum from the facts into a new state (Algorithm 2), and compile
         the Update plans against it so that the first Update pays no compilation."""
         state = State()
         arities = self._arities(analyzed)
         for name, arity in arities.items():
-            state.load_facts(name, arity, self.facts[name] | self.program_facts[name])
+            state.load_facts(name, arity, facts[name] | self.program_facts.get(name, set()))
         compiler = PlanCompiler(state, self.symbols, arities)
-        choice = self.engines.choose(sum(map(len, self.facts.values())))
+        choice = self.engines.choose(sum(map(len, facts.values())))
         runs = run_bootstrap(choice, self.engines, analyzed, state, self.symbols, compiler)
         plans = {
             stratum_key(s, analyzed): StratumUpdatePlans(s, state, compiler)
@@ -198,7 +198,7 @@ class Materialization:
 
     def _bootstrap(self) -> BootstrapReport:
         start = time.perf_counter()
-        built = self._build(self.analyzed)
+        built = self._build(self.analyzed, self.facts)
         self._publish_built(built)
         seconds = time.perf_counter() - start
         self.last_bootstrap_seconds = seconds
@@ -340,8 +340,6 @@ class Materialization:
         self, prepared: PreparedDelta, start: float, strategy: str, include_changes: bool
     ) -> EpochReport:
         new = prepared.analyzed or self.analyzed
-        inserts, retracts = prepared.inserts, prepared.retracts
-        self.epoch += 1
         reason = None
         derived = [name for name in new.relations if name in new.stratum_of]
         if strategy != "bootstrap":
@@ -362,7 +360,6 @@ class Materialization:
             except Exception:
                 overlay.discard()
                 if strategy == "update":
-                    self.epoch -= 1
                     raise
                 reason = "update failed"
             else:
@@ -370,18 +367,17 @@ class Materialization:
         before = {
             name: set(self.state[name].iters) if name in self.state else set() for name in derived
         }
-        old_facts = {name: set(rows) for name, rows in self.facts.items()}
-        self._commit_facts(inserts, retracts, new)
-        try:
-            built = self._build(new)
-        except BaseException:
-            self.facts = old_facts
-            self.epoch -= 1
-            raise
+        facts = {name: set(self.facts.get(name, ())) for name in new.relations}
+        for name, rows in prepared.retracts.items():
+            facts[name] -= rows
+        for name, rows in prepared.inserts.items():
+            facts[name] |= rows
+        built_at = time.perf_counter()
+        built = self._build(new, facts)
         with self._lock.exclusive():
             self.state, self.compiler, self._plans = built.state, built.compiler, built.plans
             self._adopt(prepared)
-        self.last_bootstrap_seconds = time.perf_counter() - start
+        self.last_bootstrap_seconds = time.perf_counter() - built_at
         changes = {}
         for name in derived:
             after = self.state[name].iters
@@ -397,7 +393,9 @@ class Materialization:
         )
 
     def _adopt(self, prepared: PreparedDelta) -> None:
-        """Make the delta's facts and program current (under the exclusive lock)."""
+        """Make the delta's facts and program current and count the epoch (under the exclusive
+        lock, so a reader never sees a new state with the old epoch number or the reverse)."""
+        self.epoch += 1
         if prepared.analyzed is not None:
             self.analyzed = prepared.analyzed
             self.program = prepared.program
