@@ -41,6 +41,8 @@ from service.store.repository import DeltaRecord, Store
 log = logging.getLogger("service")
 T = TypeVar("T")
 
+MAX_EPOCH = (1 << 31) - 1
+"""Epoch numbers are 32-bit integer columns: a larger number names no epoch."""
 BULK_MIN_FACTS = 10_000
 BULK_FRACTION = 0.25
 """A delta changing at least this many facts, and this fraction of all facts, is applied by
@@ -250,9 +252,16 @@ class Runtime:
 
     def epochs(self, *, limit: int, before: int | None = None) -> list[dict[str, Any]]:
         """Epoch rows, most recent first, with reports not yet written back filled in."""
+        if before is not None:
+            if before <= 0:
+                return []
+            if before > MAX_EPOCH:  # every epoch is below it (and SQLite binds 64-bit at most)
+                before = None
         return [self._with_report(r) for r in self.store.epochs(limit=limit, before=before)]
 
     def epoch_row(self, number: int) -> dict[str, Any] | None:
+        if not 0 <= number <= MAX_EPOCH:
+            return None
         row = self.store.epoch(number)
         return None if row is None else self._with_report(row)
 

@@ -53,7 +53,7 @@ class Counts:
 COUNTS = {
     "quick": Counts(
         kills=6,
-        fuzz_requests=600,
+        fuzz_requests=400,
         parser_inputs=2_000,
         load_seconds=8.0,
         load_writers=2,
