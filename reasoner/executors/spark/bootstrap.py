@@ -1,0 +1,333 @@
+"""Bootstrap (Algorithm 2 of the elastic paper) on Spark: the same state as `StratumBootstrap`.
+
+Per stratum, counting semi-naive evaluation with every relation a DataFrame (`c0 ...`, `it`):
+
+- iteration 1: every rule over I_0 (the relations as they are on entry, plus the lower strata),
+  `groupBy(head).count()`, minus the heads already present (a left anti join with I_0);
+- iteration k >= 2: for every recursive body atom i of every rule, atom i over N_{k-1}, the
+  recursive atoms before i over I_{k-2} (`it < k-1`), the ones after it over I_{k-1}: the
+  first-position decomposition, which counts each instantiation once, by its first atom in
+  N_{k-1}. All derivations of a head relation are unioned, counted per head, and the heads in
+  I_{k-1} are dropped (left anti join).
+
+N_k is cut from its lineage (`localCheckpoint`) and comes back to the driver through Arrow in
+the same Spark job; it is added to the `RelationStore` with `add_batch`, at iteration k, exactly
+as the in-process Bootstrap merges it. The driver therefore knows every relation's size and
+every delta's size without asking Spark: plans over an empty relation are skipped, and the loop
+stops on an empty iteration.
+
+A relation lives on Spark as a list of checkpointed pieces (its facts, then deltas) whose union
+is I_k. Pieces are merged four at a time, like the digits of a base-4 counter over iterations,
+so a deep recursion with tiny deltas keeps O(log k) pieces (small query plans) and copies each
+tuple O(log k) times.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import reduce
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import IntegerType, LongType, StructField, StructType
+
+from reasoner.analysis.model import AnalyzedProgram, Stratum
+from reasoner.elastic.bootstrap import StratumRun
+from reasoner.executors.spark.plans import SparkPlan, column_names
+from reasoner.plan.joins import positive_atoms
+from reasoner.state import RelationStore, State
+from reasoner.symbols import SymbolTable
+
+MERGE_FANOUT = 4
+"""Pieces covering the same number of iterations are merged this many at a time."""
+
+
+def _schema(arity: int) -> StructType:
+    fields = [StructField(c, LongType(), False) for c in column_names(arity)]
+    return StructType([*fields, StructField("it", IntegerType(), False)])
+
+
+@dataclass
+class _Relation:
+    """A relation on Spark: the last delta, and checkpointed pieces holding everything older.
+
+    While a stratum runs, `pieces` hold I_{k-2} and `delta` holds N_{k-1}, so I_{k-1} is their
+    union and the first-position decomposition needs no filter on `it`.
+    """
+
+    name: str
+    arity: int
+    size: int = 0
+    pieces: list[DataFrame] = field(default_factory=list)
+    spans: list[int] = field(default_factory=list)
+    """How many iterations each piece covers (the facts count as one)."""
+    delta: DataFrame | None = None
+    delta_size: int = 0
+
+    @property
+    def columns(self) -> list[str]:
+        return column_names(self.arity)
+
+    def _union(self, frames: list[DataFrame], session: SparkSession) -> DataFrame:
+        if not frames:
+            return session.createDataFrame([], _schema(self.arity))
+        return reduce(DataFrame.union, frames)
+
+    def full(self, session: SparkSession) -> DataFrame:
+        """Every tuple so far: I_{k-1} while a stratum runs."""
+        delta = [self.delta] if self.delta is not None else []
+        return self._union(self.pieces + delta, session)
+
+    def older(self, session: SparkSession) -> DataFrame:
+        """I_{k-2}: every tuple but the last delta's."""
+        return self._union(self.pieces, session)
+
+    def advance(self, delta: DataFrame | None, rows: int, partitions: int) -> None:
+        """N_k arrived (None when empty): N_{k-1} joins the older pieces."""
+        if self.delta is not None:
+            self.add_piece(self.delta, partitions)
+        self.delta, self.delta_size = delta, rows
+        self.size += rows
+
+    def add_piece(self, piece: DataFrame, partitions: int) -> None:
+        self.pieces.append(piece)
+        self.spans.append(1)
+        while len(self.spans) >= MERGE_FANOUT and len(set(self.spans[-MERGE_FANOUT:])) == 1:
+            merged = reduce(DataFrame.union, self.pieces[-MERGE_FANOUT:])
+            merged = merged.coalesce(partitions).localCheckpoint(eager=True)
+            span = sum(self.spans[-MERGE_FANOUT:])
+            del self.pieces[-MERGE_FANOUT:], self.spans[-MERGE_FANOUT:]
+            self.pieces.append(merged)
+            self.spans.append(span)
+
+
+class SparkBootstrap:
+    """Evaluates every stratum of a program on one SparkSession, updating `state` as it goes."""
+
+    def __init__(
+        self,
+        analyzed: AnalyzedProgram,
+        state: State,
+        symbols: SymbolTable,
+        session: SparkSession,
+    ) -> None:
+        self.analyzed = analyzed
+        self.state = state
+        self.symbols = symbols
+        self.session = session
+        self.relations: dict[str, _Relation] = {}
+        self.partitions = max(1, int(session.conf.get("spark.sql.shuffle.partitions") or 1))
+
+    # -- relations ------------------------------------------------------------------------------
+
+    def _store(self, name: str) -> RelationStore:
+        return self.state.relation(name, self.analyzed.relations[name].arity)
+
+    def relation(self, name: str) -> _Relation:
+        """The relation on Spark, uploaded from the state (through Arrow) on first use."""
+        rel = self.relations.get(name)
+        if rel is None:
+            store = self._store(name)
+            rel = self.relations[name] = _Relation(name, store.arity)
+            if len(store):
+                rel.add_piece(self._upload(store), self.partitions)
+                rel.size = len(store)
+        return rel
+
+    def _upload(self, store: RelationStore) -> DataFrame:
+        tuples = list(store.iters)
+        columns: Iterable[Iterable[int]] = zip(*tuples, strict=True) if store.arity else ()
+        arrays = [pa.array(column, type=pa.int64()) for column in columns]
+        arrays.append(pa.array(list(store.iters.values()), type=pa.int32()))
+        table = pa.Table.from_arrays(arrays, schema=_arrow_schema(store.arity))
+        # A scan of the parallelized Arrow batches: already a leaf, no lineage to cut.
+        return self.session.createDataFrame(table, schema=_schema(store.arity))
+
+    def size(self, name: str) -> int:
+        rel = self.relations.get(name)
+        return rel.size if rel is not None else len(self._store(name))
+
+    # -- one iteration --------------------------------------------------------------------------
+
+    def _collect(self, derivations: dict[str, list[DataFrame]], k: int) -> int:
+        """Count, deduplicate against I_{k-1}, checkpoint and fetch N_k of every relation;
+        add it to the state at iteration k. Returns |N_k| summed over the relations.
+
+        From iteration 2 on the derivations carry their driving tuple's iteration (`_it`,
+        which is k-1), so N_k's `it` is computed from the data: the query is the same in every
+        iteration, and Spark reuses the code it generated for it instead of compiling anew.
+        """
+        pending: list[tuple[_Relation, DataFrame | None]] = []
+        for name, frames in derivations.items():
+            rel = self.relations[name]
+            if not frames or (rel.arity == 0 and rel.size):
+                pending.append((rel, None))
+                continue
+            columns = rel.columns
+            grouped = reduce(DataFrame.union, frames).groupBy(*columns)
+            if k == 1:
+                counted = grouped.agg(F.count(F.lit(1)).alias("cnt"))
+                counted = counted.withColumn("it", F.lit(1).cast(IntegerType()))
+            else:
+                counted = grouped.agg(
+                    F.count(F.lit(1)).alias("cnt"), (F.max("_it") + 1).alias("it")
+                )
+            if rel.arity == 0:
+                counted = counted.filter(F.col("cnt") > 0)
+            elif rel.size:
+                known = rel.full(self.session).select(*columns)
+                counted = counted.join(known, on=columns, how="left_anti")
+            pending.append((rel, counted))
+
+        total = 0
+        for rel, new in pending:
+            if new is None:
+                rel.advance(None, 0, self.partitions)
+                continue
+            # One job: the lazily marked checkpoint is materialized by the Arrow collection.
+            checkpointed = new.localCheckpoint(eager=False)
+            table = checkpointed.toArrow()
+            rows = table.num_rows
+            if not rows:
+                rel.advance(None, 0, self.partitions)
+                continue
+            counts = table.column("cnt").to_pylist()
+            if rel.arity:
+                keys = zip(*(table.column(c).to_pylist() for c in rel.columns), strict=True)
+                batch = dict(zip(keys, counts, strict=True))
+            else:
+                batch = {(): counts[0]}
+            self._store(rel.name).add_batch(batch, k)
+            rel.advance(checkpointed.select(*rel.columns, "it"), rows, self.partitions)
+            total += rows
+        return total
+
+    def _runnable(self, plan: SparkPlan, sizes: dict[int, int]) -> bool:
+        """False when the rule cannot derive anything: a positive atom ranges over nothing, or
+        a wildcard-only negation's relation is non-empty."""
+        if any(sizes[i] == 0 for i in plan.positive):
+            return False
+        return all(self.size(plan.relation(i)) == 0 for i in plan.negated_any)
+
+    def _evaluate(
+        self, plan: SparkPlan, frames: dict[int, DataFrame], carry: int | None
+    ) -> DataFrame:
+        for i in plan.negated:
+            name = plan.relation(i)
+            frames[i] = self.relation(name).full(self.session) if self.size(name) else None
+        return plan(frames, self.session, carry=carry)
+
+    # -- one stratum ----------------------------------------------------------------------------
+
+    def run_stratum(self, stratum: Stratum) -> StratumRun:
+        start = time.perf_counter()
+        session = self.session
+        names = stratum.relations
+        for name in names:
+            self.relation(name)
+        sizes = {name: len(store) for name, store in self.state.relations.items()}
+
+        # Iteration 1: every instantiation over I_0 counts (N_0 = I_0).
+        derivations: dict[str, list[DataFrame]] = {name: [] for name in names}
+        for rule in stratum.rules:
+            plan = SparkPlan.build(rule, None, self.symbols, sizes)
+            atom_sizes = {i: self.size(plan.relation(i)) for i in plan.positive}
+            if not self._runnable(plan, atom_sizes):
+                continue
+            frames = {i: self.relation(plan.relation(i)).full(session) for i in plan.positive}
+            derivations[plan.head].append(self._evaluate(plan, frames, carry=None))
+        derived = self._collect(derivations, 1)
+        iterations = 1 if derived else 0
+
+        # Iterations k >= 2, each recursive atom in turn driven from N_{k-1}.
+        plans: list[tuple[SparkPlan, int, frozenset[int]]] = []
+        if stratum.recursive and derived:
+            for rule in stratum.rules:
+                positions = [
+                    i
+                    for i in positive_atoms(rule)
+                    if rule.body[i].relation in names  # type: ignore[union-attr]
+                ]
+                for n, pos in enumerate(positions):
+                    plan = SparkPlan.build(rule, pos, self.symbols, sizes)
+                    plans.append((plan, pos, frozenset(positions[:n])))
+        while plans:
+            km1 = iterations
+            derivations = {name: [] for name in names}
+            for plan, pos, older in plans:
+                atom_sizes = {}
+                for i in plan.positive:
+                    rel = self.relation(plan.relation(i))
+                    if i == pos:
+                        atom_sizes[i] = rel.delta_size
+                    elif i in older:
+                        atom_sizes[i] = rel.size - rel.delta_size
+                    else:
+                        atom_sizes[i] = rel.size
+                if not self._runnable(plan, atom_sizes):
+                    continue
+                frames = {}
+                for i in plan.positive:
+                    rel = self.relation(plan.relation(i))
+                    if i == pos:
+                        assert rel.delta is not None
+                        frames[i] = rel.delta
+                    elif i in older:
+                        frames[i] = rel.older(session)
+                    else:
+                        frames[i] = rel.full(session)
+                derivations[plan.head].append(self._evaluate(plan, frames, carry=pos))
+            new = self._collect(derivations, km1 + 1)
+            if not new:
+                break
+            derived += new
+            iterations = km1 + 1
+
+        for name in names:
+            self.relations[name].advance(None, 0, self.partitions)
+        return StratumRun(
+            stratum.index,
+            tuple(sorted(names)),
+            iterations,
+            derived,
+            time.perf_counter() - start,
+        )
+
+    def run(self) -> tuple[StratumRun, ...]:
+        return tuple(self.run_stratum(stratum) for stratum in self.analyzed.strata)
+
+
+def _arrow_schema(arity: int) -> pa.Schema:
+    fields = [pa.field(c, pa.int64(), nullable=False) for c in column_names(arity)]
+    return pa.schema([*fields, pa.field("it", pa.int32(), nullable=False)])
+
+
+def bootstrap_spark(
+    analyzed: AnalyzedProgram,
+    state: State,
+    symbols: SymbolTable,
+    session: SparkSession,
+) -> tuple[StratumRun, ...]:
+    """Run Bootstrap over every stratum on Spark; `state` ends as the in-process one would.
+
+    On entry `state` holds every relation's facts at iteration 0 with count 1 (values interned
+    through `symbols`, which also interns the rules' string constants). The session's SQL
+    arithmetic is switched to non-ANSI (wrap-around) for the duration of the call.
+    """
+    conf = session.conf
+    previous_ansi = conf.get("spark.sql.ansi.enabled", None)
+    conf.set("spark.sql.ansi.enabled", "false")
+    runner = SparkBootstrap(analyzed, state, symbols, session)
+    try:
+        return runner.run()
+    finally:
+        if previous_ansi is None:
+            conf.unset("spark.sql.ansi.enabled")
+        else:
+            conf.set("spark.sql.ansi.enabled", previous_ansi)
+        # Checkpointed blocks are freed by Spark's ContextCleaner once the JVM objects are
+        # unreachable (the session's periodic GC sees to that): drop the Python references.
+        runner.relations.clear()
