@@ -11,7 +11,9 @@ Queries run beside a writer. They only ever read: `iters` for membership, the en
 indexes when one exists for the access pattern (ignoring tuples an in-flight Update has staged
 in them), and otherwise an index of their own, built once per query. They never intern a string
 (the symbol table belongs to the writer): a constant that was never interned gets a private
-negative id, which no stored tuple contains. Evaluation checks a deadline as it goes.
+negative id, which no stored tuple contains. Evaluation checks a deadline as it goes, and stops
+once the distinct answers pass `max_rows` (a cartesian product would otherwise fill the memory
+long before its deadline).
 """
 
 from __future__ import annotations
@@ -54,6 +56,16 @@ class QueryTimeout(Exception):
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
         super().__init__(f"query exceeded its deadline of {seconds:g} s")
+
+
+class QueryTooLarge(Exception):
+    """The query has more distinct answers than allowed; nothing is returned."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        super().__init__(
+            f"the query has more than {limit} answers: bind more of its arguments to narrow it"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,10 +317,11 @@ def evaluate_query(
     symbols: SymbolTable,
     *,
     timeout: float | None = None,
+    max_rows: int | None = None,
 ) -> QueryResult:
     """Every distinct answer of `query` in `state`, sorted; raises `QueryTimeout` past
-    `timeout` seconds. The caller provides a consistent state (e.g. inside
-    `Materialization.reading()`)."""
+    `timeout` seconds and `QueryTooLarge` past `max_rows` distinct answers. The caller provides
+    a consistent state (e.g. inside `Materialization.reading()`)."""
     start = time.monotonic()
     deadline = None if timeout is None else start + timeout
     variables = query.variables
@@ -323,8 +336,17 @@ def evaluate_query(
     evaluator = _Evaluator(plan, state, constants, deadline)
     answers: set[tuple[int, ...]] = set()
 
-    def emit(env: dict[str, int]) -> None:
-        answers.add(tuple(env[v] for v in variables))
+    if max_rows is None:
+
+        def emit(env: dict[str, int]) -> None:
+            answers.add(tuple(env[v] for v in variables))
+
+    else:
+
+        def emit(env: dict[str, int]) -> None:
+            answers.add(tuple(env[v] for v in variables))
+            if len(answers) > max_rows:
+                raise QueryTooLarge(max_rows)
 
     try:
         evaluator.run(emit)

@@ -25,7 +25,7 @@ from reasoner.errors import (
     InvalidDelta,
     ProgramError,
 )
-from reasoner.query import QueryTimeout
+from reasoner.query import QueryTimeout, QueryTooLarge
 
 PROBLEM_JSON = "application/problem+json"
 TYPE_BASE = "https://reasoner.invalid/problems/"
@@ -48,6 +48,8 @@ NOT_FOUND = "not_found"
 METHOD_NOT_ALLOWED = "method_not_allowed"
 NOT_READY = "not_ready"
 QUERY_TIMEOUT = "query_timeout"
+QUERY_TOO_LARGE = "query_too_large"
+TOO_MANY_RULES = "too_many_rules"
 DATABASE_UNAVAILABLE = "database_unavailable"
 INTERNAL_ERROR = "internal_error"
 
@@ -174,6 +176,10 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(QueryTimeout)
     async def _timeout(_request: Request, exc: QueryTimeout) -> JSONResponse:
         return problem_response(503, QUERY_TIMEOUT, str(exc), timeout=exc.seconds)
+
+    @app.exception_handler(QueryTooLarge)
+    async def _too_large(_request: Request, exc: QueryTooLarge) -> JSONResponse:
+        return problem_response(400, QUERY_TOO_LARGE, str(exc), limit=exc.limit)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -33,7 +33,7 @@ from reasoner.analysis.model import AnalyzedProgram
 from reasoner.elastic.engines import EngineSettings
 from reasoner.elastic.epoch import Delta, EpochReport
 from reasoner.materialization import Materialization
-from service.errors import DATABASE_UNAVAILABLE, NOT_READY, Problem
+from service.errors import DATABASE_UNAVAILABLE, NOT_READY, TOO_MANY_RULES, Problem
 from service.metrics import Metrics
 from service.settings import Settings
 from service.store.repository import DeltaRecord, Store
@@ -68,6 +68,9 @@ class Runtime:
         self.epoch = 0
         """The service's epoch number (the store's), of the published state."""
         self._base_epoch = 0
+        self._view: tuple[Materialization, int] | None = None
+        """The published materialization and the service epoch of its engine epoch 0: one
+        attribute, so a reader never pairs a materialization with another one's numbering."""
         self.ready = False
         self.failure: str | None = None
         self.startup_seconds: float | None = None
@@ -152,6 +155,7 @@ class Runtime:
         self.metrics.startup_bootstrap(report.seconds)
         self._base_epoch = committed.last_epoch
         self.epoch = committed.last_epoch
+        self._view = (m, committed.last_epoch)
         self.materialization = m
         self.failure = None
         self.ready = True
@@ -173,6 +177,16 @@ class Runtime:
         """Validate, commit and apply one delta (runs on the writer thread)."""
         m = self._require_ready()
         prepared = m.prepare(delta)
+        if prepared.analyzed is not None and prepared.rules_added:
+            count = len(prepared.program.rules())
+            if count > self.settings.max_rules:
+                raise Problem(
+                    400,
+                    TOO_MANY_RULES,
+                    f"the program would hold {count} rules, more than the limit of "
+                    f"{self.settings.max_rules}: nothing changed",
+                    limit=self.settings.max_rules,
+                )
         number = self.epoch + 1
         target: AnalyzedProgram = prepared.analyzed or m.analyzed
         record = DeltaRecord(
@@ -276,10 +290,15 @@ class Runtime:
 
     @contextmanager
     def reading(self) -> Iterator[tuple[Materialization, int]]:
-        """A consistent view: the materialization and the number of the epoch it shows."""
-        m = self._require_ready()
+        """A consistent view: the materialization and the number of the epoch it shows (the
+        engine counts its epochs inside the publication lock, so the number read under the
+        shared lock is the published state's, never the one being computed)."""
+        self._require_ready()
+        view = self._view
+        assert view is not None
+        m, base = view
         with m.reading():
-            yield m, self.epoch
+            yield m, base + m.epoch
 
 
 def _decoded(

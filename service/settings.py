@@ -52,6 +52,18 @@ class Settings(BaseSettings):
     query_timeout_seconds: float = Field(
         10.0, gt=0, description="Deadline of one query evaluation (a request may ask for less)."
     )
+    query_max_rows: int = Field(
+        1_000_000,
+        gt=0,
+        description="Distinct answers one query may have; a query past it is refused (400, "
+        "`query_too_large`) instead of filling the memory.",
+    )
+    max_rules: int = Field(
+        10_000,
+        gt=0,
+        description="Rules the program may hold; a write that would pass it is refused (400, "
+        "`too_many_rules`).",
+    )
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         "info",
         description="Level of the service's own log (`debug` adds a line per epoch phase: "

@@ -241,7 +241,14 @@ def post_query(
     timeout = min(body.timeout or settings.query_timeout_seconds, settings.query_timeout_seconds)
     with runtime.reading() as (m, epoch):
         query = compile_query(body.query, m.analyzed)
-        result = evaluate_query(query, m.analyzed, m.state, m.symbols, timeout=timeout)
+        result = evaluate_query(
+            query,
+            m.analyzed,
+            m.state,
+            m.symbols,
+            timeout=timeout,
+            max_rows=settings.query_max_rows,
+        )
     after = None if body.cursor is None else decode_cursor(body.cursor, result.types)
     rows, last = _page(iter(result.rows), after, page_size)
     return _page_response(

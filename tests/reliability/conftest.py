@@ -54,7 +54,7 @@ COUNTS = {
     "quick": Counts(
         kills=6,
         fuzz_requests=400,
-        parser_inputs=2_000,
+        parser_inputs=5_000,
         load_seconds=8.0,
         load_writers=2,
         load_readers=2,
