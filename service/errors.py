@@ -50,6 +50,7 @@ NOT_READY = "not_ready"
 QUERY_TIMEOUT = "query_timeout"
 QUERY_TOO_LARGE = "query_too_large"
 TOO_MANY_RULES = "too_many_rules"
+EPOCH_TIMEOUT = "epoch_timeout"
 DATABASE_UNAVAILABLE = "database_unavailable"
 INTERNAL_ERROR = "internal_error"
 

@@ -16,6 +16,7 @@ the service rebuilds from the store (which already holds the delta) before takin
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import threading
 import time
@@ -30,10 +31,17 @@ from typing import Any, TypeVar
 from sqlalchemy.exc import SQLAlchemyError
 
 from reasoner.analysis.model import AnalyzedProgram
+from reasoner.elastic.bootstrap import BootstrapCancelled, Cancellation
 from reasoner.elastic.engines import EngineSettings
 from reasoner.elastic.epoch import Delta, EpochReport
 from reasoner.materialization import Materialization
-from service.errors import DATABASE_UNAVAILABLE, NOT_READY, TOO_MANY_RULES, Problem
+from service.errors import (
+    DATABASE_UNAVAILABLE,
+    EPOCH_TIMEOUT,
+    NOT_READY,
+    TOO_MANY_RULES,
+    Problem,
+)
 from service.metrics import Metrics
 from service.settings import Settings
 from service.store.repository import DeltaRecord, Store
@@ -41,6 +49,11 @@ from service.store.repository import DeltaRecord, Store
 log = logging.getLogger("service")
 T = TypeVar("T")
 
+_APPLY_PARAMETERS = inspect.signature(Materialization.apply).parameters
+ENGINE_CANCELS_EPOCHS = "check" in _APPLY_PARAMETERS and "before_publish" in _APPLY_PARAMETERS
+"""Whether `Materialization.apply` takes a cancellation `check` (passed to every Bootstrap and
+Update of the epoch) and a `before_publish` callback (run between computing and publishing):
+only then can `epoch_timeout_seconds` refuse an epoch with nothing committed."""
 MAX_EPOCH = (1 << 31) - 1
 """Epoch numbers are 32-bit integer columns: a larger number names no epoch."""
 BULK_MIN_FACTS = 10_000
@@ -84,6 +97,11 @@ class Runtime:
 
     def start(self) -> Future[None]:
         """Migrate now; rebuild on the writer thread (the first job: writes queue behind)."""
+        if self.settings.epoch_timeout_seconds is not None and not ENGINE_CANCELS_EPOCHS:
+            log.warning(
+                "epoch_timeout_seconds is set but this engine cannot cancel an epoch yet: "
+                "writes run without a deadline"
+            )
         self.store.migrate()
         return self._submit(self._rebuild)
 
@@ -206,32 +224,22 @@ class Runtime:
         if changed >= max(BULK_MIN_FACTS, BULK_FRACTION * sum(map(len, m.facts.values()))):
             # A bulk load: Update would most likely run out its deadline before the fallback.
             strategy = "bootstrap"
-        log.debug(
-            "epoch %d: committing (%d facts inserted, %d retracted, %d rules added, %d removed)",
-            number,
-            sum(map(len, record.inserts.values())),
-            sum(map(len, record.retracts.values())),
-            len(record.rules_added),
-            len(record.rules_removed),
-        )
-        try:
-            self.store.commit_delta(record)
-        except SQLAlchemyError as exc:
-            # Nothing was applied: the materialization is unchanged and the client may retry.
-            log.exception("committing epoch %d failed", number)
-            raise Problem(
-                503,
-                DATABASE_UNAVAILABLE,
-                f"the delta could not be committed, nothing changed: {type(exc).__name__}",
-                headers={"Retry-After": "1"},
-            ) from None
-        log.debug("epoch %d: committed, applying (%s)", number, strategy)
-        try:
-            report = m.apply(prepared, strategy=strategy, include_changes=include_changes)
-        except Exception:
-            log.exception("applying committed epoch %d failed: rebuilding from the store", number)
-            self._rebuild()
-            raise
+        timeout = self.settings.epoch_timeout_seconds
+        if timeout is not None and ENGINE_CANCELS_EPOCHS:
+            report = self._apply_cancellable(
+                m, prepared, record, strategy, include_changes, timeout
+            )
+        else:
+            self._commit(record)
+            log.debug("epoch %d: evaluating (%s)", number, strategy)
+            try:
+                report = m.apply(prepared, strategy=strategy, include_changes=include_changes)
+            except Exception:
+                log.exception(
+                    "applying committed epoch %d failed: rebuilding from the store", number
+                )
+                self._rebuild()
+                raise
         self.epoch = number
         log.debug("epoch %d: applied by %s in %.3fs", number, report.strategy, report.seconds)
         if self._base_epoch + report.epoch != number:
@@ -249,6 +257,74 @@ class Runtime:
             sum(map(len, record.inserts.values())),
             sum(map(len, record.retracts.values())),
         )
+
+    def _commit(self, record: DeltaRecord) -> None:
+        """Make the epoch durable (one transaction); 503 with nothing changed if it fails."""
+        log.debug(
+            "epoch %d: committing (%d facts inserted, %d retracted, %d rules added, %d removed)",
+            record.number,
+            sum(map(len, record.inserts.values())),
+            sum(map(len, record.retracts.values())),
+            len(record.rules_added),
+            len(record.rules_removed),
+        )
+        try:
+            self.store.commit_delta(record)
+        except SQLAlchemyError as exc:
+            # Nothing was applied: the materialization is unchanged and the client may retry.
+            log.exception("committing epoch %d failed", record.number)
+            raise Problem(
+                503,
+                DATABASE_UNAVAILABLE,
+                f"the delta could not be committed, nothing changed: {type(exc).__name__}",
+                headers={"Retry-After": "1"},
+            ) from None
+        log.debug("epoch %d: committed", record.number)
+
+    def _apply_cancellable(
+        self,
+        m: Materialization,
+        prepared: Any,
+        record: DeltaRecord,
+        strategy: str,
+        include_changes: bool,
+        timeout: float,
+    ) -> EpochReport:
+        """Evaluate first, under the epoch deadline, and commit only what will be published:
+        the engine calls `before_publish` (the commit) between computing the epoch and
+        publishing it, so a cancelled epoch was never committed and changes nothing."""
+        number = record.number
+        cancellation = Cancellation(timeout)
+        committed = False
+
+        def commit() -> None:
+            nonlocal committed
+            self._commit(record)
+            committed = True
+
+        log.debug("epoch %d: evaluating (%s, deadline %gs)", number, strategy, timeout)
+        try:
+            return m.apply(  # type: ignore[call-arg]
+                prepared,
+                strategy=strategy,
+                include_changes=include_changes,
+                check=cancellation.check,
+                before_publish=commit,
+            )
+        except BootstrapCancelled as exc:
+            log.warning("epoch %d cancelled, nothing changed: %s", number, exc.reason)
+            raise Problem(
+                422,
+                EPOCH_TIMEOUT,
+                f"the write needed more than {timeout:g} s to evaluate and was cancelled "
+                f"({exc.reason}); nothing changed",
+                timeout=timeout,
+            ) from None
+        except Exception:
+            if committed:
+                log.exception("publishing committed epoch %d failed: rebuilding", number)
+                self._rebuild()
+            raise
 
     def _record_report(self, number: int) -> None:
         try:

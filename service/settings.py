@@ -58,6 +58,13 @@ class Settings(BaseSettings):
         description="Distinct answers one query may have; a query past it is refused (400, "
         "`query_too_large`) instead of filling the memory.",
     )
+    epoch_timeout_seconds: float | None = Field(
+        None,
+        gt=0,
+        description="Deadline of one write's evaluation (Update and the Bootstrap it may fall "
+        "back to): past it the evaluation is cancelled, nothing changes and the write is "
+        "refused (422, `epoch_timeout`). Unset: no deadline.",
+    )
     max_rules: int = Field(
         10_000,
         gt=0,

@@ -22,6 +22,7 @@ import json
 import os
 import random
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,13 @@ from typing import Any
 import pytest
 
 # The service tests' fixtures: `backend` (sqlite, postgresql), `databases`, `make_server`.
-from tests.service.conftest import backend, databases, make_server  # noqa: F401
+from tests.service.conftest import (  # noqa: F401
+    Server,
+    backend,
+    databases,
+    make_server,
+    server_settings,
+)
 
 MODE = os.environ.get("RELIABILITY_MODE", "quick").strip().lower() or "quick"
 if MODE not in ("quick", "full"):
@@ -115,3 +122,24 @@ def _show(value: Any) -> str:
     if isinstance(value, dict):
         return "{" + ", ".join(f"{k}: {_show(v)}" for k, v in value.items()) + "}"
     return str(value)
+
+
+@pytest.fixture
+def sqlite_server(
+    databases: Any,  # noqa: F811 (the service tests' fixture)
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Callable[..., Server]]:
+    """Servers on fresh SQLite databases, for harnesses that do not depend on the database
+    (limits, load, security): `sqlite_server(**settings)`, stopped after the test."""
+    servers: list[Server] = []
+
+    def make(**extra: str) -> Server:
+        server = Server(
+            tmp_path_factory.mktemp("server"), server_settings(databases.new("sqlite"), **extra)
+        )
+        servers.append(server)
+        return server
+
+    yield make
+    for server in servers:
+        server.stop()

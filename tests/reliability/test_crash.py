@@ -284,31 +284,31 @@ class Writer(threading.Thread):
 
 
 ENGINE_PHASES = ("Bootstrap: start-up rebuild", "Bootstrap: bulk epoch", "Update epoch")
-COMMITTING = re.compile(r"epoch (\d+): committing")
-APPLYING = re.compile(r"epoch (\d+): committed, applying \((\w+)\)")
-APPLIED = re.compile(r"epoch (\d+): applied by")
+EPOCH_EVENT = re.compile(r"epoch (\d+): (committing|committed|evaluating \((\w+)|applied by)")
 
 
 def phase_at_kill(log: str) -> str:
     """What the server was doing when it died, from its debug log since it started: the
-    start-up rebuild, committing an epoch, applying one (by Bootstrap or Update), or none."""
+    start-up rebuild, committing an epoch, evaluating one (by Bootstrap or Update), or none."""
     rebuilding = log.rfind("rebuilding the materialization")
     if rebuilding >= 0 and "ready at epoch" not in log[rebuilding:]:
         return "Bootstrap: start-up rebuild"
     if rebuilding < 0:
         return "start-up: migrating"
-    committing = list(COMMITTING.finditer(log))
-    if not committing:
+    events = list(EPOCH_EVENT.finditer(log))
+    if not events:
         return "between epochs"
-    last = committing[-1]
-    number = last.group(1)
-    after = log[last.end() :]
-    applying = APPLYING.search(after)
-    if applying is None:
-        return "committing an epoch"
-    if any(m.group(1) == number for m in APPLIED.finditer(after)):
+    number = events[-1].group(1)
+    mine = [e for e in events if e.group(1) == number]
+    kinds = [e.group(2).split(" ")[0] for e in mine]
+    if "applied" in kinds:
         return "between epochs"
-    return "Bootstrap: bulk epoch" if applying.group(2) == "bootstrap" else "Update epoch"
+    last = mine[-1]
+    if kinds[-1] == "evaluating":
+        return "Bootstrap: bulk epoch" if last.group(3) == "bootstrap" else "Update epoch"
+    if kinds[-1] == "committed" and "evaluating" in kinds:
+        return "publishing an epoch"
+    return "committing an epoch"
 
 
 class Harness:
