@@ -99,7 +99,7 @@ def _check(data: st.DataObject, generated: GeneratedProgram, strategy: str) -> N
         }
 
 
-@settings(max_examples=300)
+@settings(max_examples=200)
 @given(programs(), st.data())
 def test_rule_changes_under_update_keep_the_invariant(
     generated: GeneratedProgram, data: st.DataObject
@@ -108,7 +108,7 @@ def test_rule_changes_under_update_keep_the_invariant(
 
 
 @pytest.mark.parametrize("strategy", ["bootstrap", "auto"])
-@settings(max_examples=100)
+@settings(max_examples=50)
 @given(generated=programs(), data=st.data())
 def test_rule_changes_under_fallback_and_default_switch_keep_the_invariant(
     strategy: str, generated: GeneratedProgram, data: st.DataObject

@@ -50,7 +50,7 @@ def _check_sequence(data: st.DataObject, generated: GeneratedProgram, strategy: 
         }
 
 
-@settings(max_examples=1000)
+@settings(max_examples=400)
 @given(programs(), st.data())
 def test_update_keeps_the_state_of_a_fresh_bootstrap(
     generated: GeneratedProgram, data: st.DataObject
@@ -59,7 +59,7 @@ def test_update_keeps_the_state_of_a_fresh_bootstrap(
 
 
 @pytest.mark.parametrize("strategy", ["bootstrap", "auto"])
-@settings(max_examples=200)
+@settings(max_examples=100)
 @given(generated=programs(), data=st.data())
 def test_fallback_and_default_switch_keep_the_invariant(
     strategy: str, generated: GeneratedProgram, data: st.DataObject
