@@ -10,10 +10,27 @@ STAMP := $(VENV)/.installed
 # `testpaths` (pyproject.toml) makes tests/ the default.
 PYTEST_ARGS ?=
 
-.PHONY: test lint serve install clean bench bench-quick
+.PHONY: test lint serve install clean bench bench-quick reliability reliability-quick
+
+# The reliability harnesses (tests/reliability: crash, fuzzing, limits, load, security) run
+# after the other tests at reduced counts; `make reliability` runs the issue's full counts
+# (>= 50 kills per database, >= 5,000 fuzzed requests, >= 100,000 parser inputs each).
+# Figures are printed at the end and written to RELIABILITY_REPORT.
+RELIABILITY_REPORT ?= out/reliability/figures-$(RELIABILITY_MODE).json
 
 test: lint
-	$(BIN)/pytest -q $(PYTEST_ARGS)
+	$(BIN)/pytest -q --ignore=tests/reliability $(PYTEST_ARGS)
+	$(MAKE) --no-print-directory reliability-quick
+
+reliability-quick: RELIABILITY_MODE := quick
+reliability-quick: install
+	RELIABILITY_MODE=quick RELIABILITY_REPORT=$(RELIABILITY_REPORT) \
+		$(BIN)/pytest -q tests/reliability
+
+reliability: RELIABILITY_MODE := full
+reliability: install
+	RELIABILITY_MODE=full RELIABILITY_REPORT=$(RELIABILITY_REPORT) \
+		$(BIN)/pytest -q tests/reliability
 
 lint: install
 	$(BIN)/ruff check .

@@ -20,6 +20,7 @@ from service.api import health, reads, writes
 from service.limits import BodySizeLimit
 from service.runtime import Runtime
 from service.schemas import ProblemOut
+from service.security import TokenGate
 from service.settings import Settings
 
 log = logging.getLogger("service")
@@ -49,6 +50,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     errors.install(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
+    # Added last, so it runs first: tokens are checked before a byte of the body is read.
+    app.add_middleware(TokenGate, settings=settings)
     app.include_router(health.router)
     app.include_router(writes.router)
     app.include_router(reads.router)

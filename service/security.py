@@ -3,6 +3,11 @@
 With a write token configured, write routes need it. With a read token configured, read routes
 need it or the write token (a writer may read). When only a read token is set, writes need it
 too: a write is never less protected than a read. `/health` and `/ready` stay open for probes.
+
+The tokens are checked twice: by `TokenGate`, an ASGI middleware that decides from the method
+and the path alone before anything of the request is read (so an anonymous client learns
+nothing, not even whether its body would parse: it gets 401 first), and by the routers'
+dependencies `require_read` / `require_write`, which also document the scheme in the OpenAPI.
 """
 
 from __future__ import annotations
@@ -13,8 +18,9 @@ from typing import Annotated
 from fastapi import Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import SecretStr
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from service.errors import FORBIDDEN, UNAUTHORIZED, Problem
+from service.errors import FORBIDDEN, UNAUTHORIZED, Problem, problem_response
 from service.settings import Settings
 
 bearer = HTTPBearer(auto_error=False, description="`Authorization: Bearer <token>`")
@@ -35,19 +41,15 @@ def _unauthorized(detail: str) -> Problem:
     return Problem(401, UNAUTHORIZED, detail, headers={"WWW-Authenticate": "Bearer"})
 
 
-def require_read(request: Request, credentials: Credentials) -> None:
-    settings: Settings = request.app.state.settings
+def check_read(settings: Settings, token: str | None) -> None:
     if settings.read_token is None:
         return
-    token = _token(credentials)
     if _matches(token, settings.read_token) or _matches(token, settings.write_token):
         return
     raise _unauthorized("a valid bearer token is required to read")
 
 
-def require_write(request: Request, credentials: Credentials) -> None:
-    settings: Settings = request.app.state.settings
-    token = _token(credentials)
+def check_write(settings: Settings, token: str | None) -> None:
     if settings.write_token is None:
         if settings.read_token is None or _matches(token, settings.read_token):
             return
@@ -57,3 +59,74 @@ def require_write(request: Request, credentials: Credentials) -> None:
     if _matches(token, settings.read_token):
         raise Problem(403, FORBIDDEN, "the read token cannot write: use the write token")
     raise _unauthorized("the write token is required")
+
+
+def require_read(request: Request, credentials: Credentials) -> None:
+    check_read(request.app.state.settings, _token(credentials))
+
+
+def require_write(request: Request, credentials: Credentials) -> None:
+    check_write(request.app.state.settings, _token(credentials))
+
+
+OPEN_PATHS = frozenset({"/health", "/ready", "/openapi.json", "/docs", "/docs/oauth2-redirect"})
+READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def access_level(method: str, path: str) -> str | None:
+    """What a request needs, from its method and path: "read", "write" or None (open).
+
+    Everything under /v1 is guarded, unknown paths included (an anonymous client cannot even
+    learn which routes exist): reads are GET/HEAD/OPTIONS and `POST /v1/query`, every other
+    method writes. `/metrics` is a read; probes and the API description are open."""
+    if path in OPEN_PATHS:
+        return None
+    if path == "/metrics":
+        return "read"
+    if path == "/v1" or path.startswith("/v1/"):
+        if method in READ_METHODS or (method == "POST" and path.rstrip("/") == "/v1/query"):
+            return "read"
+        return "write"
+    return None
+
+
+def bearer_token(authorization: str | None) -> str | None:
+    """The token of an `Authorization: Bearer <token>` header (as `HTTPBearer` reads it)."""
+    if not authorization:
+        return None
+    scheme, _, token = authorization.partition(" ")
+    if scheme.lower() != "bearer" or not token:
+        return None
+    return token
+
+
+class TokenGate:
+    """Checks the bearer token before the request reaches FastAPI (see the module docstring)."""
+
+    def __init__(self, app: ASGIApp, settings: Settings) -> None:
+        self.app = app
+        self.settings = settings
+        self.enabled = settings.read_token is not None or settings.write_token is not None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not self.enabled:
+            await self.app(scope, receive, send)
+            return
+        level = access_level(scope["method"], scope["path"])
+        if level is not None:
+            header = None
+            for name, value in scope["headers"]:
+                if name == b"authorization":
+                    header = value.decode("latin-1")
+                    break
+            try:
+                (check_write if level == "write" else check_read)(
+                    self.settings, bearer_token(header)
+                )
+            except Problem as problem:
+                response = problem_response(
+                    problem.status, problem.code, problem.detail, headers=problem.headers
+                )
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
