@@ -6,9 +6,15 @@ derive it in that iteration. Input tuples and asserted facts sit at iteration 0 
 That pair is all Update needs to repair the state after a change without recomputing it.
 
 Tuples are Python tuples of ints (symbols are interned, see `symbols.py`). Indexes map the
-values of some columns to the tuples that have them; a bucket is a dict used as an ordered set,
-so a tuple can be dropped in O(1) when Update retracts it. Indexes are created on demand, when
-a plan first needs an access pattern, and are maintained on every insertion and removal.
+values of some columns to the tuples that have them. Indexes are created on demand, when a plan
+first needs an access pattern, and are maintained on every insertion and removal.
+
+A bucket (the tuples of one index key) is a 1-tuple while it holds one tuple, which is the common
+case (most access patterns are nearly unique), and a dict used as an ordered set while it holds
+more, so that a tuple is still dropped in O(1). Both iterate the same way and support `in`.
+The 1-tuple is 4x smaller than a one-entry dict and, unlike a dict, is untracked by Python's
+cyclic garbage collector once it has been seen: the buckets an Update adds neither re-arm nor
+lengthen full collections of the (large) state.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from operator import itemgetter
 
 Tuple = tuple[int, ...]
 Columns = tuple[int, ...]
-Bucket = dict[Tuple, None]
+Bucket = tuple[Tuple] | dict[Tuple, None]
 
 
 def key_function(columns: Columns) -> Callable[[Tuple], object]:
@@ -31,7 +37,7 @@ def key_function(columns: Columns) -> Callable[[Tuple], object]:
 class RelationStore:
     """One relation's tuples with (iteration, count), and its secondary hash indexes."""
 
-    __slots__ = ("arity", "counts", "extra", "indexes", "iters", "name")
+    __slots__ = ("_keyed", "arity", "counts", "extra", "indexes", "iters", "name")
 
     def __init__(self, name: str, arity: int) -> None:
         self.name = name
@@ -39,6 +45,8 @@ class RelationStore:
         self.iters: dict[Tuple, int] = {}
         self.counts: dict[Tuple, int] = {}
         self.indexes: dict[Columns, dict[object, Bucket]] = {}
+        self._keyed: list[tuple[Callable[[Tuple], object], dict[object, Bucket]]] = []
+        """(key function, index) of every index, for maintaining them."""
         self.extra: dict[Tuple, None] = {}
         """Tuples an in-flight Update derived that are not committed yet: they are in the
         indexes (so joins see the union of the old and the new epoch) but not in `iters`."""
@@ -62,14 +70,9 @@ class RelationStore:
         if idx is None:
             idx = {}
             key = key_function(columns)
-            for t in (*self.iters, *self.extra) if self.extra else self.iters:
-                k = key(t)
-                bucket = idx.get(k)
-                if bucket is None:
-                    idx[k] = {t: None}
-                else:
-                    bucket[t] = None
+            _insert_all(idx, key, (*self.iters, *self.extra) if self.extra else self.iters)
             self.indexes[columns] = idx
+            self._keyed.append((key, idx))
         return idx
 
     def add(self, t: Tuple, iteration: int, count: int) -> None:
@@ -80,37 +83,32 @@ class RelationStore:
 
     def add_batch(self, batch: dict[Tuple, int], iteration: int) -> None:
         """Insert many new tuples (tuple -> count) at one iteration: Bootstrap's merge step."""
-        iters = self.iters
-        counts = self.counts
-        for t, c in batch.items():
-            iters[t] = iteration
-            counts[t] = c
-        for columns, idx in self.indexes.items():
-            key = key_function(columns)
-            for t in batch:
-                k = key(t)
-                bucket = idx.get(k)
-                if bucket is None:
-                    idx[k] = {t: None}
-                else:
-                    bucket[t] = None
+        self.iters.update(dict.fromkeys(batch, iteration))
+        self.counts.update(batch)
+        for key, idx in self._keyed:
+            _insert_all(idx, key, batch)
 
     def _index_insert(self, t: Tuple) -> None:
-        for columns, idx in self.indexes.items():
-            k = t[columns[0]] if len(columns) == 1 else tuple(t[c] for c in columns)
+        for key, idx in self._keyed:
+            k = key(t)
             bucket = idx.get(k)
             if bucket is None:
-                idx[k] = {t: None}
+                idx[k] = (t,)
+            elif bucket.__class__ is tuple:
+                idx[k] = {bucket[0]: None, t: None}
             else:
                 bucket[t] = None
 
     def _index_delete(self, t: Tuple) -> None:
-        for columns, idx in self.indexes.items():
-            k = t[columns[0]] if len(columns) == 1 else tuple(t[c] for c in columns)
+        for key, idx in self._keyed:
+            k = key(t)
             bucket = idx[k]
-            del bucket[t]
-            if not bucket:
+            if bucket.__class__ is tuple:
                 del idx[k]
+            else:
+                del bucket[t]
+                if len(bucket) == 1:
+                    idx[k] = (*bucket,)
 
     def remove(self, t: Tuple) -> None:
         del self.iters[t]
@@ -122,6 +120,11 @@ class RelationStore:
         if t not in self.iters and t not in self.extra:
             self.extra[t] = None
             self._index_insert(t)
+
+    def stage_new(self, t: Tuple) -> None:
+        """`stage` for a tuple known to be neither committed nor staged."""
+        self.extra[t] = None
+        self._index_insert(t)
 
     def unstage(self, t: Tuple) -> None:
         """Forget a staged tuple (its Update was discarded, or it was retracted again)."""
@@ -140,6 +143,28 @@ class RelationStore:
         self.iters[t] = iteration
         self.counts[t] = count
 
+    def apply(self, changes: dict[Tuple, tuple[int, int]], absent: int) -> None:
+        """Commit an Update's changes (tuple -> (iteration, count)): an iteration >= `absent`
+        removes the tuple (a committed one, or a staged one), any other sets it (committing a
+        staged tuple, already indexed)."""
+        iters = self.iters
+        counts = self.counts
+        extra = self.extra
+        delete = self._index_delete
+        for t, (n, c) in changes.items():
+            if n >= absent:
+                if iters.pop(t, None) is not None:
+                    del counts[t]
+                    delete(t)
+                elif t in extra:
+                    del extra[t]
+                    delete(t)
+            else:
+                if extra and t in extra:
+                    del extra[t]
+                iters[t] = n
+                counts[t] = c
+
     def clear(self) -> None:
         self.iters.clear()
         self.counts.clear()
@@ -150,6 +175,20 @@ class RelationStore:
     def snapshot(self) -> dict[Tuple, tuple[int, int]]:
         counts = self.counts
         return {t: (it, counts[t]) for t, it in self.iters.items()}
+
+
+def _insert_all(idx: dict[object, Bucket], key: Callable[[Tuple], object], tuples) -> None:
+    """Add `tuples` (none of them indexed yet) to the index `idx` on `key`."""
+    get = idx.get
+    for t in tuples:
+        k = key(t)
+        bucket = get(k)
+        if bucket is None:
+            idx[k] = (t,)
+        elif bucket.__class__ is tuple:
+            idx[k] = {bucket[0]: None, t: None}
+        else:
+            bucket[t] = None
 
 
 class State:

@@ -20,17 +20,31 @@ INF = 1 << 62
 
 
 class Overlay:
-    __slots__ = ("changes", "state")
+    __slots__ = ("_diffs", "changes", "state")
 
     def __init__(self, state: State) -> None:
         self.state = state
         self.changes: dict[str, dict[Tuple, tuple[int, int]]] = {}
+        self._diffs: dict[str, tuple[set[Tuple], set[Tuple]]] = {}
 
     def relation_changes(self, name: str) -> dict[Tuple, tuple[int, int]]:
+        """The dict of recorded statuses of `name`, to write into directly. A writer that does
+        (Update) calls `changed(name)` when it is done with the relation."""
         changes = self.changes.get(name)
         if changes is None:
             changes = self.changes[name] = {}
+        self._diffs.pop(name, None)
         return changes
+
+    def changed(self, name: str) -> None:
+        """`name`'s recorded statuses were written directly: forget its presence diff."""
+        self._diffs.pop(name, None)
+
+    def known_diff(self, name: str, deleted: set[Tuple], inserted: set[Tuple]) -> None:
+        """A writer that knows `name`'s presence diff (it wrote the relation directly and knows
+        the old status of every tuple it changed) hands it over, saving `presence_diff` a pass
+        over the committed state."""
+        self._diffs[name] = (deleted, inserted)
 
     def set(self, name: str, t: Tuple, iteration: int, count: int) -> None:
         """Record the new status of `t`; a newly present tuple becomes visible to probes."""
@@ -48,34 +62,30 @@ class Overlay:
         return self.new_iteration(name, t) < INF
 
     def presence_diff(self, name: str) -> tuple[set[Tuple], set[Tuple]]:
-        """(deleted, inserted): tuples whose presence flips; what the strata above see."""
+        """(deleted, inserted): tuples whose presence flips; what the strata above see.
+        Computed once per relation and epoch (the sets are shared: do not modify them)."""
+        diff = self._diffs.get(name)
+        if diff is not None:
+            return diff
         iters = self.state[name].iters
         deleted: set[Tuple] = set()
         inserted: set[Tuple] = set()
         for t, (n, _c) in self.changes.get(name, {}).items():
-            before = t in iters
-            after = n < INF
-            if before and not after:
+            if n < INF:
+                if t not in iters:
+                    inserted.add(t)
+            elif t in iters:
                 deleted.add(t)
-            elif after and not before:
-                inserted.add(t)
-        return deleted, inserted
+        diff = self._diffs[name] = (deleted, inserted)
+        return diff
 
     def commit(self) -> None:
         """Write every recorded status into the committed state."""
         for name, changes in self.changes.items():
-            store = self.state[name]
-            for t, (n, c) in changes.items():
-                if n >= INF:
-                    if t in store.iters:
-                        store.remove(t)
-                    else:
-                        store.unstage(t)
-                elif t in store.iters:
-                    store.set(t, n, c)
-                else:
-                    store.commit_staged(t, n, c)
+            if changes:
+                self.state[name].apply(changes, INF)
         self.changes.clear()
+        self._diffs.clear()
 
     def discard(self) -> None:
         """Drop every recorded status; the committed state is as it was before the epoch."""
@@ -84,3 +94,4 @@ class Overlay:
             for t in changes:
                 store.unstage(t)
         self.changes.clear()
+        self._diffs.clear()

@@ -13,22 +13,40 @@ then drops from N#_k the tuples already in I⁺_{k-1}. In terms of a derivation 
 with some atom in N_{k-1}" says exactly that d fires at k = 1 + max over its positive atoms of
 their iteration: every derivation fires in one iteration per epoch, f°(d) in the old and f(d) in
 the new. So the terms at k only ever contain derivations that contain a *changed* tuple (o != n)
-or whose head was deleted, and that fire at k in one of the epochs.
+or whose head was deleted, and that fire at k in one of the epochs. With f° = k, "a positive atom
+in I⁻_{k-1}" is "f > k"; with f = k, "a positive atom in I⁺_{k-1}" is "f° > k".
 
 That is how this implementation avoids walking CRDT's 8,282 iterations for a 10-tuple change:
-whenever a tuple's status changes (an input fact flips, a count drops to zero, a tuple gets a new
-iteration) every derivation containing it is enumerated once through the hash indexes, and
-scheduled at the iterations where it fires (f° and the current estimate of f). For a deleted
-tuple, the derivations of it as a head are enumerated too (re-discovery, the paper's provenance
-idea). Iterations are then processed in order from a heap, each candidate re-classified against
-the final (o, n) of its atoms, deduplicated by identity, and counted in at most one of the three
-terms. A derivation whose f estimate goes stale is re-enumerated by the event of the atom that made
-it stale, so the last estimate is always right. Cost is proportional to the changed tuples and their
-derivations, never to the depth of the recursion; "early exit" is the heap running empty.
+whenever tuples change status (input facts flip, a count drops to zero, a tuple gets a new
+iteration) every derivation containing them is enumerated once through the hash indexes, and
+scheduled at the iterations where it can count: at f° if it can be in Del there, at the current
+estimate of f if it can be in Ins or Red there. For a deleted tuple, the derivations of it as a
+head are enumerated too (re-discovery, the paper's provenance idea). Iterations are then
+processed in order from a heap, each candidate re-classified against the final statuses,
+deduplicated by identity, and counted in at most one of the three terms.
+
+Why an estimate is good enough: at iteration k every tuple whose new iteration is below k is
+decided, and a tuple changes status only at its old or its new iteration, re-enumerating every
+derivation it is in (with the current iteration as the floor of what it schedules). So the last
+enumeration of a derivation before k saw the final answer to "is this atom's n below k" for every
+atom, which is all that f = k and the terms depend on, except the head's n, which the classifier
+reads at k. Cost is proportional to the changed tuples and their derivations, never to the depth
+of the recursion; "early exit" is the heap running empty.
+
+Everything per candidate is generated code, like the Bootstrap plans (`codegen.py`): the
+enumerators decide where a derivation can count and push it onto the schedule in the innermost
+loop of the join, and one `drain` function per stratum pops the iterations, classifies their
+candidates (every rule's Del/Ins/Red test inlined), applies the count changes and fires the
+events. The statuses live in dicts the generated code reads as globals: `R_*` the committed
+iterations (o), `N_*` the new iteration of the tuples whose status changed in this epoch (n, else
+o). For a relation of a lower stratum only presence counts, final when the stratum starts: o and
+n are 0 (present) or INF, and `N_*` holds the tuples whose presence flipped; a tuple a join found
+(in the union of both epochs) and not in `N_*` is present in both, with no lookup.
 """
 
 from __future__ import annotations
 
+import gc
 import heapq
 import time
 from collections.abc import Callable
@@ -37,7 +55,7 @@ from dataclasses import dataclass, field
 from reasoner.analysis.model import Stratum
 from reasoner.elastic.overlay import INF, Overlay
 from reasoner.executors.local.codegen import EmitContext, PlanCompiler
-from reasoner.plan.joins import Driver, head_is_invertible, plan_rule, positive_atoms
+from reasoner.plan.joins import Driver, JoinPlan, head_is_invertible, plan_rule, positive_atoms
 from reasoner.state import State, Tuple
 from reasoner.syntax.ast import Negation, Rule, Wildcard
 
@@ -65,8 +83,19 @@ class StratumUpdateRun:
     seconds: float
 
 
-Candidate = tuple[int, tuple[Tuple, ...], Tuple, tuple]
-"""(rule number, positive body tuples in body order, head tuple, negated-atom keys)."""
+Candidate = tuple
+"""What the enumerators schedule, flat: (rule number, identity, head, f°, o of the head or -1
+when not looked up yet, max n over the lower-stratum atoms, o of each own-stratum atom..., and
+for a rule with negated atoms: whether the negations hold in the old epoch, in the new one,
+whether a negated tuple was inserted, whether one was deleted).
+
+The identity is the positive body tuples (a tuple of them in body order, the tuple itself for one
+atom): with the rule, it determines the derivation. Everything but the n of the own-stratum
+atoms and of the head is final when the candidate is made: old statuses never change, and the
+lower strata are done."""
+
+Enumerator = Callable[[list, int], None]
+"""(driving tuples, current iteration): schedule every derivation they take part in."""
 
 
 @dataclass(slots=True)
@@ -78,21 +107,176 @@ class _RuleInfo:
     negated: list[tuple[str, str, tuple[int, ...]]] = field(default_factory=list)
     """(relation, key kind, key columns) per negated atom, in body order."""
 
+    @property
+    def own(self) -> list[int]:
+        """Positions (among the positive atoms) of the atoms over the stratum's own relations."""
+        return [j for j, (_rel, lower) in enumerate(self.positive) if not lower]
+
+
+def _tuple_expr(items: list[str]) -> str:
+    return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
+
+
+def _max_expr(items: list[str]) -> str:
+    if not items:
+        return "0"
+    if len(items) == 1:
+        return items[0]
+    if len(items) == 2:
+        a, b = items
+        return f"({a} if {a} > {b} else {b})"
+    return f"max({', '.join(items)})"
+
+
+def _or(terms: list[str]) -> str:
+    terms = [t for t in terms if t != "False"]
+    if "True" in terms:
+        return "True"
+    if not terms:
+        return "False"
+    return terms[0] if len(terms) == 1 else f"({' or '.join(terms)})"
+
+
+def _and(terms: list[str]) -> str:
+    terms = [t for t in terms if t != "True"]
+    if "False" in terms:
+        return "False"
+    if not terms:
+        return "True"
+    return " and ".join(terms)  # `_or` parenthesizes every disjunction of several terms
+
+
+def _function_name(number: int, driver: Driver, full: bool) -> str:
+    index = "" if driver.index is None else str(driver.index)
+    return f"rule{number}_{driver.kind}{index}{'_full' if full else ''}"
+
+
+def _index_present_old(bucket, iters) -> bool:
+    return any(t in iters for t in bucket)
+
+
+def _index_present_new(bucket, iters, new) -> bool:
+    return any(new.get(t, 0 if t in iters else INF) == 0 for t in bucket)
+
+
+_BUCKET = compile(
+    "def _bucket(k):\n    S[k] = b = []\n    _push(H, k)\n    return b\n",
+    "<update schedule>",
+    "exec",
+)
+"""`_bucket(k)`: a new (empty) list of the candidates scheduled at k, in the globals' `S`/`H`."""
+
+
+def _negative(relation: str, t: Tuple, k: int) -> None:
+    raise AssertionError(f"negative derivation count for {relation}{t} at {k}")
+
+
+class _Lazy:
+    """An enumerator whose code is generated and compiled when it is first called. `rebind`:
+    the (globals, name) the drain code calls it by, pointed at the compiled function then."""
+
+    __slots__ = ("build", "function", "rebind")
+
+    def __init__(self, build: Callable[[], Enumerator]) -> None:
+        self.build = build
+        self.function: Enumerator | None = None
+        self.rebind: tuple[dict, str] | None = None
+
+    def __call__(self, rows, cur: int) -> None:
+        function = self.function
+        if function is None:
+            function = self.function = self.build()
+            if self.rebind is not None:
+                namespace, name = self.rebind
+                namespace[name] = function
+        function(rows, cur)
+
 
 class StratumUpdatePlans:
-    """The enumeration functions of one stratum, compiled once and reused by every Update."""
+    """The enumeration and classification code of one stratum, compiled once and reused by every
+    Update (the per-epoch dicts it reads are bound into its globals when an Update starts)."""
 
     def __init__(self, stratum: Stratum, state: State, compiler: PlanCompiler) -> None:
         self.stratum = stratum
         self.state = state
         self.compiler = compiler
         self.rules: list[_RuleInfo] = []
-        self.by_atom: dict[str, list[Callable]] = {}
-        self.by_negation: dict[str, list[Callable]] = {}
-        self.by_head: dict[str, list[Callable]] = {}
+        self.by_atom: dict[str, list[Enumerator]] = {}
+        self.by_negation: dict[str, list[Enumerator]] = {}
+        self.by_head: dict[str, list[Enumerator]] = {}
         self.inputs: set[str] = set()
+        self.namespace: dict = {
+            "INF": INF,
+            "_GONE": (INF, 0),
+            "_push": heapq.heappush,
+            "_pop": heapq.heappop,
+            "_clock": time.perf_counter,
+            "_Deadline": DeadlineExceeded,
+            "_EMPTY": (),
+            "_index_old": _index_present_old,
+            "_index_new": _index_present_new,
+            "_negative": _negative,
+            "EV": [0],
+        }
+        """Globals of every generated function of the stratum. Per Update: `S` (iteration ->
+        candidates) and `H` (heap of those iterations), `N_*`, `CH_*` (the overlay's dict of the
+        relation), `AO_*`/`AN_*` (presence of a relation negated with only wildcards)."""
+        self._names: dict[str, int] = {}
+        self.new_names: dict[str, str] = {}
+        """Relation -> the global holding its n for this epoch (`N_*`)."""
+        self.any_negated: dict[str, tuple[str, str]] = {}
+        """Relation negated with only wildcards -> the globals (present before, present after)."""
+        self.sources: list[str] = []
+        """Generated source, for debugging."""
+        self.own = sorted(stratum.relations)
+        for name in self.own:
+            self._new_name(name)
+            ident = self._names[name]
+            store = state[name]
+            self.namespace[f"D_{ident}"] = {}
+            self.namespace[f"DO_{ident}"] = {}
+            self.namespace[f"O_{ident}"] = {}
+            self.namespace[f"CNT_{ident}"] = store.counts
+            self.namespace[f"STAGE_{ident}"] = store.stage_new
         for number, rule in enumerate(stratum.rules):
             self._compile_rule(number, rule)
+        exec(_BUCKET, self.namespace)
+        self._drain: Callable[[float | None], int] | None = None
+
+    def drain(self, deadline: float | None) -> int:
+        """Process the scheduled iterations (see `_compile_drain`)."""
+        if self._drain is None:
+            self._drain = self._compile_drain()
+        return self._drain(deadline)
+
+    # -- names ------------------------------------------------------------------------------------
+
+    def _new_name(self, relation: str) -> str:
+        name = self.new_names.get(relation)
+        if name is None:
+            self._names[relation] = len(self._names)
+            name = self.new_names[relation] = f"N_{self._names[relation]}"
+            self.namespace[name] = {}
+            self.state.relation(relation, self.compiler.arities[relation])
+        return name
+
+    def ident(self, relation: str) -> int:
+        """The number in the names of a relation's globals (`N_3`, `D_3`, ...)."""
+        return self._names[relation]
+
+    def _committed(self, relation: str) -> str:
+        return self.compiler.relation_dict(self.namespace, relation)
+
+    def _register(self, prefix: str, function: Enumerator) -> str:
+        """A global name for an enumerator, for the drain code to call it by."""
+        name = f"{prefix}{len(self.namespace)}"
+        if isinstance(function, _Lazy):
+            function.rebind = (self.namespace, name)
+            function = function.function or function
+        self.namespace[name] = function
+        return name
+
+    # -- enumerators ------------------------------------------------------------------------------
 
     def _compile_rule(self, number: int, rule: Rule) -> None:
         relations = self.stratum.relations
@@ -114,71 +298,330 @@ class StratumUpdatePlans:
                     self.state[lit.atom.relation].index(cols)
                 else:
                     kind = "any"
+                self._new_name(lit.atom.relation)
+                if kind == "any":
+                    ident = self._names[lit.atom.relation]
+                    self.any_negated[lit.atom.relation] = (f"AO_{ident}", f"AN_{ident}")
                 info.negated.append((lit.atom.relation, kind, cols))
                 self.inputs.add(lit.atom.relation)
         self.rules.append(info)
         for rel, lower in info.positive:
+            self._new_name(rel)
             if lower:
                 self.inputs.add(rel)
 
         for i in positive_atoms(rule):
-            fn = self._enumerator(number, rule, Driver("atom", i))
+            fn = self._enumerator(number, info, Driver("atom", i))
             self.by_atom.setdefault(rule.body[i].relation, []).append(fn)  # type: ignore[union-attr]
         for i, lit in enumerate(rule.body):
             if isinstance(lit, Negation):
-                fn = self._enumerator(number, rule, Driver("negation", i))
+                fn = self._enumerator(number, info, Driver("negation", i))
                 self.by_negation.setdefault(lit.atom.relation, []).append(fn)
-        if head_is_invertible(rule):
-            fn = self._enumerator(number, rule, Driver("head"))
-            self.by_head.setdefault(rule.head.relation, []).append(fn)
-        else:
-            fn = self._enumerator(number, rule, None)
-            self.by_head.setdefault(rule.head.relation, []).append(fn)
+        driver = Driver("head") if head_is_invertible(rule) else None
+        fn = self._enumerator(number, info, driver)
+        self.by_head.setdefault(rule.head.relation, []).append(fn)
 
-    def _enumerator(self, number: int, rule: Rule, driver: Driver | None) -> Callable:
+    def _negations(self, info: _RuleInfo, keys: list[str]) -> list[str]:
+        """Lines binding, for a rule with negated atoms, `_no` / `_nn` (every negation holds in
+        the old / the new epoch), `_ni` / `_nd` (some negated tuple was inserted / deleted)."""
+        lines = []
+        before, after = [], []
+        for j, ((relation, kind, cols), key) in enumerate(zip(info.negated, keys, strict=True)):
+            committed = self._committed(relation)
+            new = self._new_name(relation)
+            if kind == "tuple":
+                lines.append(f"_b{j} = {key} in {committed}")
+                lines.append(
+                    f"_a{j} = ({new}.get({key}, 0 if _b{j} else INF) == 0) if {new} else _b{j}"
+                )
+            elif kind == "index":
+                index = f"X_{self._names[relation]}_{'_'.join(map(str, cols))}"
+                self.namespace[index] = self.state[relation].index(cols)
+                lines.append(f"_x = {index}.get({key}, _EMPTY)")
+                lines.append(f"_b{j} = _index_old(_x, {committed})")
+                lines.append(f"_a{j} = _index_new(_x, {committed}, {new}) if {new} else _b{j}")
+            else:
+                was, now = self.any_negated[relation]
+                lines.append(f"_b{j} = {was}")
+                lines.append(f"_a{j} = {now}")
+            before.append(f"_b{j}")
+            after.append(f"_a{j}")
+        pairs = list(zip(after, before, strict=True))
+        lines.append(f"_no = not {_or(before)}")
+        lines.append(f"_nn = not {_or(after)}")
+        lines.append(f"_ni = {_or([f'{a} and not {b}' for a, b in pairs])}")
+        lines.append(f"_nd = {_or([f'{b} and not {a}' for a, b in pairs])}")
+        return lines
+
+    def _statuses(self, info: _RuleInfo, tvars: list[str], driver: int | None) -> list[str]:
+        """Lines binding `_oJ`, `_nJ` of every positive atom (its tuple found in the union of
+        both epochs), then `_fo`, `_fn`. `driver`: the position of the atom whose tuples drive
+        the evaluation, when they are changed tuples of an own relation, handed over as
+        {tuple: o}."""
+        lines = []
+        for j, ((relation, lower), tvar) in enumerate(zip(info.positive, tvars, strict=True)):
+            if j == driver:
+                lines.append(f"_o{j} = rows[{tvar}]")
+                lines.append(f"_n{j} = {self._new_name(relation)}.get({tvar}, _o{j})")
+                continue
+            new = self._new_name(relation)
+            if lower:
+                lines += [
+                    f"_o{j} = _n{j} = 0",
+                    f"if {new} and {tvar} in {new}: _n{j} = {new}[{tvar}]; _o{j} = INF - _n{j}",
+                ]
+            else:
+                lines.append(f"_o{j} = {self._committed(relation)}.get({tvar}, INF)")
+                lines.append(f"_n{j} = {new}.get({tvar}, _o{j})")
+        count = len(info.positive)
+        lines.append(f"_fo = {_max_expr([f'_o{j}' for j in range(count)])} + 1")
+        lines.append(f"_fn = {_max_expr([f'_n{j}' for j in range(count)])} + 1")
+        return lines
+
+    def _enumerator(self, number: int, info: _RuleInfo, driver: Driver | None) -> Enumerator:
+        """Code that schedules the derivations of rule `number` the driving tuples take part in:
+        at f° when it can be in Del there, at f when it can be in Ins or Red there (later than
+        the current iteration, and finite). Without a driver, the rule is evaluated in full and
+        the derivations whose head is one of the driving tuples are kept (a head with arithmetic
+        on variables cannot be inverted)."""
         sizes = {name: len(rel) for name, rel in self.state.relations.items()}
-        plan = plan_rule(rule, driver, sizes)
+        plan = plan_rule(info.rule, driver, sizes)
+        # The hash indexes are built now (at Bootstrap, where the Materialization creates the
+        # plans), the code on first use: most enumerators of most epochs never run.
+        for relation, columns in plan.index_needs():
+            self.state[relation].index(columns)
+        return _Lazy(lambda: self._build_enumerator(number, info, driver, plan))
+
+    def _build_enumerator(
+        self, number: int, info: _RuleInfo, driver: Driver | None, plan: JoinPlan
+    ) -> Enumerator:
+        rule = info.rule
+        wanted = driver is None
+        negated = bool(info.negated)
+        head_committed = self._committed(info.head)
+        # Own-relation changes arrive as {tuple: o}: the driving atom's o, or the head's o for
+        # a deleted head, needs no lookup.
+        own_driver = None
+        if driver is not None and driver.kind == "atom":
+            position = positive_atoms(rule).index(driver.index)  # type: ignore[arg-type]
+            if not info.positive[position][1]:
+                own_driver = position
+        known_head = driver is not None and driver.kind == "head"
 
         def emit(ctx: EmitContext) -> list[str]:
-            pos = [ctx.positive[i] for i in sorted(ctx.positive)]
-            neg = [
+            tvars = [ctx.positive[i] for i in sorted(ctx.positive)]
+            keys = [
                 ctx.negated[i][1] if ctx.negated[i][0] != "any" else "None"
                 for i in sorted(ctx.negated)
             ]
-            pos_t = f"({', '.join(pos)}{',' if len(pos) == 1 else ''})"
-            neg_t = f"({', '.join(neg)}{',' if len(neg) == 1 else ''})"
-            return [f"out.append(({number}, {pos_t}, {ctx.head}, {neg_t}))"]
+            h = ctx.head
+            lines = [f"if {h} not in W: continue"] if wanted else []
+            if negated:
+                lines += self._negations(info, keys)
+                lines.append("if not (_no or _nn): continue")  # never valid
+                no, nn, ni, nd = "_no", "_nn", "_ni", "_nd"
+            else:
+                no, nn, ni, nd = "True", "True", "False", "False"
+            lines += self._statuses(info, tvars, own_driver)
+            # The head's o, looked up only when a decision needs it.
+            ho = f"(_ho if _ho >= 0 else (_ho := {head_committed}.get({h}, INF)))"
+            # Del at f°: the head was first derived there, and an atom is in I⁻ (f > f°) or a
+            # negated tuple appeared.
+            deleting = _and(["cur < _fo < INF", no, _or(["_fn > _fo", ni]), f"{ho} == _fo"])
+            # Ins at f: an atom is in I⁺ (f° > f) or a negated tuple went; Red at f: valid in
+            # both epochs (f° <= f) and the head was deleted before f.
+            adding = _and(
+                ["cur < _fn < INF", nn, _or(["_fo > _fn", nd, _and([no, f"{ho} < _fn"])])]
+            )
+            lower_n = [f"_n{j}" for j, (_rel, lower) in enumerate(info.positive) if lower]
+            fields = [
+                str(number),
+                tvars[0] if len(tvars) == 1 else _tuple_expr(tvars),
+                h,
+                "_fo",
+                "_ho",
+                _max_expr(lower_n),
+                *(f"_o{j}" for j in info.own),
+            ]
+            if negated:
+                fields += ["_no", "_nn", "_ni", "_nd"]
+            lines += [
+                f"_ho = rows[{h}]" if known_head else "_ho = -1",
+                f"_sf = {deleting}",
+                f"_sn = {adding}",
+                "if _sf or _sn:",
+                f"    _cd = {_tuple_expr(fields)}",
+                "    if _sf: (S.get(_fo) or _bucket(_fo)).append(_cd)",
+                "    if _sn and (_fn != _fo or not _sf): (S.get(_fn) or _bucket(_fn)).append(_cd)",
+            ]
+            return lines
 
         compiled = self.compiler.compile(
             plan,
-            params=("out",),
+            params=("cur",),
             atom_filter=lambda _step, _t: None,
             negation_present=lambda _step, _key, _kind: None,
             emit=emit,
-            namespace={},
+            namespace=self.namespace,
+            name=_function_name(number, plan.driver, wanted),
             union=True,
         )
-        if driver is None:
-            rule_plan = compiled.plan
-            relation = (
-                rule.body[rule_plan.driver.index].relation
-                if rule_plan.driver.kind == "atom"
-                else None
-            )  # type: ignore[union-attr,index]
-            state = self.state
-            function = compiled.function
+        self.sources.append(compiled.source)
+        if not wanted:
+            return compiled.function
+        rule_plan = compiled.plan
+        relation = (
+            rule.body[rule_plan.driver.index].relation  # type: ignore[union-attr,index]
+            if rule_plan.driver.kind == "atom"
+            else None
+        )
+        store = None if relation is None else self.state[relation]
+        namespace = self.namespace
+        function = compiled.function
 
-            def full(rows: list, out: list) -> None:
-                start = len(out)
-                source = (
-                    [] if relation is None else [*state[relation].iters, *state[relation].extra]
-                )
-                function(source, out)
-                wanted = set(rows)
-                out[start:] = [c for c in out[start:] if c[2] in wanted]
+        def full(rows: list, cur: int) -> None:
+            namespace["W"] = set(rows)
+            function([] if store is None else [*store.iters, *store.extra], cur)
 
-            return full
-        return compiled.function
+        return full
+
+    # -- the iterations ---------------------------------------------------------------------------
+
+    def _compile_drain(self) -> Callable[[float | None], int]:
+        """`drain(deadline)`: process the scheduled iterations in order until none is left;
+        returns how many there were.
+
+        At iteration k: every candidate's contribution (Del -1, Ins +1, Red +1, or nothing) is
+        added to its head's entry in `D_*` (a derivation scheduled more than once at k, from
+        several events, counts once); then each head's count at k is settled: its new status
+        written to `N_*` and the overlay, and the tuples whose iteration changed or that were
+        deleted are handed to the enumerators (as body atoms, and deleted ones as heads)."""
+        lines = [
+            "def drain(at):",
+            "    iterations = 0",
+            "    while H:",
+            "        if at is not None and _clock() > at:",
+            "            raise _Deadline",
+            "        k = _pop(H)",
+            "        bucket = S.pop(k)",
+            "        iterations += 1",
+            "        km1 = k - 1",
+            "        _many = len(bucket) > 1",
+            "        if _many:",
+            *(f"            _s{r} = set()" for r in range(len(self.rules))),
+            "        for _cd in bucket:",
+            "            _r = _cd[0]",
+        ]
+        lines += ["            " + line for line in self._classify()]
+        for relation in self.own:
+            lines += ["        " + line for line in self._settle(relation)]
+        lines.append("    return iterations")
+        source = "\n".join(lines) + "\n"
+        self.sources.append(source)
+        label = f"<update drain, stratum {self.stratum.index}>"
+        exec(compile(source, label, "exec"), self.namespace)
+        return self.namespace["drain"]
+
+    def _classify(self) -> list[str]:
+        lines = []
+        for r, info in enumerate(self.rules):
+            lines.append(f"{'if' if r == 0 else 'elif'} _r == {r}:")
+            lines += ["    " + line for line in self._classify_rule(r, info)]
+        return lines
+
+    def _classify_rule(self, r: int, info: _RuleInfo) -> list[str]:
+        """The terms at k, as in `_enumerator` with f° = k (Del) or f = k (Ins, Red)."""
+        count = len(info.positive)
+        own = info.own
+        lines = [
+            "_p = _cd[1]",
+            "if _many:",
+            f"    if _p in _s{r}: continue",
+            f"    _s{r}.add(_p)",
+        ]
+        if own:
+            lines.append(
+                "_t0 = _p" if count == 1 else f"{', '.join(f'_t{j}' for j in range(count))} = _p"
+            )
+        news = ["_cd[5]"]
+        for i, j in enumerate(own):
+            relation = info.positive[j][0]
+            lines.append(f"_n{j} = {self._new_name(relation)}.get(_t{j}, _cd[{6 + i}])")
+            news.append(f"_n{j}")
+        lines.append(f"_fn = {_max_expr(news)} + 1")
+        lines.append("_fo = _cd[3]")
+        lines.append("if _fo != k and _fn != k: continue")
+        if info.negated:
+            base = 6 + len(own)
+            no, nn, ni, nd = (f"_cd[{base + i}]" for i in range(4))
+        else:
+            no, nn, ni, nd = "True", "True", "False", "False"
+        ident = self._names[info.head]
+        head_new = self._new_name(info.head)
+        ho = f"(_ho if _ho >= 0 else (_ho := {self._committed(info.head)}.get(_h, INF)))"
+        deleting = _and(["_fo == k", no, _or(["_fn > k", ni]), f"{ho} == k"])
+        adding = _and(
+            [
+                "_fn == k",
+                nn,
+                _or(["_fo > k", nd, _and(["_fo <= k", no, f"{ho} < k"])]),
+                f"{head_new}.get(_h, {ho}) > km1",
+            ]
+        )
+        lines += ["_h = _cd[2]", "_ho = _cd[4]"]
+        for condition, sign in ((deleting, "-"), (adding, "+")):
+            lines += [
+                f"{'if' if sign == '-' else 'elif'} {condition}:",
+                f"    D_{ident}[_h] = D_{ident}.get(_h, 0) {sign} 1",
+                f"    DO_{ident}[_h] = _ho",
+            ]
+        return lines
+
+    def _settle(self, relation: str) -> list[str]:
+        """Lines applying the count changes `D_*` of one relation's heads at iteration k."""
+        ident = self._names[relation]
+        new, changes = f"N_{ident}", f"CH_{ident}"
+        lines = [
+            f"if D_{ident}:",
+            "    _ch = {}",
+            "    _dl = {}",
+            f"    for _t, _c in D_{ident}.items():",
+            f"        _o = DO_{ident}[_t]",
+            f"        _n = {new}.get(_t)",
+            "        if _n is None:",
+            "            if _o < k: continue",
+            f"            O_{ident}[_t] = _o",
+            "        elif _n < k:",
+            "            continue",  # derived earlier in the new epoch (line 10)
+            f"        if _o == k: _c += CNT_{ident}[_t]",
+            "        if _c > 0:",
+            f"            {changes}[_t] = (k, _c)",
+            "            if _o != k:",
+            f"                {new}[_t] = k",
+            "                _ch[_t] = _o",
+            f"                if _o == INF: STAGE_{ident}(_t)",
+            "        elif _c == 0:",
+            "            if _o == k:",
+            f"                {changes}[_t] = _GONE",
+            f"                {new}[_t] = INF",
+            "                _ch[_t] = _o",
+            "                _dl[_t] = _o",
+            "        else:",
+            f"            _negative({relation!r}, _t, k)",
+            f"    D_{ident}.clear()",
+            f"    DO_{ident}.clear()",
+            "    if _ch:",
+            "        EV[0] += len(_ch)",
+        ]
+        for fn in self.by_atom.get(relation, []):
+            lines.append(f"        {self._register('A_', fn)}(_ch, k)")
+        lines.append("    if _dl:")
+        heads = self.by_head.get(relation, [])
+        for fn in heads:
+            lines.append(f"        {self._register('HD_', fn)}(_dl, k)")
+        if not heads:
+            lines.append("        pass")
+        return lines
 
 
 class StratumUpdate:
@@ -195,164 +638,6 @@ class StratumUpdate:
         self.state = overlay.state
         self.deadline = deadline
         self.relations = plans.stratum.relations
-        self.lower_del: dict[str, set[Tuple]] = {}
-        self.lower_ins: dict[str, set[Tuple]] = {}
-        self.schedule: dict[int, list[Candidate]] = {}
-        self.heap: list[int] = []
-        self.current = 0
-        self.events = 0
-
-    # -- statuses ---------------------------------------------------------------------------------
-
-    def _old(self, relation: str, lower: bool, t: Tuple) -> int:
-        if lower:
-            return 0 if t in self.state[relation].iters else INF
-        return self.state[relation].iters.get(t, INF)
-
-    def _new(self, relation: str, lower: bool, t: Tuple) -> int:
-        if lower:
-            if t in self.state[relation].iters:
-                return INF if t in self.lower_del.get(relation, ()) else 0
-            return 0 if t in self.lower_ins.get(relation, ()) else INF
-        rec = self.overlay.changes.get(relation, {}).get(t)
-        if rec is not None:
-            return rec[0]
-        return self.state[relation].iters.get(t, INF)
-
-    def _negation(self, relation: str, kind: str, cols: tuple[int, ...], key) -> tuple[bool, bool]:
-        """(present in the old epoch, present in the new one) of a negated atom's key."""
-        iters = self.state[relation].iters
-        if kind == "tuple":
-            return key in iters, self._new(relation, True, key) == 0
-        if kind == "index":
-            bucket = self.state[relation].index(cols).get(key, ())
-            old = any(t in iters for t in bucket)
-            new = any(self._new(relation, True, t) == 0 for t in bucket)
-            return old, new
-        deleted = len(self.lower_del.get(relation, ()))
-        inserted = len(self.lower_ins.get(relation, ()))
-        return bool(iters), len(iters) - deleted + inserted > 0
-
-    # -- events -----------------------------------------------------------------------------------
-
-    def _firing(self, cand: Candidate) -> tuple[int, int]:
-        """(f°, f): the iteration the derivation fires at in the old and in the new epoch, with
-        what is known now (a tuple whose new iteration is not decided yet is assumed unchanged)."""
-        info = self.plans.rules[cand[0]]
-        fo = fn = 0
-        for (relation, lower), t in zip(info.positive, cand[1], strict=True):
-            o = self._old(relation, lower, t)
-            n = self._new(relation, lower, t)
-            if o > fo:
-                fo = o
-            if n > fn:
-                fn = n
-        return fo + 1, fn + 1
-
-    def _enqueue(self, found: list[Candidate]) -> None:
-        for cand in found:
-            fo, fn = self._firing(cand)
-            for k in (fo, fn) if fo != fn else (fo,):
-                if k >= INF or k <= self.current:
-                    # Not firing in that epoch, or a firing already accounted for: a deleted
-                    # head's old derivations at its own iteration were just subtracted.
-                    continue
-                bucket = self.schedule.get(k)
-                if bucket is None:
-                    self.schedule[k] = [cand]
-                    heapq.heappush(self.heap, k)
-                else:
-                    bucket.append(cand)
-
-    def _atom_event(self, relation: str, t: Tuple) -> None:
-        self.events += 1
-        found: list[Candidate] = []
-        rows = [t]
-        for fn in self.plans.by_atom.get(relation, ()):
-            fn(rows, found)
-        if relation not in self.relations:
-            for fn in self.plans.by_negation.get(relation, ()):
-                fn(rows, found)
-        self._enqueue(found)
-
-    def _head_event(self, relation: str, t: Tuple) -> None:
-        found: list[Candidate] = []
-        for fn in self.plans.by_head.get(relation, ()):
-            fn([t], found)
-        self._enqueue(found)
-
-    # -- the iterations ---------------------------------------------------------------------------
-
-    def _classify(self, cand: Candidate, k: int) -> int:
-        """The signed contribution of one derivation to its head's count at iteration k."""
-        info = self.plans.rules[cand[0]]
-        km1 = k - 1
-        fo = fn = 0
-        moved_out = moved_in = False  # a positive atom in I⁻_{k-1} / in I⁺_{k-1}
-        for (relation, lower), t in zip(info.positive, cand[1], strict=True):
-            o = self._old(relation, lower, t)
-            n = self._new(relation, lower, t)
-            fo = max(fo, o)
-            fn = max(fn, n)
-            if o <= km1 < n:
-                moved_out = True
-            if n <= km1 < o:
-                moved_in = True
-        fo += 1
-        fn += 1
-        neg_old = neg_new = True  # negations hold in the old / the new epoch
-        neg_inserted = neg_deleted = False
-        for (relation, kind, cols), key in zip(info.negated, cand[3], strict=True):
-            before, after = self._negation(relation, kind, cols, key)
-            neg_old &= not before
-            neg_new &= not after
-            neg_inserted |= after and not before
-            neg_deleted |= before and not after
-        head = cand[2]
-        ho = self._old(info.head, False, head)
-        hn = self._new(info.head, False, head)
-        if fo == k and neg_old and ho == k and (moved_out or neg_inserted):
-            return -1
-        if fn == k and neg_new and hn > km1 and (moved_in or neg_deleted):
-            return 1
-        if fn == k and fo <= k and neg_old and neg_new and ho <= km1 < hn:
-            return 1
-        return 0
-
-    def _process(self, k: int) -> None:
-        self.current = k
-        candidates = self.schedule.pop(k)
-        seen: set[tuple[int, tuple[Tuple, ...]]] = set()
-        delta: dict[tuple[str, Tuple], int] = {}
-        for cand in candidates:
-            ident = (cand[0], cand[1])
-            if ident in seen:
-                continue
-            seen.add(ident)
-            change = self._classify(cand, k)
-            if change:
-                key = (self.plans.rules[cand[0]].head, cand[2])
-                delta[key] = delta.get(key, 0) + change
-        for (relation, t), change in delta.items():
-            self._finalize(relation, t, k, change)
-
-    def _finalize(self, relation: str, t: Tuple, k: int, change: int) -> None:
-        store = self.state[relation]
-        o = store.iters.get(t, INF)
-        n = self._new(relation, False, t)
-        if n <= k - 1:
-            return  # already derived earlier in the new epoch (line 10 of Algorithm 3)
-        count = (store.counts[t] if o == k else 0) + change
-        if count < 0:
-            raise AssertionError(f"negative derivation count for {relation}{t} at {k}")
-        if count > 0:
-            self.overlay.set(relation, t, k, count)
-            if o != k:
-                self._atom_event(relation, t)
-        elif o == k:
-            self.overlay.set(relation, t, INF, 0)
-            self._atom_event(relation, t)
-            self._head_event(relation, t)
 
     def run(
         self,
@@ -361,38 +646,117 @@ class StratumUpdate:
     ) -> StratumUpdateRun:
         """Bring the stratum up to date with its inputs' changes, already in the overlay for the
         lower strata, and with facts asserted on / retracted from its own relations."""
+        # The run allocates many short-lived tuples and no cycles: a collection of the (large)
+        # state in the middle of it costs more than the Update itself.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            return self._run(retracted_facts, asserted_facts)
+        except BaseException:
+            for relation in self.relations:
+                self.overlay.changed(relation)
+            raise
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _run(
+        self,
+        retracted_facts: dict[str, set[Tuple]],
+        asserted_facts: dict[str, set[Tuple]],
+    ) -> StratumUpdateRun:
         start = time.perf_counter()
-        for relation in self.plans.inputs:
-            deleted, inserted = self.overlay.presence_diff(relation)
-            if deleted:
-                self.lower_del[relation] = deleted
-            if inserted:
-                self.lower_ins[relation] = inserted
-        for relation in self.plans.inputs:
-            for t in (*self.lower_del.get(relation, ()), *self.lower_ins.get(relation, ())):
-                self._atom_event(relation, t)
-        for relation, rows in retracted_facts.items():
-            iters = self.state[relation].iters
-            for t in rows:
-                if iters.get(t) == 0 and self._new(relation, False, t) == 0:
-                    self.overlay.set(relation, t, INF, 0)
-                    self._atom_event(relation, t)
-                    self._head_event(relation, t)
-        for relation, rows in asserted_facts.items():
-            for t in rows:
-                if self._new(relation, False, t) != 0:
-                    self.overlay.set(relation, t, 0, 1)
-                    self._atom_event(relation, t)
-        iterations = 0
-        while self.heap:
-            self.deadline.check()
-            k = heapq.heappop(self.heap)
-            self._process(k)
-            iterations += 1
+        plans = self.plans
+        namespace = plans.namespace
+        overlay = self.overlay
+        state = self.state
+        namespace["S"] = {}
+        namespace["H"] = []
+        events = namespace["EV"]
+        events[0] = 0
+
+        # Inputs: only their presence matters here, final since their strata are done.
+        flipped: dict[str, list[Tuple]] = {}
+        for relation in plans.inputs:
+            deleted, inserted = overlay.presence_diff(relation)
+            new = dict.fromkeys(deleted, INF)
+            new.update(dict.fromkeys(inserted, 0))
+            namespace[plans.new_names[relation]] = new
+            if relation in plans.any_negated:
+                before, after = plans.any_negated[relation]
+                size = len(state[relation].iters)
+                namespace[before] = size > 0
+                namespace[after] = size - len(deleted) + len(inserted) > 0
+            if new:
+                flipped[relation] = list(new)
+
+        # Own relations: facts retracted from or asserted on them change status at iteration 0.
+        # Changed tuples are handed to the enumerators as {tuple: o}.
+        moved: dict[str, dict[Tuple, int]] = {}
+        gone: dict[str, dict[Tuple, int]] = {}
+        olds: dict[str, dict[Tuple, int]] = {}
+        for relation in plans.own:
+            ident = plans.ident(relation)
+            store = state[relation]
+            changes = overlay.relation_changes(relation)
+            new = {t: n for t, (n, _c) in changes.items()}
+            old = olds[relation] = {}
+            namespace[f"N_{ident}"] = new
+            namespace[f"O_{ident}"] = old
+            namespace[f"CH_{ident}"] = changes
+            namespace[f"D_{ident}"].clear()
+            namespace[f"DO_{ident}"].clear()
+            iters = store.iters
+            for t in retracted_facts.get(relation, ()):
+                if iters.get(t) == 0 and new.get(t, 0) == 0:
+                    changes[t] = (INF, 0)
+                    new[t] = INF
+                    old.setdefault(t, 0)
+                    moved.setdefault(relation, {})[t] = 0
+                    gone.setdefault(relation, {})[t] = 0
+            for t in asserted_facts.get(relation, ()):
+                o = iters.get(t, INF)
+                if new.get(t, o) != 0:
+                    changes[t] = (0, 1)
+                    new[t] = 0
+                    old.setdefault(t, o)
+                    store.stage(t)
+                    moved.setdefault(relation, {})[t] = o
+
+        for relation, rows in flipped.items():
+            events[0] += len(rows)
+            for fn in (*plans.by_atom.get(relation, ()), *plans.by_negation.get(relation, ())):
+                fn(rows, 0)
+        for relation, changed in moved.items():
+            events[0] += len(changed)
+            for fn in plans.by_atom.get(relation, ()):
+                fn(changed, 0)
+        for relation, deleted_facts in gone.items():
+            for fn in plans.by_head.get(relation, ()):
+                fn(deleted_facts, 0)
+
+        iterations = plans.drain(self.deadline.at)
+
+        # The presence diffs of the own relations, for the strata above and the epoch's report.
+        for relation in plans.own:
+            new = namespace[f"N_{plans.ident(relation)}"]
+            old = olds[relation]
+            iters = state[relation].iters
+            deleted, inserted = set(), set()
+            for t, n in new.items():
+                o = old.get(t)
+                if o is None:
+                    o = iters.get(t, INF)
+                if n >= INF:
+                    if o < INF:
+                        deleted.add(t)
+                elif o >= INF:
+                    inserted.add(t)
+            overlay.known_diff(relation, deleted, inserted)
         return StratumUpdateRun(
-            self.plans.stratum.index,
+            plans.stratum.index,
             tuple(sorted(self.relations)),
-            self.events,
+            events[0],
             iterations,
             time.perf_counter() - start,
         )
