@@ -59,7 +59,7 @@ class Counts:
 
 COUNTS = {
     "quick": Counts(
-        kills=6,
+        kills=5,
         fuzz_requests=400,
         parser_inputs=5_000,
         load_seconds=8.0,

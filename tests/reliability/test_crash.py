@@ -70,7 +70,7 @@ def _chains(base: int, count: int) -> frozenset[tuple[int, int]]:
     )
 
 
-MEDIUM = _chains(2_000_000, 700)  # 2,100 edges: an Update with some work
+MEDIUM = _chains(2_000_000, 2_000)  # 6,000 edges: an Update with some work (< 10,000)
 BULK = _chains(1_000_000, 4_000)  # 12,000 edges: >= 10,000 and >= 25% of the facts: Bootstrap
 PHASES = ("bulk", "rules", "medium", "startup", "any")
 """What a round kills: a write of that kind in flight, the start-up rebuild, or whatever is
@@ -329,6 +329,9 @@ class Harness:
         self.log_offset = 0
         self.kills: Counter[str] = Counter()
         self.aims: Counter[str] = Counter()
+        self.aim = "idle"
+        self.aimed: Counter[str] = Counter()
+        """Where each kill was aimed, and where it landed."""
         self.in_flight_committed = 0
         self.in_flight_absent = 0
         self.acknowledged = 0
@@ -345,6 +348,8 @@ class Harness:
             log = f.read().decode("utf-8", "replace")
         phase = phase_at_kill(log)
         self.kills[phase] += 1
+        self.aimed[f"{self.aim} -> {phase}"] += 1
+        self.aim = "idle"
         return phase
 
     def _learn(self, kind: str, total: float, engine: float) -> None:
@@ -353,20 +358,26 @@ class Harness:
 
     def stream_and_kill(self, target: str | None) -> Writer:
         """Stream writes and kill the server while `target` is in flight (or at a random moment
-        when target is None): two times in three aimed at the engine's part of the request
-        (its last `seconds`), else anywhere in it. Returns the finished writer."""
+        when target is None). Two times in three the kill is aimed at the engine: the harness
+        watches the server's log for the write's evaluation to start, then kills within the
+        time evaluations of that kind take; otherwise anywhere within the request's expected
+        duration. Returns the finished writer."""
         writer = Writer(self.server, self.model, self.writes, target, max_writes=400)
         writer.start()
         if target is None:
+            self.aim = "random moment"
             time.sleep(self.rng.uniform(0.05, 2.0))
         else:
             assert writer.target_sent.wait(120), "the writer never sent its target write"
             total, engine = self.timing[target]
             if self.rng.random() < 2 / 3:
                 self.aims["engine"] += 1
-                time.sleep(self.rng.uniform(max(0.0, total - engine), total))
+                self.aim = f"{target} evaluation"
+                self._await_evaluation(writer, deadline=time.monotonic() + 3 * total + 1)
+                time.sleep(self.rng.uniform(0.0, 0.5 * engine))
             else:
                 self.aims["anywhere"] += 1
+                self.aim = f"{target} anywhere"
                 time.sleep(self.rng.uniform(0.0, total))
         self.kill()
         writer.join(120)
@@ -378,6 +389,18 @@ class Harness:
                 for total, engine in timings:
                     self._learn(kind, total, engine)
         return writer
+
+    def _await_evaluation(self, writer: Writer, deadline: float) -> None:
+        """Until the server logs that it evaluates an epoch (the target write's: the writes
+        before it were answered, so their lines are already there), or the target is done."""
+        path = self.server.log_path
+        start = path.stat().st_size
+        with path.open("rb") as log:
+            while time.monotonic() < deadline and writer.in_flight() != "between writes":
+                log.seek(start)
+                if b": evaluating (" in log.read():
+                    return
+                time.sleep(0.002)
 
     def _launch(self) -> float:
         """Start the server; returns when /health answers (the rebuild is under way)."""
@@ -395,6 +418,7 @@ class Harness:
 
     def kill_during_startup(self) -> None:
         self._launch()
+        self.aim = "start-up"
         time.sleep(self.rng.uniform(0.0, self.timing["startup"][0]))
         self.kill()
 
@@ -511,7 +535,7 @@ def test_sigkill_at_random_moments(make_server: Callable[..., Server], backend: 
             kills_survived=sum(harness.kills.values()),
             kills_by_phase=dict(sorted(harness.kills.items())),
             kills_in_engine=harness.engine_kills(),
-            kills_aimed=dict(harness.aims),
+            kills_aimed=dict(sorted(harness.aimed.items())),
             writes_acknowledged=harness.acknowledged,
             in_flight_committed=harness.in_flight_committed,
             in_flight_absent=harness.in_flight_absent,
