@@ -356,7 +356,7 @@ class Harness:
         old_total, old_engine = self.timing.get(kind, (total, engine))
         self.timing[kind] = (0.6 * old_total + 0.4 * total, 0.6 * old_engine + 0.4 * engine)
 
-    def stream_and_kill(self, target: str | None) -> Writer:
+    def stream_and_kill(self, target: str | None, aim_at_engine: bool | None = None) -> Writer:
         """Stream writes and kill the server while `target` is in flight (or at a random moment
         when target is None). Two times in three the kill is aimed at the engine: the harness
         watches the server's log for the write's evaluation to start, then kills within the
@@ -370,7 +370,7 @@ class Harness:
         else:
             assert writer.target_sent.wait(120), "the writer never sent its target write"
             total, engine = self.timing[target]
-            if self.rng.random() < 2 / 3:
+            if aim_at_engine if aim_at_engine is not None else self.rng.random() < 2 / 3:
                 self.aims["engine"] += 1
                 self.aim = f"{target} evaluation"
                 self._await_evaluation(writer, deadline=time.monotonic() + 3 * total + 1)
@@ -473,19 +473,23 @@ class Harness:
         return sum(self.kills[p] for p in ENGINE_PHASES)
 
     def run(self, kills: int, engine_kills: int) -> None:
-        """At least `kills` kills and, within twice as many rounds, `engine_kills` of them
-        while the engine was bootstrapping or updating."""
+        """At least `kills` kills and, within three times as many, `engine_kills` of them
+        while the engine was bootstrapping or updating (rounds aimed at the evaluation of a
+        medium load are added until then)."""
         self.start()
         self.verify(None, "first start")
         phases: list[str] = []
         round_number = 0
         while sum(self.kills.values()) < kills or (
-            self.engine_kills() < engine_kills and sum(self.kills.values()) < 2 * kills
+            self.engine_kills() < engine_kills and sum(self.kills.values()) < 3 * kills
         ):
             if not phases:
                 phases = list(PHASES)
                 self.rng.shuffle(phases)
             phase = phases.pop()
+            aim = None
+            if sum(self.kills.values()) >= kills:
+                phase, aim = "medium", True  # only engine kills are missing
             round_number += 1
             when = f"round {round_number} ({phase})"
             unacknowledged = None
@@ -496,7 +500,7 @@ class Harness:
                 self.kill()
                 self.kill_during_startup()
             else:
-                writer = self.stream_and_kill(None if phase == "any" else phase)
+                writer = self.stream_and_kill(None if phase == "any" else phase, aim)
                 self.acknowledged += writer.acknowledged
                 self.strategies.update(writer.strategies)
                 self.model = writer.model
