@@ -9,7 +9,8 @@ get much further into the parser than random text), and valid programs / fact fi
 edits (deleted, duplicated and inserted pieces), which exercise the analysis stages behind a
 successful parse.
 
-The slowest input of each harness is timed again to tell a slow parser from a busy machine.
+Every input over the limit is timed again (the minimum of three runs) to tell a slow parser from
+a busy machine; the figures show the raw slowest time and how many inputs were re-timed.
 """
 
 from __future__ import annotations
@@ -60,13 +61,14 @@ named(s) :- label(_, s), s != "b".
 
 
 class Timer:
-    """The slowest input of a harness, timed again to confirm."""
+    """How long each input took; the ones over the limit are timed again to confirm."""
 
     def __init__(self) -> None:
         self.count = 0
         self.slowest = 0.0
-        self.slowest_input: Any = None
         self.total = 0.0
+        self.over: list[Any] = []
+        """Inputs that took longer than the limit (the first 100)."""
 
     def time(self, function: Callable[[Any], Any], value: Any) -> Any:
         start = time.perf_counter()
@@ -76,21 +78,27 @@ class Timer:
             spent = time.perf_counter() - start
             self.count += 1
             self.total += spent
-            if spent > self.slowest:
-                self.slowest, self.slowest_input = spent, value
+            self.slowest = max(self.slowest, spent)
+            if spent > LIMIT_SECONDS and len(self.over) < 100:
+                self.over.append(value)
 
-    def confirm(self, function: Callable[[Any], Any]) -> float:
-        """The slowest input's time, re-measured (the minimum of three runs) when over the
-        limit: a scheduler pause on a shared machine is not a slow parser."""
-        if self.slowest <= LIMIT_SECONDS:
-            return self.slowest
-        runs = []
-        for _ in range(3):
-            start = time.perf_counter()
-            with contextlib.suppress(Exception):
-                function(self.slowest_input)
-            runs.append(time.perf_counter() - start)
-        return min(runs)
+    def confirm(self, function: Callable[[Any], Any]) -> tuple[float, Any]:
+        """The slowest time once every input over the limit is re-measured (the minimum of
+        three runs: a scheduler pause or a collection on a shared machine is not a slow
+        parser), with that input; (the slowest time, None) when none was over."""
+        if not self.over:
+            return self.slowest, None
+        worst, worst_input = 0.0, None
+        for value in self.over:
+            runs = []
+            for _ in range(3):
+                start = time.perf_counter()
+                with contextlib.suppress(Exception):
+                    function(value)
+                runs.append(time.perf_counter() - start)
+            if min(runs) > worst:
+                worst, worst_input = min(runs), value
+        return worst, worst_input
 
 
 # -- strategies ---------------------------------------------------------------------------------
@@ -196,16 +204,17 @@ def test_programs_raise_only_program_errors() -> None:
             timer.time(check, text)
 
     fuzz()
-    slowest = timer.confirm(check)
+    slowest, slowest_input = timer.confirm(check)
     record(
         "parser-fuzz[programs]",
         inputs=timer.count,
         **outcomes,
         slowest_seconds=slowest,
         slowest_raw_seconds=round(timer.slowest, 4),
+        over_limit_raw=len(timer.over),
         mean_ms=1000 * timer.total / max(timer.count, 1),
     )
-    assert slowest <= LIMIT_SECONDS, (slowest, timer.slowest_input)
+    assert slowest <= LIMIT_SECONDS, (slowest, slowest_input)
 
 
 # -- queries ------------------------------------------------------------------------------------
@@ -267,16 +276,17 @@ def test_queries_raise_only_documented_errors() -> None:
             timer.time(run, text)
 
     fuzz()
-    slowest = timer.confirm(run)
+    slowest, slowest_input = timer.confirm(run)
     record(
         "parser-fuzz[queries]",
         inputs=timer.count,
         **outcomes,
         slowest_seconds=slowest,
         slowest_raw_seconds=round(timer.slowest, 4),
+        over_limit_raw=len(timer.over),
         mean_ms=1000 * timer.total / max(timer.count, 1),
     )
-    assert slowest <= LIMIT_SECONDS, (slowest, timer.slowest_input)
+    assert slowest <= LIMIT_SECONDS, (slowest, slowest_input)
 
 
 # -- .facts and CSV bodies ----------------------------------------------------------------------
@@ -361,30 +371,39 @@ def test_facts_bodies_raise_only_input_data_errors() -> None:
             timer.time(parse, case)
             csv_timer.time(parse_as_csv, case)
 
+    def reparse(case: tuple[tuple[str, ...], str, str]) -> list[tuple]:
+        types, delimiter, text = case
+        return parse_facts_text(text, types, "<rt>", delimiter)
+
     @seed(SEED)
     @_settings(max(BATCH * 10, COUNTS.parser_inputs // 10))
     @given(batches(valid_rows()))
     def round_trip(cases: list[tuple[tuple[str, ...], str, list[tuple]]]) -> None:
         for types, delimiter, rows in cases:
             text = format_rows(rows, delimiter)  # sorted and deduplicated
-            parsed = rt_timer.time(
-                lambda t, ts=types, d=delimiter: parse_facts_text(t, ts, "<rt>", d), text
-            )
+            parsed = rt_timer.time(reparse, (types, delimiter, text))
             assert parsed == sorted(set(rows)), (types, delimiter, text)
             outcomes["round_trips"] += 1
 
     fuzz()
     round_trip()
-    slowest = max(timer.confirm(parse), csv_timer.confirm(parse_as_csv), rt_timer.slowest)
+    slowest, slowest_input = max(
+        timer.confirm(parse),
+        csv_timer.confirm(parse_as_csv),
+        rt_timer.confirm(reparse),
+        key=lambda pair: pair[0],
+    )
     record(
         "parser-fuzz[facts]",
         inputs=timer.count,
         csv_inputs=csv_timer.count,
+        slowest_raw_seconds=round(max(timer.slowest, csv_timer.slowest, rt_timer.slowest), 4),
+        over_limit_raw=len(timer.over) + len(csv_timer.over) + len(rt_timer.over),
         **outcomes,
         slowest_seconds=slowest,
         mean_ms=1000 * timer.total / max(timer.count, 1),
     )
-    assert slowest <= LIMIT_SECONDS, (slowest, timer.slowest_input)
+    assert slowest <= LIMIT_SECONDS, (slowest, slowest_input)
 
 
 def test_fuzz_inputs_are_not_trivially_rejected() -> None:
