@@ -35,14 +35,19 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
 from reasoner.analysis.model import AnalyzedProgram, Stratum
+from reasoner.analysis.terms import leaves
 from reasoner.elastic.bootstrap import StratumRun
 from reasoner.executors.spark.plans import SparkPlan, column_names
 from reasoner.plan.joins import positive_atoms
 from reasoner.state import RelationStore, State
 from reasoner.symbols import SymbolTable
+from reasoner.syntax.ast import Comparison, Negation, StringConst, Term
 
 MERGE_FANOUT = 4
 """Pieces covering the same number of iterations are merged this many at a time."""
+
+BROADCAST_BYTES = 8 << 20
+"""A join side known to be at most this large (8 bytes a value) is broadcast."""
 
 
 def _schema(arity: int) -> StructType:
@@ -179,6 +184,8 @@ class SparkBootstrap:
                 counted = counted.filter(F.col("cnt") > 0)
             elif rel.size:
                 known = rel.full(self.session).select(*columns)
+                if rel.size <= self._broadcast_rows(rel.arity):
+                    known = F.broadcast(known)
                 counted = counted.join(known, on=columns, how="left_anti")
             pending.append((rel, counted))
 
@@ -212,15 +219,41 @@ class SparkBootstrap:
             return False
         return all(self.size(plan.relation(i)) == 0 for i in plan.negated_any)
 
+    def _broadcast_rows(self, arity: int) -> int:
+        return BROADCAST_BYTES // (8 * max(arity, 1))
+
     def _evaluate(
-        self, plan: SparkPlan, frames: dict[int, DataFrame], carry: int | None
+        self,
+        plan: SparkPlan,
+        frames: dict[int, DataFrame],
+        rows: dict[int, int],
+        carry: int | None,
     ) -> DataFrame:
         for i in plan.negated:
             name = plan.relation(i)
             frames[i] = self.relation(name).full(self.session) if self.size(name) else None
-        return plan(frames, self.session, carry=carry)
+            rows[i] = self.size(name)
+        # Per-relation thresholds would need the arity per side; the widest atom bounds them.
+        arity = max((len(self.analyzed.relations[plan.relation(i)].types) for i in rows), default=1)
+        return plan(
+            frames, self.session, carry=carry, rows=rows, broadcast_rows=self._broadcast_rows(arity)
+        )
 
     # -- one stratum ----------------------------------------------------------------------------
+
+    def _intern_constants(self, stratum: Stratum) -> None:
+        """Intern every string constant of the stratum's rules, as compiling them in-process
+        does, whether or not a rule turns out to run (plans over empty relations are skipped)."""
+        for rule in stratum.rules:
+            for literal in (*rule.body, rule.head):
+                if isinstance(literal, Comparison):
+                    terms: tuple[Term, ...] = (literal.left, literal.right)
+                else:
+                    terms = (literal.atom if isinstance(literal, Negation) else literal).args
+                for term in terms:
+                    for leaf in leaves(term):
+                        if isinstance(leaf, StringConst):
+                            self.symbols.intern(leaf.value)
 
     def run_stratum(self, stratum: Stratum) -> StratumRun:
         start = time.perf_counter()
@@ -228,6 +261,7 @@ class SparkBootstrap:
         names = stratum.relations
         for name in names:
             self.relation(name)
+        self._intern_constants(stratum)
         sizes = {name: len(store) for name, store in self.state.relations.items()}
 
         # Iteration 1: every instantiation over I_0 counts (N_0 = I_0).
@@ -238,7 +272,7 @@ class SparkBootstrap:
             if not self._runnable(plan, atom_sizes):
                 continue
             frames = {i: self.relation(plan.relation(i)).full(session) for i in plan.positive}
-            derivations[plan.head].append(self._evaluate(plan, frames, carry=None))
+            derivations[plan.head].append(self._evaluate(plan, frames, atom_sizes, carry=None))
         derived = self._collect(derivations, 1)
         iterations = 1 if derived else 0
 
@@ -279,7 +313,7 @@ class SparkBootstrap:
                         frames[i] = rel.older(session)
                     else:
                         frames[i] = rel.full(session)
-                derivations[plan.head].append(self._evaluate(plan, frames, carry=pos))
+                derivations[plan.head].append(self._evaluate(plan, frames, atom_sizes, carry=pos))
             new = self._collect(derivations, km1 + 1)
             if not new:
                 break

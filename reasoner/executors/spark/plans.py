@@ -120,11 +120,18 @@ class SparkPlan:
         frames: Mapping[int, DataFrame | None],
         session: SparkSession,
         carry: int | None = None,
+        rows: Mapping[int, int] | None = None,
+        broadcast_rows: int = 0,
     ) -> DataFrame:
         """The head tuples (`c0 ...`), one row per derivation.
 
         With `carry`, the `it` column of the positive atom at that body index comes along as
         `_it` (Bootstrap reads the iteration of the driving delta from it).
+
+        `rows` are the known sizes of the frames. A join side known to hold at most
+        `broadcast_rows` rows is broadcast: a small delta or relation is then shipped to the
+        tasks instead of shuffling the large side (Spark cannot know these sizes: checkpointed
+        and uploaded data carry no row counts).
 
         `frames[i]` is the DataFrame the positive atom at body index i ranges over, or the
         relation a negated atom tests; None for a negated atom over an empty relation (the test
@@ -133,7 +140,13 @@ class SparkPlan:
         """
         names: dict[str, str] = {}
         cur: DataFrame | None = None
+        cur_rows: int | None = None
+        """Rows of `cur` when known: only while it is the driver atom alone."""
         temp = 0
+        rows = rows or {}
+
+        def small(n: int | None) -> bool:
+            return n is not None and n <= broadcast_rows
 
         def term(t: Term) -> Column:
             if isinstance(t, Variable):
@@ -193,6 +206,8 @@ class SparkPlan:
                 if frame is None or step.body_index in self.negated_any:
                     continue
                 assert cur is not None
+                if small(rows.get(step.body_index)):
+                    frame = F.broadcast(frame)
                 cur, temp = self._anti_join(cur, frame, step, term, temp)
                 continue
 
@@ -205,10 +220,15 @@ class SparkPlan:
                 selected.append(F.col("it").alias("_it"))
             atom_df = atom_df.select(*selected)
             if cur is None:
-                cur = atom_df
+                cur, cur_rows = atom_df, rows.get(step.body_index)
                 continue
+            if small(rows.get(step.body_index)):
+                atom_df = F.broadcast(atom_df)
+            elif small(cur_rows):
+                cur = F.broadcast(cur)
             using = [names[name] for name in columns if name not in new]
             cur = cur.join(atom_df, on=using, how="inner") if using else cur.crossJoin(atom_df)
+            cur_rows = None
 
         assert cur is not None
         head_args = self.rule.head.args

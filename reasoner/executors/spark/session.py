@@ -31,6 +31,9 @@ DEFAULT_CONF: dict[str, str] = {
     # Every query posts its plan description to the SQL status listener; the default
     # ("formatted") costs more to build than a small Bootstrap query takes to run.
     "spark.sql.ui.explainMode": "simple",
+    # The generated code of a query is reused when the same query comes again (every
+    # iteration of a recursion, every Bootstrap of a program); the default keeps only 100.
+    "spark.sql.codegen.cache.maxEntries": "1000",
     # Checkpointed deltas are freed when the JVM collects their RDDs; a service that runs
     # Bootstrap after Bootstrap should not wait half an hour for that.
     "spark.cleaner.periodicGC.interval": "5min",
