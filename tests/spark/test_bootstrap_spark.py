@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from pyspark.sql import SparkSession
 
 from reasoner.analysis import check_program
@@ -30,11 +30,8 @@ def check(text: str, inputs: dict, spark: SparkSession) -> None:
     assert_same(expected, actual)
 
 
-@settings(
-    max_examples=50,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+# Small programs, but each one costs a few Spark queries: no per-example deadline.
+@settings(max_examples=50, deadline=None)
 @given(generated=programs())
 def test_generated_programs(spark: SparkSession, generated: GeneratedProgram) -> None:
     check(generated.text, generated.inputs, spark)

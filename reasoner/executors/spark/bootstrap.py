@@ -5,21 +5,24 @@ Per stratum, counting semi-naive evaluation with every relation a DataFrame (`c0
 - iteration 1: every rule over I_0 (the relations as they are on entry, plus the lower strata),
   `groupBy(head).count()`, minus the heads already present (a left anti join with I_0);
 - iteration k >= 2: for every recursive body atom i of every rule, atom i over N_{k-1}, the
-  recursive atoms before i over I_{k-2} (`it < k-1`), the ones after it over I_{k-1}: the
-  first-position decomposition, which counts each instantiation once, by its first atom in
-  N_{k-1}. All derivations of a head relation are unioned, counted per head, and the heads in
-  I_{k-1} are dropped (left anti join).
+  recursive atoms before i over I_{k-2}, the ones after it over I_{k-1}: the first-position
+  decomposition, which counts each instantiation once, by its first atom in N_{k-1}. All
+  derivations of a head relation are unioned, counted per head, and the heads in I_{k-1} are
+  dropped (left anti join).
 
-N_k is cut from its lineage (`localCheckpoint`) and comes back to the driver through Arrow in
-the same Spark job; it is added to the `RelationStore` with `add_batch`, at iteration k, exactly
-as the in-process Bootstrap merges it. The driver therefore knows every relation's size and
-every delta's size without asking Spark: plans over an empty relation are skipped, and the loop
-stops on an empty iteration.
+N_k is cut from its lineage (`localCheckpoint`, marked lazily and materialized by the same
+query that brings it back to the driver through Arrow); it is added to the `RelationStore`
+with `add_batch`, at iteration k, exactly as the in-process Bootstrap merges it. The driver
+therefore knows every relation's and every delta's size without asking Spark: plans over an
+empty relation are skipped, the loop stops on an empty iteration, and small join sides are
+broadcast.
 
-A relation lives on Spark as a list of checkpointed pieces (its facts, then deltas) whose union
-is I_k. Pieces are merged four at a time, like the digits of a base-4 counter over iterations,
-so a deep recursion with tiny deltas keeps O(log k) pieces (small query plans) and copies each
-tuple O(log k) times.
+A relation lives on Spark as its last delta N_{k-1} plus checkpointed pieces holding I_{k-2}
+(its facts, then older deltas), so I_{k-2} and I_{k-1} are unions, not filters on `it`. Older
+pieces are merged four at a time, like the digits of a base-4 counter over iterations, so a
+deep recursion with tiny deltas keeps O(log k) pieces (small query plans) and copies each tuple
+O(log k) times. No query mentions k: N_k's `it` is computed from the driving delta's (k-1),
+so every iteration runs the same query and Spark reuses the code it generated for it.
 """
 
 from __future__ import annotations
@@ -194,7 +197,7 @@ class SparkBootstrap:
             if new is None:
                 rel.advance(None, 0, self.partitions)
                 continue
-            # One job: the lazily marked checkpoint is materialized by the Arrow collection.
+            # No extra pass: the lazily marked checkpoint is filled by the Arrow collection.
             checkpointed = new.localCheckpoint(eager=False)
             table = checkpointed.toArrow()
             rows = table.num_rows
