@@ -196,7 +196,9 @@ class Runtime:
         m = self._require_ready()
         prepared = m.prepare(delta)
         if prepared.analyzed is not None and prepared.rules_added:
-            count = len(prepared.program.rules())
+            # Rules as evaluated: a clause with disjunctions counts once per alternative (one
+            # short clause can expand to thousands of rules).
+            count = len(prepared.analyzed.program.rules)
             if count > self.settings.max_rules:
                 raise Problem(
                     400,

@@ -68,7 +68,8 @@ class Settings(BaseSettings):
     max_rules: int = Field(
         10_000,
         gt=0,
-        description="Rules the program may hold; a write that would pass it is refused (400, "
+        description="Rules the program may hold, counted after disjunctions are expanded "
+        "(`p(x) :- a(x) ; b(x).` counts 2); a write that would pass it is refused (400, "
         "`too_many_rules`).",
     )
     log_level: Literal["debug", "info", "warning", "error"] = Field(

@@ -98,6 +98,12 @@ def test_rule_count(sqlite_server: Callable[..., Server]) -> None:
             400,
             "too_many_rules",
         )
+        # A clause counts once per alternative of its disjunctions: this one is 4 rules.
+        expanding = "d(x) :- (a(x) ; b(x)), (edge(x, _) ; edge(_, x))."
+        body = assert_problem(
+            client.post("/v1/rules", json={"rules": [expanding]}), 400, "too_many_rules"
+        )
+        assert "8 rules" in body["detail"], body  # 4 present + 4
         assert client.get("/ready").json()["epoch"] == epoch
         assert client.get("/v1/rules").json()["rules"] == rules
         assert client.get("/v1/relations/edge", params={"x": 5}).json()["rows"] == []
