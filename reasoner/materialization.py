@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 from reasoner.analysis import check_program
 from reasoner.analysis.model import AnalyzedProgram, RelationInfo, Stratum, Value
 from reasoner.concurrency import ReadWriteLock
-from reasoner.elastic.bootstrap import StratumRun
+from reasoner.elastic.bootstrap import BootstrapCancelled, Check, StratumRun
 from reasoner.elastic.engines import EngineChoice, EngineSettings, run_bootstrap
 from reasoner.elastic.epoch import Delta, EpochReport, Rows, StratumReport
 from reasoner.elastic.overlay import INF, Overlay
@@ -169,7 +169,12 @@ class Materialization:
 
     # -- Bootstrap ------------------------------------------------------------------------------
 
-    def _build(self, analyzed: AnalyzedProgram, facts: Mapping[str, set[Tuple]]) -> _Built:
+    def _build(
+        self,
+        analyzed: AnalyzedProgram,
+        facts: Mapping[str, set[Tuple]],
+        check: Check | None = None,
+    ) -> _Built:
         """Recompute every stratum from the facts into a new state (Algorithm 2), and compile
         the Update plans against it so that the first Update pays no compilation."""
         state = State()
@@ -178,7 +183,7 @@ class Materialization:
             state.load_facts(name, arity, facts[name] | self.program_facts.get(name, set()))
         compiler = PlanCompiler(state, self.symbols, arities)
         choice = self.engines.choose(sum(map(len, facts.values())))
-        runs = run_bootstrap(choice, self.engines, analyzed, state, self.symbols, compiler)
+        runs = run_bootstrap(choice, self.engines, analyzed, state, self.symbols, compiler, check)
         plans = {
             stratum_key(s, analyzed): StratumUpdatePlans(s, state, compiler)
             for s in (analyzed.strata if self.eager_plans else ())
@@ -320,8 +325,15 @@ class Materialization:
         *,
         strategy: str = "auto",
         include_changes: bool = False,
+        check: Check | None = None,
+        before_publish: Callable[[], None] | None = None,
     ) -> EpochReport:
         """Apply one delta as one epoch.
+
+        `check` is called throughout the evaluation (Update and Bootstrap) and cancels the
+        epoch by raising `BootstrapCancelled`: nothing changes. `before_publish` runs once the
+        epoch is computed and before it is published (the service commits it there); if it
+        raises, nothing changes either.
 
         strategy "auto": Update under the switching deadline, Bootstrap past it (or if Update
         fails); "update": Update with no deadline, errors propagate; "bootstrap": recompute.
@@ -334,10 +346,16 @@ class Materialization:
                 raise ValueError(
                     f"delta prepared against epoch {prepared.epoch}, now at epoch {self.epoch}"
                 )
-            return self._apply(prepared, start, strategy, include_changes)
+            return self._apply(prepared, start, strategy, include_changes, check, before_publish)
 
     def _apply(
-        self, prepared: PreparedDelta, start: float, strategy: str, include_changes: bool
+        self,
+        prepared: PreparedDelta,
+        start: float,
+        strategy: str,
+        include_changes: bool,
+        check: Check | None,
+        before_publish: Callable[[], None] | None,
     ) -> EpochReport:
         new = prepared.analyzed or self.analyzed
         reason = None
@@ -347,22 +365,33 @@ class Materialization:
             budget = max(
                 self.min_update_seconds, self.switching_parameter * self.last_bootstrap_seconds
             )
-            deadline = Deadline(None if strategy == "update" else start + budget)
+            deadline = _CheckedDeadline(None if strategy == "update" else start + budget, check)
             try:
                 strata = self._update(overlay, prepared, deadline)
                 changes = {name: overlay.presence_diff(name) for name in derived}
-                with self._lock.exclusive():
-                    overlay.commit()
-                    self._adopt(prepared)
             except DeadlineExceeded:
                 overlay.discard()
                 reason = "deadline"
+            except BootstrapCancelled:
+                overlay.discard()
+                raise
             except Exception:
                 overlay.discard()
                 if strategy == "update":
                     raise
                 reason = "update failed"
             else:
+                try:
+                    if check is not None:
+                        check()  # an epoch that finished past its deadline is still refused
+                    if before_publish is not None:
+                        before_publish()
+                except BaseException:
+                    overlay.discard()
+                    raise
+                with self._lock.exclusive():
+                    overlay.commit()
+                    self._adopt(prepared)
                 return self._report(start, "update", strata, changes, include_changes, prepared)
         before = {
             name: set(self.state[name].iters) if name in self.state else set() for name in derived
@@ -373,7 +402,11 @@ class Materialization:
         for name, rows in prepared.inserts.items():
             facts[name] |= rows
         built_at = time.perf_counter()
-        built = self._build(new, facts)
+        built = self._build(new, facts, check)
+        if check is not None:
+            check()
+        if before_publish is not None:
+            before_publish()
         with self._lock.exclusive():
             self.state, self.compiler, self._plans = built.state, built.compiler, built.plans
             self._adopt(prepared)
@@ -616,3 +649,16 @@ def _checked_row(info: RelationInfo, row: Sequence[Value], verb: str) -> tuple[V
                 TYPE_MISMATCH, f"`{name}.{column}` is a 64-bit number, got {value!r}"
             )
     return tuple(row)
+
+
+class _CheckedDeadline(Deadline):
+    """Update's deadline, also polling the caller's cancellation `check` (which raises)."""
+
+    def __init__(self, at: float | None, cancel: Check | None) -> None:
+        super().__init__(at)
+        self.cancel = cancel
+
+    def check(self) -> None:
+        if self.cancel is not None:
+            self.cancel()
+        super().check()

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reasoner.analysis.model import AnalyzedProgram
-from reasoner.elastic.bootstrap import StratumBootstrap, StratumRun
+from reasoner.elastic.bootstrap import Check, StratumBootstrap, StratumRun
 from reasoner.executors.local.codegen import PlanCompiler
 from reasoner.state import State
 from reasoner.symbols import SymbolTable
@@ -70,16 +70,25 @@ def run_bootstrap(
     state: State,
     symbols: SymbolTable,
     compiler: PlanCompiler,
+    check: Check | None = None,
 ) -> tuple[StratumRun, ...]:
-    """Bootstrap every stratum into `state` (which holds the facts at iteration 0)."""
+    """Bootstrap every stratum into `state` (which holds the facts at iteration 0).
+
+    `check` is called between iterations and slices of work and stops the run by raising
+    (`BootstrapCancelled`); a Spark run is checked only before and after."""
     if choice.engine == "reference":
-        return tuple(StratumBootstrap(s, state, compiler).run() for s in analyzed.strata)
+        return tuple(StratumBootstrap(s, state, compiler, check).run() for s in analyzed.strata)
     if choice.engine == "local":
         # Imported on use: Polars and PySpark are heavy to import and not every run needs them.
         from reasoner.executors.local.vectorized import bootstrap_vectorized
 
-        return bootstrap_vectorized(analyzed, state, symbols, compiler=compiler)
+        return bootstrap_vectorized(analyzed, state, symbols, compiler=compiler, check=check)
     from reasoner.executors.spark.bootstrap import bootstrap_spark
     from reasoner.executors.spark.session import get_session
 
-    return bootstrap_spark(analyzed, state, symbols, get_session(settings.spark_master))
+    if check is not None:
+        check()
+    runs = bootstrap_spark(analyzed, state, symbols, get_session(settings.spark_master))
+    if check is not None:
+        check()
+    return runs

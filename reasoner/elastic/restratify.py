@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Mapping
 
 from reasoner.analysis.model import AnalyzedProgram, Stratum
-from reasoner.elastic.bootstrap import StratumBootstrap, StratumRun
+from reasoner.elastic.bootstrap import Check, StratumBootstrap, StratumRun
 from reasoner.elastic.overlay import INF, Overlay
 from reasoner.executors.local.codegen import PlanCompiler
 from reasoner.plan.joins import positive_atoms
@@ -76,6 +76,7 @@ def bootstrap_into_overlay(
     facts: Mapping[str, set[Tuple]],
     symbols: SymbolTable,
     arities: dict[str, int],
+    check: Check | None = None,
 ) -> StratumRun:
     """Bootstrap one stratum over the epoch's new inputs and record how its state changes.
 
@@ -86,7 +87,8 @@ def bootstrap_into_overlay(
         scratch.relations[name] = _after(overlay.state[name], overlay)
     for name in stratum.relations:
         scratch.load_facts(name, arities[name], facts.get(name, ()))
-    run = StratumBootstrap(stratum, scratch, PlanCompiler(scratch, symbols, arities)).run()
+    compiler = PlanCompiler(scratch, symbols, arities)
+    run = StratumBootstrap(stratum, scratch, compiler, check).run()
     for name in stratum.relations:
         old = overlay.state[name]
         new = scratch[name]
