@@ -91,13 +91,13 @@ class RelationStore:
     def _index_insert(self, t: Tuple) -> None:
         for key, idx in self._keyed:
             k = key(t)
-            bucket = idx.get(k)
-            if bucket is None:
-                idx[k] = (t,)
-            elif bucket.__class__ is tuple:
-                idx[k] = {bucket[0]: None, t: None}
-            else:
-                bucket[t] = None
+            single = (t,)
+            bucket = idx.setdefault(k, single)
+            if bucket is not single:
+                if bucket.__class__ is tuple:
+                    idx[k] = {bucket[0]: None, t: None}
+                else:
+                    bucket[t] = None
 
     def _index_delete(self, t: Tuple) -> None:
         for key, idx in self._keyed:
@@ -150,20 +150,30 @@ class RelationStore:
         iters = self.iters
         counts = self.counts
         extra = self.extra
-        delete = self._index_delete
+        gone: list[Tuple] = []
         for t, (n, c) in changes.items():
             if n >= absent:
                 if iters.pop(t, None) is not None:
                     del counts[t]
-                    delete(t)
+                    gone.append(t)
                 elif t in extra:
                     del extra[t]
-                    delete(t)
+                    gone.append(t)
             else:
                 if extra and t in extra:
                     del extra[t]
                 iters[t] = n
                 counts[t] = c
+        for key, idx in self._keyed:
+            for t in gone:
+                k = key(t)
+                bucket = idx[k]
+                if bucket.__class__ is tuple:
+                    del idx[k]
+                else:
+                    del bucket[t]
+                    if len(bucket) == 1:
+                        idx[k] = (*bucket,)
 
     def clear(self) -> None:
         self.iters.clear()
@@ -179,16 +189,16 @@ class RelationStore:
 
 def _insert_all(idx: dict[object, Bucket], key: Callable[[Tuple], object], tuples) -> None:
     """Add `tuples` (none of them indexed yet) to the index `idx` on `key`."""
-    get = idx.get
+    setdefault = idx.setdefault
     for t in tuples:
         k = key(t)
-        bucket = get(k)
-        if bucket is None:
-            idx[k] = (t,)
-        elif bucket.__class__ is tuple:
-            idx[k] = {bucket[0]: None, t: None}
-        else:
-            bucket[t] = None
+        single = (t,)
+        bucket = setdefault(k, single)
+        if bucket is not single:
+            if bucket.__class__ is tuple:
+                idx[k] = {bucket[0]: None, t: None}
+            else:
+                bucket[t] = None
 
 
 class State:

@@ -38,10 +38,12 @@ enumerators decide where a derivation can count and push it onto the schedule in
 loop of the join, and one `drain` function per stratum pops the iterations, classifies their
 candidates (every rule's Del/Ins/Red test inlined), applies the count changes and fires the
 events. The statuses live in dicts the generated code reads as globals: `R_*` the committed
-iterations (o), `N_*` the new iteration of the tuples whose status changed in this epoch (n, else
-o). For a relation of a lower stratum only presence counts, final when the stratum starts: o and
-n are 0 (present) or INF, and `N_*` holds the tuples whose presence flipped; a tuple a join found
-(in the union of both epochs) and not in `N_*` is present in both, with no lookup.
+iterations (o) and, for the stratum's own relations, `CH_*` the overlay's record of the tuples
+whose status changed in this epoch (n first, else n = o). For a relation of a lower stratum only
+presence counts, final when the stratum starts: o and n are 0 (present) or INF, and `N_*` holds
+the tuples whose presence flipped; a tuple a join found (in the union of both epochs) and not in
+`N_*` is present in both, with no lookup. Changed own tuples travel to the enumerators with their
+o and n, and the head's o is looked up once, when a decision first needs it.
 """
 
 from __future__ import annotations
@@ -193,8 +195,12 @@ class _Lazy:
 
 
 class StratumUpdatePlans:
-    """The enumeration and classification code of one stratum, compiled once and reused by every
-    Update (the per-epoch dicts it reads are bound into its globals when an Update starts)."""
+    """The enumeration and classification code of one stratum, reused by every Update (the
+    per-epoch dicts it reads are bound into its globals when an Update starts).
+
+    The plans and the hash indexes they probe are made here; the code of an enumerator is
+    generated and compiled on its first use (most are never used in a given epoch, and a
+    Materialization makes the plans of every stratum at each Bootstrap)."""
 
     def __init__(self, stratum: Stratum, state: State, compiler: PlanCompiler) -> None:
         self.stratum = stratum
@@ -204,6 +210,10 @@ class StratumUpdatePlans:
         self.by_atom: dict[str, list[Enumerator]] = {}
         self.by_negation: dict[str, list[Enumerator]] = {}
         self.by_head: dict[str, list[Enumerator]] = {}
+        self.by_head_later: dict[str, list[Enumerator]] = {}
+        """`by_head` restricted to the rules with an atom over an own relation. A rule without
+        one fires at iteration 1 or never, so it can re-derive (Red) a head deleted at k only
+        if 1 > k, i.e. for a fact retracted at iteration 0."""
         self.inputs: set[str] = set()
         self.namespace: dict = {
             "INF": INF,
@@ -219,22 +229,23 @@ class StratumUpdatePlans:
             "EV": [0],
         }
         """Globals of every generated function of the stratum. Per Update: `S` (iteration ->
-        candidates) and `H` (heap of those iterations), `N_*`, `CH_*` (the overlay's dict of the
-        relation), `AO_*`/`AN_*` (presence of a relation negated with only wildcards)."""
-        self._names: dict[str, int] = {}
+        candidates) and `H` (heap of those iterations); for an own relation `CH_*` (the
+        overlay's dict of its changes: n is the first field) and `O_*` (the o of every tuple
+        in `CH_*`, in the same order); for an input `N_*` (n of the tuples whose presence
+        flipped) and `AO_*`/`AN_*` (presence, for a relation negated with only wildcards)."""
+        self._idents: dict[str, int] = {}
         self.new_names: dict[str, str] = {}
-        """Relation -> the global holding its n for this epoch (`N_*`)."""
+        """Input relation -> the global holding its flipped tuples' n for this epoch."""
         self.any_negated: dict[str, tuple[str, str]] = {}
         """Relation negated with only wildcards -> the globals (present before, present after)."""
         self.sources: list[str] = []
         """Generated source, for debugging."""
         self.own = sorted(stratum.relations)
         for name in self.own:
-            self._new_name(name)
-            ident = self._names[name]
+            ident = self.ident(name)
             store = state[name]
             self.namespace[f"D_{ident}"] = {}
-            self.namespace[f"DO_{ident}"] = {}
+            self.namespace[f"CH_{ident}"] = {}
             self.namespace[f"O_{ident}"] = {}
             self.namespace[f"CNT_{ident}"] = store.counts
             self.namespace[f"STAGE_{ident}"] = store.stage_new
@@ -251,21 +262,28 @@ class StratumUpdatePlans:
 
     # -- names ------------------------------------------------------------------------------------
 
+    def ident(self, relation: str) -> int:
+        """The number in the names of a relation's globals (`N_3`, `CH_3`, ...)."""
+        ident = self._idents.get(relation)
+        if ident is None:
+            ident = self._idents[relation] = len(self._idents)
+            self.state.relation(relation, self.compiler.arities[relation])
+        return ident
+
     def _new_name(self, relation: str) -> str:
+        """The `N_*` global of an input relation."""
         name = self.new_names.get(relation)
         if name is None:
-            self._names[relation] = len(self._names)
-            name = self.new_names[relation] = f"N_{self._names[relation]}"
+            name = self.new_names[relation] = f"N_{self.ident(relation)}"
             self.namespace[name] = {}
-            self.state.relation(relation, self.compiler.arities[relation])
         return name
-
-    def ident(self, relation: str) -> int:
-        """The number in the names of a relation's globals (`N_3`, `D_3`, ...)."""
-        return self._names[relation]
 
     def _committed(self, relation: str) -> str:
         return self.compiler.relation_dict(self.namespace, relation)
+
+    def _own_new(self, relation: str, t: str, old: str) -> str:
+        """An expression: n of the own-relation tuple `t` whose o is `old`."""
+        return f"({old} if (_x := CH_{self.ident(relation)}.get({t})) is None else _x[0])"
 
     def _register(self, prefix: str, function: Enumerator) -> str:
         """A global name for an enumerator, for the drain code to call it by."""
@@ -300,14 +318,14 @@ class StratumUpdatePlans:
                     kind = "any"
                 self._new_name(lit.atom.relation)
                 if kind == "any":
-                    ident = self._names[lit.atom.relation]
+                    ident = self.ident(lit.atom.relation)
                     self.any_negated[lit.atom.relation] = (f"AO_{ident}", f"AN_{ident}")
                 info.negated.append((lit.atom.relation, kind, cols))
                 self.inputs.add(lit.atom.relation)
         self.rules.append(info)
         for rel, lower in info.positive:
-            self._new_name(rel)
             if lower:
+                self._new_name(rel)
                 self.inputs.add(rel)
 
         for i in positive_atoms(rule):
@@ -320,6 +338,8 @@ class StratumUpdatePlans:
         driver = Driver("head") if head_is_invertible(rule) else None
         fn = self._enumerator(number, info, driver)
         self.by_head.setdefault(rule.head.relation, []).append(fn)
+        if info.own:
+            self.by_head_later.setdefault(rule.head.relation, []).append(fn)
 
     def _negations(self, info: _RuleInfo, keys: list[str]) -> list[str]:
         """Lines binding, for a rule with negated atoms, `_no` / `_nn` (every negation holds in
@@ -335,7 +355,7 @@ class StratumUpdatePlans:
                     f"_a{j} = ({new}.get({key}, 0 if _b{j} else INF) == 0) if {new} else _b{j}"
                 )
             elif kind == "index":
-                index = f"X_{self._names[relation]}_{'_'.join(map(str, cols))}"
+                index = f"X_{self.ident(relation)}_{'_'.join(map(str, cols))}"
                 self.namespace[index] = self.state[relation].index(cols)
                 lines.append(f"_x = {index}.get({key}, _EMPTY)")
                 lines.append(f"_b{j} = _index_old(_x, {committed})")
@@ -353,26 +373,30 @@ class StratumUpdatePlans:
         lines.append(f"_nd = {_or([f'{b} and not {a}' for a, b in pairs])}")
         return lines
 
-    def _statuses(self, info: _RuleInfo, tvars: list[str], driver: int | None) -> list[str]:
+    def _statuses(
+        self, info: _RuleInfo, tvars: list[str], driver: int | None, known: set[str]
+    ) -> list[str]:
         """Lines binding `_oJ`, `_nJ` of every positive atom (its tuple found in the union of
-        both epochs), then `_fo`, `_fn`. `driver`: the position of the atom whose tuples drive
-        the evaluation, when they are changed tuples of an own relation, handed over as
-        {tuple: o}."""
+        both epochs), then `_fo`, `_fn`. `driver`: the position of the atom driving the
+        evaluation when its rows are changed own tuples, which come with their o and n;
+        `known`: tuple variables whose o the membership test bound (`_m_<variable>`)."""
         lines = []
         for j, ((relation, lower), tvar) in enumerate(zip(info.positive, tvars, strict=True)):
             if j == driver:
-                lines.append(f"_o{j} = rows[{tvar}]")
-                lines.append(f"_n{j} = {self._new_name(relation)}.get({tvar}, _o{j})")
-                continue
-            new = self._new_name(relation)
-            if lower:
+                lines.append(f"_o{j} = _ro")
+                lines.append(f"_n{j} = _rn")
+            elif tvar in known:
+                lines.append(f"_o{j} = _m_{tvar}")
+                lines.append(f"_n{j} = {self._own_new(relation, tvar, f'_o{j}')}")
+            elif lower:
+                new = self._new_name(relation)
                 lines += [
                     f"_o{j} = _n{j} = 0",
                     f"if {new} and {tvar} in {new}: _n{j} = {new}[{tvar}]; _o{j} = INF - _n{j}",
                 ]
             else:
                 lines.append(f"_o{j} = {self._committed(relation)}.get({tvar}, INF)")
-                lines.append(f"_n{j} = {new}.get({tvar}, _o{j})")
+                lines.append(f"_n{j} = {self._own_new(relation, tvar, f'_o{j}')}")
         count = len(info.positive)
         lines.append(f"_fo = {_max_expr([f'_o{j}' for j in range(count)])} + 1")
         lines.append(f"_fn = {_max_expr([f'_n{j}' for j in range(count)])} + 1")
@@ -383,11 +407,13 @@ class StratumUpdatePlans:
         at f° when it can be in Del there, at f when it can be in Ins or Red there (later than
         the current iteration, and finite). Without a driver, the rule is evaluated in full and
         the derivations whose head is one of the driving tuples are kept (a head with arithmetic
-        on variables cannot be inverted)."""
+        on variables cannot be inverted).
+
+        Rows: tuples whose presence flipped, for an input relation's atom or negation; for an
+        own relation's atom or for its heads, (tuple, o, n) of its changed tuples."""
         sizes = {name: len(rel) for name, rel in self.state.relations.items()}
         plan = plan_rule(info.rule, driver, sizes)
-        # The hash indexes are built now (at Bootstrap, where the Materialization creates the
-        # plans), the code on first use: most enumerators of most epochs never run.
+        # The hash indexes are built now, with the plans; the code on first use.
         for relation, columns in plan.index_needs():
             self.state[relation].index(columns)
         return _Lazy(lambda: self._build_enumerator(number, info, driver, plan))
@@ -399,14 +425,25 @@ class StratumUpdatePlans:
         wanted = driver is None
         negated = bool(info.negated)
         head_committed = self._committed(info.head)
-        # Own-relation changes arrive as {tuple: o}: the driving atom's o, or the head's o for
-        # a deleted head, needs no lookup.
         own_driver = None
         if driver is not None and driver.kind == "atom":
             position = positive_atoms(rule).index(driver.index)  # type: ignore[arg-type]
             if not info.positive[position][1]:
                 own_driver = position
         known_head = driver is not None and driver.kind == "head"
+        with_status = own_driver is not None or known_head
+        own_relations = self.stratum.relations
+        known: set[str] = set()
+
+        def membership(step, tvar: str, committed: str, staged: str | None) -> list[str] | None:
+            """For an own relation, the membership lookup also gives the atom's o."""
+            if step.relation not in own_relations or staged is None:
+                return None
+            known.add(tvar)
+            return [
+                f"_m_{tvar} = {committed}.get({tvar}, INF)",
+                f"if _m_{tvar} == INF and {tvar} not in {staged}: continue",
+            ]
 
         def emit(ctx: EmitContext) -> list[str]:
             tvars = [ctx.positive[i] for i in sorted(ctx.positive)]
@@ -422,7 +459,7 @@ class StratumUpdatePlans:
                 no, nn, ni, nd = "_no", "_nn", "_ni", "_nd"
             else:
                 no, nn, ni, nd = "True", "True", "False", "False"
-            lines += self._statuses(info, tvars, own_driver)
+            lines += self._statuses(info, tvars, own_driver, known)
             # The head's o, looked up only when a decision needs it.
             ho = f"(_ho if _ho >= 0 else (_ho := {head_committed}.get({h}, INF)))"
             # Del at f°: the head was first derived there, and an atom is in I⁻ (f > f°) or a
@@ -446,7 +483,7 @@ class StratumUpdatePlans:
             if negated:
                 fields += ["_no", "_nn", "_ni", "_nd"]
             lines += [
-                f"_ho = rows[{h}]" if known_head else "_ho = -1",
+                "_ho = _ro" if known_head else "_ho = -1",
                 f"_sf = {deleting}",
                 f"_sn = {adding}",
                 "if _sf or _sn:",
@@ -465,6 +502,8 @@ class StratumUpdatePlans:
             namespace=self.namespace,
             name=_function_name(number, plan.driver, wanted),
             union=True,
+            row_fields=("_ro", "_rn") if with_status else (),
+            membership=membership,
         )
         self.sources.append(compiled.source)
         if not wanted:
@@ -480,7 +519,7 @@ class StratumUpdatePlans:
         function = compiled.function
 
         def full(rows: list, cur: int) -> None:
-            namespace["W"] = set(rows)
+            namespace["W"] = {row[0] for row in rows}
             function([] if store is None else [*store.iters, *store.extra], cur)
 
         return full
@@ -492,9 +531,9 @@ class StratumUpdatePlans:
         returns how many there were.
 
         At iteration k: every candidate's contribution (Del -1, Ins +1, Red +1, or nothing) is
-        added to its head's entry in `D_*` (a derivation scheduled more than once at k, from
-        several events, counts once); then each head's count at k is settled: its new status
-        written to `N_*` and the overlay, and the tuples whose iteration changed or that were
+        added to its head's entry [change, o] in `D_*` (a derivation scheduled more than once at
+        k, from several events, counts once); then each head's count at k is settled: its new
+        status written to the overlay, and the tuples whose iteration changed or that were
         deleted are handed to the enumerators (as body atoms, and deleted ones as heads)."""
         lines = [
             "def drain(at):",
@@ -546,7 +585,7 @@ class StratumUpdatePlans:
         news = ["_cd[5]"]
         for i, j in enumerate(own):
             relation = info.positive[j][0]
-            lines.append(f"_n{j} = {self._new_name(relation)}.get(_t{j}, _cd[{6 + i}])")
+            lines.append(f"_n{j} = {self._own_new(relation, f'_t{j}', f'_cd[{6 + i}]')}")
             news.append(f"_n{j}")
         lines.append(f"_fn = {_max_expr(news)} + 1")
         lines.append("_fo = _cd[3]")
@@ -556,8 +595,7 @@ class StratumUpdatePlans:
             no, nn, ni, nd = (f"_cd[{base + i}]" for i in range(4))
         else:
             no, nn, ni, nd = "True", "True", "False", "False"
-        ident = self._names[info.head]
-        head_new = self._new_name(info.head)
+        ident = self.ident(info.head)
         ho = f"(_ho if _ho >= 0 else (_ho := {self._committed(info.head)}.get(_h, INF)))"
         deleting = _and(["_fo == k", no, _or(["_fn > k", ni]), f"{ho} == k"])
         adding = _and(
@@ -565,63 +603,61 @@ class StratumUpdatePlans:
                 "_fn == k",
                 nn,
                 _or(["_fo > k", nd, _and(["_fo <= k", no, f"{ho} < k"])]),
-                f"{head_new}.get(_h, {ho}) > km1",
+                f"{self._own_new(info.head, '_h', ho)} > km1",
             ]
         )
         lines += ["_h = _cd[2]", "_ho = _cd[4]"]
         for condition, sign in ((deleting, "-"), (adding, "+")):
             lines += [
                 f"{'if' if sign == '-' else 'elif'} {condition}:",
-                f"    D_{ident}[_h] = D_{ident}.get(_h, 0) {sign} 1",
-                f"    DO_{ident}[_h] = _ho",
+                f"    _e = D_{ident}.get(_h)",
+                f"    if _e is None: D_{ident}[_h] = [{sign}1, {ho}]",
+                f"    else: _e[0] {sign}= 1",
             ]
         return lines
 
     def _settle(self, relation: str) -> list[str]:
         """Lines applying the count changes `D_*` of one relation's heads at iteration k."""
-        ident = self._names[relation]
-        new, changes = f"N_{ident}", f"CH_{ident}"
+        ident = self.ident(relation)
+        changes, old = f"CH_{ident}", f"O_{ident}"
+        heads = self.by_head_later.get(relation, [])
         lines = [
             f"if D_{ident}:",
-            "    _ch = {}",
-            "    _dl = {}",
-            f"    for _t, _c in D_{ident}.items():",
-            f"        _o = DO_{ident}[_t]",
-            f"        _n = {new}.get(_t)",
-            "        if _n is None:",
+            "    _ch = []",
+            "    _dl = []" if heads else "",
+            f"    for _t, (_c, _o) in D_{ident}.items():",
+            f"        _x = {changes}.get(_t)",
+            "        if _x is None:",
             "            if _o < k: continue",
-            f"            O_{ident}[_t] = _o",
-            "        elif _n < k:",
+            "        elif _x[0] < k:",
             "            continue",  # derived earlier in the new epoch (line 10)
             f"        if _o == k: _c += CNT_{ident}[_t]",
             "        if _c > 0:",
+            f"            if _x is None: {old}[_t] = _o",
             f"            {changes}[_t] = (k, _c)",
             "            if _o != k:",
-            f"                {new}[_t] = k",
-            "                _ch[_t] = _o",
+            "                _ch.append((_t, _o, k))",
             f"                if _o == INF: STAGE_{ident}(_t)",
             "        elif _c == 0:",
             "            if _o == k:",
+            f"                if _x is None: {old}[_t] = _o",
             f"                {changes}[_t] = _GONE",
-            f"                {new}[_t] = INF",
-            "                _ch[_t] = _o",
-            "                _dl[_t] = _o",
+            "                _g = (_t, _o, INF)",
+            "                _ch.append(_g)",
+            "                _dl.append(_g)" if heads else "",
             "        else:",
             f"            _negative({relation!r}, _t, k)",
             f"    D_{ident}.clear()",
-            f"    DO_{ident}.clear()",
             "    if _ch:",
             "        EV[0] += len(_ch)",
         ]
         for fn in self.by_atom.get(relation, []):
             lines.append(f"        {self._register('A_', fn)}(_ch, k)")
-        lines.append("    if _dl:")
-        heads = self.by_head.get(relation, [])
-        for fn in heads:
-            lines.append(f"        {self._register('HD_', fn)}(_dl, k)")
-        if not heads:
-            lines.append("        pass")
-        return lines
+        if heads:
+            lines.append("    if _dl:")
+            for fn in heads:
+                lines.append(f"        {self._register('HD_', fn)}(_dl, k)")
+        return [line for line in lines if line]
 
 
 class StratumUpdate:
@@ -691,37 +727,38 @@ class StratumUpdate:
                 flipped[relation] = list(new)
 
         # Own relations: facts retracted from or asserted on them change status at iteration 0.
-        # Changed tuples are handed to the enumerators as {tuple: o}.
-        moved: dict[str, dict[Tuple, int]] = {}
-        gone: dict[str, dict[Tuple, int]] = {}
+        # Changed tuples are handed to the enumerators as (tuple, o, n).
+        moved: dict[str, list[tuple[Tuple, int, int]]] = {}
+        gone: dict[str, list[tuple[Tuple, int, int]]] = {}
         olds: dict[str, dict[Tuple, int]] = {}
+        aligned: dict[str, bool] = {}
         for relation in plans.own:
             ident = plans.ident(relation)
             store = state[relation]
             changes = overlay.relation_changes(relation)
-            new = {t: n for t, (n, _c) in changes.items()}
+            aligned[relation] = not changes  # then `old` lists o in the order of `changes`
             old = olds[relation] = {}
-            namespace[f"N_{ident}"] = new
-            namespace[f"O_{ident}"] = old
             namespace[f"CH_{ident}"] = changes
+            namespace[f"O_{ident}"] = old
             namespace[f"D_{ident}"].clear()
-            namespace[f"DO_{ident}"].clear()
             iters = store.iters
             for t in retracted_facts.get(relation, ()):
-                if iters.get(t) == 0 and new.get(t, 0) == 0:
+                x = changes.get(t)
+                if iters.get(t) == 0 and (x is None or x[0] == 0):
+                    if x is None:
+                        old[t] = 0
                     changes[t] = (INF, 0)
-                    new[t] = INF
-                    old.setdefault(t, 0)
-                    moved.setdefault(relation, {})[t] = 0
-                    gone.setdefault(relation, {})[t] = 0
+                    moved.setdefault(relation, []).append((t, 0, INF))
+                    gone.setdefault(relation, []).append((t, 0, INF))
             for t in asserted_facts.get(relation, ()):
                 o = iters.get(t, INF)
-                if new.get(t, o) != 0:
+                x = changes.get(t)
+                if (o if x is None else x[0]) != 0:
+                    if x is None:
+                        old[t] = o
                     changes[t] = (0, 1)
-                    new[t] = 0
-                    old.setdefault(t, o)
                     store.stage(t)
-                    moved.setdefault(relation, {})[t] = o
+                    moved.setdefault(relation, []).append((t, o, 0))
 
         for relation, rows in flipped.items():
             events[0] += len(rows)
@@ -739,14 +776,15 @@ class StratumUpdate:
 
         # The presence diffs of the own relations, for the strata above and the epoch's report.
         for relation in plans.own:
-            new = namespace[f"N_{plans.ident(relation)}"]
+            changes = namespace[f"CH_{plans.ident(relation)}"]
             old = olds[relation]
-            iters = state[relation].iters
+            if aligned[relation]:
+                olds_in_order = old.values()
+            else:
+                iters = state[relation].iters
+                olds_in_order = [old.get(t, iters.get(t, INF)) for t in changes]
             deleted, inserted = set(), set()
-            for t, n in new.items():
-                o = old.get(t)
-                if o is None:
-                    o = iters.get(t, INF)
+            for (t, (n, _c)), o in zip(changes.items(), olds_in_order, strict=True):
                 if n >= INF:
                     if o < INF:
                         deleted.add(t)

@@ -48,6 +48,10 @@ class EmitContext:
     negated: dict[int, tuple[str, str]]
 
 
+MembershipTest = Callable[[AtomStep, str, str, "str | None"], "list[str] | None"]
+"""(step, tuple variable, name of the relation's iterations dict, name of its staged tuples or
+None) -> lines that `continue` when the tuple is absent, or None for the default test."""
+
 Emit = Callable[[EmitContext], list[str]]
 """-> lines that record one derivation."""
 
@@ -122,12 +126,17 @@ class PlanCompiler:
         namespace: dict,
         name: str = "run",
         union: bool = False,
+        row_fields: tuple[str, ...] = (),
+        membership: MembershipTest | None = None,
     ) -> CompiledPlan:
         """Generate `def name(rows, *params)`; `rows` feeds the plan's driver.
 
         `namespace` receives the runtime objects the code refers to; the caller may have put its
         own objects there already (referenced from its snippets). With `union`, probes also see
         the tuples an Update has staged (`RelationStore.extra`), i.e. the old and the new epoch.
+        With `row_fields`, every row is `(tuple, *fields)` (an atom or head driver only): the
+        fields are bound to those names for the caller's snippets. `membership` may replace the
+        test of an atom whose columns are all bound (see `MembershipTest`).
         """
         namespace.update(
             _add=arith.add,
@@ -184,8 +193,11 @@ class PlanCompiler:
                 put(f"{target} = {expr}")
 
         kind = plan.driver.kind
+        if row_fields and kind not in ("atom", "head"):
+            raise ValueError("row fields need an atom or a head driver")
+        row_tail = "".join(f", {field}" for field in row_fields)
         if kind == "head":
-            put("for th in rows:")
+            put(f"for th{row_tail} in rows:")
             depth += 1
             bind_from("th", plan.rule.head.args)
         elif kind == "none":
@@ -212,7 +224,7 @@ class PlanCompiler:
             counter += 1
             is_driver = step.body_index == plan.driver.index and kind in ("atom", "negation")
             if is_driver:
-                put(f"for {tvar} in rows:")
+                put(f"for {tvar}{row_tail} in rows:")
                 depth += 1
                 bind_from(tvar, atom.args)
                 if step.negated:
@@ -242,8 +254,12 @@ class PlanCompiler:
                 cols = [self.term(a, names) for a in atom.args]
                 put(f"{tvar} = ({', '.join(cols)}{',' if len(cols) == 1 else ''})")
                 rel = self._rel_var(namespace, atom.relation)
-                if union:
-                    extra = self._extra_var(namespace, atom.relation)
+                extra = self._extra_var(namespace, atom.relation) if union else None
+                custom = None if membership is None else membership(step, tvar, rel, extra)
+                if custom is not None:
+                    for line in custom:
+                        put(line)
+                elif union:
                     put(f"if {tvar} not in {rel} and {tvar} not in {extra}: continue")
                 else:
                     put(f"if {tvar} not in {rel}: continue")
