@@ -366,17 +366,18 @@ class Materialization:
                 self.min_update_seconds, self.switching_parameter * self.last_bootstrap_seconds
             )
             deadline = _CheckedDeadline(None if strategy == "update" else start + budget, check)
+            cached = set(self._plans)
             try:
                 strata = self._update(overlay, prepared, deadline)
                 changes = {name: overlay.presence_diff(name) for name in derived}
             except DeadlineExceeded:
-                overlay.discard()
+                self._discard(overlay, cached)
                 reason = "deadline"
             except BootstrapCancelled:
-                overlay.discard()
+                self._discard(overlay, cached)
                 raise
             except Exception:
-                overlay.discard()
+                self._discard(overlay, cached)
                 if strategy == "update":
                     raise
                 reason = "update failed"
@@ -387,7 +388,7 @@ class Materialization:
                     if before_publish is not None:
                         before_publish()
                 except BaseException:
-                    overlay.discard()
+                    self._discard(overlay, cached)
                     raise
                 with self._lock.exclusive():
                     overlay.commit()
@@ -424,6 +425,18 @@ class Materialization:
         return self._report(
             start, "bootstrap", strata, changes, include_changes, prepared, reason, built.engine
         )
+
+    def _discard(self, overlay: Overlay, cached: set[StratumKey]) -> None:
+        """Undo an Update that will not be committed: its overlay, the relations a rule change
+        added to the state, their arities, and the Update plans compiled over those relations
+        (`cached`: the plan keys from before the epoch)."""
+        created = bool(overlay.created)
+        overlay.discard()
+        self.compiler.arities.clear()
+        self.compiler.arities.update(self._arities(self.analyzed))
+        if created:
+            for key in set(self._plans) - cached:
+                del self._plans[key]
 
     def _adopt(self, prepared: PreparedDelta) -> None:
         """Make the delta's facts and program current and count the epoch (under the exclusive
@@ -470,7 +483,7 @@ class Materialization:
             self.compiler.arities.update(arities)
             with self._lock.exclusive():
                 for name, arity in arities.items():
-                    self.state.relation(name, arity)
+                    overlay.create_relation(name, arity)
         inserts = {n: rows - pinned.get(n, set()) for n, rows in prepared.inserts.items()}
         retracts = {n: rows - pinned.get(n, set()) for n, rows in prepared.retracts.items()}
         stratum_of = new.stratum_of
@@ -497,7 +510,9 @@ class Materialization:
                     | pinned.get(name, set())
                     for name in stratum.relations
                 }
-                bootstrap_into_overlay(stratum, overlay, facts, self.symbols, self.compiler.arities)
+                bootstrap_into_overlay(
+                    stratum, overlay, facts, self.symbols, self.compiler.arities, deadline.check
+                )
                 kind = "bootstrap"
             else:
                 own_retracts = {n: retracts[n] for n in stratum.relations if retracts.get(n)}

@@ -20,12 +20,21 @@ INF = 1 << 62
 
 
 class Overlay:
-    __slots__ = ("_diffs", "changes", "state")
+    __slots__ = ("_diffs", "changes", "created", "state")
 
     def __init__(self, state: State) -> None:
         self.state = state
         self.changes: dict[str, dict[Tuple, tuple[int, int]]] = {}
         self._diffs: dict[str, tuple[set[Tuple], set[Tuple]]] = {}
+        self.created: list[str] = []
+        """Relations of the epoch's new program that were added to the committed state (empty,
+        so probes find them); `discard` removes them again."""
+
+    def create_relation(self, name: str, arity: int) -> None:
+        """Make sure the committed state has relation `name` (a rule change introduced it)."""
+        if name not in self.state:
+            self.state.relation(name, arity)
+            self.created.append(name)
 
     def relation_changes(self, name: str) -> dict[Tuple, tuple[int, int]]:
         """The dict of recorded statuses of `name`, to write into directly. A writer that does
@@ -93,5 +102,8 @@ class Overlay:
             store = self.state[name]
             for t in changes:
                 store.unstage(t)
+        for name in self.created:
+            del self.state.relations[name]
         self.changes.clear()
         self._diffs.clear()
+        self.created.clear()

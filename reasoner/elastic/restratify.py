@@ -24,6 +24,9 @@ from reasoner.syntax.ast import Negation
 
 StratumKey = tuple[frozenset[str], frozenset, tuple]
 
+_CHECK_EVERY = 1 << 14
+"""Tuples diffed between two calls of the caller's `check`: a changed stratum can be large."""
+
 
 def stratum_inputs(stratum: Stratum) -> set[str]:
     """Relations of lower strata that the stratum's rules read (positively or negated)."""
@@ -92,11 +95,15 @@ def bootstrap_into_overlay(
     for name in stratum.relations:
         old = overlay.state[name]
         new = scratch[name]
-        for t in old.iters:
+        for i, t in enumerate(old.iters):
+            if check is not None and not i % _CHECK_EVERY:
+                check()
             if t not in new.iters:
                 overlay.set(name, t, INF, 0)
         new_counts = new.counts
-        for t, it in new.iters.items():
+        for i, (t, it) in enumerate(new.iters.items()):
+            if check is not None and not i % _CHECK_EVERY:
+                check()
             value = (it, new_counts[t])
             if old.get(t) != value:
                 overlay.set(name, t, *value)

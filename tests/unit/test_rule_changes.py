@@ -88,6 +88,37 @@ def test_new_relations_can_be_declared_with_the_rules_that_use_them() -> None:
     assert _rows(m, "out") == {(2,)}
 
 
+@pytest.mark.parametrize("strategy", ["update", "auto"])
+def test_a_cancelled_rule_change_leaves_nothing_behind(strategy: str) -> None:
+    m = _live()
+    before, epoch = m.snapshot(), m.epoch
+
+    class Stop(Exception):
+        pass
+
+    calls = 0
+
+    def check() -> None:  # lets the epoch start, then cancels it inside the rule change
+        nonlocal calls
+        calls += 1
+        if calls > 1:
+            raise Stop
+
+    with pytest.raises(Stop):
+        m.apply(
+            Delta(add_rules=[".decl out(x: number)\nout(x) :- tc(x, _)."]),
+            strategy=strategy,
+            check=check,
+        )
+    assert m.snapshot() == before
+    assert "out" not in m.state
+    assert m.epoch == epoch
+    # The same name with another arity: nothing of the cancelled epoch's `out` is in the way.
+    m.apply(Delta(add_rules=[".decl out(x: number, y: number)\nout(x, y) :- tc(x, y)."]))
+    assert _rows(m, "out") == {(1, 2), (2, 3)}
+    assert m.differences(m.rebuilt()) == {}
+
+
 @pytest.mark.parametrize(
     ("text", "code", "line", "column"),
     [
