@@ -74,12 +74,31 @@ class Cancellation:
             raise BootstrapCancelled(f"Bootstrap exceeded its deadline of {self.seconds:g} s")
 
 
+def in_slices(total: int, run: Callable[[int, int], None], check: Check) -> None:
+    """`run(start, stop)` over consecutive slices covering range(total), `check` before each.
+
+    The slice size adapts so that each slice takes about `CHECK_INTERVAL` seconds: small enough
+    that a cancellation is seen soon, large enough that the per-call overhead stays negligible.
+    """
+    size = 64
+    start = 0
+    while start < total:
+        check()
+        began = time.perf_counter()
+        run(start, min(total, start + size))
+        start += size
+        spent = time.perf_counter() - began
+        if spent < CHECK_INTERVAL / 4:
+            size = min(_MAX_SLICE, size * 2)
+        elif spent > CHECK_INTERVAL:
+            size = max(_MIN_SLICE, size // 2)
+
+
 def run_sliced(compiled: CompiledPlan, rows: Sequence, params: tuple, check: Check | None) -> None:
     """`compiled.function(rows, *params)`, with `check` called between slices of `rows`.
 
     Equivalent to one call: a compiled plan iterates over its driving rows and only adds to its
-    output. A plan without a driving atom (kind "none") ignores `rows` and runs once. The slice
-    size adapts so that each slice takes about `CHECK_INTERVAL` seconds.
+    output. A plan without a driving atom (kind "none") ignores `rows` and runs once.
     """
     function = compiled.function
     if check is None or compiled.plan.driver.kind == "none":
@@ -87,19 +106,7 @@ def run_sliced(compiled: CompiledPlan, rows: Sequence, params: tuple, check: Che
             check()
         function(rows, *params)
         return
-    size = 64
-    start = 0
-    total = len(rows)
-    while start < total:
-        check()
-        began = time.perf_counter()
-        function(rows[start : start + size], *params)
-        start += size
-        spent = time.perf_counter() - began
-        if spent < CHECK_INTERVAL / 4:
-            size = min(_MAX_SLICE, size * 2)
-        elif spent > CHECK_INTERVAL:
-            size = max(_MIN_SLICE, size // 2)
+    in_slices(len(rows), lambda start, stop: function(rows[start:stop], *params), check)
 
 
 @dataclass(frozen=True, slots=True)

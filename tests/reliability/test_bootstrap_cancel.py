@@ -1,4 +1,5 @@
-"""Cooperative cancellation of the reference Bootstrap (`StratumBootstrap.run(check)`).
+"""Cooperative cancellation of Bootstrap: the reference (`StratumBootstrap.run(check)`) and the
+vectorized executor (`bootstrap_vectorized(check=)`, here forced to Polars for every iteration).
 
 Checking never changes the result (the driving rows are evaluated in slices, which is the same
 join), and a Bootstrap whose rule is a cartesian product over a large relation stops soon after
@@ -15,6 +16,7 @@ import pytest
 from reasoner.analysis import check_program
 from reasoner.elastic.bootstrap import BootstrapCancelled, Cancellation, StratumBootstrap
 from reasoner.executors.local.codegen import PlanCompiler
+from reasoner.executors.local.vectorized import bootstrap_vectorized
 from reasoner.state import State
 from reasoner.symbols import SymbolTable
 
@@ -36,7 +38,12 @@ a(x, z) :- b(x, y), e(y, z).
 }
 
 
-def _bootstrap(text: str, facts: dict[str, list[tuple]], check=None) -> dict:
+EXECUTORS = ["reference", "polars"]
+
+
+def _bootstrap(
+    text: str, facts: dict[str, list[tuple]], check=None, executor: str = "reference"
+) -> dict:
     analyzed = check_program(text)
     state = State()
     symbols = SymbolTable()
@@ -44,8 +51,13 @@ def _bootstrap(text: str, facts: dict[str, list[tuple]], check=None) -> dict:
     for name, arity in arities.items():
         state.load_facts(name, arity, set(facts.get(name, ())))
     compiler = PlanCompiler(state, symbols, arities)
-    for stratum in analyzed.strata:
-        StratumBootstrap(stratum, state, compiler).run(check)
+    if executor == "polars":
+        bootstrap_vectorized(
+            analyzed, state, symbols, compiler=compiler, small_iteration=0, check=check
+        )
+    else:
+        for stratum in analyzed.strata:
+            StratumBootstrap(stratum, state, compiler).run(check)
     return {name: state[name].snapshot() for name in arities}
 
 
@@ -56,8 +68,9 @@ def _edges(n: int, seed: int) -> list[tuple[int, int]]:
     return sorted({(rng.randrange(n), rng.randrange(n)) for _ in range(3 * n)})
 
 
+@pytest.mark.parametrize("executor", EXECUTORS)
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
-def test_checking_does_not_change_the_state(name: str) -> None:
+def test_checking_does_not_change_the_state(name: str, executor: str) -> None:
     calls = 0
 
     def check() -> None:
@@ -66,7 +79,7 @@ def test_checking_does_not_change_the_state(name: str) -> None:
 
     facts = {"e": _edges(300, 7)}
     expected = _bootstrap(PROGRAMS[name], facts)
-    assert _bootstrap(PROGRAMS[name], facts, check) == expected
+    assert _bootstrap(PROGRAMS[name], facts, check, executor) == expected
     assert calls > 0
 
 
@@ -79,17 +92,19 @@ def _exploding_facts(n: int = 3000) -> dict[str, list[tuple]]:
     return {"e": [(i, i + 1) for i in range(n)]}  # 9,000,000 derivations
 
 
-def test_a_deadline_stops_an_exploding_bootstrap() -> None:
+@pytest.mark.parametrize("executor", EXECUTORS)
+def test_a_deadline_stops_an_exploding_bootstrap(executor: str) -> None:
     facts = _exploding_facts()
     cancellation = Cancellation(0.3)
     start = time.monotonic()
     with pytest.raises(BootstrapCancelled, match="deadline"):
-        _bootstrap(EXPLODING, facts, cancellation.check)
+        _bootstrap(EXPLODING, facts, cancellation.check, executor)
     # One slice past the deadline at most (CHECK_INTERVAL, with slack for a loaded machine).
     assert time.monotonic() - start < 3.0
 
 
-def test_another_thread_cancels_a_bootstrap() -> None:
+@pytest.mark.parametrize("executor", EXECUTORS)
+def test_another_thread_cancels_a_bootstrap(executor: str) -> None:
     facts = _exploding_facts()
     cancellation = Cancellation()
     timer = threading.Timer(0.3, cancellation.cancel, args=("client went away",))
@@ -97,7 +112,7 @@ def test_another_thread_cancels_a_bootstrap() -> None:
     start = time.monotonic()
     try:
         with pytest.raises(BootstrapCancelled, match="client went away"):
-            _bootstrap(EXPLODING, facts, cancellation.check)
+            _bootstrap(EXPLODING, facts, cancellation.check, executor)
     finally:
         timer.cancel()
     assert cancellation.cancelled

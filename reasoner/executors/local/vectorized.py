@@ -39,7 +39,7 @@ import time
 import polars as pl
 
 from reasoner.analysis.model import AnalyzedProgram, Stratum
-from reasoner.elastic.bootstrap import Check, StratumBootstrap, StratumRun
+from reasoner.elastic.bootstrap import Check, StratumBootstrap, StratumRun, in_slices
 from reasoner.executors.local.codegen import PlanCompiler
 from reasoner.executors.local.polars_plan import (
     INT,
@@ -47,6 +47,7 @@ from reasoner.executors.local.polars_plan import (
     AtomPattern,
     NegationPattern,
     PolarsPlan,
+    Projected,
     columns,
     frame_of_rows,
     group_count,
@@ -280,19 +281,34 @@ class VectorizedStratum:
                 driver = rel.full() if first else rel.delta()
                 if driver.height == 0:
                     continue
-            out = job.plan.run(driver, reader(job.older), frames.negated)
-            if out is not None:
-                results[job.head].append(out)
-        new = {}
-        for name, parts in results.items():
-            batch, frame = self._new_heads(name, parts)
-            if batch:
-                self.state[name].add_batch(batch, k)
-            new[name] = (batch, frame)
-        return new
+            self._run_job(job, driver, reader(job.older), results[job.head])
+        return {name: self._load_new_heads(name, parts, k) for name, parts in results.items()}
 
-    def _new_heads(self, name: str, parts: list[pl.DataFrame]) -> _New:
-        """N_k of one relation (tuple -> count, and as a frame) from its plans' head rows."""
+    def _run_job(
+        self, job: _Job, driver: pl.DataFrame | None, projected: Projected, parts: list
+    ) -> None:
+        """Append the head rows of `job` over `driver` to `parts`. Under a cancellation check
+        the driver is cut into slices with the check between them (a plan is linear in its
+        driving rows, so the parts add up to the same counts): one Polars join whose output
+        explodes, such as a cartesian product, would otherwise run to its end before the check
+        is seen."""
+        negated = self.frames.negated
+        if self.check is None or driver is None:
+            out = job.plan.run(driver, projected, negated)
+            if out is not None:
+                parts.append(out)
+            return
+
+        def run(start: int, stop: int) -> None:
+            out = job.plan.run(driver.slice(start, stop - start), projected, negated)
+            if out is not None:
+                parts.append(out)
+
+        in_slices(driver.height, run, self.check)
+
+    def _load_new_heads(self, name: str, parts: list[pl.DataFrame], k: int) -> _New:
+        """N_k of one relation (tuple -> count, and as a frame) from its plans' head rows,
+        loaded into the state at iteration k."""
         store = self.state[name]
         arity = store.arity
         if not parts:
@@ -303,6 +319,7 @@ class VectorizedStratum:
             )
             if total == 0 or len(store):
                 return {}, None
+            store.add_batch({(): total}, k)
             return {(): total}, frame_of_rows([()], 0)
         cols = columns(arity)
         if len(parts) == 1:
@@ -325,8 +342,25 @@ class VectorizedStratum:
             grouped = subtract_and_count(heads, self.growing[name].full() if known else None, cols)
             if grouped.height == 0:
                 return {}, None
-        counts = grouped.get_column(WEIGHT).to_list()
-        batch = dict(zip(rows_of_frame(grouped, arity), counts, strict=True))
+
+        def batch_of(part: pl.DataFrame) -> dict[Tuple, int]:
+            counts = part.get_column(WEIGHT).to_list()
+            return dict(zip(rows_of_frame(part, arity), counts, strict=True))
+
+        if self.check is None:
+            batch = batch_of(grouped)
+            store.add_batch(batch, k)
+            return batch, grouped.select(cols)
+        batch = {}
+
+        def load(start: int, stop: int) -> None:
+            """Rows [start, stop) into the state: building Python tuples and index entries is
+            the slow part of a large iteration, so under a check it goes in slices."""
+            rows = batch_of(grouped.slice(start, stop - start))
+            store.add_batch(rows, k)
+            batch.update(rows)
+
+        in_slices(grouped.height, load, self.check)
         return batch, grouped.select(cols)
 
     # -- the fixpoint ------------------------------------------------------------------------
@@ -404,8 +438,8 @@ def bootstrap_vectorized(
     return it holds every derived tuple with its iteration and count, indexes included.
     `small_iteration`: see `SMALL_ITERATION` (0 forces Polars for every iteration).
     `check`: cooperative cancellation as in `StratumBootstrap` — called before every iteration,
-    between the rules of a Polars iteration and between slices of a reference iteration's
-    driving rows; it stops the run by raising, leaving a partial state to be discarded.
+    and between slices of the driving rows of every plan, Polars or reference; it stops the
+    run by raising, leaving a partial state to be discarded.
     """
     arities = {name: info.arity for name, info in analyzed.relations.items()}
     for name, arity in arities.items():
