@@ -16,7 +16,6 @@ the service rebuilds from the store (which already holds the delta) before takin
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import threading
 import time
@@ -49,11 +48,6 @@ from service.store.repository import DeltaRecord, Store
 log = logging.getLogger("service")
 T = TypeVar("T")
 
-_APPLY_PARAMETERS = inspect.signature(Materialization.apply).parameters
-ENGINE_CANCELS_EPOCHS = "check" in _APPLY_PARAMETERS and "before_publish" in _APPLY_PARAMETERS
-"""Whether `Materialization.apply` takes a cancellation `check` (passed to every Bootstrap and
-Update of the epoch) and a `before_publish` callback (run between computing and publishing):
-only then can `epoch_timeout_seconds` refuse an epoch with nothing committed."""
 MAX_EPOCH = (1 << 31) - 1
 """Epoch numbers are 32-bit integer columns: a larger number names no epoch."""
 BULK_MIN_FACTS = 10_000
@@ -97,11 +91,6 @@ class Runtime:
 
     def start(self) -> Future[None]:
         """Migrate now; rebuild on the writer thread (the first job: writes queue behind)."""
-        if self.settings.epoch_timeout_seconds is not None and not ENGINE_CANCELS_EPOCHS:
-            log.warning(
-                "epoch_timeout_seconds is set but this engine cannot cancel an epoch yet: "
-                "writes run without a deadline"
-            )
         self.store.migrate()
         return self._submit(self._rebuild)
 
@@ -227,7 +216,7 @@ class Runtime:
             # A bulk load: Update would most likely run out its deadline before the fallback.
             strategy = "bootstrap"
         timeout = self.settings.epoch_timeout_seconds
-        if timeout is not None and ENGINE_CANCELS_EPOCHS:
+        if timeout is not None:
             report = self._apply_cancellable(
                 m, prepared, record, strategy, include_changes, timeout
             )

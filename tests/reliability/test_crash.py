@@ -32,7 +32,6 @@ import httpx
 
 from reasoner.program_text import rule_id
 from reasoner.syntax.parser import parse_program
-from service.runtime import ENGINE_CANCELS_EPOCHS
 from tests.reliability.conftest import COUNTS, record, rng
 from tests.reliability.model import (
     Model,
@@ -417,7 +416,7 @@ class Harness:
             self.server.log_path.stat().st_size if self.server.log_path.exists() else 0
         )
         settings = self.server.settings
-        if ENGINE_CANCELS_EPOCHS and self.rng.random() < 0.5:
+        if self.rng.random() < 0.5:
             settings["REASONER_EPOCH_TIMEOUT_SECONDS"] = "600"
             self.order = "evaluate, then commit"
         else:
