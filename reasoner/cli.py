@@ -53,17 +53,7 @@ def _run(args: argparse.Namespace) -> int:
     materialization = Materialization(analyzed, engines=_engines(args))
     materialization.load(inputs)
     report = materialization.bootstrap()
-    outputs = {
-        name: materialization.rows(name)
-        for name, info in analyzed.relations.items()
-        if info.is_output
-    }
-    try:
-        write_outputs(analyzed, outputs, Path(args.output))
-    except OSError as exc:
-        raise InputDataError(
-            f"cannot write outputs: {exc.strerror}", exc.filename or args.output
-        ) from None
+    _write_program_outputs(analyzed, materialization, args.output)
     if args.stats:
         stats = {
             "program": args.program,
@@ -86,6 +76,17 @@ def _run(args: argparse.Namespace) -> int:
         }
         _write_json(args.stats, stats)
     return EXIT_OK
+
+
+def _write_program_outputs(analyzed: AnalyzedProgram, m: Materialization, output: str) -> None:
+    """The program's `.output` relations, as `souffle -D` writes them."""
+    outputs = {name: m.rows(name) for name, info in analyzed.relations.items() if info.is_output}
+    try:
+        write_outputs(analyzed, outputs, Path(output))
+    except OSError as exc:
+        raise InputDataError(
+            f"cannot write outputs: {exc.strerror}", exc.filename or output
+        ) from None
 
 
 def _workload(args: argparse.Namespace) -> int:
@@ -115,6 +116,11 @@ def _replay(args: argparse.Namespace) -> int:
     workload = read_workload(analyzed, args.epochs)
     records: list[EpochRecord] = []
     status = EXIT_OK
+    live: list[Materialization] = []
+
+    def keep(m: Materialization, _record: EpochRecord) -> None:
+        live[:] = [m]
+
     for record in replay(
         analyzed,
         inputs,
@@ -123,6 +129,7 @@ def _replay(args: argparse.Namespace) -> int:
         switching_parameter=args.switching_parameter,
         engines=_engines(args),
         check=args.check,
+        observe=keep,
     ):
         records.append(record)
         print(_progress_line(record), file=sys.stderr)
@@ -134,6 +141,8 @@ def _replay(args: argparse.Namespace) -> int:
             )
             status = EXIT_CHECK_FAILED
             break
+    if args.output is not None and status == EXIT_OK:
+        _write_program_outputs(analyzed, live[0], args.output)
     if args.report:
         _write_json(
             args.report,
@@ -262,6 +271,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--check", action="store_true", help="compare with a fresh Bootstrap after every epoch"
     )
     rep.add_argument("--report", help="write a JSON report (per epoch strategy, time, impact)")
+    rep.add_argument(
+        "-D",
+        "--output",
+        help="after the last epoch, write the program's .output relations here (as `run -D`)",
+    )
     mode = rep.add_mutually_exclusive_group()
     mode.add_argument(
         "--switching-parameter",

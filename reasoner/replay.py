@@ -12,7 +12,7 @@ rebuilds the whole state from scratch and would otherwise dwarf the Update it ch
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from reasoner.analysis.model import AnalyzedProgram
@@ -94,9 +94,14 @@ def replay(
     switching_parameter: float = DEFAULT_SWITCHING_PARAMETER,
     check: bool = False,
     engines: EngineSettings | None = None,
+    observe: Callable[[Materialization, EpochRecord], None] | None = None,
 ) -> Iterator[EpochRecord]:
     """Yield one record per epoch, 0 first; with `check`, each record says how the state
-    differs from a fresh Bootstrap of the same facts (Theorem 3.5: it must not)."""
+    differs from a fresh Bootstrap of the same facts (Theorem 3.5: it must not).
+
+    `observe(materialization, record)` is called after every epoch, outside its timed part and
+    before the record is yielded: a caller reads the live relations there (the final outputs,
+    a digest per epoch) without the generator handing out its materialization."""
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r} (expected one of {STRATEGIES})")
     m = Materialization(analyzed, switching_parameter=switching_parameter, engines=engines)
@@ -105,7 +110,7 @@ def replay(
     m.load(initial)
     report = m.bootstrap()
     seconds = time.perf_counter() - start
-    yield _checked(
+    yield _observed(
         m,
         EpochRecord(
             epoch=0,
@@ -123,10 +128,11 @@ def replay(
             engine_reason=report.engine.reason,
         ),
         check,
+        observe,
     )
     for epoch in workload.epochs:
         applied = m.apply(Delta(insert=epoch.insert, retract=epoch.retract), strategy=strategy)
-        yield _checked(
+        yield _observed(
             m,
             EpochRecord(
                 epoch=applied.epoch,
@@ -142,6 +148,7 @@ def replay(
                 engine_reason=applied.engine_reason,
             ),
             check,
+            observe,
         )
 
 
@@ -149,9 +156,16 @@ def _distinct(facts: Facts) -> int:
     return sum(len(set(rows)) for rows in facts.values())
 
 
-def _checked(m: Materialization, record: EpochRecord, check: bool) -> EpochRecord:
-    if not check:
-        return record
-    start = time.perf_counter()
-    differences = m.differences(m.rebuilt())
-    return replace(record, check_seconds=time.perf_counter() - start, differences=differences)
+def _observed(
+    m: Materialization,
+    record: EpochRecord,
+    check: bool,
+    observe: Callable[[Materialization, EpochRecord], None] | None,
+) -> EpochRecord:
+    if check:
+        start = time.perf_counter()
+        differences = m.differences(m.rebuilt())
+        record = replace(record, check_seconds=time.perf_counter() - start, differences=differences)
+    if observe is not None:
+        observe(m, record)
+    return record

@@ -3,32 +3,23 @@
     python -m bench.runners.ours SPEC.json OUT_DIR -- <reasoner replay arguments>
 
 This runs `reasoner.cli.main(["replay", ...])` unchanged (argument parsing, the engine switch,
-the timing, the `--report` JSON) in this process, with one addition: the replay generator is
-wrapped so that after every epoch (outside the epoch's timed part, which `reasoner.replay`
-measures itself) the output relations' digests are taken from the live materialization, and
-the final relations written to OUT_DIR, for the cross-system check. `reasoner replay` has no
-option to write its final relations, hence the wrapper.
+the timing, the `--report` JSON) in this process, with one addition through the `observe` hook
+of `reasoner.replay.replay`: after every epoch (outside the epoch's timed part) the output
+relations' digests are taken from the live materialization, and at the end the final relations
+are written to OUT_DIR in the harness's format, for the cross-system check.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 
 import reasoner.cli as cli
 from bench.runners.common import Spec, digests, emit, write_outputs
 from reasoner.materialization import Materialization
+from reasoner.replay import EpochRecord
 
-
-def _materialization(generator: object) -> Materialization:
-    frame = getattr(generator, "gi_frame", None)
-    if frame is not None:
-        for value in frame.f_locals.values():
-            if isinstance(value, Materialization):
-                return value
-    raise RuntimeError(
-        "cannot find the live Materialization inside reasoner.replay.replay: "
-        "bench/runners/ours.py must follow the change"
-    )
+Observer = Callable[[Materialization, EpochRecord], None]
 
 
 def main(argv: list[str]) -> int:
@@ -39,26 +30,30 @@ def main(argv: list[str]) -> int:
     original = cli.replay
     live: list[Materialization] = []
 
-    def wrapped(*args: object, **kwargs: object):  # type: ignore[no-untyped-def]
-        generator = original(*args, **kwargs)
-        for record in generator:
-            m = _materialization(generator)
-            live[:] = [m]
-            emit(
-                "epoch",
-                epoch=record.epoch,
-                seconds=record.seconds,
-                strategy=record.strategy,
-                fallback_reason=record.fallback_reason,
-                engine=getattr(record, "engine", None),
-                inserted=record.inserted,
-                retracted=record.retracted,
-                derived=sum(m.size(name) for name in spec.data["derived"]),
-                digest=digests({name: m.rows(name) for name in spec.outputs}),
-            )
-            yield record
+    def record_epoch(m: Materialization, record: EpochRecord) -> None:
+        live[:] = [m]
+        emit(
+            "epoch",
+            epoch=record.epoch,
+            seconds=record.seconds,
+            strategy=record.strategy,
+            fallback_reason=record.fallback_reason,
+            engine=record.engine,
+            inserted=record.inserted,
+            retracted=record.retracted,
+            derived=sum(m.size(name) for name in spec.data["derived"]),
+            digest=digests({name: m.rows(name) for name in spec.outputs}),
+        )
 
-    cli.replay = wrapped  # type: ignore[assignment]
+    def observed(*args: object, observe: Observer | None = None, **kwargs: object):  # type: ignore[no-untyped-def]
+        def both(m: Materialization, record: EpochRecord) -> None:
+            if observe is not None:
+                observe(m, record)
+            record_epoch(m, record)
+
+        return original(*args, observe=both, **kwargs)  # type: ignore[arg-type]
+
+    cli.replay = observed  # type: ignore[assignment]
     try:
         status = cli.main(["replay", *replay_args])
     finally:
