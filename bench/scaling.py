@@ -1,7 +1,7 @@
 """Scaling: Bootstrap and one 10-tuple Update against input size, local and Spark executors.
 
-LUBM-like data from `bench.generate` at four sizes (1, 3, 10 and 30 departments: about 7 k to
-210 k triples, 30x) through the RDFS program of ../shared/bench/lubm1 (`program.dl`). Each size
+LUBM-like data from `bench.generate` at four sizes (1, 4, 12 and 40 departments: about 7 k to
+270 k triples, over 30x) through the RDFS program of ../shared/bench/lubm1 (`program.dl`). Each size
 is one `reasoner replay --always-update --engine E` of a two-epoch workload (epoch 0: the whole
 input, a Bootstrap; epoch 1: 10 random ABox triples retracted, an Update), in its own process
 under the same caps as the main run; local and Spark must agree on the result (by digest).
@@ -20,7 +20,7 @@ from bench.systems import System, Unsupported, command, replay_engines
 from bench.translate import build_spec, load_program, write_spec
 
 REPO = Path(__file__).resolve().parent.parent
-DEPARTMENTS = (1, 3, 10, 30)
+DEPARTMENTS = (1, 4, 12, 40)
 UPDATE_SIZE = 10
 ENGINES = ("local", "spark")
 
