@@ -146,7 +146,11 @@ class RelationStore:
     def apply(self, changes: dict[Tuple, tuple[int, int]], absent: int) -> None:
         """Commit an Update's changes (tuple -> (iteration, count)): an iteration >= `absent`
         removes the tuple (a committed one, or a staged one), any other sets it (committing a
-        staged tuple, already indexed)."""
+        staged tuple, already indexed).
+
+        Every staged tuple has an entry in `changes` (whoever stages a tuple records its new
+        status), so none is left staged afterwards: `extra` is emptied at once instead of
+        being probed for every changed tuple."""
         iters = self.iters
         counts = self.counts
         extra = self.extra
@@ -157,13 +161,11 @@ class RelationStore:
                     del counts[t]
                     gone.append(t)
                 elif t in extra:
-                    del extra[t]
                     gone.append(t)
             else:
-                if extra and t in extra:
-                    del extra[t]
                 iters[t] = n
                 counts[t] = c
+        extra.clear()
         for key, idx in self._keyed:
             for t in gone:
                 k = key(t)

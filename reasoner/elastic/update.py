@@ -339,36 +339,47 @@ class StratumUpdatePlans:
         if info.own:
             self.by_head_later.setdefault(rule.head.relation, []).append(fn)
 
-    def _negations(self, info: _RuleInfo, keys: list[str]) -> list[str]:
-        """Lines binding, for a rule with negated atoms, `_no` / `_nn` (every negation holds in
-        the old / the new epoch), `_ni` / `_nd` (some negated tuple was inserted / deleted)."""
-        lines = []
-        before, after = [], []
-        for j, ((relation, kind, cols), key) in enumerate(zip(info.negated, keys, strict=True)):
-            committed = self._committed(relation)
-            new = self._new_name(relation)
-            if kind == "tuple":
-                lines.append(f"_b{j} = {key} in {committed}")
-                lines.append(
-                    f"_a{j} = ({new}.get({key}, 0 if _b{j} else INF) == 0) if {new} else _b{j}"
-                )
-            elif kind == "index":
-                index = f"X_{self.ident(relation)}_{'_'.join(map(str, cols))}"
-                self.namespace[index] = self.state[relation].index(cols)
-                lines.append(f"_x = {index}.get({key}, _EMPTY)")
-                lines.append(f"_b{j} = _index_old(_x, {committed})")
-                lines.append(f"_a{j} = _index_new(_x, {committed}, {new}) if {new} else _b{j}")
-            else:
-                was, now = self.any_negated[relation]
-                lines.append(f"_b{j} = {was}")
-                lines.append(f"_a{j} = {now}")
-            before.append(f"_b{j}")
-            after.append(f"_a{j}")
+    def _negation_status(self, info: _RuleInfo, j: int, key: str) -> list[str]:
+        """Lines binding `_bJ` / `_aJ` (the J-th negated tuple is present in the old / the new
+        epoch), dropping the candidate when it is present in both: the rule's body is then
+        false in both epochs. Put where the key is bound, so a join skips the atoms after it."""
+        relation, kind, cols = info.negated[j]
+        committed = self._committed(relation)
+        new = self._new_name(relation)
+        if kind == "tuple":
+            lines = [
+                f"_b{j} = {key} in {committed}",
+                f"_a{j} = ({new}.get({key}, 0 if _b{j} else INF) == 0) if {new} else _b{j}",
+            ]
+        elif kind == "index":
+            index = f"X_{self.ident(relation)}_{'_'.join(map(str, cols))}"
+            self.namespace[index] = self.state[relation].index(cols)
+            lines = [
+                f"_x = {index}.get({key}, _EMPTY)",
+                f"_b{j} = _index_old(_x, {committed})",
+                f"_a{j} = _index_new(_x, {committed}, {new}) if {new} else _b{j}",
+            ]
+        else:
+            was, now = self.any_negated[relation]
+            lines = [f"_b{j} = {was}", f"_a{j} = {now}"]
+        return [*lines, f"if _b{j} and _a{j}: continue"]
+
+    @staticmethod
+    def _negations(count: int) -> list[str]:
+        """Lines binding, for a rule with `count` negated atoms (their `_bJ`, `_aJ` bound),
+        `_no` / `_nn` (every negation holds in the old / the new epoch) and `_ni` / `_nd` (some
+        negated tuple was inserted / deleted)."""
+        before = [f"_b{j}" for j in range(count)]
+        after = [f"_a{j}" for j in range(count)]
         pairs = list(zip(after, before, strict=True))
-        lines.append(f"_no = not {_or(before)}")
-        lines.append(f"_nn = not {_or(after)}")
-        lines.append(f"_ni = {_or([f'{a} and not {b}' for a, b in pairs])}")
-        lines.append(f"_nd = {_or([f'{b} and not {a}' for a, b in pairs])}")
+        lines = [
+            f"_no = not {_or(before)}",
+            f"_nn = not {_or(after)}",
+            f"_ni = {_or([f'{a} and not {b}' for a, b in pairs])}",
+            f"_nd = {_or([f'{b} and not {a}' for a, b in pairs])}",
+        ]
+        if count > 1:
+            lines.append("if not (_no or _nn): continue")  # never valid
         return lines
 
     def _statuses(
@@ -443,17 +454,25 @@ class StratumUpdatePlans:
                 f"if _m_{tvar} == INF and {tvar} not in {staged}: continue",
             ]
 
+        positions = [i for i, lit in enumerate(rule.body) if isinstance(lit, Negation)]
+        placed: set[int] = set()
+
+        def negation_status(step, key: str, _kind: str) -> list[str]:
+            """The status of a negated atom, where the join binds its key."""
+            j = positions.index(step.body_index)
+            placed.add(j)
+            return self._negation_status(info, j, key)
+
         def emit(ctx: EmitContext) -> list[str]:
             tvars = [ctx.positive[i] for i in sorted(ctx.positive)]
-            keys = [
-                ctx.negated[i][1] if ctx.negated[i][0] != "any" else "None"
-                for i in sorted(ctx.negated)
-            ]
             h = ctx.head
             lines = [f"if {h} not in W: continue"] if wanted else []
             if negated:
-                lines += self._negations(info, keys)
-                lines.append("if not (_no or _nn): continue")  # never valid
+                for j, i in enumerate(positions):  # a driving negation has no step of its own
+                    if j not in placed:
+                        kind, key = ctx.negated[i]
+                        lines += self._negation_status(info, j, "None" if kind == "any" else key)
+                lines += self._negations(len(positions))
                 no, nn, ni, nd = "_no", "_nn", "_ni", "_nd"
             else:
                 no, nn, ni, nd = "True", "True", "False", "False"
@@ -495,7 +514,7 @@ class StratumUpdatePlans:
             plan,
             params=("cur",),
             atom_filter=lambda _step, _t: None,
-            negation_present=lambda _step, _key, _kind: None,
+            negation_present=negation_status,
             emit=emit,
             namespace=self.namespace,
             name=_function_name(number, plan.driver, wanted),

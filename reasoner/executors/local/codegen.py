@@ -31,9 +31,10 @@ from reasoner.syntax.ast import (
 
 AtomFilter = Callable[[AtomStep, str], "str | None"]
 """(step, tuple variable) -> a Python condition the probed tuple must satisfy, or None."""
-NegationTest = Callable[[AtomStep, str, str], "str | None"]
+NegationTest = Callable[[AtomStep, str, str], "str | list[str] | None"]
 """(step, key expression, kind) -> a condition that is true when the negated tuple is present
-(the candidate is then dropped), or None to skip the test (the key stays available to `emit`).
+(the candidate is then dropped), lines to put where the test would be (they may `continue`), or
+None to skip the test (the key stays available to `emit`).
 kind is "tuple" (all columns bound: the key is the whole tuple), "index" (some columns are
 wildcards: the key is an index key) or "any" (every column is a wildcard: no key)."""
 
@@ -246,7 +247,10 @@ class PlanCompiler:
                     key = f"k{step.body_index}"
                 negated[step.body_index] = (neg_kind, key)
                 test = negation_present(step, key, neg_kind)
-                if test is not None:
+                if isinstance(test, list):
+                    for line in test:
+                        put(line)
+                elif test is not None:
                     put(f"if {test}: continue")
                 continue
 
