@@ -44,6 +44,7 @@ from reasoner.errors import (
     InvalidDelta,
 )
 from reasoner.executors.local.codegen import PlanCompiler
+from reasoner.gc_pause import collector_paused
 from reasoner.program_text import ProgramText, RuleEntry
 from reasoner.state import State, Tuple
 from reasoner.symbols import SymbolTable
@@ -367,33 +368,38 @@ class Materialization:
             )
             deadline = _CheckedDeadline(None if strategy == "update" else start + budget, check)
             cached = set(self._plans)
-            try:
-                strata = self._update(overlay, prepared, deadline)
-                changes = {name: overlay.presence_diff(name) for name in derived}
-            except DeadlineExceeded:
-                self._discard(overlay, cached)
-                reason = "deadline"
-            except BootstrapCancelled:
-                self._discard(overlay, cached)
-                raise
-            except Exception:
-                self._discard(overlay, cached)
-                if strategy == "update":
-                    raise
-                reason = "update failed"
-            else:
+            with collector_paused():  # until the overlay's records are freed (reasoner.gc_pause)
                 try:
-                    if check is not None:
-                        check()  # an epoch that finished past its deadline is still refused
-                    if before_publish is not None:
-                        before_publish()
-                except BaseException:
+                    strata = self._update(overlay, prepared, deadline)
+                    changes = {name: overlay.presence_diff(name) for name in derived}
+                except DeadlineExceeded:
+                    self._discard(overlay, cached)
+                    reason = "deadline"
+                except BootstrapCancelled:
                     self._discard(overlay, cached)
                     raise
-                with self._lock.exclusive():
-                    overlay.commit()
-                    self._adopt(prepared)
-                return self._report(start, "update", strata, changes, include_changes, prepared)
+                except Exception:
+                    self._discard(overlay, cached)
+                    if strategy == "update":
+                        raise
+                    reason = "update failed"
+                else:
+                    try:
+                        if check is not None:
+                            check()  # an epoch that finished past its deadline is refused
+                        if before_publish is not None:
+                            before_publish()
+                    except BaseException:
+                        self._discard(overlay, cached)
+                        raise
+                    with self._lock.exclusive():
+                        overlay.commit()
+                        self._adopt(prepared)
+                    report = self._report(
+                        start, "update", strata, changes, include_changes, prepared
+                    )
+            if reason is None:
+                return report
         before = {
             name: set(self.state[name].iters) if name in self.state else set() for name in derived
         }

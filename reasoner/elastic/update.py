@@ -48,7 +48,6 @@ o and n, and the head's o is looked up once, when a decision first needs it.
 
 from __future__ import annotations
 
-import gc
 import heapq
 import time
 from collections.abc import Callable
@@ -57,6 +56,7 @@ from dataclasses import dataclass, field
 from reasoner.analysis.model import Stratum
 from reasoner.elastic.overlay import INF, Overlay
 from reasoner.executors.local.codegen import EmitContext, PlanCompiler
+from reasoner.gc_pause import collector_paused
 from reasoner.plan.joins import Driver, JoinPlan, head_is_invertible, plan_rule, positive_atoms
 from reasoner.state import State, Tuple
 from reasoner.syntax.ast import Negation, Rule, Wildcard
@@ -251,6 +251,20 @@ class StratumUpdatePlans:
             self._compile_rule(number, rule)
         exec(_BUCKET, self.namespace)
         self._drain: Callable[[Callable[[], None]], int] | None = None
+
+    def release(self) -> None:
+        """Drop the globals' references to this Update's records (the overlay's dicts, the olds,
+        the flipped inputs, the schedule): the overlay frees them when it is committed or
+        discarded, instead of their living on in the plans until the next Update."""
+        namespace = self.namespace
+        namespace["S"] = {}
+        namespace["H"] = []
+        for name in self.own:
+            ident = self.ident(name)
+            namespace[f"CH_{ident}"] = {}
+            namespace[f"O_{ident}"] = {}
+        for name in self.new_names.values():
+            namespace[name] = {}
 
     def drain(self, deadline: Deadline) -> int:
         """Process the scheduled iterations (see `_compile_drain`)."""
@@ -699,19 +713,15 @@ class StratumUpdate:
     ) -> StratumUpdateRun:
         """Bring the stratum up to date with its inputs' changes, already in the overlay for the
         lower strata, and with facts asserted on / retracted from its own relations."""
-        # The run allocates many short-lived tuples and no cycles: a collection of the (large)
-        # state in the middle of it costs more than the Update itself.
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
-            return self._run(retracted_facts, asserted_facts)
-        except BaseException:
-            for relation in self.relations:
-                self.overlay.changed(relation)
-            raise
-        finally:
-            if collecting:
-                gc.enable()
+        # A collection of the (large) state in the middle of the run costs more than the
+        # Update itself (see `reasoner.gc_pause`; Materialization pauses it for the whole epoch).
+        with collector_paused():
+            try:
+                return self._run(retracted_facts, asserted_facts)
+            except BaseException:
+                for relation in self.relations:
+                    self.overlay.changed(relation)
+                raise
 
     def _run(
         self,
@@ -808,6 +818,7 @@ class StratumUpdate:
                 elif o >= INF:
                     inserted.add(t)
             overlay.known_diff(relation, deleted, inserted)
+        plans.release()
         return StratumUpdateRun(
             plans.stratum.index,
             tuple(sorted(self.relations)),
