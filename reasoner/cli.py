@@ -141,8 +141,6 @@ def _replay(args: argparse.Namespace) -> int:
             )
             status = EXIT_CHECK_FAILED
             break
-    if args.output is not None and status == EXIT_OK:
-        _write_program_outputs(analyzed, live[0], args.output)
     if args.report:
         _write_json(
             args.report,
@@ -161,6 +159,8 @@ def _replay(args: argparse.Namespace) -> int:
                 "epochs": [r.as_json() for r in records],
             },
         )
+    if args.output is not None and status == EXIT_OK:
+        _write_program_outputs(analyzed, live[0], args.output)
     return status
 
 
@@ -274,7 +274,8 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument(
         "-D",
         "--output",
-        help="after the last epoch, write the program's .output relations here (as `run -D`)",
+        help="after the last epoch, write the program's .output relations here (as `run -D`; "
+        "not when --check found a difference)",
     )
     mode = rep.add_mutually_exclusive_group()
     mode.add_argument(

@@ -383,6 +383,9 @@ class Materialization:
                     if strategy == "update":
                         raise
                     reason = "update failed"
+                except BaseException:  # KeyboardInterrupt, a caller's check: undo, then stop
+                    self._discard(overlay, cached)
+                    raise
                 else:
                     try:
                         if check is not None:

@@ -259,6 +259,7 @@ class StratumUpdatePlans:
         namespace = self.namespace
         namespace["S"] = {}
         namespace["H"] = []
+        namespace["W"] = set()
         for name in self.own:
             ident = self.ident(name)
             namespace[f"CH_{ident}"] = {}
@@ -722,6 +723,8 @@ class StratumUpdate:
                 for relation in self.relations:
                     self.overlay.changed(relation)
                 raise
+            finally:
+                self.plans.release()
 
     def _run(
         self,
@@ -818,7 +821,6 @@ class StratumUpdate:
                 elif o >= INF:
                     inserted.add(t)
             overlay.known_diff(relation, deleted, inserted)
-        plans.release()
         return StratumUpdateRun(
             plans.stratum.index,
             tuple(sorted(self.relations)),
