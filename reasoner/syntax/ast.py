@@ -69,6 +69,19 @@ class BinaryOp:
 Term = Variable | Wildcard | NumberConst | StringConst | BinaryOp
 
 
+def has_division(term: Term) -> bool:
+    """Whether evaluating `term` divides (`/` or `%`): it may then have no value (division by
+    zero), so every executor must drop the instantiations where it has none."""
+    stack = [term]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, BinaryOp):
+            if node.op in "/%":
+                return True
+            stack.extend((node.left, node.right))
+    return False
+
+
 @dataclass(frozen=True, slots=True)
 class Atom:
     relation: str

@@ -27,6 +27,7 @@ from reasoner.syntax.ast import (
     Term,
     Variable,
     Wildcard,
+    has_division,
 )
 
 AtomFilter = Callable[[AtomStep, str], "str | None"]
@@ -185,7 +186,7 @@ class PlanCompiler:
 
         def guarded(expr_terms: tuple[Term, ...], target: str, expr: str) -> None:
             """`target = expr`, dropping the candidate when the arithmetic divides by zero."""
-            if any(_has_division(t) for t in expr_terms):
+            if any(has_division(t) for t in expr_terms):
                 put("try:")
                 put(f"    {target} = {expr}")
                 put("except ZeroDivisionError:")
@@ -335,12 +336,6 @@ class PlanCompiler:
             return f"{self._rel_var(namespace, step.atom.relation)}"
 
         return test
-
-
-def _has_division(term: Term) -> bool:
-    if isinstance(term, BinaryOp):
-        return term.op in "/%" or _has_division(term.left) or _has_division(term.right)
-    return False
 
 
 def _ident(name: str) -> str:

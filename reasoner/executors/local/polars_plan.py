@@ -40,6 +40,7 @@ from reasoner.syntax.ast import (
     Term,
     Variable,
     Wildcard,
+    has_division,
 )
 
 INT = pl.Int64
@@ -135,17 +136,6 @@ class Expressions:
         self.temps += 1
         prelude.append((name, expr))
         return pl.col(name)
-
-
-def has_division(term: Term) -> bool:
-    stack = [term]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, BinaryOp):
-            if node.op in "/%":
-                return True
-            stack.extend((node.left, node.right))
-    return False
 
 
 # -- atoms ----------------------------------------------------------------------------------------

@@ -41,23 +41,13 @@ from reasoner.syntax.ast import (
     Term,
     Variable,
     Wildcard,
+    has_division,
 )
 
 
 def column_names(arity: int) -> list[str]:
     """The value columns of a relation's DataFrame."""
     return [f"c{j}" for j in range(arity)]
-
-
-def _has_division(term: Term) -> bool:
-    stack = [term]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, BinaryOp):
-            if node.op in "/%":
-                return True
-            stack.extend((node.left, node.right))
-    return False
 
 
 def _long(value: int) -> Column:
@@ -186,7 +176,7 @@ class SparkPlan:
                     other = comparison.right if assigns_left else comparison.left
                     value = term(other)
                     cur = cur.withColumn(variable(step.assigns), value)
-                    if _has_division(other):
+                    if has_division(other):
                         cur = cur.filter(F.col(names[step.assigns]).isNotNull())
                     continue
                 left, right = term(comparison.left), term(comparison.right)
@@ -236,7 +226,7 @@ class SparkPlan:
             *(term(a).alias(f"c{j}") for j, a in enumerate(head_args)),
             *([F.col("_it")] if carry is not None else []),
         )
-        nullable = [f"c{j}" for j, a in enumerate(head_args) if _has_division(a)]
+        nullable = [f"c{j}" for j, a in enumerate(head_args) if has_division(a)]
         if nullable:
             out = out.filter(reduce(Column.__and__, (F.col(c).isNotNull() for c in nullable)))
         return out
@@ -292,7 +282,7 @@ class SparkPlan:
             name = f"e{temp}"
             temp += 1
             cur = cur.withColumn(name, term(arg))
-            if _has_division(arg):
+            if has_division(arg):
                 cur = cur.filter(F.col(name).isNotNull())
             temporaries.append(name)
             pairs.append((F.col(name), col))
