@@ -101,14 +101,7 @@ class RelationStore:
 
     def _index_delete(self, t: Tuple) -> None:
         for key, idx in self._keyed:
-            k = key(t)
-            bucket = idx[k]
-            if bucket.__class__ is tuple:
-                del idx[k]
-            else:
-                del bucket[t]
-                if len(bucket) == 1:
-                    idx[k] = (*bucket,)
+            _delete_all(idx, key, (t,))
 
     def remove(self, t: Tuple) -> None:
         del self.iters[t]
@@ -167,15 +160,7 @@ class RelationStore:
                 counts[t] = c
         extra.clear()
         for key, idx in self._keyed:
-            for t in gone:
-                k = key(t)
-                bucket = idx[k]
-                if bucket.__class__ is tuple:
-                    del idx[k]
-                else:
-                    del bucket[t]
-                    if len(bucket) == 1:
-                        idx[k] = (*bucket,)
+            _delete_all(idx, key, gone)
 
     def clear(self) -> None:
         self.iters.clear()
@@ -201,6 +186,20 @@ def _insert_all(idx: dict[object, Bucket], key: Callable[[Tuple], object], tuple
                 idx[k] = {bucket[0]: None, t: None}
             else:
                 bucket[t] = None
+
+
+def _delete_all(idx: dict[object, Bucket], key: Callable[[Tuple], object], tuples) -> None:
+    """Remove `tuples` (all of them indexed) from the index `idx` on `key`; a bucket left with
+    one tuple goes back to the 1-tuple form."""
+    for t in tuples:
+        k = key(t)
+        bucket = idx[k]
+        if bucket.__class__ is tuple:
+            del idx[k]
+        else:
+            del bucket[t]
+            if len(bucket) == 1:
+                idx[k] = (*bucket,)
 
 
 class State:
