@@ -14,7 +14,7 @@ import time
 
 import clingo
 
-from bench.runners.common import Facts, Spec, apply_epoch, digests, emit, read_epochs, write_outputs
+from bench.runners.common import Facts, Spec, apply_epoch, emit_epoch, finish, read_epochs
 
 INT32 = (-(1 << 31), (1 << 31) - 1)
 
@@ -88,16 +88,8 @@ def main(argv: list[str]) -> int:
             apply_epoch(current, epochs[number - 1])
         seconds, symbols = solve(program, current)
         relations = relations_of(symbols, spec.data["derived"])
-        emit(
-            "epoch",
-            epoch=number,
-            seconds=seconds,
-            strategy="recompute",
-            derived=sum(len(rows) for rows in relations.values()),
-            digest=digests({name: relations[name] for name in spec.outputs}),
-        )
-    write_outputs({name: relations[name] for name in spec.outputs}, out_dir)
-    emit("done")
+        emit_epoch(spec, number, seconds, "recompute", relations)
+    finish(spec, relations, out_dir)
     return 0
 
 

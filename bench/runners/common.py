@@ -20,7 +20,7 @@ import os
 import resource
 import sys
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -182,6 +182,35 @@ def emit(event: str, **fields: object) -> None:
     """One protocol line on stdout (flushed: the harness shows progress as it happens)."""
     sys.stdout.write(json.dumps({"event": event, **fields}) + "\n")
     sys.stdout.flush()
+
+
+def emit_epoch(
+    spec: Spec,
+    number: int,
+    seconds: float,
+    strategy: str,
+    relations: Mapping[str, Collection[Row]],
+    **fields: object,
+) -> None:
+    """The "epoch" line of a runner holding every derived relation: how many tuples they have,
+    and the digests of the outputs for the cross-system check."""
+    emit(
+        "epoch",
+        epoch=number,
+        seconds=seconds,
+        strategy=strategy,
+        **fields,
+        derived=sum(len(rows) for rows in relations.values()),
+        digest=digests({name: relations[name] for name in spec.outputs}),
+    )
+
+
+def finish(
+    spec: Spec, relations: Mapping[str, Iterable[Row]], out_dir: str | os.PathLike[str]
+) -> None:
+    """Write the final output relations and say the run is done."""
+    write_outputs({name: relations[name] for name in spec.outputs}, out_dir)
+    emit("done")
 
 
 def peak_rss_bytes() -> int:

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable
 
 import reasoner.cli as cli
-from bench.runners.common import Spec, digests, emit, write_outputs
+from bench.runners.common import Spec, digests, emit, finish
 from reasoner.materialization import Materialization
 from reasoner.replay import EpochRecord
 
@@ -60,8 +60,7 @@ def main(argv: list[str]) -> int:
         cli.replay = original
     if status != 0:
         return status
-    write_outputs({name: live[0].rows(name) for name in spec.outputs}, out_dir)
-    emit("done")
+    finish(spec, {name: live[0].rows(name) for name in spec.outputs}, out_dir)
     return 0
 
 

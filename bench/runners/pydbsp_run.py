@@ -39,11 +39,10 @@ from bench.runners.common import (
     Epoch,
     Facts,
     Spec,
-    digests,
     effective,
-    emit,
+    emit_epoch,
+    finish,
     read_epochs,
-    write_outputs,
 )
 
 MAX_INNER = 1 << 20
@@ -244,17 +243,9 @@ def main(argv: list[str]) -> int:
         seconds = time.perf_counter() - start
         system.compact()
         relations = system.relations(spec.data["derived"])
-        emit(
-            "epoch",
-            epoch=number,
-            seconds=seconds,
-            strategy="incremental" if number else "initial",
-            variant=variant,
-            derived=sum(len(rows) for rows in relations.values()),
-            digest=digests({name: relations[name] for name in spec.outputs}),
-        )
-    write_outputs({name: relations[name] for name in spec.outputs}, out_dir)
-    emit("done")
+        strategy = "incremental" if number else "initial"
+        emit_epoch(spec, number, seconds, strategy, relations, variant=variant)
+    finish(spec, relations, out_dir)
     return 0
 
 
