@@ -5,6 +5,11 @@ iteration (within its stratum) in which it was first derived, and how many rule 
 derive it in that iteration. Input tuples and asserted facts sit at iteration 0 with count 1.
 That pair is all Update needs to repair the state after a change without recomputing it.
 
+`counts` holds only the counts other than 1; a tuple missing from it has one derivation. Most
+tuples have one (every input tuple, and nearly every derived tuple of the benchmarks), so the
+dict stays small: committing an Update's changes writes one large dict per tuple instead of two,
+the state needs one large dict per relation less, and probes of `counts` stay in the cache.
+
 Tuples are Python tuples of ints (symbols are interned, see `symbols.py`). Indexes map the
 values of some columns to the tuples that have them. Indexes are created on demand, when a plan
 first needs an access pattern, and are maintained on every insertion and removal.
@@ -44,6 +49,7 @@ class RelationStore:
         self.arity = arity
         self.iters: dict[Tuple, int] = {}
         self.counts: dict[Tuple, int] = {}
+        """The counts other than 1 (see the module docstring)."""
         self.indexes: dict[Columns, dict[object, Bucket]] = {}
         self._keyed: list[tuple[Callable[[Tuple], object], dict[object, Bucket]]] = []
         """(key function, index) of every index, for maintaining them."""
@@ -62,7 +68,7 @@ class RelationStore:
 
     def get(self, t: Tuple) -> tuple[int, int] | None:
         it = self.iters.get(t)
-        return None if it is None else (it, self.counts[t])
+        return None if it is None else (it, self.counts.get(t, 1))
 
     def index(self, columns: Columns) -> dict[object, Bucket]:
         """The index on `columns`, built from the current tuples the first time it is asked for."""
@@ -78,13 +84,14 @@ class RelationStore:
     def add(self, t: Tuple, iteration: int, count: int) -> None:
         """Insert a tuple that is not present yet."""
         self.iters[t] = iteration
-        self.counts[t] = count
+        if count != 1:
+            self.counts[t] = count
         self._index_insert(t)
 
     def add_batch(self, batch: dict[Tuple, int], iteration: int) -> None:
         """Insert many new tuples (tuple -> count) at one iteration: Bootstrap's merge step."""
         self.iters.update(dict.fromkeys(batch, iteration))
-        self.counts.update(batch)
+        self.counts.update({t: c for t, c in batch.items() if c != 1})
         for key, idx in self._keyed:
             _insert_all(idx, key, batch)
 
@@ -105,7 +112,7 @@ class RelationStore:
 
     def remove(self, t: Tuple) -> None:
         del self.iters[t]
-        del self.counts[t]
+        self.counts.pop(t, None)
         self._index_delete(t)
 
     def stage(self, t: Tuple) -> None:
@@ -128,13 +135,15 @@ class RelationStore:
     def commit_staged(self, t: Tuple, iteration: int, count: int) -> None:
         """Turn a staged tuple into a committed one (already indexed)."""
         del self.extra[t]
-        self.iters[t] = iteration
-        self.counts[t] = count
+        self.set(t, iteration, count)
 
     def set(self, t: Tuple, iteration: int, count: int) -> None:
         """Change the (iteration, count) of a present tuple; indexes are unaffected."""
         self.iters[t] = iteration
-        self.counts[t] = count
+        if count != 1:
+            self.counts[t] = count
+        elif self.counts:
+            self.counts.pop(t, None)
 
     def apply(self, changes: dict[Tuple, tuple[int, int]], absent: int) -> None:
         """Commit an Update's changes (tuple -> (iteration, count)): an iteration >= `absent`
@@ -151,13 +160,17 @@ class RelationStore:
         for t, (n, c) in changes.items():
             if n >= absent:
                 if iters.pop(t, None) is not None:
-                    del counts[t]
+                    if counts:
+                        counts.pop(t, None)
                     gone.append(t)
                 elif t in extra:
                     gone.append(t)
             else:
                 iters[t] = n
-                counts[t] = c
+                if c != 1:
+                    counts[t] = c
+                elif counts:
+                    counts.pop(t, None)
         extra.clear()
         for key, idx in self._keyed:
             _delete_all(idx, key, gone)
@@ -170,8 +183,8 @@ class RelationStore:
             idx.clear()
 
     def snapshot(self) -> dict[Tuple, tuple[int, int]]:
-        counts = self.counts
-        return {t: (it, counts[t]) for t, it in self.iters.items()}
+        count = self.counts.get
+        return {t: (it, count(t, 1)) for t, it in self.iters.items()}
 
 
 def _insert_all(idx: dict[object, Bucket], key: Callable[[Tuple], object], tuples) -> None:

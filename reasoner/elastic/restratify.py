@@ -68,8 +68,7 @@ def _after(store: RelationStore, overlay: Overlay) -> RelationStore:
             copy.iters.pop(t, None)
             copy.counts.pop(t, None)
         else:
-            copy.iters[t] = n
-            copy.counts[t] = c
+            copy.set(t, n, c)
     return copy
 
 
@@ -100,11 +99,11 @@ def bootstrap_into_overlay(
                 check()
             if t not in new.iters:
                 overlay.set(name, t, INF, 0)
-        new_counts = new.counts
+        new_count = new.counts.get
         for i, (t, it) in enumerate(new.iters.items()):
             if check is not None and not i % _CHECK_EVERY:
                 check()
-            value = (it, new_counts[t])
+            value = (it, new_count(t, 1))
             if old.get(t) != value:
                 overlay.set(name, t, *value)
     return run

@@ -663,7 +663,7 @@ class StratumUpdatePlans:
             "            if _o < k: continue",
             "        elif _x[0] < k:",
             "            continue",  # derived earlier in the new epoch (line 10)
-            f"        if _o == k: _c += CNT_{ident}[_t]",
+            f"        if _o == k: _c += CNT_{ident}.get(_t, 1)",
             "        if _c > 0:",
             f"            if _x is None: {old}[_t] = _o",
             f"            {changes}[_t] = (k, _c)",
