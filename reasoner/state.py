@@ -14,12 +14,15 @@ Tuples are Python tuples of ints (symbols are interned, see `symbols.py`). Index
 values of some columns to the tuples that have them. Indexes are created on demand, when a plan
 first needs an access pattern, and are maintained on every insertion and removal.
 
-A bucket (the tuples of one index key) is a 1-tuple while it holds one tuple, which is the common
-case (most access patterns are nearly unique), and a dict used as an ordered set while it holds
-more, so that a tuple is still dropped in O(1). Both iterate the same way and support `in`.
-The 1-tuple is 4x smaller than a one-entry dict and, unlike a dict, is untracked by Python's
+A bucket (the tuples of one index key) is a tuple while it holds at most `SMALL_BUCKET` tuples,
+which is the common case (most access patterns are nearly unique), and a dict used as an ordered
+set beyond that, so that a tuple is still dropped in O(1). Both iterate the same way and support
+`in`. A 1-tuple is 4x smaller than a one-entry dict and, unlike a dict, is untracked by Python's
 cyclic garbage collector once it has been seen: the buckets an Update adds neither re-arm nor
-lengthen full collections of the (large) state.
+lengthen full collections of the (large) state. Small tuples also make the most frequent bucket
+change of an Update cheap: a tuple replaced by another with the same key (a new iteration's
+head next to the old one, until the commit drops the old) goes from one to two tuples and back
+without building a dict.
 """
 
 from __future__ import annotations
@@ -29,7 +32,10 @@ from operator import itemgetter
 
 Tuple = tuple[int, ...]
 Columns = tuple[int, ...]
-Bucket = tuple[Tuple] | dict[Tuple, None]
+Bucket = tuple[Tuple, ...] | dict[Tuple, None]
+
+SMALL_BUCKET = 4
+"""Buckets of up to this many tuples are tuples (see the module docstring)."""
 
 
 def key_function(columns: Columns) -> Callable[[Tuple], object]:
@@ -101,10 +107,7 @@ class RelationStore:
             single = (t,)
             bucket = idx.setdefault(k, single)
             if bucket is not single:
-                if bucket.__class__ is tuple:
-                    idx[k] = {bucket[0]: None, t: None}
-                else:
-                    bucket[t] = None
+                _grow(idx, k, bucket, t)
 
     def _index_delete(self, t: Tuple) -> None:
         for key, idx in self._keyed:
@@ -195,24 +198,34 @@ def _insert_all(idx: dict[object, Bucket], key: Callable[[Tuple], object], tuple
         single = (t,)
         bucket = setdefault(k, single)
         if bucket is not single:
-            if bucket.__class__ is tuple:
-                idx[k] = {bucket[0]: None, t: None}
-            else:
-                bucket[t] = None
+            _grow(idx, k, bucket, t)
+
+
+def _grow(idx: dict[object, Bucket], k: object, bucket: Bucket, t: Tuple) -> None:
+    """Add `t` to the non-empty `bucket` of key `k`."""
+    if bucket.__class__ is not tuple:
+        bucket[t] = None  # type: ignore[index]
+    elif len(bucket) < SMALL_BUCKET:
+        idx[k] = (*bucket, t)
+    else:
+        idx[k] = dict.fromkeys((*bucket, t))
 
 
 def _delete_all(idx: dict[object, Bucket], key: Callable[[Tuple], object], tuples) -> None:
     """Remove `tuples` (all of them indexed) from the index `idx` on `key`; a bucket left with
-    one tuple goes back to the 1-tuple form."""
+    `SMALL_BUCKET` tuples goes back to the tuple form."""
     for t in tuples:
         k = key(t)
         bucket = idx[k]
-        if bucket.__class__ is tuple:
+        if bucket.__class__ is not tuple:
+            del bucket[t]
+            if len(bucket) == SMALL_BUCKET:
+                idx[k] = (*bucket,)
+        elif len(bucket) == 1:
             del idx[k]
         else:
-            del bucket[t]
-            if len(bucket) == 1:
-                idx[k] = (*bucket,)
+            i = bucket.index(t)
+            idx[k] = bucket[:i] + bucket[i + 1 :]
 
 
 class State:
