@@ -44,7 +44,7 @@ from reasoner.errors import (
     InvalidDelta,
 )
 from reasoner.executors.local.codegen import PlanCompiler
-from reasoner.gc_pause import collector_paused
+from reasoner.gc_pause import FREEZE_MIN_TUPLES, collect_and_freeze, collector_paused
 from reasoner.program_text import ProgramText, RuleEntry
 from reasoner.state import State, Tuple
 from reasoner.symbols import SymbolTable
@@ -137,6 +137,8 @@ class Materialization:
         self._set_program_facts(analyzed)
         self.epoch = 0
         self.last_bootstrap_seconds = 0.0
+        self._freezing = False
+        """Whether epochs end by freezing the collector's survivors (a large state)."""
         self._plans: dict[StratumKey, StratumUpdatePlans] = {}
         self._lock = ReadWriteLock()
         self._writer = threading.Lock()
@@ -191,6 +193,13 @@ class Materialization:
         }
         return _Built(state, compiler, runs, plans, choice)
 
+    def _settle_collector(self) -> None:
+        """After a Bootstrap published a state: a large one is kept off the cyclic collector
+        from now on (`reasoner.gc_pause`), after one collection reclaims the replaced one."""
+        self._freezing = sum(map(len, self.state.relations.values())) >= FREEZE_MIN_TUPLES
+        if self._freezing:
+            collect_and_freeze()
+
     def _publish_built(self, built: _Built) -> None:
         with self._lock.exclusive():
             self.state = built.state
@@ -206,6 +215,7 @@ class Materialization:
         start = time.perf_counter()
         built = self._build(self.analyzed, self.facts)
         self._publish_built(built)
+        self._settle_collector()
         seconds = time.perf_counter() - start
         self.last_bootstrap_seconds = seconds
         return BootstrapReport(built.runs, seconds, built.engine)
@@ -368,7 +378,8 @@ class Materialization:
             )
             deadline = _CheckedDeadline(None if strategy == "update" else start + budget, check)
             cached = set(self._plans)
-            with collector_paused():  # until the overlay's records are freed (reasoner.gc_pause)
+            # Paused until the overlay's records are freed, then frozen (reasoner.gc_pause).
+            with collector_paused(freeze=self._freezing):
                 try:
                     strata = self._update(overlay, prepared, deadline)
                     changes = {name: overlay.presence_diff(name) for name in derived}
@@ -420,6 +431,7 @@ class Materialization:
         with self._lock.exclusive():
             self.state, self.compiler, self._plans = built.state, built.compiler, built.plans
             self._adopt(prepared)
+        self._settle_collector()
         self.last_bootstrap_seconds = time.perf_counter() - built_at
         changes = {}
         for name in derived:
