@@ -50,8 +50,8 @@ def _run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     analyzed = _analyze(args.program)
     inputs = load_inputs(analyzed, Path(args.facts))
-    # One evaluation, no epochs after it: the Update plans (and their indexes) are not built.
-    materialization = Materialization(analyzed, engines=_engines(args), eager_plans=False)
+    # One evaluation, no epochs after it: no Update plans (nor their indexes), no freezing.
+    materialization = Materialization(analyzed, engines=_engines(args), maintained=False)
     materialization.load(inputs)
     report = materialization.bootstrap()
     _write_program_outputs(analyzed, materialization, args.output)

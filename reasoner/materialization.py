@@ -111,13 +111,15 @@ class Materialization:
         min_update_seconds: float = DEFAULT_MIN_UPDATE_SECONDS,
         symbols: SymbolTable | None = None,
         program: ProgramText | None = None,
-        eager_plans: bool = True,
+        maintained: bool = True,
         engines: EngineSettings | None = None,
     ) -> None:
         self.analyzed = analyzed
-        self.eager_plans = eager_plans
-        """Compile every stratum's Update plans at Bootstrap, so no epoch pays for compiling
-        (off for reference copies that are only read)."""
+        self.maintained = maintained
+        """Epochs follow the Bootstrap: compile every stratum's Update plans with it, so no
+        epoch pays for compiling, and keep a large state off the cyclic collector
+        (`reasoner.gc_pause`). Off for a one-shot evaluation and for reference copies that are
+        only read."""
         self.program = program
         """The program's text, needed to add and remove rules (None: built from an AST)."""
         self.engines = engines if engines is not None else EngineSettings()
@@ -189,14 +191,16 @@ class Materialization:
         runs = run_bootstrap(choice, self.engines, analyzed, state, self.symbols, compiler, check)
         plans = {
             stratum_key(s, analyzed): StratumUpdatePlans(s, state, compiler)
-            for s in (analyzed.strata if self.eager_plans else ())
+            for s in (analyzed.strata if self.maintained else ())
         }
         return _Built(state, compiler, runs, plans, choice)
 
     def _settle_collector(self) -> None:
         """After a Bootstrap published a state: a large one is kept off the cyclic collector
         from now on (`reasoner.gc_pause`), after one collection reclaims the replaced one."""
-        self._freezing = sum(map(len, self.state.relations.values())) >= FREEZE_MIN_TUPLES
+        self._freezing = (
+            self.maintained and sum(map(len, self.state.relations.values())) >= FREEZE_MIN_TUPLES
+        )
         if self._freezing:
             collect_and_freeze()
 
@@ -635,7 +639,7 @@ class Materialization:
             switching_parameter=self.switching_parameter,
             min_update_seconds=self.min_update_seconds,
             symbols=self.symbols,
-            eager_plans=False,
+            maintained=False,
             engines=EngineSettings("reference"),
         )
         for name, rows in self.facts.items():

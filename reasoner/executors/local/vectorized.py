@@ -27,8 +27,8 @@ iteration (frames of the tuples an iteration of the other kind produced are buil
 needed). 2,000 is about where the two cost the same for one derivation per driving tuple;
 between 2,000 and 10,000 the bench programs' times do not change measurably.
 
-Memory: the `State` costs ~230 bytes per 4-ary tuple (the tuple, its ints, two dict entries),
-so crdt.dl's 151,669,663-tuple skipBlank (~33 GiB) cannot be loaded into it on a 24 GB machine,
+Memory: the `State` costs ~190 bytes per 4-ary tuple (the tuple, its ints, its `iters` entry),
+so crdt.dl's 151,669,663-tuple skipBlank (~27 GiB) cannot be loaded into it on a 24 GB machine,
 whichever engine computes it.
 """
 
