@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 # `testpaths` (pyproject.toml) makes tests/ the default.
 PYTEST_ARGS ?=
 
-.PHONY: test lint serve install clean bench bench-quick reliability reliability-quick
+.PHONY: test lint serve install clean bench bench-quick bench-bootstrap reliability reliability-quick
 
 # The reliability harnesses (tests/reliability: crash, fuzzing, limits, load, security) run
 # after the other tests at reduced counts; `make reliability` runs the issue's full counts
@@ -63,6 +63,11 @@ bench: $(BENCH_STAMP)
 
 bench-quick: $(BENCH_STAMP)
 	$(BIN)/python -m bench --quick --out bench/.work/quick-report $(BENCH_ARGS)
+
+# Bootstrap alone, whole process, beside clingo, DuckDB and Soufflé's reference times:
+# bench/results/<date>/bootstrap/ (`make bench-bootstrap BENCH_ARGS=--quick`: seconds).
+bench-bootstrap: $(BENCH_STAMP)
+	$(BIN)/python -m bench.bootstrap $(BENCH_ARGS)
 
 clean:
 	rm -rf .pytest_cache .ruff_cache .hypothesis build dist *.egg-info
