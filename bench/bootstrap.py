@@ -18,6 +18,7 @@ import argparse
 import datetime
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -251,6 +252,8 @@ def _run(
     result = json.loads((run_dir / "result.json").read_text(encoding="utf-8"))
     process = [e["seconds"] for e in result["epochs"] if e.get("process")]
     inner = [e["seconds"] for e in result["epochs"] if not e.get("process")]
+    if result["status"] == "error":
+        result["reason"] = _error_line(run_dir / "stderr.log") or result["reason"]
     stats = run_dir / "stats.json"
     if stats.exists():
         inner = [json.loads(stats.read_text(encoding="utf-8"))["bootstrap_seconds"]]
@@ -266,6 +269,14 @@ def _run(
     summary = f"{run['seconds']:.2f} s, {run['peak_rss_bytes'] / 2**20:,.0f} MB"
     _echo(f"  {tag}: {run['status']}, {summary}{': ' + run['reason'] if run['reason'] else ''}")
     return run
+
+
+def _error_line(log: Path) -> str | None:
+    """The last line of the stderr log that names an exception or error: the harness's reason
+    is the log's last line, for a JVM failure a stack frame that says nothing."""
+    text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
+    named = [line for line in text.splitlines() if re.search(r"\w(Exception|Error)(:|$)", line)]
+    return named[-1].strip(" :\t")[:200] if named else None
 
 
 def _check(run: dict, expected: Path, outputs: Path, where: str) -> list[str]:
