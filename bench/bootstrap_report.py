@@ -14,11 +14,13 @@ SOUFFLE_LABEL = "Soufflé 2.5 (measured outside this run)"
 
 def _cell(run: dict) -> str:
     """Seconds, peak MB and status of one run, in one table cell."""
-    if run["status"] not in ("ok", "dnf"):
-        return run["status"]
+    if run["status"] == "n/a":
+        return "n/a"
     measured = f"{run['seconds']:.2f} s, {run['peak_rss_bytes'] / MIB:,.0f} MB"
     if run["status"] == "dnf":
         return f"DNF ({run['cap']} cap): stopped at {measured}"
+    if run["status"] == "error":
+        return f"**error** (see Runs): stopped at {measured}"
     return f"ok: {measured}" if run["check"] == "equal" else f"**MISMATCH**: {measured}"
 
 
@@ -91,16 +93,18 @@ def tables(results: dict) -> list[str]:
 
 def chart(results: dict, path: Path) -> None:
     """Grouped bars per program, log seconds; a run cut by a cap is a hatched bar up to where
-    it stopped, Soufflé's reference a grey dotted one."""
+    it stopped, a failed run the word "error", Soufflé's reference a grey dotted bar."""
     programs = list(results["programs"])
     systems = list(results["systems"])
     width = 0.8 / (len(systems) + 1)
     fig, ax = plt.subplots(figsize=(max(7.0, 1.6 * len(programs)), 4.8))
-    cut = []
+    cut, failed = [], []
     for i, system in enumerate(systems):
         xs, heights, dnf = [], [], []
         for x, name in enumerate(programs):
             run = results["programs"][name]["runs"][system]
+            if run["status"] == "error":
+                failed.append(x + (i - len(systems) / 2) * width)
             if run["status"] not in ("ok", "dnf"):
                 continue
             xs.append(x + (i - len(systems) / 2) * width)
@@ -130,6 +134,16 @@ def chart(results: dict, path: Path) -> None:
             va="bottom",
             fontsize=7,
             fontweight="bold",
+        )
+    for x in failed:
+        ax.annotate(
+            "error",
+            (x, 0.02),
+            xycoords=("data", "axes fraction"),
+            ha="center",
+            rotation=90,
+            fontsize=7,
+            color="red",
         )
     ax.set_yscale("log")
     ax.set_xticks(range(len(programs)))
