@@ -58,7 +58,7 @@ def _run_once(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     analyzed = _analyze(args.program)
     inputs = load_inputs(analyzed, Path(args.facts))
-    # One evaluation, no epochs after it: no Update plans (nor their indexes), no freezing.
+    # One evaluation, no epochs after it: no Update plans (nor their indexes).
     materialization = Materialization(analyzed, engines=_engines(args), maintained=False)
     materialization.load(inputs)
     report = materialization.bootstrap()

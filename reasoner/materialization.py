@@ -44,7 +44,7 @@ from reasoner.errors import (
     InvalidDelta,
 )
 from reasoner.executors.local.codegen import PlanCompiler
-from reasoner.gc_pause import FREEZE_MIN_TUPLES, collect_and_freeze, collector_paused
+from reasoner.gc_pause import collector_paused
 from reasoner.program_text import ProgramText, RuleEntry
 from reasoner.state import State, Tuple
 from reasoner.symbols import SymbolTable
@@ -117,9 +117,8 @@ class Materialization:
         self.analyzed = analyzed
         self.maintained = maintained
         """Epochs follow the Bootstrap: compile every stratum's Update plans with it, so no
-        epoch pays for compiling, and keep a large state off the cyclic collector
-        (`reasoner.gc_pause`). Off for a one-shot evaluation and for reference copies that are
-        only read."""
+        epoch pays for compiling. Off for a one-shot evaluation and for reference copies that
+        are only read."""
         self.program = program
         """The program's text, needed to add and remove rules (None: built from an AST)."""
         self.engines = engines if engines is not None else EngineSettings()
@@ -139,8 +138,6 @@ class Materialization:
         self._set_program_facts(analyzed)
         self.epoch = 0
         self.last_bootstrap_seconds = 0.0
-        self._freezing = False
-        """Whether epochs end by freezing the collector's survivors (a large state)."""
         self._plans: dict[StratumKey, StratumUpdatePlans] = {}
         self._lock = ReadWriteLock()
         self._writer = threading.Lock()
@@ -195,15 +192,6 @@ class Materialization:
         }
         return _Built(state, compiler, runs, plans, choice)
 
-    def _settle_collector(self) -> None:
-        """After a Bootstrap published a state: a large one is kept off the cyclic collector
-        from now on (`reasoner.gc_pause`), after one collection reclaims the replaced one."""
-        self._freezing = (
-            self.maintained and sum(map(len, self.state.relations.values())) >= FREEZE_MIN_TUPLES
-        )
-        if self._freezing:
-            collect_and_freeze()
-
     def _publish_built(self, built: _Built) -> None:
         with self._lock.exclusive():
             self.state = built.state
@@ -219,7 +207,6 @@ class Materialization:
         start = time.perf_counter()
         built = self._build(self.analyzed, self.facts)
         self._publish_built(built)
-        self._settle_collector()
         seconds = time.perf_counter() - start
         self.last_bootstrap_seconds = seconds
         return BootstrapReport(built.runs, seconds, built.engine)
@@ -382,8 +369,7 @@ class Materialization:
             )
             deadline = _CheckedDeadline(None if strategy == "update" else start + budget, check)
             cached = set(self._plans)
-            # Paused until the overlay's records are freed, then frozen (reasoner.gc_pause).
-            with collector_paused(freeze=self._freezing):
+            with collector_paused():  # until the overlay's records are freed (reasoner.gc_pause)
                 try:
                     strata = self._update(overlay, prepared, deadline)
                     changes = {name: overlay.presence_diff(name) for name in derived}
@@ -435,7 +421,6 @@ class Materialization:
         with self._lock.exclusive():
             self.state, self.compiler, self._plans = built.state, built.compiler, built.plans
             self._adopt(prepared)
-        self._settle_collector()
         self.last_bootstrap_seconds = time.perf_counter() - built_at
         changes = {}
         for name in derived:
