@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 from bench import bootstrap_report, check, workloads
-from bench.cli import DEFAULT_WORK, RESULTS, _display, _echo, _machine, _reasoner
+from bench.cli import DEFAULT_WORK, RESULTS, _display, _echo, _exit_status, _machine, _reasoner
 from bench.systems import System, Unsupported, command
 from bench.translate import build_spec, load_program, write_spec
 
@@ -167,14 +167,7 @@ def main(argv: list[str] | None = None) -> int:
             (out / "results.json").write_text(json.dumps(results, indent=1) + "\n", "utf-8")
     bootstrap_report.write(results, out)
     _echo(f"report: {out / 'README.md'}")
-    if failures:
-        _echo("X" * 78)
-        _echo("XX MISMATCHES OR ERRORS:")
-        for failure in failures:
-            _echo(f"XX   {failure}")
-        _echo("X" * 78)
-        return 1
-    return 0
+    return _exit_status(failures, "MISMATCHES OR ERRORS")
 
 
 def _spec(workload: workloads.Workload, work: Path) -> tuple[dict, Path]:

@@ -42,6 +42,18 @@ def _echo(line: str) -> None:
     print(line, flush=True)
 
 
+def _exit_status(failures: list[str], title: str) -> int:
+    """1 after printing the failures in a block of Xs that no one can miss in a long log, else 0."""
+    if not failures:
+        return 0
+    _echo("X" * 78)
+    _echo(f"XX {title}:")
+    for failure in failures:
+        _echo(f"XX   {failure}")
+    _echo("X" * 78)
+    return 1
+
+
 def _reasoner() -> str:
     candidate = Path(sys.executable).parent / "reasoner"
     return str(candidate) if candidate.exists() else (shutil.which("reasoner") or "reasoner")
@@ -187,14 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     report.write(results, out, latest=RESULTS / "latest.md" if out.parent == RESULTS else None)
     minutes = (time.monotonic() - started) / 60
     _echo(f"report: {out / 'README.md'} ({minutes:.1f} min)")
-    if failures:
-        _echo("X" * 78)
-        _echo("XX THE SYSTEMS DISAGREE OR FAILED:")
-        for failure in failures:
-            _echo(f"XX   {failure}")
-        _echo("X" * 78)
-        return 1
-    return 0
+    return _exit_status(failures, "THE SYSTEMS DISAGREE OR FAILED")
 
 
 def _run_system(
