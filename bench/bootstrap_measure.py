@@ -33,16 +33,9 @@ printf '{"event": "epoch", "epoch": 0, "seconds": %d.%09d, "strategy": "process"
 add a few ms) in the harness's protocol, and "done" only if it succeeded. The shell adds about a
 megabyte to the sampled memory of the process tree."""
 
-RUST_ALLOCATION_FAILURE = "memory allocation of"
-"""How Rust code (Polars, for `--engine local`) aborts when an allocation fails under the
-address-space cap; `bench.harness` counts such a run as a memory-cap DNF only when its stderr
-shows one of `MEMORY_ERROR_MARKERS`, which do not include this one (the same cap reached
-through Python's allocator gives a MemoryError, a DNF)."""
-
 
 def main(argv: list[str]) -> int:
     request = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
-    harness.MEMORY_ERROR_MARKERS = (*harness.MEMORY_ERROR_MARKERS, RUST_ALLOCATION_FAILURE)
     result = harness.run(
         ["sh", "-c", TIMED, "sh", *request["command"]],
         label=request["label"],

@@ -31,7 +31,13 @@ from pathlib import Path
 POLL_SECONDS = 0.2
 HEARTBEAT_SECONDS = 30.0
 PAGE = os.sysconf("SC_PAGE_SIZE")
-MEMORY_ERROR_MARKERS = ("MemoryError", "bad_alloc", "Cannot allocate memory", "out of memory")
+MEMORY_ERROR_MARKERS = (
+    "MemoryError",
+    "bad_alloc",
+    "Cannot allocate memory",
+    "out of memory",
+    "memory allocation of",  # Rust's abort when an allocation fails (Polars, `--engine local`)
+)
 
 
 @dataclass
