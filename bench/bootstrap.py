@@ -25,7 +25,17 @@ import sys
 from pathlib import Path
 
 from bench import bootstrap_report, check, workloads
-from bench.cli import DEFAULT_WORK, RESULTS, _display, _echo, _exit_status, _machine, _reasoner
+from bench.cli import (
+    DEFAULT_WORK,
+    RESULTS,
+    _display,
+    _echo,
+    _exit_status,
+    _machine,
+    _reasoner,
+    add_cap_options,
+    resolve_caps,
+)
 from bench.systems import System, Unsupported, command
 from bench.translate import build_spec, load_program, write_spec
 
@@ -89,24 +99,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help=f"smoke test: {', '.join(QUICK_PROGRAMS)}; no Spark unless asked",
     )
-    parser.add_argument("--memory-cap", type=float, default=8.0, help="GiB per run (8)")
-    parser.add_argument("--time-cap", type=float, help="seconds per run (600; quick: 60)")
-    parser.add_argument(
-        "--time-cap-for",
-        nargs="+",
-        default=[],
-        metavar="SYSTEM=SECONDS",
-        help="a different time cap for some systems (e.g. spark=180)",
-    )
+    add_cap_options(parser, "run", "spark=180")
     args = parser.parse_args(argv)
-    if args.time_cap is None:
-        args.time_cap = 60.0 if args.quick else 600.0
-    args.system_time_caps = {}
-    for item in args.time_cap_for:
-        name, _, seconds = item.partition("=")
-        if name not in BY_NAME:
-            parser.error(f"--time-cap-for: unknown system {name!r}")
-        args.system_time_caps[name] = float(seconds)
+    resolve_caps(parser, args, BY_NAME)
     return args
 
 

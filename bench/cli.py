@@ -17,6 +17,7 @@ import platform
 import shutil
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 from bench import check, harness, report, scaling, workloads
@@ -59,6 +60,35 @@ def _reasoner() -> str:
     return str(candidate) if candidate.exists() else (shutil.which("reasoner") or "reasoner")
 
 
+def add_cap_options(parser: argparse.ArgumentParser, per: str, example: str) -> None:
+    """The memory and time caps of every bench command (`per`: what one cap applies to)."""
+    parser.add_argument("--memory-cap", type=float, default=8.0, help=f"GiB per {per} (8)")
+    parser.add_argument("--time-cap", type=float, help=f"seconds per {per} (600; quick: 60)")
+    parser.add_argument(
+        "--time-cap-for",
+        nargs="+",
+        default=[],
+        metavar="SYSTEM=SECONDS",
+        help=f"a different time cap for some systems (e.g. {example})",
+    )
+
+
+def resolve_caps(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, systems: Iterable[str] = ()
+) -> None:
+    """`args.time_cap` defaulted and `args.system_time_caps` (system -> seconds) parsed; with
+    `systems`, a cap for a system not among them is a usage error."""
+    if args.time_cap is None:
+        args.time_cap = 60.0 if args.quick else 600.0
+    known = set(systems)
+    args.system_time_caps = {}
+    for item in args.time_cap_for:
+        name, _, seconds = item.partition("=")
+        if known and name not in known:
+            parser.error(f"--time-cap-for: unknown system {name!r}")
+        args.system_time_caps[name] = float(seconds)
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--workloads", nargs="+", help="workload names (default: all)")
@@ -68,25 +98,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, help="report directory")
     parser.add_argument("--work", type=Path, default=DEFAULT_WORK, help="scratch directory")
     parser.add_argument("--quick", action="store_true", help="small workloads, checks only")
-    parser.add_argument("--memory-cap", type=float, default=8.0, help="GiB per system (8)")
-    parser.add_argument("--time-cap", type=float, help="seconds per system and workload")
-    parser.add_argument(
-        "--time-cap-for",
-        nargs="+",
-        default=[],
-        metavar="SYSTEM=SECONDS",
-        help="a different time cap for some systems (e.g. ours-spark-bootstrap=120)",
-    )
+    add_cap_options(parser, "system and workload", "ours-spark-bootstrap=120")
     parser.add_argument(
         "--scaling", action=argparse.BooleanOptionalAction, help="run the scaling study"
     )
     args = parser.parse_args(argv)
-    if args.time_cap is None:
-        args.time_cap = 60.0 if args.quick else 600.0
-    args.system_time_caps = {}
-    for item in args.time_cap_for:
-        name, _, seconds = item.partition("=")
-        args.system_time_caps[name] = float(seconds)
+    resolve_caps(parser, args)
     if args.scaling is None:
         args.scaling = not args.quick and not args.workloads and not args.systems
     return args
