@@ -19,7 +19,12 @@ from pathlib import Path
 
 from reasoner.analysis import check_program
 from reasoner.analysis.model import AnalyzedProgram
-from reasoner.elastic.engines import DEFAULT_SPARK_MASTER, ENGINES, EngineSettings
+from reasoner.elastic.engines import (
+    DEFAULT_SPARK_MASTER,
+    ENGINES,
+    ONE_SHOT_FRAMES_FROM,
+    EngineSettings,
+)
 from reasoner.errors import InputDataError, ProgramError
 from reasoner.gc_pause import collector_paused
 from reasoner.io.facts import load_inputs, write_outputs
@@ -58,8 +63,11 @@ def _run_once(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     analyzed = _analyze(args.program)
     inputs = load_inputs(analyzed, Path(args.facts))
-    # One evaluation, no epochs after it: no Update plans (nor their indexes).
-    materialization = Materialization(analyzed, engines=_engines(args), maintained=False)
+    # One evaluation, no epochs after it: no Update plans (nor their indexes), and relations
+    # too big for the state stay as frames.
+    materialization = Materialization(
+        analyzed, engines=_engines(args), maintained=False, frames_from=ONE_SHOT_FRAMES_FROM
+    )
     materialization.load(inputs)
     report = materialization.bootstrap()
     _write_program_outputs(analyzed, materialization, args.output)

@@ -13,7 +13,8 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from reasoner.analysis import check_program
 from reasoner.analysis.model import AnalyzedProgram, RelationInfo, Stratum, Value
@@ -48,6 +49,9 @@ from reasoner.gc_pause import collector_paused
 from reasoner.program_text import ProgramText, RuleEntry
 from reasoner.state import State, Tuple
 from reasoner.symbols import SymbolTable
+
+if TYPE_CHECKING:
+    from reasoner.executors.local.row_set import RowSet
 
 DEFAULT_SWITCHING_PARAMETER = 0.2
 DEFAULT_MIN_UPDATE_SECONDS = 0.5
@@ -94,6 +98,7 @@ class _Built:
     runs: tuple[StratumRun, ...]
     plans: dict[StratumKey, StratumUpdatePlans]
     engine: EngineChoice
+    frames: dict[str, RowSet] = field(default_factory=dict)
 
 
 class Materialization:
@@ -113,12 +118,20 @@ class Materialization:
         program: ProgramText | None = None,
         maintained: bool = True,
         engines: EngineSettings | None = None,
+        frames_from: int | None = None,
     ) -> None:
+        if frames_from is not None and maintained:
+            raise ValueError("relations kept as frames cannot be maintained: one-shot only")
         self.analyzed = analyzed
         self.maintained = maintained
         """Epochs follow the Bootstrap: compile every stratum's Update plans with it, so no
         epoch pays for compiling. Off for a one-shot evaluation and for reference copies that
         are only read."""
+        self.frames_from = frames_from
+        """One-shot only: a local Bootstrap keeps relations that reach this many tuples as
+        frames (`FrameRelations`) instead of in the state; no epoch can follow it."""
+        self.frames: dict[str, RowSet] = {}
+        """The relations the last Bootstrap kept as frames (their tuples are not in `state`)."""
         self.program = program
         """The program's text, needed to add and remove rules (None: built from an AST)."""
         self.engines = engines if engines is not None else EngineSettings()
@@ -185,18 +198,30 @@ class Materialization:
             state.load_facts(name, arity, facts[name] | self.program_facts.get(name, set()))
         compiler = PlanCompiler(state, self.symbols, arities)
         choice = self.engines.choose(sum(map(len, facts.values())))
-        runs = run_bootstrap(choice, self.engines, analyzed, state, self.symbols, compiler, check)
+        frames: dict[str, RowSet] = {}
+        runs = run_bootstrap(
+            choice,
+            self.engines,
+            analyzed,
+            state,
+            self.symbols,
+            compiler,
+            check,
+            frames_from=self.frames_from,
+            frames=frames,
+        )
         plans = {
             stratum_key(s, analyzed): StratumUpdatePlans(s, state, compiler)
             for s in (analyzed.strata if self.maintained else ())
         }
-        return _Built(state, compiler, runs, plans, choice)
+        return _Built(state, compiler, runs, plans, choice, frames)
 
     def _publish_built(self, built: _Built) -> None:
         with self._lock.exclusive():
             self.state = built.state
             self.compiler = built.compiler
             self._plans = built.plans
+            self.frames = built.frames
 
     def bootstrap(self) -> BootstrapReport:
         """Recompute the state from the program and the facts, and publish it."""
@@ -231,6 +256,11 @@ class Materialization:
 
     def prepare(self, delta: Delta) -> PreparedDelta:
         """Check a delta against the current epoch; raise `ProgramError` / `InvalidDelta`."""
+        if self.frames:
+            raise RuntimeError(
+                f"relations {sorted(self.frames)} are kept as frames (a one-shot evaluation): "
+                "no epoch can follow"
+            )
         program = self.program
         analyzed = None
         added: tuple[str, ...] = ()
@@ -592,10 +622,22 @@ class Materialization:
     def rows(self, name: str) -> list[tuple[Value, ...]]:
         """Every tuple of a relation, as user values."""
         decode = self.symbols.decoder(self.analyzed.relations[name].types)
+        kept = self.frames.get(name)
+        if kept is not None:
+            return [decode(t) for t in kept.rows().select(kept.cols).iter_rows()]
         return [decode(t) for t in self.state[name]]
 
     def size(self, name: str) -> int:
-        return len(self.state[name])
+        kept = self.frames.get(name)
+        return len(self.state[name]) if kept is None else len(kept)
+
+    def _engine_snapshot(self, name: str) -> dict[Tuple, tuple[int, int]]:
+        """{engine tuple: (iteration, count)} of one relation, wherever it is kept."""
+        kept = self.frames.get(name)
+        if kept is None:
+            return self.state[name].snapshot()
+        arity = kept.arity
+        return {row[:arity]: (row[arity + 1], row[arity]) for row in kept.rows().iter_rows()}
 
     def encode(self, name: str, row: Sequence[Value]) -> tuple[int, ...] | None:
         """The engine tuple for a row, or None if it names a symbol never seen (so is absent)."""
@@ -614,7 +656,11 @@ class Materialization:
     def lookup(self, name: str, row: Sequence[Value]) -> tuple[int, int] | None:
         """(iteration, count) of a tuple, or None when it is not in the materialization."""
         t = self.encode(name, row)
-        return None if t is None else self.state[name].get(t)
+        if t is None:
+            return None
+        if name in self.frames:
+            return self._engine_snapshot(name).get(t)
+        return self.state[name].get(t)
 
     def rebuilt(self) -> Materialization:
         """A fresh materialization of the same program and facts, bootstrapped from scratch:
@@ -636,8 +682,8 @@ class Materialization:
         """Per relation, how many tuples differ in presence, iteration or count (empty: equal)."""
         out = {}
         for name in self.analyzed.relations:
-            mine = self.state[name].snapshot()
-            theirs = other.state[name].snapshot()
+            mine = self._engine_snapshot(name)
+            theirs = other._engine_snapshot(name)
             differing = len(mine.keys() ^ theirs.keys()) + sum(
                 1 for t, v in mine.items() if t in theirs and theirs[t] != v
             )
@@ -650,7 +696,7 @@ class Materialization:
         result = {}
         for name, info in self.analyzed.relations.items():
             decode = self.symbols.decoder(info.types)
-            result[name] = {decode(t): v for t, v in self.state[name].snapshot().items()}
+            result[name] = {decode(t): v for t, v in self._engine_snapshot(name).items()}
         return result
 
 

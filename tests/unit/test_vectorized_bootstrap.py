@@ -25,7 +25,7 @@ from reasoner.analysis.model import AnalyzedProgram, Value
 from reasoner.elastic.bootstrap import StratumBootstrap
 from reasoner.executors.local import polars_plan
 from reasoner.executors.local.codegen import PlanCompiler
-from reasoner.executors.local.vectorized import bootstrap_vectorized
+from reasoner.executors.local.vectorized import FrameRelations, bootstrap_vectorized
 from reasoner.io.facts import load_inputs
 from reasoner.state import State
 from reasoner.symbols import SymbolTable
@@ -47,8 +47,14 @@ def _initial_state(analyzed: AnalyzedProgram, inputs: Inputs, symbols: SymbolTab
     return state
 
 
-def _compare(analyzed: AnalyzedProgram, inputs: Inputs, small_iteration: int | None = None):
-    """Run both Bootstraps from the same facts; return the vectorized state for spot checks."""
+def _compare(
+    analyzed: AnalyzedProgram,
+    inputs: Inputs,
+    small_iteration: int | None = None,
+    frames_from: int | None = None,
+):
+    """Run both Bootstraps from the same facts; return the vectorized state for spot checks.
+    With `frames_from`, relations the vectorized run keeps as frames count as its state."""
     inputs = {name: list(rows) for name, rows in inputs.items()}
     symbols = SymbolTable()
     reference = _initial_state(analyzed, inputs, symbols)
@@ -59,13 +65,18 @@ def _compare(analyzed: AnalyzedProgram, inputs: Inputs, small_iteration: int | N
         StratumBootstrap(stratum, reference, compiler).run() for stratum in analyzed.strata
     ]
     options = {} if small_iteration is None else {"small_iteration": small_iteration}
-    runs = bootstrap_vectorized(analyzed, vectorized, symbols, **options)
+    kept = None if frames_from is None else FrameRelations(frames_from)
+    runs = bootstrap_vectorized(analyzed, vectorized, symbols, kept=kept, **options)
 
     def shape(run):
         return (run.index, run.relations, run.iterations, run.derived)
 
     assert [shape(r) for r in runs] == [shape(r) for r in expected_runs]
     got, want = vectorized.snapshot(), reference.snapshot()
+    for name in kept.relations if kept is not None else ():
+        assert not got[name], f"{name} is kept as frames and in the state"
+        arity = analyzed.relations[name].arity
+        got[name] = {r[:arity]: (r[arity + 1], r[arity]) for r in kept.frame(name).iter_rows()}
     assert got.keys() == want.keys()
     for name in want:
         assert got[name] == want[name], name
@@ -91,6 +102,17 @@ def test_generated_programs_match_the_reference(
 ) -> None:
     with _bulk_paths_for_small_frames(bulk_paths):
         _compare(check_program(generated.text), generated.inputs, small_iteration)
+
+
+@settings(max_examples=60)
+@given(programs(), st.sampled_from((0, 1, 3, 8)), st.sampled_from((0, 4, 2000)))
+def test_relations_kept_as_frames_match_the_reference(
+    generated: GeneratedProgram, frames_from: int, small_iteration: int
+) -> None:
+    """A one-shot run that moves relations out of the state (as soon as they hold
+    `frames_from` tuples, possibly mid-stratum) still computes every (tuple, iteration, count)
+    of the reference, in the frames, and later strata read them there."""
+    _compare(check_program(generated.text), generated.inputs, small_iteration, frames_from)
 
 
 def test_packed_keys_round_trip_negative_constant_and_wide_columns() -> None:

@@ -29,12 +29,16 @@ between 2,000 and 10,000 the bench programs' times do not change measurably.
 
 Memory: the `State` costs ~190 bytes per 4-ary tuple (the tuple, its ints, its `iters` entry),
 so crdt.dl's 151,669,663-tuple skipBlank (~27 GiB) cannot be loaded into it on a 24 GB machine,
-whichever engine computes it.
+whichever engine computes it. A one-shot run (`FrameRelations`) therefore moves a stratum's
+relations out of the state once one of them is big, into `RowSet`s: frames of about 40 bytes a
+tuple, with a hash table for the duplicate check that an anti-join against the whole relation
+would otherwise do on each of skipBlank's 14,149 iterations.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 
 import polars as pl
 
@@ -54,9 +58,11 @@ from reasoner.executors.local.polars_plan import (
     rows_of_frame,
     subtract_and_count,
 )
+from reasoner.executors.local.row_set import ITERATION, RowSet
 from reasoner.plan.joins import AtomStep, JoinPlan, plan_rule, positive_atoms
 from reasoner.state import State, Tuple
 from reasoner.symbols import SymbolTable
+from reasoner.syntax.ast import Atom, Negation
 
 SMALL_ITERATION = 2000
 """Iterations driven by fewer rows than this run the reference's per-tuple plans (see above)."""
@@ -99,6 +105,9 @@ class _Growing:
             self.delta_frame = frame_of_rows(self.delta_rows, self.arity)
         return self.delta_frame
 
+    def delta_size(self) -> int:
+        return len(self.delta_rows)
+
     def full(self) -> pl.DataFrame:
         return _concat(self.old(), self.delta())
 
@@ -110,6 +119,54 @@ class _Growing:
             self.old_rows.extend(self.delta_rows)
         self.delta_rows = rows
         self.delta_frame = frame
+
+
+class _Kept:
+    """A relation of the running stratum kept as frames only (see `FrameRelations`): its rows
+    are in a `RowSet`, which `_load_new_heads` fills; N_{k-1} is the last rows added."""
+
+    __slots__ = ("arity", "delta_frame", "rows")
+
+    def __init__(self, rows: RowSet, delta: pl.DataFrame) -> None:
+        self.arity = rows.arity
+        self.rows = rows
+        self.delta_frame = delta
+
+    def old(self) -> pl.DataFrame:
+        stored = self.full()
+        return stored.slice(0, stored.height - self.delta_frame.height)
+
+    def delta(self) -> pl.DataFrame:
+        return self.delta_frame
+
+    def delta_size(self) -> int:
+        return self.delta_frame.height
+
+    def full(self) -> pl.DataFrame:
+        return self.rows.rows().select(self.rows.cols)
+
+    def advance(self, rows: list[Tuple], frame: pl.DataFrame | None) -> None:
+        self.delta_frame = frame if frame is not None else self.delta_frame.clear()
+
+
+@dataclass
+class FrameRelations:
+    """A one-shot Bootstrap's relations kept as frames rather than loaded into the `State`.
+
+    Once a relation of the running stratum holds `threshold` tuples, the stratum's relations
+    move out of the state into `RowSet`s and the rest of the stratum runs in Polars only, with
+    the duplicate check done by the row sets' hash tables. Nothing can update such a
+    relation later (the Update structures do not hold it), so only a one-shot evaluation
+    (`reasoner run`) asks for this; it is what lets crdt.dl's 151,669,663-tuple skipBlank fit
+    in memory (about 40 bytes a tuple in frames, against about 190 in the state).
+    """
+
+    threshold: int
+    relations: dict[str, RowSet] = field(default_factory=dict)
+
+    def frame(self, name: str) -> pl.DataFrame:
+        """A kept relation's rows: c0, c1, ..., the count `_w` and the iteration `_it`."""
+        return self.relations[name].rows()
 
 
 def _concat(a: pl.DataFrame, b: pl.DataFrame) -> pl.DataFrame:
@@ -127,12 +184,14 @@ class _Frames:
 
     def __init__(self, state: State) -> None:
         self.state = state
-        self.frames: dict[str, pl.DataFrame | _Growing] = {}
+        self.frames: dict[str, pl.DataFrame | _Growing | _Kept] = {}
         self.projections: dict[tuple, pl.DataFrame | int] = {}
 
     def get(self, name: str) -> pl.DataFrame:
         frame = self.frames.get(name)
-        if isinstance(frame, _Growing):
+        if isinstance(frame, _Kept):  # already few chunks; a copy would double its memory
+            frame = self.frames[name] = frame.full()
+        elif isinstance(frame, _Growing):
             frame = self.frames[name] = frame.full().rechunk()
         elif frame is None:
             store = self.state[name]
@@ -177,6 +236,7 @@ class VectorizedStratum:
         frames: _Frames,
         small_iteration: int = SMALL_ITERATION,
         check: Check | None = None,
+        kept: FrameRelations | None = None,
     ) -> None:
         self.stratum = stratum
         self.state = state
@@ -184,14 +244,26 @@ class VectorizedStratum:
         self.check = check
         self.reference = StratumBootstrap(stratum, state, compiler, check)
         self.frames = frames
+        self.kept = kept
         self.small = small_iteration
-        self.growing = {
+        if kept is not None and _reads(stratum) & kept.relations.keys():
+            self.small = 0  # the per-tuple plans read the state, which lacks kept relations
+        self.growing: dict[str, _Growing | _Kept] = {
             name: _Growing(state[name].arity, list(state[name].iters)) for name in stratum.relations
         }
         self._delta_jobs: list[_Job] | None = None
         self._delta_compiled: list | None = None
 
     # -- sizing ------------------------------------------------------------------------------
+
+    def _sizes(self) -> dict[str, int]:
+        sizes = {name: len(rel) for name, rel in self.state.relations.items()}
+        if self.kept is not None:
+            sizes.update((name, len(rows)) for name, rows in self.kept.relations.items())
+        for name, rel in self.growing.items():
+            if isinstance(rel, _Kept):
+                sizes[name] = len(rel.rows)
+        return sizes
 
     def _first_work(self, plans: list[JoinPlan]) -> int:
         """Rows the reference's iteration 1 would touch before joining: the driving relations,
@@ -236,7 +308,7 @@ class VectorizedStratum:
             self._delta_compiled = self.reference._delta_plans()
         out: dict[str, dict] = {name: {} for name in self.stratum.relations}
         for driver_rel, head_rel, compiled in self._delta_compiled:
-            rows = self.growing[driver_rel].delta_rows
+            rows = self.growing[driver_rel].delta_rows  # type: ignore[union-attr]
             if rows:
                 self.reference.run_plan(compiled, rows, k - 1, out[head_rel])
         return self._commit_reference(out, k)
@@ -329,6 +401,12 @@ class VectorizedStratum:
             heads = pl.concat([p if WEIGHT in p.columns else p.with_columns(one) for p in parts])
         else:
             heads = pl.concat(parts)
+        growing = self.growing[name]
+        if isinstance(growing, _Kept):
+            grouped = group_count(heads, cols)
+            grouped = grouped.filter(~growing.rows.known(grouped))
+            growing.rows.add(grouped, k)
+            return {}, grouped.select(cols)
         known = len(store)
         if known and heads.height * _PYTHON_SUBTRACT <= known:
             # Few candidates, many known tuples: look them up in the state's dict.
@@ -339,7 +417,7 @@ class VectorizedStratum:
                 return {}, None
             grouped = grouped.filter(pl.Series(keep, dtype=pl.Boolean))
         else:
-            grouped = subtract_and_count(heads, self.growing[name].full() if known else None, cols)
+            grouped = subtract_and_count(heads, growing.full() if known else None, cols)
             if grouped.height == 0:
                 return {}, None
 
@@ -369,7 +447,7 @@ class VectorizedStratum:
         if self._delta_jobs is None:
             jobs = []
             relations = self.stratum.relations
-            sizes = {name: len(rel) for name, rel in self.state.relations.items()}
+            sizes = self._sizes()
             for rule in self.stratum.rules:
                 positions = [i for i in positive_atoms(rule) if rule.body[i].relation in relations]  # type: ignore[union-attr]
                 for n, pos in enumerate(positions):
@@ -381,13 +459,42 @@ class VectorizedStratum:
         derived = 0
         for name, (batch, frame) in new.items():
             self.growing[name].advance(list(batch), frame)
-            derived += len(batch)
+            derived += len(batch) if frame is None else frame.height
+        if self.kept is not None:
+            self._keep_if_large()
         return derived
+
+    def _keep_if_large(self) -> None:
+        """Move the stratum's relations out of the state into row sets once one of them holds
+        `kept.threshold` tuples (see `FrameRelations`); from then on every iteration of the
+        stratum runs in Polars."""
+        assert self.kept is not None
+        growing = self.growing
+        if any(isinstance(rel, _Kept) for rel in growing.values()) or all(
+            len(self.state[name]) < self.kept.threshold for name in growing
+        ):
+            return
+        for name, rel in growing.items():
+            store = self.state[name]
+            if store.arity == 0:
+                continue  # at most one tuple: it stays in the state
+            rows = RowSet(store.arity)
+            loaded = frame_of_rows(list(store.iters), store.arity).with_columns(
+                pl.Series(ITERATION, list(store.iters.values()), dtype=pl.Int32),
+                pl.Series(WEIGHT, [store.counts.get(t, 1) for t in store.iters], dtype=INT),
+            )
+            delta = rel.delta()
+            store.clear()
+            # N_{k-1} goes in last, so that I_{k-2} is a prefix of the rows (`_Kept.old`).
+            rows.add(loaded.join(delta, on=delta.columns, how="anti"), None)
+            rows.add(loaded.join(delta, on=delta.columns, how="semi"), None)
+            growing[name] = _Kept(rows, delta)
+        self.small = 0
 
     def run(self) -> StratumRun:
         start = time.perf_counter()
         stratum = self.stratum
-        sizes = {name: len(rel) for name, rel in self.state.relations.items()}
+        sizes = self._sizes()
         plans = [plan_rule(rule, None, sizes) for rule in stratum.rules]
         if self._first_work(plans) < self.small:
             new = self._reference_first()
@@ -401,7 +508,7 @@ class VectorizedStratum:
             if self.check is not None:
                 self.check()
             jobs = self._delta_jobs_list()
-            work = sum(len(self.growing[job.driver].delta_rows) for job in jobs)  # type: ignore[index]
+            work = sum(self.growing[job.driver].delta_size() for job in jobs)  # type: ignore[index]
             if work == 0:
                 break
             new = self._reference_delta(k) if work < self.small else self._polars(jobs, k)
@@ -411,7 +518,10 @@ class VectorizedStratum:
                 iterations = k
             k += 1
         for name in stratum.relations:
-            self.frames.frames[name] = self.growing[name]
+            rel = self.frames.frames[name] = self.growing[name]
+            if isinstance(rel, _Kept):
+                rel.rows.drop_table()
+                self.kept.relations[name] = rel.rows  # type: ignore[union-attr]
         return StratumRun(
             stratum.index,
             tuple(sorted(stratum.relations)),
@@ -429,6 +539,7 @@ def bootstrap_vectorized(
     compiler: PlanCompiler | None = None,
     small_iteration: int = SMALL_ITERATION,
     check: Check | None = None,
+    kept: FrameRelations | None = None,
 ) -> tuple[StratumRun, ...]:
     """Bootstrap every stratum of `analyzed` in order, vectorized; same result as running the
     reference `StratumBootstrap(stratum, state, compiler).run()` on each.
@@ -440,6 +551,8 @@ def bootstrap_vectorized(
     `check`: cooperative cancellation as in `StratumBootstrap` — called before every iteration,
     and between slices of the driving rows of every plan, Polars or reference; it stops the
     run by raising, leaving a partial state to be discarded.
+    `kept`: for a one-shot evaluation, relations that grow past its threshold end in
+    `kept.relations` (with their iterations and counts) instead of in `state`.
     """
     arities = {name: info.arity for name, info in analyzed.relations.items()}
     for name, arity in arities.items():
@@ -451,8 +564,20 @@ def bootstrap_vectorized(
     for stratum in analyzed.strata:
         runs.append(
             VectorizedStratum(
-                stratum, state, symbols, compiler, frames, small_iteration, check
+                stratum, state, symbols, compiler, frames, small_iteration, check, kept
             ).run()
         )
         frames.projections.clear()
     return tuple(runs)
+
+
+def _reads(stratum: Stratum) -> set[str]:
+    """The relations the stratum's rule bodies read, positively or negated."""
+    names = set()
+    for rule in stratum.rules:
+        for lit in rule.body:
+            if isinstance(lit, Atom):
+                names.add(lit.relation)
+            elif isinstance(lit, Negation):
+                names.add(lit.atom.relation)
+    return names

@@ -1,0 +1,84 @@
+"""`RowSet`: exact membership whatever the hash does, through growth and wrap-around."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reasoner.executors.local.polars_plan import WEIGHT
+from reasoner.executors.local.row_set import RowSet
+
+
+def _real(frame: pl.DataFrame) -> pl.Series:
+    return frame.hash_rows()
+
+
+def _one_value(frame: pl.DataFrame) -> pl.Series:
+    """Every row collides, in the table's last slot: probing wraps around to slot 0."""
+    return pl.Series([2**64 - 1] * frame.height, dtype=pl.UInt64)
+
+
+def _three_values(frame: pl.DataFrame) -> pl.Series:
+    """Rows collide in three groups, with equal tags within a group."""
+    spread = pl.lit((1 << 40) + 1, dtype=pl.UInt64)
+    return frame.select((pl.col("c0") % 3).cast(pl.UInt64) * spread).to_series()
+
+
+HASHES = {"real": _real, "one value": _one_value, "three values": _three_values}
+
+rows = st.tuples(st.integers(-3, 3), st.integers(-3, 3))
+batches = st.lists(st.lists(rows, max_size=12), min_size=1, max_size=8)
+
+
+@settings(max_examples=150)
+@given(batches, st.sampled_from(sorted(HASHES)), st.sampled_from((1, 2, 8, 1024)))
+def test_membership_iterations_and_counts_match_a_python_set(
+    batches: list[list[tuple[int, int]]], hash_name: str, slots: int
+) -> None:
+    """Batches of candidates as semi-naive evaluation sends them: `known` marks exactly the
+    rows added before, and the rest go in with their iteration and count."""
+    row_set = RowSet(2, HASHES[hash_name], slots)
+    model: dict[tuple[int, int], tuple[int, int]] = {}
+    for iteration, batch in enumerate(batches, start=1):
+        distinct = sorted(set(batch))
+        frame = pl.DataFrame(
+            {
+                "c0": [r[0] for r in distinct],
+                "c1": [r[1] for r in distinct],
+                WEIGHT: [1 + (r[0] + r[1]) % 2 for r in distinct],
+            },
+            schema={"c0": pl.Int64, "c1": pl.Int64, WEIGHT: pl.Int64},
+        )
+        known = row_set.known(frame).to_list()
+        assert known == [r in model for r in distinct]
+        new = frame.filter(~pl.Series(known, dtype=pl.Boolean))
+        row_set.add(new, iteration)
+        for c0, c1, count in new.iter_rows():
+            model[(c0, c1)] = (iteration, count)
+    assert len(row_set) == len(model)
+    stored = {(c0, c1): (it, w) for c0, c1, w, it in row_set.rows().iter_rows()}
+    assert stored == model
+
+
+def test_a_grown_table_still_finds_every_row() -> None:
+    """Past 60 % full the table doubles and is refilled without probing (running maximum of
+    home slots); rows filled that way and rows placed by probing must both be found."""
+    row_set = RowSet(1, slots=4)
+    first = pl.DataFrame({"c0": list(range(0, 3000, 3))})
+    row_set.add(first, 1)
+    second = pl.DataFrame({"c0": list(range(1, 3000, 3))})
+    assert not row_set.known(second).any()
+    row_set.add(second, 2)
+    everything = pl.DataFrame({"c0": list(range(3000))})
+    assert row_set.known(everything).to_list() == [i % 3 != 2 for i in range(3000)]
+    assert row_set.rows().get_column("_it").to_list() == [1] * 1000 + [2] * 1000
+
+
+def test_rows_carrying_their_iterations_and_a_table_size_that_is_no_power_of_two() -> None:
+    row_set = RowSet(1)
+    row_set.add(pl.DataFrame({"c0": [5, 6], "_it": [0, 3]}), None)
+    assert row_set.rows().rows() == [(5, 1, 0), (6, 1, 3)]
+    with pytest.raises(ValueError, match="power of two"):
+        RowSet(1, slots=12)
