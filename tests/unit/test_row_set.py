@@ -26,7 +26,17 @@ def _three_values(frame: pl.DataFrame) -> pl.Series:
     return frame.select((pl.col("c0") % 3).cast(pl.UInt64) * spread).to_series()
 
 
-HASHES = {"real": _real, "one value": _one_value, "three values": _three_values}
+def _first_slots(frame: pl.DataFrame) -> pl.Series:
+    """Home slots 0..6 with equal tags: long clusters that cross the refill's slices."""
+    return frame.select((pl.col("c0") + 3).cast(pl.UInt64)).to_series()
+
+
+HASHES = {
+    "real": _real,
+    "one value": _one_value,
+    "three values": _three_values,
+    "first slots": _first_slots,
+}
 
 rows = st.tuples(st.integers(-3, 3), st.integers(-3, 3))
 batches = st.lists(st.lists(rows, max_size=12), min_size=1, max_size=8)

@@ -34,6 +34,7 @@ HashRows = Callable[[pl.DataFrame], pl.Series]
 _INITIAL_SLOTS = 1 << 16
 _MAX_LOAD = 0.6
 _WINDOW = 8
+_REFILL_SLICES = 8
 """Slots each pending row looks at per probing round."""
 _TAIL_CHUNKS = 32
 """Chunks appended since the last compaction: reading the rows concatenates every chunk, so
@@ -136,23 +137,41 @@ class RowSet:
         while rows > size * _MAX_LOAD:
             size *= 2
         self._new_table(size)
-        slot, tag = self._slot_and_tag(self._stored())
+        # Hashes part by part, kept as two UInt32 columns: the refill's memory is about 8
+        # bytes a row plus one slice, not the 30 of a sort over everything at once.
+        homes, tags = [], []
+        for part in self._segments + self._tail:
+            slot, tag = self._slot_and_tag(part)
+            homes.append(slot.cast(pl.UInt32))
+            tags.append(tag)
+        home, tag = pl.concat(homes), pl.concat(tags)
         # Filling an empty table needs no probing: in order of home slot, each row takes the
-        # first slot at or after its home and after the previous row's, a running maximum.
-        order = pl.DataFrame(
-            {"s": slot, "t": tag, "p": pl.int_range(1, slot.len() + 1, dtype=pl.UInt32, eager=True)}
-        ).sort("s")
-        rank = pl.int_range(0, pl.len())
-        order = order.with_columns(at=(pl.col("s") - rank).cum_max() + rank)
-        inside = order.filter(pl.col("at") < size)
-        self._slots.scatter(inside.get_column("at"), inside.get_column("p"))
-        self._tags.scatter(inside.get_column("at"), inside.get_column("t"))
-        past = order.filter(pl.col("at") >= size)  # past the end: probing wraps around to 0
+        # first slot at or after its home and after the previous row's, a running maximum,
+        # computed one slice of home slots after another with the last slot taken carried.
+        last = -1
+        wrapped = []
+        step = max(1, size // _REFILL_SLICES)
+        for low in range(0, size, step):
+            chosen = (home >= low) & (home < low + step)
+            order = pl.DataFrame(
+                {"s": home.filter(chosen).cast(pl.Int64), "t": tag.filter(chosen)}
+            ).with_columns(p=(chosen.arg_true() + 1).cast(pl.UInt32))
+            order = order.sort("s")
+            rank = pl.int_range(0, pl.len())
+            at = pl.max_horizontal((pl.col("s") - rank).cum_max() + rank, last + 1 + rank)
+            order = order.with_columns(at=at)
+            if order.height:
+                last = order.get_column("at").max()  # type: ignore[assignment]
+            inside = order.filter(pl.col("at") < size)
+            self._slots.scatter(inside.get_column("at"), inside.get_column("p"))
+            self._tags.scatter(inside.get_column("at"), inside.get_column("t"))
+            wrapped.append(order.filter(pl.col("at") >= size))
+        past = pl.concat(wrapped)  # past the end: probing wraps around to slot 0
         if past.height:
             self._place(
                 pl.zeros(past.height, dtype=pl.Int64, eager=True),
                 past.get_column("t"),
-                past.get_column("p") - 1,
+                past.get_column("p").cast(pl.Int64) - 1,
             )
         return True
 

@@ -34,9 +34,12 @@ DEFAULT_CONF: dict[str, str] = {
     # The generated code of a query is reused when the same query comes again (every
     # iteration of a recursion, every Bootstrap of a program); the default keeps only 100.
     "spark.sql.codegen.cache.maxEntries": "1000",
-    # Checkpointed deltas are freed when the JVM collects their RDDs; a service that runs
-    # Bootstrap after Bootstrap should not wait half an hour for that.
-    "spark.cleaner.periodicGC.interval": "5min",
+    # Checkpointed deltas and broadcast join sides are freed when the driver JVM collects
+    # the objects that hold them. A recursion thousands of iterations deep (CRDT) broadcasts a
+    # small table every iteration and filled the default 1 GiB driver in about two minutes,
+    # before a 5-minute collection came; a service that runs Bootstrap after Bootstrap should
+    # not wait half an hour (Spark's default) either.
+    "spark.cleaner.periodicGC.interval": "1min",
 }
 """Settings applied to every session `get_session` creates; keyword arguments override them."""
 
