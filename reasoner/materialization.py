@@ -624,7 +624,7 @@ class Materialization:
         decode = self.symbols.decoder(self.analyzed.relations[name].types)
         kept = self.frames.get(name)
         if kept is not None:
-            return [decode(t) for t in kept.rows().select(kept.cols).iter_rows()]
+            return [decode(t) for t in kept.stored().iter_rows()]
         return [decode(t) for t in self.state[name]]
 
     def size(self, name: str) -> int:

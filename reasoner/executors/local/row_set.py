@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 import polars as pl
 
-from reasoner.executors.local.polars_plan import INT, WEIGHT, columns
+from reasoner.executors.local.polars_plan import INT, WEIGHT, columns, empty_frame
 
 ITERATION = "_it"
 """The column of a stored row's iteration (Int32)."""
@@ -195,7 +195,7 @@ class RowSet:
             if same.any():
                 # A tag match is a stored row with 32 more bits of the same hash: compare rows.
                 if stored is None:
-                    stored = self._stored()
+                    stored = self.stored()
                 mine = row.gather(owner.filter(same))
                 theirs = stored[position.filter(same).cast(pl.Int64) - 1]
                 equal = pl.Series([True] * mine.len(), dtype=pl.Boolean)
@@ -256,10 +256,11 @@ class RowSet:
         one = pl.lit(1, dtype=INT).alias(WEIGHT)
         return _concat([p if WEIGHT in p.columns else p.with_columns(one) for p in parts])
 
-    def _stored(self) -> pl.DataFrame:
+    def stored(self) -> pl.DataFrame:
         """The rows' columns c0, c1, ... only (no count column to fill in), by position."""
         if self._rows is None:
-            self._rows = _concat([p.select(self.cols) for p in self._segments + self._tail])
+            parts = [p.select(self.cols) for p in self._segments + self._tail]
+            self._rows = _concat(parts) if parts else empty_frame(self.arity)
         return self._rows
 
     def drop_table(self) -> None:

@@ -143,7 +143,7 @@ class _Kept:
         return self.delta_frame.height
 
     def full(self) -> pl.DataFrame:
-        return self.rows.rows().select(self.rows.cols)
+        return self.rows.stored()
 
     def advance(self, rows: list[Tuple], frame: pl.DataFrame | None) -> None:
         self.delta_frame = frame if frame is not None else self.delta_frame.clear()
