@@ -473,21 +473,28 @@ class StratumUpdatePlans:
         placed: set[int] = set()
 
         def negation_status(step, key: str, _kind: str) -> list[str]:
-            """The status of a negated atom, where the join binds its key."""
+            """The status of a negated atom, where the join binds its key; with the last one,
+            what they say together (once per binding of the keys, not per inner row)."""
             j = positions.index(step.body_index)
             placed.add(j)
-            return self._negation_status(info, j, key)
+            lines = self._negation_status(info, j, key)
+            if len(placed) == len(positions):
+                lines += self._negations(len(positions))
+            return lines
 
         def emit(ctx: EmitContext) -> list[str]:
             tvars = [ctx.positive[i] for i in sorted(ctx.positive)]
             h = ctx.head
             lines = [f"if {h} not in W: continue"] if wanted else []
             if negated:
-                for j, i in enumerate(positions):  # a driving negation has no step of its own
-                    if j not in placed:
-                        kind, key = ctx.negated[i]
-                        lines += self._negation_status(info, j, "None" if kind == "any" else key)
-                lines += self._negations(len(positions))
+                if len(placed) < len(positions):
+                    for j, i in enumerate(positions):  # a driving negation has no step of its own
+                        if j not in placed:
+                            kind, key = ctx.negated[i]
+                            lines += self._negation_status(
+                                info, j, "None" if kind == "any" else key
+                            )
+                    lines += self._negations(len(positions))
                 no, nn, ni, nd = "_no", "_nn", "_ni", "_nd"
             else:
                 no, nn, ni, nd = "True", "True", "False", "False"

@@ -156,6 +156,9 @@ class PlanCompiler:
         names: dict[str, str] = {}
         positive: dict[int, str] = {}
         negated: dict[int, tuple[str, str]] = {}
+        bound_keys: dict[str, str] = {}
+        """Key expression -> the variable already holding it (a negation's key): an index
+        probe on the same columns reuses it instead of building and hashing the tuple again."""
         depth = 1
 
         def put(text: str) -> None:
@@ -233,7 +236,7 @@ class PlanCompiler:
                     neg_kind, key = self._negation_key(step, names)
                     if neg_kind != "any":
                         put(f"k{step.body_index} = {key}")
-                        key = f"k{step.body_index}"
+                        bound_keys[key] = key = f"k{step.body_index}"
                     negated[step.body_index] = (neg_kind, key)
                 else:
                     positive[step.body_index] = tvar
@@ -245,7 +248,7 @@ class PlanCompiler:
                 neg_kind, key = self._negation_key(step, names)
                 if neg_kind != "any":
                     guarded(atom.args, f"k{step.body_index}", key)
-                    key = f"k{step.body_index}"
+                    bound_keys[key] = key = f"k{step.body_index}"
                 negated[step.body_index] = (neg_kind, key)
                 test = negation_present(step, key, neg_kind)
                 if isinstance(test, list):
@@ -272,7 +275,7 @@ class PlanCompiler:
                 idx = self._index_var(namespace, atom.relation, step.key_columns)
                 keys = [self.term(atom.args[c], names) for c in step.key_columns]
                 key = keys[0] if len(keys) == 1 else f"({', '.join(keys)})"
-                put(f"for {tvar} in {idx}.get({key}, _EMPTY):")
+                put(f"for {tvar} in {idx}.get({bound_keys.get(key, key)}, _EMPTY):")
                 depth += 1
             else:
                 rel = self._rel_var(namespace, atom.relation)
