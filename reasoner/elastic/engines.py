@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from reasoner.analysis.model import AnalyzedProgram
 from reasoner.elastic.bootstrap import Check, StratumBootstrap, StratumRun
 from reasoner.executors.local.codegen import PlanCompiler
+from reasoner.gc_pause import collector_running
 from reasoner.state import State
 from reasoner.symbols import SymbolTable
 
@@ -111,7 +112,10 @@ def run_bootstrap(
 
     if check is not None:
         check()
-    runs = bootstrap_spark(analyzed, state, symbols, get_session(settings.spark_master))
+    # The JVM's objects are freed through Python's cyclic collector (`collector_running`),
+    # also when the caller paused it for an in-process evaluation (`reasoner run`).
+    with collector_running():
+        runs = bootstrap_spark(analyzed, state, symbols, get_session(settings.spark_master))
     if check is not None:
         check()
     return runs

@@ -8,6 +8,7 @@ benchmark programs.
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,10 @@ from hypothesis import given, settings
 from pyspark.sql import SparkSession
 
 from reasoner.analysis import check_program
+from reasoner.elastic.engines import EngineSettings
+from reasoner.gc_pause import collector_paused
 from reasoner.io.facts import load_inputs
+from reasoner.materialization import Materialization
 from tests.property.programs import GeneratedProgram, programs
 from tests.spark.support import assert_same, on_spark, reference
 
@@ -135,3 +139,37 @@ def test_bench_programs(spark: SparkSession, bench_dir: Path, folder: str, progr
     expected = reference(analyzed, inputs)
     actual = on_spark(analyzed, inputs, spark)
     assert_same(expected, actual)
+
+
+def test_collector_runs_during_a_spark_bootstrap_its_caller_paused_it(spark: SparkSession) -> None:
+    """`reasoner run` pauses Python's cyclic collector, but py4j proxies are freed only by it
+    (`reasoner.gc_pause.collector_running`): paused for a Spark Bootstrap, it let the driver
+    keep every iteration's plan and broadcasts until CRDT's recursion filled its heap."""
+    text = """
+    .decl e(x: number, y: number)
+    .input e
+    path(x, y) :- e(x, y).
+    path(x, z) :- path(x, y), e(y, z).
+    """
+    m = Materialization(
+        check_program(text), maintained=False, engines=EngineSettings("spark", "local[2]")
+    )
+    m.load({"e": [(i, i + 1) for i in range(12)]})
+    generations: list[int] = []
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            generations.append(info["generation"])
+
+    gc.callbacks.append(count)
+    try:
+        with collector_paused():
+            report = m.bootstrap()
+            during = len(generations)  # resuming the collector below may start one
+            paused_again = not gc.isenabled()
+    finally:
+        gc.callbacks.remove(count)
+    assert report.engine.engine == "spark"
+    assert m.size("path") == 12 * 13 // 2
+    assert during, "no collection ran during the Spark Bootstrap"
+    assert paused_again, "the caller's paused collector was not restored"
