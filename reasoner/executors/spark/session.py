@@ -36,9 +36,8 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.sql.codegen.cache.maxEntries": "1000",
     # Checkpointed deltas and broadcast join sides are freed when the driver JVM collects
     # the objects that hold them; a service that runs Bootstrap after Bootstrap should not
-    # wait half an hour (Spark's default) for that. It is not enough for a recursion
-    # thousands of iterations deep: crdt_linear.dl still runs out of driver memory for
-    # broadcasts, after 161 s instead of 126 s with a 5-minute interval.
+    # wait half an hour (Spark's default) for that. (Those objects become garbage only once
+    # Python has freed its py4j proxies of them: see `reasoner.gc_pause.collector_running`.)
     "spark.cleaner.periodicGC.interval": "1min",
 }
 """Settings applied to every session `get_session` creates; keyword arguments override them."""
