@@ -44,6 +44,7 @@ import polars as pl
 
 from reasoner.analysis.model import AnalyzedProgram, Stratum
 from reasoner.elastic.bootstrap import Check, StratumBootstrap, StratumRun, in_slices
+from reasoner.elastic.restratify import stratum_inputs
 from reasoner.executors.local.codegen import PlanCompiler
 from reasoner.executors.local.polars_plan import (
     INT,
@@ -62,7 +63,6 @@ from reasoner.executors.local.row_set import ITERATION, RowSet
 from reasoner.plan.joins import AtomStep, JoinPlan, plan_rule, positive_atoms
 from reasoner.state import State, Tuple
 from reasoner.symbols import SymbolTable
-from reasoner.syntax.ast import Atom, Negation
 
 SMALL_ITERATION = 2000
 """Iterations driven by fewer rows than this run the reference's per-tuple plans (see above)."""
@@ -246,7 +246,7 @@ class VectorizedStratum:
         self.frames = frames
         self.kept = kept
         self.small = small_iteration
-        if kept is not None and _reads(stratum) & kept.relations.keys():
+        if kept is not None and stratum_inputs(stratum) & kept.relations.keys():
             self.small = 0  # the per-tuple plans read the state, which lacks kept relations
         self.growing: dict[str, _Growing | _Kept] = {
             name: _Growing(state[name].arity, list(state[name].iters)) for name in stratum.relations
@@ -569,15 +569,3 @@ def bootstrap_vectorized(
         )
         frames.projections.clear()
     return tuple(runs)
-
-
-def _reads(stratum: Stratum) -> set[str]:
-    """The relations the stratum's rule bodies read, positively or negated."""
-    names = set()
-    for rule in stratum.rules:
-        for lit in rule.body:
-            if isinstance(lit, Atom):
-                names.add(lit.relation)
-            elif isinstance(lit, Negation):
-                names.add(lit.atom.relation)
-    return names
