@@ -47,8 +47,8 @@ batches = st.lists(st.lists(rows, max_size=12), min_size=1, max_size=8)
 def test_membership_iterations_and_counts_match_a_python_set(
     batches: list[list[tuple[int, int]]], hash_name: str, slots: int
 ) -> None:
-    """Batches of candidates as semi-naive evaluation sends them: `known` marks exactly the
-    rows added before, and the rest go in with their iteration and count."""
+    """Batches of candidates as semi-naive evaluation sends them: `add_new` keeps exactly the
+    rows not added before, with their iteration and count."""
     row_set = RowSet(2, HASHES[hash_name], slots)
     model: dict[tuple[int, int], tuple[int, int]] = {}
     for iteration, batch in enumerate(batches, start=1):
@@ -61,10 +61,8 @@ def test_membership_iterations_and_counts_match_a_python_set(
             },
             schema={"c0": pl.Int64, "c1": pl.Int64, WEIGHT: pl.Int64},
         )
-        known = row_set.known(frame).to_list()
-        assert known == [r in model for r in distinct]
-        new = frame.filter(~pl.Series(known, dtype=pl.Boolean))
-        row_set.add(new, iteration)
+        new = row_set.add_new(frame, iteration)
+        assert sorted(new.select("c0", "c1").rows()) == [r for r in distinct if r not in model]
         for c0, c1, count in new.iter_rows():
             model[(c0, c1)] = (iteration, count)
     assert len(row_set) == len(model)
@@ -77,18 +75,34 @@ def test_a_grown_table_still_finds_every_row() -> None:
     home slots); rows filled that way and rows placed by probing must both be found."""
     row_set = RowSet(1, slots=4)
     first = pl.DataFrame({"c0": list(range(0, 3000, 3))})
-    row_set.add(first, 1)
+    assert row_set.add_new(first, 1).equals(first)
     second = pl.DataFrame({"c0": list(range(1, 3000, 3))})
-    assert not row_set.known(second).any()
-    row_set.add(second, 2)
+    assert row_set.add_new(second, 2).equals(second)
     everything = pl.DataFrame({"c0": list(range(3000))})
-    assert row_set.known(everything).to_list() == [i % 3 != 2 for i in range(3000)]
-    assert row_set.rows().get_column("_it").to_list() == [1] * 1000 + [2] * 1000
+    assert sorted(row_set.add_new(everything, 3).get_column("c0")) == list(range(2, 3000, 3))
+    assert row_set.rows().get_column("_it").to_list() == [1] * 1000 + [2] * 1000 + [3] * 1000
 
 
 def test_rows_carrying_their_iterations_and_a_table_size_that_is_no_power_of_two() -> None:
     row_set = RowSet(1)
-    row_set.add(pl.DataFrame({"c0": [5, 6], "_it": [0, 3]}), None)
+    row_set.add_new(pl.DataFrame({"c0": [5, 6], "_it": [0, 3]}), None)
     assert row_set.rows().rows() == [(5, 1, 0), (6, 1, 3)]
     with pytest.raises(ValueError, match="power of two"):
         RowSet(1, slots=12)
+
+
+@pytest.mark.parametrize("hash_name", sorted(HASHES))
+def test_derived_heads_are_grouped_into_counts_unless_already_distinct(hash_name: str) -> None:
+    """`add_derived` takes an iteration's head rows as the plans produce them: repeated rows
+    (or weights) are one tuple whose count is their total, whether the rows' hashes show them
+    distinct (no grouping) or not (grouped); rows already in the set are left out."""
+    row_set = RowSet(2, HASHES[hash_name], slots=8)
+    row_set.add_new(pl.DataFrame({"c0": [0], "c1": [0]}), 1)
+    distinct = pl.DataFrame({"c0": [1, 2, 0], "c1": [1, 1, 0], WEIGHT: [3, 1, 2]})
+    new = row_set.add_derived(distinct, 2)
+    assert sorted(new.select("c0", "c1", WEIGHT).rows()) == [(1, 1, 3), (2, 1, 1)]
+    repeated = pl.DataFrame({"c0": [3, 3, 1, 4], "c1": [0, 0, 1, 0]})
+    new = row_set.add_derived(repeated, 3)
+    assert sorted(new.select("c0", "c1", WEIGHT).rows()) == [(3, 0, 2), (4, 0, 1)]
+    stored = sorted(row_set.rows().select("c0", "c1", WEIGHT, "_it").rows())
+    assert stored == [(0, 0, 1, 1), (1, 1, 3, 2), (2, 1, 1, 2), (3, 0, 2, 3), (4, 0, 1, 3)]

@@ -25,8 +25,10 @@ from reasoner.analysis.model import AnalyzedProgram, Value
 from reasoner.elastic.bootstrap import StratumBootstrap
 from reasoner.executors.local import polars_plan
 from reasoner.executors.local.codegen import PlanCompiler
+from reasoner.executors.local.polars_plan import PolarsPlan
 from reasoner.executors.local.vectorized import FrameRelations, bootstrap_vectorized
 from reasoner.io.facts import load_inputs
+from reasoner.plan.joins import plan_rule
 from reasoner.state import State
 from reasoner.symbols import SymbolTable
 from tests.property.programs import GeneratedProgram, programs
@@ -234,6 +236,34 @@ def test_recursion_negation_and_facts_on_derived_relations() -> None:
         """,
         {"edge": [(i, i + 1) for i in range(12)] + [(3, 1)], "blocked": [(7,)]},
     )
+
+
+def test_negations_over_a_lower_atoms_variables_filter_that_atom_once() -> None:
+    """crdt.dl's skipBlank: `!value(v)` needs only variables of the lower `next` atom, so it
+    filters that atom's tuples once per stratum (`Hoisted`) rather than every iteration's
+    bindings. A negation on a repeated variable, on an expression or over the stratum's own
+    relation stays an anti-join. Either way the state is the reference's."""
+    text = """
+        .decl next(x: number, y: number)
+        .decl value(x: number)
+        .input next
+        .input value
+        skip(x, y) :- next(x, y).
+        skip(f, t) :- skip(v, t), next(f, v), !value(v).
+        other(f, t) :- skip(v, t), next(f, v), !next(v, v), !value(v + 1), !skip(t, f).
+    """
+    chain = [(i, i + 1) for i in range(40)] + [(5, 5), (9, 3)]
+    _run(text, {"next": chain, "value": [(i,) for i in range(0, 40, 7)]})
+    _run(text, {"next": chain, "value": [(i,) for i in range(0, 40, 7)]}, small_iteration=4)
+    rules = [rule for stratum in check_program(text).strata for rule in stratum.rules]
+    recursive, other = (r for r in rules if r.body[0].relation == "skip")  # type: ignore[union-attr]
+    hoisted = PolarsPlan(plan_rule(recursive, 0), SymbolTable(), frozenset({"next", "value"}))
+    joins = [op for op in hoisted.ops if isinstance(op, polars_plan._Join)]
+    assert [len(op.negations) for op in joins] == [1]
+    assert not any(isinstance(op, polars_plan._AntiJoin) for op in hoisted.ops)
+    kept = PolarsPlan(plan_rule(other, 0), SymbolTable(), frozenset({"next", "value"}))
+    assert sum(isinstance(op, polars_plan._AntiJoin) for op in kept.ops) == 3
+    assert [len(op.negations) for op in kept.ops if isinstance(op, polars_plan._Join)] == [0]
 
 
 def test_rules_without_positive_atoms_and_zero_arity_relations() -> None:

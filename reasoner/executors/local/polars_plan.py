@@ -225,6 +225,27 @@ class NegationPattern:
         return frame.select([pl.col(f"c{c}").alias(f"_k{c}") for c, _ in self.keys]).unique()
 
 
+@dataclass(frozen=True, slots=True)
+class Hoisted:
+    """A negated atom applied to the projection of one positive atom over a relation that
+    does not change during the stratum: its keys are variables that atom binds (`names`,
+    binding columns, one per key), so the negation filters the atom's tuples once per
+    stratum instead of every iteration's bindings."""
+
+    pattern: NegationPattern
+    names: tuple[str, ...]
+
+    def apply(self, projected: pl.DataFrame, right: pl.DataFrame | int) -> pl.DataFrame:
+        """The `projected` rows whose key has no match in the negated relation (`right`, as
+        `NegationPattern.right` gives it)."""
+        if isinstance(right, int):
+            return projected.clear() if right else projected
+        keys = [f"_k{c}" for c, _ in self.pattern.keys]
+        return anti_join(
+            projected, right.rename(dict(zip(keys, self.names, strict=True))), list(self.names)
+        )
+
+
 KEY = "_key"
 
 
@@ -390,8 +411,9 @@ def subtract_and_count(
 
 Source = Callable[[int, str], pl.DataFrame]
 """(body index, relation) -> the frame an atom at that position reads."""
-Projected = Callable[[int, AtomPattern], "pl.DataFrame | int"]
-"""(body index, pattern) -> the projected frame for a non-driver atom (may be cached)."""
+Projected = Callable[[int, AtomPattern, "tuple[Hoisted, ...]"], "pl.DataFrame | int"]
+"""(body index, pattern, hoisted negations) -> the projected frame for a non-driver atom,
+filtered by the negations (may be cached)."""
 NegatedRight = Callable[[NegationPattern], "pl.DataFrame | int"]
 
 
@@ -404,6 +426,7 @@ class _Driver:
 class _Join:
     body_index: int
     pattern: AtomPattern
+    negations: tuple[Hoisted, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -431,7 +454,11 @@ _Op = _Driver | _Join | _AntiJoin | _Filter | _Assign
 class PolarsPlan:
     """One rule evaluated from one driver, as a sequence of bulk operations."""
 
-    def __init__(self, plan: JoinPlan, symbols: SymbolTable) -> None:
+    def __init__(
+        self, plan: JoinPlan, symbols: SymbolTable, static: frozenset[str] = frozenset()
+    ) -> None:
+        """`static`: relations that do not change while the plan runs (lower strata): a
+        negation over variables of one such atom filters that atom instead (`Hoisted`)."""
         self.plan = plan
         rule = plan.rule
         names: dict[str, str] = {}
@@ -443,6 +470,8 @@ class PolarsPlan:
 
         exprs = Expressions(names, symbols)
         ops: list[_Op] = []
+        plain: dict[int, tuple[str, ...]] = {}
+        """Negation ops whose keys are all variables: their binding names."""
         driver_index = plan.driver.index if plan.driver.kind == "atom" else None
         if plan.driver.kind not in ("atom", "none"):
             raise ValueError(f"the vectorized Bootstrap has no {plan.driver.kind!r} driver")
@@ -474,6 +503,10 @@ class PolarsPlan:
             assert isinstance(step, AtomStep)
             if step.negated:
                 ops.append(_AntiJoin(self._negation(step.atom, exprs, symbols)))
+                keys = [a for a in step.atom.args if isinstance(a, (Variable, BinaryOp))]
+                key_names = [names[a.name] for a in keys if isinstance(a, Variable)]
+                if keys and len(set(key_names)) == len(keys):  # distinct variables only
+                    plain[len(ops) - 1] = tuple(key_names)
                 continue
             for arg in step.atom.args:
                 if isinstance(arg, Variable):
@@ -483,7 +516,7 @@ class PolarsPlan:
                 ops.append(_Driver(pattern))
             else:
                 ops.append(_Join(step.body_index, pattern))
-        self.ops = tuple(ops)
+        self.ops = _hoist(ops, plain, static)
         self.driver_index = driver_index
         head_prelude: list[tuple[str, pl.Expr]] = []
         self.head = tuple(
@@ -531,7 +564,8 @@ class PolarsPlan:
                     bindings, weighted = _start(op.pattern.project(driver))
             elif isinstance(op, _Join):
                 assert bindings is not None
-                bindings, weighted = _join(bindings, weighted, projected(op.body_index, op.pattern))
+                right = projected(op.body_index, op.pattern, op.negations)
+                bindings, weighted = _join(bindings, weighted, right)
             elif isinstance(op, _AntiJoin):
                 assert bindings is not None
                 bindings = _anti(bindings, op.pattern, negated(op.pattern))
@@ -556,6 +590,28 @@ class PolarsPlan:
         if self.head_nullable:
             out = out.drop_nulls()
         return out if out.height else None
+
+
+def _hoist(
+    ops: list[_Op], plain: dict[int, tuple[str, ...]], static: frozenset[str]
+) -> tuple[_Op, ...]:
+    """Move each negation of `plain` variables into the first join with a static atom that
+    binds them all (see `Hoisted`)."""
+    hoisted: set[int] = set()
+    for at, names in plain.items():
+        negation = ops[at]
+        assert isinstance(negation, _AntiJoin)
+        for i, op in enumerate(ops):
+            if (
+                isinstance(op, _Join)
+                and op.pattern.relation in static
+                and set(names) <= {name for _, name in op.pattern.outputs}
+            ):
+                extra = Hoisted(negation.pattern, names)
+                ops[i] = _Join(op.body_index, op.pattern, (*op.negations, extra))
+                hoisted.add(at)
+                break
+    return tuple(op for i, op in enumerate(ops) if i not in hoisted)
 
 
 def _prelude(frame: pl.DataFrame, prelude: tuple[tuple[str, pl.Expr], ...]) -> pl.DataFrame:

@@ -8,13 +8,17 @@ of about 10,000 new tuples each, so an anti-join per iteration would hash the re
 times, and the State would need about 27 GiB of Python objects.
 
 `RowSet` keeps the rows in frames (one chunk per iteration, compacted in groups) and an
-open-addressing hash table over them, held in two Polars arrays that are updated in place
-(`Series.scatter`): `_slots` holds row position + 1 (0 is an empty slot) and `_tags` 32 further
-bits of the row's hash, so a probe compares rows only when the tags agree. Lookup and insertion
-are vectorized linear probing: each round gathers the slots of every pending row at once, and
-the rows still pending move to the next slot. A tag match is verified by comparing the stored
-row with the candidate, so the set is exact whatever the hash function does (collisions cost
-time, never correctness). The table doubles before it is 60 % full.
+open-addressing hash table over them: one UInt64 array, updated in place (`Series.scatter`),
+whose entry is 0 for an empty slot, else 32 bits of the row's hash (the tag, top bit set) above
+the row's position + 1. A probe compares rows only where the tags agree, so the set is exact
+whatever the hash function does (collisions cost time, never correctness). Lookup and insertion
+are one vectorized linear probe (`add_new`): each round gathers a window of `_WINDOW` slots for
+every pending row at once; a row is new when its window has an empty slot before any verified
+match, and then takes the first empty slot. The table doubles before it is 60 % full.
+
+Iterations of skipBlank add a few thousand rows to tens of millions, thousands of times, so the
+fixed cost of a call is what counts: the probe uses Series operations (a few microseconds
+each) rather than frame queries (each a lazy plan of about 50-80 microseconds).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from collections.abc import Callable
 
 import polars as pl
 
-from reasoner.executors.local.polars_plan import INT, WEIGHT, columns, empty_frame
+from reasoner.executors.local.polars_plan import INT, WEIGHT, columns, empty_frame, group_count
 
 ITERATION = "_it"
 """The column of a stored row's iteration (Int32)."""
@@ -34,11 +38,20 @@ HashRows = Callable[[pl.DataFrame], pl.Series]
 _INITIAL_SLOTS = 1 << 16
 _MAX_LOAD = 0.6
 _WINDOW = 8
+"""Slots each pending row looks at per probing round..."""
+_WIDE_WINDOW = 64
+_WIDE_ROWS = 512
+"""... or, when this many rows or fewer are left, `_WIDE_WINDOW` slots."""
 _REFILL_SLICES = 8
-"""Slots each pending row looks at per probing round."""
+_ROOMY_SLOTS = 1 << 27
+"""Up to this size (1 GiB) a table grows to hold twice the rows that made it grow."""
 _TAIL_CHUNKS = 32
 """Chunks appended since the last compaction: reading the rows concatenates every chunk, so
 past this many the tail is copied into one segment (each row is copied once)."""
+_TAG = 0xFFFF_FFFF_0000_0000
+_TOP = 1 << 63
+"""Set in every tag, so that no entry is 0 and an empty slot never matches a tag."""
+_LOW = 1 << 32
 
 
 def _hash_rows(frame: pl.DataFrame) -> pl.Series:
@@ -48,8 +61,8 @@ def _hash_rows(frame: pl.DataFrame) -> pl.Series:
 class RowSet:
     """The distinct rows of one relation with their iteration and count, and exact membership.
 
-    `add` takes rows known to be absent (checked with `known`), as semi-naive evaluation does:
-    N_k is the candidate heads of iteration k minus I_{k-1}.
+    Semi-naive evaluation adds N_k = the candidate heads of iteration k minus I_{k-1}:
+    `add_new` keeps the candidates not yet in the set and says which they were.
     """
 
     def __init__(
@@ -62,8 +75,13 @@ class RowSet:
         self._hash = hash_rows
         self._segments: list[pl.DataFrame] = []
         self._tail: list[pl.DataFrame] = []
+        self._keys: list[pl.DataFrame] = []
+        """The segments' columns c0, c1, ... only."""
         self._rows: pl.DataFrame | None = None
         self.height = 0
+        self._span = pl.Series(dtype=pl.UInt32)
+        self._narrow = _Windows(_WINDOW)
+        self._wide = _Windows(_WIDE_WINDOW)
         if slots < 1 or slots & (slots - 1):
             raise ValueError(f"the table size must be a power of two, not {slots}")
         self._new_table(slots)
@@ -75,76 +93,74 @@ class RowSet:
 
     def _new_table(self, size: int) -> None:
         self._mask = size - 1
-        self._slots = pl.zeros(size, dtype=pl.UInt32, eager=True)
-        self._tags = pl.zeros(size, dtype=pl.UInt32, eager=True)
-        self._owner = self._offset = pl.Series(dtype=pl.Int64)
-        self._offset8 = pl.Series(dtype=pl.UInt8)
+        self._table = pl.zeros(size, dtype=pl.UInt64, eager=True)
 
-    def _slot_and_tag(self, frame: pl.DataFrame) -> tuple[pl.Series, pl.Series]:
-        hashes = self._hash(frame.select(self.cols)).to_frame("h")
-        split = hashes.select(
-            (pl.col("h") & self._mask).cast(pl.Int64).alias("s"),
-            (pl.col("h") // pl.lit(1 << 32, dtype=pl.UInt64)).cast(pl.UInt32).alias("t"),
-        )
-        return split.get_column("s"), split.get_column("t")
+    def _hashes(self, frame: pl.DataFrame) -> pl.Series:
+        return self._hash(frame[self.cols] if frame.width != self.arity else frame)
 
-    def _window(self, start: pl.Series) -> tuple[pl.Series, pl.Series]:
-        """The `_WINDOW` slots from each start (wrapping around), flat, and for each flat
-        entry the index of its start."""
-        flat = start.len() * _WINDOW
-        if self._owner.len() < flat:
-            span = pl.int_range(0, max(flat, 2 * self._owner.len()), eager=True)
-            self._owner = span // _WINDOW
-            self._offset = span % _WINDOW
-            self._offset8 = self._offset.cast(pl.UInt8)
-        owner = self._owner.slice(0, flat)
-        return (start.gather(owner) + self._offset.slice(0, flat)) & self._mask, owner
+    def _home_and_tag(
+        self, frame: pl.DataFrame, hashes: pl.Series | None = None
+    ) -> tuple[pl.Series, pl.Series]:
+        """Each row's home slot (UInt32, as every index here: Polars' own index type, which
+        gathers and scatters take as it is) and its tag (UInt64, in the entry's high half)."""
+        if hashes is None:
+            hashes = self._hashes(frame)
+        return (hashes & self._mask).cast(pl.UInt32), (hashes | _TOP) & _TAG
 
-    def _offset_u8(self, rows: int) -> pl.Series:
-        return self._offset8.slice(0, rows * _WINDOW)
+    def _windows(self, rows: int) -> _Windows:
+        """Windows for a round of `rows` probes: narrow for many rows, wide for the few that
+        are left after a round (one more round instead of several)."""
+        return self._wide if rows <= _WIDE_ROWS else self._narrow
 
-    def _place(self, slot: pl.Series, tag: pl.Series, position: pl.Series) -> None:
-        """Put rows (absent from the table, distinct) into free slots, probing linearly."""
-        stored = position + 1
-        slots, tags, mask = self._slots, self._tags, self._mask
-        while slot.len():
-            n = slot.len()
-            window, _ = self._window(slot)
-            # The first free slot of each window (the least of offset + WINDOW * taken); of the
-            # rows that chose the same one, the first takes it and the rest look again; rows
-            # whose window is full move on a window.
-            first = (
-                ((slots.gather(window) != 0).cast(pl.UInt8) * _WINDOW + self._offset_u8(n))
-                .reshape((n, _WINDOW))
-                .arr.min()
-            )
-            free = first < _WINDOW
-            target = (slot + first.cast(pl.Int64)) & mask
-            takes = free & target.is_first_distinct()
-            slots.scatter(target.filter(takes), stored.filter(takes))
-            tags.scatter(target.filter(takes), tag.filter(takes))
-            rest = ~takes
-            slot = ((slot + (~free).cast(pl.Int64) * _WINDOW) & mask).filter(rest)
-            tag = tag.filter(rest)
-            stored = stored.filter(rest)
+    def _true(self, mask: pl.Series) -> pl.Series:
+        """The indexes where `mask` is true (`arg_true` would run a query)."""
+        if self._span.len() < mask.len():
+            self._span = pl.int_range(0, 2 * mask.len(), dtype=pl.UInt32, eager=True)
+        return self._span.slice(0, mask.len()).filter(mask)
+
+    def _place(self, start: pl.Series, entry: pl.Series) -> None:
+        """Put entries (of rows absent from the table, distinct) into the first free slot at or
+        after `start`. Rows that chose the same slot are all written; the one whose entry the
+        slot holds afterwards has it, the others look again."""
+        table, mask = self._table, self._mask
+        while start.len():
+            windows = self._windows(start.len())
+            window, _ = windows.slots(start, mask)
+            first = windows.first_empty(table[window], start.len())
+            free = first < windows.width
+            target = (start + first) & mask
+            full = ~free
+            chosen, written = target.filter(free), entry.filter(free)
+            table.scatter(chosen, written)
+            placed = free.scatter(self._true(free), table[chosen] == written)
+            start = ((start + full.cast(pl.UInt32) * windows.width) & mask).filter(~placed)
+            entry = entry.filter(~placed)
 
     def _grow(self, rows: int) -> bool:
-        """Double the table until `rows` fit under the load limit, and refill it (True), or
-        leave it (False)."""
+        """Enlarge the table if `rows` do not fit under the load limit, and refill it with
+        every stored row (True), or leave it (False).
+
+        A refill costs about 40 ns a row, so the table grows to hold twice `rows` while that
+        needs at most `_ROOMY_SLOTS` slots: skipBlank's 42 M rows are then refilled 27 M times
+        rather than 80 M. Past that size it only doubles, for memory."""
         size = self._mask + 1
         if rows <= size * _MAX_LOAD:
             return False
-        while rows > size * _MAX_LOAD:
-            size *= 2
-        self._new_table(size)
-        # Hashes part by part, kept as two UInt32 columns: the refill's memory is about 8
-        # bytes a row plus one slice, not the 30 of a sort over everything at once.
-        homes, tags = [], []
+        roomy = _fitting(2 * rows, size)
+        self._new_table(roomy if roomy <= _ROOMY_SLOTS else _fitting(rows, size))
+        size = self._mask + 1
+        # Per row, its home slot and position + 1 in one UInt64 (home in the high half) and
+        # its tag's 32 bits: 12 bytes a row, and sorting the keys orders the rows by home.
+        keys, tags = [], []
+        done = 0
         for part in self._segments + self._tail:
-            slot, tag = self._slot_and_tag(part)
-            homes.append(slot.cast(pl.UInt32))
-            tags.append(tag)
-        home, tag = pl.concat(homes), pl.concat(tags)
+            home, tag = self._home_and_tag(part)
+            position = pl.int_range(done + 1, done + part.height + 1, dtype=pl.UInt64, eager=True)
+            keys.append(home.cast(pl.UInt64) * _LOW | position)
+            tags.append((tag // _LOW).cast(pl.UInt32))
+            done += part.height
+        key, tag32 = pl.concat(keys), pl.concat(tags)
+        del keys, tags
         # Filling an empty table needs no probing: in order of home slot, each row takes the
         # first slot at or after its home and after the previous row's, a running maximum,
         # computed one slice of home slots after another with the last slot taken carried.
@@ -152,99 +168,129 @@ class RowSet:
         wrapped = []
         step = max(1, size // _REFILL_SLICES)
         for low in range(0, size, step):
-            chosen = (home >= low) & (home < low + step)
-            order = pl.DataFrame(
-                {"s": home.filter(chosen).cast(pl.Int64), "t": tag.filter(chosen)}
-            ).with_columns(p=(chosen.arg_true() + 1).cast(pl.UInt32))
-            order = order.sort("s")
-            rank = pl.int_range(0, pl.len())
-            at = pl.max_horizontal((pl.col("s") - rank).cum_max() + rank, last + 1 + rank)
-            order = order.with_columns(at=at)
-            if order.height:
-                last = order.get_column("at").max()  # type: ignore[assignment]
-            inside = order.filter(pl.col("at") < size)
-            self._slots.scatter(inside.get_column("at"), inside.get_column("p"))
-            self._tags.scatter(inside.get_column("at"), inside.get_column("t"))
-            wrapped.append(order.filter(pl.col("at") >= size))
+            chosen = key.filter((key >= low * _LOW) & (key < (low + step) * _LOW)).sort()
+            if chosen.len() == 0:
+                continue
+            position = chosen & (_LOW - 1)
+            rank = pl.int_range(0, chosen.len(), dtype=pl.Int64, eager=True)
+            at = ((chosen // _LOW).cast(pl.Int64) - rank).cum_max() + rank
+            at = at.zip_with(at > last + rank, rank + (last + 1))
+            last = at[-1]
+            entry = tag32[(position - 1).cast(pl.UInt32)].cast(pl.UInt64) * _LOW | position
+            inside = at < size
+            self._table.scatter(at.filter(inside).cast(pl.UInt32), entry.filter(inside))
+            wrapped.append(entry.filter(~inside))
         past = pl.concat(wrapped)  # past the end: probing wraps around to slot 0
-        if past.height:
-            self._place(
-                pl.zeros(past.height, dtype=pl.Int64, eager=True),
-                past.get_column("t"),
-                past.get_column("p").cast(pl.Int64) - 1,
-            )
+        if past.len():
+            self._place(pl.Series([0] * past.len(), dtype=pl.UInt32), past)
         return True
 
-    # -- membership -----------------------------------------------------------------------------
-
-    def known(self, candidates: pl.DataFrame) -> pl.Series:
-        """Which of the distinct `candidates` rows (columns c0, c1, ...) are in the set."""
-        out = pl.Series("known", [False] * candidates.height, dtype=pl.Boolean)
-        if candidates.height == 0 or self.height == 0:
-            return out
-        slot, tag = self._slot_and_tag(candidates)
-        row = pl.int_range(0, candidates.height, eager=True)
+    def _probe(self, candidates: pl.DataFrame, home: pl.Series, tag: pl.Series) -> tuple:
+        """Which distinct `candidates` are absent from the table, and for each the first empty
+        slot its probe met: (candidate indices, slots)."""
+        table, mask = self._table, self._mask
+        row = pl.int_range(0, candidates.height, dtype=pl.UInt32, eager=True)
+        slot = home
+        absent, targets = [], []
         stored: pl.DataFrame | None = None
-        slots, tags, mask = self._slots, self._tags, self._mask
-        found: list[pl.Series] = []
         while row.len():
             n = row.len()
-            window, owner = self._window(slot)
-            position = slots.gather(window)
-            same = (tags.gather(window) == tag.gather(owner)) & (position != 0)
-            if same.any():
+            windows = self._windows(n)
+            window, owner = windows.slots(slot, mask)
+            entries = table[window]
+            first = windows.first_empty(entries, n)
+            other = entries ^ tag[row][owner]
+            match = other < _LOW
+            if match.any():
                 # A tag match is a stored row with 32 more bits of the same hash: compare rows.
+                # (A true match lies before the window's first empty slot: nothing is deleted.)
                 if stored is None:
                     stored = self.stored()
-                mine = row.gather(owner.filter(same))
-                theirs = stored[position.filter(same).cast(pl.Int64) - 1]
-                equal = pl.Series([True] * mine.len(), dtype=pl.Boolean)
-                ours = candidates.select(self.cols)[mine]
+                flat = self._true(match)
+                mine = owner[flat]
+                theirs = other[flat].cast(pl.UInt32) - 1
+                ours = row[mine]
+                equal = None
                 for c in self.cols:
-                    equal = equal & (ours.get_column(c) == theirs.get_column(c))
-                hit = owner.filter(same).filter(equal)
-                if hit.len():
-                    found.append(row.gather(hit))
-                    # A found row is done: an empty slot in its window ends its probe.
-                    position.scatter(hit * _WINDOW, 0)
-            # A row absent from the table has an empty slot where its probe would end; a row
-            # whose window is full may lie further on.
-            full = position.reshape((n, _WINDOW)).arr.min() != 0
-            row = row.filter(full)
-            slot = ((slot + _WINDOW) & mask).filter(full)
-            tag = tag.filter(full)
-        if found:
-            out = out.scatter(pl.concat(found), True)
-        return out
+                    same = candidates.get_column(c)[ours] == stored.get_column(c)[theirs]
+                    equal = same if equal is None else equal & same
+                assert equal is not None
+                if equal.any():
+                    first.scatter(mine.filter(equal), 2 * windows.width)  # found: known
+            new = first < windows.width
+            absent.append(row.filter(new))
+            targets.append(((slot + first) & mask).filter(new))
+            further = first == windows.width
+            row = row.filter(further)
+            slot = ((slot + windows.width) & mask).filter(further)
+        return pl.concat(absent), pl.concat(targets)
 
     # -- rows -----------------------------------------------------------------------------------
 
-    def add(self, rows: pl.DataFrame, iteration: int | None) -> None:
-        """Rows absent from the set (columns c0, c1, ... and optionally the count `_w`) as
-        the tuples first derived in `iteration` (None: each row's `_it` column says)."""
-        if rows.height == 0:
-            return
-        if self.height + rows.height >= 1 << 32:
-            raise OverflowError("a RowSet holds fewer than 2**32 rows")
-        keep = self.cols + ([WEIGHT] if WEIGHT in rows.columns else [])
-        if iteration is None:
-            chunk = rows.select(*keep, pl.col(ITERATION).cast(pl.Int32))
+    def add_derived(self, heads: pl.DataFrame, iteration: int) -> pl.DataFrame:
+        """N_k from the head rows of iteration k: group them (columns c0, c1, ... and the
+        weight `_w` when some row stands for several derivations) into distinct rows with
+        their counts, add the rows not yet in the set, and return those.
+
+        Distinct hashes are distinct rows, so heads without duplicates, as most of
+        skipBlank's iterations are, skip the grouping (a hash aggregation)."""
+        hashes = self._hashes(heads)
+        if hashes.n_unique() < heads.height:
+            return self.add_new(group_count(heads, self.cols), iteration)
+        return self.add_new(heads, iteration, hashes)
+
+    def add_new(
+        self, candidates: pl.DataFrame, iteration: int | None, hashes: pl.Series | None = None
+    ) -> pl.DataFrame:
+        """Add the `candidates` rows not yet in the set, and return them, as the tuples first
+        derived in `iteration` (None: each row's `_it` column says). `candidates` are distinct
+        rows: columns c0, c1, ... and optionally the count `_w`; `hashes`, if given, theirs."""
+        if candidates.height == 0:
+            return candidates
+        home, tag = self._home_and_tag(candidates, hashes)
+        if self.height:
+            absent, target = self._probe(candidates, home, tag)
+            if absent.len() == 0:
+                return candidates.clear()
+            if absent.len() < candidates.height:
+                candidates = candidates[absent]
+                tag = tag[absent]
         else:
-            chunk = rows.select(keep).with_columns(
-                pl.lit(iteration, dtype=pl.Int32).alias(ITERATION)
-            )
-        if WEIGHT in chunk.columns and (chunk.get_column(WEIGHT) == 1).all():
-            chunk = chunk.drop(WEIGHT)  # counts of 1 are implicit, as in the State
+            target = home  # an empty table: every row is new, and its home is empty
+        if self.height + candidates.height >= _LOW - 1:
+            raise OverflowError("a RowSet holds fewer than 2**32 - 1 rows")
         start = self.height
+        self._append(candidates, iteration)
+        if not self._grow(self.height):  # a refilled table holds the new rows already
+            entry = tag | pl.int_range(start + 1, self.height + 1, dtype=pl.UInt64, eager=True)
+            # Each row takes the empty slot its probe ended on, unless another new row took it.
+            self._table.scatter(target, entry)
+            lost = self._table[target] != entry
+            if lost.any():
+                self._place(target.filter(lost), entry.filter(lost))
+        return candidates
+
+    def _append(self, rows: pl.DataFrame, iteration: int | None) -> None:
+        keep = [rows.get_column(c) for c in self.cols]
+        # Counts of 1 are implicit, as in the State.
+        if WEIGHT in rows.columns and not (rows.get_column(WEIGHT) == 1).all():
+            keep.append(rows.get_column(WEIGHT))
+        if iteration is None:
+            keep.append(rows.get_column(ITERATION).cast(pl.Int32))
+        else:
+            keep.append(
+                pl.Series(ITERATION, [iteration], dtype=pl.Int32).new_from_index(0, rows.height)
+            )
+        chunk = pl.DataFrame(keep)
         self._tail.append(chunk)
-        self._rows = None
         self.height += rows.height
         if len(self._tail) >= _TAIL_CHUNKS:
             self._segments.append(_concat(self._tail).rechunk())
+            self._keys.append(self._segments[-1][self.cols])
             self._tail = []
-        if not self._grow(self.height):  # a refilled table holds the new rows already
-            slot, tag = self._slot_and_tag(rows)
-            self._place(slot, tag, pl.int_range(start, self.height, dtype=pl.UInt32, eager=True))
+            self._rows = None
+        elif self._rows is not None:
+            self._rows = self._rows.vstack(chunk[self.cols])
 
     def rows(self) -> pl.DataFrame:
         """Every row, in insertion order: c0, c1, ..., the count `_w` and the iteration `_it`."""
@@ -259,13 +305,64 @@ class RowSet:
     def stored(self) -> pl.DataFrame:
         """The rows' columns c0, c1, ... only (no count column to fill in), by position."""
         if self._rows is None:
-            parts = [p.select(self.cols) for p in self._segments + self._tail]
+            parts = self._keys + [p[self.cols] for p in self._tail]
             self._rows = _concat(parts) if parts else empty_frame(self.arity)
         return self._rows
 
     def drop_table(self) -> None:
         """Free the hash table once no more rows will be added or looked up."""
         self._new_table(1)
+
+
+def _fitting(rows: int, size: int) -> int:
+    """The least power-of-two multiple of `size` that holds `rows` under the load limit."""
+    while rows > size * _MAX_LOAD:
+        size *= 2
+    return size
+
+
+class _Windows:
+    """Probing windows of one width: the flat slot numbers of a window per pending row, and the
+    first empty slot of each, from index arrays kept across calls (sliced, never rebuilt)."""
+
+    def __init__(self, width: int) -> None:
+        self.width = width
+        self._rows = 0
+        self._size(1)
+
+    def _size(self, rows: int) -> None:
+        if rows <= self._rows:
+            return
+        self._rows = max(rows, 2 * self._rows)
+        span = pl.int_range(0, self._rows * self.width, dtype=pl.UInt32, eager=True)
+        self._owner = span // self.width
+        self._offset = span % self.width
+        self._offset8 = self._offset.cast(pl.UInt8)
+        self._evens = span * 2
+        self._odds = self._evens + 1
+
+    def slots(self, start: pl.Series, mask: int) -> tuple[pl.Series, pl.Series]:
+        """The `width` slots from each start (wrapping around), flat, and for each flat entry
+        the index of its start."""
+        self._size(start.len())
+        flat = start.len() * self.width
+        owner = self._owner.slice(0, flat)
+        return (start[owner] + self._offset.slice(0, flat)) & mask, owner
+
+    def first_empty(self, entries: pl.Series, rows: int) -> pl.Series:
+        """Per window of `entries` (flat, `rows` windows), the offset of its first empty slot,
+        or `width` when it is full: the least of offset + `width` * taken, by halving
+        (`arr.min` would run a query)."""
+        least = (entries != 0).cast(pl.UInt8) * self.width + self._offset8.slice(
+            0, rows * self.width
+        )
+        half = self.width // 2
+        while half:
+            left = least[self._evens.slice(0, rows * half)]
+            right = least[self._odds.slice(0, rows * half)]
+            least = left.zip_with(left < right, right)
+            half //= 2
+        return least.cast(pl.UInt32)
 
 
 def _concat(parts: list[pl.DataFrame]) -> pl.DataFrame:

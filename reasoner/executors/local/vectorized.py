@@ -50,6 +50,7 @@ from reasoner.executors.local.polars_plan import (
     INT,
     WEIGHT,
     AtomPattern,
+    Hoisted,
     NegationPattern,
     PolarsPlan,
     Projected,
@@ -63,6 +64,7 @@ from reasoner.executors.local.row_set import ITERATION, RowSet
 from reasoner.plan.joins import AtomStep, JoinPlan, plan_rule, positive_atoms
 from reasoner.state import State, Tuple
 from reasoner.symbols import SymbolTable
+from reasoner.syntax.ast import Atom
 
 SMALL_ITERATION = 2000
 """Iterations driven by fewer rows than this run the reference's per-tuple plans (see above)."""
@@ -198,10 +200,16 @@ class _Frames:
             frame = self.frames[name] = frame_of_rows(list(store.iters), store.arity)
         return frame
 
-    def projected(self, pattern: AtomPattern) -> pl.DataFrame | int:
-        key = ("atom", *pattern.key)
+    def projected(
+        self, pattern: AtomPattern, negations: tuple[Hoisted, ...] = ()
+    ) -> pl.DataFrame | int:
+        key = ("atom", *pattern.key, *(h.pattern.key for h in negations))
         if key not in self.projections:
-            self.projections[key] = pattern.project(self.get(pattern.relation))
+            projected = pattern.project(self.get(pattern.relation))
+            for hoisted in negations:
+                assert not isinstance(projected, int)  # it binds the negation's variables
+                projected = hoisted.apply(projected, self.negated(hoisted.pattern))
+            self.projections[key] = projected
         return self.projections[key]
 
     def negated(self, pattern: NegationPattern) -> pl.DataFrame | int:
@@ -216,8 +224,14 @@ class _Job:
 
     __slots__ = ("driver", "head", "older", "plan")
 
-    def __init__(self, plan: JoinPlan, older: set[int], symbols: SymbolTable) -> None:
-        self.plan = PolarsPlan(plan, symbols)
+    def __init__(
+        self, plan: JoinPlan, older: set[int], symbols: SymbolTable, stratum: Stratum
+    ) -> None:
+        static = (
+            frozenset(atom.relation for atom in plan.rule.body if isinstance(atom, Atom))
+            - stratum.relations
+        )
+        self.plan = PolarsPlan(plan, symbols, static)
         self.head = plan.rule.head.relation
         self.older = older
         driver = plan.driver
@@ -328,9 +342,12 @@ class VectorizedStratum:
         local: dict[tuple, pl.DataFrame | int] = {}
 
         def reader(restricted: set[int]):
-            def projected(body_index: int, pattern: AtomPattern) -> pl.DataFrame | int:
+            def projected(
+                body_index: int, pattern: AtomPattern, negations: tuple[Hoisted, ...]
+            ) -> pl.DataFrame | int:
                 if pattern.relation not in relations:
-                    return frames.projected(pattern)
+                    return frames.projected(pattern, negations)
+                assert not negations  # only static atoms take negations
                 older = body_index in restricted
                 key = (older, *pattern.key)
                 if key not in local:
@@ -403,10 +420,8 @@ class VectorizedStratum:
             heads = pl.concat(parts)
         growing = self.growing[name]
         if isinstance(growing, _Kept):
-            grouped = group_count(heads, cols)
-            grouped = grouped.filter(~growing.rows.known(grouped))
-            growing.rows.add(grouped, k)
-            return {}, grouped.select(cols)
+            new = growing.rows.add_derived(heads, k)
+            return {}, new[cols]
         known = len(store)
         if known and heads.height * _PYTHON_SUBTRACT <= known:
             # Few candidates, many known tuples: look them up in the state's dict.
@@ -451,7 +466,14 @@ class VectorizedStratum:
             for rule in self.stratum.rules:
                 positions = [i for i in positive_atoms(rule) if rule.body[i].relation in relations]  # type: ignore[union-attr]
                 for n, pos in enumerate(positions):
-                    jobs.append(_Job(plan_rule(rule, pos, sizes), set(positions[:n]), self.symbols))
+                    jobs.append(
+                        _Job(
+                            plan_rule(rule, pos, sizes),
+                            set(positions[:n]),
+                            self.symbols,
+                            self.stratum,
+                        )
+                    )
             self._delta_jobs = jobs
         return self._delta_jobs
 
@@ -486,8 +508,8 @@ class VectorizedStratum:
             delta = rel.delta()
             store.clear()
             # N_{k-1} goes in last, so that I_{k-2} is a prefix of the rows (`_Kept.old`).
-            rows.add(loaded.join(delta, on=delta.columns, how="anti"), None)
-            rows.add(loaded.join(delta, on=delta.columns, how="semi"), None)
+            rows.add_new(loaded.join(delta, on=delta.columns, how="anti"), None)
+            rows.add_new(loaded.join(delta, on=delta.columns, how="semi"), None)
             growing[name] = _Kept(rows, delta)
         self.small = 0
 
@@ -499,7 +521,7 @@ class VectorizedStratum:
         if self._first_work(plans) < self.small:
             new = self._reference_first()
         else:
-            jobs = [_Job(plan, set(), self.symbols) for plan in plans]
+            jobs = [_Job(plan, set(), self.symbols, stratum) for plan in plans]
             new = self._polars(jobs, 1)
         derived = self._advance(new)
         iterations = 1 if derived else 0
