@@ -253,6 +253,19 @@ def test_negations_over_a_lower_atoms_variables_filter_that_atom_once() -> None:
         other(f, t) :- skip(v, t), next(f, v), !next(v, v), !value(v + 1), !skip(t, f).
     """
     chain = [(i, i + 1) for i in range(40)] + [(5, 5), (9, 3)]
+    # Same atom, same negated relation, different variables: two different filters.
+    _run(
+        """
+        .decl r(x: number, y: number)
+        .decl s(x: number)
+        .input r
+        .input s
+        p(x) :- s(x).
+        p(y) :- p(x), r(x, y), !s(x).
+        p(y) :- p(x), r(x, y), !s(y).
+        """,
+        {"r": chain, "s": [(0,), (6,), (20,)]},
+    )
     _run(text, {"next": chain, "value": [(i,) for i in range(0, 40, 7)]})
     _run(text, {"next": chain, "value": [(i,) for i in range(0, 40, 7)]}, small_iteration=4)
     rules = [rule for stratum in check_program(text).strata for rule in stratum.rules]

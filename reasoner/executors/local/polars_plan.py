@@ -235,6 +235,12 @@ class Hoisted:
     pattern: NegationPattern
     names: tuple[str, ...]
 
+    @property
+    def key(self) -> tuple:
+        """What the filter depends on: the same negated columns over other variables of the
+        atom filter other rows."""
+        return (*self.pattern.key, self.names)
+
     def apply(self, projected: pl.DataFrame, right: pl.DataFrame | int) -> pl.DataFrame:
         """The `projected` rows whose key has no match in the negated relation (`right`, as
         `NegationPattern.right` gives it)."""

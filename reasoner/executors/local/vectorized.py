@@ -203,7 +203,7 @@ class _Frames:
     def projected(
         self, pattern: AtomPattern, negations: tuple[Hoisted, ...] = ()
     ) -> pl.DataFrame | int:
-        key = ("atom", *pattern.key, *(h.pattern.key for h in negations))
+        key = ("atom", *pattern.key, *(h.key for h in negations))
         if key not in self.projections:
             projected = pattern.project(self.get(pattern.relation))
             for hoisted in negations:
