@@ -508,11 +508,10 @@ class PolarsPlan:
                 continue
             assert isinstance(step, AtomStep)
             if step.negated:
-                ops.append(_AntiJoin(self._negation(step.atom, exprs, symbols)))
-                keys = [a for a in step.atom.args if isinstance(a, (Variable, BinaryOp))]
-                key_names = [names[a.name] for a in keys if isinstance(a, Variable)]
-                if keys and len(set(key_names)) == len(keys):  # distinct variables only
-                    plain[len(ops) - 1] = tuple(key_names)
+                negation, key_names = self._negation(step.atom, exprs, symbols)
+                ops.append(_AntiJoin(negation))
+                if key_names is not None:
+                    plain[len(ops) - 1] = key_names
                 continue
             for arg in step.atom.args:
                 if isinstance(arg, Variable):
@@ -532,11 +531,16 @@ class PolarsPlan:
         self.head_nullable = any(has_division(a) for a in rule.head.args)
 
     @staticmethod
-    def _negation(atom: Atom, exprs: Expressions, symbols: SymbolTable) -> NegationPattern:
+    def _negation(
+        atom: Atom, exprs: Expressions, symbols: SymbolTable
+    ) -> tuple[NegationPattern, tuple[str, ...] | None]:
+        """The pattern, and the binding names of its keys when they are distinct variables
+        (what `Hoisted` needs), else None."""
         constants: list[tuple[int, int]] = []
         keys: list[tuple[int, pl.Expr]] = []
         prelude: list[tuple[str, pl.Expr]] = []
         nullable = False
+        names: list[str] = []
         for col, arg in enumerate(atom.args):
             if isinstance(arg, Wildcard):
                 continue
@@ -547,9 +551,13 @@ class PolarsPlan:
             else:
                 keys.append((col, exprs.term(arg, prelude)))
                 nullable = nullable or has_division(arg)
-        return NegationPattern(
+                if isinstance(arg, Variable):
+                    names.append(exprs.names[arg.name])
+        pattern = NegationPattern(
             atom.relation, tuple(constants), tuple(keys), tuple(prelude), nullable
         )
+        plain = keys and len(set(names)) == len(keys)  # distinct variables only
+        return pattern, tuple(names) if plain else None
 
     def run(
         self,
