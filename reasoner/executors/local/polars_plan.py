@@ -271,37 +271,29 @@ class Packing:
     bits: tuple[int, ...]
 
     def key(self, cols: list[str]) -> pl.Expr:
-        total: pl.Expr | None = None
-        shift = 0
-        for col, low, bits in zip(cols, self.lows, self.bits, strict=True):
-            if bits == 0:
-                continue
-            part = pl.col(col) - pl.lit(low, dtype=INT) if low else pl.col(col)
-            if shift:
-                part = part * pl.lit(1 << shift, dtype=INT)
-            total = part if total is None else total + part
-            shift += bits
-        if total is None:  # every column is constant: a column expression, so it broadcasts
-            total = pl.col(cols[0]) - pl.lit(self.lows[0], dtype=INT)
-        return total.alias(KEY)
+        """The packed key as an expression, for queries."""
+        return self._packed([pl.col(c) for c in cols], lambda v: pl.lit(v, dtype=INT))
 
     def series(self, frame: pl.DataFrame, cols: list[str]) -> pl.Series:
-        """`key` computed on `frame` with Series arithmetic: no query to plan (see
-        `without`)."""
-        total: pl.Series | None = None
+        """The packed key of `frame` by Series arithmetic: no query to plan (see `without`)."""
+        return self._packed([frame.get_column(c) for c in cols], int)
+
+    def _packed(self, parts: list, constant: Callable[[int], object]):
+        """`sum((part_i - low_i) << shift_i)` over Exprs or Series (`constant` makes an
+        operand of an int for them)."""
+        total = None
         shift = 0
-        for col, low, bits in zip(cols, self.lows, self.bits, strict=True):
+        for part, low, bits in zip(parts, self.lows, self.bits, strict=True):
             if bits == 0:
                 continue
-            part = frame.get_column(col)
             if low:
-                part = part - low
+                part = part - constant(low)
             if shift:
-                part = part * (1 << shift)
+                part = part * constant(1 << shift)
             total = part if total is None else total + part
             shift += bits
-        if total is None:
-            total = frame.get_column(cols[0]) - self.lows[0]
+        if total is None:  # every column is constant: still a column, so an Expr broadcasts
+            total = parts[0] - constant(self.lows[0])
         return total.alias(KEY)
 
     def unpack(self, cols: list[str]) -> list[pl.Expr]:
@@ -357,8 +349,10 @@ def join(left: pl.DataFrame, right: pl.DataFrame, on: list[str], how: str) -> pl
     if packing is None:
         return left.join(right, on=on, how=how)  # type: ignore[arg-type]
     right_key = packing.series(right, on)
-    rest = without(right, on) if how == "inner" else None
-    right = rest.hstack([right_key]) if rest is not None and rest.width else right_key.to_frame()
+    if how == "inner" and (rest := without(right, on)).width:
+        right = rest.hstack([right_key])  # the right side's other columns, then the key
+    else:
+        right = right_key.to_frame()
     joined = left.hstack([packing.series(left, on)]).join(right, on=KEY, how=how)  # type: ignore[arg-type]
     return without(joined, [KEY])
 
@@ -366,8 +360,8 @@ def join(left: pl.DataFrame, right: pl.DataFrame, on: list[str], how: str) -> pl
 def without(frame: pl.DataFrame, names: list[str]) -> pl.DataFrame:
     """`frame.drop(names)` by column selection. In Polars 2.1 `drop`, `select`,
     `with_columns` and `rename` each plan and run a query (50-90 us); picking columns or
-    building a frame from Series is direct (2-10 us). The vectorized Bootstrap runs thousands
-    of small iterations of a dozen such operations (CRDT), so this is most of their cost."""
+    building a frame from Series is direct (2-10 us). CRDT's frame iterations run thousands
+    of times with a few thousand rows each, where that fixed cost adds up."""
     kept = [c for c in frame.columns if c not in names]
     return frame[kept] if kept else pl.DataFrame()  # `frame[[]]` would select no rows instead
 
