@@ -37,10 +37,12 @@ def _free_port() -> int:
 
 
 def _master_state(ui_port: int) -> dict | None:
+    """The master's state, or None while it is not serving it yet: the port refuses, or,
+    for a moment after the web UI binds, `/json/` answers with the HTML status page."""
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/json/", timeout=5) as reply:
             return json.load(reply)
-    except OSError:
+    except (OSError, json.JSONDecodeError):
         return None
 
 
