@@ -172,16 +172,32 @@ class PlanCompiler:
         def guard(condition: str) -> None:
             put(f"if not ({condition}): continue")
 
+        def bind(tvar: str, arity: int, binds: list[tuple[int, str]]) -> None:
+            """Bind columns of `tvar` to new variables: one unpacking (a single specialised
+            bytecode for a tuple) when several are bound, instead of a subscript each."""
+            if len(binds) < 2:
+                for col, datalog_name in binds:
+                    put(f"{var(datalog_name)} = {tvar}[{col}]")
+                return
+            targets = ["_"] * arity
+            for col, datalog_name in binds:
+                targets[col] = var(datalog_name)
+            put(f"{', '.join(targets)} = {tvar}")
+
         def bind_from(tvar: str, args: tuple[Term, ...]) -> None:
             """Check constants and repeated variables of a driving tuple, bind the rest."""
             checks = []
+            binds: list[tuple[int, str]] = []
+            fresh: set[str] = set()
             for col, arg in enumerate(args):
                 if isinstance(arg, Wildcard):
                     continue
-                if isinstance(arg, Variable) and arg.name not in names:
-                    put(f"{var(arg.name)} = {tvar}[{col}]")
+                if isinstance(arg, Variable) and arg.name not in names and arg.name not in fresh:
+                    binds.append((col, arg.name))
+                    fresh.add(arg.name)
                 else:
                     checks.append((col, arg))
+            bind(tvar, len(args), binds)
             # Expressions last: `p(x + x, x)` can only be checked once `x` is bound.
             for col, arg in checks:
                 guarded((arg,), "_e", self.term(arg, names))
@@ -292,8 +308,7 @@ class PlanCompiler:
             condition = atom_filter(step, tvar)
             if condition is not None:
                 guard(condition)
-            for col, vname in step.binds:
-                put(f"{var(vname)} = {tvar}[{col}]")
+            bind(tvar, len(atom.args), list(step.binds))
 
         head = plan.rule.head
         if kind == "head":
