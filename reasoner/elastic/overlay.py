@@ -8,7 +8,12 @@ made visible to index probes.
 For every tuple of the union of both epochs:
 - o = its committed iteration (INF when absent before);
 - n = its iteration in the new epoch: the recorded one if the tuple is in `changes`, else o.
-A tuple whose new status is "absent" (so far) is recorded with n = INF and count 0.
+A tuple whose new status is "absent" (so far) is recorded with n = INF.
+
+The new count of a recorded tuple is in `counts` when it is not 1, as in the committed state
+(`RelationStore.counts`). Keeping n alone in `changes` lets the commit write the iterations of a
+relation in one `dict.update`, and spares Update a (n, count) pair per status change: an Update
+of CRDT records tens of thousands of them, nearly all with count 1.
 """
 
 from __future__ import annotations
@@ -20,11 +25,15 @@ INF = 1 << 62
 
 
 class Overlay:
-    __slots__ = ("_diffs", "changes", "created", "state")
+    __slots__ = ("_diffs", "changes", "counts", "created", "state")
 
     def __init__(self, state: State) -> None:
         self.state = state
-        self.changes: dict[str, dict[Tuple, tuple[int, int]]] = {}
+        self.changes: dict[str, dict[Tuple, int]] = {}
+        """Per relation, the new iteration n of every recorded tuple (INF: absent)."""
+        self.counts: dict[str, dict[Tuple, int]] = {}
+        """Per relation, the new counts other than 1 of recorded tuples (a stale entry of a
+        tuple recorded as absent is ignored)."""
         self._diffs: dict[str, tuple[set[Tuple], set[Tuple]]] = {}
         self.created: list[str] = []
         """Relations of the epoch's new program that were added to the committed state (empty,
@@ -36,14 +45,22 @@ class Overlay:
             self.state.relation(name, arity)
             self.created.append(name)
 
-    def relation_changes(self, name: str) -> dict[Tuple, tuple[int, int]]:
-        """The dict of recorded statuses of `name`, to write into directly. A writer that does
-        (Update) calls `changed(name)` when it is done with the relation."""
+    def relation_changes(self, name: str) -> dict[Tuple, int]:
+        """The dict of recorded iterations of `name`, to write into directly. A writer that
+        does (Update) calls `changed(name)` when it is done with the relation."""
         changes = self.changes.get(name)
         if changes is None:
             changes = self.changes[name] = {}
         self._diffs.pop(name, None)
         return changes
+
+    def relation_counts(self, name: str) -> dict[Tuple, int]:
+        """The dict of recorded counts other than 1 of `name`, to write into directly: a
+        writer recording a count of 1 for a tuple removes its entry."""
+        counts = self.counts.get(name)
+        if counts is None:
+            counts = self.counts[name] = {}
+        return counts
 
     def changed(self, name: str) -> None:
         """`name`'s recorded statuses were written directly: forget its presence diff."""
@@ -57,14 +74,18 @@ class Overlay:
 
     def set(self, name: str, t: Tuple, iteration: int, count: int) -> None:
         """Record the new status of `t`; a newly present tuple becomes visible to probes."""
-        self.relation_changes(name)[t] = (iteration, count)
+        self.relation_changes(name)[t] = iteration
+        if count != 1 and iteration < INF:
+            self.relation_counts(name)[t] = count
+        elif name in self.counts:
+            self.counts[name].pop(t, None)
         if iteration < INF:
             self.state[name].stage(t)
 
     def new_iteration(self, name: str, t: Tuple) -> int:
         rec = self.changes.get(name, {}).get(t)
         if rec is not None:
-            return rec[0]
+            return rec
         return self.state[name].iters.get(t, INF)
 
     def present_after(self, name: str, t: Tuple) -> bool:
@@ -79,7 +100,7 @@ class Overlay:
         iters = self.state[name].iters
         deleted: set[Tuple] = set()
         inserted: set[Tuple] = set()
-        for t, (n, _c) in self.changes.get(name, {}).items():
+        for t, n in self.changes.get(name, {}).items():
             if n < INF:
                 if t not in iters:
                     inserted.add(t)
@@ -92,8 +113,9 @@ class Overlay:
         """Write every recorded status into the committed state."""
         for name, changes in self.changes.items():
             if changes:
-                self.state[name].apply(changes, INF)
+                self.state[name].apply(changes, self.counts.get(name, {}), INF)
         self.changes.clear()
+        self.counts.clear()
         self._diffs.clear()
 
     def discard(self) -> None:
@@ -105,5 +127,6 @@ class Overlay:
         for name in self.created:
             del self.state.relations[name]
         self.changes.clear()
+        self.counts.clear()
         self._diffs.clear()
         self.created.clear()

@@ -63,12 +63,13 @@ def _after(store: RelationStore, overlay: Overlay) -> RelationStore:
     copy = RelationStore(store.name, store.arity)
     copy.iters = dict(store.iters)
     copy.counts = dict(store.counts)
-    for t, (n, c) in changes.items():
+    counts = overlay.counts.get(store.name, {})
+    for t, n in changes.items():
         if n >= INF:
             copy.iters.pop(t, None)
             copy.counts.pop(t, None)
         else:
-            copy.set(t, n, c)
+            copy.set(t, n, counts.get(t, 1))
     return copy
 
 

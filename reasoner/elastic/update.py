@@ -39,11 +39,12 @@ loop of the join, and one `drain` function per stratum pops the iterations, clas
 candidates (every rule's Del/Ins/Red test inlined), applies the count changes and fires the
 events. The statuses live in dicts the generated code reads as globals: `R_*` the committed
 iterations (o) and, for the stratum's own relations, `CH_*` the overlay's record of the tuples
-whose status changed in this epoch (n first, else n = o). For a relation of a lower stratum only
-presence counts, final when the stratum starts: o and n are 0 (present) or INF, and `N_*` holds
-the tuples whose presence flipped; a tuple a join found (in the union of both epochs) and not in
-`N_*` is present in both, with no lookup. Changed own tuples travel to the enumerators with their
-o and n, and the head's o is looked up once, when a decision first needs it.
+whose status changed in this epoch (their n; any other tuple has n = o). For a relation of a
+lower stratum only presence counts, final when the stratum starts: o and n are 0 (present) or
+INF, and `N_*` holds the tuples whose presence flipped; a tuple a join found (in the union of
+both epochs) and not in `N_*` is present in both, with no lookup. Changed own tuples travel to
+the enumerators with their o and n, and the head's o is looked up once, when a decision first
+needs it.
 """
 
 from __future__ import annotations
@@ -217,7 +218,6 @@ class StratumUpdatePlans:
         self.inputs: set[str] = set()
         self.namespace: dict = {
             "INF": INF,
-            "_GONE": (INF, 0),
             "_push": heapq.heappush,
             "_pop": heapq.heappop,
             "_EMPTY": (),
@@ -227,10 +227,11 @@ class StratumUpdatePlans:
             "EV": [0],
         }
         """Globals of every generated function of the stratum. Per Update: `S` (iteration ->
-        candidates) and `H` (heap of those iterations); for an own relation `CH_*` (the
-        overlay's dict of its changes: n is the first field) and `O_*` (the o of every tuple
-        in `CH_*`, in the same order); for an input `N_*` (n of the tuples whose presence
-        flipped) and `AO_*`/`AN_*` (presence, for a relation negated with only wildcards)."""
+        candidates) and `H` (heap of those iterations); for an own relation `CH_*` (the overlay's
+        dict of its changes: tuple -> n), `CC_*` (the overlay's new counts other than 1) and `O_*`
+        (the o of every tuple in `CH_*`, in the same order); for an input `N_*` (n of the tuples
+        whose presence flipped) and `AO_*`/`AN_*` (presence, for a relation negated with only
+        wildcards)."""
         self._idents: dict[str, int] = {}
         self.new_names: dict[str, str] = {}
         """Input relation -> the global holding its flipped tuples' n for this epoch."""
@@ -244,6 +245,7 @@ class StratumUpdatePlans:
             store = state[name]
             self.namespace[f"D_{ident}"] = {}
             self.namespace[f"CH_{ident}"] = {}
+            self.namespace[f"CC_{ident}"] = {}
             self.namespace[f"O_{ident}"] = {}
             self.namespace[f"CNT_{ident}"] = store.counts
             self.namespace[f"STAGE_{ident}"] = store.stage_new
@@ -263,6 +265,7 @@ class StratumUpdatePlans:
         for name in self.own:
             ident = self.ident(name)
             namespace[f"CH_{ident}"] = {}
+            namespace[f"CC_{ident}"] = {}
             namespace[f"O_{ident}"] = {}
         for name in self.new_names.values():
             namespace[name] = {}
@@ -295,8 +298,9 @@ class StratumUpdatePlans:
         return self.compiler.relation_dict(self.namespace, relation)
 
     def _own_new(self, relation: str, t: str, old: str) -> str:
-        """An expression: n of the own-relation tuple `t` whose o is `old`."""
-        return f"({old} if (_x := CH_{self.ident(relation)}.get({t})) is None else _x[0])"
+        """An expression: n of the own-relation tuple `t` whose o is `old`, an expression
+        evaluated whether or not the tuple changed."""
+        return f"CH_{self.ident(relation)}.get({t}, {old})"
 
     def _register(self, prefix: str, function: Enumerator) -> str:
         """A global name for an enumerator, for the drain code to call it by."""
@@ -658,7 +662,7 @@ class StratumUpdatePlans:
     def _settle(self, relation: str) -> list[str]:
         """Lines applying the count changes `D_*` of one relation's heads at iteration k."""
         ident = self.ident(relation)
-        changes, old = f"CH_{ident}", f"O_{ident}"
+        changes, counts, old = f"CH_{ident}", f"CC_{ident}", f"O_{ident}"
         heads = self.by_head_later.get(relation, [])
         lines = [
             f"if D_{ident}:",
@@ -668,19 +672,21 @@ class StratumUpdatePlans:
             f"        _x = {changes}.get(_t)",
             "        if _x is None:",
             "            if _o < k: continue",
-            "        elif _x[0] < k:",
+            "        elif _x < k:",
             "            continue",  # derived earlier in the new epoch (line 10)
             f"        if _o == k: _c += CNT_{ident}.get(_t, 1)",
             "        if _c > 0:",
             f"            if _x is None: {old}[_t] = _o",
-            f"            {changes}[_t] = (k, _c)",
+            f"            {changes}[_t] = k",
+            f"            if _c != 1: {counts}[_t] = _c",
+            f"            elif {counts}: {counts}.pop(_t, None)",
             "            if _o != k:",
             "                _ch.append((_t, _o, k))",
             f"                if _o == INF: STAGE_{ident}(_t)",
             "        elif _c == 0:",
             "            if _o == k:",
             f"                if _x is None: {old}[_t] = _o",
-            f"                {changes}[_t] = _GONE",
+            f"                {changes}[_t] = INF",
             "                _g = (_t, _o, INF)",
             "                _ch.append(_g)",
             "                _dl.append(_g)" if heads else "",
@@ -773,27 +779,30 @@ class StratumUpdate:
             ident = plans.ident(relation)
             store = state[relation]
             changes = overlay.relation_changes(relation)
+            counts = overlay.relation_counts(relation)
             aligned[relation] = not changes  # then `old` lists o in the order of `changes`
             old = olds[relation] = {}
             namespace[f"CH_{ident}"] = changes
+            namespace[f"CC_{ident}"] = counts
             namespace[f"O_{ident}"] = old
             namespace[f"D_{ident}"].clear()
             iters = store.iters
             for t in retracted_facts.get(relation, ()):
                 x = changes.get(t)
-                if iters.get(t) == 0 and (x is None or x[0] == 0):
+                if iters.get(t) == 0 and (x is None or x == 0):
                     if x is None:
                         old[t] = 0
-                    changes[t] = (INF, 0)
+                    changes[t] = INF
                     moved.setdefault(relation, []).append((t, 0, INF))
                     gone.setdefault(relation, []).append((t, 0, INF))
             for t in asserted_facts.get(relation, ()):
                 o = iters.get(t, INF)
                 x = changes.get(t)
-                if (o if x is None else x[0]) != 0:
+                if (o if x is None else x) != 0:
                     if x is None:
                         old[t] = o
-                    changes[t] = (0, 1)
+                    changes[t] = 0
+                    counts.pop(t, None)
                     store.stage(t)
                     moved.setdefault(relation, []).append((t, o, 0))
 
@@ -821,7 +830,7 @@ class StratumUpdate:
                 iters = state[relation].iters
                 olds_in_order = [old.get(t, iters.get(t, INF)) for t in changes]
             deleted, inserted = set(), set()
-            for (t, (n, _c)), o in zip(changes.items(), olds_in_order, strict=True):
+            for (t, n), o in zip(changes.items(), olds_in_order, strict=True):
                 if n >= INF:
                     if o < INF:
                         deleted.add(t)

@@ -1,5 +1,6 @@
 """RelationStore's hash indexes stay equal to a recomputation across insertions, removals,
-staging and commits, through every bucket form (small tuple, dict, and back)."""
+staging and commits, through every bucket form (small tuple, dict, and back), and commits leave
+every tuple with the (iteration, count) they were given."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ COLUMNS = ((0,), (1,), (0, 1), ())
 """Key columns: column 0 draws from few values, so buckets grow past `SMALL_BUCKET`."""
 
 tuples = st.tuples(st.integers(0, 2), st.integers(0, 3 * SMALL_BUCKET))
-operations = st.lists(st.tuples(st.sampled_from(["add", "remove", "stage", "commit"]), tuples))
+kinds = st.sampled_from(["add", "remove", "stage", "recount", "commit"])
+operations = st.lists(st.tuples(kinds, tuples))
 
 
 def _expected(store: RelationStore, columns: tuple[int, ...]) -> dict[object, set]:
@@ -29,22 +31,36 @@ def test_indexes_match_a_recomputation(ops: list[tuple[str, tuple[int, int]]]) -
     store = RelationStore("r", 2)
     for columns in COLUMNS:
         store.index(columns)
-    staged: dict[tuple[int, int], tuple[int, int]] = {}
+    staged: dict[tuple[int, int], int] = {}
+    counts: dict[tuple[int, int], int] = {}
+    expected: dict[tuple[int, int], tuple[int, int]] = {}
+    """(iteration, count) of every tuple once the staged changes are committed."""
     for op, t in ops:
         present = t in store.iters or t in store.extra
         if op == "add" and not present:
             store.add(t, 1, 2)
-        elif op == "remove" and t in store.iters:
-            staged[t] = (INF, 0)
+            expected[t] = (1, 2)
+        elif op == "remove" and t in store.iters and staged.get(t) != INF:
+            staged[t] = INF
+            counts[t] = 7  # a stale count of a removed tuple is ignored
+            del expected[t]
         elif op == "stage" and not present:
             store.stage(t)
-            staged[t] = (3, 1)
+            staged[t] = 3
+            expected[t] = (3, 1)
+        elif op == "recount" and t in store.iters and t not in staged:
+            count = 1 + store.get(t)[1] % 3  # 2 -> 3 -> 1 -> 2: to and from the implicit 1
+            staged[t] = 4
+            if count != 1:
+                counts[t] = count
+            expected[t] = (4, count)
         elif op == "commit":
-            store.apply(staged, INF)
-            staged = {}
+            store.apply(staged, counts, INF)
+            staged, counts = {}, {}
+            assert {u: store.get(u) for u in store.iters} == expected
+            assert 1 not in store.counts.values()
         for columns in COLUMNS:
             index = store.indexes[columns]
             assert {k: set(b) for k, b in index.items()} == _expected(store, columns)
             assert all(len(b) == len(set(b)) for b in index.values())
             assert all((b.__class__ is tuple) == (len(b) <= SMALL_BUCKET) for b in index.values())
-    assert all(store.get(t) in ((1, 2), (3, 1)) for t in store.iters)
