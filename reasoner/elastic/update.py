@@ -50,6 +50,7 @@ needs it.
 from __future__ import annotations
 
 import heapq
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -161,6 +162,9 @@ def _index_present_old(bucket, iters) -> bool:
 def _index_present_new(bucket, iters, new) -> bool:
     return any(new.get(t, 0 if t in iters else INF) == 0 for t in bucket)
 
+
+_CHEAP = re.compile(r"\w+(\[\d+\])?")
+"""A local, or an item of one: cheap enough to evaluate as a `dict.get` default."""
 
 _BUCKET = compile(
     "def _bucket(k):\n    S[k] = b = []\n    _push(H, k)\n    return b\n",
@@ -298,9 +302,13 @@ class StratumUpdatePlans:
         return self.compiler.relation_dict(self.namespace, relation)
 
     def _own_new(self, relation: str, t: str, old: str) -> str:
-        """An expression: n of the own-relation tuple `t` whose o is `old`, an expression
-        evaluated whether or not the tuple changed."""
-        return f"CH_{self.ident(relation)}.get({t}, {old})"
+        """An expression: n of the own-relation tuple `t` whose o is `old`. A local or an
+        item of one is passed as the default; anything else (the head's o, a lookup on first
+        use) is evaluated only when the tuple did not change."""
+        changes = f"CH_{self.ident(relation)}"
+        if _CHEAP.fullmatch(old):
+            return f"{changes}.get({t}, {old})"
+        return f"({old} if (_x := {changes}.get({t})) is None else _x)"
 
     def _register(self, prefix: str, function: Enumerator) -> str:
         """A global name for an enumerator, for the drain code to call it by."""
