@@ -83,6 +83,20 @@ def test_a_grown_table_still_finds_every_row() -> None:
     assert row_set.rows().get_column("_it").to_list() == [1] * 1000 + [2] * 1000 + [3] * 1000
 
 
+def test_new_rows_settled_in_different_probe_rounds_are_found_again() -> None:
+    """A batch of new rows only, some ending their probe on the first round and some on a
+    later one: each row's entry must land on its own slot (the probe lists the rows round by
+    round, not in the batch's order)."""
+    row_set = RowSet(1, lambda frame: frame.get_column("c0").cast(pl.UInt64), slots=1024)
+    cluster = pl.DataFrame({"c0": list(range(100))})  # slots 0..99, all with the same tag
+    assert row_set.add_new(cluster, 1).height == 100
+    # 1024 has home 0, so its probe crosses the cluster; 500's home is empty.
+    late_and_early = pl.DataFrame({"c0": [1024, 500]})
+    assert row_set.add_new(late_and_early, 2).equals(late_and_early)
+    assert row_set.add_new(late_and_early, 3).height == 0
+    assert row_set.add_new(pl.DataFrame({"c0": [101, 2048]}), 4).height == 2
+
+
 def test_rows_carrying_their_iterations_and_a_table_size_that_is_no_power_of_two() -> None:
     row_set = RowSet(1)
     row_set.add_new(pl.DataFrame({"c0": [5, 6], "_it": [0, 3]}), None)

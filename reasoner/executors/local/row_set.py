@@ -194,7 +194,8 @@ class RowSet:
 
     def _probe(self, candidates: pl.DataFrame, home: pl.Series, tag: pl.Series) -> tuple:
         """Which distinct `candidates` are absent from the table, and for each the first empty
-        slot its probe met: (candidate indices, slots)."""
+        slot its probe met: (candidate indices, slots), the slots in the candidates' order
+        when every candidate is absent."""
         table, mask = self._table, self._mask
         row = pl.int_range(0, candidates.height, dtype=pl.UInt32, eager=True)
         slot = home
@@ -230,7 +231,12 @@ class RowSet:
             further = first == windows.width
             row = row.filter(further)
             slot = ((slot + windows.width) & mask).filter(further)
-        return pl.concat(absent), pl.concat(targets)
+        rows, slots = pl.concat(absent), pl.concat(targets)
+        if len(absent) > 1 and rows.len() == candidates.height:
+            # All new, but listed round by round: the slots go back into the rows' order,
+            # which is the order `add_new` then writes the rows' entries in.
+            slots = pl.zeros(rows.len(), dtype=pl.UInt32, eager=True).scatter(rows, slots)
+        return rows, slots
 
     # -- rows -----------------------------------------------------------------------------------
 
