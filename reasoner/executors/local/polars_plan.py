@@ -25,11 +25,13 @@ variables (so no Datalog name can collide with an internal one); the head comes 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
 from operator import itemgetter
 
 import polars as pl
 
+from reasoner.executors.local.dense_index import DenseIndex
 from reasoner.plan.joins import AtomStep, CompareStep, JoinPlan
 from reasoner.symbols import SymbolTable
 from reasoner.syntax.ast import (
@@ -456,6 +458,8 @@ class _Join:
     body_index: int
     pattern: AtomPattern
     negations: tuple[Hoisted, ...] = ()
+    static: bool = False
+    """The atom's relation does not change while the plan runs (see `DenseIndex`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -478,6 +482,9 @@ class _Assign:
 
 
 _Op = _Driver | _Join | _AntiJoin | _Filter | _Assign
+
+_SEEN_ONCE = object()
+"""A static join's right frame met once: its index is built if it comes again."""
 
 
 class PolarsPlan:
@@ -543,8 +550,12 @@ class PolarsPlan:
             if step.body_index == driver_index:
                 ops.append(_Driver(pattern))
             else:
-                ops.append(_Join(step.body_index, pattern))
+                ops.append(_Join(step.body_index, pattern, static=step.atom.relation in static))
         self.ops = _hoist(ops, plain, static)
+        self._indexes: dict[int, tuple[pl.DataFrame, tuple[str, ...], object]] = {}
+        """Per static join (by op position): the last right frame, its key and its index
+        (`_SEEN_ONCE` until the same frame comes a second time; None if it cannot be
+        indexed)."""
         self.driver_index = driver_index
         head_prelude: list[tuple[str, pl.Expr]] = []
         self.head = tuple(
@@ -599,7 +610,7 @@ class PolarsPlan:
         None when there are none. `driver` is the frame the driving atom ranges over."""
         bindings: pl.DataFrame | None = None
         weighted = False
-        for op in self.ops:
+        for position, op in enumerate(self.ops):
             if isinstance(op, _Driver):
                 if op.pattern is None:
                     bindings, weighted = pl.DataFrame({WEIGHT: [1]}, schema={WEIGHT: INT}), True
@@ -609,7 +620,8 @@ class PolarsPlan:
             elif isinstance(op, _Join):
                 assert bindings is not None
                 right = projected(op.body_index, op.pattern, op.negations)
-                bindings, weighted = _join(bindings, weighted, right)
+                dense = partial(self._dense_index, position) if op.static else None
+                bindings, weighted = _join(bindings, weighted, right, dense)
             elif isinstance(op, _AntiJoin):
                 assert bindings is not None
                 bindings = _anti(bindings, op.pattern, negated(op.pattern))
@@ -638,6 +650,22 @@ class PolarsPlan:
             out = out.drop_nulls()
         return out if out.height else None
 
+    def _dense_index(self, position: int, right: pl.DataFrame, on: list[str]) -> DenseIndex | None:
+        """The index of a static join's right frame, built when the same frame comes a second
+        time: a recursive stratum's delta plans run once per iteration over the same lower
+        frames, and a plan that runs once (a first iteration, a stratum without recursion)
+        is not worth the build."""
+        key = tuple(on)
+        seen = self._indexes.get(position)
+        if seen is None or seen[0] is not right or seen[1] != key:
+            self._indexes[position] = (right, key, _SEEN_ONCE)
+            return None
+        index = seen[2]
+        if index is _SEEN_ONCE:
+            index = DenseIndex.build(right, on)
+            self._indexes[position] = (right, key, index)
+        return index  # type: ignore[return-value]
+
 
 def _hoist(
     ops: list[_Op], plain: dict[int, tuple[str, ...]], static: frozenset[str]
@@ -655,7 +683,7 @@ def _hoist(
                 and set(names) <= {name for _, name in op.pattern.outputs}
             ):
                 extra = Hoisted(negation.pattern, names)
-                ops[i] = _Join(op.body_index, op.pattern, (*op.negations, extra))
+                ops[i] = replace(op, negations=(*op.negations, extra))
                 hoisted.add(at)
                 break
     return tuple(op for i, op in enumerate(ops) if i not in hoisted)
@@ -678,8 +706,13 @@ def _start(projected: pl.DataFrame | int) -> tuple[pl.DataFrame | None, bool]:
 
 
 def _join(
-    bindings: pl.DataFrame, weighted: bool, projected: pl.DataFrame | int
+    bindings: pl.DataFrame,
+    weighted: bool,
+    projected: pl.DataFrame | int,
+    dense: Callable[[pl.DataFrame, list[str]], DenseIndex | None] | None = None,
 ) -> tuple[pl.DataFrame | None, bool]:
+    """Join the bindings with an atom's projected frame (`dense`: the frame's index on the
+    shared columns, if there is one, for a static atom)."""
     if isinstance(projected, int):
         if projected == 0:
             return None, weighted
@@ -689,7 +722,10 @@ def _join(
             return bindings.with_columns(pl.col(WEIGHT) * projected), True
         return bindings.with_columns(pl.lit(projected, dtype=INT).alias(WEIGHT)), True
     shared = [c for c in projected.columns if c in bindings.columns and c != MULTIPLICITY]
-    if shared:
+    index = dense(projected, shared) if dense is not None and shared else None
+    if index is not None:
+        joined = index.join(bindings)
+    elif shared:
         joined = join(bindings, projected, shared, "inner")
     else:
         joined = bindings.join(projected, how="cross")
