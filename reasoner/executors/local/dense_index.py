@@ -12,6 +12,7 @@ key, one gather in the array, one gather of the matching right rows.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import polars as pl
@@ -57,8 +58,7 @@ class DenseIndex:
                 return None
             lows.append(low)  # type: ignore[arg-type]
             sizes.append(high - low + 1)  # type: ignore[operator]
-        index = cls(tuple(on), tuple(lows), tuple(sizes), pl.Series(dtype=pl.UInt32), ())
-        key = index._key(right)
+        key = _packed(right, on, lows, sizes)
         if key.n_unique() < right.height:
             return None
         rows = pl.int_range(1, right.height + 1, dtype=pl.UInt32, eager=True)
@@ -68,22 +68,7 @@ class DenseIndex:
             for column in right.get_columns()
             if column.name not in on
         )
-        return cls(index.on, index.lows, index.sizes, slot, rest)
-
-    def _key(self, frame: pl.DataFrame) -> pl.Series:
-        """The packed key of `frame`'s rows, all inside the index's box (UInt32)."""
-        key = None
-        stride = 1
-        for name, low, size in zip(self.on, self.lows, self.sizes, strict=True):
-            part = frame.get_column(name)
-            if low:
-                part = part - low
-            if stride > 1:
-                part = part * stride
-            key = part if key is None else key + part
-            stride *= size
-        assert key is not None
-        return key.cast(pl.UInt32)
+        return cls(tuple(on), tuple(lows), tuple(sizes), slot, rest)
 
     def join(self, left: pl.DataFrame) -> pl.DataFrame:
         """`left.join(right, on=on, how="inner")`: `left`'s columns, then the right rows'
@@ -98,12 +83,30 @@ class DenseIndex:
         assert inside is not None
         if not inside.all():
             left = _rows_where(left, inside)
-        row = self.slot[self._key(left)]
+        row = self.slot[_packed(left, self.on, self.lows, self.sizes)]
         found = row != 0
         if not found.all():
             left, row = _rows_where(left, found), row.filter(found)
         # Series by Series: a frame's gather runs its columns on the thread pool (~90 us).
         return left.hstack([column[row] for column in self.rest]) if self.rest else left
+
+
+def _packed(
+    frame: pl.DataFrame, on: Sequence[str], lows: Sequence[int], sizes: Sequence[int]
+) -> pl.Series:
+    """The packed key of `frame`'s rows, every one inside the box (UInt32)."""
+    key = None
+    stride = 1
+    for name, low, size in zip(on, lows, sizes, strict=True):
+        part = frame.get_column(name)
+        if low:
+            part = part - low
+        if stride > 1:
+            part = part * stride
+        key = part if key is None else key + part
+        stride *= size
+    assert key is not None
+    return key.cast(pl.UInt32)
 
 
 def _rows_where(frame: pl.DataFrame, mask: pl.Series) -> pl.DataFrame:

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
 from operator import itemgetter
+from typing import cast
 
 import polars as pl
 
@@ -660,11 +661,9 @@ class PolarsPlan:
         if seen is None or seen[0] is not right or seen[1] != key:
             self._indexes[position] = (right, key, _SEEN_ONCE)
             return None
-        index = seen[2]
-        if index is _SEEN_ONCE:
-            index = DenseIndex.build(right, on)
-            self._indexes[position] = (right, key, index)
-        return index  # type: ignore[return-value]
+        if seen[2] is _SEEN_ONCE:
+            self._indexes[position] = (right, key, DenseIndex.build(right, on))
+        return cast(DenseIndex | None, self._indexes[position][2])
 
 
 def _hoist(
