@@ -366,10 +366,11 @@ class StratumUpdatePlans:
         if info.own:
             self.by_head_later.setdefault(rule.head.relation, []).append(fn)
 
-    def _negation_status(self, info: _RuleInfo, j: int, key: str) -> list[str]:
+    def _negation_status(self, info: _RuleInfo, j: int, key: str, new_only: bool) -> list[str]:
         """Lines binding `_bJ` / `_aJ` (the J-th negated tuple is present in the old / the new
         epoch), dropping the candidate when it is present in both: the rule's body is then
-        false in both epochs. Put where the key is bound, so a join skips the atoms after it."""
+        false in both epochs (`new_only`: when it is present in the new one). Put where the
+        key is bound, so a join skips the atoms after it."""
         relation, kind, cols = info.negated[j]
         committed = self._committed(relation)
         new = self._new_name(relation)
@@ -389,7 +390,7 @@ class StratumUpdatePlans:
         else:
             was, now = self.any_negated[relation]
             lines = [f"_b{j} = {was}", f"_a{j} = {now}"]
-        return [*lines, f"if _b{j} and _a{j}: continue"]
+        return [*lines, f"if _a{j}: continue" if new_only else f"if _b{j} and _a{j}: continue"]
 
     @staticmethod
     def _negations(count: int) -> list[str]:
@@ -410,14 +411,24 @@ class StratumUpdatePlans:
         return lines
 
     def _statuses(
-        self, info: _RuleInfo, tvars: list[str], driver: int | None, known: set[str]
+        self,
+        info: _RuleInfo,
+        tvars: list[str],
+        driver: int | None,
+        known: set[str],
+        new_only: bool,
     ) -> list[str]:
         """Lines binding `_oJ`, `_nJ` of every positive atom (its tuple found in the union of
         both epochs), then `_fo`, `_fn`. `driver`: the position of the atom driving the
         evaluation when its rows are changed own tuples, which come with their o and n;
-        `known`: tuple variables whose o the membership test bound (`_m_<variable>`)."""
-        lines = []
+        `known`: tuple variables whose o the membership test bound (`_m_<variable>`).
+        `new_only`: only derivations valid in the new epoch count (see `_build_enumerator`),
+        so the first atom found absent from it drops the derivation; the own atoms, whose n
+        is one lookup in the overlay, are tested first."""
+        own: list[str] = []
+        lower_lines: list[str] = []
         for j, ((relation, lower), tvar) in enumerate(zip(info.positive, tvars, strict=True)):
+            lines = lower_lines if lower else own
             if j == driver:
                 lines.append(f"_o{j} = _ro")
                 lines.append(f"_n{j} = _rn")
@@ -433,6 +444,9 @@ class StratumUpdatePlans:
             else:
                 lines.append(f"_o{j} = {self._committed(relation)}.get({tvar}, INF)")
                 lines.append(f"_n{j} = {self._own_new(relation, tvar, f'_o{j}')}")
+            if new_only:
+                lines.append(f"if _n{j} >= INF: continue")
+        lines = own + lower_lines
         count = len(info.positive)
         lines.append(f"_fo = {_max_expr([f'_o{j}' for j in range(count)])} + 1")
         lines.append(f"_fn = {_max_expr([f'_n{j}' for j in range(count)])} + 1")
@@ -468,6 +482,10 @@ class StratumUpdatePlans:
                 own_driver = position
         known_head = driver is not None and driver.kind == "head"
         with_status = own_driver is not None or known_head
+        # Enumerating a head's derivations is re-discovery: the head was deleted at its old
+        # iteration, the current one, so none of them can be in Del later (Del at f° needs
+        # the head's o to be f° > cur); only derivations valid in the new epoch matter.
+        rediscovery = driver is None or known_head
         own_relations = self.stratum.relations
         known: set[str] = set()
 
@@ -489,7 +507,7 @@ class StratumUpdatePlans:
             what they say together (once per binding of the keys, not per inner row)."""
             j = positions.index(step.body_index)
             placed.add(j)
-            lines = self._negation_status(info, j, key)
+            lines = self._negation_status(info, j, key, rediscovery)
             if len(placed) == len(positions):
                 lines += self._negations(len(positions))
             return lines
@@ -504,18 +522,15 @@ class StratumUpdatePlans:
                         if j not in placed:
                             kind, key = ctx.negated[i]
                             lines += self._negation_status(
-                                info, j, "None" if kind == "any" else key
+                                info, j, "None" if kind == "any" else key, rediscovery
                             )
                     lines += self._negations(len(positions))
                 no, nn, ni, nd = "_no", "_nn", "_ni", "_nd"
             else:
                 no, nn, ni, nd = "True", "True", "False", "False"
-            lines += self._statuses(info, tvars, own_driver, known)
+            lines += self._statuses(info, tvars, own_driver, known, rediscovery)
             # The head's o, looked up only when a decision needs it.
             ho = f"(_ho if _ho >= 0 else (_ho := {head_committed}.get({h}, INF)))"
-            # Del at f°: the head was first derived there, and an atom is in I⁻ (f > f°) or a
-            # negated tuple appeared.
-            deleting = _and(["cur < _fo < INF", no, _or(["_fn > _fo", ni]), f"{ho} == _fo"])
             # Ins at f: an atom is in I⁺ (f° > f) or a negated tuple went; Red at f: valid in
             # both epochs (f° <= f) and the head was deleted before f.
             adding = _and(
@@ -533,8 +548,18 @@ class StratumUpdatePlans:
             ]
             if negated:
                 fields += ["_no", "_nn", "_ni", "_nd"]
-            lines += [
-                "_ho = _ro" if known_head else "_ho = -1",
+            lines.append("_ho = _ro" if known_head else "_ho = -1")
+            if rediscovery:
+                return [
+                    *lines,
+                    f"if {adding}:",
+                    f"    (S.get(_fn) or _bucket(_fn)).append({_tuple_expr(fields)})",
+                ]
+            # Del at f°: the head was first derived there, and an atom is in I⁻ (f > f°) or a
+            # negated tuple appeared.
+            deleting = _and(["cur < _fo < INF", no, _or(["_fn > _fo", ni]), f"{ho} == _fo"])
+            return [
+                *lines,
                 f"_sf = {deleting}",
                 f"_sn = {adding}",
                 "if _sf or _sn:",
@@ -542,7 +567,6 @@ class StratumUpdatePlans:
                 "    if _sf: (S.get(_fo) or _bucket(_fo)).append(_cd)",
                 "    if _sn and (_fn != _fo or not _sf): (S.get(_fn) or _bucket(_fn)).append(_cd)",
             ]
-            return lines
 
         compiled = self.compiler.compile(
             plan,
