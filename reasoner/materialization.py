@@ -49,6 +49,7 @@ from reasoner.gc_pause import collector_paused
 from reasoner.program_text import ProgramText, RuleEntry
 from reasoner.state import State, Tuple
 from reasoner.symbols import SymbolTable
+from reasoner.values import ValuePool
 
 if TYPE_CHECKING:
     from reasoner.executors.local.row_set import RowSet
@@ -139,7 +140,8 @@ class Materialization:
         self.switching_parameter = switching_parameter
         self.min_update_seconds = min_update_seconds
         self.symbols = symbols if symbols is not None else SymbolTable()
-        self.state = State()
+        self.values = ValuePool()
+        self.state = State(self.values)
         self.compiler = PlanCompiler(self.state, self.symbols, self._arities(analyzed))
         for name, info in analyzed.relations.items():
             self.state.relation(name, info.arity)
@@ -167,14 +169,16 @@ class Materialization:
     def _set_program_facts(self, analyzed: AnalyzedProgram) -> None:
         self.program_facts = {name: set() for name in analyzed.relations}
         for name, rows in analyzed.facts.items():
-            encode = self.symbols.encoder(analyzed.relations[name].types)
-            self.program_facts[name].update(encode(r) for r in rows)
+            self.program_facts[name].update(self._encoded(analyzed.relations[name], rows))
 
     def load(self, inputs: Mapping[str, Iterable[Sequence[Value]]]) -> None:
         """Add input facts before the first Bootstrap (a bulk load, not an epoch)."""
         for name, rows in inputs.items():
-            encode = self.symbols.encoder(self.analyzed.relations[name].types)
-            self.facts[name].update(encode(r) for r in rows)
+            self.facts[name].update(self._encoded(self.analyzed.relations[name], rows))
+
+    def _encoded(self, info: RelationInfo, rows: Iterable[Sequence[Value]]) -> list[Tuple]:
+        """Rows of user values as engine tuples, made of the materialization's shared ints."""
+        return self.values.tuples(map(self.symbols.encoder(info.types), rows), info.arity)
 
     @contextmanager
     def reading(self) -> Iterator[None]:
@@ -192,7 +196,7 @@ class Materialization:
     ) -> _Built:
         """Recompute every stratum from the facts into a new state (Algorithm 2), and compile
         the Update plans against it so that the first Update pays no compilation."""
-        state = State()
+        state = State(self.values)
         arities = self._arities(analyzed)
         for name, arity in arities.items():
             state.load_facts(name, arity, facts[name] | self.program_facts.get(name, set()))
@@ -344,10 +348,7 @@ class Materialization:
     def _interned(
         self, relations: Mapping[str, RelationInfo], rows: dict[str, list[tuple[Value, ...]]]
     ) -> dict[str, set[Tuple]]:
-        return {
-            name: set(map(self.symbols.encoder(relations[name].types), rows))
-            for name, rows in rows.items()
-        }
+        return {name: set(self._encoded(relations[name], rows)) for name, rows in rows.items()}
 
     # -- epochs ---------------------------------------------------------------------------------
 

@@ -30,6 +30,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from operator import itemgetter
 
+from reasoner.values import ValuePool
+
 Tuple = tuple[int, ...]
 Columns = tuple[int, ...]
 Bucket = tuple[Tuple, ...] | dict[Tuple, None]
@@ -234,10 +236,13 @@ def _delete_all(idx: dict[object, Bucket], key: Callable[[Tuple], object], tuple
 class State:
     """All relations of a materialization, keyed by name."""
 
-    __slots__ = ("relations",)
+    __slots__ = ("relations", "values")
 
-    def __init__(self) -> None:
+    def __init__(self, values: ValuePool | None = None) -> None:
         self.relations: dict[str, RelationStore] = {}
+        self.values = values if values is not None else ValuePool()
+        """Where an executor that builds tuples from columns (not from other tuples) takes
+        their ints: shared by the states of one materialization (see `reasoner.values`)."""
 
     def relation(self, name: str, arity: int) -> RelationStore:
         store = self.relations.get(name)

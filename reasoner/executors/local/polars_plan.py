@@ -45,6 +45,7 @@ from reasoner.syntax.ast import (
     Wildcard,
     has_division,
 )
+from reasoner.values import ValuePool
 
 INT = pl.Int64
 WEIGHT = "_w"
@@ -76,11 +77,12 @@ def frame_of_rows(rows: list[tuple[int, ...]], arity: int) -> pl.DataFrame:
     )
 
 
-def rows_of_frame(frame: pl.DataFrame, arity: int) -> list[tuple[int, ...]]:
-    """The inverse of `frame_of_rows`: engine tuples, in frame order."""
+def rows_of_frame(frame: pl.DataFrame, arity: int, values: ValuePool) -> list[tuple[int, ...]]:
+    """The inverse of `frame_of_rows`: engine tuples, in frame order, made of the shared ints
+    of `values`."""
     if arity == 0:
         return [()] * frame.height
-    return frame.select(columns(arity)).rows()
+    return values.rows([frame.get_column(name).to_numpy() for name in columns(arity)])
 
 
 # -- arithmetic ---------------------------------------------------------------------------------

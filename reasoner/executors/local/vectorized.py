@@ -427,7 +427,7 @@ class VectorizedStratum:
             # Few candidates, many known tuples: look them up in the state's dict.
             grouped = group_count(heads, cols)
             iters = store.iters
-            keep = [t not in iters for t in rows_of_frame(grouped, arity)]
+            keep = [t not in iters for t in rows_of_frame(grouped, arity, self.state.values)]
             if not any(keep):
                 return {}, None
             grouped = grouped.filter(pl.Series(keep, dtype=pl.Boolean))
@@ -438,7 +438,7 @@ class VectorizedStratum:
 
         def batch_of(part: pl.DataFrame) -> dict[Tuple, int]:
             counts = part.get_column(WEIGHT).to_list()
-            return dict(zip(rows_of_frame(part, arity), counts, strict=True))
+            return dict(zip(rows_of_frame(part, arity, self.state.values), counts, strict=True))
 
         if self.check is None:
             batch = batch_of(grouped)

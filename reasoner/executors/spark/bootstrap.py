@@ -206,7 +206,7 @@ class SparkBootstrap:
                 continue
             counts = table.column("cnt").to_pylist()
             if rel.arity:
-                keys = zip(*(table.column(c).to_pylist() for c in rel.columns), strict=True)
+                keys = self.state.values.rows([table.column(c).to_numpy() for c in rel.columns])
                 batch = dict(zip(keys, counts, strict=True))
             else:
                 batch = {(): counts[0]}
