@@ -81,7 +81,6 @@ class Deadline:
 class StratumUpdateRun:
     index: int
     relations: tuple[str, ...]
-    events: int
     iterations: int
     """How many distinct iterations had work; the stratum's depth is not walked."""
     seconds: float
@@ -228,7 +227,6 @@ class StratumUpdatePlans:
             "_index_old": _index_present_old,
             "_index_new": _index_present_new,
             "_negative": _negative,
-            "EV": [0],
         }
         """Globals of every generated function of the stratum. Per Update: `S` (iteration ->
         candidates) and `H` (heap of those iterations); for an own relation `CH_*` (the overlay's
@@ -609,7 +607,18 @@ class StratumUpdatePlans:
         added to its head's entry [change, o] in `D_*` (a derivation scheduled more than once at
         k, from several events, counts once); then each head's count at k is settled: its new
         status written to the overlay, and the tuples whose iteration changed or that were
-        deleted are handed to the enumerators (as body atoms, and deleted ones as heads)."""
+        deleted are handed to the enumerators (as body atoms, and deleted ones as heads).
+
+        Most iterations of a deep recursion hold one candidate (CRDT: four in five), so that
+        case has code of its own: the candidate's contribution is settled at once, with no
+        `D_*` entry, no deduplication and one-row calls of the enumerators."""
+        calls = {
+            relation: (
+                [self._register("A_", fn) for fn in self.by_atom.get(relation, [])],
+                [self._register("HD_", fn) for fn in self.by_head_later.get(relation, [])],
+            )
+            for relation in self.own
+        }
         lines = [
             "def drain(check):",
             "    iterations = 0",
@@ -620,15 +629,18 @@ class StratumUpdatePlans:
             "        bucket = S.pop(k)",
             "        iterations += 1",
             "        km1 = k - 1",
-            "        _many = len(bucket) > 1",
-            "        if _many:",
-            *(f"            _s{r} = set()" for r in range(len(self.rules))),
+            "        if len(bucket) == 1:",
+            "            _cd = bucket[0]",
+            "            _r = _cd[0]",
+            *_indented(12, self._classify(calls, single=True)),
+            "            continue",
+            *(f"        _s{r} = set()" for r in range(len(self.rules))),
             "        for _cd in bucket:",
             "            _r = _cd[0]",
+            *_indented(12, self._classify(calls, single=False)),
         ]
-        lines += ["            " + line for line in self._classify()]
         for relation in self.own:
-            lines += ["        " + line for line in self._settle(relation)]
+            lines += _indented(8, self._settle(relation, calls[relation]))
         lines.append("    return iterations")
         source = "\n".join(lines) + "\n"
         self.sources.append(source)
@@ -636,23 +648,27 @@ class StratumUpdatePlans:
         exec(compile(source, label, "exec"), self.namespace)
         return self.namespace["drain"]
 
-    def _classify(self) -> list[str]:
+    def _classify(self, calls: dict[str, tuple[list[str], list[str]]], single: bool) -> list[str]:
         lines = []
         for r, info in enumerate(self.rules):
             lines.append(f"{'if' if r == 0 else 'elif'} _r == {r}:")
-            lines += ["    " + line for line in self._classify_rule(r, info)]
+            body = self._classify_rule(r, info, None if not single else calls[info.head])
+            lines += _indented(4, body)
         return lines
 
-    def _classify_rule(self, r: int, info: _RuleInfo) -> list[str]:
-        """The terms at k, as in `_enumerator` with f° = k (Del) or f = k (Ins, Red)."""
+    def _classify_rule(
+        self, r: int, info: _RuleInfo, single: tuple[list[str], list[str]] | None
+    ) -> list[str]:
+        """The terms at k, as in `_enumerator` with f° = k (Del) or f = k (Ins, Red).
+        `single`: the candidate is alone at k (the enumerators of its head's relation, as
+        body atoms and as heads): its contribution is settled right away."""
         count = len(info.positive)
         own = info.own
-        lines = [
-            "_p = _cd[1]",
-            "if _many:",
-            f"    if _p in _s{r}: continue",
-            f"    _s{r}.add(_p)",
-        ]
+        lines = []
+        if single is None:
+            lines += ["_p = _cd[1]", f"if _p in _s{r}: continue", f"_s{r}.add(_p)"]
+        elif own:
+            lines.append("_p = _cd[1]")
         if own:
             lines.append(
                 "_t0 = _p" if count == 1 else f"{', '.join(f'_t{j}' for j in range(count))} = _p"
@@ -682,6 +698,16 @@ class StratumUpdatePlans:
             ]
         )
         lines += ["_h = _cd[2]", "_ho = _cd[4]"]
+        if single is not None:
+            return [
+                *lines,
+                f"if {deleting}: _c = -1",
+                f"elif {adding}: _c = 1",
+                "else: continue",
+                "_t = _h",
+                f"_o = {ho}",
+                *self._settle_head(info.head, single),
+            ]
         for condition, sign in ((deleting, "-"), (adding, "+")):
             lines += [
                 f"{'if' if sign == '-' else 'elif'} {condition}:",
@@ -691,50 +717,69 @@ class StratumUpdatePlans:
             ]
         return lines
 
-    def _settle(self, relation: str) -> list[str]:
+    def _settle(self, relation: str, calls: tuple[list[str], list[str]]) -> list[str]:
         """Lines applying the count changes `D_*` of one relation's heads at iteration k."""
         ident = self.ident(relation)
-        changes, counts, old = f"CH_{ident}", f"CC_{ident}", f"O_{ident}"
-        heads = self.by_head_later.get(relation, [])
+        atoms, heads = calls
         lines = [
             f"if D_{ident}:",
             "    _ch = []",
-            "    _dl = []" if heads else "",
+            *(["    _dl = []"] if heads else []),
             f"    for _t, (_c, _o) in D_{ident}.items():",
-            f"        _x = {changes}.get(_t)",
-            "        if _x is None:",
-            "            if _o < k: continue",
-            "        elif _x < k:",
-            "            continue",  # derived earlier in the new epoch (line 10)
-            f"        if _o == k: _c += CNT_{ident}.get(_t, 1)",
-            "        if _c > 0:",
-            f"            if _x is None: {old}[_t] = _o",
-            f"            {changes}[_t] = k",
-            f"            if _c != 1: {counts}[_t] = _c",
-            f"            elif {counts}: {counts}.pop(_t, None)",
-            "            if _o != k:",
-            "                _ch.append((_t, _o, k))",
-            f"                if _o == INF: STAGE_{ident}(_t)",
-            "        elif _c == 0:",
-            "            if _o == k:",
-            f"                if _x is None: {old}[_t] = _o",
-            f"                {changes}[_t] = INF",
-            "                _g = (_t, _o, INF)",
-            "                _ch.append(_g)",
-            "                _dl.append(_g)" if heads else "",
-            "        else:",
-            f"            _negative({relation!r}, _t, k)",
+            *_indented(8, self._settle_head(relation, None)),
             f"    D_{ident}.clear()",
-            "    if _ch:",
-            "        EV[0] += len(_ch)",
         ]
-        for fn in self.by_atom.get(relation, []):
-            lines.append(f"        {self._register('A_', fn)}(_ch, k)")
+        if atoms:
+            lines += ["    if _ch:", *(f"        {name}(_ch, k)" for name in atoms)]
         if heads:
-            lines.append("    if _dl:")
-            for fn in heads:
-                lines.append(f"        {self._register('HD_', fn)}(_dl, k)")
-        return [line for line in lines if line]
+            lines += ["    if _dl:", *(f"        {name}(_dl, k)" for name in heads)]
+        return lines
+
+    def _settle_head(self, relation: str, single: tuple[list[str], list[str]] | None) -> list[str]:
+        """Lines settling head `_t` (o `_o`, count change `_c`) at k: `continue` when its
+        status does not change. `single`: the enumerators to call with it, else it goes to
+        `_ch` (and `_dl` when deleted) for them."""
+        ident = self.ident(relation)
+        changes, counts, old = f"CH_{ident}", f"CC_{ident}", f"O_{ident}"
+        if single is None:
+            moved = ["_ch.append((_t, _o, k))"]
+            deleted = ["_g = (_t, _o, INF)", "_ch.append(_g)"]
+            if self.by_head_later.get(relation):
+                deleted.append("_dl.append(_g)")
+            calls_moved: list[str] = []
+        else:
+            atoms, heads = single
+            moved = []
+            calls_moved = ["_g = [(_t, _o, k)]", *(f"{name}(_g, k)" for name in atoms)]
+            deleted = ["_g = [(_t, _o, INF)]", *(f"{name}(_g, k)" for name in [*atoms, *heads])]
+        return [
+            f"_x = {changes}.get(_t)",
+            "if _x is None:",
+            "    if _o < k: continue",
+            "elif _x < k:",
+            "    continue",  # derived earlier in the new epoch (line 10)
+            f"if _o == k: _c += CNT_{ident}.get(_t, 1)",
+            "if _c > 0:",
+            f"    if _x is None: {old}[_t] = _o",
+            f"    {changes}[_t] = k",
+            f"    if _c != 1: {counts}[_t] = _c",
+            f"    elif {counts}: {counts}.pop(_t, None)",
+            "    if _o != k:",
+            *_indented(8, moved),
+            f"        if _o == INF: STAGE_{ident}(_t)",
+            *_indented(8, calls_moved),
+            "elif _c == 0:",
+            "    if _o == k:",
+            f"        if _x is None: {old}[_t] = _o",
+            f"        {changes}[_t] = INF",
+            *_indented(8, deleted),
+            "else:",
+            f"    _negative({relation!r}, _t, k)",
+        ]
+
+
+def _indented(spaces: int, lines: list[str]) -> list[str]:
+    return [" " * spaces + line for line in lines]
 
 
 class StratumUpdate:
@@ -783,8 +828,6 @@ class StratumUpdate:
         state = self.state
         namespace["S"] = {}
         namespace["H"] = []
-        events = namespace["EV"]
-        events[0] = 0
 
         # Inputs: only their presence matters here, final since their strata are done.
         flipped: dict[str, list[Tuple]] = {}
@@ -839,11 +882,9 @@ class StratumUpdate:
                     moved.setdefault(relation, []).append((t, o, 0))
 
         for relation, rows in flipped.items():
-            events[0] += len(rows)
             for fn in (*plans.by_atom.get(relation, ()), *plans.by_negation.get(relation, ())):
                 fn(rows, 0)
         for relation, changed in moved.items():
-            events[0] += len(changed)
             for fn in plans.by_atom.get(relation, ()):
                 fn(changed, 0)
         for relation, deleted_facts in gone.items():
@@ -872,7 +913,6 @@ class StratumUpdate:
         return StratumUpdateRun(
             plans.stratum.index,
             tuple(sorted(self.relations)),
-            events[0],
             iterations,
             time.perf_counter() - start,
         )
