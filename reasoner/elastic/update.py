@@ -238,6 +238,9 @@ class StratumUpdatePlans:
         self.new_names: dict[str, str] = {}
         """Input relation -> the global holding its flipped tuples' n for this epoch."""
         self.any_negated: dict[str, tuple[str, str]] = {}
+        self.present_names: dict[str, str] = {}
+        """Relation negated with every column bound -> the global mapping its flipped tuples
+        to their presence in the new epoch (a negation asks only that)."""
         """Relation negated with only wildcards -> the globals (present before, present after)."""
         self.sources: list[str] = []
         """Generated source, for debugging."""
@@ -269,7 +272,7 @@ class StratumUpdatePlans:
             namespace[f"CH_{ident}"] = {}
             namespace[f"CC_{ident}"] = {}
             namespace[f"O_{ident}"] = {}
-        for name in self.new_names.values():
+        for name in (*self.new_names.values(), *self.present_names.values()):
             namespace[name] = {}
 
     def drain(self, deadline: Deadline) -> int:
@@ -334,6 +337,10 @@ class StratumUpdatePlans:
                 cols = tuple(c for c, a in enumerate(lit.atom.args) if not isinstance(a, Wildcard))
                 if not lit.atom.args or len(cols) == len(lit.atom.args):
                     kind = "tuple"
+                    # Named now: `StratumUpdate` fills it before any enumerator is compiled.
+                    present = f"P_{self.ident(lit.atom.relation)}"
+                    self.present_names[lit.atom.relation] = present
+                    self.namespace[present] = {}
                 elif cols:
                     kind = "index"
                     self.state[lit.atom.relation].index(cols)
@@ -373,9 +380,10 @@ class StratumUpdatePlans:
         committed = self._committed(relation)
         new = self._new_name(relation)
         if kind == "tuple":
+            present = self.present_names[relation]
             lines = [
                 f"_b{j} = {key} in {committed}",
-                f"_a{j} = ({new}.get({key}, 0 if _b{j} else INF) == 0) if {new} else _b{j}",
+                f"_a{j} = {present}.get({key}, _b{j}) if {present} else _b{j}",
             ]
         elif kind == "index":
             index = f"X_{self.ident(relation)}_{'_'.join(map(str, cols))}"
@@ -394,15 +402,14 @@ class StratumUpdatePlans:
     def _negations(count: int) -> list[str]:
         """Lines binding, for a rule with `count` negated atoms (their `_bJ`, `_aJ` bound),
         `_no` / `_nn` (every negation holds in the old / the new epoch) and `_ni` / `_nd` (some
-        negated tuple was inserted / deleted)."""
-        before = [f"_b{j}" for j in range(count)]
-        after = [f"_a{j}" for j in range(count)]
-        pairs = list(zip(after, before, strict=True))
+        negated tuple was inserted / deleted). No negated tuple is present in both epochs
+        (`_negation_status` dropped those derivations), so one present now was inserted and
+        one present before was deleted."""
         lines = [
-            f"_no = not {_or(before)}",
-            f"_nn = not {_or(after)}",
-            f"_ni = {_or([f'{a} and not {b}' for a, b in pairs])}",
-            f"_nd = {_or([f'{b} and not {a}' for a, b in pairs])}",
+            f"_ni = {_or([f'_a{j}' for j in range(count)])}",
+            f"_nd = {_or([f'_b{j}' for j in range(count)])}",
+            "_no = not _nd",
+            "_nn = not _ni",
         ]
         if count > 1:
             lines.append("if not (_no or _nn): continue")  # never valid
@@ -689,24 +696,24 @@ class StratumUpdatePlans:
         ident = self.ident(info.head)
         ho = f"(_ho if _ho >= 0 else (_ho := {self._committed(info.head)}.get(_h, INF)))"
         deleting = _and(["_fo == k", no, _or(["_fn > k", ni]), f"{ho} == k"])
-        adding = _and(
-            [
-                "_fn == k",
-                nn,
-                _or(["_fo > k", nd, _and(["_fo <= k", no, f"{ho} < k"])]),
-                f"{self._own_new(info.head, '_h', ho)} > km1",
-            ]
-        )
+        adding_terms = [
+            "_fn == k",
+            nn,
+            _or(["_fo > k", nd, _and(["_fo <= k", no, f"{ho} < k"])]),
+            f"{self._own_new(info.head, '_h', ho)} > km1",
+        ]
+        adding = _and(adding_terms)
         lines += ["_h = _cd[2]", "_ho = _cd[4]"]
         if single is not None:
+            # The last term of `adding` (the head is not derived before k in the new epoch)
+            # is the settling step's first test: it is left to that step.
             return [
                 *lines,
                 f"if {deleting}: _c = -1",
-                f"elif {adding}: _c = 1",
+                f"elif {_and(adding_terms[:-1])}: _c = 1",
                 "else: continue",
-                "_t = _h",
                 f"_o = {ho}",
-                *self._settle_head(info.head, single),
+                *self._settle_head(info.head, single, "_h"),
             ]
         for condition, sign in ((deleting, "-"), (adding, "+")):
             lines += [
@@ -726,7 +733,7 @@ class StratumUpdatePlans:
             "    _ch = []",
             *(["    _dl = []"] if heads else []),
             f"    for _t, (_c, _o) in D_{ident}.items():",
-            *_indented(8, self._settle_head(relation, None)),
+            *_indented(8, self._settle_head(relation, None, "_t")),
             f"    D_{ident}.clear()",
         ]
         if atoms:
@@ -735,46 +742,48 @@ class StratumUpdatePlans:
             lines += ["    if _dl:", *(f"        {name}(_dl, k)" for name in heads)]
         return lines
 
-    def _settle_head(self, relation: str, single: tuple[list[str], list[str]] | None) -> list[str]:
-        """Lines settling head `_t` (o `_o`, count change `_c`) at k: `continue` when its
+    def _settle_head(
+        self, relation: str, single: tuple[list[str], list[str]] | None, t: str
+    ) -> list[str]:
+        """Lines settling head `t` (o `_o`, count change `_c`) at k: `continue` when its
         status does not change. `single`: the enumerators to call with it, else it goes to
         `_ch` (and `_dl` when deleted) for them."""
         ident = self.ident(relation)
         changes, counts, old = f"CH_{ident}", f"CC_{ident}", f"O_{ident}"
         if single is None:
-            moved = ["_ch.append((_t, _o, k))"]
-            deleted = ["_g = (_t, _o, INF)", "_ch.append(_g)"]
+            moved = [f"_ch.append(({t}, _o, k))"]
+            deleted = [f"_g = ({t}, _o, INF)", "_ch.append(_g)"]
             if self.by_head_later.get(relation):
                 deleted.append("_dl.append(_g)")
             calls_moved: list[str] = []
         else:
             atoms, heads = single
             moved = []
-            calls_moved = ["_g = [(_t, _o, k)]", *(f"{name}(_g, k)" for name in atoms)]
-            deleted = ["_g = [(_t, _o, INF)]", *(f"{name}(_g, k)" for name in [*atoms, *heads])]
+            calls_moved = [f"_g = [({t}, _o, k)]", *(f"{name}(_g, k)" for name in atoms)]
+            deleted = [f"_g = [({t}, _o, INF)]", *(f"{name}(_g, k)" for name in [*atoms, *heads])]
         return [
-            f"_x = {changes}.get(_t)",
+            f"_x = {changes}.get({t})",
             "if _x is None:",
             "    if _o < k: continue",
             "elif _x < k:",
             "    continue",  # derived earlier in the new epoch (line 10)
-            f"if _o == k: _c += CNT_{ident}.get(_t, 1)",
+            f"if _o == k: _c += CNT_{ident}.get({t}, 1)",
             "if _c > 0:",
-            f"    if _x is None: {old}[_t] = _o",
-            f"    {changes}[_t] = k",
-            f"    if _c != 1: {counts}[_t] = _c",
-            f"    elif {counts}: {counts}.pop(_t, None)",
+            f"    if _x is None: {old}[{t}] = _o",
+            f"    {changes}[{t}] = k",
+            f"    if _c != 1: {counts}[{t}] = _c",
+            f"    elif {counts}: {counts}.pop({t}, None)",
             "    if _o != k:",
             *_indented(8, moved),
-            f"        if _o == INF: STAGE_{ident}(_t)",
+            f"        if _o == INF: STAGE_{ident}({t})",
             *_indented(8, calls_moved),
             "elif _c == 0:",
             "    if _o == k:",
-            f"        if _x is None: {old}[_t] = _o",
-            f"        {changes}[_t] = INF",
+            f"        if _x is None: {old}[{t}] = _o",
+            f"        {changes}[{t}] = INF",
             *_indented(8, deleted),
             "else:",
-            f"    _negative({relation!r}, _t, k)",
+            f"    _negative({relation!r}, {t}, k)",
         ]
 
 
@@ -836,6 +845,10 @@ class StratumUpdate:
             new = dict.fromkeys(deleted, INF)
             new.update(dict.fromkeys(inserted, 0))
             namespace[plans.new_names[relation]] = new
+            if relation in plans.present_names:
+                present = dict.fromkeys(deleted, False)
+                present.update(dict.fromkeys(inserted, True))
+                namespace[plans.present_names[relation]] = present
             if relation in plans.any_negated:
                 before, after = plans.any_negated[relation]
                 size = len(state[relation].iters)
