@@ -618,7 +618,8 @@ class StratumUpdatePlans:
 
         Most iterations of a deep recursion hold one candidate (CRDT: four in five), so that
         case has code of its own: the candidate's contribution is settled at once, with no
-        `D_*` entry, no deduplication and one-row calls of the enumerators."""
+        `D_*` entry, no deduplication and one-row calls of the enumerators. Two candidates are
+        deduplicated by comparing them; only larger buckets build sets."""
         calls = {
             relation: (
                 [self._register("A_", fn) for fn in self.by_atom.get(relation, [])],
@@ -636,12 +637,19 @@ class StratumUpdatePlans:
             "        bucket = S.pop(k)",
             "        iterations += 1",
             "        km1 = k - 1",
-            "        if len(bucket) == 1:",
+            "        _n = len(bucket)",
+            "        if _n == 2:",  # the other common case: dedup by comparing the two
+            "            _a, _b = bucket",
+            "            if _a[0] == _b[0] and _a[1] == _b[1]:",
+            "                _n = 1",
+            "        if _n == 1:",
             "            _cd = bucket[0]",
             "            _r = _cd[0]",
             *_indented(12, self._classify(calls, single=True)),
             "            continue",
-            *(f"        _s{r} = set()" for r in range(len(self.rules))),
+            "        _many = _n > 2",
+            "        if _many:",
+            *(f"            _s{r} = set()" for r in range(len(self.rules))),
             "        for _cd in bucket:",
             "            _r = _cd[0]",
             *_indented(12, self._classify(calls, single=False)),
@@ -673,7 +681,12 @@ class StratumUpdatePlans:
         own = info.own
         lines = []
         if single is None:
-            lines += ["_p = _cd[1]", f"if _p in _s{r}: continue", f"_s{r}.add(_p)"]
+            lines += [
+                "_p = _cd[1]",
+                "if _many:",
+                f"    if _p in _s{r}: continue",
+                f"    _s{r}.add(_p)",
+            ]
         elif own:
             lines.append("_p = _cd[1]")
         if own:
