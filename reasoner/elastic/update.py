@@ -616,10 +616,13 @@ class StratumUpdatePlans:
         status written to the overlay, and the tuples whose iteration changed or that were
         deleted are handed to the enumerators (as body atoms, and deleted ones as heads).
 
-        Most iterations of a deep recursion hold one candidate (CRDT: four in five), so that
-        case has code of its own: the candidate's contribution is settled at once, with no
-        `D_*` entry, no deduplication and one-row calls of the enumerators. Two candidates are
-        deduplicated by comparing them; only larger buckets build sets."""
+        Most iterations of a deep recursion hold one candidate, or two with different heads
+        (CRDT: nearly all of them), so that case has code of its own: each candidate's
+        contribution is settled at once, with no `D_*` entry, no deduplication sets and
+        one-row calls of the enumerators. That is the same result: whether a candidate counts
+        at k depends only on statuses a settlement at k cannot change (iterations below k, and
+        whether one is at least k), and any enumeration a settlement triggers schedules at
+        later iterations only, where every tuple's later change re-enumerates it again."""
         calls = {
             relation: (
                 [self._register("A_", fn) for fn in self.by_atom.get(relation, [])],
@@ -638,14 +641,18 @@ class StratumUpdatePlans:
             "        iterations += 1",
             "        km1 = k - 1",
             "        _n = len(bucket)",
+            "        _direct = _n == 1",
             "        if _n == 2:",  # the other common case: dedup by comparing the two
             "            _a, _b = bucket",
             "            if _a[0] == _b[0] and _a[1] == _b[1]:",
-            "                _n = 1",
-            "        if _n == 1:",
-            "            _cd = bucket[0]",
-            "            _r = _cd[0]",
-            *_indented(12, self._classify(calls, single=True)),
+            "                del bucket[1]",
+            "                _direct = True",
+            "            else:",
+            "                _direct = _a[2] != _b[2]",
+            "        if _direct:",
+            "            for _cd in bucket:",
+            "                _r = _cd[0]",
+            *_indented(16, self._classify(calls, single=True)),
             "            continue",
             "        _many = _n > 2",
             "        if _many:",
