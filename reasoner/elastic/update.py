@@ -238,10 +238,10 @@ class StratumUpdatePlans:
         self.new_names: dict[str, str] = {}
         """Input relation -> the global holding its flipped tuples' n for this epoch."""
         self.any_negated: dict[str, tuple[str, str]] = {}
+        """Relation negated with only wildcards -> the globals (present before, present after)."""
         self.present_names: dict[str, str] = {}
         """Relation negated with every column bound -> the global mapping its flipped tuples
         to their presence in the new epoch (a negation asks only that)."""
-        """Relation negated with only wildcards -> the globals (present before, present after)."""
         self.sources: list[str] = []
         """Generated source, for debugging."""
         self.own = sorted(stratum.relations)
