@@ -54,6 +54,8 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
+from typing import Literal
 
 from reasoner.analysis.model import Stratum
 from reasoner.elastic.overlay import INF, Overlay
@@ -100,6 +102,13 @@ lower strata are done."""
 Enumerator = Callable[[list, int], None]
 """(driving tuples, current iteration): schedule every derivation they take part in."""
 
+DriverStatus = Literal["changed", "inserted", "deleted"]
+"""What an enumerator's code may assume of its driving tuples: any change, or for changed own
+tuples, absent from the old epoch (o = INF) or from the new one (n = INF). The drain knows
+which when it settles a tuple, and most of a deep recursion's changes are one or the other."""
+
+Epoch = Literal["old", "new"]
+
 
 @dataclass(slots=True)
 class _RuleInfo:
@@ -114,6 +123,20 @@ class _RuleInfo:
     def own(self) -> list[int]:
         """Positions (among the positive atoms) of the atoms over the stratum's own relations."""
         return [j for j, (_rel, lower) in enumerate(self.positive) if not lower]
+
+
+@dataclass(frozen=True, slots=True)
+class _Calls:
+    """The global names the drain calls one relation's settled tuples' enumerators by."""
+
+    moved: list[str]
+    """As body atoms, for a tuple with a new finite iteration (any change, in `_run`)."""
+    inserted: list[str]
+    """As body atoms, for a tuple absent from the old epoch."""
+    deleted: list[str]
+    """As body atoms, for a tuple absent from the new epoch."""
+    heads: list[str]
+    """As heads (re-discovery), for a deleted tuple."""
 
 
 def _tuple_expr(items: list[str]) -> str:
@@ -149,9 +172,10 @@ def _and(terms: list[str]) -> str:
     return " and ".join(terms)  # `_or` parenthesizes every disjunction of several terms
 
 
-def _function_name(number: int, driver: Driver, full: bool) -> str:
+def _function_name(number: int, driver: Driver, full: bool, status: DriverStatus) -> str:
     index = "" if driver.index is None else str(driver.index)
-    return f"rule{number}_{driver.kind}{index}{'_full' if full else ''}"
+    suffix = "" if status == "changed" else f"_{status}"
+    return f"rule{number}_{driver.kind}{index}{'_full' if full else ''}{suffix}"
 
 
 def _index_present_old(bucket, iters) -> bool:
@@ -212,6 +236,12 @@ class StratumUpdatePlans:
         self.compiler = compiler
         self.rules: list[_RuleInfo] = []
         self.by_atom: dict[str, list[Enumerator]] = {}
+        self.by_atom_inserted: dict[str, list[Enumerator]] = {}
+        """`by_atom` for the atoms over own relations, for driving tuples absent from the old
+        epoch (o = INF): their derivations can only be in Ins, so the code tests nothing else
+        and drops a derivation as soon as it is found invalid in the new epoch."""
+        self.by_atom_deleted: dict[str, list[Enumerator]] = {}
+        """The same for driving tuples absent from the new epoch (n = INF): Del only."""
         self.by_negation: dict[str, list[Enumerator]] = {}
         self.by_head: dict[str, list[Enumerator]] = {}
         self.by_head_later: dict[str, list[Enumerator]] = {}
@@ -359,23 +389,31 @@ class StratumUpdatePlans:
                 self.inputs.add(rel)
 
         for i in positive_atoms(rule):
-            fn = self._enumerator(number, info, Driver("atom", i))
-            self.by_atom.setdefault(rule.body[i].relation, []).append(fn)  # type: ignore[union-attr]
+            name = rule.body[i].relation  # type: ignore[union-attr]
+            if name in relations:
+                fn, inserted, deleted = self._enumerators(
+                    number, info, Driver("atom", i), ("changed", "inserted", "deleted")
+                )
+                self.by_atom_inserted.setdefault(name, []).append(inserted)
+                self.by_atom_deleted.setdefault(name, []).append(deleted)
+            else:
+                (fn,) = self._enumerators(number, info, Driver("atom", i))
+            self.by_atom.setdefault(name, []).append(fn)
         for i, lit in enumerate(rule.body):
             if isinstance(lit, Negation):
-                fn = self._enumerator(number, info, Driver("negation", i))
+                (fn,) = self._enumerators(number, info, Driver("negation", i))
                 self.by_negation.setdefault(lit.atom.relation, []).append(fn)
         driver = Driver("head") if head_is_invertible(rule) else None
-        fn = self._enumerator(number, info, driver)
+        (fn,) = self._enumerators(number, info, driver)
         self.by_head.setdefault(rule.head.relation, []).append(fn)
         if info.own:
             self.by_head_later.setdefault(rule.head.relation, []).append(fn)
 
-    def _negation_status(self, info: _RuleInfo, j: int, key: str, new_only: bool) -> list[str]:
+    def _negation_status(self, info: _RuleInfo, j: int, key: str, only: Epoch | None) -> list[str]:
         """Lines binding `_bJ` / `_aJ` (the J-th negated tuple is present in the old / the new
         epoch), dropping the candidate when it is present in both: the rule's body is then
-        false in both epochs (`new_only`: when it is present in the new one). Put where the
-        key is bound, so a join skips the atoms after it."""
+        false in both epochs (`only`: when it is present in that epoch). Put where the key is
+        bound, so a join skips the atoms after it."""
         relation, kind, cols = info.negated[j]
         committed = self._committed(relation)
         new = self._new_name(relation)
@@ -396,7 +434,8 @@ class StratumUpdatePlans:
         else:
             was, now = self.any_negated[relation]
             lines = [f"_b{j} = {was}", f"_a{j} = {now}"]
-        return [*lines, f"if _a{j}: continue" if new_only else f"if _b{j} and _a{j}: continue"]
+        drop = {"new": f"_a{j}", "old": f"_b{j}", None: f"_b{j} and _a{j}"}[only]
+        return [*lines, f"if {drop}: continue"]
 
     @staticmethod
     def _negations(count: int) -> list[str]:
@@ -421,25 +460,31 @@ class StratumUpdatePlans:
         tvars: list[str],
         driver: int | None,
         known: set[str],
-        new_only: bool,
+        only: Epoch | None,
+        status: DriverStatus,
     ) -> list[str]:
         """Lines binding `_oJ`, `_nJ` of every positive atom (its tuple found in the union of
         both epochs), then `_fo`, `_fn`. `driver`: the position of the atom driving the
         evaluation when its rows are changed own tuples, which come with their o and n;
         `known`: tuple variables whose o the membership test bound (`_m_<variable>`).
-        `new_only`: only derivations valid in the new epoch count (see `_build_enumerator`),
-        so the first atom found absent from it drops the derivation; the own atoms, whose n
-        is one lookup in the overlay, are tested first."""
+        `only`: only derivations valid in that epoch count (see `_build_enumerator`), so the
+        first atom found absent from it drops the derivation; the own atoms, whose n is one
+        lookup in the overlay, are tested first. A driver's status leaves out what its code
+        never reads: f° for an inserted driver, f and the own atoms' n for a deleted one."""
         own: list[str] = []
         lower_lines: list[str] = []
         for j, ((relation, lower), tvar) in enumerate(zip(info.positive, tvars, strict=True)):
             lines = lower_lines if lower else own
             if j == driver:
                 lines.append(f"_o{j} = _ro")
-                lines.append(f"_n{j} = _rn")
-            elif tvar in known:
+                if status != "deleted":
+                    lines.append(f"_n{j} = _rn")
+                continue  # valid in the epoch its status says
+            if tvar in known:
                 lines.append(f"_o{j} = _m_{tvar}")
-                lines.append(f"_n{j} = {self._own_new(relation, tvar, f'_o{j}')}")
+                if only != "old":  # for "new", the membership test did the filtering
+                    lines.append(f"_n{j} = _w_{tvar}")
+                    continue
             elif lower:
                 new = self._new_name(relation)
                 lines += [
@@ -448,16 +493,28 @@ class StratumUpdatePlans:
                 ]
             else:
                 lines.append(f"_o{j} = {self._committed(relation)}.get({tvar}, INF)")
+            if only == "old":
+                lines.append(f"if _o{j} >= INF: continue")
+                continue
+            if not lower:
                 lines.append(f"_n{j} = {self._own_new(relation, tvar, f'_o{j}')}")
-            if new_only:
+            if only == "new":
                 lines.append(f"if _n{j} >= INF: continue")
         lines = own + lower_lines
         count = len(info.positive)
-        lines.append(f"_fo = {_max_expr([f'_o{j}' for j in range(count)])} + 1")
-        lines.append(f"_fn = {_max_expr([f'_n{j}' for j in range(count)])} + 1")
+        if status != "inserted":
+            lines.append(f"_fo = {_max_expr([f'_o{j}' for j in range(count)])} + 1")
+        if status != "deleted":
+            lines.append(f"_fn = {_max_expr([f'_n{j}' for j in range(count)])} + 1")
         return lines
 
-    def _enumerator(self, number: int, info: _RuleInfo, driver: Driver | None) -> Enumerator:
+    def _enumerators(
+        self,
+        number: int,
+        info: _RuleInfo,
+        driver: Driver | None,
+        statuses: tuple[DriverStatus, ...] = ("changed",),
+    ) -> list[Enumerator]:
         """Code that schedules the derivations of rule `number` the driving tuples take part in:
         at f° when it can be in Del there, at f when it can be in Ins or Red there (later than
         the current iteration, and finite). Without a driver, the rule is evaluated in full and
@@ -465,16 +522,26 @@ class StratumUpdatePlans:
         on variables cannot be inverted).
 
         Rows: tuples whose presence flipped, for an input relation's atom or negation; for an
-        own relation's atom or for its heads, (tuple, o, n) of its changed tuples."""
+        own relation's atom or for its heads, (tuple, o, n) of its changed tuples. One
+        enumerator per status the driving tuples may be known to have (`DriverStatus`), all on
+        one plan."""
         sizes = {name: len(rel) for name, rel in self.state.relations.items()}
         plan = plan_rule(info.rule, driver, sizes)
         # The hash indexes are built now, with the plans; the code on first use.
         for relation, columns in plan.index_needs():
             self.state[relation].index(columns)
-        return _Lazy(lambda: self._build_enumerator(number, info, driver, plan))
+        return [
+            _Lazy(partial(self._build_enumerator, number, info, driver, plan, status))
+            for status in statuses
+        ]
 
     def _build_enumerator(
-        self, number: int, info: _RuleInfo, driver: Driver | None, plan: JoinPlan
+        self,
+        number: int,
+        info: _RuleInfo,
+        driver: Driver | None,
+        plan: JoinPlan,
+        status: DriverStatus,
     ) -> Enumerator:
         rule = info.rule
         wanted = driver is None
@@ -491,17 +558,36 @@ class StratumUpdatePlans:
         # iteration, the current one, so none of them can be in Del later (Del at f° needs
         # the head's o to be f° > cur); only derivations valid in the new epoch matter.
         rediscovery = driver is None or known_head
+        only: Epoch | None = None
+        if rediscovery or status == "inserted":
+            only = "new"
+        elif status == "deleted":
+            only = "old"
         own_relations = self.stratum.relations
         known: set[str] = set()
 
         def membership(step, tvar: str, committed: str, staged: str | None) -> list[str] | None:
-            """For an own relation, the membership lookup also gives the atom's o."""
+            """For an own relation, the membership test also gives the atom's o (`_m_*`) and
+            n (`_w_*`). The overlay's dicts of this epoch's changes are asked first: they are
+            small, and a changed tuple's o is in `O_*`, which spares a probe of the large
+            committed dict (a deleted head's re-discovery finds mostly tuples deleted just
+            before it). A tuple in neither is absent from both epochs: whoever stages a
+            tuple records its change."""
             if step.relation not in own_relations or staged is None:
                 return None
             known.add(tvar)
+            ident = self.ident(step.relation)
+            changed, o, n = f"_c_{tvar}", f"_m_{tvar}", f"_w_{tvar}"
             return [
-                f"_m_{tvar} = {committed}.get({tvar}, INF)",
-                f"if _m_{tvar} == INF and {tvar} not in {staged}: continue",
+                f"{changed} = CH_{ident}.get({tvar})",
+                f"if {changed} is None:",
+                f"    {o} = {n} = {committed}.get({tvar}, INF)",
+                f"    if {o} == INF: continue",
+                "else:",
+                *([f"    if {changed} >= INF: continue"] if only == "new" else []),
+                f"    {o} = O_{ident}.get({tvar})",
+                f"    if {o} is None: {o} = {committed}.get({tvar}, INF)",
+                f"    {n} = {changed}",
             ]
 
         positions = [i for i, lit in enumerate(rule.body) if isinstance(lit, Negation)]
@@ -512,7 +598,7 @@ class StratumUpdatePlans:
             what they say together (once per binding of the keys, not per inner row)."""
             j = positions.index(step.body_index)
             placed.add(j)
-            lines = self._negation_status(info, j, key, rediscovery)
+            lines = self._negation_status(info, j, key, only)
             if len(placed) == len(positions):
                 lines += self._negations(len(positions))
             return lines
@@ -527,13 +613,13 @@ class StratumUpdatePlans:
                         if j not in placed:
                             kind, key = ctx.negated[i]
                             lines += self._negation_status(
-                                info, j, "None" if kind == "any" else key, rediscovery
+                                info, j, "None" if kind == "any" else key, only
                             )
                     lines += self._negations(len(positions))
                 no, nn, ni, nd = "_no", "_nn", "_ni", "_nd"
             else:
                 no, nn, ni, nd = "True", "True", "False", "False"
-            lines += self._statuses(info, tvars, own_driver, known, rediscovery)
+            lines += self._statuses(info, tvars, own_driver, known, only, status)
             # The head's o, looked up only when a decision needs it.
             ho = f"(_ho if _ho >= 0 else (_ho := {head_committed}.get({h}, INF)))"
             # Ins at f: an atom is in I⁺ (f° > f) or a negated tuple went; Red at f: valid in
@@ -546,7 +632,7 @@ class StratumUpdatePlans:
                 str(number),
                 tvars[0] if len(tvars) == 1 else _tuple_expr(tvars),
                 h,
-                "_fo",
+                "INF" if status == "inserted" else "_fo",  # any f° >= INF says "not old"
                 "_ho",
                 _max_expr(lower_n),
                 *(f"_o{j}" for j in info.own),
@@ -554,6 +640,19 @@ class StratumUpdatePlans:
             if negated:
                 fields += ["_no", "_nn", "_ni", "_nd"]
             lines.append("_ho = _ro" if known_head else "_ho = -1")
+            if status == "inserted":  # f° > f: in Ins wherever it fires in the new epoch
+                return [
+                    *lines,
+                    f"if {_and(['cur < _fn < INF', nn])}:",
+                    f"    (S.get(_fn) or _bucket(_fn)).append({_tuple_expr(fields)})",
+                ]
+            if status == "deleted":  # f > f°: in Del at f° if the head was first derived there
+                deleting = _and(["cur < _fo < INF", no, f"{ho} == _fo"])
+                return [
+                    *lines,
+                    f"if {deleting}:",
+                    f"    (S.get(_fo) or _bucket(_fo)).append({_tuple_expr(fields)})",
+                ]
             if rediscovery:
                 return [
                     *lines,
@@ -580,7 +679,7 @@ class StratumUpdatePlans:
             negation_present=negation_status,
             emit=emit,
             namespace=self.namespace,
-            name=_function_name(number, plan.driver, wanted),
+            name=_function_name(number, plan.driver, wanted, status),
             union=True,
             row_fields=("_ro", "_rn") if with_status else (),
             membership=membership,
@@ -624,8 +723,10 @@ class StratumUpdatePlans:
         whether one is at least k), and any enumeration a settlement triggers schedules at
         later iterations only, where every tuple's later change re-enumerates it again."""
         calls = {
-            relation: (
+            relation: _Calls(
                 [self._register("A_", fn) for fn in self.by_atom.get(relation, [])],
+                [self._register("AI_", fn) for fn in self.by_atom_inserted.get(relation, [])],
+                [self._register("AD_", fn) for fn in self.by_atom_deleted.get(relation, [])],
                 [self._register("HD_", fn) for fn in self.by_head_later.get(relation, [])],
             )
             for relation in self.own
@@ -670,17 +771,15 @@ class StratumUpdatePlans:
         exec(compile(source, label, "exec"), self.namespace)
         return self.namespace["drain"]
 
-    def _classify(self, calls: dict[str, tuple[list[str], list[str]]], single: bool) -> list[str]:
+    def _classify(self, calls: dict[str, _Calls], single: bool) -> list[str]:
         lines = []
         for r, info in enumerate(self.rules):
             lines.append(f"{'if' if r == 0 else 'elif'} _r == {r}:")
-            body = self._classify_rule(r, info, None if not single else calls[info.head])
+            body = self._classify_rule(r, info, calls[info.head] if single else None)
             lines += _indented(4, body)
         return lines
 
-    def _classify_rule(
-        self, r: int, info: _RuleInfo, single: tuple[list[str], list[str]] | None
-    ) -> list[str]:
+    def _classify_rule(self, r: int, info: _RuleInfo, single: _Calls | None) -> list[str]:
         """The terms at k, as in `_enumerator` with f° = k (Del) or f = k (Ins, Red).
         `single`: the candidate is alone at k (the enumerators of its head's relation, as
         body atoms and as heads): its contribution is settled right away."""
@@ -733,7 +832,7 @@ class StratumUpdatePlans:
                 f"elif {_and(adding_terms[:-1])}: _c = 1",
                 "else: continue",
                 f"_o = {ho}",
-                *self._settle_head(info.head, single, "_h"),
+                *self._settle_head(info.head, single, "_h", single=True),
             ]
         for condition, sign in ((deleting, "-"), (adding, "+")):
             lines += [
@@ -744,43 +843,44 @@ class StratumUpdatePlans:
             ]
         return lines
 
-    def _settle(self, relation: str, calls: tuple[list[str], list[str]]) -> list[str]:
+    def _settle(self, relation: str, calls: _Calls) -> list[str]:
         """Lines applying the count changes `D_*` of one relation's heads at iteration k."""
         ident = self.ident(relation)
-        atoms, heads = calls
+        lists = [("_ch", calls.moved), ("_ci", calls.inserted), ("_dl", calls.deleted)]
         lines = [
             f"if D_{ident}:",
-            "    _ch = []",
-            *(["    _dl = []"] if heads else []),
+            *(f"    {name} = []" for name, enumerators in lists if enumerators),
+            *(["    _dl = []"] if calls.heads and not calls.deleted else []),
             f"    for _t, (_c, _o) in D_{ident}.items():",
-            *_indented(8, self._settle_head(relation, None, "_t")),
+            *_indented(8, self._settle_head(relation, calls, "_t", single=False)),
             f"    D_{ident}.clear()",
         ]
-        if atoms:
-            lines += ["    if _ch:", *(f"        {name}(_ch, k)" for name in atoms)]
-        if heads:
-            lines += ["    if _dl:", *(f"        {name}(_dl, k)" for name in heads)]
+        for name, enumerators in [*lists, ("_dl", calls.heads)]:
+            if enumerators:
+                lines += [f"    if {name}:", *(f"        {fn}({name}, k)" for fn in enumerators)]
         return lines
 
-    def _settle_head(
-        self, relation: str, single: tuple[list[str], list[str]] | None, t: str
-    ) -> list[str]:
+    def _settle_head(self, relation: str, calls: _Calls, t: str, single: bool) -> list[str]:
         """Lines settling head `t` (o `_o`, count change `_c`) at k: `continue` when its
-        status does not change. `single`: the enumerators to call with it, else it goes to
-        `_ch` (and `_dl` when deleted) for them."""
+        status does not change. `single`: call the enumerators with it at once, else it goes
+        to the lists `_settle` hands them (`_ch` moved, `_ci` inserted, `_dl` deleted)."""
         ident = self.ident(relation)
         changes, counts, old = f"CH_{ident}", f"CC_{ident}", f"O_{ident}"
-        if single is None:
-            moved = [f"_ch.append(({t}, _o, k))"]
-            deleted = [f"_g = ({t}, _o, INF)", "_ch.append(_g)"]
-            if self.by_head_later.get(relation):
-                deleted.append("_dl.append(_g)")
-            calls_moved: list[str] = []
-        else:
-            atoms, heads = single
-            moved = []
-            calls_moved = [f"_g = [({t}, _o, k)]", *(f"{name}(_g, k)" for name in atoms)]
-            deleted = [f"_g = [({t}, _o, INF)]", *(f"{name}(_g, k)" for name in [*atoms, *heads])]
+
+        def handed(row: str, name: str, enumerators: list[str]) -> list[str]:
+            if not enumerators:
+                return []
+            if not single:
+                return [f"{name}.append({row})"]
+            return [f"_g = [{row}]", *(f"{fn}(_g, k)" for fn in enumerators)]
+
+        inserted = handed(f"({t}, INF, k)", "_ci", calls.inserted)
+        moved = handed(f"({t}, _o, k)", "_ch", calls.moved)
+        deleted = handed(
+            f"({t}, _o, INF)", "_dl", [*calls.deleted, *calls.heads] if single else calls.deleted
+        )
+        if not single and calls.heads and not calls.deleted:
+            deleted = [f"_dl.append(({t}, _o, INF))"]
         return [
             f"_x = {changes}.get({t})",
             "if _x is None:",
@@ -793,10 +893,10 @@ class StratumUpdatePlans:
             f"    {changes}[{t}] = k",
             f"    if _c != 1: {counts}[{t}] = _c",
             f"    elif {counts}: {counts}.pop({t}, None)",
-            "    if _o != k:",
-            *_indented(8, moved),
-            f"        if _o == INF: STAGE_{ident}({t})",
-            *_indented(8, calls_moved),
+            "    if _o == INF:",
+            f"        STAGE_{ident}({t})",
+            *_indented(8, inserted),
+            *(["    elif _o != k:", *_indented(8, moved)] if moved else []),
             "elif _c == 0:",
             "    if _o == k:",
             f"        if _x is None: {old}[{t}] = _o",
