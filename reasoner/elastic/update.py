@@ -138,6 +138,11 @@ class _Calls:
     heads: list[str]
     """As heads (re-discovery), for a deleted tuple."""
 
+    @property
+    def gone(self) -> list[str]:
+        """Everything a deleted tuple is handed to, in order."""
+        return [*self.deleted, *self.heads]
+
 
 def _tuple_expr(items: list[str]) -> str:
     return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
@@ -170,6 +175,11 @@ def _and(terms: list[str]) -> str:
     if not terms:
         return "True"
     return " and ".join(terms)  # `_or` parenthesizes every disjunction of several terms
+
+
+def _schedule(at: str, candidate: str) -> str:
+    """A statement scheduling `candidate` at iteration `at` (`_bucket` makes a new one)."""
+    return f"(S.get({at}) or _bucket({at})).append({candidate})"
 
 
 def _function_name(number: int, driver: Driver, full: bool, status: DriverStatus) -> str:
@@ -640,37 +650,27 @@ class StratumUpdatePlans:
             if negated:
                 fields += ["_no", "_nn", "_ni", "_nd"]
             lines.append("_ho = _ro" if known_head else "_ho = -1")
+            candidate = _tuple_expr(fields)
             if status == "inserted":  # f° > f: in Ins wherever it fires in the new epoch
+                test, at = _and(["cur < _fn < INF", nn]), "_fn"
+            elif status == "deleted":  # f > f°: in Del at f° if the head was first derived there
+                test, at = _and(["cur < _fo < INF", no, f"{ho} == _fo"]), "_fo"
+            elif rediscovery:
+                test, at = adding, "_fn"
+            else:
+                # Del at f°: the head was first derived there, and an atom is in I⁻ (f > f°)
+                # or a negated tuple appeared.
+                deleting = _and(["cur < _fo < INF", no, _or(["_fn > _fo", ni]), f"{ho} == _fo"])
                 return [
                     *lines,
-                    f"if {_and(['cur < _fn < INF', nn])}:",
-                    f"    (S.get(_fn) or _bucket(_fn)).append({_tuple_expr(fields)})",
+                    f"_sf = {deleting}",
+                    f"_sn = {adding}",
+                    "if _sf or _sn:",
+                    f"    _cd = {candidate}",
+                    f"    if _sf: {_schedule('_fo', '_cd')}",
+                    f"    if _sn and (_fn != _fo or not _sf): {_schedule('_fn', '_cd')}",
                 ]
-            if status == "deleted":  # f > f°: in Del at f° if the head was first derived there
-                deleting = _and(["cur < _fo < INF", no, f"{ho} == _fo"])
-                return [
-                    *lines,
-                    f"if {deleting}:",
-                    f"    (S.get(_fo) or _bucket(_fo)).append({_tuple_expr(fields)})",
-                ]
-            if rediscovery:
-                return [
-                    *lines,
-                    f"if {adding}:",
-                    f"    (S.get(_fn) or _bucket(_fn)).append({_tuple_expr(fields)})",
-                ]
-            # Del at f°: the head was first derived there, and an atom is in I⁻ (f > f°) or a
-            # negated tuple appeared.
-            deleting = _and(["cur < _fo < INF", no, _or(["_fn > _fo", ni]), f"{ho} == _fo"])
-            return [
-                *lines,
-                f"_sf = {deleting}",
-                f"_sn = {adding}",
-                "if _sf or _sn:",
-                f"    _cd = {_tuple_expr(fields)}",
-                "    if _sf: (S.get(_fo) or _bucket(_fo)).append(_cd)",
-                "    if _sn and (_fn != _fo or not _sf): (S.get(_fn) or _bucket(_fn)).append(_cd)",
-            ]
+            return [*lines, f"if {test}:", f"    {_schedule(at, candidate)}"]
 
         compiled = self.compiler.compile(
             plan,
@@ -846,16 +846,15 @@ class StratumUpdatePlans:
     def _settle(self, relation: str, calls: _Calls) -> list[str]:
         """Lines applying the count changes `D_*` of one relation's heads at iteration k."""
         ident = self.ident(relation)
-        lists = [("_ch", calls.moved), ("_ci", calls.inserted), ("_dl", calls.deleted)]
+        lists = [("_ch", calls.moved), ("_ci", calls.inserted), ("_dl", calls.gone)]
         lines = [
             f"if D_{ident}:",
             *(f"    {name} = []" for name, enumerators in lists if enumerators),
-            *(["    _dl = []"] if calls.heads and not calls.deleted else []),
             f"    for _t, (_c, _o) in D_{ident}.items():",
             *_indented(8, self._settle_head(relation, calls, "_t", single=False)),
             f"    D_{ident}.clear()",
         ]
-        for name, enumerators in [*lists, ("_dl", calls.heads)]:
+        for name, enumerators in lists:
             if enumerators:
                 lines += [f"    if {name}:", *(f"        {fn}({name}, k)" for fn in enumerators)]
         return lines
@@ -876,11 +875,7 @@ class StratumUpdatePlans:
 
         inserted = handed(f"({t}, INF, k)", "_ci", calls.inserted)
         moved = handed(f"({t}, _o, k)", "_ch", calls.moved)
-        deleted = handed(
-            f"({t}, _o, INF)", "_dl", [*calls.deleted, *calls.heads] if single else calls.deleted
-        )
-        if not single and calls.heads and not calls.deleted:
-            deleted = [f"_dl.append(({t}, _o, INF))"]
+        deleted = handed(f"({t}, _o, INF)", "_dl", calls.gone)
         return [
             f"_x = {changes}.get({t})",
             "if _x is None:",
