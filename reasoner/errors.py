@@ -21,6 +21,11 @@ TYPE_MISMATCH = "type_mismatch"
 CYCLIC_NEGATION = "cyclic_negation"
 UNKNOWN_RELATION = "unknown_relation"
 
+EXPRESSION_TOO_DEEP = "expression_too_deep"
+"""An expression nested past the parser's bound (`reasoner.syntax.parser.MAX_NESTING`)."""
+RULE_TOO_LARGE = "rule_too_large"
+"""A rule with more body literals or tokens than the parser allows."""
+
 UNKNOWN_RULE = "unknown_rule"
 """A rule id to remove that the program does not have."""
 RULES_UNAVAILABLE = "rules_unavailable"
@@ -34,6 +39,8 @@ PROGRAM_ERROR_CODES = (
     CYCLIC_NEGATION,
     UNKNOWN_RELATION,
 )
+LIMIT_ERROR_CODES = (EXPRESSION_TOO_DEEP, RULE_TOO_LARGE)
+"""Codes of the parser's size limits: found before any analysis, like `parse_error`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,17 +59,31 @@ class Diagnostic:
     def column(self) -> int:
         return self.span.column
 
-    def format(self) -> str:
-        """`file:line:col: code: message`, then the source line and a caret under the span."""
+    def format(self, max_width: int | None = None) -> str:
+        """`file:line:col: code: message`, then the source line and a caret under the span.
+
+        With `max_width`, a longer source line is cut to that many characters around the span's
+        start (`…` marks each cut) and the caret to what is shown: the service answers with
+        this, so that one 200 KB line is not echoed whole; the command line shows whole lines.
+        """
         head = f"{self.filename}:{self.span.line}:{self.span.column}: {self.code}: {self.message}"
-        if not self.source_line:
+        line = self.source_line
+        if not line:
             return head
+        start = self.span.column - 1
         if self.span.end_line == self.span.line:
-            width = max(1, self.span.end_column - self.span.column)
+            end = max(start + 1, self.span.end_column - 1)
         else:
-            width = max(1, len(self.source_line) - self.span.column + 1)
-        caret = " " * (self.span.column - 1) + "^" * width
-        return f"{head}\n{self.source_line}\n{caret}"
+            end = max(start + 1, len(line))
+        if max_width is not None and len(line) > max_width:
+            low = max(0, min(start - max_width // 2, len(line) - max_width))
+            high = low + max_width
+            marked = "…" if low else ""
+            line = marked + line[low:high] + ("…" if high < len(line) else "")
+            start += len(marked) - low
+            end = min(end + len(marked) - low, len(line))
+        caret = " " * start + "^" * max(1, end - start)
+        return f"{head}\n{line}\n{caret}"
 
 
 class ProgramError(Exception):

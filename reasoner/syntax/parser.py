@@ -51,6 +51,14 @@ _QUALIFIERS = frozenset(
 )
 _MAX_DISJUNCTS = 4096
 """A body such as `(a;b), (c;d), ...` expands exponentially; refuse rather than hang."""
+MAX_NESTING = 64
+"""Deepest expression tree, and most parentheses open at once. Every later stage (analysis,
+the generated Python, Polars and Spark expressions) walks terms recursively, and Python's own
+parser refuses code nested 200 deep: a bound here keeps one small rule from failing there."""
+MAX_BODY_LITERALS = 64
+"""Literals in one rule body (after `;` is expanded): each becomes a nested join loop."""
+MAX_CLAUSE_TOKENS = 10_000
+"""Tokens in one rule: bounds the work and the code one clause can cost."""
 
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
@@ -62,10 +70,11 @@ Alternatives = list[list[BodyLiteral]]
 class _Failure(Exception):
     """Abandons the current clause; caught by the statement loop, which then recovers."""
 
-    def __init__(self, message: str, span: Span) -> None:
+    def __init__(self, message: str, span: Span, code: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.span = span
+        self.code = code or errors.PARSE_ERROR
 
 
 def _join(first: Span, last: Span) -> Span:
@@ -85,6 +94,8 @@ class _Parser:
         self.filename = filename
         self.tokens = lexed.tokens
         self.pos = 0
+        self._nesting = 0
+        """Parentheses open at this point of the clause (see `MAX_NESTING`)."""
         self._lines: list[str] | None = None
         self.diagnostics: list[errors.Diagnostic] = [
             self._diagnostic(message, span) for message, span in lexed.problems
@@ -96,11 +107,14 @@ class _Parser:
 
     # -- diagnostics ---------------------------------------------------------------------------
 
-    def _diagnostic(self, message: str, span: Span) -> errors.Diagnostic:
+    def _diagnostic(self, message: str, span: Span, code: str | None = None) -> errors.Diagnostic:
         if self._lines is None:
             self._lines = self.text.split("\n")
         line = self._lines[span.line - 1].rstrip("\r") if span.line <= len(self._lines) else ""
-        return errors.Diagnostic(errors.PARSE_ERROR, message, span, self.filename, line)
+        return errors.Diagnostic(code or errors.PARSE_ERROR, message, span, self.filename, line)
+
+    def _failed(self, failure: _Failure) -> None:
+        self.diagnostics.append(self._diagnostic(failure.message, failure.span, failure.code))
 
     def _raise_if_errors(self) -> None:
         if self.diagnostics:
@@ -151,6 +165,7 @@ class _Parser:
     def program(self) -> Program:
         while self._peek().kind != EOF:
             start = self.pos
+            self._nesting = 0
             is_directive = self._is_directive_start(start, after_gap=False)
             try:
                 if is_directive:
@@ -158,11 +173,7 @@ class _Parser:
                 else:
                     self._clause()
             except _Failure as failure:
-                self.diagnostics.append(self._diagnostic(failure.message, failure.span))
-                self._recover(start, is_directive)
-            except RecursionError:
-                span = self.tokens[start].span
-                self.diagnostics.append(self._diagnostic("expression nested too deeply", span))
+                self._failed(failure)
                 self._recover(start, is_directive)
         self._raise_if_errors()
         return Program(
@@ -292,6 +303,7 @@ class _Parser:
             self._advance()
 
     def _clause(self) -> None:
+        start = self.pos
         first = self._peek()
         if first.kind != IDENT:
             raise self._fail("a rule, a fact or a directive")
@@ -311,6 +323,12 @@ class _Parser:
         alternatives = self._disjunction()
         end = self._expect(".", "`,`, `;` or `.` after a body literal")
         span = _join(first.span, end.span)
+        if self.pos - start > MAX_CLAUSE_TOKENS:
+            raise _Failure(
+                f"the rule has more than {MAX_CLAUSE_TOKENS} tokens",
+                span,
+                errors.RULE_TOO_LARGE,
+            )
         text = self.text[first.offset : end.end_offset]
         for head in heads:
             for body in alternatives:
@@ -333,6 +351,12 @@ class _Parser:
             options = self._literal()
             alternatives = [left + right for left in alternatives for right in options]
             self._check_size(alternatives, start)
+            if any(len(body) > MAX_BODY_LITERALS for body in alternatives):
+                raise _Failure(
+                    f"the rule body has more than {MAX_BODY_LITERALS} literals",
+                    start.span,
+                    errors.RULE_TOO_LARGE,
+                )
             if self._peek().kind != ",":
                 return alternatives
             self._advance()
@@ -357,9 +381,10 @@ class _Parser:
             if following == "(":
                 return [[self._atom()]]
         if token.kind == "(" and not self._parenthesis_opens_term():
-            self._advance()
+            self._open(token)
             alternatives = self._disjunction()
             self._expect(")", "`,`, `;` or `)` in a parenthesised body")
+            self._nesting -= 1
             return alternatives
         left = self._expression()
         operator = self._peek()
@@ -409,44 +434,74 @@ class _Parser:
 
     # -- terms ---------------------------------------------------------------------------------
 
+    def _open(self, token: Token) -> None:
+        """Enter a parenthesis (or a unary minus): refuse nesting past `MAX_NESTING` before
+        the recursion that would follow it can exhaust the stack."""
+        self._nesting += 1
+        if self._nesting > MAX_NESTING:
+            raise _Failure(
+                f"the expression is nested more than {MAX_NESTING} levels deep",
+                token.span,
+                errors.EXPRESSION_TOO_DEEP,
+            )
+        self._advance()
+
     def _expression(self) -> Term:
-        left = self._product()
+        return self._sum()[0]
+
+    def _sum(self) -> tuple[Term, int]:
+        """A sum and the depth of its tree (a chain `x+1+...+1` nests to the left)."""
+        left, depth = self._product()
         while self._peek().kind in ("+", "-"):
             operator = self._advance().kind
-            right = self._product()
-            left = BinaryOp(cast(ArithOp, operator), left, right, _join(left.span, right.span))
-        return left
+            right, right_depth = self._product()
+            left, depth = self._binary(operator, left, right, max(depth, right_depth) + 1)
+        return left, depth
 
-    def _product(self) -> Term:
-        left = self._unary()
+    def _product(self) -> tuple[Term, int]:
+        left, depth = self._unary()
         while self._peek().kind in ("*", "/", "%"):
             operator = self._advance().kind
-            right = self._unary()
-            left = BinaryOp(cast(ArithOp, operator), left, right, _join(left.span, right.span))
-        return left
+            right, right_depth = self._unary()
+            left, depth = self._binary(operator, left, right, max(depth, right_depth) + 1)
+        return left, depth
 
-    def _unary(self) -> Term:
+    @staticmethod
+    def _binary(operator: str, left: Term, right: Term, depth: int) -> tuple[Term, int]:
+        span = _join(left.span, right.span)
+        if depth > MAX_NESTING:
+            raise _Failure(
+                f"the expression is nested more than {MAX_NESTING} levels deep",
+                span,
+                errors.EXPRESSION_TOO_DEEP,
+            )
+        return BinaryOp(cast(ArithOp, operator), left, right, span), depth
+
+    def _unary(self) -> tuple[Term, int]:
         token = self._peek()
         if token.kind != "-":
             return self._primary()
-        self._advance()
-        if self._peek().kind == NUMBER:
+        if self._peek(1).kind == NUMBER:
+            self._advance()
             number = self._advance()
             span = _join(token.span, number.span)
-            return NumberConst(self._number_value(number, span, negate=True), span)
-        operand = self._unary()
+            return NumberConst(self._number_value(number, span, negate=True), span), 0
+        self._open(token)
+        operand, depth = self._unary()
+        self._nesting -= 1
         zero = NumberConst(0, token.span)
-        return BinaryOp("-", zero, operand, _join(token.span, operand.span))
+        return self._binary("-", zero, operand, depth + 1)
 
-    def _primary(self) -> Term:
+    def _primary(self) -> tuple[Term, int]:
         token = self._peek()
         kind = token.kind
         if kind == NUMBER:
             self._advance()
-            return NumberConst(self._number_value(token, token.span, negate=False), token.span)
+            value = self._number_value(token, token.span, negate=False)
+            return NumberConst(value, token.span), 0
         if kind == STRING:
             self._advance()
-            return StringConst(token.value, token.span)
+            return StringConst(token.value, token.span), 0
         if kind == IDENT:
             self._advance()
             if self._peek().kind == "(":
@@ -455,28 +510,36 @@ class _Parser:
                     token.span,
                 )
             if token.text == "_":
-                return Wildcard(token.span)
-            return Variable(token.text, token.span)
+                return Wildcard(token.span), 0
+            return Variable(token.text, token.span), 0
         if kind == "(":
-            self._advance()
-            inner = self._expression()
+            self._open(token)
+            inner, depth = self._sum()
             close = self._expect(")", "`)` or an arithmetic operator")
-            return dataclasses.replace(inner, span=_join(token.span, close.span))
+            self._nesting -= 1
+            return dataclasses.replace(inner, span=_join(token.span, close.span)), depth
         raise self._fail("a term (a variable, `_`, a number, a string or `(`)")
 
     @staticmethod
     def _number_value(token: Token, span: Span, *, negate: bool) -> int:
         text = token.text
-        if text[:2] in ("0x", "0X"):
-            value = int(text, 16)
+        hexadecimal = text[:2] in ("0x", "0X")
+        digits = (text[2:] if hexadecimal else text).lstrip("0") or "0"
+        shown = f"-{text}" if negate else text
+        if len(shown) > 40:
+            shown = f"{shown[:20]}...{shown[-10:]}"
+        too_large = _Failure(f"number literal `{shown}` does not fit in 64 bits", span)
+        if len(digits) > 20:  # never convert thousands of digits (Python refuses to)
+            raise too_large
+        if hexadecimal:
+            value = int(digits, 16)
             if value >= 1 << 64:
-                raise _Failure(f"number literal `{text}` does not fit in 64 bits", span)
+                raise too_large
             value = wrap64(value)
             return wrap64(-value) if negate else value
-        value = -int(text) if negate else int(text)
+        value = -int(digits) if negate else int(digits)
         if not _INT64_MIN <= value <= _INT64_MAX:
-            shown = f"-{text}" if negate else text
-            raise _Failure(f"number literal `{shown}` does not fit in 64 bits", span)
+            raise too_large
         return value
 
 
@@ -501,10 +564,7 @@ def parse_body(text: str, filename: str = "<query>") -> tuple[BodyLiteral, ...]:
         if parser._peek().kind != EOF:
             raise parser._fail("`,` or the end of the query")
     except _Failure as failure:
-        parser.diagnostics.append(parser._diagnostic(failure.message, failure.span))
-    except RecursionError:
-        span = parser.tokens[0].span
-        parser.diagnostics.append(parser._diagnostic("expression nested too deeply", span))
+        parser._failed(failure)
     parser._raise_if_errors()
     if len(alternatives) != 1:
         first, last = parser.tokens[0], parser.tokens[-1]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from reasoner.analysis import check_program
-from reasoner.errors import PROGRAM_ERROR_CODES, ProgramError
+from reasoner.errors import LIMIT_ERROR_CODES, PROGRAM_ERROR_CODES, ProgramError
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "errors"
 CASES = sorted(GOLDEN.glob("*.dl"))
@@ -43,7 +43,7 @@ def test_every_expected_file_has_a_program() -> None:
 
 
 def test_each_code_has_at_least_two_cases() -> None:
-    cases_per_code = dict.fromkeys(PROGRAM_ERROR_CODES, 0)
+    cases_per_code = dict.fromkeys(PROGRAM_ERROR_CODES + LIMIT_ERROR_CODES, 0)
     for path in CASES:
         with pytest.raises(ProgramError) as info:
             check_program(path.read_text(), filename=path.name)

@@ -24,6 +24,7 @@ from reasoner.syntax.ast import (
     Wildcard,
 )
 from reasoner.syntax.lexer import tokenize
+from reasoner.syntax.parser import MAX_BODY_LITERALS, MAX_CLAUSE_TOKENS, MAX_NESTING
 
 BENCH = Path("/work/shared/bench")
 BENCH_PROGRAMS = sorted(BENCH.glob("**/*.dl")) if BENCH.exists() else []
@@ -304,14 +305,47 @@ class TestTerms:
         assert column == 19
         assert message.startswith("functor calls such as `cat(...)` are not supported")
 
-    def test_deep_nesting_does_not_crash(self) -> None:
+    def test_deep_nesting_is_refused_with_its_code(self) -> None:
         deep = "(" * 5000 + "1" + ")" * 5000
-        ((_, _, message),) = errors_of(f"p({deep}).\nq(1).")
-        assert message == "expression nested too deeply"
+        with pytest.raises(ProgramError) as info:
+            parse_program(f"p({deep}).\nq(1).")
+        ((diagnostic),) = info.value.diagnostics
+        assert diagnostic.code == "expression_too_deep"
+        assert (diagnostic.line, diagnostic.column) == (1, 3 + MAX_NESTING)
 
-    def test_long_arithmetic_chain(self) -> None:
-        program = parse_program("p(" + " + ".join(["1"] * 3000) + ").")
-        assert isinstance(program.facts[0].atom.args[0], BinaryOp)
+    def test_nesting_up_to_the_limit_parses(self) -> None:
+        nested = "(" * MAX_NESTING + "1" + ")" * MAX_NESTING
+        chain = " + ".join(["1"] * (MAX_NESTING + 1))
+        program = parse_program(f"p({nested}).\np({chain}).")
+        assert isinstance(program.facts[1].atom.args[0], BinaryOp)
+
+    @pytest.mark.parametrize(
+        "term",
+        [
+            " + ".join(["1"] * 3000),
+            " * ".join(["1"] * (MAX_NESTING + 2)),
+            "-" * (MAX_NESTING + 2) + "x",
+            "1 - " + "(1 - " * MAX_NESTING + "1" + ")" * MAX_NESTING,
+        ],
+        ids=["sum", "product", "unary", "right-nested"],
+    )
+    def test_long_arithmetic_chains_are_refused(self, term: str) -> None:
+        with pytest.raises(ProgramError) as info:
+            parse_body(f"s(x), y = {term}")
+        assert info.value.code == "expression_too_deep"
+
+    def test_bodies_past_the_literal_limit_are_refused(self) -> None:
+        body = ", ".join(["e(x)"] * MAX_BODY_LITERALS)
+        assert len(parse_program(f"p(x) :- {body}.").rules[0].body) == MAX_BODY_LITERALS
+        with pytest.raises(ProgramError) as info:
+            parse_program(f"p(x) :- {body}, e(x).")
+        assert info.value.code == "rule_too_large"
+
+    def test_rules_past_the_token_limit_are_refused(self) -> None:
+        wide = ", ".join(f"x{i}" for i in range(MAX_CLAUSE_TOKENS // 2))
+        with pytest.raises(ProgramError) as info:
+            parse_program(f"p(x0) :- e({wide}).")
+        assert info.value.code == "rule_too_large"
 
 
 # -- disjunction -----------------------------------------------------------------------------------
