@@ -1,12 +1,19 @@
 """Errors as RFC 9457 problem details (`application/problem+json`) with a stable `code`.
 
 Every error response has `type`, `title`, `status`, `detail` and `code`; program errors add
-`line`, `column` and `filename` of the first diagnostic and `errors` with every diagnostic.
+`line`, `column` and `filename` of the first diagnostic, `errors` with the first
+`MAX_REPORTED_ERRORS` diagnostics, `error_count` (all of them) and `formatted` (those
+diagnostics as the command line prints them, each source line cut around its column).
 Clients branch on `code`, never on `detail`.
+
+An error answer stays small whatever was sent: text echoed from the request (messages, source
+lines) is clipped, so a 200 KB body with a mistake on every line gets a few KB back.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import logging
 from http import HTTPStatus
 from typing import Any
@@ -51,10 +58,28 @@ QUERY_TIMEOUT = "query_timeout"
 QUERY_TOO_LARGE = "query_too_large"
 TOO_MANY_RULES = "too_many_rules"
 EPOCH_TIMEOUT = "epoch_timeout"
+EPOCH_TOO_LARGE = "epoch_too_large"
+EVALUATION_FAILED = "evaluation_failed"
+CLIENT_CLOSED_REQUEST = "client_closed_request"
+TOO_BUSY = "too_busy"
 DATABASE_UNAVAILABLE = "database_unavailable"
 INTERNAL_ERROR = "internal_error"
+INVALID_TEXT = "invalid_text"
+"""Text the service cannot store: a NUL character (U+0000) in a rule, which PostgreSQL's
+`text` refuses, an unpaired surrogate (`"\\ud800"` in JSON), which is not Unicode, or facts of
+a relation named past the store's 255 characters."""
+
+MAX_REPORTED_ERRORS = 10
+"""Diagnostics listed in a program error's `errors` and `formatted` (`error_count` has all)."""
+MAX_ECHO_CHARS = 200
+"""Longest piece of request text (a source line, a query parameter) echoed back."""
+MAX_MESSAGE_CHARS = 300
+"""Longest message (which may quote a token or a value of the request) in an answer. With the
+limits above, a program error's `formatted` stays under 8 KB."""
 
 _NOT_FOUND_CODES = {UNKNOWN_RULE}
+_PHRASES = {499: "Client Closed Request"}
+"""Statuses outside the standard (nginx's 499), for the access log of a request nobody reads."""
 
 
 class Problem(Exception):
@@ -80,13 +105,28 @@ class Problem(Exception):
 def problem_body(status: int, code: str, detail: str, **extra: Any) -> dict[str, Any]:
     body = {
         "type": TYPE_BASE + code,
-        "title": HTTPStatus(status).phrase,
+        "title": _PHRASES.get(status) or HTTPStatus(status).phrase,
         "status": status,
         "detail": detail,
         "code": code,
     }
     body.update(extra)
     return body
+
+
+class ProblemJSONResponse(JSONResponse):
+    """A problem document. Its text may quote the request (a dictionary key, a token), and
+    JSON can carry an unpaired surrogate (`"\\ud800"`) that UTF-8 cannot encode: such a
+    document is written with `\\u` escapes instead of failing with a 500."""
+
+    media_type = PROBLEM_JSON
+
+    def render(self, content: Any) -> bytes:
+        try:
+            return super().render(content)
+        except UnicodeEncodeError:
+            text = json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+            return text.encode("ascii")
 
 
 def problem_response(
@@ -97,20 +137,30 @@ def problem_response(
     headers: dict[str, str] | None = None,
     **extra: Any,
 ) -> JSONResponse:
-    return JSONResponse(
-        problem_body(status, code, detail, **extra),
-        status_code=status,
-        media_type=PROBLEM_JSON,
-        headers=headers,
+    return ProblemJSONResponse(
+        problem_body(status, code, detail, **extra), status_code=status, headers=headers
     )
+
+
+def clip(text: str, limit: int = MAX_ECHO_CHARS) -> str:
+    """`text`, cut to `limit` characters (marked by `…`) if longer."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def program_error_problem(error: ProgramError) -> Problem:
     first = error.diagnostics[0]
+    shown = [
+        dataclasses.replace(d, message=clip(d.message, MAX_MESSAGE_CHARS))
+        for d in error.diagnostics[:MAX_REPORTED_ERRORS]
+    ]
+    formatted = "\n".join(d.format(max_width=MAX_ECHO_CHARS) for d in shown)
+    hidden = len(error.diagnostics) - len(shown)
+    if hidden:
+        formatted += f"\n... and {hidden} more error(s)"
     return Problem(
         400,
         first.code,
-        first.message,
+        shown[0].message,
         line=first.line,
         column=first.column,
         filename=first.filename,
@@ -124,22 +174,23 @@ def program_error_problem(error: ProgramError) -> Problem:
                 "end_column": d.span.end_column,
                 "filename": d.filename,
             }
-            for d in error.diagnostics
+            for d in shown
         ],
-        formatted=error.format(),
+        error_count=len(error.diagnostics),
+        formatted=formatted,
     )
 
 
 def invalid_delta_problem(error: InvalidDelta) -> Problem:
     status = 404 if error.code in _NOT_FOUND_CODES else 400
-    return Problem(status, error.code, error.message)
+    return Problem(status, error.code, clip(error.message, MAX_MESSAGE_CHARS))
 
 
 def input_data_problem(error: InputDataError) -> Problem:
     extra: dict[str, Any] = {"filename": error.filename}
     if error.line:
         extra["line"] = error.line
-    return Problem(400, INVALID_FACTS, error.message, **extra)
+    return Problem(400, INVALID_FACTS, clip(error.message, MAX_MESSAGE_CHARS), **extra)
 
 
 _HTTP_CODES = {
@@ -184,16 +235,27 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        # A location holds the body's keys: clipped, and only the first errors listed, so
+        # that a body with a million wrong values does not get them all back.
+        every = exc.errors()
         errors = [
             {
-                "location": [str(part) for part in error.get("loc", ())],
+                "location": [clip(str(part)) for part in error.get("loc", ())],
                 "message": error.get("msg", ""),
                 "type": error.get("type", ""),
             }
-            for error in exc.errors()
+            for error in every[:MAX_REPORTED_ERRORS]
         ]
         detail = "; ".join(f"{'.'.join(e['location'])}: {e['message']}" for e in errors)
-        return problem_response(422, INVALID_REQUEST, detail or "invalid request", errors=errors)
+        if len(every) > len(errors):
+            detail += f"; ... and {len(every) - len(errors)} more error(s)"
+        return problem_response(
+            422,
+            INVALID_REQUEST,
+            detail or "invalid request",
+            errors=errors,
+            error_count=len(every),
+        )
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:

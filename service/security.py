@@ -2,7 +2,8 @@
 
 With a write token configured, write routes need it. With a read token configured, read routes
 need it or the write token (a writer may read). When only a read token is set, writes need it
-too: a write is never less protected than a read. `/health` and `/ready` stay open for probes.
+too: a write is never less protected than a read. `/health` and `/ready` stay open for probes;
+everything else, `/metrics` and the API description included, is at least a read.
 
 The tokens are checked twice: by `TokenGate`, an ASGI middleware that decides from the method
 and the path alone before anything of the request is read (so an anonymous client learns
@@ -69,25 +70,27 @@ def require_write(request: Request, credentials: Credentials) -> None:
     check_write(request.app.state.settings, _token(credentials))
 
 
-OPEN_PATHS = frozenset({"/health", "/ready", "/openapi.json", "/docs", "/docs/oauth2-redirect"})
+OPEN_PATHS = frozenset({"/health", "/ready"})
+"""Answered to anyone: orchestrators probe them without credentials, and they show no user
+data (liveness, and readiness with the epoch number)."""
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 def access_level(method: str, path: str) -> str | None:
     """What a request needs, from its method and path: "read", "write" or None (open).
 
-    Everything under /v1 is guarded, unknown paths included (an anonymous client cannot even
-    learn which routes exist): reads are GET/HEAD/OPTIONS and `POST /v1/query`, every other
-    method writes. `/metrics` is a read; probes and the API description are open."""
+    Only the probes are open. Under /v1 reads are GET/HEAD/OPTIONS and `POST /v1/query`,
+    every other method writes. Every other path is a read, unknown ones included (an anonymous
+    client cannot even learn which routes exist): `/metrics` names the relations and counts
+    their tuples, and the API description (`/openapi.json`, `/docs`, `/redoc`) is the map of
+    what a token opens, so both need the read token when one is set."""
     if path in OPEN_PATHS:
         return None
-    if path == "/metrics":
-        return "read"
     if path == "/v1" or path.startswith("/v1/"):
         if method in READ_METHODS or (method == "POST" and path.rstrip("/") == "/v1/query"):
             return "read"
         return "write"
-    return None
+    return "read"
 
 
 def bearer_token(authorization: str | None) -> str | None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import io
-import re
 from collections.abc import Sequence
 
 from fastapi import Request
@@ -12,12 +11,11 @@ from fastapi import Request
 from reasoner.errors import InputDataError
 from reasoner.io.facts import parse_facts_text
 from reasoner.syntax.ast import NUMBER, ColumnType
+from service.api.common import parse_int64
 from service.errors import INVALID_REQUEST, UNSUPPORTED_MEDIA_TYPE, Problem
 
 FACTS_MEDIA_TYPES = ("text/tab-separated-values", "text/plain", "application/octet-stream")
 CSV_MEDIA_TYPE = "text/csv"
-_NUMBER = re.compile(r"[+-]?[0-9]+")
-_INT64 = (-(1 << 63), (1 << 63) - 1)
 
 
 def media_type(request: Request) -> tuple[str, dict[str, str]]:
@@ -99,13 +97,14 @@ def parse_csv(text: str, types: Sequence[ColumnType], filename: str, header: boo
                 if kind != NUMBER:
                     row.append(field)
                     continue
-                if not _NUMBER.fullmatch(field) or not _INT64[0] <= int(field) <= _INT64[1]:
+                value = parse_int64(field)
+                if value is None:
                     raise InputDataError(
                         f"column {column}: expected a 64-bit integer, got {field!r}",
                         filename,
                         line,
                     )
-                row.append(int(field))
+                row.append(value)
             rows.append(tuple(row))
     except csv.Error as exc:
         raise InputDataError(f"malformed CSV: {exc}", filename, reader.line_num + offset) from None

@@ -5,15 +5,21 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from fastapi import Request
 
 from reasoner.analysis.model import RelationInfo
-from service.errors import INVALID_CURSOR, Problem
+from reasoner.elastic.epoch import Delta
+from reasoner.errors import Diagnostic, ProgramError
+from reasoner.program_text import RULES_FILENAME
+from reasoner.syntax.ast import Span
+from service.errors import INVALID_CURSOR, INVALID_TEXT, Problem, clip
 from service.runtime import Applied, Runtime
 from service.schemas import EpochOut, StratumOut
+from service.store import models
 
 PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
     status: {
@@ -74,23 +80,168 @@ def encode_cursor(row: Sequence[Any]) -> str:
 
 
 def decode_cursor(cursor: str, types: Sequence[str]) -> tuple[Any, ...]:
-    """The row a cursor points after; its values must have the columns' types."""
+    """The row a cursor points after; its values must have the columns' types.
+
+    A cursor comes back from the client, so anything may be in it: it is decoded without
+    recursion (`flat_json_array`) and every value checked, so that no cursor costs more than
+    a 400 `invalid_cursor`."""
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
-        row = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")).decode("utf-8"))
+        row = flat_json_array(base64.urlsafe_b64decode(padded.encode("ascii")).decode("utf-8"))
     except (ValueError, binascii.Error, UnicodeError):
         raise Problem(400, INVALID_CURSOR, "the cursor is not one this service issued") from None
-    if not isinstance(row, list) or len(row) != len(types):
+    if len(row) != len(types):
         raise Problem(400, INVALID_CURSOR, "the cursor does not fit these columns")
     for value, kind in zip(row, types, strict=True):
-        ok = isinstance(value, str) if kind == "symbol" else _is_int(value)
+        ok = isinstance(value, str) if kind == "symbol" else _is_int64(value)
         if not ok:
             raise Problem(400, INVALID_CURSOR, "the cursor does not fit these columns")
     return tuple(row)
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+_JSON_DECODER = json.JSONDecoder()
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def flat_json_array(text: str) -> list[Any]:
+    """A JSON array of scalars (strings, numbers, literals), decoded element by element.
+
+    `json.loads` recurses once per nesting level, so a few thousand `[` raise RecursionError.
+    A cursor never nests, so a nested array or object is refused before the decoder sees it;
+    each element alone is decoded by `raw_decode`, which then cannot recurse. Raises
+    ValueError (an integer over 4,300 digits included) on anything else."""
+    space = _JSON_SPACE.match
+    position = space(text).end()
+    if not text.startswith("[", position):
+        raise ValueError("not a JSON array")
+    position = space(text, position + 1).end()
+    values: list[Any] = []
+    if text.startswith("]", position):
+        position += 1
+    else:
+        while True:
+            if text.startswith(("[", "{"), position):
+                raise ValueError("a nested array or object")
+            value, position = _JSON_DECODER.raw_decode(text, position)
+            values.append(value)
+            position = space(text, position).end()
+            if text.startswith("]", position):
+                position += 1
+                break
+            if not text.startswith(",", position):
+                raise ValueError("expected `,` or `]`")
+            position = space(text, position + 1).end()
+    if space(text, position).end() != len(text):
+        raise ValueError("text after the array")
+    return values
+
+
+INT64_MIN = -(1 << 63)
+INT64_MAX = (1 << 63) - 1
+_INT64_TEXT = re.compile(r"([+-]?)0*([0-9]{1,19})")
+"""A 64-bit decimal: ASCII digits only (`str.isdigit` and `int` also take `²`, `١` or `1_0`),
+and at most 19 significant ones: `int` refuses 4,300 digits, leading zeros included."""
+
+
+def parse_int64(text: str) -> int | None:
+    """`text` as a signed 64-bit decimal (as in `.facts` files), or None."""
+    match = _INT64_TEXT.fullmatch(text)
+    if match is None:
+        return None
+    sign, digits = match.groups()
+    value = -int(digits) if sign == "-" else int(digits)
+    return value if INT64_MIN <= value <= INT64_MAX else None
+
+
+def _is_int64(value: Any) -> bool:
+    return (
+        isinstance(value, int) and not isinstance(value, bool) and INT64_MIN <= value <= INT64_MAX
+    )
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def unpaired_surrogate(text: str) -> int | None:
+    """Where `text` holds an unpaired UTF-16 surrogate, or None.
+
+    JSON can write one (`"\\ud800"`) and Python decodes it into a `str`, but it is not
+    Unicode: UTF-8 cannot encode it, so the database driver and the JSON answer that echoes
+    it would both raise (a 500)."""
+    if text.isascii():
+        return None
+    found = _SURROGATE.search(text)
+    return None if found is None else found.start()
+
+
+def _text_problem(text: str, filename: str) -> Diagnostic | None:
+    """A diagnostic at the first character of a rule text that cannot be stored, or None.
+
+    A NUL (U+0000) passes the parser inside a comment or a string literal, and PostgreSQL's
+    `text` refuses it only at the commit, which the service answers 503 "retry later": a client
+    would retry forever. Lines and columns count as the lexer does (by `\\n`, in code
+    points)."""
+    nul = text.find("\x00")
+    surrogate = unpaired_surrogate(text)
+    if nul < 0 and surrogate is None:
+        return None
+    if surrogate is None or 0 <= nul < surrogate:
+        offset, message = nul, "a NUL character (U+0000) cannot be stored: remove it"
+    else:
+        offset = surrogate
+        message = "an unpaired surrogate (`\\ud800`-`\\udfff`) is not Unicode text"
+    line_start = text.rfind("\n", 0, offset) + 1
+    line_end = text.find("\n", offset)
+    line = text.count("\n", 0, offset) + 1
+    column = offset - line_start + 1
+    return Diagnostic(
+        INVALID_TEXT,
+        message,
+        Span(line, column, line, column + 1),
+        filename,
+        text[line_start : len(text) if line_end < 0 else line_end].rstrip("\r"),
+    )
+
+
+MAX_STORED_NAME: int = models.facts.c.relation.type.length
+"""Longest relation name a stored fact can have (PostgreSQL enforces the column's length)."""
+
+
+def check_delta(delta: Delta) -> None:
+    """Refuse a write holding text the store cannot keep, before it is parsed or committed.
+
+    Rule texts are stored as they are: a NUL or an unpaired surrogate in one is a program
+    error (`invalid_text`, with its line and column, named like the engine names added texts).
+    Inserted symbols are stored as JSON, which escapes a NUL (so NUL is a valid symbol) but
+    cannot write an unpaired surrogate; each fact is stored with its relation's name, in a
+    column of `MAX_STORED_NAME` characters. Retracted values and rule ids are only compared
+    with stored ones, so they cannot reach the database. Every refusal is final (400): the
+    commit would fail the same way on every retry, which the 503 it gave told clients to do."""
+    names = (
+        [RULES_FILENAME]
+        if len(delta.add_rules) == 1
+        else [f"<rules {n + 1}>" for n in range(len(delta.add_rules))]
+    )
+    found = [_text_problem(text, name) for name, text in zip(names, delta.add_rules, strict=True)]
+    diagnostics = [d for d in found if d is not None]
+    if diagnostics:
+        raise ProgramError(diagnostics)
+    for name, rows in delta.insert.items():
+        if len(name) > MAX_STORED_NAME:
+            raise Problem(
+                400,
+                INVALID_TEXT,
+                f"facts of a relation whose name is longer than {MAX_STORED_NAME} characters "
+                f"cannot be stored (`{clip(name)}`): nothing changed",
+            )
+        symbols = [value for row in rows for value in row if isinstance(value, str)]
+        if unpaired_surrogate("".join(symbols)) is not None:
+            raise Problem(
+                400,
+                INVALID_TEXT,
+                f"a value inserted into `{clip(name)}` holds an unpaired surrogate "
+                "(`\\ud800`-`\\udfff`), which is not Unicode text: nothing changed",
+            )
 
 
 def relation_stratum(info: RelationInfo, stratum_of: dict[str, int]) -> int | None:
