@@ -14,11 +14,11 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from reasoner.analysis import check_program
 from reasoner.analysis.model import AnalyzedProgram, RelationInfo, Stratum, Value
-from reasoner.concurrency import ReadWriteLock
+from reasoner.concurrency import ReadWriteLock, read_optimistically
 from reasoner.elastic.bootstrap import BootstrapCancelled, Check, StratumRun
 from reasoner.elastic.engines import EngineChoice, EngineSettings, run_bootstrap
 from reasoner.elastic.epoch import Delta, EpochReport, Rows, StratumReport
@@ -53,6 +53,8 @@ from reasoner.values import ValuePool
 
 if TYPE_CHECKING:
     from reasoner.executors.local.row_set import RowSet
+
+T = TypeVar("T")
 
 DEFAULT_SWITCHING_PARAMETER = 0.2
 DEFAULT_MIN_UPDATE_SECONDS = 0.5
@@ -186,6 +188,11 @@ class Materialization:
         with self._lock.shared():
             yield
 
+    def read(self, read: Callable[[], T]) -> T:
+        """`read()` on one published epoch without blocking the writer while it runs (see
+        `reasoner.concurrency.read_optimistically`): for reads that may take long."""
+        return read_optimistically(self._lock, read)
+
     # -- Bootstrap ------------------------------------------------------------------------------
 
     def _build(
@@ -227,14 +234,15 @@ class Materialization:
             self._plans = built.plans
             self.frames = built.frames
 
-    def bootstrap(self) -> BootstrapReport:
-        """Recompute the state from the program and the facts, and publish it."""
+    def bootstrap(self, check: Check | None = None) -> BootstrapReport:
+        """Recompute the state from the program and the facts, and publish it. `check` may
+        stop the computation by raising (see `apply`); the published state is then unchanged."""
         with self._writer:
-            return self._bootstrap()
+            return self._bootstrap(check)
 
-    def _bootstrap(self) -> BootstrapReport:
+    def _bootstrap(self, check: Check | None = None) -> BootstrapReport:
         start = time.perf_counter()
-        built = self._build(self.analyzed, self.facts)
+        built = self._build(self.analyzed, self.facts, check)
         self._publish_built(built)
         seconds = time.perf_counter() - start
         self.last_bootstrap_seconds = seconds

@@ -88,6 +88,8 @@ class Metrics:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.epochs: dict[str, int] = {"update": 0, "bootstrap": 0}
+        self.refusals: dict[str, int] = {}
+        self.quarantines = 0
         self.update_seconds = Histogram(
             "reasoner_update_seconds", "Duration of epochs applied by Update."
         )
@@ -104,6 +106,15 @@ class Metrics:
     def startup_bootstrap(self, seconds: float) -> None:
         self.bootstrap_seconds.observe(seconds)
 
+    def refused(self, code: str) -> None:
+        """A request turned away to protect the service (a budget, a limit), by its code."""
+        with self._lock:
+            self.refusals[code] = self.refusals.get(code, 0) + 1
+
+    def quarantined(self) -> None:
+        with self._lock:
+            self.quarantines += 1
+
     def render(
         self,
         *,
@@ -118,8 +129,21 @@ class Metrics:
         ]
         with self._lock:
             epochs = dict(self.epochs)
+            refusals = dict(self.refusals)
+            quarantines = self.quarantines
         for strategy, count in sorted(epochs.items()):
             lines.append(f"reasoner_epochs_total{_labels({'strategy': strategy})} {count}")
+        lines += [
+            "# HELP reasoner_refused_total Requests refused to protect the service, by code.",
+            "# TYPE reasoner_refused_total counter",
+        ]
+        for code, count in sorted(refusals.items()):
+            lines.append(f"reasoner_refused_total{_labels({'code': code})} {count}")
+        lines += [
+            "# HELP reasoner_quarantined_epochs_total Programs a rebuild could not evaluate.",
+            "# TYPE reasoner_quarantined_epochs_total counter",
+            f"reasoner_quarantined_epochs_total {quarantines}",
+        ]
         lines += self.update_seconds.render()
         lines += self.bootstrap_seconds.render()
         lines += [

@@ -8,9 +8,15 @@ run on the request threads inside `Materialization.reading()`: the engine holds 
 side only while it publishes an epoch, so a read waits at most for a publication, never for an
 evaluation, and always sees a whole epoch.
 
+Every write is evaluated before it is committed, under a deadline and a memory allowance
+(`service.epoch_budget`): the commit happens between computing the epoch and publishing it, so
+a write that fails, never terminates or explodes is refused and leaves nothing in the store.
+
 Start-up (`start`): migrate, then, as the writer's first job, load the committed program and
-facts and bootstrap; `ready` turns true only then. If applying a committed delta ever fails,
-the service rebuilds from the store (which already holds the delta) before taking more writes.
+facts and bootstrap; `ready` turns true only then. A program the rebuild cannot evaluate (one
+committed by an older version, or a defect) is quarantined, and the service comes up at the
+last program it can evaluate. If publishing a committed epoch ever fails, the service rebuilds
+from the store (which already holds the delta) before taking more writes.
 """
 
 from __future__ import annotations
@@ -19,9 +25,9 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,20 +36,25 @@ from typing import Any, TypeVar
 from sqlalchemy.exc import SQLAlchemyError
 
 from reasoner.analysis.model import AnalyzedProgram
-from reasoner.elastic.bootstrap import BootstrapCancelled, Cancellation
+from reasoner.elastic.bootstrap import BootstrapCancelled
 from reasoner.elastic.engines import EngineSettings
 from reasoner.elastic.epoch import Delta, EpochReport
+from reasoner.errors import ProgramError
 from reasoner.materialization import Materialization
+from service.epoch_budget import EpochBudget, EpochTooLarge, default_memory_allowance
 from service.errors import (
     DATABASE_UNAVAILABLE,
     EPOCH_TIMEOUT,
+    EPOCH_TOO_LARGE,
+    EVALUATION_FAILED,
     NOT_READY,
+    TOO_BUSY,
     TOO_MANY_RULES,
     Problem,
 )
 from service.metrics import Metrics
 from service.settings import Settings
-from service.store.repository import DeltaRecord, Store
+from service.store.repository import Committed, DeltaRecord, Store
 
 log = logging.getLogger("service")
 T = TypeVar("T")
@@ -54,6 +65,14 @@ BULK_MIN_FACTS = 10_000
 BULK_FRACTION = 0.25
 """A delta changing at least this many facts, and this fraction of all facts, is applied by
 Bootstrap directly instead of Update-then-fallback."""
+
+
+DISCONNECT_POLL_SECONDS = 0.2
+"""How often a queued write checks that its client is still there."""
+
+
+class WriteAbandoned(Exception):
+    """The client of a queued write disconnected before the write started: it was dropped."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,10 +99,16 @@ class Runtime:
         attribute, so a reader never pairs a materialization with another one's numbering."""
         self.ready = False
         self.failure: str | None = None
+        """Why the service is not ready, for `/ready`: an error code, never a user's text."""
+        self.quarantined: list[int] = []
+        """Epochs whose program the last rebuild could not evaluate and left out."""
+        self._initializing = False
+        """The store was initialised and its epoch 0 awaits the report of a Bootstrap."""
         self.startup_seconds: float | None = None
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reasoner-writer")
         self._queue_lock = threading.Lock()
         self._queued = 0
+        self._read_slots = threading.BoundedSemaphore(settings.max_concurrent_reads)
         self._unrecorded: dict[int, dict[str, Any]] = {}
         """Reports of applied epochs not yet written to their rows (see `apply`)."""
 
@@ -115,17 +140,46 @@ class Runtime:
                 with self._queue_lock:
                     self._queued -= 1
 
-        return self._writer.submit(run)
+        future = self._writer.submit(run)
 
-    async def write(self, job: Callable[..., T], *args: Any) -> T:
-        """Run `job` on the writer thread, after every write submitted before it."""
-        return await asyncio.wrap_future(self._submit(job, *args))
+        def forget_if_cancelled(done: Future[T]) -> None:
+            if done.cancelled():  # never ran, so `run` did not count it out
+                with self._queue_lock:
+                    self._queued -= 1
+
+        future.add_done_callback(forget_if_cancelled)
+        return future
+
+    async def write(
+        self,
+        job: Callable[..., T],
+        *args: Any,
+        disconnected: Callable[[], Awaitable[bool]] | None = None,
+    ) -> T:
+        """Run `job` on the writer thread, after every write submitted before it.
+
+        While the job waits in the queue, `disconnected` is polled: a client that gave up
+        takes its write out of the queue (`WriteAbandoned`), so it is never applied behind
+        the client's back. A job that has started runs to its end (it is all or nothing)."""
+        future = self._submit(job, *args)
+        waiter = asyncio.wrap_future(future)
+        if disconnected is None:
+            return await waiter
+        while True:
+            done, _ = await asyncio.wait({waiter}, timeout=DISCONNECT_POLL_SECONDS)
+            if done:
+                return waiter.result()
+            if await disconnected() and future.cancel():
+                log.info("a client disconnected before its write started: write dropped")
+                raise WriteAbandoned()
 
     def _engine_options(self) -> dict[str, Any]:
         return {
             "switching_parameter": self.settings.switching_parameter,
             "engines": EngineSettings(
-                engine=self.settings.bootstrap_engine, spark_master=self.settings.spark_master
+                engine=self.settings.bootstrap_engine,
+                spark_master=self.settings.spark_master,
+                spark_threshold=self.settings.spark_threshold,
             ),
         }
 
@@ -134,29 +188,46 @@ class Runtime:
             return ""
         return Path(self.settings.program).read_text(encoding="utf-8")
 
+    def _memory_allowance(self) -> int:
+        mb = self.settings.epoch_memory_mb
+        return default_memory_allowance() if mb is None else mb << 20
+
     def _rebuild(self) -> None:
+        """Build the materialization from the store. When the committed program cannot be
+        evaluated (it fails, or exceeds the rebuild's budget), quarantine the newest epoch that
+        changed the program and try again with the program before it: the service comes up at
+        the last program it can evaluate, with every committed fact, instead of never."""
         start = time.perf_counter()
         self.ready = False
         log.info("rebuilding the materialization from the committed program and facts")
-        initializing = False
         try:
             if not self.store.initialized():
-                initializing = True
                 text = self._initial_program()
                 fresh = Materialization.from_text(text, "<program>", **self._engine_options())
                 self.store.initialize(text, [(r.id, r.text) for r in fresh.rules()])
-            committed = self.store.load()
-            m = Materialization.from_text(
-                committed.program.text, "<program>", **self._engine_options()
-            )
-            relations = m.analyzed.relations
-            unknown = sorted(set(committed.facts) - set(relations))
-            if unknown:
-                log.warning("facts of relations not in the program are ignored: %s", unknown)
-            m.load({n: rows for n, rows in committed.facts.items() if n in relations})
-            report = m.bootstrap()
+                self._initializing = True
+            while True:
+                committed = self.store.load()
+                try:
+                    m, report = self._bootstrap_committed(committed)
+                    break
+                except Exception as exc:
+                    if committed.program.epoch == 0:
+                        raise
+                    failure = _failure_code(exc)
+                    log.exception(
+                        "the program of epoch %d cannot be evaluated (%s): quarantined, "
+                        "rebuilding without it",
+                        committed.program.epoch,
+                        failure,
+                    )
+                    self.store.quarantine(committed.program.epoch, failure)
+                    self.metrics.quarantined()
+            if committed.program.epoch < committed.last_epoch:
+                self.store.set_active_rules(r.id for r in m.rules())
+            self.quarantined = self.store.quarantined()
         except Exception as exc:
-            self.failure = f"start-up failed: {exc}"
+            self.failure = f"start-up failed: {_failure_code(exc)} (see the service log)"
             log.exception("rebuilding the materialization failed")
             raise
         self.metrics.startup_bootstrap(report.seconds)
@@ -167,16 +238,28 @@ class Runtime:
         self.failure = None
         self.ready = True
         self.startup_seconds = time.perf_counter() - start
-        if initializing:
+        if self._initializing:
             self.store.record_report(0, _report_row_of_bootstrap(report))
+            self._initializing = False
         log.info(
-            "ready at epoch %d: bootstrap %.3fs (%s: %s), start-up %.3fs",
+            "ready at epoch %d: bootstrap %.3fs (%s: %s), start-up %.3fs%s",
             self.epoch,
             report.seconds,
             report.engine.engine,
             report.engine.reason,
             self.startup_seconds,
+            f"; quarantined epochs {self.quarantined}" if self.quarantined else "",
         )
+
+    def _bootstrap_committed(self, committed: Committed) -> tuple[Materialization, Any]:
+        m = Materialization.from_text(committed.program.text, "<program>", **self._engine_options())
+        relations = m.analyzed.relations
+        unknown = sorted(set(committed.facts) - set(relations))
+        if unknown:
+            log.warning("facts of relations not in the program are ignored: %s", unknown)
+        m.load({n: rows for n, rows in committed.facts.items() if n in relations})
+        budget = EpochBudget(self.settings.rebuild_timeout_seconds, self._memory_allowance())
+        return m, m.bootstrap(check=budget.check)
 
     # -- writing --------------------------------------------------------------------------------
 
@@ -215,22 +298,7 @@ class Runtime:
         if changed >= max(BULK_MIN_FACTS, BULK_FRACTION * sum(map(len, m.facts.values()))):
             # A bulk load: Update would most likely run out its deadline before the fallback.
             strategy = "bootstrap"
-        timeout = self.settings.epoch_timeout_seconds
-        if timeout is not None:
-            report = self._apply_cancellable(
-                m, prepared, record, strategy, include_changes, timeout
-            )
-        else:
-            self._commit(record)
-            log.debug("epoch %d: evaluating (%s)", number, strategy)
-            try:
-                report = m.apply(prepared, strategy=strategy, include_changes=include_changes)
-            except Exception:
-                log.exception(
-                    "applying committed epoch %d failed: rebuilding from the store", number
-                )
-                self._rebuild()
-                raise
+        report = self._evaluate_then_commit(m, prepared, record, strategy, include_changes)
         self.epoch = number
         log.debug("epoch %d: applied by %s in %.3fs", number, report.strategy, report.seconds)
         if self._base_epoch + report.epoch != number:
@@ -272,20 +340,21 @@ class Runtime:
             ) from None
         log.debug("epoch %d: committed", record.number)
 
-    def _apply_cancellable(
+    def _evaluate_then_commit(
         self,
         m: Materialization,
         prepared: Any,
         record: DeltaRecord,
         strategy: str,
         include_changes: bool,
-        timeout: float,
     ) -> EpochReport:
-        """Evaluate first, under the epoch deadline, and commit only what will be published:
+        """Evaluate first, under the epoch's budget, and commit only what will be published:
         the engine calls `before_publish` (the commit) between computing the epoch and
-        publishing it, so a cancelled epoch was never committed and changes nothing."""
+        publishing it. A write that fails, never ends or explodes is therefore refused with
+        nothing stored, and no restart can meet it again."""
         number = record.number
-        cancellation = Cancellation(timeout)
+        timeout = self.settings.epoch_timeout_seconds
+        budget = EpochBudget(timeout, self._memory_allowance())
         committed = False
 
         def commit() -> None:
@@ -295,15 +364,25 @@ class Runtime:
 
         log.debug("epoch %d: evaluating (%s, deadline %gs)", number, strategy, timeout)
         try:
-            return m.apply(  # type: ignore[call-arg]
+            return m.apply(
                 prepared,
                 strategy=strategy,
                 include_changes=include_changes,
-                check=cancellation.check,
+                check=budget.check,
                 before_publish=commit,
             )
+        except EpochTooLarge as exc:
+            log.warning("epoch %d refused, nothing changed: %s", number, exc.reason)
+            self.metrics.refused(EPOCH_TOO_LARGE)
+            raise Problem(
+                422,
+                EPOCH_TOO_LARGE,
+                f"{exc.reason} while evaluating the write, which was cancelled; nothing changed",
+                limit_mb=budget.memory_bytes >> 20 if budget.memory_bytes else None,
+            ) from None
         except BootstrapCancelled as exc:
             log.warning("epoch %d cancelled, nothing changed: %s", number, exc.reason)
+            self.metrics.refused(EPOCH_TIMEOUT)
             raise Problem(
                 422,
                 EPOCH_TIMEOUT,
@@ -311,11 +390,21 @@ class Runtime:
                 f"({exc.reason}); nothing changed",
                 timeout=timeout,
             ) from None
-        except Exception:
+        except Problem:
+            raise
+        except Exception as exc:
             if committed:
                 log.exception("publishing committed epoch %d failed: rebuilding", number)
                 self._rebuild()
-            raise
+                raise
+            log.exception("evaluating epoch %d failed, nothing changed", number)
+            self.metrics.refused(EVALUATION_FAILED)
+            raise Problem(
+                500,
+                EVALUATION_FAILED,
+                f"the engine failed to evaluate the write ({type(exc).__name__}); nothing "
+                "changed. This is a defect of the service: please report it with the write.",
+            ) from None
 
     def _record_report(self, number: int) -> None:
         try:
@@ -355,6 +444,32 @@ class Runtime:
             raise Problem(503, NOT_READY, detail, headers={"Retry-After": "1"})
         return m
 
+    def read(self, read: Callable[[Materialization, int], T]) -> T:
+        """`read(materialization, epoch)` on one published epoch, holding no lock while it
+        runs, so that neither writers nor other readers wait for it (a slow query)."""
+        self._require_ready()
+        view = self._view
+        assert view is not None
+        m, base = view
+        return m.read(lambda: read(m, base + m.epoch))
+
+    @asynccontextmanager
+    async def read_slot(self) -> AsyncIterator[None]:
+        """Admission of one relation read or query: at most `max_concurrent_reads` at once;
+        past it the request is refused (503, `too_busy`) before it takes a worker thread."""
+        if not self._read_slots.acquire(blocking=False):
+            self.metrics.refused(TOO_BUSY)
+            raise Problem(
+                503,
+                TOO_BUSY,
+                f"{self.settings.max_concurrent_reads} reads are being evaluated; retry shortly",
+                headers={"Retry-After": "1"},
+            )
+        try:
+            yield
+        finally:
+            self._read_slots.release()
+
     @contextmanager
     def reading(self) -> Iterator[tuple[Materialization, int]]:
         """A consistent view: the materialization and the number of the epoch it shows (the
@@ -366,6 +481,18 @@ class Runtime:
         m, base = view
         with m.reading():
             yield m, base + m.epoch
+
+
+def _failure_code(exc: BaseException) -> str:
+    """What went wrong, safe to show to anyone: a stable code or an exception type, never
+    the message (which may quote a user's rules or facts)."""
+    if isinstance(exc, ProgramError):
+        return exc.code
+    if isinstance(exc, EpochTooLarge):
+        return EPOCH_TOO_LARGE
+    if isinstance(exc, BootstrapCancelled):
+        return EPOCH_TIMEOUT
+    return type(exc).__name__
 
 
 def _decoded(

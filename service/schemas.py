@@ -155,7 +155,10 @@ class QueryOut(BaseModel):
 class EpochRecord(BaseModel):
     number: int
     kind: str = Field(description='"initial" (epoch 0) or "delta".')
-    status: str = Field(description='"committed", "applied" or "recovered" (by a restart).')
+    status: str = Field(
+        description='"committed", "applied", "recovered" (by a restart) or "quarantined" (a '
+        "restart could not evaluate the program this epoch introduced, and came up without it)."
+    )
     created_at: datetime
     applied_at: datetime | None
     facts_inserted: int
@@ -170,6 +173,9 @@ class EpochRecord(BaseModel):
     inserted: int | None
     retracted: int | None
     strata: list[StratumOut] | None
+    failure: str | None = Field(
+        None, description="Why a quarantined epoch could not be evaluated (an error code)."
+    )
 
 
 class EpochsOut(BaseModel):
@@ -185,6 +191,11 @@ class Ready(BaseModel):
     ready: bool
     epoch: int | None = None
     detail: str | None = None
+    quarantined: list[int] = Field(
+        default_factory=list,
+        description="Epochs whose program the last start-up could not evaluate and left out "
+        "(see `GET /v1/epochs/{number}`).",
+    )
 
 
 class ProblemOut(BaseModel):

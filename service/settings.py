@@ -6,23 +6,39 @@ these (a test checks it). Secrets are `SecretStr` so that they never appear in l
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from sqlalchemy.engine import make_url
+
+from reasoner.elastic.engines import DEFAULT_SPARK_THRESHOLD
 
 DEFAULT_DATABASE_URL = "sqlite:///./data/reasoner.db"
+SECRETS_DIR = Path("/run/secrets")
+"""Docker's secrets: a file named like a setting's variable, in lower case
+(`/run/secrets/reasoner_write_token`), is read as that setting."""
 
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
-        env_prefix="REASONER_", env_file=".env", extra="ignore", frozen=True
+        env_prefix="REASONER_",
+        env_file=".env",
+        extra="ignore",
+        frozen=True,
+        secrets_dir=SECRETS_DIR if SECRETS_DIR.is_dir() else None,
     )
 
     database_url: str = Field(
         DEFAULT_DATABASE_URL,
         description="SQLAlchemy URL: SQLite (default, a file under ./data/) or PostgreSQL "
         "(`postgresql://user@host/db`; the psycopg 3 driver is used).",
+    )
+    database_password: SecretStr | None = Field(
+        None,
+        description="Password for the database URL's user, kept out of the URL (and so out "
+        "of any listing of the environment that shows the URL).",
     )
     program: str | None = Field(
         None,
@@ -35,8 +51,15 @@ class Settings(BaseSettings):
     bootstrap_engine: Literal["auto", "local", "spark", "reference"] = Field(
         "auto",
         description="Where Bootstrap runs: `local` (vectorized, in-process), `spark`, or "
-        "`auto` (Spark when a cluster master is configured or the input is very large); "
+        "`auto` (Spark once the input reaches `spark_threshold` facts, in-process below); "
         "`reference` is the per-tuple executor.",
+    )
+    spark_threshold: int = Field(
+        DEFAULT_SPARK_THRESHOLD,
+        gt=0,
+        description="Input facts from which `auto` runs a Bootstrap on Spark. A configured "
+        "cluster alone does not: every Spark iteration is a job, which costs more than the "
+        "in-process executors on any input that fits in this process.",
     )
     switching_parameter: float = Field(
         0.2, gt=0, description="Update deadline = switching_parameter × last Bootstrap time."
@@ -45,6 +68,12 @@ class Settings(BaseSettings):
         None, description="Bearer token required by read routes (the write token also reads)."
     )
     write_token: SecretStr | None = Field(None, description="Bearer token required by writes.")
+    allow_anonymous_writes: bool = Field(
+        False,
+        description="Serve on an interface other than the loopback without a write token. "
+        "Without it the service refuses to start there: anyone who reaches the port could "
+        "change the data.",
+    )
     max_request_bytes: int = Field(
         256 * 1024 * 1024, gt=0, description="Larger request bodies are refused with 413."
     )
@@ -52,18 +81,42 @@ class Settings(BaseSettings):
     query_timeout_seconds: float = Field(
         10.0, gt=0, description="Deadline of one query evaluation (a request may ask for less)."
     )
+    max_concurrent_reads: int = Field(
+        8,
+        gt=0,
+        description="Relation reads and queries evaluated at once; one more is refused at "
+        "once (503, `too_busy`, with `Retry-After`) instead of queueing behind them past its "
+        "deadline. Probes (`/health`, `/ready`) and writes are never counted.",
+    )
     query_max_rows: int = Field(
         1_000_000,
         gt=0,
         description="Distinct answers one query may have; a query past it is refused (400, "
         "`query_too_large`) instead of filling the memory.",
     )
-    epoch_timeout_seconds: float | None = Field(
-        None,
+    epoch_timeout_seconds: float = Field(
+        60.0,
         gt=0,
         description="Deadline of one write's evaluation (Update and the Bootstrap it may fall "
-        "back to): past it the evaluation is cancelled, nothing changes and the write is "
-        "refused (422, `epoch_timeout`). Unset: no deadline.",
+        "back to). Every write is evaluated before it is committed: past the deadline the "
+        "evaluation is cancelled, nothing changes and the write is refused (422, "
+        "`epoch_timeout`), so a program that never terminates cannot be committed.",
+    )
+    epoch_memory_mb: int | None = Field(
+        None,
+        gt=0,
+        description="How much one write's evaluation may grow the process (resident memory, "
+        "MiB); past it the write is refused (422, `epoch_too_large`) and nothing changes. "
+        "Unset: half the memory of the machine or container. A start-up rebuild has the "
+        "same allowance.",
+    )
+    rebuild_timeout_seconds: float | None = Field(
+        None,
+        gt=0,
+        description="Deadline of the start-up rebuild. A rebuild that fails (an error, the "
+        "memory allowance, or this deadline) quarantines the newest epoch that changed the "
+        "program and retries without it, so the service comes up at the last program it "
+        "can evaluate. Unset: no deadline (a rebuild of a large state is never cut short).",
     )
     max_rules: int = Field(
         10_000,
@@ -85,9 +138,13 @@ class Settings(BaseSettings):
 
     @property
     def sqlalchemy_url(self) -> str:
-        """The URL with the driver made explicit: psycopg 3 for PostgreSQL."""
+        """The URL with the driver made explicit (psycopg 3 for PostgreSQL) and the password
+        of `database_password` filled in."""
         url = self.database_url
         for prefix in ("postgresql://", "postgres://"):
             if url.startswith(prefix):
-                return "postgresql+psycopg://" + url[len(prefix) :]
-        return url
+                url = "postgresql+psycopg://" + url[len(prefix) :]
+        if self.database_password is None:
+            return url
+        parsed = make_url(url).set(password=self.database_password.get_secret_value())
+        return parsed.render_as_string(hide_password=False)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 
 from service import metrics
@@ -18,8 +18,13 @@ router = APIRouter()
 RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
 
 
+# Liveness and readiness are `async def`: they run on the event loop itself, never queued
+# behind the worker threads that reads and queries occupy, so they answer in milliseconds under
+# any load (they only read attributes).
+
+
 @router.get("/health", response_model=Health, summary="The process is up")
-def health() -> Health:
+async def health() -> Health:
     return Health(status="ok")
 
 
@@ -29,11 +34,12 @@ def health() -> Health:
     summary="200 once the materialization is built (the first Bootstrap is done), 503 before",
     responses={503: {"description": "Not ready yet"}},
 )
-def ready(runtime: RuntimeDep):
+async def ready(request: Request):
+    runtime: Runtime = request.app.state.runtime  # not a dependency: those run on the threads
     if runtime.ready:
-        return Ready(ready=True, epoch=runtime.epoch)
+        return Ready(ready=True, epoch=runtime.epoch, quarantined=runtime.quarantined)
     detail = runtime.failure or "the materialization is being built"
-    body = problem_body(503, NOT_READY, detail, ready=False)
+    body = problem_body(503, NOT_READY, detail, ready=False, quarantined=runtime.quarantined)
     return JSONResponse(
         body, status_code=503, media_type="application/problem+json", headers={"Retry-After": "1"}
     )

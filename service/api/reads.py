@@ -6,20 +6,32 @@ import csv
 import heapq
 import io
 import json
+import time
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
 
+from reasoner.analysis.model import RelationInfo
 from reasoner.errors import TYPE_MISMATCH, UNKNOWN_RELATION
-from reasoner.query import compile_query, evaluate_query, snapshot_keys
+from reasoner.materialization import Materialization
+from reasoner.query import (
+    QueryResult,
+    QueryTimeout,
+    compile_query,
+    evaluate_query,
+    snapshot_keys,
+)
 from service.api.common import (
     PROBLEM_RESPONSES,
     decode_cursor,
     encode_cursor,
     get_runtime,
+    parse_int64,
+    unpaired_surrogate,
 )
-from service.errors import UNKNOWN_COLUMN, UNKNOWN_EPOCH, Problem
+from service.errors import INVALID_TEXT, UNKNOWN_COLUMN, UNKNOWN_EPOCH, Problem, clip
 from service.runtime import Runtime
 from service.schemas import (
     ColumnOut,
@@ -83,29 +95,44 @@ def _format(request: Request, requested: str | None) -> str:
     return "json"
 
 
+def _position(key: str) -> int | None:
+    """The column index of a `@index` filter name, or None.
+
+    Only ASCII digits: `str.isdigit` is also true of `²`, on which `int` raises (a 500), and
+    `int` reads `١` as 1. At most 9 of them, so that `int` is never asked for a number it
+    refuses (over 4,300 digits) and no relation has that many columns."""
+    digits = key[1:]
+    if key.startswith("@") and 0 < len(digits) <= 9 and digits.isascii() and digits.isdigit():
+        return int(digits)
+    return None
+
+
 def _filters(request: Request, names: tuple[str, ...], types: tuple[str, ...]) -> dict[int, Any]:
-    """Bound arguments: `?column=value` (or `?@index=value`), typed by the column."""
+    """Bound arguments: `?column=value` (or `?@index=value`), typed by the column; a number
+    is read as in a `.facts` file (`parse_int64`: ASCII decimals in the 64-bit range)."""
     bound: dict[int, Any] = {}
     for key, raw in request.query_params.multi_items():
         if key in _RESERVED:
             continue
-        if key.startswith("@") and key[1:].isdigit() and int(key[1:]) < len(names):
-            column = int(key[1:])
+        position = _position(key)
+        if position is not None and position < len(names):
+            column = position
         elif key in names:
             column = names.index(key)
         else:
             raise Problem(
                 400,
                 UNKNOWN_COLUMN,
-                f"`{key}` is not a column (columns: {', '.join(names) or 'none'})",
+                f"`{clip(key)}` is not a column (columns: {', '.join(names) or 'none'})",
             )
         if types[column] == "number":
-            try:
-                value: Any = int(raw)
-            except ValueError:
+            value: Any = parse_int64(raw)
+            if value is None:
                 raise Problem(
-                    400, TYPE_MISMATCH, f"column `{names[column]}` is a number, got {raw!r}"
-                ) from None
+                    400,
+                    TYPE_MISMATCH,
+                    f"column `{names[column]}` is a 64-bit integer, got {clip(raw)!r}",
+                )
         else:
             value = raw
         if column in bound and bound[column] != value:
@@ -164,7 +191,7 @@ Cursor = Annotated[str | None, Query(description="`next` of the previous page.")
     summary="A relation's tuples, filtered by bound arguments (`?column=value`), paginated",
     responses={200: {"content": {NDJSON: {}, "text/csv": {}}}},
 )
-def get_relation(
+async def get_relation(
     name: Annotated[str, Path()],
     request: Request,
     runtime: RuntimeDep,
@@ -174,7 +201,8 @@ def get_relation(
 ) -> Response:
     fmt = _format(request, format)
     page_size = min(limit or runtime.settings.page_size, runtime.settings.page_size)
-    with runtime.reading() as (m, epoch):
+
+    def read(m: Materialization, epoch: int) -> tuple[RelationInfo, list[tuple], Any, int]:
         info = m.analyzed.relations.get(name)
         if info is None:
             raise Problem(404, UNKNOWN_RELATION, f"relation `{name}` is not in the program")
@@ -184,6 +212,10 @@ def get_relation(
         tuples = [] if key is None else _select(m.state[name], key)
         decode = m.symbols.decoder(info.types)
         rows, last = _page(map(decode, tuples), after, page_size)
+        return info, rows, last, epoch
+
+    async with runtime.read_slot():
+        info, rows, last, epoch = await run_in_threadpool(runtime.read, read)
     next_cursor = None if last is None else encode_cursor(last)
     return _page_response(
         fmt,
@@ -232,23 +264,38 @@ def _select(store, key: dict[int, int]) -> list:
     summary='Answer a conjunctive query (`tc("a", x), !edge("a", x)`)',
     responses={200: {"content": {NDJSON: {}, "text/csv": {}}}},
 )
-def post_query(
+async def post_query(
     body: QueryIn, request: Request, runtime: RuntimeDep, format: Format = None
 ) -> Response:
     fmt = _format(request, format)
+    if unpaired_surrogate(body.query) is not None:
+        # The answer echoes the query, and UTF-8 cannot encode the surrogate.
+        raise Problem(
+            400, INVALID_TEXT, "the query holds an unpaired surrogate: it is not Unicode text"
+        )
     settings = runtime.settings
     page_size = min(body.limit or settings.page_size, settings.page_size)
     timeout = min(body.timeout or settings.query_timeout_seconds, settings.query_timeout_seconds)
-    with runtime.reading() as (m, epoch):
+    deadline = time.monotonic() + timeout
+
+    def read(m: Materialization, epoch: int) -> tuple[QueryResult, int]:
         query = compile_query(body.query, m.analyzed)
-        result = evaluate_query(
-            query,
-            m.analyzed,
-            m.state,
-            m.symbols,
-            timeout=timeout,
-            max_rows=settings.query_max_rows,
-        )
+        try:
+            result = evaluate_query(
+                query,
+                m.analyzed,
+                m.state,
+                m.symbols,
+                # One deadline for the request, however often a publication restarts it.
+                timeout=max(deadline - time.monotonic(), 0.001),
+                max_rows=settings.query_max_rows,
+            )
+        except QueryTimeout:
+            raise QueryTimeout(timeout) from None
+        return result, epoch
+
+    async with runtime.read_slot():
+        result, epoch = await run_in_threadpool(runtime.read, read)
     after = None if body.cursor is None else decode_cursor(body.cursor, result.types)
     rows, last = _page(iter(result.rows), after, page_size)
     return _page_response(

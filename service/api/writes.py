@@ -20,9 +20,9 @@ from service.api.bodies import (
     text_body,
     unsupported,
 )
-from service.api.common import PROBLEM_RESPONSES, epoch_out, get_runtime
-from service.errors import INVALID_REQUEST, Problem
-from service.runtime import Runtime
+from service.api.common import PROBLEM_RESPONSES, check_delta, epoch_out, get_runtime
+from service.errors import CLIENT_CLOSED_REQUEST, INVALID_REQUEST, Problem
+from service.runtime import Runtime, WriteAbandoned
 from service.schemas import DeltaIn, EpochOut, FactsIn, RulesAdded, RulesIn
 from service.security import require_write
 
@@ -32,19 +32,28 @@ RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
 Changes = Annotated[bool, Query(description="Include the derived tuples inserted and retracted.")]
 
 
-async def _apply(runtime: Runtime, delta: Delta, changes: bool):
-    return await runtime.write(functools.partial(runtime.apply, delta, include_changes=changes))
+async def _apply(runtime: Runtime, request: Request, delta: Delta, changes: bool):
+    """Queue the delta; a client that disconnects before its turn takes it out again."""
+    check_delta(delta)
+    job = functools.partial(runtime.apply, delta, include_changes=changes)
+    try:
+        return await runtime.write(job, disconnected=request.is_disconnected)
+    except WriteAbandoned:
+        # Nobody is listening; the status is for the access log.
+        raise Problem(499, CLIENT_CLOSED_REQUEST, "the client left: write dropped") from None
 
 
 @router.post("/deltas", response_model=EpochOut, summary="Apply a delta (facts and rules)")
-async def post_delta(body: DeltaIn, runtime: RuntimeDep, changes: Changes = False) -> EpochOut:
+async def post_delta(
+    body: DeltaIn, request: Request, runtime: RuntimeDep, changes: Changes = False
+) -> EpochOut:
     delta = Delta(
         insert=body.facts.insert,
         retract=body.facts.retract,
         add_rules=tuple(body.rules.add),
         remove_rules=tuple(body.rules.remove),
     )
-    return epoch_out(await _apply(runtime, delta, changes))
+    return epoch_out(await _apply(runtime, request, delta, changes))
 
 
 _RULES_BODY: dict[str, Any] = {
@@ -78,7 +87,7 @@ async def post_rules(request: Request, runtime: RuntimeDep, changes: Changes = F
         texts = [await text_body(request)]
     else:
         raise unsupported(kind, ("application/json", "text/plain"))
-    applied = await _apply(runtime, Delta(add_rules=tuple(texts)), changes)
+    applied = await _apply(runtime, request, Delta(add_rules=tuple(texts)), changes)
     ids: dict[str, None] = {}
     for text in texts:
         for rule in parse_program(text).rules:
@@ -89,20 +98,25 @@ async def post_rules(request: Request, runtime: RuntimeDep, changes: Changes = F
 @router.delete("/rules/{rule_id}", response_model=EpochOut, summary="Remove a rule")
 async def delete_rule(
     rule_id: Annotated[str, Path(description="The id `GET /v1/rules` lists.")],
+    request: Request,
     runtime: RuntimeDep,
     changes: Changes = False,
 ) -> EpochOut:
-    return epoch_out(await _apply(runtime, Delta(remove_rules=(rule_id,)), changes))
+    return epoch_out(await _apply(runtime, request, Delta(remove_rules=(rule_id,)), changes))
 
 
 @router.post("/facts", response_model=EpochOut, summary="Insert facts")
-async def post_facts(body: FactsIn, runtime: RuntimeDep, changes: Changes = False) -> EpochOut:
-    return epoch_out(await _apply(runtime, Delta(insert=body.facts), changes))
+async def post_facts(
+    body: FactsIn, request: Request, runtime: RuntimeDep, changes: Changes = False
+) -> EpochOut:
+    return epoch_out(await _apply(runtime, request, Delta(insert=body.facts), changes))
 
 
 @router.delete("/facts", response_model=EpochOut, summary="Retract facts")
-async def delete_facts(body: FactsIn, runtime: RuntimeDep, changes: Changes = False) -> EpochOut:
-    return epoch_out(await _apply(runtime, Delta(retract=body.facts), changes))
+async def delete_facts(
+    body: FactsIn, request: Request, runtime: RuntimeDep, changes: Changes = False
+) -> EpochOut:
+    return epoch_out(await _apply(runtime, request, Delta(retract=body.facts), changes))
 
 
 _FACTS_BODY: dict[str, Any] = {
@@ -156,7 +170,7 @@ async def post_relation_facts(
     changes: Changes = False,
 ) -> EpochOut:
     rows = await _rows_of_body(request, runtime, name, delimiter, header)
-    return epoch_out(await _apply(runtime, Delta(insert={name: rows}), changes))
+    return epoch_out(await _apply(runtime, request, Delta(insert={name: rows}), changes))
 
 
 @router.delete(
@@ -174,4 +188,4 @@ async def delete_relation_facts(
     changes: Changes = False,
 ) -> EpochOut:
     rows = await _rows_of_body(request, runtime, name, delimiter, header)
-    return epoch_out(await _apply(runtime, Delta(retract={name: rows}), changes))
+    return epoch_out(await _apply(runtime, request, Delta(retract={name: rows}), changes))

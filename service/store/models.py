@@ -64,7 +64,8 @@ epochs = Table(
     Column("number", Integer, primary_key=True, autoincrement=False),
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("kind", String(16), nullable=False),  # "initial" | "delta"
-    Column("status", String(16), nullable=False),  # "committed" | "applied" | "recovered"
+    # "committed" | "applied" | "recovered" | "quarantined" (a rebuild could not evaluate it)
+    Column("status", String(16), nullable=False),
     Column("facts_inserted", Integer, nullable=False),
     Column("facts_retracted", Integer, nullable=False),
     Column("rules_added", JSON, nullable=False),
@@ -78,5 +79,6 @@ epochs = Table(
     Column("inserted", Integer, nullable=True),
     Column("retracted", Integer, nullable=True),
     Column("strata", JSON, nullable=True),
+    Column("failure", Text, nullable=True),
     comment="One row per epoch: written with the delta, completed with its report.",
 )

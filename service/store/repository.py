@@ -30,6 +30,8 @@ CHUNK = 50_000
 """Rows per executemany batch."""
 COPY_THRESHOLD = 2_000
 """From this many rows on, PostgreSQL goes through COPY."""
+QUARANTINED = "quarantined"
+"""The status of an epoch whose program a rebuild could not evaluate."""
 
 
 def encode_values(row: Row) -> str:
@@ -134,10 +136,14 @@ class Store:
 
     def load(self) -> Committed:
         """The committed program and facts; epochs a crash left unreported become
-        `recovered` (the rebuild applies them)."""
+        `recovered` (the rebuild applies them). The program is the newest one that no
+        quarantined epoch introduced."""
+        epochs = models.epochs
+        quarantined = select(epochs.c.number).where(epochs.c.status == QUARANTINED)
         with self.engine.begin() as connection:
             program_row = connection.execute(
                 select(models.programs.c.epoch, models.programs.c.text)
+                .where(models.programs.c.epoch.not_in(quarantined))
                 .order_by(models.programs.c.epoch.desc())
                 .limit(1)
             ).one()
@@ -160,6 +166,34 @@ class Store:
                     rows = facts[relation] = []
                 rows.append(tuple(loads(values)))
         return Committed(StoredProgram(program_row.epoch, program_row.text), facts, last_epoch)
+
+    def quarantine(self, number: int, failure: str) -> None:
+        """Leave epoch `number`'s program out of every later rebuild (`load`), saying why."""
+        with self.engine.begin() as connection:
+            connection.execute(
+                update(models.epochs)
+                .where(models.epochs.c.number == number)
+                .values(status=QUARANTINED, failure=failure)
+            )
+
+    def quarantined(self) -> list[int]:
+        epochs = models.epochs
+        with self.engine.connect() as connection:
+            return list(
+                connection.execute(
+                    select(epochs.c.number)
+                    .where(epochs.c.status == QUARANTINED)
+                    .order_by(epochs.c.number)
+                ).scalars()
+            )
+
+    def set_active_rules(self, ids: Iterable[str]) -> None:
+        """Make the rules table agree with the program a rebuild came up with."""
+        table = models.rules
+        active = list(ids)
+        with self.engine.begin() as connection:
+            connection.execute(update(table).where(table.c.id.in_(active)).values(active=True))
+            connection.execute(update(table).where(table.c.id.not_in(active)).values(active=False))
 
     # -- deltas ---------------------------------------------------------------------------------
 

@@ -331,9 +331,6 @@ class Harness:
         self.aims: Counter[str] = Counter()
         self.aim = "idle"
         self.aimed: Counter[str] = Counter()
-        self.order = "commit, then evaluate"
-        self.orders: Counter[str] = Counter()
-        """Kills per order of commit and evaluation (see `_launch`)."""
         """Where each kill was aimed, and where it landed."""
         self.in_flight_committed = 0
         self.in_flight_absent = 0
@@ -352,7 +349,6 @@ class Harness:
         phase = phase_at_kill(log)
         self.kills[phase] += 1
         self.aimed[f"{self.aim} -> {phase}"] += 1
-        self.orders[self.order] += 1
         self.aim = "idle"
         return phase
 
@@ -407,21 +403,10 @@ class Harness:
                 time.sleep(0.002)
 
     def _launch(self) -> float:
-        """Start the server; returns when /health answers (the rebuild is under way).
-
-        Every other start (at random) sets an epoch deadline, which the harness never reaches:
-        the service then evaluates each write before committing it and commits just before
-        publishing (`before_publish`), instead of committing first. Kills hit both orders."""
+        """Start the server; returns when /health answers (the rebuild is under way)."""
         self.log_offset = (
             self.server.log_path.stat().st_size if self.server.log_path.exists() else 0
         )
-        settings = self.server.settings
-        if self.rng.random() < 0.5:
-            settings["REASONER_EPOCH_TIMEOUT_SECONDS"] = "600"
-            self.order = "evaluate, then commit"
-        else:
-            settings.pop("REASONER_EPOCH_TIMEOUT_SECONDS", None)
-            self.order = "commit, then evaluate"
         self.server.start(wait_ready=False)
         return time.monotonic()
 
@@ -555,7 +540,6 @@ def test_sigkill_at_random_moments(make_server: Callable[..., Server], backend: 
             kills_by_phase=dict(sorted(harness.kills.items())),
             kills_in_engine=harness.engine_kills(),
             kills_aimed=dict(sorted(harness.aimed.items())),
-            kills_by_order=dict(sorted(harness.orders.items())),
             writes_acknowledged=harness.acknowledged,
             in_flight_committed=harness.in_flight_committed,
             in_flight_absent=harness.in_flight_absent,

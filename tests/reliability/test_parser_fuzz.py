@@ -25,6 +25,8 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
 from reasoner.analysis import check_program
+from reasoner.elastic.engines import EngineSettings
+from reasoner.elastic.epoch import Delta
 from reasoner.errors import InputDataError, ProgramError
 from reasoner.io.facts import format_rows, parse_facts_text
 from reasoner.materialization import Materialization
@@ -33,6 +35,7 @@ from service.api.bodies import parse_csv
 from tests.conftest import REPO_ROOT
 from tests.property.programs import programs
 from tests.reliability.conftest import COUNTS, SEED, record
+from tests.reliability.strategies import deep_terms
 
 LIMIT_SECONDS = 1.0
 BATCH = 10
@@ -171,6 +174,10 @@ def generated_programs() -> list[str]:
     return _GENERATED
 
 
+def deep_rules() -> st.SearchStrategy[str]:
+    return deep_terms().map(lambda term: f".decl s(x: number)\nr(y) :- s(x), y = {term}.\n")
+
+
 def program_texts() -> st.SearchStrategy[str]:
     valid = st.sampled_from(CORPUS + generated_programs())
     return st.one_of(
@@ -178,6 +185,7 @@ def program_texts() -> st.SearchStrategy[str]:
         token_soup(),
         mutated(valid, token_soup(max_size=3)),
         mutated(valid, st.text(max_size=3)),
+        deep_rules(),
     )
 
 
@@ -225,6 +233,39 @@ def test_programs_raise_only_program_errors() -> None:
     _confirm_and_record("parser-fuzz[programs]", timer, check, outcomes)
 
 
+def test_rules_at_the_nesting_limit_evaluate_alike_in_every_engine() -> None:
+    """What the parser accepts, every engine can run: a rule nested up to the limit compiles
+    in the reference and local Bootstraps and in Update, and all three agree."""
+
+    def values(rule: str) -> list[set[tuple]]:
+        try:
+            check_program(rule, "<fuzz>")
+        except ProgramError as error:
+            assert {d.code for d in error.diagnostics} <= {"expression_too_deep", "parse_error"}
+            return []
+        found = []
+        for engine in ("reference", "local"):
+            m = Materialization.from_text(rule, engines=EngineSettings(engine=engine))
+            m.load({"s": [(3,), (-7,)]})
+            m.bootstrap()
+            found.append(set(m.rows("r")))
+        m = Materialization.from_text(".decl s(x: number)\n")
+        m.load({"s": [(3,), (-7,)]})
+        m.bootstrap()
+        m.apply(Delta(add_rules=[rule.split("\n", 1)[1]]), strategy="update")
+        found.append(set(m.rows("r")))
+        return found
+
+    @seed(SEED)
+    @settings(max_examples=40, deadline=None, database=None, phases=[Phase.generate])
+    @given(deep_rules())
+    def fuzz(rule: str) -> None:
+        found = values(rule)
+        assert all(f == found[0] for f in found), (rule, found)
+
+    fuzz()
+
+
 # -- queries ------------------------------------------------------------------------------------
 
 QUERY_TOKENS = (*TOKENS, "tc(", "edge(", "label(", "named(", "odd(", '"a"', "x", "_")
@@ -260,6 +301,7 @@ def test_queries_raise_only_documented_errors() -> None:
             outcomes["too_large"] += 1
 
     bodies = st.one_of(
+        deep_terms("x").map(lambda term: f"edge(x, _), y = {term}"),
         st.text(max_size=100),
         token_soup(QUERY_TOKENS, 30),
         mutated(
