@@ -10,7 +10,8 @@ STAMP := $(VENV)/.installed
 # `testpaths` (pyproject.toml) makes tests/ the default.
 PYTEST_ARGS ?=
 
-.PHONY: test lint serve install clean bench bench-quick bench-bootstrap reliability reliability-quick
+.PHONY: test lint serve install clean bench bench-quick bench-bootstrap reliability reliability-quick \
+	compose-test
 
 # The reliability harnesses (tests/reliability: crash, fuzzing, limits, load, security) run
 # after the other tests at reduced counts; `make reliability` runs the issue's full counts
@@ -21,6 +22,7 @@ RELIABILITY_REPORT ?= out/reliability/figures-$(RELIABILITY_MODE).json
 test: lint
 	$(BIN)/pytest -q --ignore=tests/reliability $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory reliability-quick
+	$(MAKE) --no-print-directory compose-test
 
 reliability-quick: RELIABILITY_MODE := quick
 reliability-quick: install
@@ -31,6 +33,13 @@ reliability: RELIABILITY_MODE := full
 reliability: install
 	RELIABILITY_MODE=full RELIABILITY_REPORT=$(RELIABILITY_REPORT) \
 		$(BIN)/pytest -q tests/reliability
+
+# The deployment: builds the image and brings docker-compose.yml up (PostgreSQL, a Spark
+# master and worker, the service) under its own project name on a loopback port, runs
+# tests/compose against it and tears it all down (tests/compose/run.sh). Needs Docker; the base
+# images are local stand-ins built by ../shared/containers/build-base-images.sh.
+compose-test: install
+	bash tests/compose/run.sh
 
 lint: install
 	$(BIN)/ruff check .

@@ -229,7 +229,7 @@ def _engine_arguments(parser: argparse.ArgumentParser) -> None:
         "--engine",
         choices=ENGINES,
         default="auto",
-        help="Bootstrap executor: auto (Spark for large inputs or a cluster master, else local), "
+        help="Bootstrap executor: auto (Spark for large inputs, else local), "
         "reference (per-tuple), local (vectorized, Polars), spark",
     )
     parser.add_argument(

@@ -5,6 +5,7 @@ One process, one worker: the materialization lives in memory and has exactly one
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 
 import uvicorn
@@ -16,9 +17,37 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 
 
+log = logging.getLogger("service")
+
+
+def exposure_problem(settings: Settings, host: str) -> str | None:
+    """Why serving on `host` with these settings would be unsafe, or None. Writes without a
+    token are only for the loopback, unless the operator says so explicitly."""
+    if settings.write_token is not None or settings.allow_anonymous_writes:
+        return None
+    if host == "localhost":
+        return None
+    try:
+        if ipaddress.ip_address(host).is_loopback:
+            return None
+    except ValueError:
+        pass  # a host name: treat it as reachable from outside
+    return (
+        f"refusing to serve on {host} without a write token: anyone who reaches the port "
+        "could change the data. Set REASONER_WRITE_TOKEN (and REASONER_READ_TOKEN), or "
+        "REASONER_ALLOW_ANONYMOUS_WRITES=true to accept that."
+    )
+
+
 def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
     settings = Settings()
-    logging.getLogger("service").setLevel(settings.log_level.upper())
+    log.setLevel(settings.log_level.upper())
+    problem = exposure_problem(settings, host)
+    if problem is not None:
+        log.error(problem)
+        raise SystemExit(2)
+    if settings.read_token is None and settings.write_token is not None:
+        log.warning("no read token: reads are open to anyone who reaches the port")
     app = create_app(settings)
     uvicorn.run(app, host=host, port=port, workers=1, proxy_headers=True, log_level="info")

@@ -17,6 +17,10 @@ from hypothesis import HealthCheck, Phase, settings
 REPO_ROOT = Path(__file__).resolve().parent.parent
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
+# tests/compose runs against a docker compose stack that `make compose-test` brings up (and
+# names in REASONER_COMPOSE_URL); without one it is not collected at all.
+collect_ignore = [] if os.environ.get("REASONER_COMPOSE_URL") else ["compose"]
+
 # Profiles only shape how examples run; the number of examples is chosen per test with
 # `@settings(max_examples=...)`, because an oracle-backed test and a parser test differ by
 # orders of magnitude in cost per example.

@@ -1,5 +1,8 @@
 """The deployment files agree with the code: the compose file sets only settings that exist,
-its images match the pins in pyproject.toml, and the Dockerfile follows the Makefile."""
+its images match the pins in pyproject.toml and come from variables, nothing is open by
+default, and the Dockerfile installs the runtime dependencies before the source.
+
+(`make compose-test`, tests/compose, brings the stack up for real.)"""
 
 from __future__ import annotations
 
@@ -50,16 +53,40 @@ def test_service_environment_names_only_existing_settings() -> None:
     Settings.model_validate(literal)
 
 
-def test_images_match_the_pins() -> None:
+def test_secrets_come_from_the_caller() -> None:
+    services = COMPOSE["services"]
+    env = _environment(services["reasoner"])
+    # No password in the URL, none written down: the caller must provide one.
+    assert "@" in env["REASONER_DATABASE_URL"]
+    assert ":" not in env["REASONER_DATABASE_URL"].split("//", 1)[1].split("@")[0]
+    assert env["REASONER_DATABASE_PASSWORD"].startswith("${POSTGRES_PASSWORD:?")
+    assert _environment(services["postgres"])["POSTGRES_PASSWORD"].startswith(
+        "${POSTGRES_PASSWORD:?"
+    )
+    # A write token must be given, or anonymous writes chosen explicitly.
+    assert env["REASONER_WRITE_TOKEN"].startswith("${REASONER_WRITE_TOKEN?")
+    assert env["REASONER_ALLOW_ANONYMOUS_WRITES"] == "${REASONER_ALLOW_ANONYMOUS_WRITES:-false}"
+
+
+def test_only_the_service_is_published() -> None:
+    for name, service in COMPOSE["services"].items():
+        assert bool(service.get("ports")) == (name == "reasoner"), name
+
+
+def test_images_come_from_variables_and_match_the_pins() -> None:
     services = COMPOSE["services"]
     spark = _pin("pyspark")
-    spark_images = [s["image"] for s in services.values() if "spark" in s.get("image", "")]
-    assert len(spark_images) == 2, "a Spark master and a worker"
-    for image in spark_images:
-        tag = image.rsplit(":", 1)[1]
+    for name, variable in (("spark-master", "SPARK_IMAGE"), ("spark-worker", "SPARK_IMAGE")):
+        image = services[name]["image"]
+        default = re.fullmatch(rf"\$\{{{variable}:-(.+)\}}", image)
+        assert default, image
+        tag = default.group(1).rsplit(":", 1)[1]
         assert tag == spark or tag.startswith(spark + "-"), (image, spark)
-    python = re.search(r"^FROM python:(\d+\.\d+)[-.\w]*slim", DOCKERFILE, re.MULTILINE)
-    assert python, "the image is built on a slim Python base"
+    assert services["postgres"]["image"].startswith("${POSTGRES_IMAGE:-postgres:")
+    build_args = services["reasoner"]["build"]["args"]
+    assert build_args["BASE_IMAGE"].startswith("${BASE_IMAGE:-python:")
+    python = re.search(r"^ARG BASE_IMAGE=python:(\d+\.\d+)[-.\w]*slim", DOCKERFILE, re.M)
+    assert python, "the image is built on a slim Python base by default"
     minimum = PYPROJECT["project"]["requires-python"].removeprefix(">=")
     assert tuple(map(int, python.group(1).split("."))) >= tuple(map(int, minimum.split(".")))
 
@@ -71,11 +98,14 @@ def test_dependencies_wait_for_healthy_services() -> None:
         for target, condition in service.get("depends_on", {}).items():
             assert condition == {"condition": "service_healthy"}, (name, target)
             assert "healthcheck" in services[target], target
-    assert set(services["reasoner"]["depends_on"]) == {"postgres", "spark-master"}
+    assert set(services["reasoner"]["depends_on"]) == {"postgres", "spark-master", "spark-worker"}
+    # The master binds its own hostname, not the loopback: its check must dial that name.
+    assert "spark-master/7077" in " ".join(services["spark-master"]["healthcheck"]["test"])
+    assert "aliveworkers" in " ".join(services["spark-worker"]["healthcheck"]["test"])
     postgres_env = _environment(services["postgres"])
     url = _environment(services["reasoner"])["REASONER_DATABASE_URL"]
     assert url.endswith(f"@postgres:5432/{postgres_env['POSTGRES_DB']}")
-    assert f"//{postgres_env['POSTGRES_USER']}:" in url
+    assert f"//{postgres_env['POSTGRES_USER']}@" in url
 
 
 def test_named_volume_for_the_database() -> None:
@@ -86,11 +116,19 @@ def test_named_volume_for_the_database() -> None:
     )
 
 
-def test_dockerfile() -> None:
+def test_dockerfile_installs_dependencies_then_source() -> None:
     assert "openjdk-17-jre-headless" in DOCKERFILE
-    assert "make install" in DOCKERFILE  # the Makefile's install steps, not a copy of them
+    assert "[dev]" not in DOCKERFILE and "make install" not in DOCKERFILE  # runtime only
+    copies = re.findall(r"^COPY (.*)$", DOCKERFILE, re.MULTILINE)
+    first_source = next(i for i, c in enumerate(copies) if "reasoner" in c.split()[0])
+    install = DOCKERFILE.index("pip install -r requirements.txt")
+    assert copies[0].split()[0] == "pyproject.toml"
+    assert install < DOCKERFILE.index(f"COPY {copies[first_source]}")
     user = re.findall(r"^USER (\S+)", DOCKERFILE, re.MULTILINE)
     assert user and user[-1] not in {"root", "0"}
     assert re.search(r"^HEALTHCHECK .*", DOCKERFILE, re.MULTILINE)
     assert "/ready" in DOCKERFILE
-    assert re.search(r'^CMD \[.*"serve"', DOCKERFILE, re.MULTILINE)
+    assert re.search(r'^CMD \[.*"service"', DOCKERFILE, re.MULTILINE)
+    lines = (REPO_ROOT / ".dockerignore").read_text().splitlines()
+    patterns = [line for line in lines if line and not line.startswith("#")]
+    assert patterns[0] == "*", "the context holds only what the image needs"

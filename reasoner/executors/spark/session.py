@@ -80,7 +80,10 @@ def get_session(master: str = DEFAULT_MASTER, **conf: object) -> SparkSession:
         for key, value in {**DEFAULT_CONF, **{k: str(v) for k, v in conf.items()}}.items():
             builder = builder.config(key, value)
         session = builder.getOrCreate()
-        session.sparkContext.setLogLevel("ERROR")
+        # WARN, not ERROR: "Initial job has not accepted any resources" (no worker has
+        # registered, or none has the cores and memory asked for) is a warning, and it is the
+        # only sign of a cluster that cannot run the job.
+        session.sparkContext.setLogLevel("WARN")
         _session, _master = session, master
         return session
 
