@@ -10,12 +10,12 @@ Heads already in I_{k-1} are skipped before they are counted: they belong to an 
 iteration and the sparse encoding keeps each tuple in one iteration only.
 
 Cancellation is cooperative: given a `check` callable, `run` calls it before every iteration
-and, inside an iteration, between slices of the driving rows (sized so that a slice takes
-about `CHECK_INTERVAL` seconds), so a Bootstrap whose joins explode (a cartesian product over
-large relations) stops within about that interval of its deadline. `check` stops the run by
-raising (`BootstrapCancelled` from `Cancellation.check`, or the caller's own exception); the
-state is then partial and must be dropped, which is safe because every Bootstrap builds its
-state off to the side.
+and every plan and, inside a plan, every `CHECK_EVERY` (codegen.py) iterations of its loops,
+a few milliseconds, so a Bootstrap whose joins explode (a cartesian product over large
+relations, even from a single driving tuple) stops soon after its deadline. `check` stops the
+run by raising (`BootstrapCancelled` from `Cancellation.check`, or the caller's own
+exception); the state is then partial and must be dropped, which is safe because every
+Bootstrap builds its state off to the side.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ Check = Callable[[], None]
 """Called between pieces of work; raises to stop the Bootstrap."""
 
 CHECK_INTERVAL = 0.05
-"""Target seconds of work between two calls of `check` inside an iteration."""
+"""Target seconds of work between two calls of `check` in `in_slices`."""
 _MIN_SLICE = 1
 _MAX_SLICE = 1 << 16
 
@@ -94,21 +94,6 @@ def in_slices(total: int, run: Callable[[int, int], None], check: Check) -> None
             size = max(_MIN_SLICE, size // 2)
 
 
-def run_sliced(compiled: CompiledPlan, rows: Sequence, params: tuple, check: Check | None) -> None:
-    """`compiled.function(rows, *params)`, with `check` called between slices of `rows`.
-
-    Equivalent to one call: a compiled plan iterates over its driving rows and only adds to its
-    output. A plan without a driving atom (kind "none") ignores `rows` and runs once.
-    """
-    function = compiled.function
-    if check is None or compiled.plan.driver.kind == "none":
-        if check is not None:
-            check()
-        function(rows, *params)
-        return
-    in_slices(len(rows), lambda start, stop: function(rows[start:stop], *params), check)
-
-
 @dataclass(frozen=True, slots=True)
 class StratumRun:
     """What one stratum's evaluation did, for reports and `--stats`."""
@@ -155,6 +140,8 @@ class StratumBootstrap:
         plan = plan_rule(rule, driver, sizes)
         namespace: dict = {}
         compiler = self.compiler
+        if self.check is not None:
+            namespace["_check"] = self.check
 
         def atom_filter(step: AtomStep, tvar: str) -> str | None:
             if step.body_index in older:
@@ -168,6 +155,7 @@ class StratumBootstrap:
             negation_present=None,
             emit=self._emit(namespace, rule),
             namespace=namespace,
+            check=None if self.check is None else "_check",
         )
 
     def _delta_plans(self) -> list[tuple[str, str, CompiledPlan]]:
@@ -191,8 +179,11 @@ class StratumBootstrap:
         return deltas
 
     def run_plan(self, compiled: CompiledPlan, rows: Sequence, km1: int, out: dict) -> None:
-        """One plan over its driving `rows`, checking for cancellation between slices."""
-        run_sliced(compiled, rows, (km1, out), self.check)
+        """One plan over its driving `rows`, checking for cancellation before it (and, compiled
+        in, as it loops)."""
+        if self.check is not None:
+            self.check()
+        compiled.function(rows, km1, out)
 
     def run(self, check: Check | None = None) -> StratumRun:
         """Evaluate the stratum into the state; `check` (default: the constructor's) is called

@@ -59,7 +59,7 @@ from typing import Literal
 
 from reasoner.analysis.model import Stratum
 from reasoner.elastic.overlay import INF, Overlay
-from reasoner.executors.local.codegen import EmitContext, PlanCompiler
+from reasoner.executors.local.codegen import CHECK_EVERY, EmitContext, PlanCompiler
 from reasoner.gc_pause import collector_paused
 from reasoner.plan.joins import Driver, JoinPlan, head_is_invertible, plan_rule, positive_atoms
 from reasoner.state import State, Tuple
@@ -207,6 +207,15 @@ _BUCKET = compile(
 """`_bucket(k)`: a new (empty) list of the candidates scheduled at k, in the globals' `S`/`H`."""
 
 
+_TICK = ["_ticks -= 1", "if not _ticks:", f"    _ticks = {CHECK_EVERY}", "    check()"]
+"""The top of a drain loop over candidates or heads: one iteration (a bulk change puts millions
+of candidates in one bucket) counts towards the next `check`."""
+
+
+def _unchecked() -> None:
+    """The enumerators' `_check` between Updates: they only run during one."""
+
+
 def _negative(relation: str, t: Tuple, k: int) -> None:
     raise AssertionError(f"negative derivation count for {relation}{t} at {k}")
 
@@ -267,14 +276,15 @@ class StratumUpdatePlans:
             "_index_old": _index_present_old,
             "_index_new": _index_present_new,
             "_negative": _negative,
+            "_check": _unchecked,
         }
-        """Globals of every generated function of the stratum. Per Update: `S` (iteration ->
-        candidates) and `H` (heap of those iterations); for an own relation `CH_*` (the overlay's
+        """Globals of every generated function of the stratum. Per Update: `_check` (the
+        deadline's, which the enumerators call as they loop), `S` (iteration -> candidates) and
+        `H` (heap of those iterations); for an own relation `CH_*` (the overlay's
         dict of its changes: tuple -> n), `CC_*` (the overlay's new counts other than 1) and `O_*`
         (the o of every tuple in `CH_*`, in the same order); for an input `N_*` (n of the tuples
         whose presence flipped) and `AO_*`/`AN_*` (presence, for a relation negated with only
         wildcards)."""
-        self._idents: dict[str, int] = {}
         self.new_names: dict[str, str] = {}
         """Input relation -> the global holding its flipped tuples' n for this epoch."""
         self.any_negated: dict[str, tuple[str, str]] = {}
@@ -304,6 +314,7 @@ class StratumUpdatePlans:
         the flipped inputs, the schedule): the overlay frees them when it is committed or
         discarded, instead of their living on in the plans until the next Update."""
         namespace = self.namespace
+        namespace["_check"] = _unchecked
         namespace["S"] = {}
         namespace["H"] = []
         namespace["W"] = set()
@@ -324,12 +335,12 @@ class StratumUpdatePlans:
     # -- names ------------------------------------------------------------------------------------
 
     def ident(self, relation: str) -> int:
-        """The number in the names of a relation's globals (`N_3`, `CH_3`, ...)."""
-        ident = self._idents.get(relation)
-        if ident is None:
-            ident = self._idents[relation] = len(self._idents)
+        """The number in the names of a relation's globals (`N_3`, `CH_3`, ...): the
+        compiler's, so that these names and the ones the compiler puts in the same globals
+        (`R_3`, `X_3_0`) share one numbering and cannot collide (see `PlanCompiler.number`)."""
+        if relation not in self.state:
             self.state.relation(relation, self.compiler.arities[relation])
-        return ident
+        return self.compiler.number(relation)
 
     def _new_name(self, relation: str) -> str:
         """The `N_*` global of an input relation."""
@@ -434,8 +445,7 @@ class StratumUpdatePlans:
                 f"_a{j} = {present}.get({key}, _b{j}) if {present} else _b{j}",
             ]
         elif kind == "index":
-            index = f"X_{self.ident(relation)}_{'_'.join(map(str, cols))}"
-            self.namespace[index] = self.state[relation].index(cols)
+            index = self.compiler.index_dict(self.namespace, relation, cols)
             lines = [
                 f"_x = {index}.get({key}, _EMPTY)",
                 f"_b{j} = _index_old(_x, {committed})",
@@ -683,6 +693,7 @@ class StratumUpdatePlans:
             union=True,
             row_fields=("_ro", "_rn") if with_status else (),
             membership=membership,
+            check="_check",
         )
         self.sources.append(compiled.source)
         if not wanted:
@@ -707,7 +718,9 @@ class StratumUpdatePlans:
 
     def _compile_drain(self) -> Callable[[Callable[[], None]], int]:
         """`drain(check)`: process the scheduled iterations in order until none is left;
-        returns how many there were. `check` (the deadline's) is called every 64 iterations.
+        returns how many there were. `check` (the deadline's) is called every 64 iterations,
+        and within one every `CHECK_EVERY` candidates or settled heads: a bulk change can put
+        millions of candidates at one iteration.
 
         At iteration k: every candidate's contribution (Del -1, Ins +1, Red +1, or nothing) is
         added to its head's entry [change, o] in `D_*` (a derivation scheduled more than once at
@@ -734,6 +747,7 @@ class StratumUpdatePlans:
         lines = [
             "def drain(check):",
             "    iterations = 0",
+            f"    _ticks = {CHECK_EVERY}",
             "    while H:",
             "        if not iterations & 63:",  # the deadline (and a caller's cancellation)
             "            check()",
@@ -759,6 +773,7 @@ class StratumUpdatePlans:
             "        if _many:",
             *(f"            _s{r} = set()" for r in range(len(self.rules))),
             "        for _cd in bucket:",
+            *_indented(12, _TICK),
             "            _r = _cd[0]",
             *_indented(12, self._classify(calls, single=False)),
         ]
@@ -851,6 +866,7 @@ class StratumUpdatePlans:
             f"if D_{ident}:",
             *(f"    {name} = []" for name, enumerators in lists if enumerators),
             f"    for _t, (_c, _o) in D_{ident}.items():",
+            *_indented(8, _TICK),
             *_indented(8, self._settle_head(relation, calls, "_t", single=False)),
             f"    D_{ident}.clear()",
         ]
@@ -950,6 +966,7 @@ class StratumUpdate:
         namespace = plans.namespace
         overlay = self.overlay
         state = self.state
+        namespace["_check"] = self.deadline.check
         namespace["S"] = {}
         namespace["H"] = []
 

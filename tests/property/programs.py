@@ -14,10 +14,15 @@ analysis is a bug on one side or the other, never noise:
 
 Programs are small (2-6 derived relations, 2-10 rules, <= 3 positive atoms per rule, <= 25
 input tuples over a domain of 6 numbers and 3 symbols) so the brute-force oracle stays fast.
+
+Relation and variable names are drawn from lists of names that break naive name mangling
+(`RELATION_NAMES`, `VARIABLE_NAMES`): every engine builds names of its own (Python globals,
+frame and Spark columns) and must keep them apart from each other whatever the user chose.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
@@ -31,6 +36,33 @@ MAX_INPUT_TUPLES = 25
 MAX_INPUT_TUPLES_AFTER_DELTAS = 32
 # Constants that exercise 64-bit wrap-around when multiplied or added (non-recursive rules).
 WRAPPING_FACTORS = (4611686018427387904, 9223372036854775807)
+
+COLLIDING_NAMES = ("a", "a_0", "a_1", "a_0_1", "a0", "a_", "_a", "a__0", "A")
+"""Prefixes of each other once joined with `_` and column numbers: the plans' index of `a` on
+columns (0, 1) and of `a_0` on column (1,) were both `X_a_0_1`. Digits and underscores
+anywhere, and a name that differs in case only (Spark's column names ignore case)."""
+
+ENGINE_NAMES = (
+    # Globals of the compiled plans and of Update, under every scheme they have had.
+    *("R_a", "E_a", "X_a_0", "X_0_1", "R_0", "E_0", "N_0", "CH_1", "CC_0", "O_1", "D_0"),
+    *("P_0", "AO_0", "AN_0", "A_1", "CNT_0", "STAGE_0", "S", "H", "W", "INF", "_EMPTY"),
+    # Locals and parameters of generated code; Python keywords and builtins.
+    *("rows", "out", "km1", "cur", "run", "drain", "h", "th", "v0", "t0", "k0", "_e", "_x"),
+    *("if", "in", "def", "lambda", "None", "True", "len", "max", "set"),
+    # Columns of the Polars and Spark frames.
+    *("c0", "it", "_it", "cnt", "_w", "_m", "_u", "_key", "_k0", "_t0", "e0", "n0"),
+)
+"""Names the engines generate for themselves, as relation names."""
+
+RELATION_NAMES = st.one_of(st.sampled_from(COLLIDING_NAMES), st.sampled_from(ENGINE_NAMES))
+"""Half of the names from the colliding family, so that programs often hold several of them."""
+
+VARIABLE_NAMES = (
+    *("x", "v1", "v0", "c0", "_w", "_m", "t0", "k1", "h", "th", "rows", "out", "km1", "cur"),
+    *("_e", "_it", "it", "in", "len", "INF", "S", "R_0"),
+)
+"""Variable names, in an order drawn per program: the engines' own names for variables
+(`v0`, ...), columns and generated locals."""
 
 Row = tuple[int | str, ...]
 Relations = dict[str, set[Row]]
@@ -89,10 +121,21 @@ def constant(draw: st.DrawFn, column_type: ColumnType) -> str:
 
 _ARITIES = st.sampled_from((0, 1, 1, 2, 2, 2, 3))
 _COLUMN_TYPES = st.sampled_from((NUMBER, NUMBER, SYMBOL))
+_STEM_ARITIES = st.just(3)
+_EXTENDED_ARITIES = st.sampled_from((2, 3))
 
 
-def column_types(draw: st.DrawFn) -> tuple[ColumnType, ...]:
-    return tuple(draw(_COLUMN_TYPES) for _ in range(draw(_ARITIES)))
+def column_types(
+    draw: st.DrawFn, arities: st.SearchStrategy[int] = _ARITIES
+) -> tuple[ColumnType, ...]:
+    """Column types, their number drawn from `arities`."""
+    return tuple(draw(_COLUMN_TYPES) for _ in range(draw(arities)))
+
+
+def mangled_mates(a: str, b: str) -> bool:
+    """Whether `b` is `a` followed by `_<digits>` groups: then relation `a` probed on columns
+    (0, 1) and `b` = `a_0` probed on (1,) both mangle to the index name `X_a_0_1`."""
+    return re.fullmatch(re.escape(a) + r"(_\d+)+", b) is not None
 
 
 def choose(draw: st.DrawFn, **weights: int) -> str:
@@ -103,10 +146,17 @@ def choose(draw: st.DrawFn, **weights: int) -> str:
 class RuleBuilder:
     """Builds one rule for `head`, tracking which variables are bound and their types."""
 
-    def __init__(self, draw: st.DrawFn, head: RelationSpec, relations: list[RelationSpec]):
+    def __init__(
+        self,
+        draw: st.DrawFn,
+        head: RelationSpec,
+        relations: list[RelationSpec],
+        variables: tuple[str, ...],
+    ):
         self.draw = draw
         self.head = head
         self.relations = relations
+        self.variables = variables
         self.bound: dict[str, ColumnType] = {}
         self.body: list[str] = []
         self.head_args: list[str] | None = None
@@ -114,14 +164,16 @@ class RuleBuilder:
     def build(self, kind: str, reads: RelationSpec | None = None) -> str:
         """A rule of the given kind: `plain` reads lower levels only, `recursive` and `chain`
         read the head's own level (a `recursive` rule's first atom is `reads` if given),
-        `no_positive_atom` has only negated atoms."""
+        `no_positive_atom` has only negated atoms, `mangled` probes two relations whose index
+        names collide once mangled (`plain` when the program has no such relations)."""
         below = [r for r in self.relations if r.level < self.head.level]
         same = [r for r in self.relations if r.level == self.head.level]
         if kind == "no_positive_atom":
             return self.build_without_positive_atom(below)
-        if kind == "chain" and self.chain(below + same):
+        shaped = {"chain": self.chain, "mangled": self.mangled}.get(kind)
+        if shaped is not None and shaped(below + same):
             recursive = True
-        elif kind == "plain":
+        elif kind in ("plain", "mangled"):
             recursive = False
             for _ in range(self.draw(st.integers(1, 3))):
                 self.positive(self.draw(st.sampled_from(below)))
@@ -179,6 +231,39 @@ class RuleBuilder:
         self.head_args[column] = step_args[target]
         return True
 
+    def mangled(self, readable: list[RelationSpec]) -> bool:
+        """`h(..) :- d(..), a(x, y, z), a_0(w, y).`, `x` and `y` bound by `d` or constants: once
+        `d` drives, the plan probes `a` on columns (0, 1) and `a_0` on (1,), two indexes whose
+        names collide once mangled (`mangled_mates`). False when no two relations fit."""
+        by_name = {r.name: r for r in readable}
+        shapes = [
+            (stem, extended, i, j)
+            for stem in readable
+            if len(stem.types) == 3
+            for i, j in ((0, 1), (0, 2), (1, 2))
+            if (extended := by_name.get(f"{stem.name}_{i}")) is not None and j < len(extended.types)
+        ]
+        if not shapes:
+            return False
+        stem, extended, i, j = self.draw(st.sampled_from(shapes))
+        self.positive(self.draw(st.sampled_from(readable)))
+        key = {c: self.bound_or_constant(stem.types[c]) for c in (i, j)}
+        stem_args = [key[c] if c in key else self.fresh(t) for c, t in enumerate(stem.types)]
+        extended_args = [
+            self.bound_or_constant(t) if c == j else self.fresh_or_wildcard(t)
+            for c, t in enumerate(extended.types)
+        ]
+        self.body.append(f"{stem.name}({', '.join(stem_args)})")
+        self.body.append(f"{extended.name}({', '.join(extended_args)})")
+        return True
+
+    def bound_or_constant(self, column_type: ColumnType) -> str:
+        """A term known before the atom it is put in is probed: a bound variable or a constant."""
+        same_type = sorted(v for v, t in self.bound.items() if t == column_type)
+        if same_type and self.draw(st.booleans()):
+            return self.draw(st.sampled_from(same_type))
+        return constant(self.draw, column_type)
+
     def build_without_positive_atom(self, below: list[RelationSpec]) -> str:
         """`p(1) :- !q(1).`: nothing to bind, so only constants and wildcards."""
         for _ in range(self.draw(st.integers(1, 2))):
@@ -210,7 +295,8 @@ class RuleBuilder:
         self.body.append(f"{relation.name}({', '.join(args)})")
 
     def fresh(self, column_type: ColumnType) -> str:
-        name = f"x{len(self.bound)}"
+        count = len(self.bound)
+        name = self.variables[count] if count < len(self.variables) else f"x{count}"
         self.bound[name] = column_type
         return name
 
@@ -303,31 +389,49 @@ def render_declaration(relation: RelationSpec) -> str:
 
 @st.composite
 def programs(draw: st.DrawFn) -> GeneratedProgram:
-    # e0 is always a graph over numbers: it gives `chain` rules a step to recurse along.
-    inputs_specs = [RelationSpec("e0", (NUMBER, NUMBER), 0)]
-    inputs_specs += [
-        RelationSpec(f"e{i}", column_types(draw), 0) for i in range(1, draw(st.integers(1, 3)))
-    ]
+    input_count = draw(st.integers(1, 3))
     derived_count = draw(st.integers(2, 6))
+    count = input_count + derived_count
+    names = draw(st.lists(RELATION_NAMES, min_size=count, max_size=count, unique=True))
+    variables = tuple(draw(st.permutations(VARIABLE_NAMES)))
+
+    def types(i: int) -> tuple[ColumnType, ...]:
+        """Wide relations for names that are mangled mates: what `RuleBuilder.mangled` needs."""
+        if any(mangled_mates(names[i], other) for other in names):
+            return column_types(draw, _STEM_ARITIES)
+        if any(mangled_mates(other, names[i]) for other in names):
+            return column_types(draw, _EXTENDED_ARITIES)
+        return column_types(draw)
+
+    # The first input is always a graph over numbers: it gives `chain` rules a step to
+    # recurse along.
+    inputs_specs = [RelationSpec(names[0], (NUMBER, NUMBER), 0)]
+    inputs_specs += [RelationSpec(names[i], types(i), 0) for i in range(1, input_count)]
     levels = sorted(draw(st.integers(1, 3)) for _ in range(derived_count))
-    derived = [RelationSpec(f"p{i}", column_types(draw), level) for i, level in enumerate(levels)]
+    derived = [
+        RelationSpec(names[input_count + i], types(input_count + i), level)
+        for i, level in enumerate(levels)
+    ]
     relations = inputs_specs + derived
 
     # Every relation first gets a base rule, as in real programs: recursion without a base
     # case derives nothing, and such programs would dominate the sample.
-    rules = [RuleBuilder(draw, head, relations).build("plain") for head in derived]
+    rules = [
+        RuleBuilder(draw, head, relations, variables).build(choose(draw, plain=2, mangled=1))
+        for head in derived
+    ]
     spare = 10 - derived_count
     # A cycle p -> q -> p through two rules is unlikely to arise by chance; build one often.
     pairs = [(p, q) for p in derived for q in derived if p.name < q.name and p.level == q.level]
     if pairs and draw(st.booleans()):
         p, q = draw(st.sampled_from(pairs))
-        rules.append(RuleBuilder(draw, p, relations).build("recursive", reads=q))
-        rules.append(RuleBuilder(draw, q, relations).build("recursive", reads=p))
+        rules.append(RuleBuilder(draw, p, relations, variables).build("recursive", reads=q))
+        rules.append(RuleBuilder(draw, q, relations, variables).build("recursive", reads=p))
         spare -= 2
     for _ in range(draw(st.integers(1, spare))):
         head = draw(st.sampled_from(derived))
-        kind = choose(draw, recursive=3, chain=4, plain=2, no_positive_atom=1)
-        rules.append(RuleBuilder(draw, head, relations).build(kind))
+        kind = choose(draw, recursive=3, chain=4, plain=2, no_positive_atom=1, mangled=3)
+        rules.append(RuleBuilder(draw, head, relations, variables).build(kind))
 
     facts = []
     for relation in relations:
@@ -344,7 +448,7 @@ def programs(draw: st.DrawFn) -> GeneratedProgram:
     lines += facts + rules
     text = "\n".join(lines) + "\n"
 
-    # The graph e0 gets half of the tuples, so that `chain` recursion has paths to follow.
+    # The graph gets half of the tuples, so that `chain` recursion has paths to follow.
     others = len(inputs_specs) - 1
     graph_budget = MAX_INPUT_TUPLES // 2 if others else MAX_INPUT_TUPLES
     budgets = [graph_budget] + [(MAX_INPUT_TUPLES - graph_budget) // max(others, 1)] * others

@@ -8,6 +8,9 @@ own bookkeeping, so this also checks that the generator does what its docstring 
 
 from __future__ import annotations
 
+import builtins
+import keyword
+import re
 from collections import Counter
 
 from hypothesis import HealthCheck, event, given, settings
@@ -15,6 +18,7 @@ from hypothesis import strategies as st
 
 from reasoner.analysis import check_program
 from reasoner.analysis.model import AnalyzedProgram
+from reasoner.plan.joins import plan_rule, positive_atoms
 from reasoner.syntax.ast import (
     Atom,
     BinaryOp,
@@ -52,12 +56,50 @@ def has_binary_op(term: Term, ops: str = "+-*/%") -> bool:
     return False
 
 
+def mangled_index_collision(analyzed: AnalyzedProgram) -> bool:
+    """Whether one plan probes two hash indexes that got the same name under the old scheme
+    `X_<relation>_<columns joined by _>` (its generated code then probed the wrong one)."""
+    for rule in analyzed.program.rules:
+        for driver in (None, *positive_atoms(rule)):
+            needs = plan_rule(rule, driver).index_needs()
+            names = {f"X_{relation}_{'_'.join(map(str, columns))}" for relation, columns in needs}
+            if len(names) < len(needs):
+                return True
+    return False
+
+
+def name_features(analyzed: AnalyzedProgram) -> set[str]:
+    """Names that break naive mangling (see `RELATION_NAMES` in programs.py)."""
+    names = set(analyzed.relations)
+    found: set[str] = set()
+    if any(re.fullmatch(re.escape(a) + r"(_\d+)+", b) for a in names for b in names):
+        found.add("relation names equal once joined with column numbers")
+    if mangled_index_collision(analyzed):
+        found.add("index names collide in a plan under the old mangling")
+    if any(keyword.iskeyword(n) or hasattr(builtins, n) for n in names):
+        found.add("relation named like a Python keyword or builtin")
+    if any(re.fullmatch(r"[A-Z]+_\w+|[A-Z]+", n) for n in names):
+        found.add("relation named like a generated global")
+    if any(re.fullmatch(r"[cv]\d+|_\w+", n) for n in names):
+        found.add("relation named like a frame column")
+    variables = {
+        arg.name
+        for rule in analyzed.program.rules
+        for atom, _negated in atoms_in(rule)
+        for arg in atom.args
+        if isinstance(arg, Variable)
+    }
+    if any(re.fullmatch(r"[cvtk]\d+|_\w+", v) for v in variables):
+        found.add("variable named like a generated name")
+    return found
+
+
 def features(analyzed: AnalyzedProgram, state: State) -> set[str]:
     program = analyzed.program
     strata = stratify(program)
     stratum_of = {name: stratum for stratum in strata for name in stratum}
     derived = set(stratum_of)
-    found: set[str] = set()
+    found = name_features(analyzed)
 
     if any(not analyzed.relations[name].declared for name in derived):
         found.add("undeclared relation")
@@ -142,6 +184,12 @@ EXPECTED_FEATURES = {
     "derives tuples",
     "fixpoint of 3+ iterations",
     "tuple with 2+ derivations",
+    "relation names equal once joined with column numbers",
+    "index names collide in a plan under the old mangling",
+    "relation named like a Python keyword or builtin",
+    "relation named like a generated global",
+    "relation named like a frame column",
+    "variable named like a generated name",
 }
 
 

@@ -43,9 +43,10 @@ def _declared(text: str) -> str:
 
 
 def _without(text: str, clauses: list[str]) -> str:
-    for clause in clauses:
-        text = text.replace(clause, "")
-    return text
+    """The text without the lines of `clauses` (a generated rule is a line of its own). Not a
+    substring replacement: that would also cut `a(x) :- b(x).` out of `_a(x) :- b(x).`."""
+    removed = set(clauses)
+    return "\n".join(line for line in text.split("\n") if line not in removed)
 
 
 def _fresh(text: str, facts) -> Materialization:

@@ -122,6 +122,21 @@ def test_empty_inputs(spark: SparkSession) -> None:
     check(text, {"e": []}, spark)
 
 
+def test_relations_whose_names_mangle_alike(spark: SparkSession) -> None:
+    """Issue 28: the in-process plans probed `a_0`'s index for `a`'s (both were `X_a_0_1`), so
+    the reference derived nothing here; Spark and the reference must both find (3, 7)."""
+    text = """
+    .decl a(x: number, y: number, z: number)
+    .decl a_0(x: number, y: number)
+    .decl s(x: number, y: number)
+    r(z, w) :- s(x, y), a(x, y, z), a_0(w, y).
+    """
+    inputs = {"s": [(1, 2)], "a": [(1, 2, 3)], "a_0": [(7, 2)]}
+    actual = on_spark(check_program(text), inputs, spark)
+    assert actual.snapshot["r"] == {(3, 7): (1, 1)}
+    check(text, inputs, spark)
+
+
 BENCH = [
     ("graph1000-rand1k", "program"),
     ("graph10000-rmat1k", "program"),

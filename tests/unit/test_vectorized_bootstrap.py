@@ -22,8 +22,9 @@ from hypothesis import strategies as st
 
 from reasoner.analysis import check_program
 from reasoner.analysis.model import AnalyzedProgram, Value
-from reasoner.elastic.bootstrap import StratumBootstrap
+from reasoner.elastic.bootstrap import Check, StratumBootstrap
 from reasoner.executors.local import polars_plan
+from reasoner.executors.local import vectorized as vectorized_executor
 from reasoner.executors.local.codegen import PlanCompiler
 from reasoner.executors.local.polars_plan import PolarsPlan
 from reasoner.executors.local.vectorized import FrameRelations, bootstrap_vectorized
@@ -54,9 +55,11 @@ def _compare(
     inputs: Inputs,
     small_iteration: int | None = None,
     frames_from: int | None = None,
+    check: Check | None = None,
 ):
     """Run both Bootstraps from the same facts; return the vectorized state for spot checks.
-    With `frames_from`, relations the vectorized run keeps as frames count as its state."""
+    With `frames_from`, relations the vectorized run keeps as frames count as its state;
+    `check` is the vectorized run's cancellation check."""
     inputs = {name: list(rows) for name, rows in inputs.items()}
     symbols = SymbolTable()
     reference = _initial_state(analyzed, inputs, symbols)
@@ -68,7 +71,7 @@ def _compare(
     ]
     options = {} if small_iteration is None else {"small_iteration": small_iteration}
     kept = None if frames_from is None else FrameRelations(frames_from)
-    runs = bootstrap_vectorized(analyzed, vectorized, symbols, kept=kept, **options)
+    runs = bootstrap_vectorized(analyzed, vectorized, symbols, kept=kept, check=check, **options)
 
     def shape(run):
         return (run.index, run.relations, run.iterations, run.derived)
@@ -115,6 +118,23 @@ def test_relations_kept_as_frames_match_the_reference(
     `frames_from` tuples, possibly mid-stratum) still computes every (tuple, iteration, count)
     of the reference, in the frames, and later strata read them there."""
     _compare(check_program(generated.text), generated.inputs, small_iteration, frames_from)
+
+
+@settings(max_examples=60)
+@given(programs(), st.sampled_from((0, 4)))
+def test_checked_runs_grouping_in_partitions_match_the_reference(
+    generated: GeneratedProgram, small_iteration: int
+) -> None:
+    """Under a check, an iteration's head rows are grouped in hash partitions (here of a few
+    rows, so that nearly every Polars iteration is), which must not change any count."""
+    saved = vectorized_executor._PARTITION_ROWS
+    vectorized_executor._PARTITION_ROWS = 3
+    try:
+        _compare(
+            check_program(generated.text), generated.inputs, small_iteration, check=lambda: None
+        )
+    finally:
+        vectorized_executor._PARTITION_ROWS = saved
 
 
 def test_packed_keys_round_trip_negative_constant_and_wide_columns() -> None:

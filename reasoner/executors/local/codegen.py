@@ -30,6 +30,9 @@ from reasoner.syntax.ast import (
     has_division,
 )
 
+CHECK_EVERY = 1 << 14
+"""Loop iterations of a compiled plan between two calls of its `check` (a few milliseconds)."""
+
 AtomFilter = Callable[[AtomStep, str], "str | None"]
 """(step, tuple variable) -> a Python condition the probed tuple must satisfy, or None."""
 NegationTest = Callable[[AtomStep, str, str], "str | list[str] | None"]
@@ -76,21 +79,37 @@ class PlanCompiler:
         self.state = state
         self.symbols = symbols
         self.arities = arities
+        self._numbers: dict[str, int] = {}
 
     # -- names of runtime objects in the generated module -------------------------------------
 
+    def number(self, relation: str) -> int:
+        """The relation's number, which stands for it in every generated name (`R_3`, `X_3_0_1`,
+        Update's `CH_3`...): assigned on first use, one per relation for the compiler's life.
+
+        Names are never derived from the relation's own name: identifiers may contain `_` and
+        digits, so `X_a_0_1` would be both relation `a` on columns (0, 1) and `a_0` on (1,),
+        and a plan would probe the wrong index. A number and integer columns joined by `_`
+        parse back uniquely, so these names are injective by construction."""
+        number = self._numbers.get(relation)
+        if number is None:
+            number = self._numbers[relation] = len(self._numbers)
+        return number
+
     def _rel_var(self, namespace: dict, relation: str) -> str:
-        name = f"R_{_ident(relation)}"
+        name = f"R_{self.number(relation)}"
         namespace[name] = self.state.relation(relation, self.arities[relation]).iters
         return name
 
     def _extra_var(self, namespace: dict, relation: str) -> str:
-        name = f"E_{_ident(relation)}"
+        name = f"E_{self.number(relation)}"
         namespace[name] = self.state.relation(relation, self.arities[relation]).extra
         return name
 
-    def _index_var(self, namespace: dict, relation: str, columns: tuple[int, ...]) -> str:
-        name = f"X_{_ident(relation)}_{'_'.join(map(str, columns))}"
+    def index_dict(self, namespace: dict, relation: str, columns: tuple[int, ...]) -> str:
+        """Register the hash index of `relation` on `columns` in `namespace`; the name to use
+        in snippets."""
+        name = f"X_{self.number(relation)}_{'_'.join(map(str, columns))}"
         store = self.state.relation(relation, self.arities[relation])
         namespace[name] = store.index(columns)
         return name
@@ -130,6 +149,7 @@ class PlanCompiler:
         union: bool = False,
         row_fields: tuple[str, ...] = (),
         membership: MembershipTest | None = None,
+        check: str | None = None,
     ) -> CompiledPlan:
         """Generate `def name(rows, *params)`; `rows` feeds the plan's driver.
 
@@ -139,6 +159,12 @@ class PlanCompiler:
         With `row_fields`, every row is `(tuple, *fields)` (an atom or head driver only): the
         fields are bound to those names for the caller's snippets. `membership` may replace the
         test of an atom whose columns are all bound (see `MembershipTest`).
+
+        `check` names a global callable that stops the run by raising (a deadline, a
+        cancellation): the code calls it once per `CHECK_EVERY` iterations of its loops, the
+        driving rows' and every probe's together. Slicing the driving rows is not enough: one
+        driving tuple may join with millions (a cartesian product), and Update hands its
+        enumerators every changed tuple at once.
         """
         namespace.update(
             _add=arith.add,
@@ -153,6 +179,8 @@ class PlanCompiler:
             negation_present = self._default_negation(namespace)
         signature = ", ".join(("rows", *params))
         lines: list[str] = [f"def {name}({signature}):"]
+        if check is not None:
+            lines.append(f"    _ticks = {CHECK_EVERY}")
         names: dict[str, str] = {}
         positive: dict[int, str] = {}
         negated: dict[int, tuple[str, str]] = {}
@@ -168,6 +196,14 @@ class PlanCompiler:
             py = f"v{len(names)}"
             names[datalog_name] = py
             return py
+
+        def tick() -> None:
+            """At the top of a loop's body: count the iteration, `check` when the count is up."""
+            if check is not None:
+                put("_ticks -= 1")
+                put("if not _ticks:")
+                put(f"    _ticks = {CHECK_EVERY}")
+                put(f"    {check}()")
 
         def guard(condition: str) -> None:
             put(f"if not ({condition}): continue")
@@ -220,6 +256,7 @@ class PlanCompiler:
         if kind == "head":
             put(f"for th{row_tail} in rows:")
             depth += 1
+            tick()
             bind_from("th", plan.rule.head.args)
         elif kind == "none":
             put("for _once in _ONCE:")
@@ -247,6 +284,7 @@ class PlanCompiler:
             if is_driver:
                 put(f"for {tvar}{row_tail} in rows:")
                 depth += 1
+                tick()
                 bind_from(tvar, atom.args)
                 if step.negated:
                     neg_kind, key = self._negation_key(step, names)
@@ -288,11 +326,12 @@ class PlanCompiler:
                 else:
                     put(f"if {tvar} not in {rel}: continue")
             elif step.key_columns:
-                idx = self._index_var(namespace, atom.relation, step.key_columns)
+                idx = self.index_dict(namespace, atom.relation, step.key_columns)
                 keys = [self.term(atom.args[c], names) for c in step.key_columns]
                 key = keys[0] if len(keys) == 1 else f"({', '.join(keys)})"
                 put(f"for {tvar} in {idx}.get({bound_keys.get(key, key)}, _EMPTY):")
                 depth += 1
+                tick()
             else:
                 rel = self._rel_var(namespace, atom.relation)
                 if union:
@@ -302,6 +341,7 @@ class PlanCompiler:
                 else:
                     put(f"for {tvar} in {rel}:")
                 depth += 1
+                tick()
             positive[step.body_index] = tvar
             for col, other in step.equal_columns:
                 guard(f"{tvar}[{col}] == {tvar}[{other}]")
@@ -341,7 +381,7 @@ class PlanCompiler:
     def negation_index(self, namespace: dict, step: AtomStep) -> str:
         """Register the index a wildcard negation probes; the name to use in snippets."""
         concrete = tuple(c for c, a in enumerate(step.atom.args) if not isinstance(a, Wildcard))
-        return self._index_var(namespace, step.atom.relation, concrete)
+        return self.index_dict(namespace, step.atom.relation, concrete)
 
     def _default_negation(self, namespace: dict) -> NegationTest:
         """Presence in the committed relation (right when the negated relation is not changing)."""
@@ -354,7 +394,3 @@ class PlanCompiler:
             return f"{self._rel_var(namespace, step.atom.relation)}"
 
         return test
-
-
-def _ident(name: str) -> str:
-    return "".join(ch if ch.isalnum() else "_" for ch in name)

@@ -38,7 +38,9 @@ would otherwise do on each of skipBlank's 14,149 iterations.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 import polars as pl
 
@@ -55,6 +57,7 @@ from reasoner.executors.local.polars_plan import (
     PolarsPlan,
     Projected,
     columns,
+    empty_frame,
     frame_of_rows,
     group_count,
     rows_of_frame,
@@ -62,7 +65,7 @@ from reasoner.executors.local.polars_plan import (
 )
 from reasoner.executors.local.row_set import ITERATION, RowSet
 from reasoner.plan.joins import AtomStep, JoinPlan, plan_rule, positive_atoms
-from reasoner.state import State, Tuple
+from reasoner.state import RelationStore, State, Tuple
 from reasoner.symbols import SymbolTable
 from reasoner.syntax.ast import Atom
 
@@ -74,6 +77,13 @@ _PYTHON_SUBTRACT = 8
 times more tuples than there are candidates (a Polars anti-join would scan the relation)."""
 
 _MAX_CHUNKS = 32
+
+_PARTITION_ROWS = 1 << 21
+"""Under a cancellation check, an iteration's head rows are grouped (and compared with the
+known tuples) in hash partitions of about this many rows, the check between them: one
+Polars group-by over the tens of millions of rows a cartesian product yields within its
+deadline runs for many seconds."""
+_PARTITION = "_p"
 
 _New = tuple[dict[Tuple, int], "pl.DataFrame | None"]
 """N_k of one relation: tuple -> count, and the same tuples as a frame when Polars made them."""
@@ -169,6 +179,19 @@ class FrameRelations:
     def frame(self, name: str) -> pl.DataFrame:
         """A kept relation's rows: c0, c1, ..., the count `_w` and the iteration `_it`."""
         return self.relations[name].rows()
+
+
+def _stacked(parts: list[pl.DataFrame], arity: int = 0) -> pl.DataFrame:
+    """The rows of head or relation frames, one frame (`_w` 1 for the parts without one when
+    some have it); an empty relation frame of `arity` when there are no parts."""
+    if not parts:
+        return empty_frame(arity)
+    if len(parts) == 1:
+        return parts[0]
+    if any(WEIGHT in p.columns for p in parts):
+        one = pl.lit(1, dtype=INT).alias(WEIGHT)
+        return pl.concat([p if WEIGHT in p.columns else p.with_columns(one) for p in parts])
+    return pl.concat(parts)
 
 
 def _concat(a: pl.DataFrame, b: pl.DataFrame) -> pl.DataFrame:
@@ -411,30 +434,17 @@ class VectorizedStratum:
             store.add_batch({(): total}, k)
             return {(): total}, frame_of_rows([()], 0)
         cols = columns(arity)
-        if len(parts) == 1:
-            heads = parts[0]
-        elif any(WEIGHT in p.columns for p in parts):
-            one = pl.lit(1, dtype=INT).alias(WEIGHT)
-            heads = pl.concat([p if WEIGHT in p.columns else p.with_columns(one) for p in parts])
-        else:
-            heads = pl.concat(parts)
         growing = self.growing[name]
         if isinstance(growing, _Kept):
-            new = growing.rows.add_derived(heads, k)
+            new = growing.rows.add_derived(_stacked(parts), k)
             return {}, new[cols]
-        known = len(store)
-        if known and heads.height * _PYTHON_SUBTRACT <= known:
-            # Few candidates, many known tuples: look them up in the state's dict.
-            grouped = group_count(heads, cols)
-            iters = store.iters
-            keep = [t not in iters for t in rows_of_frame(grouped, arity, self.state.values)]
-            if not any(keep):
-                return {}, None
-            grouped = grouped.filter(pl.Series(keep, dtype=pl.Boolean))
+        total = sum(p.height for p in parts)
+        if self.check is None or total <= _PARTITION_ROWS:
+            grouped = self._unknown_counts(store, _stacked(parts), growing.full)
         else:
-            grouped = subtract_and_count(heads, growing.full() if known else None, cols)
-            if grouped.height == 0:
-                return {}, None
+            grouped = self._unknown_counts_partitioned(store, parts, growing, total)
+        if grouped is None:
+            return {}, None
 
         def batch_of(part: pl.DataFrame) -> dict[Tuple, int]:
             counts = part.get_column(WEIGHT).to_list()
@@ -455,6 +465,73 @@ class VectorizedStratum:
 
         in_slices(grouped.height, load, self.check)
         return batch, grouped.select(cols)
+
+    def _unknown_counts(
+        self, store: RelationStore, heads: pl.DataFrame, known: Callable[[], pl.DataFrame]
+    ) -> pl.DataFrame | None:
+        """The distinct `heads` rows not in I_{k-1} (the relation's tuples, `known()` as a
+        frame: those that can match `heads`), counted (`_w`); None when there are none."""
+        cols = columns(store.arity)
+        if len(store) and heads.height * _PYTHON_SUBTRACT <= len(store):
+            # Few candidates, many known tuples: look them up in the state's dict.
+            grouped = group_count(heads, cols)
+            iters = store.iters
+            rows = rows_of_frame(grouped, store.arity, self.state.values)
+            keep = [t not in iters for t in rows]
+            if not any(keep):
+                return None
+            return grouped.filter(pl.Series(keep, dtype=pl.Boolean))
+        grouped = subtract_and_count(heads, known() if len(store) else None, cols)
+        return grouped if grouped.height else None
+
+    def _unknown_counts_partitioned(
+        self, store: RelationStore, parts: list[pl.DataFrame], growing: _Growing, total: int
+    ) -> pl.DataFrame | None:
+        """`_unknown_counts` of the `total` head rows of `parts`, in hash partitions of about
+        `_PARTITION_ROWS` rows with the check between them (a partition's rows, and the known
+        tuples that can match them, have the same hash)."""
+        assert self.check is not None
+        cols = columns(store.arity)
+        count = -(-total // _PARTITION_ROWS)
+        weighted = any(WEIGHT in p.columns for p in parts)
+        heads = self._partitioned(parts, cols, count, weighted)
+        # Compared as frames unless every partition is looked up in the state's dict.
+        compared = len(store) and total * _PYTHON_SUBTRACT > len(store)
+        known = self._partitioned([growing.full()] if compared else [], cols, count, False)
+        pieces = []
+        for head_pieces, known_pieces in zip(heads, known, strict=True):
+            self.check()
+            if not head_pieces:
+                continue
+            piece = self._unknown_counts(
+                store, _stacked(head_pieces), partial(_stacked, known_pieces, store.arity)
+            )
+            if piece is not None:
+                pieces.append(piece)
+        return pl.concat(pieces) if pieces else None
+
+    def _partitioned(
+        self, frames: list[pl.DataFrame], cols: list[str], count: int, weighted: bool
+    ) -> list[list[pl.DataFrame]]:
+        """The rows of `frames` in `count` partitions by the hash of `cols`, cut in slices of
+        `_PARTITION_ROWS` rows with the check between them; `weighted`: every piece gets a
+        `_w` column (1 where its frame had none)."""
+        assert self.check is not None
+        partitions: list[list[pl.DataFrame]] = [[] for _ in range(count)]
+        one = pl.lit(1, dtype=INT).alias(WEIGHT)
+        for frame in frames:
+            for start in range(0, frame.height, _PARTITION_ROWS):
+                self.check()
+                piece = frame.slice(start, _PARTITION_ROWS)
+                if weighted and WEIGHT not in piece.columns:
+                    piece = piece.with_columns(one)
+                number = (pl.struct(cols).hash(0) % count).alias(_PARTITION)
+                split = piece.with_columns(number).partition_by(
+                    _PARTITION, as_dict=True, include_key=False
+                )
+                for (index,), rows in split.items():
+                    partitions[index].append(rows)
+        return partitions
 
     # -- the fixpoint ------------------------------------------------------------------------
 
