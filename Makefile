@@ -6,6 +6,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+RUNTIME_STAMP := $(VENV)/.installed-runtime
 # Extra pytest arguments, e.g. `make test PYTEST_ARGS="-k oracle -x"`; pytest's
 # `testpaths` (pyproject.toml) makes tests/ the default.
 PYTEST_ARGS ?=
@@ -45,17 +46,28 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-serve: install
-	$(BIN)/reasoner serve
+# `make serve HOST=0.0.0.0 PORT=8080`: off the loopback the service wants a write token
+# (REASONER_WRITE_TOKEN) or REASONER_ALLOW_ANONYMOUS_WRITES=true.
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+serve: $(RUNTIME_STAMP)
+	$(BIN)/reasoner serve --host $(HOST) --port $(PORT)
 
 install: $(STAMP)
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
+# What the service needs, alone (`make serve`); the development and test tools come on top
+# (`make test`). Each is reinstalled only when pyproject.toml changes.
+$(RUNTIME_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -e .
+	touch $(RUNTIME_STAMP)
+
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -e '.[dev]'
-	touch $(STAMP)
+	touch $(STAMP) $(RUNTIME_STAMP)
 
 # The benchmarks (bench/README.md): `make bench` runs every workload, system and the scaling
 # study and writes bench/results/<date>/; `make bench-quick` is the < 3 minute smoke test.

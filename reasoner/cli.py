@@ -49,7 +49,10 @@ def _analyze(program: str) -> AnalyzedProgram:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise InputDataError(f"cannot read program: {exc.strerror}", str(path)) from None
-    return check_program(text, str(path))
+    analyzed = check_program(text, str(path))
+    for warning in analyzed.warnings:
+        print(f"warning: {warning.format()}", file=sys.stderr)
+    return analyzed
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -26,6 +26,10 @@ EXPRESSION_TOO_DEEP = "expression_too_deep"
 RULE_TOO_LARGE = "rule_too_large"
 """A rule with more body literals or tokens than the parser allows."""
 
+PROGRAM_FACT = "program_fact"
+"""A warning: a retracted fact that the program text asserts stays (it is part of the
+program, not data)."""
+
 UNKNOWN_RULE = "unknown_rule"
 """A rule id to remove that the program does not have."""
 RULES_UNAVAILABLE = "rules_unavailable"
@@ -84,6 +88,28 @@ class Diagnostic:
             end = min(end + len(marked) - low, len(line))
         caret = " " * start + "^" * max(1, end - start)
         return f"{head}\n{line}\n{caret}"
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """A warning about a write: it was applied, but not everything happened as one may expect
+    (a body relation defined nowhere is empty; a retracted fact the program asserts stays)."""
+
+    code: str
+    message: str
+    line: int | None = None
+    column: int | None = None
+    filename: str | None = None
+
+    @classmethod
+    def of(cls, diagnostic: Diagnostic) -> Notice:
+        return cls(
+            diagnostic.code,
+            diagnostic.message,
+            diagnostic.line,
+            diagnostic.column,
+            diagnostic.filename,
+        )
 
 
 class ProgramError(Exception):

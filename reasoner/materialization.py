@@ -9,6 +9,8 @@ state afterwards equals a fresh Bootstrap of the facts (Theorem 3.5 of the elast
 
 from __future__ import annotations
 
+import json
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -21,7 +23,7 @@ from reasoner.analysis.model import AnalyzedProgram, RelationInfo, Stratum, Valu
 from reasoner.concurrency import ReadWriteLock, read_optimistically
 from reasoner.elastic.bootstrap import BootstrapCancelled, Check, StratumRun
 from reasoner.elastic.engines import EngineChoice, EngineSettings, run_bootstrap
-from reasoner.elastic.epoch import Delta, EpochReport, Rows, StratumReport
+from reasoner.elastic.epoch import UNCHANGED, Delta, EpochReport, Rows, StratumReport
 from reasoner.elastic.overlay import INF, Overlay
 from reasoner.elastic.restratify import (
     StratumKey,
@@ -38,17 +40,20 @@ from reasoner.elastic.update import (
 )
 from reasoner.errors import (
     ARITY_MISMATCH,
+    PROGRAM_FACT,
     RULES_UNAVAILABLE,
     TYPE_MISMATCH,
     UNKNOWN_RELATION,
     UNKNOWN_RULE,
     InvalidDelta,
+    Notice,
 )
 from reasoner.executors.local.codegen import PlanCompiler
 from reasoner.gc_pause import collector_paused
-from reasoner.program_text import ProgramText, RuleEntry
+from reasoner.program_text import Changed, ProgramText, RuleEntry
 from reasoner.state import State, Tuple
 from reasoner.symbols import SymbolTable
+from reasoner.syntax.ast import ColumnType
 from reasoner.values import ValuePool
 
 if TYPE_CHECKING:
@@ -86,10 +91,23 @@ class PreparedDelta:
     """The new program's analysis, or None when the rules do not change."""
     rules_added: tuple[str, ...] = ()
     rules_removed: tuple[str, ...] = ()
+    warnings: tuple[Notice, ...] = ()
+    """What was accepted but may not be meant: a body relation defined nowhere (empty), a
+    retracted fact that the program text asserts (it stays)."""
 
     @property
     def program_text(self) -> str:
         return self.program.text
+
+    @property
+    def changes_nothing(self) -> bool:
+        """No fact flips and no rule comes or goes: applying it makes no epoch."""
+        return not (
+            any(self.inserts.values())
+            or any(self.retracts.values())
+            or self.rules_added
+            or self.rules_removed
+        )
 
 
 @dataclass(slots=True)
@@ -277,15 +295,20 @@ class Materialization:
         analyzed = None
         added: tuple[str, ...] = ()
         removed: tuple[str, ...] = ()
-        if delta.add_rules or delta.remove_rules:
-            try:
-                program, analyzed, added, removed = self._source().changed(
-                    list(delta.add_rules), list(delta.remove_rules)
-                )
-            except KeyError as missing:
-                raise InvalidDelta(UNKNOWN_RULE, f"no rule has id `{missing.args[0]}`") from None
+        insert: dict[str, Rows] = dict(delta.insert)
+        add = list(delta.add_rules)
+        changed = self._changed(add, list(delta.remove_rules))
+        shapes = _shapes_from_facts((changed.analyzed if changed else self.analyzed), insert)
+        if shapes:  # the facts give these relations their shape: declare it
+            add.append(shapes)
+            changed = self._changed(add, list(delta.remove_rules))
+        if changed is not None:
+            program, analyzed = changed.program, changed.analyzed
+            added, removed = changed.added, changed.removed
+            for name, rows in changed.facts.items():  # facts in added program text are data
+                insert[name] = [*insert.get(name, ()), *rows]
         target = analyzed or self.analyzed
-        checked_inserts = self._encode_delta(target.relations, delta.insert, "insert")
+        checked_inserts = self._encode_delta(target.relations, insert, "insert")
         # Retractions may name a relation the same delta's rule change removes.
         checked_retracts = self._encode_delta(
             {**self.analyzed.relations, **target.relations}, delta.retract, "retract"
@@ -298,6 +321,8 @@ class Materialization:
             both = inserts[name] & retracts[name]
             inserts[name] -= both
             retracts[name] -= both
+        warnings = tuple(Notice.of(w) for w in changed.warnings) if changed else ()
+        warnings += self._pinned_retractions(retracts, target)
         facts = self.facts
         inserts = {n: {t for t in r if t not in facts.get(n, ())} for n, r in inserts.items()}
         retracts = {n: {t for t in r if t in facts.get(n, ())} for n, r in retracts.items()}
@@ -311,7 +336,42 @@ class Materialization:
             analyzed,
             added,
             removed,  # type: ignore[arg-type]
+            warnings,
         )
+
+    def _changed(self, add: list[str], remove: list[str]) -> Changed | None:
+        """The program after adding and removing rules, or None when the delta has none."""
+        if not (add or remove):
+            return None
+        try:
+            return self._source().changed(add, remove)
+        except KeyError as missing:
+            raise InvalidDelta(UNKNOWN_RULE, f"no rule has id `{missing.args[0]}`") from None
+
+    def _pinned_retractions(
+        self, retracts: dict[str, set[Tuple]], analyzed: AnalyzedProgram
+    ) -> tuple[Notice, ...]:
+        """Warnings for retracted facts that the program text asserts: they are part of the
+        program, so they stay (remove them from the program to remove them)."""
+        out = []
+        for name, rows in retracts.items():
+            pinned = rows & self.program_facts.get(name, set())
+            if pinned:
+                info = analyzed.relations.get(name) or self.analyzed.relations[name]
+                decode = self.symbols.decoder(info.types)
+                shown = ", ".join(
+                    f"{name}({', '.join(json.dumps(v) for v in decode(t))})"
+                    for t in sorted(pinned)[:3]
+                )
+                more = f" and {len(pinned) - 3} more" if len(pinned) > 3 else ""
+                out.append(
+                    Notice(
+                        PROGRAM_FACT,
+                        f"{shown}{more}: asserted by the program text, so retracting it as "
+                        "data leaves it in place (remove it from the program instead)",
+                    )
+                )
+        return tuple(out)
 
     def _check_relations_kept(
         self,
@@ -387,6 +447,17 @@ class Materialization:
                 raise ValueError(
                     f"delta prepared against epoch {prepared.epoch}, now at epoch {self.epoch}"
                 )
+            if prepared.changes_nothing:
+                return EpochReport(
+                    epoch=self.epoch,
+                    strategy=UNCHANGED,
+                    seconds=time.perf_counter() - start,
+                    inserted=0,
+                    retracted=0,
+                    strata=(),
+                    changes={} if include_changes else None,
+                    warnings=prepared.warnings,
+                )
             return self._apply(prepared, start, strategy, include_changes, check, before_publish)
 
     def _apply(
@@ -400,7 +471,12 @@ class Materialization:
     ) -> EpochReport:
         new = prepared.analyzed or self.analyzed
         reason = None
-        derived = [name for name in new.relations if name in new.stratum_of]
+        # Every relation derived before or after the epoch: a rule change can drop a derived
+        # relation from the program (its tuples all go) or leave it with facts alone.
+        derived = list(dict.fromkeys([*self.analyzed.stratum_of, *new.stratum_of]))
+        kept = [name for name in derived if name in new.relations]
+        types = {name: self.analyzed.relations[name].types for name in self.analyzed.relations}
+        types.update((name, info.types) for name, info in new.relations.items())
         if strategy != "bootstrap":
             overlay = Overlay(self.state)
             budget = max(
@@ -411,7 +487,12 @@ class Materialization:
             with collector_paused():  # until the overlay's records are freed (reasoner.gc_pause)
                 try:
                     strata = self._update(overlay, prepared, deadline)
-                    changes = {name: overlay.presence_diff(name) for name in derived}
+                    changes = {name: overlay.presence_diff(name) for name in kept}
+                    changes.update(
+                        (name, (set(self.state[name].iters), set()))
+                        for name in derived
+                        if name not in new.relations and name in self.state
+                    )
                 except DeadlineExceeded:
                     self._discard(overlay, cached)
                     reason = "deadline"
@@ -439,7 +520,7 @@ class Materialization:
                         overlay.commit()
                         self._adopt(prepared)
                     report = self._report(
-                        start, "update", strata, changes, include_changes, prepared
+                        start, "update", strata, changes, include_changes, prepared, types
                     )
             if reason is None:
                 return report
@@ -463,7 +544,7 @@ class Materialization:
         self.last_bootstrap_seconds = time.perf_counter() - built_at
         changes = {}
         for name in derived:
-            after = self.state[name].iters
+            after = self.state[name].iters if name in self.state else {}
             changes[name] = (
                 before[name] - after.keys(),
                 {t for t in after if t not in before[name]},
@@ -472,7 +553,15 @@ class Materialization:
             StratumReport(run.index, run.relations, "bootstrap", run.seconds) for run in built.runs
         )
         return self._report(
-            start, "bootstrap", strata, changes, include_changes, prepared, reason, built.engine
+            start,
+            "bootstrap",
+            strata,
+            changes,
+            include_changes,
+            prepared,
+            types,
+            reason,
+            built.engine,
         )
 
     def _discard(self, overlay: Overlay, cached: set[StratumKey]) -> None:
@@ -595,15 +684,18 @@ class Materialization:
         changes: dict[str, tuple[set[Tuple], set[Tuple]]],
         include_changes: bool,
         prepared: PreparedDelta,
+        types: Mapping[str, tuple[ColumnType, ...]],
         reason: str | None = None,
         engine: EngineChoice | None = None,
     ) -> EpochReport:
+        """`types`: the column types of every relation in `changes`, including relations the
+        epoch removed from the program."""
         detail = None
         if include_changes:
             detail = {}
             for name, (gone, new) in changes.items():
                 if gone or new:
-                    decode = self.symbols.decoder(self.analyzed.relations[name].types)
+                    decode = self.symbols.decoder(types[name])
                     detail[name] = {
                         "inserted": sorted(decode(t) for t in new),
                         "retracted": sorted(decode(t) for t in gone),
@@ -619,6 +711,7 @@ class Materialization:
             changes=detail,
             rules_added=prepared.rules_added,
             rules_removed=prepared.rules_removed,
+            warnings=prepared.warnings,
             engine=None if engine is None else engine.engine,
             engine_reason=None if engine is None else engine.reason,
         )
@@ -707,6 +800,46 @@ class Materialization:
             decode = self.symbols.decoder(info.types)
             result[name] = {decode(t): v for t, v in self._engine_snapshot(name).items()}
         return result
+
+
+_RELATION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+"""An identifier of the language (`reasoner.syntax.lexer`): what a `.decl` can name."""
+
+
+def _shapes_from_facts(analyzed: AnalyzedProgram, insert: Mapping[str, Rows]) -> str:
+    """`.decl` lines for relations whose shape inserted facts fix: a relation first met in
+    them (arity and types of its first row: `number` for integers, `symbol` for strings), or
+    one the program uses without fixing some column's type (that column takes the first
+    row's). The other rows are then checked against the declaration like any fact. Empty
+    when the program already has every shape."""
+    lines = []
+    for name, rows in insert.items():
+        first = next(iter(rows), None)
+        if first is None:
+            continue
+        given = tuple("symbol" if isinstance(v, str) else "number" for v in first)
+        info = analyzed.relations.get(name)
+        if info is None:
+            if not _RELATION_NAME.fullmatch(name):
+                raise InvalidDelta(
+                    UNKNOWN_RELATION,
+                    f"relation `{name}` is not in the program, and facts cannot declare it: "
+                    "a relation name is a letter or `_` followed by letters, digits or `_`",
+                )
+            names = tuple(f"c{i}" for i in range(len(first)))
+        elif info.declared or not info.unfixed or len(first) != info.arity:
+            continue
+        else:
+            names = info.column_names
+            given = tuple(
+                g if i in info.unfixed else t
+                for i, (g, t) in enumerate(zip(given, info.types, strict=True))
+            )
+            if given == info.types:
+                continue
+        columns = ", ".join(f"{n}: {t}" for n, t in zip(names, given, strict=True))
+        lines.append(f".decl {name}({columns})")
+    return "\n".join(lines)
 
 
 def _checked_row(info: RelationInfo, row: Sequence[Value], verb: str) -> tuple[Value, ...]:

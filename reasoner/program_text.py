@@ -12,12 +12,14 @@ that is already there is recognised as a no-op.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from reasoner.analysis import analyze
-from reasoner.analysis.model import AnalyzedProgram
-from reasoner.errors import PARSE_ERROR, Diagnostic, ProgramError
+from reasoner.analysis.model import AnalyzedProgram, RelationInfo, Value
+from reasoner.errors import Diagnostic, ProgramError
 from reasoner.syntax.ast import Program, Rule, Span
 from reasoner.syntax.lexer import tokenize
 from reasoner.syntax.parser import parse_program
@@ -29,6 +31,21 @@ RULES_FILENAME = "<rules>"
 def rule_id(text: str) -> str:
     tokens = "\x00".join(f"{t.kind}:{t.text}" for t in tokenize(text).tokens)
     return hashlib.sha256(tokens.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True, slots=True)
+class Changed:
+    """A checked change of the program (`ProgramText.changed`)."""
+
+    program: ProgramText
+    analyzed: AnalyzedProgram
+    added: tuple[str, ...]
+    """Ids of the rules added (not those already present)."""
+    removed: tuple[str, ...]
+    facts: dict[str, tuple[tuple[Value, ...], ...]]
+    """Facts the added texts held, as data to insert (not part of the program)."""
+    warnings: tuple[Diagnostic, ...] = ()
+    """Warnings about the added texts, positioned in them (`<rules>`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,15 +95,16 @@ class ProgramText:
     def rules(self) -> list[RuleEntry]:
         return [RuleEntry(i, rule.text) for i, rule in _rules_by_id(self.parse()).items()]
 
-    def changed(
-        self, add: list[str], remove: list[str]
-    ) -> tuple[ProgramText, AnalyzedProgram, tuple[str, ...], tuple[str, ...]]:
+    def changed(self, add: list[str], remove: list[str]) -> Changed:
         """The program with `remove` (ids) cut out and `add` (texts) appended, checked.
 
-        Returns (program, analysis, ids added, ids removed). Raises `ProgramError` with
-        positions in the added text (filename `<rules>`, or `<rules N>` for the N-th of several)
-        for errors there, and in the program for errors a removal causes elsewhere; raises
-        `KeyError` naming the first unknown id.
+        An added text may be a whole program: its facts are taken out of it and returned as
+        data (`Changed.facts`: the caller inserts them, so they can be retracted like any
+        fact), and a relation that only those facts define gets a `.decl` of its inferred
+        types; `.input`/`.output` directives stay in the text (the service keeps them as
+        written). Raises `ProgramError` with positions in the added text (filename `<rules>`,
+        or `<rules N>` for the N-th of several) for errors there, and in the program for
+        errors a removal causes elsewhere; raises `KeyError` naming the first unknown id.
         """
         units = list(self.units)
         removed: list[str] = []
@@ -106,72 +124,84 @@ class ProgramText:
             raise KeyError(sorted(wanted)[0])
         present = set(_rules_by_id(ProgramText(units).parse()))
         added: list[str] = []
-        kept: list[str] = []  # each added text without the clauses the program already has
+        kept: list[str] = []  # each added text without its facts and already present clauses
         names = [RULES_FILENAME] if len(add) == 1 else [f"<rules {n + 1}>" for n in range(len(add))]
         for name, text in zip(names, add, strict=True):
             program = parse_program(text, name)
-            _only_rules_and_declarations(program, text, name)
             first: dict[str, Span] = {}  # id -> the clause of this text that adds it
-            repeated = set()
+            repeated = [fact.span for fact in program.facts]
             for rule in program.rules:
                 i = rule_id(rule.text)
                 already = i in present and i not in first
                 if already or first.setdefault(i, rule.span) != rule.span:
-                    repeated.add(rule.span)
+                    repeated.append(rule.span)
             present.update(first)
             added.extend(first)
-            kept.append(_cut(text, list(repeated)))
+            kept.append(_cut(text, repeated))
         # Analyze the texts as given, so diagnostics point into what the client sent...
-        analyzed = ProgramText(units + list(add), self.filename)._analyze(len(units), names)
+        whole = ProgramText(units + list(add), self.filename)._analyze(len(units), names)
         candidate = ProgramText(units + [k for k in kept if k.strip()], self.filename)
-        if kept != list(add):  # ...then drop the repeated clauses: a rule counts once
+        warnings = tuple(w for w in whole.warnings if w.filename in names)
+        if kept == list(add):
+            return Changed(candidate, whole, tuple(added), tuple(removed), {}, warnings)
+        # ...then drop the facts and the repeated clauses: a rule counts once, facts are data.
+        analyzed = analyze(candidate.parse(), source=candidate.text, filename=self.filename)
+        facts = {}
+        for name, rows in whole.facts.items():
+            there = set(analyzed.facts.get(name, ()))
+            new = tuple(row for row in rows if row not in there)
+            if new:
+                facts[name] = new
+        undefined = [name for name in facts if not _defined(analyzed, name)]
+        if undefined:
+            declarations = "\n".join(declaration(whole.relations[n]) for n in undefined)
+            candidate = ProgramText([*candidate.units, declarations], self.filename)
             analyzed = analyze(candidate.parse(), source=candidate.text, filename=self.filename)
-        return candidate, analyzed, tuple(added), tuple(removed)
+        return Changed(candidate, analyzed, tuple(added), tuple(removed), facts, warnings)
 
     def _analyze(self, base_units: int, names: list[str]) -> AnalyzedProgram:
         """Analyze the whole program; map each diagnostic back to the text it points into."""
         text = self.text
-        try:
-            return analyze(parse_program(text, self.filename), source=text, filename=self.filename)
-        except ProgramError as error:
-            starts = []  # first line of every unit in the joined text
-            line = 1
-            for unit in self.units:
-                starts.append(line)
-                line += unit.count("\n") + 1
-            base_end = starts[base_units] if base_units < len(starts) else line
-            mapped = []
-            for d in error.diagnostics:
+        starts = []  # first line of every unit in the joined text
+        line = 1
+        for unit in self.units:
+            starts.append(line)
+            line += unit.count("\n") + 1
+        base_end = starts[base_units] if base_units < len(starts) else line
+
+        def mapped(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
+            out = []
+            for d in diagnostics:
                 if d.span.line < base_end:
-                    mapped.append(d)
+                    out.append(d)
                     continue
                 unit = max(i for i, s in enumerate(starts) if s <= d.span.line)
                 shift = starts[unit] - 1
                 span = Span(
                     d.span.line - shift, d.span.column, d.span.end_line - shift, d.span.end_column
                 )
-                mapped.append(
+                out.append(
                     Diagnostic(d.code, d.message, span, names[unit - base_units], d.source_line)
                 )
-            raise ProgramError(mapped) from None
+            return out
+
+        try:
+            analyzed = analyze(
+                parse_program(text, self.filename), source=text, filename=self.filename
+            )
+        except ProgramError as error:
+            raise ProgramError(mapped(error.diagnostics)) from None
+        return dataclasses.replace(analyzed, warnings=tuple(mapped(analyzed.warnings)))
 
 
-def _only_rules_and_declarations(program: Program, text: str, filename: str) -> None:
-    """Facts are data (insert them as facts) and I/O directives belong to batch runs."""
-    bad = [(fact.span, "a fact") for fact in program.facts]
-    bad += [(d.span, f"a `.{d.kind}` directive") for d in program.directives]
-    if bad:
-        lines = text.splitlines()
-        raise ProgramError(
-            [
-                Diagnostic(
-                    PARSE_ERROR,
-                    f"{what} cannot be added as a rule: only rules and `.decl` declarations can"
-                    " (insert facts as facts)",
-                    span,
-                    filename,
-                    lines[span.line - 1] if span.line <= len(lines) else "",
-                )
-                for span, what in bad
-            ]
-        )
+def _defined(analyzed: AnalyzedProgram, name: str) -> bool:
+    """Whether the program itself gives `name` its shape (a .decl, a rule or an .input), as
+    opposed to inferring it from a use alone."""
+    info = analyzed.relations.get(name)
+    return info is not None and (info.declared or info.is_input or name in analyzed.stratum_of)
+
+
+def declaration(info: RelationInfo) -> str:
+    """A `.decl` for a relation whose shape was inferred (its columns and types)."""
+    columns = ", ".join(f"{n}: {t}" for n, t in zip(info.column_names, info.types, strict=True))
+    return f".decl {info.name}({columns})"

@@ -42,6 +42,7 @@ log = logging.getLogger("service")
 
 # Stable codes of the service itself (the engine's are in reasoner.errors).
 INVALID_REQUEST = "invalid_request"
+INVALID_JSON = "invalid_json"
 INVALID_FACTS = "invalid_facts"
 INVALID_CURSOR = "invalid_cursor"
 UNKNOWN_COLUMN = "unknown_column"
@@ -194,6 +195,7 @@ def input_data_problem(error: InputDataError) -> Problem:
 
 
 _HTTP_CODES = {
+    400: INVALID_JSON,
     401: UNAUTHORIZED,
     403: FORBIDDEN,
     404: NOT_FOUND,
@@ -227,7 +229,9 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(QueryTimeout)
     async def _timeout(_request: Request, exc: QueryTimeout) -> JSONResponse:
-        return problem_response(503, QUERY_TIMEOUT, str(exc), timeout=exc.seconds)
+        # 422 like an epoch's timeout: the request is valid but too costly to answer within
+        # its deadline, and repeating it unchanged will not help (503 would invite that).
+        return problem_response(422, QUERY_TIMEOUT, str(exc), timeout=exc.seconds)
 
     @app.exception_handler(QueryTooLarge)
     async def _too_large(_request: Request, exc: QueryTooLarge) -> JSONResponse:
@@ -249,9 +253,10 @@ def install(app: FastAPI) -> None:
         detail = "; ".join(f"{'.'.join(e['location'])}: {e['message']}" for e in errors)
         if len(every) > len(errors):
             detail += f"; ... and {len(every) - len(errors)} more error(s)"
+        malformed = any(e["type"] == "json_invalid" for e in errors)
         return problem_response(
-            422,
-            INVALID_REQUEST,
+            400 if malformed else 422,
+            INVALID_JSON if malformed else INVALID_REQUEST,
             detail or "invalid request",
             errors=errors,
             error_count=len(every),
@@ -259,6 +264,8 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        # FastAPI's own 400 is a body it could not parse as JSON (a number of more than
+        # 4,300 digits, which Python's json refuses as a ValueError).
         code = _HTTP_CODES.get(exc.status_code, f"http_{exc.status_code}")
         detail = exc.detail if isinstance(exc.detail, str) else HTTPStatus(exc.status_code).phrase
         return problem_response(exc.status_code, code, detail, headers=exc.headers)

@@ -279,6 +279,8 @@ class Runtime:
                     f"{self.settings.max_rules}: nothing changed",
                     limit=self.settings.max_rules,
                 )
+        if prepared.changes_nothing:  # no epoch, nothing to store: say so
+            return Applied(self.epoch, m.apply(prepared), 0, 0)
         number = self.epoch + 1
         target: AnalyzedProgram = prepared.analyzed or m.analyzed
         record = DeltaRecord(

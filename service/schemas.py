@@ -68,11 +68,29 @@ class StratumOut(BaseModel):
     seconds: float
 
 
+class WarningOut(BaseModel):
+    code: str
+    message: str
+    line: int | None = None
+    column: int | None = None
+    filename: str | None = None
+
+
 class EpochOut(BaseModel):
     """What applying one write did."""
 
-    epoch: int
-    strategy: str = Field(description='"update" or "bootstrap" (a recomputation ran).')
+    epoch: int = Field(description="The epoch the write made (the current one if unchanged).")
+    changed: bool = Field(
+        True,
+        description="False when the write changed nothing (facts already present or absent, "
+        "a rule already there): no epoch was made.",
+    )
+    warnings: list[WarningOut] = Field(
+        default_factory=list,
+        description="What was accepted but may not be meant: a rule reading a relation that "
+        "nothing defines yet (it is empty), a retracted fact that the program text asserts.",
+    )
+    strategy: str = Field(description='"update", "bootstrap" (a recomputation ran) or "unchanged".')
     engine: str | None = Field(
         None, description='The executor of a Bootstrap ("local", "spark", "reference").'
     )

@@ -75,7 +75,10 @@ class Settings(BaseSettings):
         "change the data.",
     )
     max_request_bytes: int = Field(
-        256 * 1024 * 1024, gt=0, description="Larger request bodies are refused with 413."
+        64 * 1024 * 1024,
+        gt=0,
+        description="Larger request bodies are refused with 413 (64 MiB: about two million "
+        "facts as JSON; load more in several requests).",
     )
     page_size: int = Field(1000, gt=0, description="Rows per page of relation and query results.")
     query_timeout_seconds: float = Field(

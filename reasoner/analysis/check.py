@@ -16,7 +16,7 @@ from reasoner.analysis.stratify import stratify
 from reasoner.analysis.terms import atoms_of
 from reasoner.analysis.types import TypeInference, infer_types
 from reasoner.errors import ARITY_MISMATCH, UNKNOWN_RELATION
-from reasoner.syntax.ast import BodyLiteral, ColumnType, Program
+from reasoner.syntax.ast import BodyLiteral, ColumnType, Program, Variable
 from reasoner.syntax.parser import parse_program
 
 
@@ -25,17 +25,18 @@ def analyze(
     *,
     source: str = "",
     filename: str = "<input>",
-    allow_undefined: bool = False,
+    allow_undefined: bool = True,
 ) -> AnalyzedProgram:
     """Check `program` and compute relation types, strata and evaluated facts.
 
     Raises `ProgramError` with every error found. `source` (the program text) is only used to
-    quote the offending line in diagnostics. With `allow_undefined`, a body relation that is
-    never declared, derived, or read is accepted as an empty relation (its shape inferred).
+    quote the offending line in diagnostics. A body relation that is never declared, derived,
+    or read is an empty relation (its shape inferred) with a warning in `warnings`; with
+    `allow_undefined=False` it is an `unknown_relation` error instead.
     """
     reporter = Reporter(filename, source)
     table = collect_relations(program, reporter, allow_undefined=allow_undefined)
-    types = infer_types(program, table, reporter)
+    types, unfixed = infer_types(program, table, reporter)
     for rule in program.rules:
         safety.check_rule(rule, reporter)
     for fact in program.facts:
@@ -45,28 +46,34 @@ def analyze(
     reporter.raise_if_errors()
     return AnalyzedProgram(
         program=program,
-        relations=_relation_infos(program, table, types),
+        relations=_relation_infos(program, table, types, unfixed),
         strata=strata,
         stratum_of=stratum_of,
         facts=facts,
+        warnings=reporter.warnings,
     )
 
 
 def _relation_infos(
-    program: Program, table: RelationTable, types: dict[str, tuple[ColumnType, ...]]
+    program: Program,
+    table: RelationTable,
+    types: dict[str, tuple[ColumnType, ...]],
+    unfixed: dict[str, frozenset[int]],
 ) -> dict[str, RelationInfo]:
     inputs: dict[str, tuple[tuple[str, str], ...]] = {}
     outputs: dict[str, tuple[tuple[str, str], ...]] = {}
     for directive in program.directives:
         target = inputs if directive.kind == "input" else outputs
         target.setdefault(directive.relation, directive.params)
+    heads = _head_variables(program)
     infos: dict[str, RelationInfo] = {}
     for name, column_types in types.items():
         decl = table.declarations.get(name)
         if decl is not None:
             column_names = tuple(column.name for column in decl.columns)
         else:
-            column_names = tuple(f"c{i}" for i in range(len(column_types)))
+            named = heads.get(name)
+            column_names = named or tuple(f"c{i}" for i in range(len(column_types)))
         infos[name] = RelationInfo(
             name=name,
             types=column_types,
@@ -76,12 +83,30 @@ def _relation_infos(
             is_output=name in outputs,
             input_params=inputs.get(name, ()),
             output_params=outputs.get(name, ()),
+            unfixed=unfixed[name],
         )
     return infos
 
 
+def _head_variables(program: Program) -> dict[str, tuple[str, ...]]:
+    """Column names for relations without a `.decl`: the variables of the first rule that
+    derives the relation, when they are all distinct variables (`tc(x, y) :- ...` names the
+    columns x and y, so `?x=1` filters); otherwise the relation keeps c0, c1, ..."""
+    names: dict[str, tuple[str, ...]] = {}
+    seen: set[str] = set()
+    for rule in sorted(program.rules, key=lambda r: (r.span.line, r.span.column)):
+        head = rule.head
+        if head.relation in seen:
+            continue
+        seen.add(head.relation)
+        args = [a.name for a in head.args if isinstance(a, Variable)]
+        if len(args) == len(head.args) and len(set(args)) == len(args):
+            names[head.relation] = tuple(args)
+    return names
+
+
 def check_program(
-    text: str, filename: str = "<input>", allow_undefined: bool = False
+    text: str, filename: str = "<input>", allow_undefined: bool = True
 ) -> AnalyzedProgram:
     """Parse and analyze `text`. Parse errors are raised alone: analysis needs a parsed program."""
     program = parse_program(text, filename)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from reasoner.errors import Diagnostic
 from reasoner.syntax.ast import ColumnType, Program, Rule
 
 Value = int | str
@@ -25,6 +26,9 @@ class RelationInfo:
     is_output: bool = False
     input_params: tuple[tuple[str, str], ...] = ()
     output_params: tuple[tuple[str, str], ...] = ()
+    unfixed: frozenset[int] = frozenset()
+    """Columns whose type nothing in the program fixes (they default to `number`): the
+    first facts inserted may give them another."""
 
     @property
     def arity(self) -> int:
@@ -56,3 +60,6 @@ class AnalyzedProgram:
     """Stratum index of every relation that is the head of some rule."""
     facts: dict[str, tuple[tuple[Value, ...], ...]] = field(default_factory=dict)
     """Facts written in the program text (`edge(1, 2).`), evaluated, per relation, no duplicates."""
+    warnings: tuple[Diagnostic, ...] = ()
+    """What the program allows but may not mean, e.g. a body relation defined nowhere (it is
+    empty until facts arrive)."""

@@ -113,12 +113,19 @@ def collect_relations(
     defined.update(rule.head.relation for rule in program.rules)
     defined.update(fact.atom.relation for fact in program.facts)
     defined.update(d.relation for d in program.directives if d.kind == "input")
-    if not allow_undefined:
-        reported: set[str] = set()
-        for use in uses:
-            name = use.atom.relation
-            if use.in_body and name not in defined and name not in reported:
-                reported.add(name)
+    reported: set[str] = set()
+    for use in uses:
+        name = use.atom.relation
+        if use.in_body and name not in defined and name not in reported:
+            reported.add(name)
+            if allow_undefined:
+                reporter.warning(
+                    UNKNOWN_RELATION,
+                    f"relation `{name}` is not defined (no .decl, rule, fact or .input): it is "
+                    "empty until facts for it arrive",
+                    use.atom.span,
+                )
+            else:
                 reporter.error(
                     UNKNOWN_RELATION,
                     f"relation `{name}` is not defined: it has no .decl, rule, fact or .input",

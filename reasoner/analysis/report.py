@@ -17,12 +17,24 @@ class Reporter:
         self.filename = filename
         self._lines = source.split("\n") if source else []
         self._diagnostics: dict[Diagnostic, None] = {}
+        self._warnings: dict[Diagnostic, None] = {}
 
-    def error(self, code: str, message: str, span: Span) -> None:
+    def _diagnostic(self, code: str, message: str, span: Span) -> Diagnostic:
         line = ""
         if 0 < span.line <= len(self._lines):
             line = self._lines[span.line - 1].rstrip("\r")
-        self._diagnostics.setdefault(Diagnostic(code, message, span, self.filename, line), None)
+        return Diagnostic(code, message, span, self.filename, line)
+
+    def error(self, code: str, message: str, span: Span) -> None:
+        self._diagnostics.setdefault(self._diagnostic(code, message, span), None)
+
+    def warning(self, code: str, message: str, span: Span) -> None:
+        """Something the program allows but its author may not mean (it is not refused)."""
+        self._warnings.setdefault(self._diagnostic(code, message, span), None)
+
+    @property
+    def warnings(self) -> tuple[Diagnostic, ...]:
+        return tuple(sorted(self._warnings, key=lambda d: (d.span.line, d.span.column)))
 
     @property
     def has_errors(self) -> bool:

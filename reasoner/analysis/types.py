@@ -85,6 +85,10 @@ class TypeInference:
     def column_type(self, relation: str, column: int) -> ColumnType:
         return self._type.get(self._find(("c", relation, column)), NUMBER)
 
+    def is_fixed(self, relation: str, column: int) -> bool:
+        """Whether something gives the column its type (else it defaults to `number`)."""
+        return self._find(("c", relation, column)) in self._type
+
     # -- visiting ------------------------------------------------------------------------------
 
     def visit_clause(self, scope: int, head: Atom | None, body: tuple[BodyLiteral, ...]) -> None:
@@ -169,8 +173,9 @@ class TypeInference:
 
 def infer_types(
     program: Program, table: RelationTable, reporter: Reporter
-) -> dict[str, tuple[ColumnType, ...]]:
-    """The final column types of every relation of `table` with a known arity."""
+) -> tuple[dict[str, tuple[ColumnType, ...]], dict[str, frozenset[int]]]:
+    """The final column types of every relation of `table` with a known arity, and the
+    columns of each whose type nothing fixed."""
     inference = TypeInference(reporter, table.bad_atoms)
     for name, decl in table.declarations.items():
         for index, column in enumerate(decl.columns):
@@ -182,8 +187,13 @@ def infer_types(
     clauses.sort(key=lambda clause: clause[0])
     for scope, (_, head, body) in enumerate(clauses):
         inference.visit_clause(scope, head, body)
-    return {
+    names = [name for name in table.order if name in table.arity]
+    types = {
         name: tuple(inference.column_type(name, i) for i in range(table.arity[name]))
-        for name in table.order
-        if name in table.arity
+        for name in names
     }
+    unfixed = {
+        name: frozenset(i for i in range(table.arity[name]) if not inference.is_fixed(name, i))
+        for name in names
+    }
+    return types, unfixed

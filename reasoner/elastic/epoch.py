@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from reasoner.analysis.model import Value
+from reasoner.errors import Notice
 
 Rows = Mapping[str, Sequence[Sequence[Value]]]
 
@@ -35,11 +36,16 @@ class StratumReport:
     seconds: float
 
 
+UNCHANGED = "unchanged"
+"""The strategy of a delta that changes nothing: no epoch is made and nothing is evaluated."""
+
+
 @dataclass(frozen=True, slots=True)
 class EpochReport:
     epoch: int
     strategy: str
-    """"bootstrap" whenever a full Bootstrap ran (the first epoch, or a fallback), else "update"."""
+    """"bootstrap" whenever a full Bootstrap ran (the first epoch, or a fallback), "update", or
+    `UNCHANGED` for a delta that changes nothing (no epoch was made)."""
     seconds: float
     inserted: int
     """Derived tuples that appeared (input facts are not counted)."""
@@ -54,3 +60,5 @@ class EpochReport:
     engine: str | None = None
     """The executor of a full Bootstrap ("reference", "local", "spark"); None for Update."""
     engine_reason: str | None = None
+    warnings: tuple[Notice, ...] = ()
+    """What was accepted but may not be meant (see `PreparedDelta.warnings`)."""

@@ -8,11 +8,12 @@ from collections.abc import Sequence
 
 from fastapi import Request
 
+from reasoner.analysis.model import RelationInfo
 from reasoner.errors import InputDataError
 from reasoner.io.facts import parse_facts_text
 from reasoner.syntax.ast import NUMBER, ColumnType
 from service.api.common import parse_int64
-from service.errors import INVALID_REQUEST, UNSUPPORTED_MEDIA_TYPE, Problem
+from service.errors import INVALID_REQUEST, UNSUPPORTED_MEDIA_TYPE, Problem, clip
 
 FACTS_MEDIA_TYPES = ("text/tab-separated-values", "text/plain", "application/octet-stream")
 CSV_MEDIA_TYPE = "text/csv"
@@ -40,6 +41,16 @@ async def text_body(request: Request) -> str:
         ) from None
 
 
+def require_json(request: Request) -> None:
+    """A route whose body is a JSON document refuses any other content type (415), before
+    the body is read: the same answer as the routes that take several types give."""
+    kind, _ = media_type(request)
+    if kind != "application/json" and not (
+        kind.startswith("application/") and kind.endswith("+json")
+    ):
+        raise unsupported(kind, ("application/json",))
+
+
 def unsupported(kind: str, accepted: Sequence[str]) -> Problem:
     return Problem(
         415,
@@ -50,7 +61,7 @@ def unsupported(kind: str, accepted: Sequence[str]) -> Problem:
 
 def parse_rows(
     text: str,
-    types: Sequence[ColumnType],
+    info: RelationInfo,
     name: str,
     kind: str,
     params: dict[str, str],
@@ -59,11 +70,14 @@ def parse_rows(
     header: bool | None = None,
 ) -> list[tuple]:
     """Rows of a `.facts` body (tab-separated, or `delimiter`) or a CSV body (RFC 4180
-    quoting; a header line with `header=present` in the content type or `?header=true`)."""
+    quoting; a header line with `header=present` in the content type or `?header=true`,
+    which must name the relation's columns in order)."""
     filename = f"{name}.facts"
+    types = info.types
     if kind == CSV_MEDIA_TYPE:
         has_header = header if header is not None else params.get("header") == "present"
-        return parse_csv(text, types, f"{name}.csv", has_header)
+        columns = info.column_names if has_header else None
+        return parse_csv(text, types, f"{name}.csv", columns)
     if kind not in FACTS_MEDIA_TYPES:
         raise unsupported(kind, (*FACTS_MEDIA_TYPES, CSV_MEDIA_TYPE))
     if delimiter is not None and (not delimiter or "\n" in delimiter):
@@ -71,9 +85,26 @@ def parse_rows(
     return parse_facts_text(text, types, filename, delimiter or "\t")
 
 
-def parse_csv(text: str, types: Sequence[ColumnType], filename: str, header: bool) -> list[tuple]:
-    if header:
+def parse_csv(
+    text: str, types: Sequence[ColumnType], filename: str, header: Sequence[str] | None
+) -> list[tuple]:
+    """Rows of a CSV body; `header`: the column names its first line must hold, or None
+    when it has no header line (a header naming other columns is refused, not skipped: the
+    data would be meant for another relation, or in another order)."""
+    if header is not None:
         first_end = text.find("\n")
+        first = text if first_end < 0 else text[:first_end]
+        try:
+            found = next(csv.reader([first.rstrip("\r")]), [])
+        except csv.Error as exc:
+            raise InputDataError(f"malformed CSV header: {exc}", filename, 1) from None
+        if [field.strip() for field in found] != list(header):
+            raise InputDataError(
+                f"the header names {clip(', '.join(found)) or 'nothing'}, but the relation's "
+                f"columns are {', '.join(header) or 'none'}",
+                filename,
+                1,
+            )
         text = "" if first_end < 0 else text[first_end + 1 :]
     if '"' not in text or not types:
         try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import json
 import re
 from collections.abc import Sequence
@@ -12,13 +13,13 @@ from typing import Any
 from fastapi import Request
 
 from reasoner.analysis.model import RelationInfo
-from reasoner.elastic.epoch import Delta
+from reasoner.elastic.epoch import UNCHANGED, Delta
 from reasoner.errors import Diagnostic, ProgramError
 from reasoner.program_text import RULES_FILENAME
 from reasoner.syntax.ast import Span
 from service.errors import INVALID_CURSOR, INVALID_TEXT, Problem, clip
 from service.runtime import Applied, Runtime
-from service.schemas import EpochOut, StratumOut
+from service.schemas import EpochOut, StratumOut, WarningOut
 from service.store import models
 
 PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
@@ -33,7 +34,9 @@ PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
         (401, "Missing or wrong bearer token"),
         (404, "Unknown relation, rule or epoch"),
         (413, "Request body too large"),
-        (503, "Not ready yet, or the query ran out of time"),
+        (415, "Unsupported content type"),
+        (422, "A valid write or query past its deadline or memory allowance"),
+        (503, "Not ready yet, or too busy"),
     )
 }
 
@@ -46,6 +49,8 @@ def epoch_out(applied: Applied) -> EpochOut:
     report = applied.report
     return EpochOut(
         epoch=applied.epoch,
+        changed=report.strategy != UNCHANGED,
+        warnings=[WarningOut(**dataclasses.asdict(w)) for w in report.warnings],
         strategy=report.strategy,
         engine=report.engine,
         engine_reason=report.engine_reason,

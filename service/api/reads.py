@@ -23,6 +23,7 @@ from reasoner.query import (
     evaluate_query,
     snapshot_keys,
 )
+from service.api.bodies import require_json
 from service.api.common import (
     PROBLEM_RESPONSES,
     decode_cursor,
@@ -189,6 +190,13 @@ Cursor = Annotated[str | None, Query(description="`next` of the previous page.")
     "/relations/{name}",
     response_model=RelationRows,
     summary="A relation's tuples, filtered by bound arguments (`?column=value`), paginated",
+    description=(
+        "Column filters: any query parameter other than `limit`, `cursor` and `format` names a "
+        "column and the value it must have: `?x=1` (a column's name, as `GET /v1/relations` "
+        "lists it: its `.decl` name, the variable of the first rule deriving it, or `c0`, "
+        "`c1`, ...) or `?@0=1` (its position). Several filters must all hold. Numbers are "
+        "64-bit decimal integers; symbols are matched exactly. Pages follow `next`."
+    ),
     responses={200: {"content": {NDJSON: {}, "text/csv": {}}}},
 )
 async def get_relation(
@@ -260,6 +268,7 @@ def _select(store, key: dict[int, int]) -> list:
 
 @router.post(
     "/query",
+    dependencies=[Depends(require_json)],
     response_model=QueryOut,
     summary='Answer a conjunctive query (`tc("a", x), !edge("a", x)`)',
     responses={200: {"content": {NDJSON: {}, "text/csv": {}}}},

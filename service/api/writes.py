@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.concurrency import run_in_threadpool
+from pydantic import ValidationError
 
 from reasoner.elastic.epoch import Delta
 from reasoner.errors import UNKNOWN_RELATION
@@ -17,11 +18,12 @@ from service.api.bodies import (
     FACTS_MEDIA_TYPES,
     media_type,
     parse_rows,
+    require_json,
     text_body,
     unsupported,
 )
 from service.api.common import PROBLEM_RESPONSES, check_delta, epoch_out, get_runtime
-from service.errors import CLIENT_CLOSED_REQUEST, INVALID_REQUEST, Problem
+from service.errors import CLIENT_CLOSED_REQUEST, INVALID_JSON, INVALID_REQUEST, Problem, clip
 from service.runtime import Runtime, WriteAbandoned
 from service.schemas import DeltaIn, EpochOut, FactsIn, RulesAdded, RulesIn
 from service.security import require_write
@@ -43,7 +45,12 @@ async def _apply(runtime: Runtime, request: Request, delta: Delta, changes: bool
         raise Problem(499, CLIENT_CLOSED_REQUEST, "the client left: write dropped") from None
 
 
-@router.post("/deltas", response_model=EpochOut, summary="Apply a delta (facts and rules)")
+@router.post(
+    "/deltas",
+    response_model=EpochOut,
+    summary="Apply a delta (facts and rules)",
+    dependencies=[Depends(require_json)],
+)
 async def post_delta(
     body: DeltaIn, request: Request, runtime: RuntimeDep, changes: Changes = False
 ) -> EpochOut:
@@ -81,8 +88,13 @@ async def post_rules(request: Request, runtime: RuntimeDep, changes: Changes = F
     if kind == "application/json":
         try:
             texts = RulesIn.model_validate_json(await request.body()).rules
-        except ValueError as exc:
-            raise Problem(422, INVALID_REQUEST, f"invalid rules document: {exc}") from None
+        except ValidationError as exc:
+            malformed = any(e["type"] == "json_invalid" for e in exc.errors())
+            raise Problem(
+                400 if malformed else 422,
+                INVALID_JSON if malformed else INVALID_REQUEST,
+                clip(f"invalid rules document: {exc}", 2000),
+            ) from None
     elif kind == "text/plain":
         texts = [await text_body(request)]
     else:
@@ -105,14 +117,18 @@ async def delete_rule(
     return epoch_out(await _apply(runtime, request, Delta(remove_rules=(rule_id,)), changes))
 
 
-@router.post("/facts", response_model=EpochOut, summary="Insert facts")
+@router.post(
+    "/facts", response_model=EpochOut, summary="Insert facts", dependencies=[Depends(require_json)]
+)
 async def post_facts(
     body: FactsIn, request: Request, runtime: RuntimeDep, changes: Changes = False
 ) -> EpochOut:
     return epoch_out(await _apply(runtime, request, Delta(insert=body.facts), changes))
 
 
-@router.delete("/facts", response_model=EpochOut, summary="Retract facts")
+@router.delete(
+    "/facts", response_model=EpochOut, summary="Retract facts", dependencies=[Depends(require_json)]
+)
 async def delete_facts(
     body: FactsIn, request: Request, runtime: RuntimeDep, changes: Changes = False
 ) -> EpochOut:
@@ -145,7 +161,7 @@ async def _rows_of_body(
         raise unsupported(kind, (*FACTS_MEDIA_TYPES, CSV_MEDIA_TYPE))
     text = await text_body(request)
     return await run_in_threadpool(
-        parse_rows, text, info.types, name, kind, params, delimiter=delimiter, header=header
+        parse_rows, text, info, name, kind, params, delimiter=delimiter, header=header
     )
 
 

@@ -65,23 +65,29 @@ class Model:
         return cls(ProgramText([text], "<program>"), {name: frozenset() for name in relations})
 
     def after(self, write: Write) -> Model:
-        """The model once `write` is committed (one epoch, all or nothing)."""
+        """The model once `write` is committed (one epoch, all or nothing; none at all when
+        it changes no fact and no rule)."""
         program = self.program
         if write.add_rules or write.remove_rules:
-            program, _, _, _ = program.changed(list(write.add_rules), list(write.remove_rules))
+            program = program.changed(list(write.add_rules), list(write.remove_rules)).program
         facts = dict(self.facts)
         for name in set(write.insert) | set(write.retract):
             inserted = write.insert.get(name, frozenset())
             retracted = write.retract.get(name, frozenset())
             both = inserted & retracted
             facts[name] = (facts.get(name, frozenset()) - (retracted - both)) | (inserted - both)
-        return Model(program, facts, self.epoch + 1)
+        changed = program.text != self.program.text or _nonempty(facts) != _nonempty(self.facts)
+        return Model(program, facts, self.epoch + changed)
 
     def rule_ids(self) -> set[str]:
         return {entry.id for entry in self.program.rules()}
 
     def total_facts(self) -> int:
         return sum(map(len, self.facts.values()))
+
+
+def _nonempty(facts: Mapping[str, frozenset[Row]]) -> dict[str, frozenset[Row]]:
+    return {name: rows for name, rows in facts.items() if rows}
 
 
 def expected_relations(model: Model) -> dict[str, set[Row]]:

@@ -265,9 +265,31 @@ def odd_requests(draw: st.DrawFn) -> tuple[str, str, dict[str, Any]]:
                 "csv body",
                 "deep rule",
                 "runaway rule",
+                "huge number",
             ]
         )
     )
+    if kind == "huge number":  # past Python's 4,300-digit limit for int(str)
+        digits = "9" * draw(st.integers(4_000, 6_000))
+        where = draw(st.sampled_from(["json", "facts body", "csv body", "rule", "query"]))
+        if where == "json":
+            body = b'{"facts": {"edge": [[' + digits.encode() + b", 1]]}}"
+            return (
+                "POST",
+                "/v1/facts",
+                {"content": body, "headers": {"content-type": "application/json"}},
+            )
+        if where == "facts body":
+            return (
+                "POST",
+                "/v1/relations/edge/facts",
+                _text(f"{digits}\t1\n", "text/tab-separated-values"),
+            )
+        if where == "csv body":
+            return "POST", "/v1/relations/edge/facts", _text(f'"{digits}",1\n', "text/csv")
+        if where == "rule":
+            return "POST", "/v1/rules", _text(f"big(x) :- edge(x, {digits}).", "text/plain")
+        return "POST", "/v1/query", _json({"query": f"edge(x, y), y = {digits}"})
     if kind == "deep rule":
         rule = f"deep(y) :- edge(x, _), y = {draw(deep_terms())}."
         return "POST", "/v1/rules", _text(rule, "text/plain")

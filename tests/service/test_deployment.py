@@ -132,3 +132,25 @@ def test_dockerfile_installs_dependencies_then_source() -> None:
     lines = (REPO_ROOT / ".dockerignore").read_text().splitlines()
     patterns = [line for line in lines if line and not line.startswith("#")]
     assert patterns[0] == "*", "the context holds only what the image needs"
+
+
+def test_the_readme_documents_every_setting_with_its_default() -> None:
+    readme = (REPO_ROOT / "README.md").read_text()
+    rows = {
+        match.group(1): match.group(2)
+        for match in re.finditer(r"^\| `REASONER_(\w+)` \| ([^|]+) \|", readme, re.MULTILINE)
+    }
+    assert set(rows) == {name.upper() for name in Settings.model_fields}, set(rows) ^ {
+        name.upper() for name in Settings.model_fields
+    }
+    for name, field in Settings.model_fields.items():
+        documented = rows[name.upper()].strip()
+        default = field.default
+        if default is None:
+            assert not documented.startswith("`"), (name, documented)
+        elif isinstance(default, bool):
+            assert documented == f"`{str(default).lower()}`", (name, documented)
+        elif isinstance(default, float) and default.is_integer():
+            assert documented.startswith(f"`{int(default)}`"), (name, documented)
+        else:
+            assert documented.startswith(f"`{default}`"), (name, documented)

@@ -39,7 +39,7 @@ def _check(server: Server, program: str, facts: dict[str, set[tuple]], queries: 
         assert read_relation(reader, name) == sorted(rows), name
     for fmt in ("ndjson", "csv"):
         assert read_relation(reader, "tc", fmt) == sorted(expected["tc"])
-    assert read_relation(reader, "tc", c0="a") == sorted(r for r in expected["tc"] if r[0] == "a")
+    assert read_relation(reader, "tc", x="a") == sorted(r for r in expected["tc"] if r[0] == "a")
     assert read_relation(reader, "tc", **{"@1": "c"}) == sorted(
         r for r in expected["tc"] if r[1] == "c"
     )

@@ -72,7 +72,7 @@ def test_a_slow_query_holds_back_neither_writes_nor_reads(
             assert (-1,) in read_relation(reader, "f")
     query.join()
     assert query.response is not None
-    assert_problem(query.response, 503, "query_timeout")
+    assert_problem(query.response, 422, "query_timeout")
     assert wrote < query.finished and read < query.finished
 
 

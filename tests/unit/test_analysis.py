@@ -53,10 +53,24 @@ class TestRelations:
         p = analyzed.relations["p"]
         assert (p.types, p.column_names, p.declared, p.is_output) == (
             ("number", "symbol"),
-            ("c0", "c1"),
+            ("x", "y"),  # the variables of the first rule deriving it
             False,
             True,
         )
+        assert analyzed.relations["q"].column_names == ("c0", "c1")  # facts name nothing
+
+    def test_columns_are_named_by_the_first_rule_only_with_distinct_variables(self) -> None:
+        analyzed = check_program(
+            "e(1, 2).\nd(x, x) :- e(x, _).\nw(x, y + 1) :- e(x, y).\nk(x, 1) :- e(x, _).\n"
+            "t(a, b) :- e(b, a).\nt(x, y) :- e(x, y)."
+        )
+        names = {n: analyzed.relations[n].column_names for n in ("d", "w", "k", "t")}
+        assert names == {
+            "d": ("c0", "c1"),
+            "w": ("c0", "c1"),
+            "k": ("c0", "c1"),
+            "t": ("a", "b"),
+        }
 
     def test_relations_are_listed_by_first_mention(self) -> None:
         analyzed = check_program("b(x) :- a(x).\na(1).\n.decl c(x: number)")
@@ -99,7 +113,7 @@ class TestRelations:
         assert analyzed.relations["p"].column_names == ("x",)
 
     def test_unknown_relation_once_per_relation(self) -> None:
-        found = errors("p(x) :- q(x).\nr(x) :- q(x), !s(x), p(x).")
+        found = errors("p(x) :- q(x).\nr(x) :- q(x), !s(x), p(x).", allow_undefined=False)
         assert found == [
             (
                 1,
@@ -115,10 +129,13 @@ class TestRelations:
             ),
         ]
 
-    def test_allow_undefined_infers_empty_relations(self) -> None:
-        analyzed = check_program('p(x) :- q(x, y), y = "a".', allow_undefined=True)
+    def test_undefined_relations_are_empty_with_a_warning(self) -> None:
+        analyzed = check_program('p(x) :- q(x, y), y = "a".\nr(x) :- q(x, _).', "t.dl")
         assert analyzed.relations["q"].types == ("number", "symbol")
         assert "q" not in analyzed.stratum_of
+        ((warning),) = analyzed.warnings  # once per relation, at its first use
+        assert (warning.code, warning.line, warning.column) == ("unknown_relation", 1, 9)
+        assert "empty until facts for it arrive" in warning.message
 
     def test_defined_by_declaration_fact_or_input(self) -> None:
         check_program(".decl a(x: number)\nb(1).\n.input c\np(x) :- a(x), b(x), c(x).")
@@ -431,7 +448,7 @@ class TestCollection:
             "r(x) :- e(x, _), !s(x).\ns(x) :- r(x).\n"  # cyclic negation
             "e(1).\n"  # arity
         )
-        assert [(line, code) for line, _, code, _ in errors(text)] == [
+        assert [(line, code) for line, _, code, _ in errors(text, allow_undefined=False)] == [
             (2, "unsafe_rule"),
             (3, "type_mismatch"),
             (4, "unknown_relation"),

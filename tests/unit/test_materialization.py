@@ -53,7 +53,9 @@ def test_update_reports_impact_and_changes() -> None:
 @pytest.mark.parametrize(
     ("delta", "code"),
     [
-        (Delta(insert={"nope": [(1,)]}), "unknown_relation"),
+        (Delta(retract={"nope": [(1,)]}), "unknown_relation"),
+        (Delta(insert={"fresh": [(1, 2), (3,)]}), "arity_mismatch"),
+        (Delta(insert={"fresh": [(1, 2), (3, "x")]}), "type_mismatch"),
         (Delta(insert={"edge": [(1, 2, 3)]}), "arity_mismatch"),
         (Delta(retract={"edge": [(1, "x")]}), "type_mismatch"),
         (Delta(insert={"name": [(1, 2)]}), "type_mismatch"),
@@ -116,3 +118,43 @@ def test_rebuilt_equals_maintained_state_and_differences_detects_a_change() -> N
     other = m.rebuilt()
     other.state["p"].remove(other.encode("p", (1, 2)))
     assert m.differences(other) == {"p": 1}
+
+
+def test_facts_and_rules_need_no_declarations_in_either_order() -> None:
+    """A relation first met in inserted facts is declared from them (arity, and types from
+    the values); a rule may read a relation nothing defines yet (empty, with a warning)."""
+    facts_first = Materialization.from_text("")
+    facts_first.load({})
+    facts_first.bootstrap()
+    facts_first.apply(Delta(insert={"e": [(1, "a"), (2, "b")]}))
+    report = facts_first.apply(Delta(add_rules=["p(x) :- e(x, _), !q(x)."]))
+    assert [(w.code, w.line, w.column) for w in report.warnings] == [("unknown_relation", 1, 19)]
+    assert sorted(facts_first.rows("p")) == [(1,), (2,)]
+    facts_first.apply(Delta(insert={"q": [(2,)]}))
+    assert facts_first.rows("p") == [(1,)]
+
+    rules_first = Materialization.from_text("")
+    rules_first.load({})
+    rules_first.bootstrap()
+    rules_first.apply(Delta(add_rules=["p(x) :- e(x, _), !q(x)."]))
+    rules_first.apply(Delta(insert={"e": [(1, "a"), (2, "b")], "q": [(2,)]}))
+    assert rules_first.rows("p") == [(1,)]
+    assert rules_first.differences(rules_first.rebuilt()) == {}
+    with pytest.raises(InvalidDelta) as info:  # the shape is fixed by the first use
+        rules_first.apply(Delta(insert={"e": [("a", "a")]}))
+    assert info.value.code == "type_mismatch"
+
+
+def test_a_whole_program_text_is_accepted_as_rules_with_its_facts_as_data() -> None:
+    m = Materialization.from_text("")
+    m.load({})
+    m.bootstrap()
+    text = ".input edge\n.output tc\nedge(1, 2).\nedge(2, 3).\ntc(x, y) :- edge(x, y).\n"
+    report = m.apply(Delta(add_rules=[text + "tc(x, z) :- tc(x, y), edge(y, z).\n"]))
+    assert len(report.rules_added) == 2 and not report.warnings
+    assert sorted(m.rows("tc")) == [(1, 2), (1, 3), (2, 3)]
+    assert m.facts["edge"] and not m.program_facts.get("edge")  # data, so it can be retracted
+    m.apply(Delta(retract={"edge": [(2, 3)]}))
+    assert m.rows("tc") == [(1, 2)]
+    assert m.analyzed.relations["tc"].column_names == ("x", "y")
+    assert m.analyzed.relations["tc"].is_output
