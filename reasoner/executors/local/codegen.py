@@ -8,10 +8,17 @@ directly and inlines constants: the inner loop is the few bytecodes a hand-writt
 The compiler is shared by Bootstrap and Update. What differs between them (which tuples of a
 probed atom qualify, how a negated atom is tested, what happens with a derived head) is supplied
 as small code snippets by the caller, so one code generator serves every term of Algorithm 3.
+
+CPython refuses a function that nests more than 20 blocks (and a file indented more than 100
+levels), and every positive atom is a loop: a plan deeper than `MAX_NESTED_LOOPS` goes on in a
+*continuation*, a function of its own at the top of the same module, called from the innermost
+loop with the locals the rest of the plan reads (see `_link`). Ordinary rules never get there,
+so their code is exactly what it was, without the cost of a call per inner row.
 """
 
 from __future__ import annotations
 
+import symtable
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import chain
@@ -32,6 +39,14 @@ from reasoner.syntax.ast import (
 
 CHECK_EVERY = 1 << 14
 """Loop iterations of a compiled plan between two calls of its `check` (a few milliseconds)."""
+
+MAX_NESTED_LOOPS = 12
+"""Loops one generated function nests at most; a deeper plan continues in another function.
+Below CPython's 20 statically nested blocks with room for the `try` of a division and the
+caller's snippets, and above the joins of ordinary rules, which are then left in one function."""
+
+_TICKS = "_ticks"
+"""The local counting the iterations to the next `check`; continuations take and return it."""
 
 AtomFilter = Callable[[AtomStep, str], "str | None"]
 """(step, tuple variable) -> a Python condition the probed tuple must satisfy, or None."""
@@ -165,6 +180,10 @@ class PlanCompiler:
         driving rows' and every probe's together. Slicing the driving rows is not enough: one
         driving tuple may join with millions (a cartesian product), and Update hands its
         enumerators every changed tuple at once.
+
+        Loops past `MAX_NESTED_LOOPS` are generated in continuations `name__1`, `name__2`...
+        (put in `namespace` too; no caller's name contains `__`), which take the iteration
+        count and give it back, so the checks keep their pace.
         """
         namespace.update(
             _add=arith.add,
@@ -179,8 +198,10 @@ class PlanCompiler:
             negation_present = self._default_negation(namespace)
         signature = ", ".join(("rows", *params))
         lines: list[str] = [f"def {name}({signature}):"]
+        functions = [lines]
+        """The plan's function, then its continuations (their signatures filled in by `_link`)."""
         if check is not None:
-            lines.append(f"    _ticks = {CHECK_EVERY}")
+            lines.append(f"    {_TICKS} = {CHECK_EVERY}")
         names: dict[str, str] = {}
         positive: dict[int, str] = {}
         negated: dict[int, tuple[str, str]] = {}
@@ -200,10 +221,24 @@ class PlanCompiler:
         def tick() -> None:
             """At the top of a loop's body: count the iteration, `check` when the count is up."""
             if check is not None:
-                put("_ticks -= 1")
-                put("if not _ticks:")
-                put(f"    _ticks = {CHECK_EVERY}")
+                put(f"{_TICKS} -= 1")
+                put(f"if not {_TICKS}:")
+                put(f"    {_TICKS} = {CHECK_EVERY}")
                 put(f"    {check}()")
+
+        def probe(header: str) -> None:
+            """Open the loop of a probed atom: in a new continuation when `MAX_NESTED_LOOPS`
+            are open (the innermost calls it, a placeholder until `_link` knows the arguments).
+            A continuation starts with a loop, so the `continue`s after it stay inside one."""
+            nonlocal depth, lines
+            if depth > MAX_NESTED_LOOPS:
+                put(f"{name}__{len(functions)}")
+                lines = [f"def {name}__{len(functions)}():"]
+                functions.append(lines)
+                depth = 1
+            put(header)
+            depth += 1
+            tick()
 
         def guard(condition: str) -> None:
             put(f"if not ({condition}): continue")
@@ -329,19 +364,15 @@ class PlanCompiler:
                 idx = self.index_dict(namespace, atom.relation, step.key_columns)
                 keys = [self.term(atom.args[c], names) for c in step.key_columns]
                 key = keys[0] if len(keys) == 1 else f"({', '.join(keys)})"
-                put(f"for {tvar} in {idx}.get({bound_keys.get(key, key)}, _EMPTY):")
-                depth += 1
-                tick()
+                probe(f"for {tvar} in {idx}.get({bound_keys.get(key, key)}, _EMPTY):")
             else:
                 rel = self._rel_var(namespace, atom.relation)
                 if union:
                     extra = self._extra_var(namespace, atom.relation)
                     namespace["_chain"] = chain
-                    put(f"for {tvar} in _chain({rel}, {extra}):")
+                    probe(f"for {tvar} in _chain({rel}, {extra}):")
                 else:
-                    put(f"for {tvar} in {rel}:")
-                depth += 1
-                tick()
+                    probe(f"for {tvar} in {rel}:")
             positive[step.body_index] = tvar
             for col, other in step.equal_columns:
                 guard(f"{tvar}[{col}] == {tvar}[{other}]")
@@ -360,7 +391,9 @@ class PlanCompiler:
             head_var = "h"
         for line in emit(EmitContext(head_var, positive, negated)):
             put(line)
-        source = "\n".join(lines) + "\n"
+        if len(functions) > 1:
+            _link(functions, counter=None if check is None else _TICKS)
+        source = "\n".join(chain.from_iterable(functions)) + "\n"
         label = plan.rule.text or plan.rule.head.relation
         exec(compile(source, f"<plan {label}>", "exec"), namespace)
         return CompiledPlan(plan, source, namespace[name])
@@ -394,3 +427,47 @@ class PlanCompiler:
             return f"{self._rel_var(namespace, step.atom.relation)}"
 
         return test
+
+
+def _scope(lines: list[str]) -> tuple[set[str], set[str]]:
+    """(names the generated function binds, its parameters included; names it reads)."""
+    table = symtable.symtable("\n".join(lines) + "\n", "<plan>", "exec")
+    (function,) = table.get_children()
+    bound = {s.get_name() for s in function.get_symbols() if s.is_assigned() or s.is_parameter()}
+    read = {s.get_name() for s in function.get_symbols() if s.is_referenced()}
+    return bound, read
+
+
+def _link(functions: list[list[str]], counter: str | None) -> None:
+    """Give each continuation in `functions` (the plan's function first; each continuation is
+    called by a placeholder line, its bare name, at the end of the previous function) its
+    parameters, and its call the arguments, in place.
+
+    A continuation takes the locals of its callers that it reads and does not bind: the
+    variables and tuples bound so far and whatever the caller's snippets bound (Update's
+    statuses of the atoms already matched), found in the generated code itself rather than
+    known to the compiler. A local a continuation binds is its own: generated code binds its
+    scratch names (`_e`, `_x`...) before reading them. What a continuation hands on to the
+    next one it needs too, so the parameters are worked out from the last continuation back.
+    `counter` (the iteration count, or None without checks) is the exception, read before it
+    is bound by every loop: it is passed in and returned explicitly."""
+    scopes = [_scope(lines) for lines in functions]
+    available = [scopes[0][0]]
+    """Per function, the locals it may have been given or bound (for its callee)."""
+    for bound, _read in scopes[1:]:
+        available.append(available[-1] | bound)
+    handed_on: set[str] = set()
+    for position in range(len(functions) - 1, 0, -1):
+        bound, read = scopes[position]
+        wanted = sorted(((read | handed_on) - bound - {counter}) & available[position - 1])
+        handed_on = set(wanted)
+        if counter is not None:
+            wanted.append(counter)
+            functions[position].append(f"    return {counter}")
+        caller = functions[position - 1]
+        placeholder = caller[-1]
+        name = placeholder.strip()
+        call = f"{name}({', '.join(wanted)})"
+        indent = placeholder[: len(placeholder) - len(name)]
+        functions[position][0] = f"def {call}:"
+        caller[-1] = f"{indent}{call}" if counter is None else f"{indent}{counter} = {call}"
