@@ -99,14 +99,18 @@ class PreparedDelta:
     def program_text(self) -> str:
         return self.program.text
 
+    program_changed: bool = False
+    """The program text changes (rules, or only declarations and directives)."""
+
     @property
     def changes_nothing(self) -> bool:
-        """No fact flips and no rule comes or goes: applying it makes no epoch."""
+        """No fact flips and the program stays as it is: applying it makes no epoch."""
         return not (
             any(self.inserts.values())
             or any(self.retracts.values())
             or self.rules_added
             or self.rules_removed
+            or self.program_changed
         )
 
 
@@ -337,6 +341,7 @@ class Materialization:
             added,
             removed,  # type: ignore[arg-type]
             warnings,
+            program_changed=analyzed is not None and program.text != self._source().text,
         )
 
     def _changed(self, add: list[str], remove: list[str]) -> Changed | None:

@@ -158,3 +158,15 @@ def test_a_whole_program_text_is_accepted_as_rules_with_its_facts_as_data() -> N
     assert m.rows("tc") == [(1, 2)]
     assert m.analyzed.relations["tc"].column_names == ("x", "y")
     assert m.analyzed.relations["tc"].is_output
+
+
+def test_a_declaration_alone_is_a_change_and_a_repeated_rule_is_not() -> None:
+    m = Materialization.from_text("")
+    m.load({})
+    m.bootstrap()
+    declared = m.apply(Delta(add_rules=[".decl edge(x: number, y: symbol)"]))
+    assert (declared.strategy, declared.epoch) != ("unchanged", 0)
+    assert m.analyzed.relations["edge"].types == ("number", "symbol")
+    m.apply(Delta(add_rules=["p(x) :- edge(x, _)."]))
+    again = m.apply(Delta(add_rules=["p(x) :- edge(x, _)."]))
+    assert (again.strategy, again.epoch) == ("unchanged", m.epoch)
