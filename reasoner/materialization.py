@@ -10,7 +10,6 @@ state afterwards equals a fresh Bootstrap of the facts (Theorem 3.5 of the elast
 from __future__ import annotations
 
 import json
-import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -50,10 +49,11 @@ from reasoner.errors import (
 )
 from reasoner.executors.local.codegen import PlanCompiler
 from reasoner.gc_pause import collector_paused
-from reasoner.program_text import Changed, ProgramText, RuleEntry
+from reasoner.program_text import Changed, ProgramText, RuleEntry, declaration
 from reasoner.state import State, Tuple
 from reasoner.symbols import SymbolTable
 from reasoner.syntax.ast import ColumnType
+from reasoner.syntax.lexer import IDENTIFIER
 from reasoner.values import ValuePool
 
 if TYPE_CHECKING:
@@ -807,10 +807,6 @@ class Materialization:
         return result
 
 
-_RELATION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-"""An identifier of the language (`reasoner.syntax.lexer`): what a `.decl` can name."""
-
-
 def _shapes_from_facts(analyzed: AnalyzedProgram, insert: Mapping[str, Rows]) -> str:
     """`.decl` lines for relations whose shape inserted facts fix: a relation first met in
     them (arity and types of its first row: `number` for integers, `symbol` for strings), or
@@ -822,10 +818,12 @@ def _shapes_from_facts(analyzed: AnalyzedProgram, insert: Mapping[str, Rows]) ->
         first = next(iter(rows), None)
         if first is None:
             continue
-        given = tuple("symbol" if isinstance(v, str) else "number" for v in first)
+        given: tuple[ColumnType, ...] = tuple(
+            "symbol" if isinstance(v, str) else "number" for v in first
+        )
         info = analyzed.relations.get(name)
         if info is None:
-            if not _RELATION_NAME.fullmatch(name):
+            if not IDENTIFIER.fullmatch(name):
                 raise InvalidDelta(
                     UNKNOWN_RELATION,
                     f"relation `{name}` is not in the program, and facts cannot declare it: "
@@ -842,8 +840,7 @@ def _shapes_from_facts(analyzed: AnalyzedProgram, insert: Mapping[str, Rows]) ->
             )
             if given == info.types:
                 continue
-        columns = ", ".join(f"{n}: {t}" for n, t in zip(names, given, strict=True))
-        lines.append(f".decl {name}({columns})")
+        lines.append(declaration(name, names, given))
     return "\n".join(lines)
 
 

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from reasoner.analysis import analyze
-from reasoner.analysis.model import AnalyzedProgram, RelationInfo, Value
+from reasoner.analysis.model import AnalyzedProgram, Value
 from reasoner.errors import Diagnostic, ProgramError
-from reasoner.syntax.ast import Program, Rule, Span
+from reasoner.syntax.ast import ColumnType, Program, Rule, Span
 from reasoner.syntax.lexer import tokenize
 from reasoner.syntax.parser import parse_program
 
@@ -154,7 +154,10 @@ class ProgramText:
                 facts[name] = new
         undefined = [name for name in facts if not _defined(analyzed, name)]
         if undefined:
-            declarations = "\n".join(declaration(whole.relations[n]) for n in undefined)
+            declarations = "\n".join(
+                declaration(n, whole.relations[n].column_names, whole.relations[n].types)
+                for n in undefined
+            )
             candidate = ProgramText([*candidate.units, declarations], self.filename)
             analyzed = analyze(candidate.parse(), source=candidate.text, filename=self.filename)
         return Changed(candidate, analyzed, tuple(added), tuple(removed), facts, warnings)
@@ -201,7 +204,7 @@ def _defined(analyzed: AnalyzedProgram, name: str) -> bool:
     return info is not None and (info.declared or info.is_input or name in analyzed.stratum_of)
 
 
-def declaration(info: RelationInfo) -> str:
-    """A `.decl` for a relation whose shape was inferred (its columns and types)."""
-    columns = ", ".join(f"{n}: {t}" for n, t in zip(info.column_names, info.types, strict=True))
-    return f".decl {info.name}({columns})"
+def declaration(name: str, columns: Sequence[str], types: Sequence[ColumnType]) -> str:
+    """A `.decl` for a relation whose shape was inferred rather than declared."""
+    listed = ", ".join(f"{c}: {t}" for c, t in zip(columns, types, strict=True))
+    return f".decl {name}({listed})"

@@ -17,8 +17,11 @@ from dataclasses import dataclass
 
 from reasoner.syntax.ast import Span
 
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+"""A name: of a relation, a variable or a type."""
+
 _MASTER = re.compile(
-    r"""
+    rf"""
     (?P<ws>[ \t\r\f\v\ufeff]+)
   | (?P<nl>\n)
   | (?P<lcomment>//[^\n]*)
@@ -28,7 +31,7 @@ _MASTER = re.compile(
   | (?P<badstring>"(?:[^"\\\n]|\\[^\n])*)
   | (?P<float>[0-9]+\.[0-9]+(?:[eE][+-]?[0-9]+)?)
   | (?P<number>0[xX][0-9A-Fa-f]+|[0-9]+)
-  | (?P<ident>[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<ident>{IDENTIFIER.pattern})
   | (?P<op>:-|!=|<=|>=|[(),.;:!=<>+\-*/%])
   | (?P<error>.)
     """,
