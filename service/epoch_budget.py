@@ -39,7 +39,7 @@ def resident_bytes() -> int | None:
 def machine_memory_bytes() -> int:
     """The memory this process may use: the cgroup's limit when there is one (a container),
     else the machine's physical memory."""
-    physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    physical = _PAGE_BYTES * os.sysconf("SC_PHYS_PAGES")
     for limit_file in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
         try:
             text = Path(limit_file).read_text().strip()

@@ -1,16 +1,17 @@
 """The service's live state: one materialization, one store, one writer.
 
 Writes (deltas, rules, facts) are jobs on a single writer thread, so they are validated,
-committed and applied one at a time in arrival order; the HTTP handlers await their job.
-Each job: `prepare` the delta against the current epoch (every error surfaces here, nothing
-changed) → commit facts, rules, program and the epoch row in one transaction → `apply`. Readers
-run on the request threads inside `Materialization.reading()`: the engine holds its exclusive
-side only while it publishes an epoch, so a read waits at most for a publication, never for an
-evaluation, and always sees a whole epoch.
+evaluated, committed and published one at a time in arrival order; the HTTP handlers await
+their job. Each job: `prepare` the delta against the current epoch (every error surfaces here,
+nothing changed) → evaluate it under a deadline and a memory allowance
+(`service.epoch_budget`) → commit facts, rules, program and the epoch row in one transaction,
+between computing the epoch and publishing it. A write that fails, never terminates or
+explodes is therefore refused and leaves nothing in the store.
 
-Every write is evaluated before it is committed, under a deadline and a memory allowance
-(`service.epoch_budget`): the commit happens between computing the epoch and publishing it, so
-a write that fails, never terminates or explodes is refused and leaves nothing in the store.
+Readers run on the request threads. Relation reads and queries (`read`) hold no lock: a
+publication that lands during one makes it start again on the new epoch, so they see a whole
+epoch and never hold a writer back; short reads (`reading`) take the shared side, which the
+engine's exclusive side excludes only while it publishes an epoch.
 
 Start-up (`start`): migrate, then, as the writer's first job, load the committed program and
 facts and bootstrap; `ready` turns true only then. A program the rebuild cannot evaluate (one
@@ -109,6 +110,9 @@ class Runtime:
         self._queue_lock = threading.Lock()
         self._queued = 0
         self._read_slots = threading.BoundedSemaphore(settings.max_concurrent_reads)
+        mb = settings.epoch_memory_mb
+        self._memory_allowance = default_memory_allowance() if mb is None else mb << 20
+        """Bytes one evaluation (a write's, or the start-up rebuild) may grow the process."""
         self._unrecorded: dict[int, dict[str, Any]] = {}
         """Reports of applied epochs not yet written to their rows (see `apply`)."""
 
@@ -188,10 +192,6 @@ class Runtime:
             return ""
         return Path(self.settings.program).read_text(encoding="utf-8")
 
-    def _memory_allowance(self) -> int:
-        mb = self.settings.epoch_memory_mb
-        return default_memory_allowance() if mb is None else mb << 20
-
     def _rebuild(self) -> None:
         """Build the materialization from the store. When the committed program cannot be
         evaluated (it fails, or exceeds the rebuild's budget), quarantine the newest epoch that
@@ -258,7 +258,7 @@ class Runtime:
         if unknown:
             log.warning("facts of relations not in the program are ignored: %s", unknown)
         m.load({n: rows for n, rows in committed.facts.items() if n in relations})
-        budget = EpochBudget(self.settings.rebuild_timeout_seconds, self._memory_allowance())
+        budget = EpochBudget(self.settings.rebuild_timeout_seconds, self._memory_allowance)
         return m, m.bootstrap(check=budget.check)
 
     # -- writing --------------------------------------------------------------------------------
@@ -356,7 +356,7 @@ class Runtime:
         nothing stored, and no restart can meet it again."""
         number = record.number
         timeout = self.settings.epoch_timeout_seconds
-        budget = EpochBudget(timeout, self._memory_allowance())
+        budget = EpochBudget(timeout, self._memory_allowance)
         committed = False
 
         def commit() -> None:
@@ -446,13 +446,17 @@ class Runtime:
             raise Problem(503, NOT_READY, detail, headers={"Retry-After": "1"})
         return m
 
-    def read(self, read: Callable[[Materialization, int], T]) -> T:
-        """`read(materialization, epoch)` on one published epoch, holding no lock while it
-        runs, so that neither writers nor other readers wait for it (a slow query)."""
+    def _published(self) -> tuple[Materialization, int]:
+        """The published materialization and the service epoch of its engine epoch 0."""
         self._require_ready()
         view = self._view
         assert view is not None
-        m, base = view
+        return view
+
+    def read(self, read: Callable[[Materialization, int], T]) -> T:
+        """`read(materialization, epoch)` on one published epoch, holding no lock while it
+        runs, so that neither writers nor other readers wait for it (a slow query)."""
+        m, base = self._published()
         return m.read(lambda: read(m, base + m.epoch))
 
     @asynccontextmanager
@@ -477,10 +481,7 @@ class Runtime:
         """A consistent view: the materialization and the number of the epoch it shows (the
         engine counts its epochs inside the publication lock, so the number read under the
         shared lock is the published state's, never the one being computed)."""
-        self._require_ready()
-        view = self._view
-        assert view is not None
-        m, base = view
+        m, base = self._published()
         with m.reading():
             yield m, base + m.epoch
 
