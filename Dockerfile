@@ -2,8 +2,10 @@
 # non-root user. Built in two stages so that a source change rebuilds one small layer:
 #
 #   build    the runtime dependencies of pyproject.toml (no dev or bench extras) into a
-#            virtualenv; this layer depends on pyproject.toml alone and stays cached
-#   runtime  the JRE, that virtualenv, then the source (reasoner/, service/, migrations/)
+#            virtualenv; this layer depends on pyproject.toml alone and stays cached. Then the
+#            compiled table (reasoner/compact/*.pyx, Cython) with a C compiler that stays here
+#   runtime  the JRE, that virtualenv, then the source (reasoner/, service/, migrations/) and
+#            the compiled table from the build stage
 #
 # The base image comes from a build argument with the public name as default, so a user's
 # `docker compose up` builds on python:3.11-slim-bookworm and a machine without a registry
@@ -19,6 +21,20 @@ RUN python3 -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.tom
     && python3 -m venv /opt/venv \
     && /opt/venv/bin/pip install -r requirements.txt \
     && find /opt/venv -name __pycache__ -type d -prune -exec rm -rf {} +
+# A C compiler and, where the base image lacks them (Debian's Python), the Python headers.
+RUN apt-get update \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends gcc libc6-dev \
+    && (python3 -c "import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h')))" \
+        || DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3-dev) \
+    && rm -rf /var/lib/apt/lists/* \
+    && python3 -m venv /opt/build-tools \
+    && /opt/build-tools/bin/pip install "$(grep -o 'Cython==[0-9.]*' pyproject.toml)" setuptools
+COPY setup.py ./
+COPY reasoner/compact ./reasoner/compact
+# setup.py alone builds the extension: a minimal pyproject.toml keeps it from needing the rest
+# of the source tree (README.md, the package list).
+RUN printf '[project]\nname = "reasoner-compact"\nversion = "0"\n' > pyproject.toml \
+    && /opt/build-tools/bin/python setup.py build_ext --inplace
 
 FROM ${BASE_IMAGE}
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -42,6 +58,7 @@ COPY alembic.ini ./
 COPY migrations ./migrations
 COPY reasoner ./reasoner
 COPY service ./service
+COPY --from=build /build/reasoner/compact/*.so ./reasoner/compact/
 # ./data holds the SQLite database when no PostgreSQL URL is set (mount a volume there).
 RUN mkdir -p /app/data && chown reasoner:reasoner /app/data
 USER reasoner

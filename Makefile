@@ -60,12 +60,15 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 # What the service needs, alone (`make serve`); the development and test tools come on top
-# (`make test`). Each is reinstalled only when pyproject.toml changes.
-$(RUNTIME_STAMP): pyproject.toml | $(BIN)/python
+# (`make test`). Each is reinstalled only when pyproject.toml or the compiled part (setup.py,
+# reasoner/compact/*.pyx: the editable install compiles it in place) changes.
+COMPILED := setup.py $(wildcard reasoner/compact/*.pyx)
+
+$(RUNTIME_STAMP): pyproject.toml $(COMPILED) | $(BIN)/python
 	$(BIN)/python -m pip install -e .
 	touch $(RUNTIME_STAMP)
 
-$(STAMP): pyproject.toml | $(BIN)/python
+$(STAMP): pyproject.toml $(COMPILED) | $(BIN)/python
 	$(BIN)/python -m pip install -e '.[dev]'
 	touch $(STAMP) $(RUNTIME_STAMP)
 
@@ -75,7 +78,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 BENCH_ARGS ?=
 BENCH_STAMP := $(VENV)/.installed-bench
 
-$(BENCH_STAMP): pyproject.toml | $(BIN)/python
+$(BENCH_STAMP): pyproject.toml $(COMPILED) | $(BIN)/python
 	$(BIN)/python -m pip install -e '.[dev,bench]'
 	touch $(BENCH_STAMP)
 

@@ -551,7 +551,7 @@ class Materialization:
         for name in derived:
             after = self.state[name].iters if name in self.state else {}
             changes[name] = (
-                before[name] - after.keys(),
+                {t for t in before[name] if t not in after},
                 {t for t in after if t not in before[name]},
             )
         strata = tuple(

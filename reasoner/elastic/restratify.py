@@ -60,16 +60,15 @@ def _after(store: RelationStore, overlay: Overlay) -> RelationStore:
     changes = overlay.changes.get(store.name)
     if not changes:
         return store
-    copy = RelationStore(store.name, store.arity)
-    copy.iters = dict(store.iters)
-    copy.counts = dict(store.counts)
+    copy = store.copy()
     counts = overlay.counts.get(store.name, {})
     for t, n in changes.items():
         if n >= INF:
-            copy.iters.pop(t, None)
-            copy.counts.pop(t, None)
-        else:
+            copy.remove(t)
+        elif t in copy:
             copy.set(t, n, counts.get(t, 1))
+        else:
+            copy.add(t, n, counts.get(t, 1))
     return copy
 
 

@@ -9,12 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reasoner import values as values_module
-from reasoner.analysis import check_program
 from reasoner.elastic.epoch import Delta
-from reasoner.executors.local.vectorized import bootstrap_vectorized
 from reasoner.materialization import Materialization
-from reasoner.state import State
-from reasoner.symbols import SymbolTable
 from reasoner.values import DENSE_LIMIT, ValuePool
 
 INT64 = st.integers(-(1 << 63), (1 << 63) - 1)
@@ -80,19 +76,3 @@ def test_a_materialization_loads_facts_from_shared_ints() -> None:
     m.load({"e": [(_fresh(1000 + i), _fresh(1001 + i)) for i in range(50)]})
     m.apply(Delta(insert={"e": [(_fresh(1000), _fresh(999))]}))
     assert _one_object_per_value({"e": list(m.facts["e"])}) == 52
-
-
-def test_a_vectorized_bootstrap_derives_tuples_from_shared_ints() -> None:
-    analyzed = check_program(
-        ".decl e(a: number, b: number)\n.input e\n"
-        ".decl p(a: number, b: number)\np(x, y) :- e(x, y).\np(x, z) :- p(x, y), e(y, z).\n"
-    )
-    state = State()
-    for name, info in analyzed.relations.items():
-        state.relation(name, info.arity)
-    edges = [(_fresh(1000 + i), _fresh(1001 + i)) for i in range(30)]
-    state.load_facts("e", 2, state.values.tuples(edges, 2))
-    bootstrap_vectorized(analyzed, state, SymbolTable(), small_iteration=0)
-    assert len(state["p"]) == 30 * 31 // 2
-    relations = {name: list(store.iters) for name, store in state.relations.items()}
-    assert _one_object_per_value(relations) == 31

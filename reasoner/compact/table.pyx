@@ -1,0 +1,825 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+# cython: initializedcheck=False, nonecheck=False
+"""One relation's tuples as rows of 64-bit integers, with open-addressing hash tables of row ids.
+
+A Python dict of Python tuples costs 200-400 bytes a tuple once its indexes are counted (the
+tuple, its int objects, the dict entries, the index buckets), and a collector that walks them.
+Here a tuple of arity a is `a` int64 words in one array, its status one int32 beside it, its
+entry in the tuple hash table one int32 row id, and its entry in each key index two int32
+chain links: 8a + 8 + 8 bytes per index, plus the tables' free slots. Nothing is a Python object
+until it is read.
+
+Statuses: a committed tuple's status is the iteration it was first derived in (>= 0); a staged
+tuple (an Update's new tuple, visible to index probes but not committed, see
+`RelationStore.extra`) is `STAGED`; a removed one is `DEAD` until the next compaction, which
+renumbers the rows when more than half of them are dead.
+
+The tables probe linearly, from a hash that mixes a per-process random seed into every word,
+so no fixed set of keys collides on every run (the adversarial case a public service meets),
+and a deleted entry leaves a tombstone until the table is rebuilt.
+
+Key indexes group the rows by the values of some columns: the key table holds the row id of
+the first row of each group, and doubly-linked chains through the rows hold the rest, so a row
+leaves its group in O(1) whatever the group's size. A probe returns the group's rows as a tuple
+of Python tuples: a snapshot, which a caller may iterate twice, or while it inserts.
+
+Every method runs while holding the GIL and none calls back into Python while the structure is
+half changed: a reader in another thread sees it before or after a call, never during one.
+Iterators check `version`, as a dict's do, and raise when the table changed under them.
+"""
+
+from cpython.long cimport PyLong_AsLongLong, PyLong_FromLongLong
+from cpython.ref cimport Py_INCREF
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE, PyTuple_New, PyTuple_SET_ITEM
+from libc.stdint cimport int32_t, int64_t, uint64_t
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcmp, memcpy
+
+import os
+
+import numpy as np
+
+cdef int32_t STAGED_STATUS = -1
+cdef int32_t DEAD_STATUS = -2
+cdef int32_t EMPTY = -1
+cdef int32_t TOMB = -2
+cdef int64_t MIN_SLOTS = 8
+cdef int64_t MAX_ROWS = 2147483600
+
+STAGED = STAGED_STATUS
+DEAD = DEAD_STATUS
+
+cdef uint64_t SEED = <uint64_t>int.from_bytes(os.urandom(8), "little")
+
+
+cdef inline uint64_t _mix(uint64_t h) nogil:
+    h ^= h >> 33
+    h *= <uint64_t>0xff51afd7ed558ccd
+    h ^= h >> 33
+    h *= <uint64_t>0xc4ceb9fe1a85ec53
+    h ^= h >> 33
+    return h
+
+
+cdef inline uint64_t _hash_words(const int64_t* words, int n) nogil:
+    cdef uint64_t h = SEED
+    cdef int i
+    for i in range(n):
+        h = _mix(h ^ (<uint64_t>words[i] + <uint64_t>0x9E3779B97F4A7C15 + (h << 6)))
+    return _mix(h + <uint64_t>n)
+
+
+cdef inline uint64_t _hash_cols(const int64_t* row, const int* cols, int n) nogil:
+    cdef uint64_t h = SEED
+    cdef int i
+    for i in range(n):
+        h = _mix(h ^ (<uint64_t>row[cols[i]] + <uint64_t>0x9E3779B97F4A7C15 + (h << 6)))
+    return _mix(h + <uint64_t>n)
+
+
+cdef void* _grow(void* p, size_t size) except NULL:
+    cdef void* q = realloc(p, size if size > 0 else 1)
+    if q == NULL:
+        raise MemoryError()
+    return q
+
+
+cdef int32_t* _new_slots(int64_t count) except NULL:
+    cdef int32_t* slots
+    cdef int64_t i
+    if count <= 0 or count > (<int64_t>1 << 33):
+        raise MemoryError(f"a hash table of {count} slots")
+    slots = <int32_t*>malloc(<size_t>count * sizeof(int32_t))
+    if slots == NULL:
+        raise MemoryError()
+    for i in range(count):
+        slots[i] = EMPTY
+    return slots
+
+
+cdef int64_t _slot_count(int64_t entries):
+    """The power of two that keeps `entries` under a load of one half."""
+    cdef int64_t n = MIN_SLOTS
+    while n < 2 * entries + 2:
+        n *= 2
+    return n
+
+
+cdef struct KeyIndex:
+    int ncols
+    int* cols
+    int32_t* slots
+    int64_t mask
+    int64_t used       # slots not EMPTY: groups and tombstones
+    int64_t groups
+    int32_t* next
+    int32_t* prev
+
+
+cdef class Table:
+    """The rows of one relation (see the module docstring)."""
+
+    cdef readonly int arity
+    cdef int64_t* rows
+    cdef int32_t* status
+    cdef int64_t capacity
+    cdef readonly int64_t nrows
+    cdef readonly int64_t committed
+    cdef readonly int64_t staged
+    cdef int32_t* slots
+    cdef int64_t mask
+    cdef int64_t used
+    cdef KeyIndex** keyed
+    cdef int nkeyed
+    cdef int64_t* scratch
+    cdef readonly uint64_t version
+    cdef dict _indexes
+
+    def __cinit__(self, int arity):
+        if arity < 0:
+            raise ValueError("negative arity")
+        self.arity = arity
+        self.capacity = 16
+        self.rows = <int64_t*>_grow(NULL, <size_t>(16 * arity) * sizeof(int64_t))
+        self.status = <int32_t*>_grow(NULL, 16 * sizeof(int32_t))
+        self.mask = MIN_SLOTS - 1
+        self.slots = _new_slots(MIN_SLOTS)
+        self.scratch = <int64_t*>_grow(NULL, <size_t>(arity + 1) * sizeof(int64_t))
+        self._indexes = {}
+
+    def __dealloc__(self):
+        cdef int i
+        free(self.rows)
+        free(self.status)
+        free(self.slots)
+        free(self.scratch)
+        for i in range(self.nkeyed):
+            _free_index(self.keyed[i])
+        free(self.keyed)
+
+    # -- reading -----------------------------------------------------------------------------
+
+    cdef int _load(self, object t) except -1:
+        """The words of tuple `t` into `scratch`: 1, or 0 when no row can hold it (another
+        length, an int outside 64 bits)."""
+        cdef Py_ssize_t i
+        if type(t) is not tuple:
+            raise TypeError(f"a row is a tuple of ints, not {type(t).__name__}")
+        if PyTuple_GET_SIZE(t) != self.arity:
+            return 0
+        try:
+            for i in range(self.arity):
+                self.scratch[i] = PyLong_AsLongLong(<object>PyTuple_GET_ITEM(t, i))
+        except OverflowError:
+            return 0
+        return 1
+
+    cdef int64_t _find(self, const int64_t* words) noexcept:
+        """The row holding `words` (any status but DEAD), or -1."""
+        cdef uint64_t h = _hash_words(words, self.arity)
+        cdef int64_t i = <int64_t>(h & <uint64_t>self.mask)
+        cdef int32_t r
+        cdef size_t size = <size_t>self.arity * sizeof(int64_t)
+        while True:
+            r = self.slots[i]
+            if r == EMPTY:
+                return -1
+            if r >= 0 and memcmp(self.rows + r * self.arity, words, size) == 0:
+                return r
+            i = (i + 1) & self.mask
+
+    cdef int64_t _row_of(self, object t) except -2:
+        if not self._load(t):
+            return -1
+        return self._find(self.scratch)
+
+    cdef object _tuple(self, int64_t r):
+        cdef object t = PyTuple_New(self.arity)
+        cdef object v
+        cdef int i
+        cdef const int64_t* row = self.rows + r * self.arity
+        for i in range(self.arity):
+            v = PyLong_FromLongLong(row[i])
+            Py_INCREF(v)
+            PyTuple_SET_ITEM(t, i, v)
+        return t
+
+    def get(self, t, default=None):
+        """The iteration of committed tuple `t`, else `default` (the dict protocol the
+        generated plans use)."""
+        cdef int64_t r = self._row_of(t)
+        if r >= 0 and self.status[r] >= 0:
+            return self.status[r]
+        return default
+
+    def __getitem__(self, t):
+        cdef int64_t r = self._row_of(t)
+        if r >= 0 and self.status[r] >= 0:
+            return self.status[r]
+        raise KeyError(t)
+
+    def __contains__(self, t):
+        cdef int64_t r = self._row_of(t)
+        return r >= 0 and self.status[r] >= 0
+
+    def __len__(self):
+        return self.committed
+
+    def __bool__(self):
+        return self.committed > 0
+
+    def is_staged(self, t) -> bool:
+        cdef int64_t r = self._row_of(t)
+        return r >= 0 and self.status[r] == STAGED_STATUS
+
+    def __iter__(self):
+        return _RowIterator(self, 0)
+
+    def keys(self):
+        return _RowIterator(self, 0)
+
+    def values(self):
+        return _RowIterator(self, 1)
+
+    def items(self):
+        return _RowIterator(self, 2)
+
+    def staged_rows(self):
+        """The staged tuples, in row order."""
+        return _RowIterator(self, 3)
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes this table has allocated: rows, statuses, hash tables and indexes."""
+        cdef int64_t total = self.capacity * (self.arity * 8 + 4) + (self.mask + 1) * 4
+        cdef int i
+        for i in range(self.nkeyed):
+            total += (self.keyed[i].mask + 1) * 4 + self.capacity * 8
+        return total
+
+    def columns(self):
+        """The committed tuples as one int64 array per column and their iterations (int32),
+        in row order: the bulk way out, without a Python object per tuple."""
+        cdef int64_t n = self.committed
+        cdef int64_t r, k = 0
+        cdef int c
+        out = np.empty((self.arity, n), dtype=np.int64)
+        iterations = np.empty(n, dtype=np.int32)
+        cdef int64_t[:, ::1] o = out
+        cdef int32_t[::1] it = iterations
+        for r in range(self.nrows):
+            if self.status[r] >= 0:
+                for c in range(self.arity):
+                    o[c, k] = self.rows[r * self.arity + c]
+                it[k] = self.status[r]
+                k += 1
+        return [out[c] for c in range(self.arity)], iterations
+
+    # -- writing -----------------------------------------------------------------------------
+
+    cdef int _reserve(self, int64_t extra) except -1:
+        cdef int64_t need = self.nrows + extra
+        cdef int64_t cap = self.capacity
+        cdef int i
+        if need > MAX_ROWS:
+            raise MemoryError("a relation holds at most 2**31 rows")
+        if need <= cap:
+            return 0
+        while cap < need:
+            cap *= 2
+        if cap > MAX_ROWS:
+            cap = MAX_ROWS
+        self.rows = <int64_t*>_grow(self.rows, <size_t>(cap * self.arity) * sizeof(int64_t))
+        self.status = <int32_t*>_grow(self.status, <size_t>cap * sizeof(int32_t))
+        for i in range(self.nkeyed):
+            self.keyed[i].next = <int32_t*>_grow(self.keyed[i].next, <size_t>cap * sizeof(int32_t))
+            self.keyed[i].prev = <int32_t*>_grow(self.keyed[i].prev, <size_t>cap * sizeof(int32_t))
+        self.capacity = cap
+        return 0
+
+    cdef int _rehash(self, int64_t entries) except -1:
+        """Rebuild the tuple table for `entries` live rows, dropping its tombstones."""
+        cdef int64_t count = _slot_count(entries)
+        cdef int32_t* slots = _new_slots(count)
+        cdef int64_t mask = count - 1
+        cdef int64_t r, i
+        cdef int64_t used = 0
+        for r in range(self.nrows):
+            if self.status[r] == DEAD_STATUS:
+                continue
+            i = <int64_t>(_hash_words(self.rows + r * self.arity, self.arity) & <uint64_t>mask)
+            while slots[i] != EMPTY:
+                i = (i + 1) & mask
+            slots[i] = <int32_t>r
+            used += 1
+        free(self.slots)
+        self.slots = slots
+        self.mask = mask
+        self.used = used
+        return 0
+
+    cdef int64_t _append(self, const int64_t* words, int32_t status) except -1:
+        """Add a row known to be absent (no row, any status, holds `words`)."""
+        cdef int64_t r, i
+        cdef int k
+        if 2 * (self.used + 1) > self.mask + 1:
+            self._rehash(self.committed + self.staged + 1)
+        self._reserve(1)
+        r = self.nrows
+        memcpy(self.rows + r * self.arity, words, <size_t>self.arity * sizeof(int64_t))
+        self.status[r] = status
+        self.nrows += 1
+        i = <int64_t>(_hash_words(words, self.arity) & <uint64_t>self.mask)
+        while self.slots[i] >= 0:
+            i = (i + 1) & self.mask
+        if self.slots[i] == EMPTY:
+            self.used += 1
+        self.slots[i] = <int32_t>r
+        for k in range(self.nkeyed):
+            _link(self.keyed[k], self.rows, self.arity, r)
+        if status >= 0:
+            self.committed += 1
+        else:
+            self.staged += 1
+        self.version += 1
+        return r
+
+    cdef int _kill(self, int64_t r) except -1:
+        """Remove row `r` (committed or staged) from the tuple table and every index."""
+        cdef uint64_t h = _hash_words(self.rows + r * self.arity, self.arity)
+        cdef int64_t i = <int64_t>(h & <uint64_t>self.mask)
+        cdef int k
+        while self.slots[i] != r:
+            i = (i + 1) & self.mask
+        self.slots[i] = TOMB
+        for k in range(self.nkeyed):
+            _unlink(self.keyed[k], self.rows, self.arity, r)
+        if self.status[r] >= 0:
+            self.committed -= 1
+        else:
+            self.staged -= 1
+        self.status[r] = DEAD_STATUS
+        self.version += 1
+        return 0
+
+    cdef int _check_iteration(self, int64_t iteration) except -1:
+        if iteration < 0 or iteration > 2147483647:
+            raise ValueError(f"an iteration is in [0, 2**31), not {iteration}")
+        return 0
+
+    def add(self, t, int64_t iteration):
+        """Commit `t` at `iteration`: a new tuple, or a staged one."""
+        self._check_iteration(iteration)
+        if not self._load(t):
+            raise ValueError(f"{t!r} is not a row of {self.arity} 64-bit ints")
+        cdef int64_t r = self._find(self.scratch)
+        if r < 0:
+            self._append(self.scratch, <int32_t>iteration)
+        elif self.status[r] == STAGED_STATUS:
+            self.status[r] = <int32_t>iteration
+            self.staged -= 1
+            self.committed += 1
+            self.version += 1
+        else:
+            raise KeyError(f"{t!r} is committed already")
+
+    def set(self, t, int64_t iteration):
+        """Change the iteration of committed tuple `t`."""
+        self._check_iteration(iteration)
+        cdef int64_t r = self._row_of(t)
+        if r < 0 or self.status[r] < 0:
+            raise KeyError(t)
+        self.status[r] = <int32_t>iteration
+
+    def __setitem__(self, t, iteration):
+        """Commit or re-date `t` (the dict protocol)."""
+        cdef int64_t r = self._row_of(t)
+        if r >= 0 and self.status[r] >= 0:
+            self.set(t, iteration)
+        else:
+            self.add(t, iteration)
+
+    def stage(self, t) -> bool:
+        """Add `t` as staged if no row holds it; whether it was added."""
+        if not self._load(t):
+            raise ValueError(f"{t!r} is not a row of {self.arity} 64-bit ints")
+        if self._find(self.scratch) >= 0:
+            return False
+        self._append(self.scratch, STAGED_STATUS)
+        return True
+
+    def remove(self, t) -> bool:
+        """Remove `t`, committed or staged; whether a row held it."""
+        cdef int64_t r = self._row_of(t)
+        if r < 0:
+            return False
+        self._kill(r)
+        return True
+
+    def unstage(self, t) -> bool:
+        """Remove `t` if it is staged; whether it was."""
+        cdef int64_t r = self._row_of(t)
+        if r < 0 or self.status[r] != STAGED_STATUS:
+            return False
+        self._kill(r)
+        return True
+
+    def pop(self, t, default=None):
+        """Remove committed `t` and return its iteration, else `default` (staged rows stay)."""
+        cdef int64_t r = self._row_of(t)
+        cdef int32_t s
+        if r < 0 or self.status[r] < 0:
+            return default
+        s = self.status[r]
+        self._kill(r)
+        return s
+
+    def __delitem__(self, t):
+        if self.pop(t, None) is None:
+            raise KeyError(t)
+
+    def add_many(self, rows, int64_t iteration):
+        """Commit every tuple of `rows` (none of them committed) at `iteration`."""
+        self._check_iteration(iteration)
+        for t in rows:
+            self.add(t, iteration)
+
+    def add_columns(self, columns, int64_t iteration):
+        """Commit the rows given as one int64 array per column (none of them committed, no
+        duplicates) at `iteration`: the bulk way in, for frames from Polars and Spark."""
+        cdef int c
+        cdef int64_t n, j, r, base
+        self._check_iteration(iteration)
+        if len(columns) != self.arity:
+            raise ValueError(f"{len(columns)} columns for a relation of arity {self.arity}")
+        if self.arity == 0:
+            raise ValueError("a relation of arity 0 takes rows, not columns")
+        arrays = [np.ascontiguousarray(col, dtype=np.int64) for col in columns]
+        n = len(arrays[0])
+        cdef const int64_t[::1] view
+        for c in range(self.arity):
+            if len(arrays[c]) != n:
+                raise ValueError("columns of different lengths")
+        if n == 0:
+            return
+        self._reserve(n)
+        # The new rows are written past the last row first, then appended one by one: an
+        # append writes at or before the row it reads, never past one not read yet.
+        base = self.nrows
+        for c in range(self.arity):
+            view = arrays[c]
+            for j in range(n):
+                self.rows[(base + j) * self.arity + c] = view[j]
+        if 2 * (self.used + n) > self.mask + 1:
+            self._rehash(self.committed + self.staged + n)
+        for j in range(n):
+            memcpy(self.scratch, self.rows + (base + j) * self.arity,
+                   <size_t>self.arity * sizeof(int64_t))
+            r = self._find(self.scratch)
+            if r < 0:
+                self._append(self.scratch, <int32_t>iteration)
+            elif self.status[r] == STAGED_STATUS:
+                self.status[r] = <int32_t>iteration
+                self.staged -= 1
+                self.committed += 1
+            else:
+                raise KeyError(f"{self._tuple(r)!r} is committed already")
+        self.version += 1
+
+    def update(self, changes):
+        """Commit every (tuple, iteration) of the dict `changes`: a committed tuple is re-dated,
+        a staged or an absent one committed. An Update's commit, in one compiled loop."""
+        cdef int64_t r, iteration
+        for t, value in changes.items():
+            iteration = value
+            self._check_iteration(iteration)
+            if not self._load(t):
+                raise ValueError(f"{t!r} is not a row of {self.arity} 64-bit ints")
+            r = self._find(self.scratch)
+            if r < 0:
+                self._append(self.scratch, <int32_t>iteration)
+            elif self.status[r] == STAGED_STATUS:
+                self.status[r] = <int32_t>iteration
+                self.staged -= 1
+                self.committed += 1
+                self.version += 1
+            else:
+                self.status[r] = <int32_t>iteration
+
+    def clear(self):
+        cdef int k
+        self.nrows = 0
+        self.committed = 0
+        self.staged = 0
+        free(self.slots)
+        self.mask = MIN_SLOTS - 1
+        self.slots = _new_slots(MIN_SLOTS)
+        self.used = 0
+        for k in range(self.nkeyed):
+            _rebuild_index(self.keyed[k], self.rows, self.arity, self.status, 0)
+        self.version += 1
+
+    def compact(self, bint force=False) -> bool:
+        """Renumber the rows without the dead ones when they are more than half (or `force`);
+        whether it did. Call it between Updates: it moves every row."""
+        cdef int64_t r, w = 0
+        cdef int k
+        cdef int64_t dead = self.nrows - self.committed - self.staged
+        if not force and (dead < 1024 or 2 * dead < self.nrows):
+            return False
+        for r in range(self.nrows):
+            if self.status[r] == DEAD_STATUS:
+                continue
+            if w != r:
+                memcpy(self.rows + w * self.arity, self.rows + r * self.arity,
+                       <size_t>self.arity * sizeof(int64_t))
+                self.status[w] = self.status[r]
+            w += 1
+        self.nrows = w
+        self._rehash(w)
+        for k in range(self.nkeyed):
+            _rebuild_index(self.keyed[k], self.rows, self.arity, self.status, w)
+        self.version += 1
+        return True
+
+    # -- indexes -----------------------------------------------------------------------------
+
+    def index(self, columns) -> Index:
+        """The key index on `columns` (a tuple of column positions), built from the committed
+        and staged rows the first time it is asked for, maintained from then on."""
+        columns = tuple(columns)
+        found = self._indexes.get(columns)
+        if found is not None:
+            return found
+        for c in columns:
+            if not 0 <= c < self.arity:
+                raise ValueError(f"no column {c} in a relation of arity {self.arity}")
+        cdef KeyIndex* ki = <KeyIndex*>malloc(sizeof(KeyIndex))
+        if ki == NULL:
+            raise MemoryError()
+        ki.ncols = len(columns)
+        ki.cols = <int*>malloc(<size_t>(ki.ncols + 1) * sizeof(int))
+        ki.next = <int32_t*>malloc(<size_t>self.capacity * sizeof(int32_t))
+        ki.prev = <int32_t*>malloc(<size_t>self.capacity * sizeof(int32_t))
+        ki.slots = NULL
+        if ki.cols == NULL or ki.next == NULL or ki.prev == NULL:
+            _free_index(ki)
+            raise MemoryError()
+        for k, c in enumerate(columns):
+            ki.cols[k] = c
+        self.keyed = <KeyIndex**>_grow(self.keyed, <size_t>(self.nkeyed + 1) * sizeof(KeyIndex*))
+        self.keyed[self.nkeyed] = ki
+        self.nkeyed += 1
+        _rebuild_index(ki, self.rows, self.arity, self.status, self.nrows)
+        index = Index(self, self.nkeyed - 1, columns)
+        self._indexes[columns] = index
+        return index
+
+    @property
+    def indexes(self) -> dict:
+        """Columns -> the index on them."""
+        return self._indexes
+
+
+cdef void _free_index(KeyIndex* ki) noexcept:
+    free(ki.cols)
+    free(ki.slots)
+    free(ki.next)
+    free(ki.prev)
+    free(ki)
+
+
+cdef inline bint _same_key(KeyIndex* ki, const int64_t* rows, int arity, int64_t a,
+                           int64_t b) noexcept nogil:
+    cdef int i
+    for i in range(ki.ncols):
+        if rows[a * arity + ki.cols[i]] != rows[b * arity + ki.cols[i]]:
+            return False
+    return True
+
+
+cdef int _link(KeyIndex* ki, const int64_t* rows, int arity, int64_t r) except -1:
+    """Put row `r` at the head of its group."""
+    cdef int64_t i, tomb = -1
+    cdef int32_t s
+    if 2 * (ki.used + 1) > ki.mask + 1:
+        _resize_keys(ki, rows, arity, ki.groups + 1)
+    i = <int64_t>(_hash_cols(rows + r * arity, ki.cols, ki.ncols) & <uint64_t>ki.mask)
+    while True:
+        s = ki.slots[i]
+        if s == EMPTY:
+            break
+        if s == TOMB:
+            if tomb < 0:
+                tomb = i
+        elif _same_key(ki, rows, arity, s, r):
+            ki.next[r] = s
+            ki.prev[r] = -1
+            ki.prev[s] = <int32_t>r
+            ki.slots[i] = <int32_t>r
+            return 0
+        i = (i + 1) & ki.mask
+    if tomb >= 0:
+        i = tomb
+    else:
+        ki.used += 1
+    ki.slots[i] = <int32_t>r
+    ki.next[r] = -1
+    ki.prev[r] = -1
+    ki.groups += 1
+    return 0
+
+
+cdef int _unlink(KeyIndex* ki, const int64_t* rows, int arity, int64_t r) except -1:
+    """Take row `r` out of its group (and the group out of the table when it empties)."""
+    cdef int32_t p = ki.prev[r]
+    cdef int32_t n = ki.next[r]
+    cdef int64_t i
+    if p >= 0:
+        ki.next[p] = n
+        if n >= 0:
+            ki.prev[n] = p
+        return 0
+    # The group's head: its slot points at it.
+    i = <int64_t>(_hash_cols(rows + r * arity, ki.cols, ki.ncols) & <uint64_t>ki.mask)
+    while ki.slots[i] != r:
+        i = (i + 1) & ki.mask
+    if n >= 0:
+        ki.slots[i] = n
+        ki.prev[n] = -1
+    else:
+        ki.slots[i] = TOMB
+        ki.groups -= 1
+    return 0
+
+
+cdef int _resize_keys(KeyIndex* ki, const int64_t* rows, int arity, int64_t groups) except -1:
+    """Rebuild the key table for `groups` groups, moving the heads and dropping tombstones."""
+    cdef int64_t count = _slot_count(groups)
+    cdef int32_t* slots = _new_slots(count)
+    cdef int64_t mask = count - 1
+    cdef int64_t j, i, used = 0
+    cdef int32_t s
+    if ki.slots != NULL:
+        for j in range(ki.mask + 1):
+            s = ki.slots[j]
+            if s < 0:
+                continue
+            i = <int64_t>(_hash_cols(rows + s * arity, ki.cols, ki.ncols) & <uint64_t>mask)
+            while slots[i] != EMPTY:
+                i = (i + 1) & mask
+            slots[i] = s
+            used += 1
+    free(ki.slots)
+    ki.slots = slots
+    ki.mask = mask
+    ki.used = used
+    return 0
+
+
+cdef int _rebuild_index(KeyIndex* ki, const int64_t* rows, int arity, const int32_t* status,
+                        int64_t nrows) except -1:
+    """The index from scratch over the live rows [0, nrows)."""
+    cdef int64_t r
+    free(ki.slots)
+    ki.slots = NULL
+    ki.groups = 0
+    ki.used = 0
+    ki.mask = 0
+    _resize_keys(ki, rows, arity, 0)
+    for r in range(nrows):
+        if status[r] != DEAD_STATUS:
+            _link(ki, rows, arity, r)
+    return 0
+
+
+cdef class Index:
+    """A key index of a `Table` (see the module docstring). Keys are a bare int for one
+    column and a tuple of ints for several, as the generated plans build them."""
+
+    cdef Table table
+    cdef int position
+    cdef readonly tuple columns
+
+    def __cinit__(self, Table table, int position, tuple columns):
+        self.table = table
+        self.position = position
+        self.columns = columns
+
+    cdef int64_t _head(self, object key) except -2:
+        """The first row of `key`'s group, or -1."""
+        cdef Table table = self.table
+        cdef KeyIndex* ki = table.keyed[self.position]
+        cdef int64_t* words = table.scratch
+        cdef int i
+        cdef uint64_t h = SEED
+        cdef int64_t slot
+        cdef int32_t s
+        try:
+            if ki.ncols == 1:
+                if type(key) is tuple:
+                    return -1
+                words[0] = PyLong_AsLongLong(key)
+            else:
+                if type(key) is not tuple or PyTuple_GET_SIZE(key) != ki.ncols:
+                    return -1
+                for i in range(ki.ncols):
+                    words[i] = PyLong_AsLongLong(<object>PyTuple_GET_ITEM(key, i))
+        except OverflowError:
+            return -1
+        except TypeError:
+            return -1
+        for i in range(ki.ncols):
+            h = _mix(h ^ (<uint64_t>words[i] + <uint64_t>0x9E3779B97F4A7C15 + (h << 6)))
+        h = _mix(h + <uint64_t>ki.ncols)
+        slot = <int64_t>(h & <uint64_t>ki.mask)
+        while True:
+            s = ki.slots[slot]
+            if s == EMPTY:
+                return -1
+            if s >= 0:
+                for i in range(ki.ncols):
+                    if table.rows[s * table.arity + ki.cols[i]] != words[i]:
+                        break
+                else:
+                    return s
+            slot = (slot + 1) & ki.mask
+
+    def get(self, key, default=None):
+        """The rows (committed and staged) whose key is `key`, as a tuple of tuples; `default`
+        when there are none."""
+        cdef int64_t r = self._head(key)
+        cdef Table table = self.table
+        cdef KeyIndex* ki = table.keyed[self.position]
+        if r < 0:
+            return default
+        found = []
+        while r >= 0:
+            found.append(table._tuple(r))
+            r = ki.next[r]
+        return tuple(found)
+
+    def __contains__(self, key):
+        return self._head(key) >= 0
+
+    def __len__(self):
+        """How many distinct keys."""
+        return self.table.keyed[self.position].groups
+
+    def items(self):
+        """(key, rows) of every group, as `get` gives them: for tests and inspection."""
+        cdef Table table = self.table
+        cdef KeyIndex* ki = table.keyed[self.position]
+        cdef int64_t j
+        cdef int32_t s
+        groups = []
+        for j in range(ki.mask + 1):
+            s = ki.slots[j]
+            if s < 0:
+                continue
+            key = tuple(table.rows[s * table.arity + ki.cols[i]] for i in range(ki.ncols))
+            groups.append(key[0] if ki.ncols == 1 else key)
+        return [(key, self.get(key)) for key in groups]
+
+    def __getitem__(self, key):
+        found = self.get(key)
+        if found is None:
+            raise KeyError(key)
+        return found
+
+
+cdef class _RowIterator:
+    cdef Table table
+    cdef int64_t row
+    cdef int kind
+    cdef uint64_t version
+
+    def __cinit__(self, Table table, int kind):
+        self.table = table
+        self.kind = kind
+        self.row = 0
+        self.version = table.version
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        cdef Table table = self.table
+        cdef int32_t s
+        if table.version != self.version:
+            raise RuntimeError("relation changed during iteration")
+        while self.row < table.nrows:
+            s = table.status[self.row]
+            self.row += 1
+            if self.kind == 3:
+                if s == STAGED_STATUS:
+                    return table._tuple(self.row - 1)
+                continue
+            if s < 0:
+                continue
+            if self.kind == 0:
+                return table._tuple(self.row - 1)
+            if self.kind == 1:
+                return s
+            return (table._tuple(self.row - 1), s)
+        raise StopIteration

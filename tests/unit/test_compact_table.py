@@ -1,0 +1,172 @@
+"""The compiled table (`reasoner.compact.Table`) against a dict model: growth, deletion and
+tombstones, re-insertion after deletion, compaction, keys built to collide, the bounds of a
+64-bit row, and the snapshot and iteration guarantees the plans and the readers rely on."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reasoner.compact import Table
+
+INT64 = st.integers(-(2**63), 2**63 - 1)
+SMALL = st.integers(0, 40)
+
+
+def _groups(model: dict[tuple, int], staged: set[tuple], columns: tuple[int, ...]) -> dict:
+    out: dict[object, set] = {}
+    for t in (*model, *staged):
+        key = tuple(t[c] for c in columns)
+        out.setdefault(key[0] if len(columns) == 1 else key, set()).add(t)
+    return out
+
+
+operations = st.lists(
+    st.tuples(
+        st.sampled_from(["add", "remove", "stage", "unstage", "set", "compact"]),
+        st.tuples(SMALL, st.one_of(SMALL, INT64)),
+        st.integers(0, 5),
+    ),
+    max_size=300,
+)
+
+
+@settings(max_examples=200)
+@given(operations)
+def test_the_table_behaves_as_a_dict_with_indexes(ops) -> None:
+    table = Table(2)
+    for columns in ((0,), (1,), (1, 0)):
+        table.index(columns)
+    model: dict[tuple, int] = {}
+    staged: set[tuple] = set()
+    for op, t, iteration in ops:
+        if op == "add" and t not in model:
+            table.add(t, iteration)
+            model[t] = iteration
+            staged.discard(t)
+        elif op == "remove":
+            assert table.remove(t) == (t in model or t in staged)
+            model.pop(t, None)
+            staged.discard(t)
+        elif op == "stage":
+            assert table.stage(t) == (t not in model and t not in staged)
+            if t not in model:
+                staged.add(t)
+        elif op == "unstage":
+            assert table.unstage(t) == (t in staged)
+            staged.discard(t)
+        elif op == "set" and t in model:
+            table.set(t, iteration)
+            model[t] = iteration
+        elif op == "compact":
+            table.compact(force=True)
+        assert len(table) == len(model)
+        assert dict(table.items()) == model
+        assert set(table.staged_rows()) == staged
+        assert all(table.get(u) == i and u in table for u, i in model.items())
+        assert all(u not in table and table.is_staged(u) for u in staged)
+        for columns, index in table.indexes.items():
+            assert {k: set(rows) for k, rows in index.items()} == _groups(model, staged, columns)
+
+
+def test_growth_keeps_every_row_and_the_index() -> None:
+    table = Table(3)
+    index = table.index((1,))
+    for i in range(100_000):
+        table.add((i, i % 97, -i), i % 5)
+    assert len(table) == 100_000
+    assert all(table.get((i, i % 97, -i)) == i % 5 for i in range(0, 100_000, 997))
+    assert len(index) == 97
+    assert sorted(t[0] for t in index.get(13)) == list(range(13, 100_000, 97))
+
+
+def test_reinsertion_after_deletion_and_tombstones_do_not_accumulate() -> None:
+    table = Table(2)
+    index = table.index((0,))
+    for round_ in range(50):
+        for i in range(1000):
+            table.add((i, round_), round_)
+        for i in range(1000):
+            assert table.remove((i, round_))
+        table.compact()
+    assert len(table) == 0 and len(index) == 0
+    assert index.get(5) is None
+    table.add((5, 1), 7)
+    assert table.get((5, 1)) == 7 and index.get(5) == ((5, 1),)
+    # 50,000 insertions and as many deletions leave tables sized for 1,000 rows, not 50,000.
+    assert table.nbytes < 200_000
+
+
+def test_keys_built_to_collide_stay_fast_and_correct() -> None:
+    """Multiples of a large power of two agree on every low bit: a table hashing the raw value
+    would put them all in one probe sequence. The seeded hash spreads them."""
+    table = Table(1)
+    index = table.index((0,))
+    keys = [i << 32 for i in range(50_000)]
+    for k in keys:
+        table.add((k,), 0)
+    assert all((k,) in table for k in keys)
+    assert ((1 << 32) + 1,) not in table
+    assert all(index.get(k) == ((k,),) for k in keys[:1000])
+
+
+def test_a_probe_returns_a_snapshot() -> None:
+    table = Table(2)
+    index = table.index((0,))
+    table.add((1, 1), 0)
+    table.add((1, 2), 0)
+    rows = index.get(1)
+    for t in rows:
+        table.add((1, t[1] + 10), 0)  # inserting while iterating the probe's rows is safe
+    assert set(rows) == {(1, 1), (1, 2)}
+    assert set(index.get(1)) == {(1, 1), (1, 2), (1, 11), (1, 12)}
+
+
+def test_iterating_a_changing_table_raises() -> None:
+    table = Table(1)
+    table.add((1,), 0)
+    table.add((2,), 0)
+    rows = iter(table)
+    next(rows)
+    table.add((3,), 0)
+    with pytest.raises(RuntimeError):
+        next(rows)
+
+
+def test_rows_hold_64_bit_ints_only() -> None:
+    table = Table(2)
+    table.add((2**63 - 1, -(2**63)), 0)
+    assert (2**63 - 1, -(2**63)) in table
+    assert (2**63, 0) not in table  # not representable: absent, as in a dict
+    assert table.get((1, 2, 3)) is None  # another arity: absent
+    with pytest.raises(ValueError):
+        table.add((2**64, 0), 0)
+    with pytest.raises(TypeError):
+        table.get([1, 2])
+    with pytest.raises(ValueError):
+        table.add((1, 2), -1)
+
+
+def test_columns_round_trip_and_staged_rows_commit() -> None:
+    table = Table(2)
+    table.stage((3, 30))
+    table.add_columns([np.array([1, 2, 3]), np.array([10, 20, 30])], 4)
+    assert dict(table.items()) == {(1, 10): 4, (2, 20): 4, (3, 30): 4}
+    assert table.staged == 0
+    values, iterations = table.columns()
+    assert [v.tolist() for v in values] == [[3, 1, 2], [30, 10, 20]]
+    assert iterations.tolist() == [4, 4, 4]
+    with pytest.raises(KeyError):
+        table.add_columns([np.array([1]), np.array([10])], 5)
+
+
+def test_the_empty_tuple() -> None:
+    table = Table(0)
+    index = table.index(())
+    assert () not in table
+    table.add((), 2)
+    assert table.get(()) == 2 and index.get(()) == ((),)
+    table.remove(())
+    assert len(table) == 0 and () not in index
