@@ -34,6 +34,7 @@ import polars as pl
 
 from reasoner.executors.local.dense_index import DenseIndex
 from reasoner.plan.joins import AtomStep, CompareStep, JoinPlan
+from reasoner.state import RelationStore
 from reasoner.symbols import SymbolTable
 from reasoner.syntax.ast import (
     Atom,
@@ -75,6 +76,16 @@ def frame_of_rows(rows: list[tuple[int, ...]], arity: int) -> pl.DataFrame:
         {name: list(map(itemgetter(i), rows)) for i, name in enumerate(names)},
         schema=dict.fromkeys(names, INT),
     )
+
+
+def frame_of_store(store: RelationStore) -> pl.DataFrame:
+    """A relation frame of a relation's committed tuples, from the table's columns (no Python
+    tuple on the way)."""
+    if store.arity == 0:
+        return frame_of_rows(list(store.iters), 0)
+    values, _iterations = store.table.columns()
+    names = columns(store.arity)
+    return pl.DataFrame(dict(zip(names, values, strict=True)), schema=dict.fromkeys(names, INT))
 
 
 def rows_of_frame(frame: pl.DataFrame, arity: int, values: ValuePool) -> list[tuple[int, ...]]:

@@ -10,7 +10,7 @@ Int64 columns (symbols are interned ints); see `polars_plan.py` for how a rule b
 During a stratum's fixpoint each of its relations is kept as I_{k-2} ("old") and N_{k-1}
 ("delta") — so the iteration column is implicit: an atom restricted to I_{k-2} reads "old",
 the driver reads "delta", any other recursive atom reads both. N_k is loaded into the `State`
-(the Update structures: `iters`, `counts` and the hash indexes, through `add_batch`) at the end
+(the Update structures: the compiled table and its indexes, as columns) at the end
 of iteration k, as the reference does, so the state always holds I_{k-1} during iteration k.
 
 **Small iterations run the reference loop.** A Polars iteration costs about 1-4 ms of CPU
@@ -27,9 +27,9 @@ iteration (frames of the tuples an iteration of the other kind produced are buil
 needed). 2,000 is about where the two cost the same for one derivation per driving tuple;
 between 2,000 and 10,000 the bench programs' times do not change measurably.
 
-Memory: the `State` costs ~190 bytes per 4-ary tuple (the tuple, its ints, its `iters` entry),
-so crdt.dl's 151,669,663-tuple skipBlank (~27 GiB) cannot be loaded into it on a 24 GB machine,
-whichever engine computes it. A one-shot run (`FrameRelations`) therefore moves a stratum's
+Memory: the `State` costs 60-90 bytes per 4-ary tuple with one index (the compiled table's
+row, status, hash slots and index chains, with growth slack), so crdt.dl's 151,669,663-tuple
+skipBlank would take 9-13 GiB there. A one-shot run (`FrameRelations`) moves a stratum's
 relations out of the state once one of them is big, into `RowSet`s: frames of about 40 bytes a
 tuple, with a hash table for the duplicate check that an anti-join against the whole relation
 would otherwise do on each of skipBlank's 14,149 iterations.
@@ -59,6 +59,7 @@ from reasoner.executors.local.polars_plan import (
     columns,
     empty_frame,
     frame_of_rows,
+    frame_of_store,
     group_count,
     rows_of_frame,
     subtract_and_count,
@@ -85,25 +86,28 @@ Polars group-by over the tens of millions of rows a cartesian product yields wit
 deadline runs for many seconds."""
 _PARTITION = "_p"
 
-_New = tuple[dict[Tuple, int], "pl.DataFrame | None"]
-"""N_k of one relation: tuple -> count, and the same tuples as a frame when Polars made them."""
+_New = tuple["list[Tuple] | None", "pl.DataFrame | None"]
+"""N_k of one relation: its tuples when a reference iteration made them (Python tuples), its
+frame when Polars made them (the tuples are then built only if a reference iteration needs
+them)."""
 
 
 class _Growing:
     """A relation of the running stratum: I_{k-2} and N_{k-1}, as frames and/or engine tuples.
 
     Tuples produced by a reference iteration stay Python tuples until a Polars iteration needs
-    them as a frame; tuples produced by Polars iterations are kept as both.
+    them as a frame; tuples produced by Polars iterations stay a frame until a reference
+    iteration needs them as tuples.
     """
 
-    __slots__ = ("arity", "delta_frame", "delta_rows", "old_frame", "old_rows")
+    __slots__ = ("_delta_rows", "arity", "delta_frame", "old_frame", "old_rows")
 
-    def __init__(self, arity: int, facts: list[Tuple]) -> None:
+    def __init__(self, arity: int, facts: pl.DataFrame) -> None:
         self.arity = arity
-        self.old_frame: pl.DataFrame | None = None
-        self.old_rows: list[Tuple] = facts
+        self.old_frame: pl.DataFrame | None = facts
+        self.old_rows: list[Tuple] = []
         self.delta_frame: pl.DataFrame | None = None
-        self.delta_rows: list[Tuple] = []
+        self._delta_rows: list[Tuple] | None = []
 
     def old(self) -> pl.DataFrame:
         if self.old_frame is None or self.old_rows:
@@ -114,22 +118,31 @@ class _Growing:
 
     def delta(self) -> pl.DataFrame:
         if self.delta_frame is None:
-            self.delta_frame = frame_of_rows(self.delta_rows, self.arity)
+            self.delta_frame = frame_of_rows(self.delta_rows(), self.arity)
         return self.delta_frame
 
+    def delta_rows(self) -> list[Tuple]:
+        if self._delta_rows is None:
+            assert self.delta_frame is not None
+            self._delta_rows = self.delta_frame.rows()
+        return self._delta_rows
+
     def delta_size(self) -> int:
-        return len(self.delta_rows)
+        if self._delta_rows is None:
+            assert self.delta_frame is not None
+            return self.delta_frame.height
+        return len(self._delta_rows)
 
     def full(self) -> pl.DataFrame:
         return _concat(self.old(), self.delta())
 
-    def advance(self, rows: list[Tuple], frame: pl.DataFrame | None) -> None:
+    def advance(self, rows: list[Tuple] | None, frame: pl.DataFrame | None) -> None:
         """N_k becomes the delta; N_{k-1} joins the old tuples."""
-        if self.delta_frame is not None and self.old_frame is not None and not self.old_rows:
-            self.old_frame = _concat(self.old_frame, self.delta_frame)
+        if self.delta_frame is not None:
+            self.old_frame = _concat(self.old(), self.delta_frame)
         else:
-            self.old_rows.extend(self.delta_rows)
-        self.delta_rows = rows
+            self.old_rows.extend(self.delta_rows())
+        self._delta_rows = rows
         self.delta_frame = frame
 
 
@@ -194,6 +207,25 @@ def _stacked(parts: list[pl.DataFrame], arity: int = 0) -> pl.DataFrame:
     return pl.concat(parts)
 
 
+def _stored(store: RelationStore) -> pl.DataFrame:
+    """A relation's committed tuples with their iteration (`_it`) and count (`_w`)."""
+    _values, iterations = store.table.columns()
+    frame = frame_of_store(store).with_columns(
+        pl.Series(ITERATION, iterations, dtype=pl.Int32), pl.lit(1, dtype=INT).alias(WEIGHT)
+    )
+    if not store.counts:
+        return frame
+    cols = columns(store.arity)
+    counts = frame_of_rows(list(store.counts), store.arity).with_columns(
+        pl.Series("_c", list(store.counts.values()), dtype=INT)
+    )
+    return (
+        frame.join(counts, on=cols, how="left", maintain_order="left")
+        .with_columns(pl.coalesce("_c", WEIGHT).alias(WEIGHT))
+        .drop("_c")
+    )
+
+
 def _concat(a: pl.DataFrame, b: pl.DataFrame) -> pl.DataFrame:
     if b.height == 0:
         return a
@@ -219,8 +251,7 @@ class _Frames:
         elif isinstance(frame, _Growing):
             frame = self.frames[name] = frame.full().rechunk()
         elif frame is None:
-            store = self.state[name]
-            frame = self.frames[name] = frame_of_rows(list(store.iters), store.arity)
+            frame = self.frames[name] = frame_of_store(self.state[name])
         return frame
 
     def projected(
@@ -286,7 +317,8 @@ class VectorizedStratum:
         if kept is not None and stratum_inputs(stratum) & kept.relations.keys():
             self.small = 0  # the per-tuple plans read the state, which lacks kept relations
         self.growing: dict[str, _Growing | _Kept] = {
-            name: _Growing(state[name].arity, list(state[name].iters)) for name in stratum.relations
+            name: _Growing(state[name].arity, frame_of_store(state[name]))
+            for name in stratum.relations
         }
         self._delta_jobs: list[_Job] | None = None
         self._delta_compiled: list | None = None
@@ -345,7 +377,7 @@ class VectorizedStratum:
             self._delta_compiled = self.reference._delta_plans()
         out: dict[str, dict] = {name: {} for name in self.stratum.relations}
         for driver_rel, head_rel, compiled in self._delta_compiled:
-            rows = self.growing[driver_rel].delta_rows  # type: ignore[union-attr]
+            rows = self.growing[driver_rel].delta_rows()  # type: ignore[union-attr]
             if rows:
                 self.reference.run_plan(compiled, rows, k - 1, out[head_rel])
         return self._commit_reference(out, k)
@@ -354,7 +386,7 @@ class VectorizedStratum:
         for name, batch in out.items():
             if batch:
                 self.state[name].add_batch(batch, k)
-        return {name: (batch, None) for name, batch in out.items()}
+        return {name: (list(batch), None) for name, batch in out.items()}
 
     def _polars(self, jobs: list[_Job], k: int) -> dict[str, _New]:
         """Evaluate `jobs` over the frames, group by head, drop heads in I_{k-1}, load N_k."""
@@ -424,47 +456,43 @@ class VectorizedStratum:
         store = self.state[name]
         arity = store.arity
         if not parts:
-            return {}, None
+            return [], None
         if arity == 0:
             total = sum(
                 int(p.get_column(WEIGHT).sum()) if WEIGHT in p.columns else p.height for p in parts
             )
             if total == 0 or len(store):
-                return {}, None
+                return [], None
             store.add_batch({(): total}, k)
-            return {(): total}, frame_of_rows([()], 0)
+            return [()], None
         cols = columns(arity)
         growing = self.growing[name]
         if isinstance(growing, _Kept):
             new = growing.rows.add_derived(_stacked(parts), k)
-            return {}, new[cols]
+            return None, new[cols]
         total = sum(p.height for p in parts)
         if self.check is None or total <= _PARTITION_ROWS:
             grouped = self._unknown_counts(store, _stacked(parts), growing.full)
         else:
             grouped = self._unknown_counts_partitioned(store, parts, growing, total)
         if grouped is None:
-            return {}, None
-
-        def batch_of(part: pl.DataFrame) -> dict[Tuple, int]:
-            counts = part.get_column(WEIGHT).to_list()
-            return dict(zip(rows_of_frame(part, arity, self.state.values), counts, strict=True))
-
-        if self.check is None:
-            batch = batch_of(grouped)
-            store.add_batch(batch, k)
-            return batch, grouped.select(cols)
-        batch = {}
+            return [], None
 
         def load(start: int, stop: int) -> None:
-            """Rows [start, stop) into the state: building Python tuples and index entries is
-            the slow part of a large iteration, so under a check it goes in slices."""
-            rows = batch_of(grouped.slice(start, stop - start))
-            store.add_batch(rows, k)
-            batch.update(rows)
+            """Rows [start, stop) into the state, as columns. Under a check this goes in
+            slices: indexing a large iteration's rows takes a while."""
+            part = grouped.slice(start, stop - start)
+            store.add_columns(
+                [part.get_column(c).to_numpy() for c in cols],
+                part.get_column(WEIGHT).to_numpy(),
+                k,
+            )
 
-        in_slices(grouped.height, load, self.check)
-        return batch, grouped.select(cols)
+        if self.check is None:
+            load(0, grouped.height)
+        else:
+            in_slices(grouped.height, load, self.check)
+        return None, grouped.select(cols)
 
     def _unknown_counts(
         self, store: RelationStore, heads: pl.DataFrame, known: Callable[[], pl.DataFrame]
@@ -554,11 +582,11 @@ class VectorizedStratum:
             self._delta_jobs = jobs
         return self._delta_jobs
 
-    def _advance(self, new: dict) -> int:
+    def _advance(self, new: dict[str, _New]) -> int:
         derived = 0
-        for name, (batch, frame) in new.items():
-            self.growing[name].advance(list(batch), frame)
-            derived += len(batch) if frame is None else frame.height
+        for name, (rows, frame) in new.items():
+            self.growing[name].advance(rows, frame)
+            derived += len(rows) if rows is not None else frame.height  # type: ignore[union-attr]
         if self.kept is not None:
             self._keep_if_large()
         return derived
@@ -578,10 +606,7 @@ class VectorizedStratum:
             if store.arity == 0:
                 continue  # at most one tuple: it stays in the state
             rows = RowSet(store.arity)
-            loaded = frame_of_rows(list(store.iters), store.arity).with_columns(
-                pl.Series(ITERATION, list(store.iters.values()), dtype=pl.Int32),
-                pl.Series(WEIGHT, [store.counts.get(t, 1) for t in store.iters], dtype=INT),
-            )
+            loaded = _stored(store)
             delta = rel.delta()
             store.clear()
             # N_{k-1} goes in last, so that I_{k-2} is a prefix of the rows (`_Kept.old`).

@@ -11,11 +11,11 @@ Per stratum, counting semi-naive evaluation with every relation a DataFrame (`c0
   dropped (left anti join).
 
 N_k is cut from its lineage (`localCheckpoint`, marked lazily and materialized by the same
-query that brings it back to the driver through Arrow); it is added to the `RelationStore`
-with `add_batch`, at iteration k, exactly as the in-process Bootstrap merges it. The driver
-therefore knows every relation's and every delta's size without asking Spark: plans over an
-empty relation are skipped, the loop stops on an empty iteration, and small join sides are
-broadcast.
+query that brings it back to the driver through Arrow); its Arrow columns go into the
+`RelationStore` (`add_columns`, no Python tuple per row) at iteration k, exactly as the
+in-process Bootstrap merges it. The driver therefore knows every relation's and every delta's
+size without asking Spark: plans over an empty relation are skipped, the loop stops on an
+empty iteration, and small join sides are broadcast.
 
 A relation lives on Spark as its last delta N_{k-1} plus checkpointed pieces holding I_{k-2}
 (its facts, then older deltas), so I_{k-2} and I_{k-1} are unions, not filters on `it`. Older
@@ -28,7 +28,6 @@ so every iteration runs the same query and Spark reuses the code it generated fo
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import reduce
 
@@ -146,10 +145,12 @@ class SparkBootstrap:
         return rel
 
     def _upload(self, store: RelationStore) -> DataFrame:
-        tuples = list(store.iters)
-        columns: Iterable[Iterable[int]] = zip(*tuples, strict=True) if store.arity else ()
-        arrays = [pa.array(column, type=pa.int64()) for column in columns]
-        arrays.append(pa.array(list(store.iters.values()), type=pa.int32()))
+        if store.arity:
+            values, iterations = store.table.columns()
+            arrays = [pa.array(column, type=pa.int64()) for column in values]
+            arrays.append(pa.array(iterations, type=pa.int32()))
+        else:
+            arrays = [pa.array(list(store.iters.values()), type=pa.int32())]
         table = pa.Table.from_arrays(arrays, schema=_arrow_schema(store.arity))
         # A scan of the parallelized Arrow batches: already a leaf, no lineage to cut.
         return self.session.createDataFrame(table, schema=_schema(store.arity))
@@ -204,13 +205,13 @@ class SparkBootstrap:
             if not rows:
                 rel.advance(None, 0, self.partitions)
                 continue
-            counts = table.column("cnt").to_pylist()
+            counts = table.column("cnt").to_numpy()
+            store = self._store(rel.name)
             if rel.arity:
-                keys = self.state.values.rows([table.column(c).to_numpy() for c in rel.columns])
-                batch = dict(zip(keys, counts, strict=True))
+                columns = [table.column(c).to_numpy() for c in rel.columns]
+                store.add_columns(columns, counts, k)
             else:
-                batch = {(): counts[0]}
-            self._store(rel.name).add_batch(batch, k)
+                store.add_batch({(): int(counts[0])}, k)
             rel.advance(checkpointed.select(*rel.columns, "it"), rows, self.partitions)
             total += rows
         return total
