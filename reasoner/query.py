@@ -26,7 +26,7 @@ from reasoner.analysis import check_query
 from reasoner.analysis.model import AnalyzedProgram, Value
 from reasoner.arith import ARITH, COMPARE
 from reasoner.plan.joins import AtomStep, CompareStep, JoinPlan, plan_rule
-from reasoner.state import RelationStore, State, Tuple, key_function
+from reasoner.state import RelationStore, State, Tuple
 from reasoner.symbols import SymbolTable
 from reasoner.syntax.ast import (
     SYMBOL,
@@ -140,8 +140,8 @@ class _Constants:
 
 
 def snapshot_keys(keys) -> list:
-    """A list of a dict's keys, safe against a concurrent writer (the copy is one C-level loop
-    under the GIL; retried if the dict was resized between two of them)."""
+    """A list of a relation's tuples, safe against a concurrent writer (the copy is one C-level
+    loop under the GIL; retried if the table changed between two of its steps)."""
     for _ in range(10):
         try:
             return list(keys)
@@ -163,7 +163,6 @@ class _Evaluator:
         self.constants = constants
         self.deadline = deadline
         self.budget = _CHECK_EVERY
-        self.private_indexes: dict[tuple[str, tuple[int, ...]], dict[object, list[Tuple]]] = {}
         self.scans: dict[str, list[Tuple]] = {}
 
     # -- values ---------------------------------------------------------------------------------
@@ -195,22 +194,20 @@ class _Evaluator:
         return rows
 
     def matching(self, store: RelationStore, columns: tuple[int, ...], key: object) -> list[Tuple]:
-        """Committed tuples whose `columns` hold `key` (in `key_function` form)."""
-        engine_index = store.indexes.get(columns)
-        if engine_index is not None:
-            bucket = engine_index.get(key)
-            if not bucket:
-                return []
-            iters = store.iters
-            return [t for t in snapshot_keys(bucket) if t in iters]
-        private = self.private_indexes.get((store.name, columns))
-        if private is None:
-            private = {}
-            extract = key_function(columns)
-            for t in self.all_tuples(store.name):
-                private.setdefault(extract(t), []).append(t)
-            self.private_indexes[(store.name, columns)] = private
-        return private.get(key, [])
+        """Committed tuples whose `columns` hold `key` (a bare value for one column, a tuple
+        for several), through the engine's index on exactly these columns, else its index on
+        the first of them (made now if need be, and maintained from then on, as the plans'
+        indexes are)."""
+        values = key if len(columns) > 1 else (key,)
+        index = store.indexes.get(columns)
+        if index is None:
+            index = store.index(columns[:1])
+            rest = list(zip(columns[1:], values[1:], strict=True))  # type: ignore[index]
+            key = values[0]  # type: ignore[index]
+        else:
+            rest = []
+        iters = store.iters
+        return [t for t in index.get(key, ()) if t in iters and all(t[c] == v for c, v in rest)]
 
     def candidates(self, step: AtomStep, env: dict[str, int]) -> list[Tuple] | None:
         """Tuples of the step's relation that agree with its known columns; None when a key

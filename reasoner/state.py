@@ -21,8 +21,7 @@ Symbols are interned to ints (see `symbols.py`), so every value is a 64-bit int.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from operator import itemgetter
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -31,13 +30,6 @@ from reasoner.values import ValuePool
 
 Tuple = tuple[int, ...]
 Columns = tuple[int, ...]
-
-
-def key_function(columns: Columns) -> Callable[[Tuple], object]:
-    """The index key of a tuple: the bare value for one column, a tuple for several."""
-    if not columns:
-        return lambda _t: ()
-    return itemgetter(*columns)
 
 
 class RelationStore:

@@ -8,7 +8,10 @@ and Spark) can treat every column as a 64-bit integer.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Sequence
+
+import numpy as np
 
 from reasoner.analysis.model import Value
 from reasoner.syntax.ast import SYMBOL, ColumnType
@@ -17,11 +20,13 @@ from reasoner.syntax.ast import SYMBOL, ColumnType
 class SymbolTable:
     """A bidirectional, append-only map between strings and ids 0, 1, 2, ..."""
 
-    __slots__ = ("_ids", "_strings")
+    __slots__ = ("_ids", "_order", "_strings")
 
     def __init__(self) -> None:
         self._ids: dict[str, int] = {}
         self._strings: list[str] = []
+        self._order: tuple[np.ndarray, list[str]] | None = None
+        """(`order_keys`, the strings sorted) for the first len(strings) symbols."""
 
     def __len__(self) -> int:
         return len(self._strings)
@@ -40,6 +45,32 @@ class SymbolTable:
 
     def resolve(self, ident: int) -> str:
         return self._strings[ident]
+
+    def order_keys(self) -> np.ndarray:
+        """Per id, an int64 that sorts as the strings do: twice the string's rank (odd keys are
+        left for strings that are not symbols, see `order_key`). Recomputed when symbols were
+        added since the last call; reads in value order use it to sort ids without strings."""
+        return self._sorted()[0]
+
+    def order_key(self, text: str) -> int:
+        """The key of `text` among `order_keys`: its own for a symbol, else the odd key
+        between its neighbours in string order."""
+        ident = self._ids.get(text)
+        keys, ordered = self._sorted()
+        if ident is not None and ident < len(keys):
+            return int(keys[ident])
+        return 2 * bisect_left(ordered, text) - 1
+
+    def _sorted(self) -> tuple[np.ndarray, list[str]]:
+        order = self._order
+        count = len(self._strings)
+        if order is None or len(order[1]) != count:
+            strings = self._strings[:count]
+            ranks = sorted(range(count), key=strings.__getitem__)
+            keys = np.empty(count, dtype=np.int64)
+            keys[ranks] = 2 * np.arange(count, dtype=np.int64)
+            order = self._order = (keys, [strings[i] for i in ranks])
+        return order
 
     def encoder(self, types: Sequence[ColumnType]):
         """A function mapping a row of user values to an engine tuple for a relation's types."""

@@ -554,23 +554,36 @@ cdef class Table:
         for c in columns:
             if not 0 <= c < self.arity:
                 raise ValueError(f"no column {c} in a relation of arity {self.arity}")
+        cdef int ncols = len(columns)
+        cdef int* cols = <int*>malloc(<size_t>(ncols + 1) * sizeof(int))
+        if cols == NULL:
+            raise MemoryError()
+        for k, c in enumerate(columns):
+            cols[k] = c
+        # From here to the registration, C only: a reader thread may ask for an index while
+        # the writer is between two calls, and no other thread may run in the middle.
         cdef KeyIndex* ki = <KeyIndex*>malloc(sizeof(KeyIndex))
         if ki == NULL:
+            free(cols)
             raise MemoryError()
-        ki.ncols = len(columns)
-        ki.cols = <int*>malloc(<size_t>(ki.ncols + 1) * sizeof(int))
+        ki.ncols = ncols
+        ki.cols = cols
         ki.next = <int32_t*>malloc(<size_t>self.capacity * sizeof(int32_t))
         ki.prev = <int32_t*>malloc(<size_t>self.capacity * sizeof(int32_t))
         ki.slots = NULL
-        if ki.cols == NULL or ki.next == NULL or ki.prev == NULL:
+        if ki.next == NULL or ki.prev == NULL:
             _free_index(ki)
             raise MemoryError()
-        for k, c in enumerate(columns):
-            ki.cols[k] = c
-        self.keyed = <KeyIndex**>_grow(self.keyed, <size_t>(self.nkeyed + 1) * sizeof(KeyIndex*))
+        try:
+            _rebuild_index(ki, self.rows, self.arity, self.status, self.nrows)
+            self.keyed = <KeyIndex**>_grow(
+                self.keyed, <size_t>(self.nkeyed + 1) * sizeof(KeyIndex*)
+            )
+        except MemoryError:
+            _free_index(ki)
+            raise
         self.keyed[self.nkeyed] = ki
         self.nkeyed += 1
-        _rebuild_index(ki, self.rows, self.arity, self.status, self.nrows)
         index = Index(self, self.nkeyed - 1, columns)
         self._indexes[columns] = index
         return index

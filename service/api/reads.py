@@ -16,13 +16,9 @@ from fastapi.responses import JSONResponse, Response
 from reasoner.analysis.model import RelationInfo
 from reasoner.errors import TYPE_MISMATCH, UNKNOWN_RELATION
 from reasoner.materialization import Materialization
-from reasoner.query import (
-    QueryResult,
-    QueryTimeout,
-    compile_query,
-    evaluate_query,
-    snapshot_keys,
-)
+from reasoner.pages import relation_page
+from reasoner.query import QueryResult, QueryTimeout, compile_query, evaluate_query
+from reasoner.state import RelationStore
 from service.api.bodies import require_json
 from service.api.common import (
     PROBLEM_RESPONSES,
@@ -217,9 +213,14 @@ async def get_relation(
         after = None if cursor is None else decode_cursor(cursor, info.types)
         bound = _filters(request, info.column_names, info.types)
         key = _engine_key(m, info.types, bound)
-        tuples = [] if key is None else _select(m.state[name], key)
+        if key is None:
+            return info, [], None, epoch
+        store = m.state[name]
+        if not key:
+            rows, last = relation_page(store, info.types, m.symbols, after, page_size)
+            return info, rows, last, epoch
         decode = m.symbols.decoder(info.types)
-        rows, last = _page(map(decode, tuples), after, page_size)
+        rows, last = _page(map(decode, _select(store, key)), after, page_size)
         return info, rows, last, epoch
 
     async with runtime.read_slot():
@@ -250,20 +251,18 @@ def _engine_key(m, types: tuple[str, ...], bound: dict[int, Any]) -> dict[int, i
     return key
 
 
-def _select(store, key: dict[int, int]) -> list:
-    """Committed tuples of `store` with the `key` values, through an engine index if one
-    exists for exactly these columns (staged, uncommitted tuples are skipped)."""
-    iters = store.iters
-    if not key:
-        return snapshot_keys(iters)
+def _select(store: RelationStore, key: dict[int, int]) -> list:
+    """Committed tuples of `store` with the `key` values (at least one column), through the
+    engine's index on exactly these columns if there is one, else its index on the first of
+    them, made now if need be (kept and maintained from then on, as the plans' are: one
+    single-column index per filtered column at most)."""
     columns = tuple(sorted(key))
-    index = store.indexes.get(columns)
-    if index is not None:
-        probe = key[columns[0]] if len(columns) == 1 else tuple(key[c] for c in columns)
-        bucket = index.get(probe)
-        return [] if not bucket else [t for t in snapshot_keys(bucket) if t in iters]
-    items = list(key.items())
-    return [t for t in snapshot_keys(iters) if all(t[c] == v for c, v in items)]
+    index = store.indexes.get(columns) or store.index(columns[:1])
+    probe = tuple(key[c] for c in index.columns)
+    rows = index.get(probe[0] if len(probe) == 1 else probe) or ()
+    iters = store.iters
+    items = [(c, v) for c, v in key.items() if c not in index.columns]
+    return [t for t in rows if t in iters and all(t[c] == v for c, v in items)]
 
 
 @router.post(
