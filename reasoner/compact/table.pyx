@@ -1,13 +1,17 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 # cython: initializedcheck=False, nonecheck=False
-"""One relation's tuples as rows of 64-bit integers, with open-addressing hash tables of row ids.
+"""One relation's tuples as rows of integers, with open-addressing hash tables of row ids.
 
 A Python dict of Python tuples costs 200-400 bytes a tuple once its indexes are counted (the
 tuple, its int objects, the dict entries, the index buckets), and a collector that walks them.
-Here a tuple of arity a is `a` int64 words in one array, its status one int32 beside it, its
-entry in the tuple hash table one int32 row id, and its entry in each key index two int32
-chain links: 8a + 8 + 8 bytes per index, plus the tables' free slots. Nothing is a Python object
+Here a tuple of arity a is `a` words in one array, its status one int32 beside it, its entry in
+the tuple hash table one int32 row id, and its entry in each key index two int32 chain links:
+4a + 4 + 4 bytes, plus 8 per index, plus the tables' free slots. Nothing is a Python object
 until it is read.
+
+Words are 32-bit while every value fits (symbol ids always do, and most numbers), and the whole
+table turns 64-bit the first time one does not. Hashes are computed on the 64-bit values, so
+widening moves the rows but no hash table entry.
 
 Statuses: a committed tuple's status is the iteration it was first derived in (>= 0); a staged
 tuple (an Update's new tuple, visible to index probes but not committed, see
@@ -69,11 +73,46 @@ cdef inline uint64_t _hash_words(const int64_t* words, int n) nogil:
     return _mix(h + <uint64_t>n)
 
 
-cdef inline uint64_t _hash_cols(const int64_t* row, const int* cols, int n) nogil:
+cdef inline int64_t _get(const void* rows, bint wide, int64_t i) noexcept nogil:
+    """Word `i` of a row array of 64-bit (`wide`) or 32-bit words."""
+    if wide:
+        return (<const int64_t*>rows)[i]
+    return (<const int32_t*>rows)[i]
+
+
+cdef inline void _put(void* rows, bint wide, int64_t i, int64_t v) noexcept nogil:
+    if wide:
+        (<int64_t*>rows)[i] = v
+    else:
+        (<int32_t*>rows)[i] = <int32_t>v
+
+
+cdef inline bint _fits(const int64_t* words, int n) noexcept nogil:
+    """Whether every word fits 32 bits."""
+    cdef int i
+    for i in range(n):
+        if words[i] < -2147483648 or words[i] > 2147483647:
+            return False
+    return True
+
+
+cdef inline uint64_t _hash_row(const void* rows, bint wide, int64_t base, int n) noexcept nogil:
+    """`_hash_words` of the row starting at word `base`."""
     cdef uint64_t h = SEED
     cdef int i
     for i in range(n):
-        h = _mix(h ^ (<uint64_t>row[cols[i]] + <uint64_t>0x9E3779B97F4A7C15 + (h << 6)))
+        h = _mix(h ^ (<uint64_t>_get(rows, wide, base + i) + <uint64_t>0x9E3779B97F4A7C15 + (h << 6)))
+    return _mix(h + <uint64_t>n)
+
+
+cdef inline uint64_t _hash_cols(const void* rows, bint wide, int64_t base, const int* cols,
+                                int n) noexcept nogil:
+    """`_hash_words` of the `cols` of the row starting at word `base`."""
+    cdef uint64_t h = SEED
+    cdef int i
+    for i in range(n):
+        h = _mix(h ^ (<uint64_t>_get(rows, wide, base + cols[i]) + <uint64_t>0x9E3779B97F4A7C15
+                      + (h << 6)))
     return _mix(h + <uint64_t>n)
 
 
@@ -125,7 +164,8 @@ cdef class Table:
     """The rows of one relation (see the module docstring)."""
 
     cdef readonly int arity
-    cdef int64_t* rows
+    cdef void* rows
+    cdef readonly bint wide
     cdef int32_t* status
     cdef int64_t capacity
     cdef readonly int64_t nrows
@@ -145,7 +185,7 @@ cdef class Table:
             raise ValueError("negative arity")
         self.arity = arity
         self.capacity = 16
-        self.rows = <int64_t*>_grow(NULL, <size_t>(16 * arity) * sizeof(int64_t))
+        self.rows = _grow(NULL, <size_t>(16 * arity) * sizeof(int32_t))
         self.status = <int32_t*>_grow(NULL, 16 * sizeof(int32_t))
         self.mask = MIN_SLOTS - 1
         self.slots = _new_slots(MIN_SLOTS)
@@ -184,14 +224,21 @@ cdef class Table:
         cdef uint64_t h = _hash_words(words, self.arity)
         cdef int64_t i = <int64_t>(h & <uint64_t>self.mask)
         cdef int32_t r
-        cdef size_t size = <size_t>self.arity * sizeof(int64_t)
         while True:
             r = self.slots[i]
             if r == EMPTY:
                 return -1
-            if r >= 0 and memcmp(self.rows + r * self.arity, words, size) == 0:
+            if r >= 0 and self._equals(r, words):
                 return r
             i = (i + 1) & self.mask
+
+    cdef inline bint _equals(self, int64_t r, const int64_t* words) noexcept:
+        cdef int64_t base = r * self.arity
+        cdef int c
+        for c in range(self.arity):
+            if _get(self.rows, self.wide, base + c) != words[c]:
+                return False
+        return True
 
     cdef int64_t _row_of(self, object t) except -2:
         if not self._load(t):
@@ -202,9 +249,9 @@ cdef class Table:
         cdef object t = PyTuple_New(self.arity)
         cdef object v
         cdef int i
-        cdef const int64_t* row = self.rows + r * self.arity
+        cdef int64_t base = r * self.arity
         for i in range(self.arity):
-            v = PyLong_FromLongLong(row[i])
+            v = PyLong_FromLongLong(_get(self.rows, self.wide, base + i))
             Py_INCREF(v)
             PyTuple_SET_ITEM(t, i, v)
         return t
@@ -256,7 +303,8 @@ cdef class Table:
     @property
     def nbytes(self) -> int:
         """The bytes this table has allocated: rows, statuses, hash tables and indexes."""
-        cdef int64_t total = self.capacity * (self.arity * 8 + 4) + (self.mask + 1) * 4
+        cdef int64_t word = 8 if self.wide else 4
+        cdef int64_t total = self.capacity * (self.arity * word + 4) + (self.mask + 1) * 4
         cdef int i
         for i in range(self.nkeyed):
             total += (self.keyed[i].mask + 1) * 4 + self.capacity * 8
@@ -275,7 +323,7 @@ cdef class Table:
         for r in range(self.nrows):
             if self.status[r] >= 0:
                 for c in range(self.arity):
-                    o[c, k] = self.rows[r * self.arity + c]
+                    o[c, k] = _get(self.rows, self.wide, r * self.arity + c)
                 it[k] = self.status[r]
                 k += 1
         return [out[c] for c in range(self.arity)], iterations
@@ -295,12 +343,29 @@ cdef class Table:
         cap = max(need, cap + cap // 4, 16)
         if cap > MAX_ROWS:
             cap = MAX_ROWS
-        self.rows = <int64_t*>_grow(self.rows, <size_t>(cap * self.arity) * sizeof(int64_t))
+        self.rows = _grow(self.rows, <size_t>(cap * self.arity) * self._word())
         self.status = <int32_t*>_grow(self.status, <size_t>cap * sizeof(int32_t))
         for i in range(self.nkeyed):
             self.keyed[i].next = <int32_t*>_grow(self.keyed[i].next, <size_t>cap * sizeof(int32_t))
             self.keyed[i].prev = <int32_t*>_grow(self.keyed[i].prev, <size_t>cap * sizeof(int32_t))
         self.capacity = cap
+        return 0
+
+    cdef inline size_t _word(self) noexcept:
+        return sizeof(int64_t) if self.wide else sizeof(int32_t)
+
+    cdef int _widen(self) except -1:
+        """Turn the rows 64-bit (a value does not fit 32 bits). Hashes stay as they are."""
+        cdef int64_t i, n = self.nrows * self.arity
+        cdef int64_t* rows = <int64_t*>_grow(
+            NULL, <size_t>(self.capacity * self.arity) * sizeof(int64_t)
+        )
+        for i in range(n):
+            rows[i] = (<int32_t*>self.rows)[i]
+        free(self.rows)
+        self.rows = rows
+        self.wide = True
+        self.version += 1
         return 0
 
     cdef int _rehash(self, int64_t entries) except -1:
@@ -313,7 +378,7 @@ cdef class Table:
         for r in range(self.nrows):
             if self.status[r] == DEAD_STATUS:
                 continue
-            i = <int64_t>(_hash_words(self.rows + r * self.arity, self.arity) & <uint64_t>mask)
+            i = <int64_t>(_hash_row(self.rows, self.wide, r * self.arity, self.arity) & <uint64_t>mask)
             while slots[i] != EMPTY:
                 i = (i + 1) & mask
             slots[i] = <int32_t>r
@@ -328,11 +393,14 @@ cdef class Table:
         """Add a row known to be absent (no row, any status, holds `words`)."""
         cdef int64_t r, i
         cdef int k
+        if not self.wide and not _fits(words, self.arity):
+            self._widen()
         if _too_full(self.used + 1, self.mask + 1):
             self._rehash(self.committed + self.staged + 1)
         self._reserve(1)
         r = self.nrows
-        memcpy(self.rows + r * self.arity, words, <size_t>self.arity * sizeof(int64_t))
+        for k in range(self.arity):
+            _put(self.rows, self.wide, r * self.arity + k, words[k])
         self.status[r] = status
         self.nrows += 1
         i = <int64_t>(_hash_words(words, self.arity) & <uint64_t>self.mask)
@@ -342,7 +410,7 @@ cdef class Table:
             self.used += 1
         self.slots[i] = <int32_t>r
         for k in range(self.nkeyed):
-            _link(self.keyed[k], self.rows, self.arity, r)
+            _link(self.keyed[k], self, r)
         if status >= 0:
             self.committed += 1
         else:
@@ -352,14 +420,14 @@ cdef class Table:
 
     cdef int _kill(self, int64_t r) except -1:
         """Remove row `r` (committed or staged) from the tuple table and every index."""
-        cdef uint64_t h = _hash_words(self.rows + r * self.arity, self.arity)
+        cdef uint64_t h = _hash_row(self.rows, self.wide, r * self.arity, self.arity)
         cdef int64_t i = <int64_t>(h & <uint64_t>self.mask)
         cdef int k
         while self.slots[i] != r:
             i = (i + 1) & self.mask
         self.slots[i] = TOMB
         for k in range(self.nkeyed):
-            _unlink(self.keyed[k], self.rows, self.arity, r)
+            _unlink(self.keyed[k], self, r)
         if self.status[r] >= 0:
             self.committed -= 1
         else:
@@ -444,6 +512,19 @@ cdef class Table:
         if self.pop(t, None) is None:
             raise KeyError(t)
 
+    def insert(self, rows, int64_t iteration) -> int:
+        """Commit at `iteration` every tuple of `rows` that no row holds yet (a set's update:
+        duplicates and present tuples are skipped); how many were added."""
+        cdef int64_t added = 0
+        self._check_iteration(iteration)
+        for t in rows:
+            if not self._load(t):
+                raise ValueError(f"{t!r} is not a row of {self.arity} 64-bit ints")
+            if self._find(self.scratch) < 0:
+                self._append(self.scratch, <int32_t>iteration)
+                added += 1
+        return added
+
     def add_many(self, rows, int64_t iteration):
         """Commit every tuple of `rows` (none of them committed) at `iteration`."""
         self._check_iteration(iteration)
@@ -454,36 +535,30 @@ cdef class Table:
         """Commit the rows given as one int64 array per column (none of them committed, no
         duplicates) at `iteration`: the bulk way in, for frames from Polars and Spark."""
         cdef int c
-        cdef int64_t n, j, r, base
+        cdef int64_t n, j, r
         self._check_iteration(iteration)
         if len(columns) != self.arity:
             raise ValueError(f"{len(columns)} columns for a relation of arity {self.arity}")
         if self.arity == 0:
             raise ValueError("a relation of arity 0 takes rows, not columns")
-        arrays = [np.ascontiguousarray(col, dtype=np.int64) for col in columns]
+        arrays = [np.asarray(col, dtype=np.int64) for col in columns]
         n = len(arrays[0])
-        cdef const int64_t[::1] view
         for c in range(self.arity):
             if len(arrays[c]) != n:
                 raise ValueError("columns of different lengths")
         if n == 0:
             return
+        block = np.stack(arrays, axis=1)  # row-major: row j's words are contiguous
+        cdef const int64_t[:, ::1] words = block
+        if not self.wide and (block.min() < -2147483648 or block.max() > 2147483647):
+            self._widen()
         self._reserve(n)
-        # The new rows are written past the last row first, then appended one by one: an
-        # append writes at or before the row it reads, never past one not read yet.
-        base = self.nrows
-        for c in range(self.arity):
-            view = arrays[c]
-            for j in range(n):
-                self.rows[(base + j) * self.arity + c] = view[j]
         if _too_full(self.used + n, self.mask + 1):
             self._rehash(self.committed + self.staged + n)
         for j in range(n):
-            memcpy(self.scratch, self.rows + (base + j) * self.arity,
-                   <size_t>self.arity * sizeof(int64_t))
-            r = self._find(self.scratch)
+            r = self._find(&words[j, 0])
             if r < 0:
-                self._append(self.scratch, <int32_t>iteration)
+                self._append(&words[j, 0], <int32_t>iteration)
             elif self.status[r] == STAGED_STATUS:
                 self.status[r] = <int32_t>iteration
                 self.staged -= 1
@@ -522,7 +597,7 @@ cdef class Table:
         self.slots = _new_slots(MIN_SLOTS)
         self.used = 0
         for k in range(self.nkeyed):
-            _rebuild_index(self.keyed[k], self.rows, self.arity, self.status, 0)
+            _rebuild_index(self.keyed[k], self, 0)
         self.version += 1
 
     def compact(self, bint force=False) -> bool:
@@ -537,14 +612,15 @@ cdef class Table:
             if self.status[r] == DEAD_STATUS:
                 continue
             if w != r:
-                memcpy(self.rows + w * self.arity, self.rows + r * self.arity,
-                       <size_t>self.arity * sizeof(int64_t))
+                memcpy(<char*>self.rows + w * self.arity * self._word(),
+                       <char*>self.rows + r * self.arity * self._word(),
+                       <size_t>self.arity * self._word())
                 self.status[w] = self.status[r]
             w += 1
         self.nrows = w
         self._rehash(w)
         for k in range(self.nkeyed):
-            _rebuild_index(self.keyed[k], self.rows, self.arity, self.status, w)
+            _rebuild_index(self.keyed[k], self, w)
         self.version += 1
         return True
 
@@ -581,7 +657,7 @@ cdef class Table:
             _free_index(ki)
             raise MemoryError()
         try:
-            _rebuild_index(ki, self.rows, self.arity, self.status, self.nrows)
+            _rebuild_index(ki, self, self.nrows)
             self.keyed = <KeyIndex**>_grow(
                 self.keyed, <size_t>(self.nkeyed + 1) * sizeof(KeyIndex*)
             )
@@ -608,22 +684,26 @@ cdef void _free_index(KeyIndex* ki) noexcept:
     free(ki)
 
 
-cdef inline bint _same_key(KeyIndex* ki, const int64_t* rows, int arity, int64_t a,
-                           int64_t b) noexcept nogil:
+cdef inline bint _same_key(KeyIndex* ki, Table t, int64_t a, int64_t b) noexcept:
     cdef int i
     for i in range(ki.ncols):
-        if rows[a * arity + ki.cols[i]] != rows[b * arity + ki.cols[i]]:
+        if (_get(t.rows, t.wide, a * t.arity + ki.cols[i])
+                != _get(t.rows, t.wide, b * t.arity + ki.cols[i])):
             return False
     return True
 
 
-cdef int _link(KeyIndex* ki, const int64_t* rows, int arity, int64_t r) except -1:
+cdef inline uint64_t _key_hash(KeyIndex* ki, Table t, int64_t r) noexcept:
+    return _hash_cols(t.rows, t.wide, r * t.arity, ki.cols, ki.ncols)
+
+
+cdef int _link(KeyIndex* ki, Table t, int64_t r) except -1:
     """Put row `r` at the head of its group."""
     cdef int64_t i, tomb = -1
     cdef int32_t s
     if _too_full(ki.used + 1, ki.mask + 1):
-        _resize_keys(ki, rows, arity, ki.groups + 1)
-    i = <int64_t>(_hash_cols(rows + r * arity, ki.cols, ki.ncols) & <uint64_t>ki.mask)
+        _resize_keys(ki, t, ki.groups + 1)
+    i = <int64_t>(_key_hash(ki, t, r) & <uint64_t>ki.mask)
     while True:
         s = ki.slots[i]
         if s == EMPTY:
@@ -631,7 +711,7 @@ cdef int _link(KeyIndex* ki, const int64_t* rows, int arity, int64_t r) except -
         if s == TOMB:
             if tomb < 0:
                 tomb = i
-        elif _same_key(ki, rows, arity, s, r):
+        elif _same_key(ki, t, s, r):
             ki.next[r] = s
             ki.prev[r] = -1
             ki.prev[s] = <int32_t>r
@@ -649,7 +729,7 @@ cdef int _link(KeyIndex* ki, const int64_t* rows, int arity, int64_t r) except -
     return 0
 
 
-cdef int _unlink(KeyIndex* ki, const int64_t* rows, int arity, int64_t r) except -1:
+cdef int _unlink(KeyIndex* ki, Table t, int64_t r) except -1:
     """Take row `r` out of its group (and the group out of the table when it empties)."""
     cdef int32_t p = ki.prev[r]
     cdef int32_t n = ki.next[r]
@@ -660,7 +740,7 @@ cdef int _unlink(KeyIndex* ki, const int64_t* rows, int arity, int64_t r) except
             ki.prev[n] = p
         return 0
     # The group's head: its slot points at it.
-    i = <int64_t>(_hash_cols(rows + r * arity, ki.cols, ki.ncols) & <uint64_t>ki.mask)
+    i = <int64_t>(_key_hash(ki, t, r) & <uint64_t>ki.mask)
     while ki.slots[i] != r:
         i = (i + 1) & ki.mask
     if n >= 0:
@@ -672,7 +752,7 @@ cdef int _unlink(KeyIndex* ki, const int64_t* rows, int arity, int64_t r) except
     return 0
 
 
-cdef int _resize_keys(KeyIndex* ki, const int64_t* rows, int arity, int64_t groups) except -1:
+cdef int _resize_keys(KeyIndex* ki, Table t, int64_t groups) except -1:
     """Rebuild the key table for `groups` groups, moving the heads and dropping tombstones."""
     cdef int64_t count = _slot_count(groups)
     cdef int32_t* slots = _new_slots(count)
@@ -684,7 +764,7 @@ cdef int _resize_keys(KeyIndex* ki, const int64_t* rows, int arity, int64_t grou
             s = ki.slots[j]
             if s < 0:
                 continue
-            i = <int64_t>(_hash_cols(rows + s * arity, ki.cols, ki.ncols) & <uint64_t>mask)
+            i = <int64_t>(_key_hash(ki, t, s) & <uint64_t>mask)
             while slots[i] != EMPTY:
                 i = (i + 1) & mask
             slots[i] = s
@@ -696,8 +776,7 @@ cdef int _resize_keys(KeyIndex* ki, const int64_t* rows, int arity, int64_t grou
     return 0
 
 
-cdef int _rebuild_index(KeyIndex* ki, const int64_t* rows, int arity, const int32_t* status,
-                        int64_t nrows) except -1:
+cdef int _rebuild_index(KeyIndex* ki, Table t, int64_t nrows) except -1:
     """The index from scratch over the live rows [0, nrows)."""
     cdef int64_t r
     free(ki.slots)
@@ -705,10 +784,10 @@ cdef int _rebuild_index(KeyIndex* ki, const int64_t* rows, int arity, const int3
     ki.groups = 0
     ki.used = 0
     ki.mask = 0
-    _resize_keys(ki, rows, arity, 0)
+    _resize_keys(ki, t, 0)
     for r in range(nrows):
-        if status[r] != DEAD_STATUS:
-            _link(ki, rows, arity, r)
+        if t.status[r] != DEAD_STATUS:
+            _link(ki, t, r)
     return 0
 
 
@@ -758,7 +837,7 @@ cdef class Index:
                 return -1
             if s >= 0:
                 for i in range(ki.ncols):
-                    if table.rows[s * table.arity + ki.cols[i]] != words[i]:
+                    if _get(table.rows, table.wide, s * table.arity + ki.cols[i]) != words[i]:
                         break
                 else:
                     return s
@@ -796,7 +875,10 @@ cdef class Index:
             s = ki.slots[j]
             if s < 0:
                 continue
-            key = tuple(table.rows[s * table.arity + ki.cols[i]] for i in range(ki.ncols))
+            key = tuple(
+                _get(table.rows, table.wide, s * table.arity + ki.cols[i])
+                for i in range(ki.ncols)
+            )
             groups.append(key[0] if ki.ncols == 1 else key)
         return [(key, self.get(key)) for key in groups]
 

@@ -170,3 +170,20 @@ def test_the_empty_tuple() -> None:
     assert table.get(()) == 2 and index.get(()) == ((),)
     table.remove(())
     assert len(table) == 0 and () not in index
+
+
+def test_rows_widen_when_a_value_needs_64_bits() -> None:
+    table = Table(2)
+    index = table.index((1,))
+    for i in range(1000):
+        table.add((i, i % 10), 1)
+    narrow = table.nbytes
+    assert not table.wide
+    table.add((2**40, 3), 2)
+    assert table.wide and table.nbytes > narrow
+    assert all(table.get((i, i % 10)) == 1 for i in range(1000))
+    assert table.get((2**40, 3)) == 2
+    assert len(index.get(3)) == 101
+    other = Table(1)
+    other.add_columns([np.array([1, -(2**35)])], 0)
+    assert other.wide and dict(other.items()) == {(1,): 0, (-(2**35),): 0}
