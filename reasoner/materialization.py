@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from reasoner.analysis import check_program
 from reasoner.analysis.model import AnalyzedProgram, RelationInfo, Stratum, Value
+from reasoner.compact import TupleSet
 from reasoner.concurrency import ReadWriteLock, read_optimistically
 from reasoner.elastic.bootstrap import BootstrapCancelled, Check, StratumRun
 from reasoner.elastic.engines import EngineChoice, EngineSettings, run_bootstrap
@@ -54,7 +55,6 @@ from reasoner.state import State, Tuple
 from reasoner.symbols import SymbolTable
 from reasoner.syntax.ast import ColumnType
 from reasoner.syntax.lexer import IDENTIFIER
-from reasoner.values import ValuePool
 
 if TYPE_CHECKING:
     from reasoner.executors.local.row_set import RowSet
@@ -164,12 +164,13 @@ class Materialization:
         self.switching_parameter = switching_parameter
         self.min_update_seconds = min_update_seconds
         self.symbols = symbols if symbols is not None else SymbolTable()
-        self.values = ValuePool()
-        self.state = State(self.values)
+        self.state = State()
         self.compiler = PlanCompiler(self.state, self.symbols, self._arities(analyzed))
         for name, info in analyzed.relations.items():
             self.state.relation(name, info.arity)
-        self.facts: dict[str, set[Tuple]] = {name: set() for name in analyzed.relations}
+        self.facts: dict[str, TupleSet] = {
+            name: TupleSet(info.arity) for name, info in analyzed.relations.items()
+        }
         """The data: facts loaded or inserted by deltas (on input or derived relations)."""
         self.program_facts: dict[str, set[Tuple]] = {}
         """Facts written in the program text: part of the program, so a delta cannot retract
@@ -201,8 +202,8 @@ class Materialization:
             self.facts[name].update(self._encoded(self.analyzed.relations[name], rows))
 
     def _encoded(self, info: RelationInfo, rows: Iterable[Sequence[Value]]) -> list[Tuple]:
-        """Rows of user values as engine tuples, made of the materialization's shared ints."""
-        return self.values.tuples(map(self.symbols.encoder(info.types), rows), info.arity)
+        """Rows of user values as engine tuples."""
+        return list(map(self.symbols.encoder(info.types), rows))
 
     @contextmanager
     def reading(self) -> Iterator[None]:
@@ -220,15 +221,16 @@ class Materialization:
     def _build(
         self,
         analyzed: AnalyzedProgram,
-        facts: Mapping[str, set[Tuple]],
+        facts: Mapping[str, TupleSet],
         check: Check | None = None,
     ) -> _Built:
         """Recompute every stratum from the facts into a new state (Algorithm 2), and compile
         the Update plans against it so that the first Update pays no compilation."""
-        state = State(self.values)
+        state = State()
         arities = self._arities(analyzed)
         for name, arity in arities.items():
-            state.load_facts(name, arity, facts[name] | self.program_facts.get(name, set()))
+            state.load_facts(name, arity, facts[name])
+            state.load_facts(name, arity, self.program_facts.get(name, ()))
         compiler = PlanCompiler(state, self.symbols, arities)
         choice = self.engines.choose(sum(map(len, facts.values())))
         frames: dict[str, RowSet] = {}
@@ -387,7 +389,7 @@ class Materialization:
         """Facts are never dropped by a rule change: a relation holding facts must stay in the
         program with the same column types."""
         for name, info in self.analyzed.relations.items():
-            kept = len(self.facts[name] - retracts.get(name, set()))
+            kept = len(self.facts[name]) - len(retracts.get(name, ()))  # retracts are facts
             if not kept:
                 continue
             new = analyzed.relations.get(name)
@@ -532,11 +534,14 @@ class Materialization:
         before = {
             name: set(self.state[name].iters) if name in self.state else set() for name in derived
         }
-        facts = {name: set(self.facts.get(name, ())) for name in new.relations}
+        facts = {
+            name: self.facts[name].copy() if name in self.facts else TupleSet(info.arity)
+            for name, info in new.relations.items()
+        }
         for name, rows in prepared.retracts.items():
-            facts[name] -= rows
+            facts[name].difference_update(rows)
         for name, rows in prepared.inserts.items():
-            facts[name] |= rows
+            facts[name].update(rows)
         built_at = time.perf_counter()
         built = self._build(new, facts, check)
         if check is not None:
@@ -603,13 +608,14 @@ class Materialization:
         analyzed: AnalyzedProgram,
     ) -> None:
         for name, rows in retracts.items():
-            self.facts[name] -= rows
-        for name in analyzed.relations:
-            self.facts.setdefault(name, set())
+            self.facts[name].difference_update(rows)
+        for name, info in analyzed.relations.items():
+            if name not in self.facts:
+                self.facts[name] = TupleSet(info.arity)
         for name in [n for n in self.facts if n not in analyzed.relations]:
             del self.facts[name]
         for name, rows in inserts.items():
-            self.facts[name] |= rows
+            self.facts[name].update(rows)
 
     def _update(
         self, overlay: Overlay, prepared: PreparedDelta, deadline: Deadline
@@ -634,7 +640,8 @@ class Materialization:
             if name in stratum_of:
                 continue
             if name in self.analyzed.stratum_of:  # its rules were all removed: facts remain
-                rows = (self.facts[name] - retracts.get(name, set())) | inserts.get(name, set())
+                rows = set(self.facts[name]) - retracts.get(name, set())
+                rows |= inserts.get(name, set())
                 replace_contents(overlay, name, rows | pinned.get(name, set()))
                 continue
             for t in retracts.get(name, ()):
@@ -648,7 +655,7 @@ class Materialization:
             deadline.check()
             if stratum.index in changed:
                 facts = {
-                    name: (self.facts.get(name, set()) - retracts.get(name, set()))
+                    name: (set(self.facts.get(name, ())) - retracts.get(name, set()))
                     | inserts.get(name, set())
                     | pinned.get(name, set())
                     for name in stratum.relations
@@ -781,7 +788,7 @@ class Materialization:
             engines=EngineSettings("reference"),
         )
         for name, rows in self.facts.items():
-            fresh.facts[name] = set(rows)
+            fresh.facts[name] = rows.copy()
         fresh.bootstrap()
         return fresh
 

@@ -25,8 +25,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
-from reasoner.compact import Index, Table
-from reasoner.values import ValuePool
+from reasoner.compact import Index, Table, TupleSet
 
 Tuple = tuple[int, ...]
 Columns = tuple[int, ...]
@@ -188,13 +187,10 @@ class RelationStore:
 class State:
     """All relations of a materialization, keyed by name."""
 
-    __slots__ = ("relations", "values")
+    __slots__ = ("relations",)
 
-    def __init__(self, values: ValuePool | None = None) -> None:
+    def __init__(self) -> None:
         self.relations: dict[str, RelationStore] = {}
-        self.values = values if values is not None else ValuePool()
-        """Where an executor that builds tuples from columns (not from other tuples) takes
-        their ints: shared by the states of one materialization (see `reasoner.values`)."""
 
     def relation(self, name: str, arity: int) -> RelationStore:
         store = self.relations.get(name)
@@ -212,9 +208,12 @@ class State:
         """A plain copy of every (tuple -> (iteration, count)), for comparing two states."""
         return {name: rel.snapshot() for name, rel in self.relations.items()}
 
-    def load_facts(self, name: str, arity: int, rows: Iterable[Tuple]) -> None:
-        """Add input tuples at iteration 0 with count 1 (duplicates collapse to one)."""
+    def load_facts(self, name: str, arity: int, rows: Iterable[Tuple] | TupleSet) -> None:
+        """Add input tuples at iteration 0 with count 1 (duplicates collapse to one). A
+        `TupleSet` goes into an empty relation as columns, without a Python tuple each."""
         store = self.relation(name, arity)
-        for t in rows:
-            if t not in store.iters:
-                store.add(t, 0, 1)
+        if isinstance(rows, TupleSet) and arity and not len(store) and not store.extra:
+            if len(rows):
+                store.table.add_columns(rows.columns(), 0)
+            return
+        store.table.insert(rows, 0)

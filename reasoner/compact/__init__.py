@@ -1,6 +1,8 @@
-"""Compiled storage of the maintained state: relations as rows of int64 with hash tables of row
-ids (`table.pyx`). Built by `pip install` (setup.py); see the module's docstring for the layout."""
+"""Compiled storage of the maintained state: relations as rows of integers with hash tables of
+row ids (`table.pyx`, built by `pip install` through setup.py; its docstring gives the layout),
+and sets of tuples on them (`tuple_set.py`)."""
 
 from reasoner.compact.table import DEAD, STAGED, Index, Table
+from reasoner.compact.tuple_set import TupleSet
 
-__all__ = ["DEAD", "STAGED", "Index", "Table"]
+__all__ = ["DEAD", "STAGED", "Index", "Table", "TupleSet"]

@@ -84,7 +84,7 @@ def bootstrap_into_overlay(
 
     `facts`: the new facts of the stratum's relations (asserted on them, at iteration 0).
     """
-    scratch = State(overlay.state.values)
+    scratch = State()
     for name in stratum_inputs(stratum):
         scratch.relations[name] = _after(overlay.state[name], overlay)
     for name in stratum.relations:

@@ -46,7 +46,6 @@ from reasoner.syntax.ast import (
     Wildcard,
     has_division,
 )
-from reasoner.values import ValuePool
 
 INT = pl.Int64
 WEIGHT = "_w"
@@ -88,12 +87,11 @@ def frame_of_store(store: RelationStore) -> pl.DataFrame:
     return pl.DataFrame(dict(zip(names, values, strict=True)), schema=dict.fromkeys(names, INT))
 
 
-def rows_of_frame(frame: pl.DataFrame, arity: int, values: ValuePool) -> list[tuple[int, ...]]:
-    """The inverse of `frame_of_rows`: engine tuples, in frame order, made of the shared ints
-    of `values`."""
+def rows_of_frame(frame: pl.DataFrame, arity: int) -> list[tuple[int, ...]]:
+    """The inverse of `frame_of_rows`: engine tuples, in frame order."""
     if arity == 0:
         return [()] * frame.height
-    return values.rows([frame.get_column(name).to_numpy() for name in columns(arity)])
+    return list(frame.select(columns(arity)).iter_rows())
 
 
 # -- arithmetic ---------------------------------------------------------------------------------

@@ -504,7 +504,7 @@ class VectorizedStratum:
             # Few candidates, many known tuples: look them up in the state's dict.
             grouped = group_count(heads, cols)
             iters = store.iters
-            rows = rows_of_frame(grouped, store.arity, self.state.values)
+            rows = rows_of_frame(grouped, store.arity)
             keep = [t not in iters for t in rows]
             if not any(keep):
                 return None
