@@ -26,7 +26,7 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sized
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
@@ -55,7 +55,7 @@ from service.errors import (
 )
 from service.metrics import Metrics
 from service.settings import Settings
-from service.store.repository import Committed, DeltaRecord, Store
+from service.store.repository import Committed, DeltaRecord, StagedFacts, Store
 
 log = logging.getLogger("service")
 T = TypeVar("T")
@@ -266,6 +266,34 @@ class Runtime:
     def apply(self, delta: Delta, *, include_changes: bool = False) -> Applied:
         """Validate, commit and apply one delta (runs on the writer thread)."""
         m = self._require_ready()
+        staged = self._staged(delta)
+        try:
+            return self._apply(m, delta, include_changes, staged)
+        finally:
+            if staged is not None:
+                staged.discard()  # nothing once committed
+
+    def _staged(self, delta: Delta) -> StagedFacts | None:
+        """A bulk fact delta starts on its way into the store now, to overlap the engine's
+        work (`StagedFacts`); not one with rule changes (their texts may hold facts) or with a
+        relation both inserted and retracted (the engine cancels the rows in both)."""
+        if delta.add_rules or delta.remove_rules or set(delta.insert) & set(delta.retract):
+            return None
+        if _row_count(delta.insert) + _row_count(delta.retract) < BULK_MIN_FACTS:
+            return None
+        try:
+            return self.store.stage_facts(delta.insert, delta.retract)
+        except SQLAlchemyError:  # the commit tries again, and answers 503 if it fails too
+            log.warning("staging a bulk write failed: its facts are written at commit")
+            return None
+
+    def _apply(
+        self,
+        m: Materialization,
+        delta: Delta,
+        include_changes: bool,
+        staged: StagedFacts | None,
+    ) -> Applied:
         prepared = m.prepare(delta)
         if prepared.analyzed is not None and prepared.rules_added:
             # Rules as evaluated: a clause with disjunctions counts once per alternative (one
@@ -284,19 +312,18 @@ class Runtime:
         number = self.epoch + 1
         target: AnalyzedProgram = prepared.analyzed or m.analyzed
         record = DeltaRecord(
-            number,
-            inserts=_decoded(m, target, prepared.inserts),
-            retracts=_decoded(m, target, prepared.retracts),
+            number, _row_count(prepared.inserts), _row_count(prepared.retracts), staged=staged
         )
+        if staged is None:
+            record.inserts = _decoded(m, target, prepared.inserts)
+            record.retracts = _decoded(m, target, prepared.retracts)
         if prepared.analyzed is not None:
             record.program_text = prepared.program_text
             texts = {entry.id: entry.text for entry in prepared.program.rules()}
             record.rules_added = [(i, texts[i]) for i in prepared.rules_added]
             record.rules_removed = list(prepared.rules_removed)
         strategy = "auto"
-        changed = sum(map(len, prepared.inserts.values())) + sum(
-            map(len, prepared.retracts.values())
-        )
+        changed = record.facts_inserted + record.facts_retracted
         if changed >= max(BULK_MIN_FACTS, BULK_FRACTION * sum(map(len, m.facts.values()))):
             # A bulk load: Update would most likely run out its deadline before the fallback.
             strategy = "bootstrap"
@@ -312,20 +339,15 @@ class Runtime:
         # write waits for one commit, not two.
         self._unrecorded[number] = {**_report_row(report), "applied_at": datetime.now(UTC)}
         self._writer.submit(self._record_report, number)
-        return Applied(
-            number,
-            report,
-            sum(map(len, record.inserts.values())),
-            sum(map(len, record.retracts.values())),
-        )
+        return Applied(number, report, record.facts_inserted, record.facts_retracted)
 
     def _commit(self, record: DeltaRecord) -> None:
         """Make the epoch durable (one transaction); 503 with nothing changed if it fails."""
         log.debug(
             "epoch %d: committing (%d facts inserted, %d retracted, %d rules added, %d removed)",
             record.number,
-            sum(map(len, record.inserts.values())),
-            sum(map(len, record.retracts.values())),
+            record.facts_inserted,
+            record.facts_retracted,
             len(record.rules_added),
             len(record.rules_removed),
         )
@@ -496,6 +518,10 @@ def _failure_code(exc: BaseException) -> str:
     if isinstance(exc, BootstrapCancelled):
         return EPOCH_TIMEOUT
     return type(exc).__name__
+
+
+def _row_count(rows_by_relation: Mapping[str, Sized]) -> int:
+    return sum(map(len, rows_by_relation.values()))
 
 
 def _decoded(
