@@ -441,21 +441,34 @@ cdef class Table:
             raise ValueError(f"an iteration is in [0, 2**31), not {iteration}")
         return 0
 
-    def add(self, t, int64_t iteration):
-        """Commit `t` at `iteration`: a new tuple, or a staged one."""
-        self._check_iteration(iteration)
+    cdef int _load_row(self, object t) except -1:
+        """`_load`, refusing what no row can hold."""
         if not self._load(t):
             raise ValueError(f"{t!r} is not a row of {self.arity} 64-bit ints")
-        cdef int64_t r = self._find(self.scratch)
+        return 0
+
+    cdef int _commit(self, const int64_t* words, int64_t iteration, bint redate) except -1:
+        """Commit the row of `words` at `iteration`: appended if absent, committed if staged;
+        if committed already, re-dated (`redate`) or refused."""
+        cdef int64_t r = self._find(words)
         if r < 0:
-            self._append(self.scratch, <int32_t>iteration)
+            self._append(words, <int32_t>iteration)
         elif self.status[r] == STAGED_STATUS:
             self.status[r] = <int32_t>iteration
             self.staged -= 1
             self.committed += 1
             self.version += 1
+        elif redate:
+            self.status[r] = <int32_t>iteration
         else:
-            raise KeyError(f"{t!r} is committed already")
+            raise KeyError(f"{self._tuple(r)!r} is committed already")
+        return 0
+
+    def add(self, t, int64_t iteration):
+        """Commit `t` at `iteration`: a new tuple, or a staged one."""
+        self._check_iteration(iteration)
+        self._load_row(t)
+        self._commit(self.scratch, iteration, False)
 
     def set(self, t, int64_t iteration):
         """Change the iteration of committed tuple `t`."""
@@ -475,8 +488,7 @@ cdef class Table:
 
     def stage(self, t) -> bool:
         """Add `t` as staged if no row holds it; whether it was added."""
-        if not self._load(t):
-            raise ValueError(f"{t!r} is not a row of {self.arity} 64-bit ints")
+        self._load_row(t)
         if self._find(self.scratch) >= 0:
             return False
         self._append(self.scratch, STAGED_STATUS)
@@ -518,8 +530,7 @@ cdef class Table:
         cdef int64_t added = 0
         self._check_iteration(iteration)
         for t in rows:
-            if not self._load(t):
-                raise ValueError(f"{t!r} is not a row of {self.arity} 64-bit ints")
+            self._load_row(t)
             if self._find(self.scratch) < 0:
                 self._append(self.scratch, <int32_t>iteration)
                 added += 1
@@ -535,7 +546,7 @@ cdef class Table:
         """Commit the rows given as one int64 array per column (none of them committed, no
         duplicates) at `iteration`: the bulk way in, for frames from Polars and Spark."""
         cdef int c
-        cdef int64_t n, j, r
+        cdef int64_t n, j
         self._check_iteration(iteration)
         if len(columns) != self.arity:
             raise ValueError(f"{len(columns)} columns for a relation of arity {self.arity}")
@@ -556,36 +567,18 @@ cdef class Table:
         if _too_full(self.used + n, self.mask + 1):
             self._rehash(self.committed + self.staged + n)
         for j in range(n):
-            r = self._find(&words[j, 0])
-            if r < 0:
-                self._append(&words[j, 0], <int32_t>iteration)
-            elif self.status[r] == STAGED_STATUS:
-                self.status[r] = <int32_t>iteration
-                self.staged -= 1
-                self.committed += 1
-            else:
-                raise KeyError(f"{self._tuple(r)!r} is committed already")
+            self._commit(&words[j, 0], iteration, False)
         self.version += 1
 
     def update(self, changes):
         """Commit every (tuple, iteration) of the dict `changes`: a committed tuple is re-dated,
         a staged or an absent one committed. An Update's commit, in one compiled loop."""
-        cdef int64_t r, iteration
+        cdef int64_t iteration
         for t, value in changes.items():
             iteration = value
             self._check_iteration(iteration)
-            if not self._load(t):
-                raise ValueError(f"{t!r} is not a row of {self.arity} 64-bit ints")
-            r = self._find(self.scratch)
-            if r < 0:
-                self._append(self.scratch, <int32_t>iteration)
-            elif self.status[r] == STAGED_STATUS:
-                self.status[r] = <int32_t>iteration
-                self.staged -= 1
-                self.committed += 1
-                self.version += 1
-            else:
-                self.status[r] = <int32_t>iteration
+            self._load_row(t)
+            self._commit(self.scratch, iteration, True)
 
     def clear(self):
         cdef int k

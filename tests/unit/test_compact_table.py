@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reasoner.compact import Table
+from reasoner.compact import Table, TupleSet
 
 INT64 = st.integers(-(2**63), 2**63 - 1)
 SMALL = st.integers(0, 40)
@@ -187,3 +187,17 @@ def test_rows_widen_when_a_value_needs_64_bits() -> None:
     other = Table(1)
     other.add_columns([np.array([1, -(2**35)])], 0)
     assert other.wide and dict(other.items()) == {(1,): 0, (-(2**35),): 0}
+
+
+def test_a_tuple_set_is_a_set() -> None:
+    facts = TupleSet(2, [(1, 2), (1, 2), (3, 4)])
+    assert len(facts) == 2 and (1, 2) in facts and (2, 1) not in facts
+    facts.update([(3, 4), (5, 6)])
+    copy = facts.copy()
+    facts.difference_update([(1, 2), (7, 8)])
+    assert set(facts) == {(3, 4), (5, 6)}
+    assert set(copy) == {(1, 2), (3, 4), (5, 6)}
+    assert [c.tolist() for c in copy.columns()] == [[1, 3, 5], [2, 4, 6]]
+    empty = TupleSet(0)
+    empty.update([(), ()])
+    assert len(empty.copy()) == 1
