@@ -531,9 +531,7 @@ class Materialization:
                     )
             if reason is None:
                 return report
-        before = {
-            name: set(self.state[name].iters) if name in self.state else set() for name in derived
-        }
+        before = self.state
         facts = {
             name: self.facts[name].copy() if name in self.facts else TupleSet(info.arity)
             for name, info in new.relations.items()
@@ -552,13 +550,7 @@ class Materialization:
             self.state, self.compiler, self._plans = built.state, built.compiler, built.plans
             self._adopt(prepared)
         self.last_bootstrap_seconds = time.perf_counter() - built_at
-        changes = {}
-        for name in derived:
-            after = self.state[name].iters if name in self.state else {}
-            changes[name] = (
-                {t for t in before[name] if t not in after},
-                {t for t in after if t not in before[name]},
-            )
+        changes = {name: _rebuilt_changes(before, self.state, name) for name in derived}
         strata = tuple(
             StratumReport(run.index, run.relations, "bootstrap", run.seconds) for run in built.runs
         )
@@ -849,6 +841,18 @@ def _shapes_from_facts(analyzed: AnalyzedProgram, insert: Mapping[str, Rows]) ->
                 continue
         lines.append(declaration(name, names, given))
     return "\n".join(lines)
+
+
+def _rebuilt_changes(before: State, after: State, name: str) -> tuple[set[Tuple], set[Tuple]]:
+    """(retracted, inserted) tuples of relation `name` from one state to a rebuilt one,
+    compared in the compiled tables: only the tuples that differ become Python tuples."""
+    old = before.relations.get(name)
+    new = after.relations.get(name)
+    if old is None or new is None:
+        present = old or new
+        rows = set() if present is None else set(present.iters)
+        return (rows, set()) if new is None else (set(), rows)
+    return set(old.table.difference(new.table)), set(new.table.difference(old.table))
 
 
 def _checked_row(info: RelationInfo, row: Sequence[Value], verb: str) -> tuple[Value, ...]:

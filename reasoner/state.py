@@ -6,15 +6,13 @@ derive it in that iteration. Input tuples and asserted facts sit at iteration 0 
 That pair is all Update needs to repair the state after a change without recomputing it.
 
 The tuples and their iterations live in a compiled table (`reasoner.compact.Table`): rows of
-int64 words with open-addressing hash tables of row ids, no Python object per tuple. It answers
+integer words with open-addressing hash tables of row ids, no Python object per tuple. It answers
 the dict protocol the generated plans use (`t in R`, `R.get(t, INF)`, iteration), building a
 Python tuple only for a row that is read. Its key indexes are created on demand, when a plan
 first needs an access pattern, and are maintained on every insertion and removal; a probe
 returns the rows of one key as a tuple of tuples.
 
-`counts` holds only the counts other than 1; a tuple missing from it has one derivation. Most
-tuples have one (every input tuple, and nearly every derived tuple of the benchmarks), so this
-dict stays small.
+The counts sit in the table beside the iterations (`counts`, read as `get(t, 1)`).
 
 Symbols are interned to ints (see `symbols.py`), so every value is a 64-bit int.
 """
@@ -26,6 +24,7 @@ from collections.abc import Iterable, Iterator, Sequence
 import numpy as np
 
 from reasoner.compact import Index, Table, TupleSet
+from reasoner.compact.table import Counts
 
 Tuple = tuple[int, ...]
 Columns = tuple[int, ...]
@@ -34,14 +33,12 @@ Columns = tuple[int, ...]
 class RelationStore:
     """One relation's tuples with (iteration, count), and its secondary hash indexes."""
 
-    __slots__ = ("arity", "counts", "extra", "name", "table")
+    __slots__ = ("arity", "extra", "name", "table")
 
     def __init__(self, name: str, arity: int) -> None:
         self.name = name
         self.arity = arity
         self.table = Table(arity)
-        self.counts: dict[Tuple, int] = {}
-        """The counts other than 1 (see the module docstring)."""
         self.extra: dict[Tuple, None] = {}
         """Tuples an in-flight Update derived that are not committed yet: staged in the table
         (so joins see the union of the old and the new epoch through the indexes) but not
@@ -51,6 +48,11 @@ class RelationStore:
     def iters(self) -> Table:
         """Committed tuple -> iteration (the table, read through its dict protocol)."""
         return self.table
+
+    @property
+    def counts(self) -> Counts:
+        """Committed tuple -> count (`get(t, 1)`), for the generated plans."""
+        return self.table.counts_view
 
     @property
     def indexes(self) -> dict[Columns, Index]:
@@ -67,7 +69,7 @@ class RelationStore:
 
     def get(self, t: Tuple) -> tuple[int, int] | None:
         it = self.table.get(t)
-        return None if it is None else (it, self.counts.get(t, 1))
+        return None if it is None else (it, self.table.count(t))
 
     def index(self, columns: Columns) -> Index:
         """The index on `columns`, built from the current tuples the first time it is asked for."""
@@ -75,14 +77,11 @@ class RelationStore:
 
     def add(self, t: Tuple, iteration: int, count: int) -> None:
         """Insert a tuple that is not present yet."""
-        self.table.add(t, iteration)
-        if count != 1:
-            self.counts[t] = count
+        self.table.add(t, iteration, count)
 
     def add_batch(self, batch: dict[Tuple, int], iteration: int) -> None:
         """Insert many new tuples (tuple -> count) at one iteration: Bootstrap's merge step."""
         self.table.add_many(batch, iteration)
-        self.counts.update({t: c for t, c in batch.items() if c != 1})
 
     def add_columns(
         self, columns: Sequence[np.ndarray], counts: np.ndarray | None, iteration: int
@@ -90,17 +89,10 @@ class RelationStore:
         """Insert new tuples given as int64 columns (with their counts, None for all 1) at one
         iteration: a frame's rows enter the table without a Python tuple each. Not for
         arity 0 (columns cannot say how many rows): use `add_batch`."""
-        self.table.add_columns(columns, iteration)
-        if counts is not None:
-            several = np.flatnonzero(counts != 1)
-            if len(several):
-                picked = [np.asarray(c)[several].tolist() for c in columns]
-                rows = zip(*picked, strict=True)
-                self.counts.update(zip(rows, counts[several].tolist(), strict=True))
+        self.table.add_columns(columns, iteration, counts)
 
     def remove(self, t: Tuple) -> None:
         self.table.remove(t)
-        self.counts.pop(t, None)
 
     def stage(self, t: Tuple) -> None:
         """Make an uncommitted new tuple visible to index probes (see `extra`)."""
@@ -121,17 +113,11 @@ class RelationStore:
     def commit_staged(self, t: Tuple, iteration: int, count: int) -> None:
         """Turn a staged tuple into a committed one (already indexed)."""
         del self.extra[t]
-        self.table.add(t, iteration)
-        if count != 1:
-            self.counts[t] = count
+        self.table.add(t, iteration, count)
 
     def set(self, t: Tuple, iteration: int, count: int) -> None:
         """Change the (iteration, count) of a present tuple; indexes are unaffected."""
-        self.table.set(t, iteration)
-        if count != 1:
-            self.counts[t] = count
-        elif self.counts:
-            self.counts.pop(t, None)
+        self.table.set(t, iteration, count)
 
     def apply(self, changes: dict[Tuple, int], counts: dict[Tuple, int], absent: int) -> None:
         """Commit an Update's changes, consuming `changes` (tuple -> new iteration; one >=
@@ -149,38 +135,28 @@ class RelationStore:
         for t in gone:
             del changes[t]
             table.remove(t)
-        stored = self.counts
-        if stored:
-            for t in gone:
-                stored.pop(t, None)
-            for t in changes.keys() - counts.keys():  # a count of 1 again
-                stored.pop(t, None)
-        if counts:
-            stored.update((t, c) for t, c in counts.items() if t in changes)
-        table.update(changes)
+        table.update(changes, counts)
         self.extra.clear()
         table.compact()
 
     def clear(self) -> None:
         self.table.clear()
-        self.counts.clear()
         self.extra.clear()
 
     def snapshot(self) -> dict[Tuple, tuple[int, int]]:
-        count = self.counts.get
-        return {t: (it, count(t, 1)) for t, it in self.table.items()}
+        return self.table.items_with_counts()
 
     def copy(self) -> RelationStore:
         """An independent copy of the committed tuples and counts (no indexes, nothing staged)."""
         other = RelationStore(self.name, self.arity)
         if self.arity:
-            columns, iterations = self.table.columns()
+            columns, iterations, counts = self.table.columns(with_counts=True)
             for iteration in np.unique(iterations).tolist():
                 at = iterations == iteration
-                other.table.add_columns([c[at] for c in columns], iteration)
+                other.table.add_columns([c[at] for c in columns], iteration, counts[at])
         else:
-            other.table.add_many(self.table.keys(), self.table.get((), 0))
-        other.counts = dict(self.counts)
+            for t, (iteration, count) in self.snapshot().items():
+                other.add(t, iteration, count)
         return other
 
 

@@ -13,6 +13,9 @@ Words are 32-bit while every value fits (symbol ids always do, and most numbers)
 table turns 64-bit the first time one does not. Hashes are computed on the 64-bit values, so
 widening moves the rows but no hash table entry.
 
+Beside the status, each row's count: how many rule instantiations derive it in its iteration
+(the elastic encoding's second number), int32, and past 2**31 - 1 in a dict of its own (`big`).
+
 Statuses: a committed tuple's status is the iteration it was first derived in (>= 0); a staged
 tuple (an Update's new tuple, visible to index probes but not committed, see
 `RelationStore.extra`) is `STAGED`; a removed one is `DEAD` until the next compaction, which
@@ -167,6 +170,8 @@ cdef class Table:
     cdef void* rows
     cdef readonly bint wide
     cdef int32_t* status
+    cdef int32_t* counts
+    cdef dict big
     cdef int64_t capacity
     cdef readonly int64_t nrows
     cdef readonly int64_t committed
@@ -187,6 +192,8 @@ cdef class Table:
         self.capacity = 16
         self.rows = _grow(NULL, <size_t>(16 * arity) * sizeof(int32_t))
         self.status = <int32_t*>_grow(NULL, 16 * sizeof(int32_t))
+        self.counts = <int32_t*>_grow(NULL, 16 * sizeof(int32_t))
+        self.big = {}
         self.mask = MIN_SLOTS - 1
         self.slots = _new_slots(MIN_SLOTS)
         self.scratch = <int64_t*>_grow(NULL, <size_t>(arity + 1) * sizeof(int64_t))
@@ -196,6 +203,7 @@ cdef class Table:
         cdef int i
         free(self.rows)
         free(self.status)
+        free(self.counts)
         free(self.slots)
         free(self.scratch)
         for i in range(self.nkeyed):
@@ -256,6 +264,34 @@ cdef class Table:
             PyTuple_SET_ITEM(t, i, v)
         return t
 
+    cdef object _count(self, int64_t r):
+        cdef int32_t c = self.counts[r]
+        return c if c > 0 else self.big[self._tuple(r)]
+
+    cdef int _set_count(self, int64_t r, object count) except -1:
+        if count < 1:
+            raise ValueError(f"a present tuple has a count of at least 1, not {count}")
+        if self.counts[r] < 0:
+            del self.big[self._tuple(r)]
+        if count <= 2147483647:
+            self.counts[r] = <int32_t>count
+        else:
+            self.counts[r] = -1
+            self.big[self._tuple(r)] = count
+        return 0
+
+    def count(self, t, default=None):
+        """The count of committed tuple `t`, else `default`."""
+        cdef int64_t r = self._row_of(t)
+        if r >= 0 and self.status[r] >= 0:
+            return self._count(r)
+        return default
+
+    @property
+    def counts_view(self) -> Counts:
+        """The counts, read through the dict protocol (`get(t, 1)`) by the generated plans."""
+        return Counts(self)
+
     def get(self, t, default=None):
         """The iteration of committed tuple `t`, else `default` (the dict protocol the
         generated plans use)."""
@@ -304,29 +340,64 @@ cdef class Table:
     def nbytes(self) -> int:
         """The bytes this table has allocated: rows, statuses, hash tables and indexes."""
         cdef int64_t word = 8 if self.wide else 4
-        cdef int64_t total = self.capacity * (self.arity * word + 4) + (self.mask + 1) * 4
+        cdef int64_t total = self.capacity * (self.arity * word + 8) + (self.mask + 1) * 4
         cdef int i
         for i in range(self.nkeyed):
             total += (self.keyed[i].mask + 1) * 4 + self.capacity * 8
         return total
 
-    def columns(self):
+    def columns(self, bint with_counts=False):
         """The committed tuples as one int64 array per column and their iterations (int32),
-        in row order: the bulk way out, without a Python object per tuple."""
+        in row order, and with `with_counts` their counts (int64): the bulk way out, without
+        a Python object per tuple."""
         cdef int64_t n = self.committed
         cdef int64_t r, k = 0
         cdef int c
         out = np.empty((self.arity, n), dtype=np.int64)
         iterations = np.empty(n, dtype=np.int32)
+        counts = np.empty(n if with_counts else 0, dtype=np.int64)
         cdef int64_t[:, ::1] o = out
         cdef int32_t[::1] it = iterations
+        cdef int64_t[::1] cs = counts
         for r in range(self.nrows):
             if self.status[r] >= 0:
                 for c in range(self.arity):
                     o[c, k] = _get(self.rows, self.wide, r * self.arity + c)
                 it[k] = self.status[r]
+                if with_counts:
+                    cs[k] = self.counts[r] if self.counts[r] > 0 else self._count(r)
                 k += 1
-        return [out[c] for c in range(self.arity)], iterations
+        values = [out[c] for c in range(self.arity)]
+        return (values, iterations, counts) if with_counts else (values, iterations)
+
+    def items_with_counts(self):
+        """(tuple, (iteration, count)) of every committed tuple: the state as the invariant
+        compares it."""
+        cdef int64_t r
+        return {
+            self._tuple(r): (self.status[r], self._count(r))
+            for r in range(self.nrows)
+            if self.status[r] >= 0
+        }
+
+    def difference(self, Table other) -> list:
+        """The committed tuples of this table that `other` does not hold committed: what an
+        epoch that rebuilt a relation removed from it (or, the other way round, added)."""
+        cdef int64_t r, o, base
+        cdef int c
+        found = []
+        if other.arity != self.arity:
+            raise ValueError("tables of different arities")
+        for r in range(self.nrows):
+            if self.status[r] < 0:
+                continue
+            base = r * self.arity
+            for c in range(self.arity):
+                self.scratch[c] = _get(self.rows, self.wide, base + c)
+            o = other._find(self.scratch)
+            if o < 0 or other.status[o] < 0:
+                found.append(self._tuple(r))
+        return found
 
     # -- writing -----------------------------------------------------------------------------
 
@@ -345,6 +416,7 @@ cdef class Table:
             cap = MAX_ROWS
         self.rows = _grow(self.rows, <size_t>(cap * self.arity) * self._word())
         self.status = <int32_t*>_grow(self.status, <size_t>cap * sizeof(int32_t))
+        self.counts = <int32_t*>_grow(self.counts, <size_t>cap * sizeof(int32_t))
         for i in range(self.nkeyed):
             self.keyed[i].next = <int32_t*>_grow(self.keyed[i].next, <size_t>cap * sizeof(int32_t))
             self.keyed[i].prev = <int32_t*>_grow(self.keyed[i].prev, <size_t>cap * sizeof(int32_t))
@@ -402,6 +474,7 @@ cdef class Table:
         for k in range(self.arity):
             _put(self.rows, self.wide, r * self.arity + k, words[k])
         self.status[r] = status
+        self.counts[r] = 1
         self.nrows += 1
         i = <int64_t>(_hash_words(words, self.arity) & <uint64_t>self.mask)
         while self.slots[i] >= 0:
@@ -426,6 +499,8 @@ cdef class Table:
         while self.slots[i] != r:
             i = (i + 1) & self.mask
         self.slots[i] = TOMB
+        if self.counts[r] < 0:
+            del self.big[self._tuple(r)]
         for k in range(self.nkeyed):
             _unlink(self.keyed[k], self, r)
         if self.status[r] >= 0:
@@ -447,12 +522,13 @@ cdef class Table:
             raise ValueError(f"{t!r} is not a row of {self.arity} 64-bit ints")
         return 0
 
-    cdef int _commit(self, const int64_t* words, int64_t iteration, bint redate) except -1:
-        """Commit the row of `words` at `iteration`: appended if absent, committed if staged;
-        if committed already, re-dated (`redate`) or refused."""
+    cdef int _commit(self, const int64_t* words, int64_t iteration, object count,
+                     bint redate) except -1:
+        """Commit the row of `words` at `iteration` with `count`: appended if absent,
+        committed if staged; if committed already, re-dated (`redate`) or refused."""
         cdef int64_t r = self._find(words)
         if r < 0:
-            self._append(words, <int32_t>iteration)
+            r = self._append(words, <int32_t>iteration)
         elif self.status[r] == STAGED_STATUS:
             self.status[r] = <int32_t>iteration
             self.staged -= 1
@@ -462,21 +538,25 @@ cdef class Table:
             self.status[r] = <int32_t>iteration
         else:
             raise KeyError(f"{self._tuple(r)!r} is committed already")
+        if count != 1 or self.counts[r] != 1:
+            self._set_count(r, count)
         return 0
 
-    def add(self, t, int64_t iteration):
-        """Commit `t` at `iteration`: a new tuple, or a staged one."""
+    def add(self, t, int64_t iteration, count=1):
+        """Commit `t` at `iteration` with `count`: a new tuple, or a staged one."""
         self._check_iteration(iteration)
         self._load_row(t)
-        self._commit(self.scratch, iteration, False)
+        self._commit(self.scratch, iteration, count, False)
 
-    def set(self, t, int64_t iteration):
-        """Change the iteration of committed tuple `t`."""
+    def set(self, t, int64_t iteration, count=1):
+        """Change the iteration and count of committed tuple `t`."""
         self._check_iteration(iteration)
         cdef int64_t r = self._row_of(t)
         if r < 0 or self.status[r] < 0:
             raise KeyError(t)
         self.status[r] = <int32_t>iteration
+        if count != 1 or self.counts[r] != 1:
+            self._set_count(r, count)
 
     def __setitem__(self, t, iteration):
         """Commit or re-date `t` (the dict protocol)."""
@@ -536,17 +616,20 @@ cdef class Table:
                 added += 1
         return added
 
-    def add_many(self, rows, int64_t iteration):
-        """Commit every tuple of `rows` (none of them committed) at `iteration`."""
+    def add_many(self, batch, int64_t iteration):
+        """Commit every tuple of the dict `batch` (tuple -> count; none of them committed) at
+        `iteration`."""
         self._check_iteration(iteration)
-        for t in rows:
-            self.add(t, iteration)
+        for t, count in batch.items():
+            self._load_row(t)
+            self._commit(self.scratch, iteration, count, False)
 
-    def add_columns(self, columns, int64_t iteration):
+    def add_columns(self, columns, int64_t iteration, counts=None):
         """Commit the rows given as one int64 array per column (none of them committed, no
-        duplicates) at `iteration`: the bulk way in, for frames from Polars and Spark."""
+        duplicates) at `iteration`, with their counts (an int64 array; None: all 1): the bulk
+        way in, for frames from Polars and Spark."""
         cdef int c
-        cdef int64_t n, j
+        cdef int64_t n, j, count
         self._check_iteration(iteration)
         if len(columns) != self.arity:
             raise ValueError(f"{len(columns)} columns for a relation of arity {self.arity}")
@@ -566,22 +649,33 @@ cdef class Table:
         self._reserve(n)
         if _too_full(self.used + n, self.mask + 1):
             self._rehash(self.committed + self.staged + n)
-        for j in range(n):
-            self._commit(&words[j, 0], iteration, False)
+        cdef const int64_t[::1] several
+        if counts is None:
+            for j in range(n):
+                self._commit(&words[j, 0], iteration, 1, False)
+        else:
+            several = np.ascontiguousarray(counts, dtype=np.int64)
+            if len(several) != n:
+                raise ValueError("counts of another length than the columns")
+            for j in range(n):
+                count = several[j]
+                self._commit(&words[j, 0], iteration, count, False)
         self.version += 1
 
-    def update(self, changes):
-        """Commit every (tuple, iteration) of the dict `changes`: a committed tuple is re-dated,
-        a staged or an absent one committed. An Update's commit, in one compiled loop."""
+    def update(self, changes, counts):
+        """Commit every (tuple, iteration) of the dict `changes` with its count in `counts`
+        (the counts other than 1): a committed tuple is re-dated, a staged or an absent one
+        committed. An Update's commit, in one compiled loop."""
         cdef int64_t iteration
         for t, value in changes.items():
             iteration = value
             self._check_iteration(iteration)
             self._load_row(t)
-            self._commit(self.scratch, iteration, True)
+            self._commit(self.scratch, iteration, counts.get(t, 1) if counts else 1, True)
 
     def clear(self):
         cdef int k
+        self.big.clear()
         self.nrows = 0
         self.committed = 0
         self.staged = 0
@@ -609,6 +703,7 @@ cdef class Table:
                        <char*>self.rows + r * self.arity * self._word(),
                        <size_t>self.arity * self._word())
                 self.status[w] = self.status[r]
+                self.counts[w] = self.counts[r]
             w += 1
         self.nrows = w
         self._rehash(w)
@@ -917,3 +1012,16 @@ cdef class _RowIterator:
                 return s
             return (table._tuple(self.row - 1), s)
         raise StopIteration
+
+
+cdef class Counts:
+    """A table's counts through the dict protocol: `get(t, default)` is the count of committed
+    tuple `t`, else `default`."""
+
+    cdef Table table
+
+    def __cinit__(self, Table table):
+        self.table = table
+
+    def get(self, t, default=None):
+        return self.table.count(t, default)

@@ -201,3 +201,32 @@ def test_a_tuple_set_is_a_set() -> None:
     empty = TupleSet(0)
     empty.update([(), ()])
     assert len(empty.copy()) == 1
+
+
+def test_difference_compares_committed_rows() -> None:
+    one, two = Table(2), Table(2)
+    for t in [(1, 2), (3, 4), (5, 6)]:
+        one.add(t, 0)
+    two.add((3, 4), 5)
+    two.stage((5, 6))  # staged is not committed
+    two.add((2**40, 1), 0)
+    assert sorted(one.difference(two)) == [(1, 2), (5, 6)]
+    assert two.difference(one) == [(2**40, 1)]
+
+
+def test_counts_beside_the_rows_and_past_32_bits() -> None:
+    table = Table(1)
+    table.add((1,), 0)
+    table.add((2,), 3, 7)
+    table.add_columns([np.array([3, 4])], 2, np.array([1, 2**40]))
+    assert [table.count((i,)) for i in (1, 2, 3, 4)] == [1, 7, 1, 2**40]
+    assert table.counts_view.get((9,), 1) == 1
+    table.update({(4,): 5, (2,): 4}, {(2,): 2**33})  # (4,) back to one derivation
+    assert table.items_with_counts() == {(1,): (0, 1), (2,): (4, 2**33), (3,): (2, 1), (4,): (5, 1)}
+    counts = table.columns(with_counts=True)[2]
+    assert counts.tolist() == [1, 2**33, 1, 1]
+    table.remove((2,))
+    table.add((2,), 1)
+    assert table.count((2,)) == 1
+    with pytest.raises(ValueError):
+        table.set((1,), 0, 0)

@@ -209,20 +209,15 @@ def _stacked(parts: list[pl.DataFrame], arity: int = 0) -> pl.DataFrame:
 
 def _stored(store: RelationStore) -> pl.DataFrame:
     """A relation's committed tuples with their iteration (`_it`) and count (`_w`)."""
-    _values, iterations = store.table.columns()
-    frame = frame_of_store(store).with_columns(
-        pl.Series(ITERATION, iterations, dtype=pl.Int32), pl.lit(1, dtype=INT).alias(WEIGHT)
-    )
-    if not store.counts:
-        return frame
-    cols = columns(store.arity)
-    counts = frame_of_rows(list(store.counts), store.arity).with_columns(
-        pl.Series("_c", list(store.counts.values()), dtype=INT)
-    )
-    return (
-        frame.join(counts, on=cols, how="left", maintain_order="left")
-        .with_columns(pl.coalesce("_c", WEIGHT).alias(WEIGHT))
-        .drop("_c")
+    values, iterations, counts = store.table.columns(with_counts=True)
+    names = columns(store.arity)
+    return pl.DataFrame(
+        {
+            **dict(zip(names, values, strict=True)),
+            ITERATION: pl.Series(iterations, dtype=pl.Int32),
+            WEIGHT: pl.Series(counts, dtype=INT),
+        },
+        schema={**dict.fromkeys(names, INT), ITERATION: pl.Int32, WEIGHT: INT},
     )
 
 
