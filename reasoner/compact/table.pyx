@@ -183,6 +183,9 @@ cdef class Table:
     cdef int nkeyed
     cdef int64_t* scratch
     cdef readonly uint64_t version
+    cdef uint64_t generation
+    """Moves whenever the row arrays move or are renumbered (growth, widening, compaction,
+    clearing): what a reader that let go of the GIL must check before it reads on."""
     cdef dict _indexes
 
     def __cinit__(self, int arity):
@@ -349,8 +352,24 @@ cdef class Table:
     def columns(self, bint with_counts=False):
         """The committed tuples as one int64 array per column and their iterations (int32),
         in row order, and with `with_counts` their counts (int64): the bulk way out, without
-        a Python object per tuple."""
+        a Python object per tuple.
+
+        A copy of millions of rows takes milliseconds, which a writer waiting for the GIL
+        would wait too: the copy lets go of the GIL every 65,536 rows, and starts again if the
+        rows moved meanwhile (see `generation`). Rows another thread commits while it runs may
+        or may not be in the copy; a reader of a published epoch detects that as a publication
+        (`reasoner.concurrency.read_optimistically`)."""
+        cdef int attempt
+        for attempt in range(3):
+            copied = self._columns(with_counts, True)
+            if copied is not None:
+                return copied
+        return self._columns(with_counts, False)
+
+    cdef object _columns(self, bint with_counts, bint yielding):
         cdef int64_t n = self.committed
+        cdef int64_t nrows = self.nrows
+        cdef uint64_t generation = self.generation
         cdef int64_t r, k = 0
         cdef int c
         out = np.empty((self.arity, n), dtype=np.int64)
@@ -359,16 +378,25 @@ cdef class Table:
         cdef int64_t[:, ::1] o = out
         cdef int32_t[::1] it = iterations
         cdef int64_t[::1] cs = counts
-        for r in range(self.nrows):
+        for r in range(nrows):
+            if yielding and r and not (r & 0xFFFF):
+                with nogil:
+                    pass
+                if self.generation != generation:
+                    return None
             if self.status[r] >= 0:
+                if k == n:
+                    break  # rows committed since the copy began: a publication, see above
                 for c in range(self.arity):
                     o[c, k] = _get(self.rows, self.wide, r * self.arity + c)
                 it[k] = self.status[r]
                 if with_counts:
                     cs[k] = self.counts[r] if self.counts[r] > 0 else self._count(r)
                 k += 1
-        values = [out[c] for c in range(self.arity)]
-        return (values, iterations, counts) if with_counts else (values, iterations)
+        values = [out[c, :k] for c in range(self.arity)]
+        if with_counts:
+            return values, iterations[:k], counts[:k]
+        return values, iterations[:k]
 
     def items_with_counts(self):
         """(tuple, (iteration, count)) of every committed tuple: the state as the invariant
@@ -421,6 +449,7 @@ cdef class Table:
             self.keyed[i].next = <int32_t*>_grow(self.keyed[i].next, <size_t>cap * sizeof(int32_t))
             self.keyed[i].prev = <int32_t*>_grow(self.keyed[i].prev, <size_t>cap * sizeof(int32_t))
         self.capacity = cap
+        self.generation += 1
         return 0
 
     cdef inline size_t _word(self) noexcept:
@@ -437,6 +466,7 @@ cdef class Table:
         free(self.rows)
         self.rows = rows
         self.wide = True
+        self.generation += 1
         self.version += 1
         return 0
 
@@ -675,6 +705,7 @@ cdef class Table:
 
     def clear(self):
         cdef int k
+        self.generation += 1
         self.big.clear()
         self.nrows = 0
         self.committed = 0
@@ -706,6 +737,7 @@ cdef class Table:
                 self.counts[w] = self.counts[r]
             w += 1
         self.nrows = w
+        self.generation += 1
         self._rehash(w)
         for k in range(self.nkeyed):
             _rebuild_index(self.keyed[k], self, w)

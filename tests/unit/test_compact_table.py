@@ -4,6 +4,8 @@ tombstones, re-insertion after deletion, compaction, keys built to collide, the 
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -230,3 +232,35 @@ def test_counts_beside_the_rows_and_past_32_bits() -> None:
     assert table.count((2,)) == 1
     with pytest.raises(ValueError):
         table.set((1,), 0, 0)
+
+
+def test_a_copy_beside_a_writer_sees_only_real_rows() -> None:
+    """`columns` lets go of the GIL while it copies: a writer growing, compacting and widening
+    the table meanwhile makes it start again, never read moved memory."""
+    table = Table(2)
+    table.add_columns([np.arange(300_000), np.arange(300_000)], 0)
+    done = threading.Event()
+
+    def write() -> None:
+        i = 300_000
+        while not done.is_set():
+            for j in range(i, i + 5000):
+                table.add((j, j), 1)
+            for j in range(i - 300_000, i - 295_000):
+                table.remove((j, j))
+            table.compact()
+            i += 5000
+        table.add((2**40, 2**40), 2)  # widening, too
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        for _ in range(30):
+            (first, second), iterations = table.columns()
+            assert len(first) == len(second) == len(iterations)
+            assert (first == second).all()
+    finally:
+        done.set()
+        writer.join()
+    (first, second), _ = table.columns()
+    assert len(first) == len(table) and (first == second).all()
