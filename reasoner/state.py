@@ -23,8 +23,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
-from reasoner.compact import Index, Table, TupleSet
-from reasoner.compact.table import Counts
+from reasoner.compact import Counts, Index, Table, TupleSet
 
 Tuple = tuple[int, ...]
 Columns = tuple[int, ...]

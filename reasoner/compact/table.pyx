@@ -4,10 +4,10 @@
 
 A Python dict of Python tuples costs 200-400 bytes a tuple once its indexes are counted (the
 tuple, its int objects, the dict entries, the index buckets), and a collector that walks them.
-Here a tuple of arity a is `a` words in one array, its status one int32 beside it, its entry in
-the tuple hash table one int32 row id, and its entry in each key index two int32 chain links:
-4a + 4 + 4 bytes, plus 8 per index, plus the tables' free slots. Nothing is a Python object
-until it is read.
+Here a tuple of arity a is `a` words in one array, its status and its count one int32 each
+beside it, its entry in the tuple hash table one int32 row id, and its entry in each key index
+two int32 chain links: 4a + 12 bytes, plus 8 per index, plus the tables' free slots. Nothing is
+a Python object until it is read.
 
 Words are 32-bit while every value fits (symbol ids always do, and most numbers), and the whole
 table turns 64-bit the first time one does not. Hashes are computed on the 64-bit values, so
@@ -31,8 +31,10 @@ leaves its group in O(1) whatever the group's size. A probe returns the group's 
 of Python tuples: a snapshot, which a caller may iterate twice, or while it inserts.
 
 Every method runs while holding the GIL and none calls back into Python while the structure is
-half changed: a reader in another thread sees it before or after a call, never during one.
-Iterators check `version`, as a dict's do, and raise when the table changed under them.
+half changed: a reader in another thread sees it before or after a call, never during one. The
+one exception, `columns`, lets go of the GIL between chunks of its copy and checks
+`generation` when it gets it back. Iterators check `version`, as a dict's do, and raise when
+the table changed under them.
 """
 
 from cpython.long cimport PyLong_AsLongLong, PyLong_FromLongLong
@@ -40,7 +42,7 @@ from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE, PyTuple_New, PyTuple_SET_ITEM
 from libc.stdint cimport int32_t, int64_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
-from libc.string cimport memcmp, memcpy
+from libc.string cimport memcpy
 
 import os
 
@@ -52,9 +54,6 @@ cdef int32_t EMPTY = -1
 cdef int32_t TOMB = -2
 cdef int64_t MIN_SLOTS = 8
 cdef int64_t MAX_ROWS = 2147483600
-
-STAGED = STAGED_STATUS
-DEAD = DEAD_STATUS
 
 cdef uint64_t SEED = <uint64_t>int.from_bytes(os.urandom(8), "little")
 
