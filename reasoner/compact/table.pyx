@@ -407,6 +407,26 @@ cdef class Table:
             if self.status[r] >= 0
         }
 
+    def absent(self, columns):
+        """For each row given as int64 columns (one array per column), whether no committed
+        row holds it: new heads are told from known ones by hash probes over the candidates
+        alone, not by a join against the whole relation."""
+        cdef int64_t n, j, r
+        if len(columns) != self.arity or not self.arity:
+            raise ValueError(f"{len(columns)} columns for a relation of arity {self.arity}")
+        block = np.stack([np.asarray(col, dtype=np.int64) for col in columns], axis=1)
+        n = block.shape[0]
+        out = np.ones(n, dtype=np.bool_)
+        if not self.committed:
+            return out
+        cdef const int64_t[:, ::1] words = block
+        cdef unsigned char[::1] result = out.view(np.uint8)
+        for j in range(n):
+            r = self._find(&words[j, 0])
+            if r >= 0 and self.status[r] >= 0:
+                result[j] = 0
+        return out
+
     def difference(self, Table other) -> list:
         """The committed tuples of this table that `other` does not hold committed: what an
         epoch that rebuilt a relation removed from it (or, the other way round, added)."""

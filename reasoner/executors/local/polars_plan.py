@@ -87,13 +87,6 @@ def frame_of_store(store: RelationStore) -> pl.DataFrame:
     return pl.DataFrame(dict(zip(names, values, strict=True)), schema=dict.fromkeys(names, INT))
 
 
-def rows_of_frame(frame: pl.DataFrame, arity: int) -> list[tuple[int, ...]]:
-    """The inverse of `frame_of_rows`: engine tuples, in frame order."""
-    if arity == 0:
-        return [()] * frame.height
-    return list(frame.select(columns(arity)).iter_rows())
-
-
 # -- arithmetic ---------------------------------------------------------------------------------
 
 
@@ -418,36 +411,6 @@ def group_count(frame: pl.DataFrame, cols: list[str]) -> pl.DataFrame:
     else:
         grouped = frame.select(keys).group_by(KEY).agg(total)
     return grouped.select(*packing.unpack(cols), WEIGHT)
-
-
-ENGINE = "in-memory"
-
-
-def subtract_and_count(
-    heads: pl.DataFrame, known: pl.DataFrame | None, cols: list[str]
-) -> pl.DataFrame:
-    """`group_count` of the `heads` rows that are not in `known` (distinct rows), as one lazy
-    query: the anti-join drops known heads before they are grouped (a probe is cheaper than an
-    aggregation), and the lazy engine aggregates faster than the eager `group_by`."""
-    if heads.height < _LAZY_GROUP:  # small: two eager operations plan faster than one query
-        if known is not None:
-            heads = anti_join(heads, known, cols)
-        return group_count(heads, cols)
-    weighted = WEIGHT in heads.columns
-    total = pl.col(WEIGHT).sum() if weighted else pl.len().cast(INT).alias(WEIGHT)
-    sides = [(heads, cols)] if known is None else [(heads, cols), (known, cols)]
-    packing = key_packing(sides)
-    if packing is None:
-        query = heads.lazy()
-        if known is not None and known.height:
-            query = query.join(known.lazy(), on=cols, how="anti")
-        return query.group_by(cols).agg(total).collect(engine=ENGINE)
-    key = packing.key(cols)
-    query = heads.lazy().select(key, *([WEIGHT] if weighted else []))
-    if known is not None and known.height:
-        query = query.join(known.lazy().select(key), on=KEY, how="anti")
-    query = query.group_by(KEY).agg(total).select(*packing.unpack(cols), WEIGHT)
-    return query.collect(engine=ENGINE)
 
 
 # -- plans ----------------------------------------------------------------------------------------

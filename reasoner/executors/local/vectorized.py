@@ -38,9 +38,7 @@ would otherwise do on each of skipBlank's 14,149 iterations.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
 
 import polars as pl
 
@@ -61,8 +59,6 @@ from reasoner.executors.local.polars_plan import (
     frame_of_rows,
     frame_of_store,
     group_count,
-    rows_of_frame,
-    subtract_and_count,
 )
 from reasoner.executors.local.row_set import ITERATION, RowSet
 from reasoner.plan.joins import AtomStep, JoinPlan, plan_rule, positive_atoms
@@ -72,10 +68,6 @@ from reasoner.syntax.ast import Atom
 
 SMALL_ITERATION = 2000
 """Iterations driven by fewer rows than this run the reference's per-tuple plans (see above)."""
-
-_PYTHON_SUBTRACT = 8
-"""New heads are checked against I_{k-1} in the state's dicts when the relation holds this many
-times more tuples than there are candidates (a Polars anti-join would scan the relation)."""
 
 _MAX_CHUNKS = 32
 
@@ -467,9 +459,9 @@ class VectorizedStratum:
             return None, new[cols]
         total = sum(p.height for p in parts)
         if self.check is None or total <= _PARTITION_ROWS:
-            grouped = self._unknown_counts(store, _stacked(parts), growing.full)
+            grouped = self._unknown_counts(store, _stacked(parts))
         else:
-            grouped = self._unknown_counts_partitioned(store, parts, growing, total)
+            grouped = self._unknown_counts_partitioned(store, parts, total)
         if grouped is None:
             return [], None
 
@@ -489,46 +481,32 @@ class VectorizedStratum:
             in_slices(grouped.height, load, self.check)
         return None, grouped.select(cols)
 
-    def _unknown_counts(
-        self, store: RelationStore, heads: pl.DataFrame, known: Callable[[], pl.DataFrame]
-    ) -> pl.DataFrame | None:
-        """The distinct `heads` rows not in I_{k-1} (the relation's tuples, `known()` as a
-        frame: those that can match `heads`), counted (`_w`); None when there are none."""
+    def _unknown_counts(self, store: RelationStore, heads: pl.DataFrame) -> pl.DataFrame | None:
+        """The distinct `heads` rows not in I_{k-1} (the relation's committed tuples), counted
+        (`_w`); None when there are none. Known heads are dropped by hash probes of the
+        compiled table, which cost per candidate, not per tuple of the relation."""
         cols = columns(store.arity)
-        if len(store) and heads.height * _PYTHON_SUBTRACT <= len(store):
-            # Few candidates, many known tuples: look them up in the state's dict.
-            grouped = group_count(heads, cols)
-            iters = store.iters
-            rows = rows_of_frame(grouped, store.arity)
-            keep = [t not in iters for t in rows]
-            if not any(keep):
-                return None
-            return grouped.filter(pl.Series(keep, dtype=pl.Boolean))
-        grouped = subtract_and_count(heads, known() if len(store) else None, cols)
+        grouped = group_count(heads, cols)
+        if len(store):
+            absent = store.table.absent([grouped.get_column(c).to_numpy() for c in cols])
+            grouped = grouped.filter(pl.Series(absent, dtype=pl.Boolean))
         return grouped if grouped.height else None
 
     def _unknown_counts_partitioned(
-        self, store: RelationStore, parts: list[pl.DataFrame], growing: _Growing, total: int
+        self, store: RelationStore, parts: list[pl.DataFrame], total: int
     ) -> pl.DataFrame | None:
         """`_unknown_counts` of the `total` head rows of `parts`, in hash partitions of about
-        `_PARTITION_ROWS` rows with the check between them (a partition's rows, and the known
-        tuples that can match them, have the same hash)."""
+        `_PARTITION_ROWS` rows with the check between them."""
         assert self.check is not None
         cols = columns(store.arity)
         count = -(-total // _PARTITION_ROWS)
         weighted = any(WEIGHT in p.columns for p in parts)
-        heads = self._partitioned(parts, cols, count, weighted)
-        # Compared as frames unless every partition is looked up in the state's dict.
-        compared = len(store) and total * _PYTHON_SUBTRACT > len(store)
-        known = self._partitioned([growing.full()] if compared else [], cols, count, False)
         pieces = []
-        for head_pieces, known_pieces in zip(heads, known, strict=True):
+        for head_pieces in self._partitioned(parts, cols, count, weighted):
             self.check()
             if not head_pieces:
                 continue
-            piece = self._unknown_counts(
-                store, _stacked(head_pieces), partial(_stacked, known_pieces, store.arity)
-            )
+            piece = self._unknown_counts(store, _stacked(head_pieces))
             if piece is not None:
                 pieces.append(piece)
         return pl.concat(pieces) if pieces else None
