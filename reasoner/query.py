@@ -26,7 +26,7 @@ from reasoner.analysis import check_query
 from reasoner.analysis.model import AnalyzedProgram, Value
 from reasoner.arith import ARITH, COMPARE
 from reasoner.plan.joins import AtomStep, CompareStep, JoinPlan, plan_rule
-from reasoner.state import RelationStore, State, Tuple
+from reasoner.state import State, Tuple
 from reasoner.symbols import SymbolTable
 from reasoner.syntax.ast import (
     SYMBOL,
@@ -193,22 +193,6 @@ class _Evaluator:
             rows = self.scans[relation] = snapshot_keys(self.state[relation].iters)
         return rows
 
-    def matching(self, store: RelationStore, columns: tuple[int, ...], key: object) -> list[Tuple]:
-        """Committed tuples whose `columns` hold `key` (a bare value for one column, a tuple
-        for several), through the engine's index on exactly these columns, else its index on
-        the first of them (made now if need be, and maintained from then on, as the plans'
-        indexes are)."""
-        values = key if len(columns) > 1 else (key,)
-        index = store.indexes.get(columns)
-        if index is None:
-            index = store.index(columns[:1])
-            rest = list(zip(columns[1:], values[1:], strict=True))  # type: ignore[index]
-            key = values[0]  # type: ignore[index]
-        else:
-            rest = []
-        iters = store.iters
-        return [t for t in index.get(key, ()) if t in iters and all(t[c] == v for c, v in rest)]
-
     def candidates(self, step: AtomStep, env: dict[str, int]) -> list[Tuple] | None:
         """Tuples of the step's relation that agree with its known columns; None when a key
         expression has no value (division by zero)."""
@@ -223,8 +207,7 @@ class _Evaluator:
             return [t] if t in store.iters else []
         if not step.key_columns:
             return self.all_tuples(step.relation)
-        key = key_values[0] if len(key_values) == 1 else tuple(key_values)
-        return self.matching(store, step.key_columns, key)
+        return store.select(dict(zip(step.key_columns, key_values, strict=True)))
 
     # -- the join -------------------------------------------------------------------------------
 

@@ -74,6 +74,22 @@ class RelationStore:
         """The index on `columns`, built from the current tuples the first time it is asked for."""
         return self.table.index(columns)
 
+    def select(self, key: dict[int, int]) -> list[Tuple]:
+        """Committed tuples with the `key` values (column -> value, at least one column),
+        through the index on exactly these columns if there is one, else the index on the
+        first of them, made now if need be and maintained from then on, as the plans' indexes
+        are: a reader adds at most one single-column index per filtered column."""
+        columns = tuple(sorted(key))
+        index = self.indexes.get(columns) or self.index(columns[:1])
+        probe = tuple(key[c] for c in index.columns)
+        rest = [(c, v) for c, v in key.items() if c not in index.columns]
+        table = self.table
+        return [
+            t
+            for t in index.get(probe[0] if len(probe) == 1 else probe, ())
+            if t in table and all(t[c] == v for c, v in rest)
+        ]
+
     def add(self, t: Tuple, iteration: int, count: int) -> None:
         """Insert a tuple that is not present yet."""
         self.table.add(t, iteration, count)

@@ -18,7 +18,6 @@ from reasoner.errors import TYPE_MISMATCH, UNKNOWN_RELATION
 from reasoner.materialization import Materialization
 from reasoner.pages import relation_page
 from reasoner.query import QueryResult, QueryTimeout, compile_query, evaluate_query
-from reasoner.state import RelationStore
 from service.api.bodies import require_json
 from service.api.common import (
     PROBLEM_RESPONSES,
@@ -220,7 +219,7 @@ async def get_relation(
             rows, last = relation_page(store, info.types, m.symbols, after, page_size)
             return info, rows, last, epoch
         decode = m.symbols.decoder(info.types)
-        rows, last = _page(map(decode, _select(store, key)), after, page_size)
+        rows, last = _page(map(decode, store.select(key)), after, page_size)
         return info, rows, last, epoch
 
     async with runtime.read_slot():
@@ -249,20 +248,6 @@ def _engine_key(m, types: tuple[str, ...], bound: dict[int, Any]) -> dict[int, i
                 return None
         key[column] = value
     return key
-
-
-def _select(store: RelationStore, key: dict[int, int]) -> list:
-    """Committed tuples of `store` with the `key` values (at least one column), through the
-    engine's index on exactly these columns if there is one, else its index on the first of
-    them, made now if need be (kept and maintained from then on, as the plans' are: one
-    single-column index per filtered column at most)."""
-    columns = tuple(sorted(key))
-    index = store.indexes.get(columns) or store.index(columns[:1])
-    probe = tuple(key[c] for c in index.columns)
-    rows = index.get(probe[0] if len(probe) == 1 else probe) or ()
-    iters = store.iters
-    items = [(c, v) for c, v in key.items() if c not in index.columns]
-    return [t for t in rows if t in iters and all(t[c] == v for c, v in items)]
 
 
 @router.post(
