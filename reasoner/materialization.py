@@ -51,7 +51,7 @@ from reasoner.errors import (
 from reasoner.executors.local.codegen import PlanCompiler
 from reasoner.gc_pause import collector_paused
 from reasoner.program_text import Changed, ProgramText, RuleEntry, declaration
-from reasoner.state import State, Tuple
+from reasoner.state import RelationStore, State, Tuple
 from reasoner.symbols import SymbolTable
 from reasoner.syntax.ast import ColumnType
 from reasoner.syntax.lexer import IDENTIFIER
@@ -844,15 +844,24 @@ def _shapes_from_facts(analyzed: AnalyzedProgram, insert: Mapping[str, Rows]) ->
 
 
 def _rebuilt_changes(before: State, after: State, name: str) -> tuple[set[Tuple], set[Tuple]]:
-    """(retracted, inserted) tuples of relation `name` from one state to a rebuilt one,
-    compared in the compiled tables: only the tuples that differ become Python tuples."""
+    """(retracted, inserted) tuples of relation `name` from one state to a rebuilt one."""
     old = before.relations.get(name)
     new = after.relations.get(name)
     if old is None or new is None:
         present = old or new
         rows = set() if present is None else set(present.iters)
         return (rows, set()) if new is None else (set(), rows)
-    return set(old.table.difference(new.table)), set(new.table.difference(old.table))
+    return _missing(old, new), _missing(new, old)
+
+
+def _missing(store: RelationStore, other: RelationStore) -> set[Tuple]:
+    """The committed tuples of `store` that `other` does not hold, found by probing `other`'s
+    table with `store`'s columns: only the tuples that differ become Python tuples."""
+    if not store.arity:
+        return {t for t in store.iters if t not in other.iters}
+    values, _iterations = store.table.columns()
+    gone = other.table.absent(values)
+    return set(zip(*(v[gone].tolist() for v in values), strict=True))
 
 
 def _checked_row(info: RelationInfo, row: Sequence[Value], verb: str) -> tuple[Value, ...]:

@@ -427,25 +427,6 @@ cdef class Table:
                 result[j] = 0
         return out
 
-    def difference(self, Table other) -> list:
-        """The committed tuples of this table that `other` does not hold committed: what an
-        epoch that rebuilt a relation removed from it (or, the other way round, added)."""
-        cdef int64_t r, o, base
-        cdef int c
-        found = []
-        if other.arity != self.arity:
-            raise ValueError("tables of different arities")
-        for r in range(self.nrows):
-            if self.status[r] < 0:
-                continue
-            base = r * self.arity
-            for c in range(self.arity):
-                self.scratch[c] = _get(self.rows, self.wide, base + c)
-            o = other._find(self.scratch)
-            if o < 0 or other.status[o] < 0:
-                found.append(self._tuple(r))
-        return found
-
     # -- writing -----------------------------------------------------------------------------
 
     cdef int _reserve(self, int64_t extra) except -1:
