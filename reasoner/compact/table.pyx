@@ -138,6 +138,15 @@ cdef int32_t* _new_slots(int64_t count) except NULL:
     return slots
 
 
+cdef inline void _place(int32_t* slots, int64_t mask, uint64_t h, int32_t r) noexcept nogil:
+    """Put row id `r` in the first empty slot from hash `h`, in a table being rebuilt (which
+    holds no tombstone yet)."""
+    cdef int64_t i = <int64_t>(h & <uint64_t>mask)
+    while slots[i] != EMPTY:
+        i = (i + 1) & mask
+    slots[i] = r
+
+
 cdef inline bint _too_full(int64_t used, int64_t slots) noexcept:
     """Past a load of 0.7, where a linear probe's expected length for a missing key passes 6."""
     return 10 * used > 7 * slots
@@ -475,15 +484,13 @@ cdef class Table:
         cdef int64_t count = _slot_count(entries)
         cdef int32_t* slots = _new_slots(count)
         cdef int64_t mask = count - 1
-        cdef int64_t r, i
+        cdef int64_t r
         cdef int64_t used = 0
         for r in range(self.nrows):
             if self.status[r] == DEAD_STATUS:
                 continue
-            i = <int64_t>(_hash_row(self.rows, self.wide, r * self.arity, self.arity) & <uint64_t>mask)
-            while slots[i] != EMPTY:
-                i = (i + 1) & mask
-            slots[i] = <int32_t>r
+            _place(slots, mask, _hash_row(self.rows, self.wide, r * self.arity, self.arity),
+                   <int32_t>r)
             used += 1
         free(self.slots)
         self.slots = slots
@@ -877,17 +884,14 @@ cdef int _resize_keys(KeyIndex* ki, Table t, int64_t groups) except -1:
     cdef int64_t count = _slot_count(groups)
     cdef int32_t* slots = _new_slots(count)
     cdef int64_t mask = count - 1
-    cdef int64_t j, i, used = 0
+    cdef int64_t j, used = 0
     cdef int32_t s
     if ki.slots != NULL:
         for j in range(ki.mask + 1):
             s = ki.slots[j]
             if s < 0:
                 continue
-            i = <int64_t>(_key_hash(ki, t, s) & <uint64_t>mask)
-            while slots[i] != EMPTY:
-                i = (i + 1) & mask
-            slots[i] = s
+            _place(slots, mask, _key_hash(ki, t, s), s)
             used += 1
     free(ki.slots)
     ki.slots = slots
