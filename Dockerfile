@@ -3,9 +3,10 @@
 #
 #   build    the runtime dependencies of pyproject.toml (no dev or bench extras) into a
 #            virtualenv; this layer depends on pyproject.toml alone and stays cached. Then the
-#            compiled table (reasoner/compact/*.pyx, Cython) with a C compiler that stays here
+#            compiled part (the tables, reasoner/compact, and the Update kernel,
+#            reasoner/update: Cython) with a C compiler that stays here
 #   runtime  the JRE, that virtualenv, then the source (reasoner/, service/, migrations/) and
-#            the compiled table from the build stage
+#            the compiled modules from the build stage
 #
 # The base image comes from a build argument with the public name as default, so a user's
 # `docker compose up` builds on python:3.11-slim-bookworm and a machine without a registry
@@ -30,8 +31,10 @@ RUN apt-get update \
     && python3 -m venv /opt/build-tools \
     && /opt/build-tools/bin/pip install "$(grep -o 'Cython==[0-9.]*' pyproject.toml)" setuptools
 COPY setup.py ./
+COPY reasoner/__init__.py ./reasoner/
 COPY reasoner/compact ./reasoner/compact
-# setup.py alone builds the extension: a minimal pyproject.toml keeps it from needing the rest
+COPY reasoner/update/__init__.py reasoner/update/kernel.pyx ./reasoner/update/
+# setup.py alone builds the extensions: a minimal pyproject.toml keeps it from needing the rest
 # of the source tree (README.md, the package list).
 RUN printf '[project]\nname = "reasoner-compact"\nversion = "0"\n' > pyproject.toml \
     && /opt/build-tools/bin/python setup.py build_ext --inplace
@@ -59,6 +62,7 @@ COPY migrations ./migrations
 COPY reasoner ./reasoner
 COPY service ./service
 COPY --from=build /build/reasoner/compact/*.so ./reasoner/compact/
+COPY --from=build /build/reasoner/update/*.so ./reasoner/update/
 # ./data holds the SQLite database when no PostgreSQL URL is set (mount a volume there).
 RUN mkdir -p /app/data && chown reasoner:reasoner /app/data
 USER reasoner

@@ -1,5 +1,6 @@
-"""The compiled part of the engine: `reasoner.compact.table` (Cython). Everything else about
-the package is in pyproject.toml; setuptools reads this file only for the extension."""
+"""The compiled part of the engine (Cython): the state's tables (`reasoner.compact.table`) and
+the Update kernel that runs over them (`reasoner.update.kernel`). Everything else about the
+package is in pyproject.toml; setuptools reads this file only for the extensions."""
 
 from Cython.Build import cythonize
 from setuptools import Extension, setup
@@ -7,11 +8,11 @@ from setuptools import Extension, setup
 setup(
     ext_modules=cythonize(
         [
-            Extension(
-                "reasoner.compact.table",
-                ["reasoner/compact/table.pyx"],
-                extra_compile_args=["-O3"],
-            )
+            Extension(name, [path], extra_compile_args=["-O3"])
+            for name, path in [
+                ("reasoner.compact.table", "reasoner/compact/table.pyx"),
+                ("reasoner.update.kernel", "reasoner/update/kernel.pyx"),
+            ]
         ],
         compiler_directives={"language_level": "3"},
     )

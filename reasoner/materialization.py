@@ -32,12 +32,7 @@ from reasoner.elastic.restratify import (
     replace_contents,
     stratum_key,
 )
-from reasoner.elastic.update import (
-    Deadline,
-    DeadlineExceeded,
-    StratumUpdate,
-    StratumUpdatePlans,
-)
+from reasoner.elastic.update import Deadline, DeadlineExceeded
 from reasoner.errors import (
     ARITY_MISMATCH,
     PROGRAM_FACT,
@@ -55,6 +50,7 @@ from reasoner.state import RelationStore, State, Tuple
 from reasoner.symbols import SymbolTable
 from reasoner.syntax.ast import ColumnType
 from reasoner.syntax.lexer import IDENTIFIER
+from reasoner.update.run import StratumPlans, stratum_plans
 
 if TYPE_CHECKING:
     from reasoner.executors.local.row_set import RowSet
@@ -121,7 +117,7 @@ class _Built:
     state: State
     compiler: PlanCompiler
     runs: tuple[StratumRun, ...]
-    plans: dict[StratumKey, StratumUpdatePlans]
+    plans: dict[StratumKey, StratumPlans]
     engine: EngineChoice
     frames: dict[str, RowSet] = field(default_factory=dict)
 
@@ -178,7 +174,7 @@ class Materialization:
         self._set_program_facts(analyzed)
         self.epoch = 0
         self.last_bootstrap_seconds = 0.0
-        self._plans: dict[StratumKey, StratumUpdatePlans] = {}
+        self._plans: dict[StratumKey, StratumPlans] = {}
         self._lock = ReadWriteLock()
         self._writer = threading.Lock()
 
@@ -246,7 +242,7 @@ class Materialization:
             frames=frames,
         )
         plans = {
-            stratum_key(s, analyzed): StratumUpdatePlans(s, state, compiler)
+            stratum_key(s, analyzed): stratum_plans(s, state, compiler, self.engines.update)
             for s in (analyzed.strata if self.maintained else ())
         }
         return _Built(state, compiler, runs, plans, choice, frames)
@@ -668,16 +664,18 @@ class Materialization:
                 if not touched:
                     reports.append(StratumReport(stratum.index, names, "unchanged", 0.0))
                     continue
-                StratumUpdate(plans, overlay, deadline).run(own_retracts, own_inserts)
+                plans.update(overlay, deadline, own_retracts, own_inserts)
                 kind = "update"
             reports.append(StratumReport(stratum.index, names, kind, time.perf_counter() - started))
         return tuple(reports)
 
-    def _stratum_plans(self, stratum: Stratum, analyzed: AnalyzedProgram) -> StratumUpdatePlans:
+    def _stratum_plans(self, stratum: Stratum, analyzed: AnalyzedProgram) -> StratumPlans:
         key = stratum_key(stratum, analyzed)
         plans = self._plans.get(key)
         if plans is None:
-            plans = self._plans[key] = StratumUpdatePlans(stratum, self.state, self.compiler)
+            plans = self._plans[key] = stratum_plans(
+                stratum, self.state, self.compiler, self.engines.update
+            )
         return plans
 
     def _report(

@@ -75,13 +75,6 @@ cdef inline uint64_t _hash_words(const int64_t* words, int n) nogil:
     return _mix(h + <uint64_t>n)
 
 
-cdef inline int64_t _get(const void* rows, bint wide, int64_t i) noexcept nogil:
-    """Word `i` of a row array of 64-bit (`wide`) or 32-bit words."""
-    if wide:
-        return (<const int64_t*>rows)[i]
-    return (<const int32_t*>rows)[i]
-
-
 cdef inline void _put(void* rows, bint wide, int64_t i, int64_t v) noexcept nogil:
     if wide:
         (<int64_t*>rows)[i] = v
@@ -160,41 +153,8 @@ cdef int64_t _slot_count(int64_t entries):
     return n
 
 
-cdef struct KeyIndex:
-    int ncols
-    int* cols
-    int32_t* slots
-    int64_t mask
-    int64_t used       # slots not EMPTY: groups and tombstones
-    int64_t groups
-    int32_t* next
-    int32_t* prev
-
-
 cdef class Table:
     """The rows of one relation (see the module docstring)."""
-
-    cdef readonly int arity
-    cdef void* rows
-    cdef readonly bint wide
-    cdef int32_t* status
-    cdef int32_t* counts
-    cdef dict big
-    cdef int64_t capacity
-    cdef readonly int64_t nrows
-    cdef readonly int64_t committed
-    cdef readonly int64_t staged
-    cdef int32_t* slots
-    cdef int64_t mask
-    cdef int64_t used
-    cdef KeyIndex** keyed
-    cdef int nkeyed
-    cdef int64_t* scratch
-    cdef readonly uint64_t version
-    cdef uint64_t generation
-    """Moves whenever the row arrays move or are renumbered (growth, widening, compaction,
-    clearing): what a reader that let go of the GIL must check before it reads on."""
-    cdef dict _indexes
 
     def __cinit__(self, int arity):
         if arity < 0:
@@ -251,7 +211,7 @@ cdef class Table:
                 return r
             i = (i + 1) & self.mask
 
-    cdef inline bint _equals(self, int64_t r, const int64_t* words) noexcept:
+    cdef bint _equals(self, int64_t r, const int64_t* words) noexcept:
         cdef int64_t base = r * self.arity
         cdef int c
         for c in range(self.arity):
@@ -320,6 +280,10 @@ cdef class Table:
     def __contains__(self, t):
         cdef int64_t r = self._row_of(t)
         return r >= 0 and self.status[r] >= 0
+
+    def row(self, t) -> int:
+        """The row id holding `t`, committed or staged, or -1: how compiled code names it."""
+        return self._row_of(t)
 
     def __len__(self):
         return self.committed
@@ -461,7 +425,7 @@ cdef class Table:
         self.generation += 1
         return 0
 
-    cdef inline size_t _word(self) noexcept:
+    cdef size_t _word(self) noexcept:
         return sizeof(int64_t) if self.wide else sizeof(int32_t)
 
     cdef int _widen(self) except -1:
@@ -797,6 +761,31 @@ cdef class Table:
         self._indexes[columns] = index
         return index
 
+    cdef int64_t _group(self, int position, const int64_t* words) noexcept:
+        """The first row (committed or staged) of the group of key index `position` whose
+        key is `words` (its columns' values in index order), or -1."""
+        cdef KeyIndex* ki = self.keyed[position]
+        cdef int64_t slot = <int64_t>(_hash_words(words, ki.ncols) & <uint64_t>ki.mask)
+        cdef int32_t s
+        cdef int i
+        while True:
+            s = ki.slots[slot]
+            if s == EMPTY:
+                return -1
+            if s >= 0:
+                for i in range(ki.ncols):
+                    if _get(self.rows, self.wide, s * self.arity + ki.cols[i]) != words[i]:
+                        break
+                else:
+                    return s
+            slot = (slot + 1) & ki.mask
+
+    def index_position(self, columns) -> int:
+        """The position of the key index on `columns` among the table's indexes (built if
+        missing): how compiled code names it."""
+        cdef Index index = self.index(columns)
+        return index.position
+
     @property
     def indexes(self) -> dict:
         """Columns -> the index on them."""
@@ -931,41 +920,24 @@ cdef class Index:
     cdef int64_t _head(self, object key) except -2:
         """The first row of `key`'s group, or -1."""
         cdef Table table = self.table
-        cdef KeyIndex* ki = table.keyed[self.position]
+        cdef int ncols = table.keyed[self.position].ncols
         cdef int64_t* words = table.scratch
         cdef int i
-        cdef uint64_t h = SEED
-        cdef int64_t slot
-        cdef int32_t s
         try:
-            if ki.ncols == 1:
+            if ncols == 1:
                 if type(key) is tuple:
                     return -1
                 words[0] = PyLong_AsLongLong(key)
             else:
-                if type(key) is not tuple or PyTuple_GET_SIZE(key) != ki.ncols:
+                if type(key) is not tuple or PyTuple_GET_SIZE(key) != ncols:
                     return -1
-                for i in range(ki.ncols):
+                for i in range(ncols):
                     words[i] = PyLong_AsLongLong(<object>PyTuple_GET_ITEM(key, i))
         except OverflowError:
             return -1
         except TypeError:
             return -1
-        for i in range(ki.ncols):
-            h = _mix(h ^ (<uint64_t>words[i] + <uint64_t>0x9E3779B97F4A7C15 + (h << 6)))
-        h = _mix(h + <uint64_t>ki.ncols)
-        slot = <int64_t>(h & <uint64_t>ki.mask)
-        while True:
-            s = ki.slots[slot]
-            if s == EMPTY:
-                return -1
-            if s >= 0:
-                for i in range(ki.ncols):
-                    if _get(table.rows, table.wide, s * table.arity + ki.cols[i]) != words[i]:
-                        break
-                else:
-                    return s
-            slot = (slot + 1) & ki.mask
+        return table._group(self.position, words)
 
     def get(self, key, default=None):
         """The rows (committed and staged) whose key is `key`, as a tuple of tuples; `default`

@@ -32,6 +32,10 @@ if TYPE_CHECKING:
     from reasoner.executors.local.row_set import RowSet
 
 ENGINES = ("auto", "reference", "local", "spark")
+UPDATE_ENGINES = ("compiled", "python")
+"""How Update runs a stratum: the compiled kernel over the tables (`reasoner.update`), where
+it can run the stratum's rules, else the generated Python code (`reasoner.elastic.update`);
+or always the generated code (what the property tests hold the kernel against)."""
 DEFAULT_SPARK_MASTER = "local[*]"
 DEFAULT_SPARK_THRESHOLD = 50_000_000
 """Input facts from which `auto` hands Bootstrap to Spark. Measured on the benchmarks, Spark's
@@ -59,10 +63,13 @@ class EngineSettings:
     engine: str = "auto"
     spark_master: str = DEFAULT_SPARK_MASTER
     spark_threshold: int = DEFAULT_SPARK_THRESHOLD
+    update: str = "compiled"
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
             raise ValueError(f"unknown bootstrap engine {self.engine!r}: one of {ENGINES}")
+        if self.update not in UPDATE_ENGINES:
+            raise ValueError(f"unknown update engine {self.update!r}: one of {UPDATE_ENGINES}")
 
     def choose(self, input_facts: int) -> EngineChoice:
         if self.engine != "auto":

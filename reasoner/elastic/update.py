@@ -326,6 +326,16 @@ class StratumUpdatePlans:
         for name in (*self.new_names.values(), *self.present_names.values()):
             namespace[name] = {}
 
+    def update(
+        self,
+        overlay: Overlay,
+        deadline: Deadline,
+        retracted_facts: dict[str, set[Tuple]],
+        asserted_facts: dict[str, set[Tuple]],
+    ) -> StratumUpdateRun:
+        """Bring the stratum up to date in `overlay` (see `StratumUpdate.run`)."""
+        return StratumUpdate(self, overlay, deadline).run(retracted_facts, asserted_facts)
+
     def drain(self, deadline: Deadline) -> int:
         """Process the scheduled iterations (see `_compile_drain`)."""
         if self._drain is None:

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reasoner.analysis import check_program
+from reasoner.elastic.engines import EngineSettings
 from reasoner.elastic.epoch import Delta
 from reasoner.materialization import Materialization
 from reasoner.program_text import rule_id
@@ -49,19 +50,21 @@ def _without(text: str, clauses: list[str]) -> str:
     return "\n".join(line for line in text.split("\n") if line not in removed)
 
 
-def _fresh(text: str, facts) -> Materialization:
-    m = Materialization.from_text(text)
+def _fresh(text: str, facts, update: str = "compiled") -> Materialization:
+    m = Materialization.from_text(text, engines=EngineSettings(update=update))
     m.load(facts)
     m.bootstrap()
     return m
 
 
-def _check(data: st.DataObject, generated: GeneratedProgram, strategy: str) -> None:
+def _check(
+    data: st.DataObject, generated: GeneratedProgram, strategy: str, update: str = "compiled"
+) -> None:
     text = _declared(generated.text)
     clauses = _clauses(text)
     initially_off = data.draw(st.lists(st.sampled_from(clauses), unique=True), label="off")
     current = {name: set(rows) for name, rows in generated.inputs.items()}
-    live = _fresh(_without(text, initially_off), current)
+    live = _fresh(_without(text, initially_off), current, update)
     inactive = list(initially_off)
     for step in data.draw(deltas(generated)):
         active = [c for c in clauses if c not in inactive]
@@ -100,12 +103,13 @@ def _check(data: st.DataObject, generated: GeneratedProgram, strategy: str) -> N
         }
 
 
+@pytest.mark.parametrize("update", ["compiled", "python"])
 @settings(max_examples=200)
-@given(programs(), st.data())
+@given(generated=programs(), data=st.data())
 def test_rule_changes_under_update_keep_the_invariant(
-    generated: GeneratedProgram, data: st.DataObject
+    update: str, generated: GeneratedProgram, data: st.DataObject
 ) -> None:
-    _check(data, generated, "update")
+    _check(data, generated, "update", update)
 
 
 @pytest.mark.parametrize("strategy", ["bootstrap", "auto"])

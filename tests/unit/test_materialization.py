@@ -5,9 +5,11 @@ from __future__ import annotations
 import pytest
 
 from reasoner.elastic import update
+from reasoner.elastic.engines import EngineSettings
 from reasoner.elastic.epoch import Delta
 from reasoner.errors import InvalidDelta
 from reasoner.materialization import Materialization
+from reasoner.update.run import CompiledStratumPlans
 
 TC = """
 .decl edge(x: number, y: number)
@@ -20,7 +22,7 @@ tc(x, z) :- tc(x, y), edge(y, z).
 """
 
 
-def _materialization(**options: float) -> Materialization:
+def _materialization(**options: object) -> Materialization:
     m = Materialization.from_text(TC, **options)
     m.load({"edge": [(1, 2), (2, 3)]})
     m.bootstrap()
@@ -81,12 +83,25 @@ def test_deadline_expiry_falls_back_to_bootstrap() -> None:
     assert m.snapshot() == _fresh_snapshot([(1, 2)])
 
 
-def test_failing_update_is_discarded(monkeypatch: pytest.MonkeyPatch) -> None:
-    def explode(self, *args, **kwargs):
-        raise RuntimeError("injected")
+@pytest.mark.parametrize("engine", ["python", "compiled"])
+def test_failing_update_is_discarded(monkeypatch: pytest.MonkeyPatch, engine: str) -> None:
+    """An Update that fails leaves the committed state as it was, nothing staged; the compiled
+    kernel fails here after it staged its new tuples, which the discard must unstage."""
+    if engine == "python":
 
-    monkeypatch.setattr(update.StratumUpdate, "run", explode)
-    m = _materialization()
+        def explode(self, *args, **kwargs):
+            raise RuntimeError("injected")
+
+        monkeypatch.setattr(update.StratumUpdate, "run", explode)
+    else:
+        export = CompiledStratumPlans._export
+
+        def explode(self, overlay):
+            export(self, overlay)
+            raise RuntimeError("injected")
+
+        monkeypatch.setattr(CompiledStratumPlans, "_export", explode)
+    m = _materialization(engines=EngineSettings(update=engine))
     before = m.snapshot()
     with pytest.raises(RuntimeError):
         m.apply(Delta(insert={"edge": [(3, 4)]}), strategy="update")

@@ -1,0 +1,70 @@
+# cython: language_level=3
+"""The declarations of `Table` that other compiled modules (the Update kernel) read and call:
+its arrays and the few row-level operations a compiled loop needs, without a Python object
+per row. See table.pyx for what they mean."""
+
+cimport cython
+from libc.stdint cimport int32_t, int64_t, uint64_t
+
+
+cdef struct KeyIndex:
+    int ncols
+    int* cols
+    int32_t* slots
+    int64_t mask
+    int64_t used       # slots not EMPTY: groups and tombstones
+    int64_t groups
+    int32_t* next
+    int32_t* prev
+
+
+cdef inline int64_t _get(const void* rows, bint wide, int64_t i) noexcept nogil:
+    """Word `i` of a row array of 64-bit (`wide`) or 32-bit words."""
+    if wide:
+        return (<const int64_t*>rows)[i]
+    return (<const int32_t*>rows)[i]
+
+
+@cython.final
+cdef class Table:
+    cdef readonly int arity
+    cdef void* rows
+    cdef readonly bint wide
+    cdef int32_t* status
+    cdef int32_t* counts
+    cdef dict big
+    cdef int64_t capacity
+    cdef readonly int64_t nrows
+    cdef readonly int64_t committed
+    cdef readonly int64_t staged
+    cdef int32_t* slots
+    cdef int64_t mask
+    cdef int64_t used
+    cdef KeyIndex** keyed
+    cdef int nkeyed
+    cdef int64_t* scratch
+    cdef readonly uint64_t version
+    cdef uint64_t generation
+    # Moves whenever the row arrays move or are renumbered (growth, widening, compaction,
+    # clearing): what a reader that let go of the GIL must check before it reads on.
+    cdef dict _indexes
+
+    cdef int _load(self, object t) except -1
+    cdef int64_t _find(self, const int64_t* words) noexcept
+    cdef bint _equals(self, int64_t r, const int64_t* words) noexcept
+    cdef int64_t _row_of(self, object t) except -2
+    cdef object _tuple(self, int64_t r)
+    cdef object _count(self, int64_t r)
+    cdef int _set_count(self, int64_t r, object count) except -1
+    cdef object _columns(self, bint with_counts, bint yielding)
+    cdef int _reserve(self, int64_t extra) except -1
+    cdef size_t _word(self) noexcept
+    cdef int _widen(self) except -1
+    cdef int _rehash(self, int64_t entries) except -1
+    cdef int64_t _append(self, const int64_t* words, int32_t status) except -1
+    cdef int _kill(self, int64_t r) except -1
+    cdef int _check_iteration(self, int64_t iteration) except -1
+    cdef int _load_row(self, object t) except -1
+    cdef int _commit(self, const int64_t* words, int64_t iteration, object count,
+                     bint redate) except -1
+    cdef int64_t _group(self, int position, const int64_t* words) noexcept

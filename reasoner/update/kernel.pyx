@@ -1,0 +1,1173 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+# cython: initializedcheck=False, nonecheck=False
+"""Update's enumeration and drain, compiled once, running plans that are data.
+
+The algorithm is the one `reasoner.elastic.update` documents (Algorithm 3 of the elastic
+paper, event-driven): changed tuples are handed to enumerators, which find every derivation
+they take part in through the tables' key indexes and schedule it at the iterations where it
+can count; the drain pops those iterations in order, classifies each candidate (Del, Ins, Red
+or nothing) against the final statuses, settles the heads' counts and hands the heads whose
+status changed to the enumerators again. What differs is only how it runs: here a plan is an
+array of integers (`reasoner.update.plans` writes it) and one loop of C interprets it, over
+the rows of the tables themselves. A tuple is a row id from end to end; nothing per tuple is a
+Python object until the changes are handed back (`changes`).
+
+The epoch's own statuses (the overlay of `reasoner.elastic.overlay`) live here while the
+stratum runs, as a hash map from row to its new iteration and count, and go back to the
+overlay's dicts at the end. A lower stratum's relations only ever matter by presence, which
+is final when this stratum starts: a map from row to "inserted" or "deleted" (`flip`).
+
+Status words, as in the Python Update: o is a tuple's committed iteration (INF when it was
+absent), n its iteration in the new epoch (INF when absent); a lower relation's tuples are at
+0 or INF. Candidates are rows of int64 in an arena, linked per iteration; iterations wait in
+a binary heap.
+"""
+
+from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
+from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memset
+
+from reasoner.compact.table cimport Table, _get
+
+DEF MAX_REGS = 256
+DEF MAX_STACK = 64
+
+cdef int64_t INF = 1 << 62
+
+# Plan words (see reasoner/update/plans.py, which writes them).
+cdef enum:
+    STEP_ATOM = 1
+    STEP_NEG = 2
+    STEP_TEST = 3
+    STEP_ASSIGN = 4
+
+cdef enum:
+    MODE_SCAN = 0
+    MODE_INDEX = 1
+    MODE_MEMBER = 2
+
+cdef enum:
+    NEG_TUPLE = 0
+    NEG_INDEX = 1
+    NEG_ANY = 2
+
+cdef enum:
+    DRIVE_ATOM = 0
+    DRIVE_NEG = 1
+    DRIVE_HEAD = 2
+
+cdef enum:
+    TERM_CONST = 0
+    TERM_REG = 1
+    OP_ADD = 2
+    OP_SUB = 3
+    OP_MUL = 4
+    OP_DIV = 5
+    OP_MOD = 6
+
+cdef enum:
+    CMP_EQ = 0
+    CMP_NE = 1
+    CMP_LT = 2
+    CMP_LE = 3
+    CMP_GT = 4
+    CMP_GE = 5
+
+# What an enumerator may assume of its driving tuples (`DriverStatus` of the Python Update).
+cdef enum:
+    CHANGED = 0
+    INSERTED = 1
+    DELETED = 2
+
+cdef enum:
+    FLIP_NONE = 0
+    FLIP_INSERTED = 1
+    FLIP_DELETED = 2
+
+# Candidate words.
+cdef enum:
+    C_NEXT = 0
+    C_RULE = 1
+    C_FO = 2
+    C_HO = 3
+    C_LOWER_N = 4
+    C_FLAGS = 5
+    C_HEAD_ROW = 6
+    C_BODY = 7
+
+cdef enum:
+    F_NO = 1
+    F_NN = 2
+    F_NI = 4
+    F_ND = 8
+
+CHECK_EVERY = 1 << 14
+
+
+# -- a hash map of int64 keys (>= 0) to int64 values, cleared in O(1) --------------------------
+
+cdef struct Map:
+    int64_t* keys
+    int64_t* values
+    uint32_t* stamps
+    uint32_t stamp
+    int64_t mask
+    int64_t used
+
+
+cdef inline uint64_t _mix(uint64_t h) noexcept nogil:
+    h ^= h >> 33
+    h *= <uint64_t>0xff51afd7ed558ccd
+    h ^= h >> 33
+    h *= <uint64_t>0xc4ceb9fe1a85ec53
+    h ^= h >> 33
+    return h
+
+
+cdef int _map_init(Map* m, int64_t slots) except -1:
+    m.keys = <int64_t*>malloc(<size_t>slots * sizeof(int64_t))
+    m.values = <int64_t*>malloc(<size_t>slots * sizeof(int64_t))
+    m.stamps = <uint32_t*>malloc(<size_t>slots * sizeof(uint32_t))
+    if m.keys == NULL or m.values == NULL or m.stamps == NULL:
+        raise MemoryError()
+    memset(m.stamps, 0, <size_t>slots * sizeof(uint32_t))
+    m.stamp = 1
+    m.mask = slots - 1
+    m.used = 0
+    return 0
+
+
+cdef void _map_free(Map* m) noexcept:
+    free(m.keys)
+    free(m.values)
+    free(m.stamps)
+    m.keys = NULL
+    m.values = NULL
+    m.stamps = NULL
+
+
+cdef void _map_clear(Map* m) noexcept:
+    m.stamp += 1
+    m.used = 0
+    if m.stamp == 0:  # wrapped: every slot's stamp is stale or 0
+        memset(m.stamps, 0, <size_t>(m.mask + 1) * sizeof(uint32_t))
+        m.stamp = 1
+
+
+cdef inline int64_t _map_slot(Map* m, int64_t key) noexcept:
+    """The slot holding `key`, or the empty slot where it would go."""
+    cdef int64_t i = <int64_t>(_mix(<uint64_t>key) & <uint64_t>m.mask)
+    while m.stamps[i] == m.stamp and m.keys[i] != key:
+        i = (i + 1) & m.mask
+    return i
+
+
+cdef inline int64_t _map_get(Map* m, int64_t key, int64_t default) noexcept:
+    cdef int64_t i = _map_slot(m, key)
+    if m.stamps[i] == m.stamp:
+        return m.values[i]
+    return default
+
+
+cdef int _map_put(Map* m, int64_t key, int64_t value) except -1:
+    cdef int64_t i = _map_slot(m, key)
+    cdef Map bigger
+    cdef int64_t j
+    if m.stamps[i] == m.stamp:
+        m.values[i] = value
+        return 0
+    if 2 * (m.used + 1) > m.mask + 1:
+        _map_init(&bigger, 2 * (m.mask + 1))
+        for j in range(m.mask + 1):
+            if m.stamps[j] == m.stamp:
+                _map_put(&bigger, m.keys[j], m.values[j])
+        _map_free(m)
+        m[0] = bigger
+        i = _map_slot(m, key)
+    m.stamps[i] = m.stamp
+    m.keys[i] = key
+    m.values[i] = value
+    m.used += 1
+    return 0
+
+
+cdef inline int64_t _key(int64_t relation, int64_t row) noexcept:
+    return (relation << 32) | row
+
+
+# -- growable int64 arrays ---------------------------------------------------------------------
+
+cdef struct Vec:
+    int64_t* data
+    int64_t size
+    int64_t capacity
+
+
+cdef int _vec_reserve(Vec* v, int64_t extra) except -1:
+    cdef int64_t need = v.size + extra
+    cdef int64_t cap
+    cdef int64_t* data
+    if need <= v.capacity:
+        return 0
+    cap = v.capacity * 2 if v.capacity else 64
+    while cap < need:
+        cap *= 2
+    data = <int64_t*>realloc(v.data, <size_t>cap * sizeof(int64_t))
+    if data == NULL:
+        raise MemoryError()
+    v.data = data
+    v.capacity = cap
+    return 0
+
+
+cdef inline int _vec_push(Vec* v, int64_t x) except -1:
+    if v.size == v.capacity:
+        _vec_reserve(v, 1)
+    v.data[v.size] = x
+    v.size += 1
+    return 0
+
+
+# -- arithmetic with Soufflé's semantics (reasoner.arith): 64-bit wrap-around, C division ------
+
+cdef inline bint _arith(int op, int64_t a, int64_t b, int64_t* out) noexcept:
+    """`a op b` into `out`; False when it has no value (a division by zero)."""
+    if op == OP_ADD:
+        out[0] = <int64_t>(<uint64_t>a + <uint64_t>b)
+    elif op == OP_SUB:
+        out[0] = <int64_t>(<uint64_t>a - <uint64_t>b)
+    elif op == OP_MUL:
+        out[0] = <int64_t>(<uint64_t>a * <uint64_t>b)
+    elif op == OP_DIV:
+        if b == 0:
+            return False
+        if b == -1:
+            out[0] = <int64_t>(<uint64_t>0 - <uint64_t>a)
+        else:
+            out[0] = a // b
+    else:
+        if b == 0:
+            return False
+        if b == -1:
+            out[0] = 0
+        else:
+            out[0] = a % b
+    return True
+
+
+cdef class Rule:
+    """What the classification of a rule's candidates needs: its head and its positive atoms
+    (relation, and whether it is of a lower stratum), and how many negated atoms it has."""
+
+    cdef int number
+    cdef int head
+    cdef int arity
+    cdef int npos
+    cdef int nneg
+    cdef int* relation
+    cdef bint* lower
+    cdef int words
+
+    def __cinit__(self, int number, int head, int arity, list positive, int nneg):
+        cdef int j
+        self.number = number
+        self.head = head
+        self.arity = arity
+        self.npos = len(positive)
+        self.nneg = nneg
+        self.relation = <int*>malloc(<size_t>(self.npos + 1) * sizeof(int))
+        self.lower = <bint*>malloc(<size_t>(self.npos + 1) * sizeof(bint))
+        if self.relation == NULL or self.lower == NULL:
+            raise MemoryError()
+        for j in range(self.npos):
+            self.relation[j] = positive[j][0]
+            self.lower[j] = positive[j][1]
+        self.words = C_BODY + self.npos + self.arity
+
+    def __dealloc__(self):
+        free(self.relation)
+        free(self.lower)
+
+
+cdef class Enumerator:
+    """One rule evaluated from one driver: the plan's words (see plans.py), parsed once into
+    the offsets of its parts."""
+
+    cdef Rule rule
+    cdef int64_t* code
+    cdef int64_t ncode
+    cdef int driver
+    cdef int driver_relation
+    cdef int driver_position
+    cdef int64_t binds      # offset of the driver's (count, (column, register)...)
+    cdef int64_t checks     # offset of the driver's (count, (column, expression)...)
+    cdef int nsteps
+    cdef int64_t* steps     # offset of each step
+    cdef int64_t head       # offset of the head's expressions (count, expression...)
+    cdef readonly str label
+
+    def __cinit__(self, Rule rule, list code, str label):
+        cdef int64_t i, p, n
+        self.rule = rule
+        self.label = label
+        self.ncode = len(code)
+        self.code = <int64_t*>malloc(<size_t>(self.ncode + 1) * sizeof(int64_t))
+        if self.code == NULL:
+            raise MemoryError()
+        for i in range(self.ncode):
+            self.code[i] = code[i]
+        p = 0
+        self.driver = <int>self.code[p]
+        self.driver_relation = <int>self.code[p + 1]
+        self.driver_position = <int>self.code[p + 2]
+        p += 3
+        self.binds = p
+        p += 1 + 2 * self.code[p]
+        self.checks = p
+        n = self.code[p]
+        p += 1
+        for i in range(n):
+            p = _skip_expr(self.code, p + 1)
+        self.nsteps = <int>self.code[p]
+        p += 1
+        self.steps = <int64_t*>malloc(<size_t>(self.nsteps + 1) * sizeof(int64_t))
+        if self.steps == NULL:
+            raise MemoryError()
+        for i in range(self.nsteps):
+            self.steps[i] = p
+            p = _skip_step(self.code, p)
+        self.head = p
+        n = self.code[p]
+        p += 1
+        for i in range(n):
+            p = _skip_expr(self.code, p)
+        if p != self.ncode:
+            raise ValueError(f"malformed plan words for {label}")
+
+    def __dealloc__(self):
+        free(self.code)
+        free(self.steps)
+
+
+cdef int64_t _skip_expr(const int64_t* code, int64_t p) noexcept:
+    return p + 1 + 2 * code[p]
+
+
+cdef int64_t _skip_step(const int64_t* code, int64_t p) noexcept:
+    cdef int64_t kind = code[p]
+    cdef int64_t i, n
+    if kind == STEP_ATOM:
+        # kind, relation, position, mode, index, nkeys, (column, expr)*, nbinds, (c, r)*,
+        # nequal, (c, c)*
+        n = code[p + 5]
+        p += 6
+        for i in range(n):
+            p = _skip_expr(code, p + 1)
+        p += 1 + 2 * code[p]
+        p += 1 + 2 * code[p]
+        return p
+    if kind == STEP_NEG:
+        # kind, relation, position, negation kind, index, nkeys, expr*
+        n = code[p + 5]
+        p += 6
+        for i in range(n):
+            p = _skip_expr(code, p)
+        return p
+    if kind == STEP_TEST:
+        # kind, comparison, left, right
+        p = _skip_expr(code, p + 2)
+        return _skip_expr(code, p)
+    # STEP_ASSIGN: kind, register, expr
+    return _skip_expr(code, p + 2)
+
+
+cdef struct Run:
+    # One enumerator call's bindings.
+    int status
+    int64_t cur
+    int64_t ro
+    int64_t rn
+    int64_t regs[MAX_REGS]
+    int64_t rows[MAX_REGS]
+    int64_t head_row
+    bint before[MAX_REGS]   # the negated tuple is present in the old epoch
+    bint after[MAX_REGS]    # ... in the new one
+
+
+cdef class Kernel:
+    """The Update of one stratum over its relations' tables (`tables`, numbered as the plans
+    number them; `own[i]`: relation i is one of the stratum's own)."""
+
+    cdef list tables
+    cdef bint* own
+    cdef int nrel
+    cdef list by_atom         # relation -> [Enumerator], as a body atom
+    cdef list by_negation     # relation -> [Enumerator], as a negated atom
+    cdef list by_head         # relation -> [Enumerator], as the head (re-discovery)
+    cdef list by_head_later   # the same, for the rules with an atom over an own relation
+    cdef list rules
+    cdef object check
+    cdef int64_t ticks
+    cdef bint* any_before
+    cdef bint* any_after
+    # The epoch's statuses.
+    cdef Map overlay          # key(relation, row) -> entry
+    cdef Vec ov_key
+    cdef Vec ov_n
+    cdef Vec ov_count
+    cdef Map flip             # key(relation, row) -> FLIP_*
+    # The schedule.
+    cdef Vec arena
+    cdef Map bucket_of        # iteration -> bucket
+    cdef Vec bucket_first
+    cdef Vec bucket_size
+    cdef Vec heap
+    # One iteration's count changes: key(relation, row) -> entry.
+    cdef Map delta
+    cdef Vec d_key
+    cdef Vec d_change
+    cdef Vec d_old
+    cdef Vec dedup
+    # Settled heads handed on at the end of an iteration: (relation, row, o, n) each.
+    cdef Vec moved
+    cdef Vec inserted
+    cdef Vec gone
+    cdef int64_t* words
+
+    def __cinit__(self, list tables, list own):
+        cdef int i
+        self.tables = tables
+        self.nrel = len(tables)
+        self.own = <bint*>malloc(<size_t>(self.nrel + 1) * sizeof(bint))
+        self.any_before = <bint*>malloc(<size_t>(self.nrel + 1) * sizeof(bint))
+        self.any_after = <bint*>malloc(<size_t>(self.nrel + 1) * sizeof(bint))
+        self.words = <int64_t*>malloc(MAX_REGS * sizeof(int64_t))
+        if self.own == NULL or self.any_before == NULL or self.any_after == NULL:
+            raise MemoryError()
+        for i in range(self.nrel):
+            self.own[i] = own[i]
+            self.any_before[i] = False
+            self.any_after[i] = False
+        self.by_atom = [[] for _ in range(self.nrel)]
+        self.by_negation = [[] for _ in range(self.nrel)]
+        self.by_head = [[] for _ in range(self.nrel)]
+        self.by_head_later = [[] for _ in range(self.nrel)]
+        self.rules = []
+        _map_init(&self.overlay, 64)
+        _map_init(&self.flip, 64)
+        _map_init(&self.bucket_of, 64)
+        _map_init(&self.delta, 64)
+
+    def __dealloc__(self):
+        free(self.own)
+        free(self.any_before)
+        free(self.any_after)
+        free(self.words)
+        _map_free(&self.overlay)
+        _map_free(&self.flip)
+        _map_free(&self.bucket_of)
+        _map_free(&self.delta)
+        free(self.ov_key.data)
+        free(self.ov_n.data)
+        free(self.ov_count.data)
+        free(self.arena.data)
+        free(self.bucket_first.data)
+        free(self.bucket_size.data)
+        free(self.heap.data)
+        free(self.d_key.data)
+        free(self.d_change.data)
+        free(self.d_old.data)
+        free(self.dedup.data)
+        free(self.moved.data)
+        free(self.inserted.data)
+        free(self.gone.data)
+
+    # -- building -------------------------------------------------------------------------------
+
+    def add_rule(self, Rule rule):
+        self.rules.append(rule)
+
+    def add(self, str role, int relation, Enumerator e):
+        """Hand `relation`'s changed tuples to `e` in `role`: "atom", "negation", "head" or
+        "head_later"."""
+        {"atom": self.by_atom, "negation": self.by_negation, "head": self.by_head,
+         "head_later": self.by_head_later}[role][relation].append(e)
+
+    # -- one Update -----------------------------------------------------------------------------
+
+    def reset(self):
+        """Forget the last Update's statuses and schedule."""
+        _map_clear(&self.overlay)
+        _map_clear(&self.flip)
+        _map_clear(&self.bucket_of)
+        _map_clear(&self.delta)
+        self.ov_key.size = self.ov_n.size = self.ov_count.size = 0
+        self.arena.size = self.bucket_first.size = self.bucket_size.size = self.heap.size = 0
+        self.d_key.size = self.d_change.size = self.d_old.size = 0
+        self.moved.size = self.inserted.size = self.gone.size = 0
+        self.check = None
+
+    def flipped(self, int relation, rows, int flip):
+        """Rows of a lower relation whose presence flips in this epoch (FLIP_INSERTED 1,
+        FLIP_DELETED 2)."""
+        for r in rows:
+            _map_put(&self.flip, _key(relation, r), flip)
+
+    def presence(self, int relation, bint before, bint after):
+        """Whether a lower relation negated with only wildcards holds any tuple before and
+        after the epoch."""
+        self.any_before[relation] = before
+        self.any_after[relation] = after
+
+    def fact(self, int relation, int64_t row, int64_t o, int64_t n):
+        """A fact of an own relation retracted (n = INF) or asserted (n = 0) at iteration 0:
+        recorded, and handed to the enumerators by `start`."""
+        self._record(relation, row, n, 1)
+        if n == 0:
+            _vec_push(&self.moved, relation)
+            _vec_push(&self.moved, row)
+            _vec_push(&self.moved, o)
+            _vec_push(&self.moved, n)
+        else:
+            _vec_push(&self.moved, relation)
+            _vec_push(&self.moved, row)
+            _vec_push(&self.moved, o)
+            _vec_push(&self.moved, n)
+            _vec_push(&self.gone, relation)
+            _vec_push(&self.gone, row)
+            _vec_push(&self.gone, o)
+            _vec_push(&self.gone, n)
+
+    def start(self, dict lower, object check):
+        """Iteration 0: hand the flipped lower tuples (`lower`: relation -> rows) and the facts
+        to the enumerators."""
+        cdef Enumerator e
+        cdef int64_t i
+        self.check = check
+        self.ticks = CHECK_EVERY
+        for relation, rows in lower.items():
+            rows = list(rows)
+            for e in self.by_atom[relation]:
+                self._enumerate_rows(e, relation, rows, 0)
+            for e in self.by_negation[relation]:
+                self._enumerate_rows(e, relation, rows, 0)
+        self._hand(&self.moved, self.by_atom, CHANGED, 0)
+        self._hand(&self.gone, self.by_head, CHANGED, 0)
+        self.moved.size = self.gone.size = 0
+
+    def drain(self):
+        """Process the scheduled iterations in order; how many there were."""
+        cdef int64_t iterations = 0
+        cdef int64_t k
+        while self.heap.size:
+            if not iterations & 63:
+                self.check()
+            k = self._pop()
+            iterations += 1
+            self._iteration(k)
+        return iterations
+
+    def changes(self, int relation):
+        """(rows and their new iterations and counts, as lists) of every tuple of `relation`
+        whose status this Update recorded, in the order recorded."""
+        cdef Table t = <Table>PyList_GET_ITEM(self.tables, relation)
+        cdef int64_t i, row
+        changed = []
+        for i in range(self.ov_key.size):
+            if self.ov_key.data[i] >> 32 != relation:
+                continue
+            row = self.ov_key.data[i] & 0xFFFFFFFF
+            o = t.status[row] if t.status[row] >= 0 else INF
+            changed.append((t._tuple(row), o, self.ov_n.data[i], self.ov_count.data[i]))
+        return changed
+
+    # -- statuses -------------------------------------------------------------------------------
+
+    cdef inline Table _table(self, int relation):
+        return <Table>PyList_GET_ITEM(self.tables, relation)
+
+    cdef inline int64_t _n(self, int relation, int64_t row, int64_t o) noexcept:
+        """The row's iteration in the new epoch (`o` when it did not change)."""
+        cdef int64_t e = _map_get(&self.overlay, _key(relation, row), -1)
+        if e < 0:
+            return o
+        return self.ov_n.data[e]
+
+    cdef int _record(self, int relation, int64_t row, int64_t n, int64_t count) except -1:
+        cdef int64_t key = _key(relation, row)
+        cdef int64_t e = _map_get(&self.overlay, key, -1)
+        if e < 0:
+            e = self.ov_key.size
+            _vec_push(&self.ov_key, key)
+            _vec_push(&self.ov_n, n)
+            _vec_push(&self.ov_count, count)
+            _map_put(&self.overlay, key, e)
+        else:
+            self.ov_n.data[e] = n
+            self.ov_count.data[e] = count
+        return 0
+
+    cdef inline int64_t _o(self, Table t, int64_t row) noexcept:
+        """A row's committed iteration (INF: staged or no row)."""
+        cdef int s
+        if row < 0:
+            return INF
+        s = t.status[row]
+        return s if s >= 0 else INF
+
+    cdef int _tick(self) except -1:
+        self.ticks -= 1
+        if not self.ticks:
+            self.ticks = CHECK_EVERY
+            self.check()
+        return 0
+
+    # -- enumeration ----------------------------------------------------------------------------
+
+    cdef int _hand(self, Vec* rows, list enumerators, int status, int64_t cur) except -1:
+        """Hand settled heads (relation, row, o, n) to each relation's enumerators."""
+        cdef int64_t i
+        cdef int relation
+        cdef Enumerator e
+        cdef Run run
+        for i in range(0, rows.size, 4):
+            relation = <int>rows.data[i]
+            for e in <list>PyList_GET_ITEM(enumerators, relation):
+                run.status = status
+                run.cur = cur
+                run.ro = rows.data[i + 2]
+                run.rn = rows.data[i + 3]
+                self._drive(e, rows.data[i + 1], &run)
+        return 0
+
+    cdef int _enumerate_rows(self, Enumerator e, int relation, list rows, int64_t cur) except -1:
+        cdef Run run
+        for r in rows:
+            run.status = CHANGED
+            run.cur = cur
+            run.ro = -1
+            run.rn = -1
+            self._drive(e, <int64_t>r, &run)
+        return 0
+
+    cdef int _drive(self, Enumerator e, int64_t row, Run* run) except -1:
+        """Bind the driver's row and go on with the plan's steps."""
+        cdef Table t = self._table(e.driver_relation)
+        cdef const int64_t* code = e.code
+        cdef int64_t p = e.binds
+        cdef int64_t n = code[p]
+        cdef int64_t i, v, base = row * t.arity
+        self._tick()
+        for i in range(n):
+            run.regs[code[p + 2 + 2 * i]] = _get(t.rows, t.wide, base + code[p + 1 + 2 * i])
+        p = e.checks
+        n = code[p]
+        p += 1
+        for i in range(n):
+            if not self._eval(code, p + 1, run, &v):
+                return 0
+            if v != _get(t.rows, t.wide, base + code[p]):
+                return 0
+            p = _skip_expr(code, p + 1)
+        # A driving negation's status is the plan's first step (its key may be a group).
+        if e.driver == DRIVE_ATOM:
+            run.rows[e.driver_position] = row
+        elif e.driver == DRIVE_HEAD:
+            run.head_row = row
+        return self._step(e, 0, run)
+
+    cdef bint _eval(self, const int64_t* code, int64_t p, Run* run, int64_t* out) noexcept:
+        """The expression at `p` (count, (tag, value)*, postfix) into `out`; False when it has
+        no value."""
+        cdef int64_t n = code[p]
+        cdef int64_t stack[MAX_STACK]
+        cdef int top = 0
+        cdef int64_t i, tag, a
+        if n == 1:
+            tag = code[p + 1]
+            out[0] = code[p + 2] if tag == TERM_CONST else run.regs[code[p + 2]]
+            return True
+        for i in range(n):
+            tag = code[p + 1 + 2 * i]
+            if tag == TERM_CONST:
+                stack[top] = code[p + 2 + 2 * i]
+                top += 1
+            elif tag == TERM_REG:
+                stack[top] = run.regs[code[p + 2 + 2 * i]]
+                top += 1
+            else:
+                top -= 1
+                if not _arith(<int>tag, stack[top - 1], stack[top], &a):
+                    return False
+                stack[top - 1] = a
+        out[0] = stack[0]
+        return True
+
+    cdef int _step(self, Enumerator e, int s, Run* run) except -1:
+        cdef const int64_t* code = e.code
+        cdef int64_t p, kind, i, n, v, w, base, r, q, nkeys, bp, ep
+        cdef Table t
+        cdef int relation, position, mode, index
+        if s == e.nsteps:
+            return self._emit(e, run)
+        p = e.steps[s]
+        kind = code[p]
+        if kind == STEP_TEST:
+            if not self._eval(code, p + 2, run, &v):
+                return 0
+            if not self._eval(code, _skip_expr(code, p + 2), run, &w):
+                return 0
+            if _compare(<int>code[p + 1], v, w):
+                return self._step(e, s + 1, run)
+            return 0
+        if kind == STEP_ASSIGN:
+            if not self._eval(code, p + 2, run, &v):
+                return 0
+            run.regs[code[p + 1]] = v
+            return self._step(e, s + 1, run)
+        relation = <int>code[p + 1]
+        position = <int>code[p + 2]
+        mode = <int>code[p + 3]
+        index = <int>code[p + 4]
+        nkeys = code[p + 5]
+        t = self._table(relation)
+        # The key: (column, expression) pairs for an atom, expressions for a negation.
+        q = p + 6
+        for i in range(nkeys):
+            if kind == STEP_ATOM:
+                q += 1
+            if not self._eval(code, q, run, &self.words[i]):
+                return 0
+            q = _skip_expr(code, q)
+        if kind == STEP_NEG:
+            if self._negation_status(e, run, relation, position, mode, index):
+                return self._step(e, s + 1, run)
+            return 0
+        bp = q  # binds, then equal columns
+        ep = bp + 1 + 2 * code[bp]
+        if mode == MODE_MEMBER:
+            r = t._find(self.words)
+            if r < 0:
+                return 0
+            run.rows[position] = r
+            return self._step(e, s + 1, run)
+        if mode == MODE_INDEX:
+            r = t._group(index, self.words)
+        else:
+            r = 0
+        while True:
+            if mode == MODE_INDEX:
+                if r < 0:
+                    break
+            else:
+                while r < t.nrows and t.status[r] == -2:
+                    r += 1
+                if r >= t.nrows:
+                    break
+            self._tick()
+            base = r * t.arity
+            n = code[ep]
+            for i in range(n):
+                if (_get(t.rows, t.wide, base + code[ep + 1 + 2 * i])
+                        != _get(t.rows, t.wide, base + code[ep + 2 + 2 * i])):
+                    break
+            else:
+                n = code[bp]
+                for i in range(n):
+                    run.regs[code[bp + 2 + 2 * i]] = _get(t.rows, t.wide,
+                                                          base + code[bp + 1 + 2 * i])
+                run.rows[position] = r
+                # A join below may stage rows (it never does: staging is the drain's), but the
+                # row arrays are read through `t` each time, never through a saved pointer.
+                self._step(e, s + 1, run)
+            if mode == MODE_INDEX:
+                r = t.keyed[index].next[r]
+            else:
+                r += 1
+        return 0
+
+    cdef bint _negation_status(self, Enumerator e, Run* run, int relation, int position,
+                               int kind, int index) except -1:
+        """Bind whether the negated tuple (its key in `words`) is present before and after the
+        epoch; False when the candidate is dropped: present in both, or in the one epoch the
+        driver's status confines the derivation to."""
+        cdef Table t = self._table(relation)
+        cdef bint before = False, after = False
+        cdef int64_t r, f
+        if kind == NEG_ANY:
+            before = self.any_before[relation]
+            after = self.any_after[relation]
+        elif kind == NEG_TUPLE:
+            r = t._find(self.words)
+            if r >= 0:
+                before = t.status[r] >= 0
+                f = _map_get(&self.flip, _key(relation, r), FLIP_NONE)
+                after = True if f == FLIP_INSERTED else (False if f == FLIP_DELETED else before)
+        else:
+            r = t._group(index, self.words)
+            while r >= 0 and not (before and after):
+                f = _map_get(&self.flip, _key(relation, r), FLIP_NONE)
+                if t.status[r] >= 0:
+                    before = True
+                    if f != FLIP_DELETED:
+                        after = True
+                elif f == FLIP_INSERTED:
+                    after = True
+                r = t.keyed[index].next[r]
+        run.before[position] = before
+        run.after[position] = after
+        if _only(e, run) == 1:      # the new epoch only
+            return not after
+        if _only(e, run) == 2:      # the old epoch only
+            return not before
+        return not (before and after)
+
+    # -- scheduling -----------------------------------------------------------------------------
+
+    cdef int _emit(self, Enumerator e, Run* run) except -1:
+        """A derivation is complete: decide where it can count, and schedule it there."""
+        cdef Rule rule = e.rule
+        cdef int only = _only(e, run)
+        cdef int j, q
+        cdef int64_t o, n, fo = 0, fn = 0, lower_n = 0, ho = -1, v, at
+        cdef int64_t row, f, head_row = -1
+        cdef bint no = True, nn = True, ni = False, nd = False, sf, sn
+        cdef Table t, head = self._table(rule.head)
+        cdef int64_t* hv = self.words
+        cdef const int64_t* code = e.code
+        cdef int64_t p, nh
+        cdef int flags
+        for q in range(rule.nneg):
+            if run.after[q]:
+                ni = True
+            if run.before[q]:
+                nd = True
+        no = not nd
+        nn = not ni
+        if rule.nneg > 1 and not (no or nn):
+            return 0
+        for j in range(rule.npos):
+            row = run.rows[j]
+            if rule.lower[j]:
+                f = _map_get(&self.flip, _key(rule.relation[j], row), FLIP_NONE)
+                if f == FLIP_INSERTED:
+                    o, n = INF, 0
+                elif f == FLIP_DELETED:
+                    o, n = 0, INF
+                else:
+                    o = n = 0
+                if n > lower_n:
+                    lower_n = n
+            elif e.driver == DRIVE_ATOM and j == e.driver_position and run.ro >= 0:
+                o, n = run.ro, run.rn
+            else:
+                t = self._table(rule.relation[j])
+                o = self._o(t, row)
+                n = self._n(rule.relation[j], row, o)
+            if only == 2 and o >= INF:
+                return 0
+            if only == 1 and n >= INF:
+                return 0
+            if o > fo:
+                fo = o
+            if n > fn:
+                fn = n
+        fo += 1
+        fn += 1
+        # The head.
+        if e.driver == DRIVE_HEAD:
+            head_row = run.head_row
+            ho = run.ro
+            for j in range(rule.arity):
+                hv[j] = _get(head.rows, head.wide, head_row * head.arity + j)
+        else:
+            p = e.head
+            nh = code[p]
+            p += 1
+            for j in range(nh):
+                if not self._eval(code, p, run, &v):
+                    return 0
+                hv[j] = v
+                p = _skip_expr(code, p)
+        if run.status == INSERTED:
+            if not (run.cur < fn < INF and nn):
+                return 0
+            return self._schedule(e, run, fn, INF, ho, head_row, lower_n, no, nn, ni, nd)
+        if ho < 0:
+            head_row = head._find(hv)
+            ho = self._o(head, head_row)
+        if run.status == DELETED:
+            if run.cur < fo < INF and no and ho == fo:
+                return self._schedule(e, run, fo, fo, ho, head_row, lower_n, no, nn, ni, nd)
+            return 0
+        sn = run.cur < fn < INF and nn and (fo > fn or nd or (no and ho < fn))
+        if e.driver == DRIVE_HEAD:
+            if sn:
+                return self._schedule(e, run, fn, fo, ho, head_row, lower_n, no, nn, ni, nd)
+            return 0
+        sf = run.cur < fo < INF and no and (fn > fo or ni) and ho == fo
+        if sf:
+            self._schedule(e, run, fo, fo, ho, head_row, lower_n, no, nn, ni, nd)
+        if sn and (fn != fo or not sf):
+            self._schedule(e, run, fn, fo, ho, head_row, lower_n, no, nn, ni, nd)
+        return 0
+
+    cdef int _schedule(self, Enumerator e, Run* run, int64_t at, int64_t fo, int64_t ho,
+                       int64_t head_row, int64_t lower_n, bint no, bint nn, bint ni,
+                       bint nd) except -1:
+        cdef Rule rule = e.rule
+        cdef int64_t c, b, j
+        _vec_reserve(&self.arena, rule.words)
+        c = self.arena.size
+        cdef int64_t* w = self.arena.data + c
+        self.arena.size += rule.words
+        w[C_RULE] = rule.number
+        w[C_FO] = fo
+        w[C_HO] = ho
+        w[C_LOWER_N] = lower_n
+        w[C_FLAGS] = (F_NO if no else 0) | (F_NN if nn else 0) | (F_NI if ni else 0) | (
+            F_ND if nd else 0)
+        w[C_HEAD_ROW] = head_row
+        for j in range(rule.npos):
+            w[C_BODY + j] = run.rows[j]
+        for j in range(rule.arity):
+            w[C_BODY + rule.npos + j] = self.words[j]
+        b = _map_get(&self.bucket_of, at, -1)
+        if b < 0:
+            b = self.bucket_first.size
+            _vec_push(&self.bucket_first, -1)
+            _vec_push(&self.bucket_size, 0)
+            _map_put(&self.bucket_of, at, b)
+            self._push(at)
+        w[C_NEXT] = self.bucket_first.data[b]
+        self.bucket_first.data[b] = c
+        self.bucket_size.data[b] += 1
+        return 0
+
+    cdef int _push(self, int64_t k) except -1:
+        cdef int64_t i, parent
+        cdef int64_t* h
+        _vec_push(&self.heap, k)
+        h = self.heap.data
+        i = self.heap.size - 1
+        while i > 0:
+            parent = (i - 1) >> 1
+            if h[parent] <= k:
+                break
+            h[i] = h[parent]
+            i = parent
+        h[i] = k
+        return 0
+
+    cdef int64_t _pop(self) noexcept:
+        cdef int64_t* h = self.heap.data
+        cdef int64_t top = h[0]
+        cdef int64_t last = h[self.heap.size - 1]
+        cdef int64_t n = self.heap.size - 1
+        cdef int64_t i = 0, child
+        self.heap.size = n
+        while True:
+            child = 2 * i + 1
+            if child >= n:
+                break
+            if child + 1 < n and h[child + 1] < h[child]:
+                child += 1
+            if h[child] >= last:
+                break
+            h[i] = h[child]
+            i = child
+        if n:
+            h[i] = last
+        return top
+
+    # -- the drain ------------------------------------------------------------------------------
+
+    cdef bint _same(self, int64_t a, int64_t b) noexcept:
+        """Whether candidates `a` and `b` are one derivation (rule and body rows)."""
+        cdef int64_t* w = self.arena.data
+        cdef Rule rule
+        cdef int j
+        if w[a + C_RULE] != w[b + C_RULE]:
+            return False
+        rule = <Rule>PyList_GET_ITEM(self.rules, w[a + C_RULE])
+        for j in range(rule.npos):
+            if w[a + C_BODY + j] != w[b + C_BODY + j]:
+                return False
+        return True
+
+    cdef uint64_t _identity(self, int64_t c) noexcept:
+        cdef int64_t* w = self.arena.data
+        cdef Rule rule = <Rule>PyList_GET_ITEM(self.rules, w[c + C_RULE])
+        cdef uint64_t h = _mix(<uint64_t>w[c + C_RULE] + 1)
+        cdef int j
+        for j in range(rule.npos):
+            h = _mix(h ^ (<uint64_t>w[c + C_BODY + j] + <uint64_t>0x9E3779B97F4A7C15 + (h << 6)))
+        return h
+
+    cdef int _iteration(self, int64_t k) except -1:
+        """Classify the candidates scheduled at k (each derivation once), settle the count
+        changes of their heads, hand the heads whose status changed to the enumerators."""
+        cdef int64_t b = _map_get(&self.bucket_of, k, -1)
+        cdef int64_t c = self.bucket_first.data[b]
+        cdef int64_t size = self.bucket_size.data[b]
+        cdef int64_t slots, mask, i, d
+        cdef int64_t* table
+        # Nothing scheduled at k once it is popped: enumerations from here on are at k or later
+        # (`cur` is k), and a new bucket at k would never be popped.
+        if size > 1:
+            slots = 4
+            while slots < 2 * size:
+                slots *= 2
+            mask = slots - 1
+            _vec_reserve(&self.dedup, slots)
+            table = self.dedup.data
+            for i in range(slots):
+                table[i] = -1
+            while c >= 0:
+                i = <int64_t>(self._identity(c) & <uint64_t>mask)
+                while table[i] >= 0 and not self._same(table[i], c):
+                    i = (i + 1) & mask
+                if table[i] < 0:
+                    table[i] = c
+                    self._classify(c, k)
+                    table = self.dedup.data
+                c = self.arena.data[c + C_NEXT]
+        elif c >= 0:
+            self._classify(c, k)
+        for d in range(self.d_key.size):
+            self._tick()
+            self._settle(self.d_key.data[d], self.d_change.data[d], self.d_old.data[d], k)
+        _map_clear(&self.delta)
+        self.d_key.size = self.d_change.size = self.d_old.size = 0
+        self._hand(&self.moved, self.by_atom, CHANGED, k)
+        self.moved.size = 0
+        self._hand(&self.inserted, self.by_atom, INSERTED, k)
+        self.inserted.size = 0
+        self._hand(&self.gone, self.by_atom, DELETED, k)
+        self._hand(&self.gone, self.by_head_later, CHANGED, k)
+        self.gone.size = 0
+        return 0
+
+    cdef int _classify(self, int64_t c, int64_t k) except -1:
+        """The terms at k: Del (-1) when the derivation fired at k in the old epoch and not in
+        the new, Ins or Red (+1) when it fires at k in the new epoch and did not count there in
+        the old (see the Python Update's `_classify_rule`)."""
+        cdef int64_t* w = self.arena.data + c
+        cdef Rule rule = <Rule>PyList_GET_ITEM(self.rules, w[C_RULE])
+        cdef Table head = self._table(rule.head)
+        cdef Table t
+        cdef int64_t fn = w[C_LOWER_N], fo = w[C_FO], ho = w[C_HO], n, o, row, hn, key, e
+        cdef int64_t flags = w[C_FLAGS]
+        cdef bint no = flags & F_NO, nn = flags & F_NN, ni = flags & F_NI, nd = flags & F_ND
+        cdef int j, sign
+        self._tick()
+        for j in range(rule.npos):
+            if rule.lower[j]:
+                continue
+            t = self._table(rule.relation[j])
+            row = w[C_BODY + j]
+            o = self._o(t, row)
+            n = self._n(rule.relation[j], row, o)
+            if n > fn:
+                fn = n
+        fn += 1
+        if fo != k and fn != k:
+            return 0
+        row = w[C_HEAD_ROW]
+        if row < 0:
+            row = head._find(w + C_BODY + rule.npos)
+        if ho < 0:
+            ho = self._o(head, row)
+        if fo == k and no and (fn > k or ni) and ho == k:
+            sign = -1
+        elif fn == k and nn and (fo > k or nd or (fo <= k and no and ho < k)):
+            hn = ho if row < 0 else self._n(rule.head, row, ho)
+            if hn <= k - 1:
+                return 0
+            sign = 1
+        else:
+            return 0
+        if row < 0:  # a new tuple: only ever added to, so it will be present
+            row = head._append(w + C_BODY + rule.npos, -1)
+        key = _key(rule.head, row)
+        e = _map_get(&self.delta, key, -1)
+        if e < 0:
+            _map_put(&self.delta, key, self.d_key.size)
+            _vec_push(&self.d_key, key)
+            _vec_push(&self.d_change, sign)
+            _vec_push(&self.d_old, ho)
+        else:
+            self.d_change.data[e] += sign
+        return 0
+
+    cdef int _settle(self, int64_t key, int64_t change, int64_t o, int64_t k) except -1:
+        """Apply head `key`'s count change at k (its committed iteration `o`)."""
+        cdef int relation = <int>(key >> 32)
+        cdef int64_t row = key & 0xFFFFFFFF
+        cdef Table t = self._table(relation)
+        cdef int64_t e = _map_get(&self.overlay, key, -1)
+        cdef int64_t x = -1 if e < 0 else self.ov_n.data[e]
+        cdef Vec* handed
+        if e < 0:
+            if o < k:
+                return 0
+        elif x < k:
+            return 0  # derived earlier in the new epoch
+        if o == k:
+            change += _committed_count(t, row)
+        if change > 0:
+            self._record(relation, row, k, change)
+            if o == INF:
+                handed = &self.inserted
+            elif o != k:
+                handed = &self.moved
+            else:
+                return 0
+            _vec_push(handed, relation)
+            _vec_push(handed, row)
+            _vec_push(handed, o)
+            _vec_push(handed, k)
+        elif change == 0:
+            if o == k:
+                self._record(relation, row, INF, 0)
+                _vec_push(&self.gone, relation)
+                _vec_push(&self.gone, row)
+                _vec_push(&self.gone, o)
+                _vec_push(&self.gone, INF)
+        else:
+            raise AssertionError(
+                f"negative derivation count for relation {relation} row {t._tuple(row)} at {k}")
+        return 0
+
+
+cdef inline int _only(Enumerator e, Run* run) noexcept:
+    """The one epoch a derivation must be valid in to matter (0: either, 1: the new, 2: the
+    old): re-discovery and inserted drivers count in the new epoch only, deleted ones in the
+    old."""
+    if e.driver == DRIVE_HEAD or run.status == INSERTED:
+        return 1
+    if run.status == DELETED:
+        return 2
+    return 0
+
+
+cdef inline bint _compare(int op, int64_t a, int64_t b) noexcept:
+    if op == CMP_EQ:
+        return a == b
+    if op == CMP_NE:
+        return a != b
+    if op == CMP_LT:
+        return a < b
+    if op == CMP_LE:
+        return a <= b
+    if op == CMP_GT:
+        return a > b
+    return a >= b
+
+
+cdef int64_t _committed_count(Table t, int64_t row) except -1:
+    cdef int32_t c = t.counts[row]
+    if c > 0:
+        return c
+    return t._count(row)

@@ -1,0 +1,300 @@
+"""A stratum's Update plans as the words the compiled kernel runs (`reasoner.update.kernel`).
+
+A plan is data, not code: the join order `reasoner.plan.joins` chooses, written as integers
+(relation numbers, index positions, registers for variables, postfix expressions). One loop
+compiled once interprets every plan, so a rule added at runtime costs microseconds to plan
+and nothing to compile, and `reasoner explain` can print exactly what runs.
+
+Layout (every item an int64; an expression is `count, (tag, value) * count`, postfix, a tag
+`TERM_CONST` or `TERM_REG` or an operator):
+
+    driver kind, driver relation, driver position,
+    binds: count, (column, register) *,
+    checks: count, (column, expression) *,       # constants, repeated variables
+    steps: count, step *,
+    head: count, expression *                    # none for a head driver
+
+    step ATOM:   1, relation, position, mode, index, nkeys, (column, expression) *,
+                 nbinds, (column, register) *, nequal, (column, column) *
+    step NEG:    2, relation, position, kind, index, nkeys, expression *
+    step TEST:   3, comparison, expression, expression
+    step ASSIGN: 4, register, expression
+
+What the kernel cannot run raises `Unsupported`, and the stratum keeps the generated Python
+Update (`reasoner.elastic.update`): a head whose variables occur only inside arithmetic (it
+cannot be inverted for re-discovery), values outside 64 bits, more than 256 registers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from reasoner.plan.joins import (
+    AtomStep,
+    CompareStep,
+    Driver,
+    JoinPlan,
+    head_is_invertible,
+    plan_rule,
+    positive_atoms,
+)
+from reasoner.symbols import SymbolTable
+from reasoner.syntax.ast import (
+    Atom,
+    BinaryOp,
+    Negation,
+    NumberConst,
+    Rule,
+    StringConst,
+    Term,
+    Variable,
+    Wildcard,
+)
+
+DRIVE_ATOM, DRIVE_NEG, DRIVE_HEAD = 0, 1, 2
+STEP_ATOM, STEP_NEG, STEP_TEST, STEP_ASSIGN = 1, 2, 3, 4
+MODE_SCAN, MODE_INDEX, MODE_MEMBER = 0, 1, 2
+NEG_TUPLE, NEG_INDEX, NEG_ANY = 0, 1, 2
+TERM_CONST, TERM_REG = 0, 1
+OPERATORS = {"+": 2, "-": 3, "*": 4, "/": 5, "%": 6}
+COMPARISONS = {"=": 0, "!=": 1, "<": 2, "<=": 3, ">": 4, ">=": 5}
+LIMIT = 256
+"""Registers, positive atoms, negated atoms and head columns a plan may have (the kernel's
+fixed-size binding arrays)."""
+STACK = 64
+"""Values an expression may hold on the kernel's stack at once."""
+_INT64 = range(-(1 << 63), 1 << 63)
+
+
+class Unsupported(Exception):
+    """A rule the kernel cannot run; its stratum is updated by the generated Python code."""
+
+
+@dataclass(frozen=True, slots=True)
+class EnumeratorPlan:
+    """One rule evaluated from one driver, and the words that say so."""
+
+    rule_number: int
+    role: str
+    """How the drain hands it tuples: "atom", "negation", "head" (see `Kernel.add`)."""
+    relation: str
+    """The relation whose changed tuples drive it."""
+    plan: JoinPlan
+    words: list[int]
+
+
+class _Registers:
+    def __init__(self) -> None:
+        self.of: dict[str, int] = {}
+
+    def new(self, name: str) -> int:
+        if len(self.of) >= LIMIT:
+            raise Unsupported("more than 256 variables in one rule")
+        number = self.of[name] = len(self.of)
+        return number
+
+
+def _constant(value: int) -> int:
+    if value not in _INT64:
+        raise Unsupported(f"{value} does not fit 64 bits")
+    return value
+
+
+def _expression(term: Term, registers: _Registers, symbols: SymbolTable) -> list[int]:
+    """`count, (tag, value) *`: the term in postfix."""
+    items: list[int] = []
+    depth = 0
+
+    def walk(t: Term) -> int:
+        """Append `t`; how deep the stack gets while it is evaluated."""
+        if isinstance(t, Variable):
+            if t.name not in registers.of:
+                raise Unsupported(f"{t.name} is used before it is bound")
+            items.extend((TERM_REG, registers.of[t.name]))
+            return 1
+        if isinstance(t, NumberConst):
+            items.extend((TERM_CONST, _constant(t.value)))
+            return 1
+        if isinstance(t, StringConst):
+            items.extend((TERM_CONST, symbols.intern(t.value)))
+            return 1
+        if isinstance(t, BinaryOp):
+            left = walk(t.left)
+            right = walk(t.right)
+            items.extend((OPERATORS[t.op], 0))
+            return max(left, right + 1)
+        raise Unsupported(f"no value for {t!r}")
+
+    depth = walk(term)
+    if depth > STACK:
+        raise Unsupported("an expression nested too deep")
+    return [len(items) // 2, *items]
+
+
+def _bind_from(args: tuple[Term, ...], registers: _Registers, symbols: SymbolTable) -> list[int]:
+    """The driver's binds (a variable's first occurrence) and checks (everything else but
+    wildcards, evaluated once every bind is done)."""
+    binds: list[int] = []
+    later: list[tuple[int, Term]] = []
+    for col, arg in enumerate(args):
+        if isinstance(arg, Wildcard):
+            continue
+        if isinstance(arg, Variable) and arg.name not in registers.of:
+            binds.extend((col, registers.new(arg.name)))
+        else:
+            later.append((col, arg))
+    checks: list[int] = []
+    for col, arg in later:
+        checks.extend((col, *_expression(arg, registers, symbols)))
+    return [len(binds) // 2, *binds, len(later), *checks]
+
+
+class StratumPlanWriter:
+    """Writes the plans of one stratum's rules, numbering relations as the kernel does."""
+
+    def __init__(
+        self,
+        relation_number: Callable[[str], int],
+        index_position: Callable[[str, tuple[int, ...]], int],
+        symbols: SymbolTable,
+        own: frozenset[str] | set[str],
+    ) -> None:
+        self.relation_number = relation_number
+        self.index_position = index_position
+        self.symbols = symbols
+        self.own = own
+
+    def rule_plans(self, number: int, rule: Rule) -> list[EnumeratorPlan]:
+        """Every enumerator of rule `number`: one per positive atom, per negated atom, and
+        the head's (re-discovery)."""
+        if not head_is_invertible(rule):
+            raise Unsupported("a head variable occurs only inside arithmetic")
+        if len(rule.head.args) > LIMIT or len(rule.body) > LIMIT:
+            raise Unsupported("a rule too wide for the kernel")
+        plans = []
+        for i in positive_atoms(rule):
+            plans.append(self._plan(number, rule, Driver("atom", i), "atom"))
+        for i, literal in enumerate(rule.body):
+            if isinstance(literal, Negation):
+                plans.append(self._plan(number, rule, Driver("negation", i), "negation"))
+        plans.append(self._plan(number, rule, Driver("head"), "head"))
+        return plans
+
+    def _plan(self, number: int, rule: Rule, driver: Driver, role: str) -> EnumeratorPlan:
+        plan = plan_rule(rule, driver)
+        normalized = plan.rule
+        positions = {i: j for j, i in enumerate(positive_atoms(normalized))}
+        negations = {
+            i: q
+            for q, i in enumerate(
+                i for i, lit in enumerate(normalized.body) if isinstance(lit, Negation)
+            )
+        }
+        registers = _Registers()
+        steps = list(plan.steps)
+        words: list[int]
+        first: list[int] = []
+        if driver.kind == "head":
+            relation = normalized.head.relation
+            words = [DRIVE_HEAD, self.relation_number(relation), -1]
+            words += _bind_from(normalized.head.args, registers, self.symbols)
+        else:
+            step = steps.pop(0)
+            assert isinstance(step, AtomStep)
+            relation = step.relation
+            kind = DRIVE_NEG if step.negated else DRIVE_ATOM
+            position = negations[step.body_index] if step.negated else positions[step.body_index]
+            words = [kind, self.relation_number(relation), position]
+            words += _bind_from(step.atom.args, registers, self.symbols)
+            if step.negated:  # its status, over its group when it has wildcards
+                first = self._negation(step, negations, registers)
+        body: list[int] = first
+        count = 1 if first else 0
+        for step in steps:
+            if isinstance(step, CompareStep):
+                body += self._compare(step, registers)
+            elif step.negated:
+                body += self._negation(step, negations, registers)
+            else:
+                body += self._atom(step, positions, registers)
+            count += 1
+        words += [count, *body]
+        if driver.kind == "head":
+            words.append(0)
+        else:
+            words.append(len(normalized.head.args))
+            for arg in normalized.head.args:
+                words += _expression(arg, registers, self.symbols)
+        return EnumeratorPlan(number, role, relation, plan, words)
+
+    def _compare(self, step: CompareStep, registers: _Registers) -> list[int]:
+        cmp = step.comparison
+        if step.assigns is not None:
+            is_left = isinstance(cmp.left, Variable) and cmp.left.name == step.assigns
+            value = _expression(cmp.right if is_left else cmp.left, registers, self.symbols)
+            return [STEP_ASSIGN, registers.new(step.assigns), *value]
+        return [
+            STEP_TEST,
+            COMPARISONS[cmp.op],
+            *_expression(cmp.left, registers, self.symbols),
+            *_expression(cmp.right, registers, self.symbols),
+        ]
+
+    def _negation(
+        self, step: AtomStep, negations: dict[int, int], registers: _Registers
+    ) -> list[int]:
+        args = step.atom.args
+        concrete = tuple(c for c, a in enumerate(args) if not isinstance(a, Wildcard))
+        index = -1
+        if len(concrete) == len(args):
+            kind = NEG_TUPLE
+        elif concrete:
+            kind = NEG_INDEX
+            index = self.index_position(step.relation, concrete)
+        else:
+            kind = NEG_ANY
+            concrete = ()
+        keys: list[int] = []
+        for c in concrete:
+            keys += _expression(args[c], registers, self.symbols)
+        return [
+            STEP_NEG,
+            self.relation_number(step.relation),
+            negations[step.body_index],
+            kind,
+            index,
+            len(concrete),
+            *keys,
+        ]
+
+    def _atom(self, step: AtomStep, positions: dict[int, int], registers: _Registers) -> list[int]:
+        atom: Atom = step.atom
+        index = -1
+        if step.is_membership:
+            mode, columns = MODE_MEMBER, tuple(range(len(atom.args)))
+        elif step.key_columns:
+            mode, columns = MODE_INDEX, step.key_columns
+            index = self.index_position(atom.relation, columns)
+        else:
+            mode, columns = MODE_SCAN, ()
+        keys: list[int] = []
+        for c in columns:
+            keys += [c, *_expression(atom.args[c], registers, self.symbols)]
+        binds: list[int] = []
+        for c, name in step.binds:
+            binds += [c, registers.new(name)]
+        equal = [c for pair in step.equal_columns for c in pair]
+        return [
+            STEP_ATOM,
+            self.relation_number(atom.relation),
+            positions[step.body_index],
+            mode,
+            index,
+            len(columns),
+            *keys,
+            len(step.binds),
+            *binds,
+            len(step.equal_columns),
+            *equal,
+        ]

@@ -1,0 +1,209 @@
+"""One stratum's Update on the compiled kernel: its inputs in, its changes out to the overlay.
+
+The kernel works on row ids; the rest of the engine still speaks tuples at the boundary of a
+stratum (the overlay's dicts, which the strata above read and the commit writes). So a run
+turns the lower relations' presence flips and the facts asserted on or retracted from the
+stratum's own relations into rows, lets the kernel do the Update, and writes its recorded
+statuses back into the overlay: one Python tuple per changed tuple, where the generated
+Python Update makes several per derivation.
+"""
+
+from __future__ import annotations
+
+import time
+
+from reasoner.analysis.model import Stratum
+from reasoner.elastic.overlay import INF, Overlay
+from reasoner.elastic.update import Deadline, StratumUpdatePlans, StratumUpdateRun
+from reasoner.executors.local.codegen import PlanCompiler
+from reasoner.gc_pause import collector_paused
+from reasoner.plan.joins import positive_atoms
+from reasoner.state import State, Tuple
+from reasoner.symbols import SymbolTable
+from reasoner.syntax.ast import Negation, Wildcard
+from reasoner.update.kernel import Enumerator, Kernel, Rule
+from reasoner.update.plans import EnumeratorPlan, StratumPlanWriter, Unsupported
+
+FLIP_INSERTED, FLIP_DELETED = 1, 2
+
+
+class CompiledStratumPlans:
+    """The kernel of one stratum, with its plans: made once per Bootstrap, like the Python
+    Update's `StratumUpdatePlans`, and run by every Update of the stratum.
+
+    Raises `reasoner.update.plans.Unsupported` for a stratum the kernel cannot run."""
+
+    def __init__(
+        self, stratum: Stratum, state: State, symbols: SymbolTable, arities: dict[str, int]
+    ) -> None:
+        self.stratum = stratum
+        self.state = state
+        self.own = sorted(stratum.relations)
+        inputs: set[str] = set()
+        for rule in stratum.rules:
+            for i in positive_atoms(rule):
+                name = rule.body[i].relation  # type: ignore[union-attr]
+                if name not in stratum.relations:
+                    inputs.add(name)
+            for lit in rule.body:
+                if isinstance(lit, Negation):
+                    inputs.add(lit.atom.relation)
+        self.inputs = sorted(inputs)
+        self.any_negated = sorted(
+            {
+                lit.atom.relation
+                for rule in stratum.rules
+                for lit in rule.body
+                if isinstance(lit, Negation)
+                and all(isinstance(a, Wildcard) for a in lit.atom.args)
+                and lit.atom.args
+            }
+        )
+        self.names = [*self.own, *self.inputs]
+        self.number = {name: i for i, name in enumerate(self.names)}
+        for name in self.names:
+            if name not in state:
+                state.relation(name, arities[name])
+        writer = StratumPlanWriter(
+            self.number.__getitem__,
+            lambda name, columns: state[name].table.index_position(columns),
+            symbols,
+            stratum.relations,
+        )
+        self.plans: list[EnumeratorPlan] = []
+        rules = []
+        own_atoms = []
+        for number, rule in enumerate(stratum.rules):
+            self.plans += writer.rule_plans(number, rule)
+            positive = [
+                (self.number[rule.body[i].relation], rule.body[i].relation not in self.own)  # type: ignore[union-attr]
+                for i in positive_atoms(rule)
+            ]
+            own_atoms.append(any(not lower for _relation, lower in positive))
+            negated = sum(isinstance(lit, Negation) for lit in rule.body)
+            rules.append(
+                Rule(
+                    number, self.number[rule.head.relation], len(rule.head.args), positive, negated
+                )
+            )
+        self.kernel = Kernel(
+            [state[name].table for name in self.names],
+            [name in stratum.relations for name in self.names],
+        )
+        for rule in rules:
+            self.kernel.add_rule(rule)
+        for plan in self.plans:
+            rule = rules[plan.rule_number]
+            enumerator = Enumerator(rule, plan.words, plan.plan.rule.text or plan.relation)
+            relation = self.number[plan.relation]
+            self.kernel.add(plan.role, relation, enumerator)
+            if plan.role == "head" and own_atoms[plan.rule_number]:
+                # A rule without an own atom fires at iteration 1 or never: it re-derives a
+                # head deleted later than iteration 0 never (see `by_head_later`).
+                self.kernel.add("head_later", relation, enumerator)
+
+    def update(
+        self,
+        overlay: Overlay,
+        deadline: Deadline,
+        retracted_facts: dict[str, set[Tuple]],
+        asserted_facts: dict[str, set[Tuple]],
+    ) -> StratumUpdateRun:
+        """Bring the stratum up to date in `overlay` (see `StratumUpdate.run`)."""
+        with collector_paused():
+            return self._update(overlay, deadline, retracted_facts, asserted_facts)
+
+    def _update(
+        self,
+        overlay: Overlay,
+        deadline: Deadline,
+        retracted_facts: dict[str, set[Tuple]],
+        asserted_facts: dict[str, set[Tuple]],
+    ) -> StratumUpdateRun:
+        start = time.perf_counter()
+        kernel = self.kernel
+        state = self.state
+        kernel.reset()
+        lower: dict[int, list[int]] = {}
+        for name in self.inputs:
+            deleted, inserted = overlay.presence_diff(name)
+            table = state[name].table
+            number = self.number[name]
+            gone = [table.row(t) for t in deleted]
+            new = [table.row(t) for t in inserted]
+            kernel.flipped(number, gone, FLIP_DELETED)
+            kernel.flipped(number, new, FLIP_INSERTED)
+            if name in self.any_negated:
+                size = len(table)
+                kernel.presence(number, size > 0, size - len(deleted) + len(inserted) > 0)
+            if gone or new:
+                lower[number] = gone + new
+        for name in self.own:
+            if overlay.changes.get(name):
+                raise AssertionError(f"{name} has changes before its stratum's Update")
+            store = state[name]
+            table = store.table
+            number = self.number[name]
+            recorded: dict[Tuple, int] = {}
+            for t in retracted_facts.get(name, ()):
+                if table.get(t) == 0:
+                    recorded[t] = INF
+                    kernel.fact(number, table.row(t), 0, INF)
+            for t in asserted_facts.get(name, ()):
+                o = table.get(t, INF)
+                if recorded.get(t, o) != 0:
+                    recorded[t] = 0
+                    table.stage(t)
+                    kernel.fact(number, table.row(t), o, 0)
+        try:
+            kernel.start(lower, deadline.check)
+            iterations = kernel.drain()
+        finally:
+            self._export(overlay)
+        return StratumUpdateRun(
+            self.stratum.index,
+            tuple(self.own),
+            iterations,
+            time.perf_counter() - start,
+        )
+
+    def _export(self, overlay: Overlay) -> None:
+        """Write the kernel's recorded statuses into the overlay, with each relation's presence
+        diff, and make the tuples it staged known to the store (`RelationStore.extra`) so that
+        a discard unstages them."""
+        for name in self.own:
+            changes = overlay.relation_changes(name)
+            counts = overlay.relation_counts(name)
+            extra = self.state[name].extra
+            deleted: set[Tuple] = set()
+            inserted: set[Tuple] = set()
+            for t, o, n, count in self.kernel.changes(self.number[name]):
+                changes[t] = n
+                if n < INF:
+                    if count != 1:
+                        counts[t] = count
+                    else:
+                        counts.pop(t, None)
+                    if o >= INF:
+                        inserted.add(t)
+                        extra[t] = None
+                elif o < INF:
+                    deleted.add(t)
+            overlay.known_diff(name, deleted, inserted)
+        self.kernel.reset()
+
+
+StratumPlans = CompiledStratumPlans | StratumUpdatePlans
+
+
+def stratum_plans(
+    stratum: Stratum, state: State, compiler: PlanCompiler, engine: str
+) -> StratumPlans:
+    """The Update plans of a stratum: the kernel's (`engine` "compiled") where it can run the
+    stratum's rules, else the generated Python code's."""
+    if engine == "compiled":
+        try:
+            return CompiledStratumPlans(stratum, state, compiler.symbols, compiler.arities)
+        except Unsupported:
+            pass
+    return StratumUpdatePlans(stratum, state, compiler)
