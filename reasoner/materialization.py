@@ -490,12 +490,17 @@ class Materialization:
             with collector_paused():  # until the overlay's records are freed (reasoner.gc_pause)
                 try:
                     strata = self._update(overlay, prepared, deadline)
-                    changes = {name: overlay.presence_diff(name) for name in kept}
-                    changes.update(
-                        (name, (set(self.state[name].iters), set()))
-                        for name in derived
-                        if name not in new.relations and name in self.state
-                    )
+                    dropped = [n for n in derived if n not in new.relations and n in self.state]
+                    sizes = {name: overlay.presence_sizes(name) for name in kept}
+                    sizes.update((name, (len(self.state[name]), 0)) for name in dropped)
+                    # Tuples only for a report that lists them: the compiled Update records
+                    # changes by row id.
+                    listed = None
+                    if include_changes:
+                        listed = {name: overlay.presence_diff(name) for name in kept}
+                        listed.update(
+                            (name, (set(self.state[name].iters), set())) for name in dropped
+                        )
                 except DeadlineExceeded:
                     self._discard(overlay, cached)
                     reason = "deadline"
@@ -522,9 +527,7 @@ class Materialization:
                     with self._lock.exclusive():
                         overlay.commit()
                         self._adopt(prepared)
-                    report = self._report(
-                        start, "update", strata, changes, include_changes, prepared, types
-                    )
+                    report = self._report(start, "update", strata, sizes, listed, prepared, types)
             if reason is None:
                 return report
         before = self.state
@@ -554,8 +557,8 @@ class Materialization:
             start,
             "bootstrap",
             strata,
-            changes,
-            include_changes,
+            {name: (len(gone), len(new)) for name, (gone, new) in changes.items()},
+            changes if include_changes else None,
             prepared,
             types,
             reason,
@@ -659,7 +662,7 @@ class Materialization:
                 touched = (
                     own_retracts
                     or own_inserts
-                    or any(overlay.changes.get(name) for name in plans.inputs)
+                    or any(overlay.has_changes(name) for name in plans.inputs)
                 )
                 if not touched:
                     reports.append(StratumReport(stratum.index, names, "unchanged", 0.0))
@@ -683,19 +686,20 @@ class Materialization:
         start: float,
         strategy: str,
         strata: tuple[StratumReport, ...],
-        changes: dict[str, tuple[set[Tuple], set[Tuple]]],
-        include_changes: bool,
+        sizes: dict[str, tuple[int, int]],
+        listed: dict[str, tuple[set[Tuple], set[Tuple]]] | None,
         prepared: PreparedDelta,
         types: Mapping[str, tuple[ColumnType, ...]],
         reason: str | None = None,
         engine: EngineChoice | None = None,
     ) -> EpochReport:
-        """`types`: the column types of every relation in `changes`, including relations the
-        epoch removed from the program."""
+        """`sizes`: (retracted, inserted) per derived relation; `listed`: their tuples, for a
+        report that lists them; `types`: the column types of every relation in them, including
+        relations the epoch removed from the program."""
         detail = None
-        if include_changes:
+        if listed is not None:
             detail = {}
-            for name, (gone, new) in changes.items():
+            for name, (gone, new) in listed.items():
                 if gone or new:
                     decode = self.symbols.decoder(types[name])
                     detail[name] = {
@@ -706,8 +710,8 @@ class Materialization:
             epoch=self.epoch,
             strategy=strategy,
             seconds=time.perf_counter() - start,
-            inserted=sum(len(new) for _gone, new in changes.values()),
-            retracted=sum(len(gone) for gone, _new in changes.values()),
+            inserted=sum(new for _gone, new in sizes.values()),
+            retracted=sum(gone for gone, _new in sizes.values()),
             strata=strata,
             fallback_reason=reason,
             changes=detail,

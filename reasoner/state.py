@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
-from reasoner.compact import Counts, Index, Table, TupleSet
+from reasoner.compact import Counts, Index, Staged, Table, TupleSet
 
 Tuple = tuple[int, ...]
 Columns = tuple[int, ...]
@@ -38,10 +38,11 @@ class RelationStore:
         self.name = name
         self.arity = arity
         self.table = Table(arity)
-        self.extra: dict[Tuple, None] = {}
+        self.extra: Staged = self.table.staged_view
         """Tuples an in-flight Update derived that are not committed yet: staged in the table
         (so joins see the union of the old and the new epoch through the indexes) but not
-        committed. Few, so the generated code tests membership in this dict."""
+        committed. A view of the table's staged rows, whoever staged them (the compiled
+        Update stages by row id)."""
 
     @property
     def iters(self) -> Table:
@@ -111,23 +112,18 @@ class RelationStore:
 
     def stage(self, t: Tuple) -> None:
         """Make an uncommitted new tuple visible to index probes (see `extra`)."""
-        if self.table.stage(t):
-            self.extra[t] = None
+        self.table.stage(t)
 
     def stage_new(self, t: Tuple) -> None:
         """`stage` for a tuple known to be neither committed nor staged."""
         self.table.stage(t)
-        self.extra[t] = None
 
     def unstage(self, t: Tuple) -> None:
         """Forget a staged tuple (its Update was discarded, or it was retracted again)."""
-        if t in self.extra:
-            del self.extra[t]
-            self.table.unstage(t)
+        self.table.unstage(t)
 
     def commit_staged(self, t: Tuple, iteration: int, count: int) -> None:
         """Turn a staged tuple into a committed one (already indexed)."""
-        del self.extra[t]
         self.table.add(t, iteration, count)
 
     def set(self, t: Tuple, iteration: int, count: int) -> None:
@@ -143,20 +139,18 @@ class RelationStore:
         an Update's changes, is written by one compiled loop (`Table.update`).
 
         Every staged tuple has an entry in `changes` (whoever stages a tuple records its new
-        status), so none is left staged afterwards: `extra` is emptied at once. The table is
-        compacted when removals left more dead rows than live ones."""
+        status), so none is left staged afterwards. The table is compacted when removals left
+        more dead rows than live ones."""
         table = self.table
         gone = [t for t, n in changes.items() if n >= absent]
         for t in gone:
             del changes[t]
             table.remove(t)
         table.update(changes, counts)
-        self.extra.clear()
         table.compact()
 
     def clear(self) -> None:
         self.table.clear()
-        self.extra.clear()
 
     def snapshot(self) -> dict[Tuple, tuple[int, int]]:
         return self.table.items_with_counts()

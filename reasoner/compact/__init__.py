@@ -2,7 +2,7 @@
 row ids (`table.pyx`, built by `pip install` through setup.py; its docstring gives the layout),
 and sets of tuples on them (`tuple_set.py`)."""
 
-from reasoner.compact.table import Counts, Index, Table
+from reasoner.compact.table import Counts, Index, Staged, Table
 from reasoner.compact.tuple_set import TupleSet
 
-__all__ = ["Counts", "Index", "Table", "TupleSet"]
+__all__ = ["Counts", "Index", "Staged", "Table", "TupleSet"]

@@ -674,6 +674,57 @@ cdef class Table:
             self._load_row(t)
             self._commit(self.scratch, iteration, counts.get(t, 1) if counts else 1, True)
 
+    def apply_rows(self, rows, news, counts):
+        """Commit an Update's changes given by row id (the compiled Update's record): row
+        `rows[j]` becomes iteration `news[j]` with count `counts[j]`, committed if it was
+        staged; a new iteration past 2**31 - 1 ("absent") removes the row, committed or
+        staged. Row ids stay valid throughout: no compaction here."""
+        cdef const int64_t[::1] r = np.ascontiguousarray(rows, dtype=np.int64)
+        cdef const int64_t[::1] n = np.ascontiguousarray(news, dtype=np.int64)
+        cdef const int64_t[::1] c = np.ascontiguousarray(counts, dtype=np.int64)
+        cdef int64_t j, row
+        if len(n) != len(r) or len(c) != len(r):
+            raise ValueError("rows, iterations and counts of different lengths")
+        for j in range(len(r)):
+            row = r[j]
+            if row < 0 or row >= self.nrows or self.status[row] == DEAD_STATUS:
+                raise KeyError(f"no row {row}")
+            if n[j] > 2147483647:
+                self._kill(row)
+                continue
+            self._check_iteration(n[j])
+            if self.status[row] == STAGED_STATUS:
+                self.staged -= 1
+                self.committed += 1
+            self.status[row] = <int32_t>n[j]
+            if c[j] != 1 or self.counts[row] != 1:
+                self._set_count(row, c[j])
+        self.version += 1
+
+    def unstage_rows(self, rows):
+        """Remove those of `rows` that are staged (a discarded Update's new tuples)."""
+        cdef const int64_t[::1] r = np.ascontiguousarray(rows, dtype=np.int64)
+        cdef int64_t j
+        for j in range(len(r)):
+            if 0 <= r[j] < self.nrows and self.status[r[j]] == STAGED_STATUS:
+                self._kill(r[j])
+
+    def tuples(self, rows):
+        """The tuples of `rows` (live row ids), as a list."""
+        cdef const int64_t[::1] r = np.ascontiguousarray(rows, dtype=np.int64)
+        cdef int64_t j
+        out = []
+        for j in range(len(r)):
+            if not 0 <= r[j] < self.nrows or self.status[r[j]] == DEAD_STATUS:
+                raise KeyError(f"no row {r[j]}")
+            out.append(self._tuple(r[j]))
+        return out
+
+    @property
+    def staged_view(self) -> Staged:
+        """The staged tuples as a set-like view (`in`, iteration, `len`)."""
+        return Staged(self)
+
     def clear(self):
         cdef int k
         self.generation += 1
@@ -1033,3 +1084,26 @@ cdef class Counts:
 
     def get(self, t, default=None):
         return self.table.count(t, default)
+
+
+cdef class Staged:
+    """A table's staged tuples, read as a set: what an in-flight Update added to the union of
+    the old and the new epoch that probes see, before it commits."""
+
+    cdef Table table
+
+    def __cinit__(self, Table table):
+        self.table = table
+
+    def __contains__(self, t):
+        cdef int64_t r = self.table._row_of(t)
+        return r >= 0 and self.table.status[r] == STAGED_STATUS
+
+    def __iter__(self):
+        return _RowIterator(self.table, 3)
+
+    def __len__(self):
+        return self.table.staged
+
+    def __bool__(self):
+        return self.table.staged > 0

@@ -14,9 +14,19 @@ The new count of a recorded tuple is in `counts` when it is not 1, as in the com
 (`RelationStore.counts`). Keeping n alone in `changes` lets the commit write the iterations of a
 relation in one `dict.update`, and spares Update a (n, count) pair per status change: an Update
 of CRDT records tens of thousands of them, nearly all with count 1.
+
+The compiled Update records a relation by row id instead (`RowChanges`, in `rows`): arrays the
+commit writes into the table directly and the kernels of the strata above read their inputs'
+flips from, with no Python tuple per change. Tuples are made from them only for a reader that
+wants tuples (the generated Python Update of a stratum above, an epoch report's listed
+changes, a rule change's Bootstrap of a stratum above).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
 
 from reasoner.state import State, Tuple
 
@@ -24,8 +34,27 @@ INF = 1 << 62
 """An iteration later than any real one: 'not in this epoch'."""
 
 
+@dataclass(frozen=True, slots=True)
+class RowChanges:
+    """One relation's recorded statuses by row id: row `rows[j]` was at iteration `olds[j]`
+    (INF: absent) and is at `news[j]` (INF: absent) with count `counts[j]`."""
+
+    rows: np.ndarray
+    olds: np.ndarray
+    news: np.ndarray
+    counts: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def flips(self) -> tuple[np.ndarray, np.ndarray]:
+        """(deleted, inserted): the rows whose presence flips."""
+        was, now = self.olds < INF, self.news < INF
+        return self.rows[was & ~now], self.rows[now & ~was]
+
+
 class Overlay:
-    __slots__ = ("_diffs", "changes", "counts", "created", "state")
+    __slots__ = ("_diffs", "changes", "counts", "created", "rows", "state")
 
     def __init__(self, state: State) -> None:
         self.state = state
@@ -34,6 +63,9 @@ class Overlay:
         self.counts: dict[str, dict[Tuple, int]] = {}
         """Per relation, the new counts other than 1 of recorded tuples (a stale entry of a
         tuple recorded as absent is ignored)."""
+        self.rows: dict[str, RowChanges] = {}
+        """Per relation the compiled Update wrote, its record by row id (and nothing of it in
+        `changes`)."""
         self._diffs: dict[str, tuple[set[Tuple], set[Tuple]]] = {}
         self.created: list[str] = []
         """Relations of the epoch's new program that were added to the committed state (empty,
@@ -62,6 +94,45 @@ class Overlay:
             counts = self.counts[name] = {}
         return counts
 
+    def record_rows(self, name: str, changes: RowChanges) -> None:
+        """The compiled Update's record of `name` (which no one else writes this epoch)."""
+        if self.changes.get(name):
+            raise AssertionError(f"{name} is recorded twice in one epoch")
+        self.rows[name] = changes
+        self._diffs.pop(name, None)
+
+    def has_changes(self, name: str) -> bool:
+        """Whether any status of `name` is recorded."""
+        record = self.rows.get(name)
+        return bool(self.changes.get(name)) or (record is not None and len(record) > 0)
+
+    def recorded(self, name: str) -> tuple[dict[Tuple, int], dict[Tuple, int]]:
+        """(tuple -> n, tuple -> count other than 1) of `name`'s recorded statuses, whoever
+        recorded them (tuples made here for a row record: a reader that is not a kernel)."""
+        record = self.rows.get(name)
+        if record is None:
+            return self.changes.get(name, {}), self.counts.get(name, {})
+        tuples = self.state[name].table.tuples(record.rows)
+        changes = dict(zip(tuples, record.news.tolist(), strict=True))
+        several = record.counts != 1
+        counts = dict(
+            zip(
+                (t for t, many in zip(tuples, several.tolist(), strict=True) if many),
+                record.counts[several].tolist(),
+                strict=True,
+            )
+        )
+        return changes, counts
+
+    def presence_sizes(self, name: str) -> tuple[int, int]:
+        """(deleted, inserted): how many tuples of `name` flip, without making them."""
+        record = self.rows.get(name)
+        if record is not None and name not in self._diffs:
+            deleted, inserted = record.flips()
+            return len(deleted), len(inserted)
+        deleted_set, inserted_set = self.presence_diff(name)
+        return len(deleted_set), len(inserted_set)
+
     def changed(self, name: str) -> None:
         """`name`'s recorded statuses were written directly: forget its presence diff."""
         self._diffs.pop(name, None)
@@ -82,20 +153,17 @@ class Overlay:
         if iteration < INF:
             self.state[name].stage(t)
 
-    def new_iteration(self, name: str, t: Tuple) -> int:
-        rec = self.changes.get(name, {}).get(t)
-        if rec is not None:
-            return rec
-        return self.state[name].iters.get(t, INF)
-
-    def present_after(self, name: str, t: Tuple) -> bool:
-        return self.new_iteration(name, t) < INF
-
     def presence_diff(self, name: str) -> tuple[set[Tuple], set[Tuple]]:
         """(deleted, inserted): tuples whose presence flips; what the strata above see.
         Computed once per relation and epoch (the sets are shared: do not modify them)."""
         diff = self._diffs.get(name)
         if diff is not None:
+            return diff
+        record = self.rows.get(name)
+        if record is not None:
+            table = self.state[name].table
+            gone, new = record.flips()
+            diff = self._diffs[name] = (set(table.tuples(gone)), set(table.tuples(new)))
             return diff
         iters = self.state[name].iters
         deleted: set[Tuple] = set()
@@ -114,8 +182,13 @@ class Overlay:
         for name, changes in self.changes.items():
             if changes:
                 self.state[name].apply(changes, self.counts.get(name, {}), INF)
+        for name, record in self.rows.items():
+            table = self.state[name].table
+            table.apply_rows(record.rows, record.news, record.counts)
+            table.compact()
         self.changes.clear()
         self.counts.clear()
+        self.rows.clear()
         self._diffs.clear()
 
     def discard(self) -> None:
@@ -124,9 +197,12 @@ class Overlay:
             store = self.state[name]
             for t in changes:
                 store.unstage(t)
+        for name, record in self.rows.items():
+            self.state[name].table.unstage_rows(record.rows)
         for name in self.created:
             del self.state.relations[name]
         self.changes.clear()
         self.counts.clear()
+        self.rows.clear()
         self._diffs.clear()
         self.created.clear()

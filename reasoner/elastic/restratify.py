@@ -57,11 +57,10 @@ def changed_strata(old: AnalyzedProgram, new: AnalyzedProgram) -> set[int]:
 def _after(store: RelationStore, overlay: Overlay) -> RelationStore:
     """The relation as the epoch leaves it. Bootstrap only reads a lower relation's presence,
     so an untouched relation is shared as is (nothing of it is staged) and a changed one copied."""
-    changes = overlay.changes.get(store.name)
-    if not changes:
+    if not overlay.has_changes(store.name):
         return store
+    changes, counts = overlay.recorded(store.name)
     copy = store.copy()
-    counts = overlay.counts.get(store.name, {})
     for t, n in changes.items():
         if n >= INF:
             copy.remove(t)

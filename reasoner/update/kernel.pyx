@@ -30,6 +30,8 @@ from libc.string cimport memset
 
 from reasoner.compact.table cimport Table, _get
 
+import numpy as np
+
 DEF MAX_REGS = 256
 DEF MAX_STACK = 64
 
@@ -508,11 +510,12 @@ cdef class Kernel:
         self.moved.size = self.inserted.size = self.gone.size = 0
         self.check = None
 
-    def flipped(self, int relation, rows, int flip):
+    def flipped(self, int relation, const int64_t[::1] rows, int flip):
         """Rows of a lower relation whose presence flips in this epoch (FLIP_INSERTED 1,
         FLIP_DELETED 2)."""
-        for r in rows:
-            _map_put(&self.flip, _key(relation, r), flip)
+        cdef int64_t i
+        for i in range(rows.shape[0]):
+            _map_put(&self.flip, _key(relation, rows[i]), flip)
 
     def presence(self, int relation, bint before, bint after):
         """Whether a lower relation negated with only wildcards holds any tuple before and
@@ -543,11 +546,11 @@ cdef class Kernel:
         """Iteration 0: hand the flipped lower tuples (`lower`: relation -> rows) and the facts
         to the enumerators."""
         cdef Enumerator e
-        cdef int64_t i
+        cdef const int64_t[::1] rows
         self.check = check
         self.ticks = CHECK_EVERY
-        for relation, rows in lower.items():
-            rows = list(rows)
+        for relation, flipped in lower.items():
+            rows = flipped
             for e in self.by_atom[relation]:
                 self._enumerate_rows(e, relation, rows, 0)
             for e in self.by_negation[relation]:
@@ -568,19 +571,31 @@ cdef class Kernel:
             self._iteration(k)
         return iterations
 
-    def changes(self, int relation):
-        """(rows and their new iterations and counts, as lists) of every tuple of `relation`
-        whose status this Update recorded, in the order recorded."""
+    def export(self, int relation):
+        """(rows, o, n, counts) as int64 arrays: every row of `relation` whose status this
+        Update recorded, in the order recorded, with its committed iteration (INF: it was
+        absent), its new one (INF: it is absent now) and its new count."""
         cdef Table t = <Table>PyList_GET_ITEM(self.tables, relation)
-        cdef int64_t i, row
-        changed = []
+        cdef int64_t i, row, m = 0
+        for i in range(self.ov_key.size):
+            if self.ov_key.data[i] >> 32 == relation:
+                m += 1
+        rows = np.empty(m, dtype=np.int64)
+        olds = np.empty(m, dtype=np.int64)
+        news = np.empty(m, dtype=np.int64)
+        counts = np.empty(m, dtype=np.int64)
+        cdef int64_t[::1] r = rows, o = olds, n = news, c = counts
+        m = 0
         for i in range(self.ov_key.size):
             if self.ov_key.data[i] >> 32 != relation:
                 continue
             row = self.ov_key.data[i] & 0xFFFFFFFF
-            o = t.status[row] if t.status[row] >= 0 else INF
-            changed.append((t._tuple(row), o, self.ov_n.data[i], self.ov_count.data[i]))
-        return changed
+            r[m] = row
+            o[m] = self._o(t, row)
+            n[m] = self.ov_n.data[i]
+            c[m] = self.ov_count.data[i]
+            m += 1
+        return rows, olds, news, counts
 
     # -- statuses -------------------------------------------------------------------------------
 
@@ -641,14 +656,16 @@ cdef class Kernel:
                 self._drive(e, rows.data[i + 1], &run)
         return 0
 
-    cdef int _enumerate_rows(self, Enumerator e, int relation, list rows, int64_t cur) except -1:
+    cdef int _enumerate_rows(self, Enumerator e, int relation, const int64_t[::1] rows,
+                             int64_t cur) except -1:
         cdef Run run
-        for r in rows:
+        cdef int64_t i
+        for i in range(rows.shape[0]):
             run.status = CHANGED
             run.cur = cur
             run.ro = -1
             run.rn = -1
-            self._drive(e, <int64_t>r, &run)
+            self._drive(e, rows[i], &run)
         return 0
 
     cdef int _drive(self, Enumerator e, int64_t row, Run* run) except -1:

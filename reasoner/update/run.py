@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+
 from reasoner.analysis.model import Stratum
-from reasoner.elastic.overlay import INF, Overlay
+from reasoner.elastic.overlay import INF, Overlay, RowChanges
 from reasoner.elastic.update import Deadline, StratumUpdatePlans, StratumUpdateRun
 from reasoner.executors.local.codegen import PlanCompiler
 from reasoner.gc_pause import collector_paused
@@ -124,22 +126,26 @@ class CompiledStratumPlans:
         kernel = self.kernel
         state = self.state
         kernel.reset()
-        lower: dict[int, list[int]] = {}
+        lower: dict[int, np.ndarray] = {}
         for name in self.inputs:
-            deleted, inserted = overlay.presence_diff(name)
-            table = state[name].table
             number = self.number[name]
-            gone = [table.row(t) for t in deleted]
-            new = [table.row(t) for t in inserted]
+            table = state[name].table
+            record = overlay.rows.get(name)
+            if record is not None:  # a kernel's: rows already
+                gone, new = record.flips()
+            else:
+                deleted, inserted = overlay.presence_diff(name)
+                gone = np.fromiter(map(table.row, deleted), np.int64, len(deleted))
+                new = np.fromiter(map(table.row, inserted), np.int64, len(inserted))
             kernel.flipped(number, gone, FLIP_DELETED)
             kernel.flipped(number, new, FLIP_INSERTED)
             if name in self.any_negated:
                 size = len(table)
-                kernel.presence(number, size > 0, size - len(deleted) + len(inserted) > 0)
-            if gone or new:
-                lower[number] = gone + new
+                kernel.presence(number, size > 0, size - len(gone) + len(new) > 0)
+            if len(gone) or len(new):
+                lower[number] = np.concatenate([gone, new])
         for name in self.own:
-            if overlay.changes.get(name):
+            if overlay.has_changes(name):
                 raise AssertionError(f"{name} has changes before its stratum's Update")
             store = state[name]
             table = store.table
@@ -168,28 +174,9 @@ class CompiledStratumPlans:
         )
 
     def _export(self, overlay: Overlay) -> None:
-        """Write the kernel's recorded statuses into the overlay, with each relation's presence
-        diff, and make the tuples it staged known to the store (`RelationStore.extra`) so that
-        a discard unstages them."""
+        """Hand the kernel's record of the stratum's relations to the overlay, by row id."""
         for name in self.own:
-            changes = overlay.relation_changes(name)
-            counts = overlay.relation_counts(name)
-            extra = self.state[name].extra
-            deleted: set[Tuple] = set()
-            inserted: set[Tuple] = set()
-            for t, o, n, count in self.kernel.changes(self.number[name]):
-                changes[t] = n
-                if n < INF:
-                    if count != 1:
-                        counts[t] = count
-                    else:
-                        counts.pop(t, None)
-                    if o >= INF:
-                        inserted.add(t)
-                        extra[t] = None
-                elif o < INF:
-                    deleted.add(t)
-            overlay.known_diff(name, deleted, inserted)
+            overlay.record_rows(name, RowChanges(*self.kernel.export(self.number[name])))
         self.kernel.reset()
 
 
