@@ -30,6 +30,7 @@ from reasoner.gc_pause import collector_paused
 from reasoner.io.facts import load_inputs, write_outputs
 from reasoner.materialization import DEFAULT_SWITCHING_PARAMETER, Materialization
 from reasoner.replay import EpochRecord, replay
+from reasoner.update.explain import explain_program
 from reasoner.workload import PATTERN, elastic_pattern, read_workload, write_workload
 
 EXIT_OK = 0
@@ -322,6 +323,13 @@ def build_parser() -> argparse.ArgumentParser:
     _engine_arguments(rep)
     rep.set_defaults(handler=_replay, strategy="auto")
 
+    explain = commands.add_parser(
+        "explain",
+        help="print the Update plans of every stratum: join orders and indexes",
+    )
+    explain.add_argument("program", help="the Datalog program (.dl)")
+    explain.set_defaults(handler=_explain)
+
     serve = commands.add_parser(
         "serve", help="run the HTTP service (settings from REASONER_* environment variables)"
     )
@@ -329,6 +337,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8000, help="TCP port")
     serve.set_defaults(handler=_serve)
     return parser
+
+
+def _explain(args: argparse.Namespace) -> int:
+    sys.stdout.write(explain_program(_analyze(args.program)))
+    return EXIT_OK
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -96,3 +96,26 @@ def test_unwritable_output_directory_exits_1(
     not_a_directory = _write(tmp_path, "taken", "")
     assert main(["run", str(program), "-F", str(tmp_path), "-D", str(not_a_directory)]) == 1
     assert "cannot write outputs" in capsys.readouterr().err
+
+
+def test_explain_prints_every_stratums_update_plans(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    program = _write(
+        tmp_path,
+        "p.dl",
+        TC
+        + ".decl far(x: number, y: number)\n"
+        + "far(x, y) :- tc(x, y), !edge(x, y).\n"
+        + ".decl shift(z: number)\nshift(x + y) :- edge(x, y).\n",
+    )
+    assert main(["explain", str(program)]) == 0
+    out = capsys.readouterr().out
+    assert "{tc} (recursive): compiled kernel" in out
+    # tc(x, z) :- tc(x, y), edge(y, z): a changed tc tuple probes edge by its first column.
+    assert (
+        "    from a changed tc(x, y)\n      probe edge(y, z)  [index on columns (0,)]  -> z" in out
+    )
+    assert "      not edge(x, y)  [tuple lookup]" in out
+    # A head whose variables occur only inside arithmetic cannot be inverted for re-discovery.
+    assert "{shift}: generated Python (a head variable occurs only inside arithmetic)" in out

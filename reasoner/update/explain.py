@@ -1,0 +1,105 @@
+"""`reasoner explain PROGRAM`: the Update plans of every stratum, as the kernel runs them.
+
+Each rule is evaluated from every place a change can enter it: from each positive atom (a
+changed tuple of it drives the join), from each negated atom (a tuple whose presence flips),
+and from its head (re-discovery: the derivations of a deleted tuple). The listing shows, for
+each, the steps in order with the index each probe uses, so a slow Update can be read off the
+plan, as `EXPLAIN` reads a query's.
+"""
+
+from __future__ import annotations
+
+from reasoner.analysis.model import AnalyzedProgram
+from reasoner.plan.joins import AtomStep, CompareStep
+from reasoner.state import State
+from reasoner.symbols import SymbolTable
+from reasoner.syntax.ast import BinaryOp, NumberConst, StringConst, Term, Variable, Wildcard
+from reasoner.update.plans import EnumeratorPlan, Unsupported
+from reasoner.update.run import CompiledStratumPlans
+
+_ROLES = {"atom": "a changed tuple of atom", "negation": "a flipped tuple of", "head": "head"}
+
+
+def term_text(term: Term) -> str:
+    if isinstance(term, Variable):
+        return term.name
+    if isinstance(term, Wildcard):
+        return "_"
+    if isinstance(term, NumberConst):
+        return str(term.value)
+    if isinstance(term, StringConst):
+        return '"' + term.value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(term, BinaryOp):
+        return f"({term_text(term.left)} {term.op} {term_text(term.right)})"
+    raise TypeError(f"not a term: {term!r}")
+
+
+def _atom_text(step: AtomStep) -> str:
+    return f"{step.relation}({', '.join(term_text(a) for a in step.atom.args)})"
+
+
+def _step_text(step: AtomStep | CompareStep) -> str:
+    if isinstance(step, CompareStep):
+        cmp = step.comparison
+        text = f"{term_text(cmp.left)} {cmp.op} {term_text(cmp.right)}"
+        return f"let {text}" if step.assigns is not None else f"test {text}"
+    if step.negated:
+        args = step.atom.args
+        concrete = [c for c, a in enumerate(args) if not isinstance(a, Wildcard)]
+        if len(concrete) == len(args):
+            how = "tuple lookup"
+        elif concrete:
+            how = f"index on columns {tuple(concrete)}"
+        else:
+            how = "any tuple"
+        return f"not {_atom_text(step)}  [{how}]"
+    binds = ", ".join(name for _c, name in step.binds)
+    bound = f"  -> {binds}" if binds else ""
+    if step.is_membership:
+        return f"check {_atom_text(step)}  [tuple lookup]"
+    if step.key_columns:
+        return f"probe {_atom_text(step)}  [index on columns {step.key_columns}]{bound}"
+    return f"scan {_atom_text(step)}{bound}"
+
+
+def _enumerator_lines(plan: EnumeratorPlan) -> list[str]:
+    driver = plan.plan.driver
+    steps = list(plan.plan.steps)
+    if driver.kind == "head":
+        head = plan.plan.rule.head
+        start = f"from a deleted {plan.relation}({', '.join(term_text(a) for a in head.args)})"
+    else:
+        first = steps.pop(0)
+        assert isinstance(first, AtomStep)
+        what = "a flipped" if first.negated else "a changed"
+        start = f"from {what} {_atom_text(first)}"
+        if first.negated:
+            steps.insert(0, first)
+    return [f"    {start}", *(f"      {_step_text(step)}" for step in steps)]
+
+
+def explain_program(analyzed: AnalyzedProgram) -> str:
+    """The Update plans of every stratum of `analyzed`, as text."""
+    state = State()
+    arities = {name: info.arity for name, info in analyzed.relations.items()}
+    for name, arity in arities.items():
+        state.relation(name, arity)
+    symbols = SymbolTable()
+    lines: list[str] = []
+    for stratum in analyzed.strata:
+        names = ", ".join(sorted(stratum.relations))
+        recursive = " (recursive)" if stratum.recursive else ""
+        try:
+            plans = CompiledStratumPlans(stratum, state, symbols, arities)
+        except Unsupported as exc:
+            lines.append(
+                f"stratum {stratum.index} {{{names}}}{recursive}: generated Python ({exc})"
+            )
+            continue
+        lines.append(f"stratum {stratum.index} {{{names}}}{recursive}: compiled kernel")
+        for number, rule in enumerate(stratum.rules):
+            lines.append(f"  rule {number}: {rule.text or rule.head.relation}")
+            for plan in plans.plans:
+                if plan.rule_number == number:
+                    lines += _enumerator_lines(plan)
+    return "\n".join(lines) + "\n"
