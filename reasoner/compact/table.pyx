@@ -692,14 +692,31 @@ cdef class Table:
             if n[j] > 2147483647:
                 self._kill(row)
                 continue
-            self._check_iteration(n[j])
-            if self.status[row] == STAGED_STATUS:
-                self.staged -= 1
-                self.committed += 1
-            self.status[row] = <int32_t>n[j]
-            if c[j] != 1 or self.counts[row] != 1:
-                self._set_count(row, c[j])
+            self._commit_row(row, n[j], c[j])
+
+    cdef int _commit_row(self, int64_t r, int64_t iteration, object count) except -1:
+        """Commit live row `r` at `iteration` with `count`: a staged row becomes committed, a
+        committed one is re-dated."""
+        self._check_iteration(iteration)
+        if self.status[r] == STAGED_STATUS:
+            self.staged -= 1
+            self.committed += 1
+        self.status[r] = <int32_t>iteration
+        if count != 1 or self.counts[r] != 1:
+            self._set_count(r, count)
         self.version += 1
+        return 0
+
+    def committed_rows(self):
+        """The row ids of the committed tuples, as an int64 array."""
+        out = np.empty(self.committed, dtype=np.int64)
+        cdef int64_t[::1] o = out
+        cdef int64_t r, m = 0
+        for r in range(self.nrows):
+            if self.status[r] >= 0:
+                o[m] = r
+                m += 1
+        return out
 
     def unstage_rows(self, rows):
         """Remove those of `rows` that are staged (a discarded Update's new tuples)."""

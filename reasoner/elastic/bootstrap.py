@@ -24,12 +24,16 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from reasoner.analysis.model import Stratum
 from reasoner.executors.local.codegen import CompiledPlan, EmitContext, PlanCompiler
 from reasoner.plan.joins import AtomStep, plan_rule, positive_atoms
 from reasoner.state import State
 from reasoner.syntax.ast import Rule
+
+if TYPE_CHECKING:
+    from reasoner.update.bootstrap import CompiledStratumBootstrap
 
 Check = Callable[[], None]
 """Called between pieces of work; raises to stop the Bootstrap."""
@@ -124,6 +128,24 @@ class StratumBootstrap:
         self.compiler = compiler
         self.check = check
         """Cooperative cancellation (see the module docstring); None: run to the end."""
+        self._kernel: CompiledStratumBootstrap | bool | None = False
+        """The stratum's plans on the compiled kernel, made on first use (None: it cannot run
+        them, and the generated code does)."""
+
+    def compiled(self) -> CompiledStratumBootstrap | None:
+        """The stratum's Bootstrap on the compiled kernel, or None where it cannot run."""
+        if self._kernel is False:
+            # Imported here: the kernel's modules build on this one's.
+            from reasoner.update.bootstrap import CompiledStratumBootstrap
+            from reasoner.update.plans import Unsupported
+
+            try:
+                self._kernel = CompiledStratumBootstrap(
+                    self.stratum, self.state, self.compiler.symbols, self.compiler.arities
+                )
+            except Unsupported:
+                self._kernel = None
+        return self._kernel  # type: ignore[return-value]
 
     def _emit(self, namespace: dict, rule: Rule):
         head = self.compiler.relation_dict(namespace, rule.head.relation)
@@ -193,6 +215,9 @@ class StratumBootstrap:
         check = self.check
         start = time.perf_counter()
         relations = self.stratum.relations
+        kernel = self.compiled()
+        if kernel is not None:
+            return self._run_compiled(kernel, start)
 
         # Iteration 1: every instantiation over I_0 counts (N_0 = I_0).
         out: dict[str, dict] = {name: {} for name in relations}
@@ -227,6 +252,31 @@ class StratumBootstrap:
         return StratumRun(
             self.stratum.index,
             tuple(sorted(relations)),
+            iterations,
+            derived,
+            time.perf_counter() - start,
+        )
+
+    def _run_compiled(self, kernel: CompiledStratumBootstrap, start: float) -> StratumRun:
+        """`run` on the kernel: the same iterations, N_k kept as row ids."""
+        check = self.check
+        new = kernel.first_iteration(check)
+        derived = sum(map(len, new.values()))
+        iterations = 1 if derived else 0
+        k = 2
+        while self.stratum.recursive and new:
+            if check is not None:
+                check()
+            new = kernel.delta_iteration(k, new, check)
+            count = sum(map(len, new.values()))
+            if not count:
+                break
+            derived += count
+            iterations = k
+            k += 1
+        return StratumRun(
+            self.stratum.index,
+            tuple(sorted(self.stratum.relations)),
             iterations,
             derived,
             time.perf_counter() - start,

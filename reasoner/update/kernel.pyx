@@ -58,6 +58,15 @@ cdef enum:
     DRIVE_ATOM = 0
     DRIVE_NEG = 1
     DRIVE_HEAD = 2
+    DRIVE_NONE = 3
+
+# Which rows of a probed atom qualify: any (Update: the union of both epochs), committed only
+# (Bootstrap: I_{k-1}, not the heads staged in iteration k), committed and not of iteration
+# k - 1 (Bootstrap: I_{k-2}, the first-position decomposition's atoms before the delta).
+cdef enum:
+    ROWS_ANY = 0
+    ROWS_COMMITTED = 1
+    ROWS_OLDER = 2
 
 cdef enum:
     TERM_CONST = 0
@@ -307,12 +316,14 @@ cdef class Enumerator:
     cdef int nsteps
     cdef int64_t* steps     # offset of each step
     cdef int64_t head       # offset of the head's expressions (count, expression...)
+    cdef bint bootstrap     # a Bootstrap's plan: new heads are counted, not scheduled
     cdef readonly str label
 
-    def __cinit__(self, Rule rule, list code, str label):
+    def __cinit__(self, Rule rule, list code, str label, bint bootstrap=False):
         cdef int64_t i, p, n
         self.rule = rule
         self.label = label
+        self.bootstrap = bootstrap
         self.ncode = len(code)
         self.code = <int64_t*>malloc(<size_t>(self.ncode + 1) * sizeof(int64_t))
         if self.code == NULL:
@@ -360,10 +371,10 @@ cdef int64_t _skip_step(const int64_t* code, int64_t p) noexcept:
     cdef int64_t kind = code[p]
     cdef int64_t i, n
     if kind == STEP_ATOM:
-        # kind, relation, position, mode, index, nkeys, (column, expr)*, nbinds, (c, r)*,
-        # nequal, (c, c)*
+        # kind, relation, position, mode, index, nkeys, filter, (column, expr)*, nbinds,
+        # (c, r)*, nequal, (c, c)*
         n = code[p + 5]
-        p += 6
+        p += 7
         for i in range(n):
             p = _skip_expr(code, p + 1)
         p += 1 + 2 * code[p]
@@ -388,6 +399,7 @@ cdef struct Run:
     # One enumerator call's bindings.
     int status
     int64_t cur
+    int64_t km1             # a Bootstrap's k - 1
     int64_t ro
     int64_t rn
     int64_t regs[MAX_REGS]
@@ -597,6 +609,74 @@ cdef class Kernel:
             m += 1
         return rows, olds, news, counts
 
+    # -- Bootstrap ------------------------------------------------------------------------------
+
+    def bootstrap_plan(self, Enumerator e, object rows, int64_t km1, object check):
+        """One plan of a Bootstrap's iteration k = km1 + 1 over its driving rows (an int64
+        array; None for a rule without positive atoms, run once): every derivation over
+        I_{k-1} whose head is not in I_{k-1} counts towards that head, staged as N_k."""
+        cdef Run run
+        cdef const int64_t[::1] driving
+        cdef int64_t i
+        self.check = check
+        self.ticks = CHECK_EVERY
+        run.status = INSERTED   # negations hold in "the new epoch": the committed state
+        run.cur = -1
+        run.km1 = km1
+        run.ro = -1
+        run.rn = -1
+        if rows is None:
+            self._step(e, 0, &run)
+            return
+        driving = rows
+        for i in range(driving.shape[0]):
+            self._drive(e, driving[i], &run)
+
+    def bootstrap_commit(self, int64_t k):
+        """Commit the heads the iteration's plans staged at iteration k with their counts;
+        relation -> their rows (int64 arrays), for the relations that got any."""
+        cdef int64_t d, key
+        cdef int relation
+        cdef Table t
+        per: dict = {}
+        for d in range(self.d_key.size):
+            key = self.d_key.data[d]
+            relation = <int>(key >> 32)
+            t = self._table(relation)
+            t._commit_row(key & 0xFFFFFFFF, k, self.d_change.data[d])
+            per.setdefault(relation, []).append(key & 0xFFFFFFFF)
+        _map_clear(&self.delta)
+        self.d_key.size = self.d_change.size = self.d_old.size = 0
+        return {relation: np.array(rows, dtype=np.int64) for relation, rows in per.items()}
+
+    cdef int _count_new(self, Enumerator e, Run* run) except -1:
+        """A Bootstrap's derivation: count it towards its head unless the head is in I_{k-1}."""
+        cdef Rule rule = e.rule
+        cdef Table head = self._table(rule.head)
+        cdef const int64_t* code = e.code
+        cdef int64_t p = e.head + 1, v, row, key, d
+        cdef int j
+        for j in range(rule.arity):
+            if not self._eval(code, p, run, &v):
+                return 0
+            self.words[j] = v
+            p = _skip_expr(code, p)
+        row = head._find(self.words)
+        if row >= 0 and head.status[row] >= 0:
+            return 0
+        if row < 0:
+            row = head._append(self.words, -1)
+        key = _key(rule.head, row)
+        d = _map_get(&self.delta, key, -1)
+        if d < 0:
+            _map_put(&self.delta, key, self.d_key.size)
+            _vec_push(&self.d_key, key)
+            _vec_push(&self.d_change, 1)
+            _vec_push(&self.d_old, INF)
+        else:
+            self.d_change.data[d] += 1
+        return 0
+
     # -- statuses -------------------------------------------------------------------------------
 
     cdef inline Table _table(self, int relation):
@@ -725,7 +805,8 @@ cdef class Kernel:
         cdef const int64_t* code = e.code
         cdef int64_t p, kind, i, n, v, w, base, r, q, nkeys, bp, ep
         cdef Table t
-        cdef int relation, position, mode, index
+        cdef int relation, position, mode, index, only = ROWS_ANY
+        cdef int32_t status
         if s == e.nsteps:
             return self._emit(e, run)
         p = e.steps[s]
@@ -750,7 +831,11 @@ cdef class Kernel:
         nkeys = code[p + 5]
         t = self._table(relation)
         # The key: (column, expression) pairs for an atom, expressions for a negation.
-        q = p + 6
+        if kind == STEP_ATOM:
+            only = <int>code[p + 6]
+            q = p + 7
+        else:
+            q = p + 6
         for i in range(nkeys):
             if kind == STEP_ATOM:
                 q += 1
@@ -767,6 +852,10 @@ cdef class Kernel:
             r = t._find(self.words)
             if r < 0:
                 return 0
+            if only != ROWS_ANY:
+                status = t.status[r]
+                if status < 0 or (only == ROWS_OLDER and status == run.km1):
+                    return 0
             run.rows[position] = r
             return self._step(e, s + 1, run)
         if mode == MODE_INDEX:
@@ -783,6 +872,14 @@ cdef class Kernel:
                 if r >= t.nrows:
                     break
             self._tick()
+            if only != ROWS_ANY:
+                status = t.status[r]
+                if status < 0 or (only == ROWS_OLDER and status == run.km1):
+                    if mode == MODE_INDEX:
+                        r = t.keyed[index].next[r]
+                    else:
+                        r += 1
+                    continue
             base = r * t.arity
             n = code[ep]
             for i in range(n):
@@ -795,8 +892,9 @@ cdef class Kernel:
                     run.regs[code[bp + 2 + 2 * i]] = _get(t.rows, t.wide,
                                                           base + code[bp + 1 + 2 * i])
                 run.rows[position] = r
-                # A join below may stage rows (it never does: staging is the drain's), but the
-                # row arrays are read through `t` each time, never through a saved pointer.
+                # A Bootstrap's emission below stages new heads, maybe in this very table: the
+                # row arrays are read through `t` each time, never through a saved pointer, and
+                # a new row joins its group at the head, behind this walk.
                 self._step(e, s + 1, run)
             if mode == MODE_INDEX:
                 r = t.keyed[index].next[r]
@@ -844,6 +942,8 @@ cdef class Kernel:
 
     cdef int _emit(self, Enumerator e, Run* run) except -1:
         """A derivation is complete: decide where it can count, and schedule it there."""
+        if e.bootstrap:
+            return self._count_new(e, run)
         cdef Rule rule = e.rule
         cdef int only = _only(e, run)
         cdef int j, q

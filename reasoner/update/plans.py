@@ -14,11 +14,15 @@ Layout (every item an int64; an expression is `count, (tag, value) * count`, pos
     steps: count, step *,
     head: count, expression *                    # none for a head driver
 
-    step ATOM:   1, relation, position, mode, index, nkeys, (column, expression) *,
+    step ATOM:   1, relation, position, mode, index, nkeys, rows, (column, expression) *,
                  nbinds, (column, register) *, nequal, (column, column) *
     step NEG:    2, relation, position, kind, index, nkeys, expression *
     step TEST:   3, comparison, expression, expression
     step ASSIGN: 4, register, expression
+
+`rows` says which rows of a probed atom qualify: any (Update probes the union of both epochs),
+committed (Bootstrap: I_{k-1}), committed and older than k - 1 (Bootstrap: I_{k-2}, for the
+atoms before the delta in the first-position decomposition).
 
 What the kernel cannot run raises `Unsupported`, and the stratum keeps the generated Python
 Update (`reasoner.elastic.update`): a head whose variables occur only inside arithmetic (it
@@ -52,7 +56,8 @@ from reasoner.syntax.ast import (
     Wildcard,
 )
 
-DRIVE_ATOM, DRIVE_NEG, DRIVE_HEAD = 0, 1, 2
+DRIVE_ATOM, DRIVE_NEG, DRIVE_HEAD, DRIVE_NONE = 0, 1, 2, 3
+ROWS_ANY, ROWS_COMMITTED, ROWS_OLDER = 0, 1, 2
 STEP_ATOM, STEP_NEG, STEP_TEST, STEP_ASSIGN = 1, 2, 3, 4
 MODE_SCAN, MODE_INDEX, MODE_MEMBER = 0, 1, 2
 NEG_TUPLE, NEG_INDEX, NEG_ANY = 0, 1, 2
@@ -77,7 +82,8 @@ class EnumeratorPlan:
 
     rule_number: int
     role: str
-    """How the drain hands it tuples: "atom", "negation", "head" (see `Kernel.add`)."""
+    """How the drain hands it tuples: "atom", "negation", "head" (see `Kernel.add`); for a
+    Bootstrap "first" (iteration 1) or "delta"."""
     relation: str
     """The relation whose changed tuples drive it."""
     plan: JoinPlan
@@ -181,9 +187,38 @@ class StratumPlanWriter:
         plans.append(self._plan(number, rule, Driver("head"), "head"))
         return plans
 
-    def _plan(self, number: int, rule: Rule, driver: Driver, role: str) -> EnumeratorPlan:
+    def bootstrap_plans(
+        self, number: int, rule: Rule, sizes: dict[str, int]
+    ) -> list[EnumeratorPlan]:
+        """Rule `number`'s Bootstrap plans: iteration 1's (every instantiation over I_0, from
+        its smallest atom), then, with the first-position decomposition, one per atom over a
+        relation of the stratum (driven by N_{k-1}, the stratum's atoms before it over
+        I_{k-2})."""
+        if len(rule.head.args) > LIMIT or len(rule.body) > LIMIT:
+            raise Unsupported("a rule too wide for the kernel")
+        plans = [self._plan(number, rule, plan_rule(rule, None, sizes).driver, "first")]
+        recursive = [
+            i
+            for i in positive_atoms(rule)
+            if rule.body[i].relation in self.own  # type: ignore[union-attr]
+        ]
+        for n, i in enumerate(recursive):
+            plans.append(self._plan(number, rule, Driver("atom", i), "delta", set(recursive[:n])))
+        return plans
+
+    def _plan(
+        self,
+        number: int,
+        rule: Rule,
+        driver: Driver,
+        role: str,
+        older: set[int] | None = None,
+    ) -> EnumeratorPlan:
+        """`older`: for a Bootstrap plan, the body positions restricted to I_{k-2}."""
         plan = plan_rule(rule, driver)
         normalized = plan.rule
+        bootstrap = role in ("first", "delta")
+        rows = {i: ROWS_OLDER for i in older or ()} if bootstrap else None
         positions = {i: j for j, i in enumerate(positive_atoms(normalized))}
         negations = {
             i: q
@@ -199,6 +234,9 @@ class StratumPlanWriter:
             relation = normalized.head.relation
             words = [DRIVE_HEAD, self.relation_number(relation), -1]
             words += _bind_from(normalized.head.args, registers, self.symbols)
+        elif driver.kind == "none":
+            relation = normalized.head.relation
+            words = [DRIVE_NONE, self.relation_number(relation), -1, 0, 0]
         else:
             step = steps.pop(0)
             assert isinstance(step, AtomStep)
@@ -217,7 +255,8 @@ class StratumPlanWriter:
             elif step.negated:
                 body += self._negation(step, negations, registers)
             else:
-                body += self._atom(step, positions, registers)
+                qualify = ROWS_ANY if rows is None else rows.get(step.body_index, ROWS_COMMITTED)
+                body += self._atom(step, positions, registers, qualify)
             count += 1
         words += [count, *body]
         if driver.kind == "head":
@@ -268,7 +307,9 @@ class StratumPlanWriter:
             *keys,
         ]
 
-    def _atom(self, step: AtomStep, positions: dict[int, int], registers: _Registers) -> list[int]:
+    def _atom(
+        self, step: AtomStep, positions: dict[int, int], registers: _Registers, rows: int
+    ) -> list[int]:
         atom: Atom = step.atom
         index = -1
         if step.is_membership:
@@ -292,6 +333,7 @@ class StratumPlanWriter:
             mode,
             index,
             len(columns),
+            rows,
             *keys,
             len(step.binds),
             *binds,

@@ -7,19 +7,24 @@ derivations in that iteration must equal the brute-force reading of the definiti
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 
 from reasoner.analysis import check_program
+from reasoner.elastic.engines import EngineSettings
 from reasoner.materialization import Materialization
 from tests.oracle import evaluate
 from tests.property.programs import GeneratedProgram, programs
 
 
+@pytest.mark.parametrize("engine", ["local", "reference"])
 @settings(max_examples=1000)
-@given(programs())
-def test_bootstrap_state_equals_the_oracle(generated: GeneratedProgram) -> None:
+@given(generated=programs())
+def test_bootstrap_state_equals_the_oracle(engine: str, generated: GeneratedProgram) -> None:
+    """`local` (Polars for large iterations, the compiled kernel for small ones) and
+    `reference` (the compiled kernel throughout, generated code for what it cannot run)."""
     analyzed = check_program(generated.text)
-    materialization = Materialization(analyzed)
+    materialization = Materialization(analyzed, engines=EngineSettings(engine))
     materialization.load(generated.inputs)
     materialization.bootstrap()
     assert materialization.snapshot() == evaluate(analyzed, generated.inputs)

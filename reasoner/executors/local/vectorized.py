@@ -13,19 +13,20 @@ the driver reads "delta", any other recursive atom reads both. N_k is loaded int
 (the Update structures: the compiled table and its indexes, as columns) at the end
 of iteration k, as the reference does, so the state always holds I_{k-1} during iteration k.
 
-**Small iterations run the reference loop.** A Polars iteration costs about 1-4 ms of CPU
+**Small iterations run the per-tuple loop.** A Polars iteration costs about 1-4 ms of CPU
 whatever its size (a dozen operations per rule, tens of microseconds each); the reference's
-compiled per-tuple plans cost about 0.5-2 us per driving tuple. CRDT's recursions are thousands
-of iterations deep with a handful of tuples each: crdt_linear.dl's 21,700 iterations take ~97 s
-of CPU in Polars alone against ~2.8 s in the reference loop. So every iteration is first sized:
-the rows that drive it (N_{k-1} of every driving atom; for iteration 1 the driving relations,
-times any unindexed full scan, plus any hash index the per-tuple plans would first have to
-build). Below `SMALL_ITERATION` (2,000) rows it runs the reference's compiled plans
-(`StratumBootstrap._compile` / `_delta_plans`) over the same state; otherwise Polars. The two
-agree tuple for tuple and count for count, so a stratum may switch between them at any
-iteration (frames of the tuples an iteration of the other kind produced are built when next
-needed). 2,000 is about where the two cost the same for one derivation per driving tuple;
-between 2,000 and 10,000 the bench programs' times do not change measurably.
+per-tuple plans on the compiled kernel (`StratumBootstrap.compiled`, reasoner/update) cost
+a fraction of a microsecond per driving tuple. CRDT's recursions are thousands of iterations
+deep with a handful of tuples each: crdt_linear.dl's 21,700 iterations take ~97 s of CPU in
+Polars alone. So every iteration is first sized: the rows that drive it (N_{k-1} of every
+driving atom; for iteration 1 the driving relations, times any unindexed full scan, plus any
+hash index the per-tuple plans would first have to build). Below `SMALL_ITERATION` (10,000)
+rows it runs the reference's plans over the same state; otherwise Polars. The two agree tuple
+for tuple and count for count, so a stratum may switch between them at any iteration (frames
+of the tuples an iteration of the other kind produced are built when next needed). Measured
+on the bench programs (best of two, in process): 2,000 rows 0.76 / 0.21 / 0.075 s for
+crdt_linear / graph10000-rmat1k / lubm1, 10,000 rows 0.70 / 0.21 / 0.073 s, 50,000 rows 0.80 /
+0.22 / 0.094 s, 200,000 rows 1.28 / 0.45 / 0.16 s.
 
 Memory: the `State` costs 60-90 bytes per 4-ary tuple with one index (the compiled table's
 row, status, hash slots and index chains, with growth slack), so crdt.dl's 151,669,663-tuple
@@ -40,6 +41,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+import numpy as np
 import polars as pl
 
 from reasoner.analysis.model import AnalyzedProgram, Stratum
@@ -66,7 +68,7 @@ from reasoner.state import RelationStore, State, Tuple
 from reasoner.symbols import SymbolTable
 from reasoner.syntax.ast import Atom
 
-SMALL_ITERATION = 2000
+SMALL_ITERATION = 10_000
 """Iterations driven by fewer rows than this run the reference's per-tuple plans (see above)."""
 
 _MAX_CHUNKS = 32
@@ -309,6 +311,8 @@ class VectorizedStratum:
         }
         self._delta_jobs: list[_Job] | None = None
         self._delta_compiled: list | None = None
+        self._kernel_delta: dict[str, np.ndarray] | None = None
+        """N_{k-1} as row ids when the kernel made it (None when Polars did)."""
 
     # -- sizing ------------------------------------------------------------------------------
 
@@ -349,6 +353,9 @@ class VectorizedStratum:
 
     def _reference_first(self) -> dict[str, _New]:
         """Iteration 1 exactly as `StratumBootstrap.run` does it."""
+        kernel = self.reference.compiled()
+        if kernel is not None:
+            return self._kernel_rows(kernel.first_iteration(self.check))
         out: dict[str, dict] = {name: {} for name in self.stratum.relations}
         for rule in self.stratum.rules:
             compiled = self.reference._compile(rule, None, set())
@@ -360,6 +367,16 @@ class VectorizedStratum:
         return self._commit_reference(out, 1)
 
     def _reference_delta(self, k: int) -> dict[str, _New]:
+        kernel = self.reference.compiled()
+        if kernel is not None:
+            delta = self._kernel_delta
+            if delta is None:  # N_{k-1} came from Polars: its tuples' rows
+                delta = {}
+                for name in self.stratum.relations:
+                    tuples = self.growing[name].delta_rows()  # type: ignore[union-attr]
+                    table = self.state[name].table
+                    delta[name] = np.fromiter(map(table.row, tuples), np.int64, len(tuples))
+            return self._kernel_rows(kernel.delta_iteration(k, delta, self.check))
         if self._delta_compiled is None:
             self._delta_compiled = self.reference._delta_plans()
         out: dict[str, dict] = {name: {} for name in self.stratum.relations}
@@ -369,6 +386,16 @@ class VectorizedStratum:
                 self.reference.run_plan(compiled, rows, k - 1, out[head_rel])
         return self._commit_reference(out, k)
 
+    def _kernel_rows(self, rows: dict[str, np.ndarray]) -> dict[str, _New]:
+        """N_k from the kernel (committed already), as the tuples the frames are built from;
+        its rows are kept for the next iteration if that runs on the kernel too."""
+        self._kernel_delta = rows
+        empty = np.empty(0, np.int64)
+        return {
+            name: (self.state[name].table.tuples(rows.get(name, empty)), None)
+            for name in self.stratum.relations
+        }
+
     def _commit_reference(self, out: dict[str, dict[Tuple, int]], k: int) -> dict[str, _New]:
         for name, batch in out.items():
             if batch:
@@ -377,6 +404,7 @@ class VectorizedStratum:
 
     def _polars(self, jobs: list[_Job], k: int) -> dict[str, _New]:
         """Evaluate `jobs` over the frames, group by head, drop heads in I_{k-1}, load N_k."""
+        self._kernel_delta = None
         relations = self.stratum.relations
         growing = self.growing
         frames = self.frames

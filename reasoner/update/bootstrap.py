@@ -1,0 +1,110 @@
+"""The per-tuple Bootstrap of one stratum on the compiled kernel (Algorithm 2, counting).
+
+The same iterations as the generated-code `StratumBootstrap` (reasoner/elastic/bootstrap.py):
+iteration 1 counts every instantiation over I_0, iteration k >= 2 those whose first atom of
+the stratum in N_{k-1} is the delta (the stratum's atoms before it over I_{k-2}). The kernel
+runs the plans over the tables' rows: a new head is staged in its table while the iteration
+runs (joins see committed rows only) and committed at k with its count when the iteration
+ends. N_k stays a set of row ids from one iteration to the next, so a deep recursion of small
+iterations (CRDT's thousands) makes no Python object per tuple.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from reasoner.analysis.model import Stratum
+from reasoner.plan.joins import positive_atoms
+from reasoner.state import State
+from reasoner.symbols import SymbolTable
+from reasoner.syntax.ast import Negation, Wildcard
+from reasoner.update.kernel import Enumerator, Kernel, Rule
+from reasoner.update.plans import EnumeratorPlan, StratumPlanWriter
+
+Rows = dict[str, np.ndarray]
+"""Relation -> row ids (int64)."""
+
+
+def _unchecked() -> None:
+    """The check of a Bootstrap that runs to its end."""
+
+
+class CompiledStratumBootstrap:
+    """A stratum's Bootstrap plans on the kernel. Raises `reasoner.update.plans.Unsupported`
+    for rules it cannot run (values past 64 bits, rules past its limits)."""
+
+    def __init__(
+        self, stratum: Stratum, state: State, symbols: SymbolTable, arities: dict[str, int]
+    ) -> None:
+        self.stratum = stratum
+        self.state = state
+        inputs = {
+            lit.atom.relation if isinstance(lit, Negation) else lit.relation  # type: ignore[union-attr]
+            for rule in stratum.rules
+            for i, lit in enumerate(rule.body)
+            if isinstance(lit, Negation) or i in positive_atoms(rule)
+        }
+        self.names = [*sorted(stratum.relations), *sorted(inputs - stratum.relations)]
+        self.number = {name: i for i, name in enumerate(self.names)}
+        for name in self.names:
+            if name not in state:
+                state.relation(name, arities[name])
+        writer = StratumPlanWriter(
+            self.number.__getitem__,
+            lambda name, columns: state[name].table.index_position(columns),
+            symbols,
+            stratum.relations,
+        )
+        sizes = {name: len(state[name]) for name in self.names}
+        self.kernel = Kernel(
+            [state[name].table for name in self.names],
+            [name in stratum.relations for name in self.names],
+        )
+        self.first: list[tuple[EnumeratorPlan, Enumerator]] = []
+        self.delta: list[tuple[EnumeratorPlan, Enumerator]] = []
+        for number, rule in enumerate(stratum.rules):
+            rule_info = Rule(number, self.number[rule.head.relation], len(rule.head.args), [], 0)
+            self.kernel.add_rule(rule_info)
+            for plan in writer.bootstrap_plans(number, rule, sizes):
+                enumerator = Enumerator(rule_info, plan.words, rule.text, True)
+                (self.first if plan.role == "first" else self.delta).append((plan, enumerator))
+
+    def _negated_anywhere(self) -> None:
+        """A negation with only wildcards asks whether its relation holds anything."""
+        for rule in self.stratum.rules:
+            for lit in rule.body:
+                if isinstance(lit, Negation) and all(
+                    isinstance(a, Wildcard) for a in lit.atom.args
+                ):
+                    present = len(self.state[lit.atom.relation]) > 0
+                    self.kernel.presence(self.number[lit.atom.relation], present, present)
+
+    def first_iteration(self, check: Callable[[], None] | None) -> Rows:
+        """Iteration 1, committed; its new rows per relation."""
+        check = check or _unchecked
+        self._negated_anywhere()  # the lower strata are done now
+        for plan, enumerator in self.first:
+            check()
+            driver = plan.plan.driver
+            rows = None
+            if driver.kind == "atom":
+                relation = plan.plan.rule.body[driver.index].relation  # type: ignore[union-attr,index]
+                rows = self.state[relation].table.committed_rows()
+            self.kernel.bootstrap_plan(enumerator, rows, 0, check)
+        return self._commit(1)
+
+    def delta_iteration(self, k: int, delta: Rows, check: Callable[[], None] | None) -> Rows:
+        """Iteration k >= 2 from N_{k-1} (`delta`), committed; N_k per relation."""
+        check = check or _unchecked
+        for plan, enumerator in self.delta:
+            rows = delta.get(plan.relation)
+            if rows is not None and len(rows):
+                check()
+                self.kernel.bootstrap_plan(enumerator, rows, k - 1, check)
+        return self._commit(k)
+
+    def _commit(self, k: int) -> Rows:
+        committed = self.kernel.bootstrap_commit(k)
+        return {self.names[number]: rows for number, rows in committed.items()}
