@@ -1011,19 +1011,32 @@ cdef class Kernel:
             if not (run.cur < fn < INF and nn):
                 return 0
             return self._schedule(e, run, fn, INF, ho, head_row, lower_n, no, nn, ni, nd)
-        if ho < 0:
-            head_row = head._find(hv)
-            ho = self._o(head, head_row)
+        # The head's o only where a decision still depends on it (a probe of a large table).
         if run.status == DELETED:
-            if run.cur < fo < INF and no and ho == fo:
+            if not (run.cur < fo < INF and no):
+                return 0
+            if ho < 0:
+                head_row = head._find(hv)
+                ho = self._o(head, head_row)
+            if ho == fo:
                 return self._schedule(e, run, fo, fo, ho, head_row, lower_n, no, nn, ni, nd)
             return 0
-        sn = run.cur < fn < INF and nn and (fo > fn or nd or (no and ho < fn))
+        sn = run.cur < fn < INF and nn
+        if sn and not (fo > fn or nd):
+            if ho < 0:
+                head_row = head._find(hv)
+                ho = self._o(head, head_row)
+            sn = no and ho < fn
         if e.driver == DRIVE_HEAD:
             if sn:
                 return self._schedule(e, run, fn, fo, ho, head_row, lower_n, no, nn, ni, nd)
             return 0
-        sf = run.cur < fo < INF and no and (fn > fo or ni) and ho == fo
+        sf = run.cur < fo < INF and no and (fn > fo or ni)
+        if sf:
+            if ho < 0:
+                head_row = head._find(hv)
+                ho = self._o(head, head_row)
+            sf = ho == fo
         if sf:
             self._schedule(e, run, fo, fo, ho, head_row, lower_n, no, nn, ni, nd)
         if sn and (fn != fo or not sf):
