@@ -33,9 +33,9 @@ if TYPE_CHECKING:
 
 ENGINES = ("auto", "reference", "local", "spark")
 UPDATE_ENGINES = ("compiled", "python")
-"""How Update runs a stratum: the compiled kernel over the tables (`reasoner.update`), where
-it can run the stratum's rules, else the generated Python code (`reasoner.elastic.update`);
-or always the generated code (what the property tests hold the kernel against)."""
+"""How Update runs a stratum: the compiled kernel over the tables (`reasoner.update`), or the
+generated Python code (`reasoner.elastic.update`), which the property tests hold the kernel
+against."""
 DEFAULT_SPARK_MASTER = "local[*]"
 DEFAULT_SPARK_THRESHOLD = 50_000_000
 """Input facts from which `auto` hands Bootstrap to Spark. Measured on the benchmarks, Spark's

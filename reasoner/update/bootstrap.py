@@ -20,8 +20,8 @@ from reasoner.plan.joins import positive_atoms
 from reasoner.state import State
 from reasoner.symbols import SymbolTable
 from reasoner.syntax.ast import Negation, Wildcard
-from reasoner.update.kernel import Enumerator, Kernel, Rule
-from reasoner.update.plans import EnumeratorPlan, StratumPlanWriter
+from reasoner.update.kernel import Enumerator, Kernel
+from reasoner.update.plans import EnumeratorPlan, StratumPlanWriter, kernel_rule
 
 Rows = dict[str, np.ndarray]
 """Relation -> row ids (int64)."""
@@ -65,10 +65,10 @@ class CompiledStratumBootstrap:
         self.first: list[tuple[EnumeratorPlan, Enumerator]] = []
         self.delta: list[tuple[EnumeratorPlan, Enumerator]] = []
         for number, rule in enumerate(stratum.rules):
-            rule_info = Rule(number, self.number[rule.head.relation], len(rule.head.args), [], 0)
+            rule_info = kernel_rule(number, rule, self.number.__getitem__, stratum.relations)
             self.kernel.add_rule(rule_info)
             for plan in writer.bootstrap_plans(number, rule, sizes):
-                enumerator = Enumerator(rule_info, plan.words, rule.text, True)
+                enumerator = Enumerator(rule_info, plan.words, plan.registers, rule.text, True)
                 (self.first if plan.role == "first" else self.delta).append((plan, enumerator))
 
     def _negated_anywhere(self) -> None:

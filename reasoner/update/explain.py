@@ -65,9 +65,16 @@ def _step_text(step: AtomStep | CompareStep) -> str:
 def _enumerator_lines(plan: EnumeratorPlan) -> list[str]:
     driver = plan.plan.driver
     steps = list(plan.plan.steps)
+    head = plan.plan.rule.head
+    deleted = f"a deleted {plan.relation}({', '.join(term_text(a) for a in head.args)})"
     if driver.kind == "head":
-        head = plan.plan.rule.head
-        start = f"from a deleted {plan.relation}({', '.join(term_text(a) for a in head.args)})"
+        start = f"from {deleted}"
+    elif plan.full:  # the head cannot be inverted: the whole rule, keeping the deleted heads
+        start = f"from {deleted}: the whole rule"
+        if driver.kind == "atom":
+            first = steps.pop(0)
+            assert isinstance(first, AtomStep)
+            start += f", scanning {_atom_text(first)}"
     else:
         first = steps.pop(0)
         assert isinstance(first, AtomStep)

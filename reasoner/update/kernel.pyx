@@ -32,8 +32,7 @@ from reasoner.compact.table cimport Table, _get
 
 import numpy as np
 
-DEF MAX_REGS = 256
-DEF MAX_STACK = 64
+DEF MAX_STACK = 128
 
 cdef int64_t INF = 1 << 62
 
@@ -240,6 +239,13 @@ cdef inline int _vec_push(Vec* v, int64_t x) except -1:
     return 0
 
 
+cdef void* _grown(void* p, int64_t count, size_t size) except NULL:
+    cdef void* q = realloc(p, <size_t>(count + 1) * size)
+    if q == NULL:
+        raise MemoryError()
+    return q
+
+
 # -- arithmetic with Soufflé's semantics (reasoner.arith): 64-bit wrap-around, C division ------
 
 cdef inline bint _arith(int op, int64_t a, int64_t b, int64_t* out) noexcept:
@@ -317,13 +323,18 @@ cdef class Enumerator:
     cdef int64_t* steps     # offset of each step
     cdef int64_t head       # offset of the head's expressions (count, expression...)
     cdef bint bootstrap     # a Bootstrap's plan: new heads are counted, not scheduled
+    cdef bint full          # re-discovery by evaluating the whole rule (see `_hand_full`)
+    cdef int nregs
     cdef readonly str label
 
-    def __cinit__(self, Rule rule, list code, str label, bint bootstrap=False):
+    def __cinit__(self, Rule rule, list code, int registers, str label, bint bootstrap=False,
+                  bint full=False):
         cdef int64_t i, p, n
         self.rule = rule
         self.label = label
+        self.nregs = registers
         self.bootstrap = bootstrap
+        self.full = full
         self.ncode = len(code)
         self.code = <int64_t*>malloc(<size_t>(self.ncode + 1) * sizeof(int64_t))
         if self.code == NULL:
@@ -402,11 +413,11 @@ cdef struct Run:
     int64_t km1             # a Bootstrap's k - 1
     int64_t ro
     int64_t rn
-    int64_t regs[MAX_REGS]
-    int64_t rows[MAX_REGS]
+    int64_t* regs
+    int64_t* rows
     int64_t head_row
-    bint before[MAX_REGS]   # the negated tuple is present in the old epoch
-    bint after[MAX_REGS]    # ... in the new one
+    bint* before            # the negated tuple is present in the old epoch
+    bint* after             # ... in the new one
 
 
 cdef class Kernel:
@@ -439,6 +450,7 @@ cdef class Kernel:
     cdef Vec heap
     # One iteration's count changes: key(relation, row) -> entry.
     cdef Map delta
+    cdef Map wanted           # the deleted heads a full re-discovery looks for
     cdef Vec d_key
     cdef Vec d_change
     cdef Vec d_old
@@ -447,7 +459,11 @@ cdef class Kernel:
     cdef Vec moved
     cdef Vec inserted
     cdef Vec gone
-    cdef int64_t* words
+    cdef int64_t* words       # a key or a head being built (as wide as the widest table)
+    cdef Run run              # the bindings of the plan running (plans never nest)
+    cdef int run_regs
+    cdef int run_rows
+    cdef int run_negs
 
     def __cinit__(self, list tables, list own):
         cdef int i
@@ -456,7 +472,9 @@ cdef class Kernel:
         self.own = <bint*>malloc(<size_t>(self.nrel + 1) * sizeof(bint))
         self.any_before = <bint*>malloc(<size_t>(self.nrel + 1) * sizeof(bint))
         self.any_after = <bint*>malloc(<size_t>(self.nrel + 1) * sizeof(bint))
-        self.words = <int64_t*>malloc(MAX_REGS * sizeof(int64_t))
+        self.words = <int64_t*>malloc(
+            <size_t>(max([t.arity for t in tables], default=0) + 1) * sizeof(int64_t)
+        )
         if self.own == NULL or self.any_before == NULL or self.any_after == NULL:
             raise MemoryError()
         for i in range(self.nrel):
@@ -472,16 +490,22 @@ cdef class Kernel:
         _map_init(&self.flip, 64)
         _map_init(&self.bucket_of, 64)
         _map_init(&self.delta, 64)
+        _map_init(&self.wanted, 64)
 
     def __dealloc__(self):
         free(self.own)
         free(self.any_before)
         free(self.any_after)
         free(self.words)
+        free(self.run.regs)
+        free(self.run.rows)
+        free(self.run.before)
+        free(self.run.after)
         _map_free(&self.overlay)
         _map_free(&self.flip)
         _map_free(&self.bucket_of)
         _map_free(&self.delta)
+        _map_free(&self.wanted)
         free(self.ov_key.data)
         free(self.ov_n.data)
         free(self.ov_count.data)
@@ -609,13 +633,28 @@ cdef class Kernel:
             m += 1
         return rows, olds, news, counts
 
+    cdef Run* _run_for(self, Enumerator e) except NULL:
+        """The bindings for a run of `e`, grown to its registers, atoms and negations."""
+        cdef Rule rule = e.rule
+        if e.nregs > self.run_regs:
+            self.run.regs = <int64_t*>_grown(self.run.regs, e.nregs, sizeof(int64_t))
+            self.run_regs = e.nregs
+        if rule.npos > self.run_rows:
+            self.run.rows = <int64_t*>_grown(self.run.rows, rule.npos, sizeof(int64_t))
+            self.run_rows = rule.npos
+        if rule.nneg > self.run_negs:
+            self.run.before = <bint*>_grown(self.run.before, rule.nneg, sizeof(bint))
+            self.run.after = <bint*>_grown(self.run.after, rule.nneg, sizeof(bint))
+            self.run_negs = rule.nneg
+        return &self.run
+
     # -- Bootstrap ------------------------------------------------------------------------------
 
     def bootstrap_plan(self, Enumerator e, object rows, int64_t km1, object check):
         """One plan of a Bootstrap's iteration k = km1 + 1 over its driving rows (an int64
         array; None for a rule without positive atoms, run once): every derivation over
         I_{k-1} whose head is not in I_{k-1} counts towards that head, staged as N_k."""
-        cdef Run run
+        cdef Run* run = self._run_for(e)
         cdef const int64_t[::1] driving
         cdef int64_t i
         self.check = check
@@ -626,11 +665,11 @@ cdef class Kernel:
         run.ro = -1
         run.rn = -1
         if rows is None:
-            self._step(e, 0, &run)
+            self._step(e, 0, run)
             return
         driving = rows
         for i in range(driving.shape[0]):
-            self._drive(e, driving[i], &run)
+            self._drive(e, driving[i], run)
 
     def bootstrap_commit(self, int64_t k):
         """Commit the heads the iteration's plans staged at iteration k with their counts;
@@ -725,27 +764,70 @@ cdef class Kernel:
         cdef int64_t i
         cdef int relation
         cdef Enumerator e
-        cdef Run run
+        cdef Run* run
+        cdef bint full = False
         for i in range(0, rows.size, 4):
             relation = <int>rows.data[i]
             for e in <list>PyList_GET_ITEM(enumerators, relation):
+                if e.full:
+                    full = True
+                    continue
+                run = self._run_for(e)
                 run.status = status
                 run.cur = cur
                 run.ro = rows.data[i + 2]
                 run.rn = rows.data[i + 3]
-                self._drive(e, rows.data[i + 1], &run)
+                self._drive(e, rows.data[i + 1], run)
+        if full:
+            self._hand_full(rows, enumerators, cur)
+        return 0
+
+    cdef int _hand_full(self, Vec* rows, list enumerators, int64_t cur) except -1:
+        """Re-discovery for a rule whose head cannot be inverted (a head variable only inside
+        arithmetic): evaluate the whole rule once, over the union of both epochs, keeping the
+        derivations whose head is one of the deleted tuples handed (`wanted`)."""
+        cdef int64_t i, r
+        cdef int relation
+        cdef Enumerator e
+        cdef Run* run
+        cdef Table t
+        relations = set()
+        for i in range(0, rows.size, 4):
+            relations.add(<int>rows.data[i])
+        for relation in relations:
+            _map_clear(&self.wanted)
+            for i in range(0, rows.size, 4):
+                if rows.data[i] == relation:
+                    _map_put(&self.wanted, _key(relation, rows.data[i + 1]), 1)
+            for e in <list>PyList_GET_ITEM(enumerators, relation):
+                if not e.full:
+                    continue
+                run = self._run_for(e)
+                run.status = CHANGED
+                run.cur = cur
+                run.ro = -1
+                run.rn = -1
+                if e.driver == DRIVE_NONE:
+                    self._step(e, 0, run)
+                    continue
+                t = self._table(e.driver_relation)
+                r = 0
+                while r < t.nrows:
+                    if t.status[r] != -2:
+                        self._drive(e, r, run)
+                    r += 1
         return 0
 
     cdef int _enumerate_rows(self, Enumerator e, int relation, const int64_t[::1] rows,
                              int64_t cur) except -1:
-        cdef Run run
+        cdef Run* run = self._run_for(e)
         cdef int64_t i
         for i in range(rows.shape[0]):
             run.status = CHANGED
             run.cur = cur
             run.ro = -1
             run.rn = -1
-            self._drive(e, rows[i], &run)
+            self._drive(e, rows[i], run)
         return 0
 
     cdef int _drive(self, Enumerator e, int64_t row, Run* run) except -1:
@@ -1007,6 +1089,11 @@ cdef class Kernel:
                     return 0
                 hv[j] = v
                 p = _skip_expr(code, p)
+            if e.full:
+                head_row = head._find(hv)
+                if head_row < 0 or not _map_get(&self.wanted, _key(rule.head, head_row), 0):
+                    return 0
+                ho = self._o(head, head_row)
         if run.status == INSERTED:
             if not (run.cur < fn < INF and nn):
                 return 0
@@ -1027,7 +1114,7 @@ cdef class Kernel:
                 head_row = head._find(hv)
                 ho = self._o(head, head_row)
             sn = no and ho < fn
-        if e.driver == DRIVE_HEAD:
+        if e.driver == DRIVE_HEAD or e.full:
             if sn:
                 return self._schedule(e, run, fn, fo, ho, head_row, lower_n, no, nn, ni, nd)
             return 0
@@ -1275,7 +1362,7 @@ cdef inline int _only(Enumerator e, Run* run) noexcept:
     """The one epoch a derivation must be valid in to matter (0: either, 1: the new, 2: the
     old): re-discovery and inserted drivers count in the new epoch only, deleted ones in the
     old."""
-    if e.driver == DRIVE_HEAD or run.status == INSERTED:
+    if e.driver == DRIVE_HEAD or e.full or run.status == INSERTED:
         return 1
     if run.status == DELETED:
         return 2

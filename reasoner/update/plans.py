@@ -24,9 +24,12 @@ Layout (every item an int64; an expression is `count, (tag, value) * count`, pos
 committed (Bootstrap: I_{k-1}), committed and older than k - 1 (Bootstrap: I_{k-2}, for the
 atoms before the delta in the first-position decomposition).
 
-What the kernel cannot run raises `Unsupported`, and the stratum keeps the generated Python
-Update (`reasoner.elastic.update`): a head whose variables occur only inside arithmetic (it
-cannot be inverted for re-discovery), values outside 64 bits, more than 256 registers.
+Every rule the analysis accepts has plans: a head whose variables occur only inside
+arithmetic cannot be inverted for re-discovery, so its plan evaluates the whole rule and keeps
+the deleted heads (`EnumeratorPlan.full`); a driver's check on a variable it does not bind
+waits as a test until a later step binds it. `Unsupported` is left for what the parser
+already refuses (values past 64 bits, expressions nested past the kernel's stack), and the
+generated Python code (`reasoner.elastic.update`, `reasoner.elastic.bootstrap`) then runs.
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ from reasoner.syntax.ast import (
     Variable,
     Wildcard,
 )
+from reasoner.update.kernel import Rule as KernelRule
 
 DRIVE_ATOM, DRIVE_NEG, DRIVE_HEAD, DRIVE_NONE = 0, 1, 2, 3
 ROWS_ANY, ROWS_COMMITTED, ROWS_OLDER = 0, 1, 2
@@ -64,12 +68,25 @@ NEG_TUPLE, NEG_INDEX, NEG_ANY = 0, 1, 2
 TERM_CONST, TERM_REG = 0, 1
 OPERATORS = {"+": 2, "-": 3, "*": 4, "/": 5, "%": 6}
 COMPARISONS = {"=": 0, "!=": 1, "<": 2, "<=": 3, ">": 4, ">=": 5}
-LIMIT = 256
-"""Registers, positive atoms, negated atoms and head columns a plan may have (the kernel's
-fixed-size binding arrays)."""
-STACK = 64
-"""Values an expression may hold on the kernel's stack at once."""
+STACK = 128
+"""Values an expression may hold on the kernel's stack at once (the parser refuses nesting
+past 64, so no program reaches it)."""
 _INT64 = range(-(1 << 63), 1 << 63)
+
+
+def kernel_rule(
+    number: int, rule: Rule, relation_number: Callable[[str], int], own: frozenset[str] | set[str]
+) -> KernelRule:
+    """What the kernel keeps of rule `number`: its head and its positive atoms (relation, and
+    whether it is of a lower stratum) in body order, and how many negated atoms it has."""
+    positive = [
+        (relation_number(rule.body[i].relation), rule.body[i].relation not in own)  # type: ignore[union-attr]
+        for i in positive_atoms(rule)
+    ]
+    negated = sum(isinstance(lit, Negation) for lit in rule.body)
+    return KernelRule(
+        number, relation_number(rule.head.relation), len(rule.head.args), positive, negated
+    )
 
 
 class Unsupported(Exception):
@@ -88,6 +105,10 @@ class EnumeratorPlan:
     """The relation whose changed tuples drive it."""
     plan: JoinPlan
     words: list[int]
+    registers: int
+    """How many variables the plan binds."""
+    full: bool = False
+    """Re-discovery by evaluating the whole rule (the head cannot be inverted)."""
 
 
 class _Registers:
@@ -95,8 +116,6 @@ class _Registers:
         self.of: dict[str, int] = {}
 
     def new(self, name: str) -> int:
-        if len(self.of) >= LIMIT:
-            raise Unsupported("more than 256 variables in one rule")
         number = self.of[name] = len(self.of)
         return number
 
@@ -138,9 +157,25 @@ def _expression(term: Term, registers: _Registers, symbols: SymbolTable) -> list
     return [len(items) // 2, *items]
 
 
-def _bind_from(args: tuple[Term, ...], registers: _Registers, symbols: SymbolTable) -> list[int]:
-    """The driver's binds (a variable's first occurrence) and checks (everything else but
-    wildcards, evaluated once every bind is done)."""
+def _term_variables(term: Term) -> set[str]:
+    if isinstance(term, Variable):
+        return {term.name}
+    if isinstance(term, BinaryOp):
+        return _term_variables(term.left) | _term_variables(term.right)
+    return set()
+
+
+Pending = tuple[set[str], Callable[[], list[int]]]
+"""A step that waits for variables: (the variables it reads, its words once they are bound)."""
+
+
+def _bind_from(
+    args: tuple[Term, ...], registers: _Registers, symbols: SymbolTable, pending: list[Pending]
+) -> list[int]:
+    """The driver's binds (a variable's first occurrence) and checks (constants, repeated
+    variables, expressions, evaluated once every bind is done). A check that reads a variable
+    the driver does not bind (`!p(x + 1)` driven by a flipped `p` tuple, `x` bound by a later
+    atom) binds the column to a register of its own and waits in `pending` as a test."""
     binds: list[int] = []
     later: list[tuple[int, Term]] = []
     for col, arg in enumerate(args):
@@ -151,9 +186,21 @@ def _bind_from(args: tuple[Term, ...], registers: _Registers, symbols: SymbolTab
         else:
             later.append((col, arg))
     checks: list[int] = []
+    count = 0
     for col, arg in later:
-        checks.extend((col, *_expression(arg, registers, symbols)))
-    return [len(binds) // 2, *binds, len(later), *checks]
+        if _term_variables(arg) <= registers.of.keys():
+            checks.extend((col, *_expression(arg, registers, symbols)))
+            count += 1
+            continue
+        column = registers.new(f"#column {col}")  # not a Datalog name: no clash
+        binds.extend((col, column))
+
+        def test(column: int = column, arg: Term = arg) -> list[int]:
+            value = _expression(arg, registers, symbols)
+            return [STEP_TEST, COMPARISONS["="], 1, TERM_REG, column, *value]
+
+        pending.append((_term_variables(arg), test))
+    return [len(binds) // 2, *binds, count, *checks]
 
 
 class StratumPlanWriter:
@@ -171,20 +218,21 @@ class StratumPlanWriter:
         self.symbols = symbols
         self.own = own
 
-    def rule_plans(self, number: int, rule: Rule) -> list[EnumeratorPlan]:
+    def rule_plans(self, number: int, rule: Rule, sizes: dict[str, int]) -> list[EnumeratorPlan]:
         """Every enumerator of rule `number`: one per positive atom, per negated atom, and
-        the head's (re-discovery)."""
-        if not head_is_invertible(rule):
-            raise Unsupported("a head variable occurs only inside arithmetic")
-        if len(rule.head.args) > LIMIT or len(rule.body) > LIMIT:
-            raise Unsupported("a rule too wide for the kernel")
+        the head's (re-discovery: from the head's variables, or for a head whose variables
+        occur only inside arithmetic, the whole rule from its smallest atom by `sizes`)."""
         plans = []
         for i in positive_atoms(rule):
             plans.append(self._plan(number, rule, Driver("atom", i), "atom"))
         for i, literal in enumerate(rule.body):
             if isinstance(literal, Negation):
                 plans.append(self._plan(number, rule, Driver("negation", i), "negation"))
-        plans.append(self._plan(number, rule, Driver("head"), "head"))
+        if head_is_invertible(rule):
+            plans.append(self._plan(number, rule, Driver("head"), "head"))
+        else:
+            driver = plan_rule(rule, None, sizes).driver
+            plans.append(self._plan(number, rule, driver, "head", full=True))
         return plans
 
     def bootstrap_plans(
@@ -194,8 +242,6 @@ class StratumPlanWriter:
         its smallest atom), then, with the first-position decomposition, one per atom over a
         relation of the stratum (driven by N_{k-1}, the stratum's atoms before it over
         I_{k-2})."""
-        if len(rule.head.args) > LIMIT or len(rule.body) > LIMIT:
-            raise Unsupported("a rule too wide for the kernel")
         plans = [self._plan(number, rule, plan_rule(rule, None, sizes).driver, "first")]
         recursive = [
             i
@@ -213,8 +259,10 @@ class StratumPlanWriter:
         driver: Driver,
         role: str,
         older: set[int] | None = None,
+        full: bool = False,
     ) -> EnumeratorPlan:
-        """`older`: for a Bootstrap plan, the body positions restricted to I_{k-2}."""
+        """`older`: for a Bootstrap plan, the body positions restricted to I_{k-2}; `full`:
+        a re-discovery plan that evaluates the whole rule."""
         plan = plan_rule(rule, driver)
         normalized = plan.rule
         bootstrap = role in ("first", "delta")
@@ -228,12 +276,12 @@ class StratumPlanWriter:
         }
         registers = _Registers()
         steps = list(plan.steps)
+        pending: list[Pending] = []
         words: list[int]
-        first: list[int] = []
         if driver.kind == "head":
             relation = normalized.head.relation
             words = [DRIVE_HEAD, self.relation_number(relation), -1]
-            words += _bind_from(normalized.head.args, registers, self.symbols)
+            words += _bind_from(normalized.head.args, registers, self.symbols, pending)
         elif driver.kind == "none":
             relation = normalized.head.relation
             words = [DRIVE_NONE, self.relation_number(relation), -1, 0, 0]
@@ -244,11 +292,26 @@ class StratumPlanWriter:
             kind = DRIVE_NEG if step.negated else DRIVE_ATOM
             position = negations[step.body_index] if step.negated else positions[step.body_index]
             words = [kind, self.relation_number(relation), position]
-            words += _bind_from(step.atom.args, registers, self.symbols)
+            words += _bind_from(step.atom.args, registers, self.symbols, pending)
             if step.negated:  # its status, over its group when it has wildcards
-                first = self._negation(step, negations, registers)
-        body: list[int] = first
-        count = 1 if first else 0
+                needs = set().union(*map(_term_variables, step.atom.args))
+                pending.insert(
+                    0,
+                    (needs, lambda step=step: self._negation(step, negations, registers)),
+                )
+        body: list[int] = []
+        count = 0
+
+        def flush() -> None:
+            """Put the pending steps whose variables are bound."""
+            nonlocal count, body
+            for item in list(pending):
+                if item[0] <= registers.of.keys():
+                    pending.remove(item)
+                    body += item[1]()
+                    count += 1
+
+        flush()
         for step in steps:
             if isinstance(step, CompareStep):
                 body += self._compare(step, registers)
@@ -258,6 +321,9 @@ class StratumPlanWriter:
                 qualify = ROWS_ANY if rows is None else rows.get(step.body_index, ROWS_COMMITTED)
                 body += self._atom(step, positions, registers, qualify)
             count += 1
+            flush()
+        if pending:
+            raise Unsupported(f"a driver's check reads variables the rule never binds: {rule}")
         words += [count, *body]
         if driver.kind == "head":
             words.append(0)
@@ -265,7 +331,9 @@ class StratumPlanWriter:
             words.append(len(normalized.head.args))
             for arg in normalized.head.args:
                 words += _expression(arg, registers, self.symbols)
-        return EnumeratorPlan(number, role, relation, plan, words)
+        if full:  # handed the deleted tuples of the head's relation
+            relation = normalized.head.relation
+        return EnumeratorPlan(number, role, relation, plan, words, len(registers.of), full)
 
     def _compare(self, step: CompareStep, registers: _Registers) -> list[int]:
         cmp = step.comparison

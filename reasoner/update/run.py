@@ -23,8 +23,8 @@ from reasoner.plan.joins import positive_atoms
 from reasoner.state import State, Tuple
 from reasoner.symbols import SymbolTable
 from reasoner.syntax.ast import Negation, Wildcard
-from reasoner.update.kernel import Enumerator, Kernel, Rule
-from reasoner.update.plans import EnumeratorPlan, StratumPlanWriter, Unsupported
+from reasoner.update.kernel import Enumerator, Kernel
+from reasoner.update.plans import EnumeratorPlan, StratumPlanWriter, Unsupported, kernel_rule
 
 FLIP_INSERTED, FLIP_DELETED = 1, 2
 
@@ -73,20 +73,14 @@ class CompiledStratumPlans:
             stratum.relations,
         )
         self.plans: list[EnumeratorPlan] = []
+        sizes = {name: len(state[name]) for name in self.names}
         rules = []
         own_atoms = []
         for number, rule in enumerate(stratum.rules):
-            self.plans += writer.rule_plans(number, rule)
-            positive = [
-                (self.number[rule.body[i].relation], rule.body[i].relation not in self.own)  # type: ignore[union-attr]
-                for i in positive_atoms(rule)
-            ]
-            own_atoms.append(any(not lower for _relation, lower in positive))
-            negated = sum(isinstance(lit, Negation) for lit in rule.body)
-            rules.append(
-                Rule(
-                    number, self.number[rule.head.relation], len(rule.head.args), positive, negated
-                )
+            self.plans += writer.rule_plans(number, rule, sizes)
+            rules.append(kernel_rule(number, rule, self.number.__getitem__, stratum.relations))
+            own_atoms.append(
+                any(rule.body[i].relation in stratum.relations for i in positive_atoms(rule))  # type: ignore[union-attr]
             )
         self.kernel = Kernel(
             [state[name].table for name in self.names],
@@ -96,7 +90,9 @@ class CompiledStratumPlans:
             self.kernel.add_rule(rule)
         for plan in self.plans:
             rule = rules[plan.rule_number]
-            enumerator = Enumerator(rule, plan.words, plan.plan.rule.text or plan.relation)
+            enumerator = Enumerator(
+                rule, plan.words, plan.registers, plan.plan.rule.text, False, plan.full
+            )
             relation = self.number[plan.relation]
             self.kernel.add(plan.role, relation, enumerator)
             if plan.role == "head" and own_atoms[plan.rule_number]:

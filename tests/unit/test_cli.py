@@ -117,5 +117,7 @@ def test_explain_prints_every_stratums_update_plans(
         "    from a changed tc(x, y)\n      probe edge(y, z)  [index on columns (0,)]  -> z" in out
     )
     assert "      not edge(x, y)  [tuple lookup]" in out
-    # A head whose variables occur only inside arithmetic cannot be inverted for re-discovery.
-    assert "{shift}: generated Python (a head variable occurs only inside arithmetic)" in out
+    # A head whose variables occur only inside arithmetic cannot be inverted: its deleted
+    # tuples are re-discovered by evaluating the whole rule.
+    assert "{shift}: compiled kernel" in out
+    assert "    from a deleted shift((x + y)): the whole rule, scanning edge(x, y)\n" in out
