@@ -259,21 +259,12 @@ class StratumBootstrap:
 
     def _run_compiled(self, kernel: CompiledStratumBootstrap, start: float) -> StratumRun:
         """`run` on the kernel: the same iterations, N_k kept as row ids."""
-        check = self.check
-        new = kernel.first_iteration(check)
+        new = kernel.first_iteration(self.check)
         derived = sum(map(len, new.values()))
         iterations = 1 if derived else 0
-        k = 2
-        while self.stratum.recursive and new:
-            if check is not None:
-                check()
-            new = kernel.delta_iteration(k, new, check)
-            count = sum(map(len, new.values()))
-            if not count:
-                break
-            derived += count
-            iterations = k
-            k += 1
+        if self.stratum.recursive and derived:
+            iterations, more, _rest = kernel.fixpoint(2, new, 1 << 62, self.check)
+            derived += more
         return StratumRun(
             self.stratum.index,
             tuple(sorted(self.stratum.relations)),

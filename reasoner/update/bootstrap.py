@@ -95,15 +95,21 @@ class CompiledStratumBootstrap:
             self.kernel.bootstrap_plan(enumerator, rows, 0, check)
         return self._commit(1)
 
-    def delta_iteration(self, k: int, delta: Rows, check: Callable[[], None] | None) -> Rows:
-        """Iteration k >= 2 from N_{k-1} (`delta`), committed; N_k per relation."""
-        check = check or _unchecked
-        for plan, enumerator in self.delta:
-            rows = delta.get(plan.relation)
-            if rows is not None and len(rows):
-                check()
-                self.kernel.bootstrap_plan(enumerator, rows, k - 1, check)
-        return self._commit(k)
+    def fixpoint(
+        self, k: int, delta: Rows, limit: int, check: Callable[[], None] | None
+    ) -> tuple[int, int, Rows]:
+        """Iterations k, k + 1, ... from N_{k-1} (`delta`) inside the kernel while they stay
+        under `limit` new tuples (see `Kernel.bootstrap_fixpoint`): (the last iteration that
+        derived anything, how many tuples were derived, the last N when it reached `limit`,
+        else {})."""
+        last, derived, rest = self.kernel.bootstrap_fixpoint(
+            [enumerator for _plan, enumerator in self.delta],
+            {self.number[name]: rows for name, rows in delta.items() if len(rows)},
+            k,
+            limit,
+            check or _unchecked,
+        )
+        return last, derived, {self.names[number]: rows for number, rows in rest.items()}
 
     def _commit(self, k: int) -> Rows:
         committed = self.kernel.bootstrap_commit(k)

@@ -671,6 +671,69 @@ cdef class Kernel:
         for i in range(driving.shape[0]):
             self._drive(e, driving[i], run)
 
+    def bootstrap_fixpoint(self, list plans, dict delta, int64_t k, int64_t limit,
+                           object check):
+        """Iterations k, k + 1, ... of a Bootstrap from N_{k-1} (`delta`: relation number ->
+        rows), each committed as it ends, for as long as the new tuples number fewer than
+        `limit`: a deep recursion of small iterations runs here without returning to Python.
+        Returns (the last iteration that derived anything, or k - 1; how many tuples were
+        derived; N of that iteration as relation number -> rows when it is `limit` or more
+        tuples, the caller's to go on with, else {}: the fixpoint)."""
+        cdef Vec current
+        cdef Enumerator e
+        cdef Run* run
+        cdef int64_t i, key, row, n, last = k - 1, derived = 0
+        cdef int relation
+        cdef Table t
+        cdef const int64_t[::1] rows
+        current.data = NULL
+        current.size = current.capacity = 0
+        self.check = check
+        self.ticks = CHECK_EVERY
+        try:
+            for number, given in delta.items():
+                rows = given
+                for i in range(rows.shape[0]):
+                    _vec_push(&current, _key(number, rows[i]))
+            while current.size:
+                check()
+                for e in plans:
+                    run = self._run_for(e)
+                    run.status = INSERTED
+                    run.cur = -1
+                    run.km1 = k - 1
+                    run.ro = -1
+                    run.rn = -1
+                    for i in range(current.size):
+                        key = current.data[i]
+                        if key >> 32 == e.driver_relation:
+                            self._drive(e, key & 0xFFFFFFFF, run)
+                n = self.d_key.size
+                current.size = 0
+                for i in range(n):
+                    key = self.d_key.data[i]
+                    t = self._table(<int>(key >> 32))
+                    t._commit_row(key & 0xFFFFFFFF, k, self.d_change.data[i])
+                    _vec_push(&current, key)
+                _map_clear(&self.delta)
+                self.d_key.size = self.d_change.size = self.d_old.size = 0
+                if not n:
+                    break
+                derived += n
+                last = k
+                k += 1
+                if n >= limit:
+                    per: dict = {}
+                    for i in range(current.size):
+                        key = current.data[i]
+                        per.setdefault(<int>(key >> 32), []).append(key & 0xFFFFFFFF)
+                    return last, derived, {
+                        number: np.array(found, dtype=np.int64) for number, found in per.items()
+                    }
+            return last, derived, {}
+        finally:
+            free(current.data)
+
     def bootstrap_commit(self, int64_t k):
         """Commit the heads the iteration's plans staged at iteration k with their counts;
         relation -> their rows (int64 arrays), for the relations that got any."""

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
@@ -67,6 +68,9 @@ from reasoner.plan.joins import AtomStep, JoinPlan, plan_rule, positive_atoms
 from reasoner.state import RelationStore, State, Tuple
 from reasoner.symbols import SymbolTable
 from reasoner.syntax.ast import Atom
+
+if TYPE_CHECKING:
+    from reasoner.update.bootstrap import CompiledStratumBootstrap
 
 SMALL_ITERATION = 10_000
 """Iterations driven by fewer rows than this run the reference's per-tuple plans (see above)."""
@@ -130,6 +134,27 @@ class _Growing:
     def full(self) -> pl.DataFrame:
         return _concat(self.old(), self.delta())
 
+    @classmethod
+    def of_state(cls, store: RelationStore, last: int) -> _Growing:
+        """I_{last-1} as the old tuples and N_last as the delta, read from the state: where
+        the kernel ran iterations of its own (`CompiledStratumBootstrap.fixpoint`)."""
+        if store.arity == 0:  # at most one tuple
+            items = list(store.iters.items())
+            growing = cls(0, frame_of_rows([t for t, it in items if it < last], 0))
+            growing._delta_rows = [t for t, it in items if it == last]
+            return growing
+        values, iterations = store.table.columns()
+        names = columns(store.arity)
+        schema = dict.fromkeys(names, INT)
+
+        def frame(mask: np.ndarray) -> pl.DataFrame:
+            return pl.DataFrame({n: v[mask] for n, v in zip(names, values, strict=True)}, schema)
+
+        growing = cls(store.arity, frame(iterations < last))
+        growing._delta_rows = None
+        growing.delta_frame = frame(iterations == last)
+        return growing
+
     def advance(self, rows: list[Tuple] | None, frame: pl.DataFrame | None) -> None:
         """N_k becomes the delta; N_{k-1} joins the old tuples."""
         if self.delta_frame is not None:
@@ -138,6 +163,11 @@ class _Growing:
             self.old_rows.extend(self.delta_rows())
         self._delta_rows = rows
         self.delta_frame = frame
+
+
+class _Stale:
+    """A relation whose last iterations ran in the kernel: the state holds it all, and no
+    frame of it is kept."""
 
 
 class _Kept:
@@ -305,7 +335,7 @@ class VectorizedStratum:
         self.small = small_iteration
         if kept is not None and stratum_inputs(stratum) & kept.relations.keys():
             self.small = 0  # the per-tuple plans read the state, which lacks kept relations
-        self.growing: dict[str, _Growing | _Kept] = {
+        self.growing: dict[str, _Growing | _Kept | _Stale] = {
             name: _Growing(state[name].arity, frame_of_store(state[name]))
             for name in stratum.relations
         }
@@ -366,17 +396,25 @@ class VectorizedStratum:
             self.reference.run_plan(compiled, rows, 0, out[rule.head.relation])
         return self._commit_reference(out, 1)
 
+    def _kernel_fixpoint(self, kernel: CompiledStratumBootstrap, k: int) -> tuple[int, int, bool]:
+        """Iterations k, k + 1, ... in the kernel while they stay small: (the last iteration
+        that derived anything, how many tuples were derived, whether the fixpoint was
+        reached). If not, the next iteration is large and the frames of the stratum's
+        relations are read back from the state for Polars."""
+        delta = self._kernel_delta
+        if delta is None:  # N_{k-1} came from Polars: its tuples' rows
+            delta = {}
+            for name in self.stratum.relations:
+                tuples = self.growing[name].delta_rows()  # type: ignore[union-attr]
+                table = self.state[name].table
+                delta[name] = np.fromiter(map(table.row, tuples), np.int64, len(tuples))
+        last, derived, rest = kernel.fixpoint(k, delta, self.small, self.check)
+        self._kernel_delta = rest or None
+        for name in self.stratum.relations:
+            self.growing[name] = _Growing.of_state(self.state[name], last) if rest else _Stale()
+        return last, derived, not rest
+
     def _reference_delta(self, k: int) -> dict[str, _New]:
-        kernel = self.reference.compiled()
-        if kernel is not None:
-            delta = self._kernel_delta
-            if delta is None:  # N_{k-1} came from Polars: its tuples' rows
-                delta = {}
-                for name in self.stratum.relations:
-                    tuples = self.growing[name].delta_rows()  # type: ignore[union-attr]
-                    table = self.state[name].table
-                    delta[name] = np.fromiter(map(table.row, tuples), np.int64, len(tuples))
-            return self._kernel_rows(kernel.delta_iteration(k, delta, self.check))
         if self._delta_compiled is None:
             self._delta_compiled = self.reference._delta_plans()
         out: dict[str, dict] = {name: {} for name in self.stratum.relations}
@@ -636,6 +674,16 @@ class VectorizedStratum:
             work = sum(self.growing[job.driver].delta_size() for job in jobs)  # type: ignore[index]
             if work == 0:
                 break
+            kernel = self.reference.compiled() if work < self.small else None
+            if kernel is not None:
+                last, count, done = self._kernel_fixpoint(kernel, k)
+                if count:
+                    derived += count
+                    iterations = last
+                if done:
+                    break
+                k = last + 1
+                continue
             new = self._reference_delta(k) if work < self.small else self._polars(jobs, k)
             count = self._advance(new)
             if count:
@@ -643,7 +691,11 @@ class VectorizedStratum:
                 iterations = k
             k += 1
         for name in stratum.relations:
-            rel = self.frames.frames[name] = self.growing[name]
+            rel = self.growing[name]
+            if isinstance(rel, _Stale):  # its frame is built from the state when asked for
+                self.frames.frames.pop(name, None)
+                continue
+            self.frames.frames[name] = rel
             if isinstance(rel, _Kept):
                 rel.rows.drop_table()
                 self.kept.relations[name] = rel.rows  # type: ignore[union-attr]
