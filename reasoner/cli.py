@@ -233,7 +233,8 @@ def _engine_arguments(parser: argparse.ArgumentParser) -> None:
         "--engine",
         choices=ENGINES,
         default="auto",
-        help="Bootstrap executor: auto (Spark for large inputs, else local), "
+        help="Bootstrap executor: auto (reference for small inputs, Spark for large ones, "
+        "else local), "
         "reference (per-tuple), local (vectorized, Polars), spark",
     )
     parser.add_argument(

@@ -51,8 +51,9 @@ class Settings(BaseSettings):
     bootstrap_engine: Literal["auto", "local", "spark", "reference"] = Field(
         "auto",
         description="Where Bootstrap runs: `local` (vectorized, in-process), `spark`, or "
-        "`auto` (Spark once the input reaches `spark_threshold` facts, in-process below); "
-        "`reference` is the per-tuple executor.",
+        "`auto` (Spark once the input reaches `spark_threshold` facts, in-process below: "
+        "the per-tuple `reference` executor under 2,000 input facts, else `local`); "
+        "`reference` is the per-tuple executor (the compiled kernel).",
     )
     spark_threshold: int = Field(
         DEFAULT_SPARK_THRESHOLD,

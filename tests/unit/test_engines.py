@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reasoner.elastic.engines import EngineSettings
+from reasoner.elastic.engines import SMALL_INPUT, EngineSettings
 from reasoner.elastic.epoch import Delta
 from reasoner.materialization import Materialization
 
@@ -19,12 +19,14 @@ sink(y) :- tc(_, y), !edge(y, _).
 """
 
 
-def test_auto_prefers_local_below_the_threshold_and_spark_above() -> None:
+def test_auto_prefers_the_kernel_for_small_inputs_local_below_the_threshold_spark_above() -> None:
     for master in ("local[*]", "spark://10.0.0.1:7077"):  # a cluster alone is no reason
-        auto = EngineSettings("auto", master, spark_threshold=100)
-        assert auto.choose(99).engine == "local"
-        assert auto.choose(100).engine == "spark"
-        assert "threshold" in auto.choose(100).reason
+        auto = EngineSettings("auto", master, spark_threshold=10_000)
+        assert auto.choose(SMALL_INPUT - 1).engine == "reference"
+        assert auto.choose(SMALL_INPUT).engine == "local"
+        assert auto.choose(9_999).engine == "local"
+        assert auto.choose(10_000).engine == "spark"
+        assert "threshold" in auto.choose(10_000).reason
     assert EngineSettings("auto", "spark://10.0.0.1:7077").choose(10**6).engine == "local"
     assert EngineSettings("reference").choose(10**9).engine == "reference"
 
