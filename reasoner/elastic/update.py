@@ -1,5 +1,11 @@
 """Update (Algorithm 3 of the elastic paper, with §3.3 negation), event-driven.
 
+This module is the algorithm's reference implementation as generated Python code. Epochs run
+the same algorithm, term for term, on the compiled kernel (`reasoner.update`);
+`EngineSettings(update="python")` selects this one, which the property tests and
+`bench/update_ab.py` hold the kernel against. The description below is the algorithm's for
+both.
+
 Algorithm 3 walks the iterations 1, 2, ... of a stratum and at each iteration k adjusts the
 counts N#_k by three terms (DESIGN.md, "The elastic algorithm"):
 
