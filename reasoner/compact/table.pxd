@@ -18,6 +18,16 @@ cdef struct KeyIndex:
     int32_t* prev
 
 
+cdef inline uint64_t _mix(uint64_t h) noexcept nogil:
+    """MurmurHash3's finalizer: every bit of `h` moves every bit of the result."""
+    h ^= h >> 33
+    h *= <uint64_t>0xff51afd7ed558ccd
+    h ^= h >> 33
+    h *= <uint64_t>0xc4ceb9fe1a85ec53
+    h ^= h >> 33
+    return h
+
+
 cdef inline int64_t _get(const void* rows, bint wide, int64_t i) noexcept nogil:
     """Word `i` of a row array of 64-bit (`wide`) or 32-bit words."""
     if wide:

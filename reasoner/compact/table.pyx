@@ -58,15 +58,6 @@ cdef int64_t MAX_ROWS = 2147483600
 cdef uint64_t SEED = <uint64_t>int.from_bytes(os.urandom(8), "little")
 
 
-cdef inline uint64_t _mix(uint64_t h) nogil:
-    h ^= h >> 33
-    h *= <uint64_t>0xff51afd7ed558ccd
-    h ^= h >> 33
-    h *= <uint64_t>0xc4ceb9fe1a85ec53
-    h ^= h >> 33
-    return h
-
-
 cdef inline uint64_t _hash_words(const int64_t* words, int n) nogil:
     cdef uint64_t h = SEED
     cdef int i

@@ -16,12 +16,10 @@ from collections.abc import Callable
 import numpy as np
 
 from reasoner.analysis.model import Stratum
-from reasoner.plan.joins import positive_atoms
 from reasoner.state import State
 from reasoner.symbols import SymbolTable
-from reasoner.syntax.ast import Negation, Wildcard
 from reasoner.update.kernel import Enumerator, Kernel
-from reasoner.update.plans import EnumeratorPlan, StratumPlanWriter, kernel_rule
+from reasoner.update.plans import EnumeratorPlan, StratumTables, kernel_rule
 
 Rows = dict[str, np.ndarray]
 """Relation -> row ids (int64)."""
@@ -33,35 +31,20 @@ def _unchecked() -> None:
 
 class CompiledStratumBootstrap:
     """A stratum's Bootstrap plans on the kernel. Raises `reasoner.update.plans.Unsupported`
-    for rules it cannot run (values past 64 bits, rules past its limits)."""
+    for what the parser refuses anyway (values past 64 bits, expressions nested too deep)."""
 
     def __init__(
         self, stratum: Stratum, state: State, symbols: SymbolTable, arities: dict[str, int]
     ) -> None:
         self.stratum = stratum
         self.state = state
-        inputs = {
-            lit.atom.relation if isinstance(lit, Negation) else lit.relation  # type: ignore[union-attr]
-            for rule in stratum.rules
-            for i, lit in enumerate(rule.body)
-            if isinstance(lit, Negation) or i in positive_atoms(rule)
-        }
-        self.names = [*sorted(stratum.relations), *sorted(inputs - stratum.relations)]
-        self.number = {name: i for i, name in enumerate(self.names)}
-        for name in self.names:
-            if name not in state:
-                state.relation(name, arities[name])
-        writer = StratumPlanWriter(
-            self.number.__getitem__,
-            lambda name, columns: state[name].table.index_position(columns),
-            symbols,
-            stratum.relations,
-        )
-        sizes = {name: len(state[name]) for name in self.names}
-        self.kernel = Kernel(
-            [state[name].table for name in self.names],
-            [name in stratum.relations for name in self.names],
-        )
+        relations = StratumTables(stratum, state, arities)
+        self.names = relations.names
+        self.number = relations.number
+        self.any_negated = relations.any_negated
+        writer = relations.writer(stratum, symbols)
+        sizes = relations.sizes
+        self.kernel = Kernel(relations.tables, [name in stratum.relations for name in self.names])
         self.first: list[tuple[EnumeratorPlan, Enumerator]] = []
         self.delta: list[tuple[EnumeratorPlan, Enumerator]] = []
         for number, rule in enumerate(stratum.rules):
@@ -73,13 +56,9 @@ class CompiledStratumBootstrap:
 
     def _negated_anywhere(self) -> None:
         """A negation with only wildcards asks whether its relation holds anything."""
-        for rule in self.stratum.rules:
-            for lit in rule.body:
-                if isinstance(lit, Negation) and all(
-                    isinstance(a, Wildcard) for a in lit.atom.args
-                ):
-                    present = len(self.state[lit.atom.relation]) > 0
-                    self.kernel.presence(self.number[lit.atom.relation], present, present)
+        for name in self.any_negated:
+            present = len(self.state[name]) > 0
+            self.kernel.presence(self.number[name], present, present)
 
     def first_iteration(self, check: Callable[[], None] | None) -> Rows:
         """Iteration 1, committed; its new rows per relation."""
@@ -102,6 +81,7 @@ class CompiledStratumBootstrap:
         under `limit` new tuples (see `Kernel.bootstrap_fixpoint`): (the last iteration that
         derived anything, how many tuples were derived, the last N when it reached `limit`,
         else {})."""
+        self._negated_anywhere()  # a Polars iteration may have run the first one
         last, derived, rest = self.kernel.bootstrap_fixpoint(
             [enumerator for _plan, enumerator in self.delta],
             {self.number[name]: rows for name, rows in delta.items() if len(rows)},

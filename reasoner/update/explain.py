@@ -10,38 +10,25 @@ plan, as `EXPLAIN` reads a query's.
 from __future__ import annotations
 
 from reasoner.analysis.model import AnalyzedProgram
+from reasoner.analysis.terms import render
 from reasoner.plan.joins import AtomStep, CompareStep
 from reasoner.state import State
 from reasoner.symbols import SymbolTable
-from reasoner.syntax.ast import BinaryOp, NumberConst, StringConst, Term, Variable, Wildcard
+from reasoner.syntax.ast import Wildcard
 from reasoner.update.plans import EnumeratorPlan, Unsupported
 from reasoner.update.run import CompiledStratumPlans
 
 _ROLES = {"atom": "a changed tuple of atom", "negation": "a flipped tuple of", "head": "head"}
 
 
-def term_text(term: Term) -> str:
-    if isinstance(term, Variable):
-        return term.name
-    if isinstance(term, Wildcard):
-        return "_"
-    if isinstance(term, NumberConst):
-        return str(term.value)
-    if isinstance(term, StringConst):
-        return '"' + term.value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(term, BinaryOp):
-        return f"({term_text(term.left)} {term.op} {term_text(term.right)})"
-    raise TypeError(f"not a term: {term!r}")
-
-
 def _atom_text(step: AtomStep) -> str:
-    return f"{step.relation}({', '.join(term_text(a) for a in step.atom.args)})"
+    return f"{step.relation}({', '.join(render(a) for a in step.atom.args)})"
 
 
 def _step_text(step: AtomStep | CompareStep) -> str:
     if isinstance(step, CompareStep):
         cmp = step.comparison
-        text = f"{term_text(cmp.left)} {cmp.op} {term_text(cmp.right)}"
+        text = f"{render(cmp.left)} {cmp.op} {render(cmp.right)}"
         return f"let {text}" if step.assigns is not None else f"test {text}"
     if step.negated:
         args = step.atom.args
@@ -66,7 +53,7 @@ def _enumerator_lines(plan: EnumeratorPlan) -> list[str]:
     driver = plan.plan.driver
     steps = list(plan.plan.steps)
     head = plan.plan.rule.head
-    deleted = f"a deleted {plan.relation}({', '.join(term_text(a) for a in head.args)})"
+    deleted = f"a deleted {plan.relation}({', '.join(render(a) for a in head.args)})"
     if driver.kind == "head":
         start = f"from {deleted}"
     elif plan.full:  # the head cannot be inverted: the whole rule, keeping the deleted heads

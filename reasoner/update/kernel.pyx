@@ -28,7 +28,7 @@ from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memset
 
-from reasoner.compact.table cimport Table, _get
+from reasoner.compact.table cimport Table, _get, _mix
 
 import numpy as np
 
@@ -124,15 +124,6 @@ cdef struct Map:
     uint32_t stamp
     int64_t mask
     int64_t used
-
-
-cdef inline uint64_t _mix(uint64_t h) noexcept nogil:
-    h ^= h >> 33
-    h *= <uint64_t>0xff51afd7ed558ccd
-    h ^= h >> 33
-    h *= <uint64_t>0xc4ceb9fe1a85ec53
-    h ^= h >> 33
-    return h
 
 
 cdef int _map_init(Map* m, int64_t slots) except -1:

@@ -37,6 +37,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from reasoner.analysis.model import Stratum
 from reasoner.plan.joins import (
     AtomStep,
     CompareStep,
@@ -45,7 +46,9 @@ from reasoner.plan.joins import (
     head_is_invertible,
     plan_rule,
     positive_atoms,
+    term_variables,
 )
+from reasoner.state import State
 from reasoner.symbols import SymbolTable
 from reasoner.syntax.ast import (
     Atom,
@@ -157,14 +160,6 @@ def _expression(term: Term, registers: _Registers, symbols: SymbolTable) -> list
     return [len(items) // 2, *items]
 
 
-def _term_variables(term: Term) -> set[str]:
-    if isinstance(term, Variable):
-        return {term.name}
-    if isinstance(term, BinaryOp):
-        return _term_variables(term.left) | _term_variables(term.right)
-    return set()
-
-
 Pending = tuple[set[str], Callable[[], list[int]]]
 """A step that waits for variables: (the variables it reads, its words once they are bound)."""
 
@@ -188,7 +183,7 @@ def _bind_from(
     checks: list[int] = []
     count = 0
     for col, arg in later:
-        if _term_variables(arg) <= registers.of.keys():
+        if term_variables(arg) <= registers.of.keys():
             checks.extend((col, *_expression(arg, registers, symbols)))
             count += 1
             continue
@@ -199,8 +194,51 @@ def _bind_from(
             value = _expression(arg, registers, symbols)
             return [STEP_TEST, COMPARISONS["="], 1, TERM_REG, column, *value]
 
-        pending.append((_term_variables(arg), test))
+        pending.append((term_variables(arg), test))
     return [len(binds) // 2, *binds, count, *checks]
+
+
+class StratumTables:
+    """The relations a stratum's kernel works on, numbered as its plans name them: the
+    stratum's own (sorted), then the lower ones its rules read or negate (sorted); each made
+    in the state if it is not there yet."""
+
+    def __init__(self, stratum: Stratum, state: State, arities: dict[str, int]) -> None:
+        lower: set[str] = set()
+        for rule in stratum.rules:
+            lower.update(rule.body[i].relation for i in positive_atoms(rule))  # type: ignore[union-attr]
+            lower.update(lit.atom.relation for lit in rule.body if isinstance(lit, Negation))
+        self.own = sorted(stratum.relations)
+        self.inputs = sorted(lower - stratum.relations)
+        self.names = [*self.own, *self.inputs]
+        self.number = {name: i for i, name in enumerate(self.names)}
+        for name in self.names:
+            if name not in state:
+                state.relation(name, arities[name])
+        self.tables = [state[name].table for name in self.names]
+        self.sizes = {name: len(state[name]) for name in self.names}
+        self.any_negated = sorted(
+            {
+                lit.atom.relation
+                for rule in stratum.rules
+                for lit in rule.body
+                if isinstance(lit, Negation)
+                and lit.atom.args
+                and all(isinstance(a, Wildcard) for a in lit.atom.args)
+            }
+        )
+        """Relations negated with only wildcards: what matters of them is whether they hold
+        anything (`Kernel.presence`)."""
+
+    def writer(self, stratum: Stratum, symbols: SymbolTable) -> StratumPlanWriter:
+        """A plan writer numbering relations and indexes as the kernel over these tables does."""
+        tables = dict(zip(self.names, self.tables, strict=True))
+        return StratumPlanWriter(
+            self.number.__getitem__,
+            lambda name, columns: tables[name].index_position(columns),
+            symbols,
+            stratum.relations,
+        )
 
 
 class StratumPlanWriter:
@@ -294,7 +332,7 @@ class StratumPlanWriter:
             words = [kind, self.relation_number(relation), position]
             words += _bind_from(step.atom.args, registers, self.symbols, pending)
             if step.negated:  # its status, over its group when it has wildcards
-                needs = set().union(*map(_term_variables, step.atom.args))
+                needs = set().union(*map(term_variables, step.atom.args))
                 pending.insert(
                     0,
                     (needs, lambda step=step: self._negation(step, negations, registers)),

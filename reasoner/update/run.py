@@ -22,9 +22,8 @@ from reasoner.gc_pause import collector_paused
 from reasoner.plan.joins import positive_atoms
 from reasoner.state import State, Tuple
 from reasoner.symbols import SymbolTable
-from reasoner.syntax.ast import Negation, Wildcard
 from reasoner.update.kernel import Enumerator, Kernel
-from reasoner.update.plans import EnumeratorPlan, StratumPlanWriter, Unsupported, kernel_rule
+from reasoner.update.plans import EnumeratorPlan, StratumTables, Unsupported, kernel_rule
 
 FLIP_INSERTED, FLIP_DELETED = 1, 2
 
@@ -40,52 +39,23 @@ class CompiledStratumPlans:
     ) -> None:
         self.stratum = stratum
         self.state = state
-        self.own = sorted(stratum.relations)
-        inputs: set[str] = set()
-        for rule in stratum.rules:
-            for i in positive_atoms(rule):
-                name = rule.body[i].relation  # type: ignore[union-attr]
-                if name not in stratum.relations:
-                    inputs.add(name)
-            for lit in rule.body:
-                if isinstance(lit, Negation):
-                    inputs.add(lit.atom.relation)
-        self.inputs = sorted(inputs)
-        self.any_negated = sorted(
-            {
-                lit.atom.relation
-                for rule in stratum.rules
-                for lit in rule.body
-                if isinstance(lit, Negation)
-                and all(isinstance(a, Wildcard) for a in lit.atom.args)
-                and lit.atom.args
-            }
-        )
-        self.names = [*self.own, *self.inputs]
-        self.number = {name: i for i, name in enumerate(self.names)}
-        for name in self.names:
-            if name not in state:
-                state.relation(name, arities[name])
-        writer = StratumPlanWriter(
-            self.number.__getitem__,
-            lambda name, columns: state[name].table.index_position(columns),
-            symbols,
-            stratum.relations,
-        )
+        relations = StratumTables(stratum, state, arities)
+        self.own = relations.own
+        self.inputs = relations.inputs
+        self.any_negated = relations.any_negated
+        self.names = relations.names
+        self.number = relations.number
+        writer = relations.writer(stratum, symbols)
         self.plans: list[EnumeratorPlan] = []
-        sizes = {name: len(state[name]) for name in self.names}
         rules = []
         own_atoms = []
         for number, rule in enumerate(stratum.rules):
-            self.plans += writer.rule_plans(number, rule, sizes)
+            self.plans += writer.rule_plans(number, rule, relations.sizes)
             rules.append(kernel_rule(number, rule, self.number.__getitem__, stratum.relations))
             own_atoms.append(
                 any(rule.body[i].relation in stratum.relations for i in positive_atoms(rule))  # type: ignore[union-attr]
             )
-        self.kernel = Kernel(
-            [state[name].table for name in self.names],
-            [name in stratum.relations for name in self.names],
-        )
+        self.kernel = Kernel(relations.tables, [name in stratum.relations for name in self.names])
         for rule in rules:
             self.kernel.add_rule(rule)
         for plan in self.plans:
@@ -111,13 +81,9 @@ class CompiledStratumPlans:
         with collector_paused():
             return self._update(overlay, deadline, retracted_facts, asserted_facts)
 
-    def _update(
-        self,
-        overlay: Overlay,
-        deadline: Deadline,
-        retracted_facts: dict[str, set[Tuple]],
-        asserted_facts: dict[str, set[Tuple]],
-    ) -> StratumUpdateRun:
+    def _update(self, overlay: Overlay, deadline: Deadline, *facts: dict) -> StratumUpdateRun:
+        """`update`, the collector paused; `facts`: (retracted, asserted)."""
+        retracted_facts, asserted_facts = facts
         start = time.perf_counter()
         kernel = self.kernel
         state = self.state

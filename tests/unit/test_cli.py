@@ -120,4 +120,4 @@ def test_explain_prints_every_stratums_update_plans(
     # A head whose variables occur only inside arithmetic cannot be inverted: its deleted
     # tuples are re-discovered by evaluating the whole rule.
     assert "{shift}: compiled kernel" in out
-    assert "    from a deleted shift((x + y)): the whole rule, scanning edge(x, y)\n" in out
+    assert "    from a deleted shift(x + y): the whole rule, scanning edge(x, y)\n" in out
