@@ -717,6 +717,17 @@ cdef class Table:
             if 0 <= r[j] < self.nrows and self.status[r[j]] == STAGED_STATUS:
                 self._kill(r[j])
 
+    def rows_of(self, tuples):
+        """The row ids of `tuples` (a sized collection), -1 for a tuple no row holds, as an
+        int64 array."""
+        out = np.empty(len(tuples), dtype=np.int64)
+        cdef int64_t[::1] o = out
+        cdef int64_t j = 0
+        for t in tuples:
+            o[j] = self._row_of(t)
+            j += 1
+        return out
+
     def tuples(self, rows):
         """The tuples of `rows` (live row ids), as a list."""
         cdef const int64_t[::1] r = np.ascontiguousarray(rows, dtype=np.int64)

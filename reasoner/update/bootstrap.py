@@ -18,7 +18,7 @@ import numpy as np
 from reasoner.analysis.model import Stratum
 from reasoner.state import State
 from reasoner.symbols import SymbolTable
-from reasoner.update.kernel import Enumerator, Kernel
+from reasoner.update.kernel import Enumerator
 from reasoner.update.plans import EnumeratorPlan, StratumTables, kernel_rule
 
 Rows = dict[str, np.ndarray]
@@ -38,27 +38,23 @@ class CompiledStratumBootstrap:
     ) -> None:
         self.stratum = stratum
         self.state = state
-        relations = StratumTables(stratum, state, arities)
-        self.names = relations.names
-        self.number = relations.number
-        self.any_negated = relations.any_negated
+        self.relations = relations = StratumTables(stratum, state, arities)
         writer = relations.writer(stratum, symbols)
-        sizes = relations.sizes
-        self.kernel = Kernel(relations.tables, [name in stratum.relations for name in self.names])
+        self.kernel = relations.kernel()
         self.first: list[tuple[EnumeratorPlan, Enumerator]] = []
         self.delta: list[tuple[EnumeratorPlan, Enumerator]] = []
         for number, rule in enumerate(stratum.rules):
-            rule_info = kernel_rule(number, rule, self.number.__getitem__, stratum.relations)
+            rule_info = kernel_rule(number, rule, relations.number.__getitem__, stratum.relations)
             self.kernel.add_rule(rule_info)
-            for plan in writer.bootstrap_plans(number, rule, sizes):
+            for plan in writer.bootstrap_plans(number, rule, relations.sizes):
                 enumerator = Enumerator(rule_info, plan.words, plan.registers, rule.text, True)
                 (self.first if plan.role == "first" else self.delta).append((plan, enumerator))
 
     def _negated_anywhere(self) -> None:
         """A negation with only wildcards asks whether its relation holds anything."""
-        for name in self.any_negated:
+        for name in self.relations.any_negated:
             present = len(self.state[name]) > 0
-            self.kernel.presence(self.number[name], present, present)
+            self.kernel.presence(self.relations.number[name], present, present)
 
     def first_iteration(self, check: Callable[[], None] | None) -> Rows:
         """Iteration 1, committed; its new rows per relation."""
@@ -84,13 +80,13 @@ class CompiledStratumBootstrap:
         self._negated_anywhere()  # a Polars iteration may have run the first one
         last, derived, rest = self.kernel.bootstrap_fixpoint(
             [enumerator for _plan, enumerator in self.delta],
-            {self.number[name]: rows for name, rows in delta.items() if len(rows)},
+            {self.relations.number[name]: rows for name, rows in delta.items() if len(rows)},
             k,
             limit,
             check or _unchecked,
         )
-        return last, derived, {self.names[number]: rows for number, rows in rest.items()}
+        return last, derived, {self.relations.names[number]: rows for number, rows in rest.items()}
 
     def _commit(self, k: int) -> Rows:
         committed = self.kernel.bootstrap_commit(k)
-        return {self.names[number]: rows for number, rows in committed.items()}
+        return {self.relations.names[number]: rows for number, rows in committed.items()}

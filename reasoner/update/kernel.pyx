@@ -237,6 +237,17 @@ cdef void* _grown(void* p, int64_t count, size_t size) except NULL:
     return q
 
 
+cdef inline int _hand_on(Vec* v, int64_t relation, int64_t row, int64_t o, int64_t n) except -1:
+    """Append a tuple whose status changed, (relation, row, o, n), to a list `_hand` reads."""
+    _vec_reserve(v, 4)
+    v.data[v.size] = relation
+    v.data[v.size + 1] = row
+    v.data[v.size + 2] = o
+    v.data[v.size + 3] = n
+    v.size += 4
+    return 0
+
+
 # -- arithmetic with Soufflé's semantics (reasoner.arith): 64-bit wrap-around, C division ------
 
 cdef inline bint _arith(int op, int64_t a, int64_t b, int64_t* out) noexcept:
@@ -554,20 +565,9 @@ cdef class Kernel:
         """A fact of an own relation retracted (n = INF) or asserted (n = 0) at iteration 0:
         recorded, and handed to the enumerators by `start`."""
         self._record(relation, row, n, 1)
-        if n == 0:
-            _vec_push(&self.moved, relation)
-            _vec_push(&self.moved, row)
-            _vec_push(&self.moved, o)
-            _vec_push(&self.moved, n)
-        else:
-            _vec_push(&self.moved, relation)
-            _vec_push(&self.moved, row)
-            _vec_push(&self.moved, o)
-            _vec_push(&self.moved, n)
-            _vec_push(&self.gone, relation)
-            _vec_push(&self.gone, row)
-            _vec_push(&self.gone, o)
-            _vec_push(&self.gone, n)
+        _hand_on(&self.moved, relation, row, o, n)
+        if n != 0:
+            _hand_on(&self.gone, relation, row, o, n)
 
     def start(self, dict lower, object check):
         """Iteration 0: hand the flipped lower tuples (`lower`: relation -> rows) and the facts
@@ -579,9 +579,9 @@ cdef class Kernel:
         for relation, flipped in lower.items():
             rows = flipped
             for e in self.by_atom[relation]:
-                self._enumerate_rows(e, relation, rows, 0)
+                self._enumerate_rows(e, rows, 0)
             for e in self.by_negation[relation]:
-                self._enumerate_rows(e, relation, rows, 0)
+                self._enumerate_rows(e, rows, 0)
         self._hand(&self.moved, self.by_atom, CHANGED, 0)
         self._hand(&self.gone, self.by_head, CHANGED, 0)
         self.moved.size = self.gone.size = 0
@@ -872,8 +872,7 @@ cdef class Kernel:
                     r += 1
         return 0
 
-    cdef int _enumerate_rows(self, Enumerator e, int relation, const int64_t[::1] rows,
-                             int64_t cur) except -1:
+    cdef int _enumerate_rows(self, Enumerator e, const int64_t[::1] rows, int64_t cur) except -1:
         cdef Run* run = self._run_for(e)
         cdef int64_t i
         for i in range(rows.shape[0]):
@@ -1395,17 +1394,11 @@ cdef class Kernel:
                 handed = &self.moved
             else:
                 return 0
-            _vec_push(handed, relation)
-            _vec_push(handed, row)
-            _vec_push(handed, o)
-            _vec_push(handed, k)
+            _hand_on(handed, relation, row, o, k)
         elif change == 0:
             if o == k:
                 self._record(relation, row, INF, 0)
-                _vec_push(&self.gone, relation)
-                _vec_push(&self.gone, row)
-                _vec_push(&self.gone, o)
-                _vec_push(&self.gone, INF)
+                _hand_on(&self.gone, relation, row, o, INF)
         else:
             raise AssertionError(
                 f"negative derivation count for relation {relation} row {t._tuple(row)} at {k}")

@@ -61,6 +61,7 @@ from reasoner.syntax.ast import (
     Variable,
     Wildcard,
 )
+from reasoner.update.kernel import Kernel
 from reasoner.update.kernel import Rule as KernelRule
 
 DRIVE_ATOM, DRIVE_NEG, DRIVE_HEAD, DRIVE_NONE = 0, 1, 2, 3
@@ -229,6 +230,10 @@ class StratumTables:
         )
         """Relations negated with only wildcards: what matters of them is whether they hold
         anything (`Kernel.presence`)."""
+
+    def kernel(self) -> Kernel:
+        """A kernel over these tables (the stratum's own first)."""
+        return Kernel(self.tables, [i < len(self.own) for i in range(len(self.names))])
 
     def writer(self, stratum: Stratum, symbols: SymbolTable) -> StratumPlanWriter:
         """A plan writer numbering relations and indexes as the kernel over these tables does."""

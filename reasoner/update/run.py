@@ -22,7 +22,7 @@ from reasoner.gc_pause import collector_paused
 from reasoner.plan.joins import positive_atoms
 from reasoner.state import State, Tuple
 from reasoner.symbols import SymbolTable
-from reasoner.update.kernel import Enumerator, Kernel
+from reasoner.update.kernel import Enumerator
 from reasoner.update.plans import EnumeratorPlan, StratumTables, Unsupported, kernel_rule
 
 FLIP_INSERTED, FLIP_DELETED = 1, 2
@@ -39,23 +39,21 @@ class CompiledStratumPlans:
     ) -> None:
         self.stratum = stratum
         self.state = state
-        relations = StratumTables(stratum, state, arities)
-        self.own = relations.own
+        self.relations = relations = StratumTables(stratum, state, arities)
         self.inputs = relations.inputs
-        self.any_negated = relations.any_negated
-        self.names = relations.names
-        self.number = relations.number
+        """The lower relations the stratum reads (what `Materialization` asks of any plans)."""
+        number = relations.number
         writer = relations.writer(stratum, symbols)
         self.plans: list[EnumeratorPlan] = []
         rules = []
         own_atoms = []
-        for number, rule in enumerate(stratum.rules):
-            self.plans += writer.rule_plans(number, rule, relations.sizes)
-            rules.append(kernel_rule(number, rule, self.number.__getitem__, stratum.relations))
+        for index, rule in enumerate(stratum.rules):
+            self.plans += writer.rule_plans(index, rule, relations.sizes)
+            rules.append(kernel_rule(index, rule, number.__getitem__, stratum.relations))
             own_atoms.append(
                 any(rule.body[i].relation in stratum.relations for i in positive_atoms(rule))  # type: ignore[union-attr]
             )
-        self.kernel = Kernel(relations.tables, [name in stratum.relations for name in self.names])
+        self.kernel = relations.kernel()
         for rule in rules:
             self.kernel.add_rule(rule)
         for plan in self.plans:
@@ -63,7 +61,7 @@ class CompiledStratumPlans:
             enumerator = Enumerator(
                 rule, plan.words, plan.registers, plan.plan.rule.text, False, plan.full
             )
-            relation = self.number[plan.relation]
+            relation = number[plan.relation]
             self.kernel.add(plan.role, relation, enumerator)
             if plan.role == "head" and own_atoms[plan.rule_number]:
                 # A rule without an own atom fires at iteration 1 or never: it re-derives a
@@ -89,29 +87,28 @@ class CompiledStratumPlans:
         state = self.state
         kernel.reset()
         lower: dict[int, np.ndarray] = {}
-        for name in self.inputs:
-            number = self.number[name]
+        relations = self.relations
+        for name in relations.inputs:
+            number = relations.number[name]
             table = state[name].table
             record = overlay.rows.get(name)
             if record is not None:  # a kernel's: rows already
                 gone, new = record.flips()
             else:
                 deleted, inserted = overlay.presence_diff(name)
-                gone = np.fromiter(map(table.row, deleted), np.int64, len(deleted))
-                new = np.fromiter(map(table.row, inserted), np.int64, len(inserted))
+                gone, new = table.rows_of(deleted), table.rows_of(inserted)
             kernel.flipped(number, gone, FLIP_DELETED)
             kernel.flipped(number, new, FLIP_INSERTED)
-            if name in self.any_negated:
+            if name in relations.any_negated:
                 size = len(table)
                 kernel.presence(number, size > 0, size - len(gone) + len(new) > 0)
             if len(gone) or len(new):
                 lower[number] = np.concatenate([gone, new])
-        for name in self.own:
+        for name in relations.own:
             if overlay.has_changes(name):
                 raise AssertionError(f"{name} has changes before its stratum's Update")
-            store = state[name]
-            table = store.table
-            number = self.number[name]
+            table = state[name].table
+            number = relations.number[name]
             recorded: dict[Tuple, int] = {}
             for t in retracted_facts.get(name, ()):
                 if table.get(t) == 0:
@@ -130,15 +127,16 @@ class CompiledStratumPlans:
             self._export(overlay)
         return StratumUpdateRun(
             self.stratum.index,
-            tuple(self.own),
+            tuple(relations.own),
             iterations,
             time.perf_counter() - start,
         )
 
     def _export(self, overlay: Overlay) -> None:
         """Hand the kernel's record of the stratum's relations to the overlay, by row id."""
-        for name in self.own:
-            overlay.record_rows(name, RowChanges(*self.kernel.export(self.number[name])))
+        relations = self.relations
+        for name in relations.own:
+            overlay.record_rows(name, RowChanges(*self.kernel.export(relations.number[name])))
         self.kernel.reset()
 
 

@@ -406,8 +406,7 @@ class VectorizedStratum:
             delta = {}
             for name in self.stratum.relations:
                 tuples = self.growing[name].delta_rows()  # type: ignore[union-attr]
-                table = self.state[name].table
-                delta[name] = np.fromiter(map(table.row, tuples), np.int64, len(tuples))
+                delta[name] = self.state[name].table.rows_of(tuples)
         last, derived, rest = kernel.fixpoint(k, delta, self.small, self.check)
         self._kernel_delta = rest or None
         for name in self.stratum.relations:
