@@ -264,3 +264,28 @@ def test_a_copy_beside_a_writer_sees_only_real_rows() -> None:
         writer.join()
     (first, second), _ = table.columns()
     assert len(first) == len(table) and (first == second).all()
+
+
+def test_the_row_level_operations_the_update_kernel_uses() -> None:
+    """By row id, as the compiled Update records an epoch: a staged row committed, a
+    committed one re-dated with a large count, one removed; a discard's unstaging touches
+    staged rows only; ids map back and forth to tuples."""
+    table = Table(2)
+    table.add((1, 2), 0)
+    table.add((3, 4), 1)
+    table.stage((5, 6))
+    table.stage((7, 8))
+    rows = table.rows_of([(1, 2), (3, 4), (5, 6), (7, 8), (9, 9)])
+    assert rows.tolist()[-1] == -1 and len(set(rows[:4].tolist())) == 4
+    assert table.tuples(rows[:4]) == [(1, 2), (3, 4), (5, 6), (7, 8)]
+    assert (7, 8) in table.staged_view and (1, 2) not in table.staged_view
+    assert len(table.staged_view) == 2 and sorted(table.staged_view) == [(5, 6), (7, 8)]
+    assert sorted(table.committed_rows().tolist()) == sorted(rows[:2].tolist())
+    absent = 1 << 62
+    table.apply_rows(rows[[0, 1, 2]], np.array([absent, 3, 2]), np.array([0, 2**40, 1]))
+    assert dict(table.items()) == {(3, 4): 3, (5, 6): 2}
+    assert table.count((3, 4)) == 2**40 and table.count((5, 6)) == 1
+    table.unstage_rows(rows)  # (7, 8) only: the rest is committed or gone
+    assert len(table.staged_view) == 0 and len(table) == 2
+    with pytest.raises(KeyError):
+        table.apply_rows(rows[[0]], np.array([1]), np.array([1]))  # a removed row
