@@ -32,7 +32,6 @@ from reasoner.elastic.restratify import (
     replace_contents,
     stratum_key,
 )
-from reasoner.elastic.update import Deadline, DeadlineExceeded
 from reasoner.errors import (
     ARITY_MISMATCH,
     PROGRAM_FACT,
@@ -43,14 +42,14 @@ from reasoner.errors import (
     InvalidDelta,
     Notice,
 )
-from reasoner.executors.local.codegen import PlanCompiler
 from reasoner.gc_pause import collector_paused
 from reasoner.program_text import Changed, ProgramText, RuleEntry, declaration
 from reasoner.state import RelationStore, State, Tuple
 from reasoner.symbols import SymbolTable
 from reasoner.syntax.ast import ColumnType
 from reasoner.syntax.lexer import IDENTIFIER
-from reasoner.update.run import StratumPlans, stratum_plans
+from reasoner.update.deadline import Deadline, DeadlineExceeded
+from reasoner.update.run import StratumUpdate
 
 if TYPE_CHECKING:
     from reasoner.executors.local.row_set import RowSet
@@ -115,9 +114,9 @@ class _Built:
     """A state computed off to the side, with what is compiled against it."""
 
     state: State
-    compiler: PlanCompiler
+    arities: dict[str, int]
     runs: tuple[StratumRun, ...]
-    plans: dict[StratumKey, StratumPlans]
+    plans: dict[StratumKey, StratumUpdate]
     engine: EngineChoice
     frames: dict[str, RowSet] = field(default_factory=dict)
 
@@ -161,7 +160,8 @@ class Materialization:
         self.min_update_seconds = min_update_seconds
         self.symbols = symbols if symbols is not None else SymbolTable()
         self.state = State()
-        self.compiler = PlanCompiler(self.state, self.symbols, self._arities(analyzed))
+        self.arities = self._arities(analyzed)
+        """Every relation's arity, for the plans (one dict, updated as the program changes)."""
         for name, info in analyzed.relations.items():
             self.state.relation(name, info.arity)
         self.facts: dict[str, TupleSet] = {
@@ -174,7 +174,7 @@ class Materialization:
         self._set_program_facts(analyzed)
         self.epoch = 0
         self.last_bootstrap_seconds = 0.0
-        self._plans: dict[StratumKey, StratumPlans] = {}
+        self._plans: dict[StratumKey, StratumUpdate] = {}
         self._lock = ReadWriteLock()
         self._writer = threading.Lock()
 
@@ -227,7 +227,6 @@ class Materialization:
         for name, arity in arities.items():
             state.load_facts(name, arity, facts[name])
             state.load_facts(name, arity, self.program_facts.get(name, ()))
-        compiler = PlanCompiler(state, self.symbols, arities)
         choice = self.engines.choose(sum(map(len, facts.values())))
         frames: dict[str, RowSet] = {}
         runs = run_bootstrap(
@@ -236,21 +235,20 @@ class Materialization:
             analyzed,
             state,
             self.symbols,
-            compiler,
             check,
             frames_from=self.frames_from,
             frames=frames,
         )
         plans = {
-            stratum_key(s, analyzed): stratum_plans(s, state, compiler, self.engines.update)
+            stratum_key(s, analyzed): StratumUpdate(s, state, self.symbols, arities)
             for s in (analyzed.strata if self.maintained else ())
         }
-        return _Built(state, compiler, runs, plans, choice, frames)
+        return _Built(state, arities, runs, plans, choice, frames)
 
     def _publish_built(self, built: _Built) -> None:
         with self._lock.exclusive():
             self.state = built.state
-            self.compiler = built.compiler
+            self.arities = built.arities
             self._plans = built.plans
             self.frames = built.frames
 
@@ -546,7 +544,7 @@ class Materialization:
         if before_publish is not None:
             before_publish()
         with self._lock.exclusive():
-            self.state, self.compiler, self._plans = built.state, built.compiler, built.plans
+            self.state, self.arities, self._plans = built.state, built.arities, built.plans
             self._adopt(prepared)
         self.last_bootstrap_seconds = time.perf_counter() - built_at
         changes = {name: _rebuilt_changes(before, self.state, name) for name in derived}
@@ -571,8 +569,8 @@ class Materialization:
         (`cached`: the plan keys from before the epoch)."""
         created = bool(overlay.created)
         overlay.discard()
-        self.compiler.arities.clear()
-        self.compiler.arities.update(self._arities(self.analyzed))
+        self.arities.clear()
+        self.arities.update(self._arities(self.analyzed))
         if created:
             for key in set(self._plans) - cached:
                 del self._plans[key]
@@ -587,8 +585,8 @@ class Materialization:
             for name in list(self.state.relations):
                 if name not in self.analyzed.relations:
                     del self.state.relations[name]
-            self.compiler.arities.clear()
-            self.compiler.arities.update(self._arities(self.analyzed))
+            self.arities.clear()
+            self.arities.update(self._arities(self.analyzed))
             self._set_program_facts(self.analyzed)
         self._commit_facts(prepared.inserts, prepared.retracts, self.analyzed)
 
@@ -620,7 +618,7 @@ class Materialization:
         if prepared.analyzed is not None:
             changed = changed_strata(self.analyzed, new)
             arities = self._arities(new)
-            self.compiler.arities.update(arities)
+            self.arities.update(arities)
             with self._lock.exclusive():
                 for name, arity in arities.items():
                     overlay.create_relation(name, arity)
@@ -652,7 +650,7 @@ class Materialization:
                     for name in stratum.relations
                 }
                 bootstrap_into_overlay(
-                    stratum, overlay, facts, self.symbols, self.compiler.arities, deadline.check
+                    stratum, overlay, facts, self.symbols, self.arities, deadline.check
                 )
                 kind = "bootstrap"
             else:
@@ -672,12 +670,12 @@ class Materialization:
             reports.append(StratumReport(stratum.index, names, kind, time.perf_counter() - started))
         return tuple(reports)
 
-    def _stratum_plans(self, stratum: Stratum, analyzed: AnalyzedProgram) -> StratumPlans:
+    def _stratum_plans(self, stratum: Stratum, analyzed: AnalyzedProgram) -> StratumUpdate:
         key = stratum_key(stratum, analyzed)
         plans = self._plans.get(key)
         if plans is None:
-            plans = self._plans[key] = stratum_plans(
-                stratum, self.state, self.compiler, self.engines.update
+            plans = self._plans[key] = StratumUpdate(
+                stratum, self.state, self.symbols, self.arities
             )
         return plans
 

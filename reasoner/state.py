@@ -6,11 +6,12 @@ derive it in that iteration. Input tuples and asserted facts sit at iteration 0 
 That pair is all Update needs to repair the state after a change without recomputing it.
 
 The tuples and their iterations live in a compiled table (`reasoner.compact.Table`): rows of
-integer words with open-addressing hash tables of row ids, no Python object per tuple. It answers
-the dict protocol the generated plans use (`t in R`, `R.get(t, INF)`, iteration), building a
-Python tuple only for a row that is read. Its key indexes are created on demand, when a plan
-first needs an access pattern, and are maintained on every insertion and removal; a probe
-returns the rows of one key as a tuple of tuples.
+integer words with open-addressing hash tables of row ids, no Python object per tuple. The
+kernels (`reasoner.update`) read its arrays directly; Python code reads it through a dict
+protocol (`t in R`, `R.get(t, INF)`, iteration), which builds a Python tuple only for a row
+that is read. Its key indexes are created on demand, when a plan first needs an access
+pattern, and are maintained on every insertion and removal; a probe from Python returns the
+rows of one key as a tuple of tuples.
 
 The counts sit in the table beside the iterations (`counts`, read as `get(t, 1)`).
 
@@ -51,7 +52,7 @@ class RelationStore:
 
     @property
     def counts(self) -> Counts:
-        """Committed tuple -> count (`get(t, 1)`), for the generated plans."""
+        """Committed tuple -> count (`get(t, 1)`)."""
         return self.table.counts_view
 
     @property
@@ -114,17 +115,9 @@ class RelationStore:
         """Make an uncommitted new tuple visible to index probes (see `extra`)."""
         self.table.stage(t)
 
-    def stage_new(self, t: Tuple) -> None:
-        """`stage` for a tuple known to be neither committed nor staged."""
-        self.table.stage(t)
-
     def unstage(self, t: Tuple) -> None:
         """Forget a staged tuple (its Update was discarded, or it was retracted again)."""
         self.table.unstage(t)
-
-    def commit_staged(self, t: Tuple, iteration: int, count: int) -> None:
-        """Turn a staged tuple into a committed one (already indexed)."""
-        self.table.add(t, iteration, count)
 
     def set(self, t: Tuple, iteration: int, count: int) -> None:
         """Change the (iteration, count) of a present tuple; indexes are unaffected."""

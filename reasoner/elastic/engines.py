@@ -2,9 +2,8 @@
 
 Three executors produce the same state (tuple, iteration, count):
 
-- `reference`: the per-tuple counting loop (the compiled kernel, `reasoner.update`; generated
-  Python in `bootstrap.py` for what it cannot run). Its cost per iteration is tiny, which is
-  what deep recursions with small deltas (CRDT) need.
+- `reference`: the per-tuple counting loop (the compiled kernel, `reasoner.update`). Its cost
+  per iteration is tiny, which is what deep recursions with small deltas (CRDT) need.
 - `local`: the vectorized in-process executor (Polars), which switches to the per-tuple loop
   for iterations whose delta is small, so it is never much worse than `reference`.
 - `spark`: the same plans as Spark DataFrame jobs, for data that outgrows one process or when a
@@ -25,7 +24,6 @@ from typing import TYPE_CHECKING
 
 from reasoner.analysis.model import AnalyzedProgram
 from reasoner.elastic.bootstrap import Check, StratumBootstrap, StratumRun
-from reasoner.executors.local.codegen import PlanCompiler
 from reasoner.gc_pause import collector_running
 from reasoner.state import State
 from reasoner.symbols import SymbolTable
@@ -34,10 +32,6 @@ if TYPE_CHECKING:
     from reasoner.executors.local.row_set import RowSet
 
 ENGINES = ("auto", "reference", "local", "spark")
-UPDATE_ENGINES = ("compiled", "python")
-"""How Update runs a stratum: the compiled kernel over the tables (`reasoner.update`), or the
-generated Python code (`reasoner.elastic.update`), which the property tests hold the kernel
-against."""
 DEFAULT_SPARK_MASTER = "local[*]"
 DEFAULT_SPARK_THRESHOLD = 50_000_000
 """Input facts from which `auto` hands Bootstrap to Spark. Measured on the benchmarks, Spark's
@@ -72,13 +66,10 @@ class EngineSettings:
     engine: str = "auto"
     spark_master: str = DEFAULT_SPARK_MASTER
     spark_threshold: int = DEFAULT_SPARK_THRESHOLD
-    update: str = "compiled"
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
             raise ValueError(f"unknown bootstrap engine {self.engine!r}: one of {ENGINES}")
-        if self.update not in UPDATE_ENGINES:
-            raise ValueError(f"unknown update engine {self.update!r}: one of {UPDATE_ENGINES}")
 
     def choose(self, input_facts: int) -> EngineChoice:
         if self.engine != "auto":
@@ -102,7 +93,6 @@ def run_bootstrap(
     analyzed: AnalyzedProgram,
     state: State,
     symbols: SymbolTable,
-    compiler: PlanCompiler,
     check: Check | None = None,
     *,
     frames_from: int | None = None,
@@ -115,15 +105,16 @@ def run_bootstrap(
     `frames_from` (one-shot runs, `local` only): relations that reach this many tuples end in
     `frames` rather than in `state` (see `FrameRelations`)."""
     if choice.engine == "reference":
-        return tuple(StratumBootstrap(s, state, compiler, check).run() for s in analyzed.strata)
+        arities = {name: info.arity for name, info in analyzed.relations.items()}
+        return tuple(
+            StratumBootstrap(s, state, symbols, arities, check).run() for s in analyzed.strata
+        )
     if choice.engine == "local":
         # Imported on use: Polars and PySpark are heavy to import and not every run needs them.
         from reasoner.executors.local.vectorized import FrameRelations, bootstrap_vectorized
 
         kept = None if frames_from is None else FrameRelations(frames_from)
-        runs = bootstrap_vectorized(
-            analyzed, state, symbols, compiler=compiler, check=check, kept=kept
-        )
+        runs = bootstrap_vectorized(analyzed, state, symbols, check=check, kept=kept)
         if kept is not None and frames is not None:
             frames.update(kept.relations)
         return runs

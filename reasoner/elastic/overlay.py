@@ -11,15 +11,14 @@ For every tuple of the union of both epochs:
 A tuple whose new status is "absent" (so far) is recorded with n = INF.
 
 The new count of a recorded tuple is in `counts` when it is not 1, as in the committed state
-(`RelationStore.counts`). Keeping n alone in `changes` lets the commit write the iterations of a
-relation in one `dict.update`, and spares Update a (n, count) pair per status change: an Update
-of CRDT records tens of thousands of them, nearly all with count 1.
+(`RelationStore.counts`).
 
-The compiled Update records a relation by row id instead (`RowChanges`, in `rows`): arrays the
-commit writes into the table directly and the kernels of the strata above read their inputs'
-flips from, with no Python tuple per change. Tuples are made from them only for a reader that
-wants tuples (the generated Python Update of a stratum above, an epoch report's listed
-changes, a rule change's Bootstrap of a stratum above).
+Two writers record statuses. The kernel's Update records a relation by row id (`RowChanges`,
+in `rows`): arrays the commit writes into the table directly and the kernels of the strata
+above read their inputs' flips from, with no Python tuple per change. The epoch's other
+writers record tuples (`set`, into `changes`): a stratum Bootstrapped by a rule change, the
+facts of a relation without rules. Tuples are made from a row record only for a reader that
+wants tuples (an epoch report's listed changes, a rule change's Bootstrap of a stratum above).
 """
 
 from __future__ import annotations
@@ -77,23 +76,6 @@ class Overlay:
             self.state.relation(name, arity)
             self.created.append(name)
 
-    def relation_changes(self, name: str) -> dict[Tuple, int]:
-        """The dict of recorded iterations of `name`, to write into directly. A writer that
-        does (Update) calls `changed(name)` when it is done with the relation."""
-        changes = self.changes.get(name)
-        if changes is None:
-            changes = self.changes[name] = {}
-        self._diffs.pop(name, None)
-        return changes
-
-    def relation_counts(self, name: str) -> dict[Tuple, int]:
-        """The dict of recorded counts other than 1 of `name`, to write into directly: a
-        writer recording a count of 1 for a tuple removes its entry."""
-        counts = self.counts.get(name)
-        if counts is None:
-            counts = self.counts[name] = {}
-        return counts
-
     def record_rows(self, name: str, changes: RowChanges) -> None:
         """The compiled Update's record of `name` (which no one else writes this epoch)."""
         if self.changes.get(name):
@@ -133,21 +115,12 @@ class Overlay:
         deleted_set, inserted_set = self.presence_diff(name)
         return len(deleted_set), len(inserted_set)
 
-    def changed(self, name: str) -> None:
-        """`name`'s recorded statuses were written directly: forget its presence diff."""
-        self._diffs.pop(name, None)
-
-    def known_diff(self, name: str, deleted: set[Tuple], inserted: set[Tuple]) -> None:
-        """A writer that knows `name`'s presence diff (it wrote the relation directly and knows
-        the old status of every tuple it changed) hands it over, saving `presence_diff` a pass
-        over the committed state."""
-        self._diffs[name] = (deleted, inserted)
-
     def set(self, name: str, t: Tuple, iteration: int, count: int) -> None:
         """Record the new status of `t`; a newly present tuple becomes visible to probes."""
-        self.relation_changes(name)[t] = iteration
+        self.changes.setdefault(name, {})[t] = iteration
+        self._diffs.pop(name, None)
         if count != 1 and iteration < INF:
-            self.relation_counts(name)[t] = count
+            self.counts.setdefault(name, {})[t] = count
         elif name in self.counts:
             self.counts[name].pop(t, None)
         if iteration < INF:

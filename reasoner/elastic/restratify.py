@@ -16,7 +16,6 @@ from collections.abc import Mapping
 from reasoner.analysis.model import AnalyzedProgram, Stratum
 from reasoner.elastic.bootstrap import Check, StratumBootstrap, StratumRun
 from reasoner.elastic.overlay import INF, Overlay
-from reasoner.executors.local.codegen import PlanCompiler
 from reasoner.plan.joins import positive_atoms
 from reasoner.state import RelationStore, State, Tuple
 from reasoner.symbols import SymbolTable
@@ -88,8 +87,7 @@ def bootstrap_into_overlay(
         scratch.relations[name] = _after(overlay.state[name], overlay)
     for name in stratum.relations:
         scratch.load_facts(name, arities[name], facts.get(name, ()))
-    compiler = PlanCompiler(scratch, symbols, arities)
-    run = StratumBootstrap(stratum, scratch, compiler, check).run()
+    run = StratumBootstrap(stratum, scratch, symbols, arities, check).run()
     for name in stratum.relations:
         old = overlay.state[name]
         new = scratch[name]

@@ -1,7 +1,6 @@
 """The per-tuple Bootstrap of one stratum on the compiled kernel (Algorithm 2, counting).
 
-The same iterations as the generated-code `StratumBootstrap` (reasoner/elastic/bootstrap.py):
-iteration 1 counts every instantiation over I_0, iteration k >= 2 those whose first atom of
+Iteration 1 counts every instantiation over I_0, iteration k >= 2 those whose first atom of
 the stratum in N_{k-1} is the delta (the stratum's atoms before it over I_{k-2}). The kernel
 runs the plans over the tables' rows: a new head is staged in its table while the iteration
 runs (joins see committed rows only) and committed at k with its count when the iteration
@@ -30,8 +29,7 @@ def _unchecked() -> None:
 
 
 class CompiledStratumBootstrap:
-    """A stratum's Bootstrap plans on the kernel. Raises `reasoner.update.plans.Unsupported`
-    for what the parser refuses anyway (values past 64 bits, expressions nested too deep)."""
+    """A stratum's Bootstrap plans on the kernel."""
 
     def __init__(
         self, stratum: Stratum, state: State, symbols: SymbolTable, arities: dict[str, int]

@@ -15,8 +15,8 @@ from reasoner.plan.joins import AtomStep, CompareStep
 from reasoner.state import State
 from reasoner.symbols import SymbolTable
 from reasoner.syntax.ast import Wildcard
-from reasoner.update.plans import EnumeratorPlan, Unsupported
-from reasoner.update.run import CompiledStratumPlans
+from reasoner.update.plans import EnumeratorPlan
+from reasoner.update.run import StratumUpdate
 
 _ROLES = {"atom": "a changed tuple of atom", "negation": "a flipped tuple of", "head": "head"}
 
@@ -83,14 +83,8 @@ def explain_program(analyzed: AnalyzedProgram) -> str:
     for stratum in analyzed.strata:
         names = ", ".join(sorted(stratum.relations))
         recursive = " (recursive)" if stratum.recursive else ""
-        try:
-            plans = CompiledStratumPlans(stratum, state, symbols, arities)
-        except Unsupported as exc:
-            lines.append(
-                f"stratum {stratum.index} {{{names}}}{recursive}: generated Python ({exc})"
-            )
-            continue
-        lines.append(f"stratum {stratum.index} {{{names}}}{recursive}: compiled kernel")
+        plans = StratumUpdate(stratum, state, symbols, arities)
+        lines.append(f"stratum {stratum.index} {{{names}}}{recursive}")
         for number, rule in enumerate(stratum.rules):
             lines.append(f"  rule {number}: {rule.text or rule.head.relation}")
             for plan in plans.plans:

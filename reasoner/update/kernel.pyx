@@ -2,25 +2,23 @@
 # cython: initializedcheck=False, nonecheck=False
 """Update's enumeration and drain, compiled once, running plans that are data.
 
-The algorithm is the one `reasoner.elastic.update` documents (Algorithm 3 of the elastic
+The algorithm is the one the package `reasoner.update` documents (Algorithm 3 of the elastic
 paper, event-driven): changed tuples are handed to enumerators, which find every derivation
 they take part in through the tables' key indexes and schedule it at the iterations where it
 can count; the drain pops those iterations in order, classifies each candidate (Del, Ins, Red
 or nothing) against the final statuses, settles the heads' counts and hands the heads whose
-status changed to the enumerators again. What differs is only how it runs: here a plan is an
-array of integers (`reasoner.update.plans` writes it) and one loop of C interprets it, over
-the rows of the tables themselves. A tuple is a row id from end to end; nothing per tuple is a
-Python object until the changes are handed back (`changes`).
+status changed to the enumerators again. A plan is an array of integers
+(`reasoner.update.plans` writes it) and one loop of C interprets it, over the rows of the
+tables themselves. A tuple is a row id from end to end; nothing per tuple is a Python object.
 
 The epoch's own statuses (the overlay of `reasoner.elastic.overlay`) live here while the
-stratum runs, as a hash map from row to its new iteration and count, and go back to the
-overlay's dicts at the end. A lower stratum's relations only ever matter by presence, which
+stratum runs, as a hash map from row to its new iteration and count, and go to the overlay as
+arrays at the end (`export`). A lower stratum's relations only ever matter by presence, which
 is final when this stratum starts: a map from row to "inserted" or "deleted" (`flip`).
 
-Status words, as in the Python Update: o is a tuple's committed iteration (INF when it was
-absent), n its iteration in the new epoch (INF when absent); a lower relation's tuples are at
-0 or INF. Candidates are rows of int64 in an arena, linked per iteration; iterations wait in
-a binary heap.
+Status words: o is a tuple's committed iteration (INF when it was absent), n its iteration in
+the new epoch (INF when absent); a lower relation's tuples are at 0 or INF. Candidates are
+rows of int64 in an arena, linked per iteration; iterations wait in a binary heap.
 """
 
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
@@ -84,7 +82,9 @@ cdef enum:
     CMP_GT = 4
     CMP_GE = 5
 
-# What an enumerator may assume of its driving tuples (`DriverStatus` of the Python Update).
+# What an enumerator may assume of its driving tuples: any change, or for changed own tuples,
+# absent from the old epoch (o = INF) or from the new one (n = INF). The drain knows which when
+# it settles a tuple, and most of a deep recursion's changes are one or the other.
 cdef enum:
     CHANGED = 0
     INSERTED = 1
@@ -1322,7 +1322,9 @@ cdef class Kernel:
     cdef int _classify(self, int64_t c, int64_t k) except -1:
         """The terms at k: Del (-1) when the derivation fired at k in the old epoch and not in
         the new, Ins or Red (+1) when it fires at k in the new epoch and did not count there in
-        the old (see the Python Update's `_classify_rule`)."""
+        the old, or counted for a head that the new epoch deletes (Red). With f° = k, "a
+        positive atom in I⁻_{k-1}" is f > k; with f = k, "a positive atom in I⁺_{k-1}" is
+        f° > k (see the package docstring)."""
         cdef int64_t* w = self.arena.data + c
         cdef Rule rule = <Rule>PyList_GET_ITEM(self.rules, w[C_RULE])
         cdef Table head = self._table(rule.head)

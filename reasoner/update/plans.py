@@ -27,9 +27,9 @@ atoms before the delta in the first-position decomposition).
 Every rule the analysis accepts has plans: a head whose variables occur only inside
 arithmetic cannot be inverted for re-discovery, so its plan evaluates the whole rule and keeps
 the deleted heads (`EnumeratorPlan.full`); a driver's check on a variable it does not bind
-waits as a test until a later step binds it. `Unsupported` is left for what the parser
-already refuses (values past 64 bits, expressions nested past the kernel's stack), and the
-generated Python code (`reasoner.elastic.update`, `reasoner.elastic.bootstrap`) then runs.
+waits as a test until a later step binds it. `Unsupported` is left for what the parser and
+the analysis already refuse (values past 64 bits, expressions nested past the kernel's stack,
+unsafe variables): raised, it is a bug in those checks.
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def kernel_rule(
 
 
 class Unsupported(Exception):
-    """A rule the kernel cannot run; its stratum is updated by the generated Python code."""
+    """A rule the kernel cannot run, which the parser or the analysis should have refused."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,35 +4,41 @@ The kernel works on row ids; the rest of the engine still speaks tuples at the b
 stratum (the overlay's dicts, which the strata above read and the commit writes). So a run
 turns the lower relations' presence flips and the facts asserted on or retracted from the
 stratum's own relations into rows, lets the kernel do the Update, and writes its recorded
-statuses back into the overlay: one Python tuple per changed tuple, where the generated
-Python Update makes several per derivation.
+statuses back into the overlay by row id.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
 from reasoner.analysis.model import Stratum
 from reasoner.elastic.overlay import INF, Overlay, RowChanges
-from reasoner.elastic.update import Deadline, StratumUpdatePlans, StratumUpdateRun
-from reasoner.executors.local.codegen import PlanCompiler
 from reasoner.gc_pause import collector_paused
 from reasoner.plan.joins import positive_atoms
 from reasoner.state import State, Tuple
 from reasoner.symbols import SymbolTable
+from reasoner.update.deadline import Deadline
 from reasoner.update.kernel import Enumerator
-from reasoner.update.plans import EnumeratorPlan, StratumTables, Unsupported, kernel_rule
+from reasoner.update.plans import EnumeratorPlan, StratumTables, kernel_rule
 
 FLIP_INSERTED, FLIP_DELETED = 1, 2
 
 
-class CompiledStratumPlans:
-    """The kernel of one stratum, with its plans: made once per Bootstrap, like the Python
-    Update's `StratumUpdatePlans`, and run by every Update of the stratum.
+@dataclass(frozen=True, slots=True)
+class StratumUpdateRun:
+    index: int
+    relations: tuple[str, ...]
+    iterations: int
+    """How many distinct iterations had work; the stratum's depth is not walked."""
+    seconds: float
 
-    Raises `reasoner.update.plans.Unsupported` for a stratum the kernel cannot run."""
+
+class StratumUpdate:
+    """The kernel of one stratum, with its plans: made once per Bootstrap (so that no epoch
+    pays for them) and run by every Update of the stratum."""
 
     def __init__(
         self, stratum: Stratum, state: State, symbols: SymbolTable, arities: dict[str, int]
@@ -75,7 +81,8 @@ class CompiledStratumPlans:
         retracted_facts: dict[str, set[Tuple]],
         asserted_facts: dict[str, set[Tuple]],
     ) -> StratumUpdateRun:
-        """Bring the stratum up to date in `overlay` (see `StratumUpdate.run`)."""
+        """Bring the stratum up to date with its inputs' changes, already in `overlay` for
+        the lower strata, and with facts asserted on / retracted from its own relations."""
         with collector_paused():
             return self._update(overlay, deadline, retracted_facts, asserted_facts)
 
@@ -138,19 +145,3 @@ class CompiledStratumPlans:
         for name in relations.own:
             overlay.record_rows(name, RowChanges(*self.kernel.export(relations.number[name])))
         self.kernel.reset()
-
-
-StratumPlans = CompiledStratumPlans | StratumUpdatePlans
-
-
-def stratum_plans(
-    stratum: Stratum, state: State, compiler: PlanCompiler, engine: str
-) -> StratumPlans:
-    """The Update plans of a stratum: the kernel's (`engine` "compiled") where it can run the
-    stratum's rules, else the generated Python code's."""
-    if engine == "compiled":
-        try:
-            return CompiledStratumPlans(stratum, state, compiler.symbols, compiler.arities)
-        except Unsupported:
-            pass
-    return StratumUpdatePlans(stratum, state, compiler)

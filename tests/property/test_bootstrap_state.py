@@ -22,7 +22,7 @@ from tests.property.programs import GeneratedProgram, programs
 @given(generated=programs())
 def test_bootstrap_state_equals_the_oracle(engine: str, generated: GeneratedProgram) -> None:
     """`local` (Polars for large iterations, the compiled kernel for small ones) and
-    `reference` (the compiled kernel throughout, generated code for what it cannot run)."""
+    `reference` (the compiled kernel throughout)."""
     analyzed = check_program(generated.text)
     materialization = Materialization(analyzed, engines=EngineSettings(engine))
     materialization.load(generated.inputs)

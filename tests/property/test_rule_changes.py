@@ -14,7 +14,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reasoner.analysis import check_program
-from reasoner.elastic.engines import EngineSettings
 from reasoner.elastic.epoch import Delta
 from reasoner.materialization import Materialization
 from reasoner.program_text import rule_id
@@ -50,21 +49,19 @@ def _without(text: str, clauses: list[str]) -> str:
     return "\n".join(line for line in text.split("\n") if line not in removed)
 
 
-def _fresh(text: str, facts, update: str = "compiled") -> Materialization:
-    m = Materialization.from_text(text, engines=EngineSettings(update=update))
+def _fresh(text: str, facts) -> Materialization:
+    m = Materialization.from_text(text)
     m.load(facts)
     m.bootstrap()
     return m
 
 
-def _check(
-    data: st.DataObject, generated: GeneratedProgram, strategy: str, update: str = "compiled"
-) -> None:
+def _check(data: st.DataObject, generated: GeneratedProgram, strategy: str) -> None:
     text = _declared(generated.text)
     clauses = _clauses(text)
     initially_off = data.draw(st.lists(st.sampled_from(clauses), unique=True), label="off")
     current = {name: set(rows) for name, rows in generated.inputs.items()}
-    live = _fresh(_without(text, initially_off), current, update)
+    live = _fresh(_without(text, initially_off), current)
     inactive = list(initially_off)
     for step in data.draw(deltas(generated)):
         active = [c for c in clauses if c not in inactive]
@@ -103,13 +100,12 @@ def _check(
         }
 
 
-@pytest.mark.parametrize("update", ["compiled", "python"])
-@settings(max_examples=200)
+@settings(max_examples=300)
 @given(generated=programs(), data=st.data())
 def test_rule_changes_under_update_keep_the_invariant(
-    update: str, generated: GeneratedProgram, data: st.DataObject
+    generated: GeneratedProgram, data: st.DataObject
 ) -> None:
-    _check(data, generated, "update", update)
+    _check(data, generated, "update")
 
 
 @pytest.mark.parametrize("strategy", ["bootstrap", "auto"])

@@ -2,9 +2,8 @@
 
 After EVERY epoch of a random delta sequence, the maintained state — each tuple with its
 iteration and count — equals a fresh Bootstrap of the current facts, and its tuple sets equal
-the naive oracle's. Checked with Update forced (errors surface instead of falling back), on
-the compiled kernel and on the generated Python code, with Bootstrap forced (the fallback
-path), and with the default switch.
+the naive oracle's. Checked with Update forced (errors surface instead of falling back), with
+Bootstrap forced (the fallback path), and with the default switch.
 """
 
 from __future__ import annotations
@@ -14,26 +13,23 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reasoner.analysis import check_program
-from reasoner.elastic.engines import EngineSettings
 from reasoner.elastic.epoch import Delta
 from reasoner.materialization import Materialization
 from tests.oracle import evaluate
 from tests.property.programs import GeneratedProgram, deltas, programs
 
 
-def _fresh(analyzed, facts, update: str = "compiled") -> Materialization:
-    materialization = Materialization(analyzed, engines=EngineSettings(update=update))
+def _fresh(analyzed, facts) -> Materialization:
+    materialization = Materialization(analyzed)
     materialization.load(facts)
     materialization.bootstrap()
     return materialization
 
 
-def _check_sequence(
-    data: st.DataObject, generated: GeneratedProgram, strategy: str, update: str = "compiled"
-) -> None:
+def _check_sequence(data: st.DataObject, generated: GeneratedProgram, strategy: str) -> None:
     analyzed = check_program(generated.text)
     current = {name: set(rows) for name, rows in generated.inputs.items()}
-    live = _fresh(analyzed, current, update)
+    live = _fresh(analyzed, current)
     for step in data.draw(deltas(generated)):
         live.apply(
             Delta(
@@ -54,15 +50,12 @@ def _check_sequence(
         }
 
 
-@pytest.mark.parametrize("update", ["compiled", "python"])
-@settings(max_examples=400)
+@settings(max_examples=600)
 @given(generated=programs(), data=st.data())
 def test_update_keeps_the_state_of_a_fresh_bootstrap(
-    update: str, generated: GeneratedProgram, data: st.DataObject
+    generated: GeneratedProgram, data: st.DataObject
 ) -> None:
-    """Both Update engines: the compiled kernel (with the generated code for the strata it
-    cannot run) and the generated code alone."""
-    _check_sequence(data, generated, "update", update)
+    _check_sequence(data, generated, "update")
 
 
 @pytest.mark.parametrize("strategy", ["bootstrap", "auto"])

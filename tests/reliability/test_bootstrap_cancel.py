@@ -15,7 +15,6 @@ import pytest
 
 from reasoner.analysis import check_program
 from reasoner.elastic.bootstrap import BootstrapCancelled, Cancellation, StratumBootstrap
-from reasoner.executors.local.codegen import PlanCompiler
 from reasoner.executors.local.vectorized import bootstrap_vectorized
 from reasoner.state import State
 from reasoner.symbols import SymbolTable
@@ -50,14 +49,11 @@ def _bootstrap(
     arities = {name: info.arity for name, info in analyzed.relations.items()}
     for name, arity in arities.items():
         state.load_facts(name, arity, set(facts.get(name, ())))
-    compiler = PlanCompiler(state, symbols, arities)
     if executor == "polars":
-        bootstrap_vectorized(
-            analyzed, state, symbols, compiler=compiler, small_iteration=0, check=check
-        )
+        bootstrap_vectorized(analyzed, state, symbols, small_iteration=0, check=check)
     else:
         for stratum in analyzed.strata:
-            StratumBootstrap(stratum, state, compiler).run(check)
+            StratumBootstrap(stratum, state, symbols, arities).run(check)
     return {name: state[name].snapshot() for name in arities}
 
 

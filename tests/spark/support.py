@@ -13,7 +13,6 @@ from pyspark.sql import SparkSession
 
 from reasoner.analysis.model import AnalyzedProgram, Value
 from reasoner.elastic.bootstrap import StratumBootstrap, StratumRun
-from reasoner.executors.local.codegen import PlanCompiler
 from reasoner.executors.spark import bootstrap_spark
 from reasoner.state import State
 from reasoner.symbols import SymbolTable
@@ -62,8 +61,7 @@ def reference(
 ) -> Outcome:
     state, symbols = initial_state(analyzed, inputs)
     arities = {name: info.arity for name, info in analyzed.relations.items()}
-    compiler = PlanCompiler(state, symbols, arities)
-    runs = tuple(StratumBootstrap(s, state, compiler).run() for s in analyzed.strata)
+    runs = tuple(StratumBootstrap(s, state, symbols, arities).run() for s in analyzed.strata)
     return _outcome(analyzed, state, symbols, runs)
 
 

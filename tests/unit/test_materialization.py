@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from reasoner.elastic import update
-from reasoner.elastic.engines import EngineSettings
 from reasoner.elastic.epoch import Delta
 from reasoner.errors import InvalidDelta
 from reasoner.materialization import Materialization
-from reasoner.update.run import CompiledStratumPlans
+from reasoner.update.run import StratumUpdate
 
 TC = """
 .decl edge(x: number, y: number)
@@ -83,25 +81,17 @@ def test_deadline_expiry_falls_back_to_bootstrap() -> None:
     assert m.snapshot() == _fresh_snapshot([(1, 2)])
 
 
-@pytest.mark.parametrize("engine", ["python", "compiled"])
-def test_failing_update_is_discarded(monkeypatch: pytest.MonkeyPatch, engine: str) -> None:
-    """An Update that fails leaves the committed state as it was, nothing staged; the compiled
-    kernel fails here after it staged its new tuples, which the discard must unstage."""
-    if engine == "python":
+def test_failing_update_is_discarded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An Update that fails leaves the committed state as it was, nothing staged; the kernel
+    fails here after it staged its new tuples, which the discard must unstage."""
+    export = StratumUpdate._export
 
-        def explode(self, *args, **kwargs):
-            raise RuntimeError("injected")
+    def explode(self, overlay):
+        export(self, overlay)
+        raise RuntimeError("injected")
 
-        monkeypatch.setattr(update.StratumUpdate, "run", explode)
-    else:
-        export = CompiledStratumPlans._export
-
-        def explode(self, overlay):
-            export(self, overlay)
-            raise RuntimeError("injected")
-
-        monkeypatch.setattr(CompiledStratumPlans, "_export", explode)
-    m = _materialization(engines=EngineSettings(update=engine))
+    monkeypatch.setattr(StratumUpdate, "_export", explode)
+    m = _materialization()
     before = m.snapshot()
     with pytest.raises(RuntimeError):
         m.apply(Delta(insert={"edge": [(3, 4)]}), strategy="update")

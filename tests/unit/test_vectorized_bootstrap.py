@@ -25,7 +25,6 @@ from reasoner.analysis.model import AnalyzedProgram, Value
 from reasoner.elastic.bootstrap import Check, StratumBootstrap
 from reasoner.executors.local import polars_plan
 from reasoner.executors.local import vectorized as vectorized_executor
-from reasoner.executors.local.codegen import PlanCompiler
 from reasoner.executors.local.polars_plan import PolarsPlan
 from reasoner.executors.local.vectorized import FrameRelations, bootstrap_vectorized
 from reasoner.io.facts import load_inputs
@@ -65,9 +64,8 @@ def _compare(
     reference = _initial_state(analyzed, inputs, symbols)
     vectorized = _initial_state(analyzed, inputs, symbols)
     arities = {name: info.arity for name, info in analyzed.relations.items()}
-    compiler = PlanCompiler(reference, symbols, arities)
     expected_runs = [
-        StratumBootstrap(stratum, reference, compiler).run() for stratum in analyzed.strata
+        StratumBootstrap(stratum, reference, symbols, arities).run() for stratum in analyzed.strata
     ]
     options = {} if small_iteration is None else {"small_iteration": small_iteration}
     kept = None if frames_from is None else FrameRelations(frames_from)

@@ -1,10 +1,9 @@
 """Every rule the parser accepts compiles and evaluates, however wide its body.
 
-Each positive atom of a plan is a loop of generated Python, and CPython refuses a function with
-more than 20 statically nested blocks: a rule of 25 atoms failed with "SyntaxError: too many
-statically nested blocks" in every engine. The parser allows 64 body literals
-(`MAX_BODY_LITERALS`) and expressions 64 deep (`MAX_NESTING`); the code generator now goes on
-in continuation functions past `MAX_NESTED_LOOPS` loops (reasoner/executors/local/codegen.py).
+The parser allows 64 body literals (`MAX_BODY_LITERALS`) and expressions 64 deep
+(`MAX_NESTING`). When plans were generated Python, a rule of 25 atoms failed with "SyntaxError:
+too many statically nested blocks"; the kernel sizes its bindings per plan and evaluates an
+expression on a stack, and these rules at the limits are its check.
 
 The reference Bootstrap, the local one (its per-tuple path on these small inputs, and Polars
 forced) and Update (the rule added, then facts inserted and retracted) must all leave the
@@ -22,11 +21,8 @@ from reasoner.elastic.bootstrap import BootstrapCancelled, Cancellation
 from reasoner.elastic.engines import EngineSettings
 from reasoner.elastic.epoch import Delta
 from reasoner.errors import ProgramError
-from reasoner.executors.local import codegen
-from reasoner.executors.local.codegen import CHECK_EVERY, EmitContext, PlanCompiler
 from reasoner.executors.local.vectorized import bootstrap_vectorized
 from reasoner.materialization import Materialization
-from reasoner.plan.joins import plan_rule
 from reasoner.state import State
 from reasoner.symbols import SymbolTable
 from reasoner.syntax.parser import MAX_BODY_LITERALS, MAX_NESTING
@@ -122,15 +118,14 @@ def _assert_evaluated_everywhere(rules: list[str]) -> None:
 
 @pytest.mark.parametrize("atoms", [1, 12, 13, 25, 40, 64])
 def test_a_chain_of_atoms(atoms: int) -> None:
-    """Bootstrap's plans of up to 12 atoms are one function, from 13 on they go on in
-    continuations; Update's re-discovery, driven by the head, has a loop more and splits at
-    12 already. 64 is the parser's limit."""
+    """Up to the parser's limit of 64 atoms; Update's re-discovery is driven by the head,
+    with every atom of the body a probe."""
     _assert_evaluated_everywhere([_rule(f"r(x0, x{atoms})", _chain(atoms))])
 
 
 def test_negations_comparisons_and_deep_arithmetic_at_the_literal_limit() -> None:
     """64 literals: 40 atoms, 12 negations, 11 comparisons and one comparison on an
-    expression nested `MAX_NESTING` deep with a division (whose `try` is a block too); and a
+    expression nested `MAX_NESTING` deep with a division; and a
     rule of 30 atoms whose head has arithmetic, which Update cannot invert: it re-evaluates
     the rule in full for a deleted head."""
     # x0 * 2 / 2 + 1 + ... + 0 + ...: one level per operator, to the parser's bound exactly.
@@ -152,7 +147,7 @@ def test_negations_comparisons_and_deep_arithmetic_at_the_literal_limit() -> Non
 
 def test_a_recursive_rule_of_many_atoms() -> None:
     """Own-relation atoms: Update's inserted and deleted enumerator variants and its
-    membership tests, in the continuations; Bootstrap's delta plans."""
+    membership tests; Bootstrap's delta plans."""
     _assert_evaluated_everywhere(
         [
             "t(x, y) :- e(x, y).",
@@ -161,81 +156,15 @@ def test_a_recursive_rule_of_many_atoms() -> None:
     )
 
 
-def test_a_split_plan_iterates_and_checks_exactly_as_an_unsplit_one(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The same plan with every loop in a continuation of its own: same derivations in the
-    same order, and `check` called as often, once per `CHECK_EVERY` iterations of all its
-    loops together (the count travels through the continuations and back)."""
-    text = ".decl u(x: number)\nq(a, b, c, d) :- u(a), u(b), u(c), u(d).\n"
-    analyzed = check_program(text)
-    (rule,) = analyzed.program.rules
-    values = [(v,) for v in range(20)]
-
-    def run(loops: int) -> tuple[list, int, str]:
-        monkeypatch.setattr(codegen, "MAX_NESTED_LOOPS", loops)
-        state = State()
-        state.load_facts("u", 1, values)
-        arities = {name: info.arity for name, info in analyzed.relations.items()}
-        checks: list[None] = []
-        compiled = PlanCompiler(state, SymbolTable(), arities).compile(
-            plan_rule(rule, None, {"u": len(values)}),
-            params=("out",),
-            atom_filter=lambda _step, _t: None,
-            negation_present=None,
-            emit=lambda ctx: [f"out.append({ctx.head})"],
-            namespace={"_tick": lambda: checks.append(None)},
-            check="_tick",
-        )
-        out: list = []
-        compiled.function(values, out)
-        return out, len(checks), compiled.source
-
-    whole, whole_checks, whole_source = run(12)
-    split, split_checks, split_source = run(1)
-    assert "def run__3(" in split_source and "__" not in whole_source
-    assert split == whole and len(whole) == 20**4
-    iterations = 20 + 20**2 + 20**3 + 20**4
-    assert split_checks == whole_checks == iterations // CHECK_EVERY
-
-
-def test_emit_sees_every_atom_of_a_split_plan(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The tuples of the atoms matched in the plan's function reach the last continuation,
-    which records the derivation."""
-    monkeypatch.setattr(codegen, "MAX_NESTED_LOOPS", 2)
-    analyzed = check_program(DECLARATIONS + _rule("r(x0, x6)", _chain(6)))
-    (rule,) = analyzed.program.rules
-    state = State()
-    state.load_facts("e", 2, sorted(FACTS["e"]))
-    arities = {name: info.arity for name, info in analyzed.relations.items()}
-
-    def emit(ctx: EmitContext) -> list[str]:
-        tuples = ", ".join(ctx.positive[i] for i in sorted(ctx.positive))
-        return [f"out.append(({tuples},))"]
-
-    compiled = PlanCompiler(state, SymbolTable(), arities).compile(
-        plan_rule(rule, 0, {}),
-        params=("out",),
-        atom_filter=lambda _step, _t: None,
-        negation_present=None,
-        emit=emit,
-        namespace={},
-    )
-    out: list = []
-    compiled.function([(10, 11)], out)
-    assert "def run__2(" in compiled.source
-    assert out == [tuple((i, i + 1) for i in range(10, 16))]
-
-
-# -- cancellation inside the continuations ----------------------------------------------------
+# -- cancellation inside wide plans ----------------------------------------------------
 
 EXPLODING = (
     ".decl e(x: number, y: number)\n.decl g(x: number, y: number)\n"
     ".decl cp(x: number, a: number, b: number, c: number)\n"
     + _rule("cp(x0, a, b, c)", [*_chain(25), "g(x25, a)", "g(x25, b)", "g(x25, c)"])
 )
-"""One chain of 25 atoms reaches x25 = 30, where g fans out to 8,000,000 derivations: all in
-the plan's last continuation, the g atoms being probed only once x25 is bound."""
+"""One chain of 25 atoms reaches x25 = 30, where g fans out to 8,000,000 derivations, the
+g atoms being probed only once x25 is bound: the check must come from inside one plan's run."""
 PATH = [(i, i + 1) for i in range(40)]
 FAN = [(30, v) for v in range(200)]
 

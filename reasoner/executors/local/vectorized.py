@@ -48,7 +48,6 @@ import polars as pl
 from reasoner.analysis.model import AnalyzedProgram, Stratum
 from reasoner.elastic.bootstrap import Check, StratumBootstrap, StratumRun, in_slices
 from reasoner.elastic.restratify import stratum_inputs
-from reasoner.executors.local.codegen import PlanCompiler
 from reasoner.executors.local.polars_plan import (
     INT,
     WEIGHT,
@@ -319,7 +318,7 @@ class VectorizedStratum:
         stratum: Stratum,
         state: State,
         symbols: SymbolTable,
-        compiler: PlanCompiler,
+        arities: dict[str, int],
         frames: _Frames,
         small_iteration: int = SMALL_ITERATION,
         check: Check | None = None,
@@ -329,7 +328,7 @@ class VectorizedStratum:
         self.state = state
         self.symbols = symbols
         self.check = check
-        self.reference = StratumBootstrap(stratum, state, compiler, check)
+        self.reference = StratumBootstrap(stratum, state, symbols, arities, check)
         self.frames = frames
         self.kept = kept
         self.small = small_iteration
@@ -340,7 +339,6 @@ class VectorizedStratum:
             for name in stratum.relations
         }
         self._delta_jobs: list[_Job] | None = None
-        self._delta_compiled: list | None = None
         self._kernel_delta: dict[str, np.ndarray] | None = None
         """N_{k-1} as row ids when the kernel made it (None when Polars did)."""
 
@@ -384,17 +382,7 @@ class VectorizedStratum:
     def _reference_first(self) -> dict[str, _New]:
         """Iteration 1 exactly as `StratumBootstrap.run` does it."""
         kernel = self.reference.compiled()
-        if kernel is not None:
-            return self._kernel_rows(kernel.first_iteration(self.check))
-        out: dict[str, dict] = {name: {} for name in self.stratum.relations}
-        for rule in self.stratum.rules:
-            compiled = self.reference._compile(rule, None, set())
-            driver = compiled.plan.driver
-            rows = (
-                [] if driver.kind == "none" else list(self.state[rule.body[driver.index].relation])  # type: ignore[union-attr,index]
-            )
-            self.reference.run_plan(compiled, rows, 0, out[rule.head.relation])
-        return self._commit_reference(out, 1)
+        return self._kernel_rows(kernel.first_iteration(self.check))
 
     def _kernel_fixpoint(self, kernel: CompiledStratumBootstrap, k: int) -> tuple[int, int, bool]:
         """Iterations k, k + 1, ... in the kernel while they stay small: (the last iteration
@@ -413,16 +401,6 @@ class VectorizedStratum:
             self.growing[name] = _Growing.of_state(self.state[name], last) if rest else _Stale()
         return last, derived, not rest
 
-    def _reference_delta(self, k: int) -> dict[str, _New]:
-        if self._delta_compiled is None:
-            self._delta_compiled = self.reference._delta_plans()
-        out: dict[str, dict] = {name: {} for name in self.stratum.relations}
-        for driver_rel, head_rel, compiled in self._delta_compiled:
-            rows = self.growing[driver_rel].delta_rows()  # type: ignore[union-attr]
-            if rows:
-                self.reference.run_plan(compiled, rows, k - 1, out[head_rel])
-        return self._commit_reference(out, k)
-
     def _kernel_rows(self, rows: dict[str, np.ndarray]) -> dict[str, _New]:
         """N_k from the kernel (committed already), as the tuples the frames are built from;
         its rows are kept for the next iteration if that runs on the kernel too."""
@@ -432,12 +410,6 @@ class VectorizedStratum:
             name: (self.state[name].table.tuples(rows.get(name, empty)), None)
             for name in self.stratum.relations
         }
-
-    def _commit_reference(self, out: dict[str, dict[Tuple, int]], k: int) -> dict[str, _New]:
-        for name, batch in out.items():
-            if batch:
-                self.state[name].add_batch(batch, k)
-        return {name: (list(batch), None) for name, batch in out.items()}
 
     def _polars(self, jobs: list[_Job], k: int) -> dict[str, _New]:
         """Evaluate `jobs` over the frames, group by head, drop heads in I_{k-1}, load N_k."""
@@ -673,9 +645,8 @@ class VectorizedStratum:
             work = sum(self.growing[job.driver].delta_size() for job in jobs)  # type: ignore[index]
             if work == 0:
                 break
-            kernel = self.reference.compiled() if work < self.small else None
-            if kernel is not None:
-                last, count, done = self._kernel_fixpoint(kernel, k)
+            if work < self.small:
+                last, count, done = self._kernel_fixpoint(self.reference.compiled(), k)
                 if count:
                     derived += count
                     iterations = last
@@ -683,8 +654,7 @@ class VectorizedStratum:
                     break
                 k = last + 1
                 continue
-            new = self._reference_delta(k) if work < self.small else self._polars(jobs, k)
-            count = self._advance(new)
+            count = self._advance(self._polars(jobs, k))
             if count:
                 derived += count
                 iterations = k
@@ -712,13 +682,12 @@ def bootstrap_vectorized(
     state: State,
     symbols: SymbolTable,
     *,
-    compiler: PlanCompiler | None = None,
     small_iteration: int = SMALL_ITERATION,
     check: Check | None = None,
     kept: FrameRelations | None = None,
 ) -> tuple[StratumRun, ...]:
     """Bootstrap every stratum of `analyzed` in order, vectorized; same result as running the
-    reference `StratumBootstrap(stratum, state, compiler).run()` on each.
+    reference `StratumBootstrap(stratum, state, symbols, arities).run()` on each.
 
     On entry `state` holds every relation's facts at iteration 0 with count 1 (symbols interned
     through `symbols`, which the rules' string constants are interned through as well). On
@@ -733,14 +702,12 @@ def bootstrap_vectorized(
     arities = {name: info.arity for name, info in analyzed.relations.items()}
     for name, arity in arities.items():
         state.relation(name, arity)
-    if compiler is None:
-        compiler = PlanCompiler(state, symbols, arities)
     frames = _Frames(state)
     runs = []
     for stratum in analyzed.strata:
         runs.append(
             VectorizedStratum(
-                stratum, state, symbols, compiler, frames, small_iteration, check, kept
+                stratum, state, symbols, arities, frames, small_iteration, check, kept
             ).run()
         )
         frames.projections.clear()
