@@ -251,12 +251,11 @@ cdef class Table:
 
     @property
     def counts_view(self) -> Counts:
-        """The counts, read through the dict protocol (`get(t, 1)`) by the generated plans."""
+        """The counts, read through the dict protocol (`get(t, 1)`)."""
         return Counts(self)
 
     def get(self, t, default=None):
-        """The iteration of committed tuple `t`, else `default` (the dict protocol the
-        generated plans use)."""
+        """The iteration of committed tuple `t`, else `default` (the dict protocol)."""
         cdef int64_t r = self._row_of(t)
         if r >= 0 and self.status[r] >= 0:
             return self.status[r]
@@ -305,12 +304,25 @@ cdef class Table:
     @property
     def nbytes(self) -> int:
         """The bytes this table has allocated: rows, statuses, hash tables and indexes."""
+        return sum(self.layout.values())
+
+    @property
+    def layout(self) -> dict:
+        """The bytes allocated, by what they hold: the row words, the statuses and counts,
+        the tuple hash table, the key indexes' tables and their chains through the rows.
+        Where a relation's memory goes, for the benchmarks' accounting."""
         cdef int64_t word = 8 if self.wide else 4
-        cdef int64_t total = self.capacity * (self.arity * word + 8) + (self.mask + 1) * 4
+        cdef int64_t index_slots = 0
         cdef int i
         for i in range(self.nkeyed):
-            total += (self.keyed[i].mask + 1) * 4 + self.capacity * 8
-        return total
+            index_slots += (self.keyed[i].mask + 1) * 4
+        return {
+            "rows": self.capacity * self.arity * word,
+            "status_counts": self.capacity * 8,
+            "tuple_slots": (self.mask + 1) * 4,
+            "index_slots": index_slots,
+            "chains": self.nkeyed * self.capacity * 8,
+        }
 
     def columns(self, bint with_counts=False):
         """The committed tuples as one int64 array per column and their iterations (int32),
@@ -976,7 +988,7 @@ cdef int _rebuild_index(KeyIndex* ki, Table t, int64_t nrows) except -1:
 
 cdef class Index:
     """A key index of a `Table` (see the module docstring). Keys are a bare int for one
-    column and a tuple of ints for several, as the generated plans build them."""
+    column and a tuple of ints for several."""
 
     cdef Table table
     cdef int position
