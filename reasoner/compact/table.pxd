@@ -50,6 +50,7 @@ cdef class Table:
     cdef int32_t* slots
     cdef int64_t mask
     cdef int64_t used
+    cdef int shift       # row bits of a slot word (see table.pyx)
     cdef KeyIndex** keyed
     cdef int nkeyed
     cdef int64_t* scratch
@@ -71,6 +72,7 @@ cdef class Table:
     cdef size_t _word(self) noexcept
     cdef int _widen(self) except -1
     cdef int _rehash(self, int64_t entries) except -1
+    cdef int _retag(self, int shift) except -1
     cdef int64_t _append(self, const int64_t* words, int32_t status) except -1
     cdef int _kill(self, int64_t r) except -1
     cdef int _check_iteration(self, int64_t iteration) except -1

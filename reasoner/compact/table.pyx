@@ -5,9 +5,9 @@
 A Python dict of Python tuples costs 200-400 bytes a tuple once its indexes are counted (the
 tuple, its int objects, the dict entries, the index buckets), and a collector that walks them.
 Here a tuple of arity a is `a` words in one array, its status and its count one int32 each
-beside it, its entry in the tuple hash table one int32 row id, and its entry in each key index
-two int32 chain links: 4a + 12 bytes, plus 8 per index, plus the tables' free slots. Nothing is
-a Python object until it is read.
+beside it, its entry in the tuple hash table one int32 (a row id with hash bits), and in each
+key index two int32 chain links: 4a + 12 bytes, plus 8 per index, plus the tables' free slots.
+Nothing is a Python object until it is read.
 
 Words are 32-bit while every value fits (symbol ids always do, and most numbers), and the whole
 table turns 64-bit the first time one does not. Hashes are computed on the 64-bit values, so
@@ -24,6 +24,13 @@ renumbers the rows when more than half of them are dead.
 The tables probe linearly, from a hash that mixes a per-process random seed into every word,
 so no fixed set of keys collides on every run (the adversarial case a public service meets),
 and a deleted entry leaves a tombstone until the table is rebuilt.
+
+A slot holds a row id in its low `shift` bits (enough for every row the arrays have room for)
+and the top bits of the row's hash in the bits above: a probe passes over a slot whose hash
+bits differ without reading its row. At a load of 0.7 a probe for a missing key visits about
+six slots, and each row it read would be a cache miss on a large table; with the hash bits
+(9 of them beside a million rows, 2 beside a hundred million) nearly none is read. When the
+arrays grow past 2**shift rows, the slots give up their lowest hash bit (`_retag`), in place.
 
 Key indexes group the rows by the values of some columns: the key table holds the row id of
 the first row of each group, and doubly-linked chains through the rows hold the rest, so a row
@@ -122,13 +129,50 @@ cdef int32_t* _new_slots(int64_t count) except NULL:
     return slots
 
 
-cdef inline void _place(int32_t* slots, int64_t mask, uint64_t h, int32_t r) noexcept nogil:
-    """Put row id `r` in the first empty slot from hash `h`, in a table being rebuilt (which
-    holds no tombstone yet)."""
+cdef inline int32_t _entry(uint64_t h, int64_t r, int shift) noexcept nogil:
+    """The slot word of row `r` whose hash is `h`: the row id in the low `shift` bits, the top
+    31 - `shift` bits of the hash above it (never negative: EMPTY and TOMB stay apart)."""
+    return <int32_t>((((h >> 33) >> shift) << shift) | <uint64_t>r)
+
+
+cdef inline bint _tagged(int32_t s, uint64_t h, int shift) noexcept nogil:
+    """Whether slot word `s` (a row's, not EMPTY or TOMB) may be that of a row hashing to `h`:
+    its hash bits agree."""
+    return ((<uint64_t>s ^ (h >> 33)) >> shift) == 0
+
+
+cdef inline int64_t _row(int32_t s, int shift) noexcept nogil:
+    """The row id of slot word `s` (a row's)."""
+    return s & ((<int64_t>1 << shift) - 1)
+
+
+cdef int _shift_for(int64_t capacity) noexcept:
+    """The row bits a slot needs for row ids below `capacity`."""
+    cdef int shift = 1
+    while (<int64_t>1 << shift) < capacity:
+        shift += 1
+    return shift
+
+
+cdef inline void _place(int32_t* slots, int64_t mask, uint64_t h, int32_t entry) noexcept nogil:
+    """Put slot word `entry` in the first empty slot from hash `h`, in a table being rebuilt
+    (which holds no tombstone yet)."""
     cdef int64_t i = <int64_t>(h & <uint64_t>mask)
     while slots[i] != EMPTY:
         i = (i + 1) & mask
-    slots[i] = r
+    slots[i] = entry
+
+
+cdef void _retag_slots(int32_t* slots, int64_t count, int old, int new) noexcept nogil:
+    """Widen the row bits of every row word in `slots` from `old` to `new`, dropping the hash
+    bits they take over (the top ones stay: a hash's top bits do not depend on the shift)."""
+    cdef int64_t j
+    cdef int32_t s
+    cdef int32_t low = <int32_t>((<int64_t>1 << old) - 1)
+    for j in range(count):
+        s = slots[j]
+        if s >= 0:
+            slots[j] = ((s >> new) << new) | (s & low)
 
 
 cdef inline bint _too_full(int64_t used, int64_t slots) noexcept:
@@ -152,6 +196,7 @@ cdef class Table:
             raise ValueError("negative arity")
         self.arity = arity
         self.capacity = 16
+        self.shift = _shift_for(16)
         self.rows = _grow(NULL, <size_t>(16 * arity) * sizeof(int32_t))
         self.status = <int32_t*>_grow(NULL, 16 * sizeof(int32_t))
         self.counts = <int32_t*>_grow(NULL, 16 * sizeof(int32_t))
@@ -193,13 +238,16 @@ cdef class Table:
         """The row holding `words` (any status but DEAD), or -1."""
         cdef uint64_t h = _hash_words(words, self.arity)
         cdef int64_t i = <int64_t>(h & <uint64_t>self.mask)
-        cdef int32_t r
+        cdef int64_t r
+        cdef int32_t s
         while True:
-            r = self.slots[i]
-            if r == EMPTY:
+            s = self.slots[i]
+            if s == EMPTY:
                 return -1
-            if r >= 0 and self._equals(r, words):
-                return r
+            if s >= 0 and _tagged(s, h, self.shift):
+                r = _row(s, self.shift)
+                if self._equals(r, words):
+                    return r
             i = (i + 1) & self.mask
 
     cdef bint _equals(self, int64_t r, const int64_t* words) noexcept:
@@ -425,7 +473,21 @@ cdef class Table:
             self.keyed[i].next = <int32_t*>_grow(self.keyed[i].next, <size_t>cap * sizeof(int32_t))
             self.keyed[i].prev = <int32_t*>_grow(self.keyed[i].prev, <size_t>cap * sizeof(int32_t))
         self.capacity = cap
+        self._retag(_shift_for(cap))
         self.generation += 1
+        return 0
+
+    cdef int _retag(self, int shift) except -1:
+        """Give every slot of the tuple table and the key tables `shift` row bits (when the
+        arrays grew past 2**self.shift rows)."""
+        cdef int i
+        if shift <= self.shift:
+            return 0
+        _retag_slots(self.slots, self.mask + 1, self.shift, shift)
+        for i in range(self.nkeyed):
+            if self.keyed[i].slots != NULL:
+                _retag_slots(self.keyed[i].slots, self.keyed[i].mask + 1, self.shift, shift)
+        self.shift = shift
         return 0
 
     cdef size_t _word(self) noexcept:
@@ -453,11 +515,12 @@ cdef class Table:
         cdef int64_t mask = count - 1
         cdef int64_t r
         cdef int64_t used = 0
+        cdef uint64_t h
         for r in range(self.nrows):
             if self.status[r] == DEAD_STATUS:
                 continue
-            _place(slots, mask, _hash_row(self.rows, self.wide, r * self.arity, self.arity),
-                   <int32_t>r)
+            h = _hash_row(self.rows, self.wide, r * self.arity, self.arity)
+            _place(slots, mask, h, _entry(h, r, self.shift))
             used += 1
         free(self.slots)
         self.slots = slots
@@ -468,6 +531,7 @@ cdef class Table:
     cdef int64_t _append(self, const int64_t* words, int32_t status) except -1:
         """Add a row known to be absent (no row, any status, holds `words`)."""
         cdef int64_t r, i
+        cdef uint64_t h
         cdef int k
         if not self.wide and not _fits(words, self.arity):
             self._widen()
@@ -480,12 +544,13 @@ cdef class Table:
         self.status[r] = status
         self.counts[r] = 1
         self.nrows += 1
-        i = <int64_t>(_hash_words(words, self.arity) & <uint64_t>self.mask)
+        h = _hash_words(words, self.arity)
+        i = <int64_t>(h & <uint64_t>self.mask)
         while self.slots[i] >= 0:
             i = (i + 1) & self.mask
         if self.slots[i] == EMPTY:
             self.used += 1
-        self.slots[i] = <int32_t>r
+        self.slots[i] = _entry(h, r, self.shift)
         for k in range(self.nkeyed):
             _link(self.keyed[k], self, r)
         if status >= 0:
@@ -499,8 +564,9 @@ cdef class Table:
         """Remove row `r` (committed or staged) from the tuple table and every index."""
         cdef uint64_t h = _hash_row(self.rows, self.wide, r * self.arity, self.arity)
         cdef int64_t i = <int64_t>(h & <uint64_t>self.mask)
+        cdef int32_t entry = _entry(h, r, self.shift)
         cdef int k
-        while self.slots[i] != r:
+        while self.slots[i] != entry:
             i = (i + 1) & self.mask
         self.slots[i] = TOMB
         if self.counts[r] < 0:
@@ -847,19 +913,22 @@ cdef class Table:
         """The first row (committed or staged) of the group of key index `position` whose
         key is `words` (its columns' values in index order), or -1."""
         cdef KeyIndex* ki = self.keyed[position]
-        cdef int64_t slot = <int64_t>(_hash_words(words, ki.ncols) & <uint64_t>ki.mask)
+        cdef uint64_t h = _hash_words(words, ki.ncols)
+        cdef int64_t slot = <int64_t>(h & <uint64_t>ki.mask)
+        cdef int64_t r
         cdef int32_t s
         cdef int i
         while True:
             s = ki.slots[slot]
             if s == EMPTY:
                 return -1
-            if s >= 0:
+            if s >= 0 and _tagged(s, h, self.shift):
+                r = _row(s, self.shift)
                 for i in range(ki.ncols):
-                    if _get(self.rows, self.wide, s * self.arity + ki.cols[i]) != words[i]:
+                    if _get(self.rows, self.wide, r * self.arity + ki.cols[i]) != words[i]:
                         break
                 else:
-                    return s
+                    return r
             slot = (slot + 1) & ki.mask
 
     def index_position(self, columns) -> int:
@@ -897,11 +966,13 @@ cdef inline uint64_t _key_hash(KeyIndex* ki, Table t, int64_t r) noexcept:
 
 cdef int _link(KeyIndex* ki, Table t, int64_t r) except -1:
     """Put row `r` at the head of its group."""
-    cdef int64_t i, tomb = -1
+    cdef int64_t i, head, tomb = -1
     cdef int32_t s
+    cdef uint64_t h
     if _too_full(ki.used + 1, ki.mask + 1):
         _resize_keys(ki, t, ki.groups + 1)
-    i = <int64_t>(_key_hash(ki, t, r) & <uint64_t>ki.mask)
+    h = _key_hash(ki, t, r)
+    i = <int64_t>(h & <uint64_t>ki.mask)
     while True:
         s = ki.slots[i]
         if s == EMPTY:
@@ -909,18 +980,20 @@ cdef int _link(KeyIndex* ki, Table t, int64_t r) except -1:
         if s == TOMB:
             if tomb < 0:
                 tomb = i
-        elif _same_key(ki, t, s, r):
-            ki.next[r] = s
-            ki.prev[r] = -1
-            ki.prev[s] = <int32_t>r
-            ki.slots[i] = <int32_t>r
-            return 0
+        elif _tagged(s, h, t.shift):
+            head = _row(s, t.shift)
+            if _same_key(ki, t, head, r):
+                ki.next[r] = <int32_t>head
+                ki.prev[r] = -1
+                ki.prev[head] = <int32_t>r
+                ki.slots[i] = _entry(h, r, t.shift)
+                return 0
         i = (i + 1) & ki.mask
     if tomb >= 0:
         i = tomb
     else:
         ki.used += 1
-    ki.slots[i] = <int32_t>r
+    ki.slots[i] = _entry(h, r, t.shift)
     ki.next[r] = -1
     ki.prev[r] = -1
     ki.groups += 1
@@ -938,11 +1011,13 @@ cdef int _unlink(KeyIndex* ki, Table t, int64_t r) except -1:
             ki.prev[n] = p
         return 0
     # The group's head: its slot points at it.
-    i = <int64_t>(_key_hash(ki, t, r) & <uint64_t>ki.mask)
-    while ki.slots[i] != r:
+    cdef uint64_t h = _key_hash(ki, t, r)
+    cdef int32_t entry = _entry(h, r, t.shift)
+    i = <int64_t>(h & <uint64_t>ki.mask)
+    while ki.slots[i] != entry:
         i = (i + 1) & ki.mask
     if n >= 0:
-        ki.slots[i] = n
+        ki.slots[i] = _entry(h, n, t.shift)
         ki.prev[n] = -1
     else:
         ki.slots[i] = TOMB
@@ -962,7 +1037,7 @@ cdef int _resize_keys(KeyIndex* ki, Table t, int64_t groups) except -1:
             s = ki.slots[j]
             if s < 0:
                 continue
-            _place(slots, mask, _key_hash(ki, t, s), s)
+            _place(slots, mask, _key_hash(ki, t, _row(s, t.shift)), s)
             used += 1
     free(ki.slots)
     ki.slots = slots
@@ -1046,15 +1121,16 @@ cdef class Index:
         """(key, rows) of every group, as `get` gives them: for tests and inspection."""
         cdef Table table = self.table
         cdef KeyIndex* ki = table.keyed[self.position]
-        cdef int64_t j
+        cdef int64_t j, r
         cdef int32_t s
         groups = []
         for j in range(ki.mask + 1):
             s = ki.slots[j]
             if s < 0:
                 continue
+            r = _row(s, table.shift)
             key = tuple(
-                _get(table.rows, table.wide, s * table.arity + ki.cols[i])
+                _get(table.rows, table.wide, r * table.arity + ki.cols[i])
                 for i in range(ki.ncols)
             )
             groups.append(key[0] if ki.ncols == 1 else key)
