@@ -4,7 +4,7 @@ its arrays and the few row-level operations a compiled loop needs, without a Pyt
 per row. See table.pyx for what they mean."""
 
 cimport cython
-from libc.stdint cimport int32_t, int64_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint16_t, uint64_t
 
 
 cdef struct KeyIndex:
@@ -41,7 +41,7 @@ cdef class Table:
     cdef void* rows
     cdef readonly bint wide
     cdef int32_t* status
-    cdef int32_t* counts
+    cdef uint16_t* counts
     cdef dict big
     cdef int64_t capacity
     cdef readonly int64_t nrows

@@ -4,9 +4,9 @@
 
 A Python dict of Python tuples costs 200-400 bytes a tuple once its indexes are counted (the
 tuple, its int objects, the dict entries, the index buckets), and a collector that walks them.
-Here a tuple of arity a is `a` words in one array, its status and its count one int32 each
+Here a tuple of arity a is `a` words in one array, its status (int32) and its count (16 bits)
 beside it, its entry in the tuple hash table one int32 (a row id with hash bits), and in each
-key index two int32 chain links: 4a + 12 bytes, plus 8 per index, plus the tables' free slots.
+key index two int32 chain links: 4a + 10 bytes, plus 8 per index, plus the tables' free slots.
 Nothing is a Python object until it is read.
 
 Words are 32-bit while every value fits (symbol ids always do, and most numbers), and the whole
@@ -14,7 +14,9 @@ table turns 64-bit the first time one does not. Hashes are computed on the 64-bi
 widening moves the rows but no hash table entry.
 
 Beside the status, each row's count: how many rule instantiations derive it in its iteration
-(the elastic encoding's second number), int32, and past 2**31 - 1 in a dict of its own (`big`).
+(the elastic encoding's second number), 16 bits, and past 65,535 in a dict of its own (`big`,
+the row's count word then 0). Counts are nearly always small: a tuple's derivations in one
+iteration, not over the whole fixpoint.
 
 Statuses: a committed tuple's status is the iteration it was first derived in (>= 0); a staged
 tuple (an Update's new tuple, visible to index probes but not committed, see
@@ -27,8 +29,8 @@ and a deleted entry leaves a tombstone until the table is rebuilt.
 
 A slot holds a row id in its low `shift` bits (enough for every row the arrays have room for)
 and the top bits of the row's hash in the bits above: a probe passes over a slot whose hash
-bits differ without reading its row. At a load of 0.7 a probe for a missing key visits about
-six slots, and each row it read would be a cache miss on a large table; with the hash bits
+bits differ without reading its row. At a load of 0.8 a probe for a missing key visits about
+13 slots, and each row it read would be a cache miss on a large table; with the hash bits
 (9 of them beside a million rows, 2 beside a hundred million) nearly none is read. When the
 arrays grow past 2**shift rows, the slots give up their lowest hash bit (`_retag`), in place.
 
@@ -47,7 +49,7 @@ the table changed under them.
 from cpython.long cimport PyLong_AsLongLong, PyLong_FromLongLong
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE, PyTuple_New, PyTuple_SET_ITEM
-from libc.stdint cimport int32_t, int64_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint16_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
 
@@ -55,6 +57,8 @@ import os
 
 import numpy as np
 
+cdef uint16_t BIG_COUNT = 0
+"""The count word of a row whose count is in `big`."""
 cdef int32_t STAGED_STATUS = -1
 cdef int32_t DEAD_STATUS = -2
 cdef int32_t EMPTY = -1
@@ -176,8 +180,11 @@ cdef void _retag_slots(int32_t* slots, int64_t count, int old, int new) noexcept
 
 
 cdef inline bint _too_full(int64_t used, int64_t slots) noexcept:
-    """Past a load of 0.7, where a linear probe's expected length for a missing key passes 6."""
-    return 10 * used > 7 * slots
+    """Past a load of 0.8. A linear probe for a missing key then visits about 13 slots: one or
+    two cache lines of slot words, whose hash bits spare it nearly every row (at 0.7 without
+    them, each of about six slots was a row read). A power-of-two table is between half and
+    fully loaded, so the higher bound saves a seventh of the slots on average."""
+    return 5 * used > 4 * slots
 
 
 cdef int64_t _slot_count(int64_t entries):
@@ -199,7 +206,7 @@ cdef class Table:
         self.shift = _shift_for(16)
         self.rows = _grow(NULL, <size_t>(16 * arity) * sizeof(int32_t))
         self.status = <int32_t*>_grow(NULL, 16 * sizeof(int32_t))
-        self.counts = <int32_t*>_grow(NULL, 16 * sizeof(int32_t))
+        self.counts = <uint16_t*>_grow(NULL, 16 * sizeof(uint16_t))
         self.big = {}
         self.mask = MIN_SLOTS - 1
         self.slots = _new_slots(MIN_SLOTS)
@@ -275,18 +282,18 @@ cdef class Table:
         return t
 
     cdef object _count(self, int64_t r):
-        cdef int32_t c = self.counts[r]
-        return c if c > 0 else self.big[self._tuple(r)]
+        cdef uint16_t c = self.counts[r]
+        return c if c != BIG_COUNT else self.big[self._tuple(r)]
 
     cdef int _set_count(self, int64_t r, object count) except -1:
         if count < 1:
             raise ValueError(f"a present tuple has a count of at least 1, not {count}")
-        if self.counts[r] < 0:
+        if self.counts[r] == BIG_COUNT:
             del self.big[self._tuple(r)]
-        if count <= 2147483647:
-            self.counts[r] = <int32_t>count
+        if count <= 65535:
+            self.counts[r] = <uint16_t>count
         else:
-            self.counts[r] = -1
+            self.counts[r] = BIG_COUNT
             self.big[self._tuple(r)] = count
         return 0
 
@@ -366,7 +373,7 @@ cdef class Table:
             index_slots += (self.keyed[i].mask + 1) * 4
         return {
             "rows": self.capacity * self.arity * word,
-            "status_counts": self.capacity * 8,
+            "status_counts": self.capacity * (sizeof(int32_t) + sizeof(uint16_t)),
             "tuple_slots": (self.mask + 1) * 4,
             "index_slots": index_slots,
             "chains": self.nkeyed * self.capacity * 8,
@@ -414,7 +421,7 @@ cdef class Table:
                     o[c, k] = _get(self.rows, self.wide, r * self.arity + c)
                 it[k] = self.status[r]
                 if with_counts:
-                    cs[k] = self.counts[r] if self.counts[r] > 0 else self._count(r)
+                    cs[k] = self.counts[r] if self.counts[r] != BIG_COUNT else self._count(r)
                 k += 1
         values = [out[c, :k] for c in range(self.arity)]
         if with_counts:
@@ -468,7 +475,7 @@ cdef class Table:
             cap = MAX_ROWS
         self.rows = _grow(self.rows, <size_t>(cap * self.arity) * self._word())
         self.status = <int32_t*>_grow(self.status, <size_t>cap * sizeof(int32_t))
-        self.counts = <int32_t*>_grow(self.counts, <size_t>cap * sizeof(int32_t))
+        self.counts = <uint16_t*>_grow(self.counts, <size_t>cap * sizeof(uint16_t))
         for i in range(self.nkeyed):
             self.keyed[i].next = <int32_t*>_grow(self.keyed[i].next, <size_t>cap * sizeof(int32_t))
             self.keyed[i].prev = <int32_t*>_grow(self.keyed[i].prev, <size_t>cap * sizeof(int32_t))
@@ -569,7 +576,7 @@ cdef class Table:
         while self.slots[i] != entry:
             i = (i + 1) & self.mask
         self.slots[i] = TOMB
-        if self.counts[r] < 0:
+        if self.counts[r] == BIG_COUNT:
             del self.big[self._tuple(r)]
         for k in range(self.nkeyed):
             _unlink(self.keyed[k], self, r)

@@ -22,7 +22,7 @@ rows of int64 in an arena, linked per iteration; iterations wait in a binary hea
 """
 
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
-from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memset
 
@@ -1433,7 +1433,7 @@ cdef inline bint _compare(int op, int64_t a, int64_t b) noexcept:
 
 
 cdef int64_t _committed_count(Table t, int64_t row) except -1:
-    cdef int32_t c = t.counts[row]
-    if c > 0:
+    cdef uint16_t c = t.counts[row]
+    if c != 0:  # 0: the count is in the table's dict of large counts
         return c
     return t._count(row)

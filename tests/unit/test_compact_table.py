@@ -234,6 +234,27 @@ def test_counts_beside_the_rows_and_past_32_bits() -> None:
         table.set((1,), 0, 0)
 
 
+def test_counts_on_both_sides_of_the_16_bit_word() -> None:
+    """A count up to 65,535 sits in the row's count word, a larger one in the table's dict;
+    a count moves between them both ways, and a compaction keeps both kinds."""
+    table = Table(1)
+    table.add_columns([np.arange(4000)], 1, np.full(4000, 65535))
+    table.set((0,), 1, 65536)
+    table.set((1,), 1, 2**31)
+    table.set((2,), 1, 65536)
+    table.set((2,), 1, 3)  # back into the word
+    for value in range(3, 3000):
+        table.remove((value,))
+    assert table.compact()
+    assert table.items_with_counts() == {
+        (0,): (1, 65536),
+        (1,): (1, 2**31),
+        (2,): (1, 3),
+        **{(v,): (1, 65535) for v in range(3000, 4000)},
+    }
+    assert table.columns(with_counts=True)[2][:3].tolist() == [65536, 2**31, 3]
+
+
 def test_a_copy_beside_a_writer_sees_only_real_rows() -> None:
     """`columns` lets go of the GIL while it copies: a writer growing, compacting and widening
     the table meanwhile makes it start again, never read moved memory."""
