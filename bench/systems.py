@@ -47,9 +47,9 @@ class System:
 
 
 SYSTEMS = (
-    System("ours", "ours (default switch)", "ours", "auto", "local"),
-    System("ours-update", "ours (always Update)", "ours", "update", "local"),
-    System("ours-bootstrap", "ours (always Bootstrap)", "ours", "bootstrap", "local"),
+    System("ours", "ours (default switch)", "ours", "auto"),
+    System("ours-update", "ours (always Update)", "ours", "update"),
+    System("ours-bootstrap", "ours (always Bootstrap)", "ours", "bootstrap"),
     System("ours-spark-bootstrap", "ours (always Bootstrap, Spark)", "ours", "bootstrap", "spark"),
     System("clingo", "clingo (recompute)", "clingo"),
     System("duckdb", "DuckDB (recursive CTE, recompute)", "duckdb"),

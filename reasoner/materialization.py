@@ -17,9 +17,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
+import numpy as np
+
 from reasoner.analysis import check_program
 from reasoner.analysis.model import AnalyzedProgram, RelationInfo, Stratum, Value
-from reasoner.compact import TupleSet
+from reasoner.compact import Table, TupleSet
 from reasoner.concurrency import ReadWriteLock, read_optimistically
 from reasoner.elastic.bootstrap import BootstrapCancelled, Check, StratumRun
 from reasoner.elastic.engines import EngineChoice, EngineSettings, run_bootstrap
@@ -44,7 +46,7 @@ from reasoner.errors import (
 )
 from reasoner.gc_pause import collector_paused
 from reasoner.program_text import Changed, ProgramText, RuleEntry, declaration
-from reasoner.state import RelationStore, State, Tuple
+from reasoner.state import State, Tuple
 from reasoner.symbols import SymbolTable
 from reasoner.syntax.ast import ColumnType
 from reasoner.syntax.lexer import IDENTIFIER
@@ -548,6 +550,13 @@ class Materialization:
             self._adopt(prepared)
         self.last_bootstrap_seconds = time.perf_counter() - built_at
         changes = {name: _rebuilt_changes(before, self.state, name) for name in derived}
+        sizes = {name: (len(gone), len(new)) for name, (gone, new) in changes.items()}
+        listed = (
+            {name: (gone.tuples(), new.tuples()) for name, (gone, new) in changes.items()}
+            if include_changes
+            else None
+        )
+        del before, changes  # the old state's memory goes back before the report is made
         strata = tuple(
             StratumReport(run.index, run.relations, "bootstrap", run.seconds) for run in built.runs
         )
@@ -555,8 +564,8 @@ class Materialization:
             start,
             "bootstrap",
             strata,
-            {name: (len(gone), len(new)) for name, (gone, new) in changes.items()},
-            changes if include_changes else None,
+            sizes,
+            listed,
             prepared,
             types,
             reason,
@@ -843,25 +852,34 @@ def _shapes_from_facts(analyzed: AnalyzedProgram, insert: Mapping[str, Rows]) ->
     return "\n".join(lines)
 
 
-def _rebuilt_changes(before: State, after: State, name: str) -> tuple[set[Tuple], set[Tuple]]:
-    """(retracted, inserted) tuples of relation `name` from one state to a rebuilt one."""
+@dataclass(frozen=True, slots=True)
+class _ChangedRows:
+    """Rows of one table, by id: a rebuilt relation's retracted (in the old table) or inserted
+    (in the new one) tuples, made Python tuples only for a report that lists them."""
+
+    table: Table
+    rows: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def tuples(self) -> set[Tuple]:
+        return set(self.table.tuples(self.rows))
+
+
+def _rebuilt_changes(before: State, after: State, name: str) -> tuple[_ChangedRows, _ChangedRows]:
+    """(retracted, inserted) rows of relation `name` from one state to a rebuilt one."""
     old = before.relations.get(name)
     new = after.relations.get(name)
     if old is None or new is None:
-        present = old or new
-        rows = set() if present is None else set(present.iters)
-        return (rows, set()) if new is None else (set(), rows)
-    return _missing(old, new), _missing(new, old)
-
-
-def _missing(store: RelationStore, other: RelationStore) -> set[Tuple]:
-    """The committed tuples of `store` that `other` does not hold, found by probing `other`'s
-    table with `store`'s columns: only the tuples that differ become Python tuples."""
-    if not store.arity:
-        return {t for t in store.iters if t not in other.iters}
-    values, _iterations = store.table.columns()
-    gone = other.table.absent(values)
-    return set(zip(*(v[gone].tolist() for v in values), strict=True))
+        present = (old or new).table  # type: ignore[union-attr]
+        rows = _ChangedRows(present, present.committed_rows())
+        none = _ChangedRows(present, np.empty(0, np.int64))
+        return (rows, none) if new is None else (none, rows)
+    return (
+        _ChangedRows(old.table, old.table.missing_from(new.table)),
+        _ChangedRows(new.table, new.table.missing_from(old.table)),
+    )
 
 
 def _checked_row(info: RelationInfo, row: Sequence[Value], verb: str) -> tuple[Value, ...]:
