@@ -9,9 +9,6 @@ statuses back into the overlay by row id.
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass
-
 import numpy as np
 
 from reasoner.analysis.model import Stratum
@@ -25,15 +22,6 @@ from reasoner.update.kernel import Enumerator
 from reasoner.update.plans import EnumeratorPlan, StratumTables, kernel_rule
 
 FLIP_INSERTED, FLIP_DELETED = 1, 2
-
-
-@dataclass(frozen=True, slots=True)
-class StratumUpdateRun:
-    index: int
-    relations: tuple[str, ...]
-    iterations: int
-    """How many distinct iterations had work; the stratum's depth is not walked."""
-    seconds: float
 
 
 class StratumUpdate:
@@ -80,16 +68,16 @@ class StratumUpdate:
         deadline: Deadline,
         retracted_facts: dict[str, set[Tuple]],
         asserted_facts: dict[str, set[Tuple]],
-    ) -> StratumUpdateRun:
+    ) -> int:
         """Bring the stratum up to date with its inputs' changes, already in `overlay` for
-        the lower strata, and with facts asserted on / retracted from its own relations."""
+        the lower strata, and with facts asserted on / retracted from its own relations.
+        Returns how many distinct iterations had work (the stratum's depth is not walked)."""
         with collector_paused():
             return self._update(overlay, deadline, retracted_facts, asserted_facts)
 
-    def _update(self, overlay: Overlay, deadline: Deadline, *facts: dict) -> StratumUpdateRun:
+    def _update(self, overlay: Overlay, deadline: Deadline, *facts: dict) -> int:
         """`update`, the collector paused; `facts`: (retracted, asserted)."""
         retracted_facts, asserted_facts = facts
-        start = time.perf_counter()
         kernel = self.kernel
         state = self.state
         kernel.reset()
@@ -132,12 +120,7 @@ class StratumUpdate:
             iterations = kernel.drain()
         finally:
             self._export(overlay)
-        return StratumUpdateRun(
-            self.stratum.index,
-            tuple(relations.own),
-            iterations,
-            time.perf_counter() - start,
-        )
+        return iterations
 
     def _export(self, overlay: Overlay) -> None:
         """Hand the kernel's record of the stratum's relations to the overlay, by row id."""
