@@ -872,7 +872,7 @@ def _rebuilt_changes(before: State, after: State, name: str) -> tuple[_ChangedRo
     old = before.relations.get(name)
     new = after.relations.get(name)
     if old is None or new is None:
-        present = (old or new).table  # type: ignore[union-attr]
+        present = (old if old is not None else new).table  # type: ignore[union-attr]
         rows = _ChangedRows(present, present.committed_rows())
         none = _ChangedRows(present, np.empty(0, np.int64))
         return (rows, none) if new is None else (none, rows)

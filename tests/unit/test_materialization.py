@@ -175,3 +175,24 @@ def test_a_declaration_alone_is_a_change_and_a_repeated_rule_is_not() -> None:
     m.apply(Delta(add_rules=["p(x) :- edge(x, _)."]))
     again = m.apply(Delta(add_rules=["p(x) :- edge(x, _)."]))
     assert (again.strategy, again.epoch) == ("unchanged", m.epoch)
+
+
+@pytest.mark.parametrize("include_changes", [False, True])
+def test_a_fallback_reports_relations_that_leave_or_join_the_program(
+    include_changes: bool,
+) -> None:
+    """A rebuilt epoch compares every derived relation of the old and the new program: one
+    that leaves the program (empty or not) is all retracted, one that joins it all inserted."""
+    m = Materialization.from_text(
+        ".decl e(x: number)\np(x) :- e(x).\nnone(x) :- p(x), x > 100.\n"
+    )
+    m.load({"e": [(1,), (2,)]})
+    m.bootstrap()
+    removed = [rule.id for rule in m.rules() if rule.text.startswith(("p(", "none("))]
+    report = m.apply(
+        Delta(remove_rules=removed, add_rules=["q(x) :- e(x), x > 1."]),
+        strategy="bootstrap",
+        include_changes=include_changes,
+    )
+    assert (report.retracted, report.inserted) == (2, 1)
+    assert m.rows("q") == [(2,)]
