@@ -183,9 +183,7 @@ def test_a_fallback_reports_relations_that_leave_or_join_the_program(
 ) -> None:
     """A rebuilt epoch compares every derived relation of the old and the new program: one
     that leaves the program (empty or not) is all retracted, one that joins it all inserted."""
-    m = Materialization.from_text(
-        ".decl e(x: number)\np(x) :- e(x).\nnone(x) :- p(x), x > 100.\n"
-    )
+    m = Materialization.from_text(".decl e(x: number)\np(x) :- e(x).\nnone(x) :- p(x), x > 100.\n")
     m.load({"e": [(1,), (2,)]})
     m.bootstrap()
     removed = [rule.id for rule in m.rules() if rule.text.startswith(("p(", "none("))]
