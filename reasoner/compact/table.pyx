@@ -901,7 +901,7 @@ cdef class Table:
         columns = tuple(columns)
         found = self._indexes.get(columns)
         if found is not None:
-            return found
+            return Index(self, found, columns)
         for c in columns:
             if not 0 <= c < self.arity:
                 raise ValueError(f"no column {c} in a relation of arity {self.arity}")
@@ -935,9 +935,8 @@ cdef class Table:
             raise
         self.keyed[self.nkeyed] = ki
         self.nkeyed += 1
-        index = Index(self, self.nkeyed - 1, columns)
-        self._indexes[columns] = index
-        return index
+        self._indexes[columns] = self.nkeyed - 1
+        return Index(self, self.nkeyed - 1, columns)
 
     cdef int64_t _group(self, int position, const int64_t* words) noexcept:
         """The first row (committed or staged) of the group of key index `position` whose
@@ -969,8 +968,15 @@ cdef class Table:
 
     @property
     def indexes(self) -> dict:
-        """Columns -> the index on them."""
-        return self._indexes
+        """Columns -> the index on them. The table keeps its indexes' positions, and an
+        `Index` is a view made on request: were the table to hold the views, which hold the
+        table, a dropped state would be a reference cycle, freed only by a full collection
+        (which an epoch defers, see `reasoner.gc_pause`): crdt.dl's 5.5 GB old state was still
+        there when the next fallback built a new one."""
+        return {
+            columns: Index(self, position, columns)
+            for columns, position in self._indexes.items()
+        }
 
 
 cdef void _free_index(KeyIndex* ki) noexcept:
@@ -1092,8 +1098,8 @@ cdef int _rebuild_index(KeyIndex* ki, Table t, int64_t nrows) except -1:
 
 
 cdef class Index:
-    """A key index of a `Table` (see the module docstring). Keys are a bare int for one
-    column and a tuple of ints for several."""
+    """A view of a key index of a `Table` (see the module docstring). Keys are a bare int for
+    one column and a tuple of ints for several."""
 
     cdef Table table
     cdef int position

@@ -4,6 +4,7 @@ tombstones, re-insertion after deletion, compaction, keys built to collide, the 
 
 from __future__ import annotations
 
+import gc
 import threading
 
 import numpy as np
@@ -329,3 +330,20 @@ def test_the_row_level_operations_the_update_kernel_uses() -> None:
     assert len(table.staged_view) == 0 and len(table) == 2
     with pytest.raises(KeyError):
         table.apply_rows(rows[[0]], np.array([1]), np.array([1]))  # a removed row
+
+
+def test_a_dropped_table_with_indexes_is_freed_without_the_cycle_collector() -> None:
+    """No reference cycle between a table and its indexes: a state dropped during an epoch
+    (which defers the collector) goes at once, not at the next full collection."""
+    gc.collect()
+    gc.disable()
+    try:
+        table = Table(2)
+        table.add_columns([np.arange(100), np.arange(100)], 0)
+        index = table.index((1,))
+        assert index.get(7) == ((7, 7),)
+        assert table.indexes[(1,)].columns == (1,)
+        del table, index
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
