@@ -15,7 +15,7 @@ iteration. Here the delta is always the driver.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -215,12 +215,24 @@ def plan_rule(
     rule: Rule,
     driver: Driver | int | None = None,
     sizes: Mapping[str, int] | None = None,
+    recursive: Collection[str] = (),
 ) -> JoinPlan:
     """Order the body of `rule` for evaluation from `driver`.
 
     An int is an "atom" driver at that body index. With `driver=None` the driver is the positive
     atom over the smallest relation according to `sizes` (first in written order on ties), or
     "none" for a rule without positive atoms.
+
+    The other positive atoms follow greedily: next, the one with the most columns bound so
+    far; among those, one over a relation of a lower stratum before one of `recursive` (the
+    rule's own stratum), then the first written. A relation of the stratum is typically a
+    closure, whose groups are large, and a lower one its steps. That matters most where a rule
+    is driven from its head (Update's re-discovery of a deleted tuple): for `skipBlank(f, t) :-
+    skipBlank(v, t), nextElem(f, v), !hasValue(v)` both body atoms have two of four columns
+    bound, and probing `skipBlank` by `t` walks every tuple that ends at `t` (crdt.dl: up to
+    thousands, for each of 34 million deleted tuples) where `nextElem` by `f` returns one.
+    Relation sizes make a poor tie-break: `nextSiblingAnc` is as large as `insert`, and a
+    probe of it by its last columns returns a whole subtree.
     """
     rule = normalize_rule(rule)
     atoms = positive_atoms(rule)
@@ -285,7 +297,11 @@ def plan_rule(
     while pending_atoms:
         best = max(
             pending_atoms,
-            key=lambda i: (_bound_count(rule.body[i], bound), -i),  # type: ignore[arg-type]
+            key=lambda i: (
+                _bound_count(rule.body[i], bound),  # type: ignore[arg-type]
+                rule.body[i].relation not in recursive,  # type: ignore[union-attr]
+                -i,
+            ),
         )
         atom = rule.body[best]
         assert isinstance(atom, Atom)

@@ -267,15 +267,15 @@ class StratumPlanWriter:
         occur only inside arithmetic, the whole rule from its smallest atom by `sizes`)."""
         plans = []
         for i in positive_atoms(rule):
-            plans.append(self._plan(number, rule, Driver("atom", i), "atom"))
+            plans.append(self._plan(number, rule, Driver("atom", i), "atom", sizes))
         for i, literal in enumerate(rule.body):
             if isinstance(literal, Negation):
-                plans.append(self._plan(number, rule, Driver("negation", i), "negation"))
+                plans.append(self._plan(number, rule, Driver("negation", i), "negation", sizes))
         if head_is_invertible(rule):
-            plans.append(self._plan(number, rule, Driver("head"), "head"))
+            plans.append(self._plan(number, rule, Driver("head"), "head", sizes))
         else:
             driver = plan_rule(rule, None, sizes).driver
-            plans.append(self._plan(number, rule, driver, "head", full=True))
+            plans.append(self._plan(number, rule, driver, "head", sizes, full=True))
         return plans
 
     def bootstrap_plans(
@@ -285,14 +285,16 @@ class StratumPlanWriter:
         its smallest atom), then, with the first-position decomposition, one per atom over a
         relation of the stratum (driven by N_{k-1}, the stratum's atoms before it over
         I_{k-2})."""
-        plans = [self._plan(number, rule, plan_rule(rule, None, sizes).driver, "first")]
+        plans = [self._plan(number, rule, plan_rule(rule, None, sizes).driver, "first", sizes)]
         recursive = [
             i
             for i in positive_atoms(rule)
             if rule.body[i].relation in self.own  # type: ignore[union-attr]
         ]
         for n, i in enumerate(recursive):
-            plans.append(self._plan(number, rule, Driver("atom", i), "delta", set(recursive[:n])))
+            plans.append(
+                self._plan(number, rule, Driver("atom", i), "delta", sizes, set(recursive[:n]))
+            )
         return plans
 
     def _plan(
@@ -301,12 +303,14 @@ class StratumPlanWriter:
         rule: Rule,
         driver: Driver,
         role: str,
+        sizes: dict[str, int],
         older: set[int] | None = None,
         full: bool = False,
     ) -> EnumeratorPlan:
-        """`older`: for a Bootstrap plan, the body positions restricted to I_{k-2}; `full`:
-        a re-discovery plan that evaluates the whole rule."""
-        plan = plan_rule(rule, driver)
+        """`sizes`: the relations' sizes, from which a plan without a driver starts; `older`:
+        for a Bootstrap plan, the body positions restricted to I_{k-2}; `full`: a
+        re-discovery plan that evaluates the whole rule."""
+        plan = plan_rule(rule, driver, sizes, self.own)
         normalized = plan.rule
         bootstrap = role in ("first", "delta")
         rows = {i: ROWS_OLDER for i in older or ()} if bootstrap else None
