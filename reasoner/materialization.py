@@ -486,6 +486,8 @@ class Materialization:
                 self.min_update_seconds, self.switching_parameter * self.last_bootstrap_seconds
             )
             deadline = _CheckedDeadline(None if strategy == "update" else start + budget, check)
+            if strategy != "update":
+                deadline.memory = self._update_memory_budget()
             cached = set(self._plans)
             with collector_paused():  # until the overlay's records are freed (reasoner.gc_pause)
                 try:
@@ -501,9 +503,9 @@ class Materialization:
                         listed.update(
                             (name, (set(self.state[name].iters), set())) for name in dropped
                         )
-                except DeadlineExceeded:
+                except DeadlineExceeded as exceeded:
                     self._discard(overlay, cached)
-                    reason = "deadline"
+                    reason = exceeded.reason
                 except BootstrapCancelled:
                     self._discard(overlay, cached)
                     raise
@@ -678,6 +680,14 @@ class Materialization:
                 kind = "update"
             reports.append(StratumReport(stratum.index, names, kind, time.perf_counter() - started))
         return tuple(reports)
+
+    def _update_memory_budget(self) -> int:
+        """Bytes an Update's bookkeeping may take before the epoch falls back: the state's own
+        size (at least `MIN_UPDATE_MEMORY`). A Bootstrap needs about as much beside the old
+        state, so an Update that needs more is the more expensive way, however long its
+        deadline."""
+        tables = sum(store.table.nbytes for store in self.state.relations.values())
+        return max(MIN_UPDATE_MEMORY, tables)
 
     def _stratum_plans(self, stratum: Stratum, analyzed: AnalyzedProgram) -> StratumUpdate:
         key = stratum_key(stratum, analyzed)
@@ -902,6 +912,10 @@ def _checked_row(info: RelationInfo, row: Sequence[Value], verb: str) -> tuple[V
                 TYPE_MISMATCH, f"`{name}.{column}` is a 64-bit number, got {value!r}"
             )
     return tuple(row)
+
+
+MIN_UPDATE_MEMORY = 256 << 20
+"""The memory bound of an Update's bookkeeping on a small state (see `_update_memory_budget`)."""
 
 
 class _CheckedDeadline(Deadline):

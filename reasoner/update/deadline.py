@@ -1,8 +1,12 @@
-"""The deadline of an epoch's Update: `switching parameter × last Bootstrap time`.
+"""The bounds of an epoch's Update: its deadline, `switching parameter × last Bootstrap time`,
+and the memory its own bookkeeping may take.
 
-Past it the Update is abandoned (its overlay dropped, nothing committed) and the epoch falls
-back to a Bootstrap. The kernel calls `check` between slices of its work, so a run notices the
-deadline within milliseconds of it.
+Past either, the Update is abandoned (its overlay dropped, nothing committed) and the epoch
+falls back to a Bootstrap. The kernel checks both between slices of its work, so a run notices
+them within milliseconds. The memory bound exists because an Update's bookkeeping grows with
+the derivations it touches: on crdt.dl a 10-fact retraction deletes 34 million tuples, and the
+Update's schedule passed 14 GB beside a 7 GB state before its deadline came, where a Bootstrap
+needs about the state's size again.
 """
 
 from __future__ import annotations
@@ -14,11 +18,23 @@ from dataclasses import dataclass
 class DeadlineExceeded(Exception):
     """Update ran past its deadline; the overlay is to be dropped."""
 
+    reason = "deadline"
+    """The epoch report's `fallback_reason`."""
+
+
+class MemoryBudgetExceeded(DeadlineExceeded):
+    """Update's bookkeeping outgrew `Deadline.memory`; the overlay is to be dropped."""
+
+    reason = "memory"
+
 
 @dataclass(slots=True)
 class Deadline:
     at: float | None = None
     """`time.perf_counter()` past which `check` raises; None: never."""
+    memory: int = 0
+    """Bytes the Update's bookkeeping (its schedule, statuses and count changes) may take;
+    past them the kernel raises `MemoryBudgetExceeded`. 0: no bound."""
 
     def check(self) -> None:
         if self.at is not None and time.perf_counter() > self.at:

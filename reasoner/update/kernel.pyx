@@ -30,7 +30,10 @@ from reasoner.compact.table cimport Table, _get, _mix
 
 import numpy as np
 
+from reasoner.update.deadline import MemoryBudgetExceeded
+
 DEF MAX_STACK = 128
+DEF KEPT_ENTRIES = 1 << 20  # a buffer larger than this is freed when an Update ends
 
 cdef int64_t INF = 1 << 62
 
@@ -436,6 +439,7 @@ cdef class Kernel:
     cdef list rules
     cdef object check
     cdef int64_t ticks
+    cdef int64_t budget       # bytes the bookkeeping may take (0: no bound)
     cdef bint* any_before
     cdef bint* any_after
     # The epoch's statuses.
@@ -537,16 +541,69 @@ cdef class Kernel:
     # -- one Update -----------------------------------------------------------------------------
 
     def reset(self):
-        """Forget the last Update's statuses and schedule."""
-        _map_clear(&self.overlay)
-        _map_clear(&self.flip)
-        _map_clear(&self.bucket_of)
-        _map_clear(&self.delta)
-        self.ov_key.size = self.ov_n.size = self.ov_count.size = 0
-        self.arena.size = self.bucket_first.size = self.bucket_size.size = self.heap.size = 0
-        self.d_key.size = self.d_change.size = self.d_old.size = 0
-        self.moved.size = self.inserted.size = self.gone.size = 0
+        """Forget the last Update's statuses and schedule; give back the buffers a large one
+        grew (the kernel lives as long as its plans, from one Bootstrap to the next)."""
+        cdef Map* maps[5]
+        cdef Vec* vecs[14]
+        cdef int i
+        self._buffers(maps, vecs)
+        for i in range(5):
+            if maps[i].mask + 1 > KEPT_ENTRIES:
+                _map_free(maps[i])
+                _map_init(maps[i], 64)
+            else:
+                _map_clear(maps[i])
+        for i in range(14):
+            vecs[i].size = 0
+            if vecs[i].capacity > KEPT_ENTRIES:
+                free(vecs[i].data)
+                vecs[i].data = NULL
+                vecs[i].capacity = 0
         self.check = None
+
+    cdef void _buffers(self, Map** maps, Vec** vecs) noexcept:
+        """The bookkeeping's 5 maps and 14 growable arrays."""
+        maps[0] = &self.overlay
+        maps[1] = &self.flip
+        maps[2] = &self.bucket_of
+        maps[3] = &self.delta
+        maps[4] = &self.wanted
+        vecs[0] = &self.ov_key
+        vecs[1] = &self.ov_n
+        vecs[2] = &self.ov_count
+        vecs[3] = &self.arena
+        vecs[4] = &self.bucket_first
+        vecs[5] = &self.bucket_size
+        vecs[6] = &self.heap
+        vecs[7] = &self.d_key
+        vecs[8] = &self.d_change
+        vecs[9] = &self.d_old
+        vecs[10] = &self.dedup
+        vecs[11] = &self.moved
+        vecs[12] = &self.inserted
+        vecs[13] = &self.gone
+
+    cdef int64_t _allocated(self) noexcept:
+        """The bytes of the bookkeeping's buffers."""
+        cdef Map* maps[5]
+        cdef Vec* vecs[14]
+        cdef int64_t total = 0
+        cdef int i
+        self._buffers(maps, vecs)
+        for i in range(5):
+            total += (maps[i].mask + 1) * (2 * sizeof(int64_t) + sizeof(uint32_t))
+        for i in range(14):
+            total += vecs[i].capacity * sizeof(int64_t)
+        return total
+
+    cdef int _checkpoint(self) except -1:
+        """The caller's check (the deadline, a cancellation), then the memory bound."""
+        self.check()
+        if self.budget and self._allocated() > self.budget:
+            raise MemoryBudgetExceeded(
+                f"the Update's bookkeeping passed {self.budget} bytes"
+            )
+        return 0
 
     def flipped(self, int relation, const int64_t[::1] rows, int flip):
         """Rows of a lower relation whose presence flips in this epoch (FLIP_INSERTED 1,
@@ -569,12 +626,14 @@ cdef class Kernel:
         if n != 0:
             _hand_on(&self.gone, relation, row, o, n)
 
-    def start(self, dict lower, object check):
+    def start(self, dict lower, object check, int64_t budget=0):
         """Iteration 0: hand the flipped lower tuples (`lower`: relation -> rows) and the facts
-        to the enumerators."""
+        to the enumerators. `check` is called between slices of the work and stops it by
+        raising; `budget` bounds the bookkeeping's bytes (0: no bound)."""
         cdef Enumerator e
         cdef const int64_t[::1] rows
         self.check = check
+        self.budget = budget
         self.ticks = CHECK_EVERY
         for relation, flipped in lower.items():
             rows = flipped
@@ -592,7 +651,7 @@ cdef class Kernel:
         cdef int64_t k
         while self.heap.size:
             if not iterations & 63:
-                self.check()
+                self._checkpoint()
             k = self._pop()
             iterations += 1
             self._iteration(k)
@@ -808,7 +867,7 @@ cdef class Kernel:
         self.ticks -= 1
         if not self.ticks:
             self.ticks = CHECK_EVERY
-            self.check()
+            self._checkpoint()
         return 0
 
     # -- enumeration ----------------------------------------------------------------------------

@@ -116,7 +116,7 @@ class StratumUpdate:
                     table.stage(t)
                     kernel.fact(number, table.row(t), o, 0)
         try:
-            kernel.start(lower, deadline.check)
+            kernel.start(lower, deadline.check, deadline.memory)
             iterations = kernel.drain()
         finally:
             self._export(overlay)

@@ -72,6 +72,21 @@ def test_invalid_delta_changes_nothing(delta: Delta, code: str) -> None:
     assert m.epoch == 0
 
 
+def test_an_update_past_its_memory_budget_falls_back_to_bootstrap(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The kernel checks its bookkeeping's bytes with the deadline; past the budget the
+    Update is dropped like a late one, and the report says why. Forced Updates have no bound."""
+    m = _materialization()
+    monkeypatch.setattr(Materialization, "_update_memory_budget", lambda self: 1)
+    report = m.apply(Delta(retract={"edge": [(2, 3)]}))
+    assert (report.strategy, report.fallback_reason) == ("bootstrap", "memory")
+    assert m.snapshot() == _fresh_snapshot([(1, 2)])
+    report = m.apply(Delta(insert={"edge": [(2, 3)]}), strategy="update")
+    assert report.strategy == "update"
+    assert m.snapshot() == _fresh_snapshot([(1, 2), (2, 3)])
+
+
 def test_deadline_expiry_falls_back_to_bootstrap() -> None:
     m = _materialization(switching_parameter=0.0, min_update_seconds=0.0)
     report = m.apply(Delta(retract={"edge": [(2, 3)]}))
