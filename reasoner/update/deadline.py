@@ -5,8 +5,8 @@ Past either, the Update is abandoned (its overlay dropped, nothing committed) an
 falls back to a Bootstrap. The kernel checks both between slices of its work, so a run notices
 them within milliseconds. The memory bound exists because an Update's bookkeeping grows with
 the derivations it touches: on crdt.dl a 10-fact retraction deletes 34 million tuples, and the
-Update's schedule passed 14 GB beside a 7 GB state before its deadline came, where a Bootstrap
-needs about the state's size again.
+Update's bookkeeping grew by 5.5 GB beside a 6 GB state before its deadline came, where a
+Bootstrap needs about the state's size again.
 """
 
 from __future__ import annotations
