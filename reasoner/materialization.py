@@ -45,10 +45,11 @@ from reasoner.errors import (
     Notice,
 )
 from reasoner.gc_pause import collector_paused
+from reasoner.io.batch import FactBatch
 from reasoner.program_text import Changed, ProgramText, RuleEntry, declaration
 from reasoner.state import State, Tuple
 from reasoner.symbols import SymbolTable
-from reasoner.syntax.ast import ColumnType
+from reasoner.syntax.ast import SYMBOL, ColumnType
 from reasoner.syntax.lexer import IDENTIFIER
 from reasoner.update.deadline import Deadline, DeadlineExceeded
 from reasoner.update.run import StratumUpdate
@@ -57,6 +58,9 @@ if TYPE_CHECKING:
     from reasoner.executors.local.row_set import RowSet
 
 T = TypeVar("T")
+
+FactRows = set[Tuple] | TupleSet
+"""The facts of one relation that a delta flips (see `PreparedDelta`)."""
 
 DEFAULT_SWITCHING_PARAMETER = 0.2
 DEFAULT_MIN_UPDATE_SECONDS = 0.5
@@ -80,8 +84,9 @@ class PreparedDelta:
 
     epoch: int
     """The epoch it was prepared against: applying it to any other epoch is refused."""
-    inserts: dict[str, set[Tuple]]
-    retracts: dict[str, set[Tuple]]
+    inserts: dict[str, FactRows]
+    retracts: dict[str, FactRows]
+    """The facts that flip, per relation: a set, or a `TupleSet` for a batch (`FactBatch`)."""
     program: ProgramText
     """The program after the delta (the current one when no rule changes)."""
     analyzed: AnalyzedProgram | None
@@ -197,11 +202,22 @@ class Materialization:
     def load(self, inputs: Mapping[str, Iterable[Sequence[Value]]]) -> None:
         """Add input facts before the first Bootstrap (a bulk load, not an epoch)."""
         for name, rows in inputs.items():
-            self.facts[name].update(self._encoded(self.analyzed.relations[name], rows))
+            info = self.analyzed.relations[name]
+            if isinstance(rows, FactBatch) and rows.matches(info.types):
+                self.facts[name].update_columns(self._encoded_columns(info, rows))
+            else:
+                self.facts[name].update(self._encoded(info, rows))
 
     def _encoded(self, info: RelationInfo, rows: Iterable[Sequence[Value]]) -> list[Tuple]:
         """Rows of user values as engine tuples."""
         return list(map(self.symbols.encoder(info.types), rows))
+
+    def _encoded_columns(self, info: RelationInfo, batch: FactBatch) -> list[np.ndarray]:
+        """A batch's columns as engine columns (int64, symbols interned)."""
+        return [
+            self.symbols.intern_column(column.to_list()) if kind == SYMBOL else column.to_numpy()
+            for kind, column in zip(info.types, batch.frame.iter_columns(), strict=True)
+        ]
 
     @contextmanager
     def reading(self) -> Iterator[None]:
@@ -320,14 +336,15 @@ class Materialization:
         inserts = self._interned(target.relations, checked_inserts)
         retracts = self._interned({**self.analyzed.relations, **target.relations}, checked_retracts)
         for name in set(inserts) & set(retracts):
-            both = inserts[name] & retracts[name]
-            inserts[name] -= both
-            retracts[name] -= both
+            inserted, retracted = _as_set(inserts[name]), _as_set(retracts[name])
+            both = inserted & retracted
+            inserts[name] = inserted - both
+            retracts[name] = retracted - both
         warnings = tuple(Notice.of(w) for w in changed.warnings) if changed else ()
         warnings += self._pinned_retractions(retracts, target)
         facts = self.facts
-        inserts = {n: {t for t in r if t not in facts.get(n, ())} for n, r in inserts.items()}
-        retracts = {n: {t for t in r if t in facts.get(n, ())} for n, r in retracts.items()}
+        inserts = {n: _held(facts.get(n), r, held=False) for n, r in inserts.items()}
+        retracts = {n: _held(facts.get(n), r, held=True) for n, r in retracts.items()}
         if analyzed is not None:
             self._check_relations_kept(analyzed, inserts, retracts)
         return PreparedDelta(
@@ -352,13 +369,13 @@ class Materialization:
             raise InvalidDelta(UNKNOWN_RULE, f"no rule has id `{missing.args[0]}`") from None
 
     def _pinned_retractions(
-        self, retracts: dict[str, set[Tuple]], analyzed: AnalyzedProgram
+        self, retracts: dict[str, FactRows], analyzed: AnalyzedProgram
     ) -> tuple[Notice, ...]:
         """Warnings for retracted facts that the program text asserts: they are part of the
         program, so they stay (remove them from the program to remove them)."""
         out = []
         for name, rows in retracts.items():
-            pinned = rows & self.program_facts.get(name, set())
+            pinned = {t for t in self.program_facts.get(name, ()) if t in rows}
             if pinned:
                 info = analyzed.relations.get(name) or self.analyzed.relations[name]
                 decode = self.symbols.decoder(info.types)
@@ -379,8 +396,8 @@ class Materialization:
     def _check_relations_kept(
         self,
         analyzed: AnalyzedProgram,
-        inserts: dict[str, set[Tuple]],
-        retracts: dict[str, set[Tuple]],
+        inserts: dict[str, FactRows],
+        retracts: dict[str, FactRows],
     ) -> None:
         """Facts are never dropped by a rule change: a relation holding facts must stay in the
         program with the same column types."""
@@ -405,21 +422,31 @@ class Materialization:
     @staticmethod
     def _encode_delta(
         relations: Mapping[str, RelationInfo], rows_by_relation: Rows, verb: str
-    ) -> dict[str, list[tuple[Value, ...]]]:
-        checked: dict[str, list[tuple[Value, ...]]] = {}
+    ) -> dict[str, Sequence[tuple[Value, ...]]]:
+        checked: dict[str, Sequence[tuple[Value, ...]]] = {}
         for name, rows in rows_by_relation.items():
             info = relations.get(name)
             if info is None:
                 raise InvalidDelta(
                     UNKNOWN_RELATION, f"cannot {verb} facts of unknown relation `{name}`"
                 )
-            checked[name] = [_checked_row(info, row, verb) for row in rows]
+            if isinstance(rows, FactBatch) and rows.matches(info.types):
+                checked[name] = rows
+            else:
+                checked[name] = [_checked_row(info, row, verb) for row in rows]
         return checked
 
     def _interned(
-        self, relations: Mapping[str, RelationInfo], rows: dict[str, list[tuple[Value, ...]]]
-    ) -> dict[str, set[Tuple]]:
-        return {name: set(self._encoded(relations[name], rows)) for name, rows in rows.items()}
+        self, relations: Mapping[str, RelationInfo], rows: dict[str, Sequence[tuple[Value, ...]]]
+    ) -> dict[str, FactRows]:
+        out: dict[str, FactRows] = {}
+        for name, given in rows.items():
+            info = relations[name]
+            if isinstance(given, FactBatch):
+                out[name] = TupleSet.of_columns(info.arity, self._encoded_columns(info, given))
+            else:
+                out[name] = set(self._encoded(info, given))
+        return out
 
     # -- epochs ---------------------------------------------------------------------------------
 
@@ -603,8 +630,8 @@ class Materialization:
 
     def _commit_facts(
         self,
-        inserts: dict[str, set[Tuple]],
-        retracts: dict[str, set[Tuple]],
+        inserts: dict[str, FactRows],
+        retracts: dict[str, FactRows],
         analyzed: AnalyzedProgram,
     ) -> None:
         for name, rows in retracts.items():
@@ -633,8 +660,8 @@ class Materialization:
             with self._lock.exclusive():
                 for name, arity in arities.items():
                     overlay.create_relation(name, arity)
-        inserts = {n: rows - pinned.get(n, set()) for n, rows in prepared.inserts.items()}
-        retracts = {n: rows - pinned.get(n, set()) for n, rows in prepared.retracts.items()}
+        inserts = {n: _as_set(r) - pinned.get(n, set()) for n, r in prepared.inserts.items()}
+        retracts = {n: _as_set(r) - pinned.get(n, set()) for n, r in prepared.retracts.items()}
         stratum_of = new.stratum_of
         for name in new.relations:
             if name in stratum_of:
@@ -751,6 +778,31 @@ class Materialization:
         if kept is not None:
             return [decode(t) for t in kept.stored().iter_rows()]
         return [decode(t) for t in self.state[name]]
+
+    def stored_facts(
+        self, analyzed: AnalyzedProgram, flipped: Mapping[str, FactRows]
+    ) -> dict[str, FactBatch | list[tuple[()]]]:
+        """The facts a prepared delta flips (`PreparedDelta.inserts` or `retracts`) in user
+        values, as a store keeps them: a batch per relation, or the rows of one of arity 0.
+        `analyzed`: the program after the delta (a retraction may name a relation that the
+        delta removes, found in the current one)."""
+        out: dict[str, FactBatch | list[tuple[()]]] = {}
+        for name, rows in flipped.items():
+            if not rows:
+                continue
+            info = analyzed.relations.get(name) or self.analyzed.relations[name]
+            if not info.arity:
+                out[name] = [()]
+            elif isinstance(rows, TupleSet):
+                columns = [
+                    self.symbols.resolve_column(column) if kind == SYMBOL else column
+                    for kind, column in zip(info.types, rows.columns(), strict=True)
+                ]
+                out[name] = FactBatch.of_columns(columns, info.types)
+            else:
+                decode = self.symbols.decoder(info.types)
+                out[name] = FactBatch.of_rows([decode(t) for t in rows], info.types)
+        return out
 
     def size(self, name: str) -> int:
         kept = self.frames.get(name)
@@ -890,6 +942,28 @@ def _rebuilt_changes(before: State, after: State, name: str) -> tuple[_ChangedRo
         _ChangedRows(old.table, old.table.missing_from(new.table)),
         _ChangedRows(new.table, new.table.missing_from(old.table)),
     )
+
+
+def _as_set(rows: FactRows) -> set[Tuple]:
+    return rows if isinstance(rows, set) else set(rows)
+
+
+def _held(facts: TupleSet | None, rows: FactRows, *, held: bool) -> FactRows:
+    """The rows that `facts` holds (`held`) or does not hold: the retractions and the
+    insertions that change something. A batch is probed a column block at a time."""
+    if isinstance(rows, set):
+        if facts is None:
+            return set() if held else rows
+        return {t for t in rows if (t in facts) == held}
+    if facts is None or not len(facts):
+        return TupleSet(rows.arity) if held else rows
+    columns = rows.columns()
+    keep = facts.table.absent(columns)
+    if held:
+        keep = ~keep
+    if keep.all():
+        return rows
+    return TupleSet.of_columns(rows.arity, [column[keep] for column in columns])
 
 
 def _checked_row(info: RelationInfo, row: Sequence[Value], verb: str) -> tuple[Value, ...]:

@@ -39,6 +39,14 @@ class SymbolTable:
             self._strings.append(text)
         return ident
 
+    def intern_column(self, texts: Sequence[str]) -> np.ndarray:
+        """The ids of a column of strings (interning the new ones), as int64."""
+        return np.fromiter(map(self.intern, texts), dtype=np.int64, count=len(texts))
+
+    def resolve_column(self, ids: np.ndarray) -> list[str]:
+        """The strings of a column of ids: `resolve`, a column at a time."""
+        return list(map(self._strings.__getitem__, ids.tolist()))
+
     def lookup(self, text: str) -> int | None:
         """The id of `text`, or None if it was never interned (so no tuple can contain it)."""
         return self._ids.get(text)

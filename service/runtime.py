@@ -55,7 +55,7 @@ from service.errors import (
 )
 from service.metrics import Metrics
 from service.settings import Settings
-from service.store.repository import Committed, DeltaRecord, StagedFacts, Store
+from service.store.repository import Committed, DeltaRecord, Store
 
 log = logging.getLogger("service")
 T = TypeVar("T")
@@ -266,34 +266,6 @@ class Runtime:
     def apply(self, delta: Delta, *, include_changes: bool = False) -> Applied:
         """Validate, commit and apply one delta (runs on the writer thread)."""
         m = self._require_ready()
-        staged = self._staged(delta)
-        try:
-            return self._apply(m, delta, include_changes, staged)
-        finally:
-            if staged is not None:
-                staged.discard()  # nothing once committed
-
-    def _staged(self, delta: Delta) -> StagedFacts | None:
-        """A bulk fact delta starts on its way into the store now, to overlap the engine's
-        work (`StagedFacts`); not one with rule changes (their texts may hold facts) or with a
-        relation both inserted and retracted (the engine cancels the rows in both)."""
-        if delta.add_rules or delta.remove_rules or set(delta.insert) & set(delta.retract):
-            return None
-        if _row_count(delta.insert) + _row_count(delta.retract) < BULK_MIN_FACTS:
-            return None
-        try:
-            return self.store.stage_facts(delta.insert, delta.retract)
-        except SQLAlchemyError:  # the commit tries again, and answers 503 if it fails too
-            log.warning("staging a bulk write failed: its facts are written at commit")
-            return None
-
-    def _apply(
-        self,
-        m: Materialization,
-        delta: Delta,
-        include_changes: bool,
-        staged: StagedFacts | None,
-    ) -> Applied:
         prepared = m.prepare(delta)
         if prepared.analyzed is not None and prepared.rules_added:
             # Rules as evaluated: a clause with disjunctions counts once per alternative (one
@@ -312,11 +284,12 @@ class Runtime:
         number = self.epoch + 1
         target: AnalyzedProgram = prepared.analyzed or m.analyzed
         record = DeltaRecord(
-            number, _row_count(prepared.inserts), _row_count(prepared.retracts), staged=staged
+            number,
+            _row_count(prepared.inserts),
+            _row_count(prepared.retracts),
+            inserts=m.stored_facts(target, prepared.inserts),
+            retracts=m.stored_facts(target, prepared.retracts),
         )
-        if staged is None:
-            record.inserts = _decoded(m, target, prepared.inserts)
-            record.retracts = _decoded(m, target, prepared.retracts)
         if prepared.analyzed is not None:
             record.program_text = prepared.program_text
             texts = {entry.id: entry.text for entry in prepared.program.rules()}
@@ -522,17 +495,6 @@ def _failure_code(exc: BaseException) -> str:
 
 def _row_count(rows_by_relation: Mapping[str, Sized]) -> int:
     return sum(map(len, rows_by_relation.values()))
-
-
-def _decoded(
-    m: Materialization, analyzed: AnalyzedProgram, rows_by_relation: dict[str, set]
-) -> dict[str, list[tuple]]:
-    out = {}
-    for name, rows in rows_by_relation.items():
-        if rows:
-            decode = m.symbols.decoder(analyzed.relations[name].types)
-            out[name] = [decode(t) for t in rows]
-    return out
 
 
 def _report_row(report: EpochReport) -> dict[str, Any]:

@@ -693,6 +693,47 @@ cdef class Table:
                 added += 1
         return added
 
+    def insert_columns(self, columns, int64_t iteration) -> int:
+        """`insert` for rows given as one int64 array per column: the bulk way in for rows
+        that may repeat or be held already (a loaded or posted batch of facts)."""
+        cdef int64_t n, j, added = 0
+        self._check_iteration(iteration)
+        block = self._block(columns)
+        n = block.shape[0]
+        if n == 0:
+            return 0
+        cdef const int64_t[:, ::1] words = block
+        if not self.wide and (block.min() < -2147483648 or block.max() > 2147483647):
+            self._widen()
+        for j in range(n):
+            if self._find(&words[j, 0]) < 0:
+                self._append(&words[j, 0], <int32_t>iteration)
+                added += 1
+        return added
+
+    def remove_columns(self, columns) -> int:
+        """Remove every row given as int64 columns that a row holds (committed or staged);
+        how many were removed. Call `compact` afterwards, as after `remove`."""
+        cdef int64_t n, j, r, removed = 0
+        block = self._block(columns)
+        n = block.shape[0]
+        cdef const int64_t[:, ::1] words = block
+        for j in range(n):
+            r = self._find(&words[j, 0])
+            if r >= 0:
+                self._kill(r)
+                removed += 1
+        return removed
+
+    def _block(self, columns):
+        """Columns as one row-major int64 block (row j's words contiguous), checked."""
+        if len(columns) != self.arity or not self.arity:
+            raise ValueError(f"{len(columns)} columns for a relation of arity {self.arity}")
+        arrays = [np.asarray(col, dtype=np.int64) for col in columns]
+        if len({len(a) for a in arrays}) != 1:
+            raise ValueError("columns of different lengths")
+        return np.ascontiguousarray(np.stack(arrays, axis=1))
+
     def add_many(self, batch, int64_t iteration):
         """Commit every tuple of the dict `batch` (tuple -> count; none of them committed) at
         `iteration`."""

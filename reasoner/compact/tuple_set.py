@@ -8,7 +8,7 @@ a Bootstrap copies them into the state as columns.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -39,13 +39,30 @@ class TupleSet:
     def __iter__(self) -> Iterator[Tuple]:
         return iter(self.table)
 
+    @classmethod
+    def of_columns(cls, arity: int, columns: Sequence[np.ndarray]) -> TupleSet:
+        """The set of the rows given as int64 columns (repeats kept once; arity > 0)."""
+        out = cls(arity)
+        out.table.insert_columns(columns, 0)
+        return out
+
+    def update_columns(self, columns: Sequence[np.ndarray]) -> None:
+        """`update` with rows given as int64 columns (arity > 0)."""
+        self.table.insert_columns(columns, 0)
+
     def update(self, rows: Iterable[Tuple]) -> None:
-        self.table.insert(rows, 0)
+        if isinstance(rows, TupleSet) and self.arity:
+            self.update_columns(rows.columns())
+        else:
+            self.table.insert(rows, 0)
 
     def difference_update(self, rows: Iterable[Tuple]) -> None:
-        remove = self.table.remove
-        for t in rows:
-            remove(t)
+        if isinstance(rows, TupleSet) and self.arity:
+            self.table.remove_columns(rows.columns())
+        else:
+            remove = self.table.remove
+            for t in rows:
+                remove(t)
         self.table.compact()
 
     def columns(self) -> list[np.ndarray]:

@@ -10,7 +10,7 @@ from fastapi import Request
 
 from reasoner.analysis.model import RelationInfo
 from reasoner.errors import InputDataError
-from reasoner.io.facts import parse_facts_text
+from reasoner.io.batch import FactBatch, parse_facts_batch
 from reasoner.syntax.ast import NUMBER, ColumnType
 from service.api.common import parse_int64
 from service.errors import INVALID_REQUEST, UNSUPPORTED_MEDIA_TYPE, Problem, clip
@@ -68,10 +68,10 @@ def parse_rows(
     *,
     delimiter: str | None = None,
     header: bool | None = None,
-) -> list[tuple]:
+) -> FactBatch | list[tuple]:
     """Rows of a `.facts` body (tab-separated, or `delimiter`) or a CSV body (RFC 4180
     quoting; a header line with `header=present` in the content type or `?header=true`,
-    which must name the relation's columns in order)."""
+    which must name the relation's columns in order); as a batch where they can be."""
     filename = f"{name}.facts"
     types = info.types
     if kind == CSV_MEDIA_TYPE:
@@ -82,12 +82,12 @@ def parse_rows(
         raise unsupported(kind, (*FACTS_MEDIA_TYPES, CSV_MEDIA_TYPE))
     if delimiter is not None and (not delimiter or "\n" in delimiter):
         raise Problem(400, INVALID_REQUEST, f"invalid delimiter {delimiter!r}")
-    return parse_facts_text(text, types, filename, delimiter or "\t")
+    return parse_facts_batch(text, types, filename, delimiter or "\t")
 
 
 def parse_csv(
     text: str, types: Sequence[ColumnType], filename: str, header: Sequence[str] | None
-) -> list[tuple]:
+) -> FactBatch | list[tuple]:
     """Rows of a CSV body; `header`: the column names its first line must hold, or None
     when it has no header line (a header naming other columns is refused, not skipped: the
     data would be meant for another relation, or in another order)."""
@@ -108,7 +108,7 @@ def parse_csv(
         text = "" if first_end < 0 else text[first_end + 1 :]
     if '"' not in text or not types:
         try:
-            return parse_facts_text(text, types, filename, ",")
+            return parse_facts_batch(text, types, filename, ",")
         except InputDataError as error:
             if header and error.line:
                 raise InputDataError(error.message, filename, error.line + 1) from None

@@ -15,6 +15,7 @@ from fastapi import Request
 from reasoner.analysis.model import RelationInfo
 from reasoner.elastic.epoch import UNCHANGED, Delta
 from reasoner.errors import Diagnostic, ProgramError
+from reasoner.io.batch import FactBatch
 from reasoner.program_text import RULES_FILENAME
 from reasoner.syntax.ast import Span
 from service.errors import INVALID_CURSOR, INVALID_TEXT, Problem, clip
@@ -208,7 +209,7 @@ def _text_problem(text: str, filename: str) -> Diagnostic | None:
     )
 
 
-MAX_STORED_NAME: int = models.facts.c.relation.type.length
+MAX_STORED_NAME: int = models.fact_segments.c.relation.type.length
 """Longest relation name a stored fact can have (PostgreSQL enforces the column's length)."""
 
 
@@ -217,8 +218,8 @@ def check_delta(delta: Delta) -> None:
 
     Rule texts are stored as they are: a NUL or an unpaired surrogate in one is a program
     error (`invalid_text`, with its line and column, named like the engine names added texts).
-    Inserted symbols are stored as JSON, which escapes a NUL (so NUL is a valid symbol) but
-    cannot write an unpaired surrogate; each fact is stored with its relation's name, in a
+    Inserted symbols are stored as UTF-8 (in Arrow segments), which holds a NUL (so NUL is a
+    valid symbol) but no unpaired surrogate; each fact is stored with its relation's name, in a
     column of `MAX_STORED_NAME` characters. Retracted values and rule ids are only compared
     with stored ones, so they cannot reach the database. Every refusal is final (400): the
     commit would fail the same way on every retry, which the 503 it gave told clients to do."""
@@ -239,6 +240,8 @@ def check_delta(delta: Delta) -> None:
                 f"facts of a relation whose name is longer than {MAX_STORED_NAME} characters "
                 f"cannot be stored (`{clip(name)}`): nothing changed",
             )
+        if isinstance(rows, FactBatch):  # read from UTF-8: Polars strings hold no surrogate
+            continue
         symbols = [value for row in rows for value in row if isinstance(value, str)]
         if unpaired_surrogate("".join(symbols)) is not None:
             raise Problem(

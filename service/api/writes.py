@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request
@@ -151,7 +152,7 @@ _FACTS_BODY: dict[str, Any] = {
 
 async def _rows_of_body(
     request: Request, runtime: Runtime, name: str, delimiter: str | None, header: bool | None
-) -> list[tuple]:
+) -> Sequence[tuple]:
     with runtime.reading() as (m, _epoch):
         info = m.analyzed.relations.get(name)
     if info is None:

@@ -1,9 +1,8 @@
 """The database schema: the program, its rules, the facts and the epochs.
 
 The committed program and facts are the source of truth: the materialization is rebuilt from
-them at start-up. Facts are stored one row per (relation, row), the row as canonical JSON
-(`[1,"a"]`), unique per relation through a 128-bit digest of that JSON (a unique index on the
-JSON itself would break PostgreSQL's B-tree row limit for long symbols).
+them at start-up. Facts are stored as a log of columnar segments per relation
+(`service.store.segments`): Arrow blobs of the rows each delta inserted or retracted.
 """
 
 from __future__ import annotations
@@ -14,7 +13,9 @@ from sqlalchemy import (
     Column,
     DateTime,
     Float,
+    Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Table,
@@ -49,13 +50,17 @@ rules = Table(
     comment="Every rule the program has had; `active` ones are in the current program.",
 )
 
-facts = Table(
-    "facts",
+fact_segments = Table(
+    "fact_segments",
     metadata,
-    Column("relation", String(255), primary_key=True),
-    Column("digest", String(32), primary_key=True),
-    Column("values", Text, nullable=False),
-    comment="The data: one row per fact, `values` a canonical JSON array.",
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("relation", String(255), nullable=False),
+    Column("epoch", Integer, nullable=False),
+    Column("rows", Integer, nullable=False),
+    Column("data", LargeBinary, nullable=False),
+    Index(None, "relation", "id"),
+    comment="The data: per relation, a log of Arrow IPC segments in `id` order (rows "
+    "inserted or retracted, a `present` column says which); see service.store.segments.",
 )
 
 epochs = Table(

@@ -9,7 +9,6 @@ Updates, must reproduce. `stored_program` reads what the database itself holds.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +19,7 @@ from sqlalchemy import create_engine, func, select
 from reasoner.materialization import Materialization
 from reasoner.program_text import ProgramText
 from service.store import models
+from service.store.repository import read_facts
 from tests.service.helpers import read_relation
 
 Row = tuple[Any, ...]
@@ -146,11 +146,7 @@ def stored_program(database_url: str) -> Stored:
             last, count = connection.execute(
                 select(func.max(models.epochs.c.number), func.count()).select_from(models.epochs)
             ).one()
-            facts: dict[str, set[Row]] = {}
-            for relation, values in connection.execute(
-                select(models.facts.c.relation, models.facts.c["values"])
-            ):
-                facts.setdefault(relation, set()).add(tuple(json.loads(values)))
+            facts = {name: set(rows) for name, rows in read_facts(connection).items()}
     finally:
         engine.dispose()
     return Stored(text, facts, last, count)

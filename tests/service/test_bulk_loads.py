@@ -2,27 +2,25 @@
 bulk write the service refuses (a bad row, a type the engine rejects, an epoch past its
 memory allowance) leaves nothing behind, in the engine or in the store.
 
-The bodies hold more rows than a bulk write (`BULK_MIN_FACTS`: its facts are written to the
-store while the engine evaluates it) and than one chunk of the store (`CHUNK`); the restarts
-read back what the store committed."""
+The bodies hold more rows than a bulk write (`BULK_MIN_FACTS`: applied by a Bootstrap
+directly); the restarts read back what the store committed (its segments of facts)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
 from service.runtime import BULK_MIN_FACTS
-from service.store.repository import CHUNK
 from tests.service.conftest import Server
 from tests.service.helpers import assert_problem, read_relation
 
-ROWS = CHUNK + BULK_MIN_FACTS
+ROWS = 6 * BULK_MIN_FACTS
 TEXT = {"content-type": "text/plain"}
 TSV = {"content-type": "text/tab-separated-values"}
 PROGRAM = ".decl labelled(n: number, s: symbol)\nseven(s) :- labelled(7, s).\n"
 
 
 def _symbol(i: int) -> str:
-    """A symbol with what JSON, COPY and the store's digests must each get right."""
+    """A symbol with what JSON, the `.facts` reader and the store must each get right."""
     return f'{i} "q" \\ \\n {{}} é ✓ ,;[] \x00 \x1f'
 
 

@@ -3,11 +3,15 @@ and the service's API description is served."""
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 from alembic import command
 from alembic.config import Config
 
 from service.settings import Settings
 from service.store.database import MIGRATIONS_DIR, create_database_engine, upgrade
+from service.store.repository import read_facts
 from tests.service.conftest import READ_TOKEN, Databases, Server
 
 
@@ -32,6 +36,42 @@ def test_migrations_match_the_models(backend: str, databases: Databases) -> None
         with engine.begin() as connection:
             config.attributes["connection"] = connection
             command.check(config)  # raises if the models and the migrated schema differ
+    finally:
+        engine.dispose()
+
+
+def test_facts_move_into_segments_and_back(backend: str, databases: Databases) -> None:
+    """A database of facts as rows (revision 0003) keeps every fact through the upgrade to
+    segments, and through the downgrade back to rows."""
+    url = Settings(database_url=databases.new(backend)).sqlalchemy_url
+    facts = {"e": {(1, "a"), (2, "é \x00")}, "flag": {()}}
+    engine = create_database_engine(url)
+    try:
+        upgrade(engine, "0003")
+        with engine.begin() as connection:
+            for relation, rows in facts.items():
+                for row in rows:
+                    values = json.dumps(list(row), ensure_ascii=False, separators=(",", ":"))
+                    connection.exec_driver_sql(
+                        'INSERT INTO facts (relation, digest, "values") VALUES (%s, %s, %s)'
+                        if backend == "postgresql"
+                        else 'INSERT INTO facts (relation, digest, "values") VALUES (?, ?, ?)',
+                        (relation, hashlib.md5(values.encode()).hexdigest(), values),
+                    )
+        upgrade(engine)
+        with engine.connect() as connection:
+            stored = read_facts(connection)
+        assert {name: set(rows) for name, rows in stored.items()} == facts
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS_DIR))
+        with engine.begin() as connection:
+            config.attributes["connection"] = connection
+            command.downgrade(config, "0003")
+        with engine.connect() as connection:
+            rows = connection.exec_driver_sql('SELECT relation, "values" FROM facts').all()
+        assert {(r, tuple(json.loads(v))) for r, v in rows} == {
+            (name, row) for name, rows in facts.items() for row in rows
+        }
     finally:
         engine.dispose()
 

@@ -1,0 +1,79 @@
+"""Facts as columns: `parse_facts_batch` reads exactly what `parse_facts_text` reads (or
+refuses it with the same error), and a delta of batches does what the same delta of rows
+does."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reasoner.elastic.epoch import Delta
+from reasoner.errors import InputDataError
+from reasoner.io.batch import FactBatch, parse_facts_batch
+from reasoner.io.facts import parse_facts_text
+from reasoner.materialization import Materialization
+
+FIELDS = st.sampled_from(
+    ["0", "7", "-3", "+5", "007", "9223372036854775807", "9223372036854775808", "-", "", "a b",
+     "é", '"q"', "1.5", " 1", "x\r", "\\"]
+)  # fmt: skip
+
+
+@st.composite
+def bodies(draw: st.DrawFn) -> tuple[str, tuple[str, ...], str]:
+    types = tuple(draw(st.lists(st.sampled_from(["number", "symbol"]), min_size=1, max_size=3)))
+    delimiter = draw(st.sampled_from(["\t", ","]))
+    lines = draw(
+        st.lists(st.lists(FIELDS, min_size=len(types) - 1, max_size=len(types) + 1), max_size=6)
+    )
+    text = "\n".join(delimiter.join(fields) for fields in lines)
+    text += draw(st.sampled_from(["", "\n", "\r\n", "\n\n"]))
+    return text, types, delimiter
+
+
+def _outcome(parse, text: str, types: tuple[str, ...], delimiter: str) -> object:
+    try:
+        return list(parse(text, types, "f.facts", delimiter))
+    except InputDataError as error:
+        return ("error", error.message, error.line)
+
+
+@settings(max_examples=400, deadline=None)
+@given(bodies())
+def test_a_batch_reads_what_the_row_reader_reads(body: tuple[str, tuple[str, ...], str]) -> None:
+    text, types, delimiter = body
+    assert _outcome(parse_facts_batch, text, types, delimiter) == _outcome(
+        parse_facts_text, text, types, delimiter
+    )
+
+
+def test_a_plain_body_is_read_as_columns() -> None:
+    batch = parse_facts_batch("1\ta\n-2\tb c\n", ("number", "symbol"))
+    assert isinstance(batch, FactBatch)
+    assert list(batch) == [(1, "a"), (-2, "b c")]
+
+
+PROGRAM = ".decl e(x: number, s: symbol)\nr(s) :- e(x, s), x > 1.\n"
+
+
+def _state(as_batch: bool) -> dict:
+    m = Materialization.from_text(PROGRAM)
+
+    def facts(rows: list[tuple]) -> object:
+        return FactBatch.of_rows(rows, ("number", "symbol")) if as_batch else rows
+
+    m.load({"e": facts([(1, "a"), (2, "b"), (2, "b")])})
+    m.bootstrap()
+    reports = [
+        m.apply(Delta(insert={"e": facts([(2, "b"), (3, "c"), (3, "c"), (4, "é")])})),
+        m.apply(Delta(retract={"e": facts([(1, "a"), (9, "absent"), (3, "c")])})),
+    ]
+    return {
+        "facts": sorted((x, m.symbols.resolve(s)) for x, s in m.facts["e"]),
+        "snapshot": m.snapshot(),
+        "reports": [(r.inserted, r.retracted) for r in reports],
+    }
+
+
+def test_a_delta_of_batches_does_what_the_same_rows_do() -> None:
+    assert _state(as_batch=True) == _state(as_batch=False)
