@@ -103,6 +103,10 @@ class PreparedDelta:
 
     program_changed: bool = False
     """The program text changes (rules, or only declarations and directives)."""
+    given_inserts: dict[str, FactBatch] = field(default_factory=dict)
+    """The delta's batches of insertions whose every row flips, once each: the flipped facts
+    in user values as given, which the service stores without decoding them again."""
+    given_retracts: dict[str, FactBatch] = field(default_factory=dict)
 
     @property
     def changes_nothing(self) -> bool:
@@ -357,6 +361,8 @@ class Materialization:
             removed,  # type: ignore[arg-type]
             warnings,
             program_changed=analyzed is not None and program.text != self._source().text,
+            given_inserts=_whole_batches(checked_inserts, inserts),
+            given_retracts=_whole_batches(checked_retracts, retracts),
         )
 
     def _changed(self, add: list[str], remove: list[str]) -> Changed | None:
@@ -560,14 +566,7 @@ class Materialization:
             if reason is None:
                 return report
         before = self.state
-        facts = {
-            name: self.facts[name].copy() if name in self.facts else TupleSet(info.arity)
-            for name, info in new.relations.items()
-        }
-        for name, rows in prepared.retracts.items():
-            facts[name].difference_update(rows)
-        for name, rows in prepared.inserts.items():
-            facts[name].update(rows)
+        facts = self._facts_after(prepared, new)
         built_at = time.perf_counter()
         built = self._build(new, facts, check)
         if check is not None:
@@ -576,7 +575,7 @@ class Materialization:
             before_publish()
         with self._lock.exclusive():
             self.state, self.arities, self._plans = built.state, built.arities, built.plans
-            self._adopt(prepared)
+            self._adopt(prepared, facts)
         self.last_bootstrap_seconds = time.perf_counter() - built_at
         changes = {name: _rebuilt_changes(before, self.state, name) for name in derived}
         sizes = {name: (len(gone), len(new)) for name, (gone, new) in changes.items()}
@@ -613,9 +612,33 @@ class Materialization:
             for key in set(self._plans) - cached:
                 del self._plans[key]
 
-    def _adopt(self, prepared: PreparedDelta) -> None:
+    def _facts_after(
+        self, prepared: PreparedDelta, analyzed: AnalyzedProgram
+    ) -> dict[str, TupleSet]:
+        """The facts once the delta is applied, for a Bootstrap, leaving the current ones as
+        they are: a relation the delta changes is copied (or, inserted into while empty, is
+        the delta's set itself), the others are shared."""
+        facts: dict[str, TupleSet] = {}
+        for name, info in analyzed.relations.items():
+            current = self.facts.get(name)
+            retracted = prepared.retracts.get(name)
+            inserted = prepared.inserts.get(name)
+            if not (retracted or inserted):
+                facts[name] = current if current is not None else TupleSet(info.arity)
+            elif isinstance(inserted, TupleSet) and not retracted and not current:
+                facts[name] = inserted
+            else:
+                facts[name] = current.copy() if current is not None else TupleSet(info.arity)
+                if retracted:
+                    facts[name].difference_update(retracted)
+                if inserted:
+                    facts[name].update(inserted)
+        return facts
+
+    def _adopt(self, prepared: PreparedDelta, facts: dict[str, TupleSet] | None = None) -> None:
         """Make the delta's facts and program current and count the epoch (under the exclusive
-        lock, so a reader never sees a new state with the old epoch number or the reverse)."""
+        lock, so a reader never sees a new state with the old epoch number or the reverse).
+        `facts`: the facts after the delta, when a Bootstrap made them already."""
         self.epoch += 1
         if prepared.analyzed is not None:
             self.analyzed = prepared.analyzed
@@ -626,7 +649,10 @@ class Materialization:
             self.arities.clear()
             self.arities.update(self._arities(self.analyzed))
             self._set_program_facts(self.analyzed)
-        self._commit_facts(prepared.inserts, prepared.retracts, self.analyzed)
+        if facts is not None:
+            self.facts = facts
+        else:
+            self._commit_facts(prepared.inserts, prepared.retracts, self.analyzed)
 
     def _commit_facts(
         self,
@@ -780,18 +806,23 @@ class Materialization:
         return [decode(t) for t in self.state[name]]
 
     def stored_facts(
-        self, analyzed: AnalyzedProgram, flipped: Mapping[str, FactRows]
+        self, prepared: PreparedDelta, *, inserted: bool
     ) -> dict[str, FactBatch | list[tuple[()]]]:
-        """The facts a prepared delta flips (`PreparedDelta.inserts` or `retracts`) in user
-        values, as a store keeps them: a batch per relation, or the rows of one of arity 0.
-        `analyzed`: the program after the delta (a retraction may name a relation that the
-        delta removes, found in the current one)."""
+        """The facts a prepared delta inserts (`inserted`) or retracts, in user values, as a
+        store keeps them: a batch per relation, or the rows of one of arity 0."""
+        analyzed = prepared.analyzed or self.analyzed
+        flipped = prepared.inserts if inserted else prepared.retracts
+        batches = prepared.given_inserts if inserted else prepared.given_retracts
         out: dict[str, FactBatch | list[tuple[()]]] = {}
         for name, rows in flipped.items():
             if not rows:
                 continue
+            # A retraction may name a relation that the delta removes from the program.
             info = analyzed.relations.get(name) or self.analyzed.relations[name]
-            if not info.arity:
+            given = batches.get(name)
+            if given is not None:
+                out[name] = given
+            elif not info.arity:
                 out[name] = [()]
             elif isinstance(rows, TupleSet):
                 columns = [
@@ -942,6 +973,18 @@ def _rebuilt_changes(before: State, after: State, name: str) -> tuple[_ChangedRo
         _ChangedRows(old.table, old.table.missing_from(new.table)),
         _ChangedRows(new.table, new.table.missing_from(old.table)),
     )
+
+
+def _whole_batches(
+    given: Mapping[str, Sequence[tuple[Value, ...]]], flipped: Mapping[str, FactRows]
+) -> dict[str, FactBatch]:
+    """The batches of `given` that `flipped` holds whole: as many rows flip as it has, so
+    none repeats and every one flips."""
+    return {
+        name: batch
+        for name, batch in given.items()
+        if isinstance(batch, FactBatch) and len(flipped.get(name, ())) == len(batch)
+    }
 
 
 def _as_set(rows: FactRows) -> set[Tuple]:

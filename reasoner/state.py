@@ -45,6 +45,11 @@ class RelationStore:
         committed. A view of the table's staged rows, whoever staged them (the compiled
         Update stages by row id)."""
 
+    def replace_table(self, table: Table) -> None:
+        """Hold `table`'s rows instead (a relation loaded whole, see `State.load_facts`)."""
+        self.table = table
+        self.extra = table.staged_view
+
     @property
     def iters(self) -> Table:
         """Committed tuple -> iteration (the table, read through its dict protocol)."""
@@ -188,10 +193,10 @@ class State:
 
     def load_facts(self, name: str, arity: int, rows: Iterable[Tuple] | TupleSet) -> None:
         """Add input tuples at iteration 0 with count 1 (duplicates collapse to one). A
-        `TupleSet` goes into an empty relation as columns, without a Python tuple each."""
+        `TupleSet` goes into an empty relation as a copy of its table (memory blocks, not a
+        hash per row)."""
         store = self.relation(name, arity)
-        if isinstance(rows, TupleSet) and arity and not len(store) and not store.extra:
-            if len(rows):
-                store.table.add_columns(rows.columns(), 0)
+        if isinstance(rows, TupleSet) and not len(store) and not store.extra:
+            store.replace_table(rows.table.copy())
             return
         store.table.insert(rows, 0)

@@ -36,7 +36,6 @@ from typing import Any, TypeVar
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from reasoner.analysis.model import AnalyzedProgram
 from reasoner.elastic.bootstrap import BootstrapCancelled
 from reasoner.elastic.engines import EngineSettings
 from reasoner.elastic.epoch import Delta, EpochReport
@@ -282,13 +281,12 @@ class Runtime:
         if prepared.changes_nothing:  # no epoch, nothing to store: say so
             return Applied(self.epoch, m.apply(prepared), 0, 0)
         number = self.epoch + 1
-        target: AnalyzedProgram = prepared.analyzed or m.analyzed
         record = DeltaRecord(
             number,
             _row_count(prepared.inserts),
             _row_count(prepared.retracts),
-            inserts=m.stored_facts(target, prepared.inserts),
-            retracts=m.stored_facts(target, prepared.retracts),
+            inserts=m.stored_facts(prepared, inserted=True),
+            retracts=m.stored_facts(prepared, inserted=False),
         )
         if prepared.analyzed is not None:
             record.program_text = prepared.program_text

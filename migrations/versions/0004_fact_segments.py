@@ -40,7 +40,7 @@ def _segment(rows: list[list[object]]) -> bytes:
         columns[f"c{i}"] = pl.Series(values, dtype=dtype)
     columns[PRESENT] = pl.Series([True] * len(rows), dtype=pl.Boolean())
     buffer = io.BytesIO()
-    pl.DataFrame(columns).write_ipc(buffer, compression="lz4")
+    pl.DataFrame(columns).write_ipc(buffer, compression="zstd")
     return buffer.getvalue()
 
 

@@ -693,6 +693,32 @@ cdef class Table:
                 added += 1
         return added
 
+    def copy(self) -> Table:
+        """The same rows (row ids, iterations, counts, staged ones too) in a new table without
+        indexes: its arrays copied a block at a time, not hashed again row by row."""
+        cdef Table other = Table(self.arity)
+        cdef int64_t cap = max(self.nrows, 16)
+        cdef size_t word = self._word()
+        other.rows = _grow(other.rows, <size_t>(cap * self.arity) * word)
+        other.status = <int32_t*>_grow(other.status, <size_t>cap * sizeof(int32_t))
+        other.counts = <uint16_t*>_grow(other.counts, <size_t>cap * sizeof(uint16_t))
+        memcpy(other.rows, self.rows, <size_t>(self.nrows * self.arity) * word)
+        memcpy(other.status, self.status, <size_t>self.nrows * sizeof(int32_t))
+        memcpy(other.counts, self.counts, <size_t>self.nrows * sizeof(uint16_t))
+        free(other.slots)
+        other.slots = <int32_t*>_grow(NULL, <size_t>(self.mask + 1) * sizeof(int32_t))
+        memcpy(other.slots, self.slots, <size_t>(self.mask + 1) * sizeof(int32_t))
+        other.capacity = cap
+        other.wide = self.wide
+        other.shift = self.shift  # the slots' row bits: at least what `cap` needs
+        other.nrows = self.nrows
+        other.committed = self.committed
+        other.staged = self.staged
+        other.mask = self.mask
+        other.used = self.used
+        other.big = dict(self.big)
+        return other
+
     def insert_columns(self, columns, int64_t iteration) -> int:
         """`insert` for rows given as one int64 array per column: the bulk way in for rows
         that may repeat or be held already (a loaded or posted batch of facts)."""
@@ -705,6 +731,10 @@ cdef class Table:
         cdef const int64_t[:, ::1] words = block
         if not self.wide and (block.min() < -2147483648 or block.max() > 2147483647):
             self._widen()
+        # Sized once for all of them (a batch is mostly new rows): no rehash on the way.
+        self._reserve(n)
+        if _too_full(self.used + n, self.mask + 1):
+            self._rehash(self.committed + self.staged + n)
         for j in range(n):
             if self._find(&words[j, 0]) < 0:
                 self._append(&words[j, 0], <int32_t>iteration)

@@ -71,8 +71,5 @@ class TupleSet:
 
     def copy(self) -> TupleSet:
         other = TupleSet(self.arity)
-        if self.arity and len(self):
-            other.table.add_columns(self.columns(), 0)
-        else:
-            other.update(self)
+        other.table = self.table.copy()
         return other
