@@ -21,10 +21,14 @@ Symbols are interned to ints (see `symbols.py`), so every value is a 64-bit int.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from reasoner.compact import Counts, Index, Staged, Table, TupleSet
+
+if TYPE_CHECKING:
+    from reasoner.pages import SortedRows
 
 Tuple = tuple[int, ...]
 Columns = tuple[int, ...]
@@ -33,13 +37,16 @@ Columns = tuple[int, ...]
 class RelationStore:
     """One relation's tuples with (iteration, count), and its secondary hash indexes."""
 
-    __slots__ = ("arity", "extra", "name", "table")
+    __slots__ = ("arity", "extra", "name", "sorted_building", "sorted_rows", "table")
 
     def __init__(self, name: str, arity: int) -> None:
         self.name = name
         self.arity = arity
         self.table = Table(arity)
         self.extra: Staged = self.table.staged_view
+        self.sorted_rows: SortedRows | None = None
+        """The rows in value order, for reads a page at a time (`reasoner.pages`)."""
+        self.sorted_building = False
         """Tuples an in-flight Update derived that are not committed yet: staged in the table
         (so joins see the union of the old and the new epoch through the indexes) but not
         committed. A view of the table's staged rows, whoever staged them (the compiled

@@ -22,16 +22,18 @@ from service.runtime import Runtime
 from service.schemas import ProblemOut
 from service.security import TokenGate
 from service.settings import Settings
+from service.write_priority import WritePriority, WritesFirst
 
 log = logging.getLogger("service")
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings if settings is not None else Settings()
+    priority = WritePriority()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        runtime = Runtime(settings)
+        runtime = Runtime(settings, priority=priority)
         app.state.runtime = runtime
         runtime.start()
         try:
@@ -50,6 +52,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     errors.install(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
+    app.add_middleware(WritesFirst, priority=priority)
     # Added last, so it runs first: tokens are checked before a byte of the body is read.
     app.add_middleware(TokenGate, settings=settings)
     app.include_router(health.router)

@@ -55,6 +55,7 @@ from service.errors import (
 from service.metrics import Metrics
 from service.settings import Settings
 from service.store.repository import Committed, DeltaRecord, Store
+from service.write_priority import WritePriority
 
 log = logging.getLogger("service")
 T = TypeVar("T")
@@ -86,7 +87,12 @@ class Applied:
 
 
 class Runtime:
-    def __init__(self, settings: Settings, store: Store | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store | None = None,
+        priority: WritePriority | None = None,
+    ) -> None:
         self.settings = settings
         self.store = store if store is not None else Store(settings.sqlalchemy_url)
         self.metrics = Metrics()
@@ -109,6 +115,8 @@ class Runtime:
         self._queue_lock = threading.Lock()
         self._queued = 0
         self._read_slots = threading.BoundedSemaphore(settings.max_concurrent_reads)
+        self.priority = priority if priority is not None else WritePriority()
+        """The writes in progress, which a read lets finish first (`service.write_priority`)."""
         mb = settings.epoch_memory_mb
         self._memory_allowance = default_memory_allowance() if mb is None else mb << 20
         """Bytes one evaluation (a write's, or the start-up rebuild) may grow the process."""
@@ -449,6 +457,7 @@ class Runtime:
     def read(self, read: Callable[[Materialization, int], T]) -> T:
         """`read(materialization, epoch)` on one published epoch, holding no lock while it
         runs, so that neither writers nor other readers wait for it (a slow query)."""
+        self.priority.yield_to_writes()
         m, base = self._published()
         return m.read(lambda: read(m, base + m.epoch))
 

@@ -854,6 +854,53 @@ cdef class Table:
         self.version += 1
         return 0
 
+    def committed_snapshot(self):
+        """(row ids of the committed rows, their values as int64 columns, `nrows`,
+        `renumbered`), taken at once (the GIL is held throughout: no row moves meanwhile);
+        None while rows are staged, whose ids would come before later rows'."""
+        if self.staged:
+            return None
+        ids = self.committed_rows()
+        return ids, self.values_of(ids), self.nrows, self.renumbered
+
+    def committed_in(self, int64_t start, int64_t stop):
+        """The row ids in [start, stop) of committed rows, as an int64 array."""
+        cdef int64_t r, m = 0
+        stop = min(stop, self.nrows)
+        out = np.empty(max(stop - start, 0), dtype=np.int64)
+        cdef int64_t[::1] o = out
+        for r in range(max(start, 0), stop):
+            if self.status[r] >= 0:
+                o[m] = r
+                m += 1
+        return out[:m]
+
+    def committed_mask(self, rows):
+        """For each row id, whether it is a committed row."""
+        cdef const int64_t[::1] r = np.ascontiguousarray(rows, dtype=np.int64)
+        out = np.zeros(len(r), dtype=np.bool_)
+        cdef unsigned char[::1] o = out.view(np.uint8)
+        cdef int64_t j
+        for j in range(len(r)):
+            if 0 <= r[j] < self.nrows and self.status[r[j]] >= 0:
+                o[j] = 1
+        return out
+
+    def values_of(self, rows):
+        """The values of rows (ids below `nrows`, of any status) as one int64 array per
+        column."""
+        cdef const int64_t[::1] r = np.ascontiguousarray(rows, dtype=np.int64)
+        cdef int64_t j, n = len(r)
+        cdef int c
+        out = np.empty((self.arity, n), dtype=np.int64)
+        cdef int64_t[:, ::1] o = out
+        for j in range(n):
+            if not 0 <= r[j] < self.nrows:
+                raise IndexError(f"no row {r[j]}")
+            for c in range(self.arity):
+                o[c, j] = _get(self.rows, self.wide, r[j] * self.arity + c)
+        return [out[c] for c in range(self.arity)]
+
     def committed_rows(self):
         """The row ids of the committed tuples, as an int64 array."""
         out = np.empty(self.committed, dtype=np.int64)
@@ -926,6 +973,7 @@ cdef class Table:
     def clear(self):
         cdef int k
         self.generation += 1
+        self.renumbered += 1
         self.big.clear()
         self.nrows = 0
         self.committed = 0
@@ -958,6 +1006,7 @@ cdef class Table:
             w += 1
         self.nrows = w
         self.generation += 1
+        self.renumbered += 1
         self._rehash(w)
         for k in range(self.nkeyed):
             _rebuild_index(self.keyed[k], self, w)

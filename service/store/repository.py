@@ -274,28 +274,34 @@ def _aware(row: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def _entries(facts: Facts, present: bool) -> pl.DataFrame:
-    if isinstance(facts, FactBatch):
-        return segments.entries(facts.frame, present)
-    return pl.DataFrame(
-        {segments.PRESENT: [present] * len(facts)}, schema={segments.PRESENT: pl.Boolean()}
-    )
-
-
 def _append_segments(
     connection: Connection, relation: str, epoch: int, facts: Facts, *, present: bool
 ) -> None:
     """`facts` as the newest segments of `relation`'s log (one per `MAX_SEGMENT_ROWS`)."""
-    if not len(facts):
+    count = len(facts)
+    if not count:
         return
-    log = _entries(facts, present)
-    for start in range(0, log.height, segments.MAX_SEGMENT_ROWS):
+    values = facts.frame if isinstance(facts, FactBatch) else pl.DataFrame()
+    if count <= segments.SMALL_ROWS:
+        rows = values.rows() if values.width else [()] * count
+        data = segments.encode_rows(values.schema, rows, [present] * count)
+        _insert_segment(connection, relation, epoch, count, data)
+        return
+    if values.width:
+        log = segments.entries(values, present)
+    else:
+        log = pl.DataFrame({segments.PRESENT: [present] * count})
+    for start in range(0, count, segments.MAX_SEGMENT_ROWS):
         part = log.slice(start, segments.MAX_SEGMENT_ROWS)
-        connection.execute(
-            insert(models.fact_segments).values(
-                relation=relation, epoch=epoch, rows=part.height, data=segments.encode(part)
-            )
-        )
+        _insert_segment(connection, relation, epoch, part.height, segments.encode(part))
+
+
+def _insert_segment(
+    connection: Connection, relation: str, epoch: int, rows: int, data: bytes | memoryview
+) -> None:
+    connection.execute(
+        insert(models.fact_segments).values(relation=relation, epoch=epoch, rows=rows, data=data)
+    )
 
 
 def _merge_newest(connection: Connection, relation: str) -> None:
