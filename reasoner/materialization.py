@@ -59,6 +59,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+BATCH_MIN_ROWS = 1000
+"""From this many rows on, a relation's rows in a delta are checked and encoded as a batch
+(`FactBatch.of_values`): 3 M rows took 13 s one by one."""
 FactRows = set[Tuple] | TupleSet
 """The facts of one relation that a delta flips (see `PreparedDelta`)."""
 
@@ -438,6 +441,12 @@ class Materialization:
                 )
             if isinstance(rows, FactBatch) and rows.matches(info.types):
                 checked[name] = rows
+                continue
+            batch = (
+                FactBatch.of_values(rows, info.types) if len(rows) >= BATCH_MIN_ROWS else None
+            )
+            if batch is not None:
+                checked[name] = batch
             else:
                 checked[name] = [_checked_row(info, row, verb) for row in rows]
         return checked

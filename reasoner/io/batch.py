@@ -58,6 +58,31 @@ class FactBatch(Sequence[Row]):
         return cls.of_columns([list(column) for column in columns], types)
 
     @classmethod
+    def of_values(
+        cls, rows: Sequence[Sequence[Value]], types: Sequence[ColumnType]
+    ) -> FactBatch | None:
+        """Rows straight from a client (JSON) as a batch when every one fits `types` exactly:
+        `arity` values, ints (never bools) in 64 bits for numbers, strings (Unicode) for
+        symbols. None otherwise, for a row-by-row check to say which row does not fit. Each
+        test is a pass in C over a column."""
+        arity = len(types)
+        try:
+            if not arity or set(map(len, rows)) != {arity}:
+                return None
+        except TypeError:  # a row that is not a sequence
+            return None
+        schema = frame_schema(types)
+        series = []
+        for name, kind, column in zip(schema, types, zip(*rows, strict=True), strict=True):
+            if set(map(type, column)) != ({int} if kind == NUMBER else {str}):
+                return None
+            try:
+                series.append(pl.Series(name, column, dtype=schema[name], strict=True))
+            except (OverflowError, TypeError, ValueError, pl.exceptions.PolarsError):
+                return None  # past 64 bits, or a string that is not Unicode
+        return cls(pl.DataFrame(series))
+
+    @classmethod
     def of_columns(
         cls, columns: Sequence[Sequence[Value]], types: Sequence[ColumnType]
     ) -> FactBatch:

@@ -4,14 +4,15 @@ does."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reasoner.elastic.epoch import Delta
-from reasoner.errors import InputDataError
+from reasoner.errors import InputDataError, InvalidDelta
 from reasoner.io.batch import FactBatch, parse_facts_batch
 from reasoner.io.facts import parse_facts_text
-from reasoner.materialization import Materialization
+from reasoner.materialization import BATCH_MIN_ROWS, Materialization
 
 FIELDS = st.sampled_from(
     ["0", "7", "-3", "+5", "007", "9223372036854775807", "9223372036854775808", "-", "", "a b",
@@ -77,3 +78,27 @@ def _state(as_batch: bool) -> dict:
 
 def test_a_delta_of_batches_does_what_the_same_rows_do() -> None:
     assert _state(as_batch=True) == _state(as_batch=False)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [(True, "a"), (1.0, "a"), (1 << 63, "a"), (1, "\ud800"), (1, 2), (1, "a", 3), 7],
+)
+def test_rows_that_do_not_fit_are_no_batch(bad: object) -> None:
+    rows = [(i, "s") for i in range(5)] + [bad]
+    assert FactBatch.of_values(rows, ("number", "symbol")) is None
+    assert list(FactBatch.of_values(rows[:5], ("number", "symbol"))) == rows[:5]
+
+
+def test_a_large_delta_of_rows_is_refused_as_a_small_one_is() -> None:
+    """Rows enough to be checked as a batch: a row that does not fit is still refused with
+    the code the row-by-row check gives."""
+    m = Materialization.from_text(PROGRAM)
+    m.bootstrap()
+    rows: list[tuple] = [(i, "s") for i in range(BATCH_MIN_ROWS)]
+    for bad, code in [((1, 2), "type_mismatch"), ((1,), "arity_mismatch")]:
+        with pytest.raises(InvalidDelta) as raised:
+            m.apply(Delta(insert={"e": [*rows, bad]}))
+        assert raised.value.code == code
+    m.apply(Delta(insert={"e": rows}))
+    assert len(m.facts["e"]) == BATCH_MIN_ROWS
