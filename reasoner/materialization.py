@@ -442,9 +442,7 @@ class Materialization:
             if isinstance(rows, FactBatch) and rows.matches(info.types):
                 checked[name] = rows
                 continue
-            batch = (
-                FactBatch.of_values(rows, info.types) if len(rows) >= BATCH_MIN_ROWS else None
-            )
+            batch = FactBatch.of_values(rows, info.types) if len(rows) >= BATCH_MIN_ROWS else None
             if batch is not None:
                 checked[name] = batch
             else:

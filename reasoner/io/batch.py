@@ -114,29 +114,33 @@ class FactBatch(Sequence[Row]):
 
 
 def parse_facts_batch(
-    text: str, types: Sequence[ColumnType], filename: str = "<input>", delimiter: str = "\t"
+    body: str | bytes,
+    types: Sequence[ColumnType],
+    filename: str = "<input>",
+    delimiter: str = "\t",
 ) -> FactBatch | list[Row]:
-    """`parse_facts_text`, as columns when the relation has any.
+    """`parse_facts_text`, as columns when the relation has any. `body`: text, or its UTF-8
+    bytes (a large body is not decoded when it need not be).
 
     Polars reads a well-formed body in one pass; anything it cannot read exactly as
     `parse_facts_text` would (an empty line, a carriage return, a field that is not a plain
     64-bit decimal, a line with another number of fields) goes to `parse_facts_text`, which
     either reads it or names the first bad line."""
-    if not types:
-        return parse_facts_text(text, types, filename, delimiter)
-    if "\r\n" in text:
-        text = text.replace("\r\n", "\n")
-    fast = _read_plain(text, types, delimiter)
+    data = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
+    if types and b"\r\n" in data:
+        data = data.replace(b"\r\n", b"\n")
+    fast = _read_plain(data, types, delimiter) if types else None
     if fast is not None:
         return FactBatch(fast)
-    return FactBatch.of_rows(parse_facts_text(text, types, filename, delimiter), types)
+    text = body if isinstance(body, str) else body.decode("utf-8")
+    rows = parse_facts_text(text, types, filename, delimiter)
+    return FactBatch.of_rows(rows, types) if types else rows
 
 
-def _read_plain(text: str, types: Sequence[ColumnType], delimiter: str) -> pl.DataFrame | None:
+def _read_plain(data: bytes, types: Sequence[ColumnType], delimiter: str) -> pl.DataFrame | None:
     """The body as a typed frame, or None when it is not plain (see `parse_facts_batch`)."""
-    if len(delimiter) != 1 or not delimiter.isascii() or delimiter == "\r" or not text:
+    if len(delimiter) != 1 or not delimiter.isascii() or delimiter == "\r" or not data:
         return None
-    data = text.encode("utf-8")  # the checks below are several times faster on bytes
     if data.startswith(b"\n") or b"\n\n" in data or b"\r" in data:
         return None
     arity = len(types)

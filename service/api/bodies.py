@@ -32,7 +32,17 @@ def media_type(request: Request) -> tuple[str, dict[str, str]]:
 
 
 async def text_body(request: Request) -> str:
+    return _decoded(await request.body())
+
+
+async def facts_body(request: Request) -> str | bytes:
+    """A fact body: its bytes as they came when they are ASCII (so valid UTF-8 already: a
+    bulk load is not decoded and encoded again), else its text."""
     body = await request.body()
+    return body if body.isascii() else _decoded(body)
+
+
+def _decoded(body: bytes) -> str:
     try:
         return body.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -60,7 +70,7 @@ def unsupported(kind: str, accepted: Sequence[str]) -> Problem:
 
 
 def parse_rows(
-    text: str,
+    body: str | bytes,
     info: RelationInfo,
     name: str,
     kind: str,
@@ -77,12 +87,13 @@ def parse_rows(
     if kind == CSV_MEDIA_TYPE:
         has_header = header if header is not None else params.get("header") == "present"
         columns = info.column_names if has_header else None
+        text = body.decode("ascii") if isinstance(body, bytes) else body
         return parse_csv(text, types, f"{name}.csv", columns)
     if kind not in FACTS_MEDIA_TYPES:
         raise unsupported(kind, (*FACTS_MEDIA_TYPES, CSV_MEDIA_TYPE))
     if delimiter is not None and (not delimiter or "\n" in delimiter):
         raise Problem(400, INVALID_REQUEST, f"invalid delimiter {delimiter!r}")
-    return parse_facts_batch(text, types, filename, delimiter or "\t")
+    return parse_facts_batch(body, types, filename, delimiter or "\t")
 
 
 def parse_csv(

@@ -17,6 +17,7 @@ from reasoner.syntax.parser import parse_program
 from service.api.bodies import (
     CSV_MEDIA_TYPE,
     FACTS_MEDIA_TYPES,
+    facts_body,
     media_type,
     parse_rows,
     require_json,
@@ -160,9 +161,9 @@ async def _rows_of_body(
     kind, params = media_type(request)
     if kind != CSV_MEDIA_TYPE and kind not in FACTS_MEDIA_TYPES:
         raise unsupported(kind, (*FACTS_MEDIA_TYPES, CSV_MEDIA_TYPE))
-    text = await text_body(request)
+    body = await facts_body(request)
     return await run_in_threadpool(
-        parse_rows, text, info, name, kind, params, delimiter=delimiter, header=header
+        parse_rows, body, info, name, kind, params, delimiter=delimiter, header=header
     )
 
 

@@ -43,9 +43,9 @@ def _outcome(parse, text: str, types: tuple[str, ...], delimiter: str) -> object
 @given(bodies())
 def test_a_batch_reads_what_the_row_reader_reads(body: tuple[str, tuple[str, ...], str]) -> None:
     text, types, delimiter = body
-    assert _outcome(parse_facts_batch, text, types, delimiter) == _outcome(
-        parse_facts_text, text, types, delimiter
-    )
+    expected = _outcome(parse_facts_text, text, types, delimiter)
+    assert _outcome(parse_facts_batch, text, types, delimiter) == expected
+    assert _outcome(parse_facts_batch, text.encode("utf-8"), types, delimiter) == expected
 
 
 def test_a_plain_body_is_read_as_columns() -> None:
