@@ -729,12 +729,8 @@ cdef class Table:
         if n == 0:
             return 0
         cdef const int64_t[:, ::1] words = block
-        if not self.wide and (block.min() < -2147483648 or block.max() > 2147483647):
-            self._widen()
         # Sized once for all of them (a batch is mostly new rows): no rehash on the way.
-        self._reserve(n)
-        if _too_full(self.used + n, self.mask + 1):
-            self._rehash(self.committed + self.staged + n)
+        self._make_room(block)
         for j in range(n):
             if self._find(&words[j, 0]) < 0:
                 self._append(&words[j, 0], <int32_t>iteration)
@@ -754,6 +750,16 @@ cdef class Table:
                 self._kill(r)
                 removed += 1
         return removed
+
+    def _make_room(self, block):
+        """Widen the rows for a block's values, and size the arrays and the tuple table for
+        as many rows more."""
+        n = block.shape[0]
+        if not self.wide and (block.min() < -2147483648 or block.max() > 2147483647):
+            self._widen()
+        self._reserve(n)
+        if _too_full(self.used + n, self.mask + 1):
+            self._rehash(self.committed + self.staged + n)
 
     def _block(self, columns):
         """Columns as one row-major int64 block (row j's words contiguous), checked."""
@@ -776,27 +782,14 @@ cdef class Table:
         """Commit the rows given as one int64 array per column (none of them committed, no
         duplicates) at `iteration`, with their counts (an int64 array; None: all 1): the bulk
         way in, for frames from Polars and Spark."""
-        cdef int c
         cdef int64_t n, j, count
         self._check_iteration(iteration)
-        if len(columns) != self.arity:
-            raise ValueError(f"{len(columns)} columns for a relation of arity {self.arity}")
-        if self.arity == 0:
-            raise ValueError("a relation of arity 0 takes rows, not columns")
-        arrays = [np.asarray(col, dtype=np.int64) for col in columns]
-        n = len(arrays[0])
-        for c in range(self.arity):
-            if len(arrays[c]) != n:
-                raise ValueError("columns of different lengths")
+        block = self._block(columns)
+        n = block.shape[0]
         if n == 0:
             return
-        block = np.stack(arrays, axis=1)  # row-major: row j's words are contiguous
         cdef const int64_t[:, ::1] words = block
-        if not self.wide and (block.min() < -2147483648 or block.max() > 2147483647):
-            self._widen()
-        self._reserve(n)
-        if _too_full(self.used + n, self.mask + 1):
-            self._rehash(self.committed + self.staged + n)
+        self._make_room(block)
         cdef const int64_t[::1] several
         if counts is None:
             for j in range(n):

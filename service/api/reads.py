@@ -7,6 +7,7 @@ import heapq
 import io
 import json
 import time
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Path, Query, Request
@@ -164,6 +165,13 @@ def _page_response(
     return JSONResponse({name: values[name] for name in model.model_fields}, headers=headers)
 
 
+async def _answered(runtime: Runtime, respond: Callable[[], Response]) -> Response:
+    """`respond()` in a read slot, on a worker thread: pages are made and rendered off the
+    event loop, which the writes share."""
+    async with runtime.read_slot():
+        return await run_in_threadpool(respond)
+
+
 def _page(rows, after: tuple | None, limit: int) -> tuple[list[tuple], tuple | None]:
     if after is not None:
         rows = (r for r in rows if r > after)
@@ -233,8 +241,7 @@ async def get_relation(
             RelationRows,
         )
 
-    async with runtime.read_slot():  # rendered off the event loop, which the writes share
-        return await run_in_threadpool(respond)
+    return await _answered(runtime, respond)
 
 
 def _engine_key(m, types: tuple[str, ...], bound: dict[int, Any]) -> dict[int, int] | None:
@@ -302,8 +309,7 @@ async def post_query(
             QueryOut,
         )
 
-    async with runtime.read_slot():  # rendered off the event loop, which the writes share
-        return await run_in_threadpool(respond)
+    return await _answered(runtime, respond)
 
 
 @router.get("/epochs", response_model=EpochsOut, summary="Epochs, most recent first")
