@@ -26,6 +26,7 @@ from reasoner.syntax.ast import NUMBER, ColumnType
 Row = tuple[Value, ...]
 
 _NUMBER_FIELD = r"^[+-]?[0-9]+$"
+BOM = "\ufeff".encode()
 """What a `number` field may hold (as `reasoner.io.facts` reads one)."""
 
 
@@ -141,8 +142,8 @@ def _read_plain(data: bytes, types: Sequence[ColumnType], delimiter: str) -> pl.
     """The body as a typed frame, or None when it is not plain (see `parse_facts_batch`)."""
     if len(delimiter) != 1 or not delimiter.isascii() or delimiter == "\r" or not data:
         return None
-    if data.startswith(b"\n") or b"\n\n" in data or b"\r" in data:
-        return None
+    if data.startswith((b"\n", BOM)) or b"\n\n" in data or b"\r" in data:
+        return None  # Polars would skip a byte-order mark: it is part of the first field
     arity = len(types)
     names = column_names(arity)
     # Numbers only, and no byte a number field cannot hold (Polars would skip a space): read
