@@ -518,9 +518,12 @@ class Materialization:
         # relation from the program (its tuples all go) or leave it with facts alone.
         derived = list(dict.fromkeys([*self.analyzed.stratum_of, *new.stratum_of]))
         kept = [name for name in derived if name in new.relations]
-        types = {name: self.analyzed.relations[name].types for name in self.analyzed.relations}
-        types.update((name, info.types) for name, info in new.relations.items())
-        if strategy != "bootstrap":
+        old_types = {name: info.types for name, info in self.analyzed.relations.items()}
+        types = {**old_types, **{name: info.types for name, info in new.relations.items()}}
+        # A relation a rule change reshapes (another arity or column types; it holds no
+        # facts) is a new relation under an old name: no Update can carry its tuples over.
+        reshaped = {name for name, kind in old_types.items() if types[name] != kind}
+        if strategy != "bootstrap" and not reshaped:
             overlay = Overlay(self.state)
             budget = max(
                 self.min_update_seconds, self.switching_parameter * self.last_bootstrap_seconds
@@ -569,7 +572,9 @@ class Materialization:
                     with self._lock.exclusive():
                         overlay.commit()
                         self._adopt(prepared)
-                    report = self._report(start, "update", strata, sizes, listed, prepared, types)
+                    report = self._report(
+                        start, "update", strata, sizes, listed, prepared, (old_types, types)
+                    )
             if reason is None:
                 return report
         before = self.state
@@ -584,7 +589,10 @@ class Materialization:
             self.state, self.arities, self._plans = built.state, built.arities, built.plans
             self._adopt(prepared, facts)
         self.last_bootstrap_seconds = time.perf_counter() - built_at
-        changes = {name: _rebuilt_changes(before, self.state, name) for name in derived}
+        changes = {
+            name: _rebuilt_changes(before, self.state, name, reshaped=name in reshaped)
+            for name in derived
+        }
         sizes = {name: (len(gone), len(new)) for name, (gone, new) in changes.items()}
         listed = (
             {name: (gone.tuples(), new.tuples()) for name, (gone, new) in changes.items()}
@@ -602,7 +610,7 @@ class Materialization:
             sizes,
             listed,
             prepared,
-            types,
+            (old_types, types),
             reason,
             built.engine,
         )
@@ -627,20 +635,29 @@ class Materialization:
         the delta's set itself), the others are shared."""
         facts: dict[str, TupleSet] = {}
         for name, info in analyzed.relations.items():
-            current = self.facts.get(name)
+            current = self._facts_of(name, info.arity)
             retracted = prepared.retracts.get(name)
             inserted = prepared.inserts.get(name)
             if not (retracted or inserted):
-                facts[name] = current if current is not None else TupleSet(info.arity)
+                facts[name] = current
             elif isinstance(inserted, TupleSet) and not retracted and not current:
                 facts[name] = inserted
             else:
-                facts[name] = current.copy() if current is not None else TupleSet(info.arity)
+                facts[name] = current.copy()
                 if retracted:
                     facts[name].difference_update(retracted)
                 if inserted:
                     facts[name].update(inserted)
         return facts
+
+    def _facts_of(self, name: str, arity: int) -> TupleSet:
+        """The facts of `name` for a relation of `arity`: a new set when it has none, or a
+        set of another arity (a rule change may reshape a relation holding no facts; one
+        holding facts keeps its shape, see `_check_relations_kept`)."""
+        current = self.facts.get(name)
+        if current is None or current.arity != arity:
+            return TupleSet(arity)
+        return current
 
     def _adopt(self, prepared: PreparedDelta, facts: dict[str, TupleSet] | None = None) -> None:
         """Make the delta's facts and program current and count the epoch (under the exclusive
@@ -670,8 +687,7 @@ class Materialization:
         for name, rows in retracts.items():
             self.facts[name].difference_update(rows)
         for name, info in analyzed.relations.items():
-            if name not in self.facts:
-                self.facts[name] = TupleSet(info.arity)
+            self.facts[name] = self._facts_of(name, info.arity)
         for name in [n for n in self.facts if n not in analyzed.relations]:
             del self.facts[name]
         for name, rows in inserts.items():
@@ -766,22 +782,24 @@ class Materialization:
         sizes: dict[str, tuple[int, int]],
         listed: dict[str, tuple[set[Tuple], set[Tuple]]] | None,
         prepared: PreparedDelta,
-        types: Mapping[str, tuple[ColumnType, ...]],
+        types: tuple[Mapping[str, tuple[ColumnType, ...]], Mapping[str, tuple[ColumnType, ...]]],
         reason: str | None = None,
         engine: EngineChoice | None = None,
     ) -> EpochReport:
         """`sizes`: (retracted, inserted) per derived relation; `listed`: their tuples, for a
-        report that lists them; `types`: the column types of every relation in them, including
-        relations the epoch removed from the program."""
+        report that lists them; `types`: the column types of the relations before and after
+        the epoch (retracted tuples have the first, inserted ones the second)."""
         detail = None
         if listed is not None:
             detail = {}
+            old_types, new_types = types
             for name, (gone, new) in listed.items():
                 if gone or new:
-                    decode = self.symbols.decoder(types[name])
+                    decode_gone = self.symbols.decoder(old_types.get(name, new_types[name]))
+                    decode_new = self.symbols.decoder(new_types[name])
                     detail[name] = {
-                        "inserted": sorted(decode(t) for t in new),
-                        "retracted": sorted(decode(t) for t in gone),
+                        "inserted": sorted(decode_new(t) for t in new),
+                        "retracted": sorted(decode_gone(t) for t in gone),
                     }
         return EpochReport(
             epoch=self.epoch,
@@ -967,10 +985,18 @@ class _ChangedRows:
         return set(self.table.tuples(self.rows))
 
 
-def _rebuilt_changes(before: State, after: State, name: str) -> tuple[_ChangedRows, _ChangedRows]:
-    """(retracted, inserted) rows of relation `name` from one state to a rebuilt one."""
+def _rebuilt_changes(
+    before: State, after: State, name: str, *, reshaped: bool
+) -> tuple[_ChangedRows, _ChangedRows]:
+    """(retracted, inserted) rows of relation `name` from one state to a rebuilt one; all of
+    them when the relation was `reshaped` (its old rows are of another shape)."""
     old = before.relations.get(name)
     new = after.relations.get(name)
+    if reshaped and old is not None and new is not None:
+        return (
+            _ChangedRows(old.table, old.table.committed_rows()),
+            _ChangedRows(new.table, new.table.committed_rows()),
+        )
     if old is None or new is None:
         present = (old if old is not None else new).table  # type: ignore[union-attr]
         rows = _ChangedRows(present, present.committed_rows())

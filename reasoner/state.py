@@ -203,7 +203,12 @@ class State:
         `TupleSet` goes into an empty relation as a copy of its table (memory blocks, not a
         hash per row)."""
         store = self.relation(name, arity)
-        if isinstance(rows, TupleSet) and not len(store) and not store.extra:
+        if (
+            isinstance(rows, TupleSet)
+            and rows.arity == arity
+            and not len(store)
+            and not store.extra
+        ):
             store.replace_table(rows.table.copy())
             return
         store.table.insert(rows, 0)

@@ -203,3 +203,23 @@ def test_removing_a_rule_reports_every_derived_tuple_it_took(strategy: str) -> N
     report = m.apply(Delta(remove_rules=[rule_id(STEP)]), strategy=strategy, include_changes=True)
     assert report.changes == {"tc": {"inserted": [], "retracted": [(1, 3)]}}
     assert report.retracted == 1
+
+
+@pytest.mark.parametrize("strategy", ["update", "bootstrap"])
+def test_a_relation_reshaped_by_a_rule_change_takes_facts_of_its_new_shape(strategy: str) -> None:
+    """`out` holds no facts, so a rule change may give it another arity; later epochs
+    (a Bootstrap among them) and facts inserted into it then have the new shape."""
+    m = _live()
+    narrow = "out(x) :- tc(x, _)."
+    m.apply(Delta(add_rules=[narrow]), strategy=strategy)
+    reshaped = m.apply(
+        Delta(remove_rules=[rule_id(narrow)], add_rules=["out(x, y) :- tc(x, y)."]),
+        strategy=strategy,
+        include_changes=True,
+    )
+    assert reshaped.changes is not None
+    assert reshaped.changes["out"] == {"inserted": [(1, 2), (2, 3)], "retracted": [(1,), (2,)]}
+    m.apply(Delta(insert={"out": [(7, 8)]}), strategy=strategy)
+    m.apply(Delta(insert={"edge": [(3, 4)]}), strategy="bootstrap")
+    assert _rows(m, "out") == {(1, 2), (2, 3), (3, 4), (7, 8)}
+    assert m.differences(m.rebuilt()) == {}
