@@ -70,6 +70,19 @@ def upgrade() -> None:
     op.drop_table("facts")
 
 
+def _read_segment(data: bytes) -> pl.DataFrame:
+    """A segment's entries: Arrow IPC, or JSON (`{"schema", "rows", "present"}`)."""
+    if bytes(data[:1]) != b"{":
+        return pl.read_ipc(io.BytesIO(data))
+    document = json.loads(data)
+    dtypes = {"Int64": pl.Int64(), "String": pl.String()}
+    schema = {name: dtypes[kind] for name, kind in document["schema"]}
+    columns = list(zip(*document["rows"], strict=True)) or [()] * len(schema)
+    frame = {name: list(column) for name, column in zip(schema, columns, strict=True)}
+    frame[PRESENT] = document[PRESENT]
+    return pl.DataFrame(frame, schema={**schema, PRESENT: pl.Boolean()})
+
+
 def _encode_values(row: Sequence[object]) -> str:
     return json.dumps(list(row), ensure_ascii=False, separators=(",", ":"))
 
@@ -88,7 +101,10 @@ def downgrade() -> None:
         sa.text("SELECT relation, data FROM fact_segments ORDER BY relation, id")
     )
     for relation, group in groupby(result, key=lambda row: row[0]):
-        log = pl.concat([pl.read_ipc(io.BytesIO(data)) for _, data in group])
+        frames = [_read_segment(data) for _, data in group]
+        while len(frames) > 1 and frames[0].schema != frames[-1].schema:
+            frames.pop(0)  # an older shape: it folds to nothing (the relation was emptied)
+        log = pl.concat(frames)
         values = [name for name in log.columns if name != PRESENT]
         if values:
             net = log.unique(subset=values, keep="last", maintain_order=True)

@@ -5,9 +5,9 @@ new program text and its epoch row) before the materialization applies it; `reco
 completes the epoch row afterwards. Losing that second write is harmless: the epoch's effect is
 in the committed facts and program, and a restart rebuilds from them.
 
-Facts are written as columnar segments (`service.store.segments`): a delta adds one per
-relation it changes, in the same transaction, and merges the relation's newest segments
-when they have grown as large as the one before them.
+Facts are written as columnar segments (`service.store.segments`): a delta appends its
+rows of each relation it changes, in the same transaction, and merges the relation's newest
+segments as `segments.merge_start` says.
 """
 
 from __future__ import annotations
@@ -309,20 +309,26 @@ def _merge_newest(connection: Connection, relation: str) -> None:
     The merged segment takes the place (id) of the newest, so the log's order stays."""
     table = models.fact_segments
     log = connection.execute(
-        select(table.c.id, table.c.rows).where(table.c.relation == relation).order_by(table.c.id)
+        select(table.c.id, table.c.rows, func.length(table.c.data))
+        .where(table.c.relation == relation)
+        .order_by(table.c.id)
     ).all()
-    start = segments.merge_start([rows for _, rows in log])
+    start = segments.merge_start([(rows, size) for _, rows, size in log])
     if start is None:
         return
-    ids = [segment_id for segment_id, _ in log[start:]]
+    ids = [segment_id for segment_id, _, _ in log[start:]]
     frames = [
         segments.decode(data)
         for (data,) in connection.execute(
             select(table.c.data).where(table.c.id.in_(ids)).order_by(table.c.id)
         )
     ]
-    if start > 0 and not segments.same_shape(frames):
-        return  # the relation changed shape in between: left to a merge from the start
+    newest = segments.newest_shape(frames)
+    if newest > 0:  # the relation changed shape: what came before folds to nothing
+        connection.execute(
+            delete(table).where(table.c.relation == relation, table.c.id < ids[newest])
+        )
+        return
     merged = segments.fold(frames, complete=start == 0)
     connection.execute(delete(table).where(table.c.id.in_(ids[:-1])))
     if merged.height:

@@ -1,23 +1,25 @@
 """Facts stored as columnar segments: a relation's facts are a short log of Arrow frames.
 
-A delta writes, per relation it changes, one segment: the rows it inserted or retracted as an
-Arrow IPC blob, with a `present` column (True: inserted, False: retracted). A relation's
-facts are the rows whose last entry in its log says present (`fold`). Three million edges
-are one 50 MB blob, written in a fraction of a second, where a database row per fact (with
-its key and index entry) took 14 s.
+A delta appends, per relation it changes, a segment of the rows it retracted and one of the
+rows it inserted (several past `MAX_SEGMENT_ROWS`), each row with a `present` column (True:
+inserted, False: retracted); an Arrow IPC blob, or JSON for a few rows. A relation's facts
+are the rows whose last entry in its log says present (`fold`). Three million edges are one
+8 MB blob, written in a fraction of a second, where a database row per fact (with its key
+and index entry) took 14 s.
 
-The log stays short by size-tiered merging, as in LSM trees (`merge_start`): once it holds
-more than `SLACK` segments, the newest are folded into one while the one before them is at
-most twice as large as they are together. A merged segment is at least half as large again
-as the largest it absorbed, so every row is rewritten O(log n) times and a relation keeps
-O(log n) segments; a merge that reaches the oldest segment drops retracted rows for good.
+The log stays short by merging its newest segments (`merge_start`): once it holds more than
+`SLACK` segments, the newest are folded into one while the one before them is at most twice
+as large as they are together, the rule of Timsort's stack of runs: a row is rewritten
+O(log n) times over the life of the log, and the log holds `SLACK` + O(log n) segments. A
+merge that reaches the oldest segment drops retracted rows for good.
 
 A segment holds a row at most once: a delta's effective rows are distinct, and a merge keeps
 one entry per row.
 
 A relation's column types can change only while it holds no facts (the engine refuses a rule
 change otherwise), so segments of an older shape fold to nothing: `fold` keeps the newest
-shape's segments alone.
+shape's segments alone, and a merge that meets an older shape deletes its segments
+(`newest_shape`).
 """
 
 from __future__ import annotations
@@ -30,12 +32,14 @@ from typing import Any
 import polars as pl
 
 PRESENT = "present"
+"""The column that says whether a segment's row was inserted (True) or retracted."""
 _DTYPES: dict[str, pl.DataType] = {"Int64": pl.Int64(), "String": pl.String()}
 _DTYPE_NAMES: dict[pl.DataType, str] = {dtype: name for name, dtype in _DTYPES.items()}
-"""The column that says whether a segment's row was inserted (True) or retracted."""
-MAX_SEGMENT_ROWS = 1 << 22
-"""Rows per segment at most (a larger delta writes several; merges stop short of it): a
-blob stays well below the databases' limits of 1 GB a value."""
+MAX_SEGMENT_ROWS = 1 << 20
+MAX_MERGED_BYTES = 1 << 28
+"""Rows per segment at most (a larger delta writes several), and the bytes a merge may
+gather: a blob stays well below the databases' limit of 1 GB a value, even of long
+symbols."""
 SLACK = 8
 """Segments a log may hold before any merge: a write of a few facts then costs one small
 insert, and a merge folds several small segments at once (1 ms of Polars work for each
@@ -96,17 +100,21 @@ def same_shape(frames: Sequence[pl.DataFrame]) -> bool:
     return len({tuple(frame.schema.items()) for frame in frames}) <= 1
 
 
+def newest_shape(frames: Sequence[pl.DataFrame]) -> int:
+    """Where the run of segments of the newest shape begins (see the module docstring)."""
+    start = len(frames)
+    while start > 0 and frames[start - 1].schema == frames[-1].schema:
+        start -= 1
+    return start
+
+
 def fold(frames: Sequence[pl.DataFrame], *, complete: bool) -> pl.DataFrame:
     """The net effect of consecutive segments, as one segment: per row, its last entry.
 
     `complete`: the segments are the whole log, so a row whose last entry is a retraction is
     gone (dropped) and every row left is present."""
     if complete:
-        shape = frames[-1].schema
-        start = len(frames)
-        while start > 0 and frames[start - 1].schema == shape:
-            start -= 1
-        frames = frames[start:]
+        frames = frames[newest_shape(frames) :]
     elif not same_shape(frames):
         raise ValueError("segments of different shapes cannot be merged")
     if complete and len(frames) == 1:  # a segment holds a row once: only drop retractions
@@ -120,18 +128,20 @@ def fold(frames: Sequence[pl.DataFrame], *, complete: bool) -> pl.DataFrame:
     return net
 
 
-def merge_start(sizes: Sequence[int]) -> int | None:
-    """Where the newest segments of a log of these row counts should be merged from: the
-    first of the longest run of newest segments that each is at most twice as large as all
-    after it together (and stay within `MAX_SEGMENT_ROWS`); None when there is nothing to
-    merge, or the log is no longer than `SLACK`."""
+def merge_start(sizes: Sequence[tuple[int, int]]) -> int | None:
+    """Where the newest segments of a log should be merged from, given each segment's rows
+    and bytes: the first of the longest run of newest segments that each is at most twice
+    as large as all after it together (within `MAX_SEGMENT_ROWS` and `MAX_MERGED_BYTES`);
+    None when there is nothing to merge, or the log is no longer than `SLACK`."""
     if len(sizes) <= SLACK:
         return None
     start = len(sizes) - 1
-    total = sizes[start]
-    while start > 0 and sizes[start - 1] <= 2 * total:
-        if total + sizes[start - 1] > MAX_SEGMENT_ROWS:
+    rows, size = sizes[start]
+    while start > 0 and sizes[start - 1][0] <= 2 * rows:
+        more_rows, more_bytes = sizes[start - 1]
+        if rows + more_rows > MAX_SEGMENT_ROWS or size + more_bytes > MAX_MERGED_BYTES:
             break
         start -= 1
-        total += sizes[start]
+        rows += more_rows
+        size += more_bytes
     return start if start < len(sizes) - 1 else None

@@ -69,14 +69,41 @@ def test_stored_facts_follow_every_delta(backend: str, databases: Databases) -> 
 
 
 def test_merges_keep_logs_logarithmic() -> None:
-    sizes: list[int] = []
+    sizes: list[tuple[int, int]] = []
     for _ in range(10_000):
-        sizes.append(1)
+        sizes.append((1, 10))
         start = segments.merge_start(sizes)
         if start is not None:
-            sizes[start:] = [sum(sizes[start:])]
+            merged = sizes[start:]
+            sizes[start:] = [(sum(r for r, _ in merged), sum(b for _, b in merged))]
         assert len(sizes) <= segments.SLACK + 15
-    assert sum(sizes) == 10_000
+    assert sum(r for r, _ in sizes) == 10_000
+
+
+def test_a_relation_of_a_new_shape_leaves_its_old_segments_behind(
+    backend: str, databases: Databases
+) -> None:
+    """Once a relation's rows (numbers) are all retracted, it may take rows of another
+    shape (symbols): the old segments fold to nothing, and a merge deletes them."""
+    store = Store(Settings(database_url=databases.new(backend)).sqlalchemy_url)
+    try:
+        store.migrate()
+        store.initialize("", [])
+        numbers = FactBatch.of_rows([(i,) for i in range(5)], ("number",))
+        store.commit_delta(DeltaRecord(1, 5, 0, inserts={"r": numbers}))
+        store.commit_delta(DeltaRecord(2, 0, 5, retracts={"r": numbers}))
+        for number in range(3, 3 + 2 * segments.SLACK):
+            rows = FactBatch.of_rows([(f"s{number}",)], ("symbol",))
+            store.commit_delta(DeltaRecord(number, 1, 0, inserts={"r": rows}))
+        loaded = store.load().facts["r"]
+        assert sorted(loaded) == sorted((f"s{n}",) for n in range(3, 3 + 2 * segments.SLACK))
+        with store.engine.connect() as connection:
+            table = models.fact_segments
+            blobs = connection.execute(select(table.c.data)).scalars().all()
+        shapes = {tuple(segments.decode(blob).schema.items()) for blob in blobs}
+        assert shapes == {(("c0", pl.String()), ("present", pl.Boolean()))}
+    finally:
+        store.close()
 
 
 def test_fold_keeps_the_last_entry_of_each_row() -> None:

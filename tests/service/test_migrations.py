@@ -9,9 +9,10 @@ import json
 from alembic import command
 from alembic.config import Config
 
+from reasoner.io.batch import FactBatch
 from service.settings import Settings
 from service.store.database import MIGRATIONS_DIR, create_database_engine, upgrade
-from service.store.repository import read_facts
+from service.store.repository import DeltaRecord, Store, read_facts
 from tests.service.conftest import READ_TOKEN, Databases, Server
 
 
@@ -62,6 +63,20 @@ def test_facts_move_into_segments_and_back(backend: str, databases: Databases) -
         with engine.connect() as connection:
             stored = read_facts(connection)
         assert {name: set(rows) for name, rows in stored.items()} == facts
+        store = Store(url)  # a write after the upgrade: a small (JSON) segment
+        try:
+            store.commit_delta(
+                DeltaRecord(
+                    1,
+                    1,
+                    1,
+                    inserts={"e": FactBatch.of_rows([(3, "c")], ("number", "symbol"))},
+                    retracts={"e": FactBatch.of_rows([(1, "a")], ("number", "symbol"))},
+                )
+            )
+        finally:
+            store.close()
+        facts["e"] = {(2, "é \x00"), (3, "c")}
         config = Config()
         config.set_main_option("script_location", str(MIGRATIONS_DIR))
         with engine.begin() as connection:
