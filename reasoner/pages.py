@@ -2,27 +2,29 @@
 
 Rows are ordered as their user values compare (numbers as numbers, symbols as strings, column
 by column), and a page is the `limit` rows after a cursor row. Symbol ids become keys that
-sort as their strings do (`SymbolTable.order_keys`), and only the page's rows are decoded.
+sort as their strings do (`RowOrder`), and only the page's rows are decoded.
 
-A page costs O(page) once the relation has a `SortedRows`: its committed rows' ids in value
-order as of some moment, with their keys. Rows committed since then (ids from `first_new`
-on) are few and merged in; rows removed since then are skipped by their status. It is built
-on a thread of its own (a sort of 3 million rows takes most of a second, with the GIL let
-go) after the first read that finds none, and again when the rows it misses grow many, the
-table is renumbered (compacted) or replaced (a Bootstrap). Until then a page costs one pass
-over the relation: the columns come out as arrays, a vectorized comparison keeps the rows
-after the cursor, and a partition per column picks the smallest `limit` (a few tens of
-milliseconds on 3 million rows). Pages cost O(relation) made flat-out reads slow a
-one-fact write fivefold on two cores: each write waited for the pages being made.
+Once a relation of `SORTED_MIN_ROWS` rows or more has a `SortedRows` (its committed rows'
+ids in value order as of some moment, 4 bytes a row), a page costs a binary search for the
+cursor (O(log n) rows read), the page's rows, and the rows committed since (ids from
+`first_new` on, at most an eighth of the relation before it is sorted again); rows removed
+since are skipped by their status. A `SortedRows` is built on a thread of its own, one at a
+time, after the first read that finds none (copying the rows holds the GIL for a moment, the
+sort of 3 million rows most of a second without it), and again when the rows it misses grow
+many, or the table is renumbered (compacted) or replaced (a Bootstrap). Until then, and for
+smaller relations, a page costs one pass over the relation: the columns come out as arrays,
+a vectorized comparison keeps the rows after the cursor, and a partition per column picks the
+smallest `limit` (a few tens of milliseconds on 3 million rows). Pages that cost a pass each
+made flat-out reads slow a one-fact write fivefold on two cores: each write waited for the
+pages being made.
 """
 
 from __future__ import annotations
 
 import threading
 from bisect import bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
 
 import numpy as np
 
@@ -33,8 +35,6 @@ from reasoner.symbols import SymbolTable
 from reasoner.syntax.ast import SYMBOL, ColumnType
 
 Row = tuple[Value, ...]
-OrderKeys = Callable[[list[np.ndarray]], list[np.ndarray]]
-"""A relation's columns (engine values) -> their order keys (see `_order_keys`)."""
 
 
 def relation_page(
@@ -50,16 +50,16 @@ def relation_page(
     if store.arity == 0:
         rows = [decode(t) for t in list(store.iters)]
         return ([], None) if after is not None else (rows[:limit], None)
-    order_keys = order_keys_for(types, symbols)
-    cursor = None if after is None else _cursor_keys(after, types, symbols)
-    found = _current(store, order_keys)
+    order = RowOrder(types, symbols)
+    cursor = None if after is None else order.cursor(after)
+    found = _current(store, order)
     if found is not None:
-        values = _page_of_sorted(found, order_keys, cursor, limit)
+        values = _page_of_sorted(found, order, cursor, limit)
     else:
         values, _iterations = store.table.columns()
         if not len(values[0]):
             return [], None
-        keys = order_keys(values)
+        keys = order.keys(values)
         picked = _smallest(keys, limit + 1, None if cursor is None else _after(keys, cursor))
         values = [column[picked] for column in values]
     rows = [decode(t) for t in zip(*(v.tolist() for v in values), strict=True)]
@@ -68,25 +68,33 @@ def relation_page(
     return rows, None
 
 
-def order_keys_for(types: Sequence[ColumnType], symbols: SymbolTable) -> OrderKeys:
-    """The order keys of a relation of these types (symbol keys as of each call)."""
-    return partial(_order_keys, types=types, symbols=symbols)
+class RowOrder:
+    """How rows of a relation of these types compare: as int64 keys per column, numbers as
+    they are and symbols by one `SymbolOrder` (so a cursor and the rows it is compared with
+    agree, whatever symbols a write interns meanwhile)."""
 
+    __slots__ = ("symbols", "types")
 
-def _order_keys(
-    values: list[np.ndarray], types: Sequence[ColumnType], symbols: SymbolTable
-) -> list[np.ndarray]:
-    if SYMBOL not in types:
-        return values
-    order = symbols.order_keys()
-    return [order[v] if t == SYMBOL else v for v, t in zip(values, types, strict=True)]
+    def __init__(self, types: Sequence[ColumnType], symbols: SymbolTable) -> None:
+        self.types = types
+        self.symbols = symbols.order() if SYMBOL in types else None
 
+    def keys(self, values: list[np.ndarray]) -> list[np.ndarray]:
+        """The keys of rows given as engine columns."""
+        if self.symbols is None:
+            return values
+        order = self.symbols.keys
+        return [order[v] if t == SYMBOL else v for v, t in zip(values, self.types, strict=True)]
 
-def _cursor_keys(after: Row, types: Sequence[ColumnType], symbols: SymbolTable) -> list[int]:
-    return [
-        symbols.order_key(v) if t == SYMBOL else v  # type: ignore[arg-type,misc]
-        for v, t in zip(after, types, strict=True)
-    ]
+    def cursor(self, after: Row) -> list[int]:
+        """The keys of a cursor row (user values, which no row need hold)."""
+        if self.symbols is None:
+            return list(after)  # type: ignore[arg-type]
+        key = self.symbols.key
+        return [
+            key(v) if t == SYMBOL else v  # type: ignore[arg-type,misc]
+            for v, t in zip(after, self.types, strict=True)
+        ]
 
 
 def _after(keys: list[np.ndarray], cursor: list[int]) -> np.ndarray:
@@ -124,6 +132,8 @@ def _smallest(keys: list[np.ndarray], k: int, wanted: np.ndarray | None) -> np.n
     return picked[np.lexsort([c[picked] for c in keys[::-1]])]
 
 
+SORTED_MIN_ROWS = 50_000
+"""Smaller relations are read a pass a page (a millisecond or so), never sorted."""
 REBUILD_SHARE = 8
 """A `SortedRows` missing more than 1/8 of its table's rows (committed since, or removed
 since) is built again."""
@@ -145,77 +155,80 @@ class SortedRows:
 
 
 _building_lock = threading.Lock()
+_one_build = threading.Lock()
+"""Sorts run one at a time: each copies its relation first."""
 
 
-def _current(store: RelationStore, order_keys: OrderKeys) -> SortedRows | None:
+def _current(store: RelationStore, order: RowOrder) -> SortedRows | None:
     """The store's `SortedRows` when it still describes its table, else None; starts a build
     when there is none or it misses many rows."""
     table = store.table
     found = store.sorted_rows
+    if table.committed < SORTED_MIN_ROWS:
+        return None
     if found is None or found.table is not table or found.renumbered != table.renumbered:
-        _build_later(store, order_keys)
+        _build_later(store, order)
         return None
     missing = (table.nrows - found.first_new) + (len(found.ids) - table.committed)
     if missing > max(REBUILD_MIN, len(found.ids) // REBUILD_SHARE):
-        _build_later(store, order_keys)
+        _build_later(store, order)
     return found
 
 
-def _build_later(store: RelationStore, order_keys: OrderKeys) -> None:
+def _build_later(store: RelationStore, order: RowOrder) -> None:
     with _building_lock:
         if store.sorted_building:
             return
         store.sorted_building = True
-    threading.Thread(
-        target=_build, args=(store, order_keys), name="reasoner-pages", daemon=True
-    ).start()
+    threading.Thread(target=_build, args=(store, order), name="reasoner-pages", daemon=True).start()
 
 
-def _build(store: RelationStore, order_keys: OrderKeys) -> None:
+def _build(store: RelationStore, order: RowOrder) -> None:
     try:
-        built = build_sorted_rows(store.table, order_keys)
+        with _one_build:
+            built = build_sorted_rows(store.table, order)
         if built is not None and built.table is store.table:
             store.sorted_rows = built
     finally:
         store.sorted_building = False
 
 
-def build_sorted_rows(table: Table, order_keys: OrderKeys) -> SortedRows | None:
+def build_sorted_rows(table: Table, order: RowOrder) -> SortedRows | None:
     """The table's rows in value order now; None while rows are staged (an Update in
     flight: their ids come before rows committed later, so `first_new` could not say)."""
     snapshot = table.committed_snapshot()
     if snapshot is None:
         return None
     ids, values, nrows, renumbered = snapshot
-    order = np.lexsort(order_keys(values)[::-1])  # lets go of the GIL
-    return SortedRows(table, renumbered, nrows, ids[order].astype(np.int32))
+    permutation = np.lexsort(order.keys(values)[::-1])  # lets go of the GIL
+    return SortedRows(table, renumbered, nrows, ids[permutation].astype(np.int32))
 
 
 class _SortedKeys(Sequence[tuple[int, ...]]):
     """The order keys of the rows of a `SortedRows`, read on demand (for `bisect`)."""
 
-    def __init__(self, found: SortedRows, order_keys: OrderKeys) -> None:
+    def __init__(self, found: SortedRows, order: RowOrder) -> None:
         self.found = found
-        self.order_keys = order_keys
+        self.order = order
 
     def __len__(self) -> int:
         return len(self.found.ids)
 
     def __getitem__(self, position):  # type: ignore[override]
         values = self.found.table.values_of(self.found.ids[position : position + 1])
-        return tuple(int(k[0]) for k in self.order_keys(values))
+        return tuple(int(k[0]) for k in self.order.keys(values))
 
 
 def _page_of_sorted(
     found: SortedRows,
-    order_keys: OrderKeys,
+    order: RowOrder,
     cursor: list[int] | None,
     limit: int,
 ) -> list[np.ndarray]:
     """The values of the first `limit` + 1 rows after `cursor` (keys) as columns: the sorted
     rows from the cursor on that are still committed, merged with the rows committed since."""
     table = found.table
-    start = 0 if cursor is None else bisect_right(_SortedKeys(found, order_keys), tuple(cursor))
+    start = 0 if cursor is None else bisect_right(_SortedKeys(found, order), tuple(cursor))
     need = limit + 1
     chosen = []
     while need and start < len(found.ids):
@@ -231,8 +244,8 @@ def _page_of_sorted(
         return values
     new_values = table.values_of(new)
     if cursor is not None:
-        keep = _after(order_keys(new_values), cursor)
+        keep = _after(order.keys(new_values), cursor)
         new_values = [column[keep] for column in new_values]
     values = [np.concatenate(pair) for pair in zip(values, new_values, strict=True)]
-    order = np.lexsort(order_keys(values)[::-1])[: limit + 1]
+    order = np.lexsort(order.keys(values)[::-1])[: limit + 1]
     return [column[order] for column in values]

@@ -44,13 +44,13 @@ class RelationStore:
         self.arity = arity
         self.table = Table(arity)
         self.extra: Staged = self.table.staged_view
-        self.sorted_rows: SortedRows | None = None
-        """The rows in value order, for reads a page at a time (`reasoner.pages`)."""
-        self.sorted_building = False
         """Tuples an in-flight Update derived that are not committed yet: staged in the table
         (so joins see the union of the old and the new epoch through the indexes) but not
         committed. A view of the table's staged rows, whoever staged them (the compiled
         Update stages by row id)."""
+        self.sorted_rows: SortedRows | None = None
+        """The rows in value order, for reads a page at a time (`reasoner.pages`)."""
+        self.sorted_building = False
 
     def replace_table(self, table: Table) -> None:
         """Hold `table`'s rows instead (a relation loaded whole, see `State.load_facts`)."""

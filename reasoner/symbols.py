@@ -17,6 +17,28 @@ from reasoner.analysis.model import Value
 from reasoner.syntax.ast import SYMBOL, ColumnType
 
 
+class SymbolOrder:
+    """The order of the symbols at one moment. `keys`: per id, an int64 that sorts as the
+    strings do, twice the string's rank (odd keys are left for strings that are not
+    symbols, see `key`). A symbol interned later moves the keys of the strings after it, not
+    their order: a read that compares keys takes them all from one `SymbolOrder`."""
+
+    __slots__ = ("_ids", "keys", "ordered")
+
+    def __init__(self, keys: np.ndarray, ordered: list[str], ids: dict[str, int]) -> None:
+        self.keys = keys
+        self.ordered = ordered
+        self._ids = ids
+
+    def key(self, text: str) -> int:
+        """The key of `text`: its own for a symbol known then, else the odd key between its
+        neighbours in string order."""
+        ident = self._ids.get(text)
+        if ident is not None and ident < len(self.keys):
+            return int(self.keys[ident])
+        return 2 * bisect_left(self.ordered, text) - 1
+
+
 class SymbolTable:
     """A bidirectional, append-only map between strings and ids 0, 1, 2, ..."""
 
@@ -54,20 +76,17 @@ class SymbolTable:
     def resolve(self, ident: int) -> str:
         return self._strings[ident]
 
+    def order(self) -> SymbolOrder:
+        """The symbols' order now (see `SymbolOrder`). Recomputed when symbols were added since
+        the last call; reads in value order use it to sort ids without strings."""
+        keys, ordered = self._sorted()
+        return SymbolOrder(keys, ordered, self._ids)
+
     def order_keys(self) -> np.ndarray:
-        """Per id, an int64 that sorts as the strings do: twice the string's rank (odd keys are
-        left for strings that are not symbols, see `order_key`). Recomputed when symbols were
-        added since the last call; reads in value order use it to sort ids without strings."""
-        return self._sorted()[0]
+        return self.order().keys
 
     def order_key(self, text: str) -> int:
-        """The key of `text` among `order_keys`: its own for a symbol, else the odd key
-        between its neighbours in string order."""
-        ident = self._ids.get(text)
-        keys, ordered = self._sorted()
-        if ident is not None and ident < len(keys):
-            return int(keys[ident])
-        return 2 * bisect_left(ordered, text) - 1
+        return self.order().key(text)
 
     def _sorted(self) -> tuple[np.ndarray, list[str]]:
         order = self._order

@@ -56,9 +56,9 @@ cdef class Table:
     cdef int64_t* scratch
     cdef readonly uint64_t version
     cdef uint64_t generation
-    cdef readonly uint64_t renumbered   # moves when row ids change meaning (compact, clear)
     # Moves whenever the row arrays move or are renumbered (growth, widening, compaction,
     # clearing): what a reader that let go of the GIL must check before it reads on.
+    cdef readonly uint64_t renumbered   # moves when row ids change meaning (compact, clear)
     cdef dict _indexes
 
     cdef int _load(self, object t) except -1

@@ -220,9 +220,11 @@ def check_delta(delta: Delta) -> None:
     error (`invalid_text`, with its line and column, named like the engine names added texts).
     Inserted symbols are stored as UTF-8 (in Arrow segments), which holds a NUL (so NUL is a
     valid symbol) but no unpaired surrogate; each fact is stored with its relation's name, in a
-    column of `MAX_STORED_NAME` characters. Retracted values and rule ids are only compared
-    with stored ones, so they cannot reach the database. Every refusal is final (400): the
-    commit would fail the same way on every retry, which the 503 it gave told clients to do."""
+    column of `MAX_STORED_NAME` characters. Rule ids are only compared with stored ones, and
+    a retracted value is stored only when it equals a stored one (a retraction stores the
+    facts it removed), so neither can hold what the database refuses. Every refusal is final
+    (400): the commit would fail the same way on every retry, which the 503 it gave told
+    clients to do."""
     names = (
         [RULES_FILENAME]
         if len(delta.add_rules) == 1
