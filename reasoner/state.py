@@ -94,7 +94,7 @@ class RelationStore:
         first of them, made now if need be and maintained from then on, as the plans' indexes
         are: a reader adds at most one single-column index per filtered column."""
         columns = tuple(sorted(key))
-        index = self.indexes.get(columns) or self.index(columns[:1])
+        index = self.index(columns if self.table.has_index(columns) else columns[:1])
         probe = tuple(key[c] for c in index.columns)
         rest = [(c, v) for c, v in key.items() if c not in index.columns]
         table = self.table

@@ -57,8 +57,6 @@ import os
 
 import numpy as np
 
-cdef uint16_t BIG_COUNT = 0
-"""The count word of a row whose count is in `big`."""
 cdef int32_t STAGED_STATUS = -1
 cdef int32_t DEAD_STATUS = -2
 cdef int32_t EMPTY = -1
@@ -1078,6 +1076,10 @@ cdef class Table:
         missing): how compiled code names it."""
         cdef Index index = self.index(columns)
         return index.position
+
+    def has_index(self, columns) -> bool:
+        """Whether the table keeps an index on `columns` (without making a view of it)."""
+        return tuple(columns) in self._indexes
 
     @property
     def indexes(self) -> dict:

@@ -26,7 +26,7 @@ from libc.stdint cimport int32_t, int64_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memset
 
-from reasoner.compact.table cimport Table, _get, _mix
+from reasoner.compact.table cimport BIG_COUNT, Table, _get, _mix
 
 import numpy as np
 
@@ -1493,6 +1493,6 @@ cdef inline bint _compare(int op, int64_t a, int64_t b) noexcept:
 
 cdef int64_t _committed_count(Table t, int64_t row) except -1:
     cdef uint16_t c = t.counts[row]
-    if c != 0:  # 0: the count is in the table's dict of large counts
+    if c != BIG_COUNT:
         return c
     return t._count(row)

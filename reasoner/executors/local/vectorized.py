@@ -373,7 +373,7 @@ class VectorizedStratum:
                     rows *= max(1, len(relations[step.relation]))
             work += rows
             for relation, cols in plan.index_needs():
-                if cols not in relations[relation].indexes:
+                if not relations[relation].table.has_index(cols):
                     work += len(relations[relation])
         return work
 
