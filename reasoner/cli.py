@@ -27,6 +27,7 @@ from reasoner.elastic.engines import (
 )
 from reasoner.errors import InputDataError, ProgramError
 from reasoner.gc_pause import collector_paused
+from reasoner.io.batch import read_facts_batch
 from reasoner.io.facts import load_inputs, write_outputs
 from reasoner.materialization import DEFAULT_SWITCHING_PARAMETER, Materialization
 from reasoner.replay import EpochRecord, replay
@@ -66,7 +67,7 @@ def _run(args: argparse.Namespace) -> int:
 def _run_once(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     analyzed = _analyze(args.program)
-    inputs = load_inputs(analyzed, Path(args.facts))
+    inputs = load_inputs(analyzed, Path(args.facts), read=read_facts_batch)
     # One evaluation, no epochs after it: no Update plans (nor their indexes), and relations
     # too big for the state stay as frames.
     materialization = Materialization(
@@ -101,7 +102,7 @@ def _run_once(args: argparse.Namespace) -> int:
 
 def _write_program_outputs(analyzed: AnalyzedProgram, m: Materialization, output: str) -> None:
     """The program's `.output` relations, as `souffle -D` writes them."""
-    outputs = {name: m.rows(name) for name, info in analyzed.relations.items() if info.is_output}
+    outputs = {name: m.batch(name) for name, info in analyzed.relations.items() if info.is_output}
     try:
         write_outputs(analyzed, outputs, Path(output))
     except OSError as exc:

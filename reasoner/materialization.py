@@ -830,6 +830,23 @@ class Materialization:
             return [decode(t) for t in kept.stored().iter_rows()]
         return [decode(t) for t in self.state[name]]
 
+    def batch(self, name: str) -> FactBatch | list[tuple[()]]:
+        """Every tuple of a relation in user values, as columns (rows for arity 0): a relation
+        is written out without a Python object per tuple."""
+        info = self.analyzed.relations[name]
+        if not info.arity:
+            return [()] * self.size(name)
+        kept = self.frames.get(name)
+        if kept is not None:
+            columns = [column.to_numpy() for column in kept.stored().iter_columns()]
+        else:
+            columns = self.state[name].table.columns()[0]
+        decoded = [
+            self.symbols.resolve_series(column) if kind == SYMBOL else column
+            for kind, column in zip(info.types, columns, strict=True)
+        ]
+        return FactBatch.of_columns(decoded, info.types)
+
     def stored_facts(
         self, prepared: PreparedDelta, *, inserted: bool
     ) -> dict[str, FactBatch | list[tuple[()]]]:

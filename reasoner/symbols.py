@@ -12,6 +12,7 @@ from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 
 import numpy as np
+import polars as pl
 
 from reasoner.analysis.model import Value
 from reasoner.syntax.ast import SYMBOL, ColumnType
@@ -42,12 +43,13 @@ class SymbolOrder:
 class SymbolTable:
     """A bidirectional, append-only map between strings and ids 0, 1, 2, ..."""
 
-    __slots__ = ("_ids", "_order", "_strings")
+    __slots__ = ("_ids", "_order", "_series", "_strings")
 
     def __init__(self) -> None:
         self._ids: dict[str, int] = {}
         self._strings: list[str] = []
         self._order: tuple[np.ndarray, list[str]] | None = None
+        self._series: pl.Series | None = None
         """(`order_keys`, the strings sorted) for the first len(strings) symbols."""
 
     def __len__(self) -> int:
@@ -68,6 +70,14 @@ class SymbolTable:
     def resolve_column(self, ids: np.ndarray) -> list[str]:
         """The strings of a column of ids: `resolve`, a column at a time."""
         return list(map(self._strings.__getitem__, ids.tolist()))
+
+    def resolve_series(self, ids: np.ndarray) -> pl.Series:
+        """The strings of a column of ids as a Polars column, taken from a column of every
+        symbol (made again when symbols were added): no Python string per row."""
+        count = len(self._strings)
+        if self._series is None or len(self._series) != count:
+            self._series = pl.Series(self._strings[:count], dtype=pl.String())
+        return self._series.gather(ids)
 
     def lookup(self, text: str) -> int | None:
         """The id of `text`, or None if it was never interned (so no tuple can contain it)."""

@@ -14,13 +14,15 @@ rows, so its facts stay rows.
 from __future__ import annotations
 
 import io
+import os
 from collections.abc import Iterator, Sequence
 from typing import overload
 
+import numpy as np
 import polars as pl
 
 from reasoner.analysis.model import Value
-from reasoner.io.facts import parse_facts_text
+from reasoner.io.facts import parse_facts_text, read_fact_file
 from reasoner.syntax.ast import NUMBER, ColumnType
 
 Row = tuple[Value, ...]
@@ -110,8 +112,32 @@ class FactBatch(Sequence[Row]):
             return FactBatch(self.frame[index])
         return self.frame.row(index)
 
+    def write_sorted(self, path: str | os.PathLike[str], delimiter: str) -> bool:
+        """Write the rows as `reasoner.io.facts.format_rows` does (distinct, sorted, fields
+        verbatim), in Polars: strings sort as Python's do, as UTF-8 bytes order as code
+        points. False, having written nothing, for a delimiter Polars cannot write (more than
+        one byte)."""
+        if len(delimiter.encode("utf-8")) != 1:
+            return False
+        frame = self.frame.unique().sort(self.frame.columns)
+        frame.write_csv(
+            path,
+            include_header=False,
+            separator=delimiter,
+            quote_style="never",
+            line_terminator="\n",
+        )
+        return True
+
     def __repr__(self) -> str:
         return f"FactBatch({self.frame.height} rows, {self.frame.width} columns)"
+
+
+def read_facts_batch(
+    path: str | os.PathLike[str], types: Sequence[ColumnType], delimiter: str = "\t"
+) -> FactBatch | list[Row]:
+    """`reasoner.io.facts.read_facts`, as columns where it can (`parse_facts_batch`)."""
+    return parse_facts_batch(read_fact_file(path), types, os.fspath(path), delimiter)
 
 
 def parse_facts_batch(
@@ -136,6 +162,27 @@ def parse_facts_batch(
     text = body if isinstance(body, str) else body.decode("utf-8")
     rows = parse_facts_text(text, types, filename, delimiter)
     return FactBatch.of_rows(rows, types) if types else rows
+
+
+def _fields_line_up(data: bytes, delimiter: str, arity: int, rows: int) -> bool:
+    """Whether every line holds `arity` fields and there are `rows` lines. Polars pads a short
+    line and takes a trailing separator as the end of a line, so it cannot say: the
+    separators are counted line by line here, a pass in numpy."""
+    text = np.frombuffer(data, dtype=np.uint8)
+    ends = np.flatnonzero(text == ord("\n"))
+    if not data.endswith(b"\n"):
+        ends = np.append(ends, len(text))
+    if len(ends) != rows:
+        return False
+    separators = np.flatnonzero(text == ord(delimiter))
+    if len(separators) != (arity - 1) * rows:
+        return False
+    if arity == 1 or not rows:
+        return True
+    # As many separators as the lines need: each line's must all lie within it.
+    per_line = separators.reshape(rows, arity - 1)
+    starts = np.concatenate(([-1], ends[:-1]))
+    return bool((per_line[:, 0] > starts).all() and (per_line[:, -1] < ends).all())
 
 
 def _read_plain(data: bytes, types: Sequence[ColumnType], delimiter: str) -> pl.DataFrame | None:
@@ -165,9 +212,7 @@ def _read_plain(data: bytes, types: Sequence[ColumnType], delimiter: str) -> pl.
         )
     except pl.exceptions.PolarsError:
         return None
-    # A line with too many fields fails the read; one with too few would be padded, so the
-    # separators must add up too: with none over, none can be short.
-    if raw.width != arity or data.count(delimiter.encode("ascii")) != (arity - 1) * raw.height:
+    if raw.width != arity or not _fields_line_up(data, delimiter, arity, raw.height):
         return None
     numbers = [name for name, kind in zip(names, types, strict=True) if kind == NUMBER]
     if direct:  # an empty field is null

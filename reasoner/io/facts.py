@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import repeat
 from pathlib import Path
 from typing import NoReturn
@@ -47,20 +47,29 @@ _SUPPORTED_PARAMS = frozenset({"filename", "delimiter", "IO"})
 def read_facts(
     path: str | os.PathLike[str], types: Sequence[ColumnType], delimiter: str = "\t"
 ) -> list[Row]:
-    """Read a fact file; rows come back in file order, duplicates included.
+    """Read a fact file; rows come back in file order, duplicates included."""
+    text = read_fact_file(path).decode("utf-8")
+    return parse_facts_text(text, types, os.fspath(path), delimiter)
+
+
+def read_fact_file(path: str | os.PathLike[str]) -> bytes:
+    """A fact file's bytes, UTF-8 (checked).
 
     A missing or unreadable file is an `InputDataError`, like Soufflé's "cannot open fact file",
     because for the user it is a data problem, not a program or engine bug.
     """
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        data = Path(path).read_bytes()
     except OSError as exc:
         raise InputDataError(f"cannot open fact file: {exc.strerror}", os.fspath(path)) from None
-    except UnicodeDecodeError as exc:
-        raise InputDataError(
-            f"not valid UTF-8 (byte offset {exc.start})", os.fspath(path)
-        ) from None
-    return parse_facts_text(text, types, os.fspath(path), delimiter)
+    if not data.isascii():
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputDataError(
+                f"not valid UTF-8 (byte offset {exc.start})", os.fspath(path)
+            ) from None
+    return data
 
 
 def parse_facts_text(
@@ -181,20 +190,27 @@ def format_rows(rows: Iterable[Row], delimiter: str = "\t") -> str:
 def write_csv(path: str | os.PathLike[str], rows: Iterable[Row], delimiter: str = "\t") -> None:
     """Write rows in Soufflé's output format (see `format_rows`); symbols are written verbatim,
     so a symbol containing the delimiter or a newline does not read back the same, as in
-    Soufflé."""
+    Soufflé. Rows that can write themselves so (a `reasoner.io.batch.FactBatch`: columns,
+    sorted in Polars) do."""
+    write_sorted = getattr(rows, "write_sorted", None)
+    if write_sorted is not None and write_sorted(path, delimiter):
+        return
     Path(path).write_text(format_rows(rows, delimiter), encoding="utf-8")
 
 
 def load_inputs(
-    analyzed: AnalyzedProgram, facts_dir: str | os.PathLike[str]
-) -> dict[str, list[Row]]:
-    """Read every `.input` relation from `facts_dir`, honouring `filename=` and `delimiter=`."""
-    loaded: dict[str, list[Row]] = {}
+    analyzed: AnalyzedProgram,
+    facts_dir: str | os.PathLike[str],
+    read: Callable[[Path, Sequence[ColumnType], str], Sequence[Row]] = read_facts,
+) -> dict[str, Sequence[Row]]:
+    """Read every `.input` relation from `facts_dir`, honouring `filename=` and `delimiter=`;
+    `read`: rows (`read_facts`), or columns (`reasoner.io.batch.read_facts_batch`)."""
+    loaded: dict[str, Sequence[Row]] = {}
     for name, info in analyzed.relations.items():
         if not info.is_input:
             continue
         path, delimiter = _io_target(name, info.input_params, Path(facts_dir), ".facts")
-        loaded[name] = read_facts(path, info.types, delimiter)
+        loaded[name] = read(path, info.types, delimiter)
     return loaded
 
 

@@ -4,6 +4,9 @@ does."""
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -11,7 +14,7 @@ from hypothesis import strategies as st
 from reasoner.elastic.epoch import Delta
 from reasoner.errors import InputDataError, InvalidDelta
 from reasoner.io.batch import FactBatch, parse_facts_batch
-from reasoner.io.facts import parse_facts_text
+from reasoner.io.facts import format_rows, parse_facts_text, write_csv
 from reasoner.materialization import BATCH_MIN_ROWS, Materialization
 
 FIELDS = st.sampled_from(
@@ -103,3 +106,33 @@ def test_a_large_delta_of_rows_is_refused_as_a_small_one_is() -> None:
         assert raised.value.code == code
     m.apply(Delta(insert={"e": rows}))
     assert len(m.facts["e"]) == BATCH_MIN_ROWS
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    rows=st.lists(
+        st.tuples(
+            st.integers(-(1 << 63), (1 << 63) - 1),
+            st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=6),
+        ),
+        max_size=30,
+    ),
+    delimiter=st.sampled_from(["\t", ",", ";", "::", "é"]),
+)
+def test_a_batch_writes_what_format_rows_writes(
+    rows: list[tuple[int, str]], delimiter: str
+) -> None:
+    """Sorted as Python sorts rows (strings by code point), distinct, fields verbatim: the same
+    bytes, for a delimiter Polars writes and (by `format_rows`) for one it does not."""
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "r.csv"
+        write_csv(path, FactBatch.of_rows(rows, ("number", "symbol")), delimiter)
+        assert path.read_bytes() == format_rows(rows, delimiter).encode("utf-8")
+
+
+def test_a_relation_as_a_batch_holds_its_rows() -> None:
+    m = Materialization.from_text(PROGRAM)
+    m.load({"e": [(1, "a"), (2, "b"), (3, "é")]})
+    m.bootstrap()
+    assert sorted(m.batch("e")) == sorted(m.rows("e"))
+    assert sorted(m.batch("r")) == [("b",), ("é",)]
