@@ -4,15 +4,15 @@ Rows are ordered as their user values compare (numbers as numbers, symbols as st
 by column), and a page is the `limit` rows after a cursor row. Symbol ids become keys that
 sort as their strings do (`RowOrder`), and only the page's rows are decoded.
 
-Once a relation of `SORTED_MIN_ROWS` rows or more has a `SortedRows` (its committed rows'
-ids in value order as of some moment, 4 bytes a row), a page costs a binary search for the
-cursor (O(log n) rows read), the page's rows, and the rows committed since (ids from
-`first_new` on, at most an eighth of the relation before it is sorted again); rows removed
-since are skipped by their status. A `SortedRows` is built on a thread of its own, one at a
+Once a relation of `SORTED_MIN_ROWS` to `SORTED_MAX_ROWS` rows has a `SortedRows` (its
+committed rows' ids in value order as of some moment, 4 bytes a row), a page costs a binary
+search for the cursor (O(log n) rows read), the page's rows, and the rows committed since (ids
+from `first_new` on, at most an eighth of the relation before it is sorted again); rows
+removed since are skipped by their status. A `SortedRows` is built on a thread of its own, one at a
 time, after the first read that finds none (copying the rows holds the GIL for a moment, the
 sort of 3 million rows most of a second without it), and again when the rows it misses grow
 many, or the table is renumbered (compacted) or replaced (a Bootstrap). Until then, and for
-smaller relations, a page costs one pass over the relation: the columns come out as arrays,
+other relations, a page costs one pass over the relation: the columns come out as arrays,
 a vectorized comparison keeps the rows after the cursor, and a partition per column picks the
 smallest `limit` (a few tens of milliseconds on 3 million rows). Pages that cost a pass each
 made flat-out reads slow a one-fact write fivefold on two cores: each write waited for the
@@ -134,6 +134,9 @@ def _smallest(keys: list[np.ndarray], k: int, wanted: np.ndarray | None) -> np.n
 
 SORTED_MIN_ROWS = 50_000
 """Smaller relations are read a pass a page (a millisecond or so), never sorted."""
+SORTED_MAX_ROWS = 1 << 24
+"""Nor larger ones: sorting copies the rows' values first (8 bytes a value), 0.5 GB for 16 M
+rows of arity 4, beside the state and outside any epoch's memory allowance."""
 REBUILD_SHARE = 8
 """A `SortedRows` missing more than 1/8 of its table's rows (committed since, or removed
 since) is built again."""
@@ -164,7 +167,7 @@ def _current(store: RelationStore, order: RowOrder) -> SortedRows | None:
     when there is none or it misses many rows."""
     table = store.table
     found = store.sorted_rows
-    if table.committed < SORTED_MIN_ROWS:
+    if not SORTED_MIN_ROWS <= table.committed <= SORTED_MAX_ROWS:
         return None
     if found is None or found.table is not table or found.renumbered != table.renumbered:
         _build_later(store, order)
