@@ -720,19 +720,54 @@ cdef class Table:
     def insert_columns(self, columns, int64_t iteration) -> int:
         """`insert` for rows given as one int64 array per column: the bulk way in for rows
         that may repeat or be held already (a loaded or posted batch of facts)."""
-        cdef int64_t n, j, added = 0
+        cdef int64_t n, j, i, tomb, r, added = 0
+        cdef int32_t s
+        cdef uint64_t h
+        cdef const int64_t* w
+        cdef int c
         self._check_iteration(iteration)
         block = self._block(columns)
         n = block.shape[0]
         if n == 0:
             return 0
         cdef const int64_t[:, ::1] words = block
-        # Sized once for all of them (a batch is mostly new rows): no rehash on the way.
+        # Sized once for all of them (a batch is mostly new rows): no growth on the way, so
+        # one probe per row both looks the row up and finds its slot (`_find` then `_append`
+        # hashed and probed twice).
         self._make_room(block)
         for j in range(n):
-            if self._find(&words[j, 0]) < 0:
-                self._append(&words[j, 0], <int32_t>iteration)
-                added += 1
+            w = &words[j, 0]
+            h = _hash_words(w, self.arity)
+            i = <int64_t>(h & <uint64_t>self.mask)
+            tomb = -1
+            while True:
+                s = self.slots[i]
+                if s == EMPTY:
+                    break
+                if s == TOMB:
+                    if tomb < 0:
+                        tomb = i
+                elif _tagged(s, h, self.shift) and self._equals(_row(s, self.shift), w):
+                    break
+                i = (i + 1) & self.mask
+            if s != EMPTY and s != TOMB:
+                continue  # held already
+            if tomb >= 0:
+                i = tomb
+            else:
+                self.used += 1
+            r = self.nrows
+            for c in range(self.arity):
+                _put(self.rows, self.wide, r * self.arity + c, w[c])
+            self.status[r] = <int32_t>iteration
+            self.counts[r] = 1
+            self.nrows += 1
+            self.slots[i] = _entry(h, r, self.shift)
+            for c in range(self.nkeyed):
+                _link(self.keyed[c], self, r)
+            self.committed += 1
+            added += 1
+        self.version += 1
         return added
 
     def remove_columns(self, columns) -> int:

@@ -28,7 +28,7 @@ def _groups(model: dict[tuple, int], staged: set[tuple], columns: tuple[int, ...
 
 operations = st.lists(
     st.tuples(
-        st.sampled_from(["add", "remove", "stage", "unstage", "set", "compact"]),
+        st.sampled_from(["add", "remove", "stage", "unstage", "set", "compact", "insert"]),
         st.tuples(SMALL, st.one_of(SMALL, INT64)),
         st.integers(0, 5),
     ),
@@ -65,6 +65,12 @@ def test_the_table_behaves_as_a_dict_with_indexes(ops) -> None:
             model[t] = iteration
         elif op == "compact":
             table.compact(force=True)
+        elif op == "insert":  # a batch, with a repeat: rows held (committed or staged) stay
+            batch = [t, t, (t[1] % 41, t[0])]
+            new = {u for u in batch if u not in model and u not in staged}
+            columns = [np.array([u[c] for u in batch], dtype=np.int64) for c in range(2)]
+            assert table.insert_columns(columns, iteration) == len(new)
+            model.update(dict.fromkeys(new, iteration))
         assert len(table) == len(model)
         assert dict(table.items()) == model
         assert set(table.staged_rows()) == staged
