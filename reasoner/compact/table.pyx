@@ -535,24 +535,30 @@ cdef class Table:
 
     cdef int64_t _append(self, const int64_t* words, int32_t status) except -1:
         """Add a row known to be absent (no row, any status, holds `words`)."""
-        cdef int64_t r, i
+        cdef int64_t i
         cdef uint64_t h
-        cdef int k
         if not self.wide and not _fits(words, self.arity):
             self._widen()
         if _too_full(self.used + 1, self.mask + 1):
             self._rehash(self.committed + self.staged + 1)
         self._reserve(1)
-        r = self.nrows
+        h = _hash_words(words, self.arity)
+        i = <int64_t>(h & <uint64_t>self.mask)
+        while self.slots[i] >= 0:
+            i = (i + 1) & self.mask
+        return self._store_row(words, status, h, i)
+
+    cdef int64_t _store_row(self, const int64_t* words, int32_t status, uint64_t h,
+                            int64_t i) except -1:
+        """Write a new row (the arrays have room, its rows' width fits it) with hash `h`
+        into slot `i` of the tuple table, an empty one or a tombstone; its row id."""
+        cdef int64_t r = self.nrows
+        cdef int k
         for k in range(self.arity):
             _put(self.rows, self.wide, r * self.arity + k, words[k])
         self.status[r] = status
         self.counts[r] = 1
         self.nrows += 1
-        h = _hash_words(words, self.arity)
-        i = <int64_t>(h & <uint64_t>self.mask)
-        while self.slots[i] >= 0:
-            i = (i + 1) & self.mask
         if self.slots[i] == EMPTY:
             self.used += 1
         self.slots[i] = _entry(h, r, self.shift)
@@ -720,11 +726,10 @@ cdef class Table:
     def insert_columns(self, columns, int64_t iteration) -> int:
         """`insert` for rows given as one int64 array per column: the bulk way in for rows
         that may repeat or be held already (a loaded or posted batch of facts)."""
-        cdef int64_t n, j, i, tomb, r, added = 0
+        cdef int64_t n, j, i, tomb, added = 0
         cdef int32_t s
         cdef uint64_t h
         cdef const int64_t* w
-        cdef int c
         self._check_iteration(iteration)
         block = self._block(columns)
         n = block.shape[0]
@@ -752,22 +757,8 @@ cdef class Table:
                 i = (i + 1) & self.mask
             if s != EMPTY and s != TOMB:
                 continue  # held already
-            if tomb >= 0:
-                i = tomb
-            else:
-                self.used += 1
-            r = self.nrows
-            for c in range(self.arity):
-                _put(self.rows, self.wide, r * self.arity + c, w[c])
-            self.status[r] = <int32_t>iteration
-            self.counts[r] = 1
-            self.nrows += 1
-            self.slots[i] = _entry(h, r, self.shift)
-            for c in range(self.nkeyed):
-                _link(self.keyed[c], self, r)
-            self.committed += 1
+            self._store_row(w, <int32_t>iteration, h, tomb if tomb >= 0 else i)
             added += 1
-        self.version += 1
         return added
 
     def remove_columns(self, columns) -> int:
