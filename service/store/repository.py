@@ -72,7 +72,6 @@ def _now() -> datetime:
 class Store:
     def __init__(self, url: str) -> None:
         self.engine: Engine = create_database_engine(url)
-        self.dialect = self.engine.dialect.name
 
     def close(self) -> None:
         self.engine.dispose()

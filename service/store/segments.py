@@ -96,10 +96,6 @@ def _values(frame: pl.DataFrame) -> list[str]:
     return [name for name in frame.columns if name != PRESENT]
 
 
-def same_shape(frames: Sequence[pl.DataFrame]) -> bool:
-    return len({tuple(frame.schema.items()) for frame in frames}) <= 1
-
-
 def newest_shape(frames: Sequence[pl.DataFrame]) -> int:
     """Where the run of segments of the newest shape begins (see the module docstring)."""
     start = len(frames)
@@ -115,7 +111,7 @@ def fold(frames: Sequence[pl.DataFrame], *, complete: bool) -> pl.DataFrame:
     gone (dropped) and every row left is present."""
     if complete:
         frames = frames[newest_shape(frames) :]
-    elif not same_shape(frames):
+    elif newest_shape(frames):
         raise ValueError("segments of different shapes cannot be merged")
     if complete and len(frames) == 1:  # a segment holds a row once: only drop retractions
         return frames[0].filter(pl.col(PRESENT))
