@@ -67,6 +67,9 @@ cdef class Table:
 
     cdef int _load(self, object t) except -1
     cdef int64_t _find(self, const int64_t* words) noexcept
+    cdef uint64_t _hash(self, const int64_t* words) noexcept
+    cdef void _prefetch(self, uint64_t h) noexcept
+    cdef int64_t _find_hashed(self, const int64_t* words, uint64_t h) noexcept
     cdef bint _equals(self, int64_t r, const int64_t* words) noexcept
     cdef int64_t _row_of(self, object t) except -2
     cdef object _tuple(self, int64_t r)
@@ -79,6 +82,7 @@ cdef class Table:
     cdef int _rehash(self, int64_t entries) except -1
     cdef int _retag(self, int shift) except -1
     cdef int64_t _append(self, const int64_t* words, int32_t status) except -1
+    cdef int64_t _append_hashed(self, const int64_t* words, int32_t status, uint64_t h) except -1
     cdef int64_t _store_row(self, const int64_t* words, int32_t status, uint64_t h,
                             int64_t i) except -1
     cdef int _kill(self, int64_t r) except -1

@@ -117,6 +117,11 @@ cdef enum:
 
 CHECK_EVERY = 1 << 14
 
+# A Bootstrap's derivations wait this many derivations for their head's probe (see
+# `Kernel._count_new`).
+cdef enum:
+    QUEUED_HEADS = 16
+
 
 # -- a hash map of int64 keys (>= 0) to int64 values, cleared in O(1) --------------------------
 
@@ -466,6 +471,9 @@ cdef class Kernel:
     cdef Vec inserted
     cdef Vec gone
     cdef int64_t* words       # a key or a head being built (as wide as the widest table)
+    cdef int64_t* heads       # a Bootstrap's derivations waiting for their head's probe
+    cdef int64_t heads_queued
+    cdef int64_t heads_width  # words an entry of `heads` takes: relation, hash, head words
     cdef Run run              # the bindings of the plan running (plans never nest)
     cdef int run_regs
     cdef int run_rows
@@ -481,7 +489,11 @@ cdef class Kernel:
         self.words = <int64_t*>malloc(
             <size_t>(max([t.arity for t in tables], default=0) + 1) * sizeof(int64_t)
         )
-        if self.own == NULL or self.any_before == NULL or self.any_after == NULL:
+        self.heads_width = max([t.arity for t in tables], default=0) + 2
+        self.heads = <int64_t*>malloc(<size_t>(QUEUED_HEADS * self.heads_width) * sizeof(int64_t))
+        self.heads_queued = 0
+        if (self.own == NULL or self.any_before == NULL or self.any_after == NULL
+                or self.words == NULL or self.heads == NULL):
             raise MemoryError()
         for i in range(self.nrel):
             self.own[i] = own[i]
@@ -503,6 +515,7 @@ cdef class Kernel:
         free(self.any_before)
         free(self.any_after)
         free(self.words)
+        free(self.heads)
         free(self.run.regs)
         free(self.run.rows)
         free(self.run.before)
@@ -709,6 +722,7 @@ cdef class Kernel:
         cdef int64_t i
         self.check = check
         self.ticks = CHECK_EVERY
+        self.heads_queued = 0
         run.status = INSERTED   # negations hold in "the new epoch": the committed state
         run.cur = -1
         run.km1 = km1
@@ -716,10 +730,11 @@ cdef class Kernel:
         run.rn = -1
         if rows is None:
             self._step(e, 0, run)
-            return
-        driving = rows
-        for i in range(driving.shape[0]):
-            self._drive(e, driving[i], run)
+        else:
+            driving = rows
+            for i in range(driving.shape[0]):
+                self._drive(e, driving[i], run)
+        self._count_queued()
 
     def bootstrap_fixpoint(self, list plans, dict delta, int64_t k, int64_t limit,
                            object check):
@@ -740,6 +755,7 @@ cdef class Kernel:
         current.size = current.capacity = 0
         self.check = check
         self.ticks = CHECK_EVERY
+        self.heads_queued = 0
         try:
             for number, given in delta.items():
                 rows = given
@@ -758,6 +774,7 @@ cdef class Kernel:
                         key = current.data[i]
                         if key >> 32 == e.driver_relation:
                             self._drive(e, key & 0xFFFFFFFF, run)
+                self._count_queued()
                 n = self.d_key.size
                 current.size = 0
                 for i in range(n):
@@ -802,23 +819,59 @@ cdef class Kernel:
         return {relation: np.array(rows, dtype=np.int64) for relation, rows in per.items()}
 
     cdef int _count_new(self, Enumerator e, Run* run) except -1:
-        """A Bootstrap's derivation: count it towards its head unless the head is in I_{k-1}."""
+        """A Bootstrap's derivation: queued for the probe of its head, which `_count_head`
+        makes `QUEUED_HEADS` derivations later, the head's first slot prefetched meanwhile. In
+        a deep recursion over a large relation each head probe is a cache miss; queued, the
+        misses overlap instead of following one another. The heads staged meanwhile are
+        invisible to the iteration's own probes (they read committed rows only), so when a
+        head is counted does not change what is derived."""
         cdef Rule rule = e.rule
         cdef Table head = self._table(rule.head)
         cdef const int64_t* code = e.code
-        cdef int64_t p = e.head + 1, v, row, key, d
+        cdef int64_t p = e.head + 1, v
+        cdef int64_t* entry
+        cdef uint64_t h
         cdef int j
         for j in range(rule.arity):
             if not self._eval(code, p, run, &v):
                 return 0
             self.words[j] = v
             p = _skip_expr(code, p)
-        row = head._find(self.words)
+        entry = self.heads + (self.heads_queued % QUEUED_HEADS) * self.heads_width
+        if self.heads_queued >= QUEUED_HEADS:
+            self._count_head(entry)
+        h = head._hash(self.words)
+        head._prefetch(h)
+        entry[0] = rule.head
+        entry[1] = <int64_t>h
+        for j in range(rule.arity):
+            entry[2 + j] = self.words[j]
+        self.heads_queued += 1
+        return 0
+
+    cdef int _count_queued(self) except -1:
+        """Count every queued derivation, oldest first: before the iteration's heads are read."""
+        cdef int64_t j
+        cdef int64_t first = (
+            self.heads_queued - QUEUED_HEADS if self.heads_queued > QUEUED_HEADS else 0
+        )
+        for j in range(first, self.heads_queued):
+            self._count_head(self.heads + (j % QUEUED_HEADS) * self.heads_width)
+        self.heads_queued = 0
+        return 0
+
+    cdef int _count_head(self, const int64_t* entry) except -1:
+        """Count a queued derivation (relation, hash, head words) towards its head unless the
+        head is in I_{k-1}."""
+        cdef int relation = <int>entry[0]
+        cdef Table head = self._table(relation)
+        cdef uint64_t h = <uint64_t>entry[1]
+        cdef int64_t row = head._find_hashed(entry + 2, h), key, d
         if row >= 0 and head.status[row] >= 0:
             return 0
         if row < 0:
-            row = head._append(self.words, -1)
-        key = _key(rule.head, row)
+            row = head._append_hashed(entry + 2, -1, h)
+        key = _key(relation, row)
         d = _map_get(&self.delta, key, -1)
         if d < 0:
             _map_put(&self.delta, key, self.d_key.size)
