@@ -22,7 +22,6 @@ from reasoner.analysis.model import AnalyzedProgram
 from reasoner.elastic.engines import (
     DEFAULT_SPARK_MASTER,
     ENGINES,
-    ONE_SHOT_FRAMES_FROM,
     EngineSettings,
 )
 from reasoner.errors import InputDataError, ProgramError
@@ -68,11 +67,8 @@ def _run_once(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     analyzed = _analyze(args.program)
     inputs = load_inputs(analyzed, Path(args.facts), read=read_facts_batch)
-    # One evaluation, no epochs after it: no Update plans (nor their indexes), and relations
-    # too big for the state stay as frames.
-    materialization = Materialization(
-        analyzed, engines=_engines(args), maintained=False, frames_from=ONE_SHOT_FRAMES_FROM
-    )
+    # One evaluation, no epochs after it: no Update plans (nor their indexes).
+    materialization = Materialization(analyzed, engines=_engines(args), maintained=False)
     materialization.load(inputs)
     report = materialization.bootstrap()
     _write_program_outputs(analyzed, materialization, args.output)

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 import numpy as np
 
@@ -53,9 +53,6 @@ from reasoner.syntax.ast import SYMBOL, ColumnType
 from reasoner.syntax.lexer import IDENTIFIER
 from reasoner.update.deadline import Deadline, DeadlineExceeded
 from reasoner.update.run import StratumUpdate
-
-if TYPE_CHECKING:
-    from reasoner.executors.local.row_set import RowSet
 
 T = TypeVar("T")
 
@@ -132,7 +129,6 @@ class _Built:
     runs: tuple[StratumRun, ...]
     plans: dict[StratumKey, StratumUpdate]
     engine: EngineChoice
-    frames: dict[str, RowSet] = field(default_factory=dict)
 
 
 class Materialization:
@@ -152,20 +148,12 @@ class Materialization:
         program: ProgramText | None = None,
         maintained: bool = True,
         engines: EngineSettings | None = None,
-        frames_from: int | None = None,
     ) -> None:
-        if frames_from is not None and maintained:
-            raise ValueError("relations kept as frames cannot be maintained: one-shot only")
         self.analyzed = analyzed
         self.maintained = maintained
         """Epochs follow the Bootstrap: compile every stratum's Update plans with it, so no
         epoch pays for compiling. Off for a one-shot evaluation and for reference copies that
         are only read."""
-        self.frames_from = frames_from
-        """One-shot only: a local Bootstrap keeps relations that reach this many tuples as
-        frames (`FrameRelations`) instead of in the state; no epoch can follow it."""
-        self.frames: dict[str, RowSet] = {}
-        """The relations the last Bootstrap kept as frames (their tuples are not in `state`)."""
         self.program = program
         """The program's text, needed to add and remove rules (None: built from an AST)."""
         self.engines = engines if engines is not None else EngineSettings()
@@ -253,29 +241,18 @@ class Materialization:
             state.load_facts(name, arity, facts[name])
             state.load_facts(name, arity, self.program_facts.get(name, ()))
         choice = self.engines.choose(sum(map(len, facts.values())))
-        frames: dict[str, RowSet] = {}
-        runs = run_bootstrap(
-            choice,
-            self.engines,
-            analyzed,
-            state,
-            self.symbols,
-            check,
-            frames_from=self.frames_from,
-            frames=frames,
-        )
+        runs = run_bootstrap(choice, self.engines, analyzed, state, self.symbols, check)
         plans = {
             stratum_key(s, analyzed): StratumUpdate(s, state, self.symbols, arities)
             for s in (analyzed.strata if self.maintained else ())
         }
-        return _Built(state, arities, runs, plans, choice, frames)
+        return _Built(state, arities, runs, plans, choice)
 
     def _publish_built(self, built: _Built) -> None:
         with self._lock.exclusive():
             self.state = built.state
             self.arities = built.arities
             self._plans = built.plans
-            self.frames = built.frames
 
     def bootstrap(self, check: Check | None = None) -> BootstrapReport:
         """Recompute the state from the program and the facts, and publish it. `check` may
@@ -311,11 +288,6 @@ class Materialization:
 
     def prepare(self, delta: Delta) -> PreparedDelta:
         """Check a delta against the current epoch; raise `ProgramError` / `InvalidDelta`."""
-        if self.frames:
-            raise RuntimeError(
-                f"relations {sorted(self.frames)} are kept as frames (a one-shot evaluation): "
-                "no epoch can follow"
-            )
         program = self.program
         analyzed = None
         added: tuple[str, ...] = ()
@@ -825,9 +797,6 @@ class Materialization:
     def rows(self, name: str) -> list[tuple[Value, ...]]:
         """Every tuple of a relation, as user values."""
         decode = self.symbols.decoder(self.analyzed.relations[name].types)
-        kept = self.frames.get(name)
-        if kept is not None:
-            return [decode(t) for t in kept.stored().iter_rows()]
         return [decode(t) for t in self.state[name]]
 
     def batch(self, name: str) -> FactBatch | list[tuple[()]]:
@@ -836,11 +805,7 @@ class Materialization:
         info = self.analyzed.relations[name]
         if not info.arity:
             return [()] * self.size(name)
-        kept = self.frames.get(name)
-        if kept is not None:
-            columns = [column.to_numpy() for column in kept.stored().iter_columns()]
-        else:
-            columns = self.state[name].table.columns()[0]
+        columns = self.state[name].table.columns()[0]
         decoded = [
             self.symbols.resolve_series(column) if kind == SYMBOL else column
             for kind, column in zip(info.types, columns, strict=True)
@@ -878,16 +843,7 @@ class Materialization:
         return out
 
     def size(self, name: str) -> int:
-        kept = self.frames.get(name)
-        return len(self.state[name]) if kept is None else len(kept)
-
-    def _engine_snapshot(self, name: str) -> dict[Tuple, tuple[int, int]]:
-        """{engine tuple: (iteration, count)} of one relation, wherever it is kept."""
-        kept = self.frames.get(name)
-        if kept is None:
-            return self.state[name].snapshot()
-        arity = kept.arity
-        return {row[:arity]: (row[arity + 1], row[arity]) for row in kept.rows().iter_rows()}
+        return len(self.state[name])
 
     def encode(self, name: str, row: Sequence[Value]) -> tuple[int, ...] | None:
         """The engine tuple for a row, or None if it names a symbol never seen (so is absent)."""
@@ -908,8 +864,6 @@ class Materialization:
         t = self.encode(name, row)
         if t is None:
             return None
-        if name in self.frames:
-            return self._engine_snapshot(name).get(t)
         return self.state[name].get(t)
 
     def rebuilt(self) -> Materialization:
@@ -932,8 +886,8 @@ class Materialization:
         """Per relation, how many tuples differ in presence, iteration or count (empty: equal)."""
         out = {}
         for name in self.analyzed.relations:
-            mine = self._engine_snapshot(name)
-            theirs = other._engine_snapshot(name)
+            mine = self.state[name].snapshot()
+            theirs = other.state[name].snapshot()
             differing = len(mine.keys() ^ theirs.keys()) + sum(
                 1 for t, v in mine.items() if t in theirs and theirs[t] != v
             )
@@ -946,7 +900,7 @@ class Materialization:
         result = {}
         for name, info in self.analyzed.relations.items():
             decode = self.symbols.decoder(info.types)
-            result[name] = {decode(t): v for t, v in self._engine_snapshot(name).items()}
+            result[name] = {decode(t): v for t, v in self.state[name].snapshot().items()}
         return result
 
 

@@ -969,6 +969,19 @@ cdef class Table:
                 m += 1
         return out[:m]
 
+    def columns_from(self, int64_t start):
+        """The committed rows from row id `start` on, as `columns` gives them (one int64 array
+        per column, their iterations as int32): what was appended since the table held `start`
+        rows, for a reader that has the rows before (a Bootstrap only appends)."""
+        rows = self.committed_in(start, self.nrows)
+        cdef const int64_t[::1] r = rows
+        iterations = np.empty(len(rows), dtype=np.int32)
+        cdef int32_t[::1] it = iterations
+        cdef int64_t j
+        for j in range(len(rows)):
+            it[j] = self.status[r[j]]
+        return list(self.values_of(rows)), iterations
+
     def committed_mask(self, rows):
         """For each row id, whether it is a committed row."""
         cdef const int64_t[::1] r = np.ascontiguousarray(rows, dtype=np.int64)

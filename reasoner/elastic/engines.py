@@ -20,16 +20,12 @@ a user can see why an epoch took the time it did.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from reasoner.analysis.model import AnalyzedProgram
 from reasoner.elastic.bootstrap import Check, StratumBootstrap, StratumRun
 from reasoner.gc_pause import collector_running
 from reasoner.state import State
 from reasoner.symbols import SymbolTable
-
-if TYPE_CHECKING:
-    from reasoner.executors.local.row_set import RowSet
 
 ENGINES = ("auto", "reference", "local", "spark")
 DEFAULT_SPARK_MASTER = "local[*]"
@@ -45,14 +41,6 @@ small program then never imports Polars (0.10 s here, the whole of a first Boots
 graph1000-rand1k's 1,010 edges, which the kernel does in 0.004 s). From a few thousand facts
 on, the vectorized executor's large iterations win it back (graph10000-rmat1k's 9,206 edges:
 0.18-0.21 s local after the import, 0.27-0.29 s on the kernel alone)."""
-
-ONE_SHOT_FRAMES_FROM = 2_000_000
-"""Tuples from which a one-shot local Bootstrap (`reasoner run`) keeps a relation as frames
-rather than in the state (`FrameRelations`). The state costs about 190 bytes a 4-ary tuple and
-frames about 40, but a stratum whose relations are frames runs every iteration in Polars
-(1-4 ms each, against microseconds for the small ones in the per-tuple loop). Below two million
-tuples the state costs under half a gigabyte and moving it to frames about a second; no bench
-program but crdt.dl (151,669,663 tuples in skipBlank, 27 GiB as a state) reaches it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,16 +82,11 @@ def run_bootstrap(
     state: State,
     symbols: SymbolTable,
     check: Check | None = None,
-    *,
-    frames_from: int | None = None,
-    frames: dict[str, RowSet] | None = None,
 ) -> tuple[StratumRun, ...]:
     """Bootstrap every stratum into `state` (which holds the facts at iteration 0).
 
     `check` is called between iterations and slices of work and stops the run by raising
-    (`BootstrapCancelled`); a Spark run is checked only before and after.
-    `frames_from` (one-shot runs, `local` only): relations that reach this many tuples end in
-    `frames` rather than in `state` (see `FrameRelations`)."""
+    (`BootstrapCancelled`); a Spark run is checked only before and after."""
     if choice.engine == "reference":
         arities = {name: info.arity for name, info in analyzed.relations.items()}
         return tuple(
@@ -111,13 +94,9 @@ def run_bootstrap(
         )
     if choice.engine == "local":
         # Imported on use: Polars and PySpark are heavy to import and not every run needs them.
-        from reasoner.executors.local.vectorized import FrameRelations, bootstrap_vectorized
+        from reasoner.executors.local.vectorized import bootstrap_vectorized
 
-        kept = None if frames_from is None else FrameRelations(frames_from)
-        runs = bootstrap_vectorized(analyzed, state, symbols, check=check, kept=kept)
-        if kept is not None and frames is not None:
-            frames.update(kept.relations)
-        return runs
+        return bootstrap_vectorized(analyzed, state, symbols, check=check)
     from reasoner.executors.spark.bootstrap import bootstrap_spark
     from reasoner.executors.spark.session import get_session
 

@@ -11,7 +11,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reasoner.elastic.engines import EngineSettings
 from reasoner.elastic.epoch import Delta
 from reasoner.errors import InputDataError, InvalidDelta
 from reasoner.io.batch import FactBatch, parse_facts_batch
@@ -137,21 +136,3 @@ def test_a_relation_as_a_batch_holds_its_rows() -> None:
     m.bootstrap()
     assert sorted(m.batch("e")) == sorted(m.rows("e"))
     assert sorted(m.batch("r")) == [("b",), ("é",)]
-
-
-def test_a_relation_kept_as_frames_as_a_batch() -> None:
-    """A one-shot run keeps a large relation as frames (`frames_from`): its batch is made
-    from them, as its rows are."""
-    text = (
-        ".decl e(x: number, s: symbol)\nr(x, s) :- e(x, s).\n"
-        "r(x, s) :- r(y, s), e(x, s), x > y, x < 5.\n"
-    )
-    m = Materialization.from_text(
-        text, maintained=False, frames_from=2, engines=EngineSettings(engine="local")
-    )
-    m.load({"e": [(i, f"s{i % 3}") for i in range(10)]})
-    m.bootstrap()
-    assert "r" in m.frames
-    assert (
-        sorted(m.batch("r")) == sorted(m.rows("r")) == sorted((i, f"s{i % 3}") for i in range(10))
-    )

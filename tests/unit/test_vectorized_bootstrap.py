@@ -26,7 +26,7 @@ from reasoner.elastic.bootstrap import Check, StratumBootstrap
 from reasoner.executors.local import polars_plan
 from reasoner.executors.local import vectorized as vectorized_executor
 from reasoner.executors.local.polars_plan import PolarsPlan
-from reasoner.executors.local.vectorized import FrameRelations, bootstrap_vectorized
+from reasoner.executors.local.vectorized import bootstrap_vectorized
 from reasoner.io.facts import load_inputs
 from reasoner.plan.joins import plan_rule
 from reasoner.state import State
@@ -53,11 +53,9 @@ def _compare(
     analyzed: AnalyzedProgram,
     inputs: Inputs,
     small_iteration: int | None = None,
-    frames_from: int | None = None,
     check: Check | None = None,
 ):
     """Run both Bootstraps from the same facts; return the vectorized state for spot checks.
-    With `frames_from`, relations the vectorized run keeps as frames count as its state;
     `check` is the vectorized run's cancellation check."""
     inputs = {name: list(rows) for name, rows in inputs.items()}
     symbols = SymbolTable()
@@ -68,18 +66,13 @@ def _compare(
         StratumBootstrap(stratum, reference, symbols, arities).run() for stratum in analyzed.strata
     ]
     options = {} if small_iteration is None else {"small_iteration": small_iteration}
-    kept = None if frames_from is None else FrameRelations(frames_from)
-    runs = bootstrap_vectorized(analyzed, vectorized, symbols, kept=kept, check=check, **options)
+    runs = bootstrap_vectorized(analyzed, vectorized, symbols, check=check, **options)
 
     def shape(run):
         return (run.index, run.relations, run.iterations, run.derived)
 
     assert [shape(r) for r in runs] == [shape(r) for r in expected_runs]
     got, want = vectorized.snapshot(), reference.snapshot()
-    for name in kept.relations if kept is not None else ():
-        assert not got[name], f"{name} is kept as frames and in the state"
-        arity = analyzed.relations[name].arity
-        got[name] = {r[:arity]: (r[arity + 1], r[arity]) for r in kept.frame(name).iter_rows()}
     assert got.keys() == want.keys()
     for name in want:
         assert got[name] == want[name], name
@@ -105,17 +98,6 @@ def test_generated_programs_match_the_reference(
 ) -> None:
     with _bulk_paths_for_small_frames(bulk_paths):
         _compare(check_program(generated.text), generated.inputs, small_iteration)
-
-
-@settings(max_examples=60)
-@given(programs(), st.sampled_from((0, 1, 3, 8)), st.sampled_from((0, 4, 2000)))
-def test_relations_kept_as_frames_match_the_reference(
-    generated: GeneratedProgram, frames_from: int, small_iteration: int
-) -> None:
-    """A one-shot run that moves relations out of the state (as soon as they hold
-    `frames_from` tuples, possibly mid-stratum) still computes every (tuple, iteration, count)
-    of the reference, in the frames, and later strata read them there."""
-    _compare(check_program(generated.text), generated.inputs, small_iteration, frames_from)
 
 
 @settings(max_examples=60)

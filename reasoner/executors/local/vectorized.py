@@ -28,18 +28,15 @@ on the bench programs (best of two, in process): 2,000 rows 0.76 / 0.21 / 0.075 
 crdt_linear / graph10000-rmat1k / lubm1, 10,000 rows 0.70 / 0.21 / 0.073 s, 50,000 rows 0.80 /
 0.22 / 0.094 s, 200,000 rows 1.28 / 0.45 / 0.16 s.
 
-Memory: the `State` costs 60-90 bytes per 4-ary tuple with one index (the compiled table's
-row, status, hash slots and index chains, with growth slack), so crdt.dl's 151,669,663-tuple
-skipBlank would take 9-13 GiB there. A one-shot run (`FrameRelations`) moves a stratum's
-relations out of the state once one of them is big, into `RowSet`s: frames of about 40 bytes a
-tuple, with a hash table for the duplicate check that an anti-join against the whole relation
-would otherwise do on each of skipBlank's 14,149 iterations.
+Memory: the relations are only in the `State` (the compiled tables, about 40 bytes a 4-ary
+tuple with one index, see reasoner/compact), for every size and for one-shot runs alike; the
+frames of a running stratum's relations (`_Growing`) are built while Polars iterations need
+them, and a stratum whose iterations stay small keeps none (`_Stale`).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -47,7 +44,6 @@ import polars as pl
 
 from reasoner.analysis.model import AnalyzedProgram, Stratum
 from reasoner.elastic.bootstrap import Check, StratumBootstrap, StratumRun, in_slices
-from reasoner.elastic.restratify import stratum_inputs
 from reasoner.executors.local.polars_plan import (
     INT,
     WEIGHT,
@@ -62,7 +58,6 @@ from reasoner.executors.local.polars_plan import (
     frame_of_store,
     group_count,
 )
-from reasoner.executors.local.row_set import ITERATION, RowSet
 from reasoner.plan.joins import AtomStep, JoinPlan, plan_rule, positive_atoms
 from reasoner.state import RelationStore, State, Tuple
 from reasoner.symbols import SymbolTable
@@ -107,6 +102,16 @@ class _Growing:
         self._delta_rows: list[Tuple] | None = []
 
     def old(self) -> pl.DataFrame:
+        """I_{k-2}, as one frame of few chunks (what a join reads)."""
+        old = self._old()
+        if old.n_chunks() > _MAX_CHUNKS:
+            old = self.old_frame = old.rechunk()
+        return old
+
+    def _old(self) -> pl.DataFrame:
+        """I_{k-2} in as many chunks as it grew by: a linear recursion never joins with its
+        old tuples, and gathering them into one chunk every few iterations copied the whole
+        relation again and again (quadratic in a deep recursion over a large one)."""
         if self.old_frame is None or self.old_rows:
             new = frame_of_rows(self.old_rows, self.arity)
             self.old_rows = []
@@ -134,30 +139,35 @@ class _Growing:
         return _concat(self.old(), self.delta())
 
     @classmethod
-    def of_state(cls, store: RelationStore, last: int) -> _Growing:
-        """I_{last-1} as the old tuples and N_last as the delta, read from the state: where
-        the kernel ran iterations of its own (`CompiledStratumBootstrap.fixpoint`)."""
-        if store.arity == 0:  # at most one tuple
-            items = list(store.iters.items())
-            growing = cls(0, frame_of_rows([t for t, it in items if it < last], 0))
-            growing._delta_rows = [t for t, it in items if it == last]
-            return growing
-        values, iterations = store.table.columns()
-        names = columns(store.arity)
+    def of_nullary(cls, store: RelationStore, last: int) -> _Growing:
+        """A nullary relation (at most one tuple) after the kernel ran iterations up to
+        `last`: I_{last-1} as the old tuples and N_last as the delta, read from the state."""
+        items = list(store.iters.items())
+        growing = cls(0, frame_of_rows([t for t, it in items if it < last], 0))
+        growing._delta_rows = [t for t, it in items if it == last]
+        return growing
+
+    def extend(self, store: RelationStore, since: int, last: int) -> None:
+        """The kernel ran iterations k, ..., `last` and appended their tuples to the state
+        from row id `since` on (`CompiledStratumBootstrap.fixpoint`): N_{k-1} and those of
+        the iterations before `last` join the old tuples, N_last is the delta. Only the rows
+        the kernel added are read back: a deep recursion that goes back and forth between
+        the kernel and Polars stays linear in its tuples (reading the whole relation back
+        each time was most of crdt.dl's Bootstrap)."""
+        values, iterations = store.table.columns_from(since)
+        names = columns(self.arity)
         schema = dict.fromkeys(names, INT)
 
         def frame(mask: np.ndarray) -> pl.DataFrame:
             return pl.DataFrame({n: v[mask] for n, v in zip(names, values, strict=True)}, schema)
 
-        growing = cls(store.arity, frame(iterations < last))
-        growing._delta_rows = None
-        growing.delta_frame = frame(iterations == last)
-        return growing
+        self.advance(None, frame(iterations < last))
+        self.advance(None, frame(iterations == last))
 
     def advance(self, rows: list[Tuple] | None, frame: pl.DataFrame | None) -> None:
         """N_k becomes the delta; N_{k-1} joins the old tuples."""
         if self.delta_frame is not None:
-            self.old_frame = _concat(self.old(), self.delta_frame)
+            self.old_frame = _concat(self._old(), self.delta_frame)
         else:
             self.old_rows.extend(self.delta_rows())
         self._delta_rows = rows
@@ -167,54 +177,6 @@ class _Growing:
 class _Stale:
     """A relation whose last iterations ran in the kernel: the state holds it all, and no
     frame of it is kept."""
-
-
-class _Kept:
-    """A relation of the running stratum kept as frames only (see `FrameRelations`): its rows
-    are in a `RowSet`, which `_load_new_heads` fills; N_{k-1} is the last rows added."""
-
-    __slots__ = ("arity", "delta_frame", "rows")
-
-    def __init__(self, rows: RowSet, delta: pl.DataFrame) -> None:
-        self.arity = rows.arity
-        self.rows = rows
-        self.delta_frame = delta
-
-    def old(self) -> pl.DataFrame:
-        stored = self.full()
-        return stored.slice(0, stored.height - self.delta_frame.height)
-
-    def delta(self) -> pl.DataFrame:
-        return self.delta_frame
-
-    def delta_size(self) -> int:
-        return self.delta_frame.height
-
-    def full(self) -> pl.DataFrame:
-        return self.rows.stored()
-
-    def advance(self, rows: list[Tuple], frame: pl.DataFrame | None) -> None:
-        self.delta_frame = frame if frame is not None else self.delta_frame.clear()
-
-
-@dataclass
-class FrameRelations:
-    """A one-shot Bootstrap's relations kept as frames rather than loaded into the `State`.
-
-    Once a relation of the running stratum holds `threshold` tuples, the stratum's relations
-    move out of the state into `RowSet`s and the rest of the stratum runs in Polars only, with
-    the duplicate check done by the row sets' hash tables. Nothing can update such a
-    relation later (the Update structures do not hold it), so only a one-shot evaluation
-    (`reasoner run`) asks for this; it is what lets crdt.dl's 151,669,663-tuple skipBlank fit
-    in memory (about 40 bytes a tuple in frames, against about 190 in the state).
-    """
-
-    threshold: int
-    relations: dict[str, RowSet] = field(default_factory=dict)
-
-    def frame(self, name: str) -> pl.DataFrame:
-        """A kept relation's rows: c0, c1, ..., the count `_w` and the iteration `_it`."""
-        return self.relations[name].rows()
 
 
 def _stacked(parts: list[pl.DataFrame], arity: int = 0) -> pl.DataFrame:
@@ -230,27 +192,12 @@ def _stacked(parts: list[pl.DataFrame], arity: int = 0) -> pl.DataFrame:
     return pl.concat(parts)
 
 
-def _stored(store: RelationStore) -> pl.DataFrame:
-    """A relation's committed tuples with their iteration (`_it`) and count (`_w`)."""
-    values, iterations, counts = store.table.columns(with_counts=True)
-    names = columns(store.arity)
-    return pl.DataFrame(
-        {
-            **dict(zip(names, values, strict=True)),
-            ITERATION: pl.Series(iterations, dtype=pl.Int32),
-            WEIGHT: pl.Series(counts, dtype=INT),
-        },
-        schema={**dict.fromkeys(names, INT), ITERATION: pl.Int32, WEIGHT: INT},
-    )
-
-
 def _concat(a: pl.DataFrame, b: pl.DataFrame) -> pl.DataFrame:
     if b.height == 0:
         return a
     if a.height == 0:
         return b
-    out = pl.concat([a, b], rechunk=False)
-    return out.rechunk() if out.n_chunks() > _MAX_CHUNKS else out
+    return pl.concat([a, b], rechunk=False)
 
 
 class _Frames:
@@ -259,14 +206,12 @@ class _Frames:
 
     def __init__(self, state: State) -> None:
         self.state = state
-        self.frames: dict[str, pl.DataFrame | _Growing | _Kept] = {}
+        self.frames: dict[str, pl.DataFrame | _Growing] = {}
         self.projections: dict[tuple, pl.DataFrame | int] = {}
 
     def get(self, name: str) -> pl.DataFrame:
         frame = self.frames.get(name)
-        if isinstance(frame, _Kept):  # already few chunks; a copy would double its memory
-            frame = self.frames[name] = frame.full()
-        elif isinstance(frame, _Growing):
+        if isinstance(frame, _Growing):
             frame = self.frames[name] = frame.full().rechunk()
         elif frame is None:
             frame = self.frames[name] = frame_of_store(self.state[name])
@@ -322,7 +267,6 @@ class VectorizedStratum:
         frames: _Frames,
         small_iteration: int = SMALL_ITERATION,
         check: Check | None = None,
-        kept: FrameRelations | None = None,
     ) -> None:
         self.stratum = stratum
         self.state = state
@@ -330,11 +274,8 @@ class VectorizedStratum:
         self.check = check
         self.reference = StratumBootstrap(stratum, state, symbols, arities, check)
         self.frames = frames
-        self.kept = kept
         self.small = small_iteration
-        if kept is not None and stratum_inputs(stratum) & kept.relations.keys():
-            self.small = 0  # the per-tuple plans read the state, which lacks kept relations
-        self.growing: dict[str, _Growing | _Kept | _Stale] = {
+        self.growing: dict[str, _Growing | _Stale] = {
             name: _Growing(state[name].arity, frame_of_store(state[name]))
             for name in stratum.relations
         }
@@ -345,13 +286,7 @@ class VectorizedStratum:
     # -- sizing ------------------------------------------------------------------------------
 
     def _sizes(self) -> dict[str, int]:
-        sizes = {name: len(rel) for name, rel in self.state.relations.items()}
-        if self.kept is not None:
-            sizes.update((name, len(rows)) for name, rows in self.kept.relations.items())
-        for name, rel in self.growing.items():
-            if isinstance(rel, _Kept):
-                sizes[name] = len(rel.rows)
-        return sizes
+        return {name: len(rel) for name, rel in self.state.relations.items()}
 
     def _first_work(self, plans: list[JoinPlan]) -> int:
         """Rows the reference's iteration 1 would touch before joining: the driving relations,
@@ -387,18 +322,27 @@ class VectorizedStratum:
     def _kernel_fixpoint(self, kernel: CompiledStratumBootstrap, k: int) -> tuple[int, int, bool]:
         """Iterations k, k + 1, ... in the kernel while they stay small: (the last iteration
         that derived anything, how many tuples were derived, whether the fixpoint was
-        reached). If not, the next iteration is large and the frames of the stratum's
-        relations are read back from the state for Polars."""
+        reached). If not, the next iteration is large, and the tuples the kernel derived
+        join the frames of the stratum's relations for Polars."""
         delta = self._kernel_delta
         if delta is None:  # N_{k-1} came from Polars: its tuples' rows
             delta = {}
             for name in self.stratum.relations:
                 tuples = self.growing[name].delta_rows()  # type: ignore[union-attr]
                 delta[name] = self.state[name].table.rows_of(tuples)
+        since = {name: self.state[name].table.nrows for name in self.stratum.relations}
         last, derived, rest = kernel.fixpoint(k, delta, self.small, self.check)
         self._kernel_delta = rest or None
         for name in self.stratum.relations:
-            self.growing[name] = _Growing.of_state(self.state[name], last) if rest else _Stale()
+            store = self.state[name]
+            growing = self.growing[name]
+            if not rest:
+                self.growing[name] = _Stale()
+            elif store.arity == 0:
+                self.growing[name] = _Growing.of_nullary(store, last)
+            else:
+                assert isinstance(growing, _Growing)
+                growing.extend(store, since[name], last)
         return last, derived, not rest
 
     def _kernel_rows(self, rows: dict[str, np.ndarray]) -> dict[str, _New]:
@@ -490,10 +434,6 @@ class VectorizedStratum:
             store.add_batch({(): total}, k)
             return [()], None
         cols = columns(arity)
-        growing = self.growing[name]
-        if isinstance(growing, _Kept):
-            new = growing.rows.add_derived(_stacked(parts), k)
-            return None, new[cols]
         total = sum(p.height for p in parts)
         if self.check is None or total <= _PARTITION_ROWS:
             grouped = self._unknown_counts(store, _stacked(parts))
@@ -597,33 +537,7 @@ class VectorizedStratum:
         for name, (rows, frame) in new.items():
             self.growing[name].advance(rows, frame)
             derived += len(rows) if rows is not None else frame.height  # type: ignore[union-attr]
-        if self.kept is not None:
-            self._keep_if_large()
         return derived
-
-    def _keep_if_large(self) -> None:
-        """Move the stratum's relations out of the state into row sets once one of them holds
-        `kept.threshold` tuples (see `FrameRelations`); from then on every iteration of the
-        stratum runs in Polars."""
-        assert self.kept is not None
-        growing = self.growing
-        if any(isinstance(rel, _Kept) for rel in growing.values()) or all(
-            len(self.state[name]) < self.kept.threshold for name in growing
-        ):
-            return
-        for name, rel in growing.items():
-            store = self.state[name]
-            if store.arity == 0:
-                continue  # at most one tuple: it stays in the state
-            rows = RowSet(store.arity)
-            loaded = _stored(store)
-            delta = rel.delta()
-            store.clear()
-            # N_{k-1} goes in last, so that I_{k-2} is a prefix of the rows (`_Kept.old`).
-            rows.add_new(loaded.join(delta, on=delta.columns, how="anti"), None)
-            rows.add_new(loaded.join(delta, on=delta.columns, how="semi"), None)
-            growing[name] = _Kept(rows, delta)
-        self.small = 0
 
     def run(self) -> StratumRun:
         start = time.perf_counter()
@@ -665,9 +579,6 @@ class VectorizedStratum:
                 self.frames.frames.pop(name, None)
                 continue
             self.frames.frames[name] = rel
-            if isinstance(rel, _Kept):
-                rel.rows.drop_table()
-                self.kept.relations[name] = rel.rows  # type: ignore[union-attr]
         return StratumRun(
             stratum.index,
             tuple(sorted(stratum.relations)),
@@ -684,7 +595,6 @@ def bootstrap_vectorized(
     *,
     small_iteration: int = SMALL_ITERATION,
     check: Check | None = None,
-    kept: FrameRelations | None = None,
 ) -> tuple[StratumRun, ...]:
     """Bootstrap every stratum of `analyzed` in order, vectorized; same result as running the
     reference `StratumBootstrap(stratum, state, symbols, arities).run()` on each.
@@ -696,8 +606,6 @@ def bootstrap_vectorized(
     `check`: cooperative cancellation as in `StratumBootstrap` — called before every iteration,
     and between slices of the driving rows of every plan, Polars or reference; it stops the
     run by raising, leaving a partial state to be discarded.
-    `kept`: for a one-shot evaluation, relations that grow past its threshold end in
-    `kept.relations` (with their iterations and counts) instead of in `state`.
     """
     arities = {name: info.arity for name, info in analyzed.relations.items()}
     for name, arity in arities.items():
@@ -707,7 +615,7 @@ def bootstrap_vectorized(
     for stratum in analyzed.strata:
         runs.append(
             VectorizedStratum(
-                stratum, state, symbols, arities, frames, small_iteration, check, kept
+                stratum, state, symbols, arities, frames, small_iteration, check
             ).run()
         )
         frames.projections.clear()
