@@ -92,7 +92,7 @@ class _Growing:
     iteration needs them as tuples.
     """
 
-    __slots__ = ("_delta_rows", "arity", "delta_frame", "old_frame", "old_rows")
+    __slots__ = ("_delta_rows", "arity", "delta_frame", "keeps_old", "old_frame", "old_rows")
 
     def __init__(self, arity: int, facts: pl.DataFrame) -> None:
         self.arity = arity
@@ -100,6 +100,17 @@ class _Growing:
         self.old_rows: list[Tuple] = []
         self.delta_frame: pl.DataFrame | None = None
         self._delta_rows: list[Tuple] | None = []
+        self.keeps_old = True
+        """False once no join of the stratum reads the old tuples (`forget_old`)."""
+
+    def forget_old(self) -> None:
+        """Keep N_{k-1} only from now on: in a stratum whose every rule has one atom over the
+        stratum's relations (a linear recursion), the joins read the delta alone, and frames of
+        the whole relation beside its tables would double its memory (crdt.dl's skipBlank:
+        4.5 GB). A later stratum reads such a relation's frame from the state."""
+        self.keeps_old = False
+        self.old_frame = None
+        self.old_rows = []
 
     def old(self) -> pl.DataFrame:
         """I_{k-2}, as one frame of few chunks (what a join reads)."""
@@ -109,9 +120,11 @@ class _Growing:
         return old
 
     def _old(self) -> pl.DataFrame:
-        """I_{k-2} in as many chunks as it grew by: a linear recursion never joins with its
-        old tuples, and gathering them into one chunk every few iterations copied the whole
-        relation again and again (quadratic in a deep recursion over a large one)."""
+        """I_{k-2} in as many chunks as it grew by: gathering them into one chunk every few
+        iterations, joined or not, copied the whole relation again and again (quadratic in a
+        deep recursion over a large one)."""
+        if not self.keeps_old:
+            raise RuntimeError("the old tuples of this relation were not kept")
         if self.old_frame is None or self.old_rows:
             new = frame_of_rows(self.old_rows, self.arity)
             self.old_rows = []
@@ -165,11 +178,12 @@ class _Growing:
         self.advance(None, frame(iterations == last))
 
     def advance(self, rows: list[Tuple] | None, frame: pl.DataFrame | None) -> None:
-        """N_k becomes the delta; N_{k-1} joins the old tuples."""
-        if self.delta_frame is not None:
-            self.old_frame = _concat(self._old(), self.delta_frame)
-        else:
-            self.old_rows.extend(self.delta_rows())
+        """N_k becomes the delta; N_{k-1} joins the old tuples (if they are kept)."""
+        if self.keeps_old:
+            if self.delta_frame is not None:
+                self.old_frame = _concat(self._old(), self.delta_frame)
+            else:
+                self.old_rows.extend(self.delta_rows())
         self._delta_rows = rows
         self.delta_frame = frame
 
@@ -539,6 +553,16 @@ class VectorizedStratum:
             derived += len(rows) if rows is not None else frame.height  # type: ignore[union-attr]
         return derived
 
+    def _joins_old(self) -> bool:
+        """Whether an iteration after the first joins with a relation of the stratum other
+        than through its delta: a rule with two atoms or more over the stratum's relations.
+        (A non-recursive stratum keeps its frames all the same: the strata above read them.)"""
+        relations = self.stratum.relations
+        return any(
+            sum(1 for i in positive_atoms(rule) if rule.body[i].relation in relations) > 1  # type: ignore[union-attr]
+            for rule in self.stratum.rules
+        )
+
     def run(self) -> StratumRun:
         start = time.perf_counter()
         stratum = self.stratum
@@ -550,6 +574,10 @@ class VectorizedStratum:
             jobs = [_Job(plan, set(), self.symbols, stratum) for plan in plans]
             new = self._polars(jobs, 1)
         derived = self._advance(new)
+        if stratum.recursive and not self._joins_old():
+            for rel in self.growing.values():
+                if isinstance(rel, _Growing):
+                    rel.forget_old()
         iterations = 1 if derived else 0
         k = 2
         while stratum.recursive and derived and iterations == k - 1:
@@ -575,8 +603,8 @@ class VectorizedStratum:
             k += 1
         for name in stratum.relations:
             rel = self.growing[name]
-            if isinstance(rel, _Stale):  # its frame is built from the state when asked for
-                self.frames.frames.pop(name, None)
+            if isinstance(rel, _Stale) or not rel.keeps_old:
+                self.frames.frames.pop(name, None)  # built from the state when asked for
                 continue
             self.frames.frames[name] = rel
         return StratumRun(
