@@ -29,9 +29,10 @@ crdt_linear / graph10000-rmat1k / lubm1, 10,000 rows 0.70 / 0.21 / 0.073 s, 50,0
 0.22 / 0.094 s, 200,000 rows 1.28 / 0.45 / 0.16 s.
 
 Memory: the relations are only in the `State` (the compiled tables, about 40 bytes a 4-ary
-tuple with one index, see reasoner/compact), for every size and for one-shot runs alike; the
+tuple with one index, see reasoner/compact), for every size and for one-shot runs alike. The
 frames of a running stratum's relations (`_Growing`) are built while Polars iterations need
-them, and a stratum whose iterations stay small keeps none (`_Stale`).
+them: a stratum whose iterations stay small keeps none (`_Stale`), and a linear recursion keeps
+its delta alone (`_Growing.forget_old`).
 """
 
 from __future__ import annotations
