@@ -331,6 +331,47 @@ def test_switching_between_polars_and_the_reference_loop() -> None:
         _run(text, {"edge": edges}, small_iteration)
 
 
+def _polars_strata(monkeypatch: pytest.MonkeyPatch) -> list[frozenset[str]]:
+    """The relations of the stratum of every Polars iteration the run makes, recorded."""
+    strata: list[frozenset[str]] = []
+    polars = vectorized_executor.VectorizedStratum._polars
+
+    def recorded(self, jobs, k):
+        strata.append(self.stratum.relations)
+        return polars(self, jobs, k)
+
+    monkeypatch.setattr(vectorized_executor.VectorizedStratum, "_polars", recorded)
+    return strata
+
+
+def test_selective_probes_run_on_the_kernel_and_large_joins_in_polars(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past the small-iteration threshold, a join whose few driving rows probe a relation many
+    times larger runs on the kernel (Polars would read the whole relation into a frame:
+    crdt.dl's nextVisible took 7 GB that way), and one driven by as many rows as it joins
+    with runs in Polars."""
+    text = """
+    .decl big(x: number, y: number)
+    .decl few(x: number)
+    .decl many(x: number)
+    .input big
+    .input few
+    .input many
+    probed(x, y) :- few(x), big(x, y).
+    joined(x, y) :- many(x), big(x, y).
+    """
+    inputs = {
+        "big": [(i % 1_000, i) for i in range(5_000)],
+        "few": [(i,) for i in range(200)],
+        "many": [(i,) for i in range(0, 5_000, 2)],
+    }
+    polars = _polars_strata(monkeypatch)
+    state = _run(text, inputs, small_iteration=100)
+    assert polars == [frozenset({"joined"})]
+    assert len(state["probed"]) == 1_000 and len(state["joined"]) == 2_500
+
+
 @pytest.mark.parametrize("small_iteration", [0, 10_000])
 def test_check_is_called_between_iterations_and_stops_the_run(small_iteration: int) -> None:
     analyzed = check_program(

@@ -26,7 +26,9 @@ for tuple and count for count, so a stratum may switch between them at any itera
 of the tuples an iteration of the other kind produced are built when next needed). Measured
 on the bench programs (best of two, in process): 2,000 rows 0.76 / 0.21 / 0.075 s for
 crdt_linear / graph10000-rmat1k / lubm1, 10,000 rows 0.70 / 0.21 / 0.073 s, 50,000 rows 0.80 /
-0.22 / 0.094 s, 200,000 rows 1.28 / 0.45 / 0.16 s.
+0.22 / 0.094 s, 200,000 rows 1.28 / 0.45 / 0.16 s. A larger iteration also runs on the
+kernel when its probes are selective: a Polars join reads whole relations, the kernel only the
+rows its driving rows find (`KERNEL_ROW_COST`).
 
 Memory: the relations are only in the `State` (the compiled tables, about 40 bytes a 4-ary
 tuple with one index, see reasoner/compact), for every size and for one-shot runs alike. The
@@ -62,13 +64,25 @@ from reasoner.executors.local.polars_plan import (
 from reasoner.plan.joins import AtomStep, JoinPlan, plan_rule, positive_atoms
 from reasoner.state import RelationStore, State, Tuple
 from reasoner.symbols import SymbolTable
-from reasoner.syntax.ast import Atom
+from reasoner.syntax.ast import Atom, Negation
 
 if TYPE_CHECKING:
     from reasoner.update.bootstrap import CompiledStratumBootstrap
 
 SMALL_ITERATION = 10_000
 """Iterations driven by fewer rows than this run the reference's per-tuple plans (see above)."""
+
+KERNEL_ROW_COST = 10
+INDEX_ROW_COST = 0.3
+"""Costs per row, a row a Polars join reads being 1: a driving row of the kernel (its probes
+and its head), and a row of an index the kernel builds first. A Polars join reads whole
+relations where the kernel probes an index for what its driving rows find, so the kernel also
+wins a large iteration whose driving rows are few beside what they join with. Measured on
+crdt.dl (`reasoner run`, whole process): its nextVisible, 104,852 hasValue rows joined with the
+151.7 M rows of skipBlank, took Polars 20.8 s and 7 GB for the frame and the join, the kernel
+0.1 s; its skipBlank, a linear recursion over the 182 k rows of nextElem with iterations of
+10-20 k rows, took 143 s with Polars above 10,000 rows, 127 s with the kernel up to 20,000. The
+run: 168 s and 12.5 GB peak before, 128 s and 5.7 GB after."""
 
 _MAX_CHUNKS = 32
 
@@ -244,6 +258,10 @@ class _Frames:
             self.projections[key] = projected
         return self.projections[key]
 
+    def keep(self, names: set[str]) -> None:
+        """Drop the frames of every relation but `names` (those later strata read)."""
+        self.frames = {name: frame for name, frame in self.frames.items() if name in names}
+
     def negated(self, pattern: NegationPattern) -> pl.DataFrame | int:
         key = ("not", *pattern.key)
         if key not in self.projections:
@@ -303,14 +321,30 @@ class VectorizedStratum:
     def _sizes(self) -> dict[str, int]:
         return {name: len(rel) for name, rel in self.state.relations.items()}
 
-    def _first_work(self, plans: list[JoinPlan]) -> int:
-        """Rows the reference's iteration 1 would touch before joining: the driving relations,
-        the indexes it would build, full scans of unindexed atoms."""
+    def _joined_rows(self, plan: JoinPlan) -> int:
+        """Rows of the relations a Polars join of `plan` reads besides its driver (whole
+        relations: a hash join reads all of one side, where the kernel probes an index)."""
         relations = self.state.relations
-        work = 0
+        return sum(
+            len(relations[step.relation])
+            for step in plan.steps
+            if isinstance(step, AtomStep)
+            and not step.negated
+            and step.body_index != plan.driver.index
+        )
+
+    def _first_on_kernel(self, plans: list[JoinPlan]) -> bool:
+        """Whether iteration 1 runs the reference's plans rather than Polars: when it is small
+        (its driving relations, times any unindexed full scan, plus the indexes the kernel
+        would build, fewer than `SMALL_ITERATION` rows), or when its probes are selective
+        (see `KERNEL_ROW_COST`)."""
+        if self.small == 0:
+            return False
+        relations = self.state.relations
+        driving = indexed = joined = 0
         for plan in plans:
             if plan.driver.kind != "atom":
-                work += 1
+                driving += 1
                 continue
             rows = len(relations[plan.rule.body[plan.driver.index].relation])  # type: ignore[union-attr,index]
             for step in plan.steps:
@@ -321,11 +355,23 @@ class VectorizedStratum:
                     and not step.key_columns
                 ):
                     rows *= max(1, len(relations[step.relation]))
-            work += rows
+            driving += rows
+            joined += self._joined_rows(plan)
             for relation, cols in plan.index_needs():
                 if not relations[relation].table.has_index(cols):
-                    work += len(relations[relation])
-        return work
+                    indexed += len(relations[relation])
+        if driving + indexed < self.small:
+            return True
+        return (KERNEL_ROW_COST - 1) * driving + INDEX_ROW_COST * indexed < joined
+
+    def _kernel_limit(self, jobs: list[_Job]) -> int:
+        """The driving rows (N_{k-1}) below which an iteration after the first runs on the
+        kernel: `SMALL_ITERATION`, or more where the probes are selective (the kernel costs
+        `KERNEL_ROW_COST` d against Polars' d plus the rows it joins with)."""
+        if self.small == 0:
+            return 0
+        joined = sum(self._joined_rows(job.plan.plan) for job in jobs)
+        return max(self.small, joined // (KERNEL_ROW_COST - 1))
 
     # -- one iteration -----------------------------------------------------------------------
 
@@ -334,8 +380,10 @@ class VectorizedStratum:
         kernel = self.reference.compiled()
         return self._kernel_rows(kernel.first_iteration(self.check))
 
-    def _kernel_fixpoint(self, kernel: CompiledStratumBootstrap, k: int) -> tuple[int, int, bool]:
-        """Iterations k, k + 1, ... in the kernel while they stay small: (the last iteration
+    def _kernel_fixpoint(
+        self, kernel: CompiledStratumBootstrap, k: int, limit: int
+    ) -> tuple[int, int, bool]:
+        """Iterations k, k + 1, ... in the kernel while they stay under `limit`: (the last iteration
         that derived anything, how many tuples were derived, whether the fixpoint was
         reached). If not, the next iteration is large, and the tuples the kernel derived
         join the frames of the stratum's relations for Polars."""
@@ -346,7 +394,7 @@ class VectorizedStratum:
                 tuples = self.growing[name].delta_rows()  # type: ignore[union-attr]
                 delta[name] = self.state[name].table.rows_of(tuples)
         since = {name: self.state[name].table.nrows for name in self.stratum.relations}
-        last, derived, rest = kernel.fixpoint(k, delta, self.small, self.check)
+        last, derived, rest = kernel.fixpoint(k, delta, limit, self.check)
         self._kernel_delta = rest or None
         for name in self.stratum.relations:
             store = self.state[name]
@@ -569,7 +617,7 @@ class VectorizedStratum:
         stratum = self.stratum
         sizes = self._sizes()
         plans = [plan_rule(rule, None, sizes) for rule in stratum.rules]
-        if self._first_work(plans) < self.small:
+        if self._first_on_kernel(plans):
             new = self._reference_first()
         else:
             jobs = [_Job(plan, set(), self.symbols, stratum) for plan in plans]
@@ -588,8 +636,9 @@ class VectorizedStratum:
             work = sum(self.growing[job.driver].delta_size() for job in jobs)  # type: ignore[index]
             if work == 0:
                 break
-            if work < self.small:
-                last, count, done = self._kernel_fixpoint(self.reference.compiled(), k)
+            limit = self._kernel_limit(jobs)
+            if work < limit:
+                last, count, done = self._kernel_fixpoint(self.reference.compiled(), k, limit)
                 if count:
                     derived += count
                     iterations = last
@@ -640,12 +689,28 @@ def bootstrap_vectorized(
     for name, arity in arities.items():
         state.relation(name, arity)
     frames = _Frames(state)
+    last_reader = _last_readers(analyzed.strata)
     runs = []
-    for stratum in analyzed.strata:
+    for position, stratum in enumerate(analyzed.strata):
         runs.append(
             VectorizedStratum(
                 stratum, state, symbols, arities, frames, small_iteration, check
             ).run()
         )
         frames.projections.clear()
+        frames.keep({name for name, last in last_reader.items() if last > position})
     return tuple(runs)
+
+
+def _last_readers(strata: tuple[Stratum, ...]) -> dict[str, int]:
+    """The position of the last stratum that reads each relation. A frame is dropped once no
+    later stratum reads it: crdt.dl's skipBlank, 4.6 GB as a frame beside its table, stayed to
+    the end of the run."""
+    last: dict[str, int] = {}
+    for position, stratum in enumerate(strata):
+        for rule in stratum.rules:
+            for literal in rule.body:
+                atom = literal.atom if isinstance(literal, Negation) else literal
+                if isinstance(atom, Atom):
+                    last[atom.relation] = position
+    return last
