@@ -86,7 +86,7 @@ def run_bootstrap(
     """Bootstrap every stratum into `state` (which holds the facts at iteration 0).
 
     `check` is called between iterations and slices of work and stops the run by raising
-    (`BootstrapCancelled`); a Spark run is checked only before and after."""
+    (`BootstrapCancelled`), on Spark by cancelling the jobs under way (`CancellableJobs`)."""
     if choice.engine == "reference":
         arities = {name: info.arity for name, info in analyzed.relations.items()}
         return tuple(
@@ -105,7 +105,4 @@ def run_bootstrap(
     # The JVM's objects are freed through Python's cyclic collector (`collector_running`),
     # also when the caller paused it for an in-process evaluation (`reasoner run`).
     with collector_running():
-        runs = bootstrap_spark(analyzed, state, symbols, get_session(settings.spark_master))
-    if check is not None:
-        check()
-    return runs
+        return bootstrap_spark(analyzed, state, symbols, get_session(settings.spark_master), check)

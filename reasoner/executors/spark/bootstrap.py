@@ -38,7 +38,8 @@ from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
 from reasoner.analysis.model import AnalyzedProgram, Stratum
 from reasoner.analysis.terms import leaves
-from reasoner.elastic.bootstrap import StratumRun
+from reasoner.elastic.bootstrap import Check, StratumRun
+from reasoner.executors.spark.cancel import CancellableJobs
 from reasoner.executors.spark.plans import SparkPlan, column_names
 from reasoner.plan.joins import positive_atoms
 from reasoner.state import RelationStore, State
@@ -47,6 +48,11 @@ from reasoner.syntax.ast import Comparison, Negation, StringConst, Term
 
 MERGE_FANOUT = 4
 """Pieces covering the same number of iterations are merged this many at a time."""
+
+
+def _unchecked() -> None:
+    """The `check` of a run nobody can cancel."""
+
 
 BROADCAST_BYTES = 8 << 20
 """A join side known to be at most this large (8 bytes a value) is broadcast."""
@@ -120,11 +126,14 @@ class SparkBootstrap:
         state: State,
         symbols: SymbolTable,
         session: SparkSession,
+        check: Check = _unchecked,
     ) -> None:
         self.analyzed = analyzed
         self.state = state
         self.symbols = symbols
         self.session = session
+        self.check = check
+        """Called before every iteration (`CancellableJobs` reaches the jobs in between)."""
         self.relations: dict[str, _Relation] = {}
         self.partitions = max(1, int(session.conf.get("spark.sql.shuffle.partitions") or 1))
 
@@ -260,6 +269,7 @@ class SparkBootstrap:
                             self.symbols.intern(leaf.value)
 
     def run_stratum(self, stratum: Stratum) -> StratumRun:
+        self.check()
         start = time.perf_counter()
         session = self.session
         names = stratum.relations
@@ -293,6 +303,7 @@ class SparkBootstrap:
                     plan = SparkPlan.build(rule, pos, self.symbols, sizes)
                     plans.append((plan, pos, frozenset(positions[:n])))
         while plans:
+            self.check()
             km1 = iterations
             derivations = {name: [] for name in names}
             for plan, pos, older in plans:
@@ -348,24 +359,33 @@ def bootstrap_spark(
     state: State,
     symbols: SymbolTable,
     session: SparkSession,
+    check: Check | None = None,
 ) -> tuple[StratumRun, ...]:
     """Run Bootstrap over every stratum on Spark; `state` ends as the in-process one would.
 
     On entry `state` holds every relation's facts at iteration 0 with count 1 (values interned
     through `symbols`, which also interns the rules' string constants). The session's SQL
     arithmetic is switched to non-ANSI (wrap-around) for the duration of the call.
+    `check`: cooperative cancellation as for the in-process executors, which also reaches the
+    Spark jobs under way (`CancellableJobs`): it stops the run by raising, within about
+    `POLL_SECONDS` plus the time Spark takes to interrupt the tasks.
     """
     conf = session.conf
     previous_ansi = conf.get("spark.sql.ansi.enabled", None)
     conf.set("spark.sql.ansi.enabled", "false")
     runner = SparkBootstrap(analyzed, state, symbols, session)
     try:
-        return runner.run()
+        if check is None:
+            return runner.run()
+        with CancellableJobs(session, check) as jobs:
+            runner.check = jobs.check
+            return runner.run()
     finally:
         if previous_ansi is None:
             conf.unset("spark.sql.ansi.enabled")
         else:
             conf.set("spark.sql.ansi.enabled", previous_ansi)
         # Checkpointed blocks are freed by Spark's ContextCleaner once the JVM objects are
-        # unreachable (the session's periodic GC sees to that): drop the Python references.
+        # unreachable (the session's periodic GC sees to that): drop the Python references,
+        # also those a cancelled run's traceback would keep.
         runner.relations.clear()
