@@ -20,6 +20,7 @@ from pathlib import Path
 from reasoner.analysis import check_program
 from reasoner.analysis.model import AnalyzedProgram
 from reasoner.elastic.engines import (
+    DEFAULT_SPARK_ITERATION,
     DEFAULT_SPARK_MASTER,
     ENGINES,
     EngineSettings,
@@ -239,10 +240,18 @@ def _engine_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_SPARK_MASTER,
         help="Spark master URL: local[*] (default) or spark://host:port",
     )
+    parser.add_argument(
+        "--spark-iteration",
+        type=_non_negative_int,
+        default=DEFAULT_SPARK_ITERATION,
+        metavar="ROWS",
+        help="on Spark, run iterations driven by fewer rows on the in-process kernel "
+        f"(default {DEFAULT_SPARK_ITERATION:,}; 0: every iteration on Spark)",
+    )
 
 
 def _engines(args: argparse.Namespace) -> EngineSettings:
-    return EngineSettings(args.engine, args.spark_master)
+    return EngineSettings(args.engine, args.spark_master, spark_iteration=args.spark_iteration)
 
 
 def build_parser() -> argparse.ArgumentParser:

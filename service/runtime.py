@@ -191,6 +191,7 @@ class Runtime:
                 engine=self.settings.bootstrap_engine,
                 spark_master=self.settings.spark_master,
                 spark_threshold=self.settings.spark_threshold,
+                spark_iteration=self.settings.spark_iteration,
             ),
         }
 

@@ -13,7 +13,7 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
-from reasoner.elastic.engines import DEFAULT_SPARK_THRESHOLD
+from reasoner.elastic.engines import DEFAULT_SPARK_ITERATION, DEFAULT_SPARK_THRESHOLD
 
 DEFAULT_DATABASE_URL = "sqlite:///./data/reasoner.db"
 SECRETS_DIR = Path("/run/secrets")
@@ -61,6 +61,13 @@ class Settings(BaseSettings):
         description="Input facts from which `auto` runs a Bootstrap on Spark. A configured "
         "cluster alone does not: every Spark iteration is a job, which costs more than the "
         "in-process executors on any input that fits in this process.",
+    )
+    spark_iteration: int = Field(
+        DEFAULT_SPARK_ITERATION,
+        ge=0,
+        description="Rows below which an iteration of a Spark Bootstrap runs in process, on "
+        "the compiled kernel (0: every iteration on Spark). A Spark iteration costs jobs "
+        "whatever its size; the kernel's per-tuple loop wins the small ones.",
     )
     switching_parameter: float = Field(
         0.2, gt=0, description="Update deadline = switching_parameter × last Bootstrap time."

@@ -7,7 +7,8 @@ Three executors produce the same state (tuple, iteration, count):
 - `local`: the vectorized in-process executor (Polars), which switches to the per-tuple loop
   for iterations whose delta is small, so it is never much worse than `reference`.
 - `spark`: the same plans as Spark DataFrame jobs, for data that outgrows one process or when a
-  cluster is configured. Every iteration is a Spark job, so it only pays for large data.
+  cluster is configured. Every Spark iteration costs jobs, so only large iterations go there
+  (`DEFAULT_SPARK_ITERATION`); the small ones run on the per-tuple kernel, as in `local`.
 
 `auto` picks `spark` when the input is at least `spark_threshold` facts, `reference` below
 `SMALL_INPUT` facts (no Polars to import for a small program), and `local` otherwise:
@@ -35,6 +36,14 @@ per-iteration job overhead makes it lose to the in-process executors on every in
 machine holds; the threshold is where the in-process state itself stops fitting comfortably in
 memory."""
 
+DEFAULT_SPARK_ITERATION = 1_000_000
+"""Rows below which an iteration of a Spark Bootstrap runs on the in-process kernel instead
+(for iteration 1, the rows its plans read; after it, the rows of N_{k-1}). A Spark iteration
+costs a few jobs, 0.3-2 s of scheduling and planning whatever its size, in which the kernel
+derives a million tuples or more: Spark pays only for iterations larger than that, and a deep
+recursion's tail of small iterations (CRDT's thousands) would otherwise cost seconds each.
+0 runs every iteration on Spark."""
+
 SMALL_INPUT = 2_000
 """Input facts below which `auto` bootstraps on the per-tuple kernel alone (`reference`): a
 small program then never imports Polars (0.10 s here, the whole of a first Bootstrap of
@@ -54,10 +63,13 @@ class EngineSettings:
     engine: str = "auto"
     spark_master: str = DEFAULT_SPARK_MASTER
     spark_threshold: int = DEFAULT_SPARK_THRESHOLD
+    spark_iteration: int = DEFAULT_SPARK_ITERATION
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
             raise ValueError(f"unknown bootstrap engine {self.engine!r}: one of {ENGINES}")
+        if self.spark_iteration < 0:
+            raise ValueError(f"spark_iteration must be >= 0, got {self.spark_iteration}")
 
     def choose(self, input_facts: int) -> EngineChoice:
         if self.engine != "auto":
@@ -105,4 +117,11 @@ def run_bootstrap(
     # The JVM's objects are freed through Python's cyclic collector (`collector_running`),
     # also when the caller paused it for an in-process evaluation (`reasoner run`).
     with collector_running():
-        return bootstrap_spark(analyzed, state, symbols, get_session(settings.spark_master), check)
+        return bootstrap_spark(
+            analyzed,
+            state,
+            symbols,
+            get_session(settings.spark_master),
+            check,
+            small_iteration=settings.spark_iteration,
+        )

@@ -37,6 +37,8 @@ export REASONER_READ_TOKEN="r-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' 
 export POSTGRES_PASSWORD="p-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 # A bulk load of 20,000 facts or more bootstraps on the cluster (the default is 50 million).
 export REASONER_SPARK_THRESHOLD=20000
+# ... and every iteration of it runs on the workers (by default, small ones run in process).
+export REASONER_SPARK_ITERATION=0
 export REASONER_LOG_LEVEL=debug
 compose=(docker-compose -f "$repo/docker-compose.yml")
 

@@ -69,9 +69,12 @@ def on_spark(
     analyzed: AnalyzedProgram,
     inputs: Mapping[str, Iterable[Sequence[Value]]],
     session: SparkSession,
+    small_iteration: int = 0,
 ) -> Outcome:
+    """The Spark Bootstrap's outcome; by default every iteration on Spark (`small_iteration`
+    0), else iterations driven by fewer rows on the in-process kernel."""
     state, symbols = initial_state(analyzed, inputs)
-    runs = bootstrap_spark(analyzed, state, symbols, session)
+    runs = bootstrap_spark(analyzed, state, symbols, session, small_iteration=small_iteration)
     return _outcome(analyzed, state, symbols, runs)
 
 

@@ -13,10 +13,12 @@ from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
 from reasoner.analysis import check_program
 from reasoner.elastic.engines import EngineSettings
+from reasoner.executors.spark.bootstrap import SparkBootstrap
 from reasoner.gc_pause import collector_paused
 from reasoner.io.facts import load_inputs
 from reasoner.materialization import Materialization
@@ -27,18 +29,66 @@ INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
 
 
-def check(text: str, inputs: dict, spark: SparkSession) -> None:
+def check(text: str, inputs: dict, spark: SparkSession, small_iteration: int = 0) -> None:
     analyzed = check_program(text)
     expected = reference(analyzed, inputs)
-    actual = on_spark(analyzed, inputs, spark)
+    actual = on_spark(analyzed, inputs, spark, small_iteration)
     assert_same(expected, actual)
 
 
 # Small programs, but each one costs a few Spark queries: no per-example deadline.
 @settings(max_examples=50, deadline=None)
-@given(generated=programs())
-def test_generated_programs(spark: SparkSession, generated: GeneratedProgram) -> None:
-    check(generated.text, generated.inputs, spark)
+@given(generated=programs(), small_iteration=st.sampled_from((0, 0, 3)))
+def test_generated_programs(
+    spark: SparkSession, generated: GeneratedProgram, small_iteration: int
+) -> None:
+    """All on Spark, and with iterations driven by fewer than 3 rows on the kernel."""
+    check(generated.text, generated.inputs, spark, small_iteration)
+
+
+def _hourglass() -> list[tuple[int, int]]:
+    """Layers of 1, 2, 4, ..., 32, ..., 4, 2, 1 nodes: each node of the widening half has two
+    children, each pair of the narrowing half one child (reached twice: counts of 2)."""
+    widths = [1, 2, 4, 8, 16, 32, 16, 8, 4, 2, 1]
+    first = [sum(widths[:i]) for i in range(len(widths))]
+    edges = []
+    for layer in range(len(widths) - 1):
+        for j in range(widths[layer]):
+            widening = widths[layer + 1] > widths[layer]
+            targets = [2 * j, 2 * j + 1] if widening else [j // 2]
+            edges += [(first[layer] + j, first[layer + 1] + t) for t in targets]
+    return edges
+
+
+def test_small_iterations_run_on_the_kernel_and_large_ones_on_spark(
+    spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reachability through the hourglass: N_k is layer k - 1. An iteration driven by fewer
+    than 5 rows runs on the kernel: iterations 1-4 there (N_4 has 8 rows), 5-9 on Spark
+    (driven by 8, 16, 32, 16 and 8 rows), then 10-12 on the kernel again; the state is the
+    reference's throughout."""
+    text = """
+    .decl e(x: number, y: number)
+    .decl start(x: number)
+    .input e
+    .input start
+    r(x) :- start(x).
+    r(y) :- r(x), e(x, y).
+    """
+    inputs = {"e": _hourglass(), "start": [(0,)]}
+    on_spark_iterations: list[int] = []
+    delta_iteration = SparkBootstrap._delta_iteration
+
+    def recorded(self, plans, names, k):
+        on_spark_iterations.append(k)
+        return delta_iteration(self, plans, names, k)
+
+    monkeypatch.setattr(SparkBootstrap, "_delta_iteration", recorded)
+    check(text, inputs, spark, small_iteration=5)
+    assert on_spark_iterations == [5, 6, 7, 8, 9]
+    on_spark_iterations.clear()
+    check(text, inputs, spark, small_iteration=1_000)
+    assert on_spark_iterations == []
 
 
 def test_c_division_and_wrap_around(spark: SparkSession) -> None:
@@ -167,7 +217,9 @@ def test_collector_runs_during_a_spark_bootstrap_its_caller_paused_it(spark: Spa
     path(x, z) :- path(x, y), e(y, z).
     """
     m = Materialization(
-        check_program(text), maintained=False, engines=EngineSettings("spark", "local[2]")
+        check_program(text),
+        maintained=False,
+        engines=EngineSettings("spark", "local[2]", spark_iteration=0),
     )
     m.load({"e": [(i, i + 1) for i in range(12)]})
     generations: list[int] = []

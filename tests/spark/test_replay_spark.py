@@ -32,7 +32,7 @@ def test_graph1000_replays_with_check_on_spark(spark: SparkSession, bench_dir: P
             analyzed,
             inputs,
             workload,
-            engines=EngineSettings("spark", master),
+            engines=EngineSettings("spark", master, spark_iteration=0),
             check=True,
         )
     )

@@ -61,7 +61,8 @@ from reasoner.executors.local.polars_plan import (
     frame_of_store,
     group_count,
 )
-from reasoner.plan.joins import AtomStep, JoinPlan, plan_rule, positive_atoms
+from reasoner.plan.joins import JoinPlan, plan_rule, positive_atoms
+from reasoner.plan.work import first_work, joined_rows
 from reasoner.state import RelationStore, State, Tuple
 from reasoner.symbols import SymbolTable
 from reasoner.syntax.ast import Atom, Negation
@@ -321,48 +322,16 @@ class VectorizedStratum:
     def _sizes(self) -> dict[str, int]:
         return {name: len(rel) for name, rel in self.state.relations.items()}
 
-    def _joined_rows(self, plan: JoinPlan) -> int:
-        """Rows of the relations a Polars join of `plan` reads besides its driver (whole
-        relations: a hash join reads all of one side, where the kernel probes an index)."""
-        relations = self.state.relations
-        return sum(
-            len(relations[step.relation])
-            for step in plan.steps
-            if isinstance(step, AtomStep)
-            and not step.negated
-            and step.body_index != plan.driver.index
-        )
-
     def _first_on_kernel(self, plans: list[JoinPlan]) -> bool:
         """Whether iteration 1 runs the reference's plans rather than Polars: when it is small
-        (its driving relations, times any unindexed full scan, plus the indexes the kernel
-        would build, fewer than `SMALL_ITERATION` rows), or when its probes are selective
-        (see `KERNEL_ROW_COST`)."""
+        (its driving rows and the indexes the kernel would build, fewer than
+        `SMALL_ITERATION` rows), or when its probes are selective (see `KERNEL_ROW_COST`)."""
         if self.small == 0:
             return False
-        relations = self.state.relations
-        driving = indexed = joined = 0
-        for plan in plans:
-            if plan.driver.kind != "atom":
-                driving += 1
-                continue
-            rows = len(relations[plan.rule.body[plan.driver.index].relation])  # type: ignore[union-attr,index]
-            for step in plan.steps:
-                if (
-                    isinstance(step, AtomStep)
-                    and not step.negated
-                    and step.body_index != plan.driver.index
-                    and not step.key_columns
-                ):
-                    rows *= max(1, len(relations[step.relation]))
-            driving += rows
-            joined += self._joined_rows(plan)
-            for relation, cols in plan.index_needs():
-                if not relations[relation].table.has_index(cols):
-                    indexed += len(relations[relation])
-        if driving + indexed < self.small:
+        work = first_work(plans, self.state.relations)
+        if work.driving + work.indexed < self.small:
             return True
-        return (KERNEL_ROW_COST - 1) * driving + INDEX_ROW_COST * indexed < joined
+        return (KERNEL_ROW_COST - 1) * work.driving + INDEX_ROW_COST * work.indexed < work.joined
 
     def _kernel_limit(self, jobs: list[_Job]) -> int:
         """The driving rows (N_{k-1}) below which an iteration after the first runs on the
@@ -370,7 +339,8 @@ class VectorizedStratum:
         `KERNEL_ROW_COST` d against Polars' d plus the rows it joins with)."""
         if self.small == 0:
             return 0
-        joined = sum(self._joined_rows(job.plan.plan) for job in jobs)
+        relations = self.state.relations
+        joined = sum(joined_rows(job.plan.plan, relations) for job in jobs)
         return max(self.small, joined // (KERNEL_ROW_COST - 1))
 
     # -- one iteration -----------------------------------------------------------------------

@@ -23,6 +23,15 @@ pieces are merged four at a time, like the digits of a base-4 counter over itera
 deep recursion with tiny deltas keeps O(log k) pieces (small query plans) and copies each tuple
 O(log k) times. No query mentions k: N_k's `it` is computed from the driving delta's (k-1),
 so every iteration runs the same query and Spark reuses the code it generated for it.
+
+**Small iterations run in process.** An iteration driven by fewer rows than the
+`small_iteration` setting (`reasoner.elastic.engines.DEFAULT_SPARK_ITERATION`) runs on the
+per-tuple kernel over the same state (the reference's plans, as the vectorized executor runs
+its small iterations), so a stratum with small inputs never reaches Spark and a deep
+recursion's tail of small iterations costs microseconds each instead of Spark jobs. The two
+agree tuple for tuple and count for count, so a stratum may switch at any iteration: to the
+kernel, the rows Spark's last iteration committed drive it; back to Spark, the stratum's
+relations are uploaded again, their newest iteration as the delta.
 """
 
 from __future__ import annotations
@@ -30,7 +39,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from functools import reduce
+from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -38,13 +49,18 @@ from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
 from reasoner.analysis.model import AnalyzedProgram, Stratum
 from reasoner.analysis.terms import leaves
-from reasoner.elastic.bootstrap import Check, StratumRun
+from reasoner.elastic.bootstrap import Check, StratumBootstrap, StratumRun
+from reasoner.elastic.engines import DEFAULT_SPARK_ITERATION
 from reasoner.executors.spark.cancel import CancellableJobs
 from reasoner.executors.spark.plans import SparkPlan, column_names
-from reasoner.plan.joins import positive_atoms
+from reasoner.plan.joins import plan_rule, positive_atoms
+from reasoner.plan.work import first_work
 from reasoner.state import RelationStore, State
 from reasoner.symbols import SymbolTable
 from reasoner.syntax.ast import Comparison, Negation, StringConst, Term
+
+if TYPE_CHECKING:
+    from reasoner.update.bootstrap import CompiledStratumBootstrap
 
 MERGE_FANOUT = 4
 """Pieces covering the same number of iterations are merged this many at a time."""
@@ -117,6 +133,45 @@ class _Relation:
             self.spans.append(span)
 
 
+class _InProcess:
+    """The kernel's side of a stratum that Spark evaluates: its plans, compiled on first use
+    (the lower strata's sizes, which the join orders follow, are known by then), and the rows
+    of the last iteration Spark committed, which drive the kernel when it takes over."""
+
+    def __init__(self, runner: SparkBootstrap, stratum: Stratum) -> None:
+        self.runner = runner
+        self.stratum = stratum
+        self.since: dict[str, int] = {}
+        self.ran = False
+        """Whether any iteration ran here: Spark's copies of the stratum's relations lack
+        its tuples then."""
+        self._compiled: CompiledStratumBootstrap | None = None
+
+    def compiled(self) -> CompiledStratumBootstrap:
+        self.ran = True
+        if self._compiled is None:
+            runner = self.runner
+            arities = {name: info.arity for name, info in runner.analyzed.relations.items()}
+            self._compiled = StratumBootstrap(
+                self.stratum, runner.state, runner.symbols, arities, runner.check
+            ).compiled()
+        return self._compiled
+
+    def mark(self) -> None:
+        """Spark's next iteration is about to commit N_k: remember where its rows start."""
+        state = self.runner.state
+        self.since = {name: state[name].table.nrows for name in self.stratum.relations}
+
+    def delta_rows(self) -> dict[str, np.ndarray]:
+        """The row ids of N_{k-1}, which Spark's last iteration committed: the rows from
+        `mark` on, since a Bootstrap only appends."""
+        state = self.runner.state
+        return {
+            name: state[name].table.committed_in(self.since.get(name, 0), state[name].table.nrows)
+            for name in self.stratum.relations
+        }
+
+
 class SparkBootstrap:
     """Evaluates every stratum of a program on one SparkSession, updating `state` as it goes."""
 
@@ -127,8 +182,11 @@ class SparkBootstrap:
         symbols: SymbolTable,
         session: SparkSession,
         check: Check = _unchecked,
+        small: int = DEFAULT_SPARK_ITERATION,
     ) -> None:
         self.analyzed = analyzed
+        self.small = small
+        """Iterations driven by fewer rows run on the kernel (0: every one on Spark)."""
         self.state = state
         self.symbols = symbols
         self.session = session
@@ -146,23 +204,39 @@ class SparkBootstrap:
         """The relation on Spark, uploaded from the state (through Arrow) on first use."""
         rel = self.relations.get(name)
         if rel is None:
-            store = self._store(name)
-            rel = self.relations[name] = _Relation(name, store.arity)
-            if len(store):
-                rel.add_piece(self._upload(store), self.partitions)
-                rel.size = len(store)
+            rel = self._load(name, None)
         return rel
 
-    def _upload(self, store: RelationStore) -> DataFrame:
+    def _load(self, name: str, newest: int | None) -> _Relation:
+        """Upload a relation from the state, as one piece; with `newest`, its tuples of that
+        iteration become the delta N_{k-1} (a stratum going back to Spark after iterations on
+        the kernel) and the older ones the piece."""
+        store = self._store(name)
+        rel = self.relations[name] = _Relation(name, store.arity, size=len(store))
+        if not len(store):
+            return rel
         if store.arity:
             values, iterations = store.table.columns()
-            arrays = [pa.array(column, type=pa.int64()) for column in values]
-            arrays.append(pa.array(iterations, type=pa.int32()))
         else:
-            arrays = [pa.array(list(store.iters.values()), type=pa.int32())]
-        table = pa.Table.from_arrays(arrays, schema=_arrow_schema(store.arity))
+            values, iterations = [], np.asarray(list(store.iters.values()), dtype=np.int32)
+        last = iterations == newest if newest is not None else np.zeros(len(iterations), bool)
+        older = ~last
+        if older.any():
+            rel.add_piece(self._upload(values, iterations, older), self.partitions)
+        rows = int(last.sum())
+        if rows:
+            rel.delta, rel.delta_size = self._upload(values, iterations, last), rows
+        return rel
+
+    def _upload(
+        self, values: list[np.ndarray], iterations: np.ndarray, chosen: np.ndarray
+    ) -> DataFrame:
+        """The `chosen` rows of a relation's columns as a DataFrame, through Arrow."""
+        arrays = [pa.array(column[chosen], type=pa.int64()) for column in values]
+        arrays.append(pa.array(iterations[chosen], type=pa.int32()))
+        table = pa.Table.from_arrays(arrays, schema=_arrow_schema(len(values)))
         # A scan of the parallelized Arrow batches: already a leaf, no lineage to cut.
-        return self.session.createDataFrame(table, schema=_schema(store.arity))
+        return self.session.createDataFrame(table, schema=_schema(len(values)))
 
     def size(self, name: str) -> int:
         rel = self.relations.get(name)
@@ -269,16 +343,75 @@ class SparkBootstrap:
                             self.symbols.intern(leaf.value)
 
     def run_stratum(self, stratum: Stratum) -> StratumRun:
+        """Counting semi-naive evaluation of one stratum: each iteration on Spark when it is
+        large, on the in-process kernel when it is driven by fewer than `small` rows (see
+        `DEFAULT_SPARK_ITERATION`), switching at any iteration: both commit N_k into the state."""
         self.check()
         start = time.perf_counter()
+        names = stratum.relations
+        self._intern_constants(stratum)
+        sizes = {name: len(store) for name, store in self.state.relations.items()}
+        local = _InProcess(self, stratum)
+        first = [plan_rule(rule, None, sizes) for rule in stratum.rules]
+        work = first_work(first, self.state.relations)
+        if work.driving + work.indexed + work.joined < self.small:
+            rows = local.compiled().first_iteration(self.check)
+            derived = sum(len(r) for r in rows.values())
+            on_spark = False
+        else:
+            local.mark()
+            derived = self._first_iteration(stratum, sizes)
+            rows = {}
+            on_spark = True
+        iterations = 1 if derived else 0
+        plans: list[tuple[SparkPlan, int, frozenset[int]]] | None = None
+        k = 2
+        while stratum.recursive and iterations == k - 1:
+            self.check()
+            if not on_spark:
+                last, count, rest = local.compiled().fixpoint(k, rows, self.small, self.check)
+                if count:
+                    derived += count
+                    iterations = last
+                if not rest:
+                    break
+                for name in names:  # back to Spark: N_last is the delta
+                    self._load(name, last)
+                on_spark, k = True, last + 1
+                continue
+            if sum(self.relations[name].delta_size for name in names) < self.small:
+                rows = local.delta_rows()
+                on_spark = False
+                continue
+            if plans is None:
+                plans = self._delta_plans(stratum, sizes)
+            local.mark()
+            new = self._delta_iteration(plans, names, k)
+            if not new:
+                break
+            derived += new
+            iterations = k
+            k += 1
+
+        for name in names:
+            if local.ran:  # Spark's copy lacks the kernel's tuples: uploaded again if read
+                self.relations.pop(name, None)
+            else:
+                self.relations[name].advance(None, 0, self.partitions)
+        return StratumRun(
+            stratum.index,
+            tuple(sorted(names)),
+            iterations,
+            derived,
+            time.perf_counter() - start,
+        )
+
+    def _first_iteration(self, stratum: Stratum, sizes: dict[str, int]) -> int:
+        """Iteration 1 on Spark: every instantiation over I_0 counts (N_0 = I_0)."""
         session = self.session
         names = stratum.relations
         for name in names:
             self.relation(name)
-        self._intern_constants(stratum)
-        sizes = {name: len(store) for name, store in self.state.relations.items()}
-
-        # Iteration 1: every instantiation over I_0 counts (N_0 = I_0).
         derivations: dict[str, list[DataFrame]] = {name: [] for name in names}
         for rule in stratum.rules:
             plan = SparkPlan.build(rule, None, self.symbols, sizes)
@@ -287,63 +420,54 @@ class SparkBootstrap:
                 continue
             frames = {i: self.relation(plan.relation(i)).full(session) for i in plan.positive}
             derivations[plan.head].append(self._evaluate(plan, frames, atom_sizes, carry=None))
-        derived = self._collect(derivations, 1)
-        iterations = 1 if derived else 0
+        return self._collect(derivations, 1)
 
-        # Iterations k >= 2, each recursive atom in turn driven from N_{k-1}.
-        plans: list[tuple[SparkPlan, int, frozenset[int]]] = []
-        if stratum.recursive and derived:
-            for rule in stratum.rules:
-                positions = [
-                    i
-                    for i in positive_atoms(rule)
-                    if rule.body[i].relation in names  # type: ignore[union-attr]
-                ]
-                for n, pos in enumerate(positions):
-                    plan = SparkPlan.build(rule, pos, self.symbols, sizes)
-                    plans.append((plan, pos, frozenset(positions[:n])))
-        while plans:
-            self.check()
-            km1 = iterations
-            derivations = {name: [] for name in names}
-            for plan, pos, older in plans:
-                atom_sizes = {}
-                for i in plan.positive:
-                    rel = self.relation(plan.relation(i))
-                    if i == pos:
-                        atom_sizes[i] = rel.delta_size
-                    elif i in older:
-                        atom_sizes[i] = rel.size - rel.delta_size
-                    else:
-                        atom_sizes[i] = rel.size
-                if not self._runnable(plan, atom_sizes):
-                    continue
-                frames = {}
-                for i in plan.positive:
-                    rel = self.relation(plan.relation(i))
-                    if i == pos:
-                        assert rel.delta is not None
-                        frames[i] = rel.delta
-                    elif i in older:
-                        frames[i] = rel.older(session)
-                    else:
-                        frames[i] = rel.full(session)
-                derivations[plan.head].append(self._evaluate(plan, frames, atom_sizes, carry=pos))
-            new = self._collect(derivations, km1 + 1)
-            if not new:
-                break
-            derived += new
-            iterations = km1 + 1
+    def _delta_plans(
+        self, stratum: Stratum, sizes: dict[str, int]
+    ) -> list[tuple[SparkPlan, int, frozenset[int]]]:
+        """The plans of iterations k >= 2: each recursive atom in turn driven from N_{k-1}."""
+        plans = []
+        for rule in stratum.rules:
+            positions = [
+                i
+                for i in positive_atoms(rule)
+                if rule.body[i].relation in stratum.relations  # type: ignore[union-attr]
+            ]
+            for n, pos in enumerate(positions):
+                plan = SparkPlan.build(rule, pos, self.symbols, sizes)
+                plans.append((plan, pos, frozenset(positions[:n])))
+        return plans
 
-        for name in names:
-            self.relations[name].advance(None, 0, self.partitions)
-        return StratumRun(
-            stratum.index,
-            tuple(sorted(names)),
-            iterations,
-            derived,
-            time.perf_counter() - start,
-        )
+    def _delta_iteration(
+        self, plans: list[tuple[SparkPlan, int, frozenset[int]]], names: frozenset[str], k: int
+    ) -> int:
+        """Iteration k >= 2 on Spark; |N_k|."""
+        session = self.session
+        derivations: dict[str, list[DataFrame]] = {name: [] for name in names}
+        for plan, pos, older in plans:
+            atom_sizes = {}
+            for i in plan.positive:
+                rel = self.relation(plan.relation(i))
+                if i == pos:
+                    atom_sizes[i] = rel.delta_size
+                elif i in older:
+                    atom_sizes[i] = rel.size - rel.delta_size
+                else:
+                    atom_sizes[i] = rel.size
+            if not self._runnable(plan, atom_sizes):
+                continue
+            frames = {}
+            for i in plan.positive:
+                rel = self.relation(plan.relation(i))
+                if i == pos:
+                    assert rel.delta is not None
+                    frames[i] = rel.delta
+                elif i in older:
+                    frames[i] = rel.older(session)
+                else:
+                    frames[i] = rel.full(session)
+            derivations[plan.head].append(self._evaluate(plan, frames, atom_sizes, carry=pos))
+        return self._collect(derivations, k)
 
     def run(self) -> tuple[StratumRun, ...]:
         return tuple(self.run_stratum(stratum) for stratum in self.analyzed.strata)
@@ -360,6 +484,7 @@ def bootstrap_spark(
     symbols: SymbolTable,
     session: SparkSession,
     check: Check | None = None,
+    small_iteration: int = DEFAULT_SPARK_ITERATION,
 ) -> tuple[StratumRun, ...]:
     """Run Bootstrap over every stratum on Spark; `state` ends as the in-process one would.
 
@@ -369,11 +494,12 @@ def bootstrap_spark(
     `check`: cooperative cancellation as for the in-process executors, which also reaches the
     Spark jobs under way (`CancellableJobs`): it stops the run by raising, within about
     `POLL_SECONDS` plus the time Spark takes to interrupt the tasks.
+    `small_iteration`: see `DEFAULT_SPARK_ITERATION` (0 runs every iteration on Spark).
     """
     conf = session.conf
     previous_ansi = conf.get("spark.sql.ansi.enabled", None)
     conf.set("spark.sql.ansi.enabled", "false")
-    runner = SparkBootstrap(analyzed, state, symbols, session)
+    runner = SparkBootstrap(analyzed, state, symbols, session, small=small_iteration)
     try:
         if check is None:
             return runner.run()
