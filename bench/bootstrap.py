@@ -45,6 +45,14 @@ SYSTEMS = (
     System("reference", "ours, reference", "ours", "bootstrap", "reference"),
     System("local", "ours, local (Polars)", "ours", "bootstrap", "local"),
     System("spark", f"ours, Spark {SPARK_MASTER}", "ours", "bootstrap", "spark"),
+    System(
+        "spark-jobs",
+        f"ours, Spark {SPARK_MASTER}, every iteration a job",
+        "ours",
+        "bootstrap",
+        "spark",
+        ("--spark-iteration", "0"),
+    ),
     System("clingo", "clingo", "clingo"),
     System("duckdb", "DuckDB (recursive CTE)", "duckdb"),
 )
@@ -198,6 +206,7 @@ def _command(
     args = [reasoner, "run", str(workload.program), "-F", str(workload.facts)]
     args += ["-D", str(run_dir / "outputs"), "--stats", str(run_dir / "stats.json")]
     args += ["--engine", str(system.engine)]
+    args += list(system.options)
     return args + (["--spark-master", SPARK_MASTER] if system.engine == "spark" else [])
 
 

@@ -35,6 +35,8 @@ class System:
     """For ours: "auto" (the default switch), "update" or "bootstrap"."""
     engine: str | None = None
     """For ours: the executor (`--engine`), or None for the command's default."""
+    options: tuple[str, ...] = ()
+    """For ours: more options of the command (`--spark-iteration 0`)."""
 
     @property
     def ours(self) -> bool:

@@ -36,13 +36,14 @@ per-iteration job overhead makes it lose to the in-process executors on every in
 machine holds; the threshold is where the in-process state itself stops fitting comfortably in
 memory."""
 
-DEFAULT_SPARK_ITERATION = 1_000_000
+DEFAULT_SPARK_ITERATION = 2_000_000
 """Rows below which an iteration of a Spark Bootstrap runs on the in-process kernel instead
-(for iteration 1, the rows its plans read; after it, the rows of N_{k-1}). A Spark iteration
-costs a few jobs, 0.3-2 s of scheduling and planning whatever its size, in which the kernel
-derives a million tuples or more: Spark pays only for iterations larger than that, and a deep
-recursion's tail of small iterations (CRDT's thousands) would otherwise cost seconds each.
-0 runs every iteration on Spark."""
+(for iteration 1, its driving relations and the indexes the kernel would build; after it,
+the rows of N_{k-1}). A Spark iteration costs a few jobs, 0.3-2 s of scheduling and planning
+whatever its size (seconds more for the first queries of a new session), about what the
+kernel takes for two million rows (crdt.dl: 1.5 million derived tuples a second): Spark pays
+only for iterations larger than that, and a deep recursion's tail of small iterations (CRDT's
+thousands) would otherwise cost seconds each. 0 runs every iteration on Spark."""
 
 SMALL_INPUT = 2_000
 """Input facts below which `auto` bootstraps on the per-tuple kernel alone (`reference`): a

@@ -26,7 +26,7 @@ class FirstWork:
     """Rows that drive the kernel's plans: each plan's driving relation, times the size of any
     atom it can only scan whole (no bound column to probe by)."""
     indexed: int
-    """Rows of the relations whose indexes the kernel would build first."""
+    """Rows of the relations whose indexes the kernel would build first (each index once)."""
     joined: int
     """Rows of the relations a bulk join reads besides its drivers."""
 
@@ -42,7 +42,8 @@ def joined_rows(plan: JoinPlan, relations: Mapping[str, RelationStore]) -> int:
 
 def first_work(plans: Iterable[JoinPlan], relations: Mapping[str, RelationStore]) -> FirstWork:
     """The work of iteration 1 of `plans` over `relations` (the state's stores)."""
-    driving = indexed = joined = 0
+    driving = joined = 0
+    indexes: set[tuple[str, tuple[int, ...]]] = set()
     for plan in plans:
         if plan.driver.kind != "atom":
             driving += 1
@@ -60,7 +61,10 @@ def first_work(plans: Iterable[JoinPlan], relations: Mapping[str, RelationStore]
                 rows *= max(1, len(relations[step.relation]))
         driving += rows
         joined += joined_rows(plan, relations)
-        for relation, cols in plan.index_needs():
-            if not relations[relation].table.has_index(cols):
-                indexed += len(relations[relation])
+        indexes.update(
+            (relation, cols)
+            for relation, cols in plan.index_needs()
+            if not relations[relation].table.has_index(cols)
+        )
+    indexed = sum(len(relations[relation]) for relation, _ in indexes)
     return FirstWork(driving, indexed, joined)

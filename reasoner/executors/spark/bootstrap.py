@@ -354,7 +354,7 @@ class SparkBootstrap:
         local = _InProcess(self, stratum)
         first = [plan_rule(rule, None, sizes) for rule in stratum.rules]
         work = first_work(first, self.state.relations)
-        if work.driving + work.indexed + work.joined < self.small:
+        if work.driving + work.indexed < self.small:
             rows = local.compiled().first_iteration(self.check)
             derived = sum(len(r) for r in rows.values())
             on_spark = False
