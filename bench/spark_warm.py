@@ -12,7 +12,7 @@ session, after a warm-up run of the same program, each bench program is bootstra
 Then the fixed cost per iteration: the slope of the Bootstrap time of a chain's transitive
 closure (one iteration per node) between two chain lengths. Every Spark state is compared with
 the in-process one, tuple by tuple with iteration and count. A table goes to stdout and to
-`--out` (default `bench/results/<date>/spark-warm.md`).
+`--out` (default `bench/results/<date>/spark-warm.md`), a plot beside it (`spark-warm.png`).
 
     .venv/bin/python -m bench.spark_warm [--programs NAME ...] [--out FILE]
 """
@@ -70,6 +70,35 @@ def _measured(system: str, analyzed: AnalyzedProgram, inputs: dict) -> tuple[flo
     return _bootstrap(system, analyzed, inputs)
 
 
+def _chart(figures: dict[str, dict[str, float]], path: Path) -> bool:
+    """Bars of each program's seconds per executor (log scale); False without matplotlib
+    (the `bench` extra)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    programs = list(figures)
+    fig, ax = plt.subplots(figsize=(8, 3.6))
+    width = 0.8 / len(SYSTEMS)
+    for n, system in enumerate(SYSTEMS):
+        xs = [i + (n - 1) * width for i, p in enumerate(programs) if system in figures[p]]
+        ys = [max(figures[p][system], 1e-3) for p in programs if system in figures[p]]
+        ax.bar(xs, ys, width, label=system)
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(programs)))
+    ax.set_xticklabels(programs, fontsize=8, rotation=15)
+    ax.set_ylabel("Bootstrap seconds (log; floor 1 ms)")
+    ax.set_title(f"Spark Bootstrap in a warm {MASTER} session, after a warm-up run")
+    ax.legend(fontsize=8)
+    ax.grid(True, axis="y", which="both", alpha=0.3)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return True
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--programs", nargs="+", default=list(PROGRAMS))
@@ -89,6 +118,7 @@ def main() -> None:
         "| program | " + " | ".join(SYSTEMS) + " |",
         "| --- |" + " ---: |" * len(SYSTEMS),
     ]
+    figures: dict[str, dict[str, float]] = {}
     for name in args.programs:
         workload = workloads[name]
         analyzed = check_program(workload.program.read_text(encoding="utf-8"))
@@ -105,6 +135,7 @@ def main() -> None:
             elif snapshot != expected:
                 raise SystemExit(f"{name}: {system}'s state differs from the in-process one")
             cells.append(f"{seconds:.2f} s")
+            figures.setdefault(name, {})[system] = seconds
             print(f"{name} {system}: {seconds:.2f} s", flush=True)
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     lines += [
@@ -129,6 +160,8 @@ def main() -> None:
             f"{slope * 1000:.2f} ms |"
         )
     out.parent.mkdir(parents=True, exist_ok=True)
+    if _chart(figures, out.with_suffix(".png")):
+        lines += ["", f"![Bootstrap seconds, warm session]({out.with_suffix('.png').name})"]
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
     print(f"report: {out}")
