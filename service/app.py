@@ -7,7 +7,6 @@ answers at once and `/ready` turns 200 when the first Bootstrap is done.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -23,8 +22,6 @@ from service.schemas import ProblemOut
 from service.security import TokenGate
 from service.settings import Settings
 from service.write_priority import WritePriority, WritesFirst
-
-log = logging.getLogger("service")
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

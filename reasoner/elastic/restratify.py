@@ -1,4 +1,6 @@
-"""Rules added or removed at runtime (the dynamic programs of seed 004), stratum by stratum.
+"""Rules added or removed at runtime, stratum by stratum: the dynamic programs of de Lima,
+Kramer, Apinis and Micinski, *Incremental Evaluation of Dynamic Datalog Programs as a
+Higher-order DBSP Program*.
 
 After a rule change the program is re-stratified. A stratum of the new program whose relations,
 rules and column types all equal those of an old stratum is *unchanged*: its state is still a

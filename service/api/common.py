@@ -12,7 +12,6 @@ from typing import Any
 
 from fastapi import Request
 
-from reasoner.analysis.model import RelationInfo
 from reasoner.elastic.epoch import UNCHANGED, Delta
 from reasoner.errors import Diagnostic, ProgramError
 from reasoner.io.batch import FactBatch
@@ -252,7 +251,3 @@ def check_delta(delta: Delta) -> None:
                 f"a value inserted into `{clip(name)}` holds an unpaired surrogate "
                 "(`\\ud800`-`\\udfff`), which is not Unicode text: nothing changed",
             )
-
-
-def relation_stratum(info: RelationInfo, stratum_of: dict[str, int]) -> int | None:
-    return stratum_of.get(info.name)

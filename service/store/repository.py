@@ -252,10 +252,6 @@ class Store:
             ).first()
         return None if row is None else _aware(dict(row._mapping))
 
-    def epoch_count(self) -> int:
-        with self.engine.connect() as connection:
-            return connection.execute(select(func.count()).select_from(models.epochs)).scalar_one()
-
     def rules(self) -> list[dict[str, Any]]:
         with self.engine.connect() as connection:
             return [

@@ -1,4 +1,6 @@
-"""The invariant under rules added and removed at runtime (seed 004's dynamic programs).
+"""The invariant under rules added and removed at runtime (the dynamic programs of
+de Lima et al., *Incremental Evaluation of Dynamic Datalog Programs as a Higher-order DBSP
+Program*).
 
 Each sequence starts from a random subset of a generated program's rules and mixes fact deltas
 with rule additions and removals. After EVERY epoch the maintained state (tuple, iteration,

@@ -4,8 +4,9 @@ They run at two sizes, chosen by `RELIABILITY_MODE`:
 
 - `quick` (the default; `make reliability-quick`, part of `make test`): reduced counts, a few
   minutes on a 2-core machine;
-- `full` (`make reliability`): the issue's counts (≥ 50 kills per database, ≥ 5,000 fuzzed
-  requests, ≥ 100,000 parser and `.facts` inputs each, a minute of load).
+- `full` (`make reliability`): the counts the reliability figures are stated for (≥ 50 kills
+  per database, ≥ 5,000 fuzzed requests, ≥ 100,000 parser and `.facts` inputs each, a minute
+  of load).
 
 Every harness records its figures (kills survived, requests fuzzed, inputs tried, load held)
 with `record`; they are printed at the end of the run and, with `RELIABILITY_REPORT=path`,

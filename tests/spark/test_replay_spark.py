@@ -4,7 +4,7 @@ workload, equal to a fresh reference Bootstrap after every epoch.
 
 The Spark Bootstrap runs where the elastic engine needs one (epoch 0 and any fallback); the
 check's rebuilds use the reference executor, so Spark is compared with an independent engine.
-graph10000-rmat1k is measured by hand (the note of the bulk-Bootstrap issue): its 13 reference
+graph10000-rmat1k is measured by hand (bench/results/notes-2026-11-24.md): its 13 reference
 rebuilds of a 262,144-tuple closure take minutes here.
 """
 
