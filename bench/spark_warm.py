@@ -24,6 +24,7 @@ import datetime
 import time
 from pathlib import Path
 
+from bench.report import plt
 from bench.workloads import full_workloads
 from reasoner.analysis import check_program
 from reasoner.analysis.model import AnalyzedProgram
@@ -73,12 +74,7 @@ def _measured(system: str, analyzed: AnalyzedProgram, inputs: dict) -> tuple[flo
 def _chart(figures: dict[str, dict[str, float]], path: Path) -> bool:
     """Bars of each program's seconds per executor (log scale); False without matplotlib
     (the `bench` extra)."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    if plt is None:
         return False
     programs = list(figures)
     fig, ax = plt.subplots(figsize=(8, 3.6))

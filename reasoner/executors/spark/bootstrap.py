@@ -142,13 +142,9 @@ class _InProcess:
         self.runner = runner
         self.stratum = stratum
         self.since: dict[str, int] = {}
-        self.ran = False
-        """Whether any iteration ran here: Spark's copies of the stratum's relations lack
-        its tuples then."""
         self._compiled: CompiledStratumBootstrap | None = None
 
     def compiled(self) -> CompiledStratumBootstrap:
-        self.ran = True
         if self._compiled is None:
             runner = self.runner
             arities = {name: info.arity for name, info in runner.analyzed.relations.items()}
@@ -219,7 +215,10 @@ class SparkBootstrap:
             values, iterations = store.table.columns()
         else:
             values, iterations = [], np.asarray(list(store.iters.values()), dtype=np.int32)
-        last = iterations == newest if newest is not None else np.zeros(len(iterations), bool)
+        if newest is None:
+            rel.add_piece(self._upload(values, iterations), self.partitions)
+            return rel
+        last = iterations == newest
         older = ~last
         if older.any():
             rel.add_piece(self._upload(values, iterations, older), self.partitions)
@@ -229,11 +228,13 @@ class SparkBootstrap:
         return rel
 
     def _upload(
-        self, values: list[np.ndarray], iterations: np.ndarray, chosen: np.ndarray
+        self, values: list[np.ndarray], iterations: np.ndarray, chosen: np.ndarray | None = None
     ) -> DataFrame:
-        """The `chosen` rows of a relation's columns as a DataFrame, through Arrow."""
-        arrays = [pa.array(column[chosen], type=pa.int64()) for column in values]
-        arrays.append(pa.array(iterations[chosen], type=pa.int32()))
+        """A relation's columns (the `chosen` rows, else all) as a DataFrame, through Arrow."""
+        if chosen is not None:
+            values, iterations = [column[chosen] for column in values], iterations[chosen]
+        arrays = [pa.array(column, type=pa.int64()) for column in values]
+        arrays.append(pa.array(iterations, type=pa.int32()))
         table = pa.Table.from_arrays(arrays, schema=_arrow_schema(len(values)))
         # A scan of the parallelized Arrow batches: already a leaf, no lineage to cut.
         return self.session.createDataFrame(table, schema=_schema(len(values)))
@@ -394,7 +395,7 @@ class SparkBootstrap:
             k += 1
 
         for name in names:
-            if local.ran:  # Spark's copy lacks the kernel's tuples: uploaded again if read
+            if not on_spark:  # Spark's copy lacks the kernel's tuples: uploaded again if read
                 self.relations.pop(name, None)
             else:
                 self.relations[name].advance(None, 0, self.partitions)
