@@ -65,6 +65,9 @@ class EngineSettings:
     spark_master: str = DEFAULT_SPARK_MASTER
     spark_threshold: int = DEFAULT_SPARK_THRESHOLD
     spark_iteration: int = DEFAULT_SPARK_ITERATION
+    spark_decompose: bool = True
+    """A decomposable recursion (`reasoner.plan.pivot`) that reaches Spark runs there in one
+    job; False runs it an iteration per job, as any other stratum (for comparisons)."""
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
@@ -125,4 +128,5 @@ def run_bootstrap(
             get_session(settings.spark_master),
             check,
             small_iteration=settings.spark_iteration,
+            decompose=settings.spark_decompose,
         )

@@ -70,11 +70,15 @@ def on_spark(
     inputs: Mapping[str, Iterable[Sequence[Value]]],
     session: SparkSession,
     small_iteration: int = 0,
+    decompose: bool = True,
 ) -> Outcome:
     """The Spark Bootstrap's outcome; by default every iteration on Spark (`small_iteration`
-    0), else iterations driven by fewer rows on the in-process kernel."""
+    0), else iterations driven by fewer rows on the in-process kernel; decomposable
+    recursions in one job unless `decompose` is False."""
     state, symbols = initial_state(analyzed, inputs)
-    runs = bootstrap_spark(analyzed, state, symbols, session, small_iteration=small_iteration)
+    runs = bootstrap_spark(
+        analyzed, state, symbols, session, small_iteration=small_iteration, decompose=decompose
+    )
     return _outcome(analyzed, state, symbols, runs)
 
 

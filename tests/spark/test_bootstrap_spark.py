@@ -18,6 +18,7 @@ from pyspark.sql import SparkSession
 
 from reasoner.analysis import check_program
 from reasoner.elastic.engines import EngineSettings
+from reasoner.executors.spark import bootstrap as spark_bootstrap
 from reasoner.executors.spark.bootstrap import SparkBootstrap
 from reasoner.gc_pause import collector_paused
 from reasoner.io.facts import load_inputs
@@ -29,21 +30,24 @@ INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
 
 
-def check(text: str, inputs: dict, spark: SparkSession, small_iteration: int = 0) -> None:
+def check(
+    text: str, inputs: dict, spark: SparkSession, small_iteration: int = 0, decompose: bool = True
+) -> None:
     analyzed = check_program(text)
     expected = reference(analyzed, inputs)
-    actual = on_spark(analyzed, inputs, spark, small_iteration)
+    actual = on_spark(analyzed, inputs, spark, small_iteration, decompose)
     assert_same(expected, actual)
 
 
 # Small programs, but each one costs a few Spark queries: no per-example deadline.
 @settings(max_examples=50, deadline=None)
-@given(generated=programs(), small_iteration=st.sampled_from((0, 0, 3)))
+@given(generated=programs(), small_iteration=st.sampled_from((0, 0, 3)), decompose=st.booleans())
 def test_generated_programs(
-    spark: SparkSession, generated: GeneratedProgram, small_iteration: int
+    spark: SparkSession, generated: GeneratedProgram, small_iteration: int, decompose: bool
 ) -> None:
-    """All on Spark, and with iterations driven by fewer than 3 rows on the kernel."""
-    check(generated.text, generated.inputs, spark, small_iteration)
+    """All on Spark, and with iterations driven by fewer than 3 rows on the kernel; with
+    decomposable recursions in one job and an iteration per job."""
+    check(generated.text, generated.inputs, spark, small_iteration, decompose)
 
 
 def _hourglass() -> list[tuple[int, int]]:
@@ -89,6 +93,71 @@ def test_small_iterations_run_on_the_kernel_and_large_ones_on_spark(
     on_spark_iterations.clear()
     check(text, inputs, spark, small_iteration=1_000)
     assert on_spark_iterations == []
+
+
+@pytest.fixture
+def decomposed(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, tuple[int, ...], int]]:
+    """Every decomposed run of the test: (relation, pivot columns, first iteration)."""
+    runs: list[tuple[str, tuple[int, ...], int]] = []
+    run = spark_bootstrap.run_decomposed
+
+    def recorded(session, stratum, pivot, state, symbols, arities, start, partitions):
+        (name,) = stratum.relations
+        runs.append((name, pivot, start))
+        return run(session, stratum, pivot, state, symbols, arities, start, partitions)
+
+    monkeypatch.setattr(spark_bootstrap, "run_decomposed", recorded)
+    return runs
+
+
+def test_decomposable_recursions_run_in_one_job(
+    spark: SparkSession, decomposed: list[tuple[str, tuple[int, ...], int]]
+) -> None:
+    """Transitive closure and a CRDT-like chain (two pivot columns, negation of a lower
+    relation, a wildcard-only negation, a symbol constant, facts on the derived relation):
+    the state is the reference's, and each recursion ran from iteration 2 in one job."""
+    text = """
+    .decl e(x: number, y: number)
+    .decl blank(x: number)
+    .decl stop()
+    .decl tag(x: number, t: symbol)
+    .input e
+    .input blank
+    .input tag
+    tc(x, y) :- e(x, y).
+    tc(x, z) :- tc(x, y), e(y, z), x != z.
+    tc(7, 7).
+    vis(f, g, t, u) :- e(f, t), e(g, u), !blank(t).
+    vis(f, g, t, u) :- e(f, v), e(g, w), blank(v), !stop(), tag(v, "skip"), vis(v, w, t, u).
+    """
+    edges = [(i, (i * 7 + 3) % 23) for i in range(23)] + [(5, 6), (6, 5), (7, 8)]
+    edges += [(30, 31), (30, 32), (31, 33), (32, 33), (33, 34)]  # counts of 2 from iteration 2
+    inputs = {
+        "e": edges,
+        "blank": [(i,) for i in range(0, 23, 3)],
+        "tag": [(i, "skip") for i in range(0, 23, 2)],
+    }
+    check(text, inputs, spark)
+    assert decomposed == [("tc", (0,), 2), ("vis", (2, 3), 2)]
+
+
+def test_a_decomposed_recursion_continues_from_the_kernel(
+    spark: SparkSession, decomposed: list[tuple[str, tuple[int, ...], int]]
+) -> None:
+    """From two starts through the hourglass, keeping the start (pivot column 0): iterations
+    driven by fewer than 10 rows run on the kernel (1-4: N_4 has 2 x 8 rows), the rest in one
+    Spark job from iteration 5."""
+    text = """
+    .decl e(x: number, y: number)
+    .decl start(x: number)
+    .input e
+    .input start
+    r(s, s) :- start(s).
+    r(s, y) :- r(s, x), e(x, y).
+    """
+    inputs = {"e": _hourglass(), "start": [(0,), (1,)]}
+    check(text, inputs, spark, small_iteration=10)
+    assert decomposed == [("r", (0,), 5)]
 
 
 def test_c_division_and_wrap_around(spark: SparkSession) -> None:

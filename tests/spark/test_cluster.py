@@ -1,6 +1,6 @@
-"""The Spark Bootstrap on a standalone cluster: a master and a worker on loopback.
+"""The Spark Bootstrap on a standalone cluster: a master and two workers on loopback.
 
-Both are started from the installed pyspark (`spark-class`), with one core and a little
+All are started from the installed pyspark (`spark-class`), with one core and a little
 memory, and stopped when the test ends, passed or not. The driver runs in a subprocess
 (tests/spark/cluster_job.py) because this process already holds the local[2] SparkContext.
 """
@@ -28,6 +28,7 @@ SPARK_HOME = Path(pyspark.__file__).resolve().parent
 SPARK_CLASS = SPARK_HOME / "bin" / "spark-class"
 START_TIMEOUT = 120.0
 JOB_TIMEOUT = 300.0
+WORKERS = 2
 
 
 def _free_port() -> int:
@@ -78,7 +79,7 @@ class Cluster:
 
 @pytest.fixture
 def standalone_cluster(tmp_path: Path) -> Iterator[Cluster]:
-    port, ui_port, worker_ui_port = _free_port(), _free_port(), _free_port()
+    port, ui_port = _free_port(), _free_port()
     env = {
         **os.environ,
         "SPARK_HOME": str(SPARK_HOME),
@@ -89,25 +90,28 @@ def standalone_cluster(tmp_path: Path) -> Iterator[Cluster]:
     url = f"spark://127.0.0.1:{port}"
     master_cmd = [str(SPARK_CLASS), "org.apache.spark.deploy.master.Master"]
     master_cmd += ["--host", "127.0.0.1", "--port", str(port), "--webui-port", str(ui_port)]
-    worker_cmd = [str(SPARK_CLASS), "org.apache.spark.deploy.worker.Worker", url]
-    worker_cmd += ["--host", "127.0.0.1", "--webui-port", str(worker_ui_port)]
-    worker_cmd += ["--cores", "1", "--memory", "1g", "--work-dir", str(tmp_path / "work")]
+    commands = {"master": master_cmd}
+    for n in range(WORKERS):
+        worker_cmd = [str(SPARK_CLASS), "org.apache.spark.deploy.worker.Worker", url]
+        worker_cmd += ["--host", "127.0.0.1", "--webui-port", str(_free_port())]
+        worker_cmd += ["--cores", "1", "--memory", "1g", "--work-dir", str(tmp_path / f"w{n}")]
+        commands[f"worker{n}"] = worker_cmd
     with ExitStack() as stack:
         processes = []
-        for name, cmd in (("master", master_cmd), ("worker", worker_cmd)):
+        for name, cmd in commands.items():
             log = stack.enter_context(open(tmp_path / f"{name}.log", "wb"))
             process = subprocess.Popen(
                 cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
             )
             processes.append(process)
-        # Stop the worker before the master, even when the test fails.
+        # Stop the workers before the master, even when the test fails.
         for process in processes:
             stack.callback(_stop, process)
         cluster = Cluster(url, ui_port, tmp_path)
         deadline = time.monotonic() + START_TIMEOUT
         while True:
             state = cluster.state()
-            if state and state.get("aliveworkers", 0) >= 1:
+            if state and state.get("aliveworkers", 0) >= WORKERS:
                 break
             if time.monotonic() > deadline or any(p.poll() is not None for p in processes):
                 pytest.fail(f"standalone cluster did not start\n{cluster.log_tail()}")
@@ -130,8 +134,9 @@ def test_bootstrap_on_a_standalone_cluster(standalone_cluster: Cluster) -> None:
     )
     summary = json.loads(result.stdout.strip().splitlines()[-1])
     assert summary["master"] == standalone_cluster.url
-    assert summary["executors"] >= 1
-    assert summary["same_state"] and summary["same_runs"]
+    assert summary["executors"] == WORKERS
+    assert summary["workers_run_reasoner"]
+    assert summary["same_state"] == {"decomposed": True, "an iteration per job": True}
     assert summary["tuples"] > 40
     state = standalone_cluster.state()
     assert state is not None

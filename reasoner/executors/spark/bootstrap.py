@@ -52,8 +52,10 @@ from reasoner.analysis.terms import leaves
 from reasoner.elastic.bootstrap import Check, StratumBootstrap, StratumRun
 from reasoner.elastic.engines import DEFAULT_SPARK_ITERATION
 from reasoner.executors.spark.cancel import CancellableJobs
+from reasoner.executors.spark.decomposed import run_decomposed, workers_run_reasoner
 from reasoner.executors.spark.plans import SparkPlan, column_names
 from reasoner.plan.joins import plan_rule, positive_atoms
+from reasoner.plan.pivot import pivot_columns
 from reasoner.plan.work import first_work
 from reasoner.state import RelationStore, State
 from reasoner.symbols import SymbolTable
@@ -147,9 +149,8 @@ class _InProcess:
     def compiled(self) -> CompiledStratumBootstrap:
         if self._compiled is None:
             runner = self.runner
-            arities = {name: info.arity for name, info in runner.analyzed.relations.items()}
             self._compiled = StratumBootstrap(
-                self.stratum, runner.state, runner.symbols, arities, runner.check
+                self.stratum, runner.state, runner.symbols, runner._arities(), runner.check
             ).compiled()
         return self._compiled
 
@@ -179,10 +180,13 @@ class SparkBootstrap:
         session: SparkSession,
         check: Check = _unchecked,
         small: int = DEFAULT_SPARK_ITERATION,
+        decompose: bool = True,
     ) -> None:
         self.analyzed = analyzed
         self.small = small
         """Iterations driven by fewer rows run on the kernel (0: every one on Spark)."""
+        self.decompose = decompose
+        """Whether a decomposable recursion runs in one job (else an iteration per job)."""
         self.state = state
         self.symbols = symbols
         self.session = session
@@ -346,7 +350,9 @@ class SparkBootstrap:
     def run_stratum(self, stratum: Stratum) -> StratumRun:
         """Counting semi-naive evaluation of one stratum: each iteration on Spark when it is
         large, on the in-process kernel when it is driven by fewer than `small` rows (see
-        `DEFAULT_SPARK_ITERATION`), switching at any iteration: both commit N_k into the state."""
+        `DEFAULT_SPARK_ITERATION`), switching at any iteration: both commit N_k into the state.
+        A decomposable recursion (`pivot_columns`) that reaches Spark runs its remaining
+        iterations there in one job (`run_decomposed`)."""
         self.check()
         start = time.perf_counter()
         names = stratum.relations
@@ -364,7 +370,12 @@ class SparkBootstrap:
             derived = self._first_iteration(stratum, sizes)
             rows = {}
             on_spark = True
+        stale = not on_spark
+        """Spark's copies of the stratum's relations lack tuples committed without it."""
+        pending = derived
+        """|N_{k-1}|."""
         iterations = 1 if derived else 0
+        pivot = pivot_columns(stratum) if self.decompose else ()
         plans: list[tuple[SparkPlan, int, frozenset[int]]] | None = None
         k = 2
         while stratum.recursive and iterations == k - 1:
@@ -374,28 +385,47 @@ class SparkBootstrap:
                 if count:
                     derived += count
                     iterations = last
+                    stale = True
                 if not rest:
                     break
-                for name in names:  # back to Spark: N_last is the delta
-                    self._load(name, last)
-                on_spark, k = True, last + 1
+                on_spark, k, pending = True, last + 1, sum(map(len, rest.values()))
                 continue
-            if sum(self.relations[name].delta_size for name in names) < self.small:
+            if pending < self.small:
                 rows = local.delta_rows()
                 on_spark = False
                 continue
+            if pivot and workers_run_reasoner(self.session):
+                last, count = run_decomposed(
+                    self.session,
+                    stratum,
+                    pivot,
+                    self.state,
+                    self.symbols,
+                    self._arities(),
+                    k,
+                    self.partitions,
+                )
+                if count:
+                    derived += count
+                    iterations = last
+                    stale = True
+                break
+            if stale:  # back to Spark: N_{k-1} is the delta
+                for name in names:
+                    self._load(name, k - 1)
+                stale = False
             if plans is None:
                 plans = self._delta_plans(stratum, sizes)
             local.mark()
-            new = self._delta_iteration(plans, names, k)
-            if not new:
+            pending = self._delta_iteration(plans, names, k)
+            if not pending:
                 break
-            derived += new
+            derived += pending
             iterations = k
             k += 1
 
         for name in names:
-            if not on_spark:  # Spark's copy lacks the kernel's tuples: uploaded again if read
+            if stale:  # uploaded again if a later stratum reads it
                 self.relations.pop(name, None)
             else:
                 self.relations[name].advance(None, 0, self.partitions)
@@ -406,6 +436,9 @@ class SparkBootstrap:
             derived,
             time.perf_counter() - start,
         )
+
+    def _arities(self) -> dict[str, int]:
+        return {name: info.arity for name, info in self.analyzed.relations.items()}
 
     def _first_iteration(self, stratum: Stratum, sizes: dict[str, int]) -> int:
         """Iteration 1 on Spark: every instantiation over I_0 counts (N_0 = I_0)."""
@@ -486,6 +519,7 @@ def bootstrap_spark(
     session: SparkSession,
     check: Check | None = None,
     small_iteration: int = DEFAULT_SPARK_ITERATION,
+    decompose: bool = True,
 ) -> tuple[StratumRun, ...]:
     """Run Bootstrap over every stratum on Spark; `state` ends as the in-process one would.
 
@@ -496,11 +530,15 @@ def bootstrap_spark(
     Spark jobs under way (`CancellableJobs`): it stops the run by raising, within about
     `POLL_SECONDS` plus the time Spark takes to interrupt the tasks.
     `small_iteration`: see `DEFAULT_SPARK_ITERATION` (0 runs every iteration on Spark).
+    `decompose`: a decomposable recursion that reaches Spark runs there in one job (False: an
+    iteration per job, as any other stratum; for comparisons).
     """
     conf = session.conf
     previous_ansi = conf.get("spark.sql.ansi.enabled", None)
     conf.set("spark.sql.ansi.enabled", "false")
-    runner = SparkBootstrap(analyzed, state, symbols, session, small=small_iteration)
+    runner = SparkBootstrap(
+        analyzed, state, symbols, session, small=small_iteration, decompose=decompose
+    )
     try:
         if check is None:
             return runner.run()

@@ -13,6 +13,8 @@ around and NULL for a division by zero, which is what the engine's semantics nee
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 
 from pyspark import SparkContext
@@ -76,6 +78,11 @@ def get_session(master: str = DEFAULT_MASTER, **conf: object) -> SparkSession:
         if _alive(_session):
             assert _session is not None
             _session.stop()
+        if master.startswith("local"):
+            # Python workers (a decomposed stratum's tasks) run beside this process: the same
+            # interpreter, hence this package and its compiled kernel. PySpark reads only the
+            # environment for it; a cluster's workers use their own `python3` unless it is set.
+            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         builder = SparkSession.builder.master(master)
         for key, value in {**DEFAULT_CONF, **{k: str(v) for k, v in conf.items()}}.items():
             builder = builder.config(key, value)
