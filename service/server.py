@@ -42,7 +42,8 @@ def exposure_problem(settings: Settings, host: str) -> str | None:
 def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
     settings = Settings()
-    log.setLevel(settings.log_level.upper())
+    for name in ("service", "reasoner"):  # the engine's messages too (e.g. Spark's jobs)
+        logging.getLogger(name).setLevel(settings.log_level.upper())
     problem = exposure_problem(settings, host)
     if problem is not None:
         log.error(problem)

@@ -164,6 +164,10 @@ def test_a_bulk_load_bootstraps_on_the_spark_worker(loaded: set[tuple[int, int]]
     apps = status["activeapps"] + status["completedapps"]
     assert apps and status["aliveworkers"] >= 1, status
     assert any(app["cores"] > 0 for app in status["activeapps"]), status
+    # tc decomposes: its iterations ran as the worker's Python tasks, in one job.
+    logs = compose("logs", "--no-color", "reasoner").stdout
+    assert "cannot run the reasoner package" not in logs
+    assert "(tc): iterations from 2 in one Spark job" in logs
 
 
 def test_a_killed_service_loses_nothing_acknowledged(loaded: set[tuple[int, int]]) -> None:

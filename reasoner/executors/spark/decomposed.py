@@ -177,6 +177,16 @@ def run_decomposed(
     finally:
         broadcast.unpersist()
     results = [part for part in results if len(part[1])]
+    log.debug(
+        "stratum %d (%s): iterations from %d in one Spark job of %d tasks, pivot columns %s, "
+        "%d tuples derived",
+        stratum.index,
+        name,
+        start,
+        len(parts),
+        list(pivot),
+        sum(len(part[1]) for part in results),
+    )
     if not results:
         return start - 1, 0
     values = [np.concatenate([part[0][c] for part in results]) for c in range(store.arity)]
