@@ -20,6 +20,12 @@ ARITY_MISMATCH = "arity_mismatch"
 TYPE_MISMATCH = "type_mismatch"
 CYCLIC_NEGATION = "cyclic_negation"
 UNKNOWN_RELATION = "unknown_relation"
+UNKNOWN_TYPE = "unknown_type"
+"""A column or `.type` of a type that is neither built in nor declared (or not supported)."""
+UNSUPPORTED_PRAGMA = "unsupported_pragma"
+"""A `.pragma` that would change what the program means, or that Soufflé does not know."""
+IGNORED_PRAGMA = "ignored_pragma"
+"""A warning: a `.pragma` that only tunes Soufflé's own evaluation, which has no effect here."""
 
 EXPRESSION_TOO_DEEP = "expression_too_deep"
 """An expression nested past the parser's bound (`reasoner.syntax.parser.MAX_NESTING`)."""
@@ -42,6 +48,8 @@ PROGRAM_ERROR_CODES = (
     TYPE_MISMATCH,
     CYCLIC_NEGATION,
     UNKNOWN_RELATION,
+    UNKNOWN_TYPE,
+    UNSUPPORTED_PRAGMA,
 )
 LIMIT_ERROR_CODES = (EXPRESSION_TOO_DEEP, RULE_TOO_LARGE)
 """Codes of the parser's size limits: found before any analysis, like `parse_error`."""

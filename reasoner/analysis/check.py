@@ -10,6 +10,8 @@ from __future__ import annotations
 from reasoner.analysis import safety
 from reasoner.analysis.facts import fold_facts
 from reasoner.analysis.model import AnalyzedProgram, RelationInfo
+from reasoner.analysis.named_types import check_subtypes, resolve_types
+from reasoner.analysis.pragmas import check_pragmas
 from reasoner.analysis.relations import RelationTable, collect_relations, plural
 from reasoner.analysis.report import Reporter
 from reasoner.analysis.stratify import stratify
@@ -35,8 +37,11 @@ def analyze(
     `allow_undefined=False` it is an `unknown_relation` error instead.
     """
     reporter = Reporter(filename, source)
+    check_pragmas(program, reporter)
+    named = resolve_types(program, reporter)
     table = collect_relations(program, reporter, allow_undefined=allow_undefined)
-    types, unfixed = infer_types(program, table, reporter)
+    types, unfixed = infer_types(program, table, named, reporter)
+    check_subtypes(program, table, named, reporter)
     for rule in program.rules:
         safety.check_rule(rule, reporter)
     for fact in program.facts:

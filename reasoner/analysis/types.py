@@ -9,6 +9,7 @@ mistake yields one error. Columns that nothing constrains default to `number`.
 
 from __future__ import annotations
 
+from reasoner.analysis.named_types import TypeSystem
 from reasoner.analysis.relations import RelationTable, position
 from reasoner.analysis.report import Reporter
 from reasoner.analysis.terms import leaves, render
@@ -172,14 +173,17 @@ class TypeInference:
 
 
 def infer_types(
-    program: Program, table: RelationTable, reporter: Reporter
+    program: Program, table: RelationTable, named: TypeSystem, reporter: Reporter
 ) -> tuple[dict[str, tuple[ColumnType, ...]], dict[str, frozenset[int]]]:
     """The final column types of every relation of `table` with a known arity, and the
-    columns of each whose type nothing fixed."""
+    columns of each whose type nothing fixed. A declared column has its type's primitive
+    type (`named`; one whose type is unknown is left to inference, its error reported)."""
     inference = TypeInference(reporter, table.bad_atoms)
     for name, decl in table.declarations.items():
         for index, column in enumerate(decl.columns):
-            inference.fix_column(name, index, column.type)
+            primitive = named.primitive(column.type)
+            if primitive is not None:
+                inference.fix_column(name, index, primitive)
     clauses: list[tuple[tuple[int, int], Atom, tuple[BodyLiteral, ...]]] = [
         (position(rule.span), rule.head, rule.body) for rule in program.rules
     ]

@@ -136,7 +136,31 @@ class Fact:
 @dataclass(frozen=True, slots=True)
 class Column:
     name: str
-    type: ColumnType
+    type: str
+    """The type as written: `number`, `unsigned`, `symbol`, or a name declared with `.type`
+    (the analysis resolves it to a `ColumnType`)."""
+    span: Span = field(compare=False)
+    """Where the type is written."""
+
+
+@dataclass(frozen=True, slots=True)
+class TypeDeclaration:
+    """`.type Name <: base` (a subtype: the base's values, distinct from its other subtypes
+    for checking), `.type Name = Other` (an alias) or `.type Name = A | B` (a union)."""
+
+    name: str
+    kind: TypingLiteral["subtype", "alias", "union"]
+    bases: tuple[str, ...]
+    span: Span = field(compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Pragma:
+    """`.pragma "key" "value"`: one of Soufflé's command-line options, set in the program."""
+
+    key: str
+    value: str
+    span: Span = field(compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,12 +187,5 @@ class Program:
     directives: tuple[Directive, ...] = ()
     rules: tuple[Rule, ...] = ()
     facts: tuple[Fact, ...] = ()
-
-    def merged(self, other: Program) -> Program:
-        """Concatenate two programs (used when rules are added at runtime)."""
-        return Program(
-            self.declarations + other.declarations,
-            self.directives + other.directives,
-            self.rules + other.rules,
-            self.facts + other.facts,
-        )
+    types: tuple[TypeDeclaration, ...] = ()
+    pragmas: tuple[Pragma, ...] = ()

@@ -32,7 +32,7 @@ _MASTER = re.compile(
   | (?P<float>[0-9]+\.[0-9]+(?:[eE][+-]?[0-9]+)?)
   | (?P<number>0[xX][0-9A-Fa-f]+|[0-9]+)
   | (?P<ident>{IDENTIFIER.pattern})
-  | (?P<op>:-|!=|<=|>=|[(),.;:!=<>+\-*/%])
+  | (?P<op>:-|<:|!=|<=|>=|[(),.;:!=<>+\-*/%|\[\]{{}}])
   | (?P<error>.)
     """,
     re.VERBOSE | re.DOTALL,

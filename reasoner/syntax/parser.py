@@ -25,7 +25,6 @@ from reasoner.syntax.ast import (
     BinaryOp,
     BodyLiteral,
     Column,
-    ColumnType,
     CompareOp,
     Comparison,
     Declaration,
@@ -33,11 +32,13 @@ from reasoner.syntax.ast import (
     Fact,
     Negation,
     NumberConst,
+    Pragma,
     Program,
     Rule,
     Span,
     StringConst,
     Term,
+    TypeDeclaration,
     Variable,
     Wildcard,
 )
@@ -45,7 +46,8 @@ from reasoner.syntax.lexer import EOF, ERROR, IDENT, NUMBER, STRING, Token, toke
 
 _COMPARISONS = frozenset({"=", "!=", "<", "<=", ">", ">="})
 _ARITHMETIC = frozenset({"+", "-", "*", "/", "%"})
-_TYPES: dict[str, ColumnType] = {"number": "number", "unsigned": "number", "symbol": "symbol"}
+_LEGACY_TYPES = {"number_type": "number", "symbol_type": "symbol"}
+"""Soufflé's older subtype declarations: `.number_type Even` is `.type Even <: number`."""
 _QUALIFIERS = frozenset(
     {"brie", "btree", "btree_delete", "inline", "no_inline", "magic", "no_magic", "override"}
 )
@@ -104,6 +106,8 @@ class _Parser:
         self.directives: list[Directive] = []
         self.rules: list[Rule] = []
         self.facts: list[Fact] = []
+        self.types: list[TypeDeclaration] = []
+        self.pragmas: list[Pragma] = []
 
     # -- diagnostics ---------------------------------------------------------------------------
 
@@ -177,7 +181,12 @@ class _Parser:
                 self._recover(start, is_directive)
         self._raise_if_errors()
         return Program(
-            tuple(self.declarations), tuple(self.directives), tuple(self.rules), tuple(self.facts)
+            tuple(self.declarations),
+            tuple(self.directives),
+            tuple(self.rules),
+            tuple(self.facts),
+            tuple(self.types),
+            tuple(self.pragmas),
         )
 
     def _recover(self, start: int, in_directive: bool) -> None:
@@ -220,12 +229,65 @@ class _Parser:
             self._declaration()
         elif keyword.text in ("input", "output"):
             self._io_directive("input" if keyword.text == "input" else "output")
+        elif keyword.text == "type":
+            self._type_declaration(dot)
+        elif keyword.text in _LEGACY_TYPES:
+            name = self._expect_ident(f"a type name after `.{keyword.text}`")
+            span = _join(dot.span, name.span)
+            self.types.append(
+                TypeDeclaration(name.text, "subtype", (_LEGACY_TYPES[keyword.text],), span)
+            )
+        elif keyword.text == "pragma":
+            self._pragma(dot)
         else:
             raise _Failure(
-                f"unsupported directive `.{keyword.text}`: only .decl, .input and .output "
-                "are supported",
+                f"unsupported directive `.{keyword.text}`: only .decl, .type, .input, .output "
+                "and .pragma are supported",
                 _join(dot.span, keyword.span),
             )
+
+    def _type_declaration(self, dot: Token) -> None:
+        name = self._expect_ident("a type name after `.type`")
+        token = self._advance()
+        if token.kind == "<:":
+            base = self._expect_ident("the base type after `<:`")
+            span = _join(dot.span, base.span)
+            self.types.append(TypeDeclaration(name.text, "subtype", (base.text,), span))
+            return
+        if token.kind != "=":
+            raise self._fail("`<:` or `=` after the type name", token)
+        first = self._peek()
+        if first.kind == "[":
+            raise _Failure(
+                f"record types are not supported (`.type {name.text} = [...]`)", first.span
+            )
+        bases = [self._expect_ident("a type name after `=`")]
+        if self._peek().kind in ("{", "["):
+            raise _Failure(
+                f"algebraic data types are not supported (`.type {name.text} = "
+                f"{bases[0].text} {{...}}`)",
+                self._peek().span,
+            )
+        while self._peek().kind == "|":
+            self._advance()
+            bases.append(self._expect_ident("a type name after `|`"))
+            if self._peek().kind in ("{", "["):
+                raise _Failure(
+                    f"algebraic data types are not supported (`.type {name.text} = ... | "
+                    f"{bases[-1].text} {{...}}`)",
+                    self._peek().span,
+                )
+        kind: Literal["alias", "union"] = "alias" if len(bases) == 1 else "union"
+        span = _join(dot.span, bases[-1].span)
+        self.types.append(TypeDeclaration(name.text, kind, tuple(b.text for b in bases), span))
+
+    def _pragma(self, dot: Token) -> None:
+        key = self._expect(STRING, 'the pragma\'s name as a string (`.pragma "key" "value"`)')
+        last, value = key, ""
+        if self._peek().kind == STRING:
+            last = self._advance()
+            value = last.value
+        self.pragmas.append(Pragma(key.value, value, _join(dot.span, last.span)))
 
     def _declaration(self) -> None:
         names = [self._expect_ident("a relation name after `.decl`")]
@@ -239,18 +301,11 @@ class _Parser:
             while True:
                 name = self._expect_ident("an attribute name")
                 self._expect(":", "`:` and a type after the attribute name")
-                type_token = self._expect_ident("a type (number or symbol)")
-                column_type = _TYPES.get(type_token.text)
-                if column_type is None:
-                    raise _Failure(
-                        f"unsupported type `{type_token.text}`: only number, unsigned and "
-                        "symbol are supported",
-                        type_token.span,
-                    )
+                type_token = self._expect_ident("a type (number, symbol or a .type name)")
                 if name.text in seen:
                     raise _Failure(f"duplicate attribute `{name.text}`", name.span)
                 seen.add(name.text)
-                columns.append(Column(name.text, column_type))
+                columns.append(Column(name.text, type_token.text, type_token.span))
                 if self._peek().kind != ",":
                     break
                 self._advance()

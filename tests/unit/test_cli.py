@@ -121,3 +121,37 @@ def test_explain_prints_every_stratums_update_plans(
     # tuples are re-discovered by evaluating the whole rule.
     assert "{shift}\n" in out
     assert "    from a deleted shift(x + y): the whole rule, scanning edge(x, y)\n" in out
+
+
+TYPED = """
+// As Soufflé's documentation writes it: named types, a legacy subtype, tuning pragmas.
+.pragma "magic-transform" "*"
+.pragma "jobs" "4"
+.type Person = symbol
+.type Age <: number
+.number_type Year
+.type Key = Age | Year
+.decl person(name: Person, age: Age)
+.input person
+.decl born(name: Person, year: Year)
+.decl key(k: Key)
+.output born
+.output key
+born(n, 2026 - a) :- person(n, a).
+key(a) :- person(_, a).
+key(y) :- born(_, y).
+"""
+
+
+def test_soufflé_types_and_pragmas_run_with_warnings_for_the_pragmas(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    program = _write(tmp_path, "typed.dl", TYPED)
+    _write(tmp_path, "person.facts", "ann\t42\nbob\t7\n")
+    out = tmp_path / "out"
+    assert main(["run", str(program), "-F", str(tmp_path), "-D", str(out)]) == 0
+    assert set((out / "born.csv").read_text().splitlines()) == {"ann\t1984", "bob\t2019"}
+    assert set((out / "key.csv").read_text().splitlines()) == {"42", "7", "1984", "2019"}
+    err = capsys.readouterr().err
+    assert err.count("ignored_pragma") == 2
+    assert '`.pragma "jobs"` only tunes' in err

@@ -112,14 +112,15 @@ class TestDeclarations:
     def test_decl_with_types_and_span(self) -> None:
         (decl,) = parse_program(".decl edge(a: number, b: symbol)\n").declarations
         assert decl.name == "edge"
-        assert decl.columns == (Column("a", "number"), Column("b", "symbol"))
+        assert [(c.name, c.type) for c in decl.columns] == [("a", "number"), ("b", "symbol")]
+        assert [c.span for c in decl.columns] == [Span(1, 15, 1, 21), Span(1, 26, 1, 32)]
         assert decl.span == Span(1, 7, 1, 33)
 
-    def test_unsigned_is_number_and_qualifiers_are_ignored(self) -> None:
-        program = parse_program(".decl p(x: unsigned) brie\n.decl q(y:symbol) btree\nq(1).")
-        assert [d.columns for d in program.declarations] == [
-            (Column("x", "number"),),
-            (Column("y", "symbol"),),
+    def test_types_are_kept_as_written_and_qualifiers_are_ignored(self) -> None:
+        program = parse_program(".decl p(x: unsigned) brie\n.decl q(y:Name) btree\nq(1).")
+        assert [[c.type for c in d.columns] for d in program.declarations] == [
+            ["unsigned"],
+            ["Name"],
         ]
         assert len(program.facts) == 1
 
@@ -127,8 +128,8 @@ class TestDeclarations:
         program = parse_program(".decl ok()\n.decl a, b(x: number)")
         assert [(d.name, d.columns) for d in program.declarations] == [
             ("ok", ()),
-            ("a", (Column("x", "number"),)),
-            ("b", (Column("x", "number"),)),
+            ("a", (Column("x", "number", Span(2, 12, 2, 18)),)),
+            ("b", (Column("x", "number", Span(2, 12, 2, 18)),)),
         ]
 
     def test_multi_line_decl(self) -> None:
@@ -142,8 +143,6 @@ class TestDeclarations:
     @pytest.mark.parametrize(
         ("text", "message"),
         [
-            (".decl p(x: float)", "unsupported type `float`"),
-            (".decl p(x: T)", "unsupported type `T`"),
             (".decl p(x: number) eqrel", "`eqrel` relations are not supported"),
             (".decl p(x: number, x: symbol)", "duplicate attribute `x`"),
             (".decl p x: number", "expected `(`"),
@@ -166,9 +165,7 @@ class TestDeclarations:
         assert program.directives[1].span == Span(1, 11, 1, 12)
         assert program.directives[3].span == Span(3, 8, 3, 54)
 
-    @pytest.mark.parametrize(
-        "directive", [".type T <: symbol", ".printsize p", ".functor f(number): number", ".pragma"]
-    )
+    @pytest.mark.parametrize("directive", [".printsize p", ".functor f(number): number"])
     def test_unsupported_directives(self, directive: str) -> None:
         ((line, column, message),) = errors_of(f"{directive}\np(1).")
         name = directive.split()[0].split("(")[0]
@@ -176,8 +173,49 @@ class TestDeclarations:
         assert message.startswith(f"unsupported directive `{name}`")
 
     def test_recovery_after_bad_directive_keeps_next_line(self) -> None:
-        errors = errors_of(".type T <: symbol\np(1) :- .\n.decl q(x: float)\nq(1) q.")
+        errors = errors_of(".printsize p\np(1) :- .\n.decl q(x: )\nq(1) q.")
         assert [(line, column) for line, column, _ in errors] == [(1, 1), (2, 9), (3, 12), (4, 6)]
+
+    def test_type_declarations(self) -> None:
+        program = parse_program(
+            ".type Even <: number\n.type Name = symbol\n.type Id = Even | Odd | Name\n"
+            ".number_type Odd\n.symbol_type Word\n.decl p(x: Even, n: Name)"
+        )
+        assert [(t.name, t.kind, t.bases) for t in program.types] == [
+            ("Even", "subtype", ("number",)),
+            ("Name", "alias", ("symbol",)),
+            ("Id", "union", ("Even", "Odd", "Name")),
+            ("Odd", "subtype", ("number",)),
+            ("Word", "subtype", ("symbol",)),
+        ]
+        assert program.types[2].span == Span(3, 1, 3, 29)
+
+    @pytest.mark.parametrize(
+        ("text", "position", "message"),
+        [
+            (".type P = [x: number]", (1, 11), "record types are not supported"),
+            (".type T = A {x: number} | B {}", (1, 13), "algebraic data types are not supported"),
+            (".type T = number | B {}", (1, 22), "algebraic data types are not supported"),
+            (".type T : number", (1, 9), "expected `<:` or `=` after the type name"),
+            (".type T = A |", (1, 14), "expected a type name after `|`"),
+        ],
+    )
+    def test_type_declaration_errors(
+        self, text: str, position: tuple[int, int], message: str
+    ) -> None:
+        ((line, column, found),) = errors_of(text)
+        assert (line, column) == position
+        assert found.startswith(message)
+
+    def test_pragmas(self) -> None:
+        program = parse_program('.pragma "magic-transform" "*"\n.pragma "legacy"\np(1).')
+        assert [(p.key, p.value, p.span.line) for p in program.pragmas] == [
+            ("magic-transform", "*", 1),
+            ("legacy", "", 2),
+        ]
+        ((line, column, message),) = errors_of(".pragma magic\np(1).")
+        assert (line, column) == (1, 9)
+        assert message.startswith("expected the pragma's name as a string")
 
 
 # -- facts and rules -------------------------------------------------------------------------------

@@ -1,0 +1,60 @@
+"""Soufflé programs through the service: named types and pragmas, as `reasoner run` reads them.
+
+Types declared in one text are used by rules added later (the program is analyzed whole), a
+type error in added rules answers its code and position and changes nothing, and a restart
+reads the stored program with its types again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tests.service.conftest import Server
+from tests.service.helpers import assert_problem, column_types, read_relation
+
+TEXT = {"content-type": "text/plain"}
+PROGRAM = """.pragma "magic-transform" "*"
+.type Person = symbol
+.type Age <: number
+.number_type Year
+.decl person(name: Person, age: Age)
+.decl born(name: Person, year: Year)
+born(n, 2026 - a) :- person(n, a).
+"""
+
+
+def test_named_types_and_pragmas(make_server: Callable[..., Server]) -> None:
+    server = make_server().start()
+    with server.client() as client:
+        response = client.post("/v1/rules", content=PROGRAM, headers=TEXT).raise_for_status()
+        assert [w["code"] for w in response.json()["warnings"]] == ["ignored_pragma"]
+        client.post(
+            "/v1/facts", json={"facts": {"person": [["ann", 42], ["bob", 7]]}}
+        ).raise_for_status()
+        added = ".decl older(name: Person, age: Age)\nolder(n, a) :- person(n, a), a > 18.\n"
+        client.post("/v1/rules", content=added, headers=TEXT).raise_for_status()
+        assert column_types(client, "born") == ["symbol", "number"]
+        assert set(read_relation(client, "older")) == {("ann", 42)}
+
+        epoch = client.get("/ready").json()["epoch"]
+        conflict = "same(n) :- person(n, a), born(n, a).\n"
+        body = assert_problem(
+            client.post("/v1/rules", content=conflict, headers=TEXT), 400, "type_mismatch"
+        )
+        assert (body["line"], body["column"]) == (1, 34)
+        unknown = ".decl later(name: Person, when: Date)\n"
+        body = assert_problem(
+            client.post("/v1/rules", content=unknown, headers=TEXT), 400, "unknown_type"
+        )
+        assert (body["line"], body["column"]) == (1, 33)
+        pragma = '.pragma "fact-dir" "/data"\n'
+        assert_problem(
+            client.post("/v1/rules", content=pragma, headers=TEXT), 400, "unsupported_pragma"
+        )
+        assert client.get("/ready").json()["epoch"] == epoch
+
+    server.stop()
+    server.start()
+    with server.client() as client:
+        assert set(read_relation(client, "born")) == {("ann", 1984), ("bob", 2019)}
+        assert set(read_relation(client, "older")) == {("ann", 42)}
