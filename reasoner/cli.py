@@ -100,8 +100,9 @@ def _run_once(args: argparse.Namespace) -> int:
 def _write_program_outputs(analyzed: AnalyzedProgram, m: Materialization, output: str) -> None:
     """The program's `.output` relations, as `souffle -D` writes them."""
     outputs = {name: m.batch(name) for name, info in analyzed.relations.items() if info.is_output}
+    sizes = {name: m.size(name) for name, info in analyzed.relations.items() if info.print_size}
     try:
-        write_outputs(analyzed, outputs, Path(output))
+        write_outputs(analyzed, outputs, Path(output), sizes)
     except OSError as exc:
         raise InputDataError(
             f"cannot write outputs: {exc.strerror}", exc.filename or output

@@ -67,9 +67,17 @@ def _relation_infos(
 ) -> dict[str, RelationInfo]:
     inputs: dict[str, tuple[tuple[str, str], ...]] = {}
     outputs: dict[str, tuple[tuple[str, str], ...]] = {}
+    more_outputs: dict[str, list[tuple[tuple[str, str], ...]]] = {}
+    print_size: set[str] = set()
     for directive in program.directives:
-        target = inputs if directive.kind == "input" else outputs
-        target.setdefault(directive.relation, directive.params)
+        if directive.kind == "printsize":
+            print_size.add(directive.relation)
+        elif directive.kind == "input":
+            inputs.setdefault(directive.relation, directive.params)
+        elif directive.relation in outputs:
+            more_outputs.setdefault(directive.relation, []).append(directive.params)
+        else:
+            outputs[directive.relation] = directive.params
     heads = _head_variables(program)
     infos: dict[str, RelationInfo] = {}
     for name, column_types in types.items():
@@ -88,6 +96,8 @@ def _relation_infos(
             is_output=name in outputs,
             input_params=inputs.get(name, ()),
             output_params=outputs.get(name, ()),
+            more_outputs=tuple(more_outputs.get(name, ())),
+            print_size=name in print_size,
             unfixed=unfixed[name],
         )
     return infos

@@ -26,6 +26,11 @@ class RelationInfo:
     is_output: bool = False
     input_params: tuple[tuple[str, str], ...] = ()
     output_params: tuple[tuple[str, str], ...] = ()
+    more_outputs: tuple[tuple[tuple[str, str], ...], ...] = ()
+    """The parameters of each further `.output` of the relation (Soufflé writes every one:
+    a file and `IO=stdout`, say)."""
+    print_size: bool = False
+    """`.printsize`: `reasoner run` prints the relation's size, as Soufflé does."""
     unfixed: frozenset[int] = frozenset()
     """Columns whose type nothing in the program fixes (they default to `number`): the
     first facts inserted may give them another."""

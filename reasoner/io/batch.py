@@ -16,7 +16,7 @@ from __future__ import annotations
 import io
 import os
 from collections.abc import Iterator, Sequence
-from typing import overload
+from typing import BinaryIO, overload
 
 import numpy as np
 import polars as pl
@@ -112,7 +112,7 @@ class FactBatch(Sequence[Row]):
             return FactBatch(self.frame[index])
         return self.frame.row(index)
 
-    def write_sorted(self, path: str | os.PathLike[str], delimiter: str) -> bool:
+    def write_sorted(self, path: str | os.PathLike[str] | BinaryIO, delimiter: str) -> bool:
         """Write the rows as `reasoner.io.facts.format_rows` does (distinct, sorted, fields
         verbatim), in Polars: strings sort as Python's do, as UTF-8 bytes order as code
         points. False, having written nothing, for a delimiter Polars cannot write (more than

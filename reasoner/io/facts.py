@@ -21,12 +21,16 @@ as in Soufflé, except that the terminator of the last line is not a row of its 
 
 from __future__ import annotations
 
+import io
 import os
 import re
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
 from itertools import repeat
 from pathlib import Path
-from typing import NoReturn
+from typing import BinaryIO, NoReturn, TextIO
 
 from reasoner.analysis.model import AnalyzedProgram, Value
 from reasoner.errors import InputDataError
@@ -41,7 +45,12 @@ _NUMBER = re.compile(r"[+-]?[0-9]+")
 # accepts surrounding whitespace, `_` separators and non-ASCII digits.
 _NOT_NUMBER_CHAR = re.compile(r"[^0-9+\-\n]")
 _NULLARY_LINES = ("", "()")
-_SUPPORTED_PARAMS = frozenset({"filename", "delimiter", "IO"})
+_INPUT_PARAMS = {"filename": None, "delimiter": None, "IO": ("file",)}
+_OUTPUT_PARAMS = {**_INPUT_PARAMS, "IO": ("file", "stdout"), "headers": ("true", "false")}
+"""The parameters each directive honours, with the values allowed (None: any)."""
+RULE_LINE = "---------------\n"
+DOUBLE_LINE = "===============\n"
+"""How Soufflé frames a relation it prints (`IO=stdout`)."""
 
 
 def read_facts(
@@ -187,15 +196,28 @@ def format_rows(rows: Iterable[Row], delimiter: str = "\t") -> str:
     return "".join(delimiter.join(map(str, row)) + "\n" for row in ordered)
 
 
-def write_csv(path: str | os.PathLike[str], rows: Iterable[Row], delimiter: str = "\t") -> None:
-    """Write rows in Soufflé's output format (see `format_rows`); symbols are written verbatim,
-    so a symbol containing the delimiter or a newline does not read back the same, as in
-    Soufflé. Rows that can write themselves so (a `reasoner.io.batch.FactBatch`: columns,
-    sorted in Polars) do."""
-    write_sorted = getattr(rows, "write_sorted", None)
-    if write_sorted is not None and write_sorted(path, delimiter):
-        return
-    Path(path).write_text(format_rows(rows, delimiter), encoding="utf-8")
+def write_csv(
+    target: str | os.PathLike[str] | BinaryIO,
+    rows: Iterable[Row],
+    delimiter: str = "\t",
+    header: str = "",
+) -> None:
+    """Write rows in Soufflé's output format (see `format_rows`), after a `header` line if
+    one is given, to a path or a binary stream; symbols are written verbatim, so a symbol
+    containing the delimiter or a newline does not read back the same, as in Soufflé. Rows
+    that can write themselves so (a `reasoner.io.batch.FactBatch`: columns, sorted in
+    Polars) do."""
+    with ExitStack() as stack:
+        out = target
+        if isinstance(target, str | os.PathLike):
+            out = stack.enter_context(open(target, "wb"))
+        assert not isinstance(out, str | os.PathLike)
+        if header:
+            out.write((header + "\n").encode("utf-8"))
+        write_sorted = getattr(rows, "write_sorted", None)
+        if write_sorted is not None and write_sorted(out, delimiter):
+            return
+        out.write(format_rows(rows, delimiter).encode("utf-8"))
 
 
 def load_inputs(
@@ -209,8 +231,8 @@ def load_inputs(
     for name, info in analyzed.relations.items():
         if not info.is_input:
             continue
-        path, delimiter = _io_target(name, info.input_params, Path(facts_dir), ".facts")
-        loaded[name] = read(path, info.types, delimiter)
+        target = _io_target(name, info.input_params, Path(facts_dir), ".facts")
+        loaded[name] = read(target.path, info.types, target.delimiter)
     return loaded
 
 
@@ -218,21 +240,50 @@ def write_outputs(
     analyzed: AnalyzedProgram,
     relations: Mapping[str, Iterable[Row]],
     out_dir: str | os.PathLike[str],
+    sizes: Mapping[str, int] | None = None,
+    stdout: TextIO | None = None,
 ) -> None:
-    """Write every `.output` relation to `out_dir` (created if missing); a relation absent from
-    `relations` is written as an empty file, as Soufflé does for an empty relation."""
+    """Write every `.output` relation as Soufflé does: to `out_dir` (created if missing), or
+    framed on `stdout` with `IO=stdout`, after a line of column names with `headers=true`; and
+    `name<TAB>size` on `stdout` for every `.printsize` relation (its size from `sizes`). A
+    relation absent from `relations` is written empty, as Soufflé does for an empty relation."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    stdout = stdout or sys.stdout
     for name, info in analyzed.relations.items():
-        if not info.is_output:
-            continue
-        path, delimiter = _io_target(name, info.output_params, out, ".csv")
-        write_csv(path, relations.get(name, ()), delimiter)
+        for params in (info.output_params, *info.more_outputs) if info.is_output else ():
+            target = _io_target(name, params, out, ".csv", _OUTPUT_PARAMS)
+            options = dict(params)
+            header = ""
+            if options.get("headers") == "true":
+                header = target.delimiter.join(info.column_names)
+            rows = relations.get(name, ())
+            if options.get("IO") == "stdout":
+                stdout.write(RULE_LINE + name + "\n" + (header + "\n" if header else ""))
+                stdout.write(DOUBLE_LINE)
+                buffer = io.BytesIO()
+                write_csv(buffer, rows, target.delimiter)
+                stdout.write(buffer.getvalue().decode("utf-8") + DOUBLE_LINE)
+            else:
+                write_csv(target.path, rows, target.delimiter, header)
+        if info.print_size:
+            stdout.write(f"{name}\t{(sizes or {}).get(name, 0)}\n")
+    stdout.flush()
+
+
+@dataclass(frozen=True)
+class _Target:
+    path: Path
+    delimiter: str
 
 
 def _io_target(
-    name: str, params: tuple[tuple[str, str], ...], directory: Path, suffix: str
-) -> tuple[Path, str]:
+    name: str,
+    params: tuple[tuple[str, str], ...],
+    directory: Path,
+    suffix: str,
+    supported: Mapping[str, tuple[str, ...] | None] = _INPUT_PARAMS,
+) -> _Target:
     """The file and delimiter of one `.input`/`.output` directive.
 
     Unknown parameters are rejected rather than ignored: `IO="sqlite"` or `rfc4180="true"`
@@ -241,13 +292,17 @@ def _io_target(
     options = dict(params)
     path = directory / options.get("filename", name + suffix)
     for key, value in options.items():
-        if key not in _SUPPORTED_PARAMS or (key == "IO" and value != "file"):
+        if key not in supported or value not in (supported[key] or (value,)):
+            allowed = ", ".join(
+                key if values is None else "|".join(f"{key}={v}" for v in values)
+                for key, values in supported.items()
+            )
             raise InputDataError(
                 f"relation {name}: unsupported I/O parameter {key}={value!r} "
-                f'(supported: filename, delimiter, IO="file")',
+                f"(supported: {allowed})",
                 os.fspath(path),
             )
     delimiter = options.get("delimiter", "\t")
     if not delimiter or "\n" in delimiter:
         raise InputDataError(f"relation {name}: invalid delimiter {delimiter!r}", os.fspath(path))
-    return path, delimiter
+    return _Target(path, delimiter)

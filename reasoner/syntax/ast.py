@@ -172,10 +172,10 @@ class Declaration:
 
 @dataclass(frozen=True, slots=True)
 class Directive:
-    """`.input name` / `.output name`, with optional Soufflé-style parameters
-    (`.input edge(filename="e.tsv", delimiter=",")`)."""
+    """`.input name` / `.output name` / `.printsize name`, with optional Soufflé-style
+    parameters (`.input edge(filename="e.tsv", delimiter=",")`)."""
 
-    kind: TypingLiteral["input", "output"]
+    kind: TypingLiteral["input", "output", "printsize"]
     relation: str
     params: tuple[tuple[str, str], ...]
     span: Span = field(compare=False)

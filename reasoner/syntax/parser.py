@@ -46,6 +46,11 @@ from reasoner.syntax.lexer import EOF, ERROR, IDENT, NUMBER, STRING, Token, toke
 
 _COMPARISONS = frozenset({"=", "!=", "<", "<=", ">", ">="})
 _ARITHMETIC = frozenset({"+", "-", "*", "/", "%"})
+_IO_DIRECTIVES: dict[str, Literal["input", "output", "printsize"]] = {
+    "input": "input",
+    "output": "output",
+    "printsize": "printsize",
+}
 _LEGACY_TYPES = {"number_type": "number", "symbol_type": "symbol"}
 """Soufflé's older subtype declarations: `.number_type Even` is `.type Even <: number`."""
 _QUALIFIERS = frozenset(
@@ -227,8 +232,8 @@ class _Parser:
         keyword = self._advance()
         if keyword.text == "decl":
             self._declaration()
-        elif keyword.text in ("input", "output"):
-            self._io_directive("input" if keyword.text == "input" else "output")
+        elif keyword.text in _IO_DIRECTIVES:
+            self._io_directive(_IO_DIRECTIVES[keyword.text])
         elif keyword.text == "type":
             self._type_declaration(dot)
         elif keyword.text in _LEGACY_TYPES:
@@ -241,8 +246,8 @@ class _Parser:
             self._pragma(dot)
         else:
             raise _Failure(
-                f"unsupported directive `.{keyword.text}`: only .decl, .type, .input, .output "
-                "and .pragma are supported",
+                f"unsupported directive `.{keyword.text}`: only .decl, .type, .input, .output, "
+                ".printsize and .pragma are supported",
                 _join(dot.span, keyword.span),
             )
 
@@ -327,7 +332,7 @@ class _Parser:
                 Declaration(name.text, tuple(columns), _join(name.span, close.span))
             )
 
-    def _io_directive(self, kind: Literal["input", "output"]) -> None:
+    def _io_directive(self, kind: Literal["input", "output", "printsize"]) -> None:
         while True:
             name = self._expect_ident(f"a relation name after `.{kind}`")
             last = name

@@ -76,7 +76,7 @@ def test_unreadable_program_exits_1(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "cannot read program" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("params", ['IO="stdout"', "IO=stdout", 'rfc4180="true"'])
+@pytest.mark.parametrize("params", ['IO="sqlite"', "headers=yes", 'rfc4180="true"'])
 def test_unsupported_output_parameter_exits_1(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], params: str
 ) -> None:
@@ -155,3 +155,31 @@ def test_soufflé_types_and_pragmas_run_with_warnings_for_the_pragmas(
     err = capsys.readouterr().err
     assert err.count("ignored_pragma") == 2
     assert '`.pragma "jobs"` only tunes' in err
+
+
+def test_printsize_stdout_and_headers_as_souffle_prints_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Soufflé's formats: `name<TAB>size` for `.printsize`, a framed block for `IO=stdout`
+    (the column names after the name with `headers=true`), a header line in a file."""
+    program = _write(
+        tmp_path,
+        "tc.dl",
+        TC.replace(".output tc", ".output tc(IO=stdout, headers=true)\n.printsize tc, edge")
+        + '.output edge(IO="stdout")\n.output tc(filename="tc.txt", headers=true, delimiter=",")\n'
+        + ".decl nothing()\n.output nothing(IO=stdout)\n.printsize nothing\n",
+    )
+    _write(tmp_path, "edge.facts", "1\t2\n2\t3\n")
+    out = tmp_path / "out"
+    assert main(["run", str(program), "-F", str(tmp_path), "-D", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert printed == (
+        "---------------\nedge\n===============\n1\t2\n2\t3\n===============\n"
+        "edge\t2\n"
+        "---------------\ntc\nx\ty\n===============\n1\t2\n1\t3\n2\t3\n===============\n"
+        "tc\t3\n"
+        "---------------\nnothing\n===============\n===============\n"
+        "nothing\t0\n"
+    )
+    assert (out / "tc.txt").read_text() == "x,y\n1,2\n1,3\n2,3\n"
+    assert not (out / "tc.csv").exists()

@@ -165,7 +165,7 @@ class TestDeclarations:
         assert program.directives[1].span == Span(1, 11, 1, 12)
         assert program.directives[3].span == Span(3, 8, 3, 54)
 
-    @pytest.mark.parametrize("directive", [".printsize p", ".functor f(number): number"])
+    @pytest.mark.parametrize("directive", [".limitsize p(n=10)", ".functor f(number): number"])
     def test_unsupported_directives(self, directive: str) -> None:
         ((line, column, message),) = errors_of(f"{directive}\np(1).")
         name = directive.split()[0].split("(")[0]
@@ -173,7 +173,7 @@ class TestDeclarations:
         assert message.startswith(f"unsupported directive `{name}`")
 
     def test_recovery_after_bad_directive_keeps_next_line(self) -> None:
-        errors = errors_of(".printsize p\np(1) :- .\n.decl q(x: )\nq(1) q.")
+        errors = errors_of(".limitsize p\np(1) :- .\n.decl q(x: )\nq(1) q.")
         assert [(line, column) for line, column, _ in errors] == [(1, 1), (2, 9), (3, 12), (4, 6)]
 
     def test_type_declarations(self) -> None:
