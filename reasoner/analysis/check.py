@@ -7,7 +7,10 @@ reports everything, sorted by location.
 
 from __future__ import annotations
 
+import dataclasses
+
 from reasoner.analysis import safety
+from reasoner.analysis.eqrel import equivalence_rules
 from reasoner.analysis.facts import fold_facts
 from reasoner.analysis.model import AnalyzedProgram, RelationInfo
 from reasoner.analysis.named_types import check_subtypes, resolve_types
@@ -37,6 +40,9 @@ def analyze(
     `allow_undefined=False` it is an `unknown_relation` error instead.
     """
     reporter = Reporter(filename, source)
+    closure = equivalence_rules(program, reporter)
+    if closure:
+        program = dataclasses.replace(program, rules=program.rules + closure)
     check_pragmas(program, reporter)
     named = resolve_types(program, reporter)
     table = collect_relations(program, reporter, allow_undefined=allow_undefined)

@@ -168,6 +168,9 @@ class Declaration:
     name: str
     columns: tuple[Column, ...]
     span: Span = field(compare=False)
+    eqrel: bool = False
+    """Soufflé's `eqrel` qualifier: the relation is the equivalence closure of what its
+    rules and facts give (`reasoner.analysis.eqrel`)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -315,21 +315,21 @@ class _Parser:
                     break
                 self._advance()
         close = self._expect(")", "`,` or `)` after an attribute")
+        eqrel = False
         while True:
             token = self._peek()
             if token.kind != IDENT or self._peek(1).kind == "(":
                 break
             if token.text == "eqrel":
-                raise _Failure(
-                    "`eqrel` relations are not supported (they change the relation's semantics)",
-                    token.span,
-                )
-            if token.text not in _QUALIFIERS:
+                eqrel = True
+            elif token.text == "choice" and self._peek(1).kind == "-":
+                raise _Failure("`choice-domain` is not supported", token.span)
+            elif token.text not in _QUALIFIERS:
                 break
             self._advance()
         for name in names:
             self.declarations.append(
-                Declaration(name.text, tuple(columns), _join(name.span, close.span))
+                Declaration(name.text, tuple(columns), _join(name.span, close.span), eqrel)
             )
 
     def _io_directive(self, kind: Literal["input", "output", "printsize"]) -> None:

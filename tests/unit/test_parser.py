@@ -143,7 +143,6 @@ class TestDeclarations:
     @pytest.mark.parametrize(
         ("text", "message"),
         [
-            (".decl p(x: number) eqrel", "`eqrel` relations are not supported"),
             (".decl p(x: number, x: symbol)", "duplicate attribute `x`"),
             (".decl p x: number", "expected `(`"),
         ],
