@@ -48,7 +48,57 @@ def mod(a: int, b: int) -> int:
     return r if a >= 0 else -r
 
 
-ARITH: dict[str, Callable[[int, int], int]] = {"+": add, "-": sub, "*": mul, "/": div, "%": mod}
+def power(a: int, b: int) -> int:
+    """`a ^ b`: exact, wrapped to 64 bits, for b >= 0; for b < 0 the integer part of the
+    real power (1 for a = 1, +-1 for a = -1, 0 otherwise), and no value for 0 ^ -n (Soufflé
+    casts pow's infinity, which C leaves undefined)."""
+    if b >= 0:
+        return wrap64(pow(a, b, 1 << 64))
+    if a == 0:
+        raise ZeroDivisionError("zero to a negative power")
+    if a == 1:
+        return 1
+    if a == -1:
+        return 1 if b % 2 == 0 else -1
+    return 0
+
+
+def shift_left(a: int, b: int) -> int:
+    """`a bshl b`: the shift amount taken modulo 64, as the hardware Soufflé runs on does."""
+    return wrap64(a << (b & 63))
+
+
+def shift_right(a: int, b: int) -> int:
+    """`a bshr b`: arithmetic (sign-extending) shift, amount modulo 64."""
+    return a >> (b & 63)
+
+
+def shift_right_unsigned(a: int, b: int) -> int:
+    """`a bshru b`: logical shift of the 64-bit pattern, amount modulo 64."""
+    return wrap64((a & _MASK) >> (b & 63))
+
+
+ARITH: dict[str, Callable[[int, int], int]] = {
+    "+": add,
+    "-": sub,
+    "*": mul,
+    "/": div,
+    "%": mod,
+    "^": power,
+    "band": lambda a, b: a & b,
+    "bor": lambda a, b: a | b,
+    "bxor": lambda a, b: a ^ b,
+    "bshl": shift_left,
+    "bshr": shift_right,
+    "bshru": shift_right_unsigned,
+    "land": lambda a, b: int(a != 0 and b != 0),
+    "lor": lambda a, b: int(a != 0 or b != 0),
+    "lxor": lambda a, b: int((a != 0) != (b != 0)),
+    "max": max,
+    "min": min,
+}
+"""Every operator of `reasoner.syntax.ast.ArithOp` on 64-bit values (bitwise ones read them
+in two's complement, as Python's unbounded ints already do); logical ones give 0 or 1."""
 
 COMPARE: dict[str, Callable[[object, object], bool]] = {
     "=": lambda a, b: a == b,

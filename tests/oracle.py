@@ -74,7 +74,57 @@ def c_mod(a: int, b: int) -> int:
     return remainder if a >= 0 else -remainder
 
 
+def int_power(a: int, b: int) -> int:
+    """`a ^ b`: for b >= 0 the exact power wrapped to 64 bits (by repeated multiplication of
+    the exact value, not modular exponentiation); for b < 0 the power's integer part."""
+    if b < 0:
+        if a == 0:
+            raise NoValue
+        return 1 if a == 1 else (-1) ** (-b) if a == -1 else 0
+    result, base = 1, a
+    while b:  # exact, then wrapped: the same as wrapping at every step
+        if b & 1:
+            result = wrap(result * base)
+        base = wrap(base * base)
+        b >>= 1
+    return result
+
+
+def bits(value: int) -> str:
+    """The 64-bit two's-complement pattern, most significant bit first."""
+    return format(value % 2**64, "064b")
+
+
+def from_bits(pattern: str) -> int:
+    return wrap(int(pattern, 2))
+
+
+def bitwise(op: str, a: int, b: int) -> int:
+    """band, bor, bxor bit by bit on the patterns, and the shifts as string slices (the
+    amount taken modulo 64)."""
+    x, y = bits(a), bits(b)
+    if op in ("band", "bor", "bxor"):
+        truth = {"band": ("11",), "bor": ("01", "10", "11"), "bxor": ("01", "10")}[op]
+        return from_bits("".join("1" if p + q in truth else "0" for p, q in zip(x, y, strict=True)))
+    amount = b % 64
+    if op == "bshl":
+        return from_bits(x[amount:] + "0" * amount)
+    fill = x[0] if op == "bshr" else "0"
+    return from_bits(fill * amount + x[: 64 - amount])
+
+
 def arithmetic(op: str, a: int, b: int) -> int:
+    if op in ("band", "bor", "bxor", "bshl", "bshr", "bshru"):
+        return bitwise(op, a, b)
+    if op == "^":
+        return int_power(a, b)
+    if op in ("land", "lor", "lxor"):
+        p, q = a != 0, b != 0
+        return int({"land": p and q, "lor": p or q, "lxor": p != q}[op])
+    if op == "max":
+        return a if a >= b else b
+    if op == "min":
+        return a if a <= b else b
     if op == "+":
         return wrap(a + b)
     if op == "-":

@@ -62,6 +62,8 @@ def render(term: Term) -> str:
         )
         return f'"{escaped}"'
     try:
+        if term.op in ("max", "min"):
+            return f"{term.op}({render(term.left)}, {render(term.right)})"
         return f"{_operand(term.left)} {term.op} {_operand(term.right)}"
     except RecursionError:
         return "(expression)"

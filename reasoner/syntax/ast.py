@@ -53,12 +53,32 @@ class StringConst:
     span: Span = field(compare=False)
 
 
-ArithOp = TypingLiteral["+", "-", "*", "/", "%"]
+ArithOp = TypingLiteral[
+    "+",
+    "-",
+    "*",
+    "/",
+    "%",
+    "^",
+    "band",
+    "bor",
+    "bxor",
+    "bshl",
+    "bshr",
+    "bshru",
+    "land",
+    "lor",
+    "lxor",
+    "max",
+    "min",
+]
 
 
 @dataclass(frozen=True, slots=True)
 class BinaryOp:
-    """Integer arithmetic with Soufflé semantics (64-bit wrap-around, C division)."""
+    """Integer arithmetic with Soufflé semantics (64-bit wrap-around, C division; see
+    `reasoner.arith`). Soufflé's unary `bnot x` and `lnot x` and its `max(a, b, ...)` and
+    `min(...)` are written with these by the parser."""
 
     op: ArithOp
     left: Term
@@ -69,14 +89,18 @@ class BinaryOp:
 Term = Variable | Wildcard | NumberConst | StringConst | BinaryOp
 
 
-def has_division(term: Term) -> bool:
-    """Whether evaluating `term` divides (`/` or `%`): it may then have no value (division by
-    zero), so every executor must drop the instantiations where it has none."""
+PARTIAL_OPS = frozenset({"/", "%", "^"})
+"""Operators without a value for some operands: a division by zero, zero to a negative power."""
+
+
+def may_lack_value(term: Term) -> bool:
+    """Whether evaluating `term` applies a `PARTIAL_OPS` operator: it may then have no value,
+    so every executor must drop the instantiations where it has none."""
     stack = [term]
     while stack:
         node = stack.pop()
         if isinstance(node, BinaryOp):
-            if node.op in "/%":
+            if node.op in PARTIAL_OPS:
                 return True
             stack.extend((node.left, node.right))
     return False

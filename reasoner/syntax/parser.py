@@ -45,7 +45,24 @@ from reasoner.syntax.ast import (
 from reasoner.syntax.lexer import EOF, ERROR, IDENT, NUMBER, STRING, Token, tokenize
 
 _COMPARISONS = frozenset({"=", "!=", "<", "<=", ">", ">="})
-_ARITHMETIC = frozenset({"+", "-", "*", "/", "%"})
+_ARITHMETIC = frozenset({"+", "-", "*", "/", "%", "^"})
+_BINARY_LEVELS: tuple[frozenset[str], ...] = (
+    frozenset({"lor"}),
+    frozenset({"lxor"}),
+    frozenset({"land"}),
+    frozenset({"bor"}),
+    frozenset({"bxor"}),
+    frozenset({"band"}),
+    frozenset({"bshl", "bshr", "bshru"}),
+    frozenset({"+", "-"}),
+    frozenset({"*", "/", "%"}),
+)
+"""Soufflé's binary operators from the loosest to the tightest; all associate to the left.
+Tighter still: unary `-`, `bnot`, `lnot`, then `^` (to the right)."""
+_WORD_OPERATORS = frozenset().union(*_BINARY_LEVELS) - _ARITHMETIC
+_UNARY_WORDS = frozenset({"bnot", "lnot"})
+_VARIADIC = frozenset({"max", "min"})
+"""Functors written as calls, `max(a, b, ...)`, folded into binary operations."""
 _IO_DIRECTIVES: dict[str, Literal["input", "output", "printsize"]] = {
     "input": "input",
     "output": "output",
@@ -472,8 +489,12 @@ class _Parser:
             elif kind == ")":
                 depth -= 1
                 if depth == 0:
-                    following = tokens[index + 1].kind if index + 1 < len(tokens) else EOF
-                    return following in _COMPARISONS or following in _ARITHMETIC
+                    following = tokens[index + 1] if index + 1 < len(tokens) else None
+                    if following is None:
+                        return False
+                    if following.kind == IDENT:
+                        return following.text in _WORD_OPERATORS
+                    return following.kind in _COMPARISONS or following.kind in _ARITHMETIC
             elif kind == "." or kind == EOF:
                 return False
         return False
@@ -507,24 +528,24 @@ class _Parser:
         self._advance()
 
     def _expression(self) -> Term:
-        return self._sum()[0]
+        return self._level(0)[0]
 
-    def _sum(self) -> tuple[Term, int]:
-        """A sum and the depth of its tree (a chain `x+1+...+1` nests to the left)."""
-        left, depth = self._product()
-        while self._peek().kind in ("+", "-"):
-            operator = self._advance().kind
-            right, right_depth = self._product()
+    def _level(self, level: int) -> tuple[Term, int]:
+        """An expression of the operators of `_BINARY_LEVELS[level]` and tighter ones, and
+        the depth of its tree (a chain `x+1+...+1` nests to the left)."""
+        if level == len(_BINARY_LEVELS):
+            return self._unary()
+        left, depth = self._level(level + 1)
+        while (operator := self._operator(_BINARY_LEVELS[level])) is not None:
+            self._advance()
+            right, right_depth = self._level(level + 1)
             left, depth = self._binary(operator, left, right, max(depth, right_depth) + 1)
         return left, depth
 
-    def _product(self) -> tuple[Term, int]:
-        left, depth = self._unary()
-        while self._peek().kind in ("*", "/", "%"):
-            operator = self._advance().kind
-            right, right_depth = self._unary()
-            left, depth = self._binary(operator, left, right, max(depth, right_depth) + 1)
-        return left, depth
+    def _operator(self, operators: frozenset[str]) -> str | None:
+        token = self._peek()
+        name = token.text if token.kind == IDENT else token.kind
+        return name if name in operators else None
 
     @staticmethod
     def _binary(operator: str, left: Term, right: Term, depth: int) -> tuple[Term, int]:
@@ -538,10 +559,21 @@ class _Parser:
         return BinaryOp(cast(ArithOp, operator), left, right, span), depth
 
     def _unary(self) -> tuple[Term, int]:
+        """`-x` (`0 - x`), `bnot x` (`x bxor -1`) and `lnot x` (`1 - (x lor 0)`): exact
+        rewrites into binary operations, so every evaluator has only those to know."""
         token = self._peek()
+        word = token.kind == IDENT and token.text in _UNARY_WORDS
+        if word and self._peek(1).kind in (IDENT, NUMBER, STRING, "(", "-"):
+            self._open(token)
+            operand, depth = self._unary()
+            self._nesting -= 1
+            if token.text == "bnot":
+                return self._binary("bxor", operand, NumberConst(-1, token.span), depth + 1)
+            truth, depth = self._binary("lor", operand, NumberConst(0, token.span), depth + 1)
+            return self._binary("-", NumberConst(1, token.span), truth, depth + 1)
         if token.kind != "-":
-            return self._primary()
-        if self._peek(1).kind == NUMBER:
+            return self._power()
+        if self._peek(1).kind == NUMBER and self._peek(2).kind != "^":
             self._advance()
             number = self._advance()
             span = _join(token.span, number.span)
@@ -551,6 +583,18 @@ class _Parser:
         self._nesting -= 1
         zero = NumberConst(0, token.span)
         return self._binary("-", zero, operand, depth + 1)
+
+    def _power(self) -> tuple[Term, int]:
+        """`a ^ b`, tighter than unary minus and to the right: `-2 ^ 2` is -4, `2 ^ 3 ^ 2`
+        is 2 ^ 9, as in Soufflé."""
+        base, depth = self._primary()
+        token = self._peek()
+        if token.kind != "^":
+            return base, depth
+        self._open(token)
+        exponent, exponent_depth = self._unary()
+        self._nesting -= 1
+        return self._binary("^", base, exponent, max(depth, exponent_depth) + 1)
 
     def _primary(self) -> tuple[Term, int]:
         token = self._peek()
@@ -562,6 +606,8 @@ class _Parser:
         if kind == STRING:
             self._advance()
             return StringConst(token.value, token.span), 0
+        if kind == IDENT and token.text in _VARIADIC and self._peek(1).kind == "(":
+            return self._variadic()
         if kind == IDENT:
             self._advance()
             if self._peek().kind == "(":
@@ -574,25 +620,43 @@ class _Parser:
             return Variable(token.text, token.span), 0
         if kind == "(":
             self._open(token)
-            inner, depth = self._sum()
+            inner, depth = self._level(0)
             close = self._expect(")", "`)` or an arithmetic operator")
             self._nesting -= 1
             return dataclasses.replace(inner, span=_join(token.span, close.span)), depth
         raise self._fail("a term (a variable, `_`, a number, a string or `(`)")
 
+    def _variadic(self) -> tuple[Term, int]:
+        """`max(a, b, ...)` / `min(...)`: folded from the left into binary operations."""
+        name = self._advance()
+        self._open(self._peek())
+        result, depth = self._level(0)
+        count = 1
+        while self._peek().kind == ",":
+            self._advance()
+            operand, operand_depth = self._level(0)
+            result, depth = self._binary(name.text, result, operand, max(depth, operand_depth) + 1)
+            count += 1
+        close = self._expect(")", "`,` or `)` after an argument")
+        self._nesting -= 1
+        if count < 2:
+            raise _Failure(f"`{name.text}` needs at least two arguments", name.span)
+        return dataclasses.replace(result, span=_join(name.span, close.span)), depth
+
     @staticmethod
     def _number_value(token: Token, span: Span, *, negate: bool) -> int:
         text = token.text
-        hexadecimal = text[:2] in ("0x", "0X")
+        base = {"0x": 16, "0X": 16, "0b": 2, "0B": 2}.get(text[:2], 10)
+        hexadecimal = base != 10
         digits = (text[2:] if hexadecimal else text).lstrip("0") or "0"
         shown = f"-{text}" if negate else text
         if len(shown) > 40:
             shown = f"{shown[:20]}...{shown[-10:]}"
         too_large = _Failure(f"number literal `{shown}` does not fit in 64 bits", span)
-        if len(digits) > 20:  # never convert thousands of digits (Python refuses to)
+        if len(digits) > (64 if base == 2 else 20):  # never convert thousands of digits
             raise too_large
         if hexadecimal:
-            value = int(digits, 16)
+            value = int(digits, base)
             if value >= 1 << 64:
                 raise too_large
             value = wrap64(value)

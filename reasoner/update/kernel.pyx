@@ -76,6 +76,18 @@ cdef enum:
     OP_MUL = 4
     OP_DIV = 5
     OP_MOD = 6
+    OP_POW = 7
+    OP_BAND = 8
+    OP_BOR = 9
+    OP_BXOR = 10
+    OP_BSHL = 11
+    OP_BSHR = 12
+    OP_BSHRU = 13
+    OP_LAND = 14
+    OP_LOR = 15
+    OP_LXOR = 16
+    OP_MAX = 17
+    OP_MIN = 18
 
 cdef enum:
     CMP_EQ = 0
@@ -258,8 +270,57 @@ cdef inline int _hand_on(Vec* v, int64_t relation, int64_t row, int64_t o, int64
 
 # -- arithmetic with Soufflé's semantics (reasoner.arith): 64-bit wrap-around, C division ------
 
+cdef inline bint _power(int64_t a, int64_t b, int64_t* out) noexcept:
+    """`reasoner.arith.power`: square and multiply modulo 2**64 for b >= 0."""
+    cdef uint64_t result = 1, base = <uint64_t>a, e = <uint64_t>b
+    if b < 0:
+        if a == 0:
+            return False
+        if a == 1:
+            out[0] = 1
+        elif a == -1:
+            out[0] = 1 if (b & 1) == 0 else -1
+        else:
+            out[0] = 0
+        return True
+    while e:
+        if e & 1:
+            result *= base
+        base *= base
+        e >>= 1
+    out[0] = <int64_t>result
+    return True
+
+
 cdef inline bint _arith(int op, int64_t a, int64_t b, int64_t* out) noexcept:
-    """`a op b` into `out`; False when it has no value (a division by zero)."""
+    """`a op b` into `out` (`reasoner.arith.ARITH`); False when it has no value (a division
+    by zero, zero to a negative power)."""
+    if op > OP_MOD:
+        if op == OP_POW:
+            return _power(a, b, out)
+        if op == OP_BAND:
+            out[0] = a & b
+        elif op == OP_BOR:
+            out[0] = a | b
+        elif op == OP_BXOR:
+            out[0] = a ^ b
+        elif op == OP_BSHL:
+            out[0] = <int64_t>(<uint64_t>a << (b & 63))
+        elif op == OP_BSHR:
+            out[0] = a >> (b & 63)
+        elif op == OP_BSHRU:
+            out[0] = <int64_t>(<uint64_t>a >> (b & 63))
+        elif op == OP_LAND:
+            out[0] = 1 if (a != 0 and b != 0) else 0
+        elif op == OP_LOR:
+            out[0] = 1 if (a != 0 or b != 0) else 0
+        elif op == OP_LXOR:
+            out[0] = 1 if ((a != 0) != (b != 0)) else 0
+        elif op == OP_MAX:
+            out[0] = a if a > b else b
+        else:
+            out[0] = a if a < b else b
+        return True
     if op == OP_ADD:
         out[0] = <int64_t>(<uint64_t>a + <uint64_t>b)
     elif op == OP_SUB:

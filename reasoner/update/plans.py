@@ -70,7 +70,26 @@ STEP_ATOM, STEP_NEG, STEP_TEST, STEP_ASSIGN = 1, 2, 3, 4
 MODE_SCAN, MODE_INDEX, MODE_MEMBER = 0, 1, 2
 NEG_TUPLE, NEG_INDEX, NEG_ANY = 0, 1, 2
 TERM_CONST, TERM_REG = 0, 1
-OPERATORS = {"+": 2, "-": 3, "*": 4, "/": 5, "%": 6}
+OPERATORS = {
+    "+": 2,
+    "-": 3,
+    "*": 4,
+    "/": 5,
+    "%": 6,
+    "^": 7,
+    "band": 8,
+    "bor": 9,
+    "bxor": 10,
+    "bshl": 11,
+    "bshr": 12,
+    "bshru": 13,
+    "land": 14,
+    "lor": 15,
+    "lxor": 16,
+    "max": 17,
+    "min": 18,
+}
+"""The kernel's operator tags (`reasoner/update/kernel.pyx`, `OP_*`)."""
 COMPARISONS = {"=": 0, "!=": 1, "<": 2, "<=": 3, ">": 4, ">=": 5}
 STACK = 128
 """Values an expression may hold on the kernel's stack at once (the parser refuses nesting

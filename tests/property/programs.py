@@ -323,12 +323,19 @@ class RuleBuilder:
             left = self.draw(st.sampled_from(numbers))
             others = [v for v in numbers if v != left]
             op = self.draw(st.sampled_from(("<", "<=", ">", ">=", "=", "!=")))
-            form = choose(self.draw, constant=2, variable=2 * bool(others), plus=1, modulo=1)
+            form = choose(
+                self.draw, constant=2, variable=2 * bool(others), plus=1, modulo=1, bits=1
+            )
             if form == "constant":
                 right = constant(self.draw, NUMBER)
             else:
                 other = self.draw(st.sampled_from(others or numbers))
-                right = {"variable": other, "plus": f"{other} + 1", "modulo": f"{other} % 2"}[form]
+                right = {
+                    "variable": other,
+                    "plus": f"{other} + 1",
+                    "modulo": f"{other} % 2",
+                    "bits": f"{other} band 3",
+                }[form]
         elif symbols:
             left = self.draw(st.sampled_from(symbols))
             others = [v for v in symbols if v != left]
@@ -366,6 +373,18 @@ class RuleBuilder:
                     f"({x} - 3) % 2",
                     f"{x} * {WRAPPING_FACTORS[0]}",
                     f"{x} + {WRAPPING_FACTORS[1]}",
+                    # Soufflé's other operators (`reasoner.arith`), partial `^` included.
+                    f"{x} bxor {y}",
+                    f"{x} bor 6 band {y}",
+                    f"{x} bshl {y}",
+                    f"{x} bshr 1",
+                    f"{x} bshru {y}",
+                    f"{x} land {y} lor lnot {y}",
+                    f"bnot {x} lxor {y}",
+                    f"{x} ^ 3",
+                    f"{y} ^ {x}",
+                    f"max({x}, {y}, 1)",
+                    f"min({x}, -{y})",
                 )
             )
         )

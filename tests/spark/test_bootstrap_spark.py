@@ -23,6 +23,7 @@ from reasoner.executors.spark.bootstrap import SparkBootstrap
 from reasoner.gc_pause import collector_paused
 from reasoner.io.facts import load_inputs
 from reasoner.materialization import Materialization
+from tests.operators import OPERATORS_INPUTS, OPERATORS_PROGRAM
 from tests.property.programs import GeneratedProgram, programs
 from tests.spark.support import assert_same, on_spark, reference
 
@@ -177,6 +178,10 @@ def test_c_division_and_wrap_around(spark: SparkSession) -> None:
     check(text, {"n": pairs}, spark)
 
 
+def test_bitwise_logical_power_and_extremes(spark: SparkSession) -> None:
+    check(OPERATORS_PROGRAM, OPERATORS_INPUTS, spark)
+
+
 def test_constants_repeated_variables_wildcards(spark: SparkSession) -> None:
     text = """
     .decl e(x: symbol, y: symbol, z: number)
@@ -288,7 +293,8 @@ def test_collector_runs_during_a_spark_bootstrap_its_caller_paused_it(spark: Spa
     m = Materialization(
         check_program(text),
         maintained=False,
-        engines=EngineSettings("spark", "local[2]", spark_iteration=0),
+        # An iteration per job (not one decomposed job): many jobs' proxies to collect.
+        engines=EngineSettings("spark", "local[2]", spark_iteration=0, spark_decompose=False),
     )
     m.load({"e": [(i, i + 1) for i in range(12)]})
     generations: list[int] = []

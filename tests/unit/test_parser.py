@@ -302,6 +302,42 @@ class TestTerms:
             "%", BinaryOp("/", x("x"), x("y"), s), num(3), s
         )
 
+    def test_souffle_operator_precedence(self) -> None:
+        """Loosest to tightest: lor, lxor, land, bor, bxor, band, shifts, + -, * / %,
+        unary, then `^` to the right."""
+        s = Span(0, 0, 0, 0)
+
+        def op(name: str, left: object, right: object) -> BinaryOp:
+            return BinaryOp(name, left, right, s)  # type: ignore[arg-type]
+
+        assert self.head_arg("x lor y land 1 bor 2") == op(
+            "lor", x("x"), op("land", x("y"), op("bor", num(1), num(2)))
+        )
+        assert self.head_arg("x band y bxor 3 bor 4") == op(
+            "bor", op("bxor", op("band", x("x"), x("y")), num(3)), num(4)
+        )
+        assert self.head_arg("1 + x bshl 2 * y") == op(
+            "bshl", op("+", num(1), x("x")), op("*", num(2), x("y"))
+        )
+        assert self.head_arg("x lxor y land 1") == op("lxor", x("x"), op("land", x("y"), num(1)))
+        assert self.head_arg("2 ^ 3 ^ x") == op("^", num(2), op("^", num(3), x("x")))
+        assert self.head_arg("-2 ^ 2") == op("-", num(0), op("^", num(2), num(2)))
+        assert self.head_arg("x * y ^ 2") == op("*", x("x"), op("^", x("y"), num(2)))
+
+    def test_unary_words_and_variadic_functors_are_rewritten(self) -> None:
+        s = Span(0, 0, 0, 0)
+        assert self.head_arg("bnot x") == BinaryOp("bxor", x("x"), num(-1), s)
+        assert self.head_arg("lnot x") == BinaryOp(
+            "-", num(1), BinaryOp("lor", x("x"), num(0), s), s
+        )
+        assert self.head_arg("max(x, y, 3)") == BinaryOp(
+            "max", BinaryOp("max", x("x"), x("y"), s), num(3), s
+        )
+        assert self.head_arg("min(x, y)").span == Span(1, 3, 1, 12)  # type: ignore[attr-defined]
+        assert self.head_arg("band") == x("band")  # a variable where no operator can be
+        ((_, _, message),) = errors_of("p(max(x)) :- q(x).")
+        assert message.startswith("`max` needs at least two arguments")
+
     def test_parentheses_and_their_span(self) -> None:
         term = self.head_arg("(x + 1) * 2")
         assert isinstance(term, BinaryOp) and term.op == "*"
@@ -319,7 +355,9 @@ class TestTerms:
         assert negated.span == Span(1, 3, 1, 5)  # type: ignore[attr-defined]
         assert self.head_arg("3 - -2") == BinaryOp("-", num(3), num(-2), Span(0, 0, 0, 0))
 
-    def test_hex_and_range(self) -> None:
+    def test_hex_binary_and_range(self) -> None:
+        assert self.head_arg("0b101") == num(5)
+        assert self.head_arg("0B" + "1" * 64) == num(-1)
         assert self.head_arg("0x1f") == num(31)
         assert self.head_arg("0xFFFFFFFFFFFFFFFF") == num(-1)
         assert self.head_arg("-9223372036854775808") == num(-(2**63))

@@ -12,7 +12,7 @@ switch between Polars and the reference loop, which must not change anything eit
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import polars as pl
@@ -31,6 +31,8 @@ from reasoner.io.facts import load_inputs
 from reasoner.plan.joins import plan_rule
 from reasoner.state import State
 from reasoner.symbols import SymbolTable
+from tests.operators import OPERATORS_INPUTS, OPERATORS_PROGRAM
+from tests.oracle import NoValue, arithmetic
 from tests.property.programs import GeneratedProgram, programs
 
 Inputs = Mapping[str, Iterable[Sequence[Value]]]
@@ -175,6 +177,26 @@ def test_soufflé_arithmetic_wraps_and_divides_toward_zero() -> None:
         (3074457345618258602, 1),
     }
     assert set(state["w"]) == {(-9223372036854775808, -2, -9223372036854775808)}
+
+
+def test_bitwise_logical_power_and_extremes_in_polars() -> None:
+    """Every iteration in Polars (`_run` compares with the reference on the kernel), and the
+    reference's values with the oracle's own arithmetic."""
+    state = _run(OPERATORS_PROGRAM, OPERATORS_INPUTS)
+    pairs = OPERATORS_INPUTS["n"]
+    expected_power = set()
+    for x, y in pairs:
+        with suppress(NoValue):
+            expected_power.add((x, y, arithmetic("^", x, y)))
+    assert set(state["power"]) == expected_power
+    assert set(state["bits"]) == {
+        (x, y, *(arithmetic(op, x, y) for op in ("band", "bor", "bxor")), arithmetic("bxor", x, -1))
+        for x, y in pairs
+    }
+    assert set(state["shifts"]) == {
+        (x, y, *(arithmetic(op, x, y) for op in ("bshl", "bshr", "bshru"))) for x, y in pairs
+    }
+    assert (0, -1) not in {(x, y) for x, y, _ in state["power"]}  # zero to a negative power
 
 
 def test_division_by_zero_drops_the_instantiation_everywhere() -> None:

@@ -30,6 +30,7 @@ from functools import partial
 from operator import itemgetter
 from typing import cast
 
+import numpy as np
 import polars as pl
 
 from reasoner.executors.local.dense_index import DenseIndex
@@ -44,7 +45,7 @@ from reasoner.syntax.ast import (
     Term,
     Variable,
     Wildcard,
-    has_division,
+    may_lack_value,
 )
 
 INT = pl.Int64
@@ -102,6 +103,75 @@ def _c_division(a: pl.Expr, b: pl.Expr, remainder: bool) -> pl.Expr:
     return pl.when(fix).then(q + 1).otherwise(q)
 
 
+def _truth(condition: pl.Expr) -> pl.Expr:
+    return condition.cast(INT)
+
+
+def _on_arrays(
+    function: Callable[[np.ndarray, np.ndarray], np.ndarray], a: pl.Expr, b: pl.Expr
+) -> pl.Expr:
+    """`function` over the int64 arrays of both operands (null where either is, or where it
+    returns a masked value)."""
+
+    def apply(series: list[pl.Series]) -> pl.Series:
+        left, right = (s.fill_null(0).to_numpy() for s in series)
+        values = function(left, right)
+        result = pl.Series(np.ma.getdata(values), dtype=INT)
+        missing = np.flatnonzero(np.ma.getmaskarray(values))
+        return result.scatter(missing, None) if len(missing) else result
+
+    missing = a.is_null() | b.is_null()
+    return pl.when(missing).then(None).otherwise(pl.map_batches([a, b], apply, return_dtype=INT))
+
+
+def _shift(a: np.ndarray, b: np.ndarray, kind: str) -> np.ndarray:
+    amount = (b & 63).astype(np.uint64)
+    if kind == "bshr":
+        return a >> amount.astype(np.int64)
+    bits = a.view(np.uint64)
+    return (bits << amount if kind == "bshl" else bits >> amount).view(np.int64)
+
+
+def _power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """`reasoner.arith.power` over arrays, as a masked array (masked: zero to a negative
+    power): square and multiply modulo 2**64."""
+    result = np.ones(len(a), dtype=np.uint64)
+    base = a.view(np.uint64).copy()
+    exponent = np.where(b >= 0, b, 0).view(np.uint64)
+    for _ in range(64):
+        if not exponent.any():
+            break
+        result = np.where(exponent & np.uint64(1), result * base, result)
+        base = base * base
+        exponent = exponent >> np.uint64(1)
+    negative = np.where(a == 1, 1, np.where(a == -1, np.where(b % 2 == 0, 1, -1), 0))
+    values = np.where(b >= 0, result.view(np.int64), negative)
+    return np.ma.masked_array(values, mask=(b < 0) & (a == 0))
+
+
+def _operation(op: str, a: pl.Expr, b: pl.Expr) -> pl.Expr:
+    """The operators beyond + - * / % (`reasoner.arith.ARITH`)."""
+    if op == "band":
+        return a.and_(b)
+    if op == "bor":
+        return a.or_(b)
+    if op == "bxor":
+        return a.xor(b)
+    if op == "land":
+        return _truth((a != 0) & (b != 0))
+    if op == "lor":
+        return _truth((a != 0) | (b != 0))
+    if op == "lxor":
+        return _truth((a != 0) != (b != 0))
+    if op == "max":
+        return pl.max_horizontal(a, b)
+    if op == "min":
+        return pl.min_horizontal(a, b)
+    if op == "^":
+        return _on_arrays(_power, a, b)
+    return _on_arrays(lambda x, y: _shift(x, y, op), a, b)
+
+
 class Expressions:
     """Terms to Polars expressions, over the binding columns of one rule.
 
@@ -131,9 +201,11 @@ class Expressions:
                 return left - right
             if term.op == "*":
                 return left * right
-            left = self._simple(term.left, left, prelude)
-            right = self._simple(term.right, right, prelude)
-            return _c_division(left, right, remainder=term.op == "%")
+            if term.op in ("/", "%"):
+                left = self._simple(term.left, left, prelude)
+                right = self._simple(term.right, right, prelude)
+                return _c_division(left, right, remainder=term.op == "%")
+            return _operation(term.op, left, right)
         raise TypeError(f"a wildcard has no value: {term!r}")
 
     def _simple(self, term: Term, expr: pl.Expr, prelude: list[tuple[str, pl.Expr]]) -> pl.Expr:
@@ -497,7 +569,7 @@ class PolarsPlan:
                     other = cmp.right if is_left else cmp.left
                     value = exprs.term(other, prelude)
                     target = name_of(step.assigns)
-                    ops.append(_Assign(tuple(prelude), target, value, has_division(other)))
+                    ops.append(_Assign(tuple(prelude), target, value, may_lack_value(other)))
                 else:
                     left = exprs.term(cmp.left, prelude)
                     right = exprs.term(cmp.right, prelude)
@@ -537,7 +609,7 @@ class PolarsPlan:
             exprs.term(arg, head_prelude).alias(f"c{i}") for i, arg in enumerate(rule.head.args)
         )
         self.head_prelude = tuple(head_prelude)
-        self.head_nullable = any(has_division(a) for a in rule.head.args)
+        self.head_nullable = any(may_lack_value(a) for a in rule.head.args)
         self.head_names = (
             tuple(names[a.name] for a in rule.head.args)
             if rule.head.args and all(isinstance(a, Variable) for a in rule.head.args)
@@ -566,7 +638,7 @@ class PolarsPlan:
                 constants.append((col, symbols.intern(arg.value)))
             else:
                 keys.append((col, exprs.term(arg, prelude)))
-                nullable = nullable or has_division(arg)
+                nullable = nullable or may_lack_value(arg)
                 if isinstance(arg, Variable):
                     names.append(exprs.names[arg.name])
         pattern = NegationPattern(

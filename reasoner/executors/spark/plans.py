@@ -41,7 +41,7 @@ from reasoner.syntax.ast import (
     Term,
     Variable,
     Wildcard,
-    has_division,
+    may_lack_value,
 )
 
 
@@ -52,6 +52,52 @@ def column_names(arity: int) -> list[str]:
 
 def _long(value: int) -> Column:
     return F.lit(value).cast(LongType())
+
+
+def _truth(condition: Column) -> Column:
+    return F.when(condition, _long(1)).otherwise(_long(0))
+
+
+def _power(base: Column, exponent: Column) -> Column:
+    """`reasoner.arith.power`: square and multiply over the 64 bits of the exponent, in
+    wrapping long arithmetic (the session is non-ANSI); null for zero to a negative power."""
+
+    def step(acc: Column, bit: Column) -> Column:
+        odd = F.call_function("shiftright", exponent, bit).bitwiseAND(_long(1)) == 1
+        return F.struct(
+            F.when(odd, acc["r"] * acc["b"]).otherwise(acc["r"]).alias("r"),
+            (acc["b"] * acc["b"]).alias("b"),
+        )
+
+    start = F.struct(_long(1).alias("r"), base.alias("b"))
+    exact = F.aggregate(F.sequence(F.lit(0), F.lit(63)), start, step, lambda acc: acc["r"])
+    parity = F.when(exponent % 2 == 0, _long(1)).otherwise(_long(-1))
+    negative = F.when(base == 1, _long(1)).when(base == -1, parity).when(base != 0, _long(0))
+    return F.when(exponent >= 0, exact).otherwise(negative)
+
+
+def _operation(op: str, a: Column, b: Column) -> Column:
+    """The operators beyond + - * / % (`reasoner.arith.ARITH`)."""
+    if op == "band":
+        return a.bitwiseAND(b)
+    if op == "bor":
+        return a.bitwiseOR(b)
+    if op == "bxor":
+        return a.bitwiseXOR(b)
+    if op in ("bshl", "bshr", "bshru"):
+        name = {"bshl": "shiftleft", "bshr": "shiftright", "bshru": "shiftrightunsigned"}[op]
+        return F.call_function(name, a, b.bitwiseAND(_long(63)).cast("int"))
+    if op == "land":
+        return _truth((a != 0) & (b != 0))
+    if op == "lor":
+        return _truth((a != 0) | (b != 0))
+    if op == "lxor":
+        return _truth((a != 0) != (b != 0))
+    if op == "max":
+        return F.greatest(a, b)
+    if op == "min":
+        return F.least(a, b)
+    return _power(a, b)
 
 
 @dataclass(frozen=True)
@@ -153,8 +199,10 @@ class SparkPlan:
                     return left - right
                 if t.op == "*":
                     return left * right
-                quotient = F.call_function("div", left, right) if t.op == "/" else left % right
-                return F.when(right != 0, quotient)
+                if t.op in ("/", "%"):
+                    quotient = F.call_function("div", left, right) if t.op == "/" else left % right
+                    return F.when(right != 0, quotient)
+                return _operation(t.op, left, right)
             raise TypeError(f"a wildcard has no value: {t!r}")
 
         def variable(name: str) -> str:
@@ -176,7 +224,7 @@ class SparkPlan:
                     other = comparison.right if assigns_left else comparison.left
                     value = term(other)
                     cur = cur.withColumn(variable(step.assigns), value)
-                    if has_division(other):
+                    if may_lack_value(other):
                         cur = cur.filter(F.col(names[step.assigns]).isNotNull())
                     continue
                 left, right = term(comparison.left), term(comparison.right)
@@ -226,7 +274,7 @@ class SparkPlan:
             *(term(a).alias(f"c{j}") for j, a in enumerate(head_args)),
             *([F.col("_it")] if carry is not None else []),
         )
-        nullable = [f"c{j}" for j, a in enumerate(head_args) if has_division(a)]
+        nullable = [f"c{j}" for j, a in enumerate(head_args) if may_lack_value(a)]
         if nullable:
             out = out.filter(reduce(Column.__and__, (F.col(c).isNotNull() for c in nullable)))
         return out
@@ -282,7 +330,7 @@ class SparkPlan:
             name = f"e{temp}"
             temp += 1
             cur = cur.withColumn(name, term(arg))
-            if has_division(arg):
+            if may_lack_value(arg):
                 cur = cur.filter(F.col(name).isNotNull())
             temporaries.append(name)
             pairs.append((F.col(name), col))
