@@ -210,7 +210,7 @@ class Materialization:
     def _encoded_columns(self, info: RelationInfo, batch: FactBatch) -> list[np.ndarray]:
         """A batch's columns as engine columns (int64, symbols interned)."""
         return [
-            self.symbols.intern_column(column.to_list()) if kind == SYMBOL else column.to_numpy()
+            self.symbols.intern_column(column) if kind == SYMBOL else column.to_numpy()
             for kind, column in zip(info.types, batch.frame.iter_columns(), strict=True)
         ]
 
@@ -800,17 +800,26 @@ class Materialization:
         return [decode(t) for t in self.state[name]]
 
     def batch(self, name: str) -> FactBatch | list[tuple[()]]:
-        """Every tuple of a relation in user values, as columns (rows for arity 0): a relation
-        is written out without a Python object per tuple."""
+        """Every tuple of a relation in user values, as columns (rows for arity 0), in value
+        order: a relation is written out without a Python object per tuple, sorted on the
+        integers (a symbol by its rank among the symbols) rather than on strings."""
         info = self.analyzed.relations[name]
         if not info.arity:
             return [()] * self.size(name)
         columns = self.state[name].table.columns()[0]
-        decoded = [
-            self.symbols.resolve_series(column) if kind == SYMBOL else column
+        ranks = self.symbols.order_keys() if SYMBOL in info.types else None
+        keys = [
+            ranks[column] if kind == SYMBOL else column  # type: ignore[index]
             for kind, column in zip(info.types, columns, strict=True)
         ]
-        return FactBatch.of_columns(decoded, info.types)
+        order = np.lexsort(keys[::-1])
+        decoded = [
+            self.symbols.resolve_series(column[order]) if kind == SYMBOL else column[order]
+            for kind, column in zip(info.types, columns, strict=True)
+        ]
+        batch = FactBatch.of_columns(decoded, info.types)
+        batch.ordered = True
+        return batch
 
     def stored_facts(
         self, prepared: PreparedDelta, *, inserted: bool

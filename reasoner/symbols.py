@@ -17,6 +17,9 @@ import polars as pl
 from reasoner.analysis.model import Value
 from reasoner.syntax.ast import SYMBOL, ColumnType
 
+BULK_INTERN = 20_000
+"""Strings in a column from which `intern_column` interns its distinct values only."""
+
 
 class SymbolOrder:
     """The order of the symbols at one moment. `keys`: per id, an int64 that sorts as the
@@ -63,9 +66,19 @@ class SymbolTable:
             self._strings.append(text)
         return ident
 
-    def intern_column(self, texts: Sequence[str]) -> np.ndarray:
-        """The ids of a column of strings (interning the new ones), as int64."""
-        return np.fromiter(map(self.intern, texts), dtype=np.int64, count=len(texts))
+    def intern_column(self, texts: Sequence[str] | pl.Series) -> np.ndarray:
+        """The ids of a column of strings (interning the new ones), as int64. A Polars column
+        is interned a distinct value at a time (in order of first occurrence, so the ids are
+        those a row-by-row interning gives) and mapped back in Polars: a column repeats its
+        values (LUBM's 300,000 fields hold 30,000 strings). A short one goes row by row: each
+        Polars operation costs about a millisecond whatever its size."""
+        if isinstance(texts, pl.Series) and len(texts) < BULK_INTERN:
+            texts = texts.to_list()
+        if not isinstance(texts, pl.Series):
+            return np.fromiter(map(self.intern, texts), dtype=np.int64, count=len(texts))
+        distinct = texts.unique(maintain_order=True)
+        ids = pl.Series(list(map(self.intern, distinct.to_list())), dtype=pl.Int64)
+        return texts.replace_strict(distinct, ids, return_dtype=pl.Int64).to_numpy()
 
     def resolve_column(self, ids: np.ndarray) -> list[str]:
         """The strings of a column of ids: `resolve`, a column at a time."""

@@ -47,12 +47,14 @@ def frame_schema(types: Sequence[ColumnType]) -> dict[str, pl.DataType]:
 class FactBatch(Sequence[Row]):
     """Rows of one relation (arity > 0) in user values, held as a Polars frame."""
 
-    __slots__ = ("frame",)
+    __slots__ = ("frame", "ordered")
 
-    def __init__(self, frame: pl.DataFrame) -> None:
+    def __init__(self, frame: pl.DataFrame, ordered: bool = False) -> None:
         if not frame.width:
             raise ValueError("a batch of facts has at least one column")
         self.frame = frame
+        self.ordered = ordered
+        """The rows are distinct and in value order already (`Materialization.batch`)."""
 
     @classmethod
     def of_rows(cls, rows: Sequence[Sequence[Value]], types: Sequence[ColumnType]) -> FactBatch:
@@ -119,7 +121,7 @@ class FactBatch(Sequence[Row]):
         one byte)."""
         if len(delimiter.encode("utf-8")) != 1:
             return False
-        frame = self.frame.unique().sort(self.frame.columns)
+        frame = self.frame if self.ordered else self.frame.unique().sort(self.frame.columns)
         frame.write_csv(
             path,
             include_header=False,

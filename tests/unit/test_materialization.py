@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import io
+
+import polars as pl
 import pytest
 
 from reasoner.elastic.epoch import Delta
 from reasoner.errors import InvalidDelta
+from reasoner.io.facts import format_rows, write_csv
 from reasoner.materialization import Materialization
+from reasoner.symbols import BULK_INTERN, SymbolTable
 from reasoner.update.run import StratumUpdate
 
 TC = """
@@ -209,3 +214,29 @@ def test_a_fallback_reports_relations_that_leave_or_join_the_program(
     )
     assert (report.retracted, report.inserted) == (2, 1)
     assert m.rows("q") == [(2,)]
+
+
+def test_batch_is_in_value_order_and_writes_as_soufflé_sorts() -> None:
+    """Sorted on integers (a symbol by its rank), the batch is the order a sort of the
+    decoded rows gives, and it is written without sorting again."""
+    m = Materialization.from_text(".decl p(s: symbol, n: number)\n.input p\n")
+    rows = [("pear", 2), ("apple", 10), ("Zebra", -1), ("apple", -3), ("éclair", 0), ("", 5)]
+    m.load({"p": rows})
+    m.bootstrap()
+    batch = m.batch("p")
+    assert not isinstance(batch, list) and batch.ordered
+    assert list(batch) == sorted(rows)
+    out = io.BytesIO()
+    write_csv(out, batch)
+    assert out.getvalue().decode() == format_rows(rows)
+
+
+def test_interning_a_long_column_gives_the_ids_row_by_row_interning_gives() -> None:
+    values = [f"s{i % 997}" for i in range(BULK_INTERN * 2)][::-1]
+    bulk, rows = SymbolTable(), SymbolTable()
+    bulk.intern("s5")
+    rows.intern("s5")
+    assert bulk.intern_column(pl.Series(values)).tolist() == rows.intern_column(values).tolist()
+    assert [bulk.resolve(i) for i in range(len(bulk))] == [
+        rows.resolve(i) for i in range(len(rows))
+    ]
