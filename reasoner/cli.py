@@ -96,7 +96,11 @@ def _run_once(args: argparse.Namespace) -> int:
                 }
                 for run in report.strata
             ],
-            "relations": {name: materialization.size(name) for name in analyzed.relations},
+            "relations": {
+                name: materialization.size(name)
+                for name, info in analyzed.relations.items()
+                if not info.internal
+            },
         }
         _write_json(args.stats, stats)
     return EXIT_OK

@@ -21,6 +21,7 @@ import numpy as np
 
 from reasoner.analysis import check_program
 from reasoner.analysis.model import AnalyzedProgram, RelationInfo, Stratum, Value
+from reasoner.analysis.negation_locals import is_internal
 from reasoner.compact import Table, TupleSet
 from reasoner.concurrency import ReadWriteLock, read_optimistically
 from reasoner.elastic.bootstrap import BootstrapCancelled, Check, StratumRun
@@ -407,7 +408,7 @@ class Materialization:
         checked: dict[str, Sequence[tuple[Value, ...]]] = {}
         for name, rows in rows_by_relation.items():
             info = relations.get(name)
-            if info is None:
+            if info is None or info.internal:
                 raise InvalidDelta(
                     UNKNOWN_RELATION, f"cannot {verb} facts of unknown relation `{name}`"
                 )
@@ -760,13 +761,15 @@ class Materialization:
     ) -> EpochReport:
         """`sizes`: (retracted, inserted) per derived relation; `listed`: their tuples, for a
         report that lists them; `types`: the column types of the relations before and after
-        the epoch (retracted tuples have the first, inserted ones the second)."""
+        the epoch (retracted tuples have the first, inserted ones the second). A relation the
+        analysis made for itself (`is_internal`) is left out, as everywhere users look."""
+        sizes = {name: size for name, size in sizes.items() if not is_internal(name)}
         detail = None
         if listed is not None:
             detail = {}
             old_types, new_types = types
             for name, (gone, new) in listed.items():
-                if gone or new:
+                if (gone or new) and not is_internal(name):
                     decode_gone = self.symbols.decoder(old_types.get(name, new_types[name]))
                     decode_new = self.symbols.decoder(new_types[name])
                     detail[name] = {

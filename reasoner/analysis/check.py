@@ -14,6 +14,7 @@ from reasoner.analysis.eqrel import equivalence_rules
 from reasoner.analysis.facts import fold_facts
 from reasoner.analysis.model import AnalyzedProgram, RelationInfo
 from reasoner.analysis.named_types import check_subtypes, resolve_types
+from reasoner.analysis.negation_locals import existential_negations, is_internal
 from reasoner.analysis.pragmas import check_pragmas
 from reasoner.analysis.relations import RelationTable, collect_relations, plural
 from reasoner.analysis.report import Reporter
@@ -43,6 +44,7 @@ def analyze(
     closure = equivalence_rules(program, reporter)
     if closure:
         program = dataclasses.replace(program, rules=program.rules + closure)
+    program = existential_negations(program)
     check_pragmas(program, reporter)
     named = resolve_types(program, reporter)
     table = collect_relations(program, reporter, allow_undefined=allow_undefined)
@@ -104,6 +106,7 @@ def _relation_infos(
             output_params=outputs.get(name, ()),
             more_outputs=tuple(more_outputs.get(name, ())),
             print_size=name in print_size,
+            internal=is_internal(name),
             unfixed=unfixed[name],
         )
     return infos

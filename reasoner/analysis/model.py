@@ -30,6 +30,9 @@ class RelationInfo:
     """The parameters of each further `.output` of the relation (Soufflé writes every one:
     a file and `IO=stdout`, say)."""
     print_size: bool = False
+    internal: bool = False
+    """A relation the analysis made (`reasoner.analysis.negation_locals`): no user reads,
+    writes or sees it."""
     """`.printsize`: `reasoner run` prints the relation's size, as Soufflé does."""
     unfixed: frozenset[int] = frozenset()
     """Columns whose type nothing in the program fixes (they default to `number`): the

@@ -57,7 +57,11 @@ def get_metrics(runtime: RuntimeDep) -> PlainTextResponse:
     if runtime.ready and m is not None:
         with m.reading():
             stratum_of = m.analyzed.stratum_of
-            sizes = [(name, name in stratum_of, m.size(name)) for name in m.analyzed.relations]
+            sizes = [
+                (name, name in stratum_of, m.size(name))
+                for name, info in m.analyzed.relations.items()
+                if not info.internal
+            ]
     text = runtime.metrics.render(
         relation_sizes=sizes,
         queue_length=runtime.queue_length,

@@ -77,6 +77,7 @@ def get_relations(runtime: RuntimeDep) -> RelationsOut:
                 output=info.is_output,
             )
             for name, info in analyzed.relations.items()
+            if not info.internal
         ]
     return RelationsOut(epoch=epoch, relations=relations)
 
@@ -215,7 +216,7 @@ async def get_relation(
 
     def read(m: Materialization, epoch: int) -> tuple[RelationInfo, list[tuple], Any, int]:
         info = m.analyzed.relations.get(name)
-        if info is None:
+        if info is None or info.internal:
             raise Problem(404, UNKNOWN_RELATION, f"relation `{name}` is not in the program")
         after = None if cursor is None else decode_cursor(cursor, info.types)
         bound = _filters(request, info.column_names, info.types)

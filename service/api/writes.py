@@ -156,7 +156,7 @@ async def _rows_of_body(
 ) -> Sequence[tuple]:
     with runtime.reading() as (m, _epoch):
         info = m.analyzed.relations.get(name)
-    if info is None:
+    if info is None or info.internal:
         raise Problem(404, UNKNOWN_RELATION, f"relation `{name}` is not in the program")
     kind, params = media_type(request)
     if kind != CSV_MEDIA_TYPE and kind not in FACTS_MEDIA_TYPES:

@@ -58,3 +58,28 @@ def test_named_types_and_pragmas(make_server: Callable[..., Server]) -> None:
     with server.client() as client:
         assert set(read_relation(client, "born")) == {("ann", 1984), ("bob", 2019)}
         assert set(read_relation(client, "older")) == {("ann", 42)}
+
+
+def test_variables_local_to_a_negation_and_their_hidden_relation(
+    make_server: Callable[..., Server],
+) -> None:
+    """`!s(p, p, y)` through the service: the answer, and the auxiliary relation that the
+    analysis makes for it is neither listed, nor readable, nor writable."""
+    server = make_server().start()
+    program = ".decl e(x: number)\n.decl s(a: number, b: number, c: number)\n"
+    program += "free(y) :- e(y), !s(p, p, y).\n"
+    with server.client() as client:
+        client.post("/v1/rules", content=program, headers=TEXT).raise_for_status()
+        facts = {"e": [[1], [2]], "s": [[5, 5, 1], [5, 6, 2]]}
+        client.post("/v1/facts", json={"facts": facts}).raise_for_status()
+        assert set(read_relation(client, "free")) == {(2,)}
+        names = [r["name"] for r in client.get("/v1/relations").json()["relations"]]
+        assert sorted(names) == ["e", "free", "s"]
+        hidden = "s!(p0,p0,$)"
+        assert_problem(client.get(f"/v1/relations/{hidden}"), 404, "unknown_relation")
+        body = {"facts": {hidden: [[1]]}}
+        assert_problem(client.post("/v1/facts", json=body), 400, "unknown_relation")
+        changed = client.request(
+            "DELETE", "/v1/facts?changes=true", json={"facts": {"s": [[5, 5, 1]]}}
+        ).raise_for_status()
+        assert set(changed.json()["changes"]) == {"free"}

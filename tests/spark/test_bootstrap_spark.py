@@ -25,6 +25,7 @@ from reasoner.io.facts import load_inputs
 from reasoner.materialization import Materialization
 from tests.operators import OPERATORS_INPUTS, OPERATORS_PROGRAM
 from tests.property.programs import GeneratedProgram, programs
+from tests.property.test_negation_locals import PROGRAM as NEGATION_LOCALS_PROGRAM
 from tests.spark.support import assert_same, on_spark, reference
 
 INT64_MIN = -(1 << 63)
@@ -180,6 +181,12 @@ def test_c_division_and_wrap_around(spark: SparkSession) -> None:
 
 def test_bitwise_logical_power_and_extremes(spark: SparkSession) -> None:
     check(OPERATORS_PROGRAM, OPERATORS_INPUTS, spark)
+
+
+def test_variables_local_to_negated_atoms(spark: SparkSession) -> None:
+    s = [(a, b, c) for a in range(3) for b in range(3) for c in range(4) if (a * 5 + b + c) % 3]
+    inputs = {"e": [(y,) for y in range(5)], "s": s, "t": [(1, 2), (2, 2)]}
+    check(NEGATION_LOCALS_PROGRAM, inputs, spark)
 
 
 def test_constants_repeated_variables_wildcards(spark: SparkSession) -> None:

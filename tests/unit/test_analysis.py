@@ -252,7 +252,7 @@ class TestSafety:
     def test_negation_comparison_and_arithmetic_need_bound_variables(self) -> None:
         text = (
             ".decl e(x: number, y: number)\n"
-            "p(x) :- e(x, _), !e(x, y).\n"
+            "p(x) :- e(x, _), !e(x, y), !e(y, x).\n"  # y in two negations: not local to one
             "q(x) :- e(x, _), x < z.\n"
             "r(x) :- e(x, _), e(x + w, _).\n"
             "s(x) :- e(x, _), !e(x + v, _)."
