@@ -30,6 +30,7 @@ from reasoner.gc_pause import collector_paused
 from reasoner.io.batch import read_facts_batch
 from reasoner.io.facts import load_inputs, write_outputs
 from reasoner.materialization import DEFAULT_SWITCHING_PARAMETER, Materialization
+from reasoner.progress import Terminal
 from reasoner.replay import EpochRecord, replay
 from reasoner.update.explain import explain_program
 from reasoner.workload import PATTERN, elastic_pattern, read_workload, write_workload
@@ -38,6 +39,9 @@ EXIT_OK = 0
 EXIT_INPUT_ERROR = 1
 EXIT_PROGRAM_ERROR = 2
 EXIT_CHECK_FAILED = 3
+
+
+QUIET_HELP = "no progress display (it shows only when standard error is a terminal)"
 
 
 def peak_memory_bytes() -> int:
@@ -66,15 +70,18 @@ def _run(args: argparse.Namespace) -> int:
 
 def _run_once(args: argparse.Namespace) -> int:
     start = time.perf_counter()
-    analyzed = _analyze(args.program)
-    inputs = load_inputs(analyzed, Path(args.facts), read=read_facts_batch)
-    # One evaluation, no epochs after it: no Update plans (nor their indexes).
-    materialization = Materialization(analyzed, engines=_engines(args), maintained=False)
-    materialization.load(inputs)
-    input_seconds = time.perf_counter() - start
-    report = materialization.bootstrap()
-    written = time.perf_counter()
-    _write_program_outputs(analyzed, materialization, args.output)
+    with Terminal(args.quiet) as terminal:
+        terminal.say("reading the program and its inputs")
+        analyzed = _analyze(args.program)
+        inputs = load_inputs(analyzed, Path(args.facts), read=read_facts_batch)
+        # One evaluation, no epochs after it: no Update plans (nor their indexes).
+        materialization = Materialization(analyzed, engines=_engines(args), maintained=False)
+        materialization.load(inputs)
+        input_seconds = time.perf_counter() - start
+        report = materialization.bootstrap(progress=terminal.bootstrap())
+        written = time.perf_counter()
+        terminal.say("writing the outputs")
+        _write_program_outputs(analyzed, materialization, args.output)
     if args.stats:
         end = time.perf_counter()
         stats = {
@@ -150,26 +157,30 @@ def _replay(args: argparse.Namespace) -> int:
     def keep(m: Materialization, _record: EpochRecord) -> None:
         live[:] = [m]
 
-    for record in replay(
-        analyzed,
-        inputs,
-        workload,
-        strategy=args.strategy,
-        switching_parameter=args.switching_parameter,
-        engines=_engines(args),
-        check=args.check,
-        observe=keep,
-    ):
-        records.append(record)
-        print(_progress_line(record), file=sys.stderr)
-        if record.differences:
-            differing = ", ".join(f"{n} ({c} tuples)" for n, c in record.differences.items())
-            print(
-                f"epoch {record.epoch}: the state differs from a fresh Bootstrap in {differing}",
-                file=sys.stderr,
-            )
-            status = EXIT_CHECK_FAILED
-            break
+    with Terminal(args.quiet, total=len(workload.epochs) + 1) as terminal:
+        terminal.say("epoch 0")
+        for record in replay(
+            analyzed,
+            inputs,
+            workload,
+            strategy=args.strategy,
+            switching_parameter=args.switching_parameter,
+            engines=_engines(args),
+            check=args.check,
+            observe=keep,
+            progress=terminal.bootstrap("epoch 0: "),
+        ):
+            records.append(record)
+            terminal.print(_progress_line(record))
+            terminal.advance()
+            terminal.say(f"epoch {record.epoch + 1}")
+            if record.differences:
+                differing = ", ".join(f"{n} ({c} tuples)" for n, c in record.differences.items())
+                terminal.print(
+                    f"epoch {record.epoch}: the state differs from a fresh Bootstrap in {differing}"
+                )
+                status = EXIT_CHECK_FAILED
+                break
     if args.report:
         _write_json(
             args.report,
@@ -275,6 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-F", "--facts", default=".", help="directory of <relation>.facts inputs")
     run.add_argument("-D", "--output", default=".", help="directory for <relation>.csv outputs")
     run.add_argument("--stats", help="write JSON statistics (strata, sizes, time, memory) here")
+    run.add_argument("-q", "--quiet", action="store_true", help=QUIET_HELP)
     _engine_arguments(run)
     run.set_defaults(handler=_run)
 
@@ -309,6 +321,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--check", action="store_true", help="compare with a fresh Bootstrap after every epoch"
     )
     rep.add_argument("--report", help="write a JSON report (per epoch strategy, time, impact)")
+    rep.add_argument("-q", "--quiet", action="store_true", help=QUIET_HELP)
     rep.add_argument(
         "-D",
         "--output",

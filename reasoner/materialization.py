@@ -48,6 +48,7 @@ from reasoner.errors import (
 from reasoner.gc_pause import collector_paused
 from reasoner.io.batch import FactBatch
 from reasoner.program_text import Changed, ProgramText, RuleEntry, declaration
+from reasoner.progress import BootstrapProgress
 from reasoner.state import State, Tuple
 from reasoner.symbols import SymbolTable
 from reasoner.syntax.ast import SYMBOL, ColumnType
@@ -233,6 +234,7 @@ class Materialization:
         analyzed: AnalyzedProgram,
         facts: Mapping[str, TupleSet],
         check: Check | None = None,
+        progress: BootstrapProgress | None = None,
     ) -> _Built:
         """Recompute every stratum from the facts into a new state (Algorithm 2), and compile
         the Update plans against it so that the first Update pays no compilation."""
@@ -242,7 +244,13 @@ class Materialization:
             state.load_facts(name, arity, facts[name])
             state.load_facts(name, arity, self.program_facts.get(name, ()))
         choice = self.engines.choose(sum(map(len, facts.values())))
-        runs = run_bootstrap(choice, self.engines, analyzed, state, self.symbols, check)
+        started = None
+        if progress is not None:
+            progress.watch(analyzed, state)
+            check, started = progress.checking(check), progress.started
+        runs = run_bootstrap(choice, self.engines, analyzed, state, self.symbols, check, started)
+        if progress is not None:
+            progress.finish()
         plans = {
             stratum_key(s, analyzed): StratumUpdate(s, state, self.symbols, arities)
             for s in (analyzed.strata if self.maintained else ())
@@ -255,15 +263,20 @@ class Materialization:
             self.arities = built.arities
             self._plans = built.plans
 
-    def bootstrap(self, check: Check | None = None) -> BootstrapReport:
+    def bootstrap(
+        self, check: Check | None = None, progress: BootstrapProgress | None = None
+    ) -> BootstrapReport:
         """Recompute the state from the program and the facts, and publish it. `check` may
-        stop the computation by raising (see `apply`); the published state is then unchanged."""
+        stop the computation by raising (see `apply`); the published state is then unchanged.
+        `progress` is told of each stratum and of the state's size as it goes."""
         with self._writer:
-            return self._bootstrap(check)
+            return self._bootstrap(check, progress)
 
-    def _bootstrap(self, check: Check | None = None) -> BootstrapReport:
+    def _bootstrap(
+        self, check: Check | None = None, progress: BootstrapProgress | None = None
+    ) -> BootstrapReport:
         start = time.perf_counter()
-        built = self._build(self.analyzed, self.facts, check)
+        built = self._build(self.analyzed, self.facts, check, progress)
         self._publish_built(built)
         seconds = time.perf_counter() - start
         self.last_bootstrap_seconds = seconds

@@ -20,6 +20,7 @@ from reasoner.elastic.engines import EngineSettings
 from reasoner.elastic.epoch import Delta, StratumReport
 from reasoner.io.facts import Row
 from reasoner.materialization import DEFAULT_SWITCHING_PARAMETER, Materialization
+from reasoner.progress import BootstrapProgress
 from reasoner.workload import Facts, Workload
 
 STRATEGIES = ("auto", "update", "bootstrap")
@@ -95,20 +96,22 @@ def replay(
     check: bool = False,
     engines: EngineSettings | None = None,
     observe: Callable[[Materialization, EpochRecord], None] | None = None,
+    progress: BootstrapProgress | None = None,
 ) -> Iterator[EpochRecord]:
     """Yield one record per epoch, 0 first; with `check`, each record says how the state
     differs from a fresh Bootstrap of the same facts (Theorem 3.5: it must not).
 
     `observe(materialization, record)` is called after every epoch, outside its timed part and
     before the record is yielded: a caller reads the live relations there (the final outputs,
-    a digest per epoch) without the generator handing out its materialization."""
+    a digest per epoch) without the generator handing out its materialization. `progress`
+    follows the initial Bootstrap."""
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r} (expected one of {STRATEGIES})")
     m = Materialization(analyzed, switching_parameter=switching_parameter, engines=engines)
     initial = initial_facts(inputs, workload.holdback)
     start = time.perf_counter()
     m.load(initial)
-    report = m.bootstrap()
+    report = m.bootstrap(progress=progress)
     seconds = time.perf_counter() - start
     yield _observed(
         m,

@@ -41,6 +41,7 @@ from reasoner.elastic.engines import EngineSettings
 from reasoner.elastic.epoch import Delta, EpochReport
 from reasoner.errors import ProgramError
 from reasoner.materialization import Materialization
+from reasoner.progress import BootstrapProgress, ProgressReport
 from service.epoch_budget import EpochBudget, EpochTooLarge, default_memory_allowance
 from service.errors import (
     DATABASE_UNAVAILABLE,
@@ -56,6 +57,9 @@ from service.metrics import Metrics
 from service.settings import Settings
 from service.store.repository import Committed, DeltaRecord, Store
 from service.write_priority import WritePriority
+
+PROGRESS_LOG_SECONDS = 5.0
+"""A start-up Bootstrap logs its progress this often (and not at all when it is quicker)."""
 
 log = logging.getLogger("service")
 T = TypeVar("T")
@@ -111,6 +115,8 @@ class Runtime:
         self._initializing = False
         """The store was initialised and its epoch 0 awaits the report of a Bootstrap."""
         self.startup_seconds: float | None = None
+        self.building: BootstrapProgress | None = None
+        """The start-up Bootstrap's progress while it runs, for the log and `/ready`."""
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reasoner-writer")
         self._queue_lock = threading.Lock()
         self._queued = 0
@@ -267,7 +273,18 @@ class Runtime:
             log.warning("facts of relations not in the program are ignored: %s", unknown)
         m.load({n: rows for n, rows in committed.facts.items() if n in relations})
         budget = EpochBudget(self.settings.rebuild_timeout_seconds, self._memory_allowance)
-        return m, m.bootstrap(check=budget.check)
+        logged = [0.0]
+
+        def log_progress(report: ProgressReport) -> None:
+            if report.seconds - logged[0] >= PROGRESS_LOG_SECONDS:
+                logged[0] = report.seconds
+                log.info("building: %s", report.line())
+
+        self.building = BootstrapProgress(log_progress, interval=1.0)
+        try:
+            return m, m.bootstrap(check=budget.check, progress=self.building)
+        finally:
+            self.building = None
 
     # -- writing --------------------------------------------------------------------------------
 

@@ -93,6 +93,10 @@ def in_slices(total: int, run: Callable[[int, int], None], check: Check) -> None
             size = max(_MIN_SLICE, size // 2)
 
 
+Started = Callable[[Stratum], None]
+"""Told when an executor begins a stratum (progress reports, `reasoner.progress`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class StratumRun:
     """What one stratum's evaluation did, for reports and `--stats`."""

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reasoner.analysis.model import AnalyzedProgram
-from reasoner.elastic.bootstrap import Check, StratumBootstrap, StratumRun
+from reasoner.elastic.bootstrap import Check, Started, StratumBootstrap, StratumRun
 from reasoner.gc_pause import collector_running
 from reasoner.state import State
 from reasoner.symbols import SymbolTable
@@ -98,21 +98,26 @@ def run_bootstrap(
     state: State,
     symbols: SymbolTable,
     check: Check | None = None,
+    started: Started | None = None,
 ) -> tuple[StratumRun, ...]:
-    """Bootstrap every stratum into `state` (which holds the facts at iteration 0).
+    """Bootstrap every stratum into `state` (which holds the facts at iteration 0); `started`
+    is told of each stratum as it begins.
 
     `check` is called between iterations and slices of work and stops the run by raising
     (`BootstrapCancelled`), on Spark by cancelling the jobs under way (`CancellableJobs`)."""
     if choice.engine == "reference":
         arities = {name: info.arity for name, info in analyzed.relations.items()}
-        return tuple(
-            StratumBootstrap(s, state, symbols, arities, check).run() for s in analyzed.strata
-        )
+        runs = []
+        for stratum in analyzed.strata:
+            if started is not None:
+                started(stratum)
+            runs.append(StratumBootstrap(stratum, state, symbols, arities, check).run())
+        return tuple(runs)
     if choice.engine == "local":
         # Imported on use: Polars and PySpark are heavy to import and not every run needs them.
         from reasoner.executors.local.vectorized import bootstrap_vectorized
 
-        return bootstrap_vectorized(analyzed, state, symbols, check=check)
+        return bootstrap_vectorized(analyzed, state, symbols, check=check, started=started)
     from reasoner.executors.spark.bootstrap import bootstrap_spark
     from reasoner.executors.spark.session import get_session
 
@@ -129,4 +134,5 @@ def run_bootstrap(
             check,
             small_iteration=settings.spark_iteration,
             decompose=settings.spark_decompose,
+            started=started,
         )

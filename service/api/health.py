@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
@@ -39,7 +40,15 @@ async def ready(request: Request):
     if runtime.ready:
         return Ready(ready=True, epoch=runtime.epoch, quarantined=runtime.quarantined)
     detail = runtime.failure or "the materialization is being built"
-    body = problem_body(503, NOT_READY, detail, ready=False, quarantined=runtime.quarantined)
+    extra: dict = {}
+    building = runtime.building
+    latest = building.latest if building is not None else None
+    if latest is not None and runtime.failure is None:
+        detail += f": {latest.line()}"
+        extra["progress"] = dataclasses.asdict(latest)
+    body = problem_body(
+        503, NOT_READY, detail, ready=False, quarantined=runtime.quarantined, **extra
+    )
     return JSONResponse(
         body, status_code=503, media_type="application/problem+json", headers={"Retry-After": "1"}
     )

@@ -46,7 +46,7 @@ import numpy as np
 import polars as pl
 
 from reasoner.analysis.model import AnalyzedProgram, Stratum
-from reasoner.elastic.bootstrap import Check, StratumBootstrap, StratumRun, in_slices
+from reasoner.elastic.bootstrap import Check, Started, StratumBootstrap, StratumRun, in_slices
 from reasoner.executors.local.polars_plan import (
     INT,
     WEIGHT,
@@ -643,6 +643,7 @@ def bootstrap_vectorized(
     *,
     small_iteration: int = SMALL_ITERATION,
     check: Check | None = None,
+    started: Started | None = None,
 ) -> tuple[StratumRun, ...]:
     """Bootstrap every stratum of `analyzed` in order, vectorized; same result as running the
     reference `StratumBootstrap(stratum, state, symbols, arities).run()` on each.
@@ -662,6 +663,8 @@ def bootstrap_vectorized(
     last_reader = _last_readers(analyzed.strata)
     runs = []
     for position, stratum in enumerate(analyzed.strata):
+        if started is not None:
+            started(stratum)
         runs.append(
             VectorizedStratum(
                 stratum, state, symbols, arities, frames, small_iteration, check

@@ -49,7 +49,7 @@ from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
 from reasoner.analysis.model import AnalyzedProgram, Stratum
 from reasoner.analysis.terms import leaves
-from reasoner.elastic.bootstrap import Check, StratumBootstrap, StratumRun
+from reasoner.elastic.bootstrap import Check, Started, StratumBootstrap, StratumRun
 from reasoner.elastic.engines import DEFAULT_SPARK_ITERATION
 from reasoner.executors.spark.cancel import CancellableJobs
 from reasoner.executors.spark.decomposed import run_decomposed, workers_run_reasoner
@@ -503,8 +503,13 @@ class SparkBootstrap:
             derivations[plan.head].append(self._evaluate(plan, frames, atom_sizes, carry=pos))
         return self._collect(derivations, k)
 
-    def run(self) -> tuple[StratumRun, ...]:
-        return tuple(self.run_stratum(stratum) for stratum in self.analyzed.strata)
+    def run(self, started: Started | None = None) -> tuple[StratumRun, ...]:
+        runs = []
+        for stratum in self.analyzed.strata:
+            if started is not None:
+                started(stratum)
+            runs.append(self.run_stratum(stratum))
+        return tuple(runs)
 
 
 def _arrow_schema(arity: int) -> pa.Schema:
@@ -520,6 +525,7 @@ def bootstrap_spark(
     check: Check | None = None,
     small_iteration: int = DEFAULT_SPARK_ITERATION,
     decompose: bool = True,
+    started: Started | None = None,
 ) -> tuple[StratumRun, ...]:
     """Run Bootstrap over every stratum on Spark; `state` ends as the in-process one would.
 
@@ -541,10 +547,10 @@ def bootstrap_spark(
     )
     try:
         if check is None:
-            return runner.run()
+            return runner.run(started)
         with CancellableJobs(session, check) as jobs:
             runner.check = jobs.check
-            return runner.run()
+            return runner.run(started)
     finally:
         if previous_ansi is None:
             conf.unset("spark.sql.ansi.enabled")
