@@ -9,6 +9,7 @@ or remainder by zero has no result: the rule instantiation that needs it simply 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 _MASK = (1 << 64) - 1
 _SIGN = 1 << 63
@@ -108,3 +109,17 @@ COMPARE: dict[str, Callable[[object, object], bool]] = {
     ">": lambda a, b: a > b,  # type: ignore[operator]
     ">=": lambda a, b: a >= b,  # type: ignore[operator]
 }
+
+
+LOGICAL = frozenset({"land", "lor", "lxor"})
+
+
+def logical_condition(op: str, a: Any, b: Any) -> Any:
+    """The condition under which a logical operator gives 1, over column expressions of any
+    library whose `!=`, `&` and `|` build conditions (Polars, Spark)."""
+    p, q = a != 0, b != 0
+    if op == "land":
+        return p & q
+    if op == "lor":
+        return p | q
+    return p != q

@@ -33,6 +33,7 @@ from typing import cast
 import numpy as np
 import polars as pl
 
+from reasoner.arith import LOGICAL, logical_condition
 from reasoner.executors.local.dense_index import DenseIndex
 from reasoner.plan.joins import AtomStep, CompareStep, JoinPlan
 from reasoner.state import RelationStore
@@ -103,10 +104,6 @@ def _c_division(a: pl.Expr, b: pl.Expr, remainder: bool) -> pl.Expr:
     return pl.when(fix).then(q + 1).otherwise(q)
 
 
-def _truth(condition: pl.Expr) -> pl.Expr:
-    return condition.cast(INT)
-
-
 def _on_arrays(
     function: Callable[[np.ndarray, np.ndarray], np.ndarray], a: pl.Expr, b: pl.Expr
 ) -> pl.Expr:
@@ -157,12 +154,8 @@ def _operation(op: str, a: pl.Expr, b: pl.Expr) -> pl.Expr:
         return a.or_(b)
     if op == "bxor":
         return a.xor(b)
-    if op == "land":
-        return _truth((a != 0) & (b != 0))
-    if op == "lor":
-        return _truth((a != 0) | (b != 0))
-    if op == "lxor":
-        return _truth((a != 0) != (b != 0))
+    if op in LOGICAL:
+        return logical_condition(op, a, b).cast(INT)
     if op == "max":
         return pl.max_horizontal(a, b)
     if op == "min":

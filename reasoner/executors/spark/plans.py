@@ -30,6 +30,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType
 
+from reasoner.arith import LOGICAL, logical_condition
 from reasoner.plan.joins import AtomStep, CompareStep, Driver, JoinPlan, plan_rule
 from reasoner.symbols import SymbolTable
 from reasoner.syntax.ast import (
@@ -52,10 +53,6 @@ def column_names(arity: int) -> list[str]:
 
 def _long(value: int) -> Column:
     return F.lit(value).cast(LongType())
-
-
-def _truth(condition: Column) -> Column:
-    return F.when(condition, _long(1)).otherwise(_long(0))
 
 
 def _power(base: Column, exponent: Column) -> Column:
@@ -87,12 +84,8 @@ def _operation(op: str, a: Column, b: Column) -> Column:
     if op in ("bshl", "bshr", "bshru"):
         name = {"bshl": "shiftleft", "bshr": "shiftright", "bshru": "shiftrightunsigned"}[op]
         return F.call_function(name, a, b.bitwiseAND(_long(63)).cast("int"))
-    if op == "land":
-        return _truth((a != 0) & (b != 0))
-    if op == "lor":
-        return _truth((a != 0) | (b != 0))
-    if op == "lxor":
-        return _truth((a != 0) != (b != 0))
+    if op in LOGICAL:
+        return F.when(logical_condition(op, a, b), _long(1)).otherwise(_long(0))
     if op == "max":
         return F.greatest(a, b)
     if op == "min":
