@@ -62,6 +62,8 @@ Tighter still: unary `-`, `bnot`, `lnot`, then `^` (to the right)."""
 _WORD_OPERATORS = frozenset().union(*_BINARY_LEVELS) - _ARITHMETIC
 _UNARY_WORDS = frozenset({"bnot", "lnot"})
 _VARIADIC = frozenset({"max", "min"})
+_AGGREGATES = frozenset({"count", "sum", "min", "max", "mean"})
+"""Soufflé's aggregates, refused by name (`x = count : { ... }`)."""
 """Functors written as calls, `max(a, b, ...)`, folded into binary operations."""
 _IO_DIRECTIVES: dict[str, Literal["input", "output", "printsize"]] = {
     "input": "input",
@@ -608,6 +610,20 @@ class _Parser:
             return StringConst(token.value, token.span), 0
         if kind == IDENT and token.text in _VARIADIC and self._peek(1).kind == "(":
             return self._variadic()
+        if (
+            kind == IDENT
+            and token.text in _AGGREGATES
+            and ":"
+            in (
+                self._peek(1).kind,
+                self._peek(2).kind,
+            )
+        ):
+            raise _Failure(
+                f"aggregates (`{token.text} ... : {{ ... }}`) are not supported", token.span
+            )
+        if kind == "[":
+            raise _Failure("records (`[...]`) are not supported", token.span)
         if kind == IDENT:
             self._advance()
             if self._peek().kind == "(":
