@@ -11,8 +11,8 @@ RUNTIME_STAMP := $(VENV)/.installed-runtime
 # `testpaths` (pyproject.toml) makes tests/ the default.
 PYTEST_ARGS ?=
 
-.PHONY: test lint serve install clean bench bench-quick bench-bootstrap reliability reliability-quick \
-	compose-test
+.PHONY: test test-fast lint serve install clean bench bench-quick bench-bootstrap reliability \
+	reliability-quick compose-test
 
 # The reliability harnesses (tests/reliability: crash, fuzzing, limits, load, security) run
 # after the other tests at reduced counts; `make reliability` runs the issue's full counts
@@ -24,6 +24,12 @@ test: lint
 	$(BIN)/pytest -q --ignore=tests/reliability $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory reliability-quick
 	$(MAKE) --no-print-directory compose-test
+
+# The edit-run loop: lint, then the unit and property tests without Spark, PostgreSQL or the
+# slow checks, at a twentieth of their Hypothesis examples. `make test` stays the full run.
+test-fast: lint
+	REASONER_EXAMPLES=0.05 $(BIN)/pytest -q -m "not spark and not postgres and not slow" \
+		tests/unit tests/property $(PYTEST_ARGS)
 
 reliability-quick: RELIABILITY_MODE := quick
 reliability-quick: install

@@ -37,6 +37,30 @@ settings.register_profile("dev", deadline=timedelta(seconds=5))
 settings.register_profile("noshrink", deadline=None, phases=[Phase.explicit, Phase.generate])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if IN_CI else "dev"))
 
+EXAMPLES = float(os.environ.get("REASONER_EXAMPLES", "1"))
+"""A factor on every property test's number of examples: `make test-fast` runs a twentieth."""
+
+
+def examples(n: int) -> int:
+    """`n` Hypothesis examples, scaled by `REASONER_EXAMPLES` (at least one)."""
+    return max(1, round(n * EXAMPLES))
+
+
+MARKED_DIRECTORIES = {"spark": "spark", "reliability": "reliability"}
+"""Tests under tests/<directory> carry the marker (see pyproject.toml's markers)."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the tests that need Spark, PostgreSQL or the reliability harnesses, so that a
+    quick loop can leave them out (`make test-fast`, `-m "not spark"`)."""
+    for item in items:
+        parts = item.path.relative_to(REPO_ROOT).parts
+        if len(parts) > 1 and parts[1] in MARKED_DIRECTORIES:
+            item.add_marker(MARKED_DIRECTORIES[parts[1]])
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and callspec.params.get("backend") == "postgresql":
+            item.add_marker("postgres")
+
 
 @pytest.fixture(scope="session")
 def bench_dir() -> Path:

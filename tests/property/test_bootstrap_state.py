@@ -13,12 +13,13 @@ from hypothesis import given, settings
 from reasoner.analysis import check_program
 from reasoner.elastic.engines import EngineSettings
 from reasoner.materialization import Materialization
+from tests.conftest import examples
 from tests.oracle import evaluate
 from tests.property.programs import GeneratedProgram, programs
 
 
 @pytest.mark.parametrize("engine", ["local", "reference"])
-@settings(max_examples=1000)
+@settings(max_examples=examples(1000))
 @given(generated=programs())
 def test_bootstrap_state_equals_the_oracle(engine: str, generated: GeneratedProgram) -> None:
     """`local` (Polars for large iterations, the compiled kernel for small ones) and

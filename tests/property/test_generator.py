@@ -13,6 +13,7 @@ import keyword
 import re
 from collections import Counter
 
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -193,6 +194,7 @@ EXPECTED_FEATURES = {
 }
 
 
+@pytest.mark.slow
 @settings(max_examples=SAMPLE_SIZE, suppress_health_check=[HealthCheck.too_slow])
 @given(programs())
 def test_generated_programs_are_accepted_and_evaluate(generated: GeneratedProgram) -> None:
@@ -207,6 +209,7 @@ def test_generated_programs_are_accepted_and_evaluate(generated: GeneratedProgra
         event(feature)
 
 
+@pytest.mark.slow
 def test_generator_covers_every_feature() -> None:
     """A fixed (derandomized) sample, so the counts are reproducible."""
     seen: Counter[str] = Counter()
@@ -229,6 +232,7 @@ def test_generator_covers_every_feature() -> None:
     assert not rare, f"features too rare in {SAMPLE_SIZE} programs: {rare} (all: {dict(seen)})"
 
 
+@pytest.mark.slow
 @settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_deltas_respect_the_current_inputs(data: st.DataObject) -> None:
@@ -254,6 +258,7 @@ def test_deltas_respect_the_current_inputs(data: st.DataObject) -> None:
             current[name] |= rows
 
 
+@pytest.mark.slow
 def test_deltas_mix_insertions_retractions_and_reinsertions() -> None:
     seen: Counter[str] = Counter()
 

@@ -20,6 +20,7 @@ from reasoner.elastic.epoch import Delta
 from reasoner.materialization import Materialization
 from reasoner.program_text import rule_id
 from reasoner.syntax.parser import parse_program
+from tests.conftest import examples
 from tests.oracle import evaluate
 from tests.property.programs import GeneratedProgram, deltas, programs
 
@@ -102,7 +103,7 @@ def _check(data: st.DataObject, generated: GeneratedProgram, strategy: str) -> N
         }
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(generated=programs(), data=st.data())
 def test_rule_changes_under_update_keep_the_invariant(
     generated: GeneratedProgram, data: st.DataObject
@@ -111,7 +112,7 @@ def test_rule_changes_under_update_keep_the_invariant(
 
 
 @pytest.mark.parametrize("strategy", ["bootstrap", "auto"])
-@settings(max_examples=50)
+@settings(max_examples=examples(50))
 @given(generated=programs(), data=st.data())
 def test_rule_changes_under_fallback_and_default_switch_keep_the_invariant(
     strategy: str, generated: GeneratedProgram, data: st.DataObject

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from reasoner.analysis import check_program
 from reasoner.elastic.epoch import Delta
 from reasoner.materialization import Materialization
+from tests.conftest import examples
 from tests.oracle import evaluate
 from tests.property.programs import GeneratedProgram, deltas, programs
 
@@ -50,7 +51,7 @@ def _check_sequence(data: st.DataObject, generated: GeneratedProgram, strategy: 
         }
 
 
-@settings(max_examples=600)
+@settings(max_examples=examples(600))
 @given(generated=programs(), data=st.data())
 def test_update_keeps_the_state_of_a_fresh_bootstrap(
     generated: GeneratedProgram, data: st.DataObject
@@ -59,7 +60,7 @@ def test_update_keeps_the_state_of_a_fresh_bootstrap(
 
 
 @pytest.mark.parametrize("strategy", ["bootstrap", "auto"])
-@settings(max_examples=100)
+@settings(max_examples=examples(100))
 @given(generated=programs(), data=st.data())
 def test_fallback_and_default_switch_keep_the_invariant(
     strategy: str, generated: GeneratedProgram, data: st.DataObject

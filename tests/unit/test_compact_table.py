@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reasoner.compact import Table, TupleSet
+from tests.conftest import examples
 
 INT64 = st.integers(-(2**63), 2**63 - 1)
 SMALL = st.integers(0, 40)
@@ -36,7 +37,7 @@ operations = st.lists(
 )
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(operations)
 def test_the_table_behaves_as_a_dict_with_indexes(ops) -> None:
     table = Table(2)

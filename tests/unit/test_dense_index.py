@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from reasoner.executors.local import dense_index
 from reasoner.executors.local.dense_index import DenseIndex
+from tests.conftest import examples
 
 values = st.integers(-4, 4)
 """Left keys range wider than right keys, so some fall just outside the index's box."""
@@ -21,7 +22,7 @@ def _frame(rows: list[tuple], names: list[str]) -> pl.DataFrame:
     )
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(right_rows, left_rows)
 def test_join_matches_polars_inner_join(right: list[tuple], left: list[tuple]) -> None:
     right_frame = _frame(right, ["a", "b", "r"])

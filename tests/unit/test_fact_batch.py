@@ -16,6 +16,7 @@ from reasoner.errors import InputDataError, InvalidDelta
 from reasoner.io.batch import FactBatch, parse_facts_batch
 from reasoner.io.facts import format_rows, parse_facts_text, write_csv
 from reasoner.materialization import BATCH_MIN_ROWS, Materialization
+from tests.conftest import examples
 
 FIELDS = st.sampled_from(
     ["0", "7", "-3", "+5", "007", "9223372036854775807", "9223372036854775808", "-", "", "a b",
@@ -43,7 +44,7 @@ def _outcome(parse, text: str, types: tuple[str, ...], delimiter: str) -> object
         return ("error", error.message, error.line)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(bodies())
 def test_a_batch_reads_what_the_row_reader_reads(body: tuple[str, tuple[str, ...], str]) -> None:
     text, types, delimiter = body
@@ -108,7 +109,7 @@ def test_a_large_delta_of_rows_is_refused_as_a_small_one_is() -> None:
     assert len(m.facts["e"]) == BATCH_MIN_ROWS
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     rows=st.lists(
         st.tuples(

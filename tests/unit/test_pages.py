@@ -12,6 +12,7 @@ from reasoner import pages
 from reasoner.pages import RowOrder, build_sorted_rows, relation_page
 from reasoner.state import RelationStore
 from reasoner.symbols import SymbolTable
+from tests.conftest import examples
 
 WORDS = st.text(alphabet="abcé", max_size=3)
 rows = st.sets(st.tuples(st.integers(-5, 5), WORDS), max_size=60)
@@ -24,7 +25,7 @@ def _store(values: set[tuple[int, str]], symbols: SymbolTable) -> RelationStore:
     return store
 
 
-@settings(max_examples=150)
+@settings(max_examples=examples(150))
 @given(rows, st.integers(1, 7), st.lists(WORDS, max_size=5))
 def test_pages_follow_the_sorted_rows(values, limit, unused) -> None:
     symbols = SymbolTable()
@@ -52,7 +53,7 @@ def test_a_cursor_no_row_holds(values, cursor) -> None:
     assert page == sorted(r for r in values if r > cursor)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     rows,
     rows,

@@ -31,6 +31,7 @@ from reasoner.io.facts import load_inputs
 from reasoner.plan.joins import plan_rule
 from reasoner.state import State
 from reasoner.symbols import SymbolTable
+from tests.conftest import examples
 from tests.operators import OPERATORS_INPUTS, OPERATORS_PROGRAM
 from tests.oracle import NoValue, arithmetic
 from tests.property.programs import GeneratedProgram, programs
@@ -93,7 +94,7 @@ def _bulk_paths_for_small_frames(enabled: bool) -> Iterator[None]:
         polars_plan._PACK_ROWS, polars_plan._LAZY_GROUP = saved
 
 
-@settings(max_examples=60)
+@settings(max_examples=examples(60))
 @given(programs(), st.sampled_from((0, 0, 4)), st.booleans())
 def test_generated_programs_match_the_reference(
     generated: GeneratedProgram, small_iteration: int, bulk_paths: bool
@@ -102,7 +103,7 @@ def test_generated_programs_match_the_reference(
         _compare(check_program(generated.text), generated.inputs, small_iteration)
 
 
-@settings(max_examples=60)
+@settings(max_examples=examples(60))
 @given(programs(), st.sampled_from((0, 4)))
 def test_checked_runs_grouping_in_partitions_match_the_reference(
     generated: GeneratedProgram, small_iteration: int
@@ -431,6 +432,7 @@ BENCH = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("folder", "program", "thresholds"), BENCH, ids=[f"{f}/{p}" for f, p, _ in BENCH]
 )
