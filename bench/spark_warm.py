@@ -28,12 +28,12 @@ from pathlib import Path
 
 from bench.report import plt
 from bench.workloads import full_workloads
+from reasoner import EngineSettings, Materialization
 from reasoner.analysis import check_program
 from reasoner.analysis.model import AnalyzedProgram
-from reasoner.elastic.engines import DEFAULT_SPARK_ITERATION, EngineSettings
+from reasoner.elastic.engines import DEFAULT_SPARK_ITERATION
 from reasoner.executors.spark import get_session
 from reasoner.io.facts import load_inputs
-from reasoner.materialization import Materialization
 
 MASTER = "local[2]"
 CONF = {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"}

@@ -23,10 +23,10 @@ import gc
 import time
 from pathlib import Path
 
+from reasoner import EngineSettings, Materialization
 from reasoner.analysis import check_program
-from reasoner.elastic.engines import ENGINES, EngineSettings
+from reasoner.elastic.engines import ENGINES
 from reasoner.io.facts import load_inputs
-from reasoner.materialization import Materialization
 
 CRDT = Path(__file__).resolve().parents[2] / "shared" / "bench" / "crdt"
 MIB = 1 << 20

@@ -23,10 +23,9 @@ import sys
 import time
 from pathlib import Path
 
+from reasoner import Delta, Materialization
 from reasoner.analysis import check_program
-from reasoner.elastic.epoch import Delta
 from reasoner.io.facts import load_inputs
-from reasoner.materialization import Materialization
 
 BENCH = Path(os.environ.get("REASONER_BENCH_DIR", Path(__file__).resolve().parents[2] / "shared"))
 BENCH = BENCH / "bench" if (BENCH / "bench").is_dir() else BENCH

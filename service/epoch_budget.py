@@ -16,7 +16,7 @@ import os
 import time
 from pathlib import Path
 
-from reasoner.elastic.bootstrap import BootstrapCancelled, Cancellation
+from reasoner import BootstrapCancelled, Cancellation
 
 _PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 _STATM = Path("/proc/self/statm")

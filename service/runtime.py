@@ -36,11 +36,8 @@ from typing import Any, TypeVar
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from reasoner.elastic.bootstrap import BootstrapCancelled
-from reasoner.elastic.engines import EngineSettings
-from reasoner.elastic.epoch import Delta, EpochReport
+from reasoner import BootstrapCancelled, Delta, EngineSettings, EpochReport, Materialization
 from reasoner.errors import ProgramError
-from reasoner.materialization import Materialization
 from reasoner.progress import BootstrapProgress, ProgressReport
 from service.epoch_budget import EpochBudget, EpochTooLarge, default_memory_allowance
 from service.errors import (

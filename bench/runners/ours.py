@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import reasoner.cli as cli
 from bench.runners.common import Spec, digests, emit, finish
-from reasoner.materialization import Materialization
+from reasoner import Materialization
 from reasoner.replay import EpochRecord
 
 Observer = Callable[[Materialization, EpochRecord], None]

@@ -12,7 +12,8 @@ from typing import Any
 
 from fastapi import Request
 
-from reasoner.elastic.epoch import UNCHANGED, Delta
+from reasoner import Delta
+from reasoner.elastic.epoch import UNCHANGED
 from reasoner.errors import Diagnostic, ProgramError
 from reasoner.io.batch import FactBatch
 from reasoner.program_text import RULES_FILENAME

@@ -14,9 +14,9 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
 
+from reasoner import Materialization
 from reasoner.analysis.model import RelationInfo
 from reasoner.errors import TYPE_MISMATCH, UNKNOWN_RELATION
-from reasoner.materialization import Materialization
 from reasoner.pages import relation_page
 from reasoner.query import QueryResult, QueryTimeout, compile_query, evaluate_query
 from service.api.bodies import require_json

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from pydantic import ValidationError
 
-from reasoner.elastic.epoch import Delta
+from reasoner import Delta
 from reasoner.errors import UNKNOWN_RELATION
 from reasoner.program_text import rule_id
 from reasoner.syntax.parser import parse_program

@@ -1,0 +1,29 @@
+"""The public API of the engine package: `from reasoner import Materialization, Delta, ...`."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import reasoner
+from tests.conftest import REPO_ROOT
+
+
+def test_every_public_name_is_the_class_of_its_module() -> None:
+    assert sorted(reasoner.__all__) == sorted(reasoner._PUBLIC)
+    for name, module in reasoner._PUBLIC.items():
+        value = getattr(reasoner, name)
+        assert value.__module__ == module and value.__name__ == name
+    with pytest.raises(AttributeError):
+        reasoner.NotPublic  # noqa: B018
+
+
+def test_importing_the_package_loads_no_polars() -> None:
+    """The parser and the command line's start do not pay for the engine's libraries."""
+    code = "import sys, reasoner, reasoner.syntax; print('polars' in sys.modules)"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT, check=True
+    )
+    assert result.stdout.strip() == "False"
