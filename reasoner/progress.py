@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from reasoner.analysis.model import AnalyzedProgram, Stratum
+from reasoner.analysis.negation_locals import is_internal
 from reasoner.elastic.bootstrap import Check
 from reasoner.state import State
 
@@ -37,6 +38,7 @@ class ProgressReport:
 
     def line(self) -> str:
         names = ", ".join(self.relations[:3]) + (", ..." if len(self.relations) > 3 else "")
+        names = names or "a negation's auxiliary relation"
         return (
             f"stratum {self.stratum}/{self.strata} ({names}): {self.tuples:,} tuples, "
             f"{self.seconds:.1f} s"
@@ -69,7 +71,7 @@ class BootstrapProgress:
 
     def started(self, stratum: Stratum) -> None:
         self._position += 1
-        self._relations = tuple(sorted(stratum.relations))
+        self._relations = tuple(sorted(n for n in stratum.relations if not is_internal(n)))
         self.check()
 
     def check(self) -> None:

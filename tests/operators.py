@@ -17,7 +17,11 @@ extremes(x, y, max(x, y), min(x, y, 0)) :- n(x, y).
 power(x, y, x ^ y) :- n(x, y).
 odd_power(x) :- n(x, y), x ^ y band 1 = 1.
 not_zero_power(x, y) :- n(x, y), !zero(y ^ x).
+absent(x, y, max(x / y, 5), (x / y) lor 1, min(x / y, 0), 1 ^ (x / y)) :- n(x, y).
+absent_too(x, y, (x / y) ^ 0, (x / y) land 0, (x / y) lxor 1, (x % y) bor 0) :- n(x, y).
+compared(x, y) :- n(x, y), max(x / y, 5) > 3, lnot(x / y) = 0.
 """
+"""`absent*` and `compared`: an operand without a value (a division by zero) leaves none."""
 
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1

@@ -41,22 +41,32 @@ def analyze(
     `allow_undefined=False` it is an `unknown_relation` error instead.
     """
     reporter = Reporter(filename, source)
-    closure = equivalence_rules(program, reporter)
-    if closure:
-        program = dataclasses.replace(program, rules=program.rules + closure)
-    program = existential_negations(program)
     check_pragmas(program, reporter)
     named = resolve_types(program, reporter)
+    closure = equivalence_rules(program, named, reporter)
+    if closure:
+        program = dataclasses.replace(program, rules=program.rules + closure)
+    # The program as written is checked (so that messages name the user's relations); the
+    # rewrite of negations' local variables is what is evaluated, and only its safety differs.
+    rewritten = existential_negations(program)
     table = collect_relations(program, reporter, allow_undefined=allow_undefined)
     types, unfixed = infer_types(program, table, named, reporter)
     check_subtypes(program, table, named, reporter)
-    for rule in program.rules:
+    for rule in rewritten.rules:
         safety.check_rule(rule, reporter)
     for fact in program.facts:
         safety.check_fact(fact, reporter)
     facts = fold_facts(program, reporter)
     strata, stratum_of = stratify(program, table.order, reporter)
     reporter.raise_if_errors()
+    if rewritten is not program:
+        # Well typed and stratified as written, the rewrite is too (an auxiliary relation
+        # reads one relation and is read under negation): its types and strata, afresh.
+        program, again = rewritten, Reporter(filename, source)
+        table = collect_relations(program, again, allow_undefined=allow_undefined)
+        types, unfixed = infer_types(program, table, named, again)
+        strata, stratum_of = stratify(program, table.order, again)
+        again.raise_if_errors()
     return AnalyzedProgram(
         program=program,
         relations=_relation_infos(program, table, types, unfixed),

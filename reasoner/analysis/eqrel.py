@@ -15,26 +15,27 @@ pair of each class, as Soufflé's output does (quadratic in the class sizes).
 
 from __future__ import annotations
 
+from reasoner.analysis.named_types import TypeSystem
 from reasoner.analysis.report import Reporter
 from reasoner.errors import ARITY_MISMATCH, TYPE_MISMATCH
 from reasoner.syntax.ast import Atom, Declaration, Program, Rule, Span, Variable, Wildcard
 
 
-def equivalence_rules(program: Program, reporter: Reporter) -> tuple[Rule, ...]:
+def equivalence_rules(program: Program, named: TypeSystem, reporter: Reporter) -> tuple[Rule, ...]:
     """The closure rules of every `eqrel` relation (each once); a relation that is not
-    binary over one type is reported instead."""
+    binary over one primitive type (`named`) is reported instead."""
     rules: list[Rule] = []
     done: set[str] = set()
     for declaration in program.declarations:
         if not declaration.eqrel or declaration.name in done:
             continue
         done.add(declaration.name)
-        if _well_formed(declaration, reporter):
+        if _well_formed(declaration, named, reporter):
             rules.extend(_closure(declaration.name, declaration.span))
     return tuple(rules)
 
 
-def _well_formed(declaration: Declaration, reporter: Reporter) -> bool:
+def _well_formed(declaration: Declaration, named: TypeSystem, reporter: Reporter) -> bool:
     columns = declaration.columns
     if len(columns) != 2:
         reporter.error(
@@ -43,7 +44,10 @@ def _well_formed(declaration: Declaration, reporter: Reporter) -> bool:
             declaration.span,
         )
         return False
-    if columns[0].type != columns[1].type:
+    first, second = (named.primitive(column.type) for column in columns)
+    if first is None or second is None:
+        return False  # an unknown type, reported as such
+    if first != second:
         reporter.error(
             TYPE_MISMATCH,
             f"eqrel relation `{declaration.name}` relates values of one type, not "

@@ -110,6 +110,9 @@ class _Resolver:
         known = self.system.regions.get(name)
         if known is not None:
             return known
+        if name == "unsigned":  # read as `number` (values and checks alike)
+            regions = self.system.regions[name] = self.covered("number")
+            return regions
         declaration = self.declarations.get(name)
         own: set[str] = set()
         if declaration is None or declaration.kind == "subtype":

@@ -457,7 +457,8 @@ class _Parser:
                 self._advance()
                 atom = self._atom()
                 return [[Negation(atom, _join(token.span, atom.span))]]
-            if following == "(":
+            functor = token.text in _VARIADIC | _UNARY_WORDS and self._parenthesis_opens_term()
+            if following == "(" and not functor:  # `max(x, 1) > y` is a term, `max(x)` an atom
                 return [[self._atom()]]
         if token.kind == "(" and not self._parenthesis_opens_term():
             self._open(token)
@@ -480,8 +481,9 @@ class _Parser:
         return [[comparison]]
 
     def _parenthesis_opens_term(self) -> bool:
-        """Tell `(x + 1) < y` (a term) from `(a(x) ; b(x))` (a group of literals): a term's
-        closing parenthesis is followed by an arithmetic or comparison operator."""
+        """Tell `(x + 1) < y` (a term) from `(a(x) ; b(x))` (a group of literals), and
+        `max(x, 1) < y` from an atom of a relation named `max`: a term's closing parenthesis
+        is followed by an arithmetic or comparison operator."""
         tokens = self.tokens
         depth = 0
         for index in range(self.pos, len(tokens)):

@@ -575,3 +575,24 @@ def test_owl2rl_strata_and_speed() -> None:
     start = time.perf_counter()
     check_program(text)
     assert time.perf_counter() - start < 0.5
+
+
+class TestAnalysisOfRewrites:
+    """What the analysis adds (a negation's auxiliary relation, eqrel's rules) is checked as
+    the user wrote it, and reported in the user's names."""
+
+    def test_a_negations_local_variables_are_checked_as_written(self) -> None:
+        decls = ".decl s(a: number, b: number, c: Ev)\n.type Ev <: number\n.type Od <: number\n"
+        found = errors(decls + ".decl e(y: symbol)\nr(y) :- e(y), !s(p, p, y).")
+        assert [message for *_, message in found] == [
+            "argument 3 of `s` is a number, but `y` is a symbol"
+        ]
+        found = errors(decls + ".decl e(y: Od)\nr(y) :- e(y), !s(p, p, y).")
+        assert "is a `Ev` here but a `Od`" in found[0][3]
+
+    def test_eqrel_and_unsigned_compare_primitive_types(self) -> None:
+        analyzed = check_program(
+            ".type Id = number\n.decl same(x: Id, y: number) eqrel\nsame(1, 2).\n"
+            ".decl a(x: unsigned)\n.decl b(x: number)\na(x) :- b(x).\nb(x) :- same(x, _)."
+        )
+        assert analyzed.relations["a"].types == ("number",)

@@ -335,6 +335,8 @@ class TestTerms:
         )
         assert self.head_arg("min(x, y)").span == Span(1, 3, 1, 12)  # type: ignore[attr-defined]
         assert self.head_arg("band") == x("band")  # a variable where no operator can be
+        body = only_rule("p(x) :- q(x, y), max(y, 2) > 3, lnot(x) = 0.").body
+        assert [type(literal).__name__ for literal in body] == ["Atom", "Comparison", "Comparison"]
         ((_, _, message),) = errors_of("p(max(x)) :- q(x).")
         assert message.startswith("`max` needs at least two arguments")
 

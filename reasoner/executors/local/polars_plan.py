@@ -147,7 +147,14 @@ def _power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _operation(op: str, a: pl.Expr, b: pl.Expr) -> pl.Expr:
-    """The operators beyond + - * / % (`reasoner.arith.ARITH`)."""
+    """The operators beyond + - * / % (`reasoner.arith.ARITH`); null (no value) where an
+    operand is: Polars' horizontal extremes skip nulls and its logic is three-valued."""
+    if op in LOGICAL or op in ("max", "min"):
+        return pl.when(a.is_null() | b.is_null()).then(None).otherwise(_total(op, a, b))
+    return _total(op, a, b)
+
+
+def _total(op: str, a: pl.Expr, b: pl.Expr) -> pl.Expr:
     if op == "band":
         return a.and_(b)
     if op == "bor":

@@ -74,7 +74,12 @@ def _power(base: Column, exponent: Column) -> Column:
 
 
 def _operation(op: str, a: Column, b: Column) -> Column:
-    """The operators beyond + - * / % (`reasoner.arith.ARITH`)."""
+    """The operators beyond + - * / % (`reasoner.arith.ARITH`); null (no value) where an
+    operand is: `greatest` skips nulls, and `when` reads a null condition as false."""
+    return F.when(a.isNotNull() & b.isNotNull(), _total(op, a, b))
+
+
+def _total(op: str, a: Column, b: Column) -> Column:
     if op == "band":
         return a.bitwiseAND(b)
     if op == "bor":
