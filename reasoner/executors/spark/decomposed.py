@@ -27,10 +27,10 @@ from pyspark import Broadcast
 from pyspark.sql import SparkSession
 
 from reasoner.analysis.model import Stratum
+from reasoner.analysis.terms import atoms_of
 from reasoner.elastic.bootstrap import StratumBootstrap
-from reasoner.state import State
+from reasoner.state import RelationStore, State
 from reasoner.symbols import SymbolTable
-from reasoner.syntax.ast import Atom, Negation
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +61,22 @@ def _take(rows: Columns, chosen: np.ndarray) -> Columns:
     return [column[chosen] for column in values], iterations[chosen], counts[chosen]
 
 
+def _add_by_iteration(store: RelationStore, rows: Columns) -> dict[int, np.ndarray]:
+    """Commit rows (each with its iteration and count) into `store`, an iteration at a time
+    and in iteration order, after one sort; the row ids each iteration got."""
+    values, iterations, counts = _take(rows, np.argsort(rows[1], kind="stable"))
+    added = {}
+    bounds = np.flatnonzero(np.diff(iterations)) + 1
+    for chunk in np.split(np.arange(len(iterations)), bounds):
+        if not len(chunk):
+            continue
+        iteration = int(iterations[chunk[0]])
+        before = store.table.nrows
+        store.add_columns([column[chunk] for column in values], counts[chunk], iteration)
+        added[iteration] = store.table.committed_in(before, store.table.nrows)
+    return added
+
+
 def _task_state(task: StratumTask) -> tuple[State, SymbolTable]:
     state, symbols = State(), SymbolTable()
     for text in task.symbols:
@@ -80,17 +96,11 @@ def run_partition(broadcast: Broadcast[StratumTask], parts: Iterator[Columns]) -
     tuples its fixpoint derives from iteration `start` on out."""
     task = broadcast.value
     (name,) = task.stratum.relations
-    for values, iterations, counts in parts:
+    for part in parts:
         state, symbols = _task_state(task)
         store = state.relation(name, task.arities[name])
-        delta = np.empty(0, dtype=np.int64)
-        for iteration in np.unique(iterations):
-            chosen = iterations == iteration
-            before = store.table.nrows
-            store.add_columns([column[chosen] for column in values], counts[chosen], int(iteration))
-            if iteration == task.start - 1:
-                delta = store.table.committed_in(before, store.table.nrows)
-        if not len(delta):
+        delta = _add_by_iteration(store, part).get(task.start - 1)
+        if delta is None:
             continue
         bootstrap = StratumBootstrap(task.stratum, state, symbols, task.arities)
         bootstrap.compiled().fixpoint(task.start, {name: delta}, 1 << 62, None)
@@ -133,13 +143,12 @@ def partition_by(values: list[np.ndarray], pivot: tuple[int, ...], parts: int) -
 
 def lower_relations(stratum: Stratum) -> set[str]:
     """The relations of lower strata that the stratum's rules read."""
-    names = set()
-    for rule in stratum.rules:
-        for literal in rule.body:
-            atom = literal.atom if isinstance(literal, Negation) else literal
-            if isinstance(atom, Atom) and atom.relation not in stratum.relations:
-                names.add(atom.relation)
-    return names
+    return {
+        atom.relation
+        for rule in stratum.rules
+        for atom, _positive in atoms_of(rule.body)
+        if atom.relation not in stratum.relations
+    }
 
 
 def run_decomposed(
@@ -192,10 +201,5 @@ def run_decomposed(
     values = [np.concatenate([part[0][c] for part in results]) for c in range(store.arity)]
     iterations = np.concatenate([part[1] for part in results])
     counts = np.concatenate([part[2] for part in results])
-    order = np.argsort(iterations, kind="stable")
-    values, iterations, counts = _take((values, iterations, counts), order)
-    bounds = np.flatnonzero(np.diff(iterations)) + 1
-    for chunk in np.split(np.arange(len(iterations)), bounds):
-        iteration = int(iterations[chunk[0]])
-        store.add_columns([column[chunk] for column in values], counts[chunk], iteration)
-    return int(iterations[-1]), len(iterations)
+    _add_by_iteration(store, (values, iterations, counts))
+    return int(iterations.max()), len(iterations)
