@@ -46,6 +46,7 @@ import numpy as np
 import polars as pl
 
 from reasoner.analysis.model import AnalyzedProgram, Stratum
+from reasoner.analysis.terms import atoms_of
 from reasoner.elastic.bootstrap import Check, Started, StratumBootstrap, StratumRun, in_slices
 from reasoner.executors.local.polars_plan import (
     INT,
@@ -65,7 +66,7 @@ from reasoner.plan.joins import JoinPlan, plan_rule, positive_atoms
 from reasoner.plan.work import first_work, joined_rows
 from reasoner.state import RelationStore, State, Tuple
 from reasoner.symbols import SymbolTable
-from reasoner.syntax.ast import Atom, Negation
+from reasoner.syntax.ast import Atom
 
 if TYPE_CHECKING:
     from reasoner.update.bootstrap import CompiledStratumBootstrap
@@ -682,8 +683,6 @@ def _last_readers(strata: tuple[Stratum, ...]) -> dict[str, int]:
     last: dict[str, int] = {}
     for position, stratum in enumerate(strata):
         for rule in stratum.rules:
-            for literal in rule.body:
-                atom = literal.atom if isinstance(literal, Negation) else literal
-                if isinstance(atom, Atom):
-                    last[atom.relation] = position
+            for atom, _positive in atoms_of(rule.body):
+                last[atom.relation] = position
     return last
