@@ -66,7 +66,7 @@ class RunResult:
         }
 
 
-def _session_rss(session: int) -> int:
+def session_rss(session: int) -> int:
     """Resident bytes of every process whose session id is `session`."""
     total = 0
     for entry in os.listdir("/proc"):
@@ -145,7 +145,7 @@ def run(
             exit_status = status
             rusage_peak = usage.ru_maxrss * 1024
             break
-        rss = _session_rss(process.pid)
+        rss = session_rss(process.pid)
         peak = max(peak, rss)
         elapsed = time.monotonic() - start
         if killed is None and rss > memory_cap_bytes:
