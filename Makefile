@@ -11,8 +11,8 @@ RUNTIME_STAMP := $(VENV)/.installed-runtime
 # `testpaths` (pyproject.toml) makes tests/ the default.
 PYTEST_ARGS ?=
 
-.PHONY: test test-fast lint serve install clean bench bench-quick bench-bootstrap reliability \
-	reliability-quick compose-test
+.PHONY: test test-fast lint serve install clean bench bench-quick bench-bootstrap bench-scaling \
+	reliability reliability-quick compose-test
 
 # The reliability harnesses (tests/reliability: crash, fuzzing, limits, load, security) run
 # after the other tests at reduced counts; `make reliability` runs the issue's full counts
@@ -94,6 +94,10 @@ bench: $(BENCH_STAMP)
 
 bench-quick: $(BENCH_STAMP)
 	$(BIN)/python -m bench --quick --out bench/.work/quick-report $(BENCH_ARGS)
+
+# The scaling study alone (bench/scaling.py): bench/results/<date>/scaling/.
+bench-scaling: $(BENCH_STAMP)
+	$(BIN)/python -m bench.scaling $(BENCH_ARGS)
 
 # Bootstrap alone, whole process, beside clingo, DuckDB and Soufflé's reference times:
 # bench/results/<date>/bootstrap/ (`make bench-bootstrap BENCH_ARGS=--quick`: seconds).

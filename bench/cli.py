@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from bench import check, harness, report, scaling, workloads
+from bench import check, harness, report, scaling, scaling_report, workloads
 from bench.systems import (
     BY_NAME,
     SYSTEMS,
@@ -105,7 +105,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     resolve_caps(parser, args)
     if args.scaling is None:
-        args.scaling = not args.quick and not args.workloads and not args.systems
+        args.scaling = not args.workloads and not args.systems
     return args
 
 
@@ -208,9 +208,12 @@ def main(argv: list[str] | None = None) -> int:
         failures += _check(workload.name, spec, entry, raw, work, tag)
         _save(results, out, work)
     if args.scaling:
+        # Its own time caps (`bench.scaling`: 240 s a run, quick 120 s) and data, kept in
+        # --work/scaling for both modes (the sizes name them).
         results["scaling"] = scaling.run(
-            work / "scaling", out, reasoner, cap_bytes, args.time_cap, _echo
+            args.work / "scaling", quick=args.quick, cap_bytes=cap_bytes, echo=_echo
         )
+        scaling_report.write(results["scaling"], out / "scaling")
         failures += [f"scaling: {f}" for f in results["scaling"]["check_failures"]]
     _save(results, out, work)
     report.write(results, out, latest=RESULTS / "latest.md" if out.parent == RESULTS else None)

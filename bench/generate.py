@@ -325,6 +325,23 @@ def write_lubm(out: Path, universities: int, departments: int | None = None, see
     return len(abox)
 
 
+def write_lubm_triples(
+    path: Path, universities: int, departments: int | None = None, seed: int = 0
+) -> int:
+    """`write_lubm`'s `triple.facts` alone, streamed to `path` (the TBox, then the ABox, which
+    `lubm_abox` yields distinct): a hundred universities without holding them in memory.
+    Returns the number of lines."""
+    tbox = (DATA / "univ-bench-tbox.facts").read_text(encoding="utf-8")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = tbox.count("\n")
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(tbox)
+        for s, p, o in lubm_abox(universities, departments, seed):
+            handle.write(f"{s}\t{p}\t{o}\n")
+            lines += 1
+    return lines
+
+
 # ---------------------------------------------------------------- command line
 
 

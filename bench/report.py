@@ -1,5 +1,6 @@
 """The report of a run: README.md (summary, ratios, per-workload epoch tables), one PNG per
-workload in the style of the elastic paper's Fig. 6, and the scaling plot."""
+workload in the style of the elastic paper's Fig. 6, and the scaling study's seconds (its own
+report, with its plot, is `bench.scaling_report`'s, in `scaling/`)."""
 
 from __future__ import annotations
 
@@ -126,38 +127,6 @@ def plot_workload(name: str, entry: dict, path: Path) -> None:
     plt.close(fig)
 
 
-def plot_scaling(scaling: dict, path: Path) -> None:
-    fig, ax = plt.subplots(figsize=(7, 4.8))
-    for engine, color in (("local", "#1f77b4"), ("spark", "#9467bd")):
-        points = [p for p in scaling["points"] if p["engine"] == engine and p["status"] == "ok"]
-        if not points:
-            continue
-        xs = [p["input_tuples"] for p in points]
-        ax.plot(
-            xs,
-            [p["bootstrap_seconds"] for p in points],
-            "-s",
-            color=color,
-            label=f"Bootstrap ({engine})",
-        )
-        ax.plot(
-            xs,
-            [max(p["update_seconds"], 1e-4) for p in points],
-            "--o",
-            color=color,
-            label=f"{scaling['update_size']}-tuple Update ({engine})",
-        )
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("input tuples (LUBM-like, RDFS program)")
-    ax.set_ylabel("seconds")
-    ax.set_title("Scaling: Bootstrap and Update against input size")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(fig)
-
-
 def summary_table(results: dict) -> list[str]:
     systems = list(results["systems"])
     lines = [
@@ -239,28 +208,24 @@ def _workload_section(name: str, entry: dict, results: dict) -> list[str]:
 
 
 def _scaling_section(scaling: dict) -> list[str]:
+    """The scaling study's Bootstrap seconds; its own report is in `scaling/`."""
+    from bench import scaling_report  # which imports this module's `plt`
+
     lines = [
         "## Scaling",
         "",
-        f"Program `{scaling['program']}` on {scaling['data']}: epoch 0 Bootstraps the whole input, "
-        f"epoch 1 retracts {scaling['update_size']} random ABox triples (always Update).",
+        "Bootstrap against input size, in process and on Spark (`bench/scaling.py`); memory, "
+        "Spark jobs per iteration and the analysis: [scaling/README.md](scaling/README.md).",
         "",
-        "![scaling](scaling.png)",
+        "![scaling](scaling/scaling.png)",
         "",
-        "| input tuples | engine | Bootstrap s | Update s | peak GiB | status |",
-        "| ---: | --- | ---: | ---: | ---: | --- |",
     ]
-    for p in scaling["points"]:
-        boot = f"{p['bootstrap_seconds']:.3f}" if p.get("bootstrap_seconds") is not None else "-"
-        upd = f"{p['update_seconds']:.3f}" if p.get("update_seconds") is not None else "-"
-        status = p["status"] if p["status"] == "ok" else f"{p['status']}: {p.get('reason', '')}"
-        lines.append(
-            f"| {p['input_tuples']:,} | {p['engine']} | {boot} | {upd} | "
-            f"{_gib(p.get('peak_rss_bytes'))} | {status} |"
-        )
+    for dataset, entry in scaling["datasets"].items():
+        lines += [f"{entry['label']}, Bootstrap seconds:", ""]
+        lines += scaling_report.table(scaling, dataset, "bootstrap_seconds")
+        lines.append("")
     if scaling.get("check_failures"):
-        lines += ["", "**Local and Spark disagree:** " + "; ".join(scaling["check_failures"])]
-    lines.append("")
+        lines += ["**The systems disagree:** " + "; ".join(scaling["check_failures"]), ""]
     return lines
 
 
@@ -268,8 +233,6 @@ def write(results: dict, out: Path, latest: Path | None = None) -> None:
     if plt is not None:
         for name, entry in results["workloads"].items():
             plot_workload(name, entry, out / f"{name}.png")
-        if results.get("scaling"):
-            plot_scaling(results["scaling"], out / "scaling.png")
     machine = results["machine"]
     versions = ", ".join(f"{k} {v}" for k, v in machine["versions"].items() if v)
     head = [
@@ -312,5 +275,5 @@ def write(results: dict, out: Path, latest: Path | None = None) -> None:
             "",
         ]
         if results.get("scaling"):
-            summary += [f"![scaling]({relative}/scaling.png)", ""]
+            summary += [f"![scaling]({relative}/scaling/scaling.png)", ""]
         latest.write_text("\n".join(summary) + "\n", encoding="utf-8")
