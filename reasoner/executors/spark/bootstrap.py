@@ -1,28 +1,29 @@
 """Bootstrap (Algorithm 2 of the elastic paper) on Spark: the same state as `StratumBootstrap`.
 
-Per stratum, counting semi-naive evaluation with every relation a DataFrame (`c0 ...`, `it`):
+Per stratum, counting semi-naive evaluation with every relation a DataFrame (`c0 ...`):
 
-- iteration 1: every rule over I_0 (the relations as they are on entry, plus the lower strata),
-  `groupBy(head).count()`, minus the heads already present (a left anti join with I_0);
+- iteration 1: every rule over I_0 (the relations as they are on entry, plus the lower strata);
 - iteration k >= 2: for every recursive body atom i of every rule, atom i over N_{k-1}, the
   recursive atoms before i over I_{k-2}, the ones after it over I_{k-1}: the first-position
-  decomposition, which counts each instantiation once, by its first atom in N_{k-1}. All
-  derivations of a head relation are unioned, counted per head, and the heads in I_{k-1} are
-  dropped (left anti join).
+  decomposition, which counts each instantiation once, by its first atom in N_{k-1}.
 
-N_k is cut from its lineage (`localCheckpoint`, marked lazily and materialized by the same
-query that brings it back to the driver through Arrow); its Arrow columns go into the
-`RelationStore` (`add_columns`, no Python tuple per row) at iteration k, exactly as the
-in-process Bootstrap merges it. The driver therefore knows every relation's and every delta's
-size without asking Spark: plans over an empty relation are skipped, the loop stops on an
-empty iteration, and small join sides are broadcast.
+**One query and one collect per iteration.** The derivations of every head relation of the
+stratum go into one union (a relation tag column), counted per head by one aggregation and
+brought to the driver through Arrow. The state in the driver is the relation: it drops the
+heads it holds already (hash probes, `Table.absent`), commits N_k at iteration k
+(`add_columns`, no Python tuple per row) and sends N_k back to Spark as the next delta. No
+query anti-joins against all of I_{k-1}, and none reads Spark's own results, so there is no
+lineage to cut and no second job per iteration; the driver also knows every relation's and
+every delta's size without asking Spark: plans over an empty relation are skipped, the loop
+stops on an empty iteration, and small join sides are broadcast.
 
-A relation lives on Spark as its last delta N_{k-1} plus checkpointed pieces holding I_{k-2}
-(its facts, then older deltas), so I_{k-2} and I_{k-1} are unions, not filters on `it`. Older
-pieces are merged four at a time, like the digits of a base-4 counter over iterations, so a
-deep recursion with tiny deltas keeps O(log k) pieces (small query plans) and copies each tuple
-O(log k) times. No query mentions k: N_k's `it` is computed from the driving delta's (k-1),
-so every iteration runs the same query and Spark reuses the code it generated for it.
+A relation lives on Spark as its last delta N_{k-1} plus pieces holding I_{k-2} (its rows on
+entry, then older deltas), so I_{k-2} and I_{k-1} are unions, not filters. Every upload is a
+lazily marked local checkpoint: the first query that reads it writes its blocks, and later
+iterations read them where they are. Older pieces are merged four at a time, like the digits
+of a base-4 counter over iterations, so a deep recursion with tiny deltas keeps O(log k)
+pieces (small query plans) and copies each tuple O(log k) times. No query mentions k, so every
+iteration runs the same query text and Spark reuses the code it generated for it.
 
 **Small iterations run in process.** An iteration driven by fewer rows than the
 `small_iteration` setting (`reasoner.elastic.engines.DEFAULT_SPARK_ITERATION`) runs on the
@@ -45,7 +46,7 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import IntegerType, LongType, StructField, StructType
+from pyspark.sql.types import LongType, StructField, StructType
 
 from reasoner.analysis.model import AnalyzedProgram, Stratum
 from reasoner.analysis.terms import leaves
@@ -77,16 +78,17 @@ BROADCAST_BYTES = 8 << 20
 
 
 def _schema(arity: int) -> StructType:
-    fields = [StructField(c, LongType(), False) for c in column_names(arity)]
-    return StructType([*fields, StructField("it", IntegerType(), False)])
+    return StructType([StructField(c, LongType(), False) for c in column_names(arity)])
 
 
 @dataclass
 class _Relation:
-    """A relation on Spark: the last delta, and checkpointed pieces holding everything older.
+    """A relation on Spark: the last delta, and pieces holding everything older.
 
-    While a stratum runs, `pieces` hold I_{k-2} and `delta` holds N_{k-1}, so I_{k-1} is their
-    union and the first-position decomposition needs no filter on `it`.
+    The relation itself lives in the state (the driver), which commits every N_k; Spark holds
+    copies for the joins. While a stratum runs, `pieces` hold I_{k-2} and `delta` holds
+    N_{k-1}, so I_{k-1} is their union and the first-position decomposition needs no filter on
+    an iteration column.
     """
 
     name: str
@@ -94,7 +96,7 @@ class _Relation:
     size: int = 0
     pieces: list[DataFrame] = field(default_factory=list)
     spans: list[int] = field(default_factory=list)
-    """How many iterations each piece covers (the facts count as one)."""
+    """How many iterations each piece covers (the rows on entry count as one)."""
     delta: DataFrame | None = None
     delta_size: int = 0
 
@@ -124,11 +126,14 @@ class _Relation:
         self.size += rows
 
     def add_piece(self, piece: DataFrame, partitions: int) -> None:
+        """Pieces covering the same number of iterations are merged `MERGE_FANOUT` at a time,
+        like the digits of a base-4 counter over iterations: a deep recursion with tiny deltas
+        keeps O(log k) pieces (small query plans) and copies each tuple O(log k) times."""
         self.pieces.append(piece)
         self.spans.append(1)
         while len(self.spans) >= MERGE_FANOUT and len(set(self.spans[-MERGE_FANOUT:])) == 1:
             merged = reduce(DataFrame.union, self.pieces[-MERGE_FANOUT:])
-            merged = merged.coalesce(partitions).localCheckpoint(eager=True)
+            merged = merged.coalesce(partitions).localCheckpoint(eager=False)
             span = sum(self.spans[-MERGE_FANOUT:])
             del self.pieces[-MERGE_FANOUT:], self.spans[-MERGE_FANOUT:]
             self.pieces.append(merged)
@@ -207,41 +212,43 @@ class SparkBootstrap:
             rel = self._load(name, None)
         return rel
 
-    def _load(self, name: str, newest: int | None) -> _Relation:
-        """Upload a relation from the state, as one piece; with `newest`, its tuples of that
-        iteration become the delta N_{k-1} (a stratum going back to Spark after iterations on
-        the kernel) and the older ones the piece."""
+    def _load(self, name: str, delta: np.ndarray | None) -> _Relation:
+        """Upload a relation from the state, as one piece; with `delta`, the row ids of N_{k-1}
+        (a stratum going back to Spark after iterations on the kernel), which are the table's
+        last rows (a Bootstrap appends iteration after iteration), those rows become the delta
+        and the older ones the piece."""
         store = self._store(name)
-        rel = self.relations[name] = _Relation(name, store.arity, size=len(store))
-        if not len(store):
-            return rel
-        if store.arity:
-            values, iterations = store.table.columns()
-        else:
-            values, iterations = [], np.asarray(list(store.iters.values()), dtype=np.int32)
-        if newest is None:
-            rel.add_piece(self._upload(values, iterations), self.partitions)
-            return rel
-        last = iterations == newest
-        older = ~last
-        if older.any():
-            rel.add_piece(self._upload(values, iterations, older), self.partitions)
-        rows = int(last.sum())
-        if rows:
-            rel.delta, rel.delta_size = self._upload(values, iterations, last), rows
+        rel = self.relations[name] = _Relation(name, store.arity)
+        end = store.table.nrows
+        split = end if delta is None or not len(delta) else int(delta.min())
+        older = store.table.committed_in(0, split)
+        if len(older):
+            rel.add_piece(self._upload(rel, older), self.partitions)
+            rel.size = len(older)
+        self._advance(rel, split)
         return rel
 
-    def _upload(
-        self, values: list[np.ndarray], iterations: np.ndarray, chosen: np.ndarray | None = None
-    ) -> DataFrame:
-        """A relation's columns (the `chosen` rows, else all) as a DataFrame, through Arrow."""
-        if chosen is not None:
-            values, iterations = [column[chosen] for column in values], iterations[chosen]
-        arrays = [pa.array(column, type=pa.int64()) for column in values]
-        arrays.append(pa.array(iterations, type=pa.int32()))
-        table = pa.Table.from_arrays(arrays, schema=_arrow_schema(len(values)))
-        # A scan of the parallelized Arrow batches: already a leaf, no lineage to cut.
-        return self.session.createDataFrame(table, schema=_schema(len(values)))
+    def _upload(self, rel: _Relation, rows: np.ndarray) -> DataFrame:
+        """Rows of a relation's table (ids) as a DataFrame, through Arrow, kept on Spark: a
+        lazily marked local checkpoint, whose blocks the first query that reads it writes (no
+        job of its own), so later iterations read them where they are instead of receiving
+        the rows again with every task. (Left a local relation, the rows would also be
+        filtered and projected in the driver by the optimizer of every query that reads
+        them, `ConvertToLocalRelation`, one thread at a time.)"""
+        table, arity = self._store(rel.name).table, rel.arity
+        if not arity:  # no column to carry the rows: a range of as many
+            return self.session.range(len(rows)).select().localCheckpoint(eager=False)
+        arrays = [pa.array(column, type=pa.int64()) for column in table.values_of(rows)]
+        batch = pa.Table.from_arrays(arrays, schema=_arrow_schema(arity))
+        frame = self.session.createDataFrame(batch, schema=_schema(arity))
+        return frame.localCheckpoint(eager=False)
+
+    def _advance(self, rel: _Relation, start: int) -> int:
+        """N_k is the table's rows from `start` on: uploaded as the new delta. Returns |N_k|."""
+        table = self._store(rel.name).table
+        rows = table.committed_in(start, table.nrows)
+        rel.advance(self._upload(rel, rows) if len(rows) else None, len(rows), self.partitions)
+        return len(rows)
 
     def size(self, name: str) -> int:
         rel = self.relations.get(name)
@@ -250,59 +257,51 @@ class SparkBootstrap:
     # -- one iteration --------------------------------------------------------------------------
 
     def _collect(self, derivations: dict[str, list[DataFrame]], k: int) -> int:
-        """Count, deduplicate against I_{k-1}, checkpoint and fetch N_k of every relation;
-        add it to the state at iteration k. Returns |N_k| summed over the relations.
+        """N_k of every relation of the stratum, from one query and one collect; committed into
+        the state at iteration k and uploaded as the next delta. Returns |N_k| summed.
 
-        From iteration 2 on the derivations carry their driving tuple's iteration (`_it`,
-        which is k-1), so N_k's `it` is computed from the data: the query is the same in every
-        iteration, and Spark reuses the code it generated for it instead of compiling anew.
-        """
-        pending: list[tuple[_Relation, DataFrame | None]] = []
-        for name, frames in derivations.items():
-            rel = self.relations[name]
-            if not frames or (rel.arity == 0 and rel.size):
-                pending.append((rel, None))
-                continue
-            columns = rel.columns
-            grouped = reduce(DataFrame.union, frames).groupBy(*columns)
-            if k == 1:
-                counted = grouped.agg(F.count(F.lit(1)).alias("cnt"))
-                counted = counted.withColumn("it", F.lit(1).cast(IntegerType()))
-            else:
-                counted = grouped.agg(
-                    F.count(F.lit(1)).alias("cnt"), (F.max("_it") + 1).alias("it")
-                )
-            if rel.arity == 0:
-                counted = counted.filter(F.col("cnt") > 0)
-            elif rel.size:
-                known = rel.full(self.session).select(*columns)
-                if rel.size <= self._broadcast_rows(rel.arity):
-                    known = F.broadcast(known)
-                counted = counted.join(known, on=columns, how="left_anti")
-            pending.append((rel, counted))
-
-        total = 0
-        for rel, new in pending:
-            if new is None:
-                rel.advance(None, 0, self.partitions)
-                continue
-            # No extra pass: the lazily marked checkpoint is filled by the Arrow collection.
-            checkpointed = new.localCheckpoint(eager=False)
-            table = checkpointed.toArrow()
-            rows = table.num_rows
-            if not rows:
-                rel.advance(None, 0, self.partitions)
-                continue
+        The derivations of all head relations are unioned (a tag column `_r` says whose, the
+        columns padded with zeros to the widest head) and counted per head by one aggregation.
+        The driver drops the heads its state holds already (hash probes over the candidates,
+        `Table.absent`) instead of Spark anti-joining them against all of I_{k-1}, and sends
+        N_k back as a local relation: no query reads Spark's own results, so none has a
+        lineage to cut or a second job to run."""
+        heads = [
+            name
+            for name, frames in derivations.items()
+            if frames and not (self.relations[name].arity == 0 and self.relations[name].size)
+        ]
+        width = max((self.relations[name].arity for name in heads), default=0)
+        tagged = []
+        for tag, name in enumerate(heads):
+            arity = self.relations[name].arity
+            padding = [F.lit(0).cast(LongType()).alias(f"c{j}") for j in range(arity, width)]
+            tagged += [
+                frame.select(F.lit(tag).alias("_r"), *column_names(arity), *padding)
+                for frame in derivations[name]
+            ]
+        starts = {name: self._store(name).table.nrows for name in derivations}
+        if tagged:
+            counted = reduce(DataFrame.union, tagged).groupBy("_r", *column_names(width))
+            table = counted.agg(F.count(F.lit(1)).alias("cnt")).toArrow()
+            tags = table.column("_r").to_numpy()
             counts = table.column("cnt").to_numpy()
-            store = self._store(rel.name)
-            if rel.arity:
-                columns = [table.column(c).to_numpy() for c in rel.columns]
-                store.add_columns(columns, counts, k)
-            else:
-                store.add_batch({(): int(counts[0])}, k)
-            rel.advance(checkpointed.select(*rel.columns, "it"), rows, self.partitions)
-            total += rows
-        return total
+            values = [table.column(c).to_numpy() for c in column_names(width)]
+            for tag, name in enumerate(heads):
+                chosen = np.flatnonzero(tags == tag)
+                if len(chosen):
+                    self._commit(name, [v[chosen] for v in values], counts[chosen], k)
+        return sum(self._advance(self.relations[name], start) for name, start in starts.items())
+
+    def _commit(self, name: str, values: list[np.ndarray], counts: np.ndarray, k: int) -> None:
+        """Add the heads the state does not hold yet, with their counts, at iteration k."""
+        store = self._store(name)
+        if not store.arity:
+            store.add_batch({(): int(counts.sum())}, k)
+            return
+        columns = values[: store.arity]
+        new = store.table.absent(columns)
+        store.add_columns([column[new] for column in columns], counts[new], k)
 
     def _runnable(self, plan: SparkPlan, sizes: dict[int, int]) -> bool:
         """False when the rule cannot derive anything: a positive atom ranges over nothing, or
@@ -319,7 +318,6 @@ class SparkBootstrap:
         plan: SparkPlan,
         frames: dict[int, DataFrame],
         rows: dict[int, int],
-        carry: int | None,
     ) -> DataFrame:
         for i in plan.negated:
             name = plan.relation(i)
@@ -327,9 +325,7 @@ class SparkBootstrap:
             rows[i] = self.size(name)
         # Per-relation thresholds would need the arity per side; the widest atom bounds them.
         arity = max((len(self.analyzed.relations[plan.relation(i)].types) for i in rows), default=1)
-        return plan(
-            frames, self.session, carry=carry, rows=rows, broadcast_rows=self._broadcast_rows(arity)
-        )
+        return plan(frames, self.session, rows=rows, broadcast_rows=self._broadcast_rows(arity))
 
     # -- one stratum ----------------------------------------------------------------------------
 
@@ -389,6 +385,7 @@ class SparkBootstrap:
                 if not rest:
                     break
                 on_spark, k, pending = True, last + 1, sum(map(len, rest.values()))
+                rows = rest
                 continue
             if pending < self.small:
                 rows = local.delta_rows()
@@ -410,9 +407,9 @@ class SparkBootstrap:
                     iterations = last
                     stale = True
                 break
-            if stale:  # back to Spark: N_{k-1} is the delta
+            if stale:  # back to Spark: N_{k-1} (the kernel's last rows) is the delta
                 for name in names:
-                    self._load(name, k - 1)
+                    self._load(name, rows.get(name))
                 stale = False
             if plans is None:
                 plans = self._delta_plans(stratum, sizes)
@@ -453,7 +450,7 @@ class SparkBootstrap:
             if not self._runnable(plan, atom_sizes):
                 continue
             frames = {i: self.relation(plan.relation(i)).full(session) for i in plan.positive}
-            derivations[plan.head].append(self._evaluate(plan, frames, atom_sizes, carry=None))
+            derivations[plan.head].append(self._evaluate(plan, frames, atom_sizes))
         return self._collect(derivations, 1)
 
     def _delta_plans(
@@ -500,7 +497,7 @@ class SparkBootstrap:
                     frames[i] = rel.older(session)
                 else:
                     frames[i] = rel.full(session)
-            derivations[plan.head].append(self._evaluate(plan, frames, atom_sizes, carry=pos))
+            derivations[plan.head].append(self._evaluate(plan, frames, atom_sizes))
         return self._collect(derivations, k)
 
     def run(self, started: Started | None = None) -> tuple[StratumRun, ...]:
@@ -513,8 +510,7 @@ class SparkBootstrap:
 
 
 def _arrow_schema(arity: int) -> pa.Schema:
-    fields = [pa.field(c, pa.int64(), nullable=False) for c in column_names(arity)]
-    return pa.schema([*fields, pa.field("it", pa.int32(), nullable=False)])
+    return pa.schema([pa.field(c, pa.int64(), nullable=False) for c in column_names(arity)])
 
 
 def bootstrap_spark(
@@ -556,7 +552,7 @@ def bootstrap_spark(
             conf.unset("spark.sql.ansi.enabled")
         else:
             conf.set("spark.sql.ansi.enabled", previous_ansi)
-        # Checkpointed blocks are freed by Spark's ContextCleaner once the JVM objects are
-        # unreachable (the session's periodic GC sees to that): drop the Python references,
-        # also those a cancelled run's traceback would keep.
+        # The uploaded copies are freed once the JVM objects are unreachable (the session's
+        # periodic GC sees to that): drop the Python references, also those a cancelled run's
+        # traceback would keep.
         runner.relations.clear()

@@ -13,11 +13,11 @@ each step becomes a DataFrame operation instead of a nested loop:
 - a comparison: a filter, or a new column when `=` assigns a variable;
 - the head: a projection onto `c0, c1, ...` (expressions evaluated).
 
-Relations are DataFrames of `LongType` columns `c0 ... c{n-1}` (symbols interned) plus `it`, the
-iteration. Arithmetic is Soufflé's: Spark's non-ANSI `+ - *` on longs wrap around in 64 bits,
-`div` and `%` truncate toward zero with the dividend's sign (Java's), and a division by zero
-yields NULL, which is then filtered out: no derivation, as in `reasoner.arith`. Comparisons with
-NULL are never true, so a NULL inside a comparison drops the candidate too.
+Relations are DataFrames of `LongType` columns `c0 ... c{n-1}` (symbols interned). Arithmetic
+is Soufflé's: Spark's non-ANSI `+ - *` on longs wrap around in 64 bits, `div` and `%` truncate
+toward zero with the dividend's sign (Java's), and a division by zero yields NULL, which is then
+filtered out: no derivation, as in `reasoner.arith`. Comparisons with NULL are never true, so a
+NULL inside a comparison drops the candidate too.
 """
 
 from __future__ import annotations
@@ -153,14 +153,10 @@ class SparkPlan:
         self,
         frames: Mapping[int, DataFrame | None],
         session: SparkSession,
-        carry: int | None = None,
         rows: Mapping[int, int] | None = None,
         broadcast_rows: int = 0,
     ) -> DataFrame:
         """The head tuples (`c0 ...`), one row per derivation.
-
-        With `carry`, the `it` column of the positive atom at that body index comes along as
-        `_it` (Bootstrap reads the iteration of the driving delta from it).
 
         `rows` are the known sizes of the frames. A join side known to hold at most
         `broadcast_rows` rows is broadcast: a small delta or relation is then shipped to the
@@ -252,8 +248,6 @@ class SparkPlan:
             for name in new:
                 variable(name)
             selected = [F.col(f"c{col}").alias(names[name]) for name, col in columns.items()]
-            if step.body_index == carry:
-                selected.append(F.col("it").alias("_it"))
             atom_df = atom_df.select(*selected)
             if cur is None:
                 cur, cur_rows = atom_df, rows.get(step.body_index)
@@ -268,10 +262,7 @@ class SparkPlan:
 
         assert cur is not None
         head_args = self.rule.head.args
-        out = cur.select(
-            *(term(a).alias(f"c{j}") for j, a in enumerate(head_args)),
-            *([F.col("_it")] if carry is not None else []),
-        )
+        out = cur.select(*(term(a).alias(f"c{j}") for j, a in enumerate(head_args)))
         nullable = [f"c{j}" for j, a in enumerate(head_args) if may_lack_value(a)]
         if nullable:
             out = out.filter(reduce(Column.__and__, (F.col(c).isNotNull() for c in nullable)))
