@@ -100,6 +100,8 @@ def _run_once(args: argparse.Namespace) -> int:
                     "iterations": run.iterations,
                     "derived": run.derived,
                     "seconds": run.seconds,
+                    "engine": run.engine,
+                    "engine_reason": run.reason,
                 }
                 for run in report.strata
             ],
@@ -252,9 +254,9 @@ def _engine_arguments(parser: argparse.ArgumentParser) -> None:
         "--engine",
         choices=ENGINES,
         default="auto",
-        help="Bootstrap executor: auto (reference for small inputs, Spark for large ones, "
-        "else local), "
-        "reference (per-tuple), local (vectorized, Polars), spark",
+        help="Bootstrap executor: auto (chosen per stratum: reference for small strata, "
+        "Spark for huge ones, else local), reference (per-tuple), local (vectorized, "
+        "Polars), spark",
     )
     parser.add_argument(
         "--spark-master",

@@ -25,7 +25,7 @@ from reasoner.analysis.negation_locals import is_internal
 from reasoner.compact import Table, TupleSet
 from reasoner.concurrency import ReadWriteLock, read_optimistically
 from reasoner.elastic.bootstrap import BootstrapCancelled, Check, StratumRun
-from reasoner.elastic.engines import EngineChoice, EngineSettings, run_bootstrap
+from reasoner.elastic.engines import EngineChoice, EngineSettings, run_bootstrap, summary
 from reasoner.elastic.epoch import UNCHANGED, Delta, EpochReport, Rows, StratumReport
 from reasoner.elastic.overlay import INF, Overlay
 from reasoner.elastic.restratify import (
@@ -178,6 +178,8 @@ class Materialization:
         self._set_program_facts(analyzed)
         self.epoch = 0
         self.last_bootstrap_seconds = 0.0
+        self._last_runs: dict[tuple[str, ...], StratumRun] = {}
+        """The last Bootstrap's strata, by their relations: `auto`'s estimate of the next."""
         self._plans: dict[StratumKey, StratumUpdate] = {}
         self._lock = ReadWriteLock()
         self._writer = threading.Lock()
@@ -243,19 +245,22 @@ class Materialization:
         for name, arity in arities.items():
             state.load_facts(name, arity, facts[name])
             state.load_facts(name, arity, self.program_facts.get(name, ()))
-        choice = self.engines.choose(sum(map(len, facts.values())))
+        choice = self.engines.choose()
         started = None
         if progress is not None:
             progress.watch(analyzed, state)
             check, started = progress.checking(check), progress.started
-        runs = run_bootstrap(choice, self.engines, analyzed, state, self.symbols, check, started)
+        runs = run_bootstrap(
+            choice, self.engines, analyzed, state, self.symbols, check, started, self._last_runs
+        )
         if progress is not None:
             progress.finish()
+        self._last_runs = {run.relations: run for run in runs}
         plans = {
             stratum_key(s, analyzed): StratumUpdate(s, state, self.symbols, arities)
             for s in (analyzed.strata if self.maintained else ())
         }
-        return _Built(state, arities, runs, plans, choice)
+        return _Built(state, arities, runs, plans, summary(choice, runs))
 
     def _publish_built(self, built: _Built) -> None:
         with self._lock.exclusive():

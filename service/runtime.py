@@ -195,6 +195,7 @@ class Runtime:
                 spark_master=self.settings.spark_master,
                 spark_threshold=self.settings.spark_threshold,
                 spark_iteration=self.settings.spark_iteration,
+                spark_cores=self.settings.spark_cores,
             ),
         }
 

@@ -50,17 +50,27 @@ class Settings(BaseSettings):
     )
     bootstrap_engine: Literal["auto", "local", "spark", "reference"] = Field(
         "auto",
-        description="Where Bootstrap runs: `local` (vectorized, in-process), `spark`, or "
-        "`auto` (Spark once the input reaches `spark_threshold` facts, in-process below: "
-        "the per-tuple `reference` executor under 2,000 input facts, else `local`); "
-        "`reference` is the per-tuple executor (the compiled kernel).",
+        description="Where Bootstrap runs: `local` (vectorized, in-process), `spark`, "
+        "`reference` (the per-tuple executor, the compiled kernel), or `auto`: chosen per "
+        "stratum by an estimate of its cost (its rows, and its iterations and time in the last "
+        "Bootstrap): Spark for a stratum of `spark_threshold` rows or more, or one that "
+        "`spark_cores` would finish sooner; in process otherwise, on the per-tuple executor "
+        "under 2,000 rows.",
     )
     spark_threshold: int = Field(
         DEFAULT_SPARK_THRESHOLD,
         gt=0,
-        description="Input facts from which `auto` runs a Bootstrap on Spark. A configured "
-        "cluster alone does not: every Spark iteration is a job, which costs more than the "
-        "in-process executors on any input that fits in this process.",
+        description="Rows of a stratum from which `auto` runs it on Spark whatever the "
+        "estimate of speed (where the in-process state stops fitting comfortably). A "
+        "configured cluster alone does not: every Spark iteration is a job, which costs more "
+        "than the in-process executors on any input that fits in this process.",
+    )
+    spark_cores: int = Field(
+        0,
+        ge=0,
+        description="Cores of the Spark cluster, for `auto`'s estimate (0: the `local[N]` "
+        "master's N; unknown for a cluster, which then takes only strata over "
+        "`spark_threshold`).",
     )
     spark_iteration: int = Field(
         DEFAULT_SPARK_ITERATION,

@@ -106,6 +106,10 @@ class StratumRun:
     iterations: int
     derived: int
     seconds: float
+    engine: str = ""
+    """The executor that ran it (`reasoner.elastic.engines`), set by the one that chose it."""
+    reason: str = ""
+    """Why that executor: "configured", or `auto`'s estimate."""
 
 
 class StratumBootstrap:

@@ -42,7 +42,7 @@ def initial_state(
     return state, symbols
 
 
-def _outcome(
+def outcome(
     analyzed: AnalyzedProgram, state: State, symbols: SymbolTable, runs: tuple[StratumRun, ...]
 ) -> Outcome:
     snapshot = {}
@@ -62,7 +62,7 @@ def reference(
     state, symbols = initial_state(analyzed, inputs)
     arities = {name: info.arity for name, info in analyzed.relations.items()}
     runs = tuple(StratumBootstrap(s, state, symbols, arities).run() for s in analyzed.strata)
-    return _outcome(analyzed, state, symbols, runs)
+    return outcome(analyzed, state, symbols, runs)
 
 
 def on_spark(
@@ -79,7 +79,7 @@ def on_spark(
     runs = bootstrap_spark(
         analyzed, state, symbols, session, small_iteration=small_iteration, decompose=decompose
     )
-    return _outcome(analyzed, state, symbols, runs)
+    return outcome(analyzed, state, symbols, runs)
 
 
 def assert_same(expected: Outcome, actual: Outcome) -> None:

@@ -26,7 +26,7 @@ from reasoner.materialization import Materialization
 from tests.operators import OPERATORS_INPUTS, OPERATORS_PROGRAM
 from tests.property.programs import GeneratedProgram, programs
 from tests.property.test_negation_locals import PROGRAM as NEGATION_LOCALS_PROGRAM
-from tests.spark.support import assert_same, on_spark, reference
+from tests.spark.support import assert_same, on_spark, outcome, reference
 
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
@@ -322,3 +322,27 @@ def test_collector_runs_during_a_spark_bootstrap_its_caller_paused_it(spark: Spa
     assert m.size("path") == 12 * 13 // 2
     assert during, "no collection ran during the Spark Bootstrap"
     assert paused_again, "the caller's paused collector was not restored"
+
+
+def test_auto_runs_each_stratum_where_its_estimate_says(spark: SparkSession) -> None:
+    """tc's stratum reads 80 edges (the kernel), sink's reads tc's 3,240 paths (Spark, over
+    the threshold): one Bootstrap on two executors sharing the state, equal to the reference."""
+    text = """
+    .decl edge(x: number, y: number)
+    .input edge
+    tc(x, y) :- edge(x, y).
+    tc(x, z) :- tc(x, y), edge(y, z).
+    sink(y) :- tc(_, y), !edge(y, _).
+    """
+    analyzed = check_program(text)
+    inputs = {"edge": [(i, i + 1) for i in range(80)]}
+    settings = EngineSettings("auto", "local[2]", spark_threshold=3_000, spark_iteration=0)
+    m = Materialization(analyzed, maintained=False, engines=settings)
+    m.load(inputs)
+    report = m.bootstrap()
+    chosen = {run.relations: run.engine for run in report.strata}
+    assert chosen == {("tc",): "reference", ("sink",): "spark"}
+    assert report.engine.engine == "mixed" and "sink on Spark" in report.engine.reason
+    assert outcome(analyzed, m.state, m.symbols, report.strata).snapshot == (
+        reference(analyzed, inputs).snapshot
+    )

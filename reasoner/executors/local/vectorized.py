@@ -637,6 +637,46 @@ class VectorizedStratum:
         )
 
 
+class VectorizedBootstrap:
+    """The vectorized executor over one program's strata, run one at a time in order, so that
+    a Bootstrap may hand some strata to another executor (`reasoner.elastic.engines`): the
+    frames of relations that a later stratum reads are kept between them."""
+
+    def __init__(
+        self,
+        analyzed: AnalyzedProgram,
+        state: State,
+        symbols: SymbolTable,
+        small_iteration: int = SMALL_ITERATION,
+        check: Check | None = None,
+    ) -> None:
+        self.arities = {name: info.arity for name, info in analyzed.relations.items()}
+        for name, arity in self.arities.items():
+            state.relation(name, arity)
+        self.state = state
+        self.symbols = symbols
+        self.small_iteration = small_iteration
+        self.check = check
+        self.frames = _Frames(state)
+        self.last_reader = _last_readers(analyzed.strata)
+
+    def run_stratum(self, position: int, stratum: Stratum) -> StratumRun:
+        """Bootstrap the stratum at `position` of the program's strata (its lower strata
+        done, by this executor or another: the frames read the state)."""
+        run = VectorizedStratum(
+            stratum,
+            self.state,
+            self.symbols,
+            self.arities,
+            self.frames,
+            self.small_iteration,
+            self.check,
+        ).run()
+        self.frames.projections.clear()
+        self.frames.keep({name for name, last in self.last_reader.items() if last > position})
+        return run
+
+
 def bootstrap_vectorized(
     analyzed: AnalyzedProgram,
     state: State,
@@ -657,22 +697,12 @@ def bootstrap_vectorized(
     and between slices of the driving rows of every plan, Polars or reference; it stops the
     run by raising, leaving a partial state to be discarded.
     """
-    arities = {name: info.arity for name, info in analyzed.relations.items()}
-    for name, arity in arities.items():
-        state.relation(name, arity)
-    frames = _Frames(state)
-    last_reader = _last_readers(analyzed.strata)
+    runner = VectorizedBootstrap(analyzed, state, symbols, small_iteration, check)
     runs = []
     for position, stratum in enumerate(analyzed.strata):
         if started is not None:
             started(stratum)
-        runs.append(
-            VectorizedStratum(
-                stratum, state, symbols, arities, frames, small_iteration, check
-            ).run()
-        )
-        frames.projections.clear()
-        frames.keep({name for name, last in last_reader.items() if last > position})
+        runs.append(runner.run_stratum(position, stratum))
     return tuple(runs)
 
 

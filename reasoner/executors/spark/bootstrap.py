@@ -38,6 +38,8 @@ relations are uploaded again, their newest iteration as the delta.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import reduce
 from typing import TYPE_CHECKING
@@ -513,6 +515,43 @@ def _arrow_schema(arity: int) -> pa.Schema:
     return pa.schema([pa.field(c, pa.int64(), nullable=False) for c in column_names(arity)])
 
 
+@contextmanager
+def spark_bootstrap(
+    analyzed: AnalyzedProgram,
+    state: State,
+    symbols: SymbolTable,
+    session: SparkSession,
+    check: Check | None = None,
+    small_iteration: int = DEFAULT_SPARK_ITERATION,
+    decompose: bool = True,
+) -> Iterator[SparkBootstrap]:
+    """A `SparkBootstrap` to run strata with (`run_stratum`, in order, or `run`), set up as
+    `bootstrap_spark` describes and restored on exit: the session's SQL arithmetic non-ANSI,
+    `check` reaching the jobs under way, the uploaded copies released."""
+    conf = session.conf
+    previous_ansi = conf.get("spark.sql.ansi.enabled", None)
+    conf.set("spark.sql.ansi.enabled", "false")
+    runner = SparkBootstrap(
+        analyzed, state, symbols, session, small=small_iteration, decompose=decompose
+    )
+    try:
+        if check is None:
+            yield runner
+        else:
+            with CancellableJobs(session, check) as jobs:
+                runner.check = jobs.check
+                yield runner
+    finally:
+        if previous_ansi is None:
+            conf.unset("spark.sql.ansi.enabled")
+        else:
+            conf.set("spark.sql.ansi.enabled", previous_ansi)
+        # The uploaded copies are freed once the JVM objects are unreachable (the session's
+        # periodic GC sees to that): drop the Python references, also those a cancelled run's
+        # traceback would keep.
+        runner.relations.clear()
+
+
 def bootstrap_spark(
     analyzed: AnalyzedProgram,
     state: State,
@@ -535,24 +574,7 @@ def bootstrap_spark(
     `decompose`: a decomposable recursion that reaches Spark runs there in one job (False: an
     iteration per job, as any other stratum; for comparisons).
     """
-    conf = session.conf
-    previous_ansi = conf.get("spark.sql.ansi.enabled", None)
-    conf.set("spark.sql.ansi.enabled", "false")
-    runner = SparkBootstrap(
-        analyzed, state, symbols, session, small=small_iteration, decompose=decompose
-    )
-    try:
-        if check is None:
-            return runner.run(started)
-        with CancellableJobs(session, check) as jobs:
-            runner.check = jobs.check
-            return runner.run(started)
-    finally:
-        if previous_ansi is None:
-            conf.unset("spark.sql.ansi.enabled")
-        else:
-            conf.set("spark.sql.ansi.enabled", previous_ansi)
-        # The uploaded copies are freed once the JVM objects are unreachable (the session's
-        # periodic GC sees to that): drop the Python references, also those a cancelled run's
-        # traceback would keep.
-        runner.relations.clear()
+    with spark_bootstrap(
+        analyzed, state, symbols, session, check, small_iteration, decompose
+    ) as runner:
+        return runner.run(started)
