@@ -286,13 +286,17 @@ class SparkBootstrap:
         if tagged:
             counted = reduce(DataFrame.union, tagged).groupBy("_r", *column_names(width))
             table = counted.agg(F.count(F.lit(1)).alias("cnt")).toArrow()
-            tags = table.column("_r").to_numpy()
-            counts = table.column("cnt").to_numpy()
-            values = [table.column(c).to_numpy() for c in column_names(width)]
-            for tag, name in enumerate(heads):
-                chosen = np.flatnonzero(tags == tag)
-                if len(chosen):
-                    self._commit(name, [v[chosen] for v in values], counts[chosen], k)
+            # Batch by batch (a head is one group, so in one batch), each column read in place
+            # (`to_numpy` on a batch's int64 array copies nothing): the driver holds the
+            # result once, as Spark's Arrow batches, not again as concatenated arrays.
+            for batch in table.to_batches():
+                tags = batch.column("_r").to_numpy()
+                counts = batch.column("cnt").to_numpy()
+                values = [batch.column(c).to_numpy() for c in column_names(width)]
+                for tag, name in enumerate(heads):
+                    chosen = np.flatnonzero(tags == tag)
+                    if len(chosen):
+                        self._commit(name, [v[chosen] for v in values], counts[chosen], k)
         return sum(self._advance(self.relations[name], start) for name, start in starts.items())
 
     def _commit(self, name: str, values: list[np.ndarray], counts: np.ndarray, k: int) -> None:
