@@ -83,12 +83,17 @@ def table(result: dict, dataset: str, metric: str) -> list[str]:
     """A markdown table of one metric: a row per size, a column per system that has it (or
     could have had it: a run that did not finish)."""
     entry = result["datasets"][dataset]
+    every = metric in ("bootstrap_seconds", "bootstrap_peak_rss_bytes")
+    """A metric every finished run has: a run that did not finish gets a column too."""
     systems = [
         s
         for s in result["systems"]
         if any(
             s in p["systems"]
-            and (metric in p["systems"][s] or p["systems"][s].get("status") != "ok")
+            and (
+                p["systems"][s].get(metric) is not None
+                or (every and p["systems"][s].get("status") != "ok")
+            )
             for p in entry["points"]
         )
     ]
@@ -223,8 +228,9 @@ def plot(result: dict, path: Path) -> bool:
                 continue
             ax.set_xscale("log")
             if metric == "jobs_per_iteration":  # 0: every iteration ran in process
+                top = max((max(line.get_ydata(), default=0) for line in ax.get_lines()), default=1)
                 ax.set_yscale("symlog", linthresh=0.1)
-                ax.set_ylim(bottom=0)
+                ax.set_ylim(bottom=0, top=max(float(top), 0.1) * 2)
             else:
                 ax.set_yscale("log")
             ax.grid(True, which="both", alpha=0.3)
@@ -305,11 +311,17 @@ def markdown(result: dict, analysis: str | None = None, image: str | None = "sca
         for value in record.get("load_average", [])
     ]
     if loads:
-        cores = machine.get("cpus", "?")
         lines += [
             f"One-minute load average at the start and end of the runs: {min(loads):.2f} to "
-            f"{max(loads):.2f} ({cores} cores: above {cores}, something else was running too, and "
-            "the runs of those moments are slower than the machine).",
+            f"{max(loads):.2f} on {machine.get('cpus', '?')} cores (it counts the study's own "
+            "threads too: a Spark run keeps more than two busy; per run in results.json).",
+            "",
+        ]
+    if result.get("minutes") is not None:
+        started = result.get("cluster_start_seconds")
+        lines += [
+            f"The study took {result['minutes']:.1f} minutes"
+            + (f"; the standalone cluster came up in {started:.1f} s." if started else "."),
             "",
         ]
     if machine:

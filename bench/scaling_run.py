@@ -23,7 +23,8 @@ Per point:
    sampled every 0.1 s meanwhile; with Spark, the jobs it ran: the id of a one-task probe job
    run just before and just after, each under a job group of its own, read back through the
    SparkContext's status tracker (job ids are consecutive within a SparkContext, so the jobs in
-   between are the Bootstrap's, whatever job group the engine put them in);
+   between are the Bootstrap's, whatever job group the engine put them in; without a warm-up
+   there is no SparkContext before the first Bootstrap, which then counts from job 0);
 4. per output relation, its size and a digest (a sum of polars row hashes of the relation in
    user values, `Materialization.batch`), for the cross-system check.
 
@@ -119,10 +120,15 @@ class Sampler:
 
 def last_job_id() -> int:
     """Run a one-task job under a group of its own and return its id (Spark numbers jobs
-    consecutively within a SparkContext)."""
-    from pyspark import SparkContext
+    consecutively within a SparkContext, from 0); -1 before the engine has started Spark (the
+    probe must not start a SparkContext of its own: the engine would then run in it, without its
+    settings)."""
+    from pyspark.sql import SparkSession
 
-    context = SparkContext.getOrCreate()  # the engine's, started by the warm-up
+    session = SparkSession.getActiveSession()
+    if session is None:
+        return -1
+    context = session.sparkContext
     group = f"scaling-probe-{time.monotonic_ns()}"
     context.setJobGroup(group, "scaling study: job counter")
     try:
@@ -163,7 +169,11 @@ def measure(system: dict, point: dict, number: int, warm: bool) -> None:
     rss_before = session_rss(os.getsid(0))
     with Sampler() as sampler:
         report = m.bootstrap()
-    jobs = last_job_id() - before_job - 1 if before_job is not None else None
+    if before_job is not None:
+        after = last_job_id()
+        jobs = after - before_job - 1 if after >= 0 else None
+    else:
+        jobs = None
     iterations = sum(run.iterations for run in report.strata)
     emit(
         "epoch",
