@@ -9,13 +9,13 @@ Per stratum, counting semi-naive evaluation with every relation a DataFrame (`c0
 
 **One query and one collect per iteration.** The derivations of every head relation of the
 stratum go into one union (a relation tag column), counted per head by one aggregation and
-brought to the driver through Arrow. The state in the driver is the relation: it drops the
-heads it holds already (hash probes, `Table.absent`), commits N_k at iteration k
-(`add_columns`, no Python tuple per row) and sends N_k back to Spark as the next delta. No
-query anti-joins against all of I_{k-1}, and none reads Spark's own results, so there is no
-lineage to cut and no second job per iteration; the driver also knows every relation's and
-every delta's size without asking Spark: plans over an empty relation are skipped, the loop
-stops on an empty iteration, and small join sides are broadcast.
+streamed to the driver as Arrow batches (`arrow_batches`). The state in the driver is the
+relation: it drops the heads it holds already (hash probes, `Table.absent`), commits N_k at
+iteration k (`add_columns`, no Python tuple per row) and sends N_k back to Spark as the next
+delta. No query anti-joins against all of I_{k-1}, and none reads Spark's own results, so there
+is no lineage to cut and no second job per iteration; the driver also knows every relation's
+and every delta's size without asking Spark: plans over an empty relation are skipped, the
+loop stops on an empty iteration, and small join sides are broadcast.
 
 A relation lives on Spark as its last delta N_{k-1} plus pieces holding I_{k-2} (its rows on
 entry, then older deltas), so I_{k-2} and I_{k-1} are unions, not filters. Every upload is a
@@ -54,6 +54,7 @@ from reasoner.analysis.model import AnalyzedProgram, Stratum
 from reasoner.analysis.terms import leaves
 from reasoner.elastic.bootstrap import Check, Started, StratumBootstrap, StratumRun
 from reasoner.elastic.engines import DEFAULT_SPARK_ITERATION
+from reasoner.executors.spark.arrow_stream import arrow_batches
 from reasoner.executors.spark.cancel import CancellableJobs
 from reasoner.executors.spark.decomposed import run_decomposed, workers_run_reasoner
 from reasoner.executors.spark.plans import SparkPlan, column_names
@@ -285,11 +286,10 @@ class SparkBootstrap:
         starts = {name: self._store(name).table.nrows for name in derivations}
         if tagged:
             counted = reduce(DataFrame.union, tagged).groupBy("_r", *column_names(width))
-            table = counted.agg(F.count(F.lit(1)).alias("cnt")).toArrow()
-            # Batch by batch (a head is one group, so in one batch), each column read in place
-            # (`to_numpy` on a batch's int64 array copies nothing): the driver holds the
-            # result once, as Spark's Arrow batches, not again as concatenated arrays.
-            for batch in table.to_batches():
+            # Batch by batch as Spark sends them (a head is one group, so in one batch), each
+            # column read in place (`to_numpy` on a batch's int64 array copies nothing): the
+            # driver holds one batch of the result at a time, not all of it.
+            for batch in arrow_batches(counted.agg(F.count(F.lit(1)).alias("cnt"))):
                 tags = batch.column("_r").to_numpy()
                 counts = batch.column("cnt").to_numpy()
                 values = [batch.column(c).to_numpy() for c in column_names(width)]
