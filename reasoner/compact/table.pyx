@@ -1008,6 +1008,29 @@ cdef class Table:
                 o[c, j] = _get(self.rows, self.wide, r[j] * self.arity + c)
         return [out[c] for c in range(self.arity)]
 
+    def count_where(self, columns, values, int64_t start, int64_t stop) -> int:
+        """How many committed rows in [start, stop) hold `values` in `columns`: the exact
+        size of a selection (an atom with constants) without copying a column, for a planner
+        deciding which join side is small enough to broadcast."""
+        cdef int n = len(columns)
+        cdef int64_t[::1] cols = np.ascontiguousarray(columns, dtype=np.int64)
+        cdef int64_t[::1] wanted = np.ascontiguousarray(values, dtype=np.int64)
+        cdef int64_t r, found = 0
+        cdef int i
+        for i in range(n):
+            if not 0 <= cols[i] < self.arity:
+                raise ValueError(f"no column {cols[i]} in a relation of arity {self.arity}")
+        stop = min(stop, self.nrows)
+        for r in range(max(start, 0), stop):
+            if self.status[r] < 0:
+                continue
+            for i in range(n):
+                if _get(self.rows, self.wide, r * self.arity + cols[i]) != wanted[i]:
+                    break
+            else:
+                found += 1
+        return found
+
     def committed_rows(self):
         """The row ids of the committed tuples, as an int64 array."""
         out = np.empty(self.committed, dtype=np.int64)

@@ -354,3 +354,32 @@ def test_a_dropped_table_with_indexes_is_freed_without_the_cycle_collector() -> 
         assert gc.collect() == 0
     finally:
         gc.enable()
+
+
+@settings(max_examples=examples(100))
+@given(
+    st.lists(st.tuples(SMALL, st.one_of(SMALL, INT64)), max_size=60, unique=True),
+    st.lists(st.integers(0, 59), max_size=10, unique=True),
+    st.integers(0, 70),
+    st.integers(0, 70),
+    SMALL,
+)
+def test_count_where_is_the_size_of_a_selection_over_committed_rows(
+    rows: list[tuple[int, int]], removed: list[int], start: int, stop: int, value: int
+) -> None:
+    """`count_where` counts the committed rows of a row id range holding given values: what
+    the Spark planner broadcasts by, so a count too low would be a wrong plan."""
+    table = Table(2)
+    for t in rows:
+        table.add(t, 0)
+    for i in removed:
+        if i < len(rows):
+            table.remove(rows[i])
+    ids = table.committed_in(start, stop)
+    first, second = table.values_of(ids)
+    assert table.count_where([0], [value], start, stop) == int((first == value).sum())
+    both = int(((first == value) & (second == value)).sum())
+    assert table.count_where([0, 1], [value, value], start, stop) == both
+    assert table.count_where([], [], start, stop) == len(ids)
+    with pytest.raises(ValueError, match="no column 2"):
+        table.count_where([2], [value], start, stop)

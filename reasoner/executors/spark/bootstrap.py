@@ -63,13 +63,21 @@ from reasoner.plan.pivot import pivot_columns
 from reasoner.plan.work import first_work
 from reasoner.state import RelationStore, State
 from reasoner.symbols import SymbolTable
-from reasoner.syntax.ast import Comparison, Negation, StringConst, Term
+from reasoner.syntax.ast import Comparison, Negation, NumberConst, StringConst, Term
 
 if TYPE_CHECKING:
     from reasoner.update.bootstrap import CompiledStratumBootstrap
 
 MERGE_FANOUT = 4
 """Pieces covering the same number of iterations are merged this many at a time."""
+
+EAGER_ROWS = 100_000
+"""An upload of this many rows is checkpointed at once (one job, small next to writing its
+rows), so the DataFrame it comes from need not be kept (`_Piece`)."""
+
+
+ARROW_BATCH_ROWS = "spark.sql.execution.arrow.maxRecordsPerBatch"
+"""Rows per Arrow batch: PySpark makes one partition of each when it creates a DataFrame."""
 
 
 def _unchecked() -> None:
@@ -85,6 +93,23 @@ def _schema(arity: int) -> StructType:
 
 
 @dataclass
+class _Piece:
+    """Rows of a relation on Spark: a local checkpoint, and while its blocks may be unwritten
+    (a lazily marked checkpoint no query has read yet), the DataFrame it was made from.
+
+    Spark registers a query's metrics weakly: once the DataFrame a lazy checkpoint was made
+    from is unreachable, the JVM's collector may drop them, and every task that later writes
+    the checkpoint's blocks logs an error ("non-existent accumulator"). The source is kept
+    until an eager merge, which reads the piece, has written them, or the run ends.
+    """
+
+    frame: DataFrame
+    source: DataFrame | None = None
+    span: int = 1
+    """How many iterations the piece covers (the rows on entry count as one)."""
+
+
+@dataclass
 class _Relation:
     """A relation on Spark: the last delta, and pieces holding everything older.
 
@@ -97,11 +122,13 @@ class _Relation:
     name: str
     arity: int
     size: int = 0
-    pieces: list[DataFrame] = field(default_factory=list)
-    spans: list[int] = field(default_factory=list)
-    """How many iterations each piece covers (the rows on entry count as one)."""
-    delta: DataFrame | None = None
+    pieces: list[_Piece] = field(default_factory=list)
+    delta: _Piece | None = None
     delta_size: int = 0
+    split: int = 0
+    """The row id of the state's table where the delta's rows begin (the pieces' end)."""
+    end: int = 0
+    """The table's row count when the delta was uploaded: Spark's copy is rows [0, end)."""
 
     @property
     def columns(self) -> list[str]:
@@ -115,32 +142,35 @@ class _Relation:
     def full(self, session: SparkSession) -> DataFrame:
         """Every tuple so far: I_{k-1} while a stratum runs."""
         delta = [self.delta] if self.delta is not None else []
-        return self._union(self.pieces + delta, session)
+        return self._union([piece.frame for piece in self.pieces + delta], session)
 
     def older(self, session: SparkSession) -> DataFrame:
         """I_{k-2}: every tuple but the last delta's."""
-        return self._union(self.pieces, session)
+        return self._union([piece.frame for piece in self.pieces], session)
 
-    def advance(self, delta: DataFrame | None, rows: int, partitions: int) -> None:
+    def advance(self, delta: _Piece | None, rows: int, partitions: int) -> None:
         """N_k arrived (None when empty): N_{k-1} joins the older pieces."""
         if self.delta is not None:
             self.add_piece(self.delta, partitions)
         self.delta, self.delta_size = delta, rows
         self.size += rows
+        self.split = self.end
 
-    def add_piece(self, piece: DataFrame, partitions: int) -> None:
+    def add_piece(self, piece: _Piece, partitions: int) -> None:
         """Pieces covering the same number of iterations are merged `MERGE_FANOUT` at a time,
         like the digits of a base-4 counter over iterations: a deep recursion with tiny deltas
-        keeps O(log k) pieces (small query plans) and copies each tuple O(log k) times."""
+        keeps O(log k) pieces (small query plans) and copies each tuple O(log k) times. A
+        merge is an eager checkpoint (one job): it writes the blocks of the pieces it reads,
+        so their sources go, and the merged piece has none to keep."""
         self.pieces.append(piece)
-        self.spans.append(1)
-        while len(self.spans) >= MERGE_FANOUT and len(set(self.spans[-MERGE_FANOUT:])) == 1:
-            merged = reduce(DataFrame.union, self.pieces[-MERGE_FANOUT:])
-            merged = merged.coalesce(partitions).localCheckpoint(eager=False)
-            span = sum(self.spans[-MERGE_FANOUT:])
-            del self.pieces[-MERGE_FANOUT:], self.spans[-MERGE_FANOUT:]
-            self.pieces.append(merged)
-            self.spans.append(span)
+        while len(self.pieces) >= MERGE_FANOUT and (
+            len({p.span for p in self.pieces[-MERGE_FANOUT:]}) == 1
+        ):
+            merging = self.pieces[-MERGE_FANOUT:]
+            merged = reduce(DataFrame.union, [p.frame for p in merging]).coalesce(partitions)
+            del self.pieces[-MERGE_FANOUT:]
+            span = sum(p.span for p in merging)
+            self.pieces.append(_Piece(merged.localCheckpoint(eager=True), span=span))
 
 
 class _InProcess:
@@ -231,27 +261,72 @@ class SparkBootstrap:
         self._advance(rel, split)
         return rel
 
-    def _upload(self, rel: _Relation, rows: np.ndarray) -> DataFrame:
-        """Rows of a relation's table (ids) as a DataFrame, through Arrow, kept on Spark: a
-        lazily marked local checkpoint, whose blocks the first query that reads it writes (no
-        job of its own), so later iterations read them where they are instead of receiving
-        the rows again with every task. (Left a local relation, the rows would also be
-        filtered and projected in the driver by the optimizer of every query that reads
-        them, `ConvertToLocalRelation`, one thread at a time.)"""
+    def _upload(self, rel: _Relation, rows: np.ndarray) -> _Piece:
+        """Rows of a relation's table (ids) as a DataFrame, through Arrow, kept on Spark as a
+        local checkpoint, so later iterations read its blocks where they are instead of
+        receiving the rows again with every task. (Left a local relation, the rows would
+        also be filtered and projected in the driver by the optimizer of every query that
+        reads them, `ConvertToLocalRelation`, one thread at a time.) Below `EAGER_ROWS` the
+        checkpoint is marked lazily: the first query that reads it writes its blocks, with
+        no job of its own."""
         table, arity = self._store(rel.name).table, rel.arity
         if not arity:  # no column to carry the rows: a range of as many
-            return self.session.range(len(rows)).select().localCheckpoint(eager=False)
+            source = self.session.range(len(rows)).select()
+            return _Piece(source.localCheckpoint(eager=False), source)
         arrays = [pa.array(column, type=pa.int64()) for column in table.values_of(rows)]
         batch = pa.Table.from_arrays(arrays, schema=_arrow_schema(arity))
-        frame = self.session.createDataFrame(batch, schema=_schema(arity))
-        return frame.localCheckpoint(eager=False)
+        # One partition per Arrow batch, and a task carries its partition's rows until the
+        # checkpoint holds them: batches of `partitions` equal parts, not Spark's default
+        # 10,000 rows (381 tasks for 3.8 M rows, each job that reads the upload first
+        # serializing 1.4 GB of tasks).
+        conf = self.session.conf
+        default = conf.get(ARROW_BATCH_ROWS)
+        conf.set(ARROW_BATCH_ROWS, str(max(1, -(-len(rows) // self.partitions))))
+        try:
+            source = self.session.createDataFrame(batch, schema=_schema(arity))
+        finally:
+            conf.set(ARROW_BATCH_ROWS, default)
+        if len(rows) >= EAGER_ROWS:
+            return _Piece(source.localCheckpoint(eager=True))
+        return _Piece(source.localCheckpoint(eager=False), source)
 
     def _advance(self, rel: _Relation, start: int) -> int:
         """N_k is the table's rows from `start` on: uploaded as the new delta. Returns |N_k|."""
         table = self._store(rel.name).table
         rows = table.committed_in(start, table.nrows)
         rel.advance(self._upload(rel, rows) if len(rows) else None, len(rows), self.partitions)
+        rel.split, rel.end = start, table.nrows
         return len(rows)
+
+    def _selected(self, plan: SparkPlan, i: int, part: str) -> int:
+        """The rows of body atom i's frame (`part`: the relation's "full" copy, its "older"
+        pieces or its "delta") that hold the atom's constants: the exact size of the side the
+        join sees, counted in the state's table. Spark knows no size of uploaded data, and a
+        selection such as `triple(p, "domain", c)` over millions of triples is often a few
+        rows, which broadcast makes a map-side join instead of a shuffle of the large side."""
+        literal = plan.rule.body[i]
+        atom = literal.atom if isinstance(literal, Negation) else literal
+        rel = self.relations.get(atom.relation)
+        size = self.size(atom.relation)
+        if rel is not None:
+            size = {"full": rel.size, "older": rel.size - rel.delta_size, "delta": rel.delta_size}[
+                part
+            ]
+        constants = [
+            (col, arg.value if isinstance(arg, NumberConst) else self.symbols.intern(arg.value))
+            for col, arg in enumerate(atom.args)
+            if isinstance(arg, NumberConst | StringConst)
+        ]
+        if not constants or not size:
+            return size
+        table = self._store(atom.relation).table
+        start, stop = 0, table.nrows
+        if rel is not None:
+            start, stop = (rel.split, rel.end) if part == "delta" else (0, rel.end)
+            if part == "older":
+                stop = rel.split
+        columns, values = zip(*constants, strict=True)
+        return table.count_where(columns, values, start, stop)
 
     def size(self, name: str) -> int:
         rel = self.relations.get(name)
@@ -328,7 +403,7 @@ class SparkBootstrap:
         for i in plan.negated:
             name = plan.relation(i)
             frames[i] = self.relation(name).full(self.session) if self.size(name) else None
-            rows[i] = self.size(name)
+            rows[i] = self._selected(plan, i, "full")
         # Per-relation thresholds would need the arity per side; the widest atom bounds them.
         arity = max((len(self.analyzed.relations[plan.relation(i)].types) for i in rows), default=1)
         return plan(frames, self.session, rows=rows, broadcast_rows=self._broadcast_rows(arity))
@@ -452,7 +527,7 @@ class SparkBootstrap:
         derivations: dict[str, list[DataFrame]] = {name: [] for name in names}
         for rule in stratum.rules:
             plan = SparkPlan.build(rule, None, self.symbols, sizes)
-            atom_sizes = {i: self.size(plan.relation(i)) for i in plan.positive}
+            atom_sizes = {i: self._selected(plan, i, "full") for i in plan.positive}
             if not self._runnable(plan, atom_sizes):
                 continue
             frames = {i: self.relation(plan.relation(i)).full(session) for i in plan.positive}
@@ -484,13 +559,9 @@ class SparkBootstrap:
         for plan, pos, older in plans:
             atom_sizes = {}
             for i in plan.positive:
-                rel = self.relation(plan.relation(i))
-                if i == pos:
-                    atom_sizes[i] = rel.delta_size
-                elif i in older:
-                    atom_sizes[i] = rel.size - rel.delta_size
-                else:
-                    atom_sizes[i] = rel.size
+                self.relation(plan.relation(i))
+                part = "delta" if i == pos else "older" if i in older else "full"
+                atom_sizes[i] = self._selected(plan, i, part)
             if not self._runnable(plan, atom_sizes):
                 continue
             frames = {}
@@ -498,7 +569,7 @@ class SparkBootstrap:
                 rel = self.relation(plan.relation(i))
                 if i == pos:
                     assert rel.delta is not None
-                    frames[i] = rel.delta
+                    frames[i] = rel.delta.frame
                 elif i in older:
                     frames[i] = rel.older(session)
                 else:
