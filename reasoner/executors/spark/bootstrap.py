@@ -71,13 +71,16 @@ if TYPE_CHECKING:
 MERGE_FANOUT = 4
 """Pieces covering the same number of iterations are merged this many at a time."""
 
-EAGER_ROWS = 100_000
-"""An upload of this many rows is checkpointed at once (one job, small next to writing its
-rows), so the DataFrame it comes from need not be kept (`_Piece`)."""
-
 
 ARROW_BATCH_ROWS = "spark.sql.execution.arrow.maxRecordsPerBatch"
 """Rows per Arrow batch: PySpark makes one partition of each when it creates a DataFrame."""
+
+
+EAGER_ROWS = 100_000
+"""An upload of this many rows is checkpointed at once: one job, small next to writing its
+rows, and no source (`_Piece`) kept beside them until the next query has run. Lazily
+checkpointed, such uploads ran `crdt_linear` (all on Spark) out of a 1 GiB driver heap by its
+third Bootstrap; eagerly, it ran as fast and within it."""
 
 
 def _unchecked() -> None:
@@ -94,13 +97,14 @@ def _schema(arity: int) -> StructType:
 
 @dataclass
 class _Piece:
-    """Rows of a relation on Spark: a local checkpoint, and while its blocks may be unwritten
-    (a lazily marked checkpoint no query has read yet), the DataFrame it was made from.
+    """Rows of a relation on Spark: a lazily marked local checkpoint, and until a query that
+    reads it has run (and so written its blocks), the DataFrame it was made from.
 
     Spark registers a query's metrics weakly: once the DataFrame a lazy checkpoint was made
     from is unreachable, the JVM's collector may drop them, and every task that later writes
-    the checkpoint's blocks logs an error ("non-existent accumulator"). The source is kept
-    until an eager merge, which reads the piece, has written them, or the run ends.
+    the checkpoint's blocks logs an error ("non-existent accumulator"). Kept any longer, the
+    source would keep its rows (an upload's Arrow batches, a merge's pieces) in the JVM
+    beside the checkpoint's blocks. (Large uploads are checkpointed at once, `EAGER_ROWS`.)
     """
 
     frame: DataFrame
@@ -129,6 +133,8 @@ class _Relation:
     """The row id of the state's table where the delta's rows begin (the pieces' end)."""
     end: int = 0
     """The table's row count when the delta was uploaded: Spark's copy is rows [0, end)."""
+    read: bool = False
+    """A query under construction reads the relation (`written` once it has run)."""
 
     @property
     def columns(self) -> list[str]:
@@ -141,12 +147,27 @@ class _Relation:
 
     def full(self, session: SparkSession) -> DataFrame:
         """Every tuple so far: I_{k-1} while a stratum runs."""
+        self.read = True
         delta = [self.delta] if self.delta is not None else []
         return self._union([piece.frame for piece in self.pieces + delta], session)
 
     def older(self, session: SparkSession) -> DataFrame:
         """I_{k-2}: every tuple but the last delta's."""
+        self.read = True
         return self._union([piece.frame for piece in self.pieces], session)
+
+    def last(self) -> DataFrame:
+        """N_{k-1}."""
+        assert self.delta is not None
+        self.read = True
+        return self.delta.frame
+
+    def written(self) -> None:
+        """A query that read the relation has run: its pieces' blocks are written, and their
+        sources can go."""
+        for piece in [*self.pieces, *([self.delta] if self.delta is not None else [])]:
+            piece.source = None
+        self.read = False
 
     def advance(self, delta: _Piece | None, rows: int, partitions: int) -> None:
         """N_k arrived (None when empty): N_{k-1} joins the older pieces."""
@@ -159,9 +180,7 @@ class _Relation:
     def add_piece(self, piece: _Piece, partitions: int) -> None:
         """Pieces covering the same number of iterations are merged `MERGE_FANOUT` at a time,
         like the digits of a base-4 counter over iterations: a deep recursion with tiny deltas
-        keeps O(log k) pieces (small query plans) and copies each tuple O(log k) times. A
-        merge is an eager checkpoint (one job): it writes the blocks of the pieces it reads,
-        so their sources go, and the merged piece has none to keep."""
+        keeps O(log k) pieces (small query plans) and copies each tuple O(log k) times."""
         self.pieces.append(piece)
         while len(self.pieces) >= MERGE_FANOUT and (
             len({p.span for p in self.pieces[-MERGE_FANOUT:]}) == 1
@@ -170,7 +189,7 @@ class _Relation:
             merged = reduce(DataFrame.union, [p.frame for p in merging]).coalesce(partitions)
             del self.pieces[-MERGE_FANOUT:]
             span = sum(p.span for p in merging)
-            self.pieces.append(_Piece(merged.localCheckpoint(eager=True), span=span))
+            self.pieces.append(_Piece(merged.localCheckpoint(eager=False), merged, span))
 
 
 class _InProcess:
@@ -267,8 +286,8 @@ class SparkBootstrap:
         receiving the rows again with every task. (Left a local relation, the rows would
         also be filtered and projected in the driver by the optimizer of every query that
         reads them, `ConvertToLocalRelation`, one thread at a time.) Below `EAGER_ROWS` the
-        checkpoint is marked lazily: the first query that reads it writes its blocks, with
-        no job of its own."""
+        checkpoint is marked lazily: the first query that reads it writes its blocks, with no
+        job of its own."""
         table, arity = self._store(rel.name).table, rel.arity
         if not arity:  # no column to carry the rows: a range of as many
             source = self.session.range(len(rows)).select()
@@ -372,6 +391,9 @@ class SparkBootstrap:
                     chosen = np.flatnonzero(tags == tag)
                     if len(chosen):
                         self._commit(name, [v[chosen] for v in values], counts[chosen], k)
+            for rel in self.relations.values():
+                if rel.read:
+                    rel.written()
         return sum(self._advance(self.relations[name], start) for name, start in starts.items())
 
     def _commit(self, name: str, values: list[np.ndarray], counts: np.ndarray, k: int) -> None:
@@ -568,8 +590,7 @@ class SparkBootstrap:
             for i in plan.positive:
                 rel = self.relation(plan.relation(i))
                 if i == pos:
-                    assert rel.delta is not None
-                    frames[i] = rel.delta.frame
+                    frames[i] = rel.last()
                 elif i in older:
                     frames[i] = rel.older(session)
                 else:
