@@ -63,7 +63,7 @@ from reasoner.plan.pivot import pivot_columns
 from reasoner.plan.work import first_work
 from reasoner.state import RelationStore, State
 from reasoner.symbols import SymbolTable
-from reasoner.syntax.ast import Comparison, Negation, NumberConst, StringConst, Term
+from reasoner.syntax.ast import Atom, Comparison, Negation, NumberConst, StringConst, Term
 
 if TYPE_CHECKING:
     from reasoner.update.bootstrap import CompiledStratumBootstrap
@@ -299,12 +299,15 @@ class SparkBootstrap:
         # 10,000 rows (381 tasks for 3.8 M rows, each job that reads the upload first
         # serializing 1.4 GB of tasks).
         conf = self.session.conf
-        default = conf.get(ARROW_BATCH_ROWS)
+        previous = conf.get(ARROW_BATCH_ROWS, None)
         conf.set(ARROW_BATCH_ROWS, str(max(1, -(-len(rows) // self.partitions))))
         try:
             source = self.session.createDataFrame(batch, schema=_schema(arity))
         finally:
-            conf.set(ARROW_BATCH_ROWS, default)
+            if previous is None:
+                conf.unset(ARROW_BATCH_ROWS)
+            else:
+                conf.set(ARROW_BATCH_ROWS, previous)
         if len(rows) >= EAGER_ROWS:
             return _Piece(source.localCheckpoint(eager=True))
         return _Piece(source.localCheckpoint(eager=False), source)
@@ -325,6 +328,7 @@ class SparkBootstrap:
         rows, which broadcast makes a map-side join instead of a shuffle of the large side."""
         literal = plan.rule.body[i]
         atom = literal.atom if isinstance(literal, Negation) else literal
+        assert isinstance(atom, Atom), "i is a body atom's index, positive or negated"
         rel = self.relations.get(atom.relation)
         size = self.size(atom.relation)
         if rel is not None:
