@@ -111,6 +111,13 @@ class _Piece:
     source: DataFrame | None = None
     span: int = 1
     """How many iterations the piece covers (the rows on entry count as one)."""
+    read: bool = False
+    """A query under construction reads the piece (`_Relation.written` once it has run)."""
+
+    def reading(self) -> DataFrame:
+        """The frame, for a query under construction: its source goes once the query ran."""
+        self.read = True
+        return self.frame
 
 
 @dataclass
@@ -133,8 +140,6 @@ class _Relation:
     """The row id of the state's table where the delta's rows begin (the pieces' end)."""
     end: int = 0
     """The table's row count when the delta was uploaded: Spark's copy is rows [0, end)."""
-    read: bool = False
-    """A query under construction reads the relation (`written` once it has run)."""
 
     @property
     def columns(self) -> list[str]:
@@ -147,27 +152,24 @@ class _Relation:
 
     def full(self, session: SparkSession) -> DataFrame:
         """Every tuple so far: I_{k-1} while a stratum runs."""
-        self.read = True
         delta = [self.delta] if self.delta is not None else []
-        return self._union([piece.frame for piece in self.pieces + delta], session)
+        return self._union([piece.reading() for piece in self.pieces + delta], session)
 
     def older(self, session: SparkSession) -> DataFrame:
         """I_{k-2}: every tuple but the last delta's."""
-        self.read = True
-        return self._union([piece.frame for piece in self.pieces], session)
+        return self._union([piece.reading() for piece in self.pieces], session)
 
     def last(self) -> DataFrame:
         """N_{k-1}."""
         assert self.delta is not None
-        self.read = True
-        return self.delta.frame
+        return self.delta.reading()
 
     def written(self) -> None:
-        """A query that read the relation has run: its pieces' blocks are written, and their
-        sources can go."""
+        """A query has run: the blocks of the pieces it read are written, and their sources
+        can go."""
         for piece in [*self.pieces, *([self.delta] if self.delta is not None else [])]:
-            piece.source = None
-        self.read = False
+            if piece.read:
+                piece.source, piece.read = None, False
 
     def advance(self, delta: _Piece | None, rows: int, partitions: int) -> None:
         """N_k arrived (None when empty): N_{k-1} joins the older pieces."""
@@ -396,8 +398,7 @@ class SparkBootstrap:
                     if len(chosen):
                         self._commit(name, [v[chosen] for v in values], counts[chosen], k)
             for rel in self.relations.values():
-                if rel.read:
-                    rel.written()
+                rel.written()
         return sum(self._advance(self.relations[name], start) for name, start in starts.items())
 
     def _commit(self, name: str, values: list[np.ndarray], counts: np.ndarray, k: int) -> None:
