@@ -19,6 +19,10 @@ UNSAFE_RULE = "unsafe_rule"
 ARITY_MISMATCH = "arity_mismatch"
 TYPE_MISMATCH = "type_mismatch"
 CYCLIC_NEGATION = "cyclic_negation"
+CYCLIC_AGGREGATION = "cyclic_aggregation"
+"""An aggregate over a relation that depends on the aggregate's own result."""
+UNSUPPORTED_FEATURE = "unsupported_feature"
+"""A Soufflé feature the engine cannot run exactly (it is named in the message)."""
 UNKNOWN_RELATION = "unknown_relation"
 UNKNOWN_TYPE = "unknown_type"
 """A column or `.type` of a type that is neither built in nor declared (or not supported)."""
@@ -47,6 +51,8 @@ PROGRAM_ERROR_CODES = (
     ARITY_MISMATCH,
     TYPE_MISMATCH,
     CYCLIC_NEGATION,
+    CYCLIC_AGGREGATION,
+    UNSUPPORTED_FEATURE,
     UNKNOWN_RELATION,
     UNKNOWN_TYPE,
     UNSUPPORTED_PRAGMA,

@@ -24,6 +24,7 @@ from reasoner.analysis.model import AnalyzedProgram, RelationInfo, Stratum, Valu
 from reasoner.analysis.negation_locals import is_internal
 from reasoner.compact import Table, TupleSet
 from reasoner.concurrency import ReadWriteLock, read_optimistically
+from reasoner.elastic.aggregate import update_aggregate
 from reasoner.elastic.bootstrap import BootstrapCancelled, Check, StratumRun
 from reasoner.elastic.engines import EngineChoice, EngineSettings, run_bootstrap, summary
 from reasoner.elastic.epoch import UNCHANGED, Delta, EpochReport, Rows, StratumReport
@@ -259,6 +260,7 @@ class Materialization:
         plans = {
             stratum_key(s, analyzed): StratumUpdate(s, state, self.symbols, arities)
             for s in (analyzed.strata if self.maintained else ())
+            if s.aggregate is None
         }
         return _Built(state, arities, runs, plans, summary(choice, runs))
 
@@ -658,9 +660,13 @@ class Materialization:
         if prepared.analyzed is not None:
             self.analyzed = prepared.analyzed
             self.program = prepared.program
-            for name in list(self.state.relations):
-                if name not in self.analyzed.relations:
-                    del self.state.relations[name]
+            dropped = {name for name in self.state.relations if name not in self.analyzed.relations}
+            for name in dropped:
+                del self.state.relations[name]
+            # Plans hold the tables they read and write: those of dropped relations are gone
+            # (a rule added again later makes its relations, and its plans, anew).
+            for key in [k for k in self._plans if any(n in dropped for n, _ in k[-1])]:
+                del self._plans[key]
             self.arities.clear()
             self.arities.update(self._arities(self.analyzed))
             self._set_program_facts(self.analyzed)
@@ -731,6 +737,12 @@ class Materialization:
                     stratum, overlay, facts, self.symbols, self.arities, deadline.check
                 )
                 kind = "bootstrap"
+            elif stratum.aggregate is not None:
+                if not overlay.has_changes(stratum.aggregate.source):
+                    reports.append(StratumReport(stratum.index, names, "unchanged", 0.0))
+                    continue
+                update_aggregate(stratum.aggregate, self.state, overlay, deadline.check)
+                kind = "update"
             else:
                 own_retracts = {n: retracts[n] for n in stratum.relations if retracts.get(n)}
                 own_inserts = {n: inserts[n] for n in stratum.relations if inserts.get(n)}

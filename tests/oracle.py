@@ -27,6 +27,7 @@ from collections.abc import Iterable, Iterator, Mapping
 
 from reasoner.analysis.model import AnalyzedProgram, Value
 from reasoner.syntax.ast import (
+    Aggregate,
     Atom,
     BinaryOp,
     Comparison,
@@ -37,7 +38,6 @@ from reasoner.syntax.ast import (
     StringConst,
     Term,
     Variable,
-    Wildcard,
 )
 
 Row = tuple[Value, ...]
@@ -158,7 +158,10 @@ class Unbound(Exception):
     """A variable has no value: the rule is unsafe (the analysis should have rejected it)."""
 
 
-def value_of(term: Term, binding: Binding) -> Value:
+def value_of(
+    term: Term, binding: Binding, rows: Mapping[str, Iterable[Row]] | None = None
+) -> Value:
+    """The value of `term`; `rows` (the relations) is needed for an aggregate."""
     if isinstance(term, NumberConst | StringConst):
         return term.value
     if isinstance(term, Variable):
@@ -166,9 +169,97 @@ def value_of(term: Term, binding: Binding) -> Value:
             raise Unbound(term.name)
         return binding[term.name]
     if isinstance(term, BinaryOp):
-        left, right = value_of(term.left, binding), value_of(term.right, binding)
+        left, right = value_of(term.left, binding, rows), value_of(term.right, binding, rows)
         return arithmetic(term.op, left, right)  # type: ignore[arg-type]
+    if isinstance(term, Aggregate):
+        return aggregate_value(term, binding, rows or {})
     raise Unbound("_")
+
+
+def aggregate_value(
+    aggregate: Aggregate, binding: Binding, rows: Mapping[str, Iterable[Row]]
+) -> int:
+    """Soufflé's aggregates, as its documentation defines them: over every instantiation of the
+    body (a choice of one tuple per positive atom, agreeing with the variables the rule bound
+    outside), `count` counts them, `sum` adds the target's value, `min`/`max` take the least /
+    greatest. An empty body gives 0 for `count` and `sum`, no value (no derivation) otherwise.
+
+    Variables of the body that the rule binds outside are those of `binding` (the rule's other
+    variables); all others are the aggregate's own."""
+    inner = variables_in(aggregate)
+    outer = {name: value for name, value in binding.items() if name in inner}
+    key = (id(aggregate), tuple(sorted(outer.items())))
+    if key not in _aggregates:
+        _aggregates[key] = _aggregate(aggregate, outer, rows)
+    value = _aggregates[key]
+    if value is None:
+        raise NoValue
+    return value
+
+
+_aggregates: dict[tuple[int, tuple], int | None] = {}
+"""Aggregates already computed in this `evaluate`, by aggregate and outer binding: they read
+lower strata only, which no longer change once a stratum above them is evaluated."""
+
+
+def _aggregate(
+    aggregate: Aggregate, outer: Binding, rows: Mapping[str, Iterable[Row]]
+) -> int | None:
+    body = Rule(Atom("", (), aggregate.span), aggregate.body, aggregate.span)
+    values = []
+    seen = set()
+    for inner_binding, chosen in body_instantiations(body, outer, rows):
+        key = tuple(chosen)
+        if key in seen:
+            continue
+        seen.add(key)
+        if aggregate.target is not None:
+            values.append(value_of(aggregate.target, inner_binding, rows))
+    if aggregate.op == "count":
+        return len(seen)
+    if aggregate.op == "sum":
+        return wrap(sum(values))  # type: ignore[arg-type]
+    if not values:
+        return None
+    return min(values) if aggregate.op == "min" else max(values)  # type: ignore[type-var]
+
+
+def variables_in(node: object) -> set[str]:
+    """Every variable name inside a term, literal or aggregate."""
+    if isinstance(node, Variable):
+        return {node.name}
+    if isinstance(node, BinaryOp):
+        return variables_in(node.left) | variables_in(node.right)
+    if isinstance(node, Aggregate):
+        names = variables_in(node.target) if node.target is not None else set()
+        for literal in node.body:
+            names |= variables_in(literal)
+        return names
+    if isinstance(node, Atom):
+        return set().union(*(variables_in(arg) for arg in node.args))
+    if isinstance(node, Negation):
+        return variables_in(node.atom)
+    if isinstance(node, Comparison):
+        return variables_in(node.left) | variables_in(node.right)
+    return set()
+
+
+def aggregates_in(node: object) -> list[Aggregate]:
+    """The aggregates inside a term or literal, nested ones included."""
+    if isinstance(node, Aggregate):
+        found = [node]
+        for literal in node.body:
+            found += aggregates_in(literal)
+        return found + (aggregates_in(node.target) if node.target is not None else [])
+    if isinstance(node, BinaryOp):
+        return aggregates_in(node.left) + aggregates_in(node.right)
+    if isinstance(node, Atom):
+        return [a for arg in node.args for a in aggregates_in(arg)]
+    if isinstance(node, Negation):
+        return aggregates_in(node.atom)
+    if isinstance(node, Comparison):
+        return aggregates_in(node.left) + aggregates_in(node.right)
+    return []
 
 
 # --- strata -------------------------------------------------------------------------------
@@ -183,7 +274,21 @@ def dependencies(program: Program) -> dict[str, set[str]]:
                 edges[rule.head.relation].add(literal.relation)
             elif isinstance(literal, Negation):
                 edges[rule.head.relation].add(literal.atom.relation)
+        edges[rule.head.relation] |= aggregated(rule)
     return edges
+
+
+def aggregated(rule: Rule) -> set[str]:
+    """The relations that the rule's aggregates read (they must lie in lower strata)."""
+    names = set()
+    for node in (rule.head, *rule.body):
+        for aggregate in aggregates_in(node):
+            for literal in aggregate.body:
+                if isinstance(literal, Atom):
+                    names.add(literal.relation)
+                elif isinstance(literal, Negation):
+                    names.add(literal.atom.relation)
+    return names
 
 
 def stratify(program: Program) -> list[frozenset[str]]:
@@ -225,6 +330,8 @@ def stratify(program: Program) -> list[frozenset[str]]:
                         f"negation of {literal.atom.relation} inside its own stratum: "
                         "the program is not stratifiable"
                     )
+            if aggregated(rule) & stratum:
+                raise ValueError("an aggregate inside its own stratum: not stratifiable")
     return ordered
 
 
@@ -256,15 +363,28 @@ def instantiations(
 ) -> Iterator[tuple[Row, list[tuple[str, Row]]]]:
     """Every instantiation of `rule` over `rows` (relation -> the tuples of I_{k-1}):
     (head tuple, [(relation, tuple) of each positive atom, in body order])."""
+    for binding, chosen in body_instantiations(rule, {}, rows):
+        try:
+            head = tuple(value_of(term, binding, rows) for term in rule.head.args)
+        except NoValue:
+            continue
+        yield head, chosen
+
+
+def body_instantiations(
+    rule: Rule, start: Binding, rows: Mapping[str, Iterable[Row]]
+) -> Iterator[tuple[Binding, list[tuple[str, Row]]]]:
+    """Every way to satisfy `rule`'s body over `rows` extending `start`: (the binding, [(relation,
+    tuple) of each positive atom, in body order])."""
     positives = [literal for literal in rule.body if isinstance(literal, Atom)]
 
     def extend(
         index: int, binding: Binding, chosen: list[tuple[str, Row]]
-    ) -> Iterator[tuple[Row, list[tuple[str, Row]]]]:
+    ) -> Iterator[tuple[Binding, list[tuple[str, Row]]]]:
         if index == len(positives):
-            head = finish(rule, binding, positives, chosen, rows)
-            if head is not None:
-                yield head, chosen
+            complete = finish(rule, binding, positives, chosen, rows)
+            if complete is not None:
+                yield complete, chosen
             return
         atom = positives[index]
         for row in rows.get(atom.relation, ()):
@@ -272,7 +392,7 @@ def instantiations(
             if extended is not None:
                 yield from extend(index + 1, extended, [*chosen, (atom.relation, row)])
 
-    yield from extend(0, {}, [])
+    yield from extend(0, dict(start), [])
 
 
 def finish(
@@ -281,30 +401,36 @@ def finish(
     positives: list[Atom],
     chosen: list[tuple[str, Row]],
     rows: Mapping[str, Iterable[Row]],
-) -> Row | None:
-    """The head tuple of a complete assignment to the positive atoms, or None if the rest of
-    the body fails or some expression has no value."""
+) -> Binding | None:
+    """The binding of a complete assignment to the positive atoms, with the variables that
+    equalities bind, or None if the rest of the body fails or some expression has no value."""
     binding = dict(binding)
     comparisons = [literal for literal in rule.body if isinstance(literal, Comparison)]
     try:
-        bind_equalities(comparisons, binding)
+        bind_equalities(comparisons, binding, rows)
         for atom, (_, row) in zip(positives, chosen, strict=True):
             for term, value in zip(atom.args, row, strict=True):
-                if isinstance(term, BinaryOp) and value_of(term, binding) != value:
+                if (
+                    isinstance(term, BinaryOp | Aggregate)
+                    and value_of(term, binding, rows) != value
+                ):
                     return None
         for comparison in comparisons:
-            left, right = value_of(comparison.left, binding), value_of(comparison.right, binding)
+            left = value_of(comparison.left, binding, rows)
+            right = value_of(comparison.right, binding, rows)
             if not compare(comparison.op, left, right):
                 return None
         for literal in rule.body:
             if isinstance(literal, Negation) and matches_any(literal.atom, binding, rows):
                 return None
-        return tuple(value_of(term, binding) for term in rule.head.args)
+        return binding
     except NoValue:
         return None
 
 
-def bind_equalities(comparisons: list[Comparison], binding: Binding) -> None:
+def bind_equalities(
+    comparisons: list[Comparison], binding: Binding, rows: Mapping[str, Iterable[Row]]
+) -> None:
     """`x = expr` gives x a value when x is not bound by a positive atom (Soufflé allows it).
     Repeated until nothing changes, since one equality may enable the next."""
     changed = True
@@ -319,7 +445,7 @@ def bind_equalities(comparisons: list[Comparison], binding: Binding) -> None:
             ):
                 if isinstance(target, Variable) and target.name not in binding:
                     try:
-                        binding[target.name] = value_of(source, binding)
+                        binding[target.name] = value_of(source, binding, rows)
                     except Unbound:
                         continue
                     changed = True
@@ -327,14 +453,18 @@ def bind_equalities(comparisons: list[Comparison], binding: Binding) -> None:
 
 
 def matches_any(atom: Atom, binding: Binding, rows: Mapping[str, Iterable[Row]]) -> bool:
-    """Whether some tuple matches a negated atom; its wildcards are existential."""
-    pattern = [
-        None if isinstance(term, Wildcard) else value_of(term, binding) for term in atom.args
-    ]
-    return any(
-        all(want is None or want == value for want, value in zip(pattern, row, strict=True))
-        for row in rows.get(atom.relation, ())
-    )
+    """Whether some tuple matches a negated atom. Its wildcards are existential, and so are
+    its variables that nothing else in the rule binds (`!s(p, p, y)`: no p with s(p, p, y)),
+    each standing for one value wherever it occurs."""
+    for row in rows.get(atom.relation, ()):
+        extended = unify(atom.args, row, binding)
+        if extended is not None and all(
+            value_of(term, binding, rows) == value
+            for term, value in zip(atom.args, row, strict=True)
+            if isinstance(term, BinaryOp | Aggregate)
+        ):
+            return True
+    return False
 
 
 # --- evaluation ---------------------------------------------------------------------------
@@ -342,8 +472,11 @@ def matches_any(atom: Atom, binding: Binding, rows: Mapping[str, Iterable[Row]])
 
 def evaluate(analyzed: AnalyzedProgram, inputs: Mapping[str, Iterable[Row]]) -> State:
     """The proof-count state of every relation: tuple -> (iteration, count)."""
-    program = analyzed.program
-    asserted: dict[str, set[Row]] = {name: set() for name in analyzed.relations}
+    program = analyzed.written or analyzed.program
+    _aggregates.clear()
+    asserted: dict[str, set[Row]] = {
+        name: set() for name, info in analyzed.relations.items() if not info.internal
+    }
     for fact in program.facts:
         try:
             row = tuple(value_of(term, {}) for term in fact.atom.args)
@@ -365,6 +498,16 @@ def evaluate(analyzed: AnalyzedProgram, inputs: Mapping[str, Iterable[Row]]) -> 
         rules = [rule for rule in program.rules if rule.head.relation in stratum]
         state.update(evaluate_stratum(stratum, rules, asserted, state))
     return state
+
+
+def visible(state: Mapping[str, dict], analyzed: AnalyzedProgram) -> dict[str, dict]:
+    """`state` without the relations the analysis made for evaluation (which the oracle,
+    reading the program as written, does not have)."""
+    return {
+        name: rows
+        for name, rows in state.items()
+        if name not in analyzed.relations or not analyzed.relations[name].internal
+    }
 
 
 def checked_rows(analyzed: AnalyzedProgram, name: str, given: Iterable[Row]) -> set[Row]:

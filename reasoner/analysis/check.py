@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 from reasoner.analysis import safety
+from reasoner.analysis.aggregates import check_aggregate_types, rewrite_aggregates
 from reasoner.analysis.eqrel import equivalence_rules
 from reasoner.analysis.facts import fold_facts
 from reasoner.analysis.model import AnalyzedProgram, RelationInfo
@@ -22,7 +23,7 @@ from reasoner.analysis.stratify import stratify
 from reasoner.analysis.terms import atoms_of
 from reasoner.analysis.types import TypeInference, infer_types
 from reasoner.errors import ARITY_MISMATCH, UNKNOWN_RELATION
-from reasoner.syntax.ast import BodyLiteral, ColumnType, Program, Variable
+from reasoner.syntax.ast import BodyLiteral, ColumnType, Program, Rule, Variable
 from reasoner.syntax.parser import parse_program
 
 
@@ -46,26 +47,32 @@ def analyze(
     closure = equivalence_rules(program, named, reporter)
     if closure:
         program = dataclasses.replace(program, rules=program.rules + closure)
+    written = program
+    aggregated = rewrite_aggregates(program, reporter)
+    program, aggregates = aggregated.program, aggregated.aggregates
     # The program as written is checked (so that messages name the user's relations); the
     # rewrite of negations' local variables is what is evaluated, and only its safety differs.
     rewritten = existential_negations(program)
-    table = collect_relations(program, reporter, allow_undefined=allow_undefined)
-    types, unfixed = infer_types(program, table, named, reporter)
+    typed = _with_rules(program, aggregated.typing_rules)
+    table = collect_relations(typed, reporter, allow_undefined=allow_undefined)
+    types, unfixed = infer_types(typed, table, named, reporter)
+    check_aggregate_types(aggregates, types, reporter)
     check_subtypes(program, table, named, reporter)
     for rule in rewritten.rules:
         safety.check_rule(rule, reporter)
     for fact in program.facts:
         safety.check_fact(fact, reporter)
     facts = fold_facts(program, reporter)
-    strata, stratum_of = stratify(program, table.order, reporter)
+    strata, stratum_of = stratify(program, table.order, reporter, aggregates)
     reporter.raise_if_errors()
     if rewritten is not program:
         # Well typed and stratified as written, the rewrite is too (an auxiliary relation
         # reads one relation and is read under negation): its types and strata, afresh.
         program, again = rewritten, Reporter(filename, source)
-        table = collect_relations(program, again, allow_undefined=allow_undefined)
-        types, unfixed = infer_types(program, table, named, again)
-        strata, stratum_of = stratify(program, table.order, again)
+        typed = _with_rules(program, aggregated.typing_rules)
+        table = collect_relations(typed, again, allow_undefined=allow_undefined)
+        types, unfixed = infer_types(typed, table, named, again)
+        strata, stratum_of = stratify(program, table.order, again, aggregates)
         again.raise_if_errors()
     return AnalyzedProgram(
         program=program,
@@ -73,8 +80,13 @@ def analyze(
         strata=strata,
         stratum_of=stratum_of,
         facts=facts,
+        written=written,
         warnings=reporter.warnings,
     )
+
+
+def _with_rules(program: Program, rules: tuple[Rule, ...]) -> Program:
+    return dataclasses.replace(program, rules=program.rules + rules) if rules else program
 
 
 def _relation_infos(

@@ -7,10 +7,11 @@ negation only looks down.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from reasoner.errors import Diagnostic
-from reasoner.syntax.ast import ColumnType, Program, Rule
+from reasoner.syntax.ast import AggregateOp, Atom, ColumnType, Negation, Program, Rule, Span
 
 Value = int | str
 """A value as the user sees it: `number` columns hold Python ints, `symbol` columns strs."""
@@ -44,6 +45,25 @@ class RelationInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class AggregateDefinition:
+    """A relation computed by grouping another (`reasoner.analysis.aggregates`): for each
+    group of `source`'s rows (their first `group` columns' values) that has any, one row of
+    the group's values and `op` over the rows' column `value` (their number, for `count`)."""
+
+    name: str
+    source: str
+    group_names: tuple[str, ...]
+    """The variables of the rule that the group's columns hold."""
+    op: AggregateOp
+    value: int | None
+    span: Span = field(compare=False)
+
+    @property
+    def group(self) -> int:
+        return len(self.group_names)
+
+
+@dataclass(frozen=True, slots=True)
 class Stratum:
     """A strongly connected component of the dependency graph (or a single relation).
 
@@ -56,6 +76,20 @@ class Stratum:
     relations: frozenset[str]
     rules: tuple[Rule, ...]
     recursive: bool
+    aggregate: AggregateDefinition | None = None
+    """An aggregate's relation is a stratum of its own, without rules: it is computed by
+    grouping its source (`reasoner.elastic.aggregate`)."""
+
+    def reads(self) -> Iterator[str]:
+        """The relations the stratum's rules or aggregate read (with repetitions)."""
+        if self.aggregate is not None:
+            yield self.aggregate.source
+        for rule in self.rules:
+            for literal in rule.body:
+                if isinstance(literal, Atom):
+                    yield literal.relation
+                elif isinstance(literal, Negation):
+                    yield literal.atom.relation
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +102,9 @@ class AnalyzedProgram:
     """Stratum index of every relation that is the head of some rule."""
     facts: dict[str, tuple[tuple[Value, ...], ...]] = field(default_factory=dict)
     """Facts written in the program text (`edge(1, 2).`), evaluated, per relation, no duplicates."""
+    written: Program | None = None
+    """The program before the rewrites the analysis makes for evaluation (aggregates, local
+    variables of negations): what an independent evaluator of the language reads."""
     warnings: tuple[Diagnostic, ...] = ()
     """What the program allows but may not mean, e.g. a body relation defined nowhere (it is
     empty until facts arrive)."""

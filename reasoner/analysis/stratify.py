@@ -15,10 +15,11 @@ from __future__ import annotations
 import heapq
 from collections import deque
 
-from reasoner.analysis.model import Stratum
+from reasoner.analysis.model import AggregateDefinition, Stratum
+from reasoner.analysis.negation_locals import is_internal
 from reasoner.analysis.report import Reporter
 from reasoner.analysis.terms import atoms_of
-from reasoner.errors import CYCLIC_NEGATION
+from reasoner.errors import CYCLIC_AGGREGATION, CYCLIC_NEGATION
 from reasoner.syntax.ast import Negation, Program, Rule
 
 
@@ -163,14 +164,21 @@ class _CycleExplainer:
 
 
 def stratify(
-    program: Program, order: list[str], reporter: Reporter
+    program: Program,
+    order: list[str],
+    reporter: Reporter,
+    aggregates: tuple[AggregateDefinition, ...] = (),
 ) -> tuple[tuple[Stratum, ...], dict[str, int]]:
-    """Strata in evaluation order and the stratum of every head relation; reports negation
-    inside a cycle at the negated literal."""
+    """Strata in evaluation order and the stratum of every head relation (and aggregate
+    relation); reports negation inside a cycle at the negated literal, and an aggregate
+    whose source depends on its result at the aggregate."""
     ids = {name: i for i, name in enumerate(order)}
     for rule in program.rules:
         for name in (rule.head.relation, *(a.relation for a, _ in atoms_of(rule.body))):
             ids.setdefault(name, len(ids))
+    for aggregate in aggregates:
+        ids.setdefault(aggregate.source, len(ids))
+        ids.setdefault(aggregate.name, len(ids))
     names = list(ids)
     successors: list[list[int]] = [[] for _ in names]
     depends: list[list[tuple[int, bool]]] = [[] for _ in names]
@@ -188,19 +196,43 @@ def stratify(
                 seen_depends.add((head, body, not positive))
                 depends[head].append((body, not positive))
                 dependents[body].append((head, not positive))
+    for aggregate in aggregates:
+        source, head = ids[aggregate.source], ids[aggregate.name]
+        successors[source].append(head)
+        depends[head].append((source, True))
+        dependents[source].append((head, True))
     component = strongly_connected_components(successors)
 
     explainer = _CycleExplainer(component, depends, dependents)
+    aggregated = {aggregate.name for aggregate in aggregates}
     for rule in program.rules:
-        _check_negation(rule, ids, names, component, explainer, reporter)
+        _check_negation(rule, ids, names, component, explainer, reporter, aggregated)
+    for aggregate in aggregates:
+        source, head = ids[aggregate.source], ids[aggregate.name]
+        if component[source] == component[head]:
+            # The cycle through the relations the rewrite made, named as the user wrote it.
+            steps = [names[node] for node, _ in explainer.path(source, head)]
+            shown = " -> ".join(dict.fromkeys(n for n in steps if not is_internal(n)))
+            reporter.error(
+                CYCLIC_AGGREGATION,
+                f"the {aggregate.op} aggregate depends on its own result through {shown}",
+                aggregate.span,
+            )
 
     rules_of: dict[int, list[Rule]] = {}
     for rule in program.rules:
         rules_of.setdefault(component[ids[rule.head.relation]], []).append(rule)
     strata: list[Stratum] = []
     stratum_of: dict[str, int] = {}
+    aggregate_of = {component[ids[a.name]]: a for a in aggregates}
     for comp in _topological(component, successors):
         rules = rules_of.get(comp)
+        aggregate = aggregate_of.get(comp)
+        if aggregate is not None and not rules:
+            index = len(strata)
+            strata.append(Stratum(index, frozenset({aggregate.name}), (), False, aggregate))
+            stratum_of[aggregate.name] = index
+            continue
         if not rules:
             continue
         relations = frozenset(rule.head.relation for rule in rules)
@@ -223,22 +255,28 @@ def _check_negation(
     component: list[int],
     explainer: _CycleExplainer,
     reporter: Reporter,
+    aggregated: set[str],
 ) -> None:
     head = ids[rule.head.relation]
     for literal in rule.body:
         if not isinstance(literal, Negation):
             continue
         negated = ids[literal.atom.relation]
-        if component[negated] != component[head]:
-            continue
-        path = explainer.path(negated, head)
-        steps = [("!" if neg else "") + names[node] for node, neg in path]
-        if len(steps) > _MAX_SHOWN_STEPS:
-            keep = _MAX_SHOWN_STEPS // 2
-            steps = [*steps[:keep], "...", *steps[-keep:]]
-        cycle = " -> ".join([*steps, "!" + names[negated]])
+        if component[negated] != component[head] or literal.atom.relation in aggregated:
+            continue  # (a cycle through an aggregate is reported at the aggregate)
+        cycle = _cycle(explainer.path(negated, head), names, negated)
         reporter.error(
             CYCLIC_NEGATION,
             f"negation of `{names[negated]}` is part of a cycle: {cycle}",
             literal.span,
         )
+
+
+def _cycle(path: list[tuple[int, bool]], names: list[str], negated: int) -> str:
+    """A dependency cycle for a message, `!` marking the edges through negation or an
+    aggregate, the middle of a long one elided."""
+    steps = [("!" if neg else "") + names[node] for node, neg in path]
+    if len(steps) > _MAX_SHOWN_STEPS:
+        keep = _MAX_SHOWN_STEPS // 2
+        steps = [*steps[:keep], "...", *steps[-keep:]]
+    return " -> ".join([*steps, "!" + names[negated]])

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from reasoner.syntax.ast import (
+    Aggregate,
     Atom,
     BinaryOp,
     BodyLiteral,
@@ -61,6 +62,9 @@ def render(term: Term) -> str:
             .replace("\r", "\\r")
         )
         return f'"{escaped}"'
+    if isinstance(term, Aggregate):
+        target = "" if term.target is None else f" {render(term.target)}"
+        return f"{term.op}{target} : {{ {', '.join(map(render_literal, term.body))} }}"
     try:
         if term.op in ("max", "min"):
             return f"{term.op}({render(term.left)}, {render(term.right)})"
@@ -71,3 +75,16 @@ def render(term: Term) -> str:
 
 def _operand(term: Term) -> str:
     return f"({render(term)})" if isinstance(term, BinaryOp) else render(term)
+
+
+def render_atom(atom: Atom) -> str:
+    return f"{atom.relation}({', '.join(map(render, atom.args))})"
+
+
+def render_literal(literal: BodyLiteral) -> str:
+    """Source-like text of a body literal, for messages and the rules the analysis makes."""
+    if isinstance(literal, Atom):
+        return render_atom(literal)
+    if isinstance(literal, Negation):
+        return "!" + render_atom(literal.atom)
+    return f"{render(literal.left)} {literal.op} {render(literal.right)}"

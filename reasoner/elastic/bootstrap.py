@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from reasoner.analysis.model import Stratum
+from reasoner.elastic.aggregate import bootstrap_aggregate
 from reasoner.state import State
 from reasoner.symbols import SymbolTable
 from reasoner.update.bootstrap import CompiledStratumBootstrap
@@ -147,6 +148,15 @@ class StratumBootstrap:
         if check is not None:
             self.check = check
         start = time.perf_counter()
+        if self.stratum.aggregate is not None:
+            derived = bootstrap_aggregate(self.stratum, self.state)
+            return StratumRun(
+                self.stratum.index,
+                tuple(sorted(self.stratum.relations)),
+                1 if derived else 0,
+                derived,
+                time.perf_counter() - start,
+            )
         kernel = self.compiled()
         new = kernel.first_iteration(self.check)
         derived = sum(map(len, new.values()))

@@ -15,28 +15,21 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 
-from reasoner.analysis.model import AnalyzedProgram, Stratum
+from reasoner.analysis.model import AggregateDefinition, AnalyzedProgram, Stratum
 from reasoner.elastic.bootstrap import Check, StratumBootstrap, StratumRun
 from reasoner.elastic.overlay import INF, Overlay
-from reasoner.plan.joins import positive_atoms
 from reasoner.state import RelationStore, State, Tuple
 from reasoner.symbols import SymbolTable
-from reasoner.syntax.ast import Negation
 
-StratumKey = tuple[frozenset[str], frozenset, tuple]
+StratumKey = tuple[frozenset[str], frozenset, AggregateDefinition | None, tuple]
 
 _CHECK_EVERY = 1 << 14
 """Tuples diffed between two calls of the caller's `check`: a changed stratum can be large."""
 
 
 def stratum_inputs(stratum: Stratum) -> set[str]:
-    """Relations of lower strata that the stratum's rules read (positively or negated)."""
-    names = set()
-    for rule in stratum.rules:
-        for i in positive_atoms(rule):
-            names.add(rule.body[i].relation)  # type: ignore[union-attr]
-        names.update(lit.atom.relation for lit in rule.body if isinstance(lit, Negation))
-    return names - stratum.relations
+    """Relations of lower strata that the stratum reads (positively, negated, aggregated)."""
+    return set(stratum.reads()) - stratum.relations
 
 
 def stratum_key(stratum: Stratum, analyzed: AnalyzedProgram) -> StratumKey:
@@ -45,6 +38,7 @@ def stratum_key(stratum: Stratum, analyzed: AnalyzedProgram) -> StratumKey:
     return (
         stratum.relations,
         frozenset(Counter(stratum.rules).items()),
+        stratum.aggregate,
         tuple((name, analyzed.relations[name].types) for name in relations),
     )
 

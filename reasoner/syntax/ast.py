@@ -86,7 +86,24 @@ class BinaryOp:
     span: Span = field(compare=False)
 
 
-Term = Variable | Wildcard | NumberConst | StringConst | BinaryOp
+AggregateOp = TypingLiteral["count", "sum", "min", "max", "mean"]
+
+
+@dataclass(frozen=True, slots=True)
+class Aggregate:
+    """Soufflé's `count : { body }`, `sum x : { body }`, `min`, `max`, `mean`: a value computed
+    over the instantiations of `body`, one per binding of the variables the rule binds outside
+    it. Only the parser and the analysis see one: `reasoner.analysis.aggregates` rewrites each
+    into an auxiliary relation evaluated by grouping, so every later stage sees plain rules."""
+
+    op: AggregateOp
+    target: Term | None
+    """The aggregated expression; None for `count`."""
+    body: tuple[BodyLiteral, ...]
+    span: Span = field(compare=False)
+
+
+Term = Variable | Wildcard | NumberConst | StringConst | BinaryOp | Aggregate
 
 
 PARTIAL_OPS = frozenset({"/", "%", "^"})

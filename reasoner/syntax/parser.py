@@ -20,6 +20,8 @@ from typing import Literal, cast
 from reasoner import errors
 from reasoner.arith import wrap64
 from reasoner.syntax.ast import (
+    Aggregate,
+    AggregateOp,
     ArithOp,
     Atom,
     BinaryOp,
@@ -62,9 +64,9 @@ Tighter still: unary `-`, `bnot`, `lnot`, then `^` (to the right)."""
 _WORD_OPERATORS = frozenset().union(*_BINARY_LEVELS) - _ARITHMETIC
 _UNARY_WORDS = frozenset({"bnot", "lnot"})
 _VARIADIC = frozenset({"max", "min"})
-_AGGREGATES = frozenset({"count", "sum", "min", "max", "mean"})
-"""Soufflé's aggregates, refused by name (`x = count : { ... }`)."""
 """Functors written as calls, `max(a, b, ...)`, folded into binary operations."""
+_AGGREGATES = frozenset({"count", "sum", "min", "max", "mean"})
+"""Soufflé's aggregates (`x = count : { ... }`)."""
 _IO_DIRECTIVES: dict[str, Literal["input", "output", "printsize"]] = {
     "input": "input",
     "output": "output",
@@ -129,6 +131,8 @@ class _Parser:
         self.declarations: list[Declaration] = []
         self.directives: list[Directive] = []
         self.rules: list[Rule] = []
+        self.aggregates_allowed = True
+        """False for a query, which is answered by a join, not evaluated as a program."""
         self.facts: list[Fact] = []
         self.types: list[TypeDeclaration] = []
         self.pragmas: list[Pragma] = []
@@ -610,20 +614,16 @@ class _Parser:
         if kind == STRING:
             self._advance()
             return StringConst(token.value, token.span), 0
+        if kind == IDENT and token.text in _AGGREGATES and self._aggregate_follows():
+            if not self.aggregates_allowed:
+                raise _Failure(
+                    "aggregates are not supported in queries: query a relation that a rule "
+                    "computes with it",
+                    token.span,
+                )
+            return self._aggregate(), 0
         if kind == IDENT and token.text in _VARIADIC and self._peek(1).kind == "(":
             return self._variadic()
-        if (
-            kind == IDENT
-            and token.text in _AGGREGATES
-            and ":"
-            in (
-                self._peek(1).kind,
-                self._peek(2).kind,
-            )
-        ):
-            raise _Failure(
-                f"aggregates (`{token.text} ... : {{ ... }}`) are not supported", token.span
-            )
         if kind == "[":
             raise _Failure("records (`[...]`) are not supported", token.span)
         if kind == IDENT:
@@ -643,6 +643,50 @@ class _Parser:
             self._nesting -= 1
             return dataclasses.replace(inner, span=_join(token.span, close.span)), depth
         raise self._fail("a term (a variable, `_`, a number, a string or `(`)")
+
+    def _aggregate_follows(self) -> bool:
+        """Whether the aggregate's name at the cursor starts an aggregate (`sum x : ...`), not
+        a variable of that name (`sum = x + y`) or a call (`max(a, b)`)."""
+        following = self._peek(1)
+        if following.kind == ":":
+            return True
+        if following.kind == "(":
+            return self._peek().text not in _VARIADIC or self._after_parenthesis(self.pos + 1)
+        if following.kind == IDENT:
+            return following.text not in _WORD_OPERATORS
+        return following.kind in (NUMBER, STRING, "-", "{")
+
+    def _after_parenthesis(self, index: int) -> bool:
+        """Whether the parenthesis opening at `index` is closed and followed by `:`."""
+        depth = 0
+        for at in range(index, len(self.tokens)):
+            kind = self.tokens[at].kind
+            depth += (kind == "(") - (kind == ")")
+            if depth == 0:
+                return at + 1 < len(self.tokens) and self.tokens[at + 1].kind == ":"
+            if kind in (".", EOF):
+                return False
+        return False
+
+    def _aggregate(self) -> Aggregate:
+        """`count : { body }`, `sum expr : { body }`, ...; a body of one atom may go without
+        braces (`count : edge(x, _)`), as in Soufflé."""
+        name = self._advance()
+        target = None if name.text == "count" else self._expression()
+        self._expect(":", f"`:` after the {name.text} aggregate's expression")
+        brace = self._peek()
+        if brace.kind != "{":
+            atom = self._atom()
+            op = cast(AggregateOp, name.text)
+            return Aggregate(op, target, (atom,), _join(name.span, atom.span))
+        self._open(brace)
+        alternatives = self._conjunction()
+        if self._peek().kind == ";" or len(alternatives) > 1:
+            raise _Failure("an aggregate's body cannot hold a disjunction (`;`)", name.span)
+        close = self._expect("}", "`,` or `}` after a literal of the aggregate")
+        self._nesting -= 1
+        span = _join(name.span, close.span)
+        return Aggregate(cast(AggregateOp, name.text), target, tuple(alternatives[0]), span)
 
     def _variadic(self) -> tuple[Term, int]:
         """`max(a, b, ...)` / `min(...)`: folded from the left into binary operations."""
@@ -695,6 +739,7 @@ def parse_body(text: str, filename: str = "<query>") -> tuple[BodyLiteral, ...]:
     """Parse a conjunctive query such as `tc("a", x), !edge("a", x), x < 3` (a final `.` is
     allowed). Disjunction is rejected: a query answers one conjunction."""
     parser = _Parser(text, filename)
+    parser.aggregates_allowed = False
     parser._raise_if_errors()
     alternatives: Alternatives = []
     try:

@@ -160,6 +160,8 @@ class RuleBuilder:
         self.bound: dict[str, ColumnType] = {}
         self.body: list[str] = []
         self.head_args: list[str] | None = None
+        self.results: set[str] = set()
+        """Variables an aggregate binds (an aggregate's group comes from atoms)."""
 
     def build(self, kind: str, reads: RelationSpec | None = None) -> str:
         """A rule of the given kind: `plain` reads lower levels only, `recursive` and `chain`
@@ -188,6 +190,8 @@ class RuleBuilder:
                 self.positive(self.draw(st.sampled_from(same)))
             for _ in range(count - own):
                 self.positive(self.draw(st.sampled_from(below + same)))
+        for _ in range(int(choose(self.draw, **{"0": 6, "1": 2, "2": 1}))):
+            self.aggregate(self.draw(st.sampled_from(below)))
         for _ in range(int(choose(self.draw, **{"0": 6, "1": 3, "2": 1}))):
             self.negated(self.draw(st.sampled_from(below)))
         for _ in range(int(choose(self.draw, **{"0": 5, "1": 4, "2": 1}))):
@@ -293,6 +297,59 @@ class RuleBuilder:
             else:
                 args.append(self.fresh(column_type))
         self.body.append(f"{relation.name}({', '.join(args)})")
+
+    def aggregate(self, relation: RelationSpec) -> None:
+        """`v = op t : { r(..), .. }` over a lower relation: grouped by the rule's variables
+        it joins on, its other variables (and wildcards: distinct rows) its own, sometimes
+        filtered by a comparison or a negation. `count` and `sum` of an empty group are 0,
+        `min` and `max` of one give nothing."""
+        tag = f"g{len(self.body)}_"
+        args: list[str] = []
+        numbers: list[str] = []
+        local: dict[str, ColumnType] = {}
+        for index, column_type in enumerate(relation.types):
+            joins = sorted(
+                v for v, t in self.bound.items() if t == column_type and v not in self.results
+            )
+            choice = choose(self.draw, join=3, local=4, wildcard=2, constant=1)
+            if choice == "join" and joins:
+                args.append(self.draw(st.sampled_from(joins)))
+            elif choice == "wildcard":
+                args.append("_")
+            elif choice == "constant":
+                args.append(constant(self.draw, column_type))
+            else:
+                args.append(f"{tag}{index}")
+                local[args[-1]] = column_type
+            if column_type == NUMBER and args[-1] != "_" and not args[-1][0].isdigit():
+                numbers.append(args[-1])
+        literals = [f"{relation.name}({', '.join(args)})"]
+        if numbers and self.draw(st.booleans()):
+            op = self.draw(st.sampled_from(("<", ">=", "!=")))
+            literals.append(
+                f"{self.draw(st.sampled_from(numbers))} {op} {constant(self.draw, NUMBER)}"
+            )
+        first = relation.types[0] if relation.types else None
+        # Variables the aggregate's atom binds: a group variable only the rule's other atoms
+        # bind would need them inside the aggregate, which may be a cycle (refused).
+        inner = sorted({v for v in args if local.get(v, self.bound.get(v)) == first})
+        if inner and self.draw(st.integers(0, 3)) == 0:
+            negated = self.draw(
+                st.sampled_from([r for r in self.relations if r.level < self.head.level])
+            )
+            if negated.types[:1] == (first,):
+                rest = [self.constant_or_wildcard(t) for t in negated.types[1:]]
+                literals.append(
+                    f"!{negated.name}({', '.join([self.draw(st.sampled_from(inner)), *rest])})"
+                )
+        op = choose(self.draw, count=2, sum=2, min=1, max=1) if numbers else "count"
+        target = ""
+        if op != "count":
+            value = self.draw(st.sampled_from(numbers))
+            target = " " + self.draw(st.sampled_from((value, f"{value} * 2", f"{value} + 1")))
+        result = self.fresh(NUMBER)
+        self.results.add(result)
+        self.body.append(f"{result} = {op}{target} : {{ {', '.join(literals)} }}")
 
     def fresh(self, column_type: ColumnType) -> str:
         count = len(self.bound)

@@ -21,7 +21,7 @@ from reasoner.materialization import Materialization
 from reasoner.program_text import rule_id
 from reasoner.syntax.parser import parse_program
 from tests.conftest import examples
-from tests.oracle import evaluate
+from tests.oracle import evaluate, visible
 from tests.property.programs import GeneratedProgram, deltas, programs
 
 
@@ -40,7 +40,7 @@ def _declared(text: str) -> str:
     lines = [
         f".decl {name}({', '.join(f'c{i}: {t}' for i, t in enumerate(info.types))})"
         for name, info in analyzed.relations.items()
-        if not info.declared
+        if not info.declared and not info.internal
     ]
     return "\n".join([*lines, text])
 
@@ -98,7 +98,7 @@ def _check(data: st.DataObject, generated: GeneratedProgram, strategy: str) -> N
         state = live.snapshot()
         assert state == _fresh(live.program_text(), current).snapshot()
         expected = evaluate(check_program(live.program_text()), current)
-        assert {n: set(rows) for n, rows in state.items()} == {
+        assert {n: set(rows) for n, rows in visible(state, live.analyzed).items()} == {
             n: set(rows) for n, rows in expected.items()
         }
 

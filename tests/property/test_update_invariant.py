@@ -16,7 +16,7 @@ from reasoner.analysis import check_program
 from reasoner.elastic.epoch import Delta
 from reasoner.materialization import Materialization
 from tests.conftest import examples
-from tests.oracle import evaluate
+from tests.oracle import evaluate, visible
 from tests.property.programs import GeneratedProgram, deltas, programs
 
 
@@ -46,7 +46,7 @@ def _check_sequence(data: st.DataObject, generated: GeneratedProgram, strategy: 
         state = live.snapshot()
         assert state == _fresh(analyzed, current).snapshot()
         expected = evaluate(analyzed, current)
-        assert {n: set(rows) for n, rows in state.items()} == {
+        assert {n: set(rows) for n, rows in visible(state, analyzed).items()} == {
             n: set(rows) for n, rows in expected.items()
         }
 

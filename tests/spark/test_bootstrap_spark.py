@@ -27,6 +27,8 @@ from tests.operators import OPERATORS_INPUTS, OPERATORS_PROGRAM
 from tests.property.programs import GeneratedProgram, programs
 from tests.property.test_negation_locals import PROGRAM as NEGATION_LOCALS_PROGRAM
 from tests.spark.support import assert_same, on_spark, outcome, reference
+from tests.unit.test_aggregates import INPUTS as AGGREGATES_INPUTS
+from tests.unit.test_aggregates import PROGRAM as AGGREGATES_PROGRAM
 
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
@@ -187,6 +189,18 @@ def test_variables_local_to_negated_atoms(spark: SparkSession) -> None:
     s = [(a, b, c) for a in range(3) for b in range(3) for c in range(4) if (a * 5 + b + c) % 3]
     inputs = {"e": [(y,) for y in range(5)], "s": s, "t": [(1, 2), (2, 2)]}
     check(NEGATION_LOCALS_PROGRAM, inputs, spark)
+
+
+def test_aggregates(spark: SparkSession) -> None:
+    """`groupBy().agg` on Spark (every iteration there) gives the reference's aggregates:
+    Soufflé's semantics of the hand-written cases, and a sum that wraps at 64 bits."""
+    check(AGGREGATES_PROGRAM, AGGREGATES_INPUTS, spark)
+    wrapping = """
+    .decl v(g: number, x: number)
+    .input v
+    s(g, t) :- v(g, _), t = sum x : { v(g, x) }.
+    """
+    check(wrapping, {"v": [(1, INT64_MAX), (1, 1), (2, INT64_MIN), (2, -1)]}, spark)
 
 
 def test_constants_repeated_variables_wildcards(spark: SparkSession) -> None:

@@ -10,6 +10,7 @@ import pytest
 from reasoner.errors import ProgramError
 from reasoner.syntax import parse_body, parse_program
 from reasoner.syntax.ast import (
+    Aggregate,
     Atom,
     BinaryOp,
     Column,
@@ -428,6 +429,81 @@ class TestTerms:
 # -- disjunction -----------------------------------------------------------------------------------
 
 
+class TestAggregates:
+    """Soufflé's aggregate syntax: `op [expr] : { body }`, or `: atom` for a body of one atom."""
+
+    def test_count_with_braces(self) -> None:
+        rule = only_rule("n(x, c) :- node(x), c = count : { edge(x, _) }.")
+        comparison = rule.body[1]
+        assert isinstance(comparison, Comparison)
+        aggregate = comparison.right
+        assert isinstance(aggregate, Aggregate)
+        assert (aggregate.op, aggregate.target) == ("count", None)
+        assert aggregate.body == (
+            Atom("edge", (x("x"), Wildcard(Span(0, 0, 0, 0))), Span(0, 0, 0, 0)),
+        )
+        assert aggregate.span == Span(1, 25, 1, 47)
+
+    def test_target_expression_and_single_atom_body(self) -> None:
+        rule = only_rule("s(t) :- t = sum y * 2 : e(_, y).")
+        aggregate = rule.body[0].right  # type: ignore[union-attr]
+        assert isinstance(aggregate, Aggregate)
+        assert aggregate.op == "sum"
+        assert aggregate.target == BinaryOp("*", x("y"), num(2), Span(0, 0, 0, 0))
+        assert [type(lit).__name__ for lit in aggregate.body] == ["Atom"]
+
+    def test_min_and_max_are_aggregates_or_functors(self) -> None:
+        rule = only_rule("m(a, b) :- a = min y : { e(y) }, b = max(1, 2, 3).")
+        assert isinstance(rule.body[0].right, Aggregate)  # type: ignore[union-attr]
+        assert rule.body[1].right == BinaryOp(  # type: ignore[union-attr]
+            "max", BinaryOp("max", num(1), num(2), Span(0, 0, 0, 0)), num(3), Span(0, 0, 0, 0)
+        )
+        parenthesised = only_rule("m(a) :- a = max (y + 1) : { e(y) }.")
+        assert isinstance(parenthesised.body[0].right, Aggregate)  # type: ignore[union-attr]
+
+    def test_aggregate_names_are_still_variables(self) -> None:
+        rule = only_rule("p(sum) :- q(sum, count), sum = count + 1.")
+        assert rule.head.args == (x("sum"),)
+
+    def test_in_a_head_nested_and_with_negation(self) -> None:
+        rule = only_rule(
+            "p(x, count : { e(x, y), !f(y), y > 1, m = max z : { g(y, z) } }) :- n(x)."
+        )
+        aggregate = rule.head.args[1]
+        assert isinstance(aggregate, Aggregate)
+        assert [type(lit).__name__ for lit in aggregate.body] == [
+            "Atom",
+            "Negation",
+            "Comparison",
+            "Comparison",
+        ]
+        assert isinstance(aggregate.body[3].right, Aggregate)  # type: ignore[union-attr]
+
+    @pytest.mark.parametrize(
+        ("text", "message"),
+        [
+            ("p(c) :- c = count { e(_) }.", "expected `:` after the count aggregate's expression"),
+            ("p(c) :- c = sum : { e(_) }.", "expected a term"),
+            (
+                "p(c) :- c = count : { e(_) .",
+                "expected `,` or `}` after a literal of the aggregate",
+            ),
+            ("p(c) :- c = count : e.", "expected `(` after `e`"),
+            (
+                "p(c) :- c = sum y : { e(y) ; f(y) }.",
+                "an aggregate's body cannot hold a disjunction (`;`)",
+            ),
+        ],
+    )
+    def test_errors(self, text: str, message: str) -> None:
+        assert message in errors_of(text)[0][2]
+
+    def test_not_in_queries(self) -> None:
+        with pytest.raises(ProgramError) as info:
+            parse_body("e(x, y), y = count : { e(x, _) }")
+        assert "aggregates are not supported in queries" in info.value.diagnostics[0].message
+
+
 class TestDisjunction:
     def bodies(self, text: str) -> list[list[str]]:
         program = parse_program(text)
@@ -540,7 +616,7 @@ class TestErrors:
         assert errors_of("p(1.5).")[0][2] == "floating-point numbers are not supported: `1.5`"
 
     def test_unsupported_soufflé_constructs(self) -> None:
-        for text in ["p(x) :- q(x), y = count : { q(_) }.", "p($).", "p([1, 2])."]:
+        for text in ["p(x) :- q(x), y = sum z : { q(z) ; r(z) }.", "p($).", "p([1, 2])."]:
             assert errors_of(text)
 
     def test_empty_program(self) -> None:

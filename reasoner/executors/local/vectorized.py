@@ -45,9 +45,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
-from reasoner.analysis.model import AnalyzedProgram, Stratum
-from reasoner.analysis.terms import atoms_of
+from reasoner.analysis.model import AggregateDefinition, AnalyzedProgram, Stratum
+from reasoner.elastic.aggregate import bootstrap_aggregate
 from reasoner.elastic.bootstrap import Check, Started, StratumBootstrap, StratumRun, in_slices
+from reasoner.executors.local.aggregate import store_aggregate
 from reasoner.executors.local.polars_plan import (
     INT,
     WEIGHT,
@@ -663,6 +664,8 @@ class VectorizedBootstrap:
     def run_stratum(self, position: int, stratum: Stratum) -> StratumRun:
         """Bootstrap the stratum at `position` of the program's strata (its lower strata
         done, by this executor or another: the frames read the state)."""
+        if stratum.aggregate is not None:
+            return self._aggregate(position, stratum, stratum.aggregate)
         run = VectorizedStratum(
             stratum,
             self.state,
@@ -675,6 +678,25 @@ class VectorizedBootstrap:
         self.frames.projections.clear()
         self.frames.keep({name for name, last in self.last_reader.items() if last > position})
         return run
+
+    def _aggregate(
+        self, position: int, stratum: Stratum, definition: AggregateDefinition
+    ) -> StratumRun:
+        started = time.perf_counter()
+        source = self.state[definition.source]
+        target = self.state[definition.name]
+        if source.arity:
+            derived = store_aggregate(definition, self.frames.get(definition.source), target)
+        else:  # no columns for a frame to group: the relation's one row is one instantiation
+            derived = bootstrap_aggregate(stratum, self.state)
+        self.frames.keep({name for name, last in self.last_reader.items() if last > position})
+        return StratumRun(
+            stratum.index,
+            (definition.name,),
+            int(derived > 0),
+            derived,
+            time.perf_counter() - started,
+        )
 
 
 def bootstrap_vectorized(
@@ -712,7 +734,6 @@ def _last_readers(strata: tuple[Stratum, ...]) -> dict[str, int]:
     the end of the run."""
     last: dict[str, int] = {}
     for position, stratum in enumerate(strata):
-        for rule in stratum.rules:
-            for atom, _positive in atoms_of(rule.body):
-                last[atom.relation] = position
+        for name in stratum.reads():
+            last[name] = position
     return last

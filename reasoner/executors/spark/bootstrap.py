@@ -50,10 +50,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
-from reasoner.analysis.model import AnalyzedProgram, Stratum
+from reasoner.analysis.model import AggregateDefinition, AnalyzedProgram, Stratum
 from reasoner.analysis.terms import leaves
+from reasoner.elastic.aggregate import ITERATION, bootstrap_aggregate
 from reasoner.elastic.bootstrap import Check, Started, StratumBootstrap, StratumRun
 from reasoner.elastic.engines import DEFAULT_SPARK_ITERATION
+from reasoner.executors.spark.aggregate import aggregate_batches
 from reasoner.executors.spark.arrow_stream import arrow_batches
 from reasoner.executors.spark.cancel import CancellableJobs
 from reasoner.executors.spark.decomposed import run_decomposed, workers_run_reasoner
@@ -458,6 +460,8 @@ class SparkBootstrap:
         A decomposable recursion (`pivot_columns`) that reaches Spark runs its remaining
         iterations there in one job (`run_decomposed`)."""
         self.check()
+        if stratum.aggregate is not None:
+            return self._aggregate(stratum, stratum.aggregate)
         start = time.perf_counter()
         names = stratum.relations
         self._intern_constants(stratum)
@@ -538,6 +542,30 @@ class SparkBootstrap:
             stratum.index,
             tuple(sorted(names)),
             iterations,
+            derived,
+            time.perf_counter() - start,
+        )
+
+    def _aggregate(self, stratum: Stratum, definition: AggregateDefinition) -> StratumRun:
+        """An aggregate's stratum: a `groupBy().agg` on Spark when its source is large (and
+        has columns), else in process, as any small iteration."""
+        start = time.perf_counter()
+        source = self._store(definition.source)
+        if source.arity and self.size(definition.source) >= max(self.small, 1):
+            target = self._store(definition.name)
+            frame = self.relation(definition.source).full(self.session)
+            derived = 0
+            for columns in aggregate_batches(definition, frame, source.arity):
+                target.add_columns(columns, None, ITERATION)
+                derived += len(columns[0])
+            for rel in self.relations.values():
+                rel.written()
+        else:
+            derived = bootstrap_aggregate(stratum, self.state)
+        return StratumRun(
+            stratum.index,
+            (definition.name,),
+            int(derived > 0),
             derived,
             time.perf_counter() - start,
         )

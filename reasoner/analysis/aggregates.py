@@ -1,0 +1,431 @@
+"""Soufflé's aggregates, rewritten into plain rules and relations evaluated by grouping.
+
+`n(x, c) :- node(x), c = count : { edge(x, _) }.` counts, for each `x` that the rule binds
+outside the aggregate (its *group*), the instantiations of the aggregate's body. The rewrite
+makes two auxiliary relations per aggregate:
+
+    count!<digest>!b(x, w) :- edge(x, w).       the body's instantiations (a plain rule)
+    count!<digest>(x, r)                        one row per non-empty group: (x, its count)
+
+and reads the second from the rule in place of the aggregate:
+
+    n(x, c) :- node(x), c = r, count!<digest>(x, r).
+    n(x, c) :- node(x), c = 0, !count!<digest>(x, _).     count and sum of an empty group: 0
+
+The body relation keeps every variable of the body's positive atoms (a wildcard becomes a
+variable), so its rows are the body's instantiations: a count counts them and a sum adds the
+target over them, as Soufflé does, however many share a value. `min` and `max` of an empty
+group give no value, so their rule does not fire there. The aggregate relation is a stratum of
+its own (`AggregateDefinition`), above its body's: the executors compute it by a group-by, and
+Update recomputes only the groups whose body rows changed. Its rows have iteration 1 and count
+1, as the head of a non-recursive rule would, so the state of everything above is the one the
+rules as written define.
+
+Names are digests of what the aggregate computes, so a rule change elsewhere leaves them, and
+the strata that read them, as they were; `!` is no identifier character, so no user relation
+can take one, and they are internal (`RelationInfo.internal`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Callable, Iterator
+
+from reasoner.analysis.model import AggregateDefinition
+from reasoner.analysis.report import Reporter
+from reasoner.analysis.safety import bound_variables
+from reasoner.analysis.terms import render_atom, render_literal
+from reasoner.errors import TYPE_MISMATCH, UNSAFE_RULE, UNSUPPORTED_FEATURE
+from reasoner.syntax.ast import (
+    SYMBOL,
+    Aggregate,
+    Atom,
+    BinaryOp,
+    BodyLiteral,
+    ColumnType,
+    Comparison,
+    Negation,
+    NumberConst,
+    Program,
+    Rule,
+    Span,
+    Term,
+    Variable,
+    Wildcard,
+)
+
+_EMPTY_IS_ZERO = frozenset({"count", "sum"})
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Rewritten:
+    """The program without aggregate terms, and what it needs besides its rules."""
+
+    program: Program
+    aggregates: tuple[AggregateDefinition, ...]
+    typing_rules: tuple[Rule, ...]
+    """For type inference only (never evaluated): `agg(g.., 0) :- agg!b(g.., _..)` gives each
+    aggregate relation its group's types and a `number` result."""
+
+
+def check_aggregate_types(
+    aggregates: tuple[AggregateDefinition, ...],
+    types: dict[str, tuple[ColumnType, ...]],
+    reporter: Reporter,
+) -> None:
+    """`sum`, `min` and `max` work on numbers: Soufflé refuses them over symbols, whose
+    order here (interning) means nothing."""
+    for aggregate in aggregates:
+        column_types = types.get(aggregate.source)
+        if aggregate.value is None or column_types is None:
+            continue
+        if column_types[aggregate.value] == SYMBOL:
+            reporter.error(
+                TYPE_MISMATCH,
+                f"the {aggregate.op} aggregate works on numbers, but its expression is a symbol",
+                aggregate.span,
+            )
+
+
+def has_aggregates(program: Program) -> bool:
+    return any(_aggregates_in(rule.head, rule.body) for rule in program.rules)
+
+
+def rewrite_aggregates(program: Program, reporter: Reporter) -> Rewritten:
+    """`program` with every aggregate rewritten as the module docstring shows; refusals
+    (`mean`, a group variable the rule does not bind outside the aggregate, an aggregate in
+    a fact) are reported."""
+    for fact in program.facts:
+        for aggregate in _aggregates_in(fact.atom, ()):
+            reporter.error(
+                UNSUPPORTED_FEATURE,
+                f"a {aggregate.op} aggregate in a fact: write the fact as a rule",
+                aggregate.span,
+            )
+    if not has_aggregates(program):
+        return Rewritten(program, (), ())
+    rewriter = _Rewriter(reporter)
+    rules: list[Rule] = []
+    for rule in program.rules:
+        rules.extend(rewriter.rule(rule))
+    return Rewritten(
+        dataclasses.replace(program, rules=(*rules, *rewriter.body_rules.values())),
+        tuple(rewriter.definitions.values()),
+        tuple(rewriter.typing.values()),
+    )
+
+
+Variant = tuple[Atom, tuple[BodyLiteral, ...], dict[str, Term]]
+"""A rule being rewritten: its head, its body, and the results fixed to 0 (empty groups)."""
+
+
+class _Rewriter:
+    def __init__(self, reporter: Reporter) -> None:
+        self.reporter = reporter
+        self.definitions: dict[str, AggregateDefinition] = {}
+        self.body_rules: dict[str, Rule] = {}
+        self.typing: dict[str, Rule] = {}
+
+    def rule(self, rule: Rule) -> list[Rule]:
+        """The rules that replace `rule` (itself when it holds no aggregate)."""
+        found = _aggregates_in(rule.head, rule.body)
+        if not found:
+            return [rule]
+        results = {id(a): Variable(f"!r{i}", a.span) for i, a in enumerate(found)}
+        fresh = {v.name for v in results.values()}
+
+        def replace(term: Term) -> Term | None:
+            return results.get(id(term))
+
+        head = _map_atom(rule.head, replace)
+        body = tuple(_map_literal(literal, replace) for literal in rule.body)
+        outside = _names(*_terms_of(head, body)) - fresh
+        atoms = tuple(
+            lit for lit in body if isinstance(lit, Atom) and not _names(*lit.args) & fresh
+        )
+        grounded = bound_variables(
+            atoms
+            + tuple(
+                lit
+                for lit in body
+                if isinstance(lit, Comparison) and not _names(lit.left, lit.right) & fresh
+            )
+        )
+        binding = atoms + tuple(
+            lit
+            for lit in body
+            if isinstance(lit, Comparison) and _names(lit.left, lit.right) <= grounded
+        )
+        variants: list[Variant] = [(head, body, {})]
+        for aggregate in found:
+            definition = self.aggregate(aggregate, outside, grounded, binding)
+            if definition is None:
+                return []  # refused (reported): the rule's other errors would only follow
+            variants = [
+                more
+                for variant in variants
+                for more in _reading(variant, definition, results[id(aggregate)])
+            ]
+        rules = []
+        for rule_head, literals, zero in variants:
+            if zero:
+
+                def fixed(term: Term, zero: dict[str, Term] = zero) -> Term | None:
+                    return zero.get(term.name) if isinstance(term, Variable) else None
+
+                rule_head = _map_atom(rule_head, fixed)
+                literals = tuple(_map_literal(lit, fixed) for lit in literals)
+            rules.append(dataclasses.replace(rule, head=rule_head, body=literals))
+        return rules
+
+    def aggregate(
+        self,
+        aggregate: Aggregate,
+        outside: set[str],
+        grounded: set[str],
+        binding: tuple[BodyLiteral, ...],
+    ) -> AggregateDefinition | None:
+        """The definition of `aggregate` within its rule, its body rule made (and rewritten
+        in turn, for aggregates nested in it); None after reporting why there is none.
+        `outside`: the rule's variables outside its aggregates; `grounded`: those its atoms
+        and equalities bind; `binding`: the literals that bind them."""
+        if aggregate.op == "mean":
+            self.reporter.error(
+                UNSUPPORTED_FEATURE,
+                "`mean` gives a float, and float values are not supported yet",
+                aggregate.span,
+            )
+            return None
+        group = [name for name in _aggregate_variables(aggregate) if name in outside]
+        unbound = [name for name in group if name not in grounded]
+        for name in unbound:
+            self.reporter.error(
+                UNSAFE_RULE,
+                f"variable `{name}` is used inside the {aggregate.op} aggregate and outside "
+                "it, so a positive atom outside it must bind it",
+                _first_span(aggregate, name),
+            )
+        if unbound:
+            return None
+        literals, columns = _body_with_columns(aggregate.body, group)
+        missing = set(group) - bound_variables(tuple(literals))
+        if missing:  # `count : { p(y), y > x }`: the rule's literals that bind x come along
+            literals[:0] = _binding(missing, binding)
+        value = aggregate.target
+        unbound = _names(value) - bound_variables(tuple(literals)) if value is not None else set()
+        for name in sorted(unbound):
+            self.reporter.error(
+                UNSAFE_RULE,
+                f"variable `{name}` of the {aggregate.op} aggregate's expression is not bound "
+                "by a positive atom of its body",
+                _first_span(aggregate, name, in_target=True),
+            )
+        if unbound:
+            return None
+        if value is not None and not (isinstance(value, Variable) and value in columns):
+            column = Variable("!t", value.span)
+            literals.append(Comparison("=", column, value, value.span))
+            columns.append(column)
+            value = column
+        head_args = (*(Variable(name, aggregate.span) for name in group), *columns)
+        digest = hashlib.sha256(
+            _canonical((aggregate.op, aggregate.target, aggregate.body, tuple(group))).encode()
+        ).hexdigest()[:12]
+        name = f"{aggregate.op}!{digest}"
+        definition = AggregateDefinition(
+            name=name,
+            source=f"{name}!b",
+            group_names=tuple(group),
+            op=aggregate.op,
+            value=None if value is None else len(group) + columns.index(value),
+            span=aggregate.span,
+        )
+        if name not in self.definitions:
+            self.definitions[name] = definition
+            self._body_rule(definition, head_args, tuple(literals))
+        return definition
+
+    def _body_rule(
+        self,
+        definition: AggregateDefinition,
+        head_args: tuple[Variable, ...],
+        literals: tuple[BodyLiteral, ...],
+    ) -> None:
+        span = definition.span
+        head = Atom(definition.source, head_args, span)
+        text = f"{render_atom(head)} :- {', '.join(map(render_literal, literals))}."
+        for body_rule in self.rule(Rule(head, literals, span, text)):
+            self.body_rules.setdefault(_canonical(body_rule), body_rule)
+        group = head_args[: len(definition.group_names)]
+        rest = tuple(Wildcard(span) for _ in head_args[len(group) :])
+        self.typing[definition.name] = Rule(
+            Atom(definition.name, (*group, NumberConst(0, span)), span),
+            (Atom(definition.source, (*group, *rest), span),),
+            span,
+        )
+
+
+def _binding(missing: set[str], binding: tuple[BodyLiteral, ...]) -> list[BodyLiteral]:
+    """The fewest of the rule's `binding` literals (in their order) that bind `missing`: an
+    atom holding a needed variable, an equality giving one a value, and in turn what binds
+    the equality's other side. Only these, so that the aggregate does not read more of the
+    rule than it needs (a relation of the rule's own stratum would be a cycle)."""
+    chosen: dict[int, None] = {}
+    needed = set(missing)
+    provided: set[str] = set()
+    while needed - provided:
+        name = min(needed - provided)
+        for index, literal in enumerate(binding):
+            if isinstance(literal, Atom) and Variable(name, literal.span) in literal.args:
+                chosen[index] = None
+                provided |= bound_variables((literal,))
+                break
+            if isinstance(literal, Comparison) and literal.op == "=":
+                sides = (literal.left, literal.right)
+                if Variable(name, literal.span) in sides:
+                    chosen[index] = None
+                    provided.add(name)
+                    needed |= _names(*sides) - {name}
+                    break
+        else:
+            break  # nothing binds it: the body rule's safety check says so
+    return [binding[index] for index in sorted(chosen)]
+
+
+def _reading(variant: Variant, definition: AggregateDefinition, result: Variable) -> list[Variant]:
+    """`variant` reading the aggregate's relation for `result`; for `count` and `sum`, also
+    the variant for a group with no rows, where the result is 0."""
+    head, body, zero = variant
+    span = definition.span
+    group = tuple(Variable(name, span) for name in definition.group_names)
+    reads = Atom(definition.name, (*group, result), span)
+    variants = [(head, (*body, reads), zero)]
+    if definition.op in _EMPTY_IS_ZERO:
+        empty = Negation(Atom(definition.name, (*group, Wildcard(span)), span), span)
+        variants.append((head, (*body, empty), {**zero, result.name: NumberConst(0, span)}))
+    return variants
+
+
+def _body_with_columns(
+    body: tuple[BodyLiteral, ...], group: list[str]
+) -> tuple[list[BodyLiteral], list[Variable]]:
+    """The aggregate's body with each wildcard of a positive atom made a variable, and the
+    variables of its positive atoms other than the group's: with the group, the columns
+    whose rows are the body's instantiations."""
+    literals: list[BodyLiteral] = []
+    columns: list[Variable] = []
+    seen = set(group)
+    for literal in body:
+        if not isinstance(literal, Atom):
+            literals.append(literal)
+            continue
+        args: list[Term] = []
+        for arg in literal.args:
+            if isinstance(arg, Wildcard):
+                arg = Variable(f"!w{len(columns)}", arg.span)
+            if isinstance(arg, Variable) and arg.name not in seen:
+                seen.add(arg.name)
+                columns.append(arg)
+            args.append(arg)
+        literals.append(dataclasses.replace(literal, args=tuple(args)))
+    return literals, columns
+
+
+def _aggregates_in(head: Atom, body: tuple[BodyLiteral, ...]) -> list[Aggregate]:
+    """The outermost aggregates of a clause, in source order (nested ones stay inside)."""
+    found: list[Aggregate] = []
+    stack = list(reversed(list(_terms_of(head, body))))
+    while stack:
+        term = stack.pop()
+        if isinstance(term, Aggregate):
+            found.append(term)
+        elif isinstance(term, BinaryOp):
+            stack += [term.right, term.left]
+    return found
+
+
+def _terms_of(head: Atom | None, body: tuple[BodyLiteral, ...]) -> Iterator[Term]:
+    if head is not None:
+        yield from head.args
+    for literal in body:
+        if isinstance(literal, Atom):
+            yield from literal.args
+        elif isinstance(literal, Negation):
+            yield from literal.atom.args
+        else:
+            yield literal.left
+            yield literal.right
+
+
+def _ordered_names(term: Term) -> list[str]:
+    """The variables of `term`, those inside aggregates included, in source order."""
+    if isinstance(term, Variable):
+        return [term.name]
+    if isinstance(term, BinaryOp):
+        return _ordered_names(term.left) + _ordered_names(term.right)
+    if isinstance(term, Aggregate):
+        return _aggregate_variables(term)
+    return []
+
+
+def _names(*terms: Term) -> set[str]:
+    return {name for term in terms for name in _ordered_names(term)}
+
+
+def _aggregate_variables(aggregate: Aggregate) -> list[str]:
+    """Every variable inside `aggregate`, in first-use order (target first)."""
+    terms = [] if aggregate.target is None else [aggregate.target]
+    terms += _terms_of(None, aggregate.body)
+    return list(dict.fromkeys(name for term in terms for name in _ordered_names(term)))
+
+
+def _first_span(aggregate: Aggregate, name: str, *, in_target: bool = False) -> Span:
+    """Where `name` first occurs in `aggregate`'s body, or its target (else the aggregate's
+    own span)."""
+    terms = [aggregate.target] if in_target and aggregate.target is not None else []
+    stack = list(reversed([*terms, *_terms_of(None, aggregate.body)]))
+    while stack:
+        term = stack.pop()
+        if isinstance(term, Variable) and term.name == name:
+            return term.span
+        if isinstance(term, BinaryOp):
+            stack += [term.right, term.left]
+    return aggregate.span
+
+
+def _map_term(term: Term, leaf: Callable[[Term], Term | None]) -> Term:
+    """`term` with each node that `leaf` maps replaced (arithmetic rebuilt around it)."""
+    replaced = leaf(term)
+    if replaced is not None:
+        return replaced
+    if isinstance(term, BinaryOp):
+        left, right = _map_term(term.left, leaf), _map_term(term.right, leaf)
+        if left is not term.left or right is not term.right:
+            return dataclasses.replace(term, left=left, right=right)
+    return term
+
+
+def _map_atom(atom: Atom, leaf: Callable[[Term], Term | None]) -> Atom:
+    return dataclasses.replace(atom, args=tuple(_map_term(arg, leaf) for arg in atom.args))
+
+
+def _map_literal(literal: BodyLiteral, leaf: Callable[[Term], Term | None]) -> BodyLiteral:
+    if isinstance(literal, Atom):
+        return _map_atom(literal, leaf)
+    if isinstance(literal, Negation):
+        return dataclasses.replace(literal, atom=_map_atom(literal.atom, leaf))
+    return dataclasses.replace(
+        literal, left=_map_term(literal.left, leaf), right=_map_term(literal.right, leaf)
+    )
+
+
+def _canonical(node: object) -> str:
+    """A text for `node` that ignores source positions: equal nodes, equal texts."""
+    if isinstance(node, tuple):
+        return "(" + ",".join(map(_canonical, node)) + ")"
+    if dataclasses.is_dataclass(node) and not isinstance(node, type):
+        fields = (f for f in dataclasses.fields(node) if f.compare)
+        inner = ",".join(_canonical(getattr(node, f.name)) for f in fields)
+        return f"{type(node).__name__}({inner})"
+    return repr(node)

@@ -1,0 +1,152 @@
+"""The relation of an aggregate (`reasoner.analysis.aggregates`): its Bootstrap by grouping,
+and its Update group by group.
+
+Each row of the source relation is one instantiation of the aggregate's body; its first
+`group` columns are the group's key. The aggregate's relation holds one row per non-empty
+group: the key and the aggregate (`count`: the group's rows, `sum`/`min`/`max` over the value
+column, the sum wrapping at 64 bits like all arithmetic here). Every row is at iteration 1 with
+count 1, the state of a non-recursive rule's head.
+
+Update recomputes only the groups whose source rows changed. `count` and `sum` follow from the
+old result and the changed rows alone (the new sum is the old one plus the inserted values
+minus the deleted ones, exact in wrap-around arithmetic); `min` and `max` too when the group
+only gained rows, and otherwise read the group's rows through an index on its key.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+
+import numpy as np
+
+from reasoner.analysis.model import AggregateDefinition, Stratum
+from reasoner.arith import wrap64
+from reasoner.elastic.overlay import INF, Overlay
+from reasoner.state import RelationStore, State, Tuple
+
+ITERATION = 1
+"""The iteration of every row of an aggregate's relation (see the module docstring)."""
+
+
+def group_by(definition: AggregateDefinition, columns: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """The aggregate's relation, as columns, of a source given as int64 columns."""
+    size = len(columns[0]) if columns else 0
+    if not size:
+        return [np.empty(0, np.int64) for _ in range(definition.group + 1)]
+    keys = list(columns[: definition.group])
+    if keys:
+        order = np.lexsort(keys[::-1])
+        keys = [key[order] for key in keys]
+        changed = np.zeros(size, bool)
+        changed[0] = True
+        for key in keys:
+            changed[1:] |= key[1:] != key[:-1]
+        starts = np.flatnonzero(changed)
+    else:
+        order = np.arange(size)
+        starts = np.zeros(1, np.int64)
+    if definition.value is None:
+        result = np.diff(np.append(starts, size)).astype(np.int64)
+    else:
+        values = np.asarray(columns[definition.value], np.int64)[order]
+        reduce = {"sum": np.add, "min": np.minimum, "max": np.maximum}[definition.op]
+        with np.errstate(over="ignore"):
+            result = reduce.reduceat(values, starts)
+    return [*(key[starts] for key in keys), result.astype(np.int64)]
+
+
+def bootstrap_aggregate(stratum: Stratum, state: State) -> int:
+    """Compute an aggregate's stratum into `state` (its relation empty); the rows made."""
+    definition = stratum.aggregate
+    assert definition is not None
+    source = state[definition.source]
+    target = state.relation(definition.name, definition.group + 1)
+    if not len(source):
+        return 0
+    if source.arity:
+        result = group_by(definition, source.table.columns()[0])
+    else:  # a `count` of a body without variables: the empty tuple is one instantiation
+        result = [np.ones(1, np.int64)]
+    target.add_columns(result, None, ITERATION)
+    return len(result[0])
+
+
+def aggregate_values(definition: AggregateDefinition, rows: Iterable[Tuple]) -> int | None:
+    """The aggregate over a group's rows, None for no rows."""
+    rows = list(rows)
+    if not rows:
+        return None
+    if definition.value is None:
+        return len(rows)
+    values = [row[definition.value] for row in rows]
+    if definition.op == "sum":
+        return wrap64(sum(values))
+    return min(values) if definition.op == "min" else max(values)
+
+
+def update_aggregate(
+    definition: AggregateDefinition,
+    state: State,
+    overlay: Overlay,
+    check: Callable[[], None],
+) -> None:
+    """Record in `overlay` how the aggregate's relation changes with its source's changes,
+    already recorded there."""
+    deleted, inserted = overlay.presence_diff(definition.source)
+    g = definition.group
+    changed: dict[Tuple, tuple[list[Tuple], list[Tuple]]] = {}
+    for rows, side in ((deleted, 0), (inserted, 1)):
+        for row in rows:
+            changed.setdefault(row[:g], ([], []))[side].append(row)
+    source = state[definition.source]
+    target = state[definition.name]
+    began = time.perf_counter()
+    for number, (key, (gone, new)) in enumerate(changed.items()):
+        if not number % 1024 and time.perf_counter() - began > 0.01:
+            check()
+            began = time.perf_counter()
+        old = _current(target, key, g)
+        value = _new_value(definition, source, key, old, gone, new)
+        if value == old:
+            continue
+        if old is not None:
+            overlay.set(definition.name, (*key, old), INF, 0)
+        if value is not None:
+            overlay.set(definition.name, (*key, value), ITERATION, 1)
+
+
+def _current(target: RelationStore, key: Tuple, g: int) -> int | None:
+    """The group's committed result, None when the group had no rows."""
+    rows = _group(target, key, g)
+    return rows[0][g] if rows else None
+
+
+def _new_value(
+    definition: AggregateDefinition,
+    source: RelationStore,
+    key: Tuple,
+    old: int | None,
+    gone: list[Tuple],
+    new: list[Tuple],
+) -> int | None:
+    """The group's result after losing `gone` and gaining `new` (see the module docstring)."""
+    if definition.op == "count":
+        return ((old or 0) + len(new) - len(gone)) or None
+    column = definition.value
+    assert column is not None
+    if not gone and old is not None:  # the group only grew
+        values = [old, *(t[column] for t in new)]
+        if definition.op == "sum":
+            return wrap64(sum(values))
+        return min(values) if definition.op == "min" else max(values)
+    removed = set(gone)
+    rows = [t for t in _group(source, key, definition.group) if t not in removed] + new
+    if definition.op == "sum" and rows:
+        return wrap64((old or 0) + sum(t[column] for t in new) - sum(t[column] for t in gone))
+    return aggregate_values(definition, rows)
+
+
+def _group(store: RelationStore, key: Tuple, g: int) -> list[Tuple]:
+    """The committed rows of a group (all rows for the empty key)."""
+    return store.select(dict(enumerate(key))) if g else list(store)

@@ -1,0 +1,42 @@
+"""An aggregate's relation (`reasoner.elastic.aggregate`) by a Polars group-by over the frame
+of its source, for the vectorized executor."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from reasoner.analysis.model import AggregateDefinition
+from reasoner.elastic.aggregate import ITERATION
+from reasoner.state import RelationStore
+
+RESULT = "!result"
+"""The result's column: `!` is in no column name of a relation frame."""
+
+
+def aggregate_frame(definition: AggregateDefinition, frame: pl.DataFrame) -> list[np.ndarray]:
+    """The aggregate's relation, as int64 columns, of its source's (non-empty) frame; the sum
+    wraps at 64 bits, as Polars' integer sum does."""
+    keys = frame.columns[: definition.group]
+    if definition.value is None:
+        result = pl.len().cast(pl.Int64)
+    else:
+        value = pl.col(frame.columns[definition.value])
+        result = {"sum": value.sum(), "min": value.min(), "max": value.max()}[definition.op]
+    grouped = (
+        frame.group_by(keys).agg(result.alias(RESULT))
+        if keys
+        else frame.select(result.alias(RESULT))
+    )
+    return [grouped[name].to_numpy().astype(np.int64) for name in (*keys, RESULT)]
+
+
+def store_aggregate(
+    definition: AggregateDefinition, frame: pl.DataFrame, target: RelationStore
+) -> int:
+    """Write the aggregate of `frame` (its source) into its empty relation; the rows made."""
+    if not frame.height:
+        return 0
+    columns = aggregate_frame(definition, frame)
+    target.add_columns(columns, None, ITERATION)
+    return len(columns[0])

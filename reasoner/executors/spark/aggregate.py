@@ -1,0 +1,36 @@
+"""An aggregate's relation (`reasoner.elastic.aggregate`) by a Spark `groupBy().agg` over its
+source, for the Spark executor."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import LongType
+
+from reasoner.analysis.model import AggregateDefinition
+from reasoner.executors.spark.arrow_stream import arrow_batches
+from reasoner.executors.spark.plans import column_names
+
+RESULT = "_result"
+"""The result's column (no relation column is named so: they are `c0`, `c1`, ...)."""
+
+
+def aggregate_batches(
+    definition: AggregateDefinition, frame: DataFrame, arity: int
+) -> Iterator[list[np.ndarray]]:
+    """The aggregate's relation as int64 columns, batch by batch as Spark sends them, from
+    the (non-empty) frame of its source. The session's arithmetic is non-ANSI while a Spark
+    Bootstrap runs (`spark_bootstrap`), so the sum wraps at 64 bits."""
+    names = column_names(arity)
+    keys = names[: definition.group]
+    if definition.value is None:
+        result = F.count(F.lit(1))
+    else:
+        value = F.col(names[definition.value])
+        result = {"sum": F.sum, "min": F.min, "max": F.max}[definition.op](value)
+    grouped = frame.groupBy(*keys).agg(result.cast(LongType()).alias(RESULT))
+    for batch in arrow_batches(grouped):
+        yield [batch.column(name).to_numpy() for name in (*keys, RESULT)]
