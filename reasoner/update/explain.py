@@ -83,8 +83,17 @@ def explain_program(analyzed: AnalyzedProgram) -> str:
     for stratum in analyzed.strata:
         names = ", ".join(sorted(stratum.relations))
         recursive = " (recursive)" if stratum.recursive else ""
-        plans = StratumUpdate(stratum, state, symbols, arities)
         lines.append(f"stratum {stratum.index} {{{names}}}{recursive}")
+        aggregate = stratum.aggregate
+        if aggregate is not None:
+            columns = ", ".join(map(str, range(aggregate.group)))
+            of = "rows" if aggregate.value is None else f"column {aggregate.value}"
+            lines.append(
+                f"  {aggregate.op} of {of} of {aggregate.source} per group ({columns}); "
+                "an Update recomputes the groups whose rows changed"
+            )
+            continue
+        plans = StratumUpdate(stratum, state, symbols, arities)
         for number, rule in enumerate(stratum.rules):
             lines.append(f"  rule {number}: {rule.text or rule.head.relation}")
             for plan in plans.plans:

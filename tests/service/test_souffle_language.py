@@ -83,3 +83,53 @@ def test_variables_local_to_a_negation_and_their_hidden_relation(
             "DELETE", "/v1/facts?changes=true", json={"facts": {"s": [[5, 5, 1]]}}
         ).raise_for_status()
         assert set(changed.json()["changes"]) == {"free"}
+
+
+def test_aggregates_and_their_hidden_relations(make_server: Callable[..., Server]) -> None:
+    """`count`, `sum`, `min` through the service: answers after writes and a restart, the
+    changes a write reports (the relations the analysis makes are not among them, nor
+    listed), and a refused aggregate answers its code and position and changes nothing."""
+    server = make_server().start()
+    program = """.decl node(x: number)
+.decl edge(x: number, y: number)
+degree(x, c) :- node(x), c = count : { edge(x, _) }.
+weight(s) :- s = sum y : { edge(_, y) }.
+lightest(x, m) :- node(x), m = min y : edge(x, y).
+"""
+    with server.client() as client:
+        client.post("/v1/rules", content=program, headers=TEXT).raise_for_status()
+        facts = {"node": [[1], [2]], "edge": [[1, 5], [1, 7], [2, 7]]}
+        client.post("/v1/facts", json={"facts": facts}).raise_for_status()
+        assert set(read_relation(client, "degree")) == {(1, 2), (2, 1)}
+        assert set(read_relation(client, "weight")) == {(19,)}
+        assert set(read_relation(client, "lightest")) == {(1, 5), (2, 7)}
+        names = [r["name"] for r in client.get("/v1/relations").json()["relations"]]
+        assert sorted(names) == ["degree", "edge", "lightest", "node", "weight"]
+        changed = client.request(
+            "DELETE", "/v1/facts?changes=true", json={"facts": {"edge": [[2, 7]]}}
+        ).raise_for_status()
+        assert changed.json()["strategy"] == "update"
+        assert changed.json()["changes"] == {
+            "degree": {"inserted": [[2, 0]], "retracted": [[2, 1]]},
+            "weight": {"inserted": [[12]], "retracted": [[19]]},
+            "lightest": {"inserted": [], "retracted": [[2, 7]]},
+        }
+
+        epoch = client.get("/ready").json()["epoch"]
+        mean = "average(m) :- m = mean y : { edge(_, y) }.\n"
+        body = assert_problem(
+            client.post("/v1/rules", content=mean, headers=TEXT), 400, "unsupported_feature"
+        )
+        assert (body["line"], body["column"]) == (1, 19)
+        cycle = "loop(x, c) :- node(x), c = count : { loop(x, _) }.\n"
+        body = assert_problem(
+            client.post("/v1/rules", content=cycle, headers=TEXT), 400, "cyclic_aggregation"
+        )
+        assert (body["line"], body["column"]) == (1, 28)
+        assert client.get("/ready").json()["epoch"] == epoch
+
+    server.stop()
+    server.start()
+    with server.client() as client:
+        assert set(read_relation(client, "degree")) == {(1, 2), (2, 0)}
+        assert set(read_relation(client, "weight")) == {(12,)}
