@@ -92,8 +92,12 @@ class ProgramText:
     def parse(self) -> Program:
         return parse_program(self.text, self.filename)
 
+    def written(self) -> Program:
+        """The rule clauses as written, those of components once each (not per instance)."""
+        return parse_program(self.text, self.filename, expand_components=False)
+
     def rules(self) -> list[RuleEntry]:
-        return [RuleEntry(i, rule.text) for i, rule in _rules_by_id(self.parse()).items()]
+        return [RuleEntry(i, rule.text) for i, rule in _rules_by_id(self.written()).items()]
 
     def changed(self, add: list[str], remove: list[str]) -> Changed:
         """The program with `remove` (ids) cut out and `add` (texts) appended, checked.
@@ -112,7 +116,7 @@ class ProgramText:
         for index, unit in enumerate(units):
             spans = {
                 rule.span: rule_id(rule.text)
-                for rule in parse_program(unit).rules
+                for rule in parse_program(unit, expand_components=False).rules
                 if rule_id(rule.text) in wanted
             }
             if spans:
@@ -122,12 +126,12 @@ class ProgramText:
                 wanted -= found
         if wanted:
             raise KeyError(sorted(wanted)[0])
-        present = set(_rules_by_id(ProgramText(units).parse()))
+        present = set(_rules_by_id(ProgramText(units).written()))
         added: list[str] = []
         kept: list[str] = []  # each added text without its facts and already present clauses
         names = [RULES_FILENAME] if len(add) == 1 else [f"<rules {n + 1}>" for n in range(len(add))]
         for name, text in zip(names, add, strict=True):
-            program = parse_program(text, name)
+            program = parse_program(text, name, expand_components=False)
             first: dict[str, Span] = {}  # id -> the clause of this text that adds it
             repeated = [fact.span for fact in program.facts]
             for rule in program.rules:

@@ -36,7 +36,7 @@ from reasoner.analysis.model import AggregateDefinition
 from reasoner.analysis.report import Reporter
 from reasoner.analysis.safety import bound_variables
 from reasoner.analysis.terms import render_atom, render_literal
-from reasoner.errors import TYPE_MISMATCH, UNSAFE_RULE, UNSUPPORTED_FEATURE
+from reasoner.errors import RULE_TOO_LARGE, TYPE_MISMATCH, UNSAFE_RULE, UNSUPPORTED_FEATURE
 from reasoner.syntax.ast import (
     SYMBOL,
     Aggregate,
@@ -56,6 +56,9 @@ from reasoner.syntax.ast import (
 )
 
 _EMPTY_IS_ZERO = frozenset({"count", "sum"})
+MAX_VARIANTS = 4096
+"""Rules one rule may become: each count or sum aggregate doubles them (an empty group or
+not), as each `;` of a disjunction does (`reasoner.syntax.parser`'s bound on those)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -167,6 +170,14 @@ class _Rewriter:
                 for variant in variants
                 for more in _reading(variant, definition, results[id(aggregate)])
             ]
+            if len(variants) > MAX_VARIANTS:
+                self.reporter.error(
+                    RULE_TOO_LARGE,
+                    f"the rule's count and sum aggregates expand to more than {MAX_VARIANTS} "
+                    "rules (one per choice of empty groups)",
+                    aggregate.span,
+                )
+                return []
         rules = []
         for rule_head, literals, zero in variants:
             if zero:

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 
 from reasoner.syntax.ast import Span
 
-IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-"""A name: of a relation, a variable or a type."""
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+"""A name: of a relation, a variable or a type; `g.edge` names a relation of an instance of a
+component (a `.` glued to names on both sides: `p(x).q(y).` still ends clauses)."""
 
 _MASTER = re.compile(
     rf"""

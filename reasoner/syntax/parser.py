@@ -44,6 +44,14 @@ from reasoner.syntax.ast import (
     Variable,
     Wildcard,
 )
+from reasoner.syntax.components import (
+    Body,
+    ComponentDefinition,
+    ComponentRef,
+    Instantiation,
+    Override,
+    expand,
+)
 from reasoner.syntax.lexer import EOF, ERROR, IDENT, NUMBER, STRING, Token, tokenize
 
 _COMPARISONS = frozenset({"=", "!=", "<", "<=", ">", ">="})
@@ -75,7 +83,17 @@ _IO_DIRECTIVES: dict[str, Literal["input", "output", "printsize"]] = {
 _LEGACY_TYPES = {"number_type": "number", "symbol_type": "symbol"}
 """Soufflé's older subtype declarations: `.number_type Even` is `.type Even <: number`."""
 _QUALIFIERS = frozenset(
-    {"brie", "btree", "btree_delete", "inline", "no_inline", "magic", "no_magic", "override"}
+    {
+        "brie",
+        "btree",
+        "btree_delete",
+        "inline",
+        "no_inline",
+        "magic",
+        "no_magic",
+        "override",
+        "overridable",
+    }
 )
 _MAX_DISJUNCTS = 4096
 """A body such as `(a;b), (c;d), ...` expands exponentially; refuse rather than hang."""
@@ -136,6 +154,10 @@ class _Parser:
         self.facts: list[Fact] = []
         self.types: list[TypeDeclaration] = []
         self.pragmas: list[Pragma] = []
+        self.components: list[ComponentDefinition] = []
+        self.instances: list[Instantiation] = []
+        self.overrides: list[Override] = []
+        self._component_depth = 0
 
     # -- diagnostics ---------------------------------------------------------------------------
 
@@ -195,7 +217,42 @@ class _Parser:
     # -- statements ----------------------------------------------------------------------------
 
     def program(self) -> Program:
-        while self._peek().kind != EOF:
+        self._statements(EOF)
+        self._raise_if_errors()
+        body = expand(self._body(), self._expansion_error)
+        self._raise_if_errors()
+        return Program(
+            body.declarations,
+            body.directives,
+            body.rules,
+            body.facts,
+            body.types,
+            tuple(self.pragmas),
+        )
+
+    def written(self) -> Program:
+        """The program as written: see `parse_program(expand_components=False)`."""
+        self._statements(EOF)
+        self._raise_if_errors()
+        rules = list(self.rules)
+        definitions = list(self.components)
+        while definitions:
+            definition = definitions.pop()
+            rules.extend(definition.body.rules)
+            definitions.extend(definition.body.components)
+        rules.sort(key=lambda rule: (rule.span.line, rule.span.column))
+        return Program(
+            tuple(self.declarations),
+            tuple(self.directives),
+            tuple(rules),
+            tuple(self.facts),
+            tuple(self.types),
+            tuple(self.pragmas),
+        )
+
+    def _statements(self, end: str) -> None:
+        """Statements up to a token of kind `end` (the end of input, or a component's `}`)."""
+        while self._peek().kind not in (end, EOF):
             start = self.pos
             self._nesting = 0
             is_directive = self._is_directive_start(start, after_gap=False)
@@ -207,15 +264,49 @@ class _Parser:
             except _Failure as failure:
                 self._failed(failure)
                 self._recover(start, is_directive)
-        self._raise_if_errors()
-        return Program(
+
+    def _body(self) -> Body:
+        return Body(
             tuple(self.declarations),
             tuple(self.directives),
             tuple(self.rules),
             tuple(self.facts),
             tuple(self.types),
-            tuple(self.pragmas),
+            tuple(self.components),
+            tuple(self.instances),
+            tuple(self.overrides),
         )
+
+    def _collectors(self) -> list[list]:
+        """The lists the statements go into (a component's body has its own)."""
+        return [
+            self.declarations,
+            self.directives,
+            self.rules,
+            self.facts,
+            self.types,
+            self.components,
+            self.instances,
+            self.overrides,
+        ]
+
+    def _set_collectors(self, lists: list[list]) -> None:
+        (
+            self.declarations,
+            self.directives,
+            self.rules,
+            self.facts,
+            self.types,
+            self.components,
+            self.instances,
+            self.overrides,
+        ) = lists
+
+    def _expansion_error(self, message: str, span: Span) -> None:
+        """An error of the expansion of components, once however many instances meet it."""
+        diagnostic = self._diagnostic(message, span)
+        if diagnostic not in self.diagnostics:
+            self.diagnostics.append(diagnostic)
 
     def _recover(self, start: int, in_directive: bool) -> None:
         """Skip to the start of the next statement.
@@ -225,15 +316,19 @@ class _Parser:
         may span lines). Either ends before a token that starts a directive.
         """
         tokens = self.tokens
-        depth = 0
+        depth = braces = 0
         for index in range(start, self.pos):
             kind = tokens[index].kind
             depth += (kind == "(") - (kind == ")")
+            braces += (kind == "{") - (kind == "}")
         index = self.pos
         while True:
             token = tokens[index]
             if token.kind == EOF:
                 break
+            braces += (token.kind == "{") - (token.kind == "}")
+            if braces < 0 and self._component_depth and index > start:
+                break  # the `}` that closes the component the statement is in
             if index > start and self._is_directive_start(index, after_gap=True):
                 break
             if token.kind == ".":
@@ -267,12 +362,82 @@ class _Parser:
             )
         elif keyword.text == "pragma":
             self._pragma(dot)
+        elif keyword.text == "comp":
+            self._component(dot)
+        elif keyword.text == "init":
+            name = self._expect_ident("an instance name after `.init`")
+            self._expect("=", "`=` and a component after the instance name")
+            component = self._component_ref("a component name after `=`")
+            self.instances.append(
+                Instantiation(name.text, component, _join(dot.span, component.span))
+            )
+        elif keyword.text == "override":
+            name = self._expect_ident("a relation name after `.override`")
+            self.overrides.append(Override(name.text, _join(dot.span, name.span)))
         else:
             raise _Failure(
                 f"unsupported directive `.{keyword.text}`: only .decl, .type, .input, .output, "
-                ".printsize and .pragma are supported",
+                ".printsize, .pragma, .comp, .init and .override are supported",
                 _join(dot.span, keyword.span),
             )
+
+    def _component(self, dot: Token) -> None:
+        """`.comp Name<T, ...> : Base<...>, ... { statements }` (`reasoner.syntax.components`)."""
+        name = self._expect_ident("a component name after `.comp`")
+        parameters: list[str] = []
+        if self._peek().kind == "<":
+            self._advance()
+            parameters.append(self._expect_ident("a type parameter").text)
+            while self._peek().kind == ",":
+                self._advance()
+                parameters.append(self._expect_ident("a type parameter").text)
+            self._expect(">", "`,` or `>` after a type parameter")
+        bases: list[ComponentRef] = []
+        if self._peek().kind == ":":
+            self._advance()
+            bases.append(self._component_ref("a component to inherit from"))
+            while self._peek().kind == ",":
+                self._advance()
+                bases.append(self._component_ref("a component to inherit from"))
+        open_brace = self._expect("{", "`{` and the component's statements")
+        if self._component_depth >= MAX_NESTING:
+            raise _Failure(
+                f"components nest more than {MAX_NESTING} deep",
+                open_brace.span,
+                errors.EXPRESSION_TOO_DEEP,
+            )
+        saved = self._collectors()
+        outer_pragmas = len(self.pragmas)
+        self._set_collectors([[] for _ in saved])
+        self._component_depth += 1
+        try:
+            self._statements("}")
+        finally:
+            self._component_depth -= 1
+            body = self._body()
+            self._set_collectors(saved)
+        close = self._expect("}", "`}` at the end of the component")
+        if len(self.pragmas) > outer_pragmas:
+            raise _Failure("`.pragma` belongs outside components", self.pragmas.pop().span)
+        self.components.append(
+            ComponentDefinition(
+                name.text, tuple(parameters), tuple(bases), body, _join(dot.span, close.span)
+            )
+        )
+
+    def _component_ref(self, expected: str) -> ComponentRef:
+        """`Name` or `Name<type, ...>`."""
+        name = self._expect_ident(expected)
+        arguments: list[str] = []
+        last = name
+        if self._peek().kind == "<":
+            self._advance()
+            arguments.append(self._expect_ident("a type argument").text)
+            while self._peek().kind == ",":
+                self._advance()
+                arguments.append(self._expect_ident("a type argument").text)
+            last = self._expect(">", "`,` or `>` after a type argument")
+        return ComponentRef(name.text, tuple(arguments), _join(name.span, last.span))
 
     def _type_declaration(self, dot: Token) -> None:
         name = self._expect_ident("a type name after `.type`")
@@ -729,10 +894,17 @@ class _Parser:
         return value
 
 
-def parse_program(text: str, filename: str = "<input>") -> Program:
-    """Parse a whole program; raise `ProgramError` with every `parse_error` found."""
+def parse_program(
+    text: str, filename: str = "<input>", *, expand_components: bool = True
+) -> Program:
+    """Parse a whole program; raise `ProgramError` with every `parse_error` found.
+
+    Components are expanded (`reasoner.syntax.components`). With `expand_components=False`
+    the program is the text as written, which a piece of a program may be (its components
+    defined elsewhere): every rule clause once, those inside components included, with their
+    names as written, and the facts outside components; nothing is instantiated."""
     parser = _Parser(text, filename)
-    return parser.program()
+    return parser.program() if expand_components else parser.written()
 
 
 def parse_body(text: str, filename: str = "<query>") -> tuple[BodyLiteral, ...]:

@@ -104,7 +104,7 @@ async def post_rules(request: Request, runtime: RuntimeDep, changes: Changes = F
     applied = await _apply(runtime, request, Delta(add_rules=tuple(texts)), changes)
     ids: dict[str, None] = {}
     for text in texts:
-        for rule in parse_program(text).rules:
+        for rule in parse_program(text, expand_components=False).rules:
             ids.setdefault(rule_id(rule.text), None)
     return RulesAdded(**epoch_out(applied).model_dump(), ids=list(ids))
 

@@ -133,3 +133,48 @@ lightest(x, m) :- node(x), m = min y : edge(x, y).
     with server.client() as client:
         assert set(read_relation(client, "degree")) == {(1, 2), (2, 0)}
         assert set(read_relation(client, "weight")) == {(12,)}
+
+
+def test_components_through_the_service(make_server: Callable[..., Server]) -> None:
+    """A program with components: instances' relations are listed and read by their
+    qualified names, a rule of a component is one rule (its removal reaches every instance),
+    and added text instantiates a component of the program."""
+    server = make_server().start()
+    program = """.comp Graph<N> {
+    .decl edge(u: N, v: N)
+    .decl reach(u: N, v: N)
+    reach(x, y) :- edge(x, y).
+    reach(x, z) :- reach(x, y), edge(y, z).
+}
+.init g = Graph<number>
+.init s = Graph<symbol>
+"""
+    with server.client() as client:
+        client.post("/v1/rules", content=program, headers=TEXT).raise_for_status()
+        facts = {"g.edge": [[1, 2], [2, 3]], "s.edge": [["a", "b"], ["b", "c"]]}
+        client.post("/v1/facts", json={"facts": facts}).raise_for_status()
+        assert set(read_relation(client, "g.reach")) == {(1, 2), (2, 3), (1, 3)}
+        assert set(read_relation(client, "s.reach")) == {("a", "b"), ("b", "c"), ("a", "c")}
+        names = [r["name"] for r in client.get("/v1/relations").json()["relations"]]
+        assert sorted(names) == ["g.edge", "g.reach", "s.edge", "s.reach"]
+        rules = client.get("/v1/rules").json()["rules"]
+        (step,) = [r["id"] for r in rules if r["text"].startswith("reach(x, z)")]
+        client.delete(f"/v1/rules/{step}").raise_for_status()
+        assert set(read_relation(client, "g.reach")) == {(1, 2), (2, 3)}
+        assert set(read_relation(client, "s.reach")) == {("a", "b"), ("b", "c")}
+        added = client.post(
+            "/v1/rules", content=".init h = Graph<number>\nh.edge(7, 8).\n", headers=TEXT
+        ).raise_for_status()
+        assert added.json()["ids"] == []
+        assert set(read_relation(client, "h.reach")) == {(7, 8)}
+        unknown = ".init k = Tree<number>\n"
+        body = assert_problem(
+            client.post("/v1/rules", content=unknown, headers=TEXT), 400, "parse_error"
+        )
+        assert (body["line"], body["column"]) == (1, 11)
+
+    server.stop()
+    server.start()
+    with server.client() as client:
+        assert set(read_relation(client, "h.reach")) == {(7, 8)}
+        assert set(read_relation(client, "s.reach")) == {("a", "b"), ("b", "c")}

@@ -29,6 +29,7 @@ from tests.property.test_negation_locals import PROGRAM as NEGATION_LOCALS_PROGR
 from tests.spark.support import assert_same, on_spark, outcome, reference
 from tests.unit.test_aggregates import INPUTS as AGGREGATES_INPUTS
 from tests.unit.test_aggregates import PROGRAM as AGGREGATES_PROGRAM
+from tests.unit.test_components import PROGRAM as COMPONENTS_PROGRAM
 
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
@@ -189,6 +190,11 @@ def test_variables_local_to_negated_atoms(spark: SparkSession) -> None:
     s = [(a, b, c) for a in range(3) for b in range(3) for c in range(4) if (a * 5 + b + c) % 3]
     inputs = {"e": [(y,) for y in range(5)], "s": s, "t": [(1, 2), (2, 2)]}
     check(NEGATION_LOCALS_PROGRAM, inputs, spark)
+
+
+def test_components(spark: SparkSession) -> None:
+    """Instances' relations, named `g.edge`, are relations like any other on Spark."""
+    check(COMPONENTS_PROGRAM, {}, spark)
 
 
 def test_aggregates(spark: SparkSession) -> None:
