@@ -219,6 +219,16 @@ class _Rewriter:
             )
         if unbound:
             return None
+        digest = hashlib.sha256(
+            _canonical((aggregate.op, aggregate.target, aggregate.body, tuple(group))).encode()
+        ).hexdigest()[:12]
+        name = f"{aggregate.op}!{digest}"
+        direct = _direct(aggregate, name, group)
+        if direct is not None:
+            if name not in self.definitions:
+                self.definitions[name] = direct
+                self._typing(direct, aggregate.body[0].args)  # type: ignore[union-attr]
+            return direct
         literals, columns = _body_with_columns(aggregate.body, group)
         missing = set(group) - bound_variables(tuple(literals))
         if missing:  # `count : { p(y), y > x }`: the rule's literals that bind x come along
@@ -239,15 +249,12 @@ class _Rewriter:
             literals.append(Comparison("=", column, value, value.span))
             columns.append(column)
             value = column
-        head_args = (*(Variable(name, aggregate.span) for name in group), *columns)
-        digest = hashlib.sha256(
-            _canonical((aggregate.op, aggregate.target, aggregate.body, tuple(group))).encode()
-        ).hexdigest()[:12]
-        name = f"{aggregate.op}!{digest}"
+        head_args = (*(Variable(v, aggregate.span) for v in group), *columns)
         definition = AggregateDefinition(
             name=name,
             source=f"{name}!b",
             group_names=tuple(group),
+            group=tuple(range(len(group))),
             op=aggregate.op,
             value=None if value is None else len(group) + columns.index(value),
             span=aggregate.span,
@@ -268,13 +275,53 @@ class _Rewriter:
         text = f"{render_atom(head)} :- {', '.join(map(render_literal, literals))}."
         for body_rule in self.rule(Rule(head, literals, span, text)):
             self.body_rules.setdefault(_canonical(body_rule), body_rule)
-        group = head_args[: len(definition.group_names)]
-        rest = tuple(Wildcard(span) for _ in head_args[len(group) :])
+        self._typing(definition, head_args)
+
+    def _typing(self, definition: AggregateDefinition, source_args: tuple[Term, ...]) -> None:
+        """`agg(g.., 0) :- source(..)`, the source's other columns wildcards: the aggregate
+        relation's group columns have the source's types, its result is a number."""
+        span = definition.span
+        group = tuple(Variable(name, span) for name in definition.group_names)
+        args = [Wildcard(span) for _ in source_args]
+        for column, variable in zip(definition.group, group, strict=True):
+            args[column] = variable
         self.typing[definition.name] = Rule(
             Atom(definition.name, (*group, NumberConst(0, span)), span),
-            (Atom(definition.source, (*group, *rest), span),),
+            (Atom(definition.source, tuple(args), span),),
             span,
         )
+
+
+def _direct(aggregate: Aggregate, name: str, group: list[str]) -> AggregateDefinition | None:
+    """The definition that groups the body's relation itself, when the body is one atom of
+    distinct variables and wildcards holding the group and the target (`count : { e(x, _) }`,
+    `max y : e(x, y)`): its rows are then the body's instantiations, and no copy of them is
+    made. None otherwise."""
+    if len(aggregate.body) != 1 or not isinstance(aggregate.body[0], Atom):
+        return None
+    atom = aggregate.body[0]
+    names = [arg.name for arg in atom.args if isinstance(arg, Variable)]
+    if len(set(names)) != len(names) or not all(
+        isinstance(arg, Variable | Wildcard) for arg in atom.args
+    ):
+        return None
+    position = {
+        arg.name: column for column, arg in enumerate(atom.args) if isinstance(arg, Variable)
+    }
+    target = aggregate.target
+    if not set(group) <= position.keys() or not (
+        target is None or (isinstance(target, Variable) and target.name in position)
+    ):
+        return None
+    return AggregateDefinition(
+        name=name,
+        source=atom.relation,
+        group_names=tuple(group),
+        group=tuple(position[v] for v in group),
+        op=aggregate.op,
+        value=None if target is None else position[target.name],  # type: ignore[union-attr]
+        span=aggregate.span,
+    )
 
 
 def _binding(missing: set[str], binding: tuple[BodyLiteral, ...]) -> list[BodyLiteral]:

@@ -47,20 +47,18 @@ class RelationInfo:
 @dataclass(frozen=True, slots=True)
 class AggregateDefinition:
     """A relation computed by grouping another (`reasoner.analysis.aggregates`): for each
-    group of `source`'s rows (their first `group` columns' values) that has any, one row of
+    group of `source`'s rows (their values in the `group` columns) that has any, one row of
     the group's values and `op` over the rows' column `value` (their number, for `count`)."""
 
     name: str
     source: str
     group_names: tuple[str, ...]
     """The variables of the rule that the group's columns hold."""
+    group: tuple[int, ...]
+    """The source's columns that hold the group's values, in `group_names` order."""
     op: AggregateOp
     value: int | None
     span: Span = field(compare=False)
-
-    @property
-    def group(self) -> int:
-        return len(self.group_names)
 
 
 @dataclass(frozen=True, slots=True)

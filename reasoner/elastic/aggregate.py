@@ -1,8 +1,8 @@
 """The relation of an aggregate (`reasoner.analysis.aggregates`): its Bootstrap by grouping,
 and its Update group by group.
 
-Each row of the source relation is one instantiation of the aggregate's body; its first
-`group` columns are the group's key. The aggregate's relation holds one row per non-empty
+Each row of the source relation is one instantiation of the aggregate's body; its `group`
+columns hold the group's key. The aggregate's relation holds one row per non-empty
 group: the key and the aggregate (`count`: the group's rows, `sum`/`min`/`max` over the value
 column, the sum wrapping at 64 bits like all arithmetic here). Every row is at iteration 1 with
 count 1, the state of a non-recursive rule's head.
@@ -33,8 +33,8 @@ def group_by(definition: AggregateDefinition, columns: Sequence[np.ndarray]) -> 
     """The aggregate's relation, as columns, of a source given as int64 columns."""
     size = len(columns[0]) if columns else 0
     if not size:
-        return [np.empty(0, np.int64) for _ in range(definition.group + 1)]
-    keys = list(columns[: definition.group])
+        return [np.empty(0, np.int64) for _ in range(len(definition.group) + 1)]
+    keys = [columns[c] for c in definition.group]
     if keys:
         order = np.lexsort(keys[::-1])
         keys = [key[order] for key in keys]
@@ -61,7 +61,7 @@ def bootstrap_aggregate(stratum: Stratum, state: State) -> int:
     definition = stratum.aggregate
     assert definition is not None
     source = state[definition.source]
-    target = state.relation(definition.name, definition.group + 1)
+    target = state.relation(definition.name, len(definition.group) + 1)
     if not len(source):
         return 0
     if source.arity:
@@ -94,11 +94,11 @@ def update_aggregate(
     """Record in `overlay` how the aggregate's relation changes with its source's changes,
     already recorded there."""
     deleted, inserted = overlay.presence_diff(definition.source)
-    g = definition.group
+    group = definition.group
     changed: dict[Tuple, tuple[list[Tuple], list[Tuple]]] = {}
     for rows, side in ((deleted, 0), (inserted, 1)):
         for row in rows:
-            changed.setdefault(row[:g], ([], []))[side].append(row)
+            changed.setdefault(tuple(row[c] for c in group), ([], []))[side].append(row)
     source = state[definition.source]
     target = state[definition.name]
     began = time.perf_counter()
@@ -106,7 +106,7 @@ def update_aggregate(
         if not number % 1024 and time.perf_counter() - began > 0.01:
             check()
             began = time.perf_counter()
-        old = _current(target, key, g)
+        old = _current(target, key)
         value = _new_value(definition, source, key, old, gone, new)
         if value == old:
             continue
@@ -116,10 +116,10 @@ def update_aggregate(
             overlay.set(definition.name, (*key, value), ITERATION, 1)
 
 
-def _current(target: RelationStore, key: Tuple, g: int) -> int | None:
+def _current(target: RelationStore, key: Tuple) -> int | None:
     """The group's committed result, None when the group had no rows."""
-    rows = _group(target, key, g)
-    return rows[0][g] if rows else None
+    rows = _group(target, key, tuple(range(len(key))))
+    return rows[0][len(key)] if rows else None
 
 
 def _new_value(
@@ -147,6 +147,6 @@ def _new_value(
     return aggregate_values(definition, rows)
 
 
-def _group(store: RelationStore, key: Tuple, g: int) -> list[Tuple]:
-    """The committed rows of a group (all rows for the empty key)."""
-    return store.select(dict(enumerate(key))) if g else list(store)
+def _group(store: RelationStore, key: Tuple, columns: tuple[int, ...]) -> list[Tuple]:
+    """The committed rows whose `columns` hold `key` (all rows for the empty key)."""
+    return store.select(dict(zip(columns, key, strict=True))) if columns else list(store)

@@ -86,7 +86,7 @@ def explain_program(analyzed: AnalyzedProgram) -> str:
         lines.append(f"stratum {stratum.index} {{{names}}}{recursive}")
         aggregate = stratum.aggregate
         if aggregate is not None:
-            columns = ", ".join(map(str, range(aggregate.group)))
+            columns = ", ".join(map(str, aggregate.group))
             of = "rows" if aggregate.value is None else f"column {aggregate.value}"
             lines.append(
                 f"  {aggregate.op} of {of} of {aggregate.source} per group ({columns}); "

@@ -17,7 +17,7 @@ RESULT = "!result"
 def aggregate_frame(definition: AggregateDefinition, frame: pl.DataFrame) -> list[np.ndarray]:
     """The aggregate's relation, as int64 columns, of its source's (non-empty) frame; the sum
     wraps at 64 bits, as Polars' integer sum does."""
-    keys = frame.columns[: definition.group]
+    keys = [frame.columns[c] for c in definition.group]
     if definition.value is None:
         result = pl.len().cast(pl.Int64)
     else:

@@ -25,7 +25,7 @@ def aggregate_batches(
     the (non-empty) frame of its source. The session's arithmetic is non-ANSI while a Spark
     Bootstrap runs (`spark_bootstrap`), so the sum wraps at 64 bits."""
     names = column_names(arity)
-    keys = names[: definition.group]
+    keys = [names[c] for c in definition.group]
     if definition.value is None:
         result = F.count(F.lit(1))
     else:
