@@ -212,6 +212,9 @@ class Declaration:
     eqrel: bool = False
     """Soufflé's `eqrel` qualifier: the relation is the equivalence closure of what its
     rules and facts give (`reasoner.analysis.eqrel`)."""
+    overridable: bool = False
+    """Soufflé's `overridable` qualifier: a component inheriting the relation may replace
+    its rules (`.override`, `reasoner.syntax.components`)."""
 
 
 @dataclass(frozen=True, slots=True)

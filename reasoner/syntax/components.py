@@ -271,16 +271,22 @@ def _content(
         content = _content(base, base_arguments, scope, report, seen | {ref.name})
         if content is not None:
             inherited = inherited + content
-    declared = {d.name for d in inherited.declarations}
+    declared = {d.name: d for d in inherited.declarations}
     dropped = set()
     for override in own.overrides:
-        if override.relation not in declared:
+        relation = override.relation
+        if relation not in declared:
             report(
-                f"`.override {override.relation}`: no component that `{ref.name}` inherits "
-                f"from declares `{override.relation}`",
+                f"`.override {relation}`: no component that `{ref.name}` inherits from "
+                f"declares `{relation}`",
                 override.span,
             )
-        dropped.add(override.relation)
+        elif not declared[relation].overridable:
+            report(
+                f"`.override {relation}`: `{relation}` is not declared `overridable`",
+                override.span,
+            )
+        dropped.add(relation)
     kept = tuple(rule for rule in inherited.rules if rule.head.relation not in dropped)
     return dataclasses.replace(inherited, rules=kept, overrides=()) + dataclasses.replace(
         own, overrides=()

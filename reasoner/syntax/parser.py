@@ -92,7 +92,6 @@ _QUALIFIERS = frozenset(
         "magic",
         "no_magic",
         "override",
-        "overridable",
     }
 )
 _MAX_DISJUNCTS = 4096
@@ -503,13 +502,15 @@ class _Parser:
                     break
                 self._advance()
         close = self._expect(")", "`,` or `)` after an attribute")
-        eqrel = False
+        eqrel = overridable = False
         while True:
             token = self._peek()
             if token.kind != IDENT or self._peek(1).kind == "(":
                 break
             if token.text == "eqrel":
                 eqrel = True
+            elif token.text == "overridable":
+                overridable = True
             elif token.text == "choice" and self._peek(1).kind == "-":
                 raise _Failure("`choice-domain` is not supported", token.span)
             elif token.text not in _QUALIFIERS:
@@ -517,7 +518,9 @@ class _Parser:
             self._advance()
         for name in names:
             self.declarations.append(
-                Declaration(name.text, tuple(columns), _join(name.span, close.span), eqrel)
+                Declaration(
+                    name.text, tuple(columns), _join(name.span, close.span), eqrel, overridable
+                )
             )
 
     def _io_directive(self, kind: Literal["input", "output", "printsize"]) -> None:
