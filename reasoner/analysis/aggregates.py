@@ -219,20 +219,20 @@ class _Rewriter:
             )
         if unbound:
             return None
-        digest = hashlib.sha256(
-            _canonical((aggregate.op, aggregate.target, aggregate.body, tuple(group))).encode()
-        ).hexdigest()[:12]
-        name = f"{aggregate.op}!{digest}"
-        direct = _direct(aggregate, name, group)
+        literals, columns = _body_with_columns(aggregate.body, group)
+        missing = set(group) - bound_variables(tuple(literals))
+        # `count : { p(y), y > x }`: the rule's literals that bind x come along, and they
+        # are part of what the aggregate computes (its name), as its body is.
+        outer = _binding(missing, binding) if missing else []
+        literals[:0] = outer
+        what = (aggregate.op, aggregate.target, aggregate.body, tuple(group), tuple(outer))
+        name = f"{aggregate.op}!{hashlib.sha256(_canonical(what).encode()).hexdigest()[:12]}"
+        direct = None if outer else _direct(aggregate, name, group)
         if direct is not None:
             if name not in self.definitions:
                 self.definitions[name] = direct
                 self._typing(direct, aggregate.body[0].args)  # type: ignore[union-attr]
             return direct
-        literals, columns = _body_with_columns(aggregate.body, group)
-        missing = set(group) - bound_variables(tuple(literals))
-        if missing:  # `count : { p(y), y > x }`: the rule's literals that bind x come along
-            literals[:0] = _binding(missing, binding)
         value = aggregate.target
         unbound = _names(value) - bound_variables(tuple(literals)) if value is not None else set()
         for name in sorted(unbound):

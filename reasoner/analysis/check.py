@@ -23,7 +23,7 @@ from reasoner.analysis.stratify import stratify
 from reasoner.analysis.terms import atoms_of
 from reasoner.analysis.types import TypeInference, infer_types
 from reasoner.errors import ARITY_MISMATCH, UNKNOWN_RELATION
-from reasoner.syntax.ast import BodyLiteral, ColumnType, Program, Rule, Variable
+from reasoner.syntax.ast import NUMBER, BodyLiteral, ColumnType, Program, Rule, Variable
 from reasoner.syntax.parser import parse_program
 
 
@@ -55,7 +55,8 @@ def analyze(
     rewritten = existential_negations(program)
     typed = _with_rules(program, aggregated.typing_rules)
     table = collect_relations(typed, reporter, allow_undefined=allow_undefined)
-    types, unfixed = infer_types(typed, table, named, reporter)
+    results = {a.name: {len(a.group): NUMBER} for a in aggregates}
+    types, unfixed = infer_types(typed, table, named, reporter, results)
     check_aggregate_types(aggregates, types, reporter)
     check_subtypes(program, table, named, reporter)
     for rule in rewritten.rules:
@@ -71,7 +72,7 @@ def analyze(
         program, again = rewritten, Reporter(filename, source)
         typed = _with_rules(program, aggregated.typing_rules)
         table = collect_relations(typed, again, allow_undefined=allow_undefined)
-        types, unfixed = infer_types(typed, table, named, again)
+        types, unfixed = infer_types(typed, table, named, again, results)
         strata, stratum_of = stratify(program, table.order, again, aggregates)
         again.raise_if_errors()
     return AnalyzedProgram(

@@ -9,6 +9,8 @@ mistake yields one error. Columns that nothing constrains default to `number`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from reasoner.analysis.named_types import TypeSystem
 from reasoner.analysis.relations import RelationTable, position
 from reasoner.analysis.report import Reporter
@@ -173,12 +175,21 @@ class TypeInference:
 
 
 def infer_types(
-    program: Program, table: RelationTable, named: TypeSystem, reporter: Reporter
+    program: Program,
+    table: RelationTable,
+    named: TypeSystem,
+    reporter: Reporter,
+    fixed: Mapping[str, Mapping[int, ColumnType]] | None = None,
 ) -> tuple[dict[str, tuple[ColumnType, ...]], dict[str, frozenset[int]]]:
     """The final column types of every relation of `table` with a known arity, and the
     columns of each whose type nothing fixed. A declared column has its type's primitive
-    type (`named`; one whose type is unknown is left to inference, its error reported)."""
+    type (`named`; one whose type is unknown is left to inference, its error reported), and
+    so does each column of `fixed` (an aggregate's result: a mistake is then reported where
+    the rule uses it, not in the relation the analysis made)."""
     inference = TypeInference(reporter, table.bad_atoms)
+    for name, columns in (fixed or {}).items():
+        for index, column_type in columns.items():
+            inference.fix_column(name, index, column_type)
     for name, decl in table.declarations.items():
         for index, column in enumerate(decl.columns):
             primitive = named.primitive(column.type)

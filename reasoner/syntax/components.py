@@ -116,28 +116,30 @@ class _Scope:
         prefix: str,
         relations: set[str],
         types: set[str],
-        parameters: dict[str, str],
+        instances: set[str],
         definitions: dict[str, ComponentDefinition],
         outer: _Scope | None,
     ) -> None:
         self.prefix = prefix
         self.relations = relations
-        """Relation names declared here, and names of instances made here."""
+        """Relation names declared here."""
         self.types = types
-        self.parameters = parameters
+        self.instances = instances
+        """Names of the instances made here: `inner.r` and `inner.T` are theirs."""
         self.definitions = definitions
         self.outer = outer
 
+    def _here(self, name: str, declared: set[str]) -> bool:
+        """Whether `name` is one this scope declares, or one of an instance made here."""
+        return name in declared or ("." in name and name.split(".", 1)[0] in self.instances)
+
     def relation(self, name: str) -> str:
-        first = name.split(".", 1)[0]
-        if name in self.relations or first in self.relations:
+        if self._here(name, self.relations):
             return self.prefix + name
         return self.outer.relation(name) if self.outer is not None else name
 
     def type(self, name: str) -> str:
-        if name in self.parameters:
-            return self.parameters[name]
-        if name in self.types:
+        if self._here(name, self.types):
             return self.prefix + name
         return self.outer.type(name) if self.outer is not None else name
 
@@ -154,7 +156,8 @@ def expand(top: Body, report: Report) -> Body:
         return top
     for override in top.overrides:
         report("`.override` belongs in a component that inherits the relation", override.span)
-    scope = _Scope("", set(), set(), {}, {c.name: c for c in top.components}, None)
+    _check_instance_names(top.instances, report)
+    scope = _Scope("", set(), set(), set(), {c.name: c for c in top.components}, None)
     out = _Output(budget=MAX_INSTANCES)
     out.add(top, scope)
     for instance in top.instances:
@@ -221,15 +224,15 @@ def _instantiate(
         return
     out.budget -= 1
     arguments = tuple(scope.type(a) for a in instance.component.arguments)
-    body = _content(instance.component, arguments, scope, report, set())
+    body = _content(instance.component, arguments, scope, report, set(), set())
     if body is None:
         return
-    relations = {d.name for d in body.declarations} | {i.name for i in body.instances}
+    _check_instance_names(body.instances, report)
     inner = _Scope(
         scope.prefix + instance.name + ".",
-        relations,
+        {d.name for d in body.declarations},
         {t.name for t in body.types},
-        {},
+        {i.name for i in body.instances},
         {c.name: c for c in body.components},
         scope,
     )
@@ -238,16 +241,29 @@ def _instantiate(
         _instantiate(nested, inner, out, report, depth + 1)
 
 
+def _check_instance_names(instances: tuple[Instantiation, ...], report: Report) -> None:
+    """Two instances of one name in one scope would merge their relations: refused."""
+    seen: set[str] = set()
+    for instance in instances:
+        if instance.name in seen:
+            report(f"instance `{instance.name}` is defined twice", instance.span)
+        seen.add(instance.name)
+
+
 def _content(
     ref: ComponentRef,
     arguments: tuple[str, ...],
     scope: _Scope,
     report: Report,
     seen: set[str],
+    included: set[str],
 ) -> Body | None:
     """The statements of component `ref` with `arguments` for its type parameters: those it
-    inherits first (their rules for an overridden relation dropped), then its own. None after
-    reporting why there are none."""
+    inherits first (their rules and facts for an overridden relation dropped), then its own.
+    None after reporting why there are none. `seen`: the components on the way from the
+    instance (a cycle); `included`: every component the instance holds so far (a component
+    inherited twice would declare its relations twice, and a chain of such could expand
+    exponentially)."""
     definition = scope.definition(ref.name)
     if definition is None:
         report(f"no component `{ref.name}` is defined here", ref.span)
@@ -263,12 +279,16 @@ def _content(
     if ref.name in seen:
         report(f"component `{ref.name}` inherits from itself", ref.span)
         return None
+    if ref.name in included:
+        report(f"component `{ref.name}` is inherited twice", ref.span)
+        return None
+    included.add(ref.name)
     parameters = dict(zip(definition.parameters, arguments, strict=True))
     own = _with_parameters(definition.body, parameters)
     inherited = Body()
     for base in definition.bases:
         base_arguments = tuple(parameters.get(a, a) for a in base.arguments)
-        content = _content(base, base_arguments, scope, report, seen | {ref.name})
+        content = _content(base, base_arguments, scope, report, seen | {ref.name}, included)
         if content is not None:
             inherited = inherited + content
     declared = {d.name: d for d in inherited.declarations}
@@ -288,9 +308,10 @@ def _content(
             )
         dropped.add(relation)
     kept = tuple(rule for rule in inherited.rules if rule.head.relation not in dropped)
-    return dataclasses.replace(inherited, rules=kept, overrides=()) + dataclasses.replace(
-        own, overrides=()
-    )
+    facts = tuple(fact for fact in inherited.facts if fact.atom.relation not in dropped)
+    return dataclasses.replace(
+        inherited, rules=kept, facts=facts, overrides=()
+    ) + dataclasses.replace(own, overrides=())
 
 
 def _with_parameters(body: Body, parameters: dict[str, str]) -> Body:

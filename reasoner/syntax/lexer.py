@@ -17,9 +17,13 @@ from dataclasses import dataclass
 
 from reasoner.syntax.ast import Span
 
-IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+_DIRECTIVES = "decl|input|output|printsize|type|pragma|comp|init|override|number_type|symbol_type"
+IDENTIFIER = re.compile(
+    rf"[A-Za-z_][A-Za-z0-9_]*(?:\.(?!(?:{_DIRECTIVES}|functor|limitsize)\b)[A-Za-z_][A-Za-z0-9_]*)*"
+)
 """A name: of a relation, a variable or a type; `g.edge` names a relation of an instance of a
-component (a `.` glued to names on both sides: `p(x).q(y).` still ends clauses)."""
+component (a `.` glued to names on both sides: `p(x).q(y).` still ends clauses, and a directive
+glued to a name, `.input a.output a`, is still a directive)."""
 
 _MASTER = re.compile(
     rf"""

@@ -820,9 +820,25 @@ class _Parser:
             return True
         if following.kind == "(":
             return self._peek().text not in _VARIADIC or self._after_parenthesis(self.pos + 1)
+        if self._peek().text == "count":  # no expression: `count - 1` is a variable's
+            return following.kind == "{"
         if following.kind == IDENT:
             return following.text not in _WORD_OPERATORS
-        return following.kind in (NUMBER, STRING, "-", "{")
+        if following.kind == "-":  # `sum -x : {...}`, or a variable: `sum - 1`
+            return self._colon_follows(self.pos + 1)
+        return following.kind in (NUMBER, STRING, "{")
+
+    def _colon_follows(self, index: int) -> bool:
+        """Whether a `:` ends the expression starting at `index` (outside parentheses)."""
+        depth = 0
+        for at in range(index, len(self.tokens)):
+            kind = self.tokens[at].kind
+            depth += (kind == "(") - (kind == ")")
+            if depth < 0 or (depth == 0 and kind in (",", ".", ";", "{", "}", EOF)):
+                return False
+            if depth == 0 and kind == ":":
+                return True
+        return False
 
     def _after_parenthesis(self, index: int) -> bool:
         """Whether the parenthesis opening at `index` is closed and followed by `:`."""

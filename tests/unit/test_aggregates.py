@@ -164,3 +164,25 @@ def test_the_relations_an_aggregate_needs_are_internal() -> None:
         "N",
         *EXPECTED,
     }
+
+
+def test_one_aggregate_text_in_two_rules_groups_each_rules_bindings() -> None:
+    """`count : { p(y), y > x }` where only the rule binds x reads the rule's atoms: two rules
+    that write the same aggregate with other atoms are two aggregates (a review found the
+    second rule reading the first one's groups)."""
+    text = """
+    .decl a(x: number)
+    .decl b(x: number)
+    .decl p(y: number)
+    .input a
+    .input b
+    .input p
+    r1(x, c) :- a(x), c = count : { p(y), y > x }.
+    r2(x, c) :- b(x), c = count : { p(y), y > x }.
+    """
+    inputs = {"a": [(1,)], "b": [(0,), (1,)], "p": [(5,)]}
+    m = Materialization.from_text(text)
+    m.load(inputs)
+    m.bootstrap()
+    assert (set(m.rows("r1")), set(m.rows("r2"))) == ({(1, 1)}, {(0, 1), (1, 1)})
+    assert visible(m.snapshot(), m.analyzed) == evaluate(m.analyzed, inputs)

@@ -96,6 +96,12 @@ def test_a_qualified_name_is_one_token_and_clauses_still_end_at_dots() -> None:
     ]
     assert tokenize("g.edge").tokens[0].text == "g.edge"
     assert len(parse_program("p(1).q(2).").facts) == 2
+    # A directive glued to a name is still a directive.
+    assert [d.kind for d in parse_program(".decl a(x: number)\n.input a.output a").directives] == [
+        "input",
+        "output",
+    ]
+    assert len(parse_program(".decl a(x: number) btree.decl b(x: number)").declarations) == 2
 
 
 def test_rule_changes_see_clauses_as_written() -> None:
@@ -113,3 +119,38 @@ def test_rule_changes_see_clauses_as_written() -> None:
     assert set(m.rows("h.reach")) == {(5, 6), (6, 7)}
     assert m.facts["h.edge"]  # the added text's facts are data, retractable as any
     assert m.differences(m.rebuilt()) == {}
+
+
+def rows_of(text: str, name: str) -> set:
+    m = Materialization.from_text(text)
+    m.bootstrap()
+    return set(m.rows(name))
+
+
+def test_override_drops_the_inherited_facts_too() -> None:
+    text = """
+    .comp A { .decl r(x: number) overridable  r(1).  r(x) :- x = 2. }
+    .comp B : A { .override r  r(3). }
+    .init b = B
+    """
+    assert rows_of(text, "b.r") == {(3,)}
+
+
+def test_only_an_instance_name_qualifies_a_name() -> None:
+    """A relation `g` of a component does not capture `g.edge`, the global instance's."""
+    text = """
+    .comp G { .decl edge(x: number)  edge(1). }
+    .init g = G
+    .comp C { .decl g(x: number)  .decl r(x: number)  r(x) :- g.edge(x). }
+    .init c = C
+    """
+    assert rows_of(text, "c.r") == {(1,)}
+
+
+def test_a_nested_instance_s_types_are_named_through_it() -> None:
+    text = """
+    .comp Inner { .type Id <: number  .decl v(x: Id)  v(1). }
+    .comp Outer { .init i = Inner  .decl s(x: i.Id)  s(x) :- i.v(x). }
+    .init o = Outer
+    """
+    assert rows_of(text, "o.s") == {(1,)}

@@ -464,6 +464,10 @@ class TestAggregates:
     def test_aggregate_names_are_still_variables(self) -> None:
         rule = only_rule("p(sum) :- q(sum, count), sum = count + 1.")
         assert rule.head.args == (x("sum"),)
+        minus = only_rule("p(c) :- q(count, sum), c = count - sum - 1.")
+        assert isinstance(minus.body[1].right, BinaryOp)  # type: ignore[union-attr]
+        negated = only_rule("p(s) :- q(x), s = sum -x : { q(x) }.")
+        assert isinstance(negated.body[1].right, Aggregate)  # type: ignore[union-attr]
 
     def test_in_a_head_nested_and_with_negation(self) -> None:
         rule = only_rule(
