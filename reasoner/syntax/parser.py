@@ -265,16 +265,7 @@ class _Parser:
                 self._recover(start, is_directive)
 
     def _body(self) -> Body:
-        return Body(
-            tuple(self.declarations),
-            tuple(self.directives),
-            tuple(self.rules),
-            tuple(self.facts),
-            tuple(self.types),
-            tuple(self.components),
-            tuple(self.instances),
-            tuple(self.overrides),
-        )
+        return Body(*map(tuple, self._collectors()))
 
     def _collectors(self) -> list[list]:
         """The lists the statements go into (a component's body has its own)."""
@@ -383,14 +374,7 @@ class _Parser:
     def _component(self, dot: Token) -> None:
         """`.comp Name<T, ...> : Base<...>, ... { statements }` (`reasoner.syntax.components`)."""
         name = self._expect_ident("a component name after `.comp`")
-        parameters: list[str] = []
-        if self._peek().kind == "<":
-            self._advance()
-            parameters.append(self._expect_ident("a type parameter").text)
-            while self._peek().kind == ",":
-                self._advance()
-                parameters.append(self._expect_ident("a type parameter").text)
-            self._expect(">", "`,` or `>` after a type parameter")
+        parameters, _ = self._type_names("a type parameter", name)
         bases: list[ComponentRef] = []
         if self._peek().kind == ":":
             self._advance()
@@ -427,16 +411,20 @@ class _Parser:
     def _component_ref(self, expected: str) -> ComponentRef:
         """`Name` or `Name<type, ...>`."""
         name = self._expect_ident(expected)
-        arguments: list[str] = []
-        last = name
-        if self._peek().kind == "<":
-            self._advance()
-            arguments.append(self._expect_ident("a type argument").text)
-            while self._peek().kind == ",":
-                self._advance()
-                arguments.append(self._expect_ident("a type argument").text)
-            last = self._expect(">", "`,` or `>` after a type argument")
+        arguments, last = self._type_names("a type argument", name)
         return ComponentRef(name.text, tuple(arguments), _join(name.span, last.span))
+
+    def _type_names(self, expected: str, before: Token) -> tuple[list[str], Token]:
+        """`<A, B, ...>` after a component's name, if there: the names, and the last token
+        (`>`, or `before` when there is none)."""
+        if self._peek().kind != "<":
+            return [], before
+        self._advance()
+        names = [self._expect_ident(expected).text]
+        while self._peek().kind == ",":
+            self._advance()
+            names.append(self._expect_ident(expected).text)
+        return names, self._expect(">", f"`,` or `>` after {expected}")
 
     def _type_declaration(self, dot: Token) -> None:
         name = self._expect_ident("a type name after `.type`")
