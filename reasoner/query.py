@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from reasoner import functors
 from reasoner.analysis import check_query
 from reasoner.analysis.model import AnalyzedProgram, Value
 from reasoner.arith import ARITH, COMPARE
@@ -35,6 +36,7 @@ from reasoner.syntax.ast import (
     BodyLiteral,
     ColumnType,
     Comparison,
+    Functor,
     Negation,
     NumberConst,
     Rule,
@@ -42,6 +44,7 @@ from reasoner.syntax.ast import (
     StringConst,
     Term,
     Variable,
+    operands,
 )
 from reasoner.syntax.parser import parse_body
 
@@ -100,9 +103,8 @@ def _variables(body: tuple[BodyLiteral, ...]) -> tuple[str, ...]:
     def visit(term: Term) -> None:
         if isinstance(term, Variable):
             seen.setdefault(term.name, None)
-        elif isinstance(term, BinaryOp):
-            visit(term.left)
-            visit(term.right)
+        for operand in operands(term):
+            visit(operand)
 
     for literal in body:
         if isinstance(literal, Atom):
@@ -176,7 +178,24 @@ class _Evaluator:
             return self.constants.id(term.value)
         if isinstance(term, BinaryOp):
             return ARITH[term.op](self.value(term.left, env), self.value(term.right, env))
+        if isinstance(term, Functor):
+            return self.call(term, [self.value(arg, env) for arg in term.args])
         raise TypeError(f"a wildcard has no value: {term!r}")
+
+    def call(self, call: Functor, operands: list[int]) -> int:
+        """A functor over the query's ids: a symbol it makes gets a private id if the table
+        has none (queries never intern)."""
+        if call.name == "ord":
+            return operands[0]
+        signature = functors.signature(call.name)
+        values = [
+            self.constants.resolve(v) if signature.param(i) == SYMBOL else v
+            for i, v in enumerate(operands)
+        ]
+        result = signature.scalar(*values)
+        if result is None:
+            raise ArithmeticError(f"{call.name} has no value")
+        return self.constants.id(result) if isinstance(result, str) else result
 
     def tick(self) -> None:
         self.budget -= 1
@@ -272,6 +291,8 @@ def _variable_types(plan: JoinPlan, analyzed: AnalyzedProgram) -> dict[str, Colu
             return SYMBOL
         if isinstance(term, Variable):
             return types.get(term.name, "number")
+        if isinstance(term, Functor):
+            return functors.signature(term.name).result
         return "number"
 
     for step in plan.steps:

@@ -22,6 +22,7 @@ tuple of every relation to `(iteration, count)`:
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 
@@ -31,6 +32,7 @@ from reasoner.syntax.ast import (
     Atom,
     BinaryOp,
     Comparison,
+    Functor,
     Negation,
     NumberConst,
     Program,
@@ -173,7 +175,45 @@ def value_of(
         return arithmetic(term.op, left, right)  # type: ignore[arg-type]
     if isinstance(term, Aggregate):
         return aggregate_value(term, binding, rows or {})
+    if isinstance(term, Functor):
+        return functor(term.name, [value_of(arg, binding, rows) for arg in term.args])
     raise Unbound("_")
+
+
+def functor(name: str, args: list[Value]) -> Value:
+    """Soufflé's string functors as its documentation states them, on C++ byte strings:
+    `substr` is `std::string::substr` (a bad position gives ""), `match` is a whole-string
+    regular-expression match, `to_number` of text that is no number has no value. `ord`
+    depends on the engine's symbol numbering, which the oracle does not model."""
+    if name == "cat":
+        return "".join(args)  # type: ignore[arg-type]
+    if name == "strlen":
+        return len(str(args[0]).encode("utf-8"))
+    if name == "substr":
+        text, start, length = str(args[0]).encode("utf-8"), int(args[1]), int(args[2])
+        if not 0 <= start <= len(text):
+            return ""
+        piece = text[start:] if length < 0 else text[start : start + length]
+        return piece.decode("utf-8", errors="replace")
+    if name == "contains":
+        return 1 if str(args[0]) in str(args[1]) else 0
+    if name == "match":
+        try:
+            return 1 if re.fullmatch(str(args[0]), str(args[1])) else 0
+        except re.error:
+            return 0
+    if name == "to_number":
+        text = str(args[0])
+        digits = text[1:] if text[:1] in "+-" else text
+        if not digits or not all("0" <= c <= "9" for c in digits):
+            raise NoValue
+        value = int(text)
+        if wrap(value) != value:
+            raise NoValue
+        return value
+    if name == "to_string":
+        return str(args[0])
+    raise NotImplementedError(f"the oracle does not model `{name}`")
 
 
 def aggregate_value(
@@ -230,6 +270,8 @@ def variables_in(node: object) -> set[str]:
         return {node.name}
     if isinstance(node, BinaryOp):
         return variables_in(node.left) | variables_in(node.right)
+    if isinstance(node, Functor):
+        return set().union(*map(variables_in, node.args))
     if isinstance(node, Aggregate):
         names = variables_in(node.target) if node.target is not None else set()
         for literal in node.body:
@@ -253,6 +295,8 @@ def aggregates_in(node: object) -> list[Aggregate]:
         return found + (aggregates_in(node.target) if node.target is not None else [])
     if isinstance(node, BinaryOp):
         return aggregates_in(node.left) + aggregates_in(node.right)
+    if isinstance(node, Functor):
+        return [a for arg in node.args for a in aggregates_in(arg)]
     if isinstance(node, Atom):
         return [a for arg in node.args for a in aggregates_in(arg)]
     if isinstance(node, Negation):
@@ -411,7 +455,7 @@ def finish(
         for atom, (_, row) in zip(positives, chosen, strict=True):
             for term, value in zip(atom.args, row, strict=True):
                 if (
-                    isinstance(term, BinaryOp | Aggregate)
+                    isinstance(term, BinaryOp | Functor | Aggregate)
                     and value_of(term, binding, rows) != value
                 ):
                     return None
@@ -461,7 +505,7 @@ def matches_any(atom: Atom, binding: Binding, rows: Mapping[str, Iterable[Row]])
         if extended is not None and all(
             value_of(term, binding, rows) == value
             for term, value in zip(atom.args, row, strict=True)
-            if isinstance(term, BinaryOp | Aggregate)
+            if isinstance(term, BinaryOp | Functor | Aggregate)
         ):
             return True
     return False

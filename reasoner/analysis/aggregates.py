@@ -45,6 +45,7 @@ from reasoner.syntax.ast import (
     BodyLiteral,
     ColumnType,
     Comparison,
+    Functor,
     Negation,
     NumberConst,
     Program,
@@ -53,6 +54,7 @@ from reasoner.syntax.ast import (
     Term,
     Variable,
     Wildcard,
+    operands,
 )
 
 _EMPTY_IS_ZERO = frozenset({"count", "sum"})
@@ -398,8 +400,8 @@ def _aggregates_in(head: Atom, body: tuple[BodyLiteral, ...]) -> list[Aggregate]
         term = stack.pop()
         if isinstance(term, Aggregate):
             found.append(term)
-        elif isinstance(term, BinaryOp):
-            stack += [term.right, term.left]
+        else:
+            stack += reversed(operands(term))
     return found
 
 
@@ -420,8 +422,8 @@ def _ordered_names(term: Term) -> list[str]:
     """The variables of `term`, those inside aggregates included, in source order."""
     if isinstance(term, Variable):
         return [term.name]
-    if isinstance(term, BinaryOp):
-        return _ordered_names(term.left) + _ordered_names(term.right)
+    if isinstance(term, BinaryOp | Functor):
+        return [name for operand in operands(term) for name in _ordered_names(operand)]
     if isinstance(term, Aggregate):
         return _aggregate_variables(term)
     return []
@@ -447,8 +449,7 @@ def _first_span(aggregate: Aggregate, name: str, *, in_target: bool = False) -> 
         term = stack.pop()
         if isinstance(term, Variable) and term.name == name:
             return term.span
-        if isinstance(term, BinaryOp):
-            stack += [term.right, term.left]
+        stack += reversed(operands(term))
     return aggregate.span
 
 
@@ -461,6 +462,10 @@ def _map_term(term: Term, leaf: Callable[[Term], Term | None]) -> Term:
         left, right = _map_term(term.left, leaf), _map_term(term.right, leaf)
         if left is not term.left or right is not term.right:
             return dataclasses.replace(term, left=left, right=right)
+    if isinstance(term, Functor):
+        args = tuple(_map_term(arg, leaf) for arg in term.args)
+        if any(new is not old for new, old in zip(args, term.args, strict=True)):
+            return dataclasses.replace(term, args=args)
     return term
 
 

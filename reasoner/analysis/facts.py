@@ -1,6 +1,7 @@
 """Evaluation of the facts written in the program text.
 
-Fact arguments may be constant arithmetic (`p(1 + 2).`); they are folded here with Soufflé's
+Fact arguments may be constant arithmetic (`p(1 + 2).`) and string functors
+(`p(cat("a", "b")).`); they are folded here with Soufflé's
 64-bit semantics (`reasoner.arith`) so that the engine only ever sees plain values. A failing
 operation (division by zero) is reported with code `parse_error` and a message starting with
 "arithmetic error in fact": such a fact has no value at all, which is a defect of the text
@@ -9,11 +10,22 @@ rather than of typing or safety.
 
 from __future__ import annotations
 
+from reasoner import functors
 from reasoner.analysis.model import Value
 from reasoner.analysis.report import Reporter
+from reasoner.analysis.terms import render
 from reasoner.arith import ARITH
-from reasoner.errors import PARSE_ERROR
-from reasoner.syntax.ast import BinaryOp, NumberConst, Program, Span, StringConst, Term
+from reasoner.errors import PARSE_ERROR, UNSUPPORTED_FEATURE
+from reasoner.syntax.ast import (
+    SYMBOL,
+    BinaryOp,
+    Functor,
+    NumberConst,
+    Program,
+    Span,
+    StringConst,
+    Term,
+)
 
 
 class _NotFoldable(Exception):
@@ -21,10 +33,11 @@ class _NotFoldable(Exception):
 
 
 class _FoldError(Exception):
-    def __init__(self, message: str, span: Span) -> None:
+    def __init__(self, message: str, span: Span, code: str = PARSE_ERROR) -> None:
         super().__init__(message)
         self.message = message
         self.span = span
+        self.code = code
 
 
 def evaluate(term: Term) -> Value:
@@ -47,11 +60,37 @@ def evaluate(term: Term) -> Value:
                 values.append(ARITH[node.op](left, right))
             except ArithmeticError as error:
                 raise _FoldError(f"arithmetic error in fact: {error}", node.span) from None
+        elif isinstance(node, Functor):
+            if not operands_done:
+                stack.append((node, True))
+                stack.extend((arg, False) for arg in reversed(node.args))
+                continue
+            args = values[len(values) - len(node.args) :]
+            del values[len(values) - len(node.args) :]
+            values.append(_call(node, args))
         elif isinstance(node, NumberConst | StringConst):
             values.append(node.value)
         else:
             raise _NotFoldable
     return values[0]
+
+
+def _call(call: Functor, args: list[Value]) -> Value:
+    if call.name == "ord":
+        raise _FoldError(
+            "`ord` in a fact is not supported: a symbol's number is known once the program "
+            "runs; use it in a rule",
+            call.span,
+            UNSUPPORTED_FEATURE,
+        )
+    signature = functors.signature(call.name)
+    for index, arg in enumerate(args):
+        if isinstance(arg, str) != (signature.param(index) == SYMBOL):
+            raise _NotFoldable
+    value = signature.scalar(*args)
+    if value is None:
+        raise _FoldError(f"functor error in fact: `{render(call)}` has no value", call.span)
+    return value
 
 
 def fold_facts(program: Program, reporter: Reporter) -> dict[str, tuple[tuple[Value, ...], ...]]:
@@ -63,7 +102,7 @@ def fold_facts(program: Program, reporter: Reporter) -> dict[str, tuple[tuple[Va
         except _NotFoldable:
             continue
         except _FoldError as error:
-            reporter.error(PARSE_ERROR, error.message, error.span)
+            reporter.error(error.code, error.message, error.span)
             continue
         folded.setdefault(fact.atom.relation, {})[row] = None
     return {name: tuple(rows) for name, rows in folded.items()}

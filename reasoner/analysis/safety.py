@@ -18,6 +18,7 @@ from reasoner.syntax.ast import (
     BodyLiteral,
     Comparison,
     Fact,
+    Functor,
     Negation,
     Rule,
     Term,
@@ -88,11 +89,11 @@ class _Checker:
         for literal in body:
             if isinstance(literal, Atom):
                 for arg in literal.args:
-                    if isinstance(arg, BinaryOp):
+                    if isinstance(arg, BinaryOp | Functor):
                         self.term(arg, "in an arithmetic expression")
             elif isinstance(literal, Negation):
                 for arg in literal.atom.args:
-                    if isinstance(arg, BinaryOp):
+                    if isinstance(arg, BinaryOp | Functor):
                         self.term(arg, "in an arithmetic expression")
                     else:
                         self.term(arg, "in a negated atom", wildcard_ok=True)

@@ -8,17 +8,21 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from reasoner.functors import CONSTRAINTS
 from reasoner.syntax.ast import (
     Aggregate,
     Atom,
     BinaryOp,
     BodyLiteral,
+    Comparison,
+    Functor,
     Negation,
     NumberConst,
     StringConst,
     Term,
     Variable,
     Wildcard,
+    operands,
 )
 
 Leaf = Variable | Wildcard | NumberConst | StringConst
@@ -29,9 +33,8 @@ def leaves(term: Term) -> Iterator[Leaf]:
     stack: list[Term] = [term]
     while stack:
         node = stack.pop()
-        if isinstance(node, BinaryOp):
-            stack.append(node.right)
-            stack.append(node.left)
+        if isinstance(node, BinaryOp | Functor):
+            stack.extend(reversed(operands(node)))
         else:
             yield node
 
@@ -65,6 +68,8 @@ def render(term: Term) -> str:
     if isinstance(term, Aggregate):
         target = "" if term.target is None else f" {render(term.target)}"
         return f"{term.op}{target} : {{ {', '.join(map(render_literal, term.body))} }}"
+    if isinstance(term, Functor):
+        return f"{term.name}({', '.join(map(render, term.args))})"
     try:
         if term.op in ("max", "min"):
             return f"{term.op}({render(term.left)}, {render(term.right)})"
@@ -87,4 +92,17 @@ def render_literal(literal: BodyLiteral) -> str:
         return render_atom(literal)
     if isinstance(literal, Negation):
         return "!" + render_atom(literal.atom)
+    if is_constraint_call(literal):
+        return ("!" if literal.op == "=" else "") + render(literal.left)
     return f"{render(literal.left)} {literal.op} {render(literal.right)}"
+
+
+def is_constraint_call(literal: Comparison) -> bool:
+    """Whether `literal` is the parser's reading of a constraint functor: `contains(a, b)`
+    as `contains(a, b) != 0`, its negation as `... = 0`."""
+    return (
+        literal.op in ("=", "!=")
+        and isinstance(literal.left, Functor)
+        and literal.left.name in CONSTRAINTS
+        and literal.right == NumberConst(0, literal.right.span)
+    )

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from reasoner import functors
 from reasoner.analysis.named_types import TypeSystem
 from reasoner.analysis.relations import RelationTable, position
 from reasoner.analysis.report import Reporter
-from reasoner.analysis.terms import leaves, render
+from reasoner.analysis.terms import render
 from reasoner.errors import TYPE_MISMATCH
 from reasoner.syntax.ast import (
     NUMBER,
@@ -24,6 +25,7 @@ from reasoner.syntax.ast import (
     BodyLiteral,
     ColumnType,
     Comparison,
+    Functor,
     Negation,
     NumberConst,
     Program,
@@ -133,7 +135,7 @@ class TypeInference:
                     if isinstance(side, BinaryOp)
                     else f"`{op}` compares numbers"
                 )
-                self._require_numbers(scope, side, why)
+                self._require(scope, side, NUMBER, why)
             return
         left = self._term(scope, comparison.left)
         right = self._term(scope, comparison.right)
@@ -156,22 +158,41 @@ class TypeInference:
         if isinstance(term, StringConst):
             return SYMBOL
         if isinstance(term, BinaryOp):
-            self._require_numbers(scope, term, "arithmetic needs numbers")
+            self._require(scope, term, NUMBER, "arithmetic needs numbers")
             return NUMBER
+        if isinstance(term, Functor):
+            return self._functor(scope, term)
         return None
 
-    def _require_numbers(self, scope: int, term: Term, why: str) -> None:
-        for leaf in leaves(term):
-            if isinstance(leaf, Variable):
-                ok, found, _ = self._merge(("v", scope, leaf.name), NUMBER)
+    def _require(self, scope: int, term: Term, wanted: ColumnType, why: str) -> None:
+        """Report where `term` is not of type `wanted` (a variable's class takes it): every
+        operand of arithmetic is a number, and a functor's operands are its parameters'."""
+        stack = [term]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, Variable):
+                ok, found, _ = self._merge(("v", scope, node.name), wanted)
                 if not ok:
                     self.reporter.error(
-                        TYPE_MISMATCH, f"{why}, but `{leaf.name}` is a {found}", leaf.span
+                        TYPE_MISMATCH, f"{why}, but `{node.name}` is a {found}", node.span
                     )
-            elif isinstance(leaf, StringConst):
+                continue
+            if isinstance(node, BinaryOp) and wanted == NUMBER:
+                stack += [node.right, node.left]
+                continue
+            found = self._term(scope, node)
+            if isinstance(found, str) and found != wanted:
                 self.reporter.error(
-                    TYPE_MISMATCH, f"{why}, but `{render(leaf)}` is a symbol", leaf.span
+                    TYPE_MISMATCH, f"{why}, but `{render(node)}` is a {found}", node.span
                 )
+
+    def _functor(self, scope: int, call: Functor) -> ColumnType:
+        signature = functors.signature(call.name)
+        for index, arg in enumerate(call.args):
+            wanted = signature.param(index)
+            why = f"`{call.name}` takes a {wanted} as argument {index + 1}"
+            self._require(scope, arg, wanted, why)
+        return signature.result
 
 
 def infer_types(

@@ -112,6 +112,14 @@ class StratumRun:
     reason: str = ""
     """Why that executor: "configured", or `auto`'s estimate."""
 
+    @classmethod
+    def of_aggregate(cls, stratum: Stratum, derived: int, seconds: float) -> StratumRun:
+        """An aggregate's stratum: one relation, computed in one step (its rows are those of a
+        non-recursive rule, at iteration 1)."""
+        return cls(
+            stratum.index, tuple(sorted(stratum.relations)), int(derived > 0), derived, seconds
+        )
+
 
 class StratumBootstrap:
     """One stratum's Bootstrap on the per-tuple kernel: iteration 1 (full join over I_0), then
@@ -150,13 +158,7 @@ class StratumBootstrap:
         start = time.perf_counter()
         if self.stratum.aggregate is not None:
             derived = bootstrap_aggregate(self.stratum, self.state)
-            return StratumRun(
-                self.stratum.index,
-                tuple(sorted(self.stratum.relations)),
-                1 if derived else 0,
-                derived,
-                time.perf_counter() - start,
-            )
+            return StratumRun.of_aggregate(self.stratum, derived, time.perf_counter() - start)
         kernel = self.compiled()
         new = kernel.first_iteration(self.check)
         derived = sum(map(len, new.values()))

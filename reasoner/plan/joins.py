@@ -23,6 +23,7 @@ from reasoner.syntax.ast import (
     Atom,
     BinaryOp,
     Comparison,
+    Functor,
     Negation,
     NumberConst,
     Rule,
@@ -30,6 +31,7 @@ from reasoner.syntax.ast import (
     Term,
     Variable,
     Wildcard,
+    operands,
 )
 
 
@@ -37,9 +39,7 @@ def term_variables(term: Term) -> set[str]:
     """Names of the variables a term mentions (wildcards are not variables)."""
     if isinstance(term, Variable):
         return {term.name}
-    if isinstance(term, BinaryOp):
-        return term_variables(term.left) | term_variables(term.right)
-    return set()
+    return set().union(*map(term_variables, operands(term)))
 
 
 def is_ground(term: Term, bound: set[str]) -> bool:
@@ -173,7 +173,8 @@ def _bound_count(atom: Atom, bound: set[str]) -> int:
 
 
 def normalize_rule(rule: Rule) -> Rule:
-    """Move arithmetic out of positive body atoms: `q(x + 1)` becomes `q(_a0), _a0 = x + 1`.
+    """Move arithmetic (and functors) out of positive body atoms: `q(x + 1)` becomes
+    `q(_a0), _a0 = x + 1`.
 
     An atom argument like `x + 1` can only be used once `x` is bound, which would constrain the
     join order; as a fresh variable plus an equality it binds like any column and the equality
@@ -183,10 +184,10 @@ def normalize_rule(rule: Rule) -> Rule:
     extra: list[Comparison] = []
     body: list = []
     for lit in rule.body:
-        if isinstance(lit, Atom) and any(isinstance(a, BinaryOp) for a in lit.args):
+        if isinstance(lit, Atom) and any(isinstance(a, BinaryOp | Functor) for a in lit.args):
             args: list[Term] = []
             for a in lit.args:
-                if isinstance(a, BinaryOp):
+                if isinstance(a, BinaryOp | Functor):
                     fresh = Variable(f"_a{len(extra)}", a.span)
                     extra.append(Comparison("=", fresh, a, a.span))
                     args.append(fresh)

@@ -86,6 +86,17 @@ class BinaryOp:
     span: Span = field(compare=False)
 
 
+@dataclass(frozen=True, slots=True)
+class Functor:
+    """A call of one of Soufflé's string functors (`cat`, `strlen`, `substr`, `contains`,
+    `match`, `ord`, `to_number`, `to_string`; see `reasoner.functors`), a term like any
+    arithmetic. The parser checks the name and the number of arguments."""
+
+    name: str
+    args: tuple[Term, ...]
+    span: Span = field(compare=False)
+
+
 AggregateOp = TypingLiteral["count", "sum", "min", "max", "mean"]
 
 
@@ -103,23 +114,37 @@ class Aggregate:
     span: Span = field(compare=False)
 
 
-Term = Variable | Wildcard | NumberConst | StringConst | BinaryOp | Aggregate
+Term = Variable | Wildcard | NumberConst | StringConst | BinaryOp | Functor | Aggregate
 
 
 PARTIAL_OPS = frozenset({"/", "%", "^"})
 """Operators without a value for some operands: a division by zero, zero to a negative power."""
+PARTIAL_FUNCTORS = frozenset({"to_number"})
+"""Functors without a value for some operands: `to_number("x")`."""
+
+
+def operands(term: Term) -> tuple[Term, ...]:
+    """The terms `term` computes from: an operator's or functor's operands (an aggregate's
+    are inside its body, which is not a term's)."""
+    if isinstance(term, BinaryOp):
+        return (term.left, term.right)
+    if isinstance(term, Functor):
+        return term.args
+    return ()
 
 
 def may_lack_value(term: Term) -> bool:
-    """Whether evaluating `term` applies a `PARTIAL_OPS` operator: it may then have no value,
-    so every executor must drop the instantiations where it has none."""
+    """Whether evaluating `term` applies a `PARTIAL_OPS` operator or a `PARTIAL_FUNCTORS`
+    functor: it may then have no value, so every executor must drop the instantiations where
+    it has none."""
     stack = [term]
     while stack:
         node = stack.pop()
-        if isinstance(node, BinaryOp):
-            if node.op in PARTIAL_OPS:
-                return True
-            stack.extend((node.left, node.right))
+        if isinstance(node, BinaryOp) and node.op in PARTIAL_OPS:
+            return True
+        if isinstance(node, Functor) and node.name in PARTIAL_FUNCTORS:
+            return True
+        stack.extend(operands(node))
     return False
 
 

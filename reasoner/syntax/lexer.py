@@ -36,6 +36,7 @@ _MASTER = re.compile(
   | (?P<badstring>"(?:[^"\\\n]|\\[^\n])*)
   | (?P<float>[0-9]+\.[0-9]+(?:[eE][+-]?[0-9]+)?)
   | (?P<number>0[xX][0-9A-Fa-f]+|0[bB][01]+|[0-9]+)
+  | (?P<udf>@[A-Za-z_][A-Za-z0-9_]*)
   | (?P<ident>{IDENTIFIER.pattern})
   | (?P<op>:-|<:|!=|<=|>=|[(),.;:!=<>+\-*/%|^\[\]{{}}])
   | (?P<error>.)
@@ -149,6 +150,12 @@ def tokenize(text: str) -> LexResult:
                 append(Token(ERROR, lexeme, start, line, column, error))
         elif kind == "badstring":
             append(Token(ERROR, lexeme, start, line, column, "unterminated string literal"))
+        elif kind == "udf":
+            message = (
+                f"user-defined functors (`{lexeme}`) are not supported: Soufflé links them in "
+                "as C++ code"
+            )
+            append(Token(ERROR, lexeme, start, line, column, message))
         elif kind == "float":
             message = f"floating-point numbers are not supported: `{lexeme}`"
             append(Token(ERROR, lexeme, start, line, column, message))

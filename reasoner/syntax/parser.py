@@ -17,7 +17,7 @@ from typing import Literal, cast
 
 # `reasoner.errors` imports `reasoner.syntax.ast`, which runs this package's `__init__`, which
 # imports this module: import the module (not its names) so that the cycle resolves lazily.
-from reasoner import errors
+from reasoner import errors, functors
 from reasoner.arith import wrap64
 from reasoner.syntax.ast import (
     Aggregate,
@@ -32,6 +32,7 @@ from reasoner.syntax.ast import (
     Declaration,
     Directive,
     Fact,
+    Functor,
     Negation,
     NumberConst,
     Pragma,
@@ -268,29 +269,13 @@ class _Parser:
         return Body(*map(tuple, self._collectors()))
 
     def _collectors(self) -> list[list]:
-        """The lists the statements go into (a component's body has its own)."""
-        return [
-            self.declarations,
-            self.directives,
-            self.rules,
-            self.facts,
-            self.types,
-            self.components,
-            self.instances,
-            self.overrides,
-        ]
+        """The lists the statements go into (a component's body has its own): one attribute
+        per field of `Body`, of the same name."""
+        return [getattr(self, field.name) for field in dataclasses.fields(Body)]
 
     def _set_collectors(self, lists: list[list]) -> None:
-        (
-            self.declarations,
-            self.directives,
-            self.rules,
-            self.facts,
-            self.types,
-            self.components,
-            self.instances,
-            self.overrides,
-        ) = lists
+        for field, collected in zip(dataclasses.fields(Body), lists, strict=True):
+            setattr(self, field.name, collected)
 
     def _expansion_error(self, message: str, span: Span) -> None:
         """An error of the expansion of components, once however many instances meet it."""
@@ -607,17 +592,22 @@ class _Parser:
 
     def _literal(self) -> Alternatives:
         token = self._peek()
-        if token.kind == "!":
+        negated = token.kind == "!" or (
+            token.kind == IDENT and token.text == "not" and self._peek(1).kind == IDENT
+        )
+        if negated:
             self._advance()
+            if self._constraint_follows():
+                return [[self._constraint(negated=True, start=token.span)]]
             atom = self._atom()
             return [[Negation(atom, _join(token.span, atom.span))]]
+        if self._constraint_follows():
+            return [[self._constraint(negated=False, start=token.span)]]
         if token.kind == IDENT:
             following = self._peek(1).kind
-            if token.text == "not" and following == IDENT:
-                self._advance()
-                atom = self._atom()
-                return [[Negation(atom, _join(token.span, atom.span))]]
-            functor = token.text in _VARIADIC | _UNARY_WORDS and self._parenthesis_opens_term()
+            functor = token.text in functors.NAMES or (
+                token.text in _VARIADIC | _UNARY_WORDS and self._parenthesis_opens_term()
+            )
             if following == "(" and not functor:  # `max(x, 1) > y` is a term, `max(x)` an atom
                 return [[self._atom()]]
         if token.kind == "(" and not self._parenthesis_opens_term():
@@ -639,6 +629,19 @@ class _Parser:
             _join(left.span, right.span),
         )
         return [[comparison]]
+
+    def _constraint_follows(self) -> bool:
+        token = self._peek()
+        return (
+            token.kind == IDENT and token.text in functors.CONSTRAINTS and self._peek(1).kind == "("
+        )
+
+    def _constraint(self, *, negated: bool, start: Span) -> Comparison:
+        """`contains(a, b)`, `match(p, s)` and their negations: the functor's value (1 or 0)
+        compared with 0."""
+        call, _depth = self._functor()
+        span = _join(start, call.span)
+        return Comparison("=" if negated else "!=", call, NumberConst(0, span), span)
 
     def _parenthesis_opens_term(self) -> bool:
         """Tell `(x + 1) < y` (a term) from `(a(x) ; b(x))` (a group of literals), and
@@ -782,12 +785,19 @@ class _Parser:
             return self._variadic()
         if kind == "[":
             raise _Failure("records (`[...]`) are not supported", token.span)
+        if kind == IDENT and token.text in functors.NAMES and self._peek(1).kind == "(":
+            if token.text in functors.CONSTRAINTS:
+                raise _Failure(
+                    f"`{token.text}(...)` is a constraint: write it as a body literal",
+                    token.span,
+                )
+            return self._functor()
         if kind == IDENT:
             self._advance()
             if self._peek().kind == "(":
+                known = ", ".join(sorted(functors.NAMES | _VARIADIC))
                 raise _Failure(
-                    f"functor calls such as `{token.text}(...)` are not supported in terms",
-                    token.span,
+                    f"unknown functor `{token.text}`: the functors are {known}", token.span
                 )
             if token.text == "_":
                 return Wildcard(token.span), 0
@@ -876,6 +886,40 @@ class _Parser:
         if count < 2:
             raise _Failure(f"`{name.text}` needs at least two arguments", name.span)
         return dataclasses.replace(result, span=_join(name.span, close.span)), depth
+
+    def _functor(self) -> tuple[Functor, int]:
+        """`cat(a, b, ...)`, `strlen(s)`, ...: a string functor's call (`reasoner.functors`),
+        its number of arguments checked here."""
+        name = self._advance()
+        self._open(self._peek())
+        args: list[Term] = []
+        depth = 0
+        if self._peek().kind != ")":
+            while True:
+                arg, arg_depth = self._level(0)
+                args.append(arg)
+                depth = max(depth, arg_depth + len(args))
+                if self._peek().kind != ",":
+                    break
+                self._advance()
+        close = self._expect(")", "`,` or `)` after an argument")
+        self._nesting -= 1
+        signature = functors.signature(name.text)
+        if not signature.accepts(len(args)):
+            wanted = (
+                "at least one argument"
+                if signature.variadic
+                else f"{len(signature.params)} argument{'s' * (len(signature.params) > 1)}"
+            )
+            raise _Failure(f"`{name.text}` takes {wanted}, not {len(args)}", name.span)
+        span = _join(name.span, close.span)
+        if depth > MAX_NESTING:
+            raise _Failure(
+                f"the expression is nested more than {MAX_NESTING} levels deep",
+                span,
+                errors.EXPRESSION_TOO_DEEP,
+            )
+        return Functor(name.text, tuple(args), span), depth
 
     @staticmethod
     def _number_value(token: Token, span: Span, *, negate: bool) -> int:

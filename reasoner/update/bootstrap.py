@@ -38,7 +38,7 @@ class CompiledStratumBootstrap:
         self.state = state
         self.relations = relations = StratumTables(stratum, state, arities)
         writer = relations.writer(stratum, symbols)
-        self.kernel = relations.kernel()
+        self.kernel = relations.kernel(symbols)
         self.first: list[tuple[EnumeratorPlan, Enumerator]] = []
         self.delta: list[tuple[EnumeratorPlan, Enumerator]] = []
         for number, rule in enumerate(stratum.rules):

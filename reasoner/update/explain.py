@@ -10,7 +10,7 @@ plan, as `EXPLAIN` reads a query's.
 from __future__ import annotations
 
 from reasoner.analysis.model import AnalyzedProgram
-from reasoner.analysis.terms import render
+from reasoner.analysis.terms import render, render_literal
 from reasoner.plan.joins import AtomStep, CompareStep
 from reasoner.state import State
 from reasoner.symbols import SymbolTable
@@ -27,8 +27,7 @@ def _atom_text(step: AtomStep) -> str:
 
 def _step_text(step: AtomStep | CompareStep) -> str:
     if isinstance(step, CompareStep):
-        cmp = step.comparison
-        text = f"{render(cmp.left)} {cmp.op} {render(cmp.right)}"
+        text = render_literal(step.comparison)
         return f"let {text}" if step.assigns is not None else f"test {text}"
     if step.negated:
         args = step.atom.args

@@ -88,6 +88,7 @@ cdef enum:
     OP_LXOR = 16
     OP_MAX = 17
     OP_MIN = 18
+    OP_CALL = 19    # a string functor: value (functor << 8) | operands, see `Kernel._call`
 
 cdef enum:
     CMP_EQ = 0
@@ -504,6 +505,7 @@ cdef class Kernel:
     cdef list by_head_later   # the same, for the rules with an atom over an own relation
     cdef list rules
     cdef object check
+    cdef object call          # (functor, operands) -> value or None: `reasoner.functors.caller`
     cdef int64_t ticks
     cdef int64_t budget       # bytes the bookkeeping may take (0: no bound)
     cdef bint* any_before
@@ -540,9 +542,10 @@ cdef class Kernel:
     cdef int run_rows
     cdef int run_negs
 
-    def __cinit__(self, list tables, list own):
+    def __cinit__(self, list tables, list own, object call=None):
         cdef int i
         self.tables = tables
+        self.call = call
         self.nrel = len(tables)
         self.own = <bint*>malloc(<size_t>(self.nrel + 1) * sizeof(bint))
         self.any_before = <bint*>malloc(<size_t>(self.nrel + 1) * sizeof(bint))
@@ -1082,17 +1085,17 @@ cdef class Kernel:
             run.head_row = row
         return self._step(e, 0, run)
 
-    cdef bint _eval(self, const int64_t* code, int64_t p, Run* run, int64_t* out) noexcept:
-        """The expression at `p` (count, (tag, value)*, postfix) into `out`; False when it has
-        no value."""
+    cdef int _eval(self, const int64_t* code, int64_t p, Run* run, int64_t* out) except -1:
+        """The expression at `p` (count, (tag, value)*, postfix) into `out`; 0 when it has
+        no value, else 1."""
         cdef int64_t n = code[p]
         cdef int64_t stack[MAX_STACK]
         cdef int top = 0
-        cdef int64_t i, tag, a
+        cdef int64_t i, tag, a, word
         if n == 1:
             tag = code[p + 1]
             out[0] = code[p + 2] if tag == TERM_CONST else run.regs[code[p + 2]]
-            return True
+            return 1
         for i in range(n):
             tag = code[p + 1 + 2 * i]
             if tag == TERM_CONST:
@@ -1101,13 +1104,30 @@ cdef class Kernel:
             elif tag == TERM_REG:
                 stack[top] = run.regs[code[p + 2 + 2 * i]]
                 top += 1
+            elif tag == OP_CALL:
+                word = code[p + 2 + 2 * i]
+                top -= <int>(word & 255)
+                if not self._call(word >> 8, &stack[top], <int>(word & 255), &a):
+                    return 0
+                stack[top] = a
+                top += 1
             else:
                 top -= 1
                 if not _arith(<int>tag, stack[top - 1], stack[top], &a):
-                    return False
+                    return 0
                 stack[top - 1] = a
         out[0] = stack[0]
-        return True
+        return 1
+
+    cdef int _call(self, int64_t functor, int64_t* operands, int count, int64_t* out) except -1:
+        """A string functor (`reasoner.functors`, through the Python callable the kernel was
+        made with: it reads and extends the symbol table); 0 when it has no value."""
+        cdef int j
+        result = self.call(functor, [operands[j] for j in range(count)])
+        if result is None:
+            return 0
+        out[0] = result
+        return 1
 
     cdef int _step(self, Enumerator e, int s, Run* run) except -1:
         cdef const int64_t* code = e.code

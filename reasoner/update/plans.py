@@ -37,6 +37,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from reasoner import functors
 from reasoner.analysis.model import Stratum
 from reasoner.plan.joins import (
     AtomStep,
@@ -53,6 +54,7 @@ from reasoner.symbols import SymbolTable
 from reasoner.syntax.ast import (
     Atom,
     BinaryOp,
+    Functor,
     Negation,
     NumberConst,
     Rule,
@@ -90,6 +92,8 @@ OPERATORS = {
     "min": 18,
 }
 """The kernel's operator tags (`reasoner/update/kernel.pyx`, `OP_*`)."""
+OP_CALL = 19
+"""A string functor: value `functor number << 8 | operands` (`reasoner.functors.ORDER`)."""
 COMPARISONS = {"=": 0, "!=": 1, "<": 2, "<=": 3, ">": 4, ">=": 5}
 STACK = 128
 """Values an expression may hold on the kernel's stack at once (the parser refuses nesting
@@ -172,6 +176,11 @@ def _expression(term: Term, registers: _Registers, symbols: SymbolTable) -> list
             right = walk(t.right)
             items.extend((OPERATORS[t.op], 0))
             return max(left, right + 1)
+        if isinstance(t, Functor):
+            deepest = max((walk(arg) + index for index, arg in enumerate(t.args)), default=0)
+            number = functors.ORDER.index(t.name)
+            items.extend((OP_CALL, number << 8 | len(t.args)))
+            return max(deepest, 1)
         raise Unsupported(f"no value for {t!r}")
 
     depth = walk(term)
@@ -250,9 +259,10 @@ class StratumTables:
         """Relations negated with only wildcards: what matters of them is whether they hold
         anything (`Kernel.presence`)."""
 
-    def kernel(self) -> Kernel:
-        """A kernel over these tables (the stratum's own first)."""
-        return Kernel(self.tables, [i < len(self.own) for i in range(len(self.names))])
+    def kernel(self, symbols: SymbolTable) -> Kernel:
+        """A kernel over these tables (the stratum's own first), its functors over `symbols`."""
+        own = [i < len(self.own) for i in range(len(self.names))]
+        return Kernel(self.tables, own, functors.caller(symbols))
 
     def writer(self, stratum: Stratum, symbols: SymbolTable) -> StratumPlanWriter:
         """A plan writer numbering relations and indexes as the kernel over these tables does."""

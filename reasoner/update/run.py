@@ -47,7 +47,7 @@ class StratumUpdate:
             own_atoms.append(
                 any(rule.body[i].relation in stratum.relations for i in positive_atoms(rule))  # type: ignore[union-attr]
             )
-        self.kernel = relations.kernel()
+        self.kernel = relations.kernel(symbols)
         for rule in rules:
             self.kernel.add_rule(rule)
         for plan in self.plans:

@@ -396,6 +396,18 @@ class RuleBuilder:
         elif symbols:
             left = self.draw(st.sampled_from(symbols))
             others = [v for v in symbols if v != left]
+            form = choose(self.draw, compare=4, contains=1, match=1, length=1)
+            if form != "compare":
+                other = self.draw(st.sampled_from(others or symbols))
+                negation = self.draw(st.sampled_from(("", "!")))
+                self.body.append(
+                    {
+                        "contains": f"{negation}contains({other}, cat({left}, {left}))",
+                        "match": f'{negation}match("[ab]+.?", {left})',
+                        "length": f"strlen(cat({left}, {other})) > 1",
+                    }[form]
+                )
+                return
             op = self.draw(st.sampled_from(("=", "!=")))
             if others and self.draw(st.booleans()):
                 right = self.draw(st.sampled_from(others))
@@ -409,9 +421,11 @@ class RuleBuilder:
         same_type = sorted(v for v, t in self.bound.items() if t == column_type)
         if not same_type:
             return constant(self.draw, column_type)
-        choice = choose(self.draw, variable=5, constant=1, arithmetic=2)
+        choice = choose(self.draw, variable=5, constant=1, arithmetic=2, functor=1)
         if choice == "constant":
             return constant(self.draw, column_type)
+        if choice == "functor":
+            return self.functor_term(column_type, recursive)
         if choice == "variable" or column_type != NUMBER:
             return self.draw(st.sampled_from(same_type))
         x = self.draw(st.sampled_from(same_type))
@@ -445,6 +459,30 @@ class RuleBuilder:
                 )
             )
         )
+
+    def functor_term(self, column_type: ColumnType, recursive: bool) -> str:
+        """A string functor of the bound variables (`reasoner.functors`). A rule that may feed
+        itself only makes symbols of at most two bytes, so a recursion through `cat` ends."""
+        numbers = sorted(v for v, t in self.bound.items() if t == NUMBER)
+        symbols = sorted(v for v, t in self.bound.items() if t == SYMBOL)
+        if column_type == NUMBER:
+            if not symbols:
+                return f"to_number(to_string({self.draw(st.sampled_from(numbers))}))"
+            s = self.draw(st.sampled_from(symbols))
+            t = self.draw(st.sampled_from(symbols))
+            return self.draw(
+                st.sampled_from(
+                    (f"strlen({s})", f"strlen(cat({s}, {t}))", f"to_number({s})")
+                    + (() if recursive else (f"to_number(cat(to_string(strlen({s})), {t}))",))
+                )
+            )
+        forms = [f'substr(cat({s}, "b"), 1, 2)' for s in symbols]
+        forms += [f"to_string({n} % 10)" for n in numbers]
+        if not recursive:
+            forms += [f'cat({s}, "-", {t})' for s in symbols for t in symbols]
+            forms += [f"substr({s}, {n}, 2)" for s in symbols for n in numbers]
+            forms += [f"cat(to_string({n}), {s})" for s in symbols for n in numbers]
+        return self.draw(st.sampled_from(sorted(forms)))
 
     def bounded_step(self, x: str) -> str:
         """Arithmetic in a rule that may feed itself: every result lies in a fixed range,

@@ -44,6 +44,10 @@ QUERIES = [
     "edge(1, 3)",
     "!edge(9, 9)",
     "tc(x, y), !tc(y, x), x / (y - 3) = 0",
+    'label(x, n), m = cat(n, "!", n), strlen(m) > 3',
+    'label(x, n), contains(" ", n), s = substr(n, 2, 9)',
+    'label(x, n), !match("[a-c]", n), k = to_number(to_string(x))',
+    "label(x, n), y = to_number(n)",
 ]
 
 
@@ -77,7 +81,10 @@ def test_string_constants_are_never_interned(materialization: Materialization) -
     m = materialization
     before = len(m.symbols)
     with m.reading():
-        query = compile_query('tc(x, y), s = "never seen", label(x, "also new")', m.analyzed)
+        query = compile_query(
+            'tc(x, y), s = "never seen", label(x, "also new"), label(y, n), t = cat(n, "+")',
+            m.analyzed,
+        )
         evaluate_query(query, m.analyzed, m.state, m.symbols)
     assert len(m.symbols) == before
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tests.service.conftest import Server
-from tests.service.helpers import assert_problem, column_types, read_relation
+from tests.service.helpers import assert_problem, column_types, query_all, read_relation
 
 TEXT = {"content-type": "text/plain"}
 PROGRAM = """.pragma "magic-transform" "*"
@@ -178,3 +178,51 @@ def test_components_through_the_service(make_server: Callable[..., Server]) -> N
     with server.client() as client:
         assert set(read_relation(client, "h.reach")) == {(7, 8)}
         assert set(read_relation(client, "s.reach")) == {("a", "b"), ("b", "c")}
+
+
+def test_string_functors_through_the_service(make_server: Callable[..., Server]) -> None:
+    """Rules with `cat`, `strlen`, `substr`, `contains`, `match`, `to_number`: answers after
+    writes, an Update that retracts what a functor made, queries that call functors without
+    adding symbols, a refused call answering its code and position, and a restart that reads
+    the symbols functors made."""
+    server = make_server().start()
+    program = """.decl user(name: symbol, id: number)
+handle(cat("@", n, to_string(i))) :- user(n, i).
+short(n, strlen(n)) :- user(n, _), strlen(n) < 4.
+initial(n, substr(n, 0, 1)) :- user(n, _), !contains(" ", n).
+numeric(n, to_number(n)) :- user(n, _), match("[0-9]+", n).
+"""
+    with server.client() as client:
+        client.post("/v1/rules", content=program, headers=TEXT).raise_for_status()
+        facts = {"user": [["ann", 1], ["bo b", 2], ["42", 3]]}
+        client.post("/v1/facts", json={"facts": facts}).raise_for_status()
+        assert set(read_relation(client, "handle")) == {("@ann1",), ("@bo b2",), ("@423",)}
+        assert set(read_relation(client, "short")) == {("ann", 3), ("42", 2)}
+        assert set(read_relation(client, "initial")) == {("ann", "a"), ("42", "4")}
+        assert set(read_relation(client, "numeric")) == {("42", 42)}
+        changed = client.request(
+            "DELETE", "/v1/facts?changes=true", json={"facts": {"user": [["ann", 1]]}}
+        ).raise_for_status()
+        assert changed.json()["strategy"] == "update"
+        assert changed.json()["changes"]["handle"] == {"inserted": [], "retracted": [["@ann1"]]}
+        _, rows = query_all(client, 'handle(h), t = cat(h, "!"), strlen(t) > 5')
+        assert set(rows) == {("@bo b2", "@bo b2!")}
+
+        epoch = client.get("/ready").json()["epoch"]
+        wrong = "bad(n) :- user(n, i), x = strlen(i).\n"
+        body = assert_problem(
+            client.post("/v1/rules", content=wrong, headers=TEXT), 400, "type_mismatch"
+        )
+        assert (body["line"], body["column"]) == (1, 34)
+        unknown = "bad(x) :- user(n, _), x = concat(n, n).\n"
+        body = assert_problem(
+            client.post("/v1/rules", content=unknown, headers=TEXT), 400, "parse_error"
+        )
+        assert (body["line"], body["column"]) == (1, 27)
+        assert client.get("/ready").json()["epoch"] == epoch
+
+    server.stop()
+    server.start()
+    with server.client() as client:
+        assert set(read_relation(client, "handle")) == {("@bo b2",), ("@423",)}
+        assert set(read_relation(client, "initial")) == {("42", "4")}

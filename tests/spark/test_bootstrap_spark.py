@@ -30,6 +30,8 @@ from tests.spark.support import assert_same, on_spark, outcome, reference
 from tests.unit.test_aggregates import INPUTS as AGGREGATES_INPUTS
 from tests.unit.test_aggregates import PROGRAM as AGGREGATES_PROGRAM
 from tests.unit.test_components import PROGRAM as COMPONENTS_PROGRAM
+from tests.unit.test_functors import INPUTS as FUNCTORS_INPUTS
+from tests.unit.test_functors import PROGRAM as FUNCTORS_PROGRAM
 
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
@@ -207,6 +209,21 @@ def test_aggregates(spark: SparkSession) -> None:
     s(g, t) :- v(g, _), t = sum x : { v(g, x) }.
     """
     check(wrapping, {"v": [(1, INT64_MAX), (1, 1), (2, INT64_MIN), (2, -1)]}, spark)
+
+
+def test_functors(spark: SparkSession) -> None:
+    """Strata that call string functors run in the driver (their symbols are the driver's to
+    number), between strata on Spark: the tuples of both meet in the state."""
+    check(FUNCTORS_PROGRAM, FUNCTORS_INPUTS, spark)
+    text = """
+    .decl e(x: number, y: number)
+    .input e
+    tc(x, y) :- e(x, y).
+    tc(x, z) :- tc(x, y), e(y, z).
+    named(x, cat("n", to_string(y))) :- tc(x, y).
+    far(x, n) :- named(x, n), tc(x, y), y > x + 1.
+    """
+    check(text, {"e": [(i, i + 1) for i in range(12)]}, spark)
 
 
 def test_constants_repeated_variables_wildcards(spark: SparkSession) -> None:

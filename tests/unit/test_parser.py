@@ -378,10 +378,15 @@ class TestTerms:
         assert isinstance(comparison, Comparison) and comparison.op == "<"
         assert comparison.span == Span(1, 22, 1, 37)
 
-    def test_functor_calls_are_rejected(self) -> None:
-        ((_, column, message),) = errors_of("p(x) :- q(y), x = cat(y, y).")
+    def test_unknown_functors_are_rejected_by_name(self) -> None:
+        ((_, column, message),) = errors_of("p(x) :- q(y), x = concat(y, y).")
         assert column == 19
-        assert message.startswith("functor calls such as `cat(...)` are not supported")
+        assert message.startswith("unknown functor `concat`: the functors are cat, contains")
+
+    def test_user_defined_functors_are_refused_by_name(self) -> None:
+        ((_, column, message),) = errors_of("p(x) :- q(y), x = @hash(y).")
+        assert column == 19
+        assert message.startswith("user-defined functors (`@hash`) are not supported")
 
     def test_deep_nesting_is_refused_with_its_code(self) -> None:
         deep = "(" * 5000 + "1" + ")" * 5000

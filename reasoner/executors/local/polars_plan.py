@@ -35,12 +35,14 @@ import polars as pl
 
 from reasoner.arith import LOGICAL, logical_condition
 from reasoner.executors.local.dense_index import DenseIndex
+from reasoner.functors import apply_arrays
 from reasoner.plan.joins import AtomStep, CompareStep, JoinPlan
 from reasoner.state import RelationStore
 from reasoner.symbols import SymbolTable
 from reasoner.syntax.ast import (
     Atom,
     BinaryOp,
+    Functor,
     NumberConst,
     StringConst,
     Term,
@@ -104,21 +106,22 @@ def _c_division(a: pl.Expr, b: pl.Expr, remainder: bool) -> pl.Expr:
     return pl.when(fix).then(q + 1).otherwise(q)
 
 
-def _on_arrays(
-    function: Callable[[np.ndarray, np.ndarray], np.ndarray], a: pl.Expr, b: pl.Expr
-) -> pl.Expr:
-    """`function` over the int64 arrays of both operands (null where either is, or where it
+def _on_arrays(function: Callable[..., np.ndarray], *operands: pl.Expr) -> pl.Expr:
+    """`function` over the int64 arrays of the operands (null where any is, or where it
     returns a masked value)."""
 
     def apply(series: list[pl.Series]) -> pl.Series:
-        left, right = (s.fill_null(0).to_numpy() for s in series)
-        values = function(left, right)
+        values = function(*(s.fill_null(0).to_numpy() for s in series))
         result = pl.Series(np.ma.getdata(values), dtype=INT)
         missing = np.flatnonzero(np.ma.getmaskarray(values))
         return result.scatter(missing, None) if len(missing) else result
 
-    missing = a.is_null() | b.is_null()
-    return pl.when(missing).then(None).otherwise(pl.map_batches([a, b], apply, return_dtype=INT))
+    missing = pl.any_horizontal(*(operand.is_null() for operand in operands))
+    return (
+        pl.when(missing)
+        .then(None)
+        .otherwise(pl.map_batches(list(operands), apply, return_dtype=INT))
+    )
 
 
 def _shift(a: np.ndarray, b: np.ndarray, kind: str) -> np.ndarray:
@@ -206,7 +209,14 @@ class Expressions:
                 right = self._simple(term.right, right, prelude)
                 return _c_division(left, right, remainder=term.op == "%")
             return _operation(term.op, left, right)
+        if isinstance(term, Functor):
+            args = [self.term(arg, prelude) for arg in term.args]
+            call = partial(self._functor, term.name)
+            return _on_arrays(call, *args)
         raise TypeError(f"a wildcard has no value: {term!r}")
+
+    def _functor(self, name: str, *operands: np.ndarray) -> np.ndarray:
+        return apply_arrays(name, self.symbols, operands)
 
     def _simple(self, term: Term, expr: pl.Expr, prelude: list[tuple[str, pl.Expr]]) -> pl.Expr:
         if not isinstance(term, BinaryOp):

@@ -665,23 +665,22 @@ class VectorizedBootstrap:
         """Bootstrap the stratum at `position` of the program's strata (its lower strata
         done, by this executor or another: the frames read the state)."""
         if stratum.aggregate is not None:
-            return self._aggregate(position, stratum, stratum.aggregate)
-        run = VectorizedStratum(
-            stratum,
-            self.state,
-            self.symbols,
-            self.arities,
-            self.frames,
-            self.small_iteration,
-            self.check,
-        ).run()
+            run = self._aggregate(stratum, stratum.aggregate)
+        else:
+            run = VectorizedStratum(
+                stratum,
+                self.state,
+                self.symbols,
+                self.arities,
+                self.frames,
+                self.small_iteration,
+                self.check,
+            ).run()
         self.frames.projections.clear()
         self.frames.keep({name for name, last in self.last_reader.items() if last > position})
         return run
 
-    def _aggregate(
-        self, position: int, stratum: Stratum, definition: AggregateDefinition
-    ) -> StratumRun:
+    def _aggregate(self, stratum: Stratum, definition: AggregateDefinition) -> StratumRun:
         started = time.perf_counter()
         source = self.state[definition.source]
         target = self.state[definition.name]
@@ -689,14 +688,7 @@ class VectorizedBootstrap:
             derived = store_aggregate(definition, self.frames.get(definition.source), target)
         else:  # no columns for a frame to group: the relation's one row is one instantiation
             derived = bootstrap_aggregate(stratum, self.state)
-        self.frames.keep({name for name, last in self.last_reader.items() if last > position})
-        return StratumRun(
-            stratum.index,
-            (definition.name,),
-            int(derived > 0),
-            derived,
-            time.perf_counter() - started,
-        )
+        return StratumRun.of_aggregate(stratum, derived, time.perf_counter() - started)
 
 
 def bootstrap_vectorized(

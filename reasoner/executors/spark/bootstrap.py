@@ -33,10 +33,15 @@ recursion's tail of small iterations costs microseconds each instead of Spark jo
 agree tuple for tuple and count for count, so a stratum may switch at any iteration: to the
 kernel, the rows Spark's last iteration committed drive it; back to Spark, the stratum's
 relations are uploaded again, their newest iteration as the delta.
+
+**String functors run in process.** `cat`, `substr`, `to_string` make symbols, which only
+the driver's symbol table can number, so a stratum whose rules call a functor runs every
+iteration on the kernel (its inputs may still have come from Spark).
 """
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -50,6 +55,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
+from reasoner import functors
 from reasoner.analysis.model import AggregateDefinition, AnalyzedProgram, Stratum
 from reasoner.analysis.terms import leaves
 from reasoner.elastic.aggregate import ITERATION, bootstrap_aggregate
@@ -469,7 +475,10 @@ class SparkBootstrap:
         local = _InProcess(self, stratum)
         first = [plan_rule(rule, None, sizes) for rule in stratum.rules]
         work = first_work(first, self.state.relations)
-        if work.driving + work.indexed < self.small:
+        # A string functor reads and extends the driver's symbol table, which Spark's
+        # workers do not have: such a stratum runs in process, every iteration of it.
+        small = sys.maxsize if functors.called_in(stratum.rules) else self.small
+        if work.driving + work.indexed < small:
             rows = local.compiled().first_iteration(self.check)
             derived = sum(len(r) for r in rows.values())
             on_spark = False
@@ -489,7 +498,7 @@ class SparkBootstrap:
         while stratum.recursive and iterations == k - 1:
             self.check()
             if not on_spark:
-                last, count, rest = local.compiled().fixpoint(k, rows, self.small, self.check)
+                last, count, rest = local.compiled().fixpoint(k, rows, small, self.check)
                 if count:
                     derived += count
                     iterations = last
@@ -562,13 +571,7 @@ class SparkBootstrap:
                 rel.written()
         else:
             derived = bootstrap_aggregate(stratum, self.state)
-        return StratumRun(
-            stratum.index,
-            (definition.name,),
-            int(derived > 0),
-            derived,
-            time.perf_counter() - start,
-        )
+        return StratumRun.of_aggregate(stratum, derived, time.perf_counter() - start)
 
     def _arities(self) -> dict[str, int]:
         return {name: info.arity for name, info in self.analyzed.relations.items()}

@@ -1,0 +1,182 @@
+"""Soufflé's string functors, with Soufflé's semantics, for every evaluator.
+
+Symbols are interned integers everywhere past the parser, so a functor over symbols decodes
+its operands through the symbol table and interns a symbol it makes (`cat`, `substr`,
+`to_string`). Each functor is defined once, over Python values (`Signature.scalar`); the
+evaluators apply it through `apply` (one instantiation: the Update kernel) or `apply_arrays`
+(a column of them: Polars), and the oracle and the fact folder call `scalar` directly.
+
+Soufflé's strings are C++ byte strings: `strlen` and `substr` count UTF-8 bytes, as there (a
+`substr` that cuts a character in two gives U+FFFD for the cut bytes). A functor without a
+value for its operands (`to_number("x")`) gives no derivation, like a division by zero.
+`contains` and `match` are constraints in Soufflé; here they are numbers (1 or 0) that the
+parser compares with 0, so every evaluator treats them as any other term.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from reasoner.arith import wrap64
+from reasoner.syntax.ast import (
+    ColumnType,
+    Comparison,
+    Functor,
+    Negation,
+    Rule,
+    Term,
+    operands,
+)
+
+if TYPE_CHECKING:  # the symbol table's module reaches the analysis, which reads this one
+    from reasoner.symbols import SymbolTable
+
+Value = int | str
+
+_NUMBER = re.compile(r"[+-]?[0-9]+")
+
+
+@dataclass(frozen=True, slots=True)
+class Signature:
+    """A functor's parameter and result types, and its meaning over decoded values (None: no
+    value). `variadic`: any number (at least one) of parameters of the type of the first."""
+
+    params: tuple[ColumnType, ...]
+    result: ColumnType
+    scalar: Callable[..., Value | None]
+    variadic: bool = False
+
+    def param(self, index: int) -> ColumnType:
+        return self.params[0] if self.variadic else self.params[index]
+
+    def accepts(self, count: int) -> bool:
+        return count >= 1 if self.variadic else count == len(self.params)
+
+
+def _substr(text: str, start: int, length: int) -> str:
+    """C++ `std::string::substr`: a start past the end (or negative, which is huge as a
+    size_t) gives Soufflé's fallback, the empty string; a negative length reads to the end."""
+    data = text.encode()
+    if start < 0 or start > len(data):
+        return ""
+    end = len(data) if length < 0 else start + length
+    return data[start:end].decode(errors="replace")
+
+
+@lru_cache(maxsize=256)
+def _pattern(pattern: str) -> re.Pattern[str] | None:
+    try:
+        return re.compile(pattern)
+    except re.error:
+        return None
+
+
+def _match(pattern: str, text: str) -> int:
+    """`std::regex_match`: the whole text matches; an invalid pattern matches nothing."""
+    compiled = _pattern(pattern)
+    return int(compiled is not None and compiled.fullmatch(text) is not None)
+
+
+def _to_number(text: str) -> int | None:
+    if _NUMBER.fullmatch(text) is None:
+        return None
+    value = int(text)
+    return value if wrap64(value) == value else None
+
+
+SIGNATURES: dict[str, Signature] = {
+    "cat": Signature(("symbol",), "symbol", lambda *parts: "".join(parts), variadic=True),
+    "strlen": Signature(("symbol",), "number", lambda text: len(text.encode())),
+    "substr": Signature(("symbol", "number", "number"), "symbol", _substr),
+    "contains": Signature(("symbol", "symbol"), "number", lambda part, text: int(part in text)),
+    "match": Signature(("symbol", "symbol"), "number", _match),
+    "to_number": Signature(("symbol",), "number", _to_number),
+    "to_string": Signature(("number",), "symbol", str),
+}
+"""Every functor by name. `ord` is not here: its value is a symbol's id, see `apply`."""
+
+NAMES = frozenset(SIGNATURES) | {"ord"}
+CONSTRAINTS = frozenset({"contains", "match"})
+"""Functors Soufflé writes as body literals (`contains("a", s)`), not as terms."""
+
+
+def signature(name: str) -> Signature:
+    if name == "ord":
+        return _ORD
+    return SIGNATURES[name]
+
+
+_ORD = Signature(("symbol",), "number", lambda ident: ident)
+"""`ord(s)`: the symbol's number in the symbol table, as in Soufflé (whose numbers differ)."""
+
+
+def apply(name: str, symbols: SymbolTable, operands: Sequence[int]) -> int | None:
+    """`name` over interned operands: the interned result, or None for no value."""
+    if name == "ord":
+        return operands[0]
+    sig = SIGNATURES[name]
+    values = [symbols.resolve(v) if sig.param(i) == "symbol" else v for i, v in enumerate(operands)]
+    result = sig.scalar(*values)
+    if result is None:
+        return None
+    return symbols.intern(result) if isinstance(result, str) else result
+
+
+def apply_arrays(
+    name: str, symbols: SymbolTable, operands: Sequence[np.ndarray]
+) -> np.ma.MaskedArray:
+    """`name` over columns of interned operands (masked where it has no value), evaluated
+    once per distinct combination of operands; a column of one value stands for a constant."""
+    if name == "ord":
+        return np.ma.masked_array(operands[0].astype(np.int64), mask=False)
+    columns = np.broadcast_arrays(*(np.asarray(column, dtype=np.int64) for column in operands))
+    stacked = np.stack(columns, axis=1)
+    distinct, inverse = np.unique(stacked, axis=0, return_inverse=True)
+    values = np.zeros(len(distinct), dtype=np.int64)
+    missing = np.zeros(len(distinct), dtype=bool)
+    for index, row in enumerate(distinct.tolist()):
+        result = apply(name, symbols, row)
+        if result is None:
+            missing[index] = True
+        else:
+            values[index] = result
+    inverse = inverse.reshape(-1)
+    return np.ma.masked_array(values[inverse], mask=missing[inverse])
+
+
+ORDER = tuple(sorted(NAMES))
+"""Functor numbers, as the Update kernel's plans name them (`reasoner.update.plans`)."""
+
+
+def caller(symbols: SymbolTable) -> Callable[[int, list[int]], int | None]:
+    """`apply` by functor number over `symbols`: what the kernel calls for a functor."""
+
+    def call(number: int, operands: list[int]) -> int | None:
+        return apply(ORDER[number], symbols, operands)
+
+    return call
+
+
+def called_in(rules: Sequence[Rule]) -> bool:
+    """Whether any of `rules` calls a functor (an executor that cannot reach the symbol table
+    runs them elsewhere)."""
+    stack: list[Term] = []
+    for rule in rules:
+        stack.extend(rule.head.args)
+        for literal in rule.body:
+            if isinstance(literal, Comparison):
+                stack += [literal.left, literal.right]
+            else:
+                stack.extend((literal.atom if isinstance(literal, Negation) else literal).args)
+    while stack:
+        term = stack.pop()
+        if isinstance(term, Functor):
+            return True
+        stack.extend(operands(term))
+    return False
