@@ -106,6 +106,11 @@ class EngineSettings:
         rows = f"{estimate.rows:,} rows"
         if estimate.rows >= self.spark_threshold:
             return EngineChoice("spark", f"{rows} >= Spark threshold {self.spark_threshold:,}")
+        # Before the seconds: the last run's are stale when its relations have shrunk since
+        # (a cross product over a relation that was large), and no Spark job pays for itself
+        # on so few rows.
+        if estimate.rows < SMALL_STRATUM:
+            return EngineChoice("reference", f"{rows} < {SMALL_STRATUM:,}: the per-tuple kernel")
         spark = estimate.spark_seconds
         if spark is not None and spark * SPARK_MARGIN < estimate.in_process_seconds:
             return EngineChoice(
@@ -113,8 +118,6 @@ class EngineSettings:
                 f"{rows}: {spark:.2f} s expected on {self.cores()} Spark cores, "
                 f"{estimate.in_process_seconds:.2f} s in process",
             )
-        if estimate.rows < SMALL_STRATUM:
-            return EngineChoice("reference", f"{rows} < {SMALL_STRATUM:,}: the per-tuple kernel")
         faster = "" if spark is None else f" (Spark: {spark:.2f} s)"
         return EngineChoice(
             "local", f"{rows}: {estimate.in_process_seconds:.2f} s expected in process{faster}"

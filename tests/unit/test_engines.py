@@ -77,6 +77,15 @@ def test_auto_sends_a_slow_stratum_to_a_cluster_with_enough_cores() -> None:
     assert EngineSettings("auto", "local[2]").choose_stratum(stratum, state, slow).engine == "local"
 
 
+def test_a_small_stratum_stays_in_process_however_long_it_took_last_time() -> None:
+    """The last run's seconds are stale once its relations shrank (a property test met a
+    12-row stratum sent to a local Spark because its cross product had taken 2 s before)."""
+    stratum, state = _stratum_of(PROGRAM, _edges(10), "tc")
+    slow = StratumRun(0, ("tc",), 3, 100, 60.0, "local", "")
+    cluster = EngineSettings("auto", "spark://10.0.0.1:7077", spark_cores=64)
+    assert cluster.choose_stratum(stratum, state, slow).engine == "reference"
+
+
 @pytest.mark.parametrize(
     ("master", "cores"),
     [
