@@ -16,7 +16,7 @@ parser compares with 0, so every evaluator treats them as any other term.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -45,18 +45,22 @@ _NUMBER = re.compile(r"[+-]?[0-9]+")
 @dataclass(frozen=True, slots=True)
 class Signature:
     """A functor's parameter and result types, and its meaning over decoded values (None: no
-    value). `variadic`: any number (at least one) of parameters of the type of the first."""
+    value). `variadic`: any number (at least one) of parameters of the type of the first;
+    `optional`: how many of the last parameters may be left out."""
 
     params: tuple[ColumnType, ...]
     result: ColumnType
     scalar: Callable[..., Value | None]
     variadic: bool = False
+    optional: int = 0
 
     def param(self, index: int) -> ColumnType:
         return self.params[0] if self.variadic else self.params[index]
 
     def accepts(self, count: int) -> bool:
-        return count >= 1 if self.variadic else count == len(self.params)
+        if self.variadic:
+            return count >= 1
+        return len(self.params) - self.optional <= count <= len(self.params)
 
 
 def _substr(text: str, start: int, length: int) -> str:
@@ -99,9 +103,16 @@ SIGNATURES: dict[str, Signature] = {
     "to_number": Signature(("symbol",), "number", _to_number),
     "to_string": Signature(("number",), "symbol", str),
 }
-"""Every functor by name. `ord` is not here: its value is a symbol's id, see `apply`."""
+"""Every functor by name. `ord` is not here: its value is a symbol's id, see `apply`; nor is
+`range`, which has many values (see `range_values`)."""
 
-NAMES = frozenset(SIGNATURES) | {"ord"}
+GENERATOR = "range"
+"""`range(a, b[, step])`: a term with one value per number of the range. The analysis lifts
+each into a body literal `#range<n> = range(...)` of its own (`reasoner.analysis.ranges`),
+which executors evaluate as a generator (or, the variable already bound, as a membership
+test); no other term of theirs ever holds one."""
+
+NAMES = frozenset(SIGNATURES) | {"ord", GENERATOR}
 CONSTRAINTS = frozenset({"contains", "match"})
 """Functors Soufflé writes as body literals (`contains("a", s)`), not as terms."""
 
@@ -109,11 +120,45 @@ CONSTRAINTS = frozenset({"contains", "match"})
 def signature(name: str) -> Signature:
     if name == "ord":
         return _ORD
+    if name == GENERATOR:
+        return _RANGE
     return SIGNATURES[name]
 
 
 _ORD = Signature(("symbol",), "number", lambda ident: ident)
 """`ord(s)`: the symbol's number in the symbol table, as in Soufflé (whose numbers differ)."""
+
+
+def _range_step(start: int, end: int, step: int | None) -> int:
+    """Soufflé's default step: up by one, or down by one when the range goes down."""
+    if step is not None:
+        return step
+    return 1 if start <= end else -1
+
+
+def range_values(start: int, end: int, step: int | None = None) -> Iterator[int]:
+    """The values of `range(start, end[, step])` as Soufflé's `runRange` gives them: from
+    `start` toward `end` (excluded) by `step`; a zero step gives `start` once, if the range is
+    not empty."""
+    step = _range_step(start, end, step)
+    if step == 0:
+        if start != end:
+            yield start
+        return
+    yield from range(start, end, step)
+
+
+def in_range(value: int, start: int, end: int, step: int | None = None) -> bool:
+    """Whether `range_values(start, end, step)` holds `value`, without listing them."""
+    step = _range_step(start, end, step)
+    if step == 0:
+        return start != end and value == start
+    if step > 0:
+        return start <= value < end and (value - start) % step == 0
+    return end < value <= start and (start - value) % -step == 0
+
+
+_RANGE = Signature(("number", "number", "number"), "number", range_values, optional=1)
 
 
 def apply(name: str, symbols: SymbolTable, operands: Sequence[int]) -> int | None:

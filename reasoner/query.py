@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from reasoner import functors
 from reasoner.analysis import check_query
 from reasoner.analysis.model import AnalyzedProgram, Value
+from reasoner.analysis.ranges import is_generator, lift_rule
 from reasoner.arith import ARITH, COMPARE
 from reasoner.plan.joins import AtomStep, CompareStep, JoinPlan, plan_rule
 from reasoner.state import State, Tuple
@@ -119,7 +120,7 @@ def _variables(body: tuple[BodyLiteral, ...]) -> tuple[str, ...]:
     return tuple(seen)
 
 
-class _Constants:
+class Constants:
     """String constants as symbol ids, without interning (see the module docstring)."""
 
     def __init__(self, symbols: SymbolTable) -> None:
@@ -152,12 +153,12 @@ def snapshot_keys(keys) -> list:
     return list(keys)
 
 
-class _Evaluator:
+class Evaluator:
     def __init__(
         self,
         plan: JoinPlan,
         state: State,
-        constants: _Constants,
+        constants: Constants,
         deadline: float | None,
     ) -> None:
         self.plan = plan
@@ -197,6 +198,22 @@ class _Evaluator:
             raise ArithmeticError(f"{call.name} has no value")
         return self.constants.id(result) if isinstance(result, str) else result
 
+    def _range(self, position: int, step: CompareStep, env: dict[str, int], emit) -> None:
+        """A lifted `range`: the steps after it once per value (or, its variable bound,
+        once if the value is one of them)."""
+        name = step.comparison.left.name  # type: ignore[union-attr]
+        try:
+            bounds = [self.value(b, env) for b in step.comparison.right.args]  # type: ignore[union-attr]
+        except ArithmeticError:
+            return
+        if step.assigns is None:
+            if functors.in_range(env[name], *bounds):
+                self._step(position + 1, env, emit)
+            return
+        for value in functors.range_values(*bounds):
+            self.tick()
+            self._step(position + 1, {**env, name: value}, emit)
+
     def tick(self) -> None:
         self.budget -= 1
         if self.budget <= 0:
@@ -230,8 +247,12 @@ class _Evaluator:
 
     # -- the join -------------------------------------------------------------------------------
 
-    def run(self, emit: Callable[[dict[str, int]], None]) -> None:
-        self._step(0, {}, emit)
+    def run(
+        self, emit: Callable[[dict[str, int]], None], start: dict[str, int] | None = None
+    ) -> None:
+        """`emit` every binding of the plan's body; `start` binds what the plan's driver
+        binds before its first step (the head's variables, for a head-driven plan)."""
+        self._step(0, dict(start or {}), emit)
 
     def _step(self, position: int, env: dict[str, int], emit) -> None:
         steps = self.plan.steps
@@ -242,6 +263,9 @@ class _Evaluator:
         self.tick()
         if isinstance(step, CompareStep):
             comparison: Comparison = step.comparison
+            if is_generator(comparison):
+                self._range(position, step, env, emit)
+                return
             try:
                 if step.assigns is not None:
                     other = (
@@ -282,7 +306,7 @@ class _Evaluator:
             self._step(position + 1, bound, emit)
 
 
-def _variable_types(plan: JoinPlan, analyzed: AnalyzedProgram) -> dict[str, ColumnType]:
+def variable_types(plan: JoinPlan, analyzed: AnalyzedProgram) -> dict[str, ColumnType]:
     """Each variable's column type, from the atom or the assignment that binds it."""
     types: dict[str, ColumnType] = {}
 
@@ -328,13 +352,13 @@ def evaluate_query(
     variables = query.variables
     span = Span(1, 1, 1, 1)
     head = Atom(QUERY_HEAD, tuple(Variable(v, span) for v in variables), span)
-    rule = Rule(head, query.body, span, query.text)
+    rule = lift_rule(Rule(head, query.body, span, query.text))
     sizes: Mapping[str, int] = {
         lit.relation: len(state[lit.relation]) for lit in query.body if isinstance(lit, Atom)
     }
     plan = plan_rule(rule, None, sizes)
-    constants = _Constants(symbols)
-    evaluator = _Evaluator(plan, state, constants, deadline)
+    constants = Constants(symbols)
+    evaluator = Evaluator(plan, state, constants, deadline)
     answers: set[tuple[int, ...]] = set()
 
     if max_rows is None:
@@ -353,7 +377,7 @@ def evaluate_query(
         evaluator.run(emit)
     except QueryTimeout:
         raise QueryTimeout(timeout or 0.0) from None
-    types = _variable_types(plan, analyzed)
+    types = variable_types(plan, analyzed)
     column_types = tuple(types.get(v, "number") for v in variables)
     symbol_columns = [i for i, kind in enumerate(column_types) if kind == SYMBOL]
     if symbol_columns:

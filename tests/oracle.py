@@ -175,9 +175,65 @@ def value_of(
         return arithmetic(term.op, left, right)  # type: ignore[arg-type]
     if isinstance(term, Aggregate):
         return aggregate_value(term, binding, rows or {})
+    if isinstance(term, Functor) and term.name == "range":
+        chosen = binding.get(range_key(term))
+        if chosen is None:
+            raise Unbound(range_key(term))
+        return chosen
     if isinstance(term, Functor):
         return functor(term.name, [value_of(arg, binding, rows) for arg in term.args])
     raise Unbound("_")
+
+
+def range_key(term: Functor) -> str:
+    """Where a binding holds the value chosen for one `range` of the rule (no Datalog
+    variable has a name with a space)."""
+    return f"range {id(term)}"
+
+
+def range_values(args: list[Value]) -> list[int]:
+    """Soufflé's documentation and `runRange`: from the first bound toward the second,
+    excluded, by the step (by default 1, or -1 when the range goes down); a zero step gives
+    the first bound once unless the bounds are equal."""
+    start, end = int(args[0]), int(args[1])
+    step = int(args[2]) if len(args) > 2 else (1 if start <= end else -1)
+    if step == 0:
+        return [start] if start != end else []
+    values = []
+    value = start
+    while (value < end) if step > 0 else (value > end):
+        values.append(value)
+        value += step
+    return values
+
+
+def ranges_in(rule: Rule) -> list[Functor]:
+    """The `range` terms of a rule (outside aggregates), each before any that contains it."""
+    found: list[Functor] = []
+
+    def visit(term: object) -> None:
+        if isinstance(term, BinaryOp):
+            visit(term.left)
+            visit(term.right)
+        elif isinstance(term, Functor):
+            for arg in term.args:
+                visit(arg)
+            if term.name == "range":
+                found.append(term)
+
+    for term in rule.head.args:
+        visit(term)
+    for literal in rule.body:
+        if isinstance(literal, Atom):
+            for term in literal.args:
+                visit(term)
+        elif isinstance(literal, Negation):
+            for term in literal.atom.args:
+                visit(term)
+        else:
+            visit(literal.left)
+            visit(literal.right)
+    return found
 
 
 def functor(name: str, args: list[Value]) -> Value:
@@ -426,8 +482,7 @@ def body_instantiations(
         index: int, binding: Binding, chosen: list[tuple[str, Row]]
     ) -> Iterator[tuple[Binding, list[tuple[str, Row]]]]:
         if index == len(positives):
-            complete = finish(rule, binding, positives, chosen, rows)
-            if complete is not None:
+            for complete in finishes(rule, binding, positives, chosen, rows):
                 yield complete, chosen
             return
         atom = positives[index]
@@ -437,6 +492,48 @@ def body_instantiations(
                 yield from extend(index + 1, extended, [*chosen, (atom.relation, row)])
 
     yield from extend(0, dict(start), [])
+
+
+def finishes(
+    rule: Rule,
+    binding: Binding,
+    positives: list[Atom],
+    chosen: list[tuple[str, Row]],
+    rows: Mapping[str, Iterable[Row]],
+) -> Iterator[Binding]:
+    """`finish` once per choice of a value for each `range` of the rule: a range is chosen
+    as soon as its bounds have values (they may need equalities, or other ranges)."""
+    ranges = ranges_in(rule)
+    comparisons = [literal for literal in rule.body if isinstance(literal, Comparison)]
+
+    def choose(binding: Binding) -> Iterator[Binding]:
+        binding = dict(binding)
+        try:
+            bind_equalities(comparisons, binding, rows)
+        except NoValue:
+            return
+        for term in ranges:
+            if range_key(term) in binding:
+                continue
+            try:
+                bounds = [value_of(arg, binding, rows) for arg in term.args]
+            except Unbound:
+                continue
+            except NoValue:
+                return
+            for value in range_values(bounds):
+                yield from choose({**binding, range_key(term): value})
+            return
+        complete = finish(rule, binding, positives, chosen, rows)
+        if complete is not None:
+            yield complete
+
+    if not ranges:
+        complete = finish(rule, binding, positives, chosen, rows)
+        if complete is not None:
+            yield complete
+        return
+    yield from choose(binding)
 
 
 def finish(

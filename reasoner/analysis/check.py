@@ -17,6 +17,7 @@ from reasoner.analysis.model import AnalyzedProgram, RelationInfo
 from reasoner.analysis.named_types import check_subtypes, resolve_types
 from reasoner.analysis.negation_locals import existential_negations, is_internal
 from reasoner.analysis.pragmas import check_pragmas
+from reasoner.analysis.ranges import lift_ranges
 from reasoner.analysis.relations import RelationTable, collect_relations, plural
 from reasoner.analysis.report import Reporter
 from reasoner.analysis.stratify import stratify
@@ -51,8 +52,9 @@ def analyze(
     aggregated = rewrite_aggregates(program, reporter)
     program, aggregates = aggregated.program, aggregated.aggregates
     # The program as written is checked (so that messages name the user's relations); the
-    # rewrite of negations' local variables is what is evaluated, and only its safety differs.
-    rewritten = existential_negations(program)
+    # rewrite of negations' local variables (and of ranges into literals of their own) is
+    # what is evaluated, and only its safety differs.
+    rewritten = lift_ranges(existential_negations(program))
     typed = _with_rules(program, aggregated.typing_rules)
     table = collect_relations(typed, reporter, allow_undefined=allow_undefined)
     results = {a.name: {len(a.group): NUMBER} for a in aggregates}

@@ -76,6 +76,12 @@ def evaluate(term: Term) -> Value:
 
 
 def _call(call: Functor, args: list[Value]) -> Value:
+    if call.name == functors.GENERATOR:
+        raise _FoldError(
+            "`range` in a fact is not supported: write a rule, `r(x) :- x = range(a, b).`",
+            call.span,
+            UNSUPPORTED_FEATURE,
+        )
     if call.name == "ord":
         raise _FoldError(
             "`ord` in a fact is not supported: a symbol's number is known once the program "

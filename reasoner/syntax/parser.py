@@ -906,11 +906,13 @@ class _Parser:
         self._nesting -= 1
         signature = functors.signature(name.text)
         if not signature.accepts(len(args)):
-            wanted = (
-                "at least one argument"
-                if signature.variadic
-                else f"{len(signature.params)} argument{'s' * (len(signature.params) > 1)}"
-            )
+            most = len(signature.params)
+            if signature.variadic:
+                wanted = "at least one argument"
+            elif signature.optional:
+                wanted = f"{most - signature.optional} to {most} arguments"
+            else:
+                wanted = f"{most} argument{'s' * (most > 1)}"
             raise _Failure(f"`{name.text}` takes {wanted}, not {len(args)}", name.span)
         span = _join(name.span, close.span)
         if depth > MAX_NESTING:

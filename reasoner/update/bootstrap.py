@@ -45,7 +45,9 @@ class CompiledStratumBootstrap:
             rule_info = kernel_rule(number, rule, relations.number.__getitem__, stratum.relations)
             self.kernel.add_rule(rule_info)
             for plan in writer.bootstrap_plans(number, rule, relations.sizes):
-                enumerator = Enumerator(rule_info, plan.words, plan.registers, rule.text, True)
+                enumerator = Enumerator(
+                    rule_info, plan.words, plan.registers, rule.text, True, False, list(plan.ranges)
+                )
                 (self.first if plan.role == "first" else self.delta).append((plan, enumerator))
 
     def _negated_anywhere(self) -> None:

@@ -43,6 +43,7 @@ cdef enum:
     STEP_NEG = 2
     STEP_TEST = 3
     STEP_ASSIGN = 4
+    STEP_RANGE = 5
 
 cdef enum:
     MODE_SCAN = 0
@@ -347,24 +348,31 @@ cdef inline bint _arith(int op, int64_t a, int64_t b, int64_t* out) noexcept:
 
 cdef class Rule:
     """What the classification of a rule's candidates needs: its head and its positive atoms
-    (relation, and whether it is of a lower stratum), and how many negated atoms it has."""
+    (relation, and whether it is of a lower stratum), how many negated atoms it has, and how
+    many ranges: a derivation is its body rows and the values its ranges took (one body can
+    derive many heads through a range)."""
 
     cdef int number
     cdef int head
     cdef int arity
     cdef int npos
     cdef int nneg
+    cdef int nranges
+    cdef int identity         # candidate words that identify a derivation: npos + nranges
     cdef int* relation
     cdef bint* lower
     cdef int words
 
-    def __cinit__(self, int number, int head, int arity, list positive, int nneg):
+    def __cinit__(self, int number, int head, int arity, list positive, int nneg,
+                  int nranges=0):
         cdef int j
         self.number = number
         self.head = head
         self.arity = arity
         self.npos = len(positive)
         self.nneg = nneg
+        self.nranges = nranges
+        self.identity = self.npos + nranges
         self.relation = <int*>malloc(<size_t>(self.npos + 1) * sizeof(int))
         self.lower = <bint*>malloc(<size_t>(self.npos + 1) * sizeof(bint))
         if self.relation == NULL or self.lower == NULL:
@@ -372,7 +380,7 @@ cdef class Rule:
         for j in range(self.npos):
             self.relation[j] = positive[j][0]
             self.lower[j] = positive[j][1]
-        self.words = C_BODY + self.npos + self.arity
+        self.words = C_BODY + self.identity + self.arity
 
     def __dealloc__(self):
         free(self.relation)
@@ -397,11 +405,20 @@ cdef class Enumerator:
     cdef bint bootstrap     # a Bootstrap's plan: new heads are counted, not scheduled
     cdef bint full          # re-discovery by evaluating the whole rule (see `_hand_full`)
     cdef int nregs
+    cdef int64_t* ranges    # the registers of the rule's ranges, in the rule's order
     cdef readonly str label
 
     def __cinit__(self, Rule rule, list code, int registers, str label, bint bootstrap=False,
-                  bint full=False):
+                  bint full=False, list ranges=None):
         cdef int64_t i, p, n
+        ranges = ranges or []
+        if len(ranges) != rule.nranges:
+            raise ValueError(f"{label}: {len(ranges)} range registers for {rule.nranges} ranges")
+        self.ranges = <int64_t*>malloc(<size_t>(rule.nranges + 1) * sizeof(int64_t))
+        if self.ranges == NULL:
+            raise MemoryError()
+        for i in range(rule.nranges):
+            self.ranges[i] = ranges[i]
         self.rule = rule
         self.label = label
         self.nregs = registers
@@ -444,6 +461,7 @@ cdef class Enumerator:
     def __dealloc__(self):
         free(self.code)
         free(self.steps)
+        free(self.ranges)
 
 
 cdef int64_t _skip_expr(const int64_t* code, int64_t p) noexcept:
@@ -474,6 +492,13 @@ cdef int64_t _skip_step(const int64_t* code, int64_t p) noexcept:
         # kind, comparison, left, right
         p = _skip_expr(code, p + 2)
         return _skip_expr(code, p)
+    if kind == STEP_RANGE:
+        # kind, test, register, bounds, expr * bounds
+        n = code[p + 3]
+        p += 4
+        for i in range(n):
+            p = _skip_expr(code, p)
+        return p
     # STEP_ASSIGN: kind, register, expr
     return _skip_expr(code, p + 2)
 
@@ -1119,6 +1144,51 @@ cdef class Kernel:
         out[0] = stack[0]
         return 1
 
+    cdef int _range(self, Enumerator e, int s, Run* run, int64_t p) except -1:
+        """`#range<n> = range(a, b[, step])` (`reasoner.functors.range_values`): the steps after
+        it once per value, in the register; or, when the plan bound the register before
+        (`test`), once if its value is one of them. Differences are taken unsigned, exact for
+        any two int64 values in order, so no bound makes the loop wrap around."""
+        cdef const int64_t* code = e.code
+        cdef int64_t a, b, step, x, q = p + 4
+        cdef int64_t reg = code[p + 2]
+        cdef uint64_t stride
+        cdef bint member
+        if not self._eval(code, q, run, &a):
+            return 0
+        q = _skip_expr(code, q)
+        if not self._eval(code, q, run, &b):
+            return 0
+        if code[p + 3] == 3:
+            if not self._eval(code, _skip_expr(code, q), run, &step):
+                return 0
+        else:
+            step = 1 if a <= b else -1
+        stride = <uint64_t>step if step > 0 else <uint64_t>0 - <uint64_t>step
+        if code[p + 1]:
+            x = run.regs[reg]
+            if step == 0:
+                member = a != b and x == a
+            elif step > 0:
+                member = a <= x < b and (<uint64_t>x - <uint64_t>a) % stride == 0
+            else:
+                member = b < x <= a and (<uint64_t>a - <uint64_t>x) % stride == 0
+            return self._step(e, s + 1, run) if member else 0
+        if step == 0:
+            if a != b:
+                run.regs[reg] = a
+                self._step(e, s + 1, run)
+            return 0
+        x = a
+        while (x < b) if step > 0 else (x > b):
+            self._tick()
+            run.regs[reg] = x
+            self._step(e, s + 1, run)
+            if (<uint64_t>b - <uint64_t>x if step > 0 else <uint64_t>x - <uint64_t>b) <= stride:
+                break
+            x += step
+        return 0
+
     cdef int _call(self, int64_t functor, int64_t* operands, int count, int64_t* out) except -1:
         """A string functor (`reasoner.functors`, through the Python callable the kernel was
         made with: it reads and extends the symbol table); 0 when it has no value."""
@@ -1152,6 +1222,8 @@ cdef class Kernel:
                 return 0
             run.regs[code[p + 1]] = v
             return self._step(e, s + 1, run)
+        if kind == STEP_RANGE:
+            return self._range(e, s, run, p)
         relation = <int>code[p + 1]
         position = <int>code[p + 2]
         mode = <int>code[p + 3]
@@ -1394,8 +1466,10 @@ cdef class Kernel:
         w[C_HEAD_ROW] = head_row
         for j in range(rule.npos):
             w[C_BODY + j] = run.rows[j]
+        for j in range(rule.nranges):
+            w[C_BODY + rule.npos + j] = run.regs[e.ranges[j]]
         for j in range(rule.arity):
-            w[C_BODY + rule.npos + j] = self.words[j]
+            w[C_BODY + rule.identity + j] = self.words[j]
         b = _map_get(&self.bucket_of, at, -1)
         if b < 0:
             b = self.bucket_first.size
@@ -1447,14 +1521,14 @@ cdef class Kernel:
     # -- the drain ------------------------------------------------------------------------------
 
     cdef bint _same(self, int64_t a, int64_t b) noexcept:
-        """Whether candidates `a` and `b` are one derivation (rule and body rows)."""
+        """Whether candidates `a` and `b` are one derivation (rule, body rows, range values)."""
         cdef int64_t* w = self.arena.data
         cdef Rule rule
         cdef int j
         if w[a + C_RULE] != w[b + C_RULE]:
             return False
         rule = <Rule>PyList_GET_ITEM(self.rules, w[a + C_RULE])
-        for j in range(rule.npos):
+        for j in range(rule.identity):
             if w[a + C_BODY + j] != w[b + C_BODY + j]:
                 return False
         return True
@@ -1464,7 +1538,7 @@ cdef class Kernel:
         cdef Rule rule = <Rule>PyList_GET_ITEM(self.rules, w[c + C_RULE])
         cdef uint64_t h = _mix(<uint64_t>w[c + C_RULE] + 1)
         cdef int j
-        for j in range(rule.npos):
+        for j in range(rule.identity):
             h = _mix(h ^ (<uint64_t>w[c + C_BODY + j] + <uint64_t>0x9E3779B97F4A7C15 + (h << 6)))
         return h
 
@@ -1541,7 +1615,7 @@ cdef class Kernel:
             return 0
         row = w[C_HEAD_ROW]
         if row < 0:
-            row = head._find(w + C_BODY + rule.npos)
+            row = head._find(w + C_BODY + rule.identity)
         if ho < 0:
             ho = self._o(head, row)
         if fo == k and no and (fn > k or ni) and ho == k:
@@ -1554,7 +1628,7 @@ cdef class Kernel:
         else:
             return 0
         if row < 0:  # a new tuple: only ever added to, so it will be present
-            row = head._append(w + C_BODY + rule.npos, -1)
+            row = head._append(w + C_BODY + rule.identity, -1)
         key = _key(rule.head, row)
         e = _map_get(&self.delta, key, -1)
         if e < 0:

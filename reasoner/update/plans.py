@@ -19,6 +19,7 @@ Layout (every item an int64; an expression is `count, (tag, value) * count`, pos
     step NEG:    2, relation, position, kind, index, nkeys, expression *
     step TEST:   3, comparison, expression, expression
     step ASSIGN: 4, register, expression
+    step RANGE:  5, test, register, bounds, expression * bounds   # see `Kernel._range`
 
 `rows` says which rows of a probed atom qualify: any (Update probes the union of both epochs),
 committed (Bootstrap: I_{k-1}), committed and older than k - 1 (Bootstrap: I_{k-2}, for the
@@ -39,6 +40,7 @@ from dataclasses import dataclass
 
 from reasoner import functors
 from reasoner.analysis.model import Stratum
+from reasoner.analysis.ranges import is_generator
 from reasoner.plan.joins import (
     AtomStep,
     CompareStep,
@@ -68,7 +70,7 @@ from reasoner.update.kernel import Rule as KernelRule
 
 DRIVE_ATOM, DRIVE_NEG, DRIVE_HEAD, DRIVE_NONE = 0, 1, 2, 3
 ROWS_ANY, ROWS_COMMITTED, ROWS_OLDER = 0, 1, 2
-STEP_ATOM, STEP_NEG, STEP_TEST, STEP_ASSIGN = 1, 2, 3, 4
+STEP_ATOM, STEP_NEG, STEP_TEST, STEP_ASSIGN, STEP_RANGE = 1, 2, 3, 4, 5
 MODE_SCAN, MODE_INDEX, MODE_MEMBER = 0, 1, 2
 NEG_TUPLE, NEG_INDEX, NEG_ANY = 0, 1, 2
 TERM_CONST, TERM_REG = 0, 1
@@ -111,9 +113,15 @@ def kernel_rule(
         for i in positive_atoms(rule)
     ]
     negated = sum(isinstance(lit, Negation) for lit in rule.body)
-    return KernelRule(
-        number, relation_number(rule.head.relation), len(rule.head.args), positive, negated
-    )
+    head = relation_number(rule.head.relation)
+    ranges = len(range_variables(rule))
+    return KernelRule(number, head, len(rule.head.args), positive, negated, ranges)
+
+
+def range_variables(rule: Rule) -> list[str]:
+    """The variables of the rule's lifted ranges (`reasoner.analysis.ranges`), in body order:
+    with its body rows, their values identify a derivation."""
+    return [lit.left.name for lit in rule.body if is_generator(lit)]  # type: ignore[union-attr]
 
 
 class Unsupported(Exception):
@@ -136,6 +144,8 @@ class EnumeratorPlan:
     """How many variables the plan binds."""
     full: bool = False
     """Re-discovery by evaluating the whole rule (the head cannot be inverted)."""
+    ranges: tuple[int, ...] = ()
+    """The registers of the rule's ranges, in `range_variables` order."""
 
 
 class _Registers:
@@ -176,7 +186,7 @@ def _expression(term: Term, registers: _Registers, symbols: SymbolTable) -> list
             right = walk(t.right)
             items.extend((OPERATORS[t.op], 0))
             return max(left, right + 1)
-        if isinstance(t, Functor):
+        if isinstance(t, Functor) and t.name != functors.GENERATOR:
             deepest = max((walk(arg) + index for index, arg in enumerate(t.args)), default=0)
             number = functors.ORDER.index(t.name)
             items.extend((OP_CALL, number << 8 | len(t.args)))
@@ -409,10 +419,20 @@ class StratumPlanWriter:
                 words += _expression(arg, registers, self.symbols)
         if full:  # handed the deleted tuples of the head's relation
             relation = normalized.head.relation
-        return EnumeratorPlan(number, role, relation, plan, words, len(registers.of), full)
+        ranges = tuple(registers.of[name] for name in range_variables(normalized))
+        return EnumeratorPlan(number, role, relation, plan, words, len(registers.of), full, ranges)
 
     def _compare(self, step: CompareStep, registers: _Registers) -> list[int]:
         cmp = step.comparison
+        if is_generator(cmp):
+            name = cmp.left.name  # type: ignore[union-attr]
+            test = step.assigns is None
+            register = registers.of[name] if test else registers.new(name)
+            bounds = cmp.right.args  # type: ignore[union-attr]
+            words = [STEP_RANGE, int(test), register, len(bounds)]
+            for bound in bounds:
+                words += _expression(bound, registers, self.symbols)
+            return words
         if step.assigns is not None:
             is_left = isinstance(cmp.left, Variable) and cmp.left.name == step.assigns
             value = _expression(cmp.right if is_left else cmp.left, registers, self.symbols)

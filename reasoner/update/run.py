@@ -53,7 +53,13 @@ class StratumUpdate:
         for plan in self.plans:
             rule = rules[plan.rule_number]
             enumerator = Enumerator(
-                rule, plan.words, plan.registers, plan.plan.rule.text, False, plan.full
+                rule,
+                plan.words,
+                plan.registers,
+                plan.plan.rule.text,
+                False,
+                plan.full,
+                list(plan.ranges),
             )
             relation = number[plan.relation]
             self.kernel.add(plan.role, relation, enumerator)

@@ -381,8 +381,11 @@ class RuleBuilder:
             others = [v for v in numbers if v != left]
             op = self.draw(st.sampled_from(("<", "<=", ">", ">=", "=", "!=")))
             form = choose(
-                self.draw, constant=2, variable=2 * bool(others), plus=1, modulo=1, bits=1
+                self.draw, constant=2, variable=2 * bool(others), plus=1, modulo=1, bits=1, range=1
             )
+            if form == "range":
+                self.body.append(f"{left} = range(-1, 6, 2)")
+                return
             if form == "constant":
                 right = constant(self.draw, NUMBER)
             else:
@@ -466,8 +469,17 @@ class RuleBuilder:
         numbers = sorted(v for v, t in self.bound.items() if t == NUMBER)
         symbols = sorted(v for v, t in self.bound.items() if t == SYMBOL)
         if column_type == NUMBER:
-            if not symbols:
-                return f"to_number(to_string({self.draw(st.sampled_from(numbers))}))"
+            if not symbols or self.draw(st.booleans()):
+                x = self.draw(st.sampled_from(numbers))
+                return self.draw(
+                    st.sampled_from(
+                        (
+                            f"to_number(to_string({x}))",
+                            f"range({x} % 4, 3)",  # at most 6 values, whatever x is
+                            f"range(2, {x} % 3, -1)",
+                        )
+                    )
+                )
             s = self.draw(st.sampled_from(symbols))
             t = self.draw(st.sampled_from(symbols))
             return self.draw(

@@ -181,8 +181,8 @@ def test_components_through_the_service(make_server: Callable[..., Server]) -> N
 
 
 def test_string_functors_through_the_service(make_server: Callable[..., Server]) -> None:
-    """Rules with `cat`, `strlen`, `substr`, `contains`, `match`, `to_number`: answers after
-    writes, an Update that retracts what a functor made, queries that call functors without
+    """Rules with `cat`, `strlen`, `substr`, `contains`, `match`, `to_number`, `range`: answers
+    after writes, an Update that retracts what a functor made, queries that call functors without
     adding symbols, a refused call answering its code and position, and a restart that reads
     the symbols functors made."""
     server = make_server().start()
@@ -207,6 +207,12 @@ numeric(n, to_number(n)) :- user(n, _), match("[0-9]+", n).
         assert changed.json()["changes"]["handle"] == {"inserted": [], "retracted": [["@ann1"]]}
         _, rows = query_all(client, 'handle(h), t = cat(h, "!"), strlen(t) > 5')
         assert set(rows) == {("@bo b2", "@bo b2!")}
+        ranged = "slot(i, k) :- user(_, i), k = range(0, i).\n"
+        client.post("/v1/rules", content=ranged, headers=TEXT).raise_for_status()
+        slots = {(2, 0), (2, 1), (3, 0), (3, 1), (3, 2)}
+        assert set(read_relation(client, "slot")) == slots
+        _, rows = query_all(client, "slot(i, k), k = range(1, 9, 2)")
+        assert set(rows) == {(2, 1), (3, 1)}
 
         epoch = client.get("/ready").json()["epoch"]
         wrong = "bad(n) :- user(n, i), x = strlen(i).\n"
@@ -226,3 +232,4 @@ numeric(n, to_number(n)) :- user(n, _), match("[0-9]+", n).
     with server.client() as client:
         assert set(read_relation(client, "handle")) == {("@bo b2",), ("@423",)}
         assert set(read_relation(client, "initial")) == {("42", "4")}
+        assert set(read_relation(client, "slot")) == {(2, 0), (2, 1), (3, 0), (3, 1), (3, 2)}

@@ -32,6 +32,7 @@ from tests.unit.test_aggregates import PROGRAM as AGGREGATES_PROGRAM
 from tests.unit.test_components import PROGRAM as COMPONENTS_PROGRAM
 from tests.unit.test_functors import INPUTS as FUNCTORS_INPUTS
 from tests.unit.test_functors import PROGRAM as FUNCTORS_PROGRAM
+from tests.unit.test_functors import RANGE_INPUTS, RANGES
 
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
@@ -212,9 +213,10 @@ def test_aggregates(spark: SparkSession) -> None:
 
 
 def test_functors(spark: SparkSession) -> None:
-    """Strata that call string functors run in the driver (their symbols are the driver's to
-    number), between strata on Spark: the tuples of both meet in the state."""
+    """Strata that call string functors or `range` run in the driver (its symbols are the
+    driver's to number), between strata on Spark: the tuples of both meet in the state."""
     check(FUNCTORS_PROGRAM, FUNCTORS_INPUTS, spark)
+    check(RANGES, RANGE_INPUTS, spark)
     text = """
     .decl e(x: number, y: number)
     .input e

@@ -152,3 +152,88 @@ def test_rules_with_functors_are_added_and_removed() -> None:
     m.apply(Delta(remove_rules=list(report.rules_added)))
     assert "Loud" not in m.relation_names()
     assert m.differences(m.rebuilt()) == {}
+
+
+RANGES = """
+.decl n(x: number)
+.input n
+.decl Up(x: number, y: number)
+.decl Down(x: number, y: number)
+.decl Stepped(y: number)
+.decl Zero(y: number)
+.decl Member(x: number)
+.decl Missing(x: number)
+.decl Nested(y: number)
+Up(x, y) :- n(x), y = range(0, x).
+Down(x, range(x, 0)) :- n(x).
+Stepped(y) :- y = range(1, 10, 4).
+Stepped(y) :- y = range(10, 1, -4).
+Zero(y) :- y = range(7, 8, 0).
+Zero(y) :- y = range(8, 8, 0).
+Member(x) :- n(x), x = range(-10, 10, 3).
+Missing(x) :- n(x), !n(range(x + 1, x + 3)).
+Nested(y) :- n(x), y = range(0, range(1, x)).
+"""
+"""`range(a, b[, step])` as Soufflé's documentation and `runRange` define it: from `a` toward
+`b`, `b` excluded, by `step` (by default 1, or -1 when `b < a`); a zero step gives `a` once
+unless the range is empty. Each value is one instantiation of the rule."""
+
+RANGE_INPUTS = {"n": [(3,), (-2,), (5,)]}
+
+RANGE_EXPECTED = {
+    "Up": {(3, 0), (3, 1), (3, 2), (-2, 0), (-2, -1), *((5, y) for y in range(5))},
+    "Down": {(3, 3), (3, 2), (3, 1), (-2, -2), (-2, -1), *((5, y) for y in range(5, 0, -1))},
+    "Stepped": {(1,), (5,), (9,), (10,), (6,), (2,)},
+    "Zero": {(7,)},
+    "Member": {(5,)},  # -10, -7, -4, -1, 2, 5, 8
+    "Missing": {(3,), (5,), (-2,)},  # some number of x + 1, x + 2 is not in n
+    "Nested": {(0,), (1,), (2,), (3,)},
+}
+
+
+@pytest.mark.parametrize("engine", ["reference", "local"])
+def test_ranges_follow_souffles_documentation(engine: str) -> None:
+    m = Materialization.from_text(RANGES, engines=EngineSettings(engine))
+    m.load(RANGE_INPUTS)
+    m.bootstrap()
+    assert {name: set(m.rows(name)) for name in RANGE_EXPECTED} == RANGE_EXPECTED
+    assert visible(m.snapshot(), m.analyzed) == evaluate(m.analyzed, RANGE_INPUTS)
+    # Each value is one instantiation: 0 comes from range(0, 1) (x = 3: 1, 2; x = 5: 1..4)
+    # and from range(0, -1) (x = -2: 1, 0, -1).
+    assert m.snapshot()["Nested"][(0,)] == (1, 8)
+
+
+def test_ranges_on_polars_agree_with_the_kernel() -> None:
+    _compare(check_program(RANGES), RANGE_INPUTS, small_iteration=0)
+
+
+def test_ranges_under_update_keep_the_state_of_a_fresh_bootstrap() -> None:
+    m = Materialization.from_text(RANGES)
+    m.load(RANGE_INPUTS)
+    m.bootstrap()
+    current = set(RANGE_INPUTS["n"])
+    for step in (
+        Delta(insert={"n": [(4,), (1,)]}),
+        Delta(retract={"n": [(5,), (3,)]}),
+        Delta(retract={"n": [(4,)]}, insert={"n": [(5,), (2,)]}),
+    ):
+        assert m.apply(step, strategy="update").strategy == "update"
+        current = (current - set(step.retract.get("n", ()))) | set(step.insert.get("n", ()))
+        assert m.differences(m.rebuilt()) == {}
+        assert visible(m.snapshot(), m.analyzed) == evaluate(m.analyzed, {"n": current})
+
+
+def test_ranges_at_the_ends_of_the_numbers_end() -> None:
+    """Bounds near the 64-bit limits: the last value is found without overflowing."""
+    top, bottom = (1 << 63) - 1, -(1 << 63)
+    m = Materialization.from_text(
+        f"""
+        high(y) :- y = range({top - 5}, {top}, 2).
+        low(y) :- y = range({bottom + 5}, {bottom}, -3).
+        edge(y) :- y = range({top - 1}, {top}).
+        """
+    )
+    m.bootstrap()
+    assert set(m.rows("high")) == {(top - 5,), (top - 3,), (top - 1,)}
+    assert set(m.rows("low")) == {(bottom + 5,), (bottom + 2,)}
+    assert set(m.rows("edge")) == {(top - 1,)}

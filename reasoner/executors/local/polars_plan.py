@@ -33,6 +33,7 @@ from typing import cast
 import numpy as np
 import polars as pl
 
+from reasoner.analysis.ranges import is_generator
 from reasoner.arith import LOGICAL, logical_condition
 from reasoner.executors.local.dense_index import DenseIndex
 from reasoner.functors import apply_arrays
@@ -538,7 +539,16 @@ class _Assign:
     nullable: bool
 
 
-_Op = _Driver | _Join | _AntiJoin | _Filter | _Assign
+@dataclass(frozen=True, slots=True)
+class _Range:
+    """`#range<n> = range(...)` with the variable unbound: one binding per value."""
+
+    prelude: tuple[tuple[str, pl.Expr], ...]
+    name: str
+    bounds: tuple[pl.Expr, ...]
+
+
+_Op = _Driver | _Join | _AntiJoin | _Filter | _Assign | _Range
 
 _SEEN_ONCE = object()
 """A static join's right frame met once: its index is built if it comes again."""
@@ -574,6 +584,14 @@ class PolarsPlan:
             if isinstance(step, CompareStep):
                 cmp = step.comparison
                 prelude: list[tuple[str, pl.Expr]] = []
+                if is_generator(cmp):
+                    bounds = tuple(exprs.term(b, prelude) for b in cmp.right.args)  # type: ignore[union-attr]
+                    if step.assigns is not None:
+                        ops.append(_Range(tuple(prelude), name_of(step.assigns), bounds))
+                    else:
+                        member = _on_arrays(_in_range, exprs.term(cmp.left, prelude), *bounds)
+                        ops.append(_Filter(tuple(prelude), member == 1))
+                    continue
                 if step.assigns is not None:
                     is_left = isinstance(cmp.left, Variable) and cmp.left.name == step.assigns
                     other = cmp.right if is_left else cmp.left
@@ -685,6 +703,9 @@ class PolarsPlan:
             elif isinstance(op, _Filter):
                 assert bindings is not None
                 bindings = _prelude(bindings, op.prelude).filter(op.condition)
+            elif isinstance(op, _Range):
+                assert bindings is not None
+                bindings = _generate(_prelude(bindings, op.prelude), op)
             else:
                 assert bindings is not None
                 bindings = _prelude(bindings, op.prelude).with_columns(op.value.alias(op.name))
@@ -720,6 +741,61 @@ class PolarsPlan:
         if seen[2] is _SEEN_ONCE:
             self._indexes[position] = (right, key, DenseIndex.build(right, on))
         return cast(DenseIndex | None, self._indexes[position][2])
+
+
+def _range_bounds(
+    start: np.ndarray, end: np.ndarray, step: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each range's step (Soufflé's default: toward `end` by one) and number of values,
+    from unsigned differences, exact for any int64 bounds (`reasoner.functors.range_values`)."""
+    if step is None:
+        step = np.where(start <= end, 1, -1).astype(np.int64)
+    up, down = step > 0, step < 0
+    distance = np.where(up, end.view(np.uint64) - start.view(np.uint64), 0)
+    distance = np.where(down, start.view(np.uint64) - end.view(np.uint64), distance)
+    stride = np.where(down, np.uint64(0) - step.view(np.uint64), step.view(np.uint64))
+    stride = np.maximum(stride, np.uint64(1))
+    nonempty = (up & (start < end)) | (down & (start > end))
+    count = np.where(nonempty, (distance - np.uint64(1)) // stride + np.uint64(1), 0)
+    count = np.where(step == 0, (start != end).astype(np.uint64), count)
+    return step, count.astype(np.int64)
+
+
+def _in_range(
+    value: np.ndarray, start: np.ndarray, end: np.ndarray, *step: np.ndarray
+) -> np.ndarray:
+    """1 where `value` is one of its range's values (`reasoner.functors.in_range`), else 0."""
+    steps, count = _range_bounds(start, end, step[0] if step else None)
+    up = steps > 0
+    offset = np.where(up, value.view(np.uint64) - start.view(np.uint64), 0)
+    offset = np.where(steps < 0, start.view(np.uint64) - value.view(np.uint64), offset)
+    stride = np.maximum(np.where(up, steps, -steps).view(np.uint64), np.uint64(1))
+    inside = np.where(up, (start <= value) & (value < end), (end < value) & (value <= start))
+    member = inside & (offset % stride == 0) & (offset // stride < count.view(np.uint64))
+    member = np.where(steps == 0, (count > 0) & (value == start), member)
+    return member.astype(np.int64)
+
+
+def _generate(bindings: pl.DataFrame, op: _Range) -> pl.DataFrame:
+    """The bindings repeated once per value of their range, the value in `op.name` (a row
+    whose bounds have no value has none)."""
+    names = [f"_b{i}" for i in range(len(op.bounds))]
+    # with_columns, not select: constant bounds must still give one row per binding.
+    evaluated = bindings.with_columns(
+        [bound.alias(name) for bound, name in zip(op.bounds, names, strict=True)]
+    ).select(names)
+    missing = np.zeros(bindings.height, dtype=bool)
+    columns = []
+    for series in evaluated.get_columns():
+        missing |= series.is_null().to_numpy()
+        columns.append(series.fill_null(0).to_numpy())
+    steps, count = _range_bounds(columns[0], columns[1], columns[2] if len(columns) > 2 else None)
+    count = np.where(missing, 0, count)
+    rows = np.repeat(np.arange(bindings.height), count)
+    first = np.repeat(np.cumsum(count) - count, count)
+    offsets = np.arange(len(rows), dtype=np.int64) - first
+    values = columns[0][rows] + steps[rows] * offsets
+    return bindings[rows].with_columns(pl.Series(op.name, values, dtype=INT))
 
 
 def _hoist(

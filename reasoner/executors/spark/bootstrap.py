@@ -34,9 +34,9 @@ agree tuple for tuple and count for count, so a stratum may switch at any iterat
 kernel, the rows Spark's last iteration committed drive it; back to Spark, the stratum's
 relations are uploaded again, their newest iteration as the delta.
 
-**String functors run in process.** `cat`, `substr`, `to_string` make symbols, which only
-the driver's symbol table can number, so a stratum whose rules call a functor runs every
-iteration on the kernel (its inputs may still have come from Spark).
+**Functors run in process.** `cat`, `substr`, `to_string` make symbols, which only the
+driver's symbol table can number, so a stratum whose rules call a functor (`range` too)
+runs every iteration on the kernel (its inputs may still have come from Spark).
 """
 
 from __future__ import annotations

@@ -1,0 +1,99 @@
+"""`range(a, b[, step])` lifted out of the terms that use it.
+
+A range has one value per number it spans, and the rule holds once for each: Soufflé's
+`p(x, range(0, x)) :- q(x)` derives `p(x, 0) ... p(x, x - 1)`. Every other term has one
+value, so each range becomes a body literal of its own, `#range<n> = range(...)` over a
+fresh variable, and the term that held it reads the variable. Executors evaluate that literal
+as a generator when the variable is unbound and as a membership test when an earlier step
+bound it (the head, in Update's re-discovery of a deleted tuple; a positive atom). `#` cannot
+start a Datalog name, so no variable of the user's is taken. Ranges nested in a range's bounds
+are lifted first, so a generator's bounds never hold one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from reasoner.functors import GENERATOR
+from reasoner.syntax.ast import (
+    Atom,
+    BinaryOp,
+    BodyLiteral,
+    Comparison,
+    Functor,
+    Negation,
+    Program,
+    Rule,
+    Term,
+    Variable,
+)
+
+PREFIX = "#range"
+
+
+def lift_ranges(program: Program) -> Program:
+    """`program` with each rule's ranges lifted (the program itself when it has none)."""
+    rules = tuple(lift_rule(rule) for rule in program.rules)
+    if all(new is old for new, old in zip(rules, program.rules, strict=True)):
+        return program
+    return dataclasses.replace(program, rules=rules)
+
+
+def is_generator(literal: BodyLiteral) -> bool:
+    """Whether `literal` is a lifted range: `#range<n> = range(...)`."""
+    return (
+        isinstance(literal, Comparison)
+        and isinstance(literal.left, Variable)
+        and literal.left.name.startswith(PREFIX)
+        and isinstance(literal.right, Functor)
+        and literal.right.name == GENERATOR
+    )
+
+
+class _Lifter:
+    def __init__(self) -> None:
+        self.generators: list[Comparison] = []
+
+    def term(self, term: Term) -> Term:
+        if isinstance(term, BinaryOp):
+            left, right = self.term(term.left), self.term(term.right)
+            if left is term.left and right is term.right:
+                return term
+            return dataclasses.replace(term, left=left, right=right)
+        if not isinstance(term, Functor):
+            return term
+        args = tuple(self.term(arg) for arg in term.args)
+        if any(new is not old for new, old in zip(args, term.args, strict=True)):
+            term = dataclasses.replace(term, args=args)
+        if term.name != GENERATOR:
+            return term
+        variable = Variable(f"{PREFIX}{len(self.generators)}", term.span)
+        self.generators.append(Comparison("=", variable, term, term.span))
+        return variable
+
+    def atom(self, atom: Atom) -> Atom:
+        args = tuple(self.term(arg) for arg in atom.args)
+        if all(new is old for new, old in zip(args, atom.args, strict=True)):
+            return atom
+        return dataclasses.replace(atom, args=args)
+
+    def literal(self, literal: BodyLiteral) -> BodyLiteral:
+        if isinstance(literal, Atom):
+            return self.atom(literal)
+        if isinstance(literal, Negation):
+            atom = self.atom(literal.atom)
+            return literal if atom is literal.atom else dataclasses.replace(literal, atom=atom)
+        left, right = self.term(literal.left), self.term(literal.right)
+        if left is literal.left and right is literal.right:
+            return literal
+        return dataclasses.replace(literal, left=left, right=right)
+
+
+def lift_rule(rule: Rule) -> Rule:
+    """`rule` with its ranges lifted (the rule itself when it has none)."""
+    lifter = _Lifter()
+    body = tuple(lifter.literal(literal) for literal in rule.body)
+    head = lifter.atom(rule.head)
+    if not lifter.generators:
+        return rule
+    return dataclasses.replace(rule, head=head, body=(*body, *lifter.generators))
