@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from reasoner.analysis import check_program
-from reasoner.analysis.model import AnalyzedProgram
+from reasoner.analysis.model import AnalyzedProgram, Value
 from reasoner.elastic.engines import (
     DEFAULT_SPARK_ITERATION,
     DEFAULT_SPARK_MASTER,
@@ -31,7 +31,10 @@ from reasoner.io.batch import read_facts_batch
 from reasoner.io.facts import load_inputs, write_outputs
 from reasoner.materialization import DEFAULT_SWITCHING_PARAMETER, Materialization
 from reasoner.progress import Terminal
+from reasoner.proofs import Explainer, ExplainError, Failure
 from reasoner.replay import EpochRecord, replay
+from reasoner.syntax import parse_body
+from reasoner.syntax.ast import Atom, NumberConst, StringConst
 from reasoner.update.explain import explain_program
 from reasoner.workload import PATTERN, elastic_pattern, read_workload, write_workload
 
@@ -357,9 +360,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     explain = commands.add_parser(
         "explain",
-        help="print the Update plans of every stratum: join orders and indexes",
+        help="print the Update plans of every stratum, or with --why, why tuples hold or not",
     )
     explain.add_argument("program", help="the Datalog program (.dl)")
+    explain.add_argument("-F", "--facts", default=".", help="directory of the .facts inputs")
+    explain.add_argument(
+        "--why",
+        action="append",
+        metavar="TUPLE",
+        help="a tuple such as 'tc(1, \"a\")': print a proof that it holds, or why it does not "
+        "(repeatable)",
+    )
+    explain.add_argument("--json", action="store_true", help="with --why: print JSON")
     explain.set_defaults(handler=_explain)
 
     serve = commands.add_parser(
@@ -372,8 +384,67 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _explain(args: argparse.Namespace) -> int:
-    sys.stdout.write(explain_program(_analyze(args.program)))
+    analyzed = _analyze(args.program)
+    if not args.why:
+        sys.stdout.write(explain_program(analyzed))
+        return EXIT_OK
+    tuples = [_ground_atom(text) for text in args.why]
+    materialization = Materialization(analyzed, maintained=False)
+    materialization.load(load_inputs(analyzed, Path(args.facts), read=read_facts_batch))
+    materialization.bootstrap()
+    explainer = Explainer(analyzed, materialization.state, materialization.symbols)
+    answers = []
+    for relation, row in tuples:
+        try:
+            encoded = explainer.encode(relation, row)
+            if explainer.holds(relation, encoded):
+                proof = explainer.explain(relation, encoded)
+                answers.append((relation, row, proof.render(), proof.as_json(), None))
+            else:
+                failures = explainer.why_not(relation, encoded)
+                text = _why_not_text(relation, row, failures)
+                answers.append((relation, row, text, None, [f.as_json() for f in failures]))
+        except ExplainError as error:
+            raise InputDataError(f"{error.code}: {error.message}", args.program) from None
+    if args.json:
+        json.dump(
+            [
+                {"relation": r, "row": list(row), "holds": proof is not None, "proof": proof}
+                | ({} if failures is None else {"why_not": failures})
+                for r, row, _, proof, failures in answers
+            ],
+            sys.stdout,
+            indent=2,
+        )
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write("\n".join(text for _, _, text, _, _ in answers))
     return EXIT_OK
+
+
+def _ground_atom(text: str) -> tuple[str, tuple[Value, ...]]:
+    """`tc(1, "a")`: a relation and the constants of a tuple, as `--why` takes them."""
+    literals = parse_body(text, "<--why>")
+    atom = literals[0] if len(literals) == 1 else None
+    if not isinstance(atom, Atom) or not all(
+        isinstance(arg, NumberConst | StringConst) for arg in atom.args
+    ):
+        raise InputDataError(f'`{text}` is not a tuple such as tc(1, "a")', "--why")
+    return atom.relation, tuple(arg.value for arg in atom.args)  # type: ignore[union-attr]
+
+
+def _why_not_text(relation: str, row: tuple[Value, ...], failures: list[Failure]) -> str:
+    shown = ", ".join(f'"{v}"' if isinstance(v, str) else str(v) for v in row)
+    lines = [f"{relation}({shown}) does not hold"]
+    if not failures:
+        lines.append("  no rule derives it, and it is not a fact")
+    for failure in failures:
+        binding = ", ".join(f"{k} = {v!r}" for k, v in failure.binding.items())
+        lines.append(f"  {failure.rule}")
+        lines.append(
+            f"    {failure.literal}: {failure.reason}" + (f" (with {binding})" if binding else "")
+        )
+    return "\n".join(lines) + "\n"
 
 
 def _serve(args: argparse.Namespace) -> int:

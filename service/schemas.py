@@ -170,6 +170,43 @@ class QueryOut(BaseModel):
     seconds: float
 
 
+class ProofNodeOut(BaseModel):
+    relation: str
+    row: list[Value]
+    iteration: int = Field(description="The iteration of its stratum that first derived it.")
+    count: int = Field(description="Its derivations in that iteration.")
+    rule: str | None = Field(description="The rule of the instance shown; null for a fact.")
+    premises: list[int] = Field(
+        description="Indexes in `nodes` of the instance's positive atoms, in body order."
+    )
+    absent: list[str] = Field(description="The negated atoms the instance needed absent.")
+    aggregate: bool = Field(description="A row the analysis computes by grouping.")
+
+
+class ProofOut(BaseModel):
+    depth: int
+    nodes: list[ProofNodeOut] = Field(description="`nodes[0]` is the tuple asked about.")
+
+
+class FailureOut(BaseModel):
+    rule: str
+    literal: str = Field(description="The first literal, in evaluation order, nothing passes.")
+    reason: str
+    binding: dict[str, Value] = Field(description="A binding of the literals before it.")
+
+
+class ExplainOut(BaseModel):
+    relation: str
+    row: list[Value]
+    holds: bool
+    proof: ProofOut | None = Field(description="How it holds (when it does).")
+    why_not: list[FailureOut] | None = Field(
+        description="Why each rule that could derive it does not (when it does not hold)."
+    )
+    epoch: int
+    seconds: float
+
+
 class EpochRecord(BaseModel):
     number: int
     kind: str = Field(description='"initial" (epoch 0) or "delta".')

@@ -18,6 +18,7 @@ from reasoner import Materialization
 from reasoner.analysis.model import RelationInfo
 from reasoner.errors import TYPE_MISMATCH, UNKNOWN_RELATION
 from reasoner.pages import relation_page
+from reasoner.proofs import Explainer, ExplainError
 from reasoner.query import QueryResult, QueryTimeout, compile_query, evaluate_query
 from service.api.bodies import require_json
 from service.api.common import (
@@ -28,12 +29,20 @@ from service.api.common import (
     parse_int64,
     unpaired_surrogate,
 )
-from service.errors import INVALID_TEXT, UNKNOWN_COLUMN, UNKNOWN_EPOCH, Problem, clip
+from service.errors import (
+    INTERNAL_ERROR,
+    INVALID_TEXT,
+    UNKNOWN_COLUMN,
+    UNKNOWN_EPOCH,
+    Problem,
+    clip,
+)
 from service.runtime import Runtime
 from service.schemas import (
     ColumnOut,
     EpochRecord,
     EpochsOut,
+    ExplainOut,
     QueryIn,
     QueryOut,
     RelationOut,
@@ -309,6 +318,66 @@ async def post_query(
             None if last is None else encode_cursor(last),
             QueryOut,
         )
+
+    return await _answered(runtime, respond)
+
+
+@router.get(
+    "/explain/{name}",
+    response_model=ExplainOut,
+    summary="Why a tuple holds (a proof) or why it does not (each rule's first failing literal)",
+    description=(
+        "The tuple is given as for `GET /v1/relations/{name}`, one filter per column "
+        "(`?x=1&y=2` or `?@0=1&@1=2`), every column bound. A proof is a graph: `nodes[0]` "
+        "is the tuple, each node's `premises` index the tuples of its rule instance's positive "
+        "atoms, strictly older within a stratum, down to facts. Errors: `explain_too_deep`, "
+        "`explain_too_large`, `query_timeout`."
+    ),
+)
+async def get_explain(
+    name: Annotated[str, Path()], request: Request, runtime: RuntimeDep
+) -> Response:
+    settings = runtime.settings
+    timeout = settings.query_timeout_seconds
+    deadline = time.monotonic() + timeout
+
+    def read(m: Materialization, epoch: int) -> dict[str, Any]:
+        started = time.monotonic()
+        info = m.analyzed.relations.get(name)
+        if info is None or info.internal:
+            raise Problem(404, UNKNOWN_RELATION, f"relation `{name}` is not in the program")
+        bound = _filters(request, info.column_names, info.types)
+        missing = [info.column_names[c] for c in range(info.arity) if c not in bound]
+        if missing or any(value is None for value in bound.values()):
+            raise Problem(
+                400,
+                UNKNOWN_COLUMN,
+                f"give one value for each column of `{name}` (missing: {', '.join(missing)})",
+            )
+        row = tuple(bound[c] for c in range(info.arity))
+        explainer = Explainer(m.analyzed, m.state, m.symbols, deadline)
+        try:
+            encoded = explainer.encode(name, row)
+            holds = explainer.holds(name, encoded)
+            proof = explainer.explain(name, encoded) if holds else None
+            failures = None if holds else explainer.why_not(name, encoded)
+        except QueryTimeout:
+            raise QueryTimeout(timeout) from None
+        except ExplainError as error:
+            status = 500 if error.code == INTERNAL_ERROR else 422
+            raise Problem(status, error.code, error.message) from None
+        return {
+            "relation": name,
+            "row": list(row),
+            "holds": holds,
+            "proof": None if proof is None else proof.as_json(),
+            "why_not": None if failures is None else [f.as_json() for f in failures],
+            "epoch": epoch,
+            "seconds": time.monotonic() - started,
+        }
+
+    def respond() -> Response:
+        return JSONResponse(runtime.read(read))
 
     return await _answered(runtime, respond)
 

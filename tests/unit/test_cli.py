@@ -123,6 +123,36 @@ def test_explain_prints_every_stratums_update_plans(
     assert "    from a deleted shift(x + y): the whole rule, scanning edge(x, y)\n" in out
 
 
+def test_explain_why_prints_a_proof_or_why_not(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    program = _write(tmp_path, "p.dl", TC)
+    _write(tmp_path, "edge.facts", "1\t2\n2\t3\n5\t6\n")
+    argv = ["explain", str(program), "-F", str(tmp_path)]
+    assert main([*argv, "--why", "tc(1, 3)", "--why", "tc(5, 1)"]) == 0
+    assert capsys.readouterr().out == (
+        "tc(1, 3)  #0  [iteration 2, 1 derivation]\n"
+        "  by tc(x, z) :- tc(x, y), edge(y, z).\n"
+        "  tc(1, 2)  #1  [iteration 1, 1 derivation]\n"
+        "    by tc(x, y) :- edge(x, y).\n"
+        "    edge(1, 2)  #3  [fact]\n"
+        "  edge(2, 3)  #2  [fact]\n"
+        "\n"
+        "tc(5, 1) does not hold\n"
+        "  tc(x, y) :- edge(x, y).\n"
+        "    edge(x, y): no tuple matches (with x = 5, y = 1)\n"
+        "  tc(x, z) :- tc(x, y), edge(y, z).\n"
+        "    edge(y, z): no tuple matches (with x = 5, z = 1, y = 6)\n"
+    )
+    assert main([*argv, "--why", "tc(5, 6)", "--json"]) == 0
+    (answer,) = json.loads(capsys.readouterr().out)
+    assert answer["holds"] and answer["proof"]["nodes"][1]["row"] == [5, 6]
+    assert main([*argv, "--why", "tc(x, 6)"]) == 1
+    assert "is not a tuple" in capsys.readouterr().err
+    assert main([*argv, "--why", "tc(1)"]) == 1
+    assert "arity_mismatch" in capsys.readouterr().err
+
+
 TYPED = """
 // As Soufflé's documentation writes it: named types, a legacy subtype, tuning pragmas.
 .pragma "magic-transform" "*"
