@@ -148,7 +148,10 @@ class RelationRows(BaseModel):
     relation: str
     columns: list[str]
     rows: list[list[Value]]
-    next: str | None = Field(description="Cursor of the next page (`?cursor=`), null at the end.")
+    next: str | None = Field(
+        description="Cursor of the next page (`?cursor=`), null at the end. It reads this "
+        "epoch only: once another is published it is refused (410 `epoch_unavailable`)."
+    )
     epoch: int
 
 
@@ -165,7 +168,7 @@ class QueryOut(BaseModel):
     query: str
     columns: list[str] = Field(description="The query's variables, in order of appearance.")
     rows: list[list[Value]]
-    next: str | None
+    next: str | None = Field(description="Cursor of the next page, of this epoch only.")
     epoch: int
     seconds: float
 

@@ -18,7 +18,7 @@ from reasoner.errors import Diagnostic, ProgramError
 from reasoner.io.batch import FactBatch
 from reasoner.program_text import RULES_FILENAME
 from reasoner.syntax.ast import Span
-from service.errors import INVALID_CURSOR, INVALID_TEXT, Problem, clip
+from service.errors import EPOCH_UNAVAILABLE, INVALID_CURSOR, INVALID_TEXT, Problem, clip
 from service.runtime import Applied, Runtime
 from service.schemas import EpochOut, StratumOut, WarningOut
 from service.store import models
@@ -80,13 +80,15 @@ def epoch_out(applied: Applied) -> EpochOut:
     )
 
 
-def encode_cursor(row: Sequence[Any]) -> str:
-    text = json.dumps(list(row), ensure_ascii=False, separators=(",", ":"))
+def encode_cursor(epoch: int, row: Sequence[Any]) -> str:
+    """A cursor after `row` of a read of `epoch`: later pages come from that epoch or fail."""
+    text = json.dumps([epoch, *row], ensure_ascii=False, separators=(",", ":"))
     return base64.urlsafe_b64encode(text.encode("utf-8")).decode("ascii").rstrip("=")
 
 
-def decode_cursor(cursor: str, types: Sequence[str]) -> tuple[Any, ...]:
-    """The row a cursor points after; its values must have the columns' types.
+def decode_cursor(cursor: str, types: Sequence[str], epoch: int) -> tuple[Any, ...]:
+    """The row a cursor points after; its values must have the columns' types, and its epoch
+    must be `epoch` (the one being read): a page of another would mix two states.
 
     A cursor comes back from the client, so anything may be in it: it is decoded without
     recursion (`flat_json_array`) and every value checked, so that no cursor costs more than
@@ -96,13 +98,22 @@ def decode_cursor(cursor: str, types: Sequence[str]) -> tuple[Any, ...]:
         row = flat_json_array(base64.urlsafe_b64decode(padded.encode("ascii")).decode("utf-8"))
     except (ValueError, binascii.Error, UnicodeError):
         raise Problem(400, INVALID_CURSOR, "the cursor is not one this service issued") from None
-    if len(row) != len(types):
+    if len(row) != len(types) + 1 or not _is_int64(row[0]) or row[0] < 0:
         raise Problem(400, INVALID_CURSOR, "the cursor does not fit these columns")
-    for value, kind in zip(row, types, strict=True):
+    for value, kind in zip(row[1:], types, strict=True):
         ok = isinstance(value, str) if kind == "symbol" else _is_int64(value)
         if not ok:
             raise Problem(400, INVALID_CURSOR, "the cursor does not fit these columns")
-    return tuple(row)
+    if row[0] != epoch:
+        raise Problem(
+            410,
+            EPOCH_UNAVAILABLE,
+            f"the cursor reads epoch {row[0]} and epoch {epoch} is published: its next page "
+            "would mix two states; read again from the first page",
+            cursor_epoch=row[0],
+            epoch=epoch,
+        )
+    return tuple(row[1:])
 
 
 _JSON_DECODER = json.JSONDecoder()

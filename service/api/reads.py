@@ -157,7 +157,8 @@ def _page_response(
     next_cursor: str | None,
     model: type,
 ) -> Response:
-    headers = {}
+    # Every format says which epoch it reflects (CSV and NDJSON have no field for it).
+    headers = {"X-Epoch": str(relation_or_query["epoch"])}
     if next_cursor is not None:
         headers["X-Next-Cursor"] = next_cursor
     if fmt == "ndjson":
@@ -227,7 +228,7 @@ async def get_relation(
         info = m.analyzed.relations.get(name)
         if info is None or info.internal:
             raise Problem(404, UNKNOWN_RELATION, f"relation `{name}` is not in the program")
-        after = None if cursor is None else decode_cursor(cursor, info.types)
+        after = None if cursor is None else decode_cursor(cursor, info.types, epoch)
         bound = _filters(request, info.column_names, info.types)
         key = _engine_key(m, info.types, bound)
         if key is None:
@@ -247,7 +248,7 @@ async def get_relation(
             {"relation": name, "epoch": epoch},
             list(info.column_names),
             rows,
-            None if last is None else encode_cursor(last),
+            None if last is None else encode_cursor(epoch, last),
             RelationRows,
         )
 
@@ -308,14 +309,14 @@ async def post_query(
 
     def respond() -> Response:
         result, epoch = runtime.read(read)
-        after = None if body.cursor is None else decode_cursor(body.cursor, result.types)
+        after = None if body.cursor is None else decode_cursor(body.cursor, result.types, epoch)
         rows, last = _page(iter(result.rows), after, page_size)
         return _page_response(
             fmt,
             {"query": body.query, "epoch": epoch, "seconds": result.seconds},
             list(result.columns),
             rows,
-            None if last is None else encode_cursor(last),
+            None if last is None else encode_cursor(epoch, last),
             QueryOut,
         )
 
