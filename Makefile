@@ -11,7 +11,7 @@ RUNTIME_STAMP := $(VENV)/.installed-runtime
 # `testpaths` (pyproject.toml) makes tests/ the default.
 PYTEST_ARGS ?=
 
-.PHONY: test test-fast lint serve install clean bench bench-quick bench-bootstrap bench-scaling \
+.PHONY: test test-fast lint serve install clean bench bench-quick bench-bootstrap bench-scaling bench-explain \
 	reliability reliability-quick compose-test
 
 # The reliability harnesses (tests/reliability: crash, fuzzing, limits, load, security) run
@@ -94,6 +94,10 @@ bench: $(BENCH_STAMP)
 
 bench-quick: $(BENCH_STAMP)
 	$(BIN)/python -m bench --quick --out bench/.work/quick-report $(BENCH_ARGS)
+
+# Proof latency by depth (bench/explain_latency.py): a table on stdout.
+bench-explain: $(BENCH_STAMP)
+	$(BIN)/python bench/explain_latency.py $(BENCH_ARGS)
 
 # The scaling study alone (bench/scaling.py): bench/results/<date>/scaling/.
 bench-scaling: $(BENCH_STAMP)
