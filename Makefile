@@ -11,7 +11,7 @@ RUNTIME_STAMP := $(VENV)/.installed-runtime
 # `testpaths` (pyproject.toml) makes tests/ the default.
 PYTEST_ARGS ?=
 
-.PHONY: test test-fast lint serve install clean bench bench-quick bench-bootstrap bench-scaling bench-explain \
+.PHONY: test test-fast lint typecheck serve install clean bench bench-quick bench-bootstrap bench-scaling bench-explain \
 	reliability reliability-quick compose-test
 
 # The reliability harnesses (tests/reliability: crash, fuzzing, limits, load, security) run
@@ -20,7 +20,7 @@ PYTEST_ARGS ?=
 # Figures are printed at the end and written to RELIABILITY_REPORT.
 RELIABILITY_REPORT ?= out/reliability/figures-$(RELIABILITY_MODE).json
 
-test: lint
+test: lint typecheck
 	$(BIN)/pytest -q --ignore=tests/reliability $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory reliability-quick
 	$(MAKE) --no-print-directory compose-test
@@ -51,6 +51,10 @@ compose-test: install
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+# mypy over reasoner/ and service/ (settings in pyproject.toml); `make test` runs it.
+typecheck: install
+	$(BIN)/mypy
 
 # `make serve HOST=0.0.0.0 PORT=8080`: off the loopback the service wants a write token
 # (REASONER_WRITE_TOKEN) or REASONER_ALLOW_ANONYMOUS_WRITES=true.
@@ -109,5 +113,5 @@ bench-bootstrap: $(BENCH_STAMP)
 	$(BIN)/python -m bench.bootstrap $(BENCH_ARGS)
 
 clean:
-	rm -rf .pytest_cache .ruff_cache .hypothesis build dist *.egg-info
+	rm -rf .pytest_cache .ruff_cache .mypy_cache .hypothesis build dist *.egg-info
 	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -exec rm -rf {} +

@@ -393,7 +393,7 @@ def _explain(args: argparse.Namespace) -> int:
     materialization.load(load_inputs(analyzed, Path(args.facts), read=read_facts_batch))
     materialization.bootstrap()
     explainer = Explainer(analyzed, materialization.state, materialization.symbols)
-    answers = []
+    answers: list[tuple[str, tuple[Value, ...], str, dict | None, list[dict] | None]] = []
     for relation, row in tuples:
         try:
             encoded = explainer.encode(relation, row)

@@ -6,8 +6,9 @@ its operands through the symbol table and interns a symbol it makes (`cat`, `sub
 evaluators apply it through `apply` (one instantiation: the Update kernel) or `apply_arrays`
 (a column of them: Polars), and the oracle and the fact folder call `scalar` directly.
 
-Soufflé's strings are C++ byte strings: `strlen` and `substr` count UTF-8 bytes, as there (a
-`substr` that cuts a character in two gives U+FFFD for the cut bytes). A functor without a
+Soufflé's strings are C++ byte strings: `strlen` and `substr` count UTF-8 bytes, as there. A
+`substr` that cuts a character in two is where the two differ: Soufflé keeps the bytes, here
+the cut bytes become U+FFFD (symbols are Unicode text). A functor without a
 value for its operands (`to_number("x")`) gives no derivation, like a division by zero.
 `contains` and `match` are constraints in Soufflé; here they are numbers (1 or 0) that the
 parser compares with 0, so every evaluator treats them as any other term.
@@ -39,7 +40,7 @@ if TYPE_CHECKING:  # the symbol table's module reaches the analysis, which reads
 
 Value = int | str
 
-_NUMBER = re.compile(r"[+-]?[0-9]+")
+_NUMBER = re.compile(r"([+-]?)(?:0[xX]([0-9A-Fa-f]+)|0[bB]([01]+)|([0-9]+))")
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +66,9 @@ class Signature:
 
 def _substr(text: str, start: int, length: int) -> str:
     """C++ `std::string::substr`: a start past the end (or negative, which is huge as a
-    size_t) gives Soufflé's fallback, the empty string; a negative length reads to the end."""
+    size_t) gives Soufflé's fallback, the empty string; a negative length reads to the end.
+    Unlike Soufflé, which keeps the raw bytes, a cut through a UTF-8 character gives U+FFFD
+    for the bytes cut off (symbols here are Unicode text)."""
     data = text.encode()
     if start < 0 or start > len(data):
         return ""
@@ -88,9 +91,16 @@ def _match(pattern: str, text: str) -> int:
 
 
 def _to_number(text: str) -> int | None:
-    if _NUMBER.fullmatch(text) is None:
+    """Soufflé's reading of a number: decimal, `0x` hexadecimal or `0b` binary, signed, in
+    64 bits; None for anything else."""
+    found = _NUMBER.fullmatch(text)
+    if found is None:
         return None
-    value = int(text)
+    sign, hexadecimal, binary, decimal = found.groups()
+    digits, base = (hexadecimal, 16) if hexadecimal else (binary, 2) if binary else (decimal, 10)
+    if len(digits) > 70:  # past 64 bits in any base: never ask int() for thousands of digits
+        return None
+    value = int(digits, base) * (-1 if sign == "-" else 1)
     return value if wrap64(value) == value else None
 
 
@@ -158,7 +168,11 @@ def in_range(value: int, start: int, end: int, step: int | None = None) -> bool:
     return end < value <= start and (start - value) % -step == 0
 
 
-_RANGE = Signature(("number", "number", "number"), "number", range_values, optional=1)
+def _many(*_operands: int) -> int:
+    raise TypeError("range has one value per number: see range_values")
+
+
+_RANGE = Signature(("number", "number", "number"), "number", _many, optional=1)
 
 
 def apply(name: str, symbols: SymbolTable, operands: Sequence[int]) -> int | None:

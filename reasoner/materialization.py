@@ -90,8 +90,9 @@ class PreparedDelta:
     inserts: dict[str, FactRows]
     retracts: dict[str, FactRows]
     """The facts that flip, per relation: a set, or a `TupleSet` for a batch (`FactBatch`)."""
-    program: ProgramText
-    """The program after the delta (the current one when no rule changes)."""
+    program: ProgramText | None
+    """The program after the delta (the current one when no rule changes; None for a
+    materialization built from a parsed program, which takes no rule changes)."""
     analyzed: AnalyzedProgram | None
     """The new program's analysis, or None when the rules do not change."""
     rules_added: tuple[str, ...] = ()
@@ -102,6 +103,7 @@ class PreparedDelta:
 
     @property
     def program_text(self) -> str:
+        assert self.program is not None, "a rule change always has its program text"
         return self.program.text
 
     program_changed: bool = False
@@ -313,7 +315,7 @@ class Materialization:
         analyzed = None
         added: tuple[str, ...] = ()
         removed: tuple[str, ...] = ()
-        insert: dict[str, Rows] = dict(delta.insert)
+        insert: dict[str, Sequence[Sequence[Value]]] = dict(delta.insert)
         add = list(delta.add_rules)
         changed = self._changed(add, list(delta.remove_rules))
         shapes = _shapes_from_facts((changed.analyzed if changed else self.analyzed), insert)
@@ -354,9 +356,11 @@ class Materialization:
             program,
             analyzed,
             added,
-            removed,  # type: ignore[arg-type]
+            removed,
             warnings,
-            program_changed=analyzed is not None and program.text != self._source().text,
+            program_changed=(
+                analyzed is not None and program is not None and program.text != self._source().text
+            ),
             given_inserts=_whole_batches(checked_inserts, inserts),
             given_retracts=_whole_batches(checked_retracts, retracts),
         )
@@ -890,16 +894,18 @@ class Materialization:
     def encode(self, name: str, row: Sequence[Value]) -> tuple[int, ...] | None:
         """The engine tuple for a row, or None if it names a symbol never seen (so is absent)."""
         info = self.analyzed.relations[name]
-        out = []
+        out: list[int] = []
         for value, kind in zip(row, info.types, strict=True):
-            if kind == "symbol":
-                ident = self.symbols.lookup(value)  # type: ignore[arg-type]
+            if (kind == SYMBOL) != isinstance(value, str):
+                return None  # a value of the other type: no tuple holds it
+            if isinstance(value, str):
+                ident = self.symbols.lookup(value)
                 if ident is None:
                     return None
                 out.append(ident)
             else:
                 out.append(value)
-        return tuple(out)  # type: ignore[arg-type]
+        return tuple(out)
 
     def lookup(self, name: str, row: Sequence[Value]) -> tuple[int, int] | None:
         """(iteration, count) of a tuple, or None when it is not in the materialization."""
@@ -946,7 +952,7 @@ class Materialization:
         return result
 
 
-def _shapes_from_facts(analyzed: AnalyzedProgram, insert: Mapping[str, Rows]) -> str:
+def _shapes_from_facts(analyzed: AnalyzedProgram, insert: Rows) -> str:
     """`.decl` lines for relations whose shape inserted facts fix: a relation first met in
     them (arity and types of its first row: `number` for integers, `symbol` for strings), or
     one the program uses without fixing some column's type (that column takes the first

@@ -217,7 +217,7 @@ class _SortedKeys(Sequence[tuple[int, ...]]):
     def __len__(self) -> int:
         return len(self.found.ids)
 
-    def __getitem__(self, position):  # type: ignore[override]
+    def __getitem__(self, position):
         values = self.found.table.values_of(self.found.ids[position : position + 1])
         return tuple(int(k[0]) for k in self.order.keys(values))
 
@@ -250,5 +250,5 @@ def _page_of_sorted(
         keep = _after(order.keys(new_values), cursor)
         new_values = [column[keep] for column in new_values]
     values = [np.concatenate(pair) for pair in zip(values, new_values, strict=True)]
-    order = np.lexsort(order.keys(values)[::-1])[: limit + 1]
-    return [column[order] for column in values]
+    ranked = np.lexsort(order.keys(values)[::-1])[: limit + 1]
+    return [column[ranked] for column in values]

@@ -16,6 +16,7 @@ a positive atom without a matching tuple, a negated atom that holds, a false com
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
@@ -39,9 +40,13 @@ from reasoner.syntax.ast import (
     NumberConst,
     Rule,
     StringConst,
+    Term,
     Variable,
     Wildcard,
 )
+
+_INTERNAL = re.compile(r"[#!]|_a\d+$")
+"""Variables the analysis and the planner make (`#range0`, `!w0`, `_a0`), not the user's."""
 
 MAX_DEPTH = 2_000
 """Premises followed from the tuple asked about, at most. A proof costs about 60 us a tuple
@@ -377,18 +382,18 @@ class Explainer:
         return f"{atom.relation}({', '.join(shown)})"
 
     def _user(self, plan: JoinPlan, env: dict[str, int]) -> dict[str, Value]:
-        """The binding's Datalog variables, decoded (the analysis's own start with `#` or
-        `_`)."""
-        types = variable_types(plan, self.analyzed)
-        for term, kind in zip(
-            plan.rule.head.args, self.analyzed.relations[plan.rule.head.relation].types, strict=True
-        ):
-            if isinstance(term, Variable):
-                types.setdefault(term.name, kind)
+        """The binding's Datalog variables (not the analysis's or the planner's), decoded."""
+        head = self.analyzed.relations[plan.rule.head.relation].types
+        known = {
+            term.name: kind
+            for term, kind in zip(plan.rule.head.args, head, strict=True)
+            if isinstance(term, Variable)
+        }
+        types = variable_types(plan, self.analyzed, known)
         return {
             name: self.constants.resolve(value) if types.get(name) == SYMBOL else value
             for name, value in env.items()
-            if name[:1] not in "#_"
+            if not _INTERNAL.match(name)
         }
 
 
@@ -422,7 +427,7 @@ def _named_wildcards(rule: Rule) -> Rule:
     body = []
     for literal in rule.body:
         if isinstance(literal, Atom) and any(isinstance(a, Wildcard) for a in literal.args):
-            args = []
+            args: list[Term] = []
             for arg in literal.args:
                 if isinstance(arg, Wildcard):
                     args.append(Variable(f"#w{count}", arg.span))

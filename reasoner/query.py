@@ -187,6 +187,8 @@ class Evaluator:
         """A functor over the query's ids: a symbol it makes gets a private id if the table
         has none (queries never intern)."""
         if call.name == "ord":
+            if operands[0] < 0:  # a symbol no tuple holds: its number is not known to a reader
+                raise ArithmeticError("ord of a symbol the program has not seen")
             return operands[0]
         signature = functors.signature(call.name)
         values = [
@@ -306,9 +308,12 @@ class Evaluator:
             self._step(position + 1, bound, emit)
 
 
-def variable_types(plan: JoinPlan, analyzed: AnalyzedProgram) -> dict[str, ColumnType]:
-    """Each variable's column type, from the atom or the assignment that binds it."""
-    types: dict[str, ColumnType] = {}
+def variable_types(
+    plan: JoinPlan, analyzed: AnalyzedProgram, known: Mapping[str, ColumnType] | None = None
+) -> dict[str, ColumnType]:
+    """Each variable's column type, from the atom or the assignment that binds it (`known`:
+    those bound before the plan's steps, a head-driven plan's head variables)."""
+    types: dict[str, ColumnType] = dict(known or {})
 
     def type_of(term: Term) -> ColumnType:
         if isinstance(term, StringConst):
@@ -391,5 +396,5 @@ def evaluate_query(
 
         rows = sorted(decode(a) for a in answers)
     else:
-        rows = sorted(answers)  # type: ignore[arg-type]
+        rows = sorted(answers)
     return QueryResult(variables, column_types, rows, time.monotonic() - start)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
+from typing import cast
 
 import numpy as np
 import polars as pl
@@ -132,8 +133,8 @@ class SymbolTable:
         def encode(row: Sequence[Value]) -> tuple[int, ...]:
             out = list(row)
             for i in symbol_cols:
-                out[i] = intern(out[i])  # type: ignore[arg-type]
-            return tuple(out)  # type: ignore[return-value]
+                out[i] = intern(cast(str, out[i]))
+            return cast(tuple[int, ...], tuple(out))
 
         return encode
 

@@ -314,6 +314,7 @@ class Runtime:
         )
         if prepared.analyzed is not None:
             record.program_text = prepared.program_text
+            assert prepared.program is not None  # a rule change has its program text
             texts = {entry.id: entry.text for entry in prepared.program.rules()}
             record.rules_added = [(i, texts[i]) for i in prepared.rules_added]
             record.rules_removed = list(prepared.rules_removed)

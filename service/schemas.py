@@ -17,7 +17,7 @@ Value = Any
 Rows = dict[str, list[list[Value]]]
 
 _VALUE_SCHEMA = {"anyOf": [{"type": "integer"}, {"type": "string"}]}
-_ROWS_SCHEMA = {
+_ROWS_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": {"type": "array", "items": {"type": "array", "items": _VALUE_SCHEMA}},
     "example": {"edge": [[1, 2], [2, 3]]},

@@ -258,12 +258,17 @@ def functor(name: str, args: list[Value]) -> Value:
             return 1 if re.fullmatch(str(args[0]), str(args[1])) else 0
         except re.error:
             return 0
-    if name == "to_number":
+    if name == "to_number":  # decimal, 0x hexadecimal or 0b binary, with a sign
         text = str(args[0])
+        sign = -1 if text[:1] == "-" else 1
         digits = text[1:] if text[:1] in "+-" else text
-        if not digits or not all("0" <= c <= "9" for c in digits):
+        base = {"0x": 16, "0X": 16, "0b": 2, "0B": 2}.get(digits[:2], 10)
+        if base != 10:
+            digits = digits[2:]
+        allowed = "0123456789abcdefABCDEF"[: 22 if base == 16 else base]
+        if not digits or not all(c in allowed for c in digits) or len(digits) > 70:
             raise NoValue
-        value = int(text)
+        value = sign * int(digits, base)
         if wrap(value) != value:
             raise NoValue
         return value
@@ -276,9 +281,10 @@ def aggregate_value(
     aggregate: Aggregate, binding: Binding, rows: Mapping[str, Iterable[Row]]
 ) -> int:
     """Soufflé's aggregates, as its documentation defines them: over every instantiation of the
-    body (a choice of one tuple per positive atom, agreeing with the variables the rule bound
-    outside), `count` counts them, `sum` adds the target's value, `min`/`max` take the least /
-    greatest. An empty body gives 0 for `count` and `sum`, no value (no derivation) otherwise.
+    body (a choice of one tuple per positive atom and of one value per range, agreeing with
+    the variables the rule bound outside), `count` counts them, `sum` adds the target's
+    value, `min`/`max` take the least / greatest. An empty body gives 0 for `count` and
+    `sum`, no value (no derivation) otherwise.
 
     Variables of the body that the rule binds outside are those of `binding` (the rule's other
     variables); all others are the aggregate's own."""
@@ -305,7 +311,9 @@ def _aggregate(
     values = []
     seen = set()
     for inner_binding, chosen in body_instantiations(body, outer, rows):
-        key = tuple(chosen)
+        # An instantiation is a choice of tuples and of a value for each range.
+        ranges = sorted((k, v) for k, v in inner_binding.items() if k.startswith("range "))
+        key = (tuple(chosen), tuple(ranges))
         if key in seen:
             continue
         seen.add(key)

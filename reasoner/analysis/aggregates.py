@@ -33,6 +33,7 @@ import hashlib
 from collections.abc import Callable, Iterator
 
 from reasoner.analysis.model import AggregateDefinition
+from reasoner.analysis.ranges import lift_body
 from reasoner.analysis.report import Reporter
 from reasoner.analysis.safety import bound_variables
 from reasoner.analysis.terms import render_atom, render_literal
@@ -211,15 +212,15 @@ class _Rewriter:
             )
             return None
         group = [name for name in _aggregate_variables(aggregate) if name in outside]
-        unbound = [name for name in group if name not in grounded]
-        for name in unbound:
+        ungrounded = [name for name in group if name not in grounded]
+        for name in ungrounded:
             self.reporter.error(
                 UNSAFE_RULE,
                 f"variable `{name}` is used inside the {aggregate.op} aggregate and outside "
                 "it, so a positive atom outside it must bind it",
                 _first_span(aggregate, name),
             )
-        if unbound:
+        if ungrounded:
             return None
         literals, columns = _body_with_columns(aggregate.body, group)
         missing = set(group) - bound_variables(tuple(literals))
@@ -233,7 +234,7 @@ class _Rewriter:
         if direct is not None:
             if name not in self.definitions:
                 self.definitions[name] = direct
-                self._typing(direct, aggregate.body[0].args)  # type: ignore[union-attr]
+                self._typing(direct, aggregate.body[0].args)  # type: ignore[union-attr]  # _direct: one atom
             return direct
         value = aggregate.target
         unbound = _names(value) - bound_variables(tuple(literals)) if value is not None else set()
@@ -284,7 +285,7 @@ class _Rewriter:
         relation's group columns have the source's types, its result is a number."""
         span = definition.span
         group = tuple(Variable(name, span) for name in definition.group_names)
-        args = [Wildcard(span) for _ in source_args]
+        args: list[Term] = [Wildcard(span) for _ in source_args]
         for column, variable in zip(definition.group, group, strict=True):
             args[column] = variable
         self.typing[definition.name] = Rule(
@@ -321,7 +322,7 @@ def _direct(aggregate: Aggregate, name: str, group: list[str]) -> AggregateDefin
         group_names=tuple(group),
         group=tuple(position[v] for v in group),
         op=aggregate.op,
-        value=None if target is None else position[target.name],  # type: ignore[union-attr]
+        value=None if target is None else position[target.name],
         span=aggregate.span,
     )
 
@@ -370,12 +371,13 @@ def _reading(variant: Variant, definition: AggregateDefinition, result: Variable
 def _body_with_columns(
     body: tuple[BodyLiteral, ...], group: list[str]
 ) -> tuple[list[BodyLiteral], list[Variable]]:
-    """The aggregate's body with each wildcard of a positive atom made a variable, and the
-    variables of its positive atoms other than the group's: with the group, the columns
-    whose rows are the body's instantiations."""
+    """The aggregate's body with each wildcard of a positive atom made a variable and its
+    ranges lifted (`reasoner.analysis.ranges`), and the variables of its positive atoms and
+    ranges other than the group's: with the group, the columns whose rows are the body's
+    instantiations."""
     literals: list[BodyLiteral] = []
-    columns: list[Variable] = []
-    seen = set(group)
+    body, columns = lift_body(body)
+    seen = set(group) | {column.name for column in columns}
     for literal in body:
         if not isinstance(literal, Atom):
             literals.append(literal)

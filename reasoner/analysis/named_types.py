@@ -166,8 +166,8 @@ def resolve_types(program: Program, reporter: Reporter) -> TypeSystem:
     system.base.update(PRIMITIVES)
     for name in list(system.base):
         resolver.covered(name)
-    for declaration in program.declarations:
-        for column in declaration.columns:
+    for decl in program.declarations:
+        for column in decl.columns:
             if column.type not in system.base and column.type not in declarations:
                 _unknown(reporter, column.type, column.span)  # (a broken one is reported)
     return system
@@ -200,8 +200,11 @@ def _check_clause(
     system: TypeSystem,
     reporter: Reporter,
 ) -> None:
-    atoms = [literal.atom if isinstance(literal, Negation) else literal for literal in body]
-    atoms = [atom for atom in atoms if isinstance(atom, Atom)]
+    atoms = [
+        literal.atom if isinstance(literal, Negation) else literal
+        for literal in body
+        if isinstance(literal, Atom | Negation)
+    ]
     possible: dict[str, tuple[frozenset[str], str, Span]] = {}
     """Per variable: the regions its uses so far allow, and the last type and place that
     narrowed them."""

@@ -51,8 +51,11 @@ def is_generator(literal: BodyLiteral) -> bool:
 
 
 class _Lifter:
-    def __init__(self) -> None:
+    def __init__(self, taken: int = 0) -> None:
+        self.taken = taken
+        """Generators the clause already has (`#range0` ...): new ones are numbered after."""
         self.generators: list[Comparison] = []
+        self.variables: list[Variable] = []
 
     def term(self, term: Term) -> Term:
         if isinstance(term, BinaryOp):
@@ -67,8 +70,9 @@ class _Lifter:
             term = dataclasses.replace(term, args=args)
         if term.name != GENERATOR:
             return term
-        variable = Variable(f"{PREFIX}{len(self.generators)}", term.span)
+        variable = Variable(f"{PREFIX}{self.taken + len(self.generators)}", term.span)
         self.generators.append(Comparison("=", variable, term, term.span))
+        self.variables.append(variable)
         return variable
 
     def atom(self, atom: Atom) -> Atom:
@@ -78,6 +82,8 @@ class _Lifter:
         return dataclasses.replace(atom, args=args)
 
     def literal(self, literal: BodyLiteral) -> BodyLiteral:
+        if is_generator(literal):  # lifted already (an aggregate's body, `lift_body`)
+            return literal
         if isinstance(literal, Atom):
             return self.atom(literal)
         if isinstance(literal, Negation):
@@ -89,9 +95,24 @@ class _Lifter:
         return dataclasses.replace(literal, left=left, right=right)
 
 
+def lift_body(body: tuple[BodyLiteral, ...]) -> tuple[tuple[BodyLiteral, ...], list[Variable]]:
+    """An aggregate's body with its ranges lifted, and their variables: with the body's other
+    variables they tell its instantiations apart (`count : { n(range(0, x)) }` counts one
+    per value whose `n` holds)."""
+    lifter = _Lifter(_generators(body))
+    lifted = tuple(lifter.literal(literal) for literal in body)
+    if not lifter.generators:
+        return body, []
+    return (*lifted, *lifter.generators), lifter.variables
+
+
+def _generators(body: tuple[BodyLiteral, ...]) -> int:
+    return sum(1 for literal in body if is_generator(literal))
+
+
 def lift_rule(rule: Rule) -> Rule:
     """`rule` with its ranges lifted (the rule itself when it has none)."""
-    lifter = _Lifter()
+    lifter = _Lifter(_generators(rule.body))
     body = tuple(lifter.literal(literal) for literal in rule.body)
     head = lifter.atom(rule.head)
     if not lifter.generators:

@@ -227,11 +227,11 @@ def stratify(
     aggregate_of = {component[ids[a.name]]: a for a in aggregates}
     for comp in _topological(component, successors):
         rules = rules_of.get(comp)
-        aggregate = aggregate_of.get(comp)
-        if aggregate is not None and not rules:
+        grouped = aggregate_of.get(comp)
+        if grouped is not None and not rules:
             index = len(strata)
-            strata.append(Stratum(index, frozenset({aggregate.name}), (), False, aggregate))
-            stratum_of[aggregate.name] = index
+            strata.append(Stratum(index, frozenset({grouped.name}), (), False, grouped))
+            stratum_of[grouped.name] = index
             continue
         if not rules:
             continue

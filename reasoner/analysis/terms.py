@@ -25,11 +25,12 @@ from reasoner.syntax.ast import (
     operands,
 )
 
-Leaf = Variable | Wildcard | NumberConst | StringConst
+Leaf = Variable | Wildcard | NumberConst | StringConst | Aggregate
 
 
 def leaves(term: Term) -> Iterator[Leaf]:
-    """The variables, wildcards and constants of `term`, left to right."""
+    """The variables, wildcards, constants and aggregates of `term`, left to right (an
+    aggregate's own variables are inside its body, not among them)."""
     stack: list[Term] = [term]
     while stack:
         node = stack.pop()

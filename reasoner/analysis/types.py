@@ -180,10 +180,10 @@ class TypeInference:
             if isinstance(node, BinaryOp) and wanted == NUMBER:
                 stack += [node.right, node.left]
                 continue
-            found = self._term(scope, node)
-            if isinstance(found, str) and found != wanted:
+            typed = self._term(scope, node)
+            if isinstance(typed, str) and typed != wanted:
                 self.reporter.error(
-                    TYPE_MISMATCH, f"{why}, but `{render(node)}` is a {found}", node.span
+                    TYPE_MISMATCH, f"{why}, but `{render(node)}` is a {typed}", node.span
                 )
 
     def _functor(self, scope: int, call: Functor) -> ColumnType:

@@ -23,6 +23,7 @@ wants tuples (an epoch report's listed changes, a rule change's Bootstrap of a s
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass
 
 import numpy as np
@@ -126,7 +127,7 @@ class Overlay:
         if iteration < INF:
             self.state[name].stage(t)
 
-    def presence_diff(self, name: str) -> tuple[set[Tuple], set[Tuple]]:
+    def presence_diff(self, name: str) -> tuple[builtins.set[Tuple], builtins.set[Tuple]]:
         """(deleted, inserted): tuples whose presence flips; what the strata above see.
         Computed once per relation and epoch (the sets are shared: do not modify them)."""
         diff = self._diffs.get(name)

@@ -89,9 +89,12 @@ class FactBatch(Sequence[Row]):
 
     @classmethod
     def of_columns(
-        cls, columns: Sequence[Sequence[Value]], types: Sequence[ColumnType]
+        cls,
+        columns: Sequence[Sequence[Value] | np.ndarray | pl.Series],
+        types: Sequence[ColumnType],
     ) -> FactBatch:
-        """Columns of user values (lists, or int64 arrays for numbers) of these types."""
+        """Columns of user values (lists, int64 arrays for numbers, Polars series) of these
+        types."""
         schema = frame_schema(types)
         return cls(pl.DataFrame(dict(zip(schema, columns, strict=True)), schema=schema))
 
@@ -123,7 +126,7 @@ class FactBatch(Sequence[Row]):
             return False
         frame = self.frame if self.ordered else self.frame.unique().sort(self.frame.columns)
         frame.write_csv(
-            path,
+            os.fspath(path) if isinstance(path, os.PathLike) else path,
             include_header=False,
             separator=delimiter,
             quote_style="never",

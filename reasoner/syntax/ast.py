@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal as TypingLiteral
 
-NUMBER = "number"
-SYMBOL = "symbol"
 ColumnType = TypingLiteral["number", "symbol"]
+NUMBER: ColumnType = "number"
+SYMBOL: ColumnType = "symbol"
 
 
 @dataclass(frozen=True, slots=True)

@@ -123,6 +123,16 @@ class _Failure(Exception):
         self.code = code or errors.PARSE_ERROR
 
 
+def _check_depth(depth: int, span: Span) -> None:
+    """Refuse a term nested past `MAX_NESTING`, which evaluators recurse into."""
+    if depth > MAX_NESTING:
+        raise _Failure(
+            f"the expression is nested more than {MAX_NESTING} levels deep",
+            span,
+            errors.EXPRESSION_TOO_DEEP,
+        )
+
+
 def _join(first: Span, last: Span) -> Span:
     return Span(first.line, first.column, last.end_line, last.end_column)
 
@@ -717,12 +727,7 @@ class _Parser:
     @staticmethod
     def _binary(operator: str, left: Term, right: Term, depth: int) -> tuple[Term, int]:
         span = _join(left.span, right.span)
-        if depth > MAX_NESTING:
-            raise _Failure(
-                f"the expression is nested more than {MAX_NESTING} levels deep",
-                span,
-                errors.EXPRESSION_TOO_DEEP,
-            )
+        _check_depth(depth, span)
         return BinaryOp(cast(ArithOp, operator), left, right, span), depth
 
     def _unary(self) -> tuple[Term, int]:
@@ -915,12 +920,7 @@ class _Parser:
                 wanted = f"{most} argument{'s' * (most > 1)}"
             raise _Failure(f"`{name.text}` takes {wanted}, not {len(args)}", name.span)
         span = _join(name.span, close.span)
-        if depth > MAX_NESTING:
-            raise _Failure(
-                f"the expression is nested more than {MAX_NESTING} levels deep",
-                span,
-                errors.EXPRESSION_TOO_DEEP,
-            )
+        _check_depth(depth, span)
         return Functor(name.text, tuple(args), span), depth
 
     @staticmethod

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from reasoner import functors
 from reasoner.analysis.model import Stratum
@@ -381,10 +382,7 @@ class StratumPlanWriter:
             words += _bind_from(step.atom.args, registers, self.symbols, pending)
             if step.negated:  # its status, over its group when it has wildcards
                 needs = set().union(*map(term_variables, step.atom.args))
-                pending.insert(
-                    0,
-                    (needs, lambda step=step: self._negation(step, negations, registers)),
-                )
+                pending.insert(0, (needs, partial(self._negation, step, negations, registers)))
         body: list[int] = []
         count = 0
 

@@ -120,6 +120,13 @@ _JSON_DECODER = json.JSONDecoder()
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")
 
 
+def _space(text: str, position: int = 0) -> int:
+    """Where the JSON whitespace at `position` ends (the pattern matches empty text too)."""
+    found = _JSON_SPACE.match(text, position)
+    assert found is not None
+    return found.end()
+
+
 def flat_json_array(text: str) -> list[Any]:
     """A JSON array of scalars (strings, numbers, literals), decoded element by element.
 
@@ -127,11 +134,10 @@ def flat_json_array(text: str) -> list[Any]:
     A cursor never nests, so a nested array or object is refused before the decoder sees it;
     each element alone is decoded by `raw_decode`, which then cannot recurse. Raises
     ValueError (an integer over 4,300 digits included) on anything else."""
-    space = _JSON_SPACE.match
-    position = space(text).end()
+    position = _space(text)
     if not text.startswith("[", position):
         raise ValueError("not a JSON array")
-    position = space(text, position + 1).end()
+    position = _space(text, position + 1)
     values: list[Any] = []
     if text.startswith("]", position):
         position += 1
@@ -141,14 +147,14 @@ def flat_json_array(text: str) -> list[Any]:
                 raise ValueError("a nested array or object")
             value, position = _JSON_DECODER.raw_decode(text, position)
             values.append(value)
-            position = space(text, position).end()
+            position = _space(text, position)
             if text.startswith("]", position):
                 position += 1
                 break
             if not text.startswith(",", position):
                 raise ValueError("expected `,` or `]`")
-            position = space(text, position + 1).end()
-    if space(text, position).end() != len(text):
+            position = _space(text, position + 1)
+    if _space(text, position) != len(text):
         raise ValueError("text after the array")
     return values
 
@@ -220,7 +226,7 @@ def _text_problem(text: str, filename: str) -> Diagnostic | None:
     )
 
 
-MAX_STORED_NAME: int = models.fact_segments.c.relation.type.length
+MAX_STORED_NAME: int = models.fact_segments.c.relation.type.length  # type: ignore[attr-defined]  # a String column
 """Longest relation name a stored fact can have (PostgreSQL enforces the column's length)."""
 
 

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel
 
 from reasoner import Materialization
 from reasoner.analysis.model import RelationInfo
@@ -155,7 +156,7 @@ def _page_response(
     columns: list[str],
     rows: list[tuple],
     next_cursor: str | None,
-    model: type,
+    model: type[BaseModel],
 ) -> Response:
     # Every format says which epoch it reflects (CSV and NDJSON have no field for it).
     headers = {"X-Epoch": str(relation_or_query["epoch"])}

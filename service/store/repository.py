@@ -12,7 +12,7 @@ segments as `segments.merge_start` says.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import groupby
@@ -56,8 +56,8 @@ class DeltaRecord:
     number: int
     facts_inserted: int
     facts_retracted: int
-    inserts: dict[str, Facts] = field(default_factory=dict)
-    retracts: dict[str, Facts] = field(default_factory=dict)
+    inserts: Mapping[str, Facts] = field(default_factory=dict)
+    retracts: Mapping[str, Facts] = field(default_factory=dict)
     program_text: str | None = None
     """The new program text when rules changed."""
     rules_added: list[tuple[str, str]] = field(default_factory=list)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 import polars as pl
 
@@ -46,7 +46,7 @@ insert, and a merge folds several small segments at once (1 ms of Polars work fo
 write, that a merge of two one-row segments would cost, was most of a small write)."""
 SMALL_ROWS = 256
 """Segments of at most this many entries are JSON (see `encode_rows`)."""
-COMPRESSION = "zstd"
+COMPRESSION: Final = "zstd"
 """Measured on 3 M pairs of integers: 8 MB (lz4 27 MB, none 48 MB), written in 53 ms and
 read in 23 ms (lz4 63 and 55 ms)."""
 

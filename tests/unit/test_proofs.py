@@ -133,6 +133,19 @@ def test_why_not_names_the_first_literal_that_fails() -> None:
     assert e.why_not("edge", e.encode("edge", (9, 9))) == []  # an input: no rule
 
 
+def test_why_not_decodes_symbols_bound_from_the_head() -> None:
+    """`t = x` copies a symbol the head bound: shown as the symbol, not its number (a
+    review found `t: 0`)."""
+    m = built(
+        ".decl s(x: symbol)\n.decl bad(x: symbol)\n.input s\n.input bad\n"
+        "r(x) :- s(x), t = x, !bad(t).\n",
+        {"s": [("foo",)], "bad": [("foo",)]},
+    )
+    e = explainer(m)
+    (failure,) = e.why_not("r", e.encode("r", ("foo",)))
+    assert failure.binding == {"x": "foo", "t": "foo"}
+
+
 def test_limits_and_bad_tuples_are_errors() -> None:
     m = built(TC, {"edge": [(i, i + 1) for i in range(50)], "label": []})
     e = explainer(m)

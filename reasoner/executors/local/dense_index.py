@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import polars as pl
 
@@ -53,11 +54,12 @@ class DenseIndex:
             low, high = column.min(), column.max()
             if low is None or high is None:
                 return None
-            span *= high - low + 1  # type: ignore[operator]
+            low, high = int(cast(int, low)), int(cast(int, high))  # an integer column's extremes
+            span *= high - low + 1
             if span > limit:
                 return None
-            lows.append(low)  # type: ignore[arg-type]
-            sizes.append(high - low + 1)  # type: ignore[operator]
+            lows.append(low)
+            sizes.append(high - low + 1)
         key = _packed(right, on, lows, sizes)
         if key.n_unique() < right.height:
             return None

@@ -24,7 +24,7 @@ variables (so no Datalog name can collide with an internal one); the head comes 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from operator import itemgetter
@@ -34,10 +34,10 @@ import numpy as np
 import polars as pl
 
 from reasoner.analysis.ranges import is_generator
-from reasoner.arith import LOGICAL, logical_condition
+from reasoner.arith import ARITH, LOGICAL, logical_condition
 from reasoner.executors.local.dense_index import DenseIndex
-from reasoner.functors import apply_arrays
-from reasoner.plan.joins import AtomStep, CompareStep, JoinPlan
+from reasoner.functors import apply, apply_arrays
+from reasoner.plan.joins import AtomStep, CompareStep, JoinPlan, term_variables
 from reasoner.state import RelationStore
 from reasoner.symbols import SymbolTable
 from reasoner.syntax.ast import (
@@ -50,6 +50,7 @@ from reasoner.syntax.ast import (
     Variable,
     Wildcard,
     may_lack_value,
+    operands,
 )
 
 INT = pl.Int64
@@ -111,7 +112,7 @@ def _on_arrays(function: Callable[..., np.ndarray], *operands: pl.Expr) -> pl.Ex
     """`function` over the int64 arrays of the operands (null where any is, or where it
     returns a masked value)."""
 
-    def apply(series: list[pl.Series]) -> pl.Series:
+    def apply(series: Sequence[pl.Series]) -> pl.Series:
         values = function(*(s.fill_null(0).to_numpy() for s in series))
         result = pl.Series(np.ma.getdata(values), dtype=INT)
         missing = np.flatnonzero(np.ma.getmaskarray(values))
@@ -190,6 +191,10 @@ class Expressions:
         self.temps = 0
 
     def term(self, term: Term, prelude: list[tuple[str, pl.Expr]]) -> pl.Expr:
+        if isinstance(term, BinaryOp | Functor) and not term_variables(term):
+            # Folded here: a function of literals only gives a column of one value, which
+            # Polars does not stretch to the frame (`_on_arrays`).
+            return pl.lit(self._folded(term), dtype=INT)
         if isinstance(term, Variable):
             return pl.col(self.names[term.name])
         if isinstance(term, NumberConst):
@@ -215,6 +220,23 @@ class Expressions:
             call = partial(self._functor, term.name)
             return _on_arrays(call, *args)
         raise TypeError(f"a wildcard has no value: {term!r}")
+
+    def _folded(self, term: Term) -> int | None:
+        """A ground term's value (None: it has none), as the kernel computes it."""
+        if isinstance(term, NumberConst):
+            return term.value
+        if isinstance(term, StringConst):
+            return self.symbols.intern(term.value)
+        values = [self._folded(operand) for operand in operands(term)]
+        if any(value is None for value in values):
+            return None
+        if isinstance(term, Functor):
+            return apply(term.name, self.symbols, cast(list[int], values))
+        assert isinstance(term, BinaryOp)
+        try:
+            return ARITH[term.op](*cast(list[int], values))
+        except ArithmeticError:
+            return None
 
     def _functor(self, name: str, *operands: np.ndarray) -> np.ndarray:
         return apply_arrays(name, self.symbols, operands)
@@ -419,11 +441,13 @@ def key_packing(sides: list[tuple[pl.DataFrame, list[str]]]) -> Packing | None:
             continue
         for i, c in enumerate(cols):
             column = frame.get_column(c)
-            lo, hi = column.min(), column.max()
-            if lo is None or hi is None:
+            extremes = column.min(), column.max()
+            if extremes[0] is None or extremes[1] is None:
                 return None
-            lows[i] = lo if lows[i] is None else min(lows[i], lo)  # type: ignore[type-var]
-            highs[i] = hi if highs[i] is None else max(highs[i], hi)  # type: ignore[type-var]
+            lo, hi = int(cast(int, extremes[0])), int(cast(int, extremes[1]))  # Int64 columns
+            low, high = lows[i], highs[i]
+            lows[i] = lo if low is None else min(low, lo)
+            highs[i] = hi if high is None else max(high, hi)
     if any(lo is None for lo in lows):
         return None
     bits = tuple((hi - lo).bit_length() for lo, hi in zip(lows, highs, strict=True))  # type: ignore[operator]
@@ -638,9 +662,10 @@ class PolarsPlan:
         )
         self.head_prelude = tuple(head_prelude)
         self.head_nullable = any(may_lack_value(a) for a in rule.head.args)
+        head_variables = [a for a in rule.head.args if isinstance(a, Variable)]
         self.head_names = (
-            tuple(names[a.name] for a in rule.head.args)
-            if rule.head.args and all(isinstance(a, Variable) for a in rule.head.args)
+            tuple(names[a.name] for a in head_variables)
+            if rule.head.args and len(head_variables) == len(rule.head.args)
             else None
         )
         """The binding columns of a head of variables only (the usual head), which is then
@@ -791,6 +816,8 @@ def _generate(bindings: pl.DataFrame, op: _Range) -> pl.DataFrame:
         columns.append(series.fill_null(0).to_numpy())
     steps, count = _range_bounds(columns[0], columns[1], columns[2] if len(columns) > 2 else None)
     count = np.where(missing, 0, count)
+    if (count < 0).any():  # 2^63 values or more: no state holds them
+        raise MemoryError("a range of 2^63 values or more")
     rows = np.repeat(np.arange(bindings.height), count)
     first = np.repeat(np.cumsum(count) - count, count)
     offsets = np.arange(len(rows), dtype=np.int64) - first

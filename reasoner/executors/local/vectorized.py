@@ -67,7 +67,7 @@ from reasoner.plan.joins import JoinPlan, plan_rule, positive_atoms
 from reasoner.plan.work import first_work, joined_rows
 from reasoner.state import RelationStore, State, Tuple
 from reasoner.symbols import SymbolTable
-from reasoner.syntax.ast import Atom
+from reasoner.syntax.ast import Atom, Rule
 
 if TYPE_CHECKING:
     from reasoner.update.bootstrap import CompiledStratumBootstrap
@@ -209,6 +209,17 @@ class _Growing:
 class _Stale:
     """A relation whose last iterations ran in the kernel: the state holds it all, and no
     frame of it is kept."""
+
+
+def _positive(rule: Rule) -> list[Atom]:
+    return [literal for literal in rule.body if isinstance(literal, Atom)]
+
+
+def _live(rel: _Growing | _Stale) -> _Growing:
+    """The frames of a relation Polars is about to read: a stale one is reloaded from the
+    state (`VectorizedStratum._polars`) before any plan reads it."""
+    assert isinstance(rel, _Growing), "Polars reads a relation the kernel left stale"
+    return rel
 
 
 def _stacked(parts: list[pl.DataFrame], arity: int = 0) -> pl.DataFrame:
@@ -409,7 +420,7 @@ class VectorizedStratum:
                 older = body_index in restricted
                 key = (older, *pattern.key)
                 if key not in local:
-                    rel = growing[pattern.relation]
+                    rel = _live(growing[pattern.relation])
                     local[key] = pattern.project(rel.old() if older else rel.full())
                 return local[key]
 
@@ -424,7 +435,7 @@ class VectorizedStratum:
             elif job.driver not in relations:
                 driver = frames.get(job.driver)
             else:
-                rel = growing[job.driver]
+                rel = _live(growing[job.driver])
                 driver = rel.full() if first else rel.delta()
                 if driver.height == 0:
                     continue
@@ -570,7 +581,7 @@ class VectorizedStratum:
     def _advance(self, new: dict[str, _New]) -> int:
         derived = 0
         for name, (rows, frame) in new.items():
-            self.growing[name].advance(rows, frame)
+            _live(self.growing[name]).advance(rows, frame)
             derived += len(rows) if rows is not None else frame.height  # type: ignore[union-attr]
         return derived
 
@@ -580,7 +591,7 @@ class VectorizedStratum:
         (A non-recursive stratum keeps its frames all the same: the strata above read them.)"""
         relations = self.stratum.relations
         return any(
-            sum(1 for i in positive_atoms(rule) if rule.body[i].relation in relations) > 1  # type: ignore[union-attr]
+            len([atom for atom in _positive(rule) if atom.relation in relations]) > 1
             for rule in self.stratum.rules
         )
 
@@ -605,7 +616,10 @@ class VectorizedStratum:
             if self.check is not None:
                 self.check()
             jobs = self._delta_jobs_list()
-            work = sum(self.growing[job.driver].delta_size() for job in jobs)  # type: ignore[index]
+            work = 0
+            for job in jobs:
+                assert job.driver is not None  # a delta plan is driven by its delta
+                work += _live(self.growing[job.driver]).delta_size()
             if work == 0:
                 break
             limit = self._kernel_limit(jobs)

@@ -432,7 +432,7 @@ class SparkBootstrap:
     def _evaluate(
         self,
         plan: SparkPlan,
-        frames: dict[int, DataFrame],
+        frames: dict[int, DataFrame | None],
         rows: dict[int, int],
     ) -> DataFrame:
         for i in plan.negated:
@@ -588,7 +588,9 @@ class SparkBootstrap:
             atom_sizes = {i: self._selected(plan, i, "full") for i in plan.positive}
             if not self._runnable(plan, atom_sizes):
                 continue
-            frames = {i: self.relation(plan.relation(i)).full(session) for i in plan.positive}
+            frames: dict[int, DataFrame | None] = {
+                i: self.relation(plan.relation(i)).full(session) for i in plan.positive
+            }
             derivations[plan.head].append(self._evaluate(plan, frames, atom_sizes))
         return self._collect(derivations, 1)
 
@@ -622,7 +624,7 @@ class SparkBootstrap:
                 atom_sizes[i] = self._selected(plan, i, part)
             if not self._runnable(plan, atom_sizes):
                 continue
-            frames = {}
+            frames: dict[int, DataFrame | None] = {}
             for i in plan.positive:
                 rel = self.relation(plan.relation(i))
                 if i == pos:

@@ -18,7 +18,7 @@ cluster whose workers cannot is evaluated an iteration per job instead.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import partial
 
@@ -108,7 +108,7 @@ def run_partition(broadcast: Broadcast[StratumTask], parts: Iterator[Columns]) -
         yield _take(rows, rows[1] >= task.start)
 
 
-def _probe(parts: Iterator[int]) -> Iterator[int]:
+def _probe(parts: Iterable[int]) -> Iterable[int]:
     import reasoner.update.kernel  # noqa: F401  (the compiled part, which a worker must have)
 
     yield from parts
