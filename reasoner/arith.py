@@ -104,6 +104,7 @@ in two's complement, as Python's unbounded ints already do); logical ones give 0
 COMPARE: dict[str, Callable[[object, object], bool]] = {
     "=": lambda a, b: a == b,
     "!=": lambda a, b: a != b,
+    # Symbols only meet `=` and `!=`: the analysis refuses ordering them.
     "<": lambda a, b: a < b,  # type: ignore[operator]
     "<=": lambda a, b: a <= b,  # type: ignore[operator]
     ">": lambda a, b: a > b,  # type: ignore[operator]

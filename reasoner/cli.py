@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import cast
 
 from reasoner.analysis import check_program
 from reasoner.analysis.model import AnalyzedProgram, Value
@@ -430,7 +431,7 @@ def _ground_atom(text: str) -> tuple[str, tuple[Value, ...]]:
         isinstance(arg, NumberConst | StringConst) for arg in atom.args
     ):
         raise InputDataError(f'`{text}` is not a tuple such as tc(1, "a")', "--why")
-    return atom.relation, tuple(arg.value for arg in atom.args)  # type: ignore[union-attr]
+    return atom.relation, tuple(cast(NumberConst | StringConst, arg).value for arg in atom.args)
 
 
 def _why_not_text(relation: str, row: tuple[Value, ...], failures: list[Failure]) -> str:

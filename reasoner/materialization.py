@@ -190,7 +190,7 @@ class Materialization:
     @classmethod
     def from_text(cls, text: str, filename: str = "<program>", **options: float) -> Materialization:
         program = ProgramText([text], filename)
-        return cls(check_program(text, filename), program=program, **options)  # type: ignore[arg-type]
+        return cls(check_program(text, filename), program=program, **options)  # type: ignore[arg-type]  # the constructor's keywords
 
     @staticmethod
     def _arities(analyzed: AnalyzedProgram) -> dict[str, int]:
@@ -846,7 +846,7 @@ class Materialization:
         columns = self.state[name].table.columns()[0]
         ranks = self.symbols.order_keys() if SYMBOL in info.types else None
         keys = [
-            ranks[column] if kind == SYMBOL else column  # type: ignore[index]
+            ranks[column] if kind == SYMBOL else column  # type: ignore[index]  # ranks: a symbol column
             for kind, column in zip(info.types, columns, strict=True)
         ]
         order = np.lexsort(keys[::-1])
@@ -1017,7 +1017,7 @@ def _rebuilt_changes(
             _ChangedRows(new.table, new.table.committed_rows()),
         )
     if old is None or new is None:
-        present = (old if old is not None else new).table  # type: ignore[union-attr]
+        present = (old if old is not None else new).table  # type: ignore[union-attr]  # one exists
         rows = _ChangedRows(present, present.committed_rows())
         none = _ChangedRows(present, np.empty(0, np.int64))
         return (rows, none) if new is None else (none, rows)

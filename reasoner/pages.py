@@ -89,10 +89,10 @@ class RowOrder:
     def cursor(self, after: Row) -> list[int]:
         """The keys of a cursor row (user values, which no row need hold)."""
         if self.symbols is None:
-            return list(after)  # type: ignore[arg-type]
+            return list(after)  # type: ignore[arg-type]  # no symbol column: ints only
         key = self.symbols.key
         return [
-            key(v) if t == SYMBOL else v  # type: ignore[arg-type,misc]
+            key(v) if t == SYMBOL else v  # type: ignore[arg-type,misc]  # typed by the column
             for v, t in zip(after, self.types, strict=True)
         ]
 

@@ -228,7 +228,9 @@ class Explainer:
         while pending:
             name, t = pending.pop()
             index = numbers[name, t]
-            iteration, count = self.state[name].get(t)  # type: ignore[misc]
+            stored = self.state[name].get(t)
+            assert stored is not None, "a premise holds: its rule instance was found in the state"
+            iteration, count = stored
             node = ProofNode(name, self.decode(name, t), iteration, count, None)
             if name in self.aggregated:
                 nodes[index] = replace(node, aggregate=True)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from reasoner import functors
 from reasoner.analysis import check_query
 from reasoner.analysis.model import AnalyzedProgram, Value
-from reasoner.analysis.ranges import is_generator, lift_rule
+from reasoner.analysis.ranges import generator, is_generator, lift_rule
 from reasoner.arith import ARITH, COMPARE
 from reasoner.plan.joins import AtomStep, CompareStep, JoinPlan, plan_rule
 from reasoner.state import State, Tuple
@@ -203,9 +203,9 @@ class Evaluator:
     def _range(self, position: int, step: CompareStep, env: dict[str, int], emit) -> None:
         """A lifted `range`: the steps after it once per value (or, its variable bound,
         once if the value is one of them)."""
-        name = step.comparison.left.name  # type: ignore[union-attr]
+        name, terms = generator(step.comparison)
         try:
-            bounds = [self.value(b, env) for b in step.comparison.right.args]  # type: ignore[union-attr]
+            bounds = [self.value(b, env) for b in terms]
         except ArithmeticError:
             return
         if step.assigns is None:

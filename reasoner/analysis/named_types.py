@@ -96,7 +96,7 @@ class _Resolver:
             )
             self._broken.add(name)
             return None
-        system.base[name] = bases[0]  # type: ignore[assignment]
+        system.base[name] = bases[0]  # type: ignore[assignment]  # a primitive: checked above
         return bases[0]
 
     def _base_of(self, base: str, declaration: TypeDeclaration) -> ColumnType | None:

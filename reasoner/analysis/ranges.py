@@ -13,6 +13,7 @@ are lifted first, so a generator's bounds never hold one.
 from __future__ import annotations
 
 import dataclasses
+from typing import cast
 
 from reasoner.functors import GENERATOR
 from reasoner.syntax.ast import (
@@ -48,6 +49,13 @@ def is_generator(literal: BodyLiteral) -> bool:
         and isinstance(literal.right, Functor)
         and literal.right.name == GENERATOR
     )
+
+
+def generator(literal: BodyLiteral) -> tuple[str, tuple[Term, ...]]:
+    """A lifted range's variable and bounds (`literal` is one: `is_generator`)."""
+    assert is_generator(literal)
+    literal = cast(Comparison, literal)
+    return cast(Variable, literal.left).name, cast(Functor, literal.right).args
 
 
 class _Lifter:

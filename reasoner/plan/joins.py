@@ -143,6 +143,14 @@ def positive_atoms(rule: Rule) -> list[int]:
     return [i for i, lit in enumerate(rule.body) if isinstance(lit, Atom)]
 
 
+def atom_at(rule: Rule, index: int | None) -> Atom:
+    """The positive atom at body `index` (one of `positive_atoms`, an "atom" driver's)."""
+    literal = None if index is None else rule.body[index]
+    if not isinstance(literal, Atom):
+        raise TypeError(f"body literal {index} of {rule.text or rule} is not a positive atom")
+    return literal
+
+
 def _atom_step(index: int, atom: Atom, negated: bool, bound: set[str]) -> AtomStep:
     keys: list[int] = []
     binds: list[tuple[int, str]] = []
@@ -240,7 +248,7 @@ def plan_rule(
     if driver is None:
         if atoms:
             sizes = sizes or {}
-            smallest = min(atoms, key=lambda i: (sizes.get(rule.body[i].relation, 0), i))  # type: ignore[union-attr]
+            smallest = min(atoms, key=lambda i: (sizes.get(atom_at(rule, i).relation, 0), i))
             driver = Driver("atom", smallest)
         else:
             driver = Driver("none")
@@ -283,14 +291,15 @@ def plan_rule(
                 progress = True
 
     if driver.kind == "atom":
-        drv = rule.body[driver.index]  # type: ignore[index]
-        assert isinstance(drv, Atom)
-        steps.append(_atom_step(driver.index, drv, False, bound))  # type: ignore[arg-type]
+        assert driver.index is not None
+        drv = atom_at(rule, driver.index)
+        steps.append(_atom_step(driver.index, drv, False, bound))
         bound |= term_variables_of_atom(drv)
     elif driver.kind == "negation":
-        neg = rule.body[driver.index]  # type: ignore[index]
+        assert driver.index is not None
+        neg = rule.body[driver.index]
         assert isinstance(neg, Negation)
-        steps.append(_atom_step(driver.index, neg.atom, True, bound))  # type: ignore[arg-type]
+        steps.append(_atom_step(driver.index, neg.atom, True, bound))
         bound |= term_variables_of_atom(neg.atom)
     elif driver.kind == "head":
         bound |= head_variables(rule)
@@ -299,8 +308,8 @@ def plan_rule(
         best = max(
             pending_atoms,
             key=lambda i: (
-                _bound_count(rule.body[i], bound),  # type: ignore[arg-type]
-                rule.body[i].relation not in recursive,  # type: ignore[union-attr]
+                _bound_count(atom_at(rule, i), bound),
+                atom_at(rule, i).relation not in recursive,
                 -i,
             ),
         )

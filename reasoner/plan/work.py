@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from reasoner.plan.joins import AtomStep, JoinPlan
+from reasoner.plan.joins import AtomStep, JoinPlan, atom_at
 
 if TYPE_CHECKING:
     from reasoner.state import RelationStore
@@ -48,7 +48,7 @@ def first_work(plans: Iterable[JoinPlan], relations: Mapping[str, RelationStore]
         if plan.driver.kind != "atom":
             driving += 1
             continue
-        rows = len(relations[plan.rule.body[plan.driver.index].relation])  # type: ignore[union-attr,index]
+        rows = len(relations[atom_at(plan.rule, plan.driver.index).relation])
         if not rows:
             continue  # derives nothing (a recursive atom before its first tuple)
         for step in plan.steps:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 import numpy as np
 
 from reasoner.analysis.model import Stratum
+from reasoner.plan.joins import atom_at
 from reasoner.state import State
 from reasoner.symbols import SymbolTable
 from reasoner.update.kernel import Enumerator
@@ -65,7 +66,7 @@ class CompiledStratumBootstrap:
             driver = plan.plan.driver
             rows = None
             if driver.kind == "atom":
-                relation = plan.plan.rule.body[driver.index].relation  # type: ignore[union-attr,index]
+                relation = atom_at(plan.plan.rule, driver.index).relation
                 rows = self.state[relation].table.committed_rows()
             self.kernel.bootstrap_plan(enumerator, rows, 0, check)
         return self._commit(1)

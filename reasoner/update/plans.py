@@ -41,12 +41,13 @@ from functools import partial
 
 from reasoner import functors
 from reasoner.analysis.model import Stratum
-from reasoner.analysis.ranges import is_generator
+from reasoner.analysis.ranges import generator, is_generator
 from reasoner.plan.joins import (
     AtomStep,
     CompareStep,
     Driver,
     JoinPlan,
+    atom_at,
     head_is_invertible,
     plan_rule,
     positive_atoms,
@@ -110,7 +111,7 @@ def kernel_rule(
     """What the kernel keeps of rule `number`: its head and its positive atoms (relation, and
     whether it is of a lower stratum) in body order, and how many negated atoms it has."""
     positive = [
-        (relation_number(rule.body[i].relation), rule.body[i].relation not in own)  # type: ignore[union-attr]
+        (relation_number(atom_at(rule, i).relation), atom_at(rule, i).relation not in own)
         for i in positive_atoms(rule)
     ]
     negated = sum(isinstance(lit, Negation) for lit in rule.body)
@@ -122,7 +123,7 @@ def kernel_rule(
 def range_variables(rule: Rule) -> list[str]:
     """The variables of the rule's lifted ranges (`reasoner.analysis.ranges`), in body order:
     with its body rows, their values identify a derivation."""
-    return [lit.left.name for lit in rule.body if is_generator(lit)]  # type: ignore[union-attr]
+    return [generator(lit)[0] for lit in rule.body if is_generator(lit)]
 
 
 class Unsupported(Exception):
@@ -246,7 +247,7 @@ class StratumTables:
     def __init__(self, stratum: Stratum, state: State, arities: dict[str, int]) -> None:
         lower: set[str] = set()
         for rule in stratum.rules:
-            lower.update(rule.body[i].relation for i in positive_atoms(rule))  # type: ignore[union-attr]
+            lower.update(atom_at(rule, i).relation for i in positive_atoms(rule))
             lower.update(lit.atom.relation for lit in rule.body if isinstance(lit, Negation))
         self.own = sorted(stratum.relations)
         self.inputs = sorted(lower - stratum.relations)
@@ -326,11 +327,7 @@ class StratumPlanWriter:
         relation of the stratum (driven by N_{k-1}, the stratum's atoms before it over
         I_{k-2})."""
         plans = [self._plan(number, rule, plan_rule(rule, None, sizes).driver, "first", sizes)]
-        recursive = [
-            i
-            for i in positive_atoms(rule)
-            if rule.body[i].relation in self.own  # type: ignore[union-attr]
-        ]
+        recursive = [i for i in positive_atoms(rule) if atom_at(rule, i).relation in self.own]
         for n, i in enumerate(recursive):
             plans.append(
                 self._plan(number, rule, Driver("atom", i), "delta", sizes, set(recursive[:n]))
@@ -423,10 +420,9 @@ class StratumPlanWriter:
     def _compare(self, step: CompareStep, registers: _Registers) -> list[int]:
         cmp = step.comparison
         if is_generator(cmp):
-            name = cmp.left.name  # type: ignore[union-attr]
+            name, bounds = generator(cmp)
             test = step.assigns is None
             register = registers.of[name] if test else registers.new(name)
-            bounds = cmp.right.args  # type: ignore[union-attr]
             words = [STEP_RANGE, int(test), register, len(bounds)]
             for bound in bounds:
                 words += _expression(bound, registers, self.symbols)

@@ -14,7 +14,7 @@ import numpy as np
 from reasoner.analysis.model import Stratum
 from reasoner.elastic.overlay import INF, Overlay, RowChanges
 from reasoner.gc_pause import collector_paused
-from reasoner.plan.joins import positive_atoms
+from reasoner.plan.joins import atom_at, positive_atoms
 from reasoner.state import State, Tuple
 from reasoner.symbols import SymbolTable
 from reasoner.update.deadline import Deadline
@@ -45,7 +45,7 @@ class StratumUpdate:
             self.plans += writer.rule_plans(index, rule, relations.sizes)
             rules.append(kernel_rule(index, rule, number.__getitem__, stratum.relations))
             own_atoms.append(
-                any(rule.body[i].relation in stratum.relations for i in positive_atoms(rule))  # type: ignore[union-attr]
+                any(atom_at(rule, i).relation in stratum.relations for i in positive_atoms(rule))
             )
         self.kernel = relations.kernel(symbols)
         for rule in rules:

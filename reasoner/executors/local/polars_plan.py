@@ -33,7 +33,7 @@ from typing import cast
 import numpy as np
 import polars as pl
 
-from reasoner.analysis.ranges import is_generator
+from reasoner.analysis.ranges import generator, is_generator
 from reasoner.arith import ARITH, LOGICAL, logical_condition
 from reasoner.executors.local.dense_index import DenseIndex
 from reasoner.functors import apply, apply_arrays
@@ -450,10 +450,11 @@ def key_packing(sides: list[tuple[pl.DataFrame, list[str]]]) -> Packing | None:
             highs[i] = hi if high is None else max(high, hi)
     if any(lo is None for lo in lows):
         return None
-    bits = tuple((hi - lo).bit_length() for lo, hi in zip(lows, highs, strict=True))  # type: ignore[operator]
+    known = [cast(int, lo) for lo in lows]  # no None left: checked above
+    bits = tuple((cast(int, hi) - lo).bit_length() for lo, hi in zip(known, highs, strict=True))
     if sum(bits) > 62:
         return None
-    return Packing(tuple(lows), bits)  # type: ignore[arg-type]
+    return Packing(tuple(known), bits)
 
 
 def join(left: pl.DataFrame, right: pl.DataFrame, on: list[str], how: str) -> pl.DataFrame:
@@ -461,13 +462,13 @@ def join(left: pl.DataFrame, right: pl.DataFrame, on: list[str], how: str) -> pl
     there are several key columns (see `Packing`)."""
     packing = key_packing([(left, on), (right, on)]) if len(on) > 1 else None
     if packing is None:
-        return left.join(right, on=on, how=how)  # type: ignore[arg-type]
+        return left.join(right, on=on, how=how)  # type: ignore[arg-type]  # a Polars join kind
     right_key = packing.series(right, on)
     if how == "inner" and (rest := without(right, on)).width:
         right = rest.hstack([right_key])  # the right side's other columns, then the key
     else:
         right = right_key.to_frame()
-    joined = left.hstack([packing.series(left, on)]).join(right, on=KEY, how=how)  # type: ignore[arg-type]
+    joined = left.hstack([packing.series(left, on)]).join(right, on=KEY, how=how)  # type: ignore[arg-type]  # a Polars join kind
     return without(joined, [KEY])
 
 
@@ -609,7 +610,7 @@ class PolarsPlan:
                 cmp = step.comparison
                 prelude: list[tuple[str, pl.Expr]] = []
                 if is_generator(cmp):
-                    bounds = tuple(exprs.term(b, prelude) for b in cmp.right.args)  # type: ignore[union-attr]
+                    bounds = tuple(exprs.term(b, prelude) for b in generator(cmp)[1])
                     if step.assigns is not None:
                         ops.append(_Range(tuple(prelude), name_of(step.assigns), bounds))
                     else:

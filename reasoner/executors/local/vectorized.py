@@ -63,7 +63,7 @@ from reasoner.executors.local.polars_plan import (
     frame_of_store,
     group_count,
 )
-from reasoner.plan.joins import JoinPlan, plan_rule, positive_atoms
+from reasoner.plan.joins import JoinPlan, atom_at, plan_rule, positive_atoms
 from reasoner.plan.work import first_work, joined_rows
 from reasoner.state import RelationStore, State, Tuple
 from reasoner.symbols import SymbolTable
@@ -299,7 +299,7 @@ class _Job:
         self.head = plan.rule.head.relation
         self.older = older
         driver = plan.driver
-        self.driver = plan.rule.body[driver.index].relation if driver.kind == "atom" else None  # type: ignore[union-attr,index]
+        self.driver = atom_at(plan.rule, driver.index).relation if driver.kind == "atom" else None
 
 
 class VectorizedStratum:
@@ -374,7 +374,7 @@ class VectorizedStratum:
         if delta is None:  # N_{k-1} came from Polars: its tuples' rows
             delta = {}
             for name in self.stratum.relations:
-                tuples = self.growing[name].delta_rows()  # type: ignore[union-attr]
+                tuples = _live(self.growing[name]).delta_rows()
                 delta[name] = self.state[name].table.rows_of(tuples)
         since = {name: self.state[name].table.nrows for name in self.stratum.relations}
         last, derived, rest = kernel.fixpoint(k, delta, limit, self.check)
@@ -565,7 +565,9 @@ class VectorizedStratum:
             relations = self.stratum.relations
             sizes = self._sizes()
             for rule in self.stratum.rules:
-                positions = [i for i in positive_atoms(rule) if rule.body[i].relation in relations]  # type: ignore[union-attr]
+                positions = [
+                    i for i in positive_atoms(rule) if atom_at(rule, i).relation in relations
+                ]
                 for n, pos in enumerate(positions):
                     jobs.append(
                         _Job(
@@ -582,7 +584,7 @@ class VectorizedStratum:
         derived = 0
         for name, (rows, frame) in new.items():
             _live(self.growing[name]).advance(rows, frame)
-            derived += len(rows) if rows is not None else frame.height  # type: ignore[union-attr]
+            derived += len(rows) if rows is not None else frame.height  # type: ignore[union-attr]  # one of the two is given
         return derived
 
     def _joins_old(self) -> bool:

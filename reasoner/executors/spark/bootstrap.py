@@ -66,7 +66,7 @@ from reasoner.executors.spark.arrow_stream import arrow_batches
 from reasoner.executors.spark.cancel import CancellableJobs
 from reasoner.executors.spark.decomposed import run_decomposed, workers_run_reasoner
 from reasoner.executors.spark.plans import SparkPlan, column_names
-from reasoner.plan.joins import plan_rule, positive_atoms
+from reasoner.plan.joins import atom_at, plan_rule, positive_atoms
 from reasoner.plan.pivot import pivot_columns
 from reasoner.plan.work import first_work
 from reasoner.state import RelationStore, State
@@ -601,9 +601,7 @@ class SparkBootstrap:
         plans = []
         for rule in stratum.rules:
             positions = [
-                i
-                for i in positive_atoms(rule)
-                if rule.body[i].relation in stratum.relations  # type: ignore[union-attr]
+                i for i in positive_atoms(rule) if atom_at(rule, i).relation in stratum.relations
             ]
             for n, pos in enumerate(positions):
                 plan = SparkPlan.build(rule, pos, self.symbols, sizes)

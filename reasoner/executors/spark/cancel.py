@@ -53,6 +53,7 @@ class CancellableJobs:
     ) -> None:
         self._stop.set()
         self._watcher.join()
+        # None unsets a property (PySpark's stub says str).
         self._context.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
         self._context.setLocalProperty("spark.job.description", None)  # type: ignore[arg-type]
         self._context.setLocalProperty("spark.job.interruptOnCancel", None)  # type: ignore[arg-type]

@@ -146,7 +146,7 @@ class SparkPlan:
 
     def relation(self, body_index: int) -> str:
         literal = self.rule.body[body_index]
-        atom = literal if isinstance(literal, Atom) else literal.atom  # type: ignore[union-attr]
+        atom = literal if isinstance(literal, Atom) else literal.atom  # type: ignore[union-attr]  # an atom's or a negation's index
         return atom.relation
 
     def __call__(
