@@ -51,6 +51,7 @@ READS = {
     ("GET", "/v1/relations"),
     ("GET", "/v1/relations/{name}"),
     ("POST", "/v1/query"),
+    ("GET", "/v1/explain/{name}"),
     ("GET", "/v1/epochs"),
     ("GET", "/v1/epochs/{number}"),
 }
@@ -71,6 +72,8 @@ def _request(method: str, path: str, rule_id: str) -> dict[str, Any]:
     kwargs: dict[str, Any] = {}
     if path == "/v1/query":
         kwargs["json"] = {"query": "tc(1, x)"}
+    elif path.startswith("/v1/explain/"):
+        kwargs["params"] = {"@0": 1, "@1": 2}
     elif path == "/v1/deltas":
         kwargs["json"] = {"facts": {"insert": {"edge": [[7, 8]]}}}
     elif path == "/v1/rules" and method == "POST":
