@@ -179,12 +179,23 @@ def apply(name: str, symbols: SymbolTable, operands: Sequence[int]) -> int | Non
     """`name` over interned operands: the interned result, or None for no value."""
     if name == "ord":
         return operands[0]
-    sig = SIGNATURES[name]
-    values = [symbols.resolve(v) if sig.param(i) == "symbol" else v for i, v in enumerate(operands)]
-    result = sig.scalar(*values)
+    return apply_with(name, symbols.resolve, symbols.intern, operands)
+
+
+def apply_with(
+    name: str,
+    resolve: Callable[[int], str],
+    encode: Callable[[str], int],
+    operands: Sequence[int],
+) -> int | None:
+    """`name` (not `ord`) over numbered operands, symbols read by `resolve` and a symbol it
+    makes numbered by `encode` (a query numbers without interning); None for no value."""
+    signature = SIGNATURES[name]
+    values = [resolve(v) if signature.param(i) == "symbol" else v for i, v in enumerate(operands)]
+    result = signature.scalar(*values)
     if result is None:
         return None
-    return symbols.intern(result) if isinstance(result, str) else result
+    return encode(result) if isinstance(result, str) else result
 
 
 def apply_arrays(

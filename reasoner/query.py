@@ -190,15 +190,11 @@ class Evaluator:
             if operands[0] < 0:  # a symbol no tuple holds: its number is not known to a reader
                 raise ArithmeticError("ord of a symbol the program has not seen")
             return operands[0]
-        signature = functors.signature(call.name)
-        values = [
-            self.constants.resolve(v) if signature.param(i) == SYMBOL else v
-            for i, v in enumerate(operands)
-        ]
-        result = signature.scalar(*values)
+        constants = self.constants
+        result = functors.apply_with(call.name, constants.resolve, constants.id, operands)
         if result is None:
             raise ArithmeticError(f"{call.name} has no value")
-        return self.constants.id(result) if isinstance(result, str) else result
+        return result
 
     def _range(self, position: int, step: CompareStep, env: dict[str, int], emit) -> None:
         """A lifted `range`: the steps after it once per value (or, its variable bound,
