@@ -1,6 +1,7 @@
 """Integer arithmetic and comparison with Soufflé's semantics.
 
-Soufflé's `number` is a signed 64-bit integer: results wrap around, `/` truncates toward zero
+Soufflé's `number` is a signed 64-bit integer (an `unsigned` is held as its 64-bit pattern,
+see `reasoner.analysis.unsigned`): results wrap around, `/` truncates toward zero
 and `%` takes the sign of the dividend (C semantics), unlike Python's floor division. A division
 or remainder by zero has no result: the rule instantiation that needs it simply does not hold
 (raising `ArithmeticError`, which evaluators treat as "no derivation").
@@ -79,6 +80,31 @@ def shift_right_unsigned(a: int, b: int) -> int:
     return wrap64((a & _MASK) >> (b & 63))
 
 
+def unsigned_div(a: int, b: int) -> int:
+    """`a / b` on `unsigned` values (their 64-bit patterns): the quotient of the unsigned
+    readings."""
+    if b == 0:
+        raise ZeroDivisionError("division by zero")
+    return wrap64((a & _MASK) // (b & _MASK))
+
+
+def unsigned_mod(a: int, b: int) -> int:
+    if b == 0:
+        raise ZeroDivisionError("remainder by zero")
+    return wrap64((a & _MASK) % (b & _MASK))
+
+
+def unsigned_power(a: int, b: int) -> int:
+    """`a ^ b` on `unsigned` values: exact modulo 2^64, as `power` for a number's
+    non-negative exponents (an unsigned exponent is never negative)."""
+    return wrap64(pow(a & _MASK, b & _MASK, 1 << 64))
+
+
+def as_unsigned(value: int) -> int:
+    """The unsigned reading of a stored 64-bit pattern (how an `unsigned` is shown)."""
+    return value & _MASK
+
+
 ARITH: dict[str, Callable[[int, int], int]] = {
     "+": add,
     "-": sub,
@@ -97,9 +123,13 @@ ARITH: dict[str, Callable[[int, int], int]] = {
     "lxor": lambda a, b: int((a != 0) != (b != 0)),
     "max": max,
     "min": min,
+    "udiv": unsigned_div,
+    "umod": unsigned_mod,
+    "upow": unsigned_power,
 }
 """Every operator of `reasoner.syntax.ast.ArithOp` on 64-bit values (bitwise ones read them
-in two's complement, as Python's unbounded ints already do); logical ones give 0 or 1."""
+in two's complement, as Python's unbounded ints already do); logical ones give 0 or 1; the
+`u` ones read them unsigned (`reasoner.analysis.unsigned`)."""
 
 COMPARE: dict[str, Callable[[object, object], bool]] = {
     "=": lambda a, b: a == b,

@@ -27,12 +27,9 @@ import numpy as np
 from reasoner.arith import wrap64
 from reasoner.syntax.ast import (
     ColumnType,
-    Comparison,
     Functor,
-    Negation,
     Rule,
-    Term,
-    operands,
+    rule_terms,
 )
 
 if TYPE_CHECKING:  # the symbol table's module reaches the analysis, which reads this one
@@ -236,17 +233,4 @@ def caller(symbols: SymbolTable) -> Callable[[int, list[int]], int | None]:
 def called_in(rules: Sequence[Rule]) -> bool:
     """Whether any of `rules` calls a functor (an executor that cannot reach the symbol table
     runs them elsewhere)."""
-    stack: list[Term] = []
-    for rule in rules:
-        stack.extend(rule.head.args)
-        for literal in rule.body:
-            if isinstance(literal, Comparison):
-                stack += [literal.left, literal.right]
-            else:
-                stack.extend((literal.atom if isinstance(literal, Negation) else literal).args)
-    while stack:
-        term = stack.pop()
-        if isinstance(term, Functor):
-            return True
-        stack.extend(operands(term))
-    return False
+    return any(isinstance(term, Functor) for term in rule_terms(rules))

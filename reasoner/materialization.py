@@ -22,6 +22,7 @@ import numpy as np
 from reasoner.analysis import check_program
 from reasoner.analysis.model import AnalyzedProgram, RelationInfo, Stratum, Value
 from reasoner.analysis.negation_locals import is_internal
+from reasoner.arith import wrap64
 from reasoner.compact import Table, TupleSet
 from reasoner.concurrency import ReadWriteLock, read_optimistically
 from reasoner.elastic.aggregate import update_aggregate
@@ -47,12 +48,12 @@ from reasoner.errors import (
     Notice,
 )
 from reasoner.gc_pause import collector_paused
-from reasoner.io.batch import FactBatch
+from reasoner.io.batch import FactBatch, engine_numbers, user_numbers
 from reasoner.program_text import Changed, ProgramText, RuleEntry, declaration
 from reasoner.progress import BootstrapProgress
 from reasoner.state import State, Tuple
 from reasoner.symbols import SymbolTable
-from reasoner.syntax.ast import SYMBOL, ColumnType
+from reasoner.syntax.ast import NUMBER, SYMBOL, UNSIGNED, ColumnType
 from reasoner.syntax.lexer import IDENTIFIER
 from reasoner.update.deadline import Deadline, DeadlineExceeded
 from reasoner.update.run import StratumUpdate
@@ -217,7 +218,7 @@ class Materialization:
     def _encoded_columns(self, info: RelationInfo, batch: FactBatch) -> list[np.ndarray]:
         """A batch's columns as engine columns (int64, symbols interned)."""
         return [
-            self.symbols.intern_column(column) if kind == SYMBOL else column.to_numpy()
+            self.symbols.intern_column(column) if kind == SYMBOL else engine_numbers(column)
             for kind, column in zip(info.types, batch.frame.iter_columns(), strict=True)
         ]
 
@@ -846,12 +847,14 @@ class Materialization:
         columns = self.state[name].table.columns()[0]
         ranks = self.symbols.order_keys() if SYMBOL in info.types else None
         keys = [
-            ranks[column] if kind == SYMBOL else column  # type: ignore[index]  # ranks: a symbol column
+            ranks[column] if kind == SYMBOL else user_numbers(column, kind)  # type: ignore[index]  # ranks: a symbol column
             for kind, column in zip(info.types, columns, strict=True)
         ]
         order = np.lexsort(keys[::-1])
         decoded = [
-            self.symbols.resolve_series(column[order]) if kind == SYMBOL else column[order]
+            self.symbols.resolve_series(column[order])
+            if kind == SYMBOL
+            else user_numbers(column[order], kind)
             for kind, column in zip(info.types, columns, strict=True)
         ]
         batch = FactBatch.of_columns(decoded, info.types)
@@ -879,7 +882,9 @@ class Materialization:
                 out[name] = [()]
             elif isinstance(rows, TupleSet):
                 columns = [
-                    self.symbols.resolve_column(column) if kind == SYMBOL else column
+                    self.symbols.resolve_column(column)
+                    if kind == SYMBOL
+                    else user_numbers(column, kind)
                     for kind, column in zip(info.types, rows.columns(), strict=True)
                 ]
                 out[name] = FactBatch.of_columns(columns, info.types)
@@ -903,6 +908,10 @@ class Materialization:
                 if ident is None:
                     return None
                 out.append(ident)
+            elif kind == UNSIGNED:
+                if not 0 <= value < 1 << 64:
+                    return None
+                out.append(wrap64(value))
             else:
                 out.append(value)
         return tuple(out)
@@ -1072,15 +1081,20 @@ def _checked_row(info: RelationInfo, row: Sequence[Value], verb: str) -> tuple[V
         if kind == "symbol":
             if not isinstance(value, str):
                 raise InvalidDelta(TYPE_MISMATCH, f"`{name}.{column}` is a symbol, got {value!r}")
-        elif (
-            isinstance(value, bool)
-            or not isinstance(value, int)
-            or not (-(1 << 63) <= value < (1 << 63))
-        ):
+        elif kind == UNSIGNED and not _within(value, 0, 1 << 64):
+            raise InvalidDelta(
+                TYPE_MISMATCH, f"`{name}.{column}` is a 64-bit unsigned, got {value!r}"
+            )
+        elif kind == NUMBER and not _within(value, -(1 << 63), 1 << 63):
             raise InvalidDelta(
                 TYPE_MISMATCH, f"`{name}.{column}` is a 64-bit number, got {value!r}"
             )
     return tuple(row)
+
+
+def _within(value: Value, low: int, high: int) -> bool:
+    """Whether `value` is an int (never a bool) with `low <= value < high`."""
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value < high
 
 
 MIN_UPDATE_MEMORY = 256 << 20

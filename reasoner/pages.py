@@ -25,6 +25,7 @@ import threading
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -32,7 +33,10 @@ from reasoner.analysis.model import Value
 from reasoner.compact import Table
 from reasoner.state import RelationStore
 from reasoner.symbols import SymbolTable
-from reasoner.syntax.ast import SYMBOL, ColumnType
+from reasoner.syntax.ast import SYMBOL, UNSIGNED, ColumnType
+
+_BIAS = np.int64(-(1 << 63))
+"""Flips an unsigned pattern's top bit: its keys then order as the unsigned values."""
 
 Row = tuple[Value, ...]
 
@@ -80,21 +84,28 @@ class RowOrder:
         self.symbols = symbols.order() if SYMBOL in types else None
 
     def keys(self, values: list[np.ndarray]) -> list[np.ndarray]:
-        """The keys of rows given as engine columns."""
-        if self.symbols is None:
+        """The keys of rows given as engine columns (an unsigned's pattern with its top bit
+        flipped, so that keys order as the unsigned values do)."""
+        if self.symbols is None and UNSIGNED not in self.types:
             return values
-        order = self.symbols.keys
-        return [order[v] if t == SYMBOL else v for v, t in zip(values, self.types, strict=True)]
+        return [self._keys(v, t) for v, t in zip(values, self.types, strict=True)]
+
+    def _keys(self, values: np.ndarray, kind: ColumnType) -> np.ndarray:
+        if kind == SYMBOL:
+            assert self.symbols is not None  # made when there is a symbol column
+            return self.symbols.keys[values]
+        return values ^ _BIAS if kind == UNSIGNED else values
 
     def cursor(self, after: Row) -> list[int]:
         """The keys of a cursor row (user values, which no row need hold)."""
-        if self.symbols is None:
-            return list(after)  # type: ignore[arg-type]  # no symbol column: ints only
-        key = self.symbols.key
-        return [
-            key(v) if t == SYMBOL else v  # type: ignore[arg-type,misc]  # typed by the column
-            for v, t in zip(after, self.types, strict=True)
-        ]
+        return [self._key(v, t) for v, t in zip(after, self.types, strict=True)]
+
+    def _key(self, value: Value, kind: ColumnType) -> int:
+        if kind == SYMBOL:
+            assert self.symbols is not None
+            return self.symbols.key(cast(str, value))
+        number = cast(int, value)
+        return number - (1 << 63) if kind == UNSIGNED else number
 
 
 def _after(keys: list[np.ndarray], cursor: list[int]) -> np.ndarray:

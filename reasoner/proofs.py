@@ -19,9 +19,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
+from typing import cast
 
 from reasoner.analysis.model import AnalyzedProgram, Value
 from reasoner.analysis.terms import render_literal
+from reasoner.arith import wrap64
 from reasoner.plan.joins import (
     AtomStep,
     Driver,
@@ -34,7 +36,9 @@ from reasoner.query import Constants, Evaluator, variable_types
 from reasoner.state import State, Tuple
 from reasoner.symbols import SymbolTable
 from reasoner.syntax.ast import (
+    NUMBER,
     SYMBOL,
+    UNSIGNED,
     Atom,
     Negation,
     NumberConst,
@@ -198,19 +202,18 @@ class Explainer:
             )
         out = []
         for index, (value, kind) in enumerate(zip(row, info.types, strict=True)):
-            if (kind == SYMBOL) != isinstance(value, str):
+            if (kind == SYMBOL) != isinstance(value, str) or (
+                kind == UNSIGNED and not 0 <= cast(int, value) < 1 << 64
+            ):
                 raise ExplainError(
                     "type_mismatch", f"column {index + 1} of `{relation}` is a {kind}: {value!r}"
                 )
-            out.append(self.constants.id(value) if isinstance(value, str) else value)
+            out.append(self.constants.id(value) if isinstance(value, str) else wrap64(value))
         return tuple(out)
 
     def decode(self, relation: str, row: Tuple) -> tuple[Value, ...]:
         types = self.analyzed.relations[relation].types
-        return tuple(
-            self.constants.resolve(v) if kind == SYMBOL else v
-            for v, kind in zip(row, types, strict=True)
-        )
+        return tuple(self.constants.user(v, kind) for v, kind in zip(row, types, strict=True))
 
     def holds(self, relation: str, row: Tuple) -> bool:
         return relation in self.state and row in self.state[relation]
@@ -380,7 +383,7 @@ class Explainer:
                 shown.append("_")
                 continue
             value = evaluator.value(arg, env)
-            shown.append(_show(self.constants.resolve(value) if kind == SYMBOL else value))
+            shown.append(_show(self.constants.user(value, kind)))
         return f"{atom.relation}({', '.join(shown)})"
 
     def _user(self, plan: JoinPlan, env: dict[str, int]) -> dict[str, Value]:
@@ -393,7 +396,7 @@ class Explainer:
         }
         types = variable_types(plan, self.analyzed, known)
         return {
-            name: self.constants.resolve(value) if types.get(name) == SYMBOL else value
+            name: self.constants.user(value, types.get(name, NUMBER))
             for name, value in env.items()
             if not _INTERNAL.match(name)
         }

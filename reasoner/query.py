@@ -26,12 +26,14 @@ from reasoner import functors
 from reasoner.analysis import check_query
 from reasoner.analysis.model import AnalyzedProgram, Value
 from reasoner.analysis.ranges import generator, is_generator, lift_rule
-from reasoner.arith import ARITH, COMPARE
+from reasoner.arith import ARITH, COMPARE, as_unsigned
 from reasoner.plan.joins import AtomStep, CompareStep, JoinPlan, plan_rule
 from reasoner.state import State, Tuple
 from reasoner.symbols import SymbolTable
 from reasoner.syntax.ast import (
+    NUMBER,
     SYMBOL,
+    UNSIGNED,
     Atom,
     BinaryOp,
     BodyLiteral,
@@ -93,8 +95,7 @@ class QueryResult:
 
 def compile_query(text: str, analyzed: AnalyzedProgram, filename: str = "<query>") -> Query:
     """Parse and check a query; raises `ProgramError` (`parse_error`, `unknown_relation`, ...)."""
-    body = parse_body(text, filename)
-    check_query(body, analyzed, source=text, filename=filename)
+    body = check_query(parse_body(text, filename), analyzed, source=text, filename=filename)
     return Query(text, body, _variables(body))
 
 
@@ -140,6 +141,13 @@ class Constants:
 
     def resolve(self, ident: int) -> str:
         return self.strings[ident] if ident < 0 else self.symbols.resolve(ident)
+
+    def user(self, value: int, kind: ColumnType) -> Value:
+        """An engine value of a column of type `kind` as the user's: a symbol's text, an
+        unsigned's unsigned reading."""
+        if kind == SYMBOL:
+            return self.resolve(value)
+        return as_unsigned(value) if kind == UNSIGNED else value
 
 
 def snapshot_keys(keys) -> list:
@@ -318,7 +326,10 @@ def variable_types(
             return types.get(term.name, "number")
         if isinstance(term, Functor):
             return functors.signature(term.name).result
-        return "number"
+        if isinstance(term, NumberConst):
+            return term.kind or NUMBER
+        # Arithmetic works in its operands' one type (`reasoner.analysis.types`).
+        return UNSIGNED if UNSIGNED in map(type_of, operands(term)) else NUMBER
 
     for step in plan.steps:
         if isinstance(step, AtomStep) and not step.negated:
@@ -381,13 +392,16 @@ def evaluate_query(
     types = variable_types(plan, analyzed)
     column_types = tuple(types.get(v, "number") for v in variables)
     symbol_columns = [i for i, kind in enumerate(column_types) if kind == SYMBOL]
-    if symbol_columns:
+    unsigned_columns = [i for i, kind in enumerate(column_types) if kind == UNSIGNED]
+    if symbol_columns or unsigned_columns:
         resolve = constants.resolve
 
         def decode(row: tuple[int, ...]) -> tuple[Value, ...]:
             out: list[Value] = list(row)
             for i in symbol_columns:
                 out[i] = resolve(row[i])
+            for i in unsigned_columns:
+                out[i] = as_unsigned(row[i])
             return tuple(out)
 
         rows = sorted(decode(a) for a in answers)

@@ -16,7 +16,8 @@ import numpy as np
 import polars as pl
 
 from reasoner.analysis.model import Value
-from reasoner.syntax.ast import SYMBOL, ColumnType
+from reasoner.arith import as_unsigned, wrap64
+from reasoner.syntax.ast import SYMBOL, UNSIGNED, ColumnType
 
 BULK_INTERN = 20_000
 """Strings in a column from which `intern_column` interns its distinct values only."""
@@ -124,9 +125,11 @@ class SymbolTable:
         return order
 
     def encoder(self, types: Sequence[ColumnType]):
-        """A function mapping a row of user values to an engine tuple for a relation's types."""
+        """A function mapping a row of user values to an engine tuple for a relation's types
+        (a symbol interned, an unsigned as its 64-bit pattern)."""
         symbol_cols = [i for i, t in enumerate(types) if t == SYMBOL]
-        if not symbol_cols:
+        unsigned_cols = [i for i, t in enumerate(types) if t == UNSIGNED]
+        if not symbol_cols and not unsigned_cols:
             return tuple
         intern = self.intern
 
@@ -134,6 +137,8 @@ class SymbolTable:
             out = list(row)
             for i in symbol_cols:
                 out[i] = intern(cast(str, out[i]))
+            for i in unsigned_cols:
+                out[i] = wrap64(cast(int, out[i]))
             return cast(tuple[int, ...], tuple(out))
 
         return encode
@@ -141,7 +146,8 @@ class SymbolTable:
     def decoder(self, types: Sequence[ColumnType]):
         """The inverse of `encoder`: engine tuple -> row of user values."""
         symbol_cols = [i for i, t in enumerate(types) if t == SYMBOL]
-        if not symbol_cols:
+        unsigned_cols = [i for i, t in enumerate(types) if t == UNSIGNED]
+        if not symbol_cols and not unsigned_cols:
             return tuple
         strings = self._strings
 
@@ -149,6 +155,8 @@ class SymbolTable:
             out: list[Value] = list(row)
             for i in symbol_cols:
                 out[i] = strings[row[i]]
+            for i in unsigned_cols:
+                out[i] = as_unsigned(row[i])
             return tuple(out)
 
         return decode

@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import replace
 
 from reasoner.analysis.model import AnalyzedProgram, Value
 from reasoner.syntax.ast import (
@@ -140,6 +141,27 @@ def arithmetic(op: str, a: int, b: int) -> int:
     raise ValueError(f"unknown arithmetic operator {op!r}")
 
 
+def unsigned_arithmetic(op: str, a: int, b: int) -> int:
+    """The operators on `unsigned` values, held here as the integers 0 .. 2^64 - 1 they are:
+    results modulo 2^64, and division, remainder, shifts and extremes as on naturals."""
+    size = 2**64
+    if op in ("+", "-", "*"):
+        return {"+": a + b, "-": a - b, "*": a * b}[op] % size
+    if op in ("/", "%"):
+        if b == 0:
+            raise NoValue
+        return a // b if op == "/" else a % b
+    if op == "^":
+        return pow(a, b, size)
+    if op == "bshl":
+        return (a << (b % 64)) % size
+    if op in ("bshr", "bshru"):
+        return a >> (b % 64)
+    if op == "bxor":  # `bnot x` is `x bxor -1`, its -1 read as 2^64 - 1
+        return a ^ b
+    return arithmetic(op, a, b)  # band, bor, the logical ones, max and min: as on naturals
+
+
 def compare(op: str, a: Value, b: Value) -> bool:
     if op == "=":
         return a == b
@@ -172,6 +194,8 @@ def value_of(
         return binding[term.name]
     if isinstance(term, BinaryOp):
         left, right = value_of(term.left, binding, rows), value_of(term.right, binding, rows)
+        if term.op.startswith(UNSIGNED):
+            return unsigned_arithmetic(term.op[len(UNSIGNED) :], left, right)  # type: ignore[arg-type]
         return arithmetic(term.op, left, right)  # type: ignore[arg-type]
     if isinstance(term, Aggregate):
         return aggregate_value(term, binding, rows or {})
@@ -323,6 +347,8 @@ def _aggregate(
         return len(seen)
     if aggregate.op == "sum":
         return wrap(sum(values))  # type: ignore[arg-type]
+    if aggregate.op == UNSIGNED + "sum":
+        return sum(values) % 2**64  # type: ignore[arg-type]
     if not values:
         return None
     return min(values) if aggregate.op == "min" else max(values)  # type: ignore[type-var]
@@ -368,6 +394,131 @@ def aggregates_in(node: object) -> list[Aggregate]:
     if isinstance(node, Comparison):
         return aggregates_in(node.left) + aggregates_in(node.right)
     return []
+
+
+# --- unsigned: the oracle's own reading of which operations work on unsigned values ----------
+
+UNSIGNED = "u:"
+"""Marks an operator (and the `sum` aggregate) that works on `unsigned` values."""
+
+
+def typed(program: Program, analyzed: AnalyzedProgram) -> Program:
+    """`program` with each operation on unsigned values marked (`UNSIGNED`) and each constant
+    read by one as its value 0 .. 2^64 - 1. Soufflé's arithmetic works in its operands' one
+    type: a variable's is its column's (or that of what `=` gives it), a literal's its suffix
+    or its context's (a head's or an atom's column, the other side of a comparison)."""
+    columns = {name: info.types for name, info in analyzed.relations.items()}
+    rules = []
+    for rule in program.rules:
+        kinds = _variable_kinds(rule, columns)
+        rules.append(
+            replace(
+                rule,
+                head=_typed_atom(rule.head, kinds, columns),
+                body=tuple(_typed_literal(lit, kinds, columns) for lit in rule.body),
+            )
+        )
+    facts = tuple(replace(fact, atom=_typed_atom(fact.atom, {}, columns)) for fact in program.facts)
+    return replace(program, rules=tuple(rules), facts=facts)
+
+
+def _atoms(literals: Iterable[object]) -> Iterator[Atom]:
+    for literal in literals:
+        if isinstance(literal, Atom):
+            yield literal
+        elif isinstance(literal, Negation):
+            yield literal.atom
+        for aggregate in aggregates_in(literal):
+            yield from _atoms(aggregate.body)
+
+
+def _comparisons(literals: Iterable[object]) -> Iterator[Comparison]:
+    for literal in literals:
+        if isinstance(literal, Comparison):
+            yield literal
+        for aggregate in aggregates_in(literal):
+            yield from _comparisons(aggregate.body)
+
+
+def _variable_kinds(rule: Rule, columns: Mapping[str, tuple[str, ...]]) -> dict[str, str]:
+    kinds: dict[str, str] = {}
+    for atom in _atoms([rule.head, *rule.body]):
+        for arg, kind in zip(atom.args, columns.get(atom.relation, ()), strict=False):
+            if isinstance(arg, Variable):
+                kinds.setdefault(arg.name, kind)
+    comparisons = list(_comparisons(rule.body))
+    changed = True
+    while changed:
+        changed = False
+        for comparison in comparisons:
+            for side, other in (
+                (comparison.left, comparison.right),
+                (comparison.right, comparison.left),
+            ):
+                kind = _kind(other, kinds)
+                if isinstance(side, Variable) and side.name not in kinds and kind is not None:
+                    kinds[side.name] = kind
+                    changed = True
+    return kinds
+
+
+def _kind(term: object, kinds: Mapping[str, str]) -> str | None:
+    if isinstance(term, Variable):
+        return kinds.get(term.name)
+    if isinstance(term, NumberConst):
+        return term.kind
+    if isinstance(term, BinaryOp):
+        return _kind(term.left, kinds) or _kind(term.right, kinds)
+    if isinstance(term, Aggregate):
+        return "number" if term.target is None else _kind(term.target, kinds)
+    return None if term is None else "other"  # a functor's result, a string: not unsigned
+
+
+def _typed_atom(atom: Atom, kinds: Mapping[str, str], columns: Mapping[str, tuple]) -> Atom:
+    types = columns.get(atom.relation, ())
+    args = tuple(
+        _typed_term(arg, kind == "unsigned", kinds, columns)
+        for arg, kind in zip(atom.args, types or [None] * len(atom.args), strict=True)
+    )
+    return replace(atom, args=args)
+
+
+def _typed_literal(literal: object, kinds: Mapping[str, str], columns: Mapping[str, tuple]):
+    if isinstance(literal, Atom):
+        return _typed_atom(literal, kinds, columns)
+    if isinstance(literal, Negation):
+        return replace(literal, atom=_typed_atom(literal.atom, kinds, columns))
+    assert isinstance(literal, Comparison)
+    unsigned = "unsigned" in (_kind(literal.left, kinds), _kind(literal.right, kinds))
+    return replace(
+        literal,
+        left=_typed_term(literal.left, unsigned, kinds, columns),
+        right=_typed_term(literal.right, unsigned, kinds, columns),
+    )
+
+
+def _typed_term(
+    term: Term, unsigned: bool, kinds: Mapping[str, str], columns: Mapping[str, tuple]
+) -> Term:
+    if isinstance(term, NumberConst):
+        return replace(term, value=term.value % 2**64) if unsigned else term
+    if isinstance(term, BinaryOp):
+        inner = unsigned or _kind(term, kinds) == "unsigned"
+        return replace(
+            term,
+            op=UNSIGNED + term.op if inner else term.op,
+            left=_typed_term(term.left, inner, kinds, columns),
+            right=_typed_term(term.right, inner, kinds, columns),
+        )
+    if isinstance(term, Functor):  # a functor's parameters are numbers or symbols
+        return replace(term, args=tuple(_typed_term(a, False, kinds, columns) for a in term.args))
+    if isinstance(term, Aggregate):
+        inner = term.target is not None and (unsigned or _kind(term.target, kinds) == "unsigned")
+        target = term.target and _typed_term(term.target, inner, kinds, columns)
+        body = tuple(_typed_literal(literal, kinds, columns) for literal in term.body)
+        op = UNSIGNED + "sum" if inner and term.op == "sum" else term.op
+        return replace(term, op=op, target=target, body=body)
+    return term
 
 
 # --- strata -------------------------------------------------------------------------------
@@ -621,7 +772,7 @@ def matches_any(atom: Atom, binding: Binding, rows: Mapping[str, Iterable[Row]])
 
 def evaluate(analyzed: AnalyzedProgram, inputs: Mapping[str, Iterable[Row]]) -> State:
     """The proof-count state of every relation: tuple -> (iteration, count)."""
-    program = analyzed.written or analyzed.program
+    program = typed(analyzed.written or analyzed.program, analyzed)
     _aggregates.clear()
     asserted: dict[str, set[Row]] = {
         name: set() for name, info in analyzed.relations.items() if not info.internal
@@ -665,7 +816,7 @@ def checked_rows(analyzed: AnalyzedProgram, name: str, given: Iterable[Row]) -> 
     types = analyzed.relations[name].types
     rows = {tuple(row) for row in given}
     for row in rows:
-        expected = tuple(int if t == "number" else str for t in types)
+        expected = tuple(str if t == "symbol" else int for t in types)
         actual = tuple(type(value) for value in row)
         if actual != expected:
             raise ValueError(f"{name}{row!r} does not have the types {types}")

@@ -59,6 +59,8 @@ from reasoner.syntax.ast import (
 )
 
 _EMPTY_IS_ZERO = frozenset({"count", "sum"})
+_RESULT = "value!"
+"""The aggregated value's variable in a typing rule (`!` is no identifier character)."""
 MAX_VARIANTS = 4096
 """Rules one rule may become: each count or sum aggregate doubles them (an empty group or
 not), as each `;` of a disjunction does (`reasoner.syntax.parser`'s bound on those)."""
@@ -281,15 +283,21 @@ class _Rewriter:
         self._typing(definition, head_args)
 
     def _typing(self, definition: AggregateDefinition, source_args: tuple[Term, ...]) -> None:
-        """`agg(g.., 0) :- source(..)`, the source's other columns wildcards: the aggregate
-        relation's group columns have the source's types, its result is a number."""
+        """`agg(g.., v) :- source(.., v, ..)`, the source's other columns wildcards: the
+        aggregate relation's group columns have the source's types, and so has its result
+        (that of the aggregated expression; a count's is fixed a `number` by the analysis)."""
         span = definition.span
         group = tuple(Variable(name, span) for name in definition.group_names)
         args: list[Term] = [Wildcard(span) for _ in source_args]
         for column, variable in zip(definition.group, group, strict=True):
             args[column] = variable
+        result: Term = NumberConst(0, span)
+        if definition.value is not None:
+            if isinstance(args[definition.value], Wildcard):
+                args[definition.value] = Variable(_RESULT, span)
+            result = args[definition.value]
         self.typing[definition.name] = Rule(
-            Atom(definition.name, (*group, NumberConst(0, span)), span),
+            Atom(definition.name, (*group, result), span),
             (Atom(definition.source, tuple(args), span),),
             span,
         )

@@ -22,7 +22,8 @@ from reasoner.analysis.relations import RelationTable, collect_relations, plural
 from reasoner.analysis.report import Reporter
 from reasoner.analysis.stratify import stratify
 from reasoner.analysis.terms import atoms_of
-from reasoner.analysis.types import TypeInference, infer_types
+from reasoner.analysis.types import NUMERIC, TypeInference, infer_types
+from reasoner.analysis.unsigned import unsigned_aggregates, unsigned_body, unsigned_operations
 from reasoner.errors import ARITY_MISMATCH, UNKNOWN_RELATION
 from reasoner.syntax.ast import NUMBER, BodyLiteral, ColumnType, Program, Rule, Variable
 from reasoner.syntax.parser import parse_program
@@ -57,15 +58,20 @@ def analyze(
     rewritten = lift_ranges(existential_negations(program))
     typed = _with_rules(program, aggregated.typing_rules)
     table = collect_relations(typed, reporter, allow_undefined=allow_undefined)
-    results = {a.name: {len(a.group): NUMBER} for a in aggregates}
-    types, unfixed = infer_types(typed, table, named, reporter, results)
+    # A count is a number; another aggregate's result has its expression's numeric type,
+    # which its typing rule gives.
+    results = {a.name: {len(a.group): NUMBER if a.op == "count" else NUMERIC} for a in aggregates}
+    types, unfixed, inference = infer_types(
+        typed, table, named, reporter, results, aggregated.typing_rules
+    )
     check_aggregate_types(aggregates, types, reporter)
+    aggregates = unsigned_aggregates(aggregates, types)
     check_subtypes(program, table, named, reporter)
     for rule in rewritten.rules:
         safety.check_rule(rule, reporter)
     for fact in program.facts:
         safety.check_fact(fact, reporter)
-    facts = fold_facts(program, reporter)
+    facts = fold_facts(unsigned_operations(program, inference), reporter)
     strata, stratum_of = stratify(program, table.order, reporter, aggregates)
     reporter.raise_if_errors()
     if rewritten is not program:
@@ -74,9 +80,17 @@ def analyze(
         program, again = rewritten, Reporter(filename, source)
         typed = _with_rules(program, aggregated.typing_rules)
         table = collect_relations(typed, again, allow_undefined=allow_undefined)
-        types, unfixed = infer_types(typed, table, named, again, results)
+        types, unfixed, inference = infer_types(
+            typed, table, named, again, results, aggregated.typing_rules
+        )
         strata, stratum_of = stratify(program, table.order, again, aggregates)
         again.raise_if_errors()
+    # Typed, the operations on unsigned values take their unsigned forms (after the checks,
+    # which name the operators as written).
+    evaluated = unsigned_operations(program, inference)
+    if evaluated is not program:
+        program = evaluated
+        strata, stratum_of = stratify(program, table.order, reporter, aggregates)
     return AnalyzedProgram(
         program=program,
         relations=_relation_infos(program, table, types, unfixed),
@@ -168,8 +182,9 @@ def check_query(
     *,
     source: str = "",
     filename: str = "<query>",
-) -> None:
-    """Validate a query body (from `parse_body`) against an analyzed program.
+) -> tuple[BodyLiteral, ...]:
+    """Validate a query body (from `parse_body`) against an analyzed program; the body to
+    evaluate (its operations on unsigned values in their unsigned forms).
 
     Reports relations the program does not know (`unknown_relation`), wrong arities, type
     conflicts with the program's column types, and variables of negated atoms, comparisons or
@@ -199,3 +214,4 @@ def check_query(
     inference.visit_clause(0, None, body)
     safety.check_query(body, reporter)
     reporter.raise_if_errors()
+    return unsigned_body(body, inference)

@@ -23,6 +23,7 @@ from reasoner.errors import TYPE_MISMATCH, UNKNOWN_TYPE
 from reasoner.syntax.ast import (
     NUMBER,
     SYMBOL,
+    UNSIGNED,
     Atom,
     BodyLiteral,
     ColumnType,
@@ -33,8 +34,8 @@ from reasoner.syntax.ast import (
     Variable,
 )
 
-PRIMITIVES: dict[str, ColumnType] = {"number": NUMBER, "unsigned": NUMBER, "symbol": SYMBOL}
-"""Written primitive types and how the engine stores them (`unsigned` as a 64-bit number)."""
+PRIMITIVES: dict[str, ColumnType] = {"number": NUMBER, "unsigned": UNSIGNED, "symbol": SYMBOL}
+"""Written primitive types."""
 
 UNSUPPORTED = {"float": "floating-point numbers are not supported"}
 
@@ -91,7 +92,7 @@ class _Resolver:
             )
             self.reporter.error(
                 TYPE_MISMATCH,
-                f"union `{name}` mixes number and symbol types: {members}",
+                f"union `{name}` mixes primitive types: {members}",
                 declaration.span,
             )
             self._broken.add(name)
@@ -110,9 +111,6 @@ class _Resolver:
         known = self.system.regions.get(name)
         if known is not None:
             return known
-        if name == "unsigned":  # read as `number` (values and checks alike)
-            regions = self.system.regions[name] = self.covered("number")
-            return regions
         declaration = self.declarations.get(name)
         own: set[str] = set()
         if declaration is None or declaration.kind == "subtype":

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from reasoner.arith import as_unsigned
 from reasoner.functors import CONSTRAINTS
 from reasoner.syntax.ast import (
+    UNSIGNED,
     Aggregate,
     Atom,
     BinaryOp,
@@ -56,7 +58,7 @@ def render(term: Term) -> str:
     if isinstance(term, Wildcard):
         return "_"
     if isinstance(term, NumberConst):
-        return str(term.value)
+        return f"{as_unsigned(term.value)}u" if term.kind == UNSIGNED else str(term.value)
     if isinstance(term, StringConst):
         escaped = (
             term.value.replace("\\", "\\\\")

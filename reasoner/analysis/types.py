@@ -1,25 +1,29 @@
 """Column-type inference by unification.
 
-Every relation column and every variable (scoped to its clause) is a node of a union-find
-structure; each class carries at most one type, `number` or `symbol`. Constants, declarations,
-arithmetic and ordering comparisons pin types; using a variable in two places merges classes.
-A conflict is reported at the term that brought it, and the classes are left apart, so one
-mistake yields one error. Columns that nothing constrains default to `number`.
+Every relation column, every variable (scoped to its clause) and every arithmetic expression
+is a node of a union-find structure; each class carries at most one type, `number`, `unsigned`
+or `symbol`, or `numeric` while it is only known to be one of the first two. Constants,
+declarations, arithmetic and ordering comparisons pin types; using a variable in two places
+merges classes. A numeric literal without a suffix takes its context's type, as in Soufflé. A
+conflict is reported at the term that brought it, and the classes are left apart, so one
+mistake yields one error. Columns (and expressions) that nothing constrains are `number`s.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Literal, cast
 
 from reasoner import functors
 from reasoner.analysis.named_types import TypeSystem
 from reasoner.analysis.relations import RelationTable, position
 from reasoner.analysis.report import Reporter
-from reasoner.analysis.terms import render
+from reasoner.analysis.terms import render, render_literal
 from reasoner.errors import TYPE_MISMATCH
 from reasoner.syntax.ast import (
     NUMBER,
     SYMBOL,
+    UNSIGNED,
     Atom,
     BinaryOp,
     BodyLiteral,
@@ -29,27 +33,58 @@ from reasoner.syntax.ast import (
     Negation,
     NumberConst,
     Program,
+    Rule,
     StringConst,
     Term,
     Variable,
 )
 
 Key = tuple[str, object, object]
-"""`("c", relation, column)` or `("v", clause scope, variable name)`."""
-Typed = Key | ColumnType | None
-"""What a term contributes: its variable's class, a known type, or nothing (a wildcard)."""
+"""`("c", relation, column)`, `("v", clause scope, variable name)` or `("e", clause scope,
+id of an expression)`: an arithmetic expression is a class of its own, the type of all its
+operands and of its value."""
+Known = ColumnType | Literal["numeric"]
+"""A class's type: a primitive, or `numeric` (a number or an unsigned, not yet known which:
+what a bare numeric literal or arithmetic says until something decides)."""
+Typed = Key | Known | None
+"""What a term contributes: its class, a known type, or nothing (a wildcard)."""
 
+NUMERIC: Known = "numeric"
 _ORDERING = frozenset({"<", "<=", ">", ">="})
 
 
+def _unify(a: Known | None, b: Known | None) -> tuple[bool, Known | None]:
+    """Whether two types can be one, and which: `numeric` takes the other's numeric type."""
+    if a is None or a == b:
+        return True, b
+    if b is None:
+        return True, a
+    if a == NUMERIC and b != SYMBOL:
+        return True, b
+    if b == NUMERIC and a != SYMBOL:
+        return True, a
+    return False, None
+
+
+def _shown(known: Known | None) -> str:
+    """A type as messages name it, with its article: `a number`, `an unsigned`."""
+    name = NUMBER if known == NUMERIC else str(known)
+    return f"an {name}" if name == UNSIGNED else f"a {name}"
+
+
 class TypeInference:
-    """Union-find over columns and variables, reporting conflicts as it merges."""
+    """Union-find over columns, variables and expressions, reporting conflicts as it merges.
+
+    After the visit, `operation_type` tells the type each arithmetic expression and ordering
+    comparison works in: the analysis gives those on `unsigned` values their unsigned forms."""
 
     def __init__(self, reporter: Reporter, bad_atoms: set[int] | None = None) -> None:
         self.reporter = reporter
         self.bad_atoms = bad_atoms or set()
         self._parent: dict[Key, Key] = {}
-        self._type: dict[Key, ColumnType] = {}
+        self._type: dict[Key, Known] = {}
+        self._operations: dict[int, Key] = {}
+        """The class of each arithmetic expression and ordering comparison, by `id`."""
 
     # -- union-find ----------------------------------------------------------------------------
 
@@ -61,38 +96,46 @@ class TypeInference:
             root = parent[root]
         return root
 
-    def _resolve(self, typed: Key | ColumnType) -> tuple[Key | None, ColumnType | None]:
+    def _resolve(self, typed: Key | Known) -> tuple[Key | None, Known | None]:
         if isinstance(typed, tuple):
             root = self._find(typed)
             return root, self._type.get(root)
         return None, typed
 
-    def _merge(
-        self, a: Key | ColumnType, b: Key | ColumnType
-    ) -> tuple[bool, ColumnType | None, ColumnType | None]:
-        """Unify two typed things; returns (ok, type of a, type of b) as they were before."""
+    def _merge(self, a: Key | Known, b: Key | Known) -> tuple[bool, str, str]:
+        """Unify two typed things; returns (ok, type of a, type of b) as they were before, as
+        messages name them (`_shown`)."""
         root_a, type_a = self._resolve(a)
         root_b, type_b = self._resolve(b)
-        if type_a is not None and type_b is not None and type_a != type_b:
-            return False, type_a, type_b
+        ok, known = _unify(type_a, type_b)
+        if not ok:
+            return False, _shown(type_a), _shown(type_b)
         if root_a is not None and root_b is not None and root_a != root_b:
             self._parent[root_a] = root_b
-        known = type_a or type_b
         if known is not None:
             for root in (root_a, root_b):
                 if root is not None:
                     self._type[self._find(root)] = known
-        return True, type_a, type_b
+        return True, _shown(type_a), _shown(type_b)
 
-    def fix_column(self, relation: str, column: int, column_type: ColumnType) -> None:
+    def fix_column(self, relation: str, column: int, column_type: Known) -> None:
         self._type[self._find(("c", relation, column))] = column_type
 
+    def _final(self, key: Key) -> ColumnType:
+        known = self._type.get(self._find(key), NUMBER)
+        return NUMBER if known == NUMERIC else cast(ColumnType, known)
+
     def column_type(self, relation: str, column: int) -> ColumnType:
-        return self._type.get(self._find(("c", relation, column)), NUMBER)
+        return self._final(("c", relation, column))
 
     def is_fixed(self, relation: str, column: int) -> bool:
         """Whether something gives the column its type (else it defaults to `number`)."""
         return self._find(("c", relation, column)) in self._type
+
+    def operation_type(self, node: BinaryOp | Comparison) -> ColumnType:
+        """The type an arithmetic expression or an ordering comparison visited works in."""
+        key = self._operations.get(id(node))
+        return NUMBER if key is None else self._final(key)
 
     # -- visiting ------------------------------------------------------------------------------
 
@@ -111,6 +154,16 @@ class TypeInference:
         if head is not None:
             self._atom(scope, head)
 
+    def visit_quietly(self, scope: int, head: Atom | None, body: tuple[BodyLiteral, ...]) -> None:
+        """`visit_clause` without reporting: for a clause the analysis made only to carry
+        types (an aggregate's result is its expression's), whose conflicts another check
+        names in the user's terms."""
+        reporter, self.reporter = self.reporter, Reporter("<typing>", "")
+        try:
+            self.visit_clause(scope, head, body)
+        finally:
+            self.reporter = reporter
+
     def _atom(self, scope: int, atom: Atom) -> None:
         skip_columns = id(atom) in self.bad_atoms
         for index, arg in enumerate(atom.args):
@@ -121,77 +174,118 @@ class TypeInference:
             if not ok:
                 self.reporter.error(
                     TYPE_MISMATCH,
-                    f"argument {index + 1} of `{atom.relation}` is a {column_type}, "
-                    f"but `{render(arg)}` is a {term_type}",
+                    f"argument {index + 1} of `{atom.relation}` is {column_type}, "
+                    f"but `{render(arg)}` is {term_type}",
                     arg.span,
                 )
 
     def _comparison(self, scope: int, comparison: Comparison) -> None:
         op = comparison.op
-        if op in _ORDERING:
-            for side in (comparison.left, comparison.right):
-                why = (
-                    "arithmetic needs numbers"
-                    if isinstance(side, BinaryOp)
-                    else f"`{op}` compares numbers"
-                )
-                self._require(scope, side, NUMBER, why)
-            return
         left = self._term(scope, comparison.left)
         right = self._term(scope, comparison.right)
+        if op in _ORDERING:
+            key: Key = ("e", scope, id(comparison))
+            self._type[self._find(key)] = NUMERIC
+            self._operation(comparison, key)
+            numeric = True
+            for side, typed in ((comparison.left, left), (comparison.right, right)):
+                if typed is None:
+                    continue
+                ok, found, _ = self._merge(typed, NUMERIC)
+                if not ok:
+                    numeric = False
+                    self.reporter.error(
+                        TYPE_MISMATCH,
+                        f"`{op}` compares numbers, but `{render(side)}` is {found}",
+                        side.span,
+                    )
+            if not numeric:
+                return
+            left = key if left is None else left
+            right = key if right is None else right
+            self._merge(key, left)
         if left is None or right is None:
             return
         ok, left_type, right_type = self._merge(left, right)
         if not ok:
             self.reporter.error(
                 TYPE_MISMATCH,
-                f"`{op}` compares values of one type, but `{render(comparison.left)}` is a "
-                f"{left_type} and `{render(comparison.right)}` is a {right_type}",
+                f"`{op}` compares values of one type, but `{render(comparison.left)}` is "
+                f"{left_type} and `{render(comparison.right)}` is {right_type}",
                 comparison.right.span,
             )
+
+    def _operation(self, node: BinaryOp | Comparison, key: Key) -> None:
+        """Record the class of an operation; one that two clauses share (the head of a
+        disjunction's rules) works in one type in both, or is reported."""
+        previous = self._operations.setdefault(id(node), key)
+        if previous != key:
+            ok, first, second = self._merge(previous, key)
+            if not ok:
+                shown = render(node) if isinstance(node, BinaryOp) else render_literal(node)
+                self.reporter.error(
+                    TYPE_MISMATCH,
+                    f"`{shown}` is shared by rules where it works on {first} and on "
+                    f"{second}: write the rules apart",
+                    node.span,
+                )
 
     def _term(self, scope: int, term: Term) -> Typed:
         if isinstance(term, Variable):
             return ("v", scope, term.name)
         if isinstance(term, NumberConst):
-            return NUMBER
+            return NUMERIC if term.kind is None else term.kind
         if isinstance(term, StringConst):
             return SYMBOL
         if isinstance(term, BinaryOp):
-            self._require(scope, term, NUMBER, "arithmetic needs numbers")
-            return NUMBER
+            return self._arithmetic(scope, term)
         if isinstance(term, Functor):
             return self._functor(scope, term)
         return None
 
-    def _require(self, scope: int, term: Term, wanted: ColumnType, why: str) -> None:
-        """Report where `term` is not of type `wanted` (a variable's class takes it): every
-        operand of arithmetic is a number, and a functor's operands are its parameters'."""
-        stack = [term]
+    def _arithmetic(self, scope: int, expression: BinaryOp) -> Key:
+        """One class for the expression, its operations and its operands: Soufflé's arithmetic
+        takes operands of one numeric type and gives that type. A conflict is reported at the
+        operand that brings it."""
+        key: Key = ("e", scope, id(expression))
+        self._type[self._find(key)] = NUMERIC
+        stack: list[Term] = [expression]
         while stack:
             node = stack.pop()
-            if isinstance(node, Variable):
-                ok, found, _ = self._merge(("v", scope, node.name), wanted)
-                if not ok:
-                    self.reporter.error(
-                        TYPE_MISMATCH, f"{why}, but `{node.name}` is a {found}", node.span
-                    )
-                continue
-            if isinstance(node, BinaryOp) and wanted == NUMBER:
+            if isinstance(node, BinaryOp):
+                self._operation(node, key)
                 stack += [node.right, node.left]
                 continue
             typed = self._term(scope, node)
-            if isinstance(typed, str) and typed != wanted:
-                self.reporter.error(
-                    TYPE_MISMATCH, f"{why}, but `{render(node)}` is a {typed}", node.span
+            if typed is None:
+                continue
+            ok, expression_type, found = self._merge(key, typed)
+            if not ok:
+                why = (
+                    "arithmetic needs numbers"
+                    if found == _shown(SYMBOL)
+                    else f"arithmetic works on values of one type, here {expression_type}"
                 )
+                self.reporter.error(
+                    TYPE_MISMATCH, f"{why}, but `{render(node)}` is {found}", node.span
+                )
+        return key
 
     def _functor(self, scope: int, call: Functor) -> ColumnType:
         signature = functors.signature(call.name)
         for index, arg in enumerate(call.args):
             wanted = signature.param(index)
-            why = f"`{call.name}` takes a {wanted} as argument {index + 1}"
-            self._require(scope, arg, wanted, why)
+            typed = self._term(scope, arg)
+            if typed is None:
+                continue
+            ok, found, _ = self._merge(typed, wanted)
+            if not ok:
+                self.reporter.error(
+                    TYPE_MISMATCH,
+                    f"`{call.name}` takes {_shown(wanted)} as argument {index + 1}, "
+                    f"but `{render(arg)}` is {found}",
+                    arg.span,
+                )
         return signature.result
 
 
@@ -200,13 +294,17 @@ def infer_types(
     table: RelationTable,
     named: TypeSystem,
     reporter: Reporter,
-    fixed: Mapping[str, Mapping[int, ColumnType]] | None = None,
-) -> tuple[dict[str, tuple[ColumnType, ...]], dict[str, frozenset[int]]]:
+    fixed: Mapping[str, Mapping[int, Known]] | None = None,
+    quiet: Sequence[Rule] = (),
+) -> tuple[dict[str, tuple[ColumnType, ...]], dict[str, frozenset[int]], TypeInference]:
     """The final column types of every relation of `table` with a known arity, and the
     columns of each whose type nothing fixed. A declared column has its type's primitive
     type (`named`; one whose type is unknown is left to inference, its error reported), and
     so does each column of `fixed` (an aggregate's result: a mistake is then reported where
-    the rule uses it, not in the relation the analysis made)."""
+    the rule uses it, not in the relation the analysis made). `quiet`: rules visited first,
+    without reporting (`TypeInference.visit_quietly`; those of `program` are not visited
+    again). Also the inference, which
+    knows the type of each operation."""
     inference = TypeInference(reporter, table.bad_atoms)
     for name, columns in (fixed or {}).items():
         for index, column_type in columns.items():
@@ -216,11 +314,16 @@ def infer_types(
             primitive = named.primitive(column.type)
             if primitive is not None:
                 inference.fix_column(name, index, primitive)
+    silent = {id(rule) for rule in quiet}
     clauses: list[tuple[tuple[int, int], Atom, tuple[BodyLiteral, ...]]] = [
-        (position(rule.span), rule.head, rule.body) for rule in program.rules
+        (position(rule.span), rule.head, rule.body)
+        for rule in program.rules
+        if id(rule) not in silent
     ]
     clauses.extend((position(fact.span), fact.atom, ()) for fact in program.facts)
     clauses.sort(key=lambda clause: clause[0])
+    for scope, rule in enumerate(quiet, start=len(clauses)):
+        inference.visit_quietly(scope, rule.head, rule.body)
     for scope, (_, head, body) in enumerate(clauses):
         inference.visit_clause(scope, head, body)
     names = [name for name in table.order if name in table.arity]
@@ -232,4 +335,4 @@ def infer_types(
         name: frozenset(i for i in range(table.arity[name]) if not inference.is_fixed(name, i))
         for name in names
     }
-    return types, unfixed
+    return types, unfixed, inference

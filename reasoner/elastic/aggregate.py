@@ -21,10 +21,19 @@ from collections.abc import Callable, Iterable, Sequence
 import numpy as np
 
 from reasoner.analysis.model import AggregateDefinition, Stratum
-from reasoner.arith import wrap64
+from reasoner.arith import as_unsigned, wrap64
 from reasoner.elastic.overlay import INF, Overlay
 from reasoner.state import RelationStore, State, Tuple
+from reasoner.syntax.ast import AggregateOp
 
+UNSIGNED_EXTREMES = frozenset({"umin", "umax"})
+_REDUCE = {
+    "sum": np.add,
+    "min": np.minimum,
+    "max": np.maximum,
+    "umin": np.minimum,
+    "umax": np.maximum,
+}
 ITERATION = 1
 """The iteration of every row of an aggregate's relation (see the module docstring)."""
 
@@ -50,9 +59,11 @@ def group_by(definition: AggregateDefinition, columns: Sequence[np.ndarray]) -> 
         result = np.diff(np.append(starts, size)).astype(np.int64)
     else:
         values = np.asarray(columns[definition.value], np.int64)[order]
-        reduce = {"sum": np.add, "min": np.minimum, "max": np.maximum}[definition.op]
+        if definition.op in UNSIGNED_EXTREMES:  # on the unsigned readings of the patterns
+            values = values.view(np.uint64)
         with np.errstate(over="ignore"):
-            result = reduce.reduceat(values, starts)
+            result = _REDUCE[definition.op].reduceat(values, starts)
+        result = result.view(np.int64) if result.dtype == np.uint64 else result
     return [*(key[starts] for key in keys), result.astype(np.int64)]
 
 
@@ -82,7 +93,13 @@ def aggregate_values(definition: AggregateDefinition, rows: Iterable[Tuple]) -> 
     values = [row[definition.value] for row in rows]
     if definition.op == "sum":
         return wrap64(sum(values))
-    return min(values) if definition.op == "min" else max(values)
+    return extreme(definition.op, values)
+
+
+def extreme(op: AggregateOp, values: list[int]) -> int:
+    """`min` or `max` of values, read unsigned for `umin` and `umax`."""
+    pick = min if op in ("min", "umin") else max
+    return pick(values, key=as_unsigned) if op in UNSIGNED_EXTREMES else pick(values)
 
 
 def update_aggregate(
@@ -139,7 +156,7 @@ def _new_value(
         values = [old, *(t[column] for t in new)]
         if definition.op == "sum":
             return wrap64(sum(values))
-        return min(values) if definition.op == "min" else max(values)
+        return extreme(definition.op, values)
     removed = set(gone)
     rows = [t for t in _group(source, key, definition.group) if t not in removed] + new
     if definition.op == "sum" and rows:

@@ -7,8 +7,8 @@ encodes its columns at once (`SymbolTable.intern_column`), and the service's sto
 them as a columnar segment.
 
 Columns are named `c0, c1, ...` by position and typed by the relation's column types
-(`number` as Int64, `symbol` as String). A relation of arity 0 has no columns to count its
-rows, so its facts stay rows.
+(`number` as Int64, `unsigned` as UInt64, `symbol` as String). A relation of arity 0 has no
+columns to count its rows, so its facts stay rows.
 """
 
 from __future__ import annotations
@@ -23,13 +23,19 @@ import polars as pl
 
 from reasoner.analysis.model import Value
 from reasoner.io.facts import parse_facts_text, read_fact_file
-from reasoner.syntax.ast import NUMBER, ColumnType
+from reasoner.syntax.ast import NUMBER, SYMBOL, UNSIGNED, ColumnType
 
 Row = tuple[Value, ...]
 
 _NUMBER_FIELD = r"^[+-]?[0-9]+$"
+_UNSIGNED_FIELD = r"^\+?[0-9]+$"
 BOM = "\ufeff".encode()
-"""What a `number` field may hold (as `reasoner.io.facts` reads one)."""
+"""What a `number` (an `unsigned`) field may hold (as `reasoner.io.facts` reads one)."""
+_DTYPES: dict[ColumnType, pl.DataType] = {
+    NUMBER: pl.Int64(),
+    UNSIGNED: pl.UInt64(),
+    SYMBOL: pl.String(),
+}
 
 
 def column_names(arity: int) -> list[str]:
@@ -38,10 +44,19 @@ def column_names(arity: int) -> list[str]:
 
 def frame_schema(types: Sequence[ColumnType]) -> dict[str, pl.DataType]:
     """The Polars schema of a relation's facts."""
-    return {
-        name: pl.Int64() if kind == NUMBER else pl.String()
-        for name, kind in zip(column_names(len(types)), types, strict=True)
-    }
+    return {name: _DTYPES[kind] for name, kind in zip(column_names(len(types)), types, strict=True)}
+
+
+def engine_numbers(column: pl.Series) -> np.ndarray:
+    """A number or unsigned column of a batch as the engine holds it: int64, an unsigned
+    value as its 64-bit pattern (`reasoner.analysis.unsigned`)."""
+    values = column.to_numpy()
+    return values.view(np.int64) if values.dtype == np.uint64 else values
+
+
+def user_numbers(column: np.ndarray, kind: ColumnType) -> np.ndarray:
+    """The inverse of `engine_numbers` for a column of type `kind`."""
+    return column.view(np.uint64) if kind == UNSIGNED else column
 
 
 class FactBatch(Sequence[Row]):
@@ -67,9 +82,9 @@ class FactBatch(Sequence[Row]):
         cls, rows: Sequence[Sequence[Value]], types: Sequence[ColumnType]
     ) -> FactBatch | None:
         """Rows straight from a client (JSON) as a batch when every one fits `types` exactly:
-        `arity` values, ints (never bools) in 64 bits for numbers, strings (Unicode) for
-        symbols. None otherwise, for a row-by-row check to say which row does not fit. Each
-        test is a pass in C over a column."""
+        `arity` values, ints (never bools) in 64 bits for numbers (unsigned for an
+        `unsigned`), strings (Unicode) for symbols. None otherwise, for a row-by-row check to
+        say which row does not fit. Each test is a pass in C over a column."""
         arity = len(types)
         try:
             if not arity or set(map(len, rows)) != {arity}:
@@ -79,7 +94,7 @@ class FactBatch(Sequence[Row]):
         schema = frame_schema(types)
         series = []
         for name, kind, column in zip(schema, types, zip(*rows, strict=True), strict=True):
-            if set(map(type, column)) != ({int} if kind == NUMBER else {str}):
+            if set(map(type, column)) != ({str} if kind == SYMBOL else {int}):
                 return None
             try:
                 series.append(pl.Series(name, column, dtype=schema[name], strict=True))
@@ -219,15 +234,17 @@ def _read_plain(data: bytes, types: Sequence[ColumnType], delimiter: str) -> pl.
         return None
     if raw.width != arity or not _fields_line_up(data, delimiter, arity, raw.height):
         return None
-    numbers = [name for name, kind in zip(names, types, strict=True) if kind == NUMBER]
     if direct:  # an empty field is null
         return raw if not any(raw.null_count().row(0)) else None
-    if numbers:
-        plain = raw.select(pl.all_horizontal(pl.col(numbers).str.contains(_NUMBER_FIELD)).all())
+    for kind, pattern in ((NUMBER, _NUMBER_FIELD), (UNSIGNED, _UNSIGNED_FIELD)):
+        numbers = [name for name, other in zip(names, types, strict=True) if other == kind]
+        if not numbers:
+            continue
+        plain = raw.select(pl.all_horizontal(pl.col(numbers).str.contains(pattern)).all())
         if not plain.item():
             return None
         try:
-            raw = raw.with_columns(pl.col(numbers).cast(pl.Int64(), strict=True))
+            raw = raw.with_columns(pl.col(numbers).cast(_DTYPES[kind], strict=True))
         except pl.exceptions.PolarsError:  # past 64 bits
             return None
     return raw

@@ -34,12 +34,14 @@ from typing import BinaryIO, NoReturn, TextIO
 
 from reasoner.analysis.model import AnalyzedProgram, Value
 from reasoner.errors import InputDataError
-from reasoner.syntax.ast import NUMBER, ColumnType
+from reasoner.syntax.ast import NUMBER, SYMBOL, UNSIGNED, ColumnType
 
 Row = tuple[Value, ...]
 
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
+_BOUNDS = {NUMBER: (_INT64_MIN, _INT64_MAX), UNSIGNED: (0, (1 << 64) - 1)}
+"""The values a field of each numeric type may hold."""
 _NUMBER = re.compile(r"[+-]?[0-9]+")
 # A character that can never occur in a valid `number` field. `int()` alone is too lenient: it
 # accepts surrounding whitespace, `_` separators and non-ASCII digits.
@@ -120,8 +122,8 @@ def parse_facts_text(
     columns: list[Sequence[Value]] = []
     for index, column_type in enumerate(types):
         column = fields[index::arity]
-        if column_type == NUMBER:
-            parsed = _parse_numbers(column, "\n".join(column))
+        if column_type != SYMBOL:
+            parsed = _parse_numbers(column, "\n".join(column), _BOUNDS[column_type])
             if parsed is None:
                 _raise_first_bad_row(lines, types, filename, delimiter)
             columns.append(parsed)
@@ -141,25 +143,28 @@ def _parse_nullary(lines: list[str], filename: str) -> list[Row]:
     return [()] if lines else []
 
 
-def _parse_numbers(fields: Sequence[str], joined: str) -> list[int] | None:
-    """All fields as 64-bit ints, or None when any of them is not one; `joined` is the fields
-    joined by newlines, which the caller often has already."""
+def _parse_numbers(
+    fields: Sequence[str], joined: str, bounds: tuple[int, int] = (_INT64_MIN, _INT64_MAX)
+) -> list[int] | None:
+    """All fields as ints within `bounds` (a `number`'s or an `unsigned`'s), or None when any
+    of them is not one; `joined` is the fields joined by newlines, which the caller often has
+    already."""
     if _NOT_NUMBER_CHAR.search(joined):
         return None
     try:
         values = list(map(int, fields))
     except ValueError:
         return None
-    if min(values) < _INT64_MIN or max(values) > _INT64_MAX:
+    if min(values) < bounds[0] or max(values) > bounds[1]:
         return None
     return values
 
 
-def _fits_int64(digits: str) -> bool:
-    """Whether a signed decimal (already matched by `_NUMBER`) fits in 64 bits, without
+def _fits(digits: str, bounds: tuple[int, int]) -> bool:
+    """Whether a signed decimal (already matched by `_NUMBER`) lies within `bounds`, without
     converting one of thousands of digits (Python refuses past 4,300 of them)."""
     significant = digits.lstrip("+-").lstrip("0")
-    return len(significant) <= 19 and _INT64_MIN <= int(digits) <= _INT64_MAX
+    return len(significant) <= 20 and bounds[0] <= int(digits) <= bounds[1]
 
 
 def _raise_first_bad_row(
@@ -172,15 +177,16 @@ def _raise_first_bad_row(
                 f"expected {len(types)} field(s), found {len(fields)}", filename, number
             )
         for column, (field, column_type) in enumerate(zip(fields, types, strict=True), start=1):
-            if column_type != NUMBER:
+            if column_type == SYMBOL:
                 continue
             if not _NUMBER.fullmatch(field):
                 raise InputDataError(
                     f"column {column}: expected an integer, got {field!r}", filename, number
                 )
-            if not _fits_int64(field):
+            if not _fits(field, _BOUNDS[column_type]):
+                kind = "signed" if column_type == NUMBER else "unsigned"
                 raise InputDataError(
-                    f"column {column}: {field} does not fit in a 64-bit signed integer",
+                    f"column {column}: {field} does not fit in a 64-bit {kind} integer",
                     filename,
                     number,
                 )

@@ -10,11 +10,17 @@ disjunct, each keeping the span of the whole source rule.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal as TypingLiteral
 
-ColumnType = TypingLiteral["number", "symbol"]
+ColumnType = TypingLiteral["number", "unsigned", "symbol"]
 NUMBER: ColumnType = "number"
+UNSIGNED: ColumnType = "unsigned"
+"""Soufflé's `unsigned`: stored as the 64-bit pattern of the value (as a `number` of the same
+bits), so storage, joins and equality are those of numbers; the analysis gives the operations
+whose result depends on the reading (order, division, remainder, power, right shift, extremes)
+their unsigned forms (`reasoner.analysis.unsigned`)."""
 SYMBOL: ColumnType = "symbol"
 
 
@@ -44,7 +50,12 @@ class Wildcard:
 @dataclass(frozen=True, slots=True)
 class NumberConst:
     value: int
+    """The 64-bit pattern: an unsigned literal past 2^63 - 1 is stored as its wrapped value."""
     span: Span = field(compare=False)
+    kind: ColumnType | None = None
+    """`unsigned` for a literal that can only be one (`5u`, or a decimal past 2^63 - 1),
+    `number` for one written negative; None for the others, whose type is the context's (a
+    `number` where nothing says which), as Soufflé types its numeric constants."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +82,11 @@ ArithOp = TypingLiteral[
     "lxor",
     "max",
     "min",
+    # The unsigned forms of `/`, `%` and `^`, which the analysis gives operations on
+    # `unsigned` values (`reasoner.analysis.unsigned`); never written.
+    "udiv",
+    "umod",
+    "upow",
 ]
 
 
@@ -97,7 +113,8 @@ class Functor:
     span: Span = field(compare=False)
 
 
-AggregateOp = TypingLiteral["count", "sum", "min", "max", "mean"]
+AggregateOp = TypingLiteral["count", "sum", "min", "max", "mean", "umin", "umax"]
+"""`umin` and `umax`: `min` and `max` over `unsigned` values, made by the analysis."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +134,7 @@ class Aggregate:
 Term = Variable | Wildcard | NumberConst | StringConst | BinaryOp | Functor | Aggregate
 
 
-PARTIAL_OPS = frozenset({"/", "%", "^"})
+PARTIAL_OPS = frozenset({"/", "%", "^", "udiv", "umod"})
 """Operators without a value for some operands: a division by zero, zero to a negative power."""
 PARTIAL_FUNCTORS = frozenset({"to_number"})
 """Functors without a value for some operands: `to_number("x")`."""
@@ -131,6 +148,23 @@ def operands(term: Term) -> tuple[Term, ...]:
     if isinstance(term, Functor):
         return term.args
     return ()
+
+
+def rule_terms(rules: Iterable[Rule]) -> Iterator[Term]:
+    """Every term of `rules`, arguments and comparison sides and their operands, at any
+    depth (an aggregate's body aside)."""
+    stack: list[Term] = []
+    for rule in rules:
+        stack.extend(rule.head.args)
+        for literal in rule.body:
+            if isinstance(literal, Comparison):
+                stack += [literal.left, literal.right]
+            else:
+                stack.extend((literal.atom if isinstance(literal, Negation) else literal).args)
+    while stack:
+        term = stack.pop()
+        yield term
+        stack.extend(operands(term))
 
 
 def may_lack_value(term: Term) -> bool:

@@ -35,7 +35,7 @@ _MASTER = re.compile(
   | (?P<string>"(?:[^"\\\n]|\\[^\n])*")
   | (?P<badstring>"(?:[^"\\\n]|\\[^\n])*)
   | (?P<float>[0-9]+\.[0-9]+(?:[eE][+-]?[0-9]+)?)
-  | (?P<number>0[xX][0-9A-Fa-f]+|0[bB][01]+|[0-9]+)
+  | (?P<number>(?:0[xX][0-9A-Fa-f]+|0[bB][01]+|[0-9]+)u?)
   | (?P<udf>@[A-Za-z_][A-Za-z0-9_]*)
   | (?P<ident>{IDENTIFIER.pattern})
   | (?P<op>:-|<:|!=|<=|>=|[(),.;:!=<>+\-*/%|^\[\]{{}}])

@@ -27,6 +27,7 @@ from reasoner.syntax.ast import (
     BinaryOp,
     BodyLiteral,
     Column,
+    ColumnType,
     CompareOp,
     Comparison,
     Declaration,
@@ -106,7 +107,6 @@ MAX_BODY_LITERALS = 64
 MAX_CLAUSE_TOKENS = 10_000
 """Tokens in one rule: bounds the work and the code one clause can cost."""
 
-_INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
 
 Alternatives = list[list[BodyLiteral]]
@@ -749,7 +749,7 @@ class _Parser:
             self._advance()
             number = self._advance()
             span = _join(token.span, number.span)
-            return NumberConst(self._number_value(number, span, negate=True), span), 0
+            return self._number(number, span, negate=True), 0
         self._open(token)
         operand, depth = self._unary()
         self._nesting -= 1
@@ -773,8 +773,7 @@ class _Parser:
         kind = token.kind
         if kind == NUMBER:
             self._advance()
-            value = self._number_value(token, token.span, negate=False)
-            return NumberConst(value, token.span), 0
+            return self._number(token, token.span, negate=False), 0
         if kind == STRING:
             self._advance()
             return StringConst(token.value, token.span), 0
@@ -924,27 +923,34 @@ class _Parser:
         return Functor(name.text, tuple(args), span), depth
 
     @staticmethod
-    def _number_value(token: Token, span: Span, *, negate: bool) -> int:
+    def _number(token: Token, span: Span, *, negate: bool) -> NumberConst:
+        """A numeric literal: decimal, `0x` or `0b`, with `u` for an unsigned one. A decimal
+        past 2^63 - 1 can only be an unsigned (Soufflé's inference finds no other type that
+        reads it), and a literal written negative only a number (see `NumberConst.kind`)."""
         text = token.text
+        unsigned = text.endswith("u")
+        if unsigned:
+            text = text[:-1]
         base = {"0x": 16, "0X": 16, "0b": 2, "0B": 2}.get(text[:2], 10)
-        hexadecimal = base != 10
-        digits = (text[2:] if hexadecimal else text).lstrip("0") or "0"
-        shown = f"-{text}" if negate else text
+        digits = (text[2:] if base != 10 else text).lstrip("0") or "0"
+        shown = f"-{token.text}" if negate else token.text
         if len(shown) > 40:
             shown = f"{shown[:20]}...{shown[-10:]}"
+        if negate and unsigned:
+            raise _Failure(f"an unsigned literal cannot be negative: `{shown}`", span)
         too_large = _Failure(f"number literal `{shown}` does not fit in 64 bits", span)
         if len(digits) > (64 if base == 2 else 20):  # never convert thousands of digits
             raise too_large
-        if hexadecimal:
-            value = int(digits, base)
-            if value >= 1 << 64:
-                raise too_large
-            value = wrap64(value)
-            return wrap64(-value) if negate else value
-        value = -int(digits) if negate else int(digits)
-        if not _INT64_MIN <= value <= _INT64_MAX:
+        value = int(digits, base)
+        if value >= 1 << 64 or (base == 10 and negate and value > 1 << 63):
             raise too_large
-        return value
+        kind: ColumnType | None = None
+        if unsigned or (base == 10 and not negate and value > _INT64_MAX):
+            kind = "unsigned"
+        elif negate:
+            kind = "number"
+        value = wrap64(value)
+        return NumberConst(wrap64(-value) if negate else value, span, kind)
 
 
 def parse_program(

@@ -90,6 +90,9 @@ cdef enum:
     OP_MAX = 17
     OP_MIN = 18
     OP_CALL = 19    # a string functor: value (functor << 8) | operands, see `Kernel._call`
+    OP_UDIV = 20    # `/`, `%` and `^` on unsigned values (reasoner.analysis.unsigned)
+    OP_UMOD = 21
+    OP_UPOW = 22
 
 cdef enum:
     CMP_EQ = 0
@@ -272,9 +275,19 @@ cdef inline int _hand_on(Vec* v, int64_t relation, int64_t row, int64_t o, int64
 
 # -- arithmetic with Soufflé's semantics (reasoner.arith): 64-bit wrap-around, C division ------
 
+cdef inline uint64_t _unsigned_power(uint64_t base, uint64_t e) noexcept:
+    """`base ^ e` modulo 2**64, by square and multiply (`reasoner.arith.unsigned_power`)."""
+    cdef uint64_t result = 1
+    while e:
+        if e & 1:
+            result *= base
+        base *= base
+        e >>= 1
+    return result
+
+
 cdef inline bint _power(int64_t a, int64_t b, int64_t* out) noexcept:
     """`reasoner.arith.power`: square and multiply modulo 2**64 for b >= 0."""
-    cdef uint64_t result = 1, base = <uint64_t>a, e = <uint64_t>b
     if b < 0:
         if a == 0:
             return False
@@ -285,12 +298,7 @@ cdef inline bint _power(int64_t a, int64_t b, int64_t* out) noexcept:
         else:
             out[0] = 0
         return True
-    while e:
-        if e & 1:
-            result *= base
-        base *= base
-        e >>= 1
-    out[0] = <int64_t>result
+    out[0] = <int64_t>_unsigned_power(<uint64_t>a, <uint64_t>b)
     return True
 
 
@@ -320,8 +328,16 @@ cdef inline bint _arith(int op, int64_t a, int64_t b, int64_t* out) noexcept:
             out[0] = 1 if ((a != 0) != (b != 0)) else 0
         elif op == OP_MAX:
             out[0] = a if a > b else b
-        else:
+        elif op == OP_MIN:
             out[0] = a if a < b else b
+        elif op == OP_UPOW:
+            out[0] = <int64_t>_unsigned_power(<uint64_t>a, <uint64_t>b)
+        elif b == 0:  # OP_UDIV, OP_UMOD
+            return False
+        elif op == OP_UDIV:
+            out[0] = <int64_t>(<uint64_t>a // <uint64_t>b)
+        else:
+            out[0] = <int64_t>(<uint64_t>a % <uint64_t>b)
         return True
     if op == OP_ADD:
         out[0] = <int64_t>(<uint64_t>a + <uint64_t>b)

@@ -94,6 +94,9 @@ OPERATORS = {
     "lxor": 16,
     "max": 17,
     "min": 18,
+    "udiv": 20,
+    "umod": 21,
+    "upow": 22,
 }
 """The kernel's operator tags (`reasoner/update/kernel.pyx`, `OP_*`)."""
 OP_CALL = 19

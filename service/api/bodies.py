@@ -11,10 +11,11 @@ from fastapi import Request
 from reasoner.analysis.model import RelationInfo
 from reasoner.errors import InputDataError
 from reasoner.io.batch import FactBatch, parse_facts_batch
-from reasoner.syntax.ast import NUMBER, ColumnType
+from reasoner.syntax.ast import SYMBOL, ColumnType
 from service.api.common import parse_int64
 from service.errors import INVALID_REQUEST, UNSUPPORTED_MEDIA_TYPE, Problem, clip
 
+_INTEGER = {"number": "integer", "unsigned": "unsigned integer"}
 FACTS_MEDIA_TYPES = ("text/tab-separated-values", "text/plain", "application/octet-stream")
 CSV_MEDIA_TYPE = "text/csv"
 
@@ -136,13 +137,13 @@ def parse_csv(
                 )
             row: list[object] = []
             for column, (field, kind) in enumerate(zip(fields, types, strict=True), start=1):
-                if kind != NUMBER:
+                if kind == SYMBOL:
                     row.append(field)
                     continue
-                value = parse_int64(field)
+                value = parse_int64(field, kind)
                 if value is None:
                     raise InputDataError(
-                        f"column {column}: expected a 64-bit integer, got {field!r}",
+                        f"column {column}: expected a 64-bit {_INTEGER[kind]}, got {field!r}",
                         filename,
                         line,
                     )

@@ -101,7 +101,7 @@ def decode_cursor(cursor: str, types: Sequence[str], epoch: int) -> tuple[Any, .
     if len(row) != len(types) + 1 or not _is_int64(row[0]) or row[0] < 0:
         raise Problem(400, INVALID_CURSOR, "the cursor does not fit these columns")
     for value, kind in zip(row[1:], types, strict=True):
-        ok = isinstance(value, str) if kind == "symbol" else _is_int64(value)
+        ok = isinstance(value, str) if kind == "symbol" else _is_int64(value, kind)
         if not ok:
             raise Problem(400, INVALID_CURSOR, "the cursor does not fit these columns")
     if row[0] != epoch:
@@ -161,25 +161,29 @@ def flat_json_array(text: str) -> list[Any]:
 
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
-_INT64_TEXT = re.compile(r"([+-]?)0*([0-9]{1,19})")
+_INT64_TEXT = re.compile(r"([+-]?)0*([0-9]{1,20})")
 """A 64-bit decimal: ASCII digits only (`str.isdigit` and `int` also take `²`, `١` or `1_0`),
 and at most 19 significant ones: `int` refuses 4,300 digits, leading zeros included."""
 
 
-def parse_int64(text: str) -> int | None:
-    """`text` as a signed 64-bit decimal (as in `.facts` files), or None."""
+_BOUNDS = {"number": (INT64_MIN, INT64_MAX), "unsigned": (0, (1 << 64) - 1)}
+"""The values of each numeric column type."""
+
+
+def parse_int64(text: str, kind: str = "number") -> int | None:
+    """`text` as a 64-bit decimal (as in `.facts` files) of a `kind` column (`number`:
+    signed, `unsigned`: from 0 to 2^64 - 1), or None."""
     match = _INT64_TEXT.fullmatch(text)
     if match is None:
         return None
     sign, digits = match.groups()
     value = -int(digits) if sign == "-" else int(digits)
-    return value if INT64_MIN <= value <= INT64_MAX else None
+    return value if _is_int64(value, kind) else None
 
 
-def _is_int64(value: Any) -> bool:
-    return (
-        isinstance(value, int) and not isinstance(value, bool) and INT64_MIN <= value <= INT64_MAX
-    )
+def _is_int64(value: Any, kind: str = "number") -> bool:
+    low, high = _BOUNDS[kind]
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

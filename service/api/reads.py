@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from reasoner import Materialization
 from reasoner.analysis.model import RelationInfo
+from reasoner.arith import wrap64
 from reasoner.errors import TYPE_MISMATCH, UNKNOWN_RELATION
 from reasoner.pages import relation_page
 from reasoner.proofs import Explainer, ExplainError
@@ -133,13 +134,14 @@ def _filters(request: Request, names: tuple[str, ...], types: tuple[str, ...]) -
                 UNKNOWN_COLUMN,
                 f"`{clip(key)}` is not a column (columns: {', '.join(names) or 'none'})",
             )
-        if types[column] == "number":
-            value: Any = parse_int64(raw)
+        if types[column] != "symbol":
+            value: Any = parse_int64(raw, types[column])
             if value is None:
+                kind = "unsigned " if types[column] == "unsigned" else ""
                 raise Problem(
                     400,
                     TYPE_MISMATCH,
-                    f"column `{names[column]}` is a 64-bit integer, got {clip(raw)!r}",
+                    f"column `{names[column]}` is a 64-bit {kind}integer, got {clip(raw)!r}",
                 )
         else:
             value = raw
@@ -267,6 +269,8 @@ def _engine_key(m, types: tuple[str, ...], bound: dict[int, Any]) -> dict[int, i
             value = m.symbols.lookup(value)
             if value is None:
                 return None
+        elif types[column] == "unsigned":
+            value = wrap64(value)
         key[column] = value
     return key
 

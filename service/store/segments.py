@@ -33,7 +33,11 @@ import polars as pl
 
 PRESENT = "present"
 """The column that says whether a segment's row was inserted (True) or retracted."""
-_DTYPES: dict[str, pl.DataType] = {"Int64": pl.Int64(), "String": pl.String()}
+_DTYPES: dict[str, pl.DataType] = {
+    "Int64": pl.Int64(),
+    "UInt64": pl.UInt64(),
+    "String": pl.String(),
+}
 _DTYPE_NAMES: dict[pl.DataType, str] = {dtype: name for name, dtype in _DTYPES.items()}
 MAX_SEGMENT_ROWS = 1 << 20
 MAX_MERGED_BYTES = 1 << 28

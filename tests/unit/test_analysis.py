@@ -503,7 +503,8 @@ class TestCheckQuery:
             'edge("a", _)',
             "!n(1)",
         ]:
-            assert check_query(parse_body(text), analyzed) is None
+            body = parse_body(text)
+            assert check_query(body, analyzed) == body  # no unsigned operation to rewrite
 
     def test_unknown_relation_and_arity(self, analyzed: AnalyzedProgram) -> None:
         assert self.query_errors("nope(x), tc(x)", analyzed) == [
@@ -590,9 +591,11 @@ class TestAnalysisOfRewrites:
         found = errors(decls + ".decl e(y: Od)\nr(y) :- e(y), !s(p, p, y).")
         assert "is a `Ev` here but a `Od`" in found[0][3]
 
-    def test_eqrel_and_unsigned_compare_primitive_types(self) -> None:
+    def test_eqrel_compares_primitive_types_and_unsigned_is_its_own(self) -> None:
         analyzed = check_program(
             ".type Id = number\n.decl same(x: Id, y: number) eqrel\nsame(1, 2).\n"
-            ".decl a(x: unsigned)\n.decl b(x: number)\na(x) :- b(x).\nb(x) :- same(x, _)."
+            ".decl b(x: number)\nb(x) :- same(x, _)."
         )
-        assert analyzed.relations["a"].types == ("number",)
+        assert analyzed.relations["b"].types == ("number",)
+        with pytest.raises(ProgramError, match="is an unsigned, but `x` is a number"):
+            check_program(".decl a(x: unsigned)\n.decl b(x: number)\na(x) :- b(x).")

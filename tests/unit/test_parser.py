@@ -10,10 +10,13 @@ import pytest
 from reasoner.errors import ProgramError
 from reasoner.syntax import parse_body, parse_program
 from reasoner.syntax.ast import (
+    NUMBER,
+    UNSIGNED,
     Aggregate,
     Atom,
     BinaryOp,
     Column,
+    ColumnType,
     Comparison,
     Negation,
     NumberConst,
@@ -51,8 +54,8 @@ def x(name: str) -> Variable:
     return Variable(name, Span(0, 0, 0, 0))
 
 
-def num(value: int) -> NumberConst:
-    return NumberConst(value, Span(0, 0, 0, 0))
+def num(value: int, kind: ColumnType | None = None) -> NumberConst:
+    return NumberConst(value, Span(0, 0, 0, 0), kind)
 
 
 # -- lexer ---------------------------------------------------------------------------------------
@@ -226,7 +229,7 @@ class TestClauses:
         program = parse_program('edge(1, 2).\nname("a", -3).\nok().\np(1+2).')
         atoms = [f.atom for f in program.facts]
         assert atoms[0].args == (num(1), num(2))
-        assert atoms[1].args == (StringConst("a", Span(0, 0, 0, 0)), num(-3))
+        assert atoms[1].args == (StringConst("a", Span(0, 0, 0, 0)), num(-3, NUMBER))
         assert atoms[2].args == ()
         assert atoms[3].args == (BinaryOp("+", num(1), num(2), Span(0, 0, 0, 0)),)
         assert program.facts[0].span == Span(1, 1, 1, 12)
@@ -350,23 +353,29 @@ class TestTerms:
 
     def test_negative_literals_fold_and_negated_terms_subtract(self) -> None:
         literal = self.head_arg("-5")
-        assert literal == num(-5)
+        assert literal == num(-5, NUMBER)  # written negative: only a number reads it
         assert literal.span == Span(1, 3, 1, 5)  # type: ignore[attr-defined]
-        assert self.head_arg("- 7") == num(-7)
+        assert self.head_arg("- 7") == num(-7, NUMBER)
         negated = self.head_arg("-x")
         assert negated == BinaryOp("-", num(0), x("x"), Span(0, 0, 0, 0))
         assert negated.span == Span(1, 3, 1, 5)  # type: ignore[attr-defined]
-        assert self.head_arg("3 - -2") == BinaryOp("-", num(3), num(-2), Span(0, 0, 0, 0))
+        assert self.head_arg("3 - -2") == BinaryOp("-", num(3), num(-2, NUMBER), Span(0, 0, 0, 0))
 
     def test_hex_binary_and_range(self) -> None:
         assert self.head_arg("0b101") == num(5)
         assert self.head_arg("0B" + "1" * 64) == num(-1)
         assert self.head_arg("0x1f") == num(31)
         assert self.head_arg("0xFFFFFFFFFFFFFFFF") == num(-1)
-        assert self.head_arg("-9223372036854775808") == num(-(2**63))
+        assert self.head_arg("-9223372036854775808") == num(-(2**63), NUMBER)
         assert self.head_arg("9223372036854775807") == num(2**63 - 1)
-        ((_, _, message),) = errors_of("p(9223372036854775808).")
-        assert "does not fit in 64 bits" in message
+        # Past a number's range, a decimal can only be an unsigned, held as its 64 bits.
+        assert self.head_arg("9223372036854775808") == num(-(2**63), UNSIGNED)
+        assert self.head_arg("5u") == self.head_arg("0x5u") == num(5, UNSIGNED)
+        for text in ("p(18446744073709551616).", "p(-9223372036854775809)."):
+            ((_, _, message),) = errors_of(text)
+            assert "does not fit in 64 bits" in message
+        ((_, _, message),) = errors_of("p(-1u).")
+        assert "an unsigned literal cannot be negative" in message
 
     def test_strings_with_escapes(self) -> None:
         assert self.head_arg(r'"say \"hi\"\n"') == StringConst('say "hi"\n', Span(0, 0, 0, 0))

@@ -22,7 +22,14 @@ def aggregate_frame(definition: AggregateDefinition, frame: pl.DataFrame) -> lis
         result = pl.len().cast(pl.Int64)
     else:
         value = pl.col(frame.columns[definition.value])
-        result = {"sum": value.sum(), "min": value.min(), "max": value.max()}[definition.op]
+        unsigned = value.reinterpret(signed=False)  # `umin`, `umax`: the unsigned readings
+        result = {
+            "sum": value.sum(),
+            "min": value.min(),
+            "max": value.max(),
+            "umin": unsigned.min().reinterpret(signed=True),
+            "umax": unsigned.max().reinterpret(signed=True),
+        }[definition.op]
     grouped = (
         frame.group_by(keys).agg(result.alias(RESULT))
         if keys

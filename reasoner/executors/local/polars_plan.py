@@ -134,21 +134,38 @@ def _shift(a: np.ndarray, b: np.ndarray, kind: str) -> np.ndarray:
     return (bits << amount if kind == "bshl" else bits >> amount).view(np.int64)
 
 
-def _power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """`reasoner.arith.power` over arrays, as a masked array (masked: zero to a negative
-    power): square and multiply modulo 2**64."""
+def _modular_power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """`a ^ b` modulo 2**64 on the unsigned readings of the patterns, by square and
+    multiply (`reasoner.arith.unsigned_power`)."""
     result = np.ones(len(a), dtype=np.uint64)
     base = a.view(np.uint64).copy()
-    exponent = np.where(b >= 0, b, 0).view(np.uint64)
+    exponent = b.view(np.uint64).copy()
     for _ in range(64):
         if not exponent.any():
             break
         result = np.where(exponent & np.uint64(1), result * base, result)
         base = base * base
         exponent = exponent >> np.uint64(1)
+    return result.view(np.int64)
+
+
+def _power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """`reasoner.arith.power` over arrays, as a masked array (masked: zero to a negative
+    power)."""
+    positive = _modular_power(a, np.where(b >= 0, b, 0))
     negative = np.where(a == 1, 1, np.where(a == -1, np.where(b % 2 == 0, 1, -1), 0))
-    values = np.where(b >= 0, result.view(np.int64), negative)
+    values = np.where(b >= 0, positive, negative)
     return np.ma.masked_array(values, mask=(b < 0) & (a == 0))
+
+
+def _unsigned_division(a: np.ndarray, b: np.ndarray, op: str) -> np.ndarray:
+    """`udiv` and `umod` (`reasoner.arith`) over arrays, masked where the divisor is 0."""
+    divisor = b.view(np.uint64)
+    zero = divisor == 0
+    safe = np.where(zero, np.uint64(1), divisor)
+    dividend = a.view(np.uint64)
+    values = dividend // safe if op == "udiv" else dividend % safe
+    return np.ma.masked_array(values.view(np.int64), mask=zero)
 
 
 def _operation(op: str, a: pl.Expr, b: pl.Expr) -> pl.Expr:
@@ -174,6 +191,10 @@ def _total(op: str, a: pl.Expr, b: pl.Expr) -> pl.Expr:
         return pl.min_horizontal(a, b)
     if op == "^":
         return _on_arrays(_power, a, b)
+    if op == "upow":
+        return _on_arrays(_modular_power, a, b)
+    if op in ("udiv", "umod"):
+        return _on_arrays(lambda x, y: _unsigned_division(x, y, op), a, b)
     return _on_arrays(lambda x, y: _shift(x, y, op), a, b)
 
 

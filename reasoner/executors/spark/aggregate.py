@@ -30,7 +30,13 @@ def aggregate_batches(
         result = F.count(F.lit(1))
     else:
         value = F.col(names[definition.value])
-        result = {"sum": F.sum, "min": F.min, "max": F.max}[definition.op](value)
+        if definition.op in ("umin", "umax"):
+            # Unsigned order is the signed order of the values with the top bit flipped.
+            bias = F.lit(-(1 << 63)).cast(LongType())
+            extreme = F.min if definition.op == "umin" else F.max
+            result = extreme(value.bitwiseXOR(bias)).bitwiseXOR(bias)
+        else:
+            result = {"sum": F.sum, "min": F.min, "max": F.max}[definition.op](value)
     grouped = frame.groupBy(*keys).agg(result.cast(LongType()).alias(RESULT))
     for batch in arrow_batches(grouped):
         yield [batch.column(name).to_numpy() for name in (*keys, RESULT)]

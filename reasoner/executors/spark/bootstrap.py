@@ -58,6 +58,7 @@ from pyspark.sql.types import LongType, StructField, StructType
 from reasoner import functors
 from reasoner.analysis.model import AggregateDefinition, AnalyzedProgram, Stratum
 from reasoner.analysis.terms import leaves
+from reasoner.analysis.unsigned import divides_unsigned
 from reasoner.elastic.aggregate import ITERATION, bootstrap_aggregate
 from reasoner.elastic.bootstrap import Check, Started, StratumBootstrap, StratumRun
 from reasoner.elastic.engines import DEFAULT_SPARK_ITERATION
@@ -477,7 +478,9 @@ class SparkBootstrap:
         work = first_work(first, self.state.relations)
         # A string functor reads and extends the driver's symbol table, which Spark's
         # workers do not have: such a stratum runs in process, every iteration of it.
-        small = sys.maxsize if functors.called_in(stratum.rules) else self.small
+        # So does one that divides unsigned values, which Spark's longs cannot.
+        in_process = functors.called_in(stratum.rules) or divides_unsigned(stratum.rules)
+        small = sys.maxsize if in_process else self.small
         if work.driving + work.indexed < small:
             rows = local.compiled().first_iteration(self.check)
             derived = sum(len(r) for r in rows.values())
