@@ -13,7 +13,9 @@ analysis is a bug on one side or the other, never noise:
   `(x + c) % m`.
 
 Programs are small (2-6 derived relations, 2-10 rules, <= 3 positive atoms per rule, <= 25
-input tuples over a domain of 6 numbers and 3 symbols) so the brute-force oracle stays fast.
+input tuples over a domain of 6 numbers, 6 unsigned values and 3 symbols) so the brute-force
+oracle stays fast. The unsigned values include 2^63 and 2^64 - 1, where an unsigned differs
+from the number of the same bits.
 
 Relation and variable names are drawn from lists of names that break naive name mangling
 (`RELATION_NAMES`, `VARIABLE_NAMES`): every engine builds names of its own (Python globals,
@@ -27,10 +29,11 @@ from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
 
-from reasoner.syntax.ast import NUMBER, SYMBOL, ColumnType
+from reasoner.syntax.ast import NUMBER, SYMBOL, UNSIGNED, ColumnType
 
 NUMBERS = range(6)
 SYMBOLS = ("a", "b", "c")
+UNSIGNEDS = (0, 1, 2, 5, 2**63, 2**64 - 1)
 MAX_INPUT_TUPLES = 25
 # Deltas may grow the inputs a little past the initial bound, but not without limit.
 MAX_INPUT_TUPLES_AFTER_DELTAS = 32
@@ -102,6 +105,8 @@ class Delta:
 def values(column_type: ColumnType) -> st.SearchStrategy[int | str]:
     if column_type == NUMBER:
         return st.sampled_from(NUMBERS)
+    if column_type == UNSIGNED:
+        return st.sampled_from(UNSIGNEDS)
     return st.sampled_from(SYMBOLS)
 
 
@@ -111,16 +116,22 @@ def rows_of(types: tuple[ColumnType, ...]) -> st.SearchStrategy[Row]:
 
 def domain_size(types: tuple[ColumnType, ...]) -> int:
     """How many distinct rows of these types the domain allows."""
-    return len(NUMBERS) ** types.count(NUMBER) * len(SYMBOLS) ** types.count(SYMBOL)
+    return (
+        len(NUMBERS) ** types.count(NUMBER)
+        * len(UNSIGNEDS) ** types.count(UNSIGNED)
+        * len(SYMBOLS) ** types.count(SYMBOL)
+    )
 
 
 def constant(draw: st.DrawFn, column_type: ColumnType) -> str:
     value = draw(values(column_type))
+    if column_type == UNSIGNED:  # suffixed or not: a literal takes its context's type
+        return f"{value}{draw(st.sampled_from(('', 'u')))}"
     return str(value) if column_type == NUMBER else f'"{value}"'
 
 
 _ARITIES = st.sampled_from((0, 1, 1, 2, 2, 2, 3))
-_COLUMN_TYPES = st.sampled_from((NUMBER, NUMBER, SYMBOL))
+_COLUMN_TYPES = st.sampled_from((NUMBER, NUMBER, SYMBOL, UNSIGNED))
 _STEM_ARITIES = st.just(3)
 _EXTENDED_ARITIES = st.sampled_from((2, 3))
 
@@ -305,7 +316,7 @@ class RuleBuilder:
         `min` and `max` of one give nothing."""
         tag = f"g{len(self.body)}_"
         args: list[str] = []
-        numbers: list[str] = []
+        numbers: dict[str, ColumnType] = {}
         local: dict[str, ColumnType] = {}
         for index, column_type in enumerate(relation.types):
             joins = sorted(
@@ -321,14 +332,14 @@ class RuleBuilder:
             else:
                 args.append(f"{tag}{index}")
                 local[args[-1]] = column_type
-            if column_type == NUMBER and args[-1] != "_" and not args[-1][0].isdigit():
-                numbers.append(args[-1])
+            numeric = column_type in (NUMBER, UNSIGNED)
+            if numeric and args[-1] != "_" and not args[-1][0].isdigit():
+                numbers[args[-1]] = column_type
         literals = [f"{relation.name}({', '.join(args)})"]
         if numbers and self.draw(st.booleans()):
             op = self.draw(st.sampled_from(("<", ">=", "!=")))
-            literals.append(
-                f"{self.draw(st.sampled_from(numbers))} {op} {constant(self.draw, NUMBER)}"
-            )
+            filtered = self.draw(st.sampled_from(sorted(numbers)))
+            literals.append(f"{filtered} {op} {constant(self.draw, numbers[filtered])}")
         first = relation.types[0] if relation.types else None
         # Variables the aggregate's atom binds: a group variable only the rule's other atoms
         # bind would need them inside the aggregate, which may be a cycle (refused).
@@ -343,11 +354,12 @@ class RuleBuilder:
                     f"!{negated.name}({', '.join([self.draw(st.sampled_from(inner)), *rest])})"
                 )
         op = choose(self.draw, count=2, sum=2, min=1, max=1) if numbers else "count"
-        target = ""
+        target, result_type = "", NUMBER
         if op != "count":
-            value = self.draw(st.sampled_from(numbers))
+            value = self.draw(st.sampled_from(sorted(numbers)))
+            result_type = numbers[value]  # sum, min and max: the expression's type
             target = " " + self.draw(st.sampled_from((value, f"{value} * 2", f"{value} + 1")))
-        result = self.fresh(NUMBER)
+        result = self.fresh(result_type)
         self.results.add(result)
         self.body.append(f"{result} = {op}{target} : {{ {', '.join(literals)} }}")
 
@@ -374,6 +386,24 @@ class RuleBuilder:
         return "_" if self.draw(st.booleans()) else constant(self.draw, column_type)
 
     def comparison(self) -> None:
+        unsigneds = sorted(v for v, t in self.bound.items() if t == UNSIGNED)
+        if unsigneds and self.draw(st.booleans()):
+            left, other = (self.draw(st.sampled_from(unsigneds)) for _ in range(2))
+            op = self.draw(st.sampled_from(("<", "<=", ">", ">=", "=", "!=")))
+            right = self.draw(
+                st.sampled_from(
+                    (
+                        constant(self.draw, UNSIGNED),
+                        other,
+                        f"{other} - 1",
+                        f"{other} / 2",
+                        f"max({other}, 3)",
+                        f"{other} bshr 62",
+                    )
+                )
+            )
+            self.body.append(f"{left} {op} {right}")
+            return
         numbers = sorted(v for v, t in self.bound.items() if t == NUMBER)
         symbols = sorted(v for v, t in self.bound.items() if t == SYMBOL)
         if numbers and (not symbols or self.draw(st.booleans())):
@@ -427,8 +457,26 @@ class RuleBuilder:
         choice = choose(self.draw, variable=5, constant=1, arithmetic=2, functor=1)
         if choice == "constant":
             return constant(self.draw, column_type)
-        if choice == "functor":
+        if choice == "functor" and column_type != UNSIGNED:
             return self.functor_term(column_type, recursive)
+        if column_type == UNSIGNED and choice == "arithmetic" and not recursive:
+            x, y = (self.draw(st.sampled_from(same_type)) for _ in range(2))
+            return self.draw(
+                st.sampled_from(
+                    (
+                        f"{x} - {y}",
+                        f"{x} + 1",
+                        f"{x} * 3",
+                        f"{x} / {y}",
+                        f"{x} % 3",
+                        f"{x} ^ 2",
+                        f"{x} bshr 1",
+                        f"bnot {x}",
+                        f"max({x}, {y})",
+                        f"min({x}, 5)",
+                    )
+                )
+            )
         if choice == "variable" or column_type != NUMBER:
             return self.draw(st.sampled_from(same_type))
         x = self.draw(st.sampled_from(same_type))
