@@ -233,3 +233,45 @@ numeric(n, to_number(n)) :- user(n, _), match("[0-9]+", n).
         assert set(read_relation(client, "handle")) == {("@bo b2",), ("@423",)}
         assert set(read_relation(client, "initial")) == {("42", "4")}
         assert set(read_relation(client, "slot")) == {(2, 0), (2, 1), (3, 0), (3, 1), (3, 2)}
+
+
+def test_unsigned_through_the_service(make_server: Callable[..., Server]) -> None:
+    """`unsigned` columns take 0 .. 2^64 - 1 in JSON, TSV and CSV and answer them back (pages,
+    filters, CSV, queries); a value outside is refused with its code and changes nothing; a
+    restart reads them back from the store."""
+    top, half = 2**64 - 1, 2**63
+    server = make_server().start()
+    program = """.decl big(x: unsigned)
+.decl gap(x: unsigned, y: unsigned, d: unsigned)
+gap(x, y, x - y) :- big(x), big(y), x < y.
+"""
+    with server.client() as client:
+        client.post("/v1/rules", content=program, headers=TEXT).raise_for_status()
+        client.post("/v1/facts", json={"facts": {"big": [[1], [top]]}}).raise_for_status()
+        tsv = {"content-type": "text/tab-separated-values"}
+        body = f"{half}\n"
+        client.post("/v1/relations/big/facts", content=body, headers=tsv).raise_for_status()
+        assert column_types(client, "gap") == ["unsigned", "unsigned", "unsigned"]
+        gaps = {(1, top, 2), (1, half, half + 1), (half, top, half + 1)}
+        assert set(read_relation(client, "gap")) == gaps
+        assert set(read_relation(client, "gap", fmt="csv")) == gaps
+        assert read_relation(client, "big", limit=1) == [(1,), (half,), (top,)]  # as naturals
+        assert set(read_relation(client, "gap", y=str(top))) == {(1, top, 2), (half, top, half + 1)}
+        _, rows = query_all(client, "big(x), x > 1, y = x / 2")
+        assert set(rows) == {(half, half // 2), (top, half - 1)}
+
+        epoch = client.get("/ready").json()["epoch"]
+        for bad in (-1, 2**64):
+            refused = client.post("/v1/facts", json={"facts": {"big": [[bad]]}})
+            assert_problem(refused, 400, "type_mismatch")
+        refused = client.post("/v1/relations/big/facts", content="-1\n", headers=tsv)
+        assert refused.status_code == 400
+        wrong = "bad(x) :- big(x), x < -1.\n"
+        assert_problem(client.post("/v1/rules", content=wrong, headers=TEXT), 400, "type_mismatch")
+        assert client.get("/ready").json()["epoch"] == epoch
+
+    server.stop()
+    server.start()
+    with server.client() as client:
+        assert set(read_relation(client, "gap")) == gaps
+        assert set(read_relation(client, "big")) == {(1,), (half,), (top,)}

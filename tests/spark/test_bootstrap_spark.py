@@ -33,6 +33,8 @@ from tests.unit.test_components import PROGRAM as COMPONENTS_PROGRAM
 from tests.unit.test_functors import INPUTS as FUNCTORS_INPUTS
 from tests.unit.test_functors import PROGRAM as FUNCTORS_PROGRAM
 from tests.unit.test_functors import RANGE_INPUTS, RANGES
+from tests.unit.test_unsigned import INPUTS as UNSIGNED_INPUTS
+from tests.unit.test_unsigned import PROGRAM as UNSIGNED_PROGRAM
 
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
@@ -226,6 +228,12 @@ def test_functors(spark: SparkSession) -> None:
     far(x, n) :- named(x, n), tc(x, y), y > x + 1.
     """
     check(text, {"e": [(i, i + 1) for i in range(12)]}, spark)
+
+
+def test_unsigned(spark: SparkSession) -> None:
+    """Unsigned order (flipped top bits), `upow`, `bshru` and `umin`/`umax` in Spark; a
+    stratum that divides unsigned values runs in the driver."""
+    check(UNSIGNED_PROGRAM, {"a": [*UNSIGNED_INPUTS["a"], (7,), (2**63 + 3,)]}, spark)
 
 
 def test_constants_repeated_variables_wildcards(spark: SparkSession) -> None:
