@@ -636,6 +636,29 @@ def body_instantiations(
     """Every way to satisfy `rule`'s body over `rows` extending `start`: (the binding, [(relation,
     tuple) of each positive atom, in body order])."""
     positives = [literal for literal in rule.body if isinstance(literal, Atom)]
+    # A comparison is tested as soon as the atoms so far bind all its variables, not only
+    # once every atom has a tuple: `finish` would test it on the same values, so this only
+    # spares enumerating choices that cannot hold (a body of four atoms over 25 tuples each
+    # is 390,000 choices).
+    tests = [
+        (literal, variables_in(literal))
+        for literal in rule.body
+        if isinstance(literal, Comparison) and not aggregates_in(literal)
+    ]
+
+    def holds(binding: Binding) -> bool:
+        for comparison, names in tests:
+            if names <= binding.keys():
+                try:
+                    left = value_of(comparison.left, binding, rows)
+                    right = value_of(comparison.right, binding, rows)
+                except NoValue:
+                    return False
+                except Unbound:  # a range's value, chosen later
+                    continue
+                if not compare(comparison.op, left, right):
+                    return False
+        return True
 
     def extend(
         index: int, binding: Binding, chosen: list[tuple[str, Row]]
@@ -647,7 +670,7 @@ def body_instantiations(
         atom = positives[index]
         for row in rows.get(atom.relation, ()):
             extended = unify(atom.args, row, binding)
-            if extended is not None:
+            if extended is not None and holds(extended):
                 yield from extend(index + 1, extended, [*chosen, (atom.relation, row)])
 
     yield from extend(0, dict(start), [])
