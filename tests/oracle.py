@@ -32,6 +32,7 @@ from reasoner.syntax.ast import (
     Aggregate,
     Atom,
     BinaryOp,
+    Cast,
     Comparison,
     Functor,
     Negation,
@@ -206,6 +207,9 @@ def value_of(
         return chosen
     if isinstance(term, Functor):
         return functor(term.name, [value_of(arg, binding, rows) for arg in term.args])
+    if isinstance(term, Cast):  # its type made primitive by `typed`: the same 64 bits
+        value = value_of(term.term, binding, rows)
+        return value % 2**64 if term.type == "unsigned" else wrap(value)  # type: ignore[operator]
     raise Unbound("_")
 
 
@@ -236,7 +240,9 @@ def ranges_in(rule: Rule) -> list[Functor]:
     found: list[Functor] = []
 
     def visit(term: object) -> None:
-        if isinstance(term, BinaryOp):
+        if isinstance(term, Cast):
+            visit(term.term)
+        elif isinstance(term, BinaryOp):
             visit(term.left)
             visit(term.right)
         elif isinstance(term, Functor):
@@ -358,6 +364,8 @@ def variables_in(node: object) -> set[str]:
     """Every variable name inside a term, literal or aggregate."""
     if isinstance(node, Variable):
         return {node.name}
+    if isinstance(node, Cast):
+        return variables_in(node.term)
     if isinstance(node, BinaryOp):
         return variables_in(node.left) | variables_in(node.right)
     if isinstance(node, Functor):
@@ -383,6 +391,8 @@ def aggregates_in(node: object) -> list[Aggregate]:
         for literal in node.body:
             found += aggregates_in(literal)
         return found + (aggregates_in(node.target) if node.target is not None else [])
+    if isinstance(node, Cast):
+        return aggregates_in(node.term)
     if isinstance(node, BinaryOp):
         return aggregates_in(node.left) + aggregates_in(node.right)
     if isinstance(node, Functor):
@@ -408,6 +418,8 @@ def typed(program: Program, analyzed: AnalyzedProgram) -> Program:
     type: a variable's is its column's (or that of what `=` gives it), a literal's its suffix
     or its context's (a head's or an atom's column, the other side of a comparison)."""
     columns = {name: info.types for name, info in analyzed.relations.items()}
+    _primitives.clear()
+    _primitives.update(_primitive_types(program))
     rules = []
     for rule in program.rules:
         kinds = _variable_kinds(rule, columns)
@@ -420,6 +432,24 @@ def typed(program: Program, analyzed: AnalyzedProgram) -> Program:
         )
     facts = tuple(replace(fact, atom=_typed_atom(fact.atom, {}, columns)) for fact in program.facts)
     return replace(program, rules=tuple(rules), facts=facts)
+
+
+_primitives: dict[str, str] = {}
+"""The primitive type of each type name of the program being evaluated."""
+
+
+def _primitive_types(program: Program) -> dict[str, str]:
+    """Each `.type` name's primitive type: a subtype's or an alias's base's, a union's
+    first member's (they share one)."""
+    bases = {declaration.name: declaration.bases[0] for declaration in program.types}
+    found = {name: name for name in ("number", "unsigned", "symbol")}
+    for name in bases:
+        seen, current = set(), name
+        while current in bases and current not in seen:
+            seen.add(current)
+            current = bases[current]
+        found[name] = current
+    return found
 
 
 def _atoms(literals: Iterable[object]) -> Iterator[Atom]:
@@ -471,6 +501,8 @@ def _kind(term: object, kinds: Mapping[str, str]) -> str | None:
         return _kind(term.left, kinds) or _kind(term.right, kinds)
     if isinstance(term, Aggregate):
         return "number" if term.target is None else _kind(term.target, kinds)
+    if isinstance(term, Cast):
+        return _primitives.get(term.type, term.type)
     return None if term is None else "other"  # a functor's result, a string: not unsigned
 
 
@@ -510,6 +542,9 @@ def _typed_term(
             left=_typed_term(term.left, inner, kinds, columns),
             right=_typed_term(term.right, inner, kinds, columns),
         )
+    if isinstance(term, Cast):  # its operand in its own type
+        inner = _typed_term(term.term, _kind(term.term, kinds) == "unsigned", kinds, columns)
+        return replace(term, term=inner, type=_primitives.get(term.type, term.type))
     if isinstance(term, Functor):  # a functor's parameters are numbers or symbols
         return replace(term, args=tuple(_typed_term(a, False, kinds, columns) for a in term.args))
     if isinstance(term, Aggregate):
@@ -734,7 +769,7 @@ def finish(
         for atom, (_, row) in zip(positives, chosen, strict=True):
             for term, value in zip(atom.args, row, strict=True):
                 if (
-                    isinstance(term, BinaryOp | Functor | Aggregate)
+                    isinstance(term, BinaryOp | Functor | Aggregate | Cast)
                     and value_of(term, binding, rows) != value
                 ):
                     return None
@@ -784,7 +819,7 @@ def matches_any(atom: Atom, binding: Binding, rows: Mapping[str, Iterable[Row]])
         if extended is not None and all(
             value_of(term, binding, rows) == value
             for term, value in zip(atom.args, row, strict=True)
-            if isinstance(term, BinaryOp | Functor | Aggregate)
+            if isinstance(term, BinaryOp | Functor | Aggregate | Cast)
         ):
             return True
     return False

@@ -44,6 +44,7 @@ from reasoner.syntax.ast import (
     Atom,
     BinaryOp,
     BodyLiteral,
+    Cast,
     ColumnType,
     Comparison,
     Functor,
@@ -432,7 +433,7 @@ def _ordered_names(term: Term) -> list[str]:
     """The variables of `term`, those inside aggregates included, in source order."""
     if isinstance(term, Variable):
         return [term.name]
-    if isinstance(term, BinaryOp | Functor):
+    if isinstance(term, BinaryOp | Functor | Cast):
         return [name for operand in operands(term) for name in _ordered_names(operand)]
     if isinstance(term, Aggregate):
         return _aggregate_variables(term)
@@ -476,6 +477,10 @@ def _map_term(term: Term, leaf: Callable[[Term], Term | None]) -> Term:
         args = tuple(_map_term(arg, leaf) for arg in term.args)
         if any(new is not old for new, old in zip(args, term.args, strict=True)):
             return dataclasses.replace(term, args=args)
+    if isinstance(term, Cast):
+        inner = _map_term(term.term, leaf)
+        if inner is not term.term:
+            return dataclasses.replace(term, term=inner)
     return term
 
 

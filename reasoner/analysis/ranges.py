@@ -20,6 +20,7 @@ from reasoner.syntax.ast import (
     Atom,
     BinaryOp,
     BodyLiteral,
+    Cast,
     Comparison,
     Functor,
     Negation,
@@ -66,6 +67,9 @@ class _Lifter:
         self.variables: list[Variable] = []
 
     def term(self, term: Term) -> Term:
+        if isinstance(term, Cast):
+            inner = self.term(term.term)
+            return term if inner is term.term else dataclasses.replace(term, term=inner)
         if isinstance(term, BinaryOp):
             left, right = self.term(term.left), self.term(term.right)
             if left is term.left and right is term.right:

@@ -16,6 +16,7 @@ from reasoner.syntax.ast import (
     Atom,
     BinaryOp,
     BodyLiteral,
+    Cast,
     Comparison,
     Fact,
     Functor,
@@ -89,11 +90,11 @@ class _Checker:
         for literal in body:
             if isinstance(literal, Atom):
                 for arg in literal.args:
-                    if isinstance(arg, BinaryOp | Functor):
+                    if isinstance(arg, BinaryOp | Functor | Cast):
                         self.term(arg, "in an arithmetic expression")
             elif isinstance(literal, Negation):
                 for arg in literal.atom.args:
-                    if isinstance(arg, BinaryOp | Functor):
+                    if isinstance(arg, BinaryOp | Functor | Cast):
                         self.term(arg, "in an arithmetic expression")
                     else:
                         self.term(arg, "in a negated atom", wildcard_ok=True)

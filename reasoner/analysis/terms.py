@@ -16,6 +16,7 @@ from reasoner.syntax.ast import (
     Atom,
     BinaryOp,
     BodyLiteral,
+    Cast,
     Comparison,
     Functor,
     Negation,
@@ -36,7 +37,7 @@ def leaves(term: Term) -> Iterator[Leaf]:
     stack: list[Term] = [term]
     while stack:
         node = stack.pop()
-        if isinstance(node, BinaryOp | Functor):
+        if isinstance(node, BinaryOp | Functor | Cast):
             stack.extend(reversed(operands(node)))
         else:
             yield node
@@ -73,6 +74,8 @@ def render(term: Term) -> str:
         return f"{term.op}{target} : {{ {', '.join(map(render_literal, term.body))} }}"
     if isinstance(term, Functor):
         return f"{term.name}({', '.join(map(render, term.args))})"
+    if isinstance(term, Cast):
+        return f"as({render(term.term)}, {term.type})"
     try:
         if term.op in ("max", "min"):
             return f"{term.op}({render(term.left)}, {render(term.right)})"

@@ -15,11 +15,11 @@ from collections.abc import Mapping, Sequence
 from typing import Literal, cast
 
 from reasoner import functors
-from reasoner.analysis.named_types import TypeSystem
+from reasoner.analysis.named_types import PRIMITIVES, TypeSystem
 from reasoner.analysis.relations import RelationTable, position
 from reasoner.analysis.report import Reporter
 from reasoner.analysis.terms import render, render_literal
-from reasoner.errors import TYPE_MISMATCH
+from reasoner.errors import TYPE_MISMATCH, UNKNOWN_TYPE
 from reasoner.syntax.ast import (
     NUMBER,
     SYMBOL,
@@ -27,6 +27,7 @@ from reasoner.syntax.ast import (
     Atom,
     BinaryOp,
     BodyLiteral,
+    Cast,
     ColumnType,
     Comparison,
     Functor,
@@ -78,9 +79,17 @@ class TypeInference:
     After the visit, `operation_type` tells the type each arithmetic expression and ordering
     comparison works in: the analysis gives those on `unsigned` values their unsigned forms."""
 
-    def __init__(self, reporter: Reporter, bad_atoms: set[int] | None = None) -> None:
+    def __init__(
+        self,
+        reporter: Reporter,
+        bad_atoms: set[int] | None = None,
+        named: TypeSystem | None = None,
+    ) -> None:
         self.reporter = reporter
         self.bad_atoms = bad_atoms or set()
+        self.named = named
+        """The program's type names, for `as(term, Type)` (None: the primitive ones)."""
+        self._casts: list[tuple[Key | Known, ColumnType, Cast]] = []
         self._parent: dict[Key, Key] = {}
         self._type: dict[Key, Known] = {}
         self._operations: dict[int, Key] = {}
@@ -241,7 +250,38 @@ class TypeInference:
             return self._arithmetic(scope, term)
         if isinstance(term, Functor):
             return self._functor(scope, term)
+        if isinstance(term, Cast):
+            return self._cast(scope, term)
         return None
+
+    def _cast(self, scope: int, node: Cast) -> Known | None:
+        """`as(term, Type)`: `Type`'s primitive type, whatever `term`'s (checked once the
+        classes are known, by `check_casts`)."""
+        inner = self._term(scope, node.term)
+        if self.named is not None:
+            target = self.named.primitive(node.type)
+        else:
+            target = PRIMITIVES.get(node.type)
+        if target is None:
+            self.reporter.error(UNKNOWN_TYPE, f"unknown type `{node.type}` in `as`", node.span)
+            return None
+        if inner is not None:
+            self._casts.append((inner, target, node))
+        return target
+
+    def check_casts(self) -> None:
+        """A cast between a symbol and a number would read a symbol's place in the table as
+        a value (Soufflé allows it; its numbers mean nothing here): refused. Between `number`
+        and `unsigned` it reinterprets the 64 bits, as Soufflé's does."""
+        for inner, target, node in self._casts:
+            _, known = self._resolve(inner)
+            if known is not None and (known == SYMBOL) != (target == SYMBOL):
+                self.reporter.error(
+                    TYPE_MISMATCH,
+                    f"`as` cannot read {_shown(known)} as {_shown(target)}: "
+                    f"`{render(node.term)}` is {_shown(known)}",
+                    node.span,
+                )
 
     def _arithmetic(self, scope: int, expression: BinaryOp) -> Key:
         """One class for the expression, its operations and its operands: Soufflé's arithmetic
@@ -305,7 +345,7 @@ def infer_types(
     without reporting (`TypeInference.visit_quietly`; those of `program` are not visited
     again). Also the inference, which
     knows the type of each operation."""
-    inference = TypeInference(reporter, table.bad_atoms)
+    inference = TypeInference(reporter, table.bad_atoms, named)
     for name, columns in (fixed or {}).items():
         for index, column_type in columns.items():
             inference.fix_column(name, index, column_type)
@@ -326,6 +366,7 @@ def infer_types(
         inference.visit_quietly(scope, rule.head, rule.body)
     for scope, (_, head, body) in enumerate(clauses):
         inference.visit_clause(scope, head, body)
+    inference.check_casts()
     names = [name for name in table.order if name in table.arity]
     types = {
         name: tuple(inference.column_type(name, i) for i in range(table.arity[name]))

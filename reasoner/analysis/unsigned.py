@@ -16,7 +16,8 @@ either reading. What differs is:
 - **the right shift** `bshr`, which sign-extends a number: on an unsigned it is `bshru`.
 
 The type inference (`reasoner.analysis.types`) knows the type each operation works in; this
-pass rewrites the rules and facts the engine evaluates. The program as written keeps its
+pass rewrites the rules and facts the engine evaluates, and drops the casts (`as(x, T)`), which
+change a type and no bit. The program as written keeps its
 operators (messages and the test oracle read it).
 """
 
@@ -34,6 +35,7 @@ from reasoner.syntax.ast import (
     Atom,
     BinaryOp,
     BodyLiteral,
+    Cast,
     ColumnType,
     Comparison,
     Functor,
@@ -141,6 +143,9 @@ class _Rewriter:
         return Comparison(literal.op, left, right, literal.span)
 
     def term(self, term: Term) -> Term:
+        if isinstance(term, Cast):  # checked by the type inference; the bits stay
+            self.changed = True
+            return self.term(term.term)
         if isinstance(term, Functor):
             args = tuple(self.term(arg) for arg in term.args)
             if all(map(_same, args, term.args)):

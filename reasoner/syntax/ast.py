@@ -131,7 +131,19 @@ class Aggregate:
     span: Span = field(compare=False)
 
 
-Term = Variable | Wildcard | NumberConst | StringConst | BinaryOp | Functor | Aggregate
+@dataclass(frozen=True, slots=True)
+class Cast:
+    """Soufflé's `as(term, Type)`: the value of `term`, its bits unchanged, read as a value of
+    `Type` (a name as written; the analysis resolves it). Between `number` and `unsigned` it
+    reinterprets the 64 bits, as Soufflé's does; the analysis checks it and then removes it
+    (`reasoner.analysis.unsigned`), so no executor meets one."""
+
+    term: Term
+    type: str
+    span: Span = field(compare=False)
+
+
+Term = Variable | Wildcard | NumberConst | StringConst | BinaryOp | Functor | Aggregate | Cast
 
 
 PARTIAL_OPS = frozenset({"/", "%", "^", "udiv", "umod"})
@@ -147,6 +159,8 @@ def operands(term: Term) -> tuple[Term, ...]:
         return (term.left, term.right)
     if isinstance(term, Functor):
         return term.args
+    if isinstance(term, Cast):
+        return (term.term,)
     return ()
 
 

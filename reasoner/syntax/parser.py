@@ -26,6 +26,7 @@ from reasoner.syntax.ast import (
     Atom,
     BinaryOp,
     BodyLiteral,
+    Cast,
     Column,
     ColumnType,
     CompareOp,
@@ -616,7 +617,7 @@ class _Parser:
         if token.kind == IDENT:
             following = self._peek(1).kind
             functor = token.text in functors.NAMES or (
-                token.text in _VARIADIC | _UNARY_WORDS and self._parenthesis_opens_term()
+                token.text in _VARIADIC | _UNARY_WORDS | {"as"} and self._parenthesis_opens_term()
             )
             if following == "(" and not functor:  # `max(x, 1) > y` is a term, `max(x)` an atom
                 return [[self._atom()]]
@@ -789,6 +790,8 @@ class _Parser:
             return self._variadic()
         if kind == "[":
             raise _Failure("records (`[...]`) are not supported", token.span)
+        if kind == IDENT and token.text == "as" and self._peek(1).kind == "(":
+            return self._cast()
         if kind == IDENT and token.text in functors.NAMES and self._peek(1).kind == "(":
             if token.text in functors.CONSTRAINTS:
                 raise _Failure(
@@ -890,6 +893,19 @@ class _Parser:
         if count < 2:
             raise _Failure(f"`{name.text}` needs at least two arguments", name.span)
         return dataclasses.replace(result, span=_join(name.span, close.span)), depth
+
+    def _cast(self) -> tuple[Cast, int]:
+        """`as(term, Type)`: Soufflé's type cast (`reasoner.syntax.ast.Cast`)."""
+        name = self._advance()
+        self._open(self._peek())
+        inner, depth = self._level(0)
+        self._expect(",", "`,` and a type after the term of `as(term, Type)`")
+        type_name = self._expect_ident("a type name")
+        close = self._expect(")", "`)` after the type of `as(term, Type)`")
+        self._nesting -= 1
+        span = _join(name.span, close.span)
+        _check_depth(depth + 1, span)
+        return Cast(inner, type_name.text, span), depth + 1
 
     def _functor(self) -> tuple[Functor, int]:
         """`cat(a, b, ...)`, `strlen(s)`, ...: a string functor's call (`reasoner.functors`),

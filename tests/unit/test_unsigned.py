@@ -190,3 +190,48 @@ def test_an_unsuffixed_literal_takes_its_contexts_type() -> None:
     assert set(m.rows("U")) == {(TOP,)}
     assert set(m.rows("N")) == {(-1,)}
     assert m.analyzed.relations["U"].types == ("unsigned",)
+
+
+CASTS = """
+.decl n(x: number)
+.input n
+.decl u(x: unsigned)
+.input u
+.type Even <: number
+.decl AsUnsigned(x: number, y: unsigned)
+AsUnsigned(x, as(x, unsigned)) :- n(x).
+.decl AsNumber(x: unsigned, y: number)
+AsNumber(x, as(x - 1, number) + 1) :- u(x).
+.decl Ordered(x: number)
+Ordered(x) :- n(x), as(x, unsigned) > 5.
+.decl Subtype(x: Even)
+Subtype(as(x * 2, Even)) :- n(x).
+"""
+
+
+@pytest.mark.parametrize("engine", ["reference", "local"])
+def test_as_reads_the_same_bits_as_another_type(engine: str) -> None:
+    """`as(x, T)` keeps the 64 bits: -1 as an unsigned is 2^64 - 1, 2^63 as a number -2^63."""
+    inputs = {"n": [(-1,), (3,)], "u": [(0,), (HALF,)]}
+    m = Materialization.from_text(CASTS, engines=EngineSettings(engine))
+    m.load(inputs)
+    m.bootstrap()
+    assert set(m.rows("AsUnsigned")) == {(-1, TOP), (3, 3)}
+    assert set(m.rows("AsNumber")) == {(0, 0), (HALF, -HALF)}
+    assert set(m.rows("Ordered")) == {(-1,)}
+    assert set(m.rows("Subtype")) == {(-2,), (6,)}
+    assert visible(m.snapshot(), m.analyzed) == evaluate(m.analyzed, inputs)
+
+
+@pytest.mark.parametrize(
+    ("text", "code", "message"),
+    [
+        (".decl s(x: symbol)\np(as(x, number)) :- s(x).", "type_mismatch", "cannot read a symbol"),
+        (".decl n(x: number)\np(as(x, Odd)) :- n(x).", "unknown_type", "unknown type `Odd`"),
+        (".decl n(x: number)\np(as(x)) :- n(x).", "parse_error", "`,` and a type"),
+    ],
+)
+def test_casts_the_engine_refuses(text: str, code: str, message: str) -> None:
+    with pytest.raises(ProgramError, match=message) as error:
+        check_program(text)
+    assert error.value.diagnostics[0].code == code
