@@ -18,7 +18,8 @@ ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /build
 COPY pyproject.toml ./
-RUN python3 -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" > requirements.txt \
+# The engine's dependencies and its service and Spark extras (pyproject.toml).
+RUN python3 -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; print('\n'.join(p['dependencies'] + p['optional-dependencies']['service'] + p['optional-dependencies']['spark']))" > requirements.txt \
     && python3 -m venv /opt/venv \
     && /opt/venv/bin/pip install -r requirements.txt \
     && find /opt/venv -name __pycache__ -type d -prune -exec rm -rf {} +

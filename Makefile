@@ -11,7 +11,7 @@ RUNTIME_STAMP := $(VENV)/.installed-runtime
 # `testpaths` (pyproject.toml) makes tests/ the default.
 PYTEST_ARGS ?=
 
-.PHONY: test test-fast lint typecheck serve install clean bench bench-quick bench-bootstrap bench-scaling bench-explain \
+.PHONY: test test-fast lint typecheck serve install clean engine-alone bench bench-quick bench-bootstrap bench-scaling bench-explain \
 	reliability reliability-quick compose-test
 
 # The reliability harnesses (tests/reliability: crash, fuzzing, limits, load, security) run
@@ -23,6 +23,7 @@ RELIABILITY_REPORT ?= out/reliability/figures-$(RELIABILITY_MODE).json
 test: lint typecheck
 	$(BIN)/pytest -q --ignore=tests/reliability $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory reliability-quick
+	$(MAKE) --no-print-directory engine-alone
 	$(MAKE) --no-print-directory compose-test
 
 # The edit-run loop: lint, then the unit and property tests without Spark, PostgreSQL or the
@@ -40,6 +41,12 @@ reliability: RELIABILITY_MODE := full
 reliability: install
 	RELIABILITY_MODE=full RELIABILITY_REPORT=$(RELIABILITY_REPORT) \
 		$(BIN)/pytest -q tests/reliability
+
+# The engine installs and runs alone: a fresh virtualenv with the base install only (no
+# service, Spark or test tools) runs a bench program to Soufflé's answer (tests/engine/alone.sh).
+REASONER_BENCH_DIR ?= ../shared/bench
+engine-alone:
+	bash tests/engine/alone.sh out/engine-alone $(REASONER_BENCH_DIR)
 
 # The deployment: builds the image and brings docker-compose.yml up (PostgreSQL, a Spark
 # master and worker, the service) under its own project name on a loopback port, runs
@@ -76,11 +83,11 @@ $(BIN)/python:
 COMPILED := setup.py $(wildcard reasoner/compact/*.pyx reasoner/compact/*.pxd reasoner/update/*.pyx)
 
 $(RUNTIME_STAMP): pyproject.toml $(COMPILED) | $(BIN)/python
-	$(BIN)/python -m pip install -e .
+	$(BIN)/python -m pip install -e '.[service,spark]'
 	touch $(RUNTIME_STAMP)
 
 $(STAMP): pyproject.toml $(COMPILED) | $(BIN)/python
-	$(BIN)/python -m pip install -e '.[dev]'
+	$(BIN)/python -m pip install -e '.[service,spark,dev]'
 	touch $(STAMP) $(RUNTIME_STAMP)
 
 # The benchmarks (bench/README.md): `make bench` runs every workload, system and the scaling
@@ -90,7 +97,7 @@ BENCH_ARGS ?=
 BENCH_STAMP := $(VENV)/.installed-bench
 
 $(BENCH_STAMP): pyproject.toml $(COMPILED) | $(BIN)/python
-	$(BIN)/python -m pip install -e '.[dev,bench]'
+	$(BIN)/python -m pip install -e '.[service,spark,dev,bench]'
 	touch $(BENCH_STAMP)
 
 bench: $(BENCH_STAMP)

@@ -15,6 +15,7 @@ import resource
 import sys
 import time
 from collections.abc import Sequence
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import cast
 
@@ -375,12 +376,10 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("--json", action="store_true", help="with --why: print JSON")
     explain.set_defaults(handler=_explain)
 
-    serve = commands.add_parser(
-        "serve", help="run the HTTP service (settings from REASONER_* environment variables)"
-    )
-    serve.add_argument("--host", default="127.0.0.1", help="interface to listen on")
-    serve.add_argument("--port", type=int, default=8000, help="TCP port")
-    serve.set_defaults(handler=_serve)
+    # Commands of other parts (the service's `serve`), found by their entry points: the
+    # engine does not import them.
+    for entry in sorted(entry_points(group="reasoner.commands"), key=lambda e: e.name):
+        entry.load()(commands)
     return parser
 
 
@@ -446,14 +445,6 @@ def _why_not_text(relation: str, row: tuple[Value, ...], failures: list[Failure]
             f"    {failure.literal}: {failure.reason}" + (f" (with {binding})" if binding else "")
         )
     return "\n".join(lines) + "\n"
-
-
-def _serve(args: argparse.Namespace) -> int:
-    # Imported here: the engine library does not depend on the service; only this command does.
-    from service.server import serve
-
-    serve(args.host, args.port)
-    return EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:

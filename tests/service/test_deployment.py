@@ -20,7 +20,10 @@ PYPROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
 
 
 def _pin(package: str) -> str:
-    for requirement in PYPROJECT["project"]["dependencies"]:
+    """The version pyproject.toml pins, in the dependencies or an extra."""
+    project = PYPROJECT["project"]
+    extras = project.get("optional-dependencies", {}).values()
+    for requirement in [*project["dependencies"], *(r for extra in extras for r in extra)]:
         name, _, version = requirement.partition("==")
         if name.split("[")[0].strip().lower() == package:
             return version.strip()

@@ -27,3 +27,27 @@ def test_importing_the_package_loads_no_polars() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT, check=True
     )
     assert result.stdout.strip() == "False"
+
+
+def test_the_engine_never_imports_the_service() -> None:
+    """`reasoner serve` comes from the service's entry point (`service.cli`): no module of the
+    engine names the service, so the engine installs and runs without it."""
+    import ast
+
+    for path in (REPO_ROOT / "reasoner").rglob("*.py"):
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            assert not any(name.split(".")[0] == "service" for name in names), path
+    result = subprocess.run(
+        [sys.executable, "-m", "reasoner.cli", "serve", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        check=True,
+    )
+    assert "--port" in result.stdout
