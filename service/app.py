@@ -15,7 +15,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from service import errors
-from service.api import health, reads, writes
+from service.api.routes import deltas, epochs, health, query, relations, rules
 from service.limits import BodySizeLimit
 from service.runtime import Runtime
 from service.schemas import ProblemOut
@@ -53,8 +53,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Added last, so it runs first: tokens are checked before a byte of the body is read.
     app.add_middleware(TokenGate, settings=settings)
     app.include_router(health.router)
-    app.include_router(writes.router)
-    app.include_router(reads.router)
+    for resource in (deltas, rules, relations, query, epochs):
+        for name in ("writes", "reads"):
+            if hasattr(resource, name):
+                app.include_router(getattr(resource, name))
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 
 from service import metrics
-from service.api.common import get_runtime
+from service.api.deps import RuntimeDep
 from service.errors import NOT_READY, problem_body
 from service.runtime import Runtime
 from service.schemas import Health, Ready
 from service.security import require_read
 
 router = APIRouter()
-RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
 
 
 # Liveness and readiness are `async def`: they run on the event loop itself, never queued

@@ -1,0 +1,53 @@
+"""What the routes share: the app's runtime, routers with their access checks, and the
+way a write is queued and a read answered."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import Response
+
+from reasoner import Delta
+from service.api.common import PROBLEM_RESPONSES, check_delta, get_runtime
+from service.errors import CLIENT_CLOSED_REQUEST, Problem
+from service.runtime import Runtime, WriteAbandoned
+from service.security import require_read, require_write
+
+RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
+Changes = Annotated[bool, Query(description="Include the derived tuples inserted and retracted.")]
+
+
+def read_router() -> APIRouter:
+    """A router of reads: each route checks the read token (`service.security`)."""
+    return APIRouter(
+        prefix="/v1", dependencies=[Depends(require_read)], responses=PROBLEM_RESPONSES
+    )
+
+
+def write_router() -> APIRouter:
+    """A router of writes: each route checks the write token."""
+    return APIRouter(
+        prefix="/v1", dependencies=[Depends(require_write)], responses=PROBLEM_RESPONSES
+    )
+
+
+async def apply_delta(runtime: Runtime, request: Request, delta: Delta, changes: bool):
+    """Queue the delta; a client that disconnects before its turn takes it out again."""
+    check_delta(delta)
+    job = functools.partial(runtime.apply, delta, include_changes=changes)
+    try:
+        return await runtime.write(job, disconnected=request.is_disconnected)
+    except WriteAbandoned:
+        # Nobody is listening; the status is for the access log.
+        raise Problem(499, CLIENT_CLOSED_REQUEST, "the client left: write dropped") from None
+
+
+async def answered(runtime: Runtime, respond: Callable[[], Response]) -> Response:
+    """`respond()` in a read slot, on a worker thread: pages are made and rendered off the
+    event loop, which the writes share."""
+    async with runtime.read_slot():
+        return await run_in_threadpool(respond)

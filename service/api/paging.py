@@ -1,0 +1,131 @@
+"""Reading rows, shared by the relation reads, queries and explain: response formats, bound
+arguments (`?column=value`), pages and their cursors."""
+
+from __future__ import annotations
+
+import csv
+import heapq
+import io
+import json
+from typing import Annotated, Any, Literal
+
+from fastapi import Query, Request
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel
+
+from reasoner.errors import TYPE_MISMATCH
+from service.api.common import parse_int64
+from service.errors import UNKNOWN_COLUMN, Problem, clip
+
+NDJSON = "application/x-ndjson"
+RESERVED = frozenset({"limit", "cursor", "format"})
+"""Query parameters of a page, never filters."""
+
+
+def response_format(request: Request, requested: str | None) -> str:
+    if requested:
+        return requested
+    accept = request.headers.get("accept", "")
+    if NDJSON in accept or "application/jsonl" in accept:
+        return "ndjson"
+    if "text/csv" in accept:
+        return "csv"
+    return "json"
+
+
+def page_response(
+    fmt: str,
+    relation_or_query: dict[str, Any],
+    columns: list[str],
+    rows: list[tuple],
+    next_cursor: str | None,
+    model: type[BaseModel],
+) -> Response:
+    # Every format says which epoch it reflects (CSV and NDJSON have no field for it).
+    headers = {"X-Epoch": str(relation_or_query["epoch"])}
+    if next_cursor is not None:
+        headers["X-Next-Cursor"] = next_cursor
+    if fmt == "ndjson":
+        body = "".join(json.dumps(list(r), ensure_ascii=False) + "\n" for r in rows)
+        return Response(body, media_type=NDJSON, headers=headers)
+    if fmt == "csv":
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(columns)
+        writer.writerows(rows)
+        return Response(out.getvalue(), media_type="text/csv; header=present", headers=headers)
+    # The model's fields in its order, without validating a page of rows the engine made
+    # (that took longer than reading them).
+    values = {**relation_or_query, "columns": columns, "rows": rows, "next": next_cursor}
+    return JSONResponse({name: values[name] for name in model.model_fields}, headers=headers)
+
+
+def page(rows, after: tuple | None, limit: int) -> tuple[list[tuple], tuple | None]:
+    if after is not None:
+        rows = (r for r in rows if r > after)
+    page = heapq.nsmallest(limit + 1, rows)
+    if len(page) > limit:
+        return page[:limit], page[limit - 1]
+    return page, None
+
+
+Format = Annotated[
+    Literal["json", "ndjson", "csv"] | None,
+    Query(description="Response format; default from the Accept header, else JSON."),
+]
+
+
+Limit = Annotated[int | None, Query(gt=0, description="Rows per page (at most the page size).")]
+
+
+Cursor = Annotated[str | None, Query(description="`next` of the previous page.")]
+
+
+def _position(key: str) -> int | None:
+    """The column index of a `@index` filter name, or None.
+
+    Only ASCII digits: `str.isdigit` is also true of `²`, on which `int` raises (a 500), and
+    `int` reads `١` as 1. At most 9 of them, so that `int` is never asked for a number it
+    refuses (over 4,300 digits) and no relation has that many columns."""
+    digits = key[1:]
+    if key.startswith("@") and 0 < len(digits) <= 9 and digits.isascii() and digits.isdigit():
+        return int(digits)
+    return None
+
+
+def bound_arguments(
+    request: Request, names: tuple[str, ...], types: tuple[str, ...]
+) -> dict[int, Any]:
+    """Bound arguments: `?column=value` (or `?@index=value`), typed by the column; a number
+    is read as in a `.facts` file (`parse_int64`: ASCII decimals in the 64-bit range)."""
+    bound: dict[int, Any] = {}
+    for key, raw in request.query_params.multi_items():
+        if key in RESERVED:
+            continue
+        position = _position(key)
+        if position is not None and position < len(names):
+            column = position
+        elif key in names:
+            column = names.index(key)
+        else:
+            raise Problem(
+                400,
+                UNKNOWN_COLUMN,
+                f"`{clip(key)}` is not a column (columns: {', '.join(names) or 'none'})",
+            )
+        if types[column] != "symbol":
+            value: Any = parse_int64(raw, types[column])
+            if value is None:
+                kind = "unsigned " if types[column] == "unsigned" else ""
+                raise Problem(
+                    400,
+                    TYPE_MISMATCH,
+                    f"column `{names[column]}` is a 64-bit {kind}integer, got {clip(raw)!r}",
+                )
+        else:
+            value = raw
+        if column in bound and bound[column] != value:
+            bound[column] = None  # two different values: nothing matches
+            continue
+        bound[column] = value
+    return bound

@@ -1,0 +1,162 @@
+"""`/v1/query` and `/v1/explain`: queries over the published epoch, and why a tuple holds
+or not."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any
+
+from fastapi import Depends, Path, Request
+from fastapi.responses import JSONResponse, Response
+
+from reasoner import Materialization
+from reasoner.errors import UNKNOWN_RELATION
+from reasoner.proofs import Explainer, ExplainError
+from reasoner.query import QueryResult, QueryTimeout, compile_query, evaluate_query
+from service.api.bodies import (
+    require_json,
+)
+from service.api.common import (
+    decode_cursor,
+    encode_cursor,
+    unpaired_surrogate,
+)
+from service.api.deps import (
+    RuntimeDep,
+    answered,
+    read_router,
+)
+from service.api.paging import (
+    NDJSON,
+    Format,
+    bound_arguments,
+    page,
+    page_response,
+    response_format,
+)
+from service.errors import (
+    INTERNAL_ERROR,
+    INVALID_TEXT,
+    UNKNOWN_COLUMN,
+    Problem,
+)
+from service.schemas import (
+    ExplainOut,
+    QueryIn,
+    QueryOut,
+)
+
+reads = read_router()
+
+
+@reads.post(
+    "/query",
+    dependencies=[Depends(require_json)],
+    response_model=QueryOut,
+    summary='Answer a conjunctive query (`tc("a", x), !edge("a", x)`)',
+    responses={200: {"content": {NDJSON: {}, "text/csv": {}}}},
+)
+async def post_query(
+    body: QueryIn, request: Request, runtime: RuntimeDep, format: Format = None
+) -> Response:
+    fmt = response_format(request, format)
+    if unpaired_surrogate(body.query) is not None:
+        # The answer echoes the query, and UTF-8 cannot encode the surrogate.
+        raise Problem(
+            400, INVALID_TEXT, "the query holds an unpaired surrogate: it is not Unicode text"
+        )
+    settings = runtime.settings
+    page_size = min(body.limit or settings.page_size, settings.page_size)
+    timeout = min(body.timeout or settings.query_timeout_seconds, settings.query_timeout_seconds)
+    deadline = time.monotonic() + timeout
+
+    def read(m: Materialization, epoch: int) -> tuple[QueryResult, int]:
+        query = compile_query(body.query, m.analyzed)
+        try:
+            result = evaluate_query(
+                query,
+                m.analyzed,
+                m.state,
+                m.symbols,
+                # One deadline for the request, however often a publication restarts it.
+                timeout=max(deadline - time.monotonic(), 0.001),
+                max_rows=settings.query_max_rows,
+            )
+        except QueryTimeout:
+            raise QueryTimeout(timeout) from None
+        return result, epoch
+
+    def respond() -> Response:
+        result, epoch = runtime.read(read)
+        after = None if body.cursor is None else decode_cursor(body.cursor, result.types, epoch)
+        rows, last = page(iter(result.rows), after, page_size)
+        return page_response(
+            fmt,
+            {"query": body.query, "epoch": epoch, "seconds": result.seconds},
+            list(result.columns),
+            rows,
+            None if last is None else encode_cursor(epoch, last),
+            QueryOut,
+        )
+
+    return await answered(runtime, respond)
+
+
+@reads.get(
+    "/explain/{name}",
+    response_model=ExplainOut,
+    summary="Why a tuple holds (a proof) or why it does not (each rule's first failing literal)",
+    description=(
+        "The tuple is given as for `GET /v1/relations/{name}`, one filter per column "
+        "(`?x=1&y=2` or `?@0=1&@1=2`), every column bound. A proof is a graph: `nodes[0]` "
+        "is the tuple, each node's `premises` index the tuples of its rule instance's positive "
+        "atoms, strictly older within a stratum, down to facts. Errors: `explain_too_deep`, "
+        "`explain_too_large`, `query_timeout`."
+    ),
+)
+async def get_explain(
+    name: Annotated[str, Path()], request: Request, runtime: RuntimeDep
+) -> Response:
+    settings = runtime.settings
+    timeout = settings.query_timeout_seconds
+    deadline = time.monotonic() + timeout
+
+    def read(m: Materialization, epoch: int) -> dict[str, Any]:
+        started = time.monotonic()
+        info = m.analyzed.relations.get(name)
+        if info is None or info.internal:
+            raise Problem(404, UNKNOWN_RELATION, f"relation `{name}` is not in the program")
+        bound = bound_arguments(request, info.column_names, info.types)
+        missing = [info.column_names[c] for c in range(info.arity) if c not in bound]
+        if missing or any(value is None for value in bound.values()):
+            raise Problem(
+                400,
+                UNKNOWN_COLUMN,
+                f"give one value for each column of `{name}` (missing: {', '.join(missing)})",
+            )
+        row = tuple(bound[c] for c in range(info.arity))
+        explainer = Explainer(m.analyzed, m.state, m.symbols, deadline)
+        try:
+            encoded = explainer.encode(name, row)
+            holds = explainer.holds(name, encoded)
+            proof = explainer.explain(name, encoded) if holds else None
+            failures = None if holds else explainer.why_not(name, encoded)
+        except QueryTimeout:
+            raise QueryTimeout(timeout) from None
+        except ExplainError as error:
+            status = 500 if error.code == INTERNAL_ERROR else 422
+            raise Problem(status, error.code, error.message) from None
+        return {
+            "relation": name,
+            "row": list(row),
+            "holds": holds,
+            "proof": None if proof is None else proof.as_json(),
+            "why_not": None if failures is None else [f.as_json() for f in failures],
+            "epoch": epoch,
+            "seconds": time.monotonic() - started,
+        }
+
+    def respond() -> Response:
+        return JSONResponse(runtime.read(read))
+
+    return await answered(runtime, respond)

@@ -1,0 +1,232 @@
+"""`/v1/relations`: the relations, their tuples (filtered, paginated), and bulk loads of
+facts as `.facts` or CSV bodies."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated, Any
+
+from fastapi import Path, Query, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import Response
+
+from reasoner import Delta, Materialization
+from reasoner.analysis.model import RelationInfo
+from reasoner.arith import wrap64
+from reasoner.errors import UNKNOWN_RELATION
+from reasoner.pages import relation_page
+from service.api.bodies import (
+    CSV_MEDIA_TYPE,
+    FACTS_MEDIA_TYPES,
+    facts_body,
+    media_type,
+    parse_rows,
+    unsupported,
+)
+from service.api.common import (
+    decode_cursor,
+    encode_cursor,
+    epoch_out,
+)
+from service.api.deps import (
+    Changes,
+    RuntimeDep,
+    answered,
+    apply_delta,
+    read_router,
+    write_router,
+)
+from service.api.paging import (
+    NDJSON,
+    Cursor,
+    Format,
+    Limit,
+    bound_arguments,
+    page,
+    page_response,
+    response_format,
+)
+from service.errors import (
+    Problem,
+)
+from service.runtime import Runtime
+from service.schemas import (
+    ColumnOut,
+    EpochOut,
+    RelationOut,
+    RelationRows,
+    RelationsOut,
+)
+
+reads = read_router()
+writes = write_router()
+
+
+@reads.get("/relations", response_model=RelationsOut, summary="Every relation of the program")
+def get_relations(runtime: RuntimeDep) -> RelationsOut:
+    with runtime.reading() as (m, epoch):
+        analyzed = m.analyzed
+        relations = [
+            RelationOut(
+                name=name,
+                arity=info.arity,
+                columns=[
+                    ColumnOut(name=c, type=t)
+                    for c, t in zip(info.column_names, info.types, strict=True)
+                ],
+                size=m.size(name),
+                stratum=analyzed.stratum_of.get(name),
+                derived=name in analyzed.stratum_of,
+                input=info.is_input,
+                output=info.is_output,
+            )
+            for name, info in analyzed.relations.items()
+            if not info.internal
+        ]
+    return RelationsOut(epoch=epoch, relations=relations)
+
+
+@reads.get(
+    "/relations/{name}",
+    response_model=RelationRows,
+    summary="A relation's tuples, filtered by bound arguments (`?column=value`), paginated",
+    description=(
+        "Column filters: any query parameter other than `limit`, `cursor` and `format` names a "
+        "column and the value it must have: `?x=1` (a column's name, as `GET /v1/relations` "
+        "lists it: its `.decl` name, the variable of the first rule deriving it, or `c0`, "
+        "`c1`, ...) or `?@0=1` (its position). Several filters must all hold. Numbers are "
+        "64-bit decimal integers; symbols are matched exactly. Pages follow `next`."
+    ),
+    responses={200: {"content": {NDJSON: {}, "text/csv": {}}}},
+)
+async def get_relation(
+    name: Annotated[str, Path()],
+    request: Request,
+    runtime: RuntimeDep,
+    format: Format = None,
+    limit: Limit = None,
+    cursor: Cursor = None,
+) -> Response:
+    fmt = response_format(request, format)
+    page_size = min(limit or runtime.settings.page_size, runtime.settings.page_size)
+
+    def read(m: Materialization, epoch: int) -> tuple[RelationInfo, list[tuple], Any, int]:
+        info = m.analyzed.relations.get(name)
+        if info is None or info.internal:
+            raise Problem(404, UNKNOWN_RELATION, f"relation `{name}` is not in the program")
+        after = None if cursor is None else decode_cursor(cursor, info.types, epoch)
+        bound = bound_arguments(request, info.column_names, info.types)
+        key = _engine_key(m, info.types, bound)
+        if key is None:
+            return info, [], None, epoch
+        store = m.state[name]
+        if not key:
+            rows, last = relation_page(store, info.types, m.symbols, after, page_size)
+            return info, rows, last, epoch
+        decode = m.symbols.decoder(info.types)
+        rows, last = page(map(decode, store.select(key)), after, page_size)
+        return info, rows, last, epoch
+
+    def respond() -> Response:
+        info, rows, last, epoch = runtime.read(read)
+        return page_response(
+            fmt,
+            {"relation": name, "epoch": epoch},
+            list(info.column_names),
+            rows,
+            None if last is None else encode_cursor(epoch, last),
+            RelationRows,
+        )
+
+    return await answered(runtime, respond)
+
+
+def _engine_key(m, types: tuple[str, ...], bound: dict[int, Any]) -> dict[int, int] | None:
+    """Bound values as engine values; None when nothing can match (a symbol never seen, or
+    two different values for one column)."""
+    key: dict[int, int] = {}
+    for column, value in bound.items():
+        if value is None:
+            return None
+        if types[column] == "symbol":
+            value = m.symbols.lookup(value)
+            if value is None:
+                return None
+        elif types[column] == "unsigned":
+            value = wrap64(value)
+        key[column] = value
+    return key
+
+
+_FACTS_BODY: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            **{
+                kind: {"schema": {"type": "string"}, "example": "1\t2\n2\t3\n"}
+                for kind in FACTS_MEDIA_TYPES
+            },
+            CSV_MEDIA_TYPE: {"schema": {"type": "string"}, "example": "1,2\n2,3\n"},
+        },
+    }
+}
+
+
+async def _rows_of_body(
+    request: Request, runtime: Runtime, name: str, delimiter: str | None, header: bool | None
+) -> Sequence[tuple]:
+    with runtime.reading() as (m, _epoch):
+        info = m.analyzed.relations.get(name)
+    if info is None or info.internal:
+        raise Problem(404, UNKNOWN_RELATION, f"relation `{name}` is not in the program")
+    kind, params = media_type(request)
+    if kind != CSV_MEDIA_TYPE and kind not in FACTS_MEDIA_TYPES:
+        raise unsupported(kind, (*FACTS_MEDIA_TYPES, CSV_MEDIA_TYPE))
+    body = await facts_body(request)
+    return await run_in_threadpool(
+        parse_rows, body, info, name, kind, params, delimiter=delimiter, header=header
+    )
+
+
+Delimiter = Annotated[
+    str | None, Query(description="Field separator of a `.facts` body (default: tab).")
+]
+
+
+Header = Annotated[bool | None, Query(description="Whether a CSV body starts with a header line.")]
+
+
+@writes.post(
+    "/relations/{name}/facts",
+    response_model=EpochOut,
+    summary="Insert facts from a Soufflé .facts or CSV body (bulk load)",
+    openapi_extra=_FACTS_BODY,
+)
+async def post_relation_facts(
+    name: str,
+    request: Request,
+    runtime: RuntimeDep,
+    delimiter: Delimiter = None,
+    header: Header = None,
+    changes: Changes = False,
+) -> EpochOut:
+    rows = await _rows_of_body(request, runtime, name, delimiter, header)
+    return epoch_out(await apply_delta(runtime, request, Delta(insert={name: rows}), changes))
+
+
+@writes.delete(
+    "/relations/{name}/facts",
+    response_model=EpochOut,
+    summary="Retract facts given as a Soufflé .facts or CSV body",
+    openapi_extra=_FACTS_BODY,
+)
+async def delete_relation_facts(
+    name: str,
+    request: Request,
+    runtime: RuntimeDep,
+    delimiter: Delimiter = None,
+    header: Header = None,
+    changes: Changes = False,
+) -> EpochOut:
+    rows = await _rows_of_body(request, runtime, name, delimiter, header)
+    return epoch_out(await apply_delta(runtime, request, Delta(retract={name: rows}), changes))

@@ -1,0 +1,104 @@
+"""`/v1/rules`: the program's rules, added and removed by id."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import Path, Request
+from pydantic import ValidationError
+
+from reasoner import Delta
+from reasoner.program_text import rule_id
+from reasoner.syntax.parser import parse_program
+from service.api.bodies import (
+    media_type,
+    text_body,
+    unsupported,
+)
+from service.api.common import (
+    epoch_out,
+)
+from service.api.deps import (
+    Changes,
+    RuntimeDep,
+    apply_delta,
+    read_router,
+    write_router,
+)
+from service.errors import (
+    INVALID_JSON,
+    INVALID_REQUEST,
+    Problem,
+    clip,
+)
+from service.schemas import (
+    EpochOut,
+    RuleOut,
+    RulesAdded,
+    RulesIn,
+    RulesOut,
+)
+
+reads = read_router()
+writes = write_router()
+
+
+@reads.get("/rules", response_model=RulesOut, summary="The program's rules with their ids")
+def get_rules(runtime: RuntimeDep) -> RulesOut:
+    with runtime.reading() as (m, epoch):
+        rules = m.rules()
+    return RulesOut(epoch=epoch, rules=[RuleOut(id=r.id, text=r.text) for r in rules])
+
+
+_RULES_BODY: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {"schema": RulesIn.model_json_schema()},
+            "text/plain": {
+                "schema": {"type": "string"},
+                "example": "tc(x, y) :- edge(x, y).\ntc(x, z) :- tc(x, y), edge(y, z).",
+            },
+        },
+    }
+}
+
+
+@writes.post(
+    "/rules",
+    response_model=RulesAdded,
+    summary="Add rules (JSON or a text/plain Datalog body)",
+    openapi_extra=_RULES_BODY,
+)
+async def post_rules(request: Request, runtime: RuntimeDep, changes: Changes = False) -> RulesAdded:
+    kind, _ = media_type(request)
+    if kind == "application/json":
+        try:
+            texts = RulesIn.model_validate_json(await request.body()).rules
+        except ValidationError as exc:
+            malformed = any(e["type"] == "json_invalid" for e in exc.errors())
+            raise Problem(
+                400 if malformed else 422,
+                INVALID_JSON if malformed else INVALID_REQUEST,
+                clip(f"invalid rules document: {exc}", 2000),
+            ) from None
+    elif kind == "text/plain":
+        texts = [await text_body(request)]
+    else:
+        raise unsupported(kind, ("application/json", "text/plain"))
+    applied = await apply_delta(runtime, request, Delta(add_rules=tuple(texts)), changes)
+    ids: dict[str, None] = {}
+    for text in texts:
+        for rule in parse_program(text, expand_components=False).rules:
+            ids.setdefault(rule_id(rule.text), None)
+    return RulesAdded(**epoch_out(applied).model_dump(), ids=list(ids))
+
+
+@writes.delete("/rules/{rule_id}", response_model=EpochOut, summary="Remove a rule")
+async def delete_rule(
+    rule_id: Annotated[str, Path(description="The id `GET /v1/rules` lists.")],
+    request: Request,
+    runtime: RuntimeDep,
+    changes: Changes = False,
+) -> EpochOut:
+    return epoch_out(await apply_delta(runtime, request, Delta(remove_rules=(rule_id,)), changes))
