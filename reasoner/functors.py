@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reasoner.arith import wrap64
+from reasoner.arith import as_unsigned, wrap64
 from reasoner.syntax.ast import (
     ColumnType,
     Functor,
@@ -101,6 +101,24 @@ def _to_number(text: str) -> int | None:
     return value if wrap64(value) == value else None
 
 
+def _to_unsigned(text: str) -> int | None:
+    """`to_unsigned` of text: as `to_number` reads it, without a sign, from 0 to 2^64 - 1
+    (held as its 64-bit pattern); None for anything else."""
+    found = _NUMBER.fullmatch(text)
+    if found is None or found.group(1) == "-":
+        return None
+    _, hexadecimal, binary, decimal = found.groups()
+    digits, base = (hexadecimal, 16) if hexadecimal else (binary, 2) if binary else (decimal, 10)
+    if len(digits) > 70:
+        return None
+    value = int(digits, base)
+    return wrap64(value) if value < 1 << 64 else None
+
+
+UNSIGNED_TO_STRING = "to_string!u"
+"""`to_string` of an unsigned (its unsigned reading), which the analysis makes of a
+`to_string` call on one; never written (`!` is no identifier character)."""
+
 SIGNATURES: dict[str, Signature] = {
     "cat": Signature(("symbol",), "symbol", lambda *parts: "".join(parts), variadic=True),
     "strlen": Signature(("symbol",), "number", lambda text: len(text.encode())),
@@ -109,6 +127,8 @@ SIGNATURES: dict[str, Signature] = {
     "match": Signature(("symbol", "symbol"), "number", _match),
     "to_number": Signature(("symbol",), "number", _to_number),
     "to_string": Signature(("number",), "symbol", str),
+    "to_unsigned": Signature(("symbol",), "unsigned", _to_unsigned),
+    UNSIGNED_TO_STRING: Signature(("unsigned",), "symbol", lambda value: str(as_unsigned(value))),
 }
 """Every functor by name. `ord` is not here: its value is a symbol's id, see `apply`; nor is
 `range`, which has many values (see `range_values`)."""
@@ -119,7 +139,11 @@ each into a body literal `#range<n> = range(...)` of its own (`reasoner.analysis
 which executors evaluate as a generator (or, the variable already bound, as a membership
 test); no other term of theirs ever holds one."""
 
-NAMES = frozenset(SIGNATURES) | {"ord", GENERATOR}
+NAMES = frozenset(SIGNATURES) - {UNSIGNED_TO_STRING} | {"ord", GENERATOR}
+"""The functors a program may call."""
+CONVERSIONS = frozenset({"to_number", "to_unsigned"})
+"""Functors that also take a number or an unsigned (`to_number(u)`, `to_unsigned(n)`): then
+they keep the 64 bits and change the type, and the analysis drops them."""
 CONSTRAINTS = frozenset({"contains", "match"})
 """Functors Soufflé writes as body literals (`contains("a", s)`), not as terms."""
 
@@ -217,7 +241,7 @@ def apply_arrays(
     return np.ma.masked_array(values[inverse], mask=missing[inverse])
 
 
-ORDER = tuple(sorted(NAMES))
+ORDER = tuple(sorted(NAMES | {UNSIGNED_TO_STRING}))
 """Functor numbers, as the Update kernel's plans name them (`reasoner.update.plans`)."""
 
 

@@ -288,6 +288,23 @@ def functor(name: str, args: list[Value]) -> Value:
             return 1 if re.fullmatch(str(args[0]), str(args[1])) else 0
         except re.error:
             return 0
+    if name == "to_number" and isinstance(args[0], int):  # an unsigned's bits, as a number
+        return wrap(args[0])
+    if name == "to_unsigned" and isinstance(args[0], int):  # a number's bits, as an unsigned
+        return args[0] % 2**64
+    if name == "to_unsigned":  # as to_number reads it, without a minus, below 2^64
+        text = str(args[0])
+        digits = text[1:] if text[:1] == "+" else text
+        base = {"0x": 16, "0X": 16, "0b": 2, "0B": 2}.get(digits[:2], 10)
+        if base != 10:
+            digits = digits[2:]
+        allowed = "0123456789abcdefABCDEF"[: 22 if base == 16 else base]
+        if not digits or not all(c in allowed for c in digits) or len(digits) > 70:
+            raise NoValue
+        value = int(digits, base)
+        if value >= 2**64:
+            raise NoValue
+        return value
     if name == "to_number":  # decimal, 0x hexadecimal or 0b binary, with a sign
         text = str(args[0])
         sign = -1 if text[:1] == "-" else 1
@@ -503,6 +520,8 @@ def _kind(term: object, kinds: Mapping[str, str]) -> str | None:
         return "number" if term.target is None else _kind(term.target, kinds)
     if isinstance(term, Cast):
         return _primitives.get(term.type, term.type)
+    if isinstance(term, Functor) and term.name == "to_unsigned":
+        return "unsigned"
     return None if term is None else "other"  # a functor's result, a string: not unsigned
 
 

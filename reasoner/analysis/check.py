@@ -212,7 +212,7 @@ def check_query(
         for index, column_type in enumerate(info.types):
             inference.fix_column(name, index, column_type)
     inference.visit_clause(0, None, body)
-    inference.check_casts()
+    inference.settle()
     safety.check_query(body, reporter)
     reporter.raise_if_errors()
     return unsigned_body(body, inference)

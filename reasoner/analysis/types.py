@@ -90,6 +90,10 @@ class TypeInference:
         self.named = named
         """The program's type names, for `as(term, Type)` (None: the primitive ones)."""
         self._casts: list[tuple[Key | Known, ColumnType, Cast]] = []
+        self._overloaded: list[tuple[Key | Known, Functor]] = []
+        self._conversions: dict[int, ColumnType] = {}
+        """The argument's type of each call of a `to_number`, `to_unsigned` or `to_string`
+        whose argument is a number or an unsigned, by `id`."""
         self._parent: dict[Key, Key] = {}
         self._type: dict[Key, Known] = {}
         self._operations: dict[int, Key] = {}
@@ -256,7 +260,7 @@ class TypeInference:
 
     def _cast(self, scope: int, node: Cast) -> Known | None:
         """`as(term, Type)`: `Type`'s primitive type, whatever `term`'s (checked once the
-        classes are known, by `check_casts`)."""
+        classes are known, by `settle`)."""
         inner = self._term(scope, node.term)
         if self.named is not None:
             target = self.named.primitive(node.type)
@@ -269,7 +273,23 @@ class TypeInference:
             self._casts.append((inner, target, node))
         return target
 
-    def check_casts(self) -> None:
+    def settle(self) -> None:
+        """After every clause is visited: the overloaded functors' argument types (a
+        conversion's argument that nothing makes a number is a symbol, as it was before
+        overloads), then the casts."""
+        for typed, call in self._overloaded:
+            _, known = self._resolve(typed)
+            if known is None:
+                self._merge(typed, SYMBOL)
+            elif known != SYMBOL:
+                self._conversions[id(call)] = NUMBER if known == NUMERIC else known
+        self._check_casts()
+
+    def conversion(self, call: Functor) -> ColumnType | None:
+        """The numeric type `call`'s argument has, for an overloaded functor (`settle`)."""
+        return self._conversions.get(id(call))
+
+    def _check_casts(self) -> None:
         """A cast between a symbol and a number would read a symbol's place in the table as
         a value (Soufflé allows it; its numbers mean nothing here): refused. Between `number`
         and `unsigned` it reinterprets the 64 bits, as Soufflé's does."""
@@ -314,10 +334,16 @@ class TypeInference:
     def _functor(self, scope: int, call: Functor) -> ColumnType:
         signature = functors.signature(call.name)
         for index, arg in enumerate(call.args):
-            wanted = signature.param(index)
+            wanted: Known = signature.param(index)
             typed = self._term(scope, arg)
             if typed is None:
                 continue
+            if call.name in functors.CONVERSIONS:  # a symbol or a number: see `settle`
+                self._overloaded.append((typed, call))
+                continue
+            if call.name == "to_string":  # a number or an unsigned
+                wanted = NUMERIC
+                self._overloaded.append((typed, call))
             ok, found, _ = self._merge(typed, wanted)
             if not ok:
                 self.reporter.error(
@@ -366,7 +392,7 @@ def infer_types(
         inference.visit_quietly(scope, rule.head, rule.body)
     for scope, (_, head, body) in enumerate(clauses):
         inference.visit_clause(scope, head, body)
-    inference.check_casts()
+    inference.settle()
     names = [name for name in table.order if name in table.arity]
     types = {
         name: tuple(inference.column_type(name, i) for i in range(table.arity[name]))

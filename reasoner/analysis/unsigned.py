@@ -13,7 +13,9 @@ either reading. What differs is:
 - **division, remainder and power**: `udiv`, `umod` and `upow` (`reasoner.arith`), operators
   of their own in every executor (on Spark, a stratum that divides unsigned values runs in
   the driver);
-- **the right shift** `bshr`, which sign-extends a number: on an unsigned it is `bshru`.
+- **the right shift** `bshr`, which sign-extends a number: on an unsigned it is `bshru`;
+- **`to_string`**, which writes an unsigned's unsigned reading (`UNSIGNED_TO_STRING`), while
+  `to_number(u)` and `to_unsigned(n)` keep the bits, as a cast does, and are dropped.
 
 The type inference (`reasoner.analysis.types`) knows the type each operation works in; this
 pass rewrites the rules and facts the engine evaluates, and drops the casts (`as(x, T)`), which
@@ -28,6 +30,7 @@ from collections.abc import Mapping, Sequence
 
 from reasoner.analysis.model import AggregateDefinition
 from reasoner.analysis.types import TypeInference
+from reasoner.functors import CONVERSIONS, UNSIGNED_TO_STRING
 from reasoner.syntax.ast import (
     UNSIGNED,
     AggregateOp,
@@ -148,6 +151,13 @@ class _Rewriter:
             return self.term(term.term)
         if isinstance(term, Functor):
             args = tuple(self.term(arg) for arg in term.args)
+            kind = self.inference.conversion(term)
+            if kind is not None and term.name in CONVERSIONS:  # the bits stay, as a cast's
+                self.changed = True
+                return args[0]
+            if kind == UNSIGNED and term.name == "to_string":
+                self.changed = True
+                return Functor(UNSIGNED_TO_STRING, args, term.span)
             if all(map(_same, args, term.args)):
                 return term
             return dataclasses.replace(term, args=args)

@@ -148,7 +148,7 @@ Term = Variable | Wildcard | NumberConst | StringConst | BinaryOp | Functor | Ag
 
 PARTIAL_OPS = frozenset({"/", "%", "^", "udiv", "umod"})
 """Operators without a value for some operands: a division by zero, zero to a negative power."""
-PARTIAL_FUNCTORS = frozenset({"to_number"})
+PARTIAL_FUNCTORS = frozenset({"to_number", "to_unsigned"})
 """Functors without a value for some operands: `to_number("x")`."""
 
 

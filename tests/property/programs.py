@@ -474,6 +474,9 @@ class RuleBuilder:
                         f"bnot {x}",
                         f"max({x}, {y})",
                         f"min({x}, 5)",
+                        f"to_unsigned(to_string({x}))",
+                        f"as(as({x}, number) - 1, unsigned)",
+                        f"to_unsigned(to_number({y}) * -1)",
                     )
                 )
             )

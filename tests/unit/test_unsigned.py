@@ -235,3 +235,39 @@ def test_casts_the_engine_refuses(text: str, code: str, message: str) -> None:
     with pytest.raises(ProgramError, match=message) as error:
         check_program(text)
     assert error.value.diagnostics[0].code == code
+
+
+CONVERSIONS = """
+.decl u(x: unsigned)
+.input u
+.decl n(x: number)
+.input n
+.decl s(x: symbol)
+.input s
+.decl Written(x: unsigned, t: symbol, y: number)
+Written(x, to_string(x), to_number(x)) :- u(x).
+.decl Unsigned(y: number, x: unsigned)
+Unsigned(y, to_unsigned(y)) :- n(y).
+.decl Read(t: symbol, x: unsigned)
+Read(t, to_unsigned(t)) :- s(t).
+"""
+
+
+@pytest.mark.parametrize("engine", ["reference", "local"])
+def test_conversions_follow_souffles_overloads(engine: str) -> None:
+    """`to_string` of an unsigned writes its unsigned reading; `to_number(u)` and
+    `to_unsigned(n)` keep the bits (Soufflé's U2I and I2U); `to_unsigned` of text reads a
+    decimal, `0x` or `0b` number below 2^64, and of anything else has no value."""
+    inputs = {
+        "u": [(TOP,), (7,)],
+        "n": [(-1,), (7,)],
+        "s": [("12",), ("0x10",), (str(TOP),), (str(2**64),), ("-1",), ("x",)],
+    }
+    m = Materialization.from_text(CONVERSIONS, engines=EngineSettings(engine))
+    m.load(inputs)
+    m.bootstrap()
+    assert set(m.rows("Written")) == {(TOP, str(TOP), -1), (7, "7", 7)}
+    assert set(m.rows("Unsigned")) == {(-1, TOP), (7, 7)}
+    assert set(m.rows("Read")) == {("12", 12), ("0x10", 16), (str(TOP), TOP)}
+    assert visible(m.snapshot(), m.analyzed) == evaluate(m.analyzed, inputs)
+    _compare(check_program(CONVERSIONS), inputs, small_iteration=0)  # Polars too
