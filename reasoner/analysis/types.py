@@ -282,7 +282,7 @@ class TypeInference:
             if known is None:
                 self._merge(typed, SYMBOL)
             elif known != SYMBOL:
-                self._conversions[id(call)] = NUMBER if known == NUMERIC else known
+                self._conversions[id(call)] = UNSIGNED if known == UNSIGNED else NUMBER
         self._check_casts()
 
     def conversion(self, call: Functor) -> ColumnType | None:
