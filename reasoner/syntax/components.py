@@ -30,10 +30,12 @@ from reasoner.syntax.ast import (
     Atom,
     BinaryOp,
     BodyLiteral,
+    Cast,
     Comparison,
     Declaration,
     Directive,
     Fact,
+    Functor,
     Negation,
     Rule,
     Span,
@@ -200,11 +202,10 @@ class _Output:
             self.types.append(
                 dataclasses.replace(declared, name=prefix + declared.name, bases=bases)
             )
-        self.rules.extend(_rename_rule(rule, scope.relation) for rule in body.rules)
+        names = _Names(scope.relation, scope.type)
+        self.rules.extend(_rename_rule(rule, names) for rule in body.rules)
         for fact in body.facts:
-            self.facts.append(
-                dataclasses.replace(fact, atom=_rename_atom(fact.atom, scope.relation))
-            )
+            self.facts.append(dataclasses.replace(fact, atom=_rename_atom(fact.atom, names)))
 
 
 def _instantiate(
@@ -341,41 +342,68 @@ def _with_parameters(body: Body, parameters: dict[str, str]) -> Body:
         )
         for i in body.instances
     )
-    return dataclasses.replace(body, declarations=declarations, types=types, instances=instances)
+    # Types are named in rules too, by casts (`as(x, N)`).
+    names = _Names(lambda relation: relation, typed)
+    rules = tuple(_rename_rule(rule, names) for rule in body.rules)
+    facts = tuple(
+        dataclasses.replace(fact, atom=_rename_atom(fact.atom, names)) for fact in body.facts
+    )
+    return dataclasses.replace(
+        body,
+        declarations=declarations,
+        types=types,
+        instances=instances,
+        rules=rules,
+        facts=facts,
+    )
 
 
-def _rename_rule(rule: Rule, rename: Callable[[str], str]) -> Rule:
+@dataclass(frozen=True, slots=True)
+class _Names:
+    """How a body's names read where it is placed: relations', and types' (in casts)."""
+
+    relation: Callable[[str], str]
+    type: Callable[[str], str]
+
+
+def _rename_rule(rule: Rule, names: _Names) -> Rule:
     return dataclasses.replace(
         rule,
-        head=_rename_atom(rule.head, rename),
-        body=tuple(_rename_literal(literal, rename) for literal in rule.body),
+        head=_rename_atom(rule.head, names),
+        body=tuple(_rename_literal(literal, names) for literal in rule.body),
     )
 
 
-def _rename_literal(literal: BodyLiteral, rename: Callable[[str], str]) -> BodyLiteral:
+def _rename_literal(literal: BodyLiteral, names: _Names) -> BodyLiteral:
     if isinstance(literal, Atom):
-        return _rename_atom(literal, rename)
+        return _rename_atom(literal, names)
     if isinstance(literal, Negation):
-        return dataclasses.replace(literal, atom=_rename_atom(literal.atom, rename))
+        return dataclasses.replace(literal, atom=_rename_atom(literal.atom, names))
     assert isinstance(literal, Comparison)
     return dataclasses.replace(
-        literal, left=_rename_term(literal.left, rename), right=_rename_term(literal.right, rename)
+        literal, left=_rename_term(literal.left, names), right=_rename_term(literal.right, names)
     )
 
 
-def _rename_atom(atom: Atom, rename: Callable[[str], str]) -> Atom:
-    args = tuple(_rename_term(arg, rename) for arg in atom.args)
-    return dataclasses.replace(atom, relation=rename(atom.relation), args=args)
+def _rename_atom(atom: Atom, names: _Names) -> Atom:
+    args = tuple(_rename_term(arg, names) for arg in atom.args)
+    return dataclasses.replace(atom, relation=names.relation(atom.relation), args=args)
 
 
-def _rename_term(term: Term, rename: Callable[[str], str]) -> Term:
-    """Relations are named inside aggregates' bodies too."""
+def _rename_term(term: Term, names: _Names) -> Term:
+    """Relations are named inside aggregates' bodies too (at any depth of a term), and types
+    in casts."""
     if isinstance(term, Aggregate):
-        target = None if term.target is None else _rename_term(term.target, rename)
-        body = tuple(_rename_literal(literal, rename) for literal in term.body)
+        target = None if term.target is None else _rename_term(term.target, names)
+        body = tuple(_rename_literal(literal, names) for literal in term.body)
         return dataclasses.replace(term, target=target, body=body)
     if isinstance(term, BinaryOp):
         return dataclasses.replace(
-            term, left=_rename_term(term.left, rename), right=_rename_term(term.right, rename)
+            term, left=_rename_term(term.left, names), right=_rename_term(term.right, names)
         )
+    if isinstance(term, Functor):
+        return dataclasses.replace(term, args=tuple(_rename_term(a, names) for a in term.args))
+    if isinstance(term, Cast):
+        inner = _rename_term(term.term, names)
+        return dataclasses.replace(term, term=inner, type=names.type(term.type))
     return term

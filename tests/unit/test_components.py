@@ -154,3 +154,27 @@ def test_a_nested_instance_s_types_are_named_through_it() -> None:
     .init o = Outer
     """
     assert rows_of(text, "o.s") == {(1,)}
+
+
+def test_casts_name_type_parameters_and_functors_hold_aggregates() -> None:
+    """`as(x, N)` in a component reads the instance's type; an aggregate inside a functor's
+    argument reads the instance's relation."""
+    m = Materialization.from_text(
+        """
+        .comp Box<N> {
+          .decl v(x: N)
+          .decl w(x: N)
+          w(as(x, N)) :- v(x).
+          .decl c(s: symbol)
+          c(to_string(count : { v(_) })) :- v(_).
+        }
+        .init u = Box<unsigned>
+        .init n = Box<number>
+        u.v(5). u.v(6). n.v(-1).
+        """
+    )
+    m.bootstrap()
+    assert m.analyzed.relations["u.w"].types == ("unsigned",)
+    assert m.analyzed.relations["n.w"].types == ("number",)
+    assert set(m.rows("u.c")) == {("2",)} and set(m.rows("n.c")) == {("1",)}
+    assert set(m.rows("n.w")) == {(-1,)}
