@@ -21,6 +21,7 @@ from typing import cast
 
 from reasoner.analysis import check_program
 from reasoner.analysis.model import AnalyzedProgram, Value
+from reasoner.arith import as_unsigned
 from reasoner.elastic.engines import (
     DEFAULT_SPARK_ITERATION,
     DEFAULT_SPARK_MASTER,
@@ -430,7 +431,15 @@ def _ground_atom(text: str) -> tuple[str, tuple[Value, ...]]:
         isinstance(arg, NumberConst | StringConst) for arg in atom.args
     ):
         raise InputDataError(f'`{text}` is not a tuple such as tc(1, "a")', "--why")
-    return atom.relation, tuple(cast(NumberConst | StringConst, arg).value for arg in atom.args)
+    return atom.relation, tuple(map(_constant, atom.args))
+
+
+def _constant(term: object) -> Value:
+    """A literal's value as a user writes it (an unsigned one from 0 to 2^64 - 1)."""
+    literal = cast(NumberConst | StringConst, term)
+    if isinstance(literal, NumberConst) and literal.kind == "unsigned":
+        return as_unsigned(literal.value)
+    return literal.value
 
 
 def _why_not_text(relation: str, row: tuple[Value, ...], failures: list[Failure]) -> str:

@@ -213,3 +213,18 @@ def test_printsize_stdout_and_headers_as_souffle_prints_them(
     )
     assert (out / "tc.txt").read_text() == "x,y\n1,2\n1,3\n2,3\n"
     assert not (out / "tc.csv").exists()
+
+
+def test_explain_reads_unsigned_literals(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--why` takes an unsigned as written (`5u`, or a decimal past 2^63 - 1) and proofs show
+    unsigned values as such."""
+    top = 2**64 - 1
+    program = _write(tmp_path, "p.dl", ".decl a(x: unsigned)\n.input a\nb(x - 1) :- a(x).\n")
+    _write(tmp_path, "a.facts", f"{top}\n1\n")
+    argv = ["explain", str(program), "-F", str(tmp_path), "--json"]
+    assert main([*argv, "--why", f"b({top - 1})", "--why", "b(0u)"]) == 0
+    first, second = json.loads(capsys.readouterr().out)
+    assert first["holds"] and first["proof"]["nodes"][1]["row"] == [top]
+    assert second["holds"] and second["proof"]["nodes"][1]["row"] == [1]
