@@ -13,7 +13,7 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
-from reasoner.elastic.engines import DEFAULT_SPARK_ITERATION, DEFAULT_SPARK_THRESHOLD
+from reasoner.elastic.engines import DEFAULT_SPARK_ITERATION, DEFAULT_SPARK_THRESHOLD, Engine
 
 DEFAULT_DATABASE_URL = "sqlite:///./data/reasoner.db"
 SECRETS_DIR = Path("/run/secrets")
@@ -48,7 +48,7 @@ class Settings(BaseSettings):
     spark_master: str = Field(
         "local[*]", description="Spark master for the Spark Bootstrap (`spark://host:7077`)."
     )
-    bootstrap_engine: Literal["auto", "local", "spark", "reference"] = Field(
+    bootstrap_engine: Engine = Field(
         "auto",
         description="Where Bootstrap runs: `local` (vectorized, in-process), `spark`, "
         "`reference` (the per-tuple executor, the compiled kernel), or `auto`: chosen per "

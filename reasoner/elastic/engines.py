@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, get_args
 
 from reasoner.analysis.model import AnalyzedProgram, Stratum
 from reasoner.elastic.bootstrap import Check, Started, StratumBootstrap, StratumRun
@@ -41,7 +41,10 @@ if TYPE_CHECKING:
     from reasoner.executors.local.vectorized import VectorizedBootstrap
     from reasoner.executors.spark.bootstrap import SparkBootstrap
 
-ENGINES = ("auto", "reference", "local", "spark")
+Engine = Literal["auto", "reference", "local", "spark"]
+"""Where a Bootstrap runs: the one list of them, which the settings and the command line
+take."""
+ENGINES: tuple[Engine, ...] = get_args(Engine)
 DEFAULT_SPARK_MASTER = "local[*]"
 DEFAULT_SPARK_THRESHOLD = 50_000_000
 """Rows of a stratum (read by its first iteration, plus what it derived in the last Bootstrap)
