@@ -389,7 +389,7 @@ def _explain(args: argparse.Namespace) -> int:
     if not args.why:
         sys.stdout.write(explain_program(analyzed))
         return EXIT_OK
-    tuples = [_ground_atom(text) for text in args.why]
+    tuples = [_ground_atom(text, analyzed) for text in args.why]
     materialization = Materialization(analyzed, maintained=False)
     materialization.load(load_inputs(analyzed, Path(args.facts), read=read_facts_batch))
     materialization.bootstrap()
@@ -423,21 +423,26 @@ def _explain(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _ground_atom(text: str) -> tuple[str, tuple[Value, ...]]:
-    """`tc(1, "a")`: a relation and the constants of a tuple, as `--why` takes them."""
+def _ground_atom(text: str, analyzed: AnalyzedProgram) -> tuple[str, tuple[Value, ...]]:
+    """`tc(1, "a")`: a relation and the constants of a tuple, as `--why` takes them. A
+    literal not written negative is read in its column's type (`0xFF..FF` in an unsigned
+    column is 2^64 - 1), as a literal in a rule is."""
     literals = parse_body(text, "<--why>")
     atom = literals[0] if len(literals) == 1 else None
     if not isinstance(atom, Atom) or not all(
         isinstance(arg, NumberConst | StringConst) for arg in atom.args
     ):
         raise InputDataError(f'`{text}` is not a tuple such as tc(1, "a")', "--why")
-    return atom.relation, tuple(map(_constant, atom.args))
+    info = analyzed.relations.get(atom.relation)
+    types = info.types if info is not None and info.arity == len(atom.args) else ()
+    return atom.relation, tuple(
+        _constant(arg, types[index] if types else None) for index, arg in enumerate(atom.args)
+    )
 
 
-def _constant(term: object) -> Value:
-    """A literal's value as a user writes it (an unsigned one from 0 to 2^64 - 1)."""
+def _constant(term: object, column: str | None) -> Value:
     literal = cast(NumberConst | StringConst, term)
-    if isinstance(literal, NumberConst) and literal.kind == "unsigned":
+    if isinstance(literal, NumberConst) and literal.kind != "number" and column == "unsigned":
         return as_unsigned(literal.value)
     return literal.value
 

@@ -206,7 +206,9 @@ class Explainer:
                 kind == UNSIGNED and not 0 <= cast(int, value) < 1 << 64
             ):
                 raise ExplainError(
-                    "type_mismatch", f"column {index + 1} of `{relation}` is a {kind}: {value!r}"
+                    "type_mismatch",
+                    f"column {index + 1} of `{relation}` is {'an' if kind == UNSIGNED else 'a'} "
+                    f"{kind}: {value!r}",
                 )
             out.append(self.constants.id(value) if isinstance(value, str) else wrap64(value))
         return tuple(out)
@@ -394,7 +396,9 @@ class Explainer:
             for term, kind in zip(plan.rule.head.args, head, strict=True)
             if isinstance(term, Variable)
         }
-        types = variable_types(plan, self.analyzed, known)
+        types = self.analyzed.variable_types.get(plan.rule) or variable_types(
+            plan, self.analyzed, known
+        )
         return {
             name: self.constants.user(value, types.get(name, NUMBER))
             for name, value in env.items()

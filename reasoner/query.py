@@ -82,6 +82,9 @@ class Query:
     body: tuple[BodyLiteral, ...]
     variables: tuple[str, ...]
     """The answer's columns: the query's variables in order of first occurrence."""
+    types: Mapping[str, ColumnType]
+    """Each variable's type, as the type inference found it (the body to evaluate has lost
+    its casts and conversions, which change types)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,8 +98,8 @@ class QueryResult:
 
 def compile_query(text: str, analyzed: AnalyzedProgram, filename: str = "<query>") -> Query:
     """Parse and check a query; raises `ProgramError` (`parse_error`, `unknown_relation`, ...)."""
-    body = check_query(parse_body(text, filename), analyzed, source=text, filename=filename)
-    return Query(text, body, _variables(body))
+    body, types = check_query(parse_body(text, filename), analyzed, source=text, filename=filename)
+    return Query(text, body, _variables(body), types)
 
 
 def _variables(body: tuple[BodyLiteral, ...]) -> tuple[str, ...]:
@@ -389,8 +392,7 @@ def evaluate_query(
         evaluator.run(emit)
     except QueryTimeout:
         raise QueryTimeout(timeout or 0.0) from None
-    types = variable_types(plan, analyzed)
-    column_types = tuple(types.get(v, "number") for v in variables)
+    column_types = tuple(query.types.get(v, NUMBER) for v in variables)
     symbol_columns = [i for i, kind in enumerate(column_types) if kind == SYMBOL]
     unsigned_columns = [i for i, kind in enumerate(column_types) if kind == UNSIGNED]
     if symbol_columns or unsigned_columns:

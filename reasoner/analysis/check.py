@@ -88,7 +88,13 @@ def analyze(
     # Typed, the operations on unsigned values take their unsigned forms (after the checks,
     # which name the operators as written).
     evaluated = unsigned_operations(program, inference)
+    variable_types = {}
     if evaluated is not program:
+        by_scope = inference.variable_types()
+        variable_types = {
+            new: by_scope.get(inference.scopes[id(old)], {})
+            for old, new in zip(program.rules, evaluated.rules, strict=True)
+        }
         program = evaluated
         strata, stratum_of = stratify(program, table.order, reporter, aggregates)
     return AnalyzedProgram(
@@ -99,6 +105,7 @@ def analyze(
         facts=facts,
         written=written,
         warnings=reporter.warnings,
+        variable_types=variable_types,
     )
 
 
@@ -182,9 +189,10 @@ def check_query(
     *,
     source: str = "",
     filename: str = "<query>",
-) -> tuple[BodyLiteral, ...]:
+) -> tuple[tuple[BodyLiteral, ...], dict[str, ColumnType]]:
     """Validate a query body (from `parse_body`) against an analyzed program; the body to
-    evaluate (its operations on unsigned values in their unsigned forms).
+    evaluate (its operations on unsigned values in their unsigned forms) and the type of
+    each of its variables.
 
     Reports relations the program does not know (`unknown_relation`), wrong arities, type
     conflicts with the program's column types, and variables of negated atoms, comparisons or
@@ -215,4 +223,4 @@ def check_query(
     inference.settle()
     safety.check_query(body, reporter)
     reporter.raise_if_errors()
-    return unsigned_body(body, inference)
+    return unsigned_body(body, inference), inference.variable_types().get(0, {})

@@ -18,7 +18,7 @@ from reasoner import functors
 from reasoner.analysis.named_types import PRIMITIVES, TypeSystem
 from reasoner.analysis.relations import RelationTable, position
 from reasoner.analysis.report import Reporter
-from reasoner.analysis.terms import render, render_literal
+from reasoner.analysis.terms import render
 from reasoner.errors import TYPE_MISMATCH, UNKNOWN_TYPE
 from reasoner.syntax.ast import (
     NUMBER,
@@ -30,6 +30,7 @@ from reasoner.syntax.ast import (
     Cast,
     ColumnType,
     Comparison,
+    Fact,
     Functor,
     Negation,
     NumberConst,
@@ -90,13 +91,15 @@ class TypeInference:
         self.named = named
         """The program's type names, for `as(term, Type)` (None: the primitive ones)."""
         self._casts: list[tuple[Key | Known, ColumnType, Cast]] = []
-        self._overloaded: list[tuple[Key | Known, Functor]] = []
-        self._conversions: dict[int, ColumnType] = {}
+        self._overloaded: list[tuple[int, Key | Known, Functor]] = []
+        self._conversions: dict[tuple[int, int], ColumnType] = {}
         """The argument's type of each call of a `to_number`, `to_unsigned` or `to_string`
-        whose argument is a number or an unsigned, by `id`."""
+        whose argument is a number or an unsigned, by clause and `id`."""
+        self.scopes: dict[int, int] = {}
+        """Each clause visited (a rule or a fact, by `id`) and its scope."""
         self._parent: dict[Key, Key] = {}
         self._type: dict[Key, Known] = {}
-        self._operations: dict[int, Key] = {}
+        self._operations: dict[tuple[int, int], Key] = {}
         """The class of each arithmetic expression and ordering comparison, by `id`."""
 
     # -- union-find ----------------------------------------------------------------------------
@@ -145,9 +148,10 @@ class TypeInference:
         """Whether something gives the column its type (else it defaults to `number`)."""
         return self._find(("c", relation, column)) in self._type
 
-    def operation_type(self, node: BinaryOp | Comparison) -> ColumnType:
-        """The type an arithmetic expression or an ordering comparison visited works in."""
-        key = self._operations.get(id(node))
+    def operation_type(self, node: BinaryOp | Comparison, scope: int) -> ColumnType:
+        """The type an arithmetic expression or an ordering comparison works in, in the
+        clause of `scope`."""
+        key = self._operations.get((scope, id(node)))
         return NUMBER if key is None else self._final(key)
 
     # -- visiting ------------------------------------------------------------------------------
@@ -199,7 +203,7 @@ class TypeInference:
         if op in _ORDERING:
             key: Key = ("e", scope, id(comparison))
             self._type[self._find(key)] = NUMERIC
-            self._operation(comparison, key)
+            self._operation(scope, comparison, key)
             numeric = True
             for side, typed in ((comparison.left, left), (comparison.right, right)):
                 if typed is None:
@@ -214,9 +218,11 @@ class TypeInference:
                     )
             if not numeric:
                 return
+            # The comparison's class takes both sides (a literal on either side too).
             left = key if left is None else left
             right = key if right is None else right
             self._merge(key, left)
+            left = key
         if left is None or right is None:
             return
         ok, left_type, right_type = self._merge(left, right)
@@ -228,20 +234,11 @@ class TypeInference:
                 comparison.right.span,
             )
 
-    def _operation(self, node: BinaryOp | Comparison, key: Key) -> None:
-        """Record the class of an operation; one that two clauses share (the head of a
-        disjunction's rules) works in one type in both, or is reported."""
-        previous = self._operations.setdefault(id(node), key)
-        if previous != key:
-            ok, first, second = self._merge(previous, key)
-            if not ok:
-                shown = render(node) if isinstance(node, BinaryOp) else render_literal(node)
-                self.reporter.error(
-                    TYPE_MISMATCH,
-                    f"`{shown}` is shared by rules where it works on {first} and on "
-                    f"{second}: write the rules apart",
-                    node.span,
-                )
+    def _operation(self, scope: int, node: BinaryOp | Comparison, key: Key) -> None:
+        """Record the class of an operation in a clause. By clause and node: the clauses of
+        a disjunction share their head's and their common literals' nodes, and each is typed
+        on its own, as Soufflé types each clause."""
+        self._operations[scope, id(node)] = key
 
     def _term(self, scope: int, term: Term) -> Typed:
         if isinstance(term, Variable):
@@ -277,17 +274,26 @@ class TypeInference:
         """After every clause is visited: the overloaded functors' argument types (a
         conversion's argument that nothing makes a number is a symbol, as it was before
         overloads), then the casts."""
-        for typed, call in self._overloaded:
+        for scope, typed, call in self._overloaded:
             _, known = self._resolve(typed)
             if known is None:
                 self._merge(typed, SYMBOL)
             elif known != SYMBOL:
-                self._conversions[id(call)] = UNSIGNED if known == UNSIGNED else NUMBER
+                self._conversions[scope, id(call)] = UNSIGNED if known == UNSIGNED else NUMBER
         self._check_casts()
 
-    def conversion(self, call: Functor) -> ColumnType | None:
-        """The numeric type `call`'s argument has, for an overloaded functor (`settle`)."""
-        return self._conversions.get(id(call))
+    def conversion(self, call: Functor, scope: int) -> ColumnType | None:
+        """The numeric type `call`'s argument has in the clause of `scope`, for an overloaded
+        functor (`settle`)."""
+        return self._conversions.get((scope, id(call)))
+
+    def variable_types(self) -> dict[int, dict[str, ColumnType]]:
+        """The type of each variable of each clause, by scope."""
+        found: dict[int, dict[str, ColumnType]] = {}
+        for key in self._parent:
+            if key[0] == "v":
+                found.setdefault(cast(int, key[1]), {})[str(key[2])] = self._final(key)
+        return found
 
     def _check_casts(self) -> None:
         """A cast between a symbol and a number would read a symbol's place in the table as
@@ -313,7 +319,7 @@ class TypeInference:
         while stack:
             node = stack.pop()
             if isinstance(node, BinaryOp):
-                self._operation(node, key)
+                self._operation(scope, node, key)
                 stack += [node.right, node.left]
                 continue
             typed = self._term(scope, node)
@@ -339,11 +345,11 @@ class TypeInference:
             if typed is None:
                 continue
             if call.name in functors.CONVERSIONS:  # a symbol or a number: see `settle`
-                self._overloaded.append((typed, call))
+                self._overloaded.append((scope, typed, call))
                 continue
             if call.name == "to_string":  # a number or an unsigned
                 wanted = NUMERIC
-                self._overloaded.append((typed, call))
+                self._overloaded.append((scope, typed, call))
             ok, found, _ = self._merge(typed, wanted)
             if not ok:
                 self.reporter.error(
@@ -381,16 +387,17 @@ def infer_types(
             if primitive is not None:
                 inference.fix_column(name, index, primitive)
     silent = {id(rule) for rule in quiet}
-    clauses: list[tuple[tuple[int, int], Atom, tuple[BodyLiteral, ...]]] = [
-        (position(rule.span), rule.head, rule.body)
+    clauses: list[tuple[tuple[int, int], Rule | Fact, Atom, tuple[BodyLiteral, ...]]] = [
+        (position(rule.span), rule, rule.head, rule.body)
         for rule in program.rules
         if id(rule) not in silent
     ]
-    clauses.extend((position(fact.span), fact.atom, ()) for fact in program.facts)
+    clauses.extend((position(fact.span), fact, fact.atom, ()) for fact in program.facts)
     clauses.sort(key=lambda clause: clause[0])
     for scope, rule in enumerate(quiet, start=len(clauses)):
         inference.visit_quietly(scope, rule.head, rule.body)
-    for scope, (_, head, body) in enumerate(clauses):
+    for scope, (_, clause, head, body) in enumerate(clauses):
+        inference.scopes[id(clause)] = scope
         inference.visit_clause(scope, head, body)
     inference.settle()
     names = [name for name in table.order if name in table.arity]

@@ -63,18 +63,20 @@ def unsigned_operations(program: Program, inference: TypeInference) -> Program:
     itself when it has none. `inference` has visited `program`'s rules and facts."""
     rewriter = _Rewriter(inference)
     rules = tuple(rewriter.rule(rule) for rule in program.rules)
-    facts = tuple(
-        dataclasses.replace(fact, atom=rewriter.atom(fact.atom)) for fact in program.facts
-    )
+    facts = []
+    for fact in program.facts:
+        rewriter.scope = inference.scopes[id(fact)]
+        facts.append(dataclasses.replace(fact, atom=rewriter.atom(fact.atom)))
     if not rewriter.changed:
         return program
-    return dataclasses.replace(program, rules=rules, facts=facts)
+    return dataclasses.replace(program, rules=rules, facts=tuple(facts))
 
 
 def unsigned_body(
     body: tuple[BodyLiteral, ...], inference: TypeInference
 ) -> tuple[BodyLiteral, ...]:
-    """A query's body (visited by `inference`) with its unsigned operations rewritten."""
+    """A query's body (visited by `inference` as the clause of scope 0) with its unsigned
+    operations rewritten."""
     rewriter = _Rewriter(inference)
     return tuple(rewriter.literal(literal) for literal in body)
 
@@ -116,8 +118,12 @@ class _Rewriter:
     def __init__(self, inference: TypeInference) -> None:
         self.inference = inference
         self.changed = False
+        self.scope = 0
+        """The clause being rewritten (`TypeInference.scopes`; a query's is 0): each clause
+        is typed on its own."""
 
     def rule(self, rule: Rule) -> Rule:
+        self.scope = self.inference.scopes[id(rule)]
         changed = self.changed
         self.changed = False
         head = self.atom(rule.head)
@@ -137,7 +143,10 @@ class _Rewriter:
             atom = self.atom(literal.atom)
             return literal if atom is literal.atom else dataclasses.replace(literal, atom=atom)
         left, right = self.term(literal.left), self.term(literal.right)
-        unsigned = literal.op in _ORDERING and self.inference.operation_type(literal) == UNSIGNED
+        unsigned = (
+            literal.op in _ORDERING
+            and self.inference.operation_type(literal, self.scope) == UNSIGNED
+        )
         if unsigned:
             self.changed = True
             left, right = _flip(left), _flip(right)
@@ -151,7 +160,7 @@ class _Rewriter:
             return self.term(term.term)
         if isinstance(term, Functor):
             args = tuple(self.term(arg) for arg in term.args)
-            kind = self.inference.conversion(term)
+            kind = self.inference.conversion(term, self.scope)
             if kind is not None and term.name in CONVERSIONS:  # the bits stay, as a cast's
                 self.changed = True
                 return args[0]
@@ -164,7 +173,7 @@ class _Rewriter:
         if not isinstance(term, BinaryOp):
             return term
         left, right = self.term(term.left), self.term(term.right)
-        if self.inference.operation_type(term) == UNSIGNED:
+        if self.inference.operation_type(term, self.scope) == UNSIGNED:
             if term.op in _EXTREMES:
                 self.changed = True
                 return _flip(BinaryOp(term.op, _flip(left), _flip(right), term.span))

@@ -504,7 +504,7 @@ class TestCheckQuery:
             "!n(1)",
         ]:
             body = parse_body(text)
-            assert check_query(body, analyzed) == body  # no unsigned operation to rewrite
+            assert check_query(body, analyzed)[0] == body  # no unsigned operation to rewrite
 
     def test_unknown_relation_and_arity(self, analyzed: AnalyzedProgram) -> None:
         assert self.query_errors("nope(x), tc(x)", analyzed) == [

@@ -19,6 +19,7 @@ from reasoner.errors import InputDataError, InvalidDelta, ProgramError
 from reasoner.io.batch import parse_facts_batch
 from reasoner.io.facts import parse_facts_text
 from reasoner.materialization import Materialization
+from reasoner.proofs import Explainer
 from reasoner.query import compile_query, evaluate_query
 from tests.oracle import evaluate, visible
 from tests.unit.test_vectorized_bootstrap import _compare
@@ -271,3 +272,59 @@ def test_conversions_follow_souffles_overloads(engine: str) -> None:
     assert set(m.rows("Read")) == {("12", 12), ("0x10", 16), (str(TOP), TOP)}
     assert visible(m.snapshot(), m.analyzed) == evaluate(m.analyzed, inputs)
     _compare(check_program(CONVERSIONS), inputs, small_iteration=0)  # Polars too
+
+
+def test_each_clause_is_typed_on_its_own_and_literals_on_either_side() -> None:
+    """A review found these: `5 < x` compared signed (the literal's side never reached the
+    comparison's class), and the clauses of a disjunction, which share their head's and
+    their common literals' nodes, took one type for all."""
+    text = """
+    .decl a(x: unsigned)
+    .input a
+    .decl n(x: number)
+    .input n
+    .decl s(x: symbol)
+    .input s
+    Left(x) :- a(x), 5 < x.
+    Either(x) :- (a(x) ; n(x)), x > 3, x != 7.
+    Written(t) :- (a(x) ; n(x)), t = to_string(x).
+    Read(y) :- (s(x) ; n(x)), y = to_unsigned(x).
+    """
+    inputs = {"a": [(TOP,), (HALF,), (7,), (2,)], "n": [(-1,), (9,)], "s": [("12",), ("x",)]}
+    m = Materialization.from_text(text.replace("Either(x)", "Either(as(x, number))"))
+    m.load(inputs)
+    m.bootstrap()
+    assert set(m.rows("Left")) == {(TOP,), (HALF,), (7,)}
+    assert set(m.rows("Either")) == {(-1,), (-HALF,), (9,)}  # TOP and HALF as numbers
+    assert set(m.rows("Written")) == {(str(v),) for v in (TOP, HALF, 7, 2, -1, 9)}
+    assert set(m.rows("Read")) == {(12,), (TOP,), (9,)}
+    assert visible(m.snapshot(), m.analyzed) == evaluate(m.analyzed, inputs)
+
+
+def test_queries_and_explain_show_values_in_their_variables_types() -> None:
+    """The body evaluated has lost its casts and conversions: the types of the variables
+    come from the type inference, not from it."""
+    m = Materialization.from_text(
+        """
+        .decl a(x: unsigned)
+        .input a
+        .decl n(x: number)
+        .input n
+        r(x) :- a(x), y = as(x, number), y > 0.
+        """
+    )
+    m.load({"a": [(1,), (TOP,)], "n": [(-1,)]})
+    m.bootstrap()
+    expected = {
+        "a(x), y = as(x, number)": [(1, 1), (TOP, -1)],
+        "a(x), y = to_number(x)": [(1, 1), (TOP, -1)],
+        "n(x), y = as(x, unsigned)": [(-1, TOP)],
+        "a(x), y = 0xFFFFFFFFFFFFFFFF, y >= x": [(1, TOP), (TOP, TOP)],
+    }
+    with m.reading():
+        for text, rows in expected.items():
+            query = compile_query(text, m.analyzed)
+            assert evaluate_query(query, m.analyzed, m.state, m.symbols).rows == rows, text
+        explainer = Explainer(m.analyzed, m.state, m.symbols)
+        (failure,) = explainer.why_not("r", explainer.encode("r", (TOP,)))
+    assert failure.binding == {"x": TOP, "y": -1}
