@@ -280,7 +280,11 @@ def _engine_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _engines(args: argparse.Namespace) -> EngineSettings:
-    return EngineSettings(args.engine, args.spark_master, spark_iteration=args.spark_iteration)
+    try:
+        return EngineSettings(args.engine, args.spark_master, spark_iteration=args.spark_iteration)
+    except ValueError as error:  # e.g. `--engine spark` without PySpark
+        print(f"reasoner: error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -380,7 +384,14 @@ def build_parser() -> argparse.ArgumentParser:
     # Commands of other parts (the service's `serve`), found by their entry points: the
     # engine does not import them.
     for entry in sorted(entry_points(group="reasoner.commands"), key=lambda e: e.name):
-        entry.load()(commands)
+        try:
+            register = entry.load()
+        except Exception as error:  # one broken part must not take the others down
+            print(
+                f"reasoner: warning: command {entry.name!r} unavailable: {error}", file=sys.stderr
+            )
+            continue
+        register(commands)
     return parser
 
 

@@ -11,6 +11,13 @@ import argparse
 import sys
 from typing import Any
 
+_EXTRA = frozenset(
+    {"fastapi", "uvicorn", "starlette", "pydantic", "pydantic_settings", "sqlalchemy"}
+    | {"alembic", "psycopg"}
+)
+"""Top-level packages of the `[service]` extra: a missing one is a missing extra, any other
+missing module a bug to report as such."""
+
 
 def register(commands: Any) -> None:
     """Add `serve` to the command line's subcommands (`argparse`'s subparsers)."""
@@ -26,6 +33,8 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         from service.server import serve
     except ModuleNotFoundError as error:
+        if (error.name or "").split(".")[0] not in _EXTRA:
+            raise
         print(
             f"reasoner serve: the service needs its dependencies ({error.name} is not "
             "installed): pip install 'reasoner[service]'",

@@ -24,6 +24,8 @@ run and every report, so a user can see why an epoch took the time it did.
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 from collections import Counter
 from collections.abc import Mapping
 from contextlib import ExitStack
@@ -61,6 +63,15 @@ only for iterations larger than that, and a deep recursion's tail of small itera
 thousands) would otherwise cost seconds each. 0 runs every iteration on Spark."""
 
 
+@functools.cache
+def spark_installed() -> bool:
+    """Whether PySpark is there: the engine installs without it (the `[spark]` extra)."""
+    return importlib.util.find_spec("pyspark") is not None
+
+
+NO_SPARK = "the spark engine needs PySpark, which is not installed: pip install 'reasoner[spark]'"
+
+
 @dataclass(frozen=True, slots=True)
 class EngineChoice:
     engine: str
@@ -83,6 +94,8 @@ class EngineSettings:
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
             raise ValueError(f"unknown bootstrap engine {self.engine!r}: one of {ENGINES}")
+        if self.engine == "spark" and not spark_installed():
+            raise ValueError(NO_SPARK)
         if self.spark_iteration < 0:
             raise ValueError(f"spark_iteration must be >= 0, got {self.spark_iteration}")
         if self.spark_cores < 0:
@@ -105,6 +118,12 @@ class EngineSettings:
         """`auto`'s executor for a stratum about to begin (see the module's docstring)."""
         if self.engine != "auto":
             return EngineChoice(self.engine, "configured")
+        choice = self._auto(stratum, state, previous)
+        if choice.engine == "spark" and not spark_installed():
+            return EngineChoice("local", f"{choice.reason}, but PySpark is not installed")
+        return choice
+
+    def _auto(self, stratum: Stratum, state: State, previous: StratumRun | None) -> EngineChoice:
         estimate = StratumEstimate.of(stratum, state, previous, self.cores())
         rows = f"{estimate.rows:,} rows"
         if estimate.rows >= self.spark_threshold:

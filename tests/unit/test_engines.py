@@ -7,6 +7,7 @@ import os
 import pytest
 
 from reasoner.analysis.model import Stratum
+from reasoner.elastic import engines
 from reasoner.elastic.bootstrap import StratumRun
 from reasoner.elastic.cost import master_cores
 from reasoner.elastic.engines import EngineChoice, EngineSettings, summary
@@ -131,3 +132,16 @@ def test_each_in_process_engine_bootstraps_and_reports_itself(engine: str) -> No
     assert (epoch.engine, epoch.engine_reason) == (engine, "configured")
     assert m.differences(m.rebuilt()) == {}
     assert m.apply(Delta(insert={"edge": [(10, 11)]}), strategy="update").engine is None
+
+
+def test_without_pyspark_auto_stays_in_process_and_spark_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The engine installs without the `[spark]` extra: `auto` then keeps a stratum it would
+    send to Spark in process, saying why, and `spark` is refused naming the extra."""
+    monkeypatch.setattr(engines, "spark_installed", lambda: False)
+    auto = EngineSettings("auto", "local[2]", spark_threshold=50_000)
+    chosen = auto.choose_stratum(*_stratum_of(PROGRAM, _edges(60_000), "tc"), None)
+    assert chosen.engine == "local" and "PySpark is not installed" in chosen.reason
+    with pytest.raises(ValueError, match=r"reasoner\[spark\]"):
+        EngineSettings("spark")
