@@ -117,6 +117,11 @@ def bitwise(op: str, a: int, b: int) -> int:
     return from_bits(fill * amount + x[: 64 - amount])
 
 
+ANALYZED_FORMS = {"udiv": "/", "umod": "%", "upow": "^"}
+"""Operators the analysis makes of `/`, `%` and `^` on unsigned values: a test that reads the
+analyzed rules (explain's proofs) evaluates them on the patterns the engine holds."""
+
+
 def arithmetic(op: str, a: int, b: int) -> int:
     if op in ("band", "bor", "bxor", "bshl", "bshr", "bshru"):
         return bitwise(op, a, b)
@@ -139,6 +144,8 @@ def arithmetic(op: str, a: int, b: int) -> int:
         return c_div(a, b)
     if op == "%":
         return c_mod(a, b)
+    if op in ANALYZED_FORMS:  # the analysis's unsigned forms, on 64-bit patterns
+        return wrap(unsigned_arithmetic(ANALYZED_FORMS[op], a % 2**64, b % 2**64))
     raise ValueError(f"unknown arithmetic operator {op!r}")
 
 
@@ -321,6 +328,8 @@ def functor(name: str, args: list[Value]) -> Value:
         return value
     if name == "to_string":
         return str(args[0])
+    if name == "to_string!u":  # the analysis's form of `to_string` on an unsigned pattern
+        return str(int(args[0]) % 2**64)
     raise NotImplementedError(f"the oracle does not model `{name}`")
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 
+from reasoner.arith import wrap64
 from reasoner.materialization import Materialization
 from reasoner.proofs import Explainer, ExplainError, Proof
 from tests.conftest import examples
@@ -47,7 +48,14 @@ def built(text: str, inputs: dict) -> Materialization:
 def check_proof(m: Materialization, proof: Proof) -> None:
     """Each node a fact or a valid rule instance whose same-stratum premises are older."""
     analyzed = m.analyzed
-    rows = {name: m.rows(name) for name in analyzed.relations}
+
+    def held(name: str, row: tuple) -> tuple:
+        """A row as the analyzed rules compute it: an unsigned as its 64-bit pattern (they
+        compare and divide unsigned values in their rewritten forms)."""
+        types = _types(m, name)
+        return tuple(wrap64(v) if t == "unsigned" else v for v, t in zip(row, types, strict=True))
+
+    rows = {name: [held(name, row) for row in m.rows(name)] for name in analyzed.relations}
     rules = [rule for stratum in analyzed.strata for rule in stratum.rules]
     instances: dict[int, set] = {}
 
@@ -64,9 +72,11 @@ def check_proof(m: Materialization, proof: Proof) -> None:
         if node.rule is None:
             assert node.iteration == 0
             continue
-        premises = tuple((p.relation, p.row) for p in (proof.nodes[i] for i in node.premises))
+        premises = tuple(
+            (p.relation, held(p.relation, p.row)) for p in (proof.nodes[i] for i in node.premises)
+        )
         assert any(
-            (node.row, premises) in instances_of(rule)
+            (held(node.relation, node.row), premises) in instances_of(rule)
             for rule in rules
             if rule.text == node.rule and rule.head.relation == node.relation
         ), node
