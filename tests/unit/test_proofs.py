@@ -51,7 +51,8 @@ def check_proof(m: Materialization, proof: Proof) -> None:
 
     def held(name: str, row: tuple) -> tuple:
         """A row as the analyzed rules compute it: an unsigned as its 64-bit pattern (they
-        compare and divide unsigned values in their rewritten forms)."""
+        compare and divide unsigned values in their rewritten forms; the oracle's functors
+        give the values 0 .. 2^64 - 1, which this also maps)."""
         types = _types(m, name)
         return tuple(wrap64(v) if t == "unsigned" else v for v, t in zip(row, types, strict=True))
 
@@ -61,7 +62,10 @@ def check_proof(m: Materialization, proof: Proof) -> None:
 
     def instances_of(rule) -> set:
         if id(rule) not in instances:
-            instances[id(rule)] = {(head, tuple(body)) for head, body in instantiations(rule, rows)}
+            instances[id(rule)] = {
+                (held(rule.head.relation, head), tuple((r, held(r, row)) for r, row in body))
+                for head, body in instantiations(rule, rows)
+            }
         return instances[id(rule)]
 
     for node in proof.nodes:
