@@ -87,9 +87,9 @@ def _match(pattern: str, text: str) -> int:
     return int(compiled is not None and compiled.fullmatch(text) is not None)
 
 
-def _to_number(text: str) -> int | None:
-    """Soufflé's reading of a number: decimal, `0x` hexadecimal or `0b` binary, signed, in
-    64 bits; None for anything else."""
+def _read_number(text: str) -> tuple[bool, int] | None:
+    """Soufflé's reading of a number: decimal, `0x` hexadecimal or `0b` binary, with a sign;
+    (whether it is negative, its magnitude), or None for anything else."""
     found = _NUMBER.fullmatch(text)
     if found is None:
         return None
@@ -97,22 +97,25 @@ def _to_number(text: str) -> int | None:
     digits, base = (hexadecimal, 16) if hexadecimal else (binary, 2) if binary else (decimal, 10)
     if len(digits) > 70:  # past 64 bits in any base: never ask int() for thousands of digits
         return None
-    value = int(digits, base) * (-1 if sign == "-" else 1)
+    return sign == "-", int(digits, base)
+
+
+def _to_number(text: str) -> int | None:
+    """`to_number` of text: a signed number in 64 bits; None for anything else."""
+    read = _read_number(text)
+    if read is None:
+        return None
+    value = -read[1] if read[0] else read[1]
     return value if wrap64(value) == value else None
 
 
 def _to_unsigned(text: str) -> int | None:
-    """`to_unsigned` of text: as `to_number` reads it, without a sign, from 0 to 2^64 - 1
+    """`to_unsigned` of text: as `to_number` reads it, without a minus, from 0 to 2^64 - 1
     (held as its 64-bit pattern); None for anything else."""
-    found = _NUMBER.fullmatch(text)
-    if found is None or found.group(1) == "-":
+    read = _read_number(text)
+    if read is None or read[0] or read[1] >= 1 << 64:
         return None
-    _, hexadecimal, binary, decimal = found.groups()
-    digits, base = (hexadecimal, 16) if hexadecimal else (binary, 2) if binary else (decimal, 10)
-    if len(digits) > 70:
-        return None
-    value = int(digits, base)
-    return wrap64(value) if value < 1 << 64 else None
+    return wrap64(read[1])
 
 
 UNSIGNED_TO_STRING = "to_string!u"

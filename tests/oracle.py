@@ -273,6 +273,19 @@ def ranges_in(rule: Rule) -> list[Functor]:
     return found
 
 
+def read_integer(text: str) -> int:
+    """Decimal, 0x hexadecimal or 0b binary, with a sign; no value for anything else."""
+    sign = -1 if text[:1] == "-" else 1
+    digits = text[1:] if text[:1] in "+-" else text
+    base = {"0x": 16, "0X": 16, "0b": 2, "0B": 2}.get(digits[:2], 10)
+    if base != 10:
+        digits = digits[2:]
+    allowed = "0123456789abcdefABCDEF"[: 22 if base == 16 else base]
+    if not digits or not all(c in allowed for c in digits) or len(digits) > 70:
+        raise NoValue
+    return sign * int(digits, base)
+
+
 def functor(name: str, args: list[Value]) -> Value:
     """Soufflé's string functors as its documentation states them, on C++ byte strings:
     `substr` is `std::string::substr` (a bad position gives ""), `match` is a whole-string
@@ -301,28 +314,14 @@ def functor(name: str, args: list[Value]) -> Value:
         return args[0] % 2**64
     if name == "to_unsigned":  # as to_number reads it, without a minus, below 2^64
         text = str(args[0])
-        digits = text[1:] if text[:1] == "+" else text
-        base = {"0x": 16, "0X": 16, "0b": 2, "0B": 2}.get(digits[:2], 10)
-        if base != 10:
-            digits = digits[2:]
-        allowed = "0123456789abcdefABCDEF"[: 22 if base == 16 else base]
-        if not digits or not all(c in allowed for c in digits) or len(digits) > 70:
+        if text[:1] == "-":
             raise NoValue
-        value = int(digits, base)
+        value = read_integer(text)
         if value >= 2**64:
             raise NoValue
         return value
-    if name == "to_number":  # decimal, 0x hexadecimal or 0b binary, with a sign
-        text = str(args[0])
-        sign = -1 if text[:1] == "-" else 1
-        digits = text[1:] if text[:1] in "+-" else text
-        base = {"0x": 16, "0X": 16, "0b": 2, "0B": 2}.get(digits[:2], 10)
-        if base != 10:
-            digits = digits[2:]
-        allowed = "0123456789abcdefABCDEF"[: 22 if base == 16 else base]
-        if not digits or not all(c in allowed for c in digits) or len(digits) > 70:
-            raise NoValue
-        value = sign * int(digits, base)
+    if name == "to_number":
+        value = read_integer(str(args[0]))
         if wrap(value) != value:
             raise NoValue
         return value

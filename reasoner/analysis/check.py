@@ -71,8 +71,11 @@ def analyze(
         safety.check_rule(rule, reporter)
     for fact in program.facts:
         safety.check_fact(fact, reporter)
-    facts = fold_facts(unsigned_operations(program, inference), reporter)
-    strata, stratum_of = stratify(program, table.order, reporter, aggregates)
+    # Typed, the operations on unsigned values take their unsigned forms (after the checks,
+    # which name the operators as written); the rewrite changes no dependency.
+    evaluated = unsigned_operations(program, inference)
+    facts = fold_facts(evaluated, reporter)
+    strata, stratum_of = stratify(evaluated, table.order, reporter, aggregates)
     reporter.raise_if_errors()
     if rewritten is not program:
         # Well typed and stratified as written, the rewrite is too (an auxiliary relation
@@ -83,11 +86,9 @@ def analyze(
         types, unfixed, inference = infer_types(
             typed, table, named, again, results, aggregated.typing_rules
         )
-        strata, stratum_of = stratify(program, table.order, again, aggregates)
+        evaluated = unsigned_operations(program, inference)
+        strata, stratum_of = stratify(evaluated, table.order, again, aggregates)
         again.raise_if_errors()
-    # Typed, the operations on unsigned values take their unsigned forms (after the checks,
-    # which name the operators as written).
-    evaluated = unsigned_operations(program, inference)
     variable_types = {}
     if evaluated is not program:
         by_scope = inference.variable_types()
@@ -95,11 +96,9 @@ def analyze(
             new: by_scope.get(inference.scopes[id(old)], {})
             for old, new in zip(program.rules, evaluated.rules, strict=True)
         }
-        program = evaluated
-        strata, stratum_of = stratify(program, table.order, reporter, aggregates)
     return AnalyzedProgram(
-        program=program,
-        relations=_relation_infos(program, table, types, unfixed),
+        program=evaluated,
+        relations=_relation_infos(evaluated, table, types, unfixed),
         strata=strata,
         stratum_of=stratum_of,
         facts=facts,
