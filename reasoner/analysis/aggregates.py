@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 
 from reasoner.analysis.model import AggregateDefinition
 from reasoner.analysis.ranges import lift_body
@@ -76,6 +76,10 @@ class Rewritten:
     typing_rules: tuple[Rule, ...]
     """For type inference only (never evaluated): `agg(g.., 0) :- agg!b(g.., _..)` gives each
     aggregate relation its group's types and a `number` result."""
+    zeros: Mapping[int, tuple[str, int]] = dataclasses.field(default_factory=dict)
+    """Each 0 that stands for an empty group's count or sum, by `id`: the aggregate
+    relation's result column, whose type it has (`0 < 0 - 1` holds for a `number` and not
+    for an `unsigned`)."""
 
 
 def check_aggregate_types(
@@ -122,6 +126,7 @@ def rewrite_aggregates(program: Program, reporter: Reporter) -> Rewritten:
         dataclasses.replace(program, rules=(*rules, *rewriter.body_rules.values())),
         tuple(rewriter.definitions.values()),
         tuple(rewriter.typing.values()),
+        rewriter.zeros,
     )
 
 
@@ -135,6 +140,7 @@ class _Rewriter:
         self.definitions: dict[str, AggregateDefinition] = {}
         self.body_rules: dict[str, Rule] = {}
         self.typing: dict[str, Rule] = {}
+        self.zeros: dict[int, tuple[str, int]] = {}
 
     def rule(self, rule: Rule) -> list[Rule]:
         """The rules that replace `rule` (itself when it holds no aggregate)."""
@@ -174,7 +180,7 @@ class _Rewriter:
             variants = [
                 more
                 for variant in variants
-                for more in _reading(variant, definition, results[id(aggregate)])
+                for more in self._reading(variant, definition, results[id(aggregate)])
             ]
             if len(variants) > MAX_VARIANTS:
                 self.reporter.error(
@@ -195,6 +201,24 @@ class _Rewriter:
                 literals = tuple(_map_literal(lit, fixed) for lit in literals)
             rules.append(dataclasses.replace(rule, head=rule_head, body=literals))
         return rules
+
+    def _reading(
+        self, variant: Variant, definition: AggregateDefinition, result: Variable
+    ) -> list[Variant]:
+        """`variant` reading the aggregate's relation for `result`; for `count` and `sum`,
+        also the variant for a group with no rows, where the result is 0 (of the result's
+        type: `zeros`)."""
+        head, body, zero = variant
+        span = definition.span
+        group = tuple(Variable(name, span) for name in definition.group_names)
+        reads = Atom(definition.name, (*group, result), span)
+        variants = [(head, (*body, reads), zero)]
+        if definition.op in _EMPTY_IS_ZERO:
+            empty = Negation(Atom(definition.name, (*group, Wildcard(span)), span), span)
+            value = NumberConst(0, span)
+            self.zeros[id(value)] = (definition.name, len(group))
+            variants.append((head, (*body, empty), {**zero, result.name: value}))
+        return variants
 
     def aggregate(
         self,
@@ -361,20 +385,6 @@ def _binding(missing: set[str], binding: tuple[BodyLiteral, ...]) -> list[BodyLi
         else:
             break  # nothing binds it: the body rule's safety check says so
     return [binding[index] for index in sorted(chosen)]
-
-
-def _reading(variant: Variant, definition: AggregateDefinition, result: Variable) -> list[Variant]:
-    """`variant` reading the aggregate's relation for `result`; for `count` and `sum`, also
-    the variant for a group with no rows, where the result is 0."""
-    head, body, zero = variant
-    span = definition.span
-    group = tuple(Variable(name, span) for name in definition.group_names)
-    reads = Atom(definition.name, (*group, result), span)
-    variants = [(head, (*body, reads), zero)]
-    if definition.op in _EMPTY_IS_ZERO:
-        empty = Negation(Atom(definition.name, (*group, Wildcard(span)), span), span)
-        variants.append((head, (*body, empty), {**zero, result.name: NumberConst(0, span)}))
-    return variants
 
 
 def _body_with_columns(

@@ -62,7 +62,7 @@ def analyze(
     # which its typing rule gives.
     results = {a.name: {len(a.group): NUMBER if a.op == "count" else NUMERIC} for a in aggregates}
     types, unfixed, inference = infer_types(
-        typed, table, named, reporter, results, aggregated.typing_rules
+        typed, table, named, reporter, results, aggregated.typing_rules, aggregated.zeros
     )
     check_aggregate_types(aggregates, types, reporter)
     aggregates = unsigned_aggregates(aggregates, types)
@@ -84,7 +84,7 @@ def analyze(
         typed = _with_rules(program, aggregated.typing_rules)
         table = collect_relations(typed, again, allow_undefined=allow_undefined)
         types, unfixed, inference = infer_types(
-            typed, table, named, again, results, aggregated.typing_rules
+            typed, table, named, again, results, aggregated.typing_rules, aggregated.zeros
         )
         evaluated = unsigned_operations(program, inference)
         strata, stratum_of = stratify(evaluated, table.order, again, aggregates)

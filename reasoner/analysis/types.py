@@ -85,8 +85,12 @@ class TypeInference:
         reporter: Reporter,
         bad_atoms: set[int] | None = None,
         named: TypeSystem | None = None,
+        tied: Mapping[int, tuple[str, int]] | None = None,
     ) -> None:
         self.reporter = reporter
+        self.tied = tied or {}
+        """Number literals, by `id`, that have the type of a column (relation, column), as
+        the 0 of an empty group's count or sum has its aggregate's."""
         self.bad_atoms = bad_atoms or set()
         self.named = named
         """The program's type names, for `as(term, Type)` (None: the primitive ones)."""
@@ -244,6 +248,9 @@ class TypeInference:
         if isinstance(term, Variable):
             return ("v", scope, term.name)
         if isinstance(term, NumberConst):
+            column = self.tied.get(id(term))
+            if column is not None:
+                return ("c", *column)
             return NUMERIC if term.kind is None else term.kind
         if isinstance(term, StringConst):
             return SYMBOL
@@ -368,6 +375,7 @@ def infer_types(
     reporter: Reporter,
     fixed: Mapping[str, Mapping[int, Known]] | None = None,
     quiet: Sequence[Rule] = (),
+    tied: Mapping[int, tuple[str, int]] | None = None,
 ) -> tuple[dict[str, tuple[ColumnType, ...]], dict[str, frozenset[int]], TypeInference]:
     """The final column types of every relation of `table` with a known arity, and the
     columns of each whose type nothing fixed. A declared column has its type's primitive
@@ -375,9 +383,9 @@ def infer_types(
     so does each column of `fixed` (an aggregate's result: a mistake is then reported where
     the rule uses it, not in the relation the analysis made). `quiet`: rules visited first,
     without reporting (`TypeInference.visit_quietly`; those of `program` are not visited
-    again). Also the inference, which
-    knows the type of each operation."""
-    inference = TypeInference(reporter, table.bad_atoms, named)
+    again); `tied`: as `TypeInference` takes it. Also the inference, which knows the type of
+    each operation."""
+    inference = TypeInference(reporter, table.bad_atoms, named, tied)
     for name, columns in (fixed or {}).items():
         for index, column_type in columns.items():
             inference.fix_column(name, index, column_type)

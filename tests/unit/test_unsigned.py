@@ -50,6 +50,8 @@ Least(x) :- x = min y : a(y).
 Greatest(x) :- x = max y : a(y).
 .decl Total(x: unsigned)
 Total(s) :- s = sum y : a(y).
+.decl EmptySum(x: unsigned)
+EmptySum(x) :- a(x), x < 2, s = sum y : { a(y), y = 7 }, s < s - 1.
 .decl Shifted(x: unsigned, y: unsigned)
 Shifted(x, x bshr 60) :- a(x).
 .decl Flipped(x: unsigned, y: unsigned)
@@ -78,6 +80,7 @@ EXPECTED = {
     "Least": {(1,)},
     "Greatest": {(TOP,)},
     "Total": {(HALF,)},
+    "EmptySum": {(1,)},
     "Shifted": {(1, 0), (TOP, 15), (HALF, 8)},
     "Flipped": {(1, TOP - 1), (TOP, 0), (HALF, HALF - 1)},
     "Squared": {(1, 1), (TOP, 1), (HALF, 0)},
@@ -85,7 +88,8 @@ EXPECTED = {
     "Counted": {(2,)},
     "Cast": {(1, 2)},
 }
-"""`Total`: 1 + (2^64 - 1) + 2^63 modulo 2^64; `Squared`: (2^64 - 1)^2 is 1 modulo 2^64."""
+"""`Total`: 1 + (2^64 - 1) + 2^63 modulo 2^64; `EmptySum`: the sum of no rows is an unsigned 0,
+and 0 - 1 is then 2^64 - 1; `Squared`: (2^64 - 1)^2 is 1 modulo 2^64."""
 
 
 def built(engine: str, inputs: dict) -> Materialization:
