@@ -146,7 +146,8 @@ def stored_program(database_url: str) -> Stored:
             last, count = connection.execute(
                 select(func.max(models.epochs.c.number), func.count()).select_from(models.epochs)
             ).one()
-            facts = {name: set(rows) for name, rows in read_facts(connection).items()}
+            # A relation whose facts were all retracted folds to no rows: it holds none.
+            facts = {name: set(rows) for name, rows in read_facts(connection).items() if rows}
     finally:
         engine.dispose()
     return Stored(text, facts, last, count)
