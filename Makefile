@@ -21,7 +21,7 @@ PYTEST_ARGS ?=
 RELIABILITY_REPORT ?= out/reliability/figures-$(RELIABILITY_MODE).json
 
 test: lint typecheck
-	$(BIN)/pytest -q --ignore=tests/reliability $(PYTEST_ARGS)
+	$(BIN)/pytest -q --durations=25 --ignore=tests/reliability $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory reliability-quick
 	$(MAKE) --no-print-directory engine-alone
 	$(MAKE) --no-print-directory compose-test
