@@ -28,11 +28,12 @@ from reasoner.elastic.engines import (
     ENGINES,
     EngineSettings,
 )
+from reasoner.elastic.switch import DEFAULT_SWITCHING_PARAMETER
 from reasoner.errors import InputDataError, ProgramError
 from reasoner.gc_pause import collector_paused
 from reasoner.io.batch import read_facts_batch
 from reasoner.io.facts import load_inputs, write_outputs
-from reasoner.materialization import DEFAULT_SWITCHING_PARAMETER, Materialization
+from reasoner.materialization import Materialization
 from reasoner.progress import Terminal
 from reasoner.proofs import Explainer, ExplainError, Failure
 from reasoner.replay import EpochRecord, replay
@@ -181,11 +182,12 @@ def _replay(args: argparse.Namespace) -> int:
             records.append(record)
             terminal.print(_progress_line(record))
             terminal.advance()
-            terminal.say(f"epoch {record.epoch + 1}")
+            terminal.say(f"epoch {record.report.epoch + 1}")
             if record.differences:
                 differing = ", ".join(f"{n} ({c} tuples)" for n, c in record.differences.items())
                 terminal.print(
-                    f"epoch {record.epoch}: the state differs from a fresh Bootstrap in {differing}"
+                    f"epoch {record.report.epoch}: the state differs from a fresh Bootstrap in "
+                    f"{differing}"
                 )
                 status = EXIT_CHECK_FAILED
                 break
@@ -201,7 +203,7 @@ def _replay(args: argparse.Namespace) -> int:
                     args.switching_parameter if args.strategy == "auto" else None
                 ),
                 "check": args.check,
-                "seconds": sum(r.seconds for r in records),
+                "seconds": sum(r.report.seconds for r in records),
                 # With --check this includes the reference rebuilds alongside the live state.
                 "peak_memory_bytes": peak_memory_bytes(),
                 "epochs": [r.as_json() for r in records],
@@ -213,13 +215,14 @@ def _replay(args: argparse.Namespace) -> int:
 
 
 def _progress_line(record: EpochRecord) -> str:
-    strategy = record.strategy
-    if record.fallback_reason:
-        strategy += f" ({record.fallback_reason})"
+    report = record.report
+    strategy = report.strategy
+    if report.fallback_reason:
+        strategy += f" ({report.fallback_reason})"
     line = (
-        f"epoch {record.epoch:>3}  {strategy:<22} {record.seconds:9.3f}s  "
+        f"epoch {report.epoch:>3}  {strategy:<22} {report.seconds:9.3f}s  "
         f"facts +{record.facts_inserted} -{record.facts_retracted}  "
-        f"derived +{record.inserted} -{record.retracted}"
+        f"derived +{report.inserted} -{report.retracted}"
     )
     if record.check_seconds is not None:
         verdict = "FAILED" if record.differences else "ok"

@@ -15,9 +15,10 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
+import polars as pl
 
 from reasoner.analysis import check_program
 from reasoner.analysis.model import AnalyzedProgram, RelationInfo, Stratum, Value
@@ -25,8 +26,9 @@ from reasoner.analysis.negation_locals import is_internal
 from reasoner.arith import wrap64
 from reasoner.compact import Table, TupleSet
 from reasoner.concurrency import ReadWriteLock, read_optimistically
+from reasoner.elastic import switch
 from reasoner.elastic.aggregate import update_aggregate
-from reasoner.elastic.bootstrap import BootstrapCancelled, Check, StratumRun
+from reasoner.elastic.bootstrap import Check, StratumRun
 from reasoner.elastic.engines import EngineChoice, EngineSettings, run_bootstrap, summary
 from reasoner.elastic.epoch import UNCHANGED, Delta, EpochReport, Rows, StratumReport
 from reasoner.elastic.overlay import INF, Overlay
@@ -55,7 +57,7 @@ from reasoner.state import State, Tuple
 from reasoner.symbols import SymbolTable
 from reasoner.syntax.ast import NUMBER, SYMBOL, UNSIGNED, ColumnType
 from reasoner.syntax.lexer import IDENTIFIER
-from reasoner.update.deadline import Deadline, DeadlineExceeded
+from reasoner.update.deadline import Deadline
 from reasoner.update.run import StratumUpdate
 
 T = TypeVar("T")
@@ -66,9 +68,18 @@ BATCH_MIN_ROWS = 1000
 FactRows = set[Tuple] | TupleSet
 """The facts of one relation that a delta flips (see `PreparedDelta`)."""
 
-DEFAULT_SWITCHING_PARAMETER = 0.2
-DEFAULT_MIN_UPDATE_SECONDS = 0.5
-"""The deadline floor: below it, an Update is never abandoned (tiny programs would thrash)."""
+
+@dataclass(frozen=True, slots=True)
+class EngineColumns:
+    """A batch's rows as engine columns (int64, symbols interned), row for row."""
+
+    arity: int
+    columns: list[np.ndarray]
+
+
+EngineRows = EngineColumns | list[Tuple]
+GivenRows = FactBatch | list[tuple[Value, ...]]
+"""Facts in user values: a batch, or rows (those of a relation of arity 0, too)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +87,23 @@ class BootstrapReport:
     strata: tuple[StratumRun, ...]
     seconds: float
     engine: EngineChoice
+
+    def as_epoch(self, epoch: int) -> EpochReport:
+        """The Bootstrap as the report of the epoch it made (the first one of a service or of
+        a replay): every derived tuple appeared."""
+        return EpochReport(
+            epoch=epoch,
+            strategy="bootstrap",
+            seconds=self.seconds,
+            inserted=sum(run.derived for run in self.strata),
+            retracted=0,
+            strata=tuple(
+                StratumReport(run.index, run.relations, "bootstrap", run.seconds)
+                for run in self.strata
+            ),
+            engine=self.engine.engine,
+            engine_reason=self.engine.reason,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,10 +137,12 @@ class PreparedDelta:
 
     program_changed: bool = False
     """The program text changes (rules, or only declarations and directives)."""
-    given_inserts: dict[str, FactBatch] = field(default_factory=dict)
-    """The delta's batches of insertions whose every row flips, once each: the flipped facts
-    in user values as given, which the service stores without decoding them again."""
-    given_retracts: dict[str, FactBatch] = field(default_factory=dict)
+    given_inserts: dict[str, GivenRows] = field(default_factory=dict)
+    """The facts that flip in user values, as the delta gave them (checked), each once: what
+    the service stores, without decoding engine tuples back."""
+    given_retracts: dict[str, GivenRows] = field(default_factory=dict)
+    rules_given: tuple[str, ...] = ()
+    """Ids of every rule the delta's texts hold, new or already present (`rules_added`)."""
 
     @property
     def changes_nothing(self) -> bool:
@@ -148,12 +178,13 @@ class Materialization:
         self,
         analyzed: AnalyzedProgram,
         *,
-        switching_parameter: float = DEFAULT_SWITCHING_PARAMETER,
-        min_update_seconds: float = DEFAULT_MIN_UPDATE_SECONDS,
+        switching_parameter: float = switch.DEFAULT_SWITCHING_PARAMETER,
+        min_update_seconds: float = switch.DEFAULT_MIN_UPDATE_SECONDS,
         symbols: SymbolTable | None = None,
         program: ProgramText | None = None,
         maintained: bool = True,
         engines: EngineSettings | None = None,
+        epoch: int = 0,
     ) -> None:
         self.analyzed = analyzed
         self.maintained = maintained
@@ -180,7 +211,9 @@ class Materialization:
         """Facts written in the program text: part of the program, so a delta cannot retract
         them (retracting the same row as data leaves it present, as a fresh run would)."""
         self._set_program_facts(analyzed)
-        self.epoch = 0
+        self.epoch = epoch
+        """The number of the last epoch applied: one that resumes a stored history (the
+        service's) starts at its last epoch, so that the engine and the store number alike."""
         self.last_bootstrap_seconds = 0.0
         self._last_runs: dict[tuple[str, ...], StratumRun] = {}
         """The last Bootstrap's strata, by their relations: `auto`'s estimate of the next."""
@@ -331,13 +364,14 @@ class Materialization:
         target = analyzed or self.analyzed
         checked_inserts = self._encode_delta(target.relations, insert, "insert")
         # Retractions may name a relation the same delta's rule change removes.
-        checked_retracts = self._encode_delta(
-            {**self.analyzed.relations, **target.relations}, delta.retract, "retract"
-        )
+        retractable = {**self.analyzed.relations, **target.relations}
+        checked_retracts = self._encode_delta(retractable, delta.retract, "retract")
         # Interning symbols is the one write a rejected delta may leave behind: harmless, the
         # table only grows and no tuple refers to the new ids.
-        inserts = self._interned(target.relations, checked_inserts)
-        retracts = self._interned({**self.analyzed.relations, **target.relations}, checked_retracts)
+        encoded_inserts = self._engine_rows(target.relations, checked_inserts)
+        encoded_retracts = self._engine_rows(retractable, checked_retracts)
+        inserts = {n: _distinct(rows) for n, rows in encoded_inserts.items()}
+        retracts = {n: _distinct(rows) for n, rows in encoded_retracts.items()}
         for name in set(inserts) & set(retracts):
             inserted, retracted = _as_set(inserts[name]), _as_set(retracts[name])
             both = inserted & retracted
@@ -362,8 +396,9 @@ class Materialization:
             program_changed=(
                 analyzed is not None and program is not None and program.text != self._source().text
             ),
-            given_inserts=_whole_batches(checked_inserts, inserts),
-            given_retracts=_whole_batches(checked_retracts, retracts),
+            given_inserts=_given(target.relations, checked_inserts, encoded_inserts, inserts),
+            given_retracts=_given(retractable, checked_retracts, encoded_retracts, retracts),
+            rules_given=changed.given if changed else (),
         )
 
     def _changed(self, add: list[str], remove: list[str]) -> Changed | None:
@@ -447,16 +482,17 @@ class Materialization:
                 checked[name] = [_checked_row(info, row, verb) for row in rows]
         return checked
 
-    def _interned(
+    def _engine_rows(
         self, relations: Mapping[str, RelationInfo], rows: dict[str, Sequence[tuple[Value, ...]]]
-    ) -> dict[str, FactRows]:
-        out: dict[str, FactRows] = {}
+    ) -> dict[str, EngineRows]:
+        """Checked rows as engine rows, row for row: a batch's columns, or tuples."""
+        out: dict[str, EngineRows] = {}
         for name, given in rows.items():
             info = relations[name]
             if isinstance(given, FactBatch):
-                out[name] = TupleSet.of_columns(info.arity, self._encoded_columns(info, given))
+                out[name] = EngineColumns(info.arity, self._encoded_columns(info, given))
             else:
-                out[name] = set(self._encoded(info, given))
+                out[name] = self._encoded(info, given)
         return out
 
     # -- epochs ---------------------------------------------------------------------------------
@@ -523,42 +559,32 @@ class Materialization:
         reshaped = {name for name, kind in old_types.items() if types[name] != kind}
         if strategy != "bootstrap" and not reshaped:
             overlay = Overlay(self.state)
-            budget = max(
-                self.min_update_seconds, self.switching_parameter * self.last_bootstrap_seconds
+            seconds = switch.update_seconds(
+                self.switching_parameter, self.last_bootstrap_seconds, self.min_update_seconds
             )
-            deadline = _CheckedDeadline(None if strategy == "update" else start + budget, check)
-            if strategy != "update":
-                deadline.memory = self._update_memory_budget()
+            deadline = switch.update_deadline(
+                strategy, start, seconds, check, self._update_memory_budget
+            )
             cached = set(self._plans)
+
+            def update() -> tuple[tuple[StratumReport, ...], dict[str, tuple[int, int]], Any]:
+                strata = self._update(overlay, prepared, deadline)
+                dropped = [n for n in derived if n not in new.relations and n in self.state]
+                sizes = {name: overlay.presence_sizes(name) for name in kept}
+                sizes.update((name, (len(self.state[name]), 0)) for name in dropped)
+                # Tuples only for a report that lists them: the compiled Update records
+                # changes by row id.
+                listed = None
+                if include_changes:
+                    listed = {name: overlay.presence_diff(name) for name in kept}
+                    listed.update((name, (set(self.state[name].iters), set())) for name in dropped)
+                return strata, sizes, listed
+
             with collector_paused():  # until the overlay's records are freed (reasoner.gc_pause)
-                try:
-                    strata = self._update(overlay, prepared, deadline)
-                    dropped = [n for n in derived if n not in new.relations and n in self.state]
-                    sizes = {name: overlay.presence_sizes(name) for name in kept}
-                    sizes.update((name, (len(self.state[name]), 0)) for name in dropped)
-                    # Tuples only for a report that lists them: the compiled Update records
-                    # changes by row id.
-                    listed = None
-                    if include_changes:
-                        listed = {name: overlay.presence_diff(name) for name in kept}
-                        listed.update(
-                            (name, (set(self.state[name].iters), set())) for name in dropped
-                        )
-                except DeadlineExceeded as exceeded:
-                    self._discard(overlay, cached)
-                    reason = exceeded.reason
-                except BootstrapCancelled:
-                    self._discard(overlay, cached)
-                    raise
-                except Exception:
-                    self._discard(overlay, cached)
-                    if strategy == "update":
-                        raise
-                    reason = "update failed"
-                except BaseException:  # KeyboardInterrupt, a caller's check: undo, then stop
-                    self._discard(overlay, cached)
-                    raise
-                else:
+                attempt = switch.attempt_update(
+                    strategy, update, lambda: self._discard(overlay, cached)
+                )
+                if attempt.outcome is not None:
                     try:
                         if check is not None:
                             check()  # an epoch that finished past its deadline is refused
@@ -570,11 +596,11 @@ class Materialization:
                     with self._lock.exclusive():
                         overlay.commit()
                         self._adopt(prepared)
-                    report = self._report(
+                    strata, sizes, listed = attempt.outcome
+                    return self._report(
                         start, "update", strata, sizes, listed, prepared, (old_types, types)
                     )
-            if reason is None:
-                return report
+            reason = attempt.fallback_reason
         before = self.state
         facts = self._facts_after(prepared, new)
         built_at = time.perf_counter()
@@ -861,38 +887,6 @@ class Materialization:
         batch.ordered = True
         return batch
 
-    def stored_facts(
-        self, prepared: PreparedDelta, *, inserted: bool
-    ) -> dict[str, FactBatch | list[tuple[()]]]:
-        """The facts a prepared delta inserts (`inserted`) or retracts, in user values, as a
-        store keeps them: a batch per relation, or the rows of one of arity 0."""
-        analyzed = prepared.analyzed or self.analyzed
-        flipped = prepared.inserts if inserted else prepared.retracts
-        batches = prepared.given_inserts if inserted else prepared.given_retracts
-        out: dict[str, FactBatch | list[tuple[()]]] = {}
-        for name, rows in flipped.items():
-            if not rows:
-                continue
-            # A retraction may name a relation that the delta removes from the program.
-            info = analyzed.relations.get(name) or self.analyzed.relations[name]
-            given = batches.get(name)
-            if given is not None:
-                out[name] = given
-            elif not info.arity:
-                out[name] = [()]
-            elif isinstance(rows, TupleSet):
-                columns = [
-                    self.symbols.resolve_column(column)
-                    if kind == SYMBOL
-                    else user_numbers(column, kind)
-                    for kind, column in zip(info.types, rows.columns(), strict=True)
-                ]
-                out[name] = FactBatch.of_columns(columns, info.types)
-            else:
-                decode = self.symbols.decoder(info.types)
-                out[name] = FactBatch.of_rows([decode(t) for t in rows], info.types)
-        return out
-
     def size(self, name: str) -> int:
         return len(self.state[name])
 
@@ -1036,16 +1030,61 @@ def _rebuilt_changes(
     )
 
 
-def _whole_batches(
-    given: Mapping[str, Sequence[tuple[Value, ...]]], flipped: Mapping[str, FactRows]
-) -> dict[str, FactBatch]:
-    """The batches of `given` that `flipped` holds whole: as many rows flip as it has, so
-    none repeats and every one flips."""
-    return {
-        name: batch
-        for name, batch in given.items()
-        if isinstance(batch, FactBatch) and len(flipped.get(name, ())) == len(batch)
-    }
+def _distinct(rows: EngineRows) -> FactRows:
+    if isinstance(rows, EngineColumns):
+        return TupleSet.of_columns(rows.arity, rows.columns)
+    return set(rows)
+
+
+def _given(
+    relations: Mapping[str, RelationInfo],
+    checked: Mapping[str, Sequence[tuple[Value, ...]]],
+    encoded: Mapping[str, EngineRows],
+    flipped: Mapping[str, FactRows],
+) -> dict[str, GivenRows]:
+    """Per relation, the rows of `checked` (user values) whose engine rows (`encoded`, row
+    for row) are in `flipped`, each once, as a batch (the rows of a relation of arity 0). A
+    batch whose every row flips is kept as it is."""
+    out: dict[str, GivenRows] = {}
+    for name, rows in flipped.items():
+        if not rows:
+            continue
+        given, engine = checked[name], encoded[name]
+        if isinstance(engine, EngineColumns):
+            assert isinstance(given, FactBatch)  # encoded a column at a time
+            if len(rows) == len(given):  # as many flip as it has: none repeats, all flip
+                out[name] = given
+                continue
+            keep = _members(rows, engine.columns) & _first_occurrences(engine.columns)
+            out[name] = FactBatch(given.frame.filter(pl.Series(keep)))
+        else:
+            first: dict[Tuple, tuple[Value, ...]] = {}
+            for t, row in zip(engine, given, strict=True):
+                if t in rows:
+                    first.setdefault(t, tuple(row))
+            info = relations[name]
+            distinct = list(first.values())
+            out[name] = FactBatch.of_rows(distinct, info.types) if info.arity else distinct
+    return out
+
+
+def _members(rows: FactRows, columns: Sequence[np.ndarray]) -> np.ndarray:
+    """Which rows of `columns` `rows` holds."""
+    if isinstance(rows, TupleSet):
+        return ~rows.table.absent(columns)
+    return np.fromiter(
+        (t in rows for t in zip(*(c.tolist() for c in columns), strict=True)),
+        dtype=bool,
+        count=len(columns[0]),
+    )
+
+
+def _first_occurrences(columns: Sequence[np.ndarray]) -> np.ndarray:
+    """Which rows of `columns` occur for the first time."""
+    _, first = np.unique(np.stack(columns, axis=1), axis=0, return_index=True)
+    mask = np.zeros(len(columns[0]), dtype=bool)
+    mask[first] = True
+    return mask
 
 
 def _as_set(rows: FactRows) -> set[Tuple]:
@@ -1099,16 +1138,3 @@ def _within(value: Value, low: int, high: int) -> bool:
 
 MIN_UPDATE_MEMORY = 256 << 20
 """The memory bound of an Update's bookkeeping on a small state (see `_update_memory_budget`)."""
-
-
-class _CheckedDeadline(Deadline):
-    """Update's deadline, also polling the caller's cancellation `check` (which raises)."""
-
-    def __init__(self, at: float | None, cancel: Check | None) -> None:
-        super().__init__(at)
-        self.cancel = cancel
-
-    def check(self) -> None:
-        if self.cancel is not None:
-            self.cancel()
-        super().check()

@@ -46,6 +46,8 @@ class Changed:
     """Facts the added texts held, as data to insert (not part of the program)."""
     warnings: tuple[Diagnostic, ...] = ()
     """Warnings about the added texts, positioned in them (`<rules>`)."""
+    given: tuple[str, ...] = ()
+    """Ids of every rule of the added texts, in order, each once: new or already present."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +130,7 @@ class ProgramText:
             raise KeyError(sorted(wanted)[0])
         present = set(_rules_by_id(ProgramText(units).written()))
         added: list[str] = []
+        given: dict[str, None] = {}
         kept: list[str] = []  # each added text without its facts and already present clauses
         names = [RULES_FILENAME] if len(add) == 1 else [f"<rules {n + 1}>" for n in range(len(add))]
         for name, text in zip(names, add, strict=True):
@@ -141,13 +144,16 @@ class ProgramText:
                     repeated.append(rule.span)
             present.update(first)
             added.extend(first)
+            given.update(dict.fromkeys(rule_id(rule.text) for rule in program.rules))
             kept.append(_cut(text, repeated))
         # Analyze the texts as given, so diagnostics point into what the client sent...
         whole = ProgramText(units + list(add), self.filename)._analyze(len(units), names)
         candidate = ProgramText(units + [k for k in kept if k.strip()], self.filename)
         warnings = tuple(w for w in whole.warnings if w.filename in names)
         if kept == list(add):
-            return Changed(candidate, whole, tuple(added), tuple(removed), {}, warnings)
+            return Changed(
+                candidate, whole, tuple(added), tuple(removed), {}, warnings, tuple(given)
+            )
         # ...then drop the facts and the repeated clauses: a rule counts once, facts are data.
         analyzed = analyze(candidate.parse(), source=candidate.text, filename=self.filename)
         facts = {}
@@ -164,7 +170,9 @@ class ProgramText:
             )
             candidate = ProgramText([*candidate.units, declarations], self.filename)
             analyzed = analyze(candidate.parse(), source=candidate.text, filename=self.filename)
-        return Changed(candidate, analyzed, tuple(added), tuple(removed), facts, warnings)
+        return Changed(
+            candidate, analyzed, tuple(added), tuple(removed), facts, warnings, tuple(given)
+        )
 
     def _analyze(self, base_units: int, names: list[str]) -> AnalyzedProgram:
         """Analyze the whole program; map each diagnostic back to the text it points into."""

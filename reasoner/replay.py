@@ -17,33 +17,24 @@ from dataclasses import dataclass, replace
 
 from reasoner.analysis.model import AnalyzedProgram
 from reasoner.elastic.engines import EngineSettings
-from reasoner.elastic.epoch import Delta, StratumReport
+from reasoner.elastic.epoch import Delta, EpochReport
+from reasoner.elastic.switch import DEFAULT_SWITCHING_PARAMETER, STRATEGIES
 from reasoner.io.facts import Row
-from reasoner.materialization import DEFAULT_SWITCHING_PARAMETER, Materialization
+from reasoner.materialization import Materialization
 from reasoner.progress import BootstrapProgress
 from reasoner.workload import Facts, Workload
-
-STRATEGIES = ("auto", "update", "bootstrap")
-"""`Materialization.apply` strategies: switch under the deadline, or force one side."""
 
 
 @dataclass(frozen=True, slots=True)
 class EpochRecord:
-    epoch: int
-    strategy: str
-    """"bootstrap" whenever a full Bootstrap ran (epoch 0, a forced one or a fallback)."""
-    seconds: float
-    inserted: int
-    """Derived tuples that appeared; for epoch 0, every derived tuple."""
-    retracted: int
+    """One epoch of a replay: the engine's report, the facts the workload listed, and the
+    check against a fresh Bootstrap."""
+
+    report: EpochReport
+    """For epoch 0, the Bootstrap's (every derived tuple appeared), timed with the load."""
     facts_inserted: int
     """Distinct rows the epoch lists to insert (epoch 0: the facts it loads)."""
     facts_retracted: int
-    strata: tuple[StratumReport, ...]
-    fallback_reason: str | None = None
-    engine: str | None = None
-    """Executor of a full Bootstrap and why it was chosen; None for an Update epoch."""
-    engine_reason: str | None = None
     check_seconds: float | None = None
     """Time of the comparison with a fresh Bootstrap; None when not checked."""
     differences: dict[str, int] | None = None
@@ -52,25 +43,9 @@ class EpochRecord:
 
     def as_json(self) -> dict[str, object]:
         return {
-            "epoch": self.epoch,
-            "strategy": self.strategy,
-            "fallback_reason": self.fallback_reason,
-            "engine": self.engine,
-            "engine_reason": self.engine_reason,
-            "seconds": self.seconds,
-            "inserted": self.inserted,
-            "retracted": self.retracted,
+            **self.report.as_json(),
             "facts_inserted": self.facts_inserted,
             "facts_retracted": self.facts_retracted,
-            "strata": [
-                {
-                    "index": s.index,
-                    "relations": list(s.relations),
-                    "strategy": s.strategy,
-                    "seconds": s.seconds,
-                }
-                for s in self.strata
-            ],
             "check_seconds": self.check_seconds,
             "differences": self.differences,
         }
@@ -116,19 +91,9 @@ def replay(
     yield _observed(
         m,
         EpochRecord(
-            epoch=0,
-            strategy="bootstrap",
-            seconds=seconds,
-            inserted=sum(m.size(name) for name in analyzed.stratum_of),
-            retracted=0,
+            replace(report.as_epoch(0), seconds=seconds),
             facts_inserted=_distinct(initial),
             facts_retracted=0,
-            strata=tuple(
-                StratumReport(run.index, run.relations, "bootstrap", run.seconds)
-                for run in report.strata
-            ),
-            engine=report.engine.engine,
-            engine_reason=report.engine.reason,
         ),
         check,
         observe,
@@ -138,17 +103,9 @@ def replay(
         yield _observed(
             m,
             EpochRecord(
-                epoch=applied.epoch,
-                strategy=applied.strategy,
-                seconds=applied.seconds,
-                inserted=applied.inserted,
-                retracted=applied.retracted,
+                applied,
                 facts_inserted=_distinct(epoch.insert),
                 facts_retracted=_distinct(epoch.retract),
-                strata=applied.strata,
-                fallback_reason=applied.fallback_reason,
-                engine=applied.engine,
-                engine_reason=applied.engine_reason,
             ),
             check,
             observe,

@@ -37,8 +37,10 @@ from typing import Any, TypeVar
 from sqlalchemy.exc import SQLAlchemyError
 
 from reasoner import BootstrapCancelled, Delta, EngineSettings, EpochReport, Materialization
+from reasoner.elastic import switch
 from reasoner.errors import ProgramError
 from reasoner.progress import BootstrapProgress, ProgressReport
+from service import failpoints
 from service.epoch_budget import EpochBudget, EpochTooLarge, default_memory_allowance
 from service.errors import (
     DATABASE_UNAVAILABLE,
@@ -51,6 +53,7 @@ from service.errors import (
     Problem,
 )
 from service.metrics import Metrics
+from service.schemas import EpochSummary
 from service.settings import Settings
 from service.store.repository import Committed, DeltaRecord, Store
 from service.write_priority import WritePriority
@@ -63,11 +66,6 @@ T = TypeVar("T")
 
 MAX_EPOCH = (1 << 31) - 1
 """Epoch numbers are 32-bit integer columns: a larger number names no epoch."""
-BULK_MIN_FACTS = 10_000
-BULK_FRACTION = 0.25
-"""A delta changing at least this many facts, and this fraction of all facts, is applied by
-Bootstrap directly instead of Update-then-fallback."""
-
 
 DISCONNECT_POLL_SECONDS = 0.2
 """How often a queued write checks that its client is still there."""
@@ -79,12 +77,13 @@ class WriteAbandoned(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Applied:
-    """A write's outcome: the service epoch number and the engine's report."""
+    """A write's outcome: the engine's report (its epoch is the service's), the facts that
+    flipped and the ids of the rules the write held (new or already present)."""
 
-    epoch: int
     report: EpochReport
     facts_inserted: int
     facts_retracted: int
+    rules_given: tuple[str, ...] = ()
 
 
 class Runtime:
@@ -98,12 +97,6 @@ class Runtime:
         self.store = store if store is not None else Store(settings.sqlalchemy_url)
         self.metrics = Metrics()
         self.materialization: Materialization | None = None
-        self.epoch = 0
-        """The service's epoch number (the store's), of the published state."""
-        self._base_epoch = 0
-        self._view: tuple[Materialization, int] | None = None
-        """The published materialization and the service epoch of its engine epoch 0: one
-        attribute, so a reader never pairs a materialization with another one's numbering."""
         self.ready = False
         self.failure: str | None = None
         """Why the service is not ready, for `/ready`: an error code, never a user's text."""
@@ -125,6 +118,12 @@ class Runtime:
         """Bytes one evaluation (a write's, or the start-up rebuild) may grow the process."""
         self._unrecorded: dict[int, dict[str, Any]] = {}
         """Reports of applied epochs not yet written to their rows (see `apply`)."""
+
+    @property
+    def epoch(self) -> int:
+        """The number of the published epoch: the engine's, which resumed at the store's."""
+        m = self.materialization
+        return 0 if m is None else m.epoch
 
     # -- life cycle -----------------------------------------------------------------------------
 
@@ -243,15 +242,12 @@ class Runtime:
             log.exception("rebuilding the materialization failed")
             raise
         self.metrics.startup_bootstrap(report.seconds)
-        self._base_epoch = committed.last_epoch
-        self.epoch = committed.last_epoch
-        self._view = (m, committed.last_epoch)
         self.materialization = m
         self.failure = None
         self.ready = True
         self.startup_seconds = time.perf_counter() - start
         if self._initializing:
-            self.store.record_report(0, _report_row_of_bootstrap(report))
+            self.store.record_report(0, _report_row(report.as_epoch(0)))
             self._initializing = False
         log.info(
             "ready at epoch %d: bootstrap %.3fs (%s: %s), start-up %.3fs%s",
@@ -264,7 +260,12 @@ class Runtime:
         )
 
     def _bootstrap_committed(self, committed: Committed) -> tuple[Materialization, Any]:
-        m = Materialization.from_text(committed.program.text, "<program>", **self._engine_options())
+        m = Materialization.from_text(
+            committed.program.text,
+            "<program>",
+            epoch=committed.last_epoch,
+            **self._engine_options(),
+        )
         relations = m.analyzed.relations
         unknown = sorted(set(committed.facts) - set(relations))
         if unknown:
@@ -303,14 +304,14 @@ class Runtime:
                     limit=self.settings.max_rules,
                 )
         if prepared.changes_nothing:  # no epoch, nothing to store: say so
-            return Applied(self.epoch, m.apply(prepared), 0, 0)
-        number = self.epoch + 1
+            return Applied(m.apply(prepared), 0, 0, prepared.rules_given)
+        number = m.epoch + 1
         record = DeltaRecord(
             number,
             _row_count(prepared.inserts),
             _row_count(prepared.retracts),
-            inserts=m.stored_facts(prepared, inserted=True),
-            retracts=m.stored_facts(prepared, inserted=False),
+            inserts=prepared.given_inserts,
+            retracts=prepared.given_retracts,
         )
         if prepared.analyzed is not None:
             record.program_text = prepared.program_text
@@ -318,24 +319,18 @@ class Runtime:
             texts = {entry.id: entry.text for entry in prepared.program.rules()}
             record.rules_added = [(i, texts[i]) for i in prepared.rules_added]
             record.rules_removed = list(prepared.rules_removed)
-        strategy = "auto"
-        changed = record.facts_inserted + record.facts_retracted
-        if changed >= max(BULK_MIN_FACTS, BULK_FRACTION * sum(map(len, m.facts.values()))):
-            # A bulk load: Update would most likely run out its deadline before the fallback.
-            strategy = "bootstrap"
+        flipped = record.facts_inserted + record.facts_retracted
+        held = sum(map(len, m.facts.values()))
+        strategy = "bootstrap" if switch.bulk_load(flipped, held) else "auto"
         report = self._evaluate_then_commit(m, prepared, record, strategy, include_changes)
-        self.epoch = number
+        failpoints.reach(failpoints.PUBLISHED)
         log.debug("epoch %d: applied by %s in %.3fs", number, report.strategy, report.seconds)
-        if self._base_epoch + report.epoch != number:
-            log.warning(
-                "epoch mismatch: engine %d + %d != %d", self._base_epoch, report.epoch, number
-            )
         self.metrics.epoch(report.strategy, report.seconds)
         # Recorded after the answer (but before the next write: the writer is FIFO), so that a
         # write waits for one commit, not two.
         self._unrecorded[number] = {**_report_row(report), "applied_at": datetime.now(UTC)}
         self._writer.submit(self._record_report, number)
-        return Applied(number, report, record.facts_inserted, record.facts_retracted)
+        return Applied(report, record.facts_inserted, record.facts_retracted, prepared.rules_given)
 
     def _commit(self, record: DeltaRecord) -> None:
         """Make the epoch durable (one transaction); 503 with nothing changed if it fails."""
@@ -379,8 +374,10 @@ class Runtime:
 
         def commit() -> None:
             nonlocal committed
+            failpoints.reach(failpoints.EVALUATED)
             self._commit(record)
             committed = True
+            failpoints.reach(failpoints.COMMITTED)
 
         log.debug("epoch %d: evaluating (%s, deadline %gs)", number, strategy, timeout)
         try:
@@ -427,6 +424,7 @@ class Runtime:
             ) from None
 
     def _record_report(self, number: int) -> None:
+        failpoints.reach(failpoints.ANSWERED)
         try:
             self.store.record_report(number, self._unrecorded[number])
         except Exception:  # the epoch is durable already; its report is a nicety
@@ -464,19 +462,12 @@ class Runtime:
             raise Problem(503, NOT_READY, detail, headers={"Retry-After": "1"})
         return m
 
-    def _published(self) -> tuple[Materialization, int]:
-        """The published materialization and the service epoch of its engine epoch 0."""
-        self._require_ready()
-        view = self._view
-        assert view is not None
-        return view
-
     def read(self, read: Callable[[Materialization, int], T]) -> T:
         """`read(materialization, epoch)` on one published epoch, holding no lock while it
         runs, so that neither writers nor other readers wait for it (a slow query)."""
         self.priority.yield_to_writes()
-        m, base = self._published()
-        return m.read(lambda: read(m, base + m.epoch))
+        m = self._require_ready()
+        return m.read(lambda: read(m, m.epoch))
 
     @asynccontextmanager
     async def read_slot(self) -> AsyncIterator[None]:
@@ -500,9 +491,9 @@ class Runtime:
         """A consistent view: the materialization and the number of the epoch it shows (the
         engine counts its epochs inside the publication lock, so the number read under the
         shared lock is the published state's, never the one being computed)."""
-        m, base = self._published()
+        m = self._require_ready()
         with m.reading():
-            yield m, base + m.epoch
+            yield m, m.epoch
 
 
 def _failure_code(exc: BaseException) -> str:
@@ -522,43 +513,5 @@ def _row_count(rows_by_relation: Mapping[str, Sized]) -> int:
 
 
 def _report_row(report: EpochReport) -> dict[str, Any]:
-    return {
-        "strategy": report.strategy,
-        "engine": report.engine,
-        "engine_reason": report.engine_reason,
-        "fallback_reason": report.fallback_reason,
-        "seconds": report.seconds,
-        "inserted": report.inserted,
-        "retracted": report.retracted,
-        "strata": [
-            {
-                "index": s.index,
-                "relations": list(s.relations),
-                "strategy": s.strategy,
-                "seconds": s.seconds,
-            }
-            for s in report.strata
-        ],
-    }
-
-
-def _report_row_of_bootstrap(report: Any) -> dict[str, Any]:
-    engine = getattr(report, "engine", None)
-    return {
-        "strategy": "bootstrap",
-        "engine": getattr(engine, "engine", None),
-        "engine_reason": getattr(engine, "reason", None),
-        "fallback_reason": None,
-        "seconds": report.seconds,
-        "inserted": sum(getattr(run, "derived", 0) for run in report.strata),
-        "retracted": 0,
-        "strata": [
-            {
-                "index": run.index,
-                "relations": list(run.relations),
-                "strategy": "bootstrap",
-                "seconds": run.seconds,
-            }
-            for run in report.strata
-        ],
-    }
+    """The report's columns of an epoch's row."""
+    return EpochSummary.model_validate(report).model_dump()

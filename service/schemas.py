@@ -61,14 +61,21 @@ class RulesIn(_Strict):
     )
 
 
-class StratumOut(BaseModel):
+class _FromEngine(BaseModel):
+    """A model read from the engine's report objects (`from_attributes`), so that what an
+    epoch did is serialised in one place, whichever route or row shows it."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+
+class StratumOut(_FromEngine):
     index: int
     relations: list[str]
     strategy: str = Field(description='"update", "bootstrap" or "unchanged".')
     seconds: float
 
 
-class WarningOut(BaseModel):
+class WarningOut(_FromEngine):
     code: str
     message: str
     line: int | None = None
@@ -76,7 +83,23 @@ class WarningOut(BaseModel):
     filename: str | None = None
 
 
-class EpochOut(BaseModel):
+class EpochSummary(_FromEngine):
+    """What evaluating one epoch did (the engine's `EpochReport`): the answer to a write,
+    and what its row in the store keeps for `GET /v1/epochs`."""
+
+    strategy: str = Field(description='"update", "bootstrap" (a recomputation ran) or "unchanged".')
+    engine: str | None = Field(
+        None, description='The executor of a Bootstrap ("local", "spark", "reference").'
+    )
+    engine_reason: str | None = None
+    fallback_reason: str | None = None
+    seconds: float
+    inserted: int = Field(description="Derived tuples that appeared.")
+    retracted: int = Field(description="Derived tuples that disappeared.")
+    strata: list[StratumOut]
+
+
+class EpochOut(EpochSummary):
     """What applying one write did."""
 
     epoch: int = Field(description="The epoch the write made (the current one if unchanged).")
@@ -90,20 +113,10 @@ class EpochOut(BaseModel):
         description="What was accepted but may not be meant: a rule reading a relation that "
         "nothing defines yet (it is empty), a retracted fact that the program text asserts.",
     )
-    strategy: str = Field(description='"update", "bootstrap" (a recomputation ran) or "unchanged".')
-    engine: str | None = Field(
-        None, description='The executor of a Bootstrap ("local", "spark", "reference").'
-    )
-    engine_reason: str | None = None
-    fallback_reason: str | None = None
-    seconds: float
-    inserted: int = Field(description="Derived tuples that appeared.")
-    retracted: int = Field(description="Derived tuples that disappeared.")
-    facts_inserted: int
-    facts_retracted: int
+    facts_inserted: int = Field(0, description="Facts that were absent and are now present.")
+    facts_retracted: int = Field(0, description="Facts that were present and are now absent.")
     rules_added: list[str]
     rules_removed: list[str]
-    strata: list[StratumOut]
     changes: dict[str, dict[str, list[list[Value]]]] | None = Field(
         None, description="With `?changes=true`: per derived relation, inserted and retracted."
     )

@@ -32,15 +32,16 @@ def main(argv: list[str]) -> int:
 
     def record_epoch(m: Materialization, record: EpochRecord) -> None:
         live[:] = [m]
+        report = record.report
         emit(
             "epoch",
-            epoch=record.epoch,
-            seconds=record.seconds,
-            strategy=record.strategy,
-            fallback_reason=record.fallback_reason,
-            engine=record.engine,
-            inserted=record.inserted,
-            retracted=record.retracted,
+            epoch=report.epoch,
+            seconds=report.seconds,
+            strategy=report.strategy,
+            fallback_reason=report.fallback_reason,
+            engine=report.engine,
+            inserted=report.inserted,
+            retracted=report.retracted,
             derived=sum(m.size(name) for name in spec.data["derived"]),
             digest=digests({name: m.rows(name) for name in spec.outputs}),
         )

@@ -62,3 +62,31 @@ class EpochReport:
     engine_reason: str | None = None
     warnings: tuple[Notice, ...] = ()
     """What was accepted but may not be meant (see `PreparedDelta.warnings`)."""
+
+    @property
+    def changed(self) -> bool:
+        """Whether the delta made an epoch (it changed facts or rules)."""
+        return self.strategy != UNCHANGED
+
+    def as_json(self) -> dict[str, object]:
+        """What the epoch did, as `reasoner replay --stats` writes it; the service has the
+        same fields in its schema (`service.schemas.EpochSummary`)."""
+        return {
+            "epoch": self.epoch,
+            "strategy": self.strategy,
+            "fallback_reason": self.fallback_reason,
+            "engine": self.engine,
+            "engine_reason": self.engine_reason,
+            "seconds": self.seconds,
+            "inserted": self.inserted,
+            "retracted": self.retracted,
+            "strata": [
+                {
+                    "index": s.index,
+                    "relations": list(s.relations),
+                    "strategy": s.strategy,
+                    "seconds": s.seconds,
+                }
+                for s in self.strata
+            ],
+        }

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import dataclasses
 import json
 import re
 from collections.abc import Sequence
@@ -13,14 +12,13 @@ from typing import Any
 from fastapi import Request
 
 from reasoner import Delta
-from reasoner.elastic.epoch import UNCHANGED
 from reasoner.errors import Diagnostic, ProgramError
 from reasoner.io.batch import FactBatch
 from reasoner.program_text import RULES_FILENAME
 from reasoner.syntax.ast import Span
 from service.errors import EPOCH_UNAVAILABLE, INVALID_CURSOR, INVALID_TEXT, Problem, clip
 from service.runtime import Applied, Runtime
-from service.schemas import EpochOut, StratumOut, WarningOut
+from service.schemas import EpochOut
 from service.store import models
 
 PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
@@ -47,36 +45,12 @@ def get_runtime(request: Request) -> Runtime:
 
 
 def epoch_out(applied: Applied) -> EpochOut:
-    report = applied.report
-    return EpochOut(
-        epoch=applied.epoch,
-        changed=report.strategy != UNCHANGED,
-        warnings=[WarningOut(**dataclasses.asdict(w)) for w in report.warnings],
-        strategy=report.strategy,
-        engine=report.engine,
-        engine_reason=report.engine_reason,
-        fallback_reason=report.fallback_reason,
-        seconds=report.seconds,
-        inserted=report.inserted,
-        retracted=report.retracted,
-        facts_inserted=applied.facts_inserted,
-        facts_retracted=applied.facts_retracted,
-        rules_added=list(report.rules_added),
-        rules_removed=list(report.rules_removed),
-        strata=[
-            StratumOut(
-                index=s.index, relations=list(s.relations), strategy=s.strategy, seconds=s.seconds
-            )
-            for s in report.strata
-        ],
-        changes=(
-            None
-            if report.changes is None
-            else {
-                name: {kind: [list(row) for row in rows] for kind, rows in parts.items()}
-                for name, parts in report.changes.items()
-            }
-        ),
+    """The answer to a write: the engine's report, and the facts the service counted."""
+    return EpochOut.model_validate(applied.report).model_copy(
+        update={
+            "facts_inserted": applied.facts_inserted,
+            "facts_retracted": applied.facts_retracted,
+        }
     )
 
 

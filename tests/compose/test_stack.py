@@ -147,7 +147,7 @@ def test_postgresql_is_the_store(loaded: set[tuple[int, int]]) -> None:
 
 def test_a_bulk_load_bootstraps_on_the_spark_worker(loaded: set[tuple[int, int]]) -> None:
     # REASONER_SPARK_THRESHOLD is 20,000 in this stack (run.sh); a load this large is applied
-    # by Bootstrap (service.runtime.BULK_MIN_FACTS).
+    # by Bootstrap (reasoner.elastic.switch.BULK_MIN_FACTS).
     bulk = "".join(f"{i}\t{i + 1}\n" for i in range(100_000, 125_000) if i % 10)
     with client() as c:
         applied = c.post(

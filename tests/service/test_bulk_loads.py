@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from service.runtime import BULK_MIN_FACTS
+from reasoner.elastic.switch import BULK_MIN_FACTS
 from tests.service.conftest import Server
 from tests.service.helpers import assert_problem, read_relation
 

@@ -37,7 +37,7 @@ def test_graph1000_replays_with_check_on_spark(spark: SparkSession, bench_dir: P
         )
     )
     assert len(records) == 13
-    assert records[0].engine == "spark"
-    assert records[0].inserted == 11_550
+    assert records[0].report.engine == "spark"
+    assert records[0].report.inserted == 11_550
     assert [r.differences for r in records] == [{}] * 13
-    assert all(r.engine == "spark" for r in records if r.strategy == "bootstrap")
+    assert all(r.report.engine == "spark" for r in records if r.report.strategy == "bootstrap")

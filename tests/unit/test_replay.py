@@ -128,7 +128,7 @@ def test_holdback_is_left_out_of_epoch_0() -> None:
     workload = Workload((Epoch(insert={"edge": [(40, 41)]}),), holdback={"edge": [(40, 41)]})
     first, second = replay(analyzed, {"edge": EDGES}, workload)
     assert first.facts_inserted == len(EDGES) - 1
-    assert (second.inserted, second.facts_inserted) == (2, 1)  # tc(40, 41), unreached(41)
+    assert (second.report.inserted, second.facts_inserted) == (2, 1)  # tc(40, 41), unreached(41)
     assert initial_facts({"edge": [(1, 2), (3, 4)]}, {"edge": [(3, 4), (5, 6)]}) == {
         "edge": [(1, 2)]
     }

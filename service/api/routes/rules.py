@@ -8,8 +8,6 @@ from fastapi import Path, Request
 from pydantic import ValidationError
 
 from reasoner import Delta
-from reasoner.program_text import rule_id
-from reasoner.syntax.parser import parse_program
 from service.api.bodies import (
     media_type,
     text_body,
@@ -87,11 +85,7 @@ async def post_rules(request: Request, runtime: RuntimeDep, changes: Changes = F
     else:
         raise unsupported(kind, ("application/json", "text/plain"))
     applied = await apply_delta(runtime, request, Delta(add_rules=tuple(texts)), changes)
-    ids: dict[str, None] = {}
-    for text in texts:
-        for rule in parse_program(text, expand_components=False).rules:
-            ids.setdefault(rule_id(rule.text), None)
-    return RulesAdded(**epoch_out(applied).model_dump(), ids=list(ids))
+    return RulesAdded(**epoch_out(applied).model_dump(), ids=list(applied.rules_given))
 
 
 @writes.delete("/rules/{rule_id}", response_model=EpochOut, summary="Remove a rule")
