@@ -340,8 +340,9 @@ class Explainer:
                 evaluator.plan = plan
             step = plan.steps[count - 1]
             literal = plan.rule.body[step.body_index]
+            shown = self.analyzed.written_literals.get(id(literal), literal)
             binding = self._user(plan, survivor)
-            return Failure(rule.text, render_literal(literal), _reason(step), binding)
+            return Failure(rule.text, render_literal(shown), _reason(step), binding)
         return Failure(
             rule.text,
             render_literal(plan.rule.head),

@@ -90,12 +90,20 @@ def analyze(
         strata, stratum_of = stratify(evaluated, table.order, again, aggregates)
         again.raise_if_errors()
     variable_types = {}
+    written_literals: dict[int, BodyLiteral] = {}
     if evaluated is not program:
         by_scope = inference.variable_types()
         variable_types = {
             new: by_scope.get(inference.scopes[id(old)], {})
             for old, new in zip(program.rules, evaluated.rules, strict=True)
         }
+        for old, new in zip(program.rules, evaluated.rules, strict=True):
+            if new is not old:  # the rewrite changes terms, one literal for one
+                written_literals.update(
+                    (id(evaluated_literal), literal)
+                    for literal, evaluated_literal in zip(old.body, new.body, strict=True)
+                    if evaluated_literal is not literal
+                )
     return AnalyzedProgram(
         program=evaluated,
         relations=_relation_infos(evaluated, table, types, unfixed),
@@ -105,6 +113,7 @@ def analyze(
         written=written,
         warnings=reporter.warnings,
         variable_types=variable_types,
+        written_literals=written_literals,
     )
 
 

@@ -11,7 +11,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from reasoner.errors import Diagnostic
-from reasoner.syntax.ast import AggregateOp, Atom, ColumnType, Negation, Program, Rule, Span
+from reasoner.syntax.ast import (
+    AggregateOp,
+    Atom,
+    BodyLiteral,
+    ColumnType,
+    Negation,
+    Program,
+    Rule,
+    Span,
+)
 
 Value = int | str
 """A value as the user sees it: `number` columns hold Python ints, `symbol` columns strs."""
@@ -110,3 +119,6 @@ class AnalyzedProgram:
     """The type of each variable of each rule whose operations the analysis rewrote for
     `unsigned` (`reasoner.analysis.unsigned`): the rule lost its casts and conversions, which
     change types, so its plan no longer tells them (explain shows values by them)."""
+    written_literals: dict[int, BodyLiteral] = field(default_factory=dict)
+    """Each body literal that rewrite changed, by `id`, as written (`x > 5`, not the
+    flipped-bit comparison evaluated): what explain's why-not names."""

@@ -307,7 +307,8 @@ def test_each_clause_is_typed_on_its_own_and_literals_on_either_side() -> None:
 
 def test_queries_and_explain_show_values_in_their_variables_types() -> None:
     """The body evaluated has lost its casts and conversions: the types of the variables
-    come from the type inference, not from it."""
+    come from the type inference, not from it. A why-not names a literal as written, not
+    its unsigned form."""
     m = Materialization.from_text(
         """
         .decl a(x: unsigned)
@@ -315,6 +316,7 @@ def test_queries_and_explain_show_values_in_their_variables_types() -> None:
         .decl n(x: number)
         .input n
         r(x) :- a(x), y = as(x, number), y > 0.
+        b(x) :- a(x), x > 5.
         """
     )
     m.load({"a": [(1,), (TOP,)], "n": [(-1,)]})
@@ -331,4 +333,6 @@ def test_queries_and_explain_show_values_in_their_variables_types() -> None:
             assert evaluate_query(query, m.analyzed, m.state, m.symbols).rows == rows, text
         explainer = Explainer(m.analyzed, m.state, m.symbols)
         (failure,) = explainer.why_not("r", explainer.encode("r", (TOP,)))
+        (unsigned,) = explainer.why_not("b", explainer.encode("b", (1,)))
     assert failure.binding == {"x": TOP, "y": -1}
+    assert (unsigned.literal, unsigned.binding) == ("x > 5", {"x": 1})  # as written
