@@ -37,6 +37,7 @@ _MASTER = re.compile(
   | (?P<float>[0-9]+\.[0-9]+(?:[eE][+-]?[0-9]+)?)
   | (?P<number>(?:0[xX][0-9A-Fa-f]+|0[bB][01]+|[0-9]+)u?)
   | (?P<udf>@[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<constructor>\$[A-Za-z_][A-Za-z0-9_]*)
   | (?P<ident>{IDENTIFIER.pattern})
   | (?P<op>:-|<:|!=|<=|>=|[(),.;:!=<>+\-*/%|^\[\]{{}}])
   | (?P<error>.)
@@ -158,6 +159,9 @@ def tokenize(text: str) -> LexResult:
             append(Token(ERROR, lexeme, start, line, column, message))
         elif kind == "float":
             message = f"floating-point numbers are not supported: `{lexeme}`"
+            append(Token(ERROR, lexeme, start, line, column, message))
+        elif kind == "constructor":
+            message = f"algebraic data types are not supported: the constructor `{lexeme}`"
             append(Token(ERROR, lexeme, start, line, column, message))
         else:
             message = f"unexpected character `{lexeme}`"

@@ -76,6 +76,8 @@ _WORD_OPERATORS = frozenset().union(*_BINARY_LEVELS) - _ARITHMETIC
 _UNARY_WORDS = frozenset({"bnot", "lnot"})
 _VARIADIC = frozenset({"max", "min"})
 """Functors written as calls, `max(a, b, ...)`, folded into binary operations."""
+_FLOAT_FUNCTORS = frozenset({"to_float", "ftoi", "itof", "ftou", "utof"})
+"""Soufflé's conversions to floats (the last four are its older names): refused by name."""
 _AGGREGATES = frozenset({"count", "sum", "min", "max", "mean"})
 """Soufflé's aggregates (`x = count : { ... }`)."""
 _IO_DIRECTIVES: dict[str, Literal["input", "output", "printsize"]] = {
@@ -802,6 +804,12 @@ class _Parser:
         if kind == IDENT:
             self._advance()
             if self._peek().kind == "(":
+                if token.text in _FLOAT_FUNCTORS:
+                    raise _Failure(
+                        f"`{token.text}` gives a float, and floating-point numbers are not "
+                        "supported",
+                        token.span,
+                    )
                 known = ", ".join(sorted(functors.NAMES | _VARIADIC))
                 raise _Failure(
                     f"unknown functor `{token.text}`: the functors are {known}", token.span
