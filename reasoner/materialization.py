@@ -88,14 +88,16 @@ class BootstrapReport:
     seconds: float
     engine: EngineChoice
 
-    def as_epoch(self, epoch: int) -> EpochReport:
+    def as_epoch(self, epoch: int, inserted: int) -> EpochReport:
         """The Bootstrap as the report of the epoch it made (the first one of a service or of
-        a replay): every derived tuple appeared."""
+        a replay), where every tuple of the derived relations appeared: `inserted`, which
+        `Materialization.derived_size` counts as later epochs do (facts of a relation that
+        also has rules included)."""
         return EpochReport(
             epoch=epoch,
             strategy="bootstrap",
             seconds=self.seconds,
-            inserted=sum(run.derived for run in self.strata),
+            inserted=inserted,
             retracted=0,
             strata=tuple(
                 StratumReport(run.index, run.relations, "bootstrap", run.seconds)
@@ -584,7 +586,7 @@ class Materialization:
                 attempt = switch.attempt_update(
                     strategy, update, lambda: self._discard(overlay, cached)
                 )
-                if attempt.outcome is not None:
+                if attempt.fallback_reason is None:
                     try:
                         if check is not None:
                             check()  # an epoch that finished past its deadline is refused
@@ -596,6 +598,7 @@ class Materialization:
                     with self._lock.exclusive():
                         overlay.commit()
                         self._adopt(prepared)
+                    assert attempt.outcome is not None  # Update finished
                     strata, sizes, listed = attempt.outcome
                     return self._report(
                         start, "update", strata, sizes, listed, prepared, (old_types, types)
@@ -854,6 +857,10 @@ class Materialization:
         )
 
     # -- reading --------------------------------------------------------------------------------
+
+    def derived_size(self) -> int:
+        """Tuples of the derived relations users see: what a first Bootstrap inserted."""
+        return sum(self.size(n) for n in self.analyzed.stratum_of if not is_internal(n))
 
     def relation_names(self) -> list[str]:
         return list(self.analyzed.relations)

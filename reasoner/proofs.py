@@ -40,6 +40,7 @@ from reasoner.syntax.ast import (
     SYMBOL,
     UNSIGNED,
     Atom,
+    BodyLiteral,
     Negation,
     NumberConst,
     Rule,
@@ -319,7 +320,7 @@ class Explainer:
             start = self._start(plan, row)
             if start is None:
                 failures.append(
-                    Failure(rule.text, render_literal(rule.head), "the head does not match", {})
+                    Failure(rule.text, self._written(rule.head), "the head does not match", {})
                 )
                 continue
             failures.append(self._first_failure(rule, plan, evaluator, start, row))
@@ -340,17 +341,20 @@ class Explainer:
                 evaluator.plan = plan
             step = plan.steps[count - 1]
             literal = plan.rule.body[step.body_index]
-            shown = self.analyzed.written_literals.get(id(literal), literal)
             binding = self._user(plan, survivor)
-            return Failure(rule.text, render_literal(shown), _reason(step), binding)
+            return Failure(rule.text, self._written(literal), _reason(step), binding)
         return Failure(
             rule.text,
-            render_literal(plan.rule.head),
+            self._written(plan.rule.head),
             "every instance gives another tuple",
             self._user(plan, survivor),
         )
 
     # -- helpers ----------------------------------------------------------------------------
+
+    def _written(self, literal: BodyLiteral) -> str:
+        """`literal` as the user wrote it (`AnalyzedProgram.written_literals`)."""
+        return render_literal(self.analyzed.written_literals.get(id(literal), literal))
 
     def _plan(self, rule: Rule) -> tuple[JoinPlan, Evaluator]:
         """The rule's plan from its head (or, a head it cannot invert, from its smallest

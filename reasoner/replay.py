@@ -91,7 +91,7 @@ def replay(
     yield _observed(
         m,
         EpochRecord(
-            replace(report.as_epoch(0), seconds=seconds),
+            replace(report.as_epoch(0, m.derived_size()), seconds=seconds),
             facts_inserted=_distinct(initial),
             facts_retracted=0,
         ),

@@ -247,7 +247,7 @@ class Runtime:
         self.ready = True
         self.startup_seconds = time.perf_counter() - start
         if self._initializing:
-            self.store.record_report(0, _report_row(report.as_epoch(0)))
+            self.store.record_report(0, _report_row(report.as_epoch(0, m.derived_size())))
             self._initializing = False
         log.info(
             "ready at epoch %d: bootstrap %.3fs (%s: %s), start-up %.3fs%s",

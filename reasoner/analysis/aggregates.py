@@ -173,6 +173,7 @@ class _Rewriter:
             if isinstance(lit, Comparison) and _names(lit.left, lit.right) <= grounded
         )
         variants: list[Variant] = [(head, body, {})]
+        zeros: dict[int, tuple[str, int]] = {}  # kept only if the rule is: ids stay taken
         for aggregate in found:
             definition = self.aggregate(aggregate, outside, grounded, binding)
             if definition is None:
@@ -180,7 +181,7 @@ class _Rewriter:
             variants = [
                 more
                 for variant in variants
-                for more in self._reading(variant, definition, results[id(aggregate)])
+                for more in self._reading(variant, definition, results[id(aggregate)], zeros)
             ]
             if len(variants) > MAX_VARIANTS:
                 self.reporter.error(
@@ -200,14 +201,19 @@ class _Rewriter:
                 rule_head = _map_atom(rule_head, fixed)
                 literals = tuple(_map_literal(lit, fixed) for lit in literals)
             rules.append(dataclasses.replace(rule, head=rule_head, body=literals))
+        self.zeros.update(zeros)
         return rules
 
+    @staticmethod
     def _reading(
-        self, variant: Variant, definition: AggregateDefinition, result: Variable
+        variant: Variant,
+        definition: AggregateDefinition,
+        result: Variable,
+        zeros: dict[int, tuple[str, int]],
     ) -> list[Variant]:
         """`variant` reading the aggregate's relation for `result`; for `count` and `sum`,
-        also the variant for a group with no rows, where the result is 0 (of the result's
-        type: `zeros`)."""
+        also the variant for a group with no rows, where the result is a 0 of the result's
+        type (recorded in `zeros`)."""
         head, body, zero = variant
         span = definition.span
         group = tuple(Variable(name, span) for name in definition.group_names)
@@ -216,7 +222,7 @@ class _Rewriter:
         if definition.op in _EMPTY_IS_ZERO:
             empty = Negation(Atom(definition.name, (*group, Wildcard(span)), span), span)
             value = NumberConst(0, span)
-            self.zeros[id(value)] = (definition.name, len(group))
+            zeros[id(value)] = (definition.name, len(group))
             variants.append((head, (*body, empty), {**zero, result.name: value}))
         return variants
 

@@ -101,7 +101,9 @@ def analyze(
             if new is not old:  # the rewrite changes terms, one literal for one
                 written_literals.update(
                     (id(evaluated_literal), literal)
-                    for literal, evaluated_literal in zip(old.body, new.body, strict=True)
+                    for literal, evaluated_literal in zip(
+                        (old.head, *old.body), (new.head, *new.body), strict=True
+                    )
                     if evaluated_literal is not literal
                 )
     return AnalyzedProgram(

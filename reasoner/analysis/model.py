@@ -120,5 +120,5 @@ class AnalyzedProgram:
     `unsigned` (`reasoner.analysis.unsigned`): the rule lost its casts and conversions, which
     change types, so its plan no longer tells them (explain shows values by them)."""
     written_literals: dict[int, BodyLiteral] = field(default_factory=dict)
-    """Each body literal that rewrite changed, by `id`, as written (`x > 5`, not the
-    flipped-bit comparison evaluated): what explain's why-not names."""
+    """Each head and body literal that rewrite changed, by `id`, as written (`x > 5`, not
+    the flipped-bit comparison evaluated): what explain's why-not names."""

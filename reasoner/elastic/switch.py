@@ -84,6 +84,7 @@ class Attempt(Generic[T]):
 
     outcome: T | None = None
     fallback_reason: str | None = None
+    """None when Update finished: its outcome is to be published."""
 
 
 def attempt_update(

@@ -806,8 +806,8 @@ class _Parser:
             if self._peek().kind == "(":
                 if token.text in _FLOAT_FUNCTORS:
                     raise _Failure(
-                        f"`{token.text}` gives a float, and floating-point numbers are not "
-                        "supported",
+                        f"`{token.text}` converts to or from a float, and floating-point "
+                        "numbers are not supported",
                         token.span,
                     )
                 known = ", ".join(sorted(functors.NAMES | _VARIADIC))

@@ -183,3 +183,17 @@ def test_strategy_flags_exclude_each_other(capsys: pytest.CaptureFixture[str]) -
     with pytest.raises(SystemExit):
         main(["replay", "p.dl", "--epochs", "e", "--always-update", "--always-bootstrap"])
     assert "not allowed with" in capsys.readouterr().err
+
+
+def test_epoch_0_counts_every_tuple_of_the_derived_relations() -> None:
+    """Facts of a relation that also has rules count, as they do in later epochs' diffs, so
+    epoch 0 plus each later epoch's inserted minus retracted is the derived state's size."""
+    analyzed = check_program(
+        ".decl e(x: number, y: number)\n.input e\n.input f\ne(x, y) :- f(x, y)."
+    )
+    workload = Workload(
+        (Epoch(insert={"e": [(9, 9)]}), Epoch(retract={"e": [(1, 2)]})), holdback={}
+    )
+    inputs = {"e": [(1, 2), (3, 4)], "f": [(5, 6)]}
+    records = list(replay(analyzed, inputs, workload))
+    assert [(r.report.inserted, r.report.retracted) for r in records] == [(3, 0), (1, 0), (0, 1)]

@@ -317,6 +317,7 @@ def test_queries_and_explain_show_values_in_their_variables_types() -> None:
         .input n
         r(x) :- a(x), y = as(x, number), y > 0.
         b(x) :- a(x), x > 5.
+        h(x / 2) :- a(x).
         """
     )
     m.load({"a": [(1,), (TOP,)], "n": [(-1,)]})
@@ -334,5 +335,7 @@ def test_queries_and_explain_show_values_in_their_variables_types() -> None:
         explainer = Explainer(m.analyzed, m.state, m.symbols)
         (failure,) = explainer.why_not("r", explainer.encode("r", (TOP,)))
         (unsigned,) = explainer.why_not("b", explainer.encode("b", (1,)))
+        (head,) = explainer.why_not("h", explainer.encode("h", (3,)))
     assert failure.binding == {"x": TOP, "y": -1}
     assert (unsigned.literal, unsigned.binding) == ("x > 5", {"x": 1})  # as written
+    assert head.literal == "h(x / 2)"  # not its unsigned division
