@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import numpy as np
 import polars as pl
@@ -80,6 +80,8 @@ class EngineColumns:
 EngineRows = EngineColumns | list[Tuple]
 GivenRows = FactBatch | list[tuple[Value, ...]]
 """Facts in user values: a batch, or rows (those of a relation of arity 0, too)."""
+Listed = dict[str, tuple[set[Tuple], set[Tuple]]] | None
+"""Per derived relation, its (retracted, inserted) tuples, for a report that lists them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -569,14 +571,14 @@ class Materialization:
             )
             cached = set(self._plans)
 
-            def update() -> tuple[tuple[StratumReport, ...], dict[str, tuple[int, int]], Any]:
+            def update() -> tuple[tuple[StratumReport, ...], dict[str, tuple[int, int]], Listed]:
                 strata = self._update(overlay, prepared, deadline)
                 dropped = [n for n in derived if n not in new.relations and n in self.state]
                 sizes = {name: overlay.presence_sizes(name) for name in kept}
                 sizes.update((name, (len(self.state[name]), 0)) for name in dropped)
                 # Tuples only for a report that lists them: the compiled Update records
                 # changes by row id.
-                listed = None
+                listed: Listed = None
                 if include_changes:
                     listed = {name: overlay.presence_diff(name) for name in kept}
                     listed.update((name, (set(self.state[name].iters), set())) for name in dropped)
@@ -817,7 +819,7 @@ class Materialization:
         strategy: str,
         strata: tuple[StratumReport, ...],
         sizes: dict[str, tuple[int, int]],
-        listed: dict[str, tuple[set[Tuple], set[Tuple]]] | None,
+        listed: Listed,
         prepared: PreparedDelta,
         types: tuple[Mapping[str, tuple[ColumnType, ...]], Mapping[str, tuple[ColumnType, ...]]],
         reason: str | None = None,

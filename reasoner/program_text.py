@@ -139,12 +139,12 @@ class ProgramText:
             repeated = [fact.span for fact in program.facts]
             for rule in program.rules:
                 i = rule_id(rule.text)
+                given.setdefault(i)
                 already = i in present and i not in first
                 if already or first.setdefault(i, rule.span) != rule.span:
                     repeated.append(rule.span)
             present.update(first)
             added.extend(first)
-            given.update(dict.fromkeys(rule_id(rule.text) for rule in program.rules))
             kept.append(_cut(text, repeated))
         # Analyze the texts as given, so diagnostics point into what the client sent...
         whole = ProgramText(units + list(add), self.filename)._analyze(len(units), names)

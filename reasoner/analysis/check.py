@@ -89,15 +89,12 @@ def analyze(
         evaluated = unsigned_operations(program, inference)
         strata, stratum_of = stratify(evaluated, table.order, again, aggregates)
         again.raise_if_errors()
-    variable_types = {}
+    variable_types: dict[Rule, dict[str, ColumnType]] = {}
     written_literals: dict[int, BodyLiteral] = {}
     if evaluated is not program:
         by_scope = inference.variable_types()
-        variable_types = {
-            new: by_scope.get(inference.scopes[id(old)], {})
-            for old, new in zip(program.rules, evaluated.rules, strict=True)
-        }
         for old, new in zip(program.rules, evaluated.rules, strict=True):
+            variable_types[new] = by_scope.get(inference.scopes[id(old)], {})
             if new is not old:  # the rewrite changes terms, one literal for one
                 written_literals.update(
                     (id(evaluated_literal), literal)
