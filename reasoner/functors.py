@@ -142,6 +142,14 @@ each into a body literal `#range<n> = range(...)` of its own (`reasoner.analysis
 which executors evaluate as a generator (or, the variable already bound, as a membership
 test); no other term of theirs ever holds one."""
 
+PACK = "pack!"
+"""`pack!(a, b, ...)`: the id of the record of those fields (`reasoner.records`), which the
+analysis makes of `[a, b, ...]` and `$Branch(...)` (`reasoner.analysis.records`); never
+written."""
+FIELD = "field!"
+"""`field!(r, i)`: field `i` of record `r`, no value for nil; made by the analysis to take a
+record apart, never written."""
+
 NAMES = frozenset(SIGNATURES) - {UNSIGNED_TO_STRING} | {"ord", GENERATOR}
 """The functors a program may call."""
 CONVERSIONS = frozenset({"to_number", "to_unsigned"})
@@ -203,6 +211,10 @@ def apply(name: str, symbols: SymbolTable, operands: Sequence[int]) -> int | Non
     """`name` over interned operands: the interned result, or None for no value."""
     if name == "ord":
         return operands[0]
+    if name == PACK:
+        return symbols.records.pack(tuple(operands))
+    if name == FIELD:
+        return symbols.records.field(operands[0], operands[1])
     return apply_with(name, symbols.resolve, symbols.intern, operands)
 
 
@@ -244,7 +256,7 @@ def apply_arrays(
     return np.ma.masked_array(values[inverse], mask=missing[inverse])
 
 
-ORDER = tuple(sorted(NAMES | {UNSIGNED_TO_STRING}))
+ORDER = tuple(sorted(NAMES | {UNSIGNED_TO_STRING, PACK, FIELD}))
 """Functor numbers, as the Update kernel's plans name them (`reasoner.update.plans`)."""
 
 

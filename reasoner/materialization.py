@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import numpy as np
 import polars as pl
@@ -53,6 +53,7 @@ from reasoner.gc_pause import collector_paused
 from reasoner.io.batch import FactBatch, engine_numbers, user_numbers
 from reasoner.program_text import Changed, ProgramText, RuleEntry, declaration
 from reasoner.progress import BootstrapProgress
+from reasoner.records import AdtType, RecordError, RecordType, ValueType, canonical
 from reasoner.state import State, Tuple
 from reasoner.symbols import SymbolTable
 from reasoner.syntax.ast import NUMBER, SYMBOL, UNSIGNED, ColumnType
@@ -250,14 +251,25 @@ class Materialization:
 
     def _encoded(self, info: RelationInfo, rows: Iterable[Sequence[Value]]) -> list[Tuple]:
         """Rows of user values as engine tuples."""
-        return list(map(self.symbols.encoder(info.types), rows))
+        return list(map(self.symbols.encoder(info.value_types), rows))
 
     def _encoded_columns(self, info: RelationInfo, batch: FactBatch) -> list[np.ndarray]:
         """A batch's columns as engine columns (int64, symbols interned)."""
         return [
-            self.symbols.intern_column(column) if kind == SYMBOL else engine_numbers(column)
-            for kind, column in zip(info.types, batch.frame.iter_columns(), strict=True)
+            self.symbols.intern_column(column)
+            if kind == SYMBOL
+            else self._record_ids(column, kind)
+            if isinstance(kind, RecordType | AdtType)
+            else engine_numbers(column)
+            for kind, column in zip(info.value_types, batch.frame.iter_columns(), strict=True)
         ]
+
+    def _record_ids(self, column: pl.Series, kind: RecordType | AdtType) -> np.ndarray:
+        """A column of records' canonical texts as their ids (packed as needed)."""
+        parse = self.symbols.codec().parse
+        distinct = column.unique(maintain_order=True)
+        ids = pl.Series([parse(text, kind) for text in distinct.to_list()], dtype=pl.Int64)
+        return column.replace_strict(distinct, ids, return_dtype=pl.Int64).to_numpy()
 
     @contextmanager
     def reading(self) -> Iterator[None]:
@@ -424,7 +436,7 @@ class Materialization:
             pinned = {t for t in self.program_facts.get(name, ()) if t in rows}
             if pinned:
                 info = analyzed.relations.get(name) or self.analyzed.relations[name]
-                decode = self.symbols.decoder(info.types)
+                decode = self.symbols.decoder(info.value_types)
                 shown = ", ".join(
                     f"{name}({', '.join(json.dumps(v) for v in decode(t))})"
                     for t in sorted(pinned)[:3]
@@ -458,11 +470,11 @@ class Materialization:
                     f"the rule change removes relation `{name}`, which holds {kept} facts: "
                     "retract them first, or declare the relation",
                 )
-            if new.types != info.types:
+            if new.shape != info.shape:
                 raise InvalidDelta(
                     TYPE_MISMATCH,
-                    f"the rule change makes `{name}` ({', '.join(new.types)}), but it holds "
-                    f"{kept} facts of types ({', '.join(info.types)})",
+                    f"the rule change makes `{name}` ({', '.join(new.shape)}), but it holds "
+                    f"{kept} facts of types ({', '.join(info.shape)})",
                 )
 
     @staticmethod
@@ -556,11 +568,15 @@ class Materialization:
         # relation from the program (its tuples all go) or leave it with facts alone.
         derived = list(dict.fromkeys([*self.analyzed.stratum_of, *new.stratum_of]))
         kept = [name for name in derived if name in new.relations]
-        old_types = {name: info.types for name, info in self.analyzed.relations.items()}
-        types = {**old_types, **{name: info.types for name, info in new.relations.items()}}
+        old_types = {name: info.value_types for name, info in self.analyzed.relations.items()}
+        types = {**old_types, **{name: info.value_types for name, info in new.relations.items()}}
         # A relation a rule change reshapes (another arity or column types; it holds no
         # facts) is a new relation under an old name: no Update can carry its tuples over.
-        reshaped = {name for name, kind in old_types.items() if types[name] != kind}
+        reshaped = {
+            name
+            for name, info in self.analyzed.relations.items()
+            if name in new.relations and new.relations[name].shape != info.shape
+        }
         if strategy != "bootstrap" and not reshaped:
             overlay = Overlay(self.state)
             seconds = switch.update_seconds(
@@ -821,7 +837,7 @@ class Materialization:
         sizes: dict[str, tuple[int, int]],
         listed: Listed,
         prepared: PreparedDelta,
-        types: tuple[Mapping[str, tuple[ColumnType, ...]], Mapping[str, tuple[ColumnType, ...]]],
+        types: tuple[Mapping[str, tuple[ValueType, ...]], Mapping[str, tuple[ValueType, ...]]],
         reason: str | None = None,
         engine: EngineChoice | None = None,
     ) -> EpochReport:
@@ -869,7 +885,7 @@ class Materialization:
 
     def rows(self, name: str) -> list[tuple[Value, ...]]:
         """Every tuple of a relation, as user values."""
-        decode = self.symbols.decoder(self.analyzed.relations[name].types)
+        decode = self.symbols.decoder(self.analyzed.relations[name].value_types)
         return [decode(t) for t in self.state[name]]
 
     def batch(self, name: str) -> FactBatch | list[tuple[()]]:
@@ -881,20 +897,43 @@ class Materialization:
             return [()] * self.size(name)
         columns = self.state[name].table.columns()[0]
         ranks = self.symbols.order_keys() if SYMBOL in info.types else None
+        texts = {
+            index: self._record_texts(column, kind)
+            for index, (kind, column) in enumerate(zip(info.value_types, columns, strict=True))
+            if isinstance(kind, RecordType | AdtType)
+        }
         keys = [
-            ranks[column] if kind == SYMBOL else user_numbers(column, kind)  # type: ignore[index]  # ranks: a symbol column
-            for kind, column in zip(info.types, columns, strict=True)
+            texts[index][1]
+            if index in texts
+            else ranks[column]  # type: ignore[index]  # ranks: a symbol column
+            if kind == SYMBOL
+            else user_numbers(column, kind)
+            for index, (kind, column) in enumerate(zip(info.types, columns, strict=True))
         ]
         order = np.lexsort(keys[::-1])
         decoded = [
-            self.symbols.resolve_series(column[order])
+            texts[index][0].gather(order)
+            if index in texts
+            else self.symbols.resolve_series(column[order])
             if kind == SYMBOL
             else user_numbers(column[order], kind)
-            for kind, column in zip(info.types, columns, strict=True)
+            for index, (kind, column) in enumerate(zip(info.types, columns, strict=True))
         ]
         batch = FactBatch.of_columns(decoded, info.types)
         batch.ordered = True
         return batch
+
+    def _record_texts(
+        self, column: np.ndarray, kind: RecordType | AdtType
+    ) -> tuple[pl.Series, np.ndarray]:
+        """A column of record ids as their texts, and per row the rank of its text (records
+        are written in the order of their text, as symbols are)."""
+        distinct, inverse = np.unique(column, return_inverse=True)
+        text = self.symbols.codec().format
+        shown = [text(int(ident), kind) for ident in distinct]
+        ranks = np.empty(len(shown), dtype=np.int64)
+        ranks[sorted(range(len(shown)), key=shown.__getitem__)] = np.arange(len(shown))
+        return pl.Series(shown, dtype=pl.String).gather(inverse.reshape(-1)), ranks[inverse]
 
     def size(self, name: str) -> int:
         return len(self.state[name])
@@ -903,10 +942,18 @@ class Materialization:
         """The engine tuple for a row, or None if it names a symbol never seen (so is absent)."""
         info = self.analyzed.relations[name]
         out: list[int] = []
-        for value, kind in zip(row, info.types, strict=True):
-            if (kind == SYMBOL) != isinstance(value, str):
+        for value, kind in zip(row, info.value_types, strict=True):
+            if (kind == SYMBOL or isinstance(kind, RecordType | AdtType)) != isinstance(value, str):
                 return None  # a value of the other type: no tuple holds it
-            if isinstance(value, str):
+            if isinstance(kind, RecordType | AdtType):
+                try:
+                    found = self.symbols.codec(intern=False).parse(cast(str, value), kind)
+                except RecordError:
+                    return None
+                if found is None:
+                    return None
+                out.append(found)
+            elif isinstance(value, str):
                 ident = self.symbols.lookup(value)
                 if ident is None:
                     return None
@@ -959,7 +1006,7 @@ class Materialization:
         """Every relation as {row: (iteration, count)} in user values, for comparing states."""
         result = {}
         for name, info in self.analyzed.relations.items():
-            decode = self.symbols.decoder(info.types)
+            decode = self.symbols.decoder(info.value_types)
             result[name] = {decode(t): v for t, v in self.state[name].snapshot().items()}
         return result
 
@@ -1125,8 +1172,13 @@ def _checked_row(info: RelationInfo, row: Sequence[Value], verb: str) -> tuple[V
         raise InvalidDelta(
             ARITY_MISMATCH, f"`{name}` has {info.arity} columns, a row to {verb} has {len(row)}"
         )
-    for value, kind, column in zip(row, info.types, info.column_names, strict=True):
-        if kind == "symbol":
+    canonical_row = list(row)
+    for index, (value, kind, column) in enumerate(
+        zip(row, info.value_types, info.column_names, strict=True)
+    ):
+        if isinstance(kind, RecordType | AdtType):
+            canonical_row[index] = _canonical_record(value, kind, f"{name}.{column}")
+        elif kind == "symbol":
             if not isinstance(value, str):
                 raise InvalidDelta(TYPE_MISMATCH, f"`{name}.{column}` is a symbol, got {value!r}")
         elif kind == UNSIGNED and not _within(value, 0, 1 << 64):
@@ -1137,7 +1189,22 @@ def _checked_row(info: RelationInfo, row: Sequence[Value], verb: str) -> tuple[V
             raise InvalidDelta(
                 TYPE_MISMATCH, f"`{name}.{column}` is a 64-bit number, got {value!r}"
             )
-    return tuple(row)
+    return tuple(canonical_row)
+
+
+def _canonical_record(value: Value, kind: RecordType | AdtType, where: str) -> str:
+    if not isinstance(value, str):
+        raise InvalidDelta(
+            TYPE_MISMATCH, f"`{where}` is a `{kind.name}` record, written as text; got {value!r}"
+        )
+    try:
+        return canonical(value, kind)
+    except RecordError as error:
+        raise InvalidDelta(
+            TYPE_MISMATCH,
+            f"`{where}` is a `{kind.name}` record: {error} at character {error.offset + 1} "
+            f"of {value!r}",
+        ) from None
 
 
 def _within(value: Value, low: int, high: int) -> bool:

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from reasoner.analysis import analyze
 from reasoner.analysis.model import AnalyzedProgram, Value
 from reasoner.errors import Diagnostic, ProgramError
-from reasoner.syntax.ast import ColumnType, Program, Rule, Span
+from reasoner.records import ValueType
+from reasoner.syntax.ast import Program, Rule, Span
 from reasoner.syntax.lexer import tokenize
 from reasoner.syntax.parser import parse_program
 
@@ -165,7 +166,7 @@ class ProgramText:
         undefined = [name for name in facts if not _defined(analyzed, name)]
         if undefined:
             declarations = "\n".join(
-                declaration(n, whole.relations[n].column_names, whole.relations[n].types)
+                declaration(n, whole.relations[n].column_names, whole.relations[n].value_types)
                 for n in undefined
             )
             candidate = ProgramText([*candidate.units, declarations], self.filename)
@@ -216,7 +217,10 @@ def _defined(analyzed: AnalyzedProgram, name: str) -> bool:
     return info is not None and (info.declared or info.is_input or name in analyzed.stratum_of)
 
 
-def declaration(name: str, columns: Sequence[str], types: Sequence[ColumnType]) -> str:
-    """A `.decl` for a relation whose shape was inferred rather than declared."""
-    listed = ", ".join(f"{c}: {t}" for c, t in zip(columns, types, strict=True))
+def declaration(name: str, columns: Sequence[str], types: Sequence[ValueType]) -> str:
+    """A `.decl` for a relation whose shape was inferred rather than declared (a record
+    column by its type's name)."""
+    listed = ", ".join(
+        f"{c}: {t if isinstance(t, str) else t.name}" for c, t in zip(columns, types, strict=True)
+    )
     return f".decl {name}({listed})"

@@ -17,7 +17,8 @@ import polars as pl
 
 from reasoner.analysis.model import Value
 from reasoner.arith import as_unsigned, wrap64
-from reasoner.syntax.ast import SYMBOL, UNSIGNED, ColumnType
+from reasoner.records import AdtType, Codec, RecordTable, RecordType, ValueType
+from reasoner.syntax.ast import RECORD, SYMBOL, UNSIGNED
 
 BULK_INTERN = 20_000
 """Strings in a column from which `intern_column` interns its distinct values only."""
@@ -46,11 +47,14 @@ class SymbolOrder:
 
 
 class SymbolTable:
-    """A bidirectional, append-only map between strings and ids 0, 1, 2, ..."""
+    """A bidirectional, append-only map between strings and ids 0, 1, 2, ...; and the
+    numbering of record values (`reasoner.records`), which hold symbols' ids: whatever reads
+    or makes a value reaches both through this one table."""
 
-    __slots__ = ("_ids", "_order", "_series", "_strings")
+    __slots__ = ("_ids", "_order", "_series", "_strings", "records")
 
     def __init__(self) -> None:
+        self.records = RecordTable()
         self._ids: dict[str, int] = {}
         self._strings: list[str] = []
         self._order: tuple[np.ndarray, list[str]] | None = None
@@ -124,14 +128,21 @@ class SymbolTable:
             order = self._order = (keys, [strings[i] for i in ranks])
         return order
 
-    def encoder(self, types: Sequence[ColumnType]):
-        """A function mapping a row of user values to an engine tuple for a relation's types
-        (a symbol interned, an unsigned as its 64-bit pattern)."""
+    def codec(self, intern: bool = True) -> Codec:
+        """Record text <-> id over this table; `intern=False` only looks values up (a query's
+        constant that no tuple holds reads as None)."""
+        return Codec(self.intern if intern else self.lookup, self.resolve, self.records, intern)
+
+    def encoder(self, types: Sequence[ValueType]):
+        """A function mapping a row of user values to an engine tuple for a relation's value
+        types (a symbol interned, an unsigned as its 64-bit pattern, a record's text packed)."""
         symbol_cols = [i for i, t in enumerate(types) if t == SYMBOL]
         unsigned_cols = [i for i, t in enumerate(types) if t == UNSIGNED]
-        if not symbol_cols and not unsigned_cols:
+        record_cols = _record_columns(types)
+        if not symbol_cols and not unsigned_cols and not record_cols:
             return tuple
         intern = self.intern
+        parse = self.codec().parse
 
         def encode(row: Sequence[Value]) -> tuple[int, ...]:
             out = list(row)
@@ -139,17 +150,21 @@ class SymbolTable:
                 out[i] = intern(cast(str, out[i]))
             for i in unsigned_cols:
                 out[i] = wrap64(cast(int, out[i]))
+            for i, kind in record_cols:
+                out[i] = cast(int, parse(cast(str, out[i]), kind))
             return cast(tuple[int, ...], tuple(out))
 
         return encode
 
-    def decoder(self, types: Sequence[ColumnType]):
+    def decoder(self, types: Sequence[ValueType]):
         """The inverse of `encoder`: engine tuple -> row of user values."""
         symbol_cols = [i for i, t in enumerate(types) if t == SYMBOL]
         unsigned_cols = [i for i, t in enumerate(types) if t == UNSIGNED]
-        if not symbol_cols and not unsigned_cols:
+        record_cols = _record_columns(types)
+        if not symbol_cols and not unsigned_cols and not record_cols:
             return tuple
         strings = self._strings
+        text = self.codec().format
 
         def decode(row: Sequence[int]) -> tuple[Value, ...]:
             out: list[Value] = list(row)
@@ -157,12 +172,22 @@ class SymbolTable:
                 out[i] = strings[row[i]]
             for i in unsigned_cols:
                 out[i] = as_unsigned(row[i])
+            for i, kind in record_cols:
+                out[i] = text(row[i], kind)
             return tuple(out)
 
         return decode
 
     def encode_rows(
-        self, types: Sequence[ColumnType], rows: Iterable[Sequence[Value]]
+        self, types: Sequence[ValueType], rows: Iterable[Sequence[Value]]
     ) -> list[tuple[int, ...]]:
         encode = self.encoder(types)
         return [encode(r) for r in rows]
+
+
+def _record_columns(types: Sequence[ValueType]) -> list[tuple[int, RecordType | AdtType]]:
+    """The record columns of `types`, with their types. A column typed only `record` (how it
+    is stored) has lost what its text needs: a caller gave storage types for value types."""
+    if RECORD in types:
+        raise TypeError("a record column needs its record type (`RelationInfo.value_types`)")
+    return [(i, t) for i, t in enumerate(types) if isinstance(t, RecordType | AdtType)]

@@ -28,16 +28,20 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 
 from reasoner.analysis.model import AnalyzedProgram, Value
+from reasoner.records import AdtType, RecordType, ValueType
 from reasoner.syntax.ast import (
     Aggregate,
     Atom,
     BinaryOp,
+    BranchTerm,
     Cast,
     Comparison,
     Functor,
     Negation,
+    NilConst,
     NumberConst,
     Program,
+    RecordTerm,
     Rule,
     StringConst,
     Term,
@@ -45,6 +49,9 @@ from reasoner.syntax.ast import (
 )
 
 Row = tuple[Value, ...]
+RECORD_TAG = "[]"
+"""A record value here is `(RECORD_TAG, fields)`, a branch's `("$Name", fields)`, nil None:
+Python values compared structurally, with no table of ids."""
 State = dict[str, dict[Row, tuple[int, int]]]
 Binding = dict[str, Value]
 
@@ -200,6 +207,11 @@ def value_of(
         if term.name not in binding:
             raise Unbound(term.name)
         return binding[term.name]
+    if isinstance(term, NilConst):
+        return None  # type: ignore[return-value]  # a record value (see RECORD_TAG)
+    if isinstance(term, RecordTerm | BranchTerm):
+        tag = RECORD_TAG if isinstance(term, RecordTerm) else "$" + term.name
+        return (tag, tuple(value_of(arg, binding, rows) for arg in term.args))  # type: ignore[return-value]
     if isinstance(term, BinaryOp):
         left, right = value_of(term.left, binding, rows), value_of(term.right, binding, rows)
         if term.op.startswith(UNSIGNED):
@@ -393,7 +405,7 @@ def variables_in(node: object) -> set[str]:
         return variables_in(node.term)
     if isinstance(node, BinaryOp):
         return variables_in(node.left) | variables_in(node.right)
-    if isinstance(node, Functor):
+    if isinstance(node, Functor | RecordTerm | BranchTerm):
         return set().union(*map(variables_in, node.args))
     if isinstance(node, Aggregate):
         names = variables_in(node.target) if node.target is not None else set()
@@ -466,8 +478,11 @@ _primitives: dict[str, str] = {}
 def _primitive_types(program: Program) -> dict[str, str]:
     """Each `.type` name's primitive type: a subtype's or an alias's base's, a union's
     first member's (they share one)."""
-    bases = {declaration.name: declaration.bases[0] for declaration in program.types}
-    found = {name: name for name in ("number", "unsigned", "symbol")}
+    bases = {
+        declaration.name: declaration.bases[0] if declaration.bases else "record"
+        for declaration in program.types
+    }
+    found = {name: name for name in ("number", "unsigned", "symbol", "record")}
     for name in bases:
         seen, current = set(), name
         while current in bases and current not in seen:
@@ -670,13 +685,38 @@ def unify(args: tuple[Term, ...], row: Row, binding: Binding) -> Binding | None:
         raise ValueError(f"arity mismatch: {len(args)} arguments for a row of {len(row)}")
     extended = dict(binding)
     for term, value in zip(args, row, strict=True):
-        if isinstance(term, Variable):
-            if term.name in extended and extended[term.name] != value:
-                return None
-            extended[term.name] = value
-        elif isinstance(term, NumberConst | StringConst) and term.value != value:
+        if not match(term, value, extended):
             return None
     return extended
+
+
+def match(term: Term, value: object, binding: Binding, nested: bool = False) -> bool:
+    """Whether `value` can be `term`, binding `term`'s unbound variables (in place); a record
+    pattern matches field by field. Arithmetic is checked later, once it has a value (inside
+    a record: now if it has one already, and again by `finish`)."""
+    if isinstance(term, Variable):
+        if term.name in binding and binding[term.name] != value:
+            return False
+        binding[term.name] = value  # type: ignore[assignment]
+        return True
+    if isinstance(term, NumberConst | StringConst):
+        return term.value == value
+    if isinstance(term, NilConst):
+        return value is None
+    if isinstance(term, RecordTerm | BranchTerm):
+        tag = RECORD_TAG if isinstance(term, RecordTerm) else "$" + term.name
+        if not isinstance(value, tuple) or value[0] != tag or len(value[1]) != len(term.args):
+            return False
+        return all(
+            match(arg, field, binding, nested=True)
+            for arg, field in zip(term.args, value[1], strict=True)
+        )
+    if not nested:
+        return True
+    try:
+        return value_of(term, binding) == value
+    except (Unbound, NoValue):
+        return True
 
 
 def instantiations(
@@ -800,6 +840,8 @@ def finish(
                     and value_of(term, binding, rows) != value
                 ):
                     return None
+                if isinstance(term, RecordTerm | BranchTerm) and not match(term, value, binding):
+                    return None
         for comparison in comparisons:
             left = value_of(comparison.left, binding, rows)
             right = value_of(comparison.right, binding, rows)
@@ -833,6 +875,18 @@ def bind_equalities(
                         binding[target.name] = value_of(source, binding, rows)
                     except Unbound:
                         continue
+                    changed = True
+                    break
+                if (
+                    isinstance(target, RecordTerm | BranchTerm)
+                    and not variables_in(target) <= binding.keys()
+                ):
+                    try:
+                        value = value_of(source, binding, rows)
+                    except Unbound:
+                        continue
+                    if not match(target, value, binding):
+                        raise NoValue  # `[x, y] = r` where r is no such record
                     changed = True
                     break
 
@@ -882,7 +936,7 @@ def evaluate(analyzed: AnalyzedProgram, inputs: Mapping[str, Iterable[Row]]) -> 
     for stratum in strata:
         rules = [rule for rule in program.rules if rule.head.relation in stratum]
         state.update(evaluate_stratum(stratum, rules, asserted, state))
-    return state
+    return _as_text(state, analyzed)
 
 
 def visible(state: Mapping[str, dict], analyzed: AnalyzedProgram) -> dict[str, dict]:
@@ -901,11 +955,115 @@ def checked_rows(analyzed: AnalyzedProgram, name: str, given: Iterable[Row]) -> 
     types = analyzed.relations[name].types
     rows = {tuple(row) for row in given}
     for row in rows:
-        expected = tuple(str if t == "symbol" else int for t in types)
+        expected = tuple(str if t in ("symbol", "record") else int for t in types)
         actual = tuple(type(value) for value in row)
         if actual != expected:
             raise ValueError(f"{name}{row!r} does not have the types {types}")
-    return rows
+    kinds = analyzed.relations[name].value_types
+    return {
+        tuple(
+            read_record(v, k) if isinstance(k, RecordType | AdtType) else v  # type: ignore[arg-type]
+            for v, k in zip(row, kinds, strict=True)
+        )
+        for row in rows
+    }
+
+
+# --- records as text: the oracle's own reader and writer of Soufflé's syntax -----------------
+
+
+def read_record(text: str, kind: ValueType) -> object:
+    """A record column's text (`[1, a]`, `$A(2)`, `nil`) as a value (see RECORD_TAG)."""
+    value, rest = _read(text.strip(), kind)
+    if rest.strip():
+        raise ValueError(f"text after the record: {rest!r}")
+    return value
+
+
+def _read(text: str, kind: ValueType) -> tuple[object, str]:
+    text = text.lstrip()
+    if kind == "symbol":
+        if text.startswith('"'):
+            end = text.index('"', 1)
+            while text[end - 1] == "\\":
+                end = text.index('"', end + 1)
+            return text[1:end].replace('\\"', '"'), text[end + 1 :]
+        end = min(i for i in (text.find(","), text.find("]"), text.find(")")) if i >= 0)
+        return text[:end], text[end:]
+    if isinstance(kind, str):
+        found = re.match(r"[+-]?[0-9]+", text)
+        assert found is not None, text
+        number = int(found.group())
+        return (number if kind == "number" else number % 2**64), text[found.end() :]
+    if isinstance(kind, RecordType):
+        if text.startswith("nil"):
+            return None, text[3:]
+        assert text.startswith("["), text
+        fields, text = _read_fields(text[1:], kind.fields, "]")
+        return (RECORD_TAG, fields), text
+    found = re.match(r"\$([A-Za-z_][A-Za-z0-9_]*)", text)
+    assert found is not None, text
+    branch = next(b for b in kind.branches if b.name == found.group(1))
+    text = text[found.end() :]
+    if not branch.fields:
+        return ("$" + branch.name, ()), text
+    assert text.startswith("("), text
+    fields, text = _read_fields(text[1:], branch.fields, ")")
+    return ("$" + branch.name, fields), text
+
+
+def _read_fields(text: str, kinds: tuple[ValueType, ...], close: str) -> tuple[tuple, str]:
+    fields = []
+    for index, kind in enumerate(kinds):
+        if index:
+            text = text.lstrip()
+            assert text.startswith(","), text
+            text = text[1:]
+        value, text = _read(text, kind)
+        fields.append(value)
+    text = text.lstrip()
+    assert text.startswith(close), text
+    return tuple(fields), text[1:]
+
+
+def write_record(value: object, kind: ValueType) -> str:
+    """The text Soufflé writes for a record value (quoting a symbol only where its reader
+    would misread it)."""
+    if kind == "symbol":
+        text = str(value)
+        if re.search(r'[,\])"\\]|^\s|^$', text):
+            return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return text
+    if isinstance(kind, str):
+        return str(value)
+    if value is None:
+        return "nil"
+    tag, fields = value  # type: ignore[misc]
+    if isinstance(kind, RecordType):
+        return "[" + ", ".join(map(write_record, fields, kind.fields)) + "]"
+    branch = next(b for b in kind.branches if "$" + b.name == tag)
+    if not branch.fields:
+        return tag
+    return tag + "(" + ", ".join(map(write_record, fields, branch.fields)) + ")"
+
+
+def _as_text(state: State, analyzed: AnalyzedProgram) -> State:
+    """Record columns written as text, as the engine shows them."""
+    out: State = {}
+    for name, rows in state.items():
+        info = analyzed.relations.get(name)
+        kinds = info.value_types if info is not None else ()
+        if not any(isinstance(k, RecordType | AdtType) for k in kinds):
+            out[name] = rows
+            continue
+        out[name] = {
+            tuple(
+                write_record(v, k) if isinstance(k, RecordType | AdtType) else v
+                for v, k in zip(row, kinds, strict=True)
+            ): entry
+            for row, entry in rows.items()
+        }
+    return out
 
 
 def evaluate_stratum(

@@ -39,11 +39,13 @@ from reasoner.analysis.safety import bound_variables
 from reasoner.analysis.terms import render_atom, render_literal
 from reasoner.errors import RULE_TOO_LARGE, TYPE_MISMATCH, UNSAFE_RULE, UNSUPPORTED_FEATURE
 from reasoner.syntax.ast import (
+    RECORD,
     SYMBOL,
     Aggregate,
     Atom,
     BinaryOp,
     BodyLiteral,
+    BranchTerm,
     Cast,
     ColumnType,
     Comparison,
@@ -51,6 +53,7 @@ from reasoner.syntax.ast import (
     Negation,
     NumberConst,
     Program,
+    RecordTerm,
     Rule,
     Span,
     Term,
@@ -88,15 +91,16 @@ def check_aggregate_types(
     reporter: Reporter,
 ) -> None:
     """`sum`, `min` and `max` work on numbers: Soufflé refuses them over symbols, whose
-    order here (interning) means nothing."""
+    order here (interning) means nothing, and over records."""
     for aggregate in aggregates:
         column_types = types.get(aggregate.source)
         if aggregate.value is None or column_types is None:
             continue
-        if column_types[aggregate.value] == SYMBOL:
+        found = column_types[aggregate.value]
+        if found in (SYMBOL, RECORD):
             reporter.error(
                 TYPE_MISMATCH,
-                f"the {aggregate.op} aggregate works on numbers, but its expression is a symbol",
+                f"the {aggregate.op} aggregate works on numbers, but its expression is a {found}",
                 aggregate.span,
             )
 
@@ -396,7 +400,8 @@ def _binding(missing: set[str], binding: tuple[BodyLiteral, ...]) -> list[BodyLi
 def _body_with_columns(
     body: tuple[BodyLiteral, ...], group: list[str]
 ) -> tuple[list[BodyLiteral], list[Variable]]:
-    """The aggregate's body with each wildcard of a positive atom made a variable and its
+    """The aggregate's body with each wildcard of a positive atom (or of a record in one)
+    made a variable and its
     ranges lifted (`reasoner.analysis.ranges`), and the variables of its positive atoms and
     ranges other than the group's: with the group, the columns whose rows are the body's
     instantiations."""
@@ -407,16 +412,23 @@ def _body_with_columns(
         if not isinstance(literal, Atom):
             literals.append(literal)
             continue
-        args: list[Term] = []
-        for arg in literal.args:
-            if isinstance(arg, Wildcard):
-                arg = Variable(f"!w{len(columns)}", arg.span)
-            if isinstance(arg, Variable) and arg.name not in seen:
-                seen.add(arg.name)
-                columns.append(arg)
-            args.append(arg)
-        literals.append(dataclasses.replace(literal, args=tuple(args)))
+        args = tuple(_with_columns(arg, seen, columns) for arg in literal.args)
+        literals.append(dataclasses.replace(literal, args=args))
     return literals, columns
+
+
+def _with_columns(arg: Term, seen: set[str], columns: list[Variable]) -> Term:
+    """`arg` with its wildcards made variables, also inside records (a record's fields
+    determine it), each new variable appended to `columns`."""
+    if isinstance(arg, RecordTerm | BranchTerm):
+        fields = tuple(_with_columns(field, seen, columns) for field in arg.args)
+        return dataclasses.replace(arg, args=fields)
+    if isinstance(arg, Wildcard):
+        arg = Variable(f"!w{len(columns)}", arg.span)
+    if isinstance(arg, Variable) and arg.name not in seen:
+        seen.add(arg.name)
+        columns.append(arg)
+    return arg
 
 
 def _aggregates_in(head: Atom, body: tuple[BodyLiteral, ...]) -> list[Aggregate]:

@@ -18,6 +18,7 @@ from reasoner.analysis.named_types import check_subtypes, resolve_types
 from reasoner.analysis.negation_locals import existential_negations, is_internal
 from reasoner.analysis.pragmas import check_pragmas
 from reasoner.analysis.ranges import lift_ranges
+from reasoner.analysis.records import record_terms
 from reasoner.analysis.relations import RelationTable, collect_relations, plural
 from reasoner.analysis.report import Reporter
 from reasoner.analysis.stratify import stratify
@@ -25,7 +26,8 @@ from reasoner.analysis.terms import atoms_of
 from reasoner.analysis.types import NUMERIC, TypeInference, infer_types
 from reasoner.analysis.unsigned import unsigned_aggregates, unsigned_body, unsigned_operations
 from reasoner.errors import ARITY_MISMATCH, UNKNOWN_RELATION
-from reasoner.syntax.ast import NUMBER, BodyLiteral, ColumnType, Program, Rule, Variable
+from reasoner.records import AdtType, RecordType
+from reasoner.syntax.ast import NUMBER, RECORD, BodyLiteral, ColumnType, Program, Rule, Variable
 from reasoner.syntax.parser import parse_program
 
 
@@ -71,10 +73,11 @@ def analyze(
         safety.check_rule(rule, reporter)
     for fact in program.facts:
         safety.check_fact(fact, reporter)
-    # Typed, the operations on unsigned values take their unsigned forms (after the checks,
-    # which name the operators as written); the rewrite changes no dependency.
-    evaluated = unsigned_operations(program, inference)
-    facts = fold_facts(evaluated, reporter)
+    # Typed, the operations on unsigned values take their unsigned forms and records become
+    # ids (after the checks, which name the operators as written); the rewrites change no
+    # dependency.
+    evaluated = record_terms(unsigned_operations(program, inference), named)
+    facts = fold_facts(evaluated, reporter, inference.column_value_type)
     strata, stratum_of = stratify(evaluated, table.order, reporter, aggregates)
     reporter.raise_if_errors()
     if rewritten is not program:
@@ -86,7 +89,7 @@ def analyze(
         types, unfixed, inference = infer_types(
             typed, table, named, again, results, aggregated.typing_rules, aggregated.zeros
         )
-        evaluated = unsigned_operations(program, inference)
+        evaluated = record_terms(unsigned_operations(program, inference), named)
         strata, stratum_of = stratify(evaluated, table.order, again, aggregates)
         again.raise_if_errors()
     variable_types: dict[Rule, dict[str, ColumnType]] = {}
@@ -95,17 +98,17 @@ def analyze(
         by_scope = inference.variable_types()
         for old, new in zip(program.rules, evaluated.rules, strict=True):
             variable_types[new] = by_scope.get(inference.scopes[id(old)], {})
-            if new is not old:  # the rewrite changes terms, one literal for one
+            if new is not old:  # the rewrites change terms, one literal for one (and add some)
                 written_literals.update(
                     (id(evaluated_literal), literal)
                     for literal, evaluated_literal in zip(
-                        (old.head, *old.body), (new.head, *new.body), strict=True
+                        (old.head, *old.body), (new.head, *new.body[: len(old.body)]), strict=True
                     )
                     if evaluated_literal is not literal
                 )
     return AnalyzedProgram(
         program=evaluated,
-        relations=_relation_infos(evaluated, table, types, unfixed),
+        relations=_relation_infos(evaluated, table, types, unfixed, inference),
         strata=strata,
         stratum_of=stratum_of,
         facts=facts,
@@ -113,6 +116,7 @@ def analyze(
         warnings=reporter.warnings,
         variable_types=variable_types,
         written_literals=written_literals,
+        type_system=named,
     )
 
 
@@ -125,6 +129,7 @@ def _relation_infos(
     table: RelationTable,
     types: dict[str, tuple[ColumnType, ...]],
     unfixed: dict[str, frozenset[int]],
+    inference: TypeInference,
 ) -> dict[str, RelationInfo]:
     inputs: dict[str, tuple[tuple[str, str], ...]] = {}
     outputs: dict[str, tuple[tuple[str, str], ...]] = {}
@@ -161,8 +166,21 @@ def _relation_infos(
             print_size=name in print_size,
             internal=is_internal(name),
             unfixed=unfixed[name],
+            records=_record_types(name, column_types, inference),
         )
     return infos
+
+
+def _record_types(
+    name: str, column_types: tuple[ColumnType, ...], inference: TypeInference
+) -> tuple[RecordType | AdtType | None, ...]:
+    if RECORD not in column_types:
+        return ()
+    found = []
+    for index in range(len(column_types)):
+        value_type = inference.column_value_type(name, index)
+        found.append(value_type if isinstance(value_type, RecordType | AdtType) else None)
+    return tuple(found)
 
 
 def _head_variables(program: Program) -> dict[str, tuple[str, ...]]:
@@ -222,9 +240,9 @@ def check_query(
                 f"but this atom has {plural(len(atom.args), 'argument')}",
                 atom.span,
             )
-    inference = TypeInference(reporter, bad_atoms)
+    inference = TypeInference(reporter, bad_atoms, analyzed.type_system)
     for name, info in analyzed.relations.items():
-        for index, column_type in enumerate(info.types):
+        for index, column_type in enumerate(info.value_types):
             inference.fix_column(name, index, column_type)
     inference.visit_clause(0, None, body)
     inference.settle()

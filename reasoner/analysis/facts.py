@@ -1,8 +1,9 @@
 """Evaluation of the facts written in the program text.
 
-Fact arguments may be constant arithmetic (`p(1 + 2).`) and string functors
-(`p(cat("a", "b")).`); they are folded here with Soufflé's
-64-bit semantics (`reasoner.arith`) so that the engine only ever sees plain values. A failing
+Fact arguments may be constant arithmetic (`p(1 + 2).`), string functors
+(`p(cat("a", "b")).`) and records (`p([1, $A(2)]).`); they are folded here with Soufflé's
+64-bit semantics (`reasoner.arith`) so that the engine only ever sees plain values (a record:
+its canonical text, `reasoner.records`). A failing
 operation (division by zero) is reported with code `parse_error` and a message starting with
 "arithmetic error in fact": such a fact has no value at all, which is a defect of the text
 rather than of typing or safety.
@@ -10,18 +11,25 @@ rather than of typing or safety.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import cast
+
 from reasoner import functors
 from reasoner.analysis.model import Value
 from reasoner.analysis.report import Reporter
 from reasoner.analysis.terms import render
 from reasoner.arith import ARITH
 from reasoner.errors import PARSE_ERROR, UNSUPPORTED_FEATURE
+from reasoner.records import AdtType, Nested, RecordType, ValueType, fits, nested_text
 from reasoner.syntax.ast import (
     SYMBOL,
     BinaryOp,
+    BranchTerm,
     Functor,
+    NilConst,
     NumberConst,
     Program,
+    RecordTerm,
     Span,
     StringConst,
     Term,
@@ -40,10 +48,11 @@ class _FoldError(Exception):
         self.code = code
 
 
-def evaluate(term: Term) -> Value:
-    """The value of a ground term (post-order walk with an explicit stack)."""
+def evaluate(term: Term) -> Nested:
+    """The value of a ground term (post-order walk with an explicit stack); a record's as a
+    tree (`reasoner.records.Nested`)."""
     stack: list[tuple[Term, bool]] = [(term, False)]
-    values: list[Value] = []
+    values: list[Nested] = []
     while stack:
         node, operands_done = stack.pop()
         if isinstance(node, BinaryOp):
@@ -67,12 +76,32 @@ def evaluate(term: Term) -> Value:
                 continue
             args = values[len(values) - len(node.args) :]
             del values[len(values) - len(node.args) :]
-            values.append(_call(node, args))
+            if not all(isinstance(arg, int | str) for arg in args):
+                raise _NotFoldable
+            values.append(_call(node, args))  # type: ignore[arg-type]  # checked above
+        elif isinstance(node, RecordTerm | BranchTerm):
+            if not operands_done:
+                stack.append((node, True))
+                stack.extend((arg, False) for arg in reversed(node.args))
+                continue
+            fields = tuple(values[len(values) - len(node.args) :])
+            del values[len(values) - len(node.args) :]
+            values.append((node.name if isinstance(node, BranchTerm) else None, fields))
+        elif isinstance(node, NilConst):
+            values.append(None)
         elif isinstance(node, NumberConst | StringConst):
             values.append(node.value)
         else:
             raise _NotFoldable
     return values[0]
+
+
+def _user_value(value: Nested, kind: ValueType) -> Value:
+    if not fits(value, kind):
+        raise _NotFoldable  # a value of another shape: a type error, reported
+    if isinstance(kind, RecordType | AdtType):
+        return nested_text(value, kind)
+    return cast(Value, value)
 
 
 def _call(call: Functor, args: list[Value]) -> Value:
@@ -99,16 +128,23 @@ def _call(call: Functor, args: list[Value]) -> Value:
     return value
 
 
-def fold_facts(program: Program, reporter: Reporter) -> dict[str, tuple[tuple[Value, ...], ...]]:
-    """Per relation, the distinct fact tuples in order of first appearance."""
+def fold_facts(
+    program: Program, reporter: Reporter, value_type: Callable[[str, int], ValueType]
+) -> dict[str, tuple[tuple[Value, ...], ...]]:
+    """Per relation, the distinct fact tuples in order of first appearance; `value_type`
+    gives a column's type (a record's is written as its text)."""
     folded: dict[str, dict[tuple[Value, ...], None]] = {}
     for fact in program.facts:
+        relation = fact.atom.relation
         try:
-            row = tuple(evaluate(arg) for arg in fact.atom.args)
+            row = tuple(
+                _user_value(evaluate(arg), value_type(relation, index))
+                for index, arg in enumerate(fact.atom.args)
+            )
         except _NotFoldable:
             continue
         except _FoldError as error:
             reporter.error(error.code, error.message, error.span)
             continue
-        folded.setdefault(fact.atom.relation, {})[row] = None
+        folded.setdefault(relation, {})[row] = None
     return {name: tuple(rows) for name, rows in folded.items()}

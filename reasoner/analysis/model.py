@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from reasoner.analysis.named_types import TypeSystem
 from reasoner.errors import Diagnostic
+from reasoner.records import AdtType, RecordType, ValueType, signature
 from reasoner.syntax.ast import (
     AggregateOp,
     Atom,
@@ -23,7 +25,8 @@ from reasoner.syntax.ast import (
 )
 
 Value = int | str
-"""A value as the user sees it: `number` columns hold Python ints, `symbol` columns strs."""
+"""A value as the user sees it: `number` columns hold Python ints, `symbol` columns strs, and
+record columns their text (`reasoner.records`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,10 +50,27 @@ class RelationInfo:
     unfixed: frozenset[int] = frozenset()
     """Columns whose type nothing in the program fixes (they default to `number`): the
     first facts inserted may give them another."""
+    records: tuple[RecordType | AdtType | None, ...] = ()
+    """Per column, the record or algebraic data type of a `record` column (None for the
+    others; empty when there is none): what reads and writes its values' text."""
 
     @property
     def arity(self) -> int:
         return len(self.types)
+
+    @property
+    def shape(self) -> tuple[str, ...]:
+        """The columns' types, records with their fields (`reasoner.records.signature`): two
+        analyses that give a relation one shape store its values alike."""
+        return tuple(map(signature, self.value_types))
+
+    @property
+    def value_types(self) -> tuple[ValueType, ...]:
+        """The columns' types as users see them: `types`, a record column's descriptor in
+        place of `record` (what `SymbolTable.encoder` and `decoder` take)."""
+        if not self.records:
+            return self.types
+        return tuple(r or t for r, t in zip(self.records, self.types, strict=True))
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,3 +142,6 @@ class AnalyzedProgram:
     written_literals: dict[int, BodyLiteral] = field(default_factory=dict)
     """Each head and body literal that rewrite changed, by `id`, as written (`x > 5`, not
     the flipped-bit comparison evaluated): what explain's why-not names."""
+    type_system: TypeSystem | None = None
+    """The program's type names (its record types, their branches): what checks a query's
+    records."""

@@ -1,4 +1,5 @@
-"""Soufflé's `.type` declarations: subtypes, aliases and unions over `number` and `symbol`.
+"""Soufflé's `.type` declarations: subtypes, aliases and unions over `number` and `symbol`;
+records and algebraic data types.
 
 The engine stores values by their primitive type alone (a subtype's values are its base's: an
 `Even` is a 64-bit integer, a `Name` an interned symbol), so a named type changes no value and
@@ -10,6 +11,10 @@ Each type is represented by the set of *regions* it covers: a subtype is a regio
 (plus those of its own subtypes), a primitive covers its region and every subtype under it,
 an alias covers what its target covers and a union what its members cover. Two types share a
 value only if their sets meet.
+
+A record or algebraic data type is stored as `record` (an id, `reasoner.records`) and is a
+region of its own; its descriptor (`RecordType`, `AdtType`: its fields' types) is what reads and
+writes its values. A union or subtype of one is refused, as in Soufflé.
 """
 
 from __future__ import annotations
@@ -20,12 +25,15 @@ from dataclasses import dataclass, field
 from reasoner.analysis.relations import RelationTable
 from reasoner.analysis.report import Reporter
 from reasoner.errors import TYPE_MISMATCH, UNKNOWN_TYPE
+from reasoner.records import AdtType, Branch, RecordType, ValueType
 from reasoner.syntax.ast import (
     NUMBER,
+    RECORD,
     SYMBOL,
     UNSIGNED,
     Atom,
     BodyLiteral,
+    Column,
     ColumnType,
     Negation,
     Program,
@@ -46,10 +54,19 @@ class TypeSystem:
 
     base: dict[str, ColumnType] = field(default_factory=dict)
     regions: dict[str, frozenset[str]] = field(default_factory=dict)
+    records: dict[str, RecordType | AdtType] = field(default_factory=dict)
+    """Each record or algebraic data type by name (an alias of one too)."""
+    branches: dict[str, Branch] = field(default_factory=dict)
+    """Each branch of an algebraic data type by its name (`$Name`)."""
 
     def primitive(self, name: str) -> ColumnType | None:
         """How values of type `name` are stored; None for a type that is not known."""
         return self.base.get(name)
+
+    def value_type(self, name: str) -> ValueType | None:
+        """What values of type `name` are as users see them: a record's descriptor, else the
+        primitive type; None for a type that is not known."""
+        return self.records.get(name) or self.base.get(name)
 
 
 class _Resolver:
@@ -74,6 +91,9 @@ class _Resolver:
         if name in self._broken:
             return None
         declaration = self.declarations[name]
+        if declaration.kind in ("record", "adt"):
+            system.base[name] = RECORD
+            return RECORD
         if name in self._visiting:
             self.reporter.error(
                 TYPE_MISMATCH, f"type `{name}` is defined in terms of itself", declaration.span
@@ -84,6 +104,16 @@ class _Resolver:
         bases = [self._base_of(base, declaration) for base in declaration.bases]
         self._visiting.discard(name)
         if any(base is None for base in bases):
+            self._broken.add(name)
+            return None
+        if RECORD in bases and declaration.kind != "alias":
+            record = declaration.bases[bases.index(RECORD)]
+            what = "a subtype" if declaration.kind == "subtype" else "a union"
+            self.reporter.error(
+                TYPE_MISMATCH,
+                f"type `{name}` cannot be {what} of `{record}`, a record type",
+                declaration.span,
+            )
             self._broken.add(name)
             return None
         if len(set(bases)) > 1:
@@ -113,7 +143,7 @@ class _Resolver:
             return known
         declaration = self.declarations.get(name)
         own: set[str] = set()
-        if declaration is None or declaration.kind == "subtype":
+        if declaration is None or declaration.kind in ("subtype", "record", "adt"):
             own.add(name)  # a primitive or a subtype: a region of its own
         else:
             for member in declaration.bases:
@@ -162,6 +192,7 @@ def resolve_types(program: Program, reporter: Reporter) -> TypeSystem:
             resolver.children.setdefault(declaration.bases[0], []).append(name)
     system = resolver.system
     system.base.update(PRIMITIVES)
+    _describe_records(declarations, system, reporter)
     for name in list(system.base):
         resolver.covered(name)
     for decl in program.declarations:
@@ -169,6 +200,63 @@ def resolve_types(program: Program, reporter: Reporter) -> TypeSystem:
             if column.type not in system.base and column.type not in declarations:
                 _unknown(reporter, column.type, column.span)  # (a broken one is reported)
     return system
+
+
+def _describe_records(
+    declarations: dict[str, TypeDeclaration], system: TypeSystem, reporter: Reporter
+) -> None:
+    """The descriptors of the record and algebraic data types: shells first, so that fields
+    may name any of them (a list's tail is the list), then the fields."""
+    for name, declaration in declarations.items():
+        if declaration.kind == "record":
+            system.records[name] = RecordType(name, tuple(c.name for c in declaration.fields))
+        elif declaration.kind == "adt":
+            adt = system.records[name] = AdtType(name)
+            branches = []
+            for index, written in enumerate(declaration.branches):
+                first = system.branches.get(written.name)
+                if first is not None:
+                    reporter.error(
+                        TYPE_MISMATCH,
+                        f"branch `{written.name}` is declared again; it is a branch of "
+                        f"`{first.adt.name}`",
+                        written.span,
+                    )
+                branch = Branch(written.name, index, adt, tuple(c.name for c in written.fields))
+                branches.append(branch)
+                system.branches.setdefault(written.name, branch)
+            adt.branches = tuple(branches)
+    for name in declarations:
+        target = name
+        seen = set()
+        while declarations[target].kind == "alias" and target not in seen:
+            seen.add(target)
+            target = declarations[target].bases[0]
+            if target not in declarations:
+                break
+        if target != name and target in system.records:
+            system.records[name] = system.records[target]
+    for name, declaration in declarations.items():
+        described = system.records.get(name)
+        if isinstance(described, RecordType) and described.name == name:
+            described.fields = _field_types(declaration.fields, system, reporter, declarations)
+        elif isinstance(described, AdtType) and described.name == name:
+            for branch, written in zip(described.branches, declaration.branches, strict=True):
+                branch.fields = _field_types(written.fields, system, reporter, declarations)
+
+
+def _field_types(
+    columns: tuple[Column, ...], system: TypeSystem, reporter: Reporter, declared: Iterable[str]
+) -> tuple[ValueType, ...]:
+    found: list[ValueType] = []
+    for column in columns:
+        value_type = system.value_type(column.type)
+        if value_type is None:
+            if column.type not in declared:  # (a broken one is reported)
+                _unknown(reporter, column.type, column.span)
+            value_type = NUMBER
+        found.append(value_type)
+    return tuple(found)
 
 
 def check_subtypes(
@@ -215,8 +303,8 @@ def _check_clause(
         if known is None:
             possible[variable.name] = (regions, type_name, variable.span)
             continue
-        if system.base[type_name] != system.base[known[1]]:
-            continue  # number against symbol: the type inference reports that
+        if system.base[type_name] != system.base[known[1]] or system.base[type_name] == RECORD:
+            continue  # number against symbol, or records: the type inference reports that
         narrowed = known[0] & regions
         if narrowed:
             if narrowed != known[0]:

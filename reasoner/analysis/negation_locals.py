@@ -13,6 +13,9 @@ written in a program or a request (`!` is no identifier character), one is share
 negation of the same shape, and it is marked internal (`RelationInfo.internal`): the service
 and the command line do not show it.
 
+A record in a negated atom may hold wildcards and local variables too (`!p([x, _])`): the
+auxiliary relation then takes the record apart, `p!([$,_])(v0) :- p([v0, _])`.
+
 A variable shared by two negated atoms, or by a negated atom and the head, is not local: it
 stays unsafe (`unsafe_rule`).
 """
@@ -21,14 +24,18 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from collections.abc import Iterator
 
-from reasoner.analysis.terms import leaves
+from reasoner.analysis.terms import leaves, render_atom
 from reasoner.syntax.ast import (
     Atom,
     BodyLiteral,
+    BranchTerm,
     Comparison,
     Negation,
+    NilConst,
     Program,
+    RecordTerm,
     Rule,
     Term,
     Variable,
@@ -78,50 +85,78 @@ def existential_negations(program: Program) -> Program:
 def _existential(negation: Negation, outside: set[str], auxiliary: dict[str, Rule]) -> Negation:
     atom = negation.atom
     local = Counter(
-        arg.name for arg in atom.args if isinstance(arg, Variable) and arg.name not in outside
+        part.name
+        for arg in atom.args
+        for part in _pattern(arg)
+        if isinstance(part, Variable) and part.name not in outside
     )
-    inner = set(_variables(tuple(a for a in atom.args if not isinstance(a, Variable))))
-    if not local or inner & local.keys():
-        return negation  # nothing local, or a local variable inside arithmetic: unsafe
-    if all(count == 1 for count in local.values()):
+    computed = tuple(part for arg in atom.args for part in _pattern(arg) if _computed(part))
+    if set(_variables(computed)) & local.keys():
+        return negation  # a local variable inside arithmetic: unsafe
+    in_record = any(
+        isinstance(part, Wildcard) or (isinstance(part, Variable) and part.name in local)
+        for arg in atom.args
+        if isinstance(arg, RecordTerm | BranchTerm)
+        for part in _pattern(arg)
+    )
+    if not local and not in_record:
+        return negation
+    if not in_record and all(count == 1 for count in local.values()):
         args = tuple(
             Wildcard(arg.span) if isinstance(arg, Variable) and arg.name in local else arg
             for arg in atom.args
         )
         return dataclasses.replace(negation, atom=dataclasses.replace(atom, args=args))
-    number = {
-        name: f"p{n}"
-        for n, name in enumerate(
-            dict.fromkeys(
-                arg.name for arg in atom.args if isinstance(arg, Variable) and arg.name in local
-            )
-        )
-    }
-    pattern: list[str] = []
-    body_args: list[Variable | Wildcard] = []
+    number = {name: f"p{n}" for n, name in enumerate(local)}
     head_args: list[Variable] = []
     outer: list[Term] = []
-    for arg in atom.args:
-        if isinstance(arg, Wildcard):
-            pattern.append("_")
-            body_args.append(arg)
-        elif isinstance(arg, Variable) and arg.name in local:
-            pattern.append(number[arg.name])
-            body_args.append(Variable(number[arg.name], arg.span))
-        else:
-            pattern.append("$")
-            fresh = Variable(f"v{len(outer)}", arg.span)
-            body_args.append(fresh)
-            head_args.append(fresh)
-            outer.append(arg)
-    name = f"{atom.relation}!({','.join(pattern)})"
+
+    def project(term: Term) -> tuple[Term, str]:
+        """The auxiliary rule's argument for `term` and how the relation's name shows it."""
+        if isinstance(term, Wildcard):
+            return term, "_"
+        if isinstance(term, Variable) and term.name in local:
+            return Variable(number[term.name], term.span), number[term.name]
+        if isinstance(term, NilConst):
+            return term, "nil"
+        if isinstance(term, RecordTerm | BranchTerm) and any(
+            isinstance(part, Wildcard) or (isinstance(part, Variable) and part.name in local)
+            for part in _pattern(term)
+        ):
+            fields = [project(field) for field in term.args]
+            shown = ",".join(text for _, text in fields)
+            args = tuple(field for field, _ in fields)
+            if isinstance(term, RecordTerm):
+                return dataclasses.replace(term, args=args), f"[{shown}]"
+            return dataclasses.replace(term, args=args), f"${term.name}({shown})"
+        fresh = Variable(f"v{len(outer)}", term.span)
+        head_args.append(fresh)
+        outer.append(term)
+        return fresh, "$"
+
+    projected = [project(arg) for arg in atom.args]
+    body_args = tuple(arg for arg, _ in projected)
+    name = f"{atom.relation}!({','.join(text for _, text in projected)})"
     if name not in auxiliary:
         head = Atom(name, tuple(head_args), atom.span)
-        source = Atom(atom.relation, tuple(body_args), atom.span)
-        shown = ", ".join("_" if isinstance(a, Wildcard) else a.name for a in body_args)
+        source = Atom(atom.relation, body_args, atom.span)
         text = (
-            f"{name}({', '.join(a.name for a in head_args)}) :- {atom.relation}({shown}).  "
+            f"{name}({', '.join(a.name for a in head_args)}) :- {render_atom(source)}.  "
             "// the negation's local variables"
         )
         auxiliary[name] = Rule(head, (source,), negation.span, text)
     return Negation(Atom(name, tuple(outer), atom.span), negation.span)
+
+
+def _pattern(term: Term) -> Iterator[Term]:
+    """`term` and, through records, their fields: what a negated atom matches."""
+    stack = [term]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, RecordTerm | BranchTerm):
+            stack.extend(reversed(node.args))
+
+
+def _computed(term: Term) -> bool:
+    return not isinstance(term, Variable | Wildcard | RecordTerm | BranchTerm | NilConst)

@@ -5,9 +5,15 @@ of an `=` whose other side only uses bound variables (`y = x + 1`, `x = 3`), rep
 fixpoint. Head variables, variables of negated atoms, of comparisons and of arithmetic must be
 bound, otherwise the rule would range over an infinite domain. Wildcards are fine wherever "any
 value" makes sense (positive and negated atom arguments) and nowhere else.
+
+A record taken apart binds its fields: the variables of a record in a positive atom, at any
+depth of records (`p([x, [y, _]])`), are bound, and so are those of a record on one side of an
+`=` whose other side is bound (`[x, y] = r`).
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 from reasoner.analysis.report import Reporter
 from reasoner.analysis.terms import leaves
@@ -16,11 +22,13 @@ from reasoner.syntax.ast import (
     Atom,
     BinaryOp,
     BodyLiteral,
+    BranchTerm,
     Cast,
     Comparison,
     Fact,
     Functor,
     Negation,
+    RecordTerm,
     Rule,
     Term,
     Variable,
@@ -28,14 +36,26 @@ from reasoner.syntax.ast import (
 )
 
 
+def _taken_apart(term: Term) -> Iterator[Term]:
+    """`term` and, through records and branches, the terms of their fields: what a match
+    against a value binds or tests."""
+    stack = [term]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, RecordTerm | BranchTerm):
+            stack.extend(reversed(node.args))
+
+
 def bound_variables(body: tuple[BodyLiteral, ...]) -> set[str]:
     """Names of the variables that `body` binds."""
     bound = {
-        arg.name
+        part.name
         for literal in body
         if isinstance(literal, Atom)
         for arg in literal.args
-        if isinstance(arg, Variable)
+        for part in _taken_apart(arg)
+        if isinstance(part, Variable)
     }
     equalities = [lit for lit in body if isinstance(lit, Comparison) and lit.op == "="]
     changed = bool(equalities)
@@ -46,17 +66,17 @@ def bound_variables(body: tuple[BodyLiteral, ...]) -> set[str]:
                 (equality.left, equality.right),
                 (equality.right, equality.left),
             ):
-                if (
-                    isinstance(target, Variable)
-                    and target.name not in bound
-                    and _all_bound(source, bound)
-                ):
-                    bound.add(target.name)
-                    changed = True
+                if not all_bound(source, bound):
+                    continue
+                for part in _taken_apart(target):
+                    if isinstance(part, Variable) and part.name not in bound:
+                        bound.add(part.name)
+                        changed = True
     return bound
 
 
-def _all_bound(term: Term, bound: set[str]) -> bool:
+def all_bound(term: Term, bound: set[str]) -> bool:
+    """Whether `term` has a value once `bound` are: no wildcard, every variable bound."""
     for leaf in leaves(term):
         if isinstance(leaf, Wildcard):
             return False
@@ -90,8 +110,9 @@ class _Checker:
         for literal in body:
             if isinstance(literal, Atom):
                 for arg in literal.args:
-                    if isinstance(arg, BinaryOp | Functor | Cast):
-                        self.term(arg, "in an arithmetic expression")
+                    for part in _taken_apart(arg):
+                        if isinstance(part, BinaryOp | Functor | Cast):
+                            self.term(part, "in an arithmetic expression")
             elif isinstance(literal, Negation):
                 for arg in literal.atom.args:
                     if isinstance(arg, BinaryOp | Functor | Cast):

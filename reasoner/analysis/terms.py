@@ -16,11 +16,14 @@ from reasoner.syntax.ast import (
     Atom,
     BinaryOp,
     BodyLiteral,
+    BranchTerm,
     Cast,
     Comparison,
     Functor,
     Negation,
+    NilConst,
     NumberConst,
+    RecordTerm,
     StringConst,
     Term,
     Variable,
@@ -28,16 +31,16 @@ from reasoner.syntax.ast import (
     operands,
 )
 
-Leaf = Variable | Wildcard | NumberConst | StringConst | Aggregate
+Leaf = Variable | Wildcard | NumberConst | StringConst | NilConst | Aggregate
 
 
 def leaves(term: Term) -> Iterator[Leaf]:
-    """The variables, wildcards, constants and aggregates of `term`, left to right (an
-    aggregate's own variables are inside its body, not among them)."""
+    """The variables, wildcards, constants and aggregates of `term`, left to right, records'
+    fields included (an aggregate's own variables are inside its body, not among them)."""
     stack: list[Term] = [term]
     while stack:
         node = stack.pop()
-        if isinstance(node, BinaryOp | Functor | Cast):
+        if isinstance(node, BinaryOp | Functor | Cast | RecordTerm | BranchTerm):
             stack.extend(reversed(operands(node)))
         else:
             yield node
@@ -76,6 +79,13 @@ def render(term: Term) -> str:
         return f"{term.name}({', '.join(map(render, term.args))})"
     if isinstance(term, Cast):
         return f"as({render(term.term)}, {term.type})"
+    if isinstance(term, NilConst):
+        return "nil"
+    if isinstance(term, RecordTerm):
+        return f"[{', '.join(map(render, term.args))}]"
+    if isinstance(term, BranchTerm):
+        args = f"({', '.join(map(render, term.args))})" if term.args else ""
+        return f"${term.name}{args}"
     try:
         if term.op in ("max", "min"):
             return f"{term.op}({render(term.left)}, {render(term.right)})"

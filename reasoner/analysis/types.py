@@ -2,11 +2,14 @@
 
 Every relation column, every variable (scoped to its clause) and every arithmetic expression
 is a node of a union-find structure; each class carries at most one type, `number`, `unsigned`
-or `symbol`, or `numeric` while it is only known to be one of the first two. Constants,
-declarations, arithmetic and ordering comparisons pin types; using a variable in two places
-merges classes. A numeric literal without a suffix takes its context's type, as in Soufflé. A
-conflict is reported at the term that brought it, and the classes are left apart, so one
-mistake yields one error. Columns (and expressions) that nothing constrains are `number`s.
+or `symbol`, or `numeric` while it is only known to be one of the first two; or a record or
+algebraic data type (its descriptor, `reasoner.records`), or `record?` while it is only known
+to be some record (`nil`, `[a, b]`: their type is their place's, found once the visit is
+over). Constants, declarations, arithmetic and ordering comparisons pin types; using a
+variable in two places merges classes. A numeric literal without a suffix takes its context's
+type, as in Soufflé. A conflict is reported at the term that brought it, and the classes are
+left apart, so one mistake yields one error. Columns (and expressions) that nothing constrains
+are `number`s.
 """
 
 from __future__ import annotations
@@ -20,21 +23,26 @@ from reasoner.analysis.relations import RelationTable, position
 from reasoner.analysis.report import Reporter
 from reasoner.analysis.terms import render
 from reasoner.errors import TYPE_MISMATCH, UNKNOWN_TYPE
+from reasoner.records import AdtType, RecordType, ValueType
 from reasoner.syntax.ast import (
     NUMBER,
+    RECORD,
     SYMBOL,
     UNSIGNED,
     Atom,
     BinaryOp,
     BodyLiteral,
+    BranchTerm,
     Cast,
     ColumnType,
     Comparison,
     Fact,
     Functor,
     Negation,
+    NilConst,
     NumberConst,
     Program,
+    RecordTerm,
     Rule,
     StringConst,
     Term,
@@ -45,33 +53,57 @@ Key = tuple[str, object, object]
 """`("c", relation, column)`, `("v", clause scope, variable name)` or `("e", clause scope,
 id of an expression)`: an arithmetic expression is a class of its own, the type of all its
 operands and of its value."""
-Known = ColumnType | Literal["numeric"]
-"""A class's type: a primitive, or `numeric` (a number or an unsigned, not yet known which:
-what a bare numeric literal or arithmetic says until something decides)."""
+Known = ColumnType | Literal["numeric", "record?"] | RecordType | AdtType
+"""A class's type: a primitive, `numeric` (a number or an unsigned, not yet known which:
+what a bare numeric literal or arithmetic says until something decides), a record or
+algebraic data type, or `record?` (some record type, not yet known which)."""
 Typed = Key | Known | None
 """What a term contributes: its class, a known type, or nothing (a wildcard)."""
 
 NUMERIC: Known = "numeric"
+SOME_RECORD: Known = "record?"
+_NUMBERS = (NUMBER, UNSIGNED, NUMERIC)
 _ORDERING = frozenset({"<", "<=", ">", ">="})
 
 
 def _unify(a: Known | None, b: Known | None) -> tuple[bool, Known | None]:
-    """Whether two types can be one, and which: `numeric` takes the other's numeric type."""
-    if a is None or a == b:
+    """Whether two types can be one, and which: `numeric` takes the other's numeric type,
+    `record?` the other's record type (never an algebraic data type's: `nil` and `[...]` are
+    records)."""
+    if a is None or a is b or a == b:
         return True, b
     if b is None:
         return True, a
-    if a == NUMERIC and b != SYMBOL:
+    for vague, sure, fits in ((a, b, _NUMBERS), (b, a, _NUMBERS)):
+        if vague == NUMERIC and sure in fits:
+            return True, sure
+    if a == SOME_RECORD and isinstance(b, RecordType):
         return True, b
-    if b == NUMERIC and a != SYMBOL:
+    if b == SOME_RECORD and isinstance(a, RecordType):
         return True, a
     return False, None
 
 
 def _shown(known: Known | None) -> str:
-    """A type as messages name it, with its article: `a number`, `an unsigned`."""
+    """A type as messages name it, with its article: `a number`, `an unsigned`, a `Point`
+    record."""
+    if isinstance(known, RecordType):
+        return f"a `{known.name}` record"
+    if isinstance(known, AdtType):
+        return f"a `{known.name}` value"
+    if known == SOME_RECORD:
+        return "a record"
     name = NUMBER if known == NUMERIC else str(known)
     return f"an {name}" if name == UNSIGNED else f"a {name}"
+
+
+def _storage(known: Known | None) -> ColumnType:
+    """How values of a class's type are stored (`number` where nothing says)."""
+    if known is None or known == NUMERIC:
+        return NUMBER
+    if isinstance(known, RecordType | AdtType) or known == SOME_RECORD:
+        return RECORD
+    return cast(ColumnType, known)
 
 
 class TypeInference:
@@ -105,6 +137,9 @@ class TypeInference:
         self._type: dict[Key, Known] = {}
         self._operations: dict[tuple[int, int], Key] = {}
         """The class of each arithmetic expression and ordering comparison, by `id`."""
+        self._records: list[tuple[Key, RecordTerm, list[Typed]]] = []
+        """Each `[a, b, ...]` visited: its class and its fields' types, matched with its
+        record type's fields once that is known (`settle`)."""
 
     # -- union-find ----------------------------------------------------------------------------
 
@@ -142,11 +177,18 @@ class TypeInference:
         self._type[self._find(("c", relation, column))] = column_type
 
     def _final(self, key: Key) -> ColumnType:
-        known = self._type.get(self._find(key), NUMBER)
-        return NUMBER if known == NUMERIC else cast(ColumnType, known)
+        return _storage(self._type.get(self._find(key)))
 
     def column_type(self, relation: str, column: int) -> ColumnType:
         return self._final(("c", relation, column))
+
+    def value_type(self, key: Key) -> ValueType:
+        """A class's type as users see it: a record's descriptor, else its primitive."""
+        known = self._type.get(self._find(key))
+        return known if isinstance(known, RecordType | AdtType) else _storage(known)
+
+    def column_value_type(self, relation: str, column: int) -> ValueType:
+        return self.value_type(("c", relation, column))
 
     def is_fixed(self, relation: str, column: int) -> bool:
         """Whether something gives the column its type (else it defaults to `number`)."""
@@ -254,6 +296,15 @@ class TypeInference:
             return NUMERIC if term.kind is None else term.kind
         if isinstance(term, StringConst):
             return SYMBOL
+        if isinstance(term, NilConst):
+            return SOME_RECORD
+        if isinstance(term, RecordTerm):
+            key: Key = ("e", scope, id(term))
+            self._type[self._find(key)] = SOME_RECORD
+            self._records.append((key, term, [self._term(scope, arg) for arg in term.args]))
+            return key
+        if isinstance(term, BranchTerm):
+            return self._branch(scope, term)
         if isinstance(term, BinaryOp):
             return self._arithmetic(scope, term)
         if isinstance(term, Functor):
@@ -261,6 +312,80 @@ class TypeInference:
         if isinstance(term, Cast):
             return self._cast(scope, term)
         return None
+
+    def _branch(self, scope: int, term: BranchTerm) -> Known | None:
+        """`$Name(a, ...)`: its type is the algebraic data type of the branch, whose fields
+        give its arguments' types."""
+        branch = None if self.named is None else self.named.branches.get(term.name)
+        args = [self._term(scope, arg) for arg in term.args]
+        if branch is None:
+            self.reporter.error(
+                UNKNOWN_TYPE,
+                f"unknown constructor `${term.name}`: no algebraic data type has a branch "
+                f"`{term.name}`",
+                term.span,
+            )
+            return None
+        if len(args) != len(branch.fields):
+            self.reporter.error(
+                TYPE_MISMATCH,
+                f"`${term.name}` takes {len(branch.fields)} argument"
+                f"{'s' * (len(branch.fields) != 1)}, not {len(args)}",
+                term.span,
+            )
+            return branch.adt
+        for arg, typed, field_type, name in zip(
+            term.args, args, branch.fields, branch.names, strict=True
+        ):
+            self._field(arg, typed, field_type, f"field `{name}` of `${term.name}`")
+        return branch.adt
+
+    def _field(self, arg: Term, typed: Typed, field_type: ValueType, what: str) -> None:
+        if typed is None:
+            return
+        ok, _, found = self._merge(field_type, typed)
+        if not ok:
+            self.reporter.error(
+                TYPE_MISMATCH,
+                f"{what} is {_shown(field_type)}, but `{render(arg)}` is {found}",
+                arg.span,
+            )
+
+    def _settle_records(self) -> None:
+        """Match each `[a, b, ...]` with the fields of the record type its place gives it,
+        as long as that makes progress (a field's type may be what tells a nested record's)."""
+        pending = self._records
+        while pending:
+            left = []
+            for key, term, args in pending:
+                _, known = self._resolve(key)
+                if not isinstance(known, RecordType):
+                    left.append((key, term, args))
+                    continue
+                if len(args) != len(known.fields):
+                    self.reporter.error(
+                        TYPE_MISMATCH,
+                        f"a `{known.name}` record has {len(known.fields)} field"
+                        f"{'s' * (len(known.fields) != 1)}, but `{render(term)}` has "
+                        f"{len(args)}",
+                        term.span,
+                    )
+                    continue
+                for arg, typed, field_type, name in zip(
+                    term.args, args, known.fields, known.names, strict=True
+                ):
+                    self._field(arg, typed, field_type, f"field `{name}` of `{known.name}`")
+            if len(left) == len(pending):
+                for _, term, _ in left:
+                    self.reporter.error(
+                        TYPE_MISMATCH,
+                        f"cannot tell the record type of `{render(term)}`: use it where a "
+                        "record type is declared (a relation's column, a field)",
+                        term.span,
+                    )
+                left = []
+            pending = left
+        self._records = []
 
     def _cast(self, scope: int, node: Cast) -> Known | None:
         """`as(term, Type)`: `Type`'s primitive type, whatever `term`'s (checked once the
@@ -273,6 +398,11 @@ class TypeInference:
         if target is None:
             self.reporter.error(UNKNOWN_TYPE, f"unknown type `{node.type}` in `as`", node.span)
             return None
+        if target == RECORD:
+            self.reporter.error(
+                TYPE_MISMATCH, f"`as` cannot convert to `{node.type}`, a record type", node.span
+            )
+            return None
         if inner is not None:
             self._casts.append((inner, target, node))
         return target
@@ -281,6 +411,7 @@ class TypeInference:
         """After every clause is visited: the overloaded functors' argument types (a
         conversion's argument that nothing makes a number is a symbol, as it was before
         overloads), then the casts."""
+        self._settle_records()
         for scope, typed, call in self._overloaded:
             _, known = self._resolve(typed)
             if known is None:
@@ -308,7 +439,13 @@ class TypeInference:
         and `unsigned` it reinterprets the 64 bits, as Soufflé's does."""
         for inner, target, node in self._casts:
             _, known = self._resolve(inner)
-            if known is not None and (known == SYMBOL) != (target == SYMBOL):
+            if _storage(known) == RECORD:
+                self.reporter.error(
+                    TYPE_MISMATCH,
+                    f"`as` cannot convert a record: `{render(node.term)}` is {_shown(known)}",
+                    node.span,
+                )
+            elif known is not None and (known == SYMBOL) != (target == SYMBOL):
                 self.reporter.error(
                     TYPE_MISMATCH,
                     f"`as` cannot read {_shown(known)} as {_shown(target)}: "
@@ -332,12 +469,13 @@ class TypeInference:
             typed = self._term(scope, node)
             if typed is None:
                 continue
+            known = self._resolve(typed)[1]
             ok, expression_type, found = self._merge(key, typed)
             if not ok:
                 why = (
-                    "arithmetic needs numbers"
-                    if found == _shown(SYMBOL)
-                    else f"arithmetic works on values of one type, here {expression_type}"
+                    f"arithmetic works on values of one type, here {expression_type}"
+                    if known in _NUMBERS
+                    else "arithmetic needs numbers"
                 )
                 self.reporter.error(
                     TYPE_MISMATCH, f"{why}, but `{render(node)}` is {found}", node.span
@@ -391,9 +529,9 @@ def infer_types(
             inference.fix_column(name, index, column_type)
     for name, decl in table.declarations.items():
         for index, column in enumerate(decl.columns):
-            primitive = named.primitive(column.type)
-            if primitive is not None:
-                inference.fix_column(name, index, primitive)
+            value_type = named.value_type(column.type)
+            if value_type is not None:
+                inference.fix_column(name, index, value_type)
     silent = {id(rule) for rule in quiet}
     clauses: list[tuple[tuple[int, int], Rule | Fact, Atom, tuple[BodyLiteral, ...]]] = [
         (position(rule.span), rule, rule.head, rule.body)

@@ -39,7 +39,7 @@ def stratum_key(stratum: Stratum, analyzed: AnalyzedProgram) -> StratumKey:
         stratum.relations,
         frozenset(Counter(stratum.rules).items()),
         stratum.aggregate,
-        tuple((name, analyzed.relations[name].types) for name in relations),
+        tuple((name, analyzed.relations[name].shape) for name in relations),
     )
 
 

@@ -7,8 +7,8 @@ encodes its columns at once (`SymbolTable.intern_column`), and the service's sto
 them as a columnar segment.
 
 Columns are named `c0, c1, ...` by position and typed by the relation's column types
-(`number` as Int64, `unsigned` as UInt64, `symbol` as String). A relation of arity 0 has no
-columns to count its rows, so its facts stay rows.
+(`number` as Int64, `unsigned` as UInt64, `symbol` and a record's text as String). A relation
+of arity 0 has no columns to count its rows, so its facts stay rows.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ import polars as pl
 
 from reasoner.analysis.model import Value
 from reasoner.io.facts import parse_facts_text, read_fact_file
-from reasoner.syntax.ast import NUMBER, SYMBOL, UNSIGNED, ColumnType
+from reasoner.records import ValueType, storage
+from reasoner.syntax.ast import NUMBER, RECORD, SYMBOL, UNSIGNED, ColumnType
 
 Row = tuple[Value, ...]
 
@@ -35,6 +36,7 @@ _DTYPES: dict[ColumnType, pl.DataType] = {
     NUMBER: pl.Int64(),
     UNSIGNED: pl.UInt64(),
     SYMBOL: pl.String(),
+    RECORD: pl.String(),
 }
 
 
@@ -42,9 +44,12 @@ def column_names(arity: int) -> list[str]:
     return [f"c{i}" for i in range(arity)]
 
 
-def frame_schema(types: Sequence[ColumnType]) -> dict[str, pl.DataType]:
+def frame_schema(types: Sequence[ValueType]) -> dict[str, pl.DataType]:
     """The Polars schema of a relation's facts."""
-    return {name: _DTYPES[kind] for name, kind in zip(column_names(len(types)), types, strict=True)}
+    return {
+        name: _DTYPES[storage(kind)]
+        for name, kind in zip(column_names(len(types)), types, strict=True)
+    }
 
 
 def engine_numbers(column: pl.Series) -> np.ndarray:
@@ -86,6 +91,8 @@ class FactBatch(Sequence[Row]):
         `unsigned`), strings (Unicode) for symbols. None otherwise, for a row-by-row check to
         say which row does not fit. Each test is a pass in C over a column."""
         arity = len(types)
+        if RECORD in types:
+            return None  # a record's text is checked (and made canonical) row by row
         try:
             if not arity or set(map(len, rows)) != {arity}:
                 return None
@@ -154,7 +161,7 @@ class FactBatch(Sequence[Row]):
 
 
 def read_facts_batch(
-    path: str | os.PathLike[str], types: Sequence[ColumnType], delimiter: str = "\t"
+    path: str | os.PathLike[str], types: Sequence[ValueType], delimiter: str = "\t"
 ) -> FactBatch | list[Row]:
     """`reasoner.io.facts.read_facts`, as columns where it can (`parse_facts_batch`)."""
     return parse_facts_batch(read_fact_file(path), types, os.fspath(path), delimiter)
@@ -162,7 +169,7 @@ def read_facts_batch(
 
 def parse_facts_batch(
     body: str | bytes,
-    types: Sequence[ColumnType],
+    types: Sequence[ValueType],
     filename: str = "<input>",
     delimiter: str = "\t",
 ) -> FactBatch | list[Row]:
@@ -176,12 +183,13 @@ def parse_facts_batch(
     data = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
     if types and b"\r" in data and b"\r\n" in data:  # a byte is found at memchr's speed
         data = data.replace(b"\r\n", b"\n")
-    fast = _read_plain(data, types, delimiter) if types else None
+    plain = [kind for kind in types if kind in (NUMBER, UNSIGNED, SYMBOL)]
+    fast = _read_plain(data, plain, delimiter) if plain and len(plain) == len(types) else None
     if fast is not None:
         return FactBatch(fast)
     text = body if isinstance(body, str) else body.decode("utf-8")
     rows = parse_facts_text(text, types, filename, delimiter)
-    return FactBatch.of_rows(rows, types) if types else rows
+    return FactBatch.of_rows(rows, [storage(kind) for kind in types]) if types else rows
 
 
 def _fields_line_up(data: bytes, delimiter: str, arity: int, rows: int) -> bool:

@@ -2,7 +2,9 @@
 
 The format is Soufflé's default: one tuple per line, fields separated by a tab (or the
 relation's `delimiter=` parameter), no header, no quoting. Symbols are taken verbatim (a field
-may hold spaces, commas, quotes); `number` fields are signed 64-bit decimal integers.
+may hold spaces, commas, quotes); `number` fields are signed 64-bit decimal integers; a record
+field is its text as Soufflé writes it (`[1, a]`, `$Branch(2)`), read into its canonical text
+(`reasoner.records`).
 
 Deliberate differences from Soufflé, all of them stricter, so that bad data fail loudly instead
 of silently producing a different relation:
@@ -34,7 +36,8 @@ from typing import BinaryIO, NoReturn, TextIO
 
 from reasoner.analysis.model import AnalyzedProgram, Value
 from reasoner.errors import InputDataError
-from reasoner.syntax.ast import NUMBER, SYMBOL, UNSIGNED, ColumnType
+from reasoner.records import AdtType, RecordError, RecordType, ValueType, canonical, storage
+from reasoner.syntax.ast import NUMBER, RECORD, SYMBOL, UNSIGNED
 
 Row = tuple[Value, ...]
 
@@ -56,7 +59,7 @@ DOUBLE_LINE = "===============\n"
 
 
 def read_facts(
-    path: str | os.PathLike[str], types: Sequence[ColumnType], delimiter: str = "\t"
+    path: str | os.PathLike[str], types: Sequence[ValueType], delimiter: str = "\t"
 ) -> list[Row]:
     """Read a fact file; rows come back in file order, duplicates included."""
     text = read_fact_file(path).decode("utf-8")
@@ -85,7 +88,7 @@ def read_fact_file(path: str | os.PathLike[str]) -> bytes:
 
 def parse_facts_text(
     text: str,
-    types: Sequence[ColumnType],
+    types: Sequence[ValueType],
     filename: str = "<input>",
     delimiter: str = "\t",
 ) -> list[Row]:
@@ -122,7 +125,11 @@ def parse_facts_text(
     columns: list[Sequence[Value]] = []
     for index, column_type in enumerate(types):
         column = fields[index::arity]
-        if column_type != SYMBOL:
+        if isinstance(column_type, RecordType | AdtType):
+            columns.append(_records(column, column_type, index, filename))
+        elif column_type == RECORD:
+            raise TypeError("a record column needs its record type (`RelationInfo.value_types`)")
+        elif column_type != SYMBOL:
             parsed = _parse_numbers(column, "\n".join(column), _BOUNDS[column_type])
             if parsed is None:
                 _raise_first_bad_row(lines, types, filename, delimiter)
@@ -130,6 +137,26 @@ def parse_facts_text(
         else:
             columns.append(column)
     return list(zip(*columns, strict=True))
+
+
+def _records(column: list[str], kind: RecordType | AdtType, index: int, filename: str) -> list[str]:
+    """A record column's fields as canonical texts, or an error naming the first bad one."""
+    texts: dict[str, str] = {}
+    out = []
+    for number, field in enumerate(column, start=1):
+        text = texts.get(field)
+        if text is None:
+            try:
+                text = texts[field] = canonical(field, kind)
+            except RecordError as error:
+                raise InputDataError(
+                    f"column {index + 1}: not a `{kind.name}` value: {error} at character "
+                    f"{error.offset + 1} of {field!r}",
+                    filename,
+                    number,
+                ) from None
+        out.append(text)
+    return out
 
 
 def _parse_nullary(lines: list[str], filename: str) -> list[Row]:
@@ -168,7 +195,7 @@ def _fits(digits: str, bounds: tuple[int, int]) -> bool:
 
 
 def _raise_first_bad_row(
-    lines: list[str], types: Sequence[ColumnType], filename: str, delimiter: str
+    lines: list[str], types: Sequence[ValueType], filename: str, delimiter: str
 ) -> NoReturn:
     for number, line in enumerate(lines, start=1):
         fields = line.split(delimiter)
@@ -177,13 +204,13 @@ def _raise_first_bad_row(
                 f"expected {len(types)} field(s), found {len(fields)}", filename, number
             )
         for column, (field, column_type) in enumerate(zip(fields, types, strict=True), start=1):
-            if column_type == SYMBOL:
+            if storage(column_type) in (SYMBOL, RECORD):
                 continue
             if not _NUMBER.fullmatch(field):
                 raise InputDataError(
                     f"column {column}: expected an integer, got {field!r}", filename, number
                 )
-            if not _fits(field, _BOUNDS[column_type]):
+            if not _fits(field, _BOUNDS[storage(column_type)]):
                 kind = "signed" if column_type == NUMBER else "unsigned"
                 raise InputDataError(
                     f"column {column}: {field} does not fit in a 64-bit {kind} integer",
@@ -229,7 +256,7 @@ def write_csv(
 def load_inputs(
     analyzed: AnalyzedProgram,
     facts_dir: str | os.PathLike[str],
-    read: Callable[[Path, Sequence[ColumnType], str], Sequence[Row]] = read_facts,
+    read: Callable[[Path, Sequence[ValueType], str], Sequence[Row]] = read_facts,
 ) -> dict[str, Sequence[Row]]:
     """Read every `.input` relation from `facts_dir`, honouring `filename=` and `delimiter=`;
     `read`: rows (`read_facts`), or columns (`reasoner.io.batch.read_facts_batch`)."""
@@ -238,7 +265,7 @@ def load_inputs(
         if not info.is_input:
             continue
         target = _io_target(name, info.input_params, Path(facts_dir), ".facts")
-        loaded[name] = read(target.path, info.types, target.delimiter)
+        loaded[name] = read(target.path, info.value_types, target.delimiter)
     return loaded
 
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal as TypingLiteral
 
-ColumnType = TypingLiteral["number", "unsigned", "symbol"]
+ColumnType = TypingLiteral["number", "unsigned", "symbol", "record"]
 NUMBER: ColumnType = "number"
 UNSIGNED: ColumnType = "unsigned"
 """Soufflé's `unsigned`: stored as the 64-bit pattern of the value (as a `number` of the same
@@ -22,6 +22,10 @@ bits), so storage, joins and equality are those of numbers; the analysis gives t
 whose result depends on the reading (order, division, remainder, power, right shift, extremes)
 their unsigned forms (`reasoner.analysis.unsigned`)."""
 SYMBOL: ColumnType = "symbol"
+RECORD: ColumnType = "record"
+"""How a record or an algebraic data type's value is stored: the id of its fields in the
+record table (`reasoner.records`); equality only, no order, no arithmetic. The type as users
+see it, with its fields, is the column's `RecordType` or `AdtType`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,13 +147,50 @@ class Cast:
     span: Span = field(compare=False)
 
 
-Term = Variable | Wildcard | NumberConst | StringConst | BinaryOp | Functor | Aggregate | Cast
+@dataclass(frozen=True, slots=True)
+class RecordTerm:
+    """`[a, b, ...]`: a record, built in a head or an expression, taken apart in a body atom;
+    its type is the record type its place gives (the analysis infers it)."""
+
+    args: tuple[Term, ...]
+    span: Span = field(compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class BranchTerm:
+    """`$Name(a, ...)` or `$Name`: a value of the algebraic data type that has the branch."""
+
+    name: str
+    args: tuple[Term, ...]
+    span: Span = field(compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class NilConst:
+    """`nil`: the empty value of every record type."""
+
+    span: Span = field(compare=False)
+
+
+Term = (
+    Variable
+    | Wildcard
+    | NumberConst
+    | StringConst
+    | BinaryOp
+    | Functor
+    | Aggregate
+    | Cast
+    | RecordTerm
+    | BranchTerm
+    | NilConst
+)
 
 
 PARTIAL_OPS = frozenset({"/", "%", "^", "udiv", "umod"})
 """Operators without a value for some operands: a division by zero, zero to a negative power."""
-PARTIAL_FUNCTORS = frozenset({"to_number", "to_unsigned"})
-"""Functors without a value for some operands: `to_number("x")`."""
+PARTIAL_FUNCTORS = frozenset({"to_number", "to_unsigned", "field!"})
+"""Functors without a value for some operands: `to_number("x")`, a field of nil."""
 
 
 def operands(term: Term) -> tuple[Term, ...]:
@@ -157,7 +198,7 @@ def operands(term: Term) -> tuple[Term, ...]:
     are inside its body, which is not a term's)."""
     if isinstance(term, BinaryOp):
         return (term.left, term.right)
-    if isinstance(term, Functor):
+    if isinstance(term, Functor | RecordTerm | BranchTerm):
         return term.args
     if isinstance(term, Cast):
         return (term.term,)
@@ -258,14 +299,27 @@ class Column:
 
 
 @dataclass(frozen=True, slots=True)
-class TypeDeclaration:
-    """`.type Name <: base` (a subtype: the base's values, distinct from its other subtypes
-    for checking), `.type Name = Other` (an alias) or `.type Name = A | B` (a union)."""
+class BranchDeclaration:
+    """`Name {field: Type, ...}`, one constructor of an algebraic data type."""
 
     name: str
-    kind: TypingLiteral["subtype", "alias", "union"]
+    fields: tuple[Column, ...]
+    span: Span = field(compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class TypeDeclaration:
+    """`.type Name <: base` (a subtype: the base's values, distinct from its other subtypes
+    for checking), `.type Name = Other` (an alias), `.type Name = A | B` (a union),
+    `.type Name = [x: T, ...]` (a record: `fields`) or `.type Name = A {x: T} | B {}` (an
+    algebraic data type: `branches`)."""
+
+    name: str
+    kind: TypingLiteral["subtype", "alias", "union", "record", "adt"]
     bases: tuple[str, ...]
     span: Span = field(compare=False)
+    fields: tuple[Column, ...] = ()
+    branches: tuple[BranchDeclaration, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

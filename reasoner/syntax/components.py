@@ -30,13 +30,16 @@ from reasoner.syntax.ast import (
     Atom,
     BinaryOp,
     BodyLiteral,
+    BranchTerm,
     Cast,
+    Column,
     Comparison,
     Declaration,
     Directive,
     Fact,
     Functor,
     Negation,
+    RecordTerm,
     Rule,
     Span,
     Term,
@@ -198,14 +201,26 @@ class _Output:
             relation = scope.relation(directive.relation)
             self.directives.append(dataclasses.replace(directive, relation=relation))
         for declared in body.types:
-            bases = tuple(scope.type(base) for base in declared.bases)
-            self.types.append(
-                dataclasses.replace(declared, name=prefix + declared.name, bases=bases)
-            )
+            retyped = _retyped(declared, scope.type)
+            self.types.append(dataclasses.replace(retyped, name=prefix + declared.name))
         names = _Names(scope.relation, scope.type)
         self.rules.extend(_rename_rule(rule, names) for rule in body.rules)
         for fact in body.facts:
             self.facts.append(dataclasses.replace(fact, atom=_rename_atom(fact.atom, names)))
+
+
+def _retyped(declared: TypeDeclaration, rename: Callable[[str], str]) -> TypeDeclaration:
+    """`declared` with the type names it uses (bases, record and branch fields) renamed."""
+
+    def fields(columns: tuple[Column, ...]) -> tuple[Column, ...]:
+        return tuple(dataclasses.replace(c, type=rename(c.type)) for c in columns)
+
+    return dataclasses.replace(
+        declared,
+        bases=tuple(rename(b) for b in declared.bases),
+        fields=fields(declared.fields),
+        branches=tuple(dataclasses.replace(b, fields=fields(b.fields)) for b in declared.branches),
+    )
 
 
 def _instantiate(
@@ -330,9 +345,7 @@ def _with_parameters(body: Body, parameters: dict[str, str]) -> Body:
         )
         for d in body.declarations
     )
-    types = tuple(
-        dataclasses.replace(t, bases=tuple(typed(b) for b in t.bases)) for t in body.types
-    )
+    types = tuple(_retyped(t, typed) for t in body.types)
     instances = tuple(
         dataclasses.replace(
             i,
@@ -401,7 +414,7 @@ def _rename_term(term: Term, names: _Names) -> Term:
         return dataclasses.replace(
             term, left=_rename_term(term.left, names), right=_rename_term(term.right, names)
         )
-    if isinstance(term, Functor):
+    if isinstance(term, Functor | RecordTerm | BranchTerm):
         return dataclasses.replace(term, args=tuple(_rename_term(a, names) for a in term.args))
     if isinstance(term, Cast):
         inner = _rename_term(term.term, names)

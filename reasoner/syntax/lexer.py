@@ -51,6 +51,8 @@ _ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t", "r": "\r"}
 IDENT = "ident"
 NUMBER = "number"
 STRING = "string"
+CONSTRUCTOR = "constructor"
+"""`$Name`: a branch of an algebraic data type; `value` is the name."""
 ERROR = "error"
 EOF = "eof"
 
@@ -60,7 +62,8 @@ class Token:
     """One token. `kind` is `ident`, `number`, `string`, `error`, `eof` or the operator itself
     (`":-"`, `"("`, `"."`...), so the parser can compare kinds without a second lookup table.
 
-    `value` is the decoded content of a string literal, or the message of an `error` token.
+    `value` is the decoded content of a string literal, a constructor's name, or the message of
+    an `error` token.
     """
 
     kind: str
@@ -143,6 +146,8 @@ def tokenize(text: str) -> LexResult:
             append(Token(lexeme, lexeme, start, line, column))
         elif kind in (IDENT, NUMBER):
             append(Token(kind, lexeme, start, line, column))
+        elif kind == CONSTRUCTOR:
+            append(Token(CONSTRUCTOR, lexeme, start, line, column, lexeme[1:]))
         elif kind == STRING:
             value, error = _decode_string(lexeme[1:-1])
             if error is None:
@@ -159,9 +164,6 @@ def tokenize(text: str) -> LexResult:
             append(Token(ERROR, lexeme, start, line, column, message))
         elif kind == "float":
             message = f"floating-point numbers are not supported: `{lexeme}`"
-            append(Token(ERROR, lexeme, start, line, column, message))
-        elif kind == "constructor":
-            message = f"algebraic data types are not supported: the constructor `{lexeme}`"
             append(Token(ERROR, lexeme, start, line, column, message))
         else:
             message = f"unexpected character `{lexeme}`"

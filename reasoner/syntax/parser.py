@@ -26,6 +26,8 @@ from reasoner.syntax.ast import (
     Atom,
     BinaryOp,
     BodyLiteral,
+    BranchDeclaration,
+    BranchTerm,
     Cast,
     Column,
     ColumnType,
@@ -36,9 +38,11 @@ from reasoner.syntax.ast import (
     Fact,
     Functor,
     Negation,
+    NilConst,
     NumberConst,
     Pragma,
     Program,
+    RecordTerm,
     Rule,
     Span,
     StringConst,
@@ -55,7 +59,16 @@ from reasoner.syntax.components import (
     Override,
     expand,
 )
-from reasoner.syntax.lexer import EOF, ERROR, IDENT, NUMBER, STRING, Token, tokenize
+from reasoner.syntax.lexer import (
+    CONSTRUCTOR,
+    EOF,
+    ERROR,
+    IDENT,
+    NUMBER,
+    STRING,
+    Token,
+    tokenize,
+)
 
 _COMPARISONS = frozenset({"=", "!=", "<", "<=", ">", ">="})
 _ARITHMETIC = frozenset({"+", "-", "*", "/", "%", "^"})
@@ -436,28 +449,67 @@ class _Parser:
             raise self._fail("`<:` or `=` after the type name", token)
         first = self._peek()
         if first.kind == "[":
-            raise _Failure(
-                f"record types are not supported (`.type {name.text} = [...]`)", first.span
-            )
+            fields, close = self._attributes("]")
+            span = _join(dot.span, close.span)
+            self.types.append(TypeDeclaration(name.text, "record", (), span, fields=fields))
+            return
         bases = [self._expect_ident("a type name after `=`")]
-        if self._peek().kind in ("{", "["):
-            raise _Failure(
-                f"algebraic data types are not supported (`.type {name.text} = "
-                f"{bases[0].text} {{...}}`)",
-                self._peek().span,
-            )
+        if self._peek().kind == "{":
+            self._adt(dot, name, bases[0])
+            return
         while self._peek().kind == "|":
             self._advance()
             bases.append(self._expect_ident("a type name after `|`"))
-            if self._peek().kind in ("{", "["):
+            if self._peek().kind == "{":
                 raise _Failure(
-                    f"algebraic data types are not supported (`.type {name.text} = ... | "
-                    f"{bases[-1].text} {{...}}`)",
+                    f"`{bases[-1].text} {{...}}` is a branch of an algebraic data type: a type "
+                    "is either a union of types or branches, not both",
                     self._peek().span,
                 )
         kind: Literal["alias", "union"] = "alias" if len(bases) == 1 else "union"
         span = _join(dot.span, bases[-1].span)
         self.types.append(TypeDeclaration(name.text, kind, tuple(b.text for b in bases), span))
+
+    def _adt(self, dot: Token, name: Token, first: Token) -> None:
+        """`.type Name = A {x: T, ...} | B {}`, from the `{` after the first branch's name."""
+        branches: list[BranchDeclaration] = []
+        branch = first
+        while True:
+            fields, close = self._attributes("}")
+            branches.append(BranchDeclaration(branch.text, fields, _join(branch.span, close.span)))
+            if self._peek().kind != "|":
+                break
+            self._advance()
+            branch = self._expect_ident("a branch name after `|`")
+            if self._peek().kind != "{":
+                raise _Failure(
+                    f"`{branch.text}` is no branch: a type is either a union of types or "
+                    "branches (`Name {field: Type, ...}`), not both",
+                    branch.span,
+                )
+        span = _join(dot.span, close.span)
+        self.types.append(TypeDeclaration(name.text, "adt", (), span, branches=tuple(branches)))
+
+    def _attributes(self, closing: str) -> tuple[tuple[Column, ...], Token]:
+        """`(name: Type, ...)`, `[...]` or `{...}` from the opening token at the cursor: a
+        relation's columns, a record's fields or a branch's; and the closing token."""
+        self._advance()
+        columns: list[Column] = []
+        seen: set[str] = set()
+        if self._peek().kind != closing:
+            while True:
+                name = self._expect_ident("an attribute name")
+                self._expect(":", "`:` and a type after the attribute name")
+                type_token = self._expect_ident("a type (number, symbol or a .type name)")
+                if name.text in seen:
+                    raise _Failure(f"duplicate attribute `{name.text}`", name.span)
+                seen.add(name.text)
+                columns.append(Column(name.text, type_token.text, type_token.span))
+                if self._peek().kind != ",":
+                    break
+                self._advance()
+        close = self._expect(closing, f"`,` or `{closing}` after an attribute")
+        return tuple(columns), close
 
     def _pragma(self, dot: Token) -> None:
         key = self._expect(STRING, 'the pragma\'s name as a string (`.pragma "key" "value"`)')
@@ -472,22 +524,9 @@ class _Parser:
         while self._peek().kind == ",":
             self._advance()
             names.append(self._expect_ident("a relation name"))
-        self._expect("(", "`(` and the attributes of the relation")
-        columns: list[Column] = []
-        seen: set[str] = set()
-        if self._peek().kind != ")":
-            while True:
-                name = self._expect_ident("an attribute name")
-                self._expect(":", "`:` and a type after the attribute name")
-                type_token = self._expect_ident("a type (number, symbol or a .type name)")
-                if name.text in seen:
-                    raise _Failure(f"duplicate attribute `{name.text}`", name.span)
-                seen.add(name.text)
-                columns.append(Column(name.text, type_token.text, type_token.span))
-                if self._peek().kind != ",":
-                    break
-                self._advance()
-        close = self._expect(")", "`,` or `)` after an attribute")
+        if self._peek().kind != "(":
+            raise self._fail("`(` and the attributes of the relation")
+        columns, close = self._attributes(")")
         eqrel = overridable = False
         while True:
             token = self._peek()
@@ -790,8 +829,11 @@ class _Parser:
             return self._aggregate(), 0
         if kind == IDENT and token.text in _VARIADIC and self._peek(1).kind == "(":
             return self._variadic()
-        if kind == "[":
-            raise _Failure("records (`[...]`) are not supported", token.span)
+        if kind in ("[", CONSTRUCTOR):
+            return self._record()
+        if kind == IDENT and token.text == "nil":
+            self._advance()
+            return NilConst(token.span), 0
         if kind == IDENT and token.text == "as" and self._peek(1).kind == "(":
             return self._cast()
         if kind == IDENT and token.text in functors.NAMES and self._peek(1).kind == "(":
@@ -823,7 +865,7 @@ class _Parser:
             close = self._expect(")", "`)` or an arithmetic operator")
             self._nesting -= 1
             return dataclasses.replace(inner, span=_join(token.span, close.span)), depth
-        raise self._fail("a term (a variable, `_`, a number, a string or `(`)")
+        raise self._fail("a term (a variable, `_`, a number, a string, a record or `(`)")
 
     def _aggregate_follows(self) -> bool:
         """Whether the aggregate's name at the cursor starts an aggregate (`sum x : ...`), not
@@ -919,19 +961,7 @@ class _Parser:
         """`cat(a, b, ...)`, `strlen(s)`, ...: a string functor's call (`reasoner.functors`),
         its number of arguments checked here."""
         name = self._advance()
-        self._open(self._peek())
-        args: list[Term] = []
-        depth = 0
-        if self._peek().kind != ")":
-            while True:
-                arg, arg_depth = self._level(0)
-                args.append(arg)
-                depth = max(depth, arg_depth + len(args))
-                if self._peek().kind != ",":
-                    break
-                self._advance()
-        close = self._expect(")", "`,` or `)` after an argument")
-        self._nesting -= 1
+        args, depth, close = self._arguments(")")
         signature = functors.signature(name.text)
         if not signature.accepts(len(args)):
             most = len(signature.params)
@@ -945,6 +975,40 @@ class _Parser:
         span = _join(name.span, close.span)
         _check_depth(depth, span)
         return Functor(name.text, tuple(args), span), depth
+
+    def _arguments(self, closing: str) -> tuple[list[Term], int, Token]:
+        """`(a, b, ...)` or `[a, b, ...]` from the opening token at the cursor: the terms (none
+        is allowed), their nesting depth and the closing token."""
+        self._open(self._peek())
+        args: list[Term] = []
+        depth = 0
+        if self._peek().kind != closing:
+            while True:
+                arg, arg_depth = self._level(0)
+                args.append(arg)
+                depth = max(depth, arg_depth + len(args))
+                if self._peek().kind != ",":
+                    break
+                self._advance()
+        close = self._expect(closing, f"`,` or `{closing}` after an argument")
+        self._nesting -= 1
+        return args, depth, close
+
+    def _record(self) -> tuple[Term, int]:
+        """`[a, b, ...]`, `$Branch(a, ...)` or `$Branch`."""
+        token = self._peek()
+        if token.kind == "[":
+            args, depth, close = self._arguments("]")
+            span = _join(token.span, close.span)
+            _check_depth(depth + 1, span)
+            return RecordTerm(tuple(args), span), depth + 1
+        self._advance()
+        if self._peek().kind != "(":
+            return BranchTerm(token.value, (), token.span), 0
+        args, depth, close = self._arguments(")")
+        span = _join(token.span, close.span)
+        _check_depth(depth + 1, span)
+        return BranchTerm(token.value, tuple(args), span), depth + 1
 
     @staticmethod
     def _number(token: Token, span: Span, *, negate: bool) -> NumberConst:

@@ -38,7 +38,7 @@ def initial_state(
     for source in (analyzed.facts, inputs):
         for name, rows in source.items():
             info = analyzed.relations[name]
-            state.load_facts(name, info.arity, symbols.encode_rows(info.types, rows))
+            state.load_facts(name, info.arity, symbols.encode_rows(info.value_types, rows))
     return state, symbols
 
 
@@ -47,7 +47,7 @@ def outcome(
 ) -> Outcome:
     snapshot = {}
     for name, store in state.relations.items():
-        decode = symbols.decoder(analyzed.relations[name].types)
+        decode = symbols.decoder(analyzed.relations[name].value_types)
         snapshot[name] = {decode(t): value for t, value in store.snapshot().items()}
     return Outcome(
         snapshot,

@@ -15,12 +15,15 @@ from reasoner.syntax.ast import (
     Aggregate,
     Atom,
     BinaryOp,
+    BranchTerm,
     Column,
     ColumnType,
     Comparison,
     Negation,
+    NilConst,
     NumberConst,
     Program,
+    RecordTerm,
     Rule,
     Span,
     StringConst,
@@ -196,9 +199,10 @@ class TestDeclarations:
     @pytest.mark.parametrize(
         ("text", "position", "message"),
         [
-            (".type P = [x: number]", (1, 11), "record types are not supported"),
-            (".type T = A {x: number} | B {}", (1, 13), "algebraic data types are not supported"),
-            (".type T = number | B {}", (1, 22), "algebraic data types are not supported"),
+            (".type P = [x: number", (1, 21), "expected `,` or `]` after an attribute"),
+            (".type T = A {x: number} | B", (1, 27), "`B` is no branch"),
+            (".type T = number | B {}", (1, 22), "`B {...}` is a branch of an algebraic data type"),
+            (".type P = [x: number, x: symbol]", (1, 23), "duplicate attribute `x`"),
             (".type T : number", (1, 9), "expected `<:` or `=` after the type name"),
             (".type T = A |", (1, 14), "expected a type name after `|`"),
         ],
@@ -209,6 +213,33 @@ class TestDeclarations:
         ((line, column, found),) = errors_of(text)
         assert (line, column) == position
         assert found.startswith(message)
+
+    def test_record_and_adt_declarations(self) -> None:
+        program = parse_program(
+            ".type P = [x: number, y: Name]\n.type E = []\n.type T = Leaf {} | Node {l: T, r: T}\n"
+        )
+        record, empty, adt = program.types
+        assert (record.kind, [(c.name, c.type) for c in record.fields]) == (
+            "record",
+            [("x", "number"), ("y", "Name")],
+        )
+        assert (empty.kind, empty.fields) == ("record", ())
+        assert adt.kind == "adt"
+        assert [(b.name, [(c.name, c.type) for c in b.fields]) for b in adt.branches] == [
+            ("Leaf", []),
+            ("Node", [("l", "T"), ("r", "T")]),
+        ]
+        assert adt.span == Span(3, 1, 3, 38)
+
+    def test_record_terms(self) -> None:
+        (rule,) = parse_program("p([x, [1, nil]], $A(y, $B), $C()) :- q(x, y).").rules
+        record, branch, empty = rule.head.args
+        assert isinstance(record, RecordTerm) and isinstance(record.args[1], RecordTerm)
+        assert isinstance(record.args[1].args[1], NilConst)
+        assert isinstance(branch, BranchTerm) and branch.name == "A"
+        assert isinstance(branch.args[1], BranchTerm) and branch.args[1].args == ()
+        assert isinstance(empty, BranchTerm) and (empty.name, empty.args) == ("C", ())
+        assert branch.span == Span(1, 18, 1, 27)
 
     def test_pragmas(self) -> None:
         program = parse_program('.pragma "magic-transform" "*"\n.pragma "legacy"\np(1).')
@@ -634,7 +665,7 @@ class TestErrors:
         assert errors_of("p(1.5).")[0][2] == "floating-point numbers are not supported: `1.5`"
 
     def test_unsupported_soufflé_constructs(self) -> None:
-        for text in ["p(x) :- q(x), y = sum z : { q(z) ; r(z) }.", "p($).", "p([1, 2])."]:
+        for text in ["p(x) :- q(x), y = sum z : { q(z) ; r(z) }.", "p($).", "p([1, 2)."]:
             assert errors_of(text)
 
     def test_empty_program(self) -> None:

@@ -47,7 +47,7 @@ def _initial_state(analyzed: AnalyzedProgram, inputs: Inputs, symbols: SymbolTab
     for source in (analyzed.facts, inputs):
         for name, rows in source.items():
             info = analyzed.relations[name]
-            encode = symbols.encoder(info.types)
+            encode = symbols.encoder(info.value_types)
             state.load_facts(name, info.arity, [encode(r) for r in rows])
     return state
 
@@ -144,7 +144,7 @@ def _run(text: str, inputs: Inputs | None = None, small_iteration: int = 0) -> d
     state, symbols = _compare(analyzed, inputs or {}, small_iteration)
     decoded = {}
     for name, info in analyzed.relations.items():
-        decode = symbols.decoder(info.types)
+        decode = symbols.decoder(info.value_types)
         decoded[name] = {decode(t): v for t, v in state[name].snapshot().items()}
     return decoded
 
