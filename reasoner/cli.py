@@ -21,6 +21,7 @@ from typing import cast
 
 from reasoner.analysis import check_program
 from reasoner.analysis.model import AnalyzedProgram, Value
+from reasoner.analysis.terms import render
 from reasoner.arith import as_unsigned
 from reasoner.elastic.engines import (
     DEFAULT_SPARK_ITERATION,
@@ -38,7 +39,15 @@ from reasoner.progress import Terminal
 from reasoner.proofs import Explainer, ExplainError, Failure
 from reasoner.replay import EpochRecord, replay
 from reasoner.syntax import parse_body
-from reasoner.syntax.ast import Atom, NumberConst, StringConst
+from reasoner.syntax.ast import (
+    Atom,
+    BranchTerm,
+    NilConst,
+    NumberConst,
+    RecordTerm,
+    StringConst,
+    Term,
+)
 from reasoner.update.explain import explain_program
 from reasoner.workload import PATTERN, elastic_pattern, read_workload, write_workload
 
@@ -440,12 +449,11 @@ def _explain(args: argparse.Namespace) -> int:
 def _ground_atom(text: str, analyzed: AnalyzedProgram) -> tuple[str, tuple[Value, ...]]:
     """`tc(1, "a")`: a relation and the constants of a tuple, as `--why` takes them. A
     literal not written negative is read in its column's type (`0xFF..FF` in an unsigned
-    column is 2^64 - 1), as a literal in a rule is."""
+    column is 2^64 - 1), as a literal in a rule is; a record of constants is its text
+    (`[1, "a"]`)."""
     literals = parse_body(text, "<--why>")
     atom = literals[0] if len(literals) == 1 else None
-    if not isinstance(atom, Atom) or not all(
-        isinstance(arg, NumberConst | StringConst) for arg in atom.args
-    ):
+    if not isinstance(atom, Atom) or not all(map(_is_constant, atom.args)):
         raise InputDataError(f'`{text}` is not a tuple such as tc(1, "a")', "--why")
     info = analyzed.relations.get(atom.relation)
     types = info.types if info is not None and info.arity == len(atom.args) else ()
@@ -454,7 +462,15 @@ def _ground_atom(text: str, analyzed: AnalyzedProgram) -> tuple[str, tuple[Value
     )
 
 
-def _constant(term: object, column: str | None) -> Value:
+def _is_constant(term: Term) -> bool:
+    if isinstance(term, RecordTerm | BranchTerm):
+        return all(map(_is_constant, term.args))
+    return isinstance(term, NumberConst | StringConst | NilConst)
+
+
+def _constant(term: Term, column: str | None) -> Value:
+    if isinstance(term, RecordTerm | BranchTerm | NilConst):
+        return render(term)
     literal = cast(NumberConst | StringConst, term)
     if isinstance(literal, NumberConst) and literal.kind != "number" and column == "unsigned":
         return as_unsigned(literal.value)

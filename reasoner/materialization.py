@@ -1195,14 +1195,14 @@ def _checked_row(info: RelationInfo, row: Sequence[Value], verb: str) -> tuple[V
 def _canonical_record(value: Value, kind: RecordType | AdtType, where: str) -> str:
     if not isinstance(value, str):
         raise InvalidDelta(
-            TYPE_MISMATCH, f"`{where}` is a `{kind.name}` record, written as text; got {value!r}"
+            TYPE_MISMATCH, f"`{where}` is of type `{kind.name}`, written as text; got {value!r}"
         )
     try:
         return canonical(value, kind)
     except RecordError as error:
         raise InvalidDelta(
             TYPE_MISMATCH,
-            f"`{where}` is a `{kind.name}` record: {error} at character {error.offset + 1} "
+            f"`{where}` is of type `{kind.name}`: {error} at character {error.offset + 1} "
             f"of {value!r}",
         ) from None
 

@@ -31,9 +31,10 @@ import numpy as np
 
 from reasoner.analysis.model import Value
 from reasoner.compact import Table
+from reasoner.records import AdtType, RecordType, ValueType
 from reasoner.state import RelationStore
 from reasoner.symbols import SymbolTable
-from reasoner.syntax.ast import SYMBOL, UNSIGNED, ColumnType
+from reasoner.syntax.ast import SYMBOL, UNSIGNED
 
 _BIAS = np.int64(-(1 << 63))
 """Flips an unsigned pattern's top bit: its keys then order as the unsigned values."""
@@ -43,7 +44,7 @@ Row = tuple[Value, ...]
 
 def relation_page(
     store: RelationStore,
-    types: Sequence[ColumnType],
+    types: Sequence[ValueType],
     symbols: SymbolTable,
     after: Row | None,
     limit: int,
@@ -74,14 +75,16 @@ def relation_page(
 
 class RowOrder:
     """How rows of a relation of these types compare: as int64 keys per column, numbers as
-    they are and symbols by one `SymbolOrder` (so a cursor and the rows it is compared with
-    agree, whatever symbols a write interns meanwhile)."""
+    they are, symbols by one `SymbolOrder` (so a cursor and the rows it is compared with
+    agree, whatever symbols a write interns meanwhile) and records by their ids, which never
+    change."""
 
-    __slots__ = ("symbols", "types")
+    __slots__ = ("records", "symbols", "types")
 
-    def __init__(self, types: Sequence[ColumnType], symbols: SymbolTable) -> None:
+    def __init__(self, types: Sequence[ValueType], symbols: SymbolTable) -> None:
         self.types = types
         self.symbols = symbols.order() if SYMBOL in types else None
+        self.records = symbols.codec(intern=False)
 
     def keys(self, values: list[np.ndarray]) -> list[np.ndarray]:
         """The keys of rows given as engine columns (an unsigned's pattern with its top bit
@@ -90,7 +93,7 @@ class RowOrder:
             return values
         return [self._keys(v, t) for v, t in zip(values, self.types, strict=True)]
 
-    def _keys(self, values: np.ndarray, kind: ColumnType) -> np.ndarray:
+    def _keys(self, values: np.ndarray, kind: ValueType) -> np.ndarray:
         if kind == SYMBOL:
             assert self.symbols is not None  # made when there is a symbol column
             return self.symbols.keys[values]
@@ -100,7 +103,12 @@ class RowOrder:
         """The keys of a cursor row (user values, which no row need hold)."""
         return [self._key(v, t) for v, t in zip(after, self.types, strict=True)]
 
-    def _key(self, value: Value, kind: ColumnType) -> int:
+    def _key(self, value: Value, kind: ValueType) -> int:
+        if isinstance(kind, RecordType | AdtType):
+            ident = self.records.parse(cast(str, value), kind)
+            if ident is None:  # no row holds it, nor did any: a cursor this service never gave
+                raise ValueError(f"no row holds the record {value!r}")
+            return ident
         if kind == SYMBOL:
             assert self.symbols is not None
             return self.symbols.key(cast(str, value))

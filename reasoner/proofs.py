@@ -33,6 +33,7 @@ from reasoner.plan.joins import (
     term_variables,
 )
 from reasoner.query import Constants, Evaluator, variable_types
+from reasoner.records import AdtType, RecordError, RecordType
 from reasoner.state import State, Tuple
 from reasoner.symbols import SymbolTable
 from reasoner.syntax.ast import (
@@ -202,7 +203,10 @@ class Explainer:
                 "arity_mismatch", f"`{relation}` has {info.arity} columns, not {len(row)}"
             )
         out = []
-        for index, (value, kind) in enumerate(zip(row, info.types, strict=True)):
+        for index, (value, kind) in enumerate(zip(row, info.value_types, strict=True)):
+            if isinstance(kind, RecordType | AdtType):
+                out.append(self._record(relation, index, value, kind))
+                continue
             if (kind == SYMBOL) != isinstance(value, str) or (
                 kind == UNSIGNED and not 0 <= cast(int, value) < 1 << 64
             ):
@@ -214,8 +218,20 @@ class Explainer:
             out.append(self.constants.id(value) if isinstance(value, str) else wrap64(value))
         return tuple(out)
 
+    def _record(self, relation: str, index: int, value: Value, kind: RecordType | AdtType) -> int:
+        """A record column's text as its id (a private one if no tuple holds it)."""
+        where = f"column {index + 1} of `{relation}` is of type `{kind.name}`"
+        if not isinstance(value, str):
+            raise ExplainError("type_mismatch", f"{where}, written as text: {value!r}")
+        try:
+            return cast(int, self.constants.codec.parse(value, kind))
+        except RecordError as error:
+            raise ExplainError(
+                "type_mismatch", f"{where}: {error} at character {error.offset + 1}"
+            ) from None
+
     def decode(self, relation: str, row: Tuple) -> tuple[Value, ...]:
-        types = self.analyzed.relations[relation].types
+        types = self.analyzed.relations[relation].value_types
         return tuple(self.constants.user(v, kind) for v, kind in zip(row, types, strict=True))
 
     def holds(self, relation: str, row: Tuple) -> bool:
@@ -342,7 +358,10 @@ class Explainer:
             step = plan.steps[count - 1]
             literal = plan.rule.body[step.body_index]
             binding = self._user(plan, survivor)
-            return Failure(rule.text, self._written(literal), _reason(step), binding)
+            written = self.analyzed.written_literals.get(id(literal), literal)
+            # A test that takes a record apart fails as its atom does: no tuple has the fields.
+            reason = "no tuple matches" if isinstance(written, Atom) else _reason(step)
+            return Failure(rule.text, render_literal(written), reason, binding)
         return Failure(
             rule.text,
             self._written(plan.rule.head),
@@ -383,7 +402,7 @@ class Explainer:
         return env if plan.driver.kind == "head" else {}
 
     def _render(self, evaluator: Evaluator, atom: Atom, env: dict[str, int]) -> str:
-        types = self.analyzed.relations[atom.relation].types
+        types = self.analyzed.relations[atom.relation].value_types
         shown = []
         for arg, kind in zip(atom.args, types, strict=True):
             if isinstance(arg, Wildcard) or not term_variables(arg) <= env.keys():
@@ -395,7 +414,7 @@ class Explainer:
 
     def _user(self, plan: JoinPlan, env: dict[str, int]) -> dict[str, Value]:
         """The binding's Datalog variables (not the analysis's or the planner's), decoded."""
-        head = self.analyzed.relations[plan.rule.head.relation].types
+        head = self.analyzed.relations[plan.rule.head.relation].value_types
         known = {
             term.name: kind
             for term, kind in zip(plan.rule.head.args, head, strict=True)

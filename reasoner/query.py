@@ -28,6 +28,7 @@ from reasoner.analysis.model import AnalyzedProgram, Value
 from reasoner.analysis.ranges import generator, is_generator, lift_rule
 from reasoner.arith import ARITH, COMPARE, as_unsigned
 from reasoner.plan.joins import AtomStep, CompareStep, JoinPlan, plan_rule
+from reasoner.records import NIL, AdtType, Codec, RecordType, ValueType, storage
 from reasoner.state import State, Tuple
 from reasoner.symbols import SymbolTable
 from reasoner.syntax.ast import (
@@ -82,9 +83,9 @@ class Query:
     body: tuple[BodyLiteral, ...]
     variables: tuple[str, ...]
     """The answer's columns: the query's variables in order of first occurrence."""
-    types: Mapping[str, ColumnType]
+    types: Mapping[str, ValueType]
     """Each variable's type, as the type inference found it (the body to evaluate has lost
-    its casts and conversions, which change types)."""
+    its casts and conversions, which change types, and its records)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,8 +99,9 @@ class QueryResult:
 
 def compile_query(text: str, analyzed: AnalyzedProgram, filename: str = "<query>") -> Query:
     """Parse and check a query; raises `ProgramError` (`parse_error`, `unknown_relation`, ...)."""
-    body, types = check_query(parse_body(text, filename), analyzed, source=text, filename=filename)
-    return Query(text, body, _variables(body), types)
+    written = parse_body(text, filename)
+    body, types = check_query(written, analyzed, source=text, filename=filename)
+    return Query(text, body, _variables(written), types)
 
 
 def _variables(body: tuple[BodyLiteral, ...]) -> tuple[str, ...]:
@@ -125,12 +127,35 @@ def _variables(body: tuple[BodyLiteral, ...]) -> tuple[str, ...]:
 
 
 class Constants:
-    """String constants as symbol ids, without interning (see the module docstring)."""
+    """String constants as symbol ids and records as record ids, without interning (see the
+    module docstring): a value no table holds gets a private negative id."""
 
     def __init__(self, symbols: SymbolTable) -> None:
         self.symbols = symbols
         self.private: dict[str, int] = {}
         self.strings: dict[int, str] = {}
+        self.private_records: dict[tuple[int, ...], int] = {}
+        self.record_rows: dict[int, tuple[int, ...]] = {}
+        self.codec = Codec(self.id, self.resolve, self.record, self.row)
+        """Record text <-> id over these ids."""
+
+    def record(self, fields: tuple[int, ...]) -> int:
+        ident = self.symbols.records.lookup(fields)
+        if ident is not None:
+            return ident
+        ident = self.private_records.get(fields)
+        if ident is None:
+            ident = self.private_records[fields] = -1 - len(self.private_records)
+            self.record_rows[ident] = fields
+        return ident
+
+    def row(self, ident: int) -> tuple[int, ...]:
+        """A record's fields."""
+        return self.record_rows[ident] if ident < 0 else self.symbols.records.rows[ident]
+
+    def field(self, ident: int, index: int) -> int | None:
+        """Field `index` of record `ident`; None for nil."""
+        return None if ident == NIL else self.row(ident)[index]
 
     def id(self, text: str) -> int:
         ident = self.symbols.lookup(text)
@@ -145,9 +170,11 @@ class Constants:
     def resolve(self, ident: int) -> str:
         return self.strings[ident] if ident < 0 else self.symbols.resolve(ident)
 
-    def user(self, value: int, kind: ColumnType) -> Value:
+    def user(self, value: int, kind: ValueType) -> Value:
         """An engine value of a column of type `kind` as the user's: a symbol's text, an
-        unsigned's unsigned reading."""
+        unsigned's unsigned reading, a record's text."""
+        if isinstance(kind, RecordType | AdtType):
+            return self.codec.format(value, kind)
         if kind == SYMBOL:
             return self.resolve(value)
         return as_unsigned(value) if kind == UNSIGNED else value
@@ -202,7 +229,12 @@ class Evaluator:
                 raise ArithmeticError("ord of a symbol the program has not seen")
             return operands[0]
         constants = self.constants
-        result = functors.apply_with(call.name, constants.resolve, constants.id, operands)
+        if call.name == functors.PACK:
+            return constants.record(tuple(operands))
+        if call.name == functors.FIELD:
+            result = constants.field(operands[0], operands[1])
+        else:
+            result = functors.apply_with(call.name, constants.resolve, constants.id, operands)
         if result is None:
             raise ArithmeticError(f"{call.name} has no value")
         return result
@@ -316,13 +348,14 @@ class Evaluator:
 
 
 def variable_types(
-    plan: JoinPlan, analyzed: AnalyzedProgram, known: Mapping[str, ColumnType] | None = None
-) -> dict[str, ColumnType]:
+    plan: JoinPlan, analyzed: AnalyzedProgram, known: Mapping[str, ValueType] | None = None
+) -> dict[str, ValueType]:
     """Each variable's column type, from the atom or the assignment that binds it (`known`:
-    those bound before the plan's steps, a head-driven plan's head variables)."""
-    types: dict[str, ColumnType] = dict(known or {})
+    those bound before the plan's steps, a head-driven plan's head variables). For a rule
+    the analysis did not rewrite, so without records taken apart or built."""
+    types: dict[str, ValueType] = dict(known or {})
 
-    def type_of(term: Term) -> ColumnType:
+    def type_of(term: Term) -> ValueType:
         if isinstance(term, StringConst):
             return SYMBOL
         if isinstance(term, Variable):
@@ -336,7 +369,7 @@ def variable_types(
 
     for step in plan.steps:
         if isinstance(step, AtomStep) and not step.negated:
-            column_types = analyzed.relations[step.relation].types
+            column_types = analyzed.relations[step.relation].value_types
             for column, name in step.binds:
                 types.setdefault(name, column_types[column])
         elif isinstance(step, CompareStep) and step.assigns is not None:
@@ -392,21 +425,14 @@ def evaluate_query(
         evaluator.run(emit)
     except QueryTimeout:
         raise QueryTimeout(timeout or 0.0) from None
-    column_types = tuple(query.types.get(v, NUMBER) for v in variables)
-    symbol_columns = [i for i, kind in enumerate(column_types) if kind == SYMBOL]
-    unsigned_columns = [i for i, kind in enumerate(column_types) if kind == UNSIGNED]
-    if symbol_columns or unsigned_columns:
-        resolve = constants.resolve
-
-        def decode(row: tuple[int, ...]) -> tuple[Value, ...]:
-            out: list[Value] = list(row)
-            for i in symbol_columns:
-                out[i] = resolve(row[i])
-            for i in unsigned_columns:
-                out[i] = as_unsigned(row[i])
-            return tuple(out)
-
-        rows = sorted(decode(a) for a in answers)
+    kinds = tuple(query.types.get(v, NUMBER) for v in variables)
+    if any(kind != NUMBER for kind in kinds):
+        user = constants.user
+        rows = sorted(
+            tuple(user(value, kind) for value, kind in zip(answer, kinds, strict=True))
+            for answer in answers
+        )
     else:
         rows = sorted(answers)
+    column_types = tuple(map(storage, kinds))
     return QueryResult(variables, column_types, rows, time.monotonic() - start)

@@ -118,7 +118,8 @@ def canonical(text: str, kind: RecordType | AdtType) -> str:
             strings.append(symbol)
         return ident
 
-    codec = Codec(number, strings.__getitem__, RecordTable(), intern=True)
+    table = RecordTable()
+    codec = Codec(number, strings.__getitem__, table.pack, table.rows.__getitem__)
     return codec.format(cast(int, codec.parse(text, kind)), kind)
 
 
@@ -271,29 +272,30 @@ class _Frame:
 
 
 class Codec:
-    """Text <-> id for record values over one symbol table and record table. `intern=False`
-    reads without adding symbols or records: a value never packed reads as None."""
+    """Text <-> id for record values over a numbering of symbols and of records:
+    `symbol_id` and `pack` give the id of a symbol and of a record's fields (None: the value
+    is in no table, so no tuple holds it), `symbol` and `row` read them back."""
 
     def __init__(
         self,
         symbol_id: Callable[[str], int | None],
-        resolve_symbol: Callable[[int], str],
-        records: RecordTable,
-        intern: bool,
+        symbol: Callable[[int], str],
+        pack: Callable[[tuple[int, ...]], int | None],
+        row: Callable[[int], tuple[int, ...]],
     ) -> None:
         self._symbol_id = symbol_id
-        self._resolve_symbol = resolve_symbol
-        self._pack = records.pack if intern else records.lookup
-        self.records = records
+        self._resolve_symbol = symbol
+        self._pack = pack
+        self._row = row
 
     def format(self, ident: int, kind: RecordType | AdtType) -> str:
         resolve = self._resolve_symbol
-        rows = self.records.rows
+        rows = self._row
 
         def opened(value: int, vtype: RecordType | AdtType) -> Opened:
             if isinstance(vtype, RecordType):
-                return None if value == NIL else (None, rows[value])
-            row = rows[value]
+                return None if value == NIL else (None, rows(value))
+            row = rows(value)
             return vtype.branches[row[0]], row[1:]
 
         return _write(ident, kind, opened, lambda value: _symbol_text(resolve(value)))

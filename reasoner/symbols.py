@@ -131,7 +131,10 @@ class SymbolTable:
     def codec(self, intern: bool = True) -> Codec:
         """Record text <-> id over this table; `intern=False` only looks values up (a query's
         constant that no tuple holds reads as None)."""
-        return Codec(self.intern if intern else self.lookup, self.resolve, self.records, intern)
+        records = self.records
+        if intern:
+            return Codec(self.intern, self.resolve, records.pack, records.rows.__getitem__)
+        return Codec(self.lookup, self.resolve, records.lookup, records.rows.__getitem__)
 
     def encoder(self, types: Sequence[ValueType]):
         """A function mapping a row of user values to an engine tuple for a relation's value

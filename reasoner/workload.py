@@ -213,5 +213,5 @@ def _read_facts_dir(analyzed: AnalyzedProgram, directory: Path) -> Facts:
         info = analyzed.relations.get(name)
         if info is None:
             raise InputDataError(f"unknown relation `{name}`", os.fspath(entry))
-        facts[name] = read_facts(entry, info.types, _delimiter(analyzed, name))
+        facts[name] = read_facts(entry, info.value_types, _delimiter(analyzed, name))
     return facts

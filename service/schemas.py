@@ -139,6 +139,11 @@ class RulesOut(BaseModel):
 class ColumnOut(BaseModel):
     name: str
     type: str
+    record: str | None = Field(
+        None,
+        description="For a `record` column, its record or algebraic data type's name; its "
+        "values are written as Soufflé writes them (`[1, a]`, `$Branch(2)`, `nil`).",
+    )
 
 
 class RelationOut(BaseModel):

@@ -843,6 +843,18 @@ def finish(
                 if isinstance(term, RecordTerm | BranchTerm) and not match(term, value, binding):
                     return None
         for comparison in comparisons:
+            if comparison.op == "=" and isinstance(comparison.left, RecordTerm | BranchTerm):
+                if not match(
+                    comparison.left, value_of(comparison.right, binding, rows), dict(binding)
+                ):
+                    return None
+                continue
+            if comparison.op == "=" and isinstance(comparison.right, RecordTerm | BranchTerm):
+                if not match(
+                    comparison.right, value_of(comparison.left, binding, rows), dict(binding)
+                ):
+                    return None
+                continue
             left = value_of(comparison.left, binding, rows)
             right = value_of(comparison.right, binding, rows)
             if not compare(comparison.op, left, right):

@@ -381,7 +381,7 @@ def _binding(missing: set[str], binding: tuple[BodyLiteral, ...]) -> list[BodyLi
     while needed - provided:
         name = min(needed - provided)
         for index, literal in enumerate(binding):
-            if isinstance(literal, Atom) and Variable(name, literal.span) in literal.args:
+            if isinstance(literal, Atom) and name in bound_variables((literal,)):
                 chosen[index] = None
                 provided |= bound_variables((literal,))
                 break
@@ -461,7 +461,7 @@ def _ordered_names(term: Term) -> list[str]:
     """The variables of `term`, those inside aggregates included, in source order."""
     if isinstance(term, Variable):
         return [term.name]
-    if isinstance(term, BinaryOp | Functor | Cast):
+    if isinstance(term, BinaryOp | Functor | Cast | RecordTerm | BranchTerm):
         return [name for operand in operands(term) for name in _ordered_names(operand)]
     if isinstance(term, Aggregate):
         return _aggregate_variables(term)
@@ -501,7 +501,7 @@ def _map_term(term: Term, leaf: Callable[[Term], Term | None]) -> Term:
         left, right = _map_term(term.left, leaf), _map_term(term.right, leaf)
         if left is not term.left or right is not term.right:
             return dataclasses.replace(term, left=left, right=right)
-    if isinstance(term, Functor):
+    if isinstance(term, Functor | RecordTerm | BranchTerm):
         args = tuple(_map_term(arg, leaf) for arg in term.args)
         if any(new is not old for new, old in zip(args, term.args, strict=True)):
             return dataclasses.replace(term, args=args)

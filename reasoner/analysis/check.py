@@ -18,7 +18,7 @@ from reasoner.analysis.named_types import check_subtypes, resolve_types
 from reasoner.analysis.negation_locals import existential_negations, is_internal
 from reasoner.analysis.pragmas import check_pragmas
 from reasoner.analysis.ranges import lift_ranges
-from reasoner.analysis.records import record_terms
+from reasoner.analysis.records import record_body, record_terms
 from reasoner.analysis.relations import RelationTable, collect_relations, plural
 from reasoner.analysis.report import Reporter
 from reasoner.analysis.stratify import stratify
@@ -26,7 +26,7 @@ from reasoner.analysis.terms import atoms_of
 from reasoner.analysis.types import NUMERIC, TypeInference, infer_types
 from reasoner.analysis.unsigned import unsigned_aggregates, unsigned_body, unsigned_operations
 from reasoner.errors import ARITY_MISMATCH, UNKNOWN_RELATION
-from reasoner.records import AdtType, RecordType
+from reasoner.records import AdtType, RecordType, ValueType
 from reasoner.syntax.ast import NUMBER, RECORD, BodyLiteral, ColumnType, Program, Rule, Variable
 from reasoner.syntax.parser import parse_program
 
@@ -76,7 +76,8 @@ def analyze(
     # Typed, the operations on unsigned values take their unsigned forms and records become
     # ids (after the checks, which name the operators as written); the rewrites change no
     # dependency.
-    evaluated = record_terms(unsigned_operations(program, inference), named)
+    origins: dict[int, int] = {}
+    evaluated = record_terms(unsigned_operations(program, inference), named, origins)
     facts = fold_facts(evaluated, reporter, inference.column_value_type)
     strata, stratum_of = stratify(evaluated, table.order, reporter, aggregates)
     reporter.raise_if_errors()
@@ -89,10 +90,11 @@ def analyze(
         types, unfixed, inference = infer_types(
             typed, table, named, again, results, aggregated.typing_rules, aggregated.zeros
         )
-        evaluated = record_terms(unsigned_operations(program, inference), named)
+        origins.clear()
+        evaluated = record_terms(unsigned_operations(program, inference), named, origins)
         strata, stratum_of = stratify(evaluated, table.order, again, aggregates)
         again.raise_if_errors()
-    variable_types: dict[Rule, dict[str, ColumnType]] = {}
+    variable_types: dict[Rule, dict[str, ValueType]] = {}
     written_literals: dict[int, BodyLiteral] = {}
     if evaluated is not program:
         by_scope = inference.variable_types()
@@ -105,6 +107,11 @@ def analyze(
                         (old.head, *old.body), (new.head, *new.body[: len(old.body)]), strict=True
                     )
                     if evaluated_literal is not literal
+                )
+                written_literals.update(  # what taking a record apart adds: its atom
+                    (id(added), old.body[origins[id(added)]])
+                    for added in new.body[len(old.body) :]
+                    if id(added) in origins
                 )
     return AnalyzedProgram(
         program=evaluated,
@@ -214,10 +221,10 @@ def check_query(
     *,
     source: str = "",
     filename: str = "<query>",
-) -> tuple[tuple[BodyLiteral, ...], dict[str, ColumnType]]:
+) -> tuple[tuple[BodyLiteral, ...], dict[str, ValueType]]:
     """Validate a query body (from `parse_body`) against an analyzed program; the body to
-    evaluate (its operations on unsigned values in their unsigned forms) and the type of
-    each of its variables.
+    evaluate (its operations on unsigned values in their unsigned forms, its records ids)
+    and the type of each of its variables.
 
     Reports relations the program does not know (`unknown_relation`), wrong arities, type
     conflicts with the program's column types, and variables of negated atoms, comparisons or
@@ -248,4 +255,7 @@ def check_query(
     inference.settle()
     safety.check_query(body, reporter)
     reporter.raise_if_errors()
-    return unsigned_body(body, inference), inference.variable_types().get(0, {})
+    evaluated = unsigned_body(body, inference)
+    if analyzed.type_system is not None:
+        evaluated = record_body(evaluated, analyzed.type_system)
+    return evaluated, inference.variable_types().get(0, {})

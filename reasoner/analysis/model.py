@@ -135,7 +135,7 @@ class AnalyzedProgram:
     warnings: tuple[Diagnostic, ...] = ()
     """What the program allows but may not mean, e.g. a body relation defined nowhere (it is
     empty until facts arrive)."""
-    variable_types: dict[Rule, dict[str, ColumnType]] = field(default_factory=dict)
+    variable_types: dict[Rule, dict[str, ValueType]] = field(default_factory=dict)
     """The type of each variable of each rule whose operations the analysis rewrote for
     `unsigned` (`reasoner.analysis.unsigned`): the rule lost its casts and conversions, which
     change types, so its plan no longer tells them (explain shows values by them)."""

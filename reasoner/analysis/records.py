@@ -52,26 +52,80 @@ RECORD_VARIABLE = "#r"
 _RECORDS = (RecordTerm, BranchTerm, NilConst)
 
 
-def record_terms(program: Program, types: TypeSystem) -> Program:
+def record_terms(
+    program: Program, types: TypeSystem, origins: dict[int, int] | None = None
+) -> Program:
     """`program` with its rules' records rewritten (see the module docstring); the same
-    program when it has none."""
+    program when it has none. `origins` receives, for each literal the rewrite appends to a
+    body (by `id`), the position of the body literal it takes apart."""
     if not any(isinstance(term, _RECORDS) for term in rule_terms(program.rules)):
         return program
-    rules = tuple(_Rewrite(types).rule(rule) for rule in program.rules)
+    rewrite = _Rewrite(types)
+    rules = tuple(rewrite.rule(rule) for rule in program.rules)
+    if origins is not None:
+        origins.update(rewrite.origins)
     return dataclasses.replace(program, rules=rules)
+
+
+def _patterns(body: tuple[BodyLiteral, ...]) -> dict[int, tuple[RecordTerm | BranchTerm, Term]]:
+    """The `=` comparisons of `body` that take a record apart, by position: (the record side,
+    the side it is matched against). One is when the side it matches is bound and the record
+    is not; decided one at a time, as safety binds variables, each binding the record's
+    variables for the next (two copies of `[x, y] = r` must not each count on the other). A
+    record whose variables are bound is built instead, and binds the variable it is
+    assigned to (`r = [x, y]`)."""
+    candidates = {
+        index: literal
+        for index, literal in enumerate(body)
+        if isinstance(literal, Comparison)
+        and literal.op == "="
+        and isinstance(literal.left, _RECORDS) | isinstance(literal.right, _RECORDS)
+    }
+    chosen: dict[int, tuple[RecordTerm | BranchTerm, Term]] = {}
+    built: set[int] = set()
+    while True:
+        settled = tuple(
+            literal
+            for index, literal in enumerate(body)
+            if index not in candidates or index in chosen or index in built
+        )
+        bound = bound_variables(settled)
+        for index, literal in candidates.items():
+            if index in chosen or index in built:
+                continue
+            for pattern, other in ((literal.left, literal.right), (literal.right, literal.left)):
+                if not all_bound(other, bound):
+                    continue
+                if isinstance(pattern, RecordTerm | BranchTerm) and not all_bound(pattern, bound):
+                    chosen[index] = (pattern, other)
+                elif isinstance(pattern, Variable) and pattern.name not in bound:
+                    built.add(index)
+            if index in chosen or index in built:
+                break
+        else:
+            return chosen
+
+
+def record_body(body: tuple[BodyLiteral, ...], types: TypeSystem) -> tuple[BodyLiteral, ...]:
+    """A query's body with its records rewritten as a rule's are."""
+    span = Span(1, 1, 1, 1)
+    return _Rewrite(types).rule(Rule(Atom("?", (), span), body, span)).body
 
 
 class _Rewrite:
     def __init__(self, types: TypeSystem) -> None:
         self.types = types
         self.fresh = count()
+        self.origins: dict[int, int] = {}
 
     def rule(self, rule: Rule) -> Rule:
         if not any(isinstance(term, _RECORDS) for term in rule_terms((rule,))):
             return rule
         body: list[BodyLiteral] = []
         added: list[BodyLiteral] = []
+        patterns = _patterns(rule.body)
         for index, literal in enumerate(rule.body):
+            first = len(added)
             if isinstance(literal, Atom):
                 args = tuple(self._matched(arg, added) for arg in literal.args)
                 body.append(dataclasses.replace(literal, args=args))
@@ -79,9 +133,11 @@ class _Rewrite:
                 atom = literal.atom
                 args = tuple(self.packed(arg) for arg in atom.args)
                 body.append(dataclasses.replace(literal, atom=dataclasses.replace(atom, args=args)))
+            elif index in patterns:
+                body.append(self._taken_apart(*patterns[index], added))
             else:
-                others = rule.body[:index] + rule.body[index + 1 :]
-                body.append(self._comparison(literal, bound_variables(others), added))
+                body.append(self._packed_comparison(literal))
+            self.origins.update((id(new), index) for new in added[first:])
         head = dataclasses.replace(
             rule.head, args=tuple(self.packed(arg) for arg in rule.head.args)
         )
@@ -142,28 +198,22 @@ class _Rewrite:
             if not tested:
                 added.append(Comparison("!=", value, NumberConst(0, span), span))
 
-    def _comparison(
-        self, comparison: Comparison, bound: set[str], added: list[BodyLiteral]
-    ) -> BodyLiteral:
-        """A comparison of records: packed where the rest of the body binds every variable of
-        a record side, else that side is taken apart against the other (the first literal
-        that does it takes the comparison's place, the others go to `added`)."""
+    def _packed_comparison(self, comparison: Comparison) -> Comparison:
         left, right = comparison.left, comparison.right
         if not isinstance(left, _RECORDS) and not isinstance(right, _RECORDS):
             return comparison
-        for pattern, other in ((left, right), (right, left)):
-            if (
-                comparison.op == "="
-                and isinstance(pattern, RecordTerm | BranchTerm)
-                and not all_bound(pattern, bound)
-                and all_bound(other, bound)
-            ):
-                value = self.packed(other)
-                if not isinstance(value, Variable):
-                    variable = self._variable(other.span)
-                    added.append(Comparison("=", variable, value, other.span))
-                    value = variable
-                start = len(added)
-                self._take_apart(value, pattern, added)
-                return added.pop(start)  # in the comparison's place: one literal for one
         return dataclasses.replace(comparison, left=self.packed(left), right=self.packed(right))
+
+    def _taken_apart(
+        self, pattern: RecordTerm | BranchTerm, other: Term, added: list[BodyLiteral]
+    ) -> BodyLiteral:
+        """`pattern = other` with `other` bound: the literals that take `other` apart (the
+        first takes the comparison's place, one literal for one; the others go to `added`)."""
+        value = self.packed(other)
+        if not isinstance(value, Variable):
+            variable = self._variable(other.span)
+            added.append(Comparison("=", variable, value, other.span))
+            value = variable
+        start = len(added)
+        self._take_apart(value, pattern, added)
+        return added.pop(start)

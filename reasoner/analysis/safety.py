@@ -120,8 +120,14 @@ class _Checker:
                     else:
                         self.term(arg, "in a negated atom", wildcard_ok=True)
             else:
-                self.term(literal.left, "in a comparison")
-                self.term(literal.right, "in a comparison")
+                for side, other in ((literal.left, literal.right), (literal.right, literal.left)):
+                    # `l = [_, [_, _]]`: a record matched against a value may leave fields out.
+                    pattern = (
+                        literal.op == "="
+                        and isinstance(side, RecordTerm | BranchTerm)
+                        and not any(isinstance(leaf, Wildcard) for leaf in leaves(other))
+                    )
+                    self.term(side, "in a comparison", wildcard_ok=pattern)
 
 
 def check_rule(rule: Rule, reporter: Reporter) -> None:

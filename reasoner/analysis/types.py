@@ -425,12 +425,12 @@ class TypeInference:
         functor (`settle`)."""
         return self._conversions.get((scope, id(call)))
 
-    def variable_types(self) -> dict[int, dict[str, ColumnType]]:
-        """The type of each variable of each clause, by scope."""
-        found: dict[int, dict[str, ColumnType]] = {}
+    def variable_types(self) -> dict[int, dict[str, ValueType]]:
+        """The type of each variable of each clause, by scope (a record's descriptor)."""
+        found: dict[int, dict[str, ValueType]] = {}
         for key in self._parent:
             if key[0] == "v":
-                found.setdefault(cast(int, key[1]), {})[str(key[2])] = self._final(key)
+                found.setdefault(cast(int, key[1]), {})[str(key[2])] = self.value_type(key)
         return found
 
     def _check_casts(self) -> None:

@@ -146,17 +146,25 @@ def _records(column: list[str], kind: RecordType | AdtType, index: int, filename
     for number, field in enumerate(column, start=1):
         text = texts.get(field)
         if text is None:
-            try:
-                text = texts[field] = canonical(field, kind)
-            except RecordError as error:
-                raise InputDataError(
-                    f"column {index + 1}: not a `{kind.name}` value: {error} at character "
-                    f"{error.offset + 1} of {field!r}",
-                    filename,
-                    number,
-                ) from None
+            text = texts[field] = record_field(field, kind, index + 1, filename, number)
         out.append(text)
     return out
+
+
+def record_field(
+    field: str, kind: RecordType | AdtType, column: int, filename: str, line: int
+) -> str:
+    """A record field's canonical text, or an error naming where it stops being one."""
+    try:
+        return canonical(field, kind)
+    except RecordError as error:
+        shown = field if len(field) <= 80 else field[:77] + "..."
+        raise InputDataError(
+            f"column {column}: not a `{kind.name}` value: {error} at character "
+            f"{error.offset + 1} of {shown!r}",
+            filename,
+            line,
+        ) from None
 
 
 def _parse_nullary(lines: list[str], filename: str) -> list[Row]:

@@ -11,7 +11,9 @@ from fastapi import Request
 from reasoner.analysis.model import RelationInfo
 from reasoner.errors import InputDataError
 from reasoner.io.batch import FactBatch, parse_facts_batch
-from reasoner.syntax.ast import SYMBOL, ColumnType
+from reasoner.io.facts import record_field
+from reasoner.records import AdtType, RecordType, ValueType
+from reasoner.syntax.ast import SYMBOL
 from service.api.common import parse_int64
 from service.errors import INVALID_REQUEST, UNSUPPORTED_MEDIA_TYPE, Problem, clip
 
@@ -84,7 +86,7 @@ def parse_rows(
     quoting; a header line with `header=present` in the content type or `?header=true`,
     which must name the relation's columns in order); as a batch where they can be."""
     filename = f"{name}.facts"
-    types = info.types
+    types = info.value_types
     if kind == CSV_MEDIA_TYPE:
         has_header = header if header is not None else params.get("header") == "present"
         columns = info.column_names if has_header else None
@@ -98,7 +100,7 @@ def parse_rows(
 
 
 def parse_csv(
-    text: str, types: Sequence[ColumnType], filename: str, header: Sequence[str] | None
+    text: str, types: Sequence[ValueType], filename: str, header: Sequence[str] | None
 ) -> FactBatch | list[tuple]:
     """Rows of a CSV body; `header`: the column names its first line must hold, or None
     when it has no header line (a header naming other columns is refused, not skipped: the
@@ -139,6 +141,9 @@ def parse_csv(
             for column, (field, kind) in enumerate(zip(fields, types, strict=True), start=1):
                 if kind == SYMBOL:
                     row.append(field)
+                    continue
+                if isinstance(kind, RecordType | AdtType):
+                    row.append(record_field(field, kind, column, filename, line))
                     continue
                 value = parse_int64(field, kind)
                 if value is None:

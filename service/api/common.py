@@ -75,7 +75,7 @@ def decode_cursor(cursor: str, types: Sequence[str], epoch: int) -> tuple[Any, .
     if len(row) != len(types) + 1 or not _is_int64(row[0]) or row[0] < 0:
         raise Problem(400, INVALID_CURSOR, "the cursor does not fit these columns")
     for value, kind in zip(row[1:], types, strict=True):
-        ok = isinstance(value, str) if kind == "symbol" else _is_int64(value, kind)
+        ok = isinstance(value, str) if kind in ("symbol", "record") else _is_int64(value, kind)
         if not ok:
             raise Problem(400, INVALID_CURSOR, "the cursor does not fit these columns")
     if row[0] != epoch:

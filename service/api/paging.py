@@ -97,7 +97,8 @@ def bound_arguments(
     request: Request, names: tuple[str, ...], types: tuple[str, ...]
 ) -> dict[int, Any]:
     """Bound arguments: `?column=value` (or `?@index=value`), typed by the column; a number
-    is read as in a `.facts` file (`parse_int64`: ASCII decimals in the 64-bit range)."""
+    is read as in a `.facts` file (`parse_int64`: ASCII decimals in the 64-bit range), a
+    symbol or a record's text as it is."""
     bound: dict[int, Any] = {}
     for key, raw in request.query_params.multi_items():
         if key in RESERVED:
@@ -113,7 +114,7 @@ def bound_arguments(
                 UNKNOWN_COLUMN,
                 f"`{clip(key)}` is not a column (columns: {', '.join(names) or 'none'})",
             )
-        if types[column] != "symbol":
+        if types[column] not in ("symbol", "record"):
             value: Any = parse_int64(raw, types[column])
             if value is None:
                 kind = "unsigned " if types[column] == "unsigned" else ""

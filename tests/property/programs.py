@@ -15,7 +15,9 @@ analysis is a bug on one side or the other, never noise:
 Programs are small (2-6 derived relations, 2-10 rules, <= 3 positive atoms per rule, <= 25
 input tuples over a domain of 6 numbers, 6 unsigned values and 3 symbols) so the brute-force
 oracle stays fast. The unsigned values include 2^63 and 2^64 - 1, where an unsigned differs
-from the number of the same bits.
+from the number of the same bits. Columns may hold records (`Pair = [n: number, s: symbol]`)
+and algebraic data types (`Shape = Dot {n: number} | Empty {}`), taken apart in positive and
+negated atoms and comparisons, and built in heads and comparisons.
 
 Relation and variable names are drawn from lists of names that break naive name mangling
 (`RELATION_NAMES`, `VARIABLE_NAMES`): every engine builds names of its own (Python globals,
@@ -34,6 +36,17 @@ from reasoner.syntax.ast import NUMBER, SYMBOL, UNSIGNED, ColumnType
 NUMBERS = range(6)
 SYMBOLS = ("a", "b", "c")
 UNSIGNEDS = (0, 1, 2, 5, 2**63, 2**64 - 1)
+PAIR = "Pair"
+SHAPE = "Shape"
+RECORD_DECLARATIONS = {
+    PAIR: ".type Pair = [n: number, s: symbol]",
+    SHAPE: ".type Shape = Dot {n: number} | Empty {}",
+}
+PAIRS = ("[0, a]", "[1, a]", "[2, b]", "[3, c]", "nil")
+SHAPES = ("$Dot(0)", "$Dot(1)", "$Dot(3)", "$Empty")
+"""Record values as users write them (each type's domain)."""
+RECORD_FIELDS = {PAIR: (NUMBER, SYMBOL), SHAPE: (NUMBER,)}
+"""The fields of a record pattern of each type (`Shape`'s are `Dot`'s)."""
 MAX_INPUT_TUPLES = 25
 # Deltas may grow the inputs a little past the initial bound, but not without limit.
 MAX_INPUT_TUPLES_AFTER_DELTAS = 32
@@ -102,12 +115,17 @@ class Delta:
     retract: Relations = field(default_factory=dict)
 
 
+_DOMAINS: dict[str, tuple] = {
+    NUMBER: tuple(NUMBERS),
+    UNSIGNED: UNSIGNEDS,
+    SYMBOL: SYMBOLS,
+    PAIR: PAIRS,
+    SHAPE: SHAPES,
+}
+
+
 def values(column_type: ColumnType) -> st.SearchStrategy[int | str]:
-    if column_type == NUMBER:
-        return st.sampled_from(NUMBERS)
-    if column_type == UNSIGNED:
-        return st.sampled_from(UNSIGNEDS)
-    return st.sampled_from(SYMBOLS)
+    return st.sampled_from(_DOMAINS[column_type])
 
 
 def rows_of(types: tuple[ColumnType, ...]) -> st.SearchStrategy[Row]:
@@ -116,22 +134,26 @@ def rows_of(types: tuple[ColumnType, ...]) -> st.SearchStrategy[Row]:
 
 def domain_size(types: tuple[ColumnType, ...]) -> int:
     """How many distinct rows of these types the domain allows."""
-    return (
-        len(NUMBERS) ** types.count(NUMBER)
-        * len(UNSIGNEDS) ** types.count(UNSIGNED)
-        * len(SYMBOLS) ** types.count(SYMBOL)
-    )
+    size = 1
+    for column_type in types:
+        size *= len(_DOMAINS[column_type])
+    return size
 
 
 def constant(draw: st.DrawFn, column_type: ColumnType) -> str:
     value = draw(values(column_type))
     if column_type == UNSIGNED:  # suffixed or not: a literal takes its context's type
         return f"{value}{draw(st.sampled_from(('', 'u')))}"
-    return str(value) if column_type == NUMBER else f'"{value}"'
+    if column_type == PAIR and value != "nil":  # `[0, a]` is written `[0, "a"]`
+        number, symbol = str(value)[1:-1].split(", ")
+        return f'[{number}, "{symbol}"]'
+    if column_type in (NUMBER, SHAPE, PAIR):
+        return str(value)
+    return f'"{value}"'
 
 
 _ARITIES = st.sampled_from((0, 1, 1, 2, 2, 2, 3))
-_COLUMN_TYPES = st.sampled_from((NUMBER, NUMBER, SYMBOL, UNSIGNED))
+_COLUMN_TYPES = st.sampled_from((NUMBER,) * 4 + (SYMBOL, UNSIGNED) * 2 + (PAIR, SHAPE))
 _STEM_ARITIES = st.just(3)
 _EXTENDED_ARITIES = st.sampled_from((2, 3))
 
@@ -296,8 +318,13 @@ class RuleBuilder:
         for column_type in relation.types:
             joins = sorted(v for v, t in earlier.items() if t == column_type)
             repeats = sorted(v for v in args if self.bound.get(v) == column_type)
-            choice = choose(self.draw, join=6, fresh=5, repeat=1, wildcard=1, constant=1)
-            if choice == "join" and joins:
+            pattern = 3 if column_type in RECORD_FIELDS else 0
+            choice = choose(
+                self.draw, join=6, fresh=5, repeat=1, wildcard=1, constant=1, pattern=pattern
+            )
+            if choice == "pattern":
+                args.append(self.pattern(column_type, fresh=True, wildcards=True))
+            elif choice == "join" and joins:
                 args.append(self.draw(st.sampled_from(joins)))
             elif choice == "repeat" and repeats:
                 args.append(self.draw(st.sampled_from(repeats)))
@@ -372,11 +399,38 @@ class RuleBuilder:
     def fresh_or_wildcard(self, column_type: ColumnType) -> str:
         return self.fresh(column_type) if self.draw(st.booleans()) else "_"
 
+    def pattern(self, column_type: ColumnType, fresh: bool, wildcards: bool) -> str:
+        """A record pattern (`[x, "a"]`, `$Dot(_)`) whose fields join, are new variables
+        (`fresh`), wildcards (`wildcards`) or constants."""
+        parts = []
+        for field_type in RECORD_FIELDS[column_type]:
+            joins = sorted(v for v, t in self.bound.items() if t == field_type)
+            choice = choose(
+                self.draw, join=2 * bool(joins), fresh=3 * fresh, wildcard=2 * wildcards, constant=1
+            )
+            if choice == "join":
+                parts.append(self.draw(st.sampled_from(joins)))
+            elif choice == "fresh":
+                parts.append(self.fresh(field_type))
+            elif choice == "wildcard":
+                parts.append("_")
+            else:
+                parts.append(constant(self.draw, field_type))
+        return f"[{', '.join(parts)}]" if column_type == PAIR else f"$Dot({parts[0]})"
+
+    def built_record(self, column_type: ColumnType) -> str:
+        """A record made of bound variables and constants, or `$Empty`."""
+        if column_type == SHAPE and self.draw(st.integers(0, 3)) == 0:
+            return "$Empty"
+        return self.pattern(column_type, fresh=False, wildcards=False)
+
     def negated(self, relation: RelationSpec) -> None:
         args = []
         for column_type in relation.types:
             same_type = sorted(v for v, t in self.bound.items() if t == column_type)
-            if same_type and choose(self.draw, variable=5, other=2) == "variable":
+            if column_type in RECORD_FIELDS and self.draw(st.booleans()):
+                args.append(self.pattern(column_type, fresh=False, wildcards=True))
+            elif same_type and choose(self.draw, variable=5, other=2) == "variable":
                 args.append(self.draw(st.sampled_from(same_type)))
             else:
                 args.append(self.constant_or_wildcard(column_type))
@@ -386,6 +440,19 @@ class RuleBuilder:
         return "_" if self.draw(st.booleans()) else constant(self.draw, column_type)
 
     def comparison(self) -> None:
+        records = sorted(v for v, t in self.bound.items() if t in RECORD_FIELDS)
+        if records and self.draw(st.integers(0, 2)) == 0:
+            record = self.draw(st.sampled_from(records))
+            kind = self.bound[record]
+            form = choose(self.draw, empty=1, built=2, apart=2)
+            if form == "apart":  # `[x, y] = r`: binds the fields' new variables
+                pattern = self.pattern(kind, fresh=True, wildcards=False)
+                self.body.append(f"{pattern} = {record}")
+                return
+            op = self.draw(st.sampled_from(("=", "!=")))
+            other = ("nil" if kind == PAIR else "$Empty") if form == "empty" else None
+            self.body.append(f"{record} {op} {other or self.built_record(kind)}")
+            return
         unsigneds = sorted(v for v, t in self.bound.items() if t == UNSIGNED)
         if unsigneds and self.draw(st.booleans()):
             left, other = (self.draw(st.sampled_from(unsigneds)) for _ in range(2))
@@ -451,13 +518,15 @@ class RuleBuilder:
         self.body.append(f"{left} {op} {right}")
 
     def head_term(self, column_type: ColumnType, recursive: bool) -> str:
+        if column_type in RECORD_FIELDS and self.draw(st.integers(0, 2)) == 0:
+            return self.built_record(column_type)
         same_type = sorted(v for v, t in self.bound.items() if t == column_type)
         if not same_type:
             return constant(self.draw, column_type)
         choice = choose(self.draw, variable=5, constant=1, arithmetic=2, functor=1)
         if choice == "constant":
             return constant(self.draw, column_type)
-        if choice == "functor" and column_type != UNSIGNED:
+        if choice == "functor" and column_type in (NUMBER, SYMBOL):
             return self.functor_term(column_type, recursive)
         if column_type == UNSIGNED and choice == "arithmetic" and not recursive:
             x, y = (self.draw(st.sampled_from(same_type)) for _ in range(2))
@@ -616,10 +685,13 @@ def programs(draw: st.DrawFn) -> GeneratedProgram:
             row = ", ".join(constant(draw, t) for t in relation.types)
             facts.append(f"{relation.name}({row}).")
 
-    lines = [render_declaration(r) for r in inputs_specs]
+    used = {t for r in relations for t in r.types}
+    lines = [line for kind, line in RECORD_DECLARATIONS.items() if kind in used]
+    lines += [render_declaration(r) for r in inputs_specs]
     lines += [f".input {r.name}" for r in inputs_specs]
     for relation in derived:
-        if draw(st.integers(0, 3)) > 0:
+        # Undeclared, a relation's types are inferred; a record type cannot be (as in Soufflé).
+        if draw(st.integers(0, 3)) > 0 or used & set(relation.types) & RECORD_FIELDS.keys():
             lines.append(render_declaration(relation))
         lines.append(f".output {relation.name}")
     lines += facts + rules

@@ -76,7 +76,10 @@ def read_relation(
             assert response.headers["content-type"].startswith("text/csv")
             lines = list(csv.reader(io.StringIO(response.text)))
             page = [
-                tuple(v if t == "symbol" else int(v) for v, t in zip(line, types, strict=True))
+                tuple(
+                    v if t in ("symbol", "record") else int(v)
+                    for v, t in zip(line, types, strict=True)
+                )
                 for line in lines[1:]
             ]
             cursor = response.headers.get("x-next-cursor")

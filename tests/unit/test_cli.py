@@ -153,6 +153,25 @@ def test_explain_why_prints_a_proof_or_why_not(
     assert "arity_mismatch" in capsys.readouterr().err
 
 
+def test_explain_why_takes_records_as_they_are_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    program = _write(
+        tmp_path,
+        "p.dl",
+        ".type Point = [x: number, name: symbol]\n.decl p(a: Point)\n.input p\n"
+        ".decl Swap(a: Point)\nSwap([x + 1, n]) :- p([x, n]).\n",
+    )
+    _write(tmp_path, "p.facts", "[1, a]\n")
+    argv = ["explain", str(program), "-F", str(tmp_path), "--json"]
+    assert main([*argv, "--why", "Swap([2, x])"]) == 1
+    assert "is not a tuple" in capsys.readouterr().err
+    assert main([*argv, "--why", 'Swap([2, "a"])', "--why", 'Swap([5, "a"])']) == 0
+    held, missing = json.loads(capsys.readouterr().out)
+    assert held["holds"] and held["proof"]["nodes"][1]["row"] == ["[1, a]"]
+    assert missing["why_not"][0]["reason"] == "every instance gives another tuple"
+
+
 TYPED = """
 // As Soufflé's documentation writes it: named types, a legacy subtype, tuning pragmas.
 .pragma "magic-transform" "*"

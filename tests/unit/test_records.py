@@ -21,6 +21,8 @@ from reasoner.errors import InputDataError, InvalidDelta, ProgramError
 from reasoner.io.batch import parse_facts_batch
 from reasoner.io.facts import parse_facts_text
 from reasoner.materialization import Materialization
+from reasoner.proofs import Explainer, ExplainError
+from reasoner.query import compile_query, evaluate_query
 from reasoner.records import (
     NIL,
     AdtType,
@@ -135,6 +137,8 @@ Lonely([x, y]) :- p([x, y]), !Swap([x, y]).
 NoneAtOne(x) :- Xs(x), !p([x, 1]).
 .decl Counted(n: number)
 Counted(n) :- n = count : { p([_, y]), y > 1 }.
+.decl Least(y: number, z: number)
+Least(y, m) :- p([_, y]), m = min z : { p([z, y]) }.
 .decl Value(e: Expr, v: number)
 Value($Num(n), n) :- e($Num(n)).
 Value($Zero, 0) :- e($Zero).
@@ -171,6 +175,7 @@ EXPECTED = {
     "Lonely": set(),
     "NoneAtOne": {(1,), (3,)},
     "Counted": {(2,)},
+    "Least": {(2, 1), (3, 3), (1, 2)},
     "Value": {
         ("$Num(2)", 2),
         ("$Num(5)", 5),
@@ -184,7 +189,8 @@ EXPECTED = {
     "Long": {(f"[{x}, [{y}, nil]]",) for x in (1, 2, 3) for y in (1, 2, 3)},
 }
 """`Lonely`: every point of `p` has its swap in `p` too ([3, 3] is its own); `NoneAtOne`:
-[2, 1] is the only point with y = 1; `Counted`: [1, 2] and [3, 3]; a list grows to two
+[2, 1] is the only point with y = 1; `Counted`: [1, 2] and [3, 3]; `Least`: `y`, bound
+inside a record outside the aggregate, groups it; a list grows to two
 numbers, so `Listed` holds nil and the lists of one and two numbers."""
 
 
@@ -234,7 +240,7 @@ def test_facts_files_read_and_write_records() -> None:
 def test_inserted_values_are_checked_and_made_canonical() -> None:
     m = built("local", INPUTS)
     for bad in ("[1]", 5, "[1, x]", "$Num(1)"):
-        with pytest.raises(InvalidDelta, match=r"`p\.a` is a `Point` record"):
+        with pytest.raises(InvalidDelta, match=r"`p\.a` is of type `Point`"):
             m.apply(Delta(insert={"p": [(bad,)]}))
     m.apply(Delta(insert={"p": [(" [7 ,8]",)]}))
     assert ("[7, 8]",) in set(m.rows("p"))
@@ -272,3 +278,79 @@ def test_a_negated_record_with_wildcards_reads_an_auxiliary_relation() -> None:
     assert set(m.rows("NoDiagonal")) == set()
     assert set(m.rows("NoSelf")) == {("x, y",)}
     assert visible(m.snapshot(), m.analyzed) == evaluate(m.analyzed, INPUTS)
+
+
+@pytest.mark.parametrize(
+    ("text", "columns", "rows"),
+    [
+        ("p([x, y]), x < y", ("x", "y"), [(1, 2)]),
+        ("Built(r), r = [3, 1]", ("r",), [("[3, 1]",)]),
+        ("p(r), r = [9, 9]", ("r",), []),
+        ("Value($Add(l, _), v)", ("l", "v"), [("$Num(2)", -3)]),
+        ("Listed(l, 2), l = [1, [y, nil]], y > 2", ("l", "y"), [("[1, [3, nil]]", 3)]),
+        ("p(r), z = [1, 2], r = z", ("r", "z"), [("[1, 2]", "[1, 2]")]),
+        ('named(n), n != ["x, y", [7, 8]]', ("n",), [("[a b, [5, 6]]",)]),
+    ],
+)
+def test_queries_take_records_apart_and_build_them(
+    text: str, columns: tuple[str, ...], rows: list[tuple]
+) -> None:
+    m = built("local", INPUTS)
+    with m.reading():
+        result = evaluate_query(compile_query(text, m.analyzed), m.analyzed, m.state, m.symbols)
+    assert (result.columns, result.rows) == (columns, rows)
+    assert len(m.symbols.records) == len(built("local", INPUTS).symbols.records)  # no interning
+
+
+def test_explain_shows_records_as_text() -> None:
+    m = built("local", INPUTS)
+    explainer = Explainer(m.analyzed, m.state, m.symbols)
+    row = explainer.encode("Value", ("$Add($Num(2),$Neg($Num(5)))", -3))
+    proof = explainer.explain("Value", row)
+    assert [(node.relation, node.row, node.iteration) for node in proof.nodes[:3]] == [
+        ("Value", ("$Add($Num(2), $Neg($Num(5)))", -3), 3),
+        ("e", ("$Add($Num(2), $Neg($Num(5)))",), 0),
+        ("Value", ("$Num(2)", 2), 1),
+    ]
+    missing = explainer.encode("Value", ("$Num(77)", 77))
+    assert not explainer.holds("Value", missing)
+    with pytest.raises(ExplainError, match="column 1 of `Value` is of type `Expr`: expected"):
+        explainer.encode("Value", ("[1]", 1))
+
+
+def test_why_not_names_the_record_pattern_that_fails() -> None:
+    m = built("local", INPUTS)
+    explainer = Explainer(m.analyzed, m.state, m.symbols)
+    (failure,) = explainer.why_not("Where", explainer.encode("Where", ("zz", 5)))
+    assert (failure.literal, failure.reason) == ("named([n, [x, _]])", "no tuple matches")
+    (failure,) = explainer.why_not("Apart", explainer.encode("Apart", (9, 9)))
+    assert (failure.literal, failure.reason) == ("r = [x, y]", "the comparison is false")
+
+
+def test_a_record_taken_apart_twice_binds_once() -> None:
+    """`[s, k] = r, [s, k] = r`: the first takes `r` apart, the second then compares (each
+    must not count on the other to bind `s` and `k`)."""
+    m = Materialization.from_text(
+        PROGRAM + ".decl Twice(x: number)\nTwice(x) :- p(r), [x, k] = r, [x, k] = r, k > 1.\n"
+    )
+    m.load(INPUTS)
+    m.bootstrap()
+    assert set(m.rows("Twice")) == {(1,), (3,)}
+    assert visible(m.snapshot(), m.analyzed) == evaluate(m.analyzed, INPUTS)
+
+
+def test_a_pattern_in_a_comparison_may_leave_fields_out() -> None:
+    m = Materialization.from_text(
+        PROGRAM
+        + ".decl Two(l: List)\nTwo(l) :- Listed(l, _), l = [_, [_, _]].\n"
+        + ".decl Ones(l: List)\nOnes(l) :- Listed(l, _), [1, _] = l.\n"
+    )
+    m.load(INPUTS)
+    m.bootstrap()
+    assert set(m.rows("Two")) == EXPECTED["Long"]
+    assert set(m.rows("Ones")) == {("[1, nil]",)} | {(f"[1, [{y}, nil]]",) for y in (1, 2, 3)}
+    assert visible(m.snapshot(), m.analyzed) == evaluate(m.analyzed, INPUTS)
+    with pytest.raises(ProgramError, match="wildcard `_` is not allowed in a comparison"):
+        check_program(
+            ".type P = [a: number, b: number]\n.decl p(x: P)\nq(1) :- p(r), [_, 1] = [1, _]."
+        )

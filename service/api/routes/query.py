@@ -148,7 +148,7 @@ async def get_explain(
             raise Problem(status, error.code, error.message) from None
         return {
             "relation": name,
-            "row": list(row),
+            "row": list(explainer.decode(name, encoded)),  # a record's text made canonical
             "holds": holds,
             "proof": None if proof is None else proof.as_json(),
             "why_not": None if failures is None else [f.as_json() for f in failures],

@@ -13,8 +13,9 @@ from fastapi.responses import Response
 from reasoner import Delta, Materialization
 from reasoner.analysis.model import RelationInfo
 from reasoner.arith import wrap64
-from reasoner.errors import UNKNOWN_RELATION
+from reasoner.errors import TYPE_MISMATCH, UNKNOWN_RELATION
 from reasoner.pages import relation_page
+from reasoner.records import AdtType, RecordError, RecordType, ValueType, storage
 from service.api.bodies import (
     CSV_MEDIA_TYPE,
     FACTS_MEDIA_TYPES,
@@ -47,7 +48,9 @@ from service.api.paging import (
     response_format,
 )
 from service.errors import (
+    INVALID_CURSOR,
     Problem,
+    clip,
 )
 from service.runtime import Runtime
 from service.schemas import (
@@ -71,8 +74,10 @@ def get_relations(runtime: RuntimeDep) -> RelationsOut:
                 name=name,
                 arity=info.arity,
                 columns=[
-                    ColumnOut(name=c, type=t)
-                    for c, t in zip(info.column_names, info.types, strict=True)
+                    ColumnOut(
+                        name=c, type=storage(t), record=None if isinstance(t, str) else t.name
+                    )
+                    for c, t in zip(info.column_names, info.value_types, strict=True)
                 ],
                 size=m.size(name),
                 stratum=analyzed.stratum_of.get(name),
@@ -115,15 +120,17 @@ async def get_relation(
         if info is None or info.internal:
             raise Problem(404, UNKNOWN_RELATION, f"relation `{name}` is not in the program")
         after = None if cursor is None else decode_cursor(cursor, info.types, epoch)
+        if after is not None and m.encode(name, after) is None:
+            raise Problem(400, INVALID_CURSOR, "the cursor is not one this service issued")
         bound = bound_arguments(request, info.column_names, info.types)
-        key = _engine_key(m, info.types, bound)
+        key = _engine_key(m, info.value_types, bound)
         if key is None:
             return info, [], None, epoch
         store = m.state[name]
         if not key:
-            rows, last = relation_page(store, info.types, m.symbols, after, page_size)
+            rows, last = relation_page(store, info.value_types, m.symbols, after, page_size)
             return info, rows, last, epoch
-        decode = m.symbols.decoder(info.types)
+        decode = m.symbols.decoder(info.value_types)
         rows, last = page(map(decode, store.select(key)), after, page_size)
         return info, rows, last, epoch
 
@@ -141,14 +148,29 @@ async def get_relation(
     return await answered(runtime, respond)
 
 
-def _engine_key(m, types: tuple[str, ...], bound: dict[int, Any]) -> dict[int, int] | None:
-    """Bound values as engine values; None when nothing can match (a symbol never seen, or
-    two different values for one column)."""
+def _engine_key(
+    m: Materialization, types: tuple[ValueType, ...], bound: dict[int, Any]
+) -> dict[int, int] | None:
+    """Bound values as engine values; None when nothing can match (a symbol or a record
+    never seen, or two different values for one column)."""
     key: dict[int, int] = {}
     for column, value in bound.items():
         if value is None:
             return None
-        if types[column] == "symbol":
+        kind = types[column]
+        if isinstance(kind, RecordType | AdtType):
+            try:
+                value = m.symbols.codec(intern=False).parse(value, kind)
+            except RecordError as error:
+                raise Problem(
+                    400,
+                    TYPE_MISMATCH,
+                    f"column {column + 1} is of type `{kind.name}`: {error} at character "
+                    f"{error.offset + 1} of {clip(value)!r}",
+                ) from None
+            if value is None:
+                return None
+        elif kind == "symbol":
             value = m.symbols.lookup(value)
             if value is None:
                 return None
