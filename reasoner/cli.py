@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import cast
 
 from reasoner.analysis import check_program
+from reasoner.analysis.facts import evaluate
 from reasoner.analysis.model import AnalyzedProgram, Value
 from reasoner.analysis.terms import render
 from reasoner.arith import as_unsigned
@@ -37,6 +38,7 @@ from reasoner.io.facts import load_inputs, write_outputs
 from reasoner.materialization import Materialization
 from reasoner.progress import Terminal
 from reasoner.proofs import Explainer, ExplainError, Failure
+from reasoner.records import AdtType, RecordType, ValueType, fits, nested_text
 from reasoner.replay import EpochRecord, replay
 from reasoner.syntax import parse_body
 from reasoner.syntax.ast import (
@@ -456,7 +458,7 @@ def _ground_atom(text: str, analyzed: AnalyzedProgram) -> tuple[str, tuple[Value
     if not isinstance(atom, Atom) or not all(map(_is_constant, atom.args)):
         raise InputDataError(f'`{text}` is not a tuple such as tc(1, "a")', "--why")
     info = analyzed.relations.get(atom.relation)
-    types = info.types if info is not None and info.arity == len(atom.args) else ()
+    types = info.value_types if info is not None and info.arity == len(atom.args) else ()
     return atom.relation, tuple(
         _constant(arg, types[index] if types else None) for index, arg in enumerate(atom.args)
     )
@@ -468,8 +470,13 @@ def _is_constant(term: Term) -> bool:
     return isinstance(term, NumberConst | StringConst | NilConst)
 
 
-def _constant(term: Term, column: str | None) -> Value:
+def _constant(term: Term, column: ValueType | None) -> Value:
     if isinstance(term, RecordTerm | BranchTerm | NilConst):
+        # Its text in the column's type (an unsigned field's 2^64 - 1 as such); else as
+        # written, for the explainer to refuse.
+        value = evaluate(term)
+        if isinstance(column, RecordType | AdtType) and fits(value, column):
+            return nested_text(value, column)
         return render(term)
     literal = cast(NumberConst | StringConst, term)
     if isinstance(literal, NumberConst) and literal.kind != "number" and column == "unsigned":

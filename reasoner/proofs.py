@@ -186,9 +186,13 @@ class Explainer:
         self.constants = Constants(symbols)
         self.deadline = deadline
         self.rules: dict[str, list[Rule]] = {}
+        self.analyzed_rule: dict[int, Rule] = {}
+        """Each rule of `rules` (by `id`) as the analysis has it: what its types are keyed by."""
         for stratum in analyzed.strata:
             for rule in stratum.rules:
-                self.rules.setdefault(rule.head.relation, []).append(_named_wildcards(rule))
+                named = _named_wildcards(rule)
+                self.rules.setdefault(rule.head.relation, []).append(named)
+                self.analyzed_rule[id(named)] = rule
         self.aggregated = {s.aggregate.name for s in analyzed.strata if s.aggregate is not None}
         self.plans: dict[int, tuple[JoinPlan, Evaluator]] = {}
 
@@ -357,7 +361,7 @@ class Explainer:
                 evaluator.plan = plan
             step = plan.steps[count - 1]
             literal = plan.rule.body[step.body_index]
-            binding = self._user(plan, survivor)
+            binding = self._user(rule, plan, survivor)
             written = self.analyzed.written_literals.get(id(literal), literal)
             # A test that takes a record apart fails as its atom does: no tuple has the fields.
             reason = "no tuple matches" if isinstance(written, Atom) else _reason(step)
@@ -366,7 +370,7 @@ class Explainer:
             rule.text,
             self._written(plan.rule.head),
             "every instance gives another tuple",
-            self._user(plan, survivor),
+            self._user(rule, plan, survivor),
         )
 
     # -- helpers ----------------------------------------------------------------------------
@@ -412,7 +416,7 @@ class Explainer:
             shown.append(_show(self.constants.user(value, kind)))
         return f"{atom.relation}({', '.join(shown)})"
 
-    def _user(self, plan: JoinPlan, env: dict[str, int]) -> dict[str, Value]:
+    def _user(self, rule: Rule, plan: JoinPlan, env: dict[str, int]) -> dict[str, Value]:
         """The binding's Datalog variables (not the analysis's or the planner's), decoded."""
         head = self.analyzed.relations[plan.rule.head.relation].value_types
         known = {
@@ -420,7 +424,8 @@ class Explainer:
             for term, kind in zip(plan.rule.head.args, head, strict=True)
             if isinstance(term, Variable)
         }
-        types = self.analyzed.variable_types.get(plan.rule) or variable_types(
+        analyzed_rule = self.analyzed_rule.get(id(rule), rule)
+        types = self.analyzed.variable_types.get(analyzed_rule) or variable_types(
             plan, self.analyzed, known
         )
         return {

@@ -154,8 +154,12 @@ class Constants:
         return self.record_rows[ident] if ident < 0 else self.symbols.records.rows[ident]
 
     def field(self, ident: int, index: int) -> int | None:
-        """Field `index` of record `ident`; None for nil."""
-        return None if ident == NIL else self.row(ident)[index]
+        """Field `index` of record `ident`; None for nil, and past the last field (as
+        `RecordTable.field`)."""
+        if ident == NIL:
+            return None
+        row = self.row(ident)
+        return row[index] if index < len(row) else None
 
     def id(self, text: str) -> int:
         ident = self.symbols.lookup(text)
@@ -361,6 +365,8 @@ def variable_types(
         if isinstance(term, Variable):
             return types.get(term.name, "number")
         if isinstance(term, Functor):
+            if term.name in (functors.PACK, functors.FIELD):  # only in rewritten rules, which
+                return NUMBER  # have their types (`AnalyzedProgram.variable_types`)
             return functors.signature(term.name).result
         if isinstance(term, NumberConst):
             return term.kind or NUMBER

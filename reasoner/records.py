@@ -153,10 +153,12 @@ class RecordTable:
         return self.ids.get(fields)
 
     def field(self, ident: int, index: int) -> int | None:
-        """Field `index` of record `ident`; None for nil, which has none."""
+        """Field `index` of record `ident`; None for nil, which has none, and past the last
+        (a branch's fields read before its tag is tested may be another branch's)."""
         if ident == NIL or not 0 < ident < len(self.rows):
             return None
-        return self.rows[ident][index]
+        row = self.rows[ident]
+        return row[index] if index < len(row) else None
 
 
 _NUMBER = re.compile(r"[+-]?(?:0[xX][0-9A-Fa-f]+|0[bB][01]+|[0-9]+)")

@@ -49,6 +49,9 @@ from reasoner.syntax.ast import (
 )
 
 Row = tuple[Value, ...]
+PACKED = "#"
+"""A record as the analysis's rewritten rules see it, `(PACKED, fields)` (a branch's index
+first) and nil 0: what `pack!` makes and `field!` reads (`packed`)."""
 RECORD_TAG = "[]"
 """A record value here is `(RECORD_TAG, fields)`, a branch's `("$Name", fields)`, nil None:
 Python values compared structurally, with no table of ids."""
@@ -264,10 +267,10 @@ def ranges_in(rule: Rule) -> list[Functor]:
         elif isinstance(term, BinaryOp):
             visit(term.left)
             visit(term.right)
-        elif isinstance(term, Functor):
+        elif isinstance(term, Functor | RecordTerm | BranchTerm):
             for arg in term.args:
                 visit(arg)
-            if term.name == "range":
+            if isinstance(term, Functor) and term.name == "range":
                 found.append(term)
 
     for term in rule.head.args:
@@ -341,6 +344,13 @@ def functor(name: str, args: list[Value]) -> Value:
         return str(args[0])
     if name == "to_string!u":  # the analysis's form of `to_string` on an unsigned pattern
         return str(int(args[0]) % 2**64)
+    if name == "pack!":  # the analysis's record built: its fields, nil being 0
+        return (PACKED, tuple(args))  # type: ignore[return-value]
+    if name == "field!":
+        record, index = args
+        if not isinstance(record, tuple) or not 0 <= int(index) < len(record[1]):
+            raise NoValue  # nil, or a field of another branch
+        return record[1][int(index)]
     raise NotImplementedError(f"the oracle does not model `{name}`")
 
 
@@ -455,6 +465,8 @@ def typed(program: Program, analyzed: AnalyzedProgram) -> Program:
     type: a variable's is its column's (or that of what `=` gives it), a literal's its suffix
     or its context's (a head's or an atom's column, the other side of a comparison)."""
     columns = {name: info.types for name, info in analyzed.relations.items()}
+    _record_columns.clear()
+    _record_columns.update({name: info.value_types for name, info in analyzed.relations.items()})
     _primitives.clear()
     _primitives.update(_primitive_types(program))
     rules = []
@@ -473,6 +485,8 @@ def typed(program: Program, analyzed: AnalyzedProgram) -> Program:
 
 _primitives: dict[str, str] = {}
 """The primitive type of each type name of the program being evaluated."""
+_record_columns: dict[str, tuple] = {}
+"""Each relation's column types with records' fields (`RelationInfo.value_types`)."""
 
 
 def _primitive_types(program: Program) -> dict[str, str]:
@@ -549,12 +563,27 @@ def _kind(term: object, kinds: Mapping[str, str]) -> str | None:
 
 
 def _typed_atom(atom: Atom, kinds: Mapping[str, str], columns: Mapping[str, tuple]) -> Atom:
-    types = columns.get(atom.relation, ())
+    types = _record_columns.get(atom.relation) or columns.get(atom.relation, ())
     args = tuple(
-        _typed_term(arg, kind == "unsigned", kinds, columns)
+        _typed_field(arg, kind, kinds, columns)
         for arg, kind in zip(atom.args, types or [None] * len(atom.args), strict=True)
     )
     return replace(atom, args=args)
+
+
+def _typed_field(term: Term, kind: object, kinds: Mapping[str, str], columns: Mapping) -> Term:
+    """`term` in a place of type `kind`: a record's fields each in their own field's type."""
+    if isinstance(term, RecordTerm) and isinstance(kind, RecordType):
+        fields = kind.fields
+    elif isinstance(term, BranchTerm) and isinstance(kind, AdtType):
+        fields = next(b.fields for b in kind.branches if b.name == term.name)
+    else:
+        return _typed_term(term, kind == "unsigned", kinds, columns)
+    args = tuple(
+        _typed_field(arg, field, kinds, columns)
+        for arg, field in zip(term.args, fields, strict=True)
+    )
+    return replace(term, args=args)
 
 
 def _typed_literal(literal: object, kinds: Mapping[str, str], columns: Mapping[str, tuple]):
@@ -1038,6 +1067,19 @@ def _read_fields(text: str, kinds: tuple[ValueType, ...], close: str) -> tuple[t
     return tuple(fields), text[1:]
 
 
+def packed(value: object, kind: ValueType) -> object:
+    """A record value (see RECORD_TAG) in the rewritten rules' form (see PACKED)."""
+    if isinstance(kind, str):
+        return wrap(value) if kind == "unsigned" else value  # type: ignore[arg-type]
+    if value is None:
+        return 0
+    tag, fields = value  # type: ignore[misc]
+    if isinstance(kind, RecordType):
+        return (PACKED, tuple(map(packed, fields, kind.fields)))
+    branch = next(b for b in kind.branches if "$" + b.name == tag)
+    return (PACKED, (branch.index, *map(packed, fields, branch.fields)))
+
+
 def write_record(value: object, kind: ValueType) -> str:
     """The text Soufflé writes for a record value (quoting a symbol only where its reader
     would misread it)."""
@@ -1047,7 +1089,7 @@ def write_record(value: object, kind: ValueType) -> str:
             return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
         return text
     if isinstance(kind, str):
-        return str(value)
+        return str(value % 2**64 if kind == "unsigned" else value)
     if value is None:
         return "nil"
     tag, fields = value  # type: ignore[misc]

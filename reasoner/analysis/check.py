@@ -22,12 +22,24 @@ from reasoner.analysis.records import record_body, record_terms
 from reasoner.analysis.relations import RelationTable, collect_relations, plural
 from reasoner.analysis.report import Reporter
 from reasoner.analysis.stratify import stratify
-from reasoner.analysis.terms import atoms_of
+from reasoner.analysis.terms import atoms_of, leaves
 from reasoner.analysis.types import NUMERIC, TypeInference, infer_types
 from reasoner.analysis.unsigned import unsigned_aggregates, unsigned_body, unsigned_operations
-from reasoner.errors import ARITY_MISMATCH, UNKNOWN_RELATION
+from reasoner.errors import ARITY_MISMATCH, UNKNOWN_RELATION, UNSUPPORTED_FEATURE
 from reasoner.records import AdtType, RecordType, ValueType
-from reasoner.syntax.ast import NUMBER, RECORD, BodyLiteral, ColumnType, Program, Rule, Variable
+from reasoner.syntax.ast import (
+    NUMBER,
+    RECORD,
+    BodyLiteral,
+    BranchTerm,
+    ColumnType,
+    Negation,
+    Program,
+    RecordTerm,
+    Rule,
+    Variable,
+    Wildcard,
+)
 from reasoner.syntax.parser import parse_program
 
 
@@ -178,6 +190,25 @@ def _relation_infos(
     return infos
 
 
+def _refuse_open_negated_records(body: tuple[BodyLiteral, ...], reporter: Reporter) -> None:
+    """`!l([x, _])` in a query: a rule reads it through an auxiliary relation that takes
+    the record apart (`reasoner.analysis.negation_locals`); a query has none to read."""
+    for literal in body:
+        if not isinstance(literal, Negation):
+            continue
+        for arg in literal.atom.args:
+            if isinstance(arg, RecordTerm | BranchTerm) and any(
+                isinstance(leaf, Wildcard) for leaf in leaves(arg)
+            ):
+                reporter.error(
+                    UNSUPPORTED_FEATURE,
+                    "a wildcard inside a record of a negated atom is not supported in a "
+                    "query: name every field, or query a relation that a rule with this "
+                    "negation derives",
+                    arg.span,
+                )
+
+
 def _record_types(
     name: str, column_types: tuple[ColumnType, ...], inference: TypeInference
 ) -> tuple[RecordType | AdtType | None, ...]:
@@ -254,6 +285,7 @@ def check_query(
     inference.visit_clause(0, None, body)
     inference.settle()
     safety.check_query(body, reporter)
+    _refuse_open_negated_records(body, reporter)
     reporter.raise_if_errors()
     evaluated = unsigned_body(body, inference)
     if analyzed.type_system is not None:

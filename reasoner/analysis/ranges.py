@@ -20,11 +20,13 @@ from reasoner.syntax.ast import (
     Atom,
     BinaryOp,
     BodyLiteral,
+    BranchTerm,
     Cast,
     Comparison,
     Functor,
     Negation,
     Program,
+    RecordTerm,
     Rule,
     Term,
     Variable,
@@ -75,12 +77,12 @@ class _Lifter:
             if left is term.left and right is term.right:
                 return term
             return dataclasses.replace(term, left=left, right=right)
-        if not isinstance(term, Functor):
+        if not isinstance(term, Functor | RecordTerm | BranchTerm):
             return term
         args = tuple(self.term(arg) for arg in term.args)
         if any(new is not old for new, old in zip(args, term.args, strict=True)):
             term = dataclasses.replace(term, args=args)
-        if term.name != GENERATOR:
+        if not isinstance(term, Functor) or term.name != GENERATOR:
             return term
         variable = Variable(f"{PREFIX}{self.taken + len(self.generators)}", term.span)
         self.generators.append(Comparison("=", variable, term, term.span))

@@ -210,10 +210,10 @@ class _Rewrite:
         """`pattern = other` with `other` bound: the literals that take `other` apart (the
         first takes the comparison's place, one literal for one; the others go to `added`)."""
         value = self.packed(other)
-        if not isinstance(value, Variable):
+        if not isinstance(value, Variable):  # the value built first, in the comparison's place
             variable = self._variable(other.span)
-            added.append(Comparison("=", variable, value, other.span))
-            value = variable
+            self._take_apart(variable, pattern, added)
+            return Comparison("=", variable, value, other.span)
         start = len(added)
         self._take_apart(value, pattern, added)
         return added.pop(start)

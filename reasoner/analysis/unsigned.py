@@ -38,6 +38,7 @@ from reasoner.syntax.ast import (
     Atom,
     BinaryOp,
     BodyLiteral,
+    BranchTerm,
     Cast,
     ColumnType,
     Comparison,
@@ -45,6 +46,7 @@ from reasoner.syntax.ast import (
     Negation,
     NumberConst,
     Program,
+    RecordTerm,
     Rule,
     Term,
     rule_terms,
@@ -170,6 +172,11 @@ class _Rewriter:
             if all(map(_same, args, term.args)):
                 return term
             return dataclasses.replace(term, args=args)
+        if isinstance(term, RecordTerm | BranchTerm):  # a record's fields are typed terms too
+            args = tuple(self.term(arg) for arg in term.args)
+            return (
+                term if all(map(_same, args, term.args)) else dataclasses.replace(term, args=args)
+            )
         if not isinstance(term, BinaryOp):
             return term
         left, right = self.term(term.left), self.term(term.right)

@@ -33,6 +33,8 @@ from tests.unit.test_components import PROGRAM as COMPONENTS_PROGRAM
 from tests.unit.test_functors import INPUTS as FUNCTORS_INPUTS
 from tests.unit.test_functors import PROGRAM as FUNCTORS_PROGRAM
 from tests.unit.test_functors import RANGE_INPUTS, RANGES
+from tests.unit.test_records import INPUTS as RECORDS_INPUTS
+from tests.unit.test_records import PROGRAM as RECORDS_PROGRAM
 from tests.unit.test_unsigned import INPUTS as UNSIGNED_INPUTS
 from tests.unit.test_unsigned import PROGRAM as UNSIGNED_PROGRAM
 
@@ -234,6 +236,12 @@ def test_unsigned(spark: SparkSession) -> None:
     """Unsigned order (flipped top bits), `upow`, `bshru` and `umin`/`umax` in Spark; a
     stratum that divides unsigned values runs in the driver."""
     check(UNSIGNED_PROGRAM, {"a": [*UNSIGNED_INPUTS["a"], (7,), (2**63 + 3,)]}, spark)
+
+
+def test_records(spark: SparkSession) -> None:
+    """Strata that build or take apart records run in the driver (its record table is the
+    functors'); strata that only move record ids around run on Spark."""
+    check(RECORDS_PROGRAM, RECORDS_INPUTS, spark)
 
 
 def test_constants_repeated_variables_wildcards(spark: SparkSession) -> None:

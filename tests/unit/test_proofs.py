@@ -17,8 +17,9 @@ from hypothesis import given, settings
 from reasoner.arith import wrap64
 from reasoner.materialization import Materialization
 from reasoner.proofs import Explainer, ExplainError, Proof
+from reasoner.records import AdtType, RecordType
 from tests.conftest import examples
-from tests.oracle import instantiations
+from tests.oracle import instantiations, packed, read_record
 from tests.property.programs import GeneratedProgram, programs
 
 TC = """
@@ -52,9 +53,17 @@ def check_proof(m: Materialization, proof: Proof) -> None:
     def held(name: str, row: tuple) -> tuple:
         """A row as the analyzed rules compute it: an unsigned as its 64-bit pattern (they
         compare and divide unsigned values in their rewritten forms; the oracle's functors
-        give the values 0 .. 2^64 - 1, which this also maps)."""
-        types = _types(m, name)
-        return tuple(wrap64(v) if t == "unsigned" else v for v, t in zip(row, types, strict=True))
+        give the values 0 .. 2^64 - 1, which this also maps), a record's text as what
+        `pack!` makes (`tests.oracle.packed`; a row the rules computed is in that form)."""
+        types = m.analyzed.relations[name].value_types
+        return tuple(
+            packed(read_record(v, t), t)
+            if isinstance(t, RecordType | AdtType) and isinstance(v, str)
+            else wrap64(v)
+            if t == "unsigned"
+            else v
+            for v, t in zip(row, types, strict=True)
+        )
 
     rows = {name: [held(name, row) for row in m.rows(name)] for name in analyzed.relations}
     rules = [rule for stratum in analyzed.strata for rule in stratum.rules]
@@ -69,7 +78,8 @@ def check_proof(m: Materialization, proof: Proof) -> None:
         return instances[id(rule)]
 
     for node in proof.nodes:
-        stored = m.state[node.relation].get(m.symbols.encoder(_types(m, node.relation))(node.row))
+        encode = m.symbols.encoder(m.analyzed.relations[node.relation].value_types)
+        stored = m.state[node.relation].get(encode(node.row))
         assert stored == (node.iteration, node.count)
         if node.aggregate:
             continue
@@ -89,10 +99,6 @@ def check_proof(m: Materialization, proof: Proof) -> None:
             premise = proof.nodes[i]
             if analyzed.stratum_of.get(premise.relation) == own:
                 assert premise.iteration < node.iteration
-
-
-def _types(m: Materialization, name: str) -> tuple:
-    return m.analyzed.relations[name].types
 
 
 def explainer(m: Materialization) -> Explainer:

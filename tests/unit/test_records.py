@@ -354,3 +354,50 @@ def test_a_pattern_in_a_comparison_may_leave_fields_out() -> None:
         check_program(
             ".type P = [a: number, b: number]\n.decl p(x: P)\nq(1) :- p(r), [_, 1] = [1, _]."
         )
+
+
+UNSIGNED_FIELDS = """
+.type U = [u: unsigned, n: number]
+.type E = Num {n: number} | Add {l: E, r: E}
+.decl v(x: unsigned)
+v(18446744073709551615). v(7).
+.decl w(x: U)
+w([a / 2, -1]) :- v(a).
+w([18446744073709551615 / 2, 0]).
+w([as(-1, unsigned), 1]).
+.decl ranged(x: U)
+ranged([as(r, unsigned), r]) :- v(7), r = 3.
+ranged([as(r, unsigned), r]) :- v(7), r = range(0, 2).
+ranged([as(range(4, 6), unsigned), 9]) :- v(7).
+.decl none(l: E)
+none(l) :- v(7), $Add(l, r) = $Num(7).
+"""
+
+
+def test_fields_are_typed_and_lifted_as_any_term() -> None:
+    """Unsigned arithmetic and casts inside a record are unsigned; `range` in a record is a
+    generator; a pattern of another branch matches nothing (its fields are not read)."""
+    m = Materialization.from_text(UNSIGNED_FIELDS)
+    m.bootstrap()
+    half = 2**63 - 1
+    assert set(m.rows("w")) == {
+        (f"[{half}, -1]",),
+        ("[3, -1]",),
+        (f"[{half}, 0]",),
+        (f"[{2**64 - 1}, 1]",),
+    }
+    assert set(m.rows("ranged")) == {
+        ("[3, 3]",),
+        ("[0, 0]",),
+        ("[1, 1]",),
+        ("[4, 9]",),
+        ("[5, 9]",),
+    }
+    assert set(m.rows("none")) == set()
+    assert visible(m.snapshot(), m.analyzed) == evaluate(m.analyzed, {})
+
+
+def test_a_query_refuses_a_wildcard_in_a_negated_record() -> None:
+    m = built("local", INPUTS)
+    with pytest.raises(ProgramError, match="unsupported_feature: a wildcard inside a record"):
+        compile_query("Xs(x), !p([x, _])", m.analyzed)
