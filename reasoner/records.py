@@ -108,6 +108,19 @@ def signature(kind: ValueType) -> str:
 def canonical(text: str, kind: RecordType | AdtType) -> str:
     """The one text of the value `text` writes (`RecordError` if it writes none), read
     without touching any table of the engine: what a boundary stores and compares."""
+    codec = _scratch_codec()
+    return codec.format(cast(int, codec.parse(text, kind)), kind)
+
+
+def canonical_at(text: str, kind: RecordType | AdtType, start: int) -> tuple[str, int]:
+    """`canonical` of the value written at `start` of `text`, and where it ends."""
+    codec = _scratch_codec()
+    ident, end = codec.read(text, kind, start)
+    return codec.format(cast(int, ident), kind), end
+
+
+def _scratch_codec() -> Codec:
+    """A codec over tables of its own (the engine's stay untouched)."""
     strings: list[str] = []
     ids: dict[str, int] = {}
 
@@ -119,8 +132,7 @@ def canonical(text: str, kind: RecordType | AdtType) -> str:
         return ident
 
     table = RecordTable()
-    codec = Codec(number, strings.__getitem__, table.pack, table.rows.__getitem__)
-    return codec.format(cast(int, codec.parse(text, kind)), kind)
+    return Codec(number, strings.__getitem__, table.pack, table.rows.__getitem__)
 
 
 class RecordError(ValueError):
@@ -305,8 +317,17 @@ class Codec:
     def parse(self, text: str, kind: RecordType | AdtType) -> int | None:
         """The id of the value `text` writes (raising `RecordError` for text that is not one);
         None when reading without interning and the value was never packed."""
+        value, position = self.read(text, kind)
+        position = _skip_space(text, position)
+        if position != len(text):
+            raise RecordError("expected the end of the value", position)
+        return value
+
+    def read(self, text: str, kind: RecordType | AdtType, start: int = 0) -> tuple[int | None, int]:
+        """The value written at `start` (as `parse` gives it) and where its text ends: a
+        record in a line of fields, as Soufflé's reader takes one."""
         stack: list[_Frame] = []
-        position = 0
+        position = start
         pending: ValueType | None = kind
         value: int | None = None
         missing = False
@@ -344,10 +365,7 @@ class Codec:
                     found = NIL
                 value = found
             else:
-                position = _skip_space(text, position)
-                if position != len(text):
-                    raise RecordError("expected the end of the value", position)
-                return None if missing else value
+                return None if missing else value, position
 
     def _read(
         self, text: str, position: int, kind: ValueType, stack: list[_Frame]

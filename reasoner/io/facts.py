@@ -36,7 +36,15 @@ from typing import BinaryIO, NoReturn, TextIO
 
 from reasoner.analysis.model import AnalyzedProgram, Value
 from reasoner.errors import InputDataError
-from reasoner.records import AdtType, RecordError, RecordType, ValueType, canonical, storage
+from reasoner.records import (
+    AdtType,
+    RecordError,
+    RecordType,
+    ValueType,
+    canonical,
+    canonical_at,
+    storage,
+)
 from reasoner.syntax.ast import NUMBER, RECORD, SYMBOL, UNSIGNED
 
 Row = tuple[Value, ...]
@@ -111,7 +119,16 @@ def parse_facts_text(
     separators = arity - 1
     if not lines:
         return []
-    if set(map(str.count, lines, repeat(delimiter))) != {separators}:
+    lined_up = set(map(str.count, lines, repeat(delimiter))) == {separators}
+    if any(isinstance(kind, RecordType | AdtType) for kind in types) and (
+        delimiter != "\t" or not lined_up
+    ):
+        # A record's text may hold the delimiter (`[1, 2],5`): each is read in place.
+        return [
+            _row_with_records(line, types, filename, number, delimiter)
+            for number, line in enumerate(lines, start=1)
+        ]
+    if not lined_up:
         _raise_first_bad_row(lines, types, filename, delimiter)
     # Splitting the whole text at once and slicing out every column is several times faster
     # than splitting line by line; the separator count above guarantees the fields line up.
@@ -149,6 +166,51 @@ def _records(column: list[str], kind: RecordType | AdtType, index: int, filename
             text = texts[field] = record_field(field, kind, index + 1, filename, number)
         out.append(text)
     return out
+
+
+def _row_with_records(
+    line: str, types: Sequence[ValueType], filename: str, number: int, delimiter: str
+) -> Row:
+    """A line whose records may hold the delimiter: each record read where it starts, as
+    Soufflé's reader does, and the other fields up to the next delimiter."""
+    values: list[Value] = []
+    position = 0
+    for column, kind in enumerate(types, start=1):
+        if column > 1:
+            if not line.startswith(delimiter, position):
+                raise InputDataError(
+                    f"expected {len(types)} field(s), found {column - 1}", filename, number
+                )
+            position += len(delimiter)
+        if isinstance(kind, RecordType | AdtType):
+            try:
+                text, position = canonical_at(line, kind, position)
+            except RecordError as error:
+                raise InputDataError(
+                    f"column {column}: not a `{kind.name}` value: {error} at character "
+                    f"{error.offset + 1} of the line",
+                    filename,
+                    number,
+                ) from None
+            values.append(text)
+            continue
+        end = line.find(delimiter, position)
+        field = line[position : len(line) if end < 0 else end]
+        position += len(field)
+        if kind == SYMBOL:
+            values.append(field)
+        elif _NUMBER.fullmatch(field) and _fits(field, _BOUNDS[storage(kind)]):
+            values.append(int(field))
+        else:
+            raise InputDataError(
+                f"column {column}: expected a 64-bit {'unsigned ' * (kind == UNSIGNED)}integer, "
+                f"got {field!r}",
+                filename,
+                number,
+            )
+    if position != len(line):
+        raise InputDataError(f"expected {len(types)} field(s), found more", filename, number)
+    return tuple(values)
 
 
 def record_field(

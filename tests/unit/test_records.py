@@ -401,3 +401,23 @@ def test_a_query_refuses_a_wildcard_in_a_negated_record() -> None:
     m = built("local", INPUTS)
     with pytest.raises(ProgramError, match="unsupported_feature: a wildcard inside a record"):
         compile_query("Xs(x), !p([x, _])", m.analyzed)
+
+
+def test_a_delimiter_inside_a_record_is_read_in_place() -> None:
+    """`.input p(delimiter=",")` with `[1, 2],5`: Soufflé reads the record where it starts,
+    then the delimiter; so does the reader here when the delimiter occurs inside records."""
+    types = (POINT, NUMBER)
+    text = '[1, a],5\n[2, "b,c"],-6\n'
+    assert parse_facts_text(text, types, "p.facts", ",") == [("[1, a]", 5), ('[2, "b,c"]', -6)]
+    assert list(parse_facts_batch(text, types, "p.facts", ",")) == [
+        ("[1, a]", 5),
+        ('[2, "b,c"]', -6),
+    ]
+    for bad, message in (
+        ("[1, a],5,6\n", "found more"),
+        ("[1, a]\n", "expected 2 field"),
+        ("[1],5\n", "not a `Point` value"),
+        ("[1, a],x\n", "expected a 64-bit integer"),
+    ):
+        with pytest.raises(InputDataError, match=message):
+            parse_facts_text("[0, z],1\n" + bad, types, "p.facts", ",")
