@@ -37,8 +37,8 @@ from reasoner.io.batch import read_facts_batch
 from reasoner.io.facts import load_inputs, write_outputs
 from reasoner.materialization import Materialization
 from reasoner.progress import Terminal
-from reasoner.proofs import Explainer, ExplainError, Failure
-from reasoner.records import AdtType, RecordType, ValueType, fits, nested_text
+from reasoner.proofs import Explainer, ExplainError, Failure, shown
+from reasoner.records import AdtType, RecordText, RecordType, ValueType, fits, nested_text
 from reasoner.replay import EpochRecord, replay
 from reasoner.syntax import parse_body
 from reasoner.syntax.ast import (
@@ -476,7 +476,7 @@ def _constant(term: Term, column: ValueType | None) -> Value:
         # written, for the explainer to refuse.
         value = evaluate(term)
         if isinstance(column, RecordType | AdtType) and fits(value, column):
-            return nested_text(value, column)
+            return RecordText(nested_text(value, column))
         return render(term)
     literal = cast(NumberConst | StringConst, term)
     if isinstance(literal, NumberConst) and literal.kind != "number" and column == "unsigned":
@@ -485,8 +485,8 @@ def _constant(term: Term, column: ValueType | None) -> Value:
 
 
 def _why_not_text(relation: str, row: tuple[Value, ...], failures: list[Failure]) -> str:
-    shown = ", ".join(f'"{v}"' if isinstance(v, str) else str(v) for v in row)
-    lines = [f"{relation}({shown}) does not hold"]
+    shown_row = ", ".join(map(shown, row))
+    lines = [f"{relation}({shown_row}) does not hold"]
     if not failures:
         lines.append("  no rule derives it, and it is not a fact")
     for failure in failures:

@@ -33,7 +33,7 @@ from reasoner.plan.joins import (
     term_variables,
 )
 from reasoner.query import Constants, Evaluator, variable_types
-from reasoner.records import AdtType, RecordError, RecordType
+from reasoner.records import AdtType, RecordError, RecordText, RecordType
 from reasoner.state import State, Tuple
 from reasoner.symbols import SymbolTable
 from reasoner.syntax.ast import (
@@ -113,17 +113,17 @@ class Proof:
     def render(self) -> str:
         """The proof as an indented tree; a node met again is shown by reference."""
         lines: list[str] = []
-        shown: set[int] = set()
+        seen: set[int] = set()
         stack: list[tuple[int, int]] = [(0, 0)]
         while stack:
             index, indent = stack.pop()
             node = self.nodes[index]
-            atom = f"{node.relation}({', '.join(map(_show, node.row))})"
+            atom = f"{node.relation}({', '.join(map(shown, node.row))})"
             pad = "  " * indent
-            if index in shown:
+            if index in seen:
                 lines.append(f"{pad}{atom}  (#{index}, above)")
                 continue
-            shown.add(index)
+            seen.add(index)
             how = (
                 "fact"
                 if node.rule is None and not node.aggregate
@@ -165,8 +165,11 @@ class _Found(Exception):
         self.env = env
 
 
-def _show(value: Value) -> str:
-    return f'"{value}"' if isinstance(value, str) else str(value)
+def shown(value: Value) -> str:
+    """A value as an atom's argument shows it: a symbol quoted, a record as written."""
+    if isinstance(value, str) and not isinstance(value, RecordText):
+        return f'"{value}"'
+    return str(value)
 
 
 class Explainer:
@@ -407,14 +410,14 @@ class Explainer:
 
     def _render(self, evaluator: Evaluator, atom: Atom, env: dict[str, int]) -> str:
         types = self.analyzed.relations[atom.relation].value_types
-        shown = []
+        parts = []
         for arg, kind in zip(atom.args, types, strict=True):
             if isinstance(arg, Wildcard) or not term_variables(arg) <= env.keys():
-                shown.append("_")
+                parts.append("_")
                 continue
             value = evaluator.value(arg, env)
-            shown.append(_show(self.constants.user(value, kind)))
-        return f"{atom.relation}({', '.join(shown)})"
+            parts.append(shown(self.constants.user(value, kind)))
+        return f"{atom.relation}({', '.join(parts)})"
 
     def _user(self, rule: Rule, plan: JoinPlan, env: dict[str, int]) -> dict[str, Value]:
         """The binding's Datalog variables (not the analysis's or the planner's), decoded."""

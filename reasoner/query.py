@@ -28,7 +28,7 @@ from reasoner.analysis.model import AnalyzedProgram, Value
 from reasoner.analysis.ranges import generator, is_generator, lift_rule
 from reasoner.arith import ARITH, COMPARE, as_unsigned
 from reasoner.plan.joins import AtomStep, CompareStep, JoinPlan, plan_rule
-from reasoner.records import NIL, AdtType, Codec, RecordType, ValueType, storage
+from reasoner.records import NIL, AdtType, Codec, RecordText, RecordType, ValueType, storage
 from reasoner.state import State, Tuple
 from reasoner.symbols import SymbolTable
 from reasoner.syntax.ast import (
@@ -178,7 +178,7 @@ class Constants:
         """An engine value of a column of type `kind` as the user's: a symbol's text, an
         unsigned's unsigned reading, a record's text."""
         if isinstance(kind, RecordType | AdtType):
-            return self.codec.format(value, kind)
+            return RecordText(self.codec.format(value, kind))
         if kind == SYMBOL:
             return self.resolve(value)
         return as_unsigned(value) if kind == UNSIGNED else value

@@ -135,6 +135,13 @@ def _scratch_codec() -> Codec:
     return Codec(number, strings.__getitem__, table.pack, table.rows.__getitem__)
 
 
+class RecordText(str):
+    """A record's text as a value: a `str` (JSON, CSV and comparisons see its text) that a
+    rendered atom shows as it is, where a symbol is quoted (`p([1, a])`, not `p("[1, a]")`)."""
+
+    __slots__ = ()
+
+
 class RecordError(ValueError):
     """Text that is not a value of the record type: `offset` is where reading stopped."""
 
