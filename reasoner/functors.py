@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from reasoner.arith import as_unsigned, wrap64
+from reasoner.records import NO_RECORD
 from reasoner.syntax.ast import (
     ColumnType,
     Functor,
@@ -146,6 +147,10 @@ PACK = "pack!"
 """`pack!(a, b, ...)`: the id of the record of those fields (`reasoner.records`), which the
 analysis makes of `[a, b, ...]` and `$Branch(...)` (`reasoner.analysis.records`); never
 written."""
+FIND = "find!"
+"""`find!(a, b, ...)`: the id of the record of those fields if the table has it, else -1,
+which no stored record has: a record only compared with stored ones (`!p([x, 1])`) need
+not be added to the table. Made by the analysis, never written."""
 FIELD = "field!"
 """`field!(r, i)`: field `i` of record `r`, no value for nil; made by the analysis to take a
 record apart, never written."""
@@ -213,6 +218,9 @@ def apply(name: str, symbols: SymbolTable, operands: Sequence[int]) -> int | Non
         return operands[0]
     if name == PACK:
         return symbols.records.pack(tuple(operands))
+    if name == FIND:
+        found = symbols.records.lookup(tuple(operands))
+        return NO_RECORD if found is None else found
     if name == FIELD:
         return symbols.records.field(operands[0], operands[1])
     return apply_with(name, symbols.resolve, symbols.intern, operands)
@@ -256,7 +264,7 @@ def apply_arrays(
     return np.ma.masked_array(values[inverse], mask=missing[inverse])
 
 
-ORDER = tuple(sorted(NAMES | {UNSIGNED_TO_STRING, PACK, FIELD}))
+ORDER = tuple(sorted(NAMES | {UNSIGNED_TO_STRING, PACK, FIND, FIELD}))
 """Functor numbers, as the Update kernel's plans name them (`reasoner.update.plans`)."""
 
 

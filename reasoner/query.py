@@ -233,7 +233,7 @@ class Evaluator:
                 raise ArithmeticError("ord of a symbol the program has not seen")
             return operands[0]
         constants = self.constants
-        if call.name == functors.PACK:
+        if call.name in (functors.PACK, functors.FIND):  # queries never intern
             return constants.record(tuple(operands))
         if call.name == functors.FIELD:
             result = constants.field(operands[0], operands[1])
@@ -365,8 +365,10 @@ def variable_types(
         if isinstance(term, Variable):
             return types.get(term.name, "number")
         if isinstance(term, Functor):
-            if term.name in (functors.PACK, functors.FIELD):  # only in rewritten rules, which
-                return NUMBER  # have their types (`AnalyzedProgram.variable_types`)
+            # Record functors are only in rewritten rules, which have their types
+            # (`AnalyzedProgram.variable_types`).
+            if term.name in (functors.PACK, functors.FIND, functors.FIELD):
+                return NUMBER
             return functors.signature(term.name).result
         if isinstance(term, NumberConst):
             return term.kind or NUMBER

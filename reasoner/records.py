@@ -28,6 +28,9 @@ from reasoner.syntax.ast import NUMBER, RECORD, SYMBOL, UNSIGNED, ColumnType
 
 NIL = 0
 """The id of `nil`, the record of no fields that every record type has."""
+NO_RECORD = -1
+"""What a record the table does not hold is, where it is only compared (`functors.FIND`):
+no stored value is negative."""
 
 
 @dataclass(eq=False)

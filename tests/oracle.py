@@ -344,7 +344,7 @@ def functor(name: str, args: list[Value]) -> Value:
         return str(args[0])
     if name == "to_string!u":  # the analysis's form of `to_string` on an unsigned pattern
         return str(int(args[0]) % 2**64)
-    if name == "pack!":  # the analysis's record built: its fields, nil being 0
+    if name in ("pack!", "find!"):  # the analysis's record built: its fields, nil being 0
         return (PACKED, tuple(args))  # type: ignore[return-value]
     if name == "field!":
         record, index = args

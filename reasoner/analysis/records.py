@@ -25,7 +25,7 @@ from itertools import count
 
 from reasoner.analysis.named_types import TypeSystem
 from reasoner.analysis.safety import all_bound, bound_variables
-from reasoner.functors import FIELD, PACK
+from reasoner.functors import FIELD, FIND, PACK
 from reasoner.syntax.ast import (
     Atom,
     BodyLiteral,
@@ -67,13 +67,15 @@ def record_terms(
     return dataclasses.replace(program, rules=rules)
 
 
-def _patterns(body: tuple[BodyLiteral, ...]) -> dict[int, tuple[RecordTerm | BranchTerm, Term]]:
+def _patterns(
+    body: tuple[BodyLiteral, ...],
+) -> tuple[dict[int, tuple[RecordTerm | BranchTerm, Term]], set[int]]:
     """The `=` comparisons of `body` that take a record apart, by position: (the record side,
     the side it is matched against). One is when the side it matches is bound and the record
     is not; decided one at a time, as safety binds variables, each binding the record's
     variables for the next (two copies of `[x, y] = r` must not each count on the other). A
     record whose variables are bound is built instead, and binds the variable it is
-    assigned to (`r = [x, y]`)."""
+    assigned to (`r = [x, y]`): those comparisons are the second set."""
     candidates = {
         index: literal
         for index, literal in enumerate(body)
@@ -103,7 +105,7 @@ def _patterns(body: tuple[BodyLiteral, ...]) -> dict[int, tuple[RecordTerm | Bra
             if index in chosen or index in built:
                 break
         else:
-            return chosen
+            return chosen, built
 
 
 def record_body(body: tuple[BodyLiteral, ...], types: TypeSystem) -> tuple[BodyLiteral, ...]:
@@ -123,7 +125,7 @@ class _Rewrite:
             return rule
         body: list[BodyLiteral] = []
         added: list[BodyLiteral] = []
-        patterns = _patterns(rule.body)
+        patterns, assignments = _patterns(rule.body)
         for index, literal in enumerate(rule.body):
             first = len(added)
             if isinstance(literal, Atom):
@@ -131,28 +133,30 @@ class _Rewrite:
                 body.append(dataclasses.replace(literal, args=args))
             elif isinstance(literal, Negation):
                 atom = literal.atom
-                args = tuple(self.packed(arg) for arg in atom.args)
+                args = tuple(self.packed(arg, FIND) for arg in atom.args)
                 body.append(dataclasses.replace(literal, atom=dataclasses.replace(atom, args=args)))
             elif index in patterns:
                 body.append(self._taken_apart(*patterns[index], added))
             else:
-                body.append(self._packed_comparison(literal))
+                body.append(self._packed_comparison(literal, index in assignments))
             self.origins.update((id(new), index) for new in added[first:])
         head = dataclasses.replace(
             rule.head, args=tuple(self.packed(arg) for arg in rule.head.args)
         )
         return dataclasses.replace(rule, head=head, body=(*body, *added))
 
-    def packed(self, term: Term) -> Term:
-        """`term` with its records built: `pack!` of their fields, nil as 0. (Typed, a
-        record is an argument, a comparison's side or a field: never an operand.)"""
+    def packed(self, term: Term, functor: str = PACK) -> Term:
+        """`term` with its records built: `pack!` of their fields, nil as 0; `find!` where
+        the record is only compared with stored ones (a negated atom's argument, a test),
+        so that testing a record no tuple holds adds none to the table. (Typed, a record is
+        an argument, a comparison's side or a field: never an operand.)"""
         if isinstance(term, NilConst):
             return NumberConst(0, term.span)
         if isinstance(term, RecordTerm | BranchTerm):
-            fields = tuple(self.packed(arg) for arg in term.args)
+            fields = tuple(self.packed(arg, functor) for arg in term.args)
             if isinstance(term, BranchTerm):
                 fields = (NumberConst(self._index(term), term.span), *fields)
-            return Functor(PACK, fields, term.span)
+            return Functor(functor, fields, term.span)
         return term
 
     def _index(self, term: BranchTerm) -> int:
@@ -198,11 +202,20 @@ class _Rewrite:
             if not tested:
                 added.append(Comparison("!=", value, NumberConst(0, span), span))
 
-    def _packed_comparison(self, comparison: Comparison) -> Comparison:
+    def _packed_comparison(self, comparison: Comparison, assigns: bool) -> Comparison:
+        """A comparison with its records built: by `pack!` where one is a value the rule
+        keeps (`r = [x, y]` binds `r`) or two built records meet (two records no tuple
+        holds must still differ), else by `find!`."""
         left, right = comparison.left, comparison.right
         if not isinstance(left, _RECORDS) and not isinstance(right, _RECORDS):
             return comparison
-        return dataclasses.replace(comparison, left=self.packed(left), right=self.packed(right))
+        both = isinstance(left, RecordTerm | BranchTerm) and isinstance(
+            right, RecordTerm | BranchTerm
+        )
+        functor = PACK if assigns or both else FIND
+        return dataclasses.replace(
+            comparison, left=self.packed(left, functor), right=self.packed(right, functor)
+        )
 
     def _taken_apart(
         self, pattern: RecordTerm | BranchTerm, other: Term, added: list[BodyLiteral]

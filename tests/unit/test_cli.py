@@ -170,7 +170,7 @@ def test_explain_why_takes_records_as_they_are_written(
     held, missing = json.loads(capsys.readouterr().out)
     assert held["holds"] and held["proof"]["nodes"][1]["row"] == ["[1, a]"]
     assert missing["why_not"][0]["reason"] == "every instance gives another tuple"
-    assert main(argv[:-1] + ["--why", 'Swap([2, "a"])']) == 0
+    assert main([*argv[:-1], "--why", 'Swap([2, "a"])']) == 0
     assert capsys.readouterr().out.splitlines()[:3] == [
         "Swap([2, a])  #0  [iteration 1, 1 derivation]",  # a record as written, a symbol quoted
         "  by Swap([x + 1, n]) :- p([x, n]).",

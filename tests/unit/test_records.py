@@ -421,3 +421,21 @@ def test_a_delimiter_inside_a_record_is_read_in_place() -> None:
     ):
         with pytest.raises(InputDataError, match=message):
             parse_facts_text("[0, z],1\n" + bad, types, "p.facts", ",")
+
+
+def test_testing_a_record_no_tuple_holds_adds_none_to_the_table() -> None:
+    """`!p([x, 1])` and `r != [x, 9]` look records up (`find!`): over epochs, only records
+    that tuples hold (and those heads build) enter the table."""
+    m = Materialization.from_text(
+        PROGRAM + ".decl NotNine(r: Point)\nNotNine(r) :- p(r), Xs(x), r != [x, 9].\n"
+    )
+    m.load(INPUTS)
+    m.bootstrap()
+    m.apply(Delta(insert={"p": [("[7, 7]",)]}))
+    m.apply(Delta(retract={"p": [("[7, 7]",)]}))
+    point = m.analyzed.relations["p"].value_types[0]
+    lookup = m.symbols.codec(intern=False).parse
+    assert lookup("[7, 7]", point) is not None  # held by a tuple once
+    assert lookup("[7, 1]", point) is None and lookup("[7, 9]", point) is None  # only tested
+    assert ("[7, 7]",) not in set(m.rows("NotNine"))
+    assert visible(m.snapshot(), m.analyzed) == evaluate(m.analyzed, INPUTS)
