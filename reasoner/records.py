@@ -361,12 +361,12 @@ class Codec:
                 if value is not None:
                     frame.values.append(value)
                 value = None
-                position = _skip_space(text, position)
                 if len(frame.values) < len(frame.fields):
-                    position = _expect(text, position, ",")
+                    position = _expect(text, _skip_space(text, position), ",")
                     pending = frame.fields[len(frame.values)]
                     break
-                position = _expect(text, position, frame.close)
+                if frame.close:  # (a branch without fields has nothing to close)
+                    position = _expect(text, _skip_space(text, position), frame.close)
                 stack.pop()
                 packed = frame.prefix + tuple(frame.values)
                 found = self._pack(packed)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 from itertools import count
+from typing import cast
 
 from reasoner.analysis.named_types import TypeSystem
 from reasoner.analysis.safety import all_bound, bound_variables
@@ -77,11 +78,9 @@ def _patterns(
     record whose variables are bound is built instead, and binds the variable it is
     assigned to (`r = [x, y]`): those comparisons are the second set."""
     candidates = {
-        index: literal
+        index: cast(Comparison, literal)
         for index, literal in enumerate(body)
-        if isinstance(literal, Comparison)
-        and literal.op == "="
-        and isinstance(literal.left, _RECORDS) | isinstance(literal.right, _RECORDS)
+        if _takes_record(literal)
     }
     chosen: dict[int, tuple[RecordTerm | BranchTerm, Term]] = {}
     built: set[int] = set()
@@ -108,6 +107,15 @@ def _patterns(
             return chosen, built
 
 
+def _takes_record(literal: BodyLiteral) -> bool:
+    """Whether `literal` is an `=` with a record side (`_patterns` decides what it binds)."""
+    return (
+        isinstance(literal, Comparison)
+        and literal.op == "="
+        and isinstance(literal.left, _RECORDS) | isinstance(literal.right, _RECORDS)
+    )
+
+
 def record_body(body: tuple[BodyLiteral, ...], types: TypeSystem) -> tuple[BodyLiteral, ...]:
     """A query's body with its records rewritten as a rule's are."""
     span = Span(1, 1, 1, 1)
@@ -126,6 +134,9 @@ class _Rewrite:
         body: list[BodyLiteral] = []
         added: list[BodyLiteral] = []
         patterns, assignments = _patterns(rule.body)
+        stored = bound_variables(
+            tuple(literal for index, literal in enumerate(rule.body) if not _takes_record(literal))
+        )
         for index, literal in enumerate(rule.body):
             first = len(added)
             if isinstance(literal, Atom):
@@ -138,7 +149,7 @@ class _Rewrite:
             elif index in patterns:
                 body.append(self._taken_apart(*patterns[index], added))
             else:
-                body.append(self._packed_comparison(literal, index in assignments))
+                body.append(self._packed_comparison(literal, index in assignments, stored))
             self.origins.update((id(new), index) for new in added[first:])
         head = dataclasses.replace(
             rule.head, args=tuple(self.packed(arg) for arg in rule.head.args)
@@ -202,17 +213,20 @@ class _Rewrite:
             if not tested:
                 added.append(Comparison("!=", value, NumberConst(0, span), span))
 
-    def _packed_comparison(self, comparison: Comparison, assigns: bool) -> Comparison:
-        """A comparison with its records built: by `pack!` where one is a value the rule
-        keeps (`r = [x, y]` binds `r`) or two built records meet (two records no tuple
-        holds must still differ), else by `find!`."""
+    def _packed_comparison(
+        self, comparison: Comparison, assigns: bool, stored: set[str]
+    ) -> Comparison:
+        """A comparison with its records built: by `find!` where a record is only compared
+        with a value from stored tuples (`!=`, or `=` whose other side atoms and plain
+        comparisons bind: the planner may not make an assignment of it), else by `pack!`
+        (`r = [x, y]` binds `r`; two built records must differ when no tuple holds either)."""
         left, right = comparison.left, comparison.right
         if not isinstance(left, _RECORDS) and not isinstance(right, _RECORDS):
             return comparison
-        both = isinstance(left, RecordTerm | BranchTerm) and isinstance(
-            right, RecordTerm | BranchTerm
-        )
-        functor = PACK if assigns or both else FIND
+        built = [isinstance(side, RecordTerm | BranchTerm) for side in (left, right)]
+        other = right if built[0] else left
+        compared = comparison.op == "!=" or all_bound(other, stored)
+        functor = FIND if compared and not assigns and not all(built) else PACK
         return dataclasses.replace(
             comparison, left=self.packed(left, functor), right=self.packed(right, functor)
         )

@@ -171,8 +171,9 @@ def _records(column: list[str], kind: RecordType | AdtType, index: int, filename
 def _row_with_records(
     line: str, types: Sequence[ValueType], filename: str, number: int, delimiter: str
 ) -> Row:
-    """A line whose records may hold the delimiter: each record read where it starts, as
-    Soufflé's reader does, and the other fields up to the next delimiter."""
+    """A line whose records may hold the delimiter: each record read where it starts (Soufflé
+    finds a record's end by its brackets when the delimiter holds a `,`), and the other
+    fields up to the next delimiter."""
     values: list[Value] = []
     position = 0
     for column, kind in enumerate(types, start=1):
@@ -193,6 +194,12 @@ def _row_with_records(
                     number,
                 ) from None
             values.append(text)
+            while (  # white space after a record, as `canonical` allows it in a field
+                position < len(line)
+                and line[position].isspace()
+                and not line.startswith(delimiter, position)
+            ):
+                position += 1
             continue
         end = line.find(delimiter, position)
         field = line[position : len(line) if end < 0 else end]

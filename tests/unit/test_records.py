@@ -439,3 +439,43 @@ def test_testing_a_record_no_tuple_holds_adds_none_to_the_table() -> None:
     assert lookup("[7, 1]", point) is None and lookup("[7, 9]", point) is None  # only tested
     assert ("[7, 7]",) not in set(m.rows("NotNine"))
     assert visible(m.snapshot(), m.analyzed) == evaluate(m.analyzed, INPUTS)
+
+
+@pytest.mark.parametrize(
+    "body", ["q(x), q2(y), r = [y, 1], r = [x, 1]", "q(x), q2(y), r = [x, 1], r = [y, 1]"]
+)
+def test_a_record_compared_is_looked_up_only_against_stored_values(body: str) -> None:
+    """`r = [x, 1]` tests `r` with `find!` only when atoms bind `r`: here another record
+    comparison binds it, and the planner may take either as the assignment."""
+    text = (
+        ".type P = [x: number, y: number]\n.decl q(x: number)\n.input q\n"
+        f".decl q2(x: number)\n.input q2\n.decl h(r: P)\nh(r) :- {body}.\n"
+    )
+    inputs = {"q": [(5,)], "q2": [(5,)]}
+    for engine in ("reference", "local"):
+        m = Materialization.from_text(text, engines=EngineSettings(engine))
+        m.load(inputs)
+        m.bootstrap()
+        assert set(m.rows("h")) == {("[5, 1]",)}
+        steps = [Delta(insert={"q": [(6,)], "q2": [(6,)]}), Delta(retract={"q": [(5,)]})]
+        check_updates(m, inputs, steps, lambda facts, e=engine: _built(text, e, facts))
+
+
+def _built(text: str, engine: str, inputs: dict) -> Materialization:
+    m = Materialization.from_text(text, engines=EngineSettings(engine))
+    m.load(inputs)
+    m.bootstrap()
+    return m
+
+
+def test_a_branch_without_fields_ends_where_its_name_does() -> None:
+    types = (EXPR, NUMBER)
+    assert parse_facts_text("$Zero 5\n$Num(1) 6\n", types, "e.facts", " ") == [
+        ("$Zero", 5),
+        ("$Num(1)", 6),
+    ]
+    assert parse_facts_text("$Zero ;5\n$Num(1) ;6\n", types, "e.facts", ";")[:1] == [
+        ("$Zero", 5)
+    ]  # white space after a record, as in a tab-separated field
+    with pytest.raises(InputDataError, match=r"e\.facts:3: expected 2 field"):
+        parse_facts_text("$Zero\t5\n$Zero \t7\n$Zero\n", types, "e.facts", "\t")
