@@ -1,7 +1,7 @@
 """Integer arithmetic and comparison with Soufflé's semantics.
 
 Soufflé's `number` is a signed 64-bit integer (an `unsigned` is held as its 64-bit pattern,
-see `reasoner.analysis.unsigned`): results wrap around, `/` truncates toward zero
+see `reasoner.analysis.numeric`): results wrap around, `/` truncates toward zero
 and `%` takes the sign of the dividend (C semantics), unlike Python's floor division. A division
 or remainder by zero has no result: the rule instantiation that needs it simply does not hold
 (raising `ArithmeticError`, which evaluators treat as "no derivation").
@@ -129,7 +129,7 @@ ARITH: dict[str, Callable[[int, int], int]] = {
 }
 """Every operator of `reasoner.syntax.ast.ArithOp` on 64-bit values (bitwise ones read them
 in two's complement, as Python's unbounded ints already do); logical ones give 0 or 1; the
-`u` ones read them unsigned (`reasoner.analysis.unsigned`)."""
+`u` ones read them unsigned (`reasoner.analysis.numeric`)."""
 
 COMPARE: dict[str, Callable[[object, object], bool]] = {
     "=": lambda a, b: a == b,

@@ -164,3 +164,11 @@ class InvalidDelta(Exception):
         self.code = code
         self.message = message
         super().__init__(f"{code}: {message}")
+
+
+class FloatRefused(InvalidDelta):
+    """A float computation whose result Soufflé leaves to the order it meets rows in
+    (`reasoner.floats`): the epoch that needs it changes nothing."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(UNSUPPORTED_FEATURE, message)

@@ -12,7 +12,7 @@ domain and pole errors, conversion of out-of-range values to integers, and how a
 
 Aggregates over floats are where Soufflé's answer depends on the order its B-tree holds the
 rows, which no other evaluator shares: a `sum` or `mean` whose rounding could differ between
-orders is refused (`FloatRefused`), never answered differently.
+orders is refused (`reasoner.errors.FloatRefused`), never answered differently.
 """
 
 from __future__ import annotations
@@ -21,8 +21,12 @@ import math
 import re
 import struct
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from reasoner.errors import UNSUPPORTED_FEATURE, InvalidDelta
+import numpy as np
+
+if TYPE_CHECKING:  # `reasoner.errors` reaches the parser, which reads this module
+    from reasoner.errors import FloatRefused
 
 _PACK = struct.Struct("<d")
 _BITS = struct.Struct("<q")
@@ -31,14 +35,7 @@ DEFAULT_NAN_BITS = -(1 << 63) | (0x7FF8 << 48)
 `-nan`."""
 DBL_MAX = 1.7976931348623157e308
 _INT64 = 1 << 63
-
-
-class FloatRefused(InvalidDelta):
-    """A float computation whose result Soufflé leaves to the order it meets rows in (or to
-    behaviour C does not define): the epoch that needs it changes nothing."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(UNSUPPORTED_FEATURE, message)
+_INT64_MAX = _INT64 - 1
 
 
 def to_bits(value: float) -> int:
@@ -218,8 +215,14 @@ def _exact_sum(values: Sequence[float]) -> float | None:
     return math.ldexp(float(sum(scaled)), smallest)
 
 
+def _refused(message: str) -> FloatRefused:
+    from reasoner.errors import FloatRefused
+
+    return FloatRefused(message)
+
+
 def _order_dependent(what: str) -> FloatRefused:
-    return FloatRefused(
+    return _refused(
         f"a float `sum` or `mean` {what} whose result depends on the order Soufflé adds the "
         "values in (its rounding, or which NaN survives): not supported"
     )
@@ -266,8 +269,67 @@ def extreme(values: Sequence[float], largest: bool, what: str) -> float:
         if (value > kept) if largest else (value < kept):
             kept = value
     if kept == 0.0 and len({to_bits(v) for v in values if v == 0.0}) == 2:
-        raise FloatRefused(
+        raise _refused(
             f"a float `{'max' if largest else 'min'}` {what} tied between 0.0 and -0.0, "
             "where Soufflé keeps the one it meets first: not supported"
         )
     return kept
+
+
+def order_keys(bits: np.ndarray) -> np.ndarray:
+    """Int64 keys whose order is the floats' (IEEE patterns in `bits`), total: -0.0 just
+    before 0.0, NaNs beyond the infinities by sign. Outputs and pages sort on these."""
+    return bits ^ ((bits >> 63) & _INT64_MAX)
+
+
+def order_key(value: float) -> int:
+    bits = to_bits(value)
+    return bits ^ (_INT64_MAX if bits < 0 else 0)
+
+
+class FloatValue(float):
+    """A float as a value of a relation: equal, hashed and ordered by its bits, as Soufflé's
+    relations hold it (0.0 and -0.0 are two values, a NaN is one), so that sets of rows and
+    sorted output keep what the engine keeps."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, float):
+            return to_bits(self) == to_bits(other)
+        return NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        if isinstance(other, float):
+            return to_bits(self) != to_bits(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(to_bits(self))
+
+    def __lt__(self, other: float) -> bool:
+        return order_key(self) < order_key(other)
+
+    def __le__(self, other: float) -> bool:
+        return order_key(self) <= order_key(other)
+
+    def __gt__(self, other: float) -> bool:
+        return order_key(self) > order_key(other)
+
+    def __ge__(self, other: float) -> bool:
+        return order_key(self) >= order_key(other)
+
+
+def user_float(value: object) -> float | None:
+    """A value given for a float column (a delta's, a query's, an explain request's): a
+    number (an int is the float of its value, as a literal without a point), or one of the
+    texts C's `strtod` reads (`"inf"`, `"-nan"`: what JSON has no number for); None for
+    anything else."""
+    if isinstance(value, float):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            return float(value)
+        except OverflowError:
+            return None
+    return parse_float(value) if isinstance(value, str) else None

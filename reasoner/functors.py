@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from reasoner import floats
 from reasoner.arith import as_unsigned, wrap64
 from reasoner.records import NO_RECORD
 from reasoner.syntax.ast import (
@@ -36,7 +37,7 @@ from reasoner.syntax.ast import (
 if TYPE_CHECKING:  # the symbol table's module reaches the analysis, which reads this one
     from reasoner.symbols import SymbolTable
 
-Value = int | str
+Value = int | float | str
 
 _NUMBER = re.compile(r"([+-]?)(?:0[xX]([0-9A-Fa-f]+)|0[bB]([01]+)|([0-9]+))")
 
@@ -123,6 +124,36 @@ UNSIGNED_TO_STRING = "to_string!u"
 """`to_string` of an unsigned (its unsigned reading), which the analysis makes of a
 `to_string` call on one; never written (`!` is no identifier character)."""
 
+FLOAT_OPERATIONS: dict[str, str] = {
+    "+": "fadd!",
+    "-": "fsub!",
+    "*": "fmul!",
+    "/": "fdiv!",
+    "^": "fpow!",
+    "max": "fmax!",
+    "min": "fmin!",
+}
+"""The functor the analysis makes of each arithmetic operation on floats
+(`reasoner.analysis.floats`)."""
+FLOAT_NEGATE = "fneg!"
+FLOAT_COMPARE = "fcmp!"
+"""`fcmp!(a, b)`: -1, 0 or 1 as `a` is below, equal to or above `b`, 2 when unordered; the
+analysis compares it with 0 for each comparison of floats."""
+FLOAT_CONVERSIONS: dict[tuple[str, str], str] = {
+    ("to_float", "number"): "itof!",
+    ("to_float", "unsigned"): "utof!",
+    ("to_number", "float"): "ftoi!",
+    ("to_unsigned", "float"): "ftou!",
+    ("to_string", "float"): "ftos!",
+}
+"""The functor of each conversion between a float and a number, an unsigned or text, by the
+functor written and its argument's type (`to_float` of a symbol is `to_float` itself)."""
+
+
+def _binary(operation: Callable[[float, float], float]) -> Signature:
+    return Signature(("float", "float"), "float", operation)
+
+
 SIGNATURES: dict[str, Signature] = {
     "cat": Signature(("symbol",), "symbol", lambda *parts: "".join(parts), variadic=True),
     "strlen": Signature(("symbol",), "number", lambda text: len(text.encode())),
@@ -133,6 +164,21 @@ SIGNATURES: dict[str, Signature] = {
     "to_string": Signature(("number",), "symbol", str),
     "to_unsigned": Signature(("symbol",), "unsigned", _to_unsigned),
     UNSIGNED_TO_STRING: Signature(("unsigned",), "symbol", lambda value: str(as_unsigned(value))),
+    "to_float": Signature(("symbol",), "float", floats.prefix_float),
+    "fadd!": _binary(lambda a, b: a + b),
+    "fsub!": _binary(lambda a, b: a - b),
+    "fmul!": _binary(lambda a, b: a * b),
+    "fdiv!": _binary(floats.divide),
+    "fpow!": _binary(floats.power),
+    "fmax!": _binary(floats.maximum),
+    "fmin!": _binary(floats.minimum),
+    FLOAT_NEGATE: Signature(("float",), "float", lambda value: -value),
+    FLOAT_COMPARE: Signature(("float", "float"), "number", floats.compare),
+    "itof!": Signature(("number",), "float", float),
+    "utof!": Signature(("unsigned",), "float", lambda value: float(as_unsigned(value))),
+    "ftoi!": Signature(("float",), "number", floats.to_number),
+    "ftou!": Signature(("float",), "unsigned", floats.to_unsigned),
+    "ftos!": Signature(("float",), "symbol", floats.format_f),
 }
 """Every functor by name. `ord` is not here: its value is a symbol's id, see `apply`; nor is
 `range`, which has many values (see `range_values`)."""
@@ -155,8 +201,8 @@ FIELD = "field!"
 """`field!(r, i)`: field `i` of record `r`, no value for nil; made by the analysis to take a
 record apart, never written."""
 
-NAMES = frozenset(SIGNATURES) - {UNSIGNED_TO_STRING} | {"ord", GENERATOR}
-"""The functors a program may call."""
+NAMES = frozenset(name for name in SIGNATURES if "!" not in name) | {"ord", GENERATOR}
+"""The functors a program may call (`!` is in no name a program can write)."""
 CONVERSIONS = frozenset({"to_number", "to_unsigned"})
 """Functors that also take a number or an unsigned (`to_number(u)`, `to_unsigned(n)`): then
 they keep the 64 bits and change the type, and the analysis drops them."""
@@ -235,11 +281,19 @@ def apply_with(
     """`name` (not `ord`) over numbered operands, symbols read by `resolve` and a symbol it
     makes numbered by `encode` (a query numbers without interning); None for no value."""
     signature = SIGNATURES[name]
-    values = [resolve(v) if signature.param(i) == "symbol" else v for i, v in enumerate(operands)]
+    values = [_decoded(signature.param(i), v, resolve) for i, v in enumerate(operands)]
     result = signature.scalar(*values)
     if result is None:
         return None
+    if isinstance(result, float):
+        return floats.to_bits(result)
     return encode(result) if isinstance(result, str) else result
+
+
+def _decoded(kind: ColumnType, value: int, resolve: Callable[[int], str]) -> Value:
+    if kind == "symbol":
+        return resolve(value)
+    return floats.from_bits(value) if kind == "float" else value
 
 
 def apply_arrays(
@@ -264,7 +318,7 @@ def apply_arrays(
     return np.ma.masked_array(values[inverse], mask=missing[inverse])
 
 
-ORDER = tuple(sorted(NAMES | {UNSIGNED_TO_STRING, PACK, FIND, FIELD}))
+ORDER = tuple(sorted(NAMES | SIGNATURES.keys() | {PACK, FIND, FIELD}))
 """Functor numbers, as the Update kernel's plans name them (`reasoner.update.plans`)."""
 
 

@@ -20,6 +20,7 @@ from typing import TypeVar, cast
 import numpy as np
 import polars as pl
 
+from reasoner import floats
 from reasoner.analysis import check_program
 from reasoner.analysis.model import AnalyzedProgram, RelationInfo, Stratum, Value
 from reasoner.analysis.negation_locals import is_internal
@@ -56,7 +57,7 @@ from reasoner.progress import BootstrapProgress
 from reasoner.records import AdtType, RecordError, RecordType, ValueType, canonical
 from reasoner.state import State, Tuple
 from reasoner.symbols import SymbolTable
-from reasoner.syntax.ast import NUMBER, SYMBOL, UNSIGNED, ColumnType
+from reasoner.syntax.ast import FLOAT, NUMBER, SYMBOL, UNSIGNED, ColumnType
 from reasoner.syntax.lexer import IDENTIFIER
 from reasoner.update.deadline import Deadline
 from reasoner.update.run import StratumUpdate
@@ -907,6 +908,8 @@ class Materialization:
             if index in texts
             else ranks[column]  # type: ignore[index]  # ranks: a symbol column
             if kind == SYMBOL
+            else floats.order_keys(column)
+            if kind == FLOAT
             else user_numbers(column, kind)
             for index, (kind, column) in enumerate(zip(info.types, columns, strict=True))
         ]
@@ -943,6 +946,12 @@ class Materialization:
         info = self.analyzed.relations[name]
         out: list[int] = []
         for value, kind in zip(row, info.value_types, strict=True):
+            if kind == FLOAT:
+                number = floats.user_float(value)
+                if number is None:
+                    return None
+                out.append(floats.to_bits(number))
+                continue
             if (kind == SYMBOL or isinstance(kind, RecordType | AdtType)) != isinstance(value, str):
                 return None  # a value of the other type: no tuple holds it
             if isinstance(kind, RecordType | AdtType):
@@ -961,9 +970,9 @@ class Materialization:
             elif kind == UNSIGNED:
                 if not 0 <= value < 1 << 64:
                     return None
-                out.append(wrap64(value))
+                out.append(wrap64(cast(int, value)))
             else:
-                out.append(value)
+                out.append(cast(int, value))
         return tuple(out)
 
     def lookup(self, name: str, row: Sequence[Value]) -> tuple[int, int] | None:
@@ -1181,6 +1190,8 @@ def _checked_row(info: RelationInfo, row: Sequence[Value], verb: str) -> tuple[V
         elif kind == "symbol":
             if not isinstance(value, str):
                 raise InvalidDelta(TYPE_MISMATCH, f"`{name}.{column}` is a symbol, got {value!r}")
+        elif kind == FLOAT:
+            canonical_row[index] = _checked_float(value, f"{name}.{column}")
         elif kind == UNSIGNED and not _within(value, 0, 1 << 64):
             raise InvalidDelta(
                 TYPE_MISMATCH, f"`{name}.{column}` is a 64-bit unsigned, got {value!r}"
@@ -1190,6 +1201,17 @@ def _checked_row(info: RelationInfo, row: Sequence[Value], verb: str) -> tuple[V
                 TYPE_MISMATCH, f"`{name}.{column}` is a 64-bit number, got {value!r}"
             )
     return tuple(canonical_row)
+
+
+def _checked_float(value: Value, where: str) -> floats.FloatValue:
+    """A float column's value (`reasoner.floats.user_float`), or `InvalidDelta`."""
+    number = floats.user_float(value)
+    if number is None:
+        raise InvalidDelta(
+            TYPE_MISMATCH,
+            f'`{where}` is a float (a number, or text such as "inf" or "-nan"), got {value!r}',
+        )
+    return floats.FloatValue(number)
 
 
 def _canonical_record(value: Value, kind: RecordType | AdtType, where: str) -> str:

@@ -21,6 +21,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import cast
 
+from reasoner import floats
 from reasoner.analysis.model import AnalyzedProgram, Value
 from reasoner.analysis.terms import render_literal
 from reasoner.arith import wrap64
@@ -37,6 +38,7 @@ from reasoner.records import AdtType, RecordError, RecordText, RecordType
 from reasoner.state import State, Tuple
 from reasoner.symbols import SymbolTable
 from reasoner.syntax.ast import (
+    FLOAT,
     NUMBER,
     SYMBOL,
     UNSIGNED,
@@ -214,6 +216,14 @@ class Explainer:
             if isinstance(kind, RecordType | AdtType):
                 out.append(self._record(relation, index, value, kind))
                 continue
+            if kind == FLOAT:
+                number = floats.user_float(value)
+                if number is None:
+                    raise ExplainError(
+                        "type_mismatch", f"column {index + 1} of `{relation}` is a float: {value!r}"
+                    )
+                out.append(floats.to_bits(number))
+                continue
             if (kind == SYMBOL) != isinstance(value, str) or (
                 kind == UNSIGNED and not 0 <= cast(int, value) < 1 << 64
             ):
@@ -222,7 +232,9 @@ class Explainer:
                     f"column {index + 1} of `{relation}` is {'an' if kind == UNSIGNED else 'a'} "
                     f"{kind}: {value!r}",
                 )
-            out.append(self.constants.id(value) if isinstance(value, str) else wrap64(value))
+            out.append(
+                self.constants.id(value) if isinstance(value, str) else wrap64(cast(int, value))
+            )
         return tuple(out)
 
     def _record(self, relation: str, index: int, value: Value, kind: RecordType | AdtType) -> int:

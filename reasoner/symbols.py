@@ -15,10 +15,11 @@ from typing import cast
 import numpy as np
 import polars as pl
 
+from reasoner import floats
 from reasoner.analysis.model import Value
 from reasoner.arith import as_unsigned, wrap64
 from reasoner.records import AdtType, Codec, RecordTable, RecordType, ValueType
-from reasoner.syntax.ast import RECORD, SYMBOL, UNSIGNED
+from reasoner.syntax.ast import FLOAT, RECORD, SYMBOL, UNSIGNED
 
 BULK_INTERN = 20_000
 """Strings in a column from which `intern_column` interns its distinct values only."""
@@ -138,11 +139,13 @@ class SymbolTable:
 
     def encoder(self, types: Sequence[ValueType]):
         """A function mapping a row of user values to an engine tuple for a relation's value
-        types (a symbol interned, an unsigned as its 64-bit pattern, a record's text packed)."""
+        types (a symbol interned, an unsigned as its 64-bit pattern, a float as its IEEE
+        pattern, a record's text packed)."""
         symbol_cols = [i for i, t in enumerate(types) if t == SYMBOL]
         unsigned_cols = [i for i, t in enumerate(types) if t == UNSIGNED]
+        float_cols = [i for i, t in enumerate(types) if t == FLOAT]
         record_cols = _record_columns(types)
-        if not symbol_cols and not unsigned_cols and not record_cols:
+        if not symbol_cols and not unsigned_cols and not float_cols and not record_cols:
             return tuple
         intern = self.intern
         parse = self.codec().parse
@@ -153,6 +156,8 @@ class SymbolTable:
                 out[i] = intern(cast(str, out[i]))
             for i in unsigned_cols:
                 out[i] = wrap64(cast(int, out[i]))
+            for i in float_cols:
+                out[i] = floats.to_bits(float(out[i]))
             for i, kind in record_cols:
                 out[i] = cast(int, parse(cast(str, out[i]), kind))
             return cast(tuple[int, ...], tuple(out))
@@ -163,8 +168,9 @@ class SymbolTable:
         """The inverse of `encoder`: engine tuple -> row of user values."""
         symbol_cols = [i for i, t in enumerate(types) if t == SYMBOL]
         unsigned_cols = [i for i, t in enumerate(types) if t == UNSIGNED]
+        float_cols = [i for i, t in enumerate(types) if t == FLOAT]
         record_cols = _record_columns(types)
-        if not symbol_cols and not unsigned_cols and not record_cols:
+        if not symbol_cols and not unsigned_cols and not float_cols and not record_cols:
             return tuple
         strings = self._strings
         text = self.codec().format
@@ -175,6 +181,8 @@ class SymbolTable:
                 out[i] = strings[row[i]]
             for i in unsigned_cols:
                 out[i] = as_unsigned(row[i])
+            for i in float_cols:
+                out[i] = floats.FloatValue(floats.from_bits(row[i]))
             for i, kind in record_cols:
                 out[i] = text(row[i], kind)
             return tuple(out)

@@ -39,8 +39,10 @@ from reasoner.analysis.safety import bound_variables
 from reasoner.analysis.terms import render_atom, render_literal
 from reasoner.errors import RULE_TOO_LARGE, TYPE_MISMATCH, UNSAFE_RULE, UNSUPPORTED_FEATURE
 from reasoner.syntax.ast import (
+    FLOAT,
     RECORD,
     SYMBOL,
+    UNSIGNED,
     Aggregate,
     Atom,
     BinaryOp,
@@ -103,6 +105,17 @@ def check_aggregate_types(
                 f"the {aggregate.op} aggregate works on numbers, but its expression is a {found}",
                 aggregate.span,
             )
+        elif aggregate.op == "mean" and found != FLOAT:
+            reporter.error(
+                TYPE_MISMATCH,
+                f"`mean` takes a float, but its expression is {_article(found)}: convert it "
+                "with `to_float`",
+                aggregate.span,
+            )
+
+
+def _article(column_type: ColumnType) -> str:
+    return f"an {column_type}" if column_type == UNSIGNED else f"a {column_type}"
 
 
 def has_aggregates(program: Program) -> bool:
@@ -111,7 +124,7 @@ def has_aggregates(program: Program) -> bool:
 
 def rewrite_aggregates(program: Program, reporter: Reporter) -> Rewritten:
     """`program` with every aggregate rewritten as the module docstring shows; refusals
-    (`mean`, a group variable the rule does not bind outside the aggregate, an aggregate in
+    (a group variable the rule does not bind outside the aggregate, an aggregate in
     a fact) are reported."""
     for fact in program.facts:
         for aggregate in _aggregates_in(fact.atom, ()):
@@ -241,13 +254,6 @@ class _Rewriter:
         in turn, for aggregates nested in it); None after reporting why there is none.
         `outside`: the rule's variables outside its aggregates; `grounded`: those its atoms
         and equalities bind; `binding`: the literals that bind them."""
-        if aggregate.op == "mean":
-            self.reporter.error(
-                UNSUPPORTED_FEATURE,
-                "`mean` gives a float, and float values are not supported yet",
-                aggregate.span,
-            )
-            return None
         group = [name for name in _aggregate_variables(aggregate) if name in outside]
         ungrounded = [name for name in group if name not in grounded]
         for name in ungrounded:

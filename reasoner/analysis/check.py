@@ -16,6 +16,7 @@ from reasoner.analysis.facts import fold_facts
 from reasoner.analysis.model import AnalyzedProgram, RelationInfo
 from reasoner.analysis.named_types import check_subtypes, resolve_types
 from reasoner.analysis.negation_locals import existential_negations, is_internal
+from reasoner.analysis.numeric import numeric_aggregates, numeric_body, numeric_operations
 from reasoner.analysis.pragmas import check_pragmas
 from reasoner.analysis.ranges import lift_ranges
 from reasoner.analysis.records import record_body, record_terms
@@ -23,13 +24,14 @@ from reasoner.analysis.relations import RelationTable, collect_relations, plural
 from reasoner.analysis.report import Reporter
 from reasoner.analysis.stratify import stratify
 from reasoner.analysis.terms import atoms_of, leaves
-from reasoner.analysis.types import NUMERIC, TypeInference, infer_types
-from reasoner.analysis.unsigned import unsigned_aggregates, unsigned_body, unsigned_operations
+from reasoner.analysis.types import NUMERIC, Known, TypeInference, infer_types
 from reasoner.errors import ARITY_MISMATCH, UNKNOWN_RELATION, UNSUPPORTED_FEATURE
 from reasoner.records import AdtType, RecordType, ValueType
 from reasoner.syntax.ast import (
+    FLOAT,
     NUMBER,
     RECORD,
+    AggregateOp,
     BodyLiteral,
     BranchTerm,
     ColumnType,
@@ -72,14 +74,12 @@ def analyze(
     rewritten = lift_ranges(existential_negations(program))
     typed = _with_rules(program, aggregated.typing_rules)
     table = collect_relations(typed, reporter, allow_undefined=allow_undefined)
-    # A count is a number; another aggregate's result has its expression's numeric type,
-    # which its typing rule gives.
-    results = {a.name: {len(a.group): NUMBER if a.op == "count" else NUMERIC} for a in aggregates}
+    results = {a.name: {len(a.group): _result_type(a.op)} for a in aggregates}
     types, unfixed, inference = infer_types(
         typed, table, named, reporter, results, aggregated.typing_rules, aggregated.zeros
     )
     check_aggregate_types(aggregates, types, reporter)
-    aggregates = unsigned_aggregates(aggregates, types)
+    aggregates = numeric_aggregates(aggregates, types)
     check_subtypes(program, table, named, reporter)
     for rule in rewritten.rules:
         safety.check_rule(rule, reporter)
@@ -89,7 +89,7 @@ def analyze(
     # ids (after the checks, which name the operators as written); the rewrites change no
     # dependency.
     origins: dict[int, int] = {}
-    evaluated = record_terms(unsigned_operations(program, inference), named, origins)
+    evaluated = record_terms(numeric_operations(program, inference), named, origins)
     facts = fold_facts(evaluated, reporter, inference.column_value_type)
     strata, stratum_of = stratify(evaluated, table.order, reporter, aggregates)
     reporter.raise_if_errors()
@@ -103,7 +103,7 @@ def analyze(
             typed, table, named, again, results, aggregated.typing_rules, aggregated.zeros
         )
         origins.clear()
-        evaluated = record_terms(unsigned_operations(program, inference), named, origins)
+        evaluated = record_terms(numeric_operations(program, inference), named, origins)
         strata, stratum_of = stratify(evaluated, table.order, again, aggregates)
         again.raise_if_errors()
     variable_types: dict[Rule, dict[str, ValueType]] = {}
@@ -137,6 +137,12 @@ def analyze(
         written_literals=written_literals,
         type_system=named,
     )
+
+
+def _result_type(op: AggregateOp) -> Known:
+    """An aggregate's result: a count is a number, a mean a float; another aggregate's
+    result has its expression's numeric type, which its typing rule gives."""
+    return NUMBER if op == "count" else FLOAT if op == "mean" else NUMERIC
 
 
 def _with_rules(program: Program, rules: tuple[Rule, ...]) -> Program:
@@ -287,7 +293,7 @@ def check_query(
     safety.check_query(body, reporter)
     _refuse_open_negated_records(body, reporter)
     reporter.raise_if_errors()
-    evaluated = unsigned_body(body, inference)
+    evaluated = numeric_body(body, inference)
     if analyzed.type_system is not None:
         evaluated = record_body(evaluated, analyzed.type_system)
     return evaluated, inference.variable_types().get(0, {})

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import cast
 
-from reasoner import functors
+from reasoner import floats, functors
 from reasoner.analysis.model import Value
 from reasoner.analysis.report import Reporter
 from reasoner.analysis.terms import render
@@ -22,6 +22,7 @@ from reasoner.arith import ARITH
 from reasoner.errors import PARSE_ERROR, UNSUPPORTED_FEATURE
 from reasoner.records import AdtType, Nested, RecordType, ValueType, fits, nested_text
 from reasoner.syntax.ast import (
+    FLOAT,
     SYMBOL,
     BinaryOp,
     BranchTerm,
@@ -97,6 +98,8 @@ def evaluate(term: Term) -> Nested:
 
 
 def _user_value(value: Nested, kind: ValueType) -> Value:
+    if kind == FLOAT and isinstance(value, int):  # an IEEE pattern
+        return floats.FloatValue(floats.from_bits(value))
     if not fits(value, kind):
         raise _NotFoldable  # a value of another shape: a type error, reported
     if isinstance(kind, RecordType | AdtType):
@@ -122,10 +125,14 @@ def _call(call: Functor, args: list[Value]) -> Value:
     for index, arg in enumerate(args):
         if isinstance(arg, str) != (signature.param(index) == SYMBOL):
             raise _NotFoldable
-    value = signature.scalar(*args)
+    operands = [
+        floats.from_bits(cast(int, arg)) if signature.param(index) == FLOAT else arg
+        for index, arg in enumerate(args)
+    ]
+    value = signature.scalar(*operands)
     if value is None:
         raise _FoldError(f"functor error in fact: `{render(call)}` has no value", call.span)
-    return value
+    return floats.to_bits(value) if isinstance(value, float) else value
 
 
 def fold_facts(

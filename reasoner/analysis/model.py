@@ -24,7 +24,7 @@ from reasoner.syntax.ast import (
     Span,
 )
 
-Value = int | str
+Value = int | float | str
 """A value as the user sees it: `number` columns hold Python ints, `symbol` columns strs, and
 record columns their text (`reasoner.records`)."""
 
@@ -137,7 +137,7 @@ class AnalyzedProgram:
     empty until facts arrive)."""
     variable_types: dict[Rule, dict[str, ValueType]] = field(default_factory=dict)
     """The type of each variable of each rule whose operations the analysis rewrote for
-    `unsigned` (`reasoner.analysis.unsigned`): the rule lost its casts and conversions, which
+    `unsigned` (`reasoner.analysis.numeric`): the rule lost its casts and conversions, which
     change types, so its plan no longer tells them (explain shows values by them)."""
     written_literals: dict[int, BodyLiteral] = field(default_factory=dict)
     """Each head and body literal that rewrite changed, by `id`, as written (`x > 5`, not

@@ -27,6 +27,7 @@ from reasoner.analysis.report import Reporter
 from reasoner.errors import TYPE_MISMATCH, UNKNOWN_TYPE
 from reasoner.records import AdtType, Branch, RecordType, ValueType
 from reasoner.syntax.ast import (
+    FLOAT,
     NUMBER,
     RECORD,
     SYMBOL,
@@ -42,10 +43,13 @@ from reasoner.syntax.ast import (
     Variable,
 )
 
-PRIMITIVES: dict[str, ColumnType] = {"number": NUMBER, "unsigned": UNSIGNED, "symbol": SYMBOL}
+PRIMITIVES: dict[str, ColumnType] = {
+    "number": NUMBER,
+    "unsigned": UNSIGNED,
+    "float": FLOAT,
+    "symbol": SYMBOL,
+}
 """Written primitive types."""
-
-UNSUPPORTED = {"float": "floating-point numbers are not supported"}
 
 
 @dataclass
@@ -155,15 +159,11 @@ class _Resolver:
 
 
 def _unknown(reporter: Reporter, name: str, span: Span) -> None:
-    reason = UNSUPPORTED.get(name)
-    if reason is not None:
-        reporter.error(UNKNOWN_TYPE, f"type `{name}`: {reason}", span)
-    else:
-        reporter.error(
-            UNKNOWN_TYPE,
-            f"unknown type `{name}`: number, unsigned, symbol or a type declared with .type",
-            span,
-        )
+    reporter.error(
+        UNKNOWN_TYPE,
+        f"unknown type `{name}`: number, unsigned, float, symbol or a type declared with .type",
+        span,
+    )
 
 
 def resolve_types(program: Program, reporter: Reporter) -> TypeSystem:
@@ -172,7 +172,7 @@ def resolve_types(program: Program, reporter: Reporter) -> TypeSystem:
     declarations: dict[str, TypeDeclaration] = {}
     for declaration in program.types:
         name = declaration.name
-        if name in PRIMITIVES or name in UNSUPPORTED:
+        if name in PRIMITIVES:
             message = f"`{name}` is a built-in type and cannot be declared"
             reporter.error(TYPE_MISMATCH, message, declaration.span)
         elif name in declarations:

@@ -36,7 +36,7 @@ from reasoner.syntax.ast import (
 )
 
 
-def _taken_apart(term: Term) -> Iterator[Term]:
+def taken_apart(term: Term) -> Iterator[Term]:
     """`term` and, through records and branches, the terms of their fields: what a match
     against a value binds or tests."""
     stack = [term]
@@ -54,7 +54,7 @@ def bound_variables(body: tuple[BodyLiteral, ...]) -> set[str]:
         for literal in body
         if isinstance(literal, Atom)
         for arg in literal.args
-        for part in _taken_apart(arg)
+        for part in taken_apart(arg)
         if isinstance(part, Variable)
     }
     equalities = [lit for lit in body if isinstance(lit, Comparison) and lit.op == "="]
@@ -68,7 +68,7 @@ def bound_variables(body: tuple[BodyLiteral, ...]) -> set[str]:
             ):
                 if not all_bound(source, bound):
                     continue
-                for part in _taken_apart(target):
+                for part in taken_apart(target):
                     if isinstance(part, Variable) and part.name not in bound:
                         bound.add(part.name)
                         changed = True
@@ -110,7 +110,7 @@ class _Checker:
         for literal in body:
             if isinstance(literal, Atom):
                 for arg in literal.args:
-                    for part in _taken_apart(arg):
+                    for part in taken_apart(arg):
                         if isinstance(part, BinaryOp | Functor | Cast):
                             self.term(part, "in an arithmetic expression")
             elif isinstance(literal, Negation):

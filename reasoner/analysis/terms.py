@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from reasoner import floats
 from reasoner.arith import as_unsigned
 from reasoner.functors import CONSTRAINTS
 from reasoner.syntax.ast import (
+    FLOAT,
     UNSIGNED,
     Aggregate,
     Atom,
@@ -62,6 +64,8 @@ def render(term: Term) -> str:
     if isinstance(term, Wildcard):
         return "_"
     if isinstance(term, NumberConst):
+        if term.kind == FLOAT:
+            return repr(floats.from_bits(term.value))
         return f"{as_unsigned(term.value)}u" if term.kind == UNSIGNED else str(term.value)
     if isinstance(term, StringConst):
         escaped = (

@@ -25,6 +25,7 @@ from reasoner.analysis.terms import render
 from reasoner.errors import TYPE_MISMATCH, UNKNOWN_TYPE
 from reasoner.records import AdtType, RecordType, ValueType
 from reasoner.syntax.ast import (
+    FLOAT,
     NUMBER,
     RECORD,
     SYMBOL,
@@ -53,16 +54,21 @@ Key = tuple[str, object, object]
 """`("c", relation, column)`, `("v", clause scope, variable name)` or `("e", clause scope,
 id of an expression)`: an arithmetic expression is a class of its own, the type of all its
 operands and of its value."""
-Known = ColumnType | Literal["numeric", "record?"] | RecordType | AdtType
-"""A class's type: a primitive, `numeric` (a number or an unsigned, not yet known which:
-what a bare numeric literal or arithmetic says until something decides), a record or
-algebraic data type, or `record?` (some record type, not yet known which)."""
+Known = ColumnType | Literal["numeric", "signed?", "record?"] | RecordType | AdtType
+"""A class's type: a primitive, `numeric` (a number, an unsigned or a float, not yet known
+which: what a bare numeric literal or arithmetic says until something decides), `signed?`
+(a number or a float), a record or algebraic data type, or `record?` (some record type, not
+yet known which)."""
 Typed = Key | Known | None
 """What a term contributes: its class, a known type, or nothing (a wildcard)."""
 
 NUMERIC: Known = "numeric"
+SIGNED: Known = "signed?"
+"""A literal written negative (`-1`): a number or a float, never an unsigned."""
 SOME_RECORD: Known = "record?"
-_NUMBERS = (NUMBER, UNSIGNED, NUMERIC)
+_NUMBERS = (NUMBER, UNSIGNED, FLOAT, NUMERIC, SIGNED)
+_INTEGRAL = frozenset({"%", "band", "bor", "bxor", "bshl", "bshr", "bshru", "land", "lor", "lxor"})
+"""Operations Soufflé defines on integers only."""
 _ORDERING = frozenset({"<", "<=", ">", ">="})
 
 
@@ -74,8 +80,10 @@ def _unify(a: Known | None, b: Known | None) -> tuple[bool, Known | None]:
         return True, b
     if b is None:
         return True, a
-    for vague, sure, fits in ((a, b, _NUMBERS), (b, a, _NUMBERS)):
-        if vague == NUMERIC and sure in fits:
+    for vague, sure in ((a, b), (b, a)):
+        if vague == NUMERIC and sure in _NUMBERS:
+            return True, sure
+        if vague == SIGNED and sure in (NUMBER, FLOAT):
             return True, sure
     if a == SOME_RECORD and isinstance(b, RecordType):
         return True, b
@@ -93,13 +101,13 @@ def _shown(known: Known | None) -> str:
         return f"a `{known.name}` value"
     if known == SOME_RECORD:
         return "a record"
-    name = NUMBER if known == NUMERIC else str(known)
+    name = NUMBER if known in (NUMERIC, SIGNED) else str(known)
     return f"an {name}" if name == UNSIGNED else f"a {name}"
 
 
 def _storage(known: Known | None) -> ColumnType:
     """How values of a class's type are stored (`number` where nothing says)."""
-    if known is None or known == NUMERIC:
+    if known is None or known in (NUMERIC, SIGNED):
         return NUMBER
     if isinstance(known, RecordType | AdtType) or known == SOME_RECORD:
         return RECORD
@@ -137,6 +145,8 @@ class TypeInference:
         self._type: dict[Key, Known] = {}
         self._operations: dict[tuple[int, int], Key] = {}
         """The class of each arithmetic expression and ordering comparison, by `id`."""
+        self._integral: list[tuple[Key, BinaryOp]] = []
+        """Each operation Soufflé defines on integers only, with its expression's class."""
         self._records: list[tuple[Key, RecordTerm, list[Typed]]] = []
         """Each `[a, b, ...]` visited: its class and its fields' types, matched with its
         record type's fields once that is known (`settle`)."""
@@ -194,9 +204,9 @@ class TypeInference:
         """Whether something gives the column its type (else it defaults to `number`)."""
         return self._find(("c", relation, column)) in self._type
 
-    def operation_type(self, node: BinaryOp | Comparison, scope: int) -> ColumnType:
-        """The type an arithmetic expression or an ordering comparison works in, in the
-        clause of `scope`."""
+    def operation_type(self, node: BinaryOp | Comparison | NumberConst, scope: int) -> ColumnType:
+        """The type an arithmetic expression or a comparison works in, or a numeric
+        literal without a suffix has, in the clause of `scope`."""
         key = self._operations.get((scope, id(node)))
         return NUMBER if key is None else self._final(key)
 
@@ -271,6 +281,10 @@ class TypeInference:
             left = key
         if left is None or right is None:
             return
+        if op not in _ORDERING:  # the type it compares in (a float's `=` is IEEE's)
+            key = ("e", scope, id(comparison))
+            self._merge(key, left)
+            self._operation(scope, comparison, key)
         ok, left_type, right_type = self._merge(left, right)
         if not ok:
             self.reporter.error(
@@ -280,7 +294,7 @@ class TypeInference:
                 comparison.right.span,
             )
 
-    def _operation(self, scope: int, node: BinaryOp | Comparison, key: Key) -> None:
+    def _operation(self, scope: int, node: BinaryOp | Comparison | NumberConst, key: Key) -> None:
         """Record the class of an operation in a clause. By clause and node: the clauses of
         a disjunction share their head's and their common literals' nodes, and each is typed
         on its own, as Soufflé types each clause."""
@@ -293,7 +307,13 @@ class TypeInference:
             column = self.tied.get(id(term))
             if column is not None:
                 return ("c", *column)
-            return NUMERIC if term.kind is None else term.kind
+            if term.kind in (UNSIGNED, FLOAT):
+                return term.kind
+            # A class of its own: the rewrites read whether its context made it a float.
+            literal: Key = ("e", scope, id(term))
+            self._type[self._find(literal)] = NUMERIC if term.kind is None else SIGNED
+            self._operation(scope, term, literal)
+            return literal
         if isinstance(term, StringConst):
             return SYMBOL
         if isinstance(term, NilConst):
@@ -404,6 +424,8 @@ class TypeInference:
             )
             return None
         if inner is not None:
+            if isinstance(node.term, NumberConst) and node.term.kind is None:
+                self._merge(inner, target)  # Soufflé types a constant by its cast: 2.0
             self._casts.append((inner, target, node))
         return target
 
@@ -417,8 +439,15 @@ class TypeInference:
             if known is None:
                 self._merge(typed, SYMBOL)
             elif known != SYMBOL:
-                self._conversions[scope, id(call)] = UNSIGNED if known == UNSIGNED else NUMBER
+                self._conversions[scope, id(call)] = known if known in (UNSIGNED, FLOAT) else NUMBER
         self._check_casts()
+        for key, node in self._integral:
+            if self._final(key) == FLOAT:
+                self.reporter.error(
+                    TYPE_MISMATCH,
+                    f"`{node.op}` works on integers, but `{render(node)}` is a float",
+                    node.span,
+                )
 
     def conversion(self, call: Functor, scope: int) -> ColumnType | None:
         """The numeric type `call`'s argument has in the clause of `scope`, for an overloaded
@@ -464,6 +493,8 @@ class TypeInference:
             node = stack.pop()
             if isinstance(node, BinaryOp):
                 self._operation(scope, node, key)
+                if node.op in _INTEGRAL:
+                    self._integral.append((key, node))
                 stack += [node.right, node.left]
                 continue
             typed = self._term(scope, node)
@@ -489,10 +520,10 @@ class TypeInference:
             typed = self._term(scope, arg)
             if typed is None:
                 continue
-            if call.name in functors.CONVERSIONS:  # a symbol or a number: see `settle`
+            if call.name in functors.CONVERSIONS or call.name == "to_float":  # see `settle`
                 self._overloaded.append((scope, typed, call))
                 continue
-            if call.name == "to_string":  # a number or an unsigned
+            if call.name == "to_string":  # a number, an unsigned or a float
                 wanted = NUMERIC
                 self._overloaded.append((scope, typed, call))
             ok, found, _ = self._merge(typed, wanted)

@@ -7,10 +7,16 @@ group: the key and the aggregate (`count`: the group's rows, `sum`/`min`/`max` o
 column, the sum wrapping at 64 bits like all arithmetic here). Every row is at iteration 1 with
 count 1, the state of a non-recursive rule's head.
 
+Over floats (`fsum`, `fmin`, `fmax`, `mean`) each group is computed from its rows by
+`reasoner.floats`, which refuses a result that would depend on the order Soufflé meets the
+rows in.
+
 Update recomputes only the groups whose source rows changed. `count` and `sum` follow from the
 old result and the changed rows alone (the new sum is the old one plus the inserted values
 minus the deleted ones, exact in wrap-around arithmetic); `min` and `max` too when the group
-only gained rows, and otherwise read the group's rows through an index on its key.
+only gained rows, and otherwise read the group's rows through an index on its key. A float
+group is always computed from its rows: float addition is not exact, so the old result
+cannot be adjusted.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
+from reasoner import floats
 from reasoner.analysis.model import AggregateDefinition, Stratum
 from reasoner.arith import as_unsigned, wrap64
 from reasoner.elastic.overlay import INF, Overlay
@@ -27,6 +34,7 @@ from reasoner.state import RelationStore, State, Tuple
 from reasoner.syntax.ast import AggregateOp
 
 UNSIGNED_EXTREMES = frozenset({"umin", "umax"})
+FLOAT_AGGREGATES = frozenset({"fsum", "fmin", "fmax", "mean"})
 _REDUCE = {
     "sum": np.add,
     "min": np.minimum,
@@ -57,6 +65,10 @@ def group_by(definition: AggregateDefinition, columns: Sequence[np.ndarray]) -> 
         starts = np.zeros(1, np.int64)
     if definition.value is None:
         result = np.diff(np.append(starts, size)).astype(np.int64)
+    elif definition.op in FLOAT_AGGREGATES:
+        values = np.asarray(columns[definition.value], np.int64)[order]
+        groups = np.split(values, starts[1:])
+        result = np.array([float_aggregate(definition, group.tolist()) for group in groups])
     else:
         values = np.asarray(columns[definition.value], np.int64)[order]
         if definition.op in UNSIGNED_EXTREMES:  # on the unsigned readings of the patterns
@@ -91,9 +103,23 @@ def aggregate_values(definition: AggregateDefinition, rows: Iterable[Tuple]) -> 
     if definition.value is None:
         return len(rows)
     values = [row[definition.value] for row in rows]
+    if definition.op in FLOAT_AGGREGATES:
+        return float_aggregate(definition, values)
     if definition.op == "sum":
         return wrap64(sum(values))
     return extreme(definition.op, values)
+
+
+def float_aggregate(definition: AggregateDefinition, values: list[int]) -> int:
+    """A float aggregate over a group's values (IEEE patterns), as a pattern; raises
+    `FloatRefused` where Soufflé's answer would depend on the order of the rows."""
+    numbers = [floats.from_bits(value) for value in values]
+    what = f"at line {definition.span.line}"
+    if definition.op == "fsum":
+        return floats.to_bits(floats.total(numbers, what))
+    if definition.op == "mean":
+        return floats.to_bits(floats.mean(numbers, what))
+    return floats.to_bits(floats.extreme(numbers, definition.op == "fmax", what))
 
 
 def extreme(op: AggregateOp, values: list[int]) -> int:
@@ -152,14 +178,14 @@ def _new_value(
         return ((old or 0) + len(new) - len(gone)) or None
     column = definition.value
     assert column is not None
-    if not gone and old is not None:  # the group only grew
+    if not gone and old is not None and definition.op not in FLOAT_AGGREGATES:  # it only grew
         values = [old, *(t[column] for t in new)]
         if definition.op == "sum":
             return wrap64(sum(values))
         return extreme(definition.op, values)
     removed = set(gone)
     rows = [t for t in _group(source, key, definition.group) if t not in removed] + new
-    if definition.op == "sum" and rows:
+    if definition.op == "sum" and rows:  # wrap-around arithmetic: exact
         return wrap64((old or 0) + sum(t[column] for t in new) - sum(t[column] for t in gone))
     return aggregate_values(definition, rows)
 

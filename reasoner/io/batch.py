@@ -21,10 +21,11 @@ from typing import BinaryIO, overload
 import numpy as np
 import polars as pl
 
+from reasoner import floats
 from reasoner.analysis.model import Value
 from reasoner.io.facts import parse_facts_text, read_fact_file
 from reasoner.records import ValueType, storage
-from reasoner.syntax.ast import NUMBER, RECORD, SYMBOL, UNSIGNED, ColumnType
+from reasoner.syntax.ast import FLOAT, NUMBER, RECORD, SYMBOL, UNSIGNED, ColumnType
 
 Row = tuple[Value, ...]
 
@@ -35,6 +36,7 @@ BOM = "\ufeff".encode()
 _DTYPES: dict[ColumnType, pl.DataType] = {
     NUMBER: pl.Int64(),
     UNSIGNED: pl.UInt64(),
+    FLOAT: pl.Float64(),
     SYMBOL: pl.String(),
     RECORD: pl.String(),
 }
@@ -53,14 +55,17 @@ def frame_schema(types: Sequence[ValueType]) -> dict[str, pl.DataType]:
 
 
 def engine_numbers(column: pl.Series) -> np.ndarray:
-    """A number or unsigned column of a batch as the engine holds it: int64, an unsigned
-    value as its 64-bit pattern (`reasoner.analysis.unsigned`)."""
+    """A number, unsigned or float column of a batch as the engine holds it: int64, an
+    unsigned value as its 64-bit pattern, a float as its IEEE pattern
+    (`reasoner.analysis.numeric`)."""
     values = column.to_numpy()
-    return values.view(np.int64) if values.dtype == np.uint64 else values
+    return values.view(np.int64) if values.dtype in (np.uint64, np.float64) else values
 
 
 def user_numbers(column: np.ndarray, kind: ColumnType) -> np.ndarray:
     """The inverse of `engine_numbers` for a column of type `kind`."""
+    if kind == FLOAT:
+        return column.view(np.float64)
     return column.view(np.uint64) if kind == UNSIGNED else column
 
 
@@ -101,7 +106,12 @@ class FactBatch(Sequence[Row]):
         schema = frame_schema(types)
         series = []
         for name, kind, column in zip(schema, types, zip(*rows, strict=True), strict=True):
-            if set(map(type, column)) != ({str} if kind == SYMBOL else {int}):
+            if kind == FLOAT and set(map(type, column)) <= {float, int}:
+                try:  # an int is the float of its value, as a literal without a point
+                    column = tuple(map(float, column))
+                except OverflowError:
+                    return None
+            elif set(map(type, column)) != ({str} if kind == SYMBOL else {int}):
                 return None
             try:
                 series.append(pl.Series(name, column, dtype=schema[name], strict=True))
@@ -147,6 +157,12 @@ class FactBatch(Sequence[Row]):
         if len(delimiter.encode("utf-8")) != 1:
             return False
         frame = self.frame if self.ordered else self.frame.unique().sort(self.frame.columns)
+        floating = [name for name, dtype in frame.schema.items() if dtype == pl.Float64()]
+        if floating:  # as Soufflé writes a float (`%g`), which Polars does not
+            frame = frame.with_columns(
+                pl.col(name).map_elements(floats.format_g, return_dtype=pl.String())
+                for name in floating
+            )
         frame.write_csv(
             os.fspath(path) if isinstance(path, os.PathLike) else path,
             include_header=False,

@@ -34,6 +34,7 @@ from itertools import repeat
 from pathlib import Path
 from typing import BinaryIO, NoReturn, TextIO
 
+from reasoner import floats
 from reasoner.analysis.model import AnalyzedProgram, Value
 from reasoner.errors import InputDataError
 from reasoner.records import (
@@ -45,7 +46,7 @@ from reasoner.records import (
     canonical_at,
     storage,
 )
-from reasoner.syntax.ast import NUMBER, RECORD, SYMBOL, UNSIGNED
+from reasoner.syntax.ast import FLOAT, NUMBER, RECORD, SYMBOL, UNSIGNED
 
 Row = tuple[Value, ...]
 
@@ -146,6 +147,11 @@ def parse_facts_text(
             columns.append(_records(column, column_type, index, filename))
         elif column_type == RECORD:
             raise TypeError("a record column needs its record type (`RelationInfo.value_types`)")
+        elif column_type == FLOAT:
+            parsed_floats = _parse_floats(column)
+            if parsed_floats is None:
+                _raise_first_bad_row(lines, types, filename, delimiter)
+            columns.append(parsed_floats)
         elif column_type != SYMBOL:
             parsed = _parse_numbers(column, "\n".join(column), _BOUNDS[column_type])
             if parsed is None:
@@ -206,6 +212,11 @@ def _row_with_records(
         position += len(field)
         if kind == SYMBOL:
             values.append(field)
+        elif kind == FLOAT:
+            value = floats.parse_float(field)
+            if value is None:
+                raise InputDataError(_not_a_float(column, field), filename, number)
+            values.append(floats.FloatValue(value))
         elif _NUMBER.fullmatch(field) and _fits(field, _BOUNDS[storage(kind)]):
             values.append(int(field))
         else:
@@ -264,6 +275,24 @@ def _parse_numbers(
     return values
 
 
+def _parse_floats(fields: Sequence[str]) -> list[Value] | None:
+    """All fields as floats, as Soufflé reads them (`reasoner.floats.parse_float`), or None
+    when any of them is not one."""
+    values: list[Value] = []
+    for field in fields:
+        value = floats.parse_float(field)
+        if value is None:
+            return None
+        values.append(floats.FloatValue(value))
+    return values
+
+
+def _not_a_float(column: int, field: str) -> str:
+    return (
+        f"column {column}: expected a float (as C's strtod reads one, within range), got {field!r}"
+    )
+
+
 def _fits(digits: str, bounds: tuple[int, int]) -> bool:
     """Whether a signed decimal (already matched by `_NUMBER`) lies within `bounds`, without
     converting one of thousands of digits (Python refuses past 4,300 of them)."""
@@ -282,6 +311,10 @@ def _raise_first_bad_row(
             )
         for column, (field, column_type) in enumerate(zip(fields, types, strict=True), start=1):
             if storage(column_type) in (SYMBOL, RECORD):
+                continue
+            if column_type == FLOAT:
+                if floats.parse_float(field) is None:
+                    raise InputDataError(_not_a_float(column, field), filename, number)
                 continue
             if not _NUMBER.fullmatch(field):
                 raise InputDataError(
@@ -303,7 +336,12 @@ def format_rows(rows: Iterable[Row], delimiter: str = "\t") -> str:
     ordered = sorted(set(rows))
     if ordered and not ordered[0]:
         return "()\n"
-    return "".join(delimiter.join(map(str, row)) + "\n" for row in ordered)
+    return "".join(delimiter.join(map(_text, row)) + "\n" for row in ordered)
+
+
+def _text(value: Value) -> str:
+    """A value as Soufflé writes it: a float with `%g`."""
+    return floats.format_g(value) if isinstance(value, float) else str(value)
 
 
 def write_csv(

@@ -14,13 +14,18 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal as TypingLiteral
 
-ColumnType = TypingLiteral["number", "unsigned", "symbol", "record"]
+ColumnType = TypingLiteral["number", "unsigned", "float", "symbol", "record"]
 NUMBER: ColumnType = "number"
 UNSIGNED: ColumnType = "unsigned"
 """Soufflé's `unsigned`: stored as the 64-bit pattern of the value (as a `number` of the same
 bits), so storage, joins and equality are those of numbers; the analysis gives the operations
 whose result depends on the reading (order, division, remainder, power, right shift, extremes)
-their unsigned forms (`reasoner.analysis.unsigned`)."""
+their unsigned forms (`reasoner.analysis.numeric`)."""
+FLOAT: ColumnType = "float"
+"""Soufflé's `float` (a double): stored as the 64-bit pattern of its IEEE value, so joins,
+sets and negation compare bits as Soufflé's do; the analysis makes every operation whose
+meaning differs from the integers' a functor (`reasoner.analysis.floats`,
+`reasoner.floats`)."""
 SYMBOL: ColumnType = "symbol"
 RECORD: ColumnType = "record"
 """How a record or an algebraic data type's value is stored: the id of its fields in the
@@ -58,8 +63,10 @@ class NumberConst:
     span: Span = field(compare=False)
     kind: ColumnType | None = None
     """`unsigned` for a literal that can only be one (`5u`, or a decimal past 2^63 - 1),
-    `number` for one written negative; None for the others, whose type is the context's (a
-    `number` where nothing says which), as Soufflé types its numeric constants."""
+    `number` for one written negative (a number or a float, as its context says), `float`
+    for one with a point (`value` is then its IEEE pattern); None for the others, whose type
+    is the context's (a `number` where nothing says which), as Soufflé types its numeric
+    constants."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +94,7 @@ ArithOp = TypingLiteral[
     "max",
     "min",
     # The unsigned forms of `/`, `%` and `^`, which the analysis gives operations on
-    # `unsigned` values (`reasoner.analysis.unsigned`); never written.
+    # `unsigned` values (`reasoner.analysis.numeric`); never written.
     "udiv",
     "umod",
     "upow",
@@ -106,6 +113,26 @@ class BinaryOp:
     span: Span = field(compare=False)
 
 
+def negation(operand: Term, minus: Span, span: Span) -> BinaryOp:
+    """Unary `-x`, written `0 - x` so that every evaluator has only binary operations to
+    know. Its 0 has an empty span at the minus sign (a written 0 spans one character at
+    least): a float's negation flips its sign, which `0.0 - x` does not for `x = 0.0`."""
+    zero = NumberConst(0, Span(minus.line, minus.column, minus.line, minus.column))
+    return BinaryOp("-", zero, operand, span)
+
+
+def is_negation(term: BinaryOp) -> bool:
+    """Whether `term` is a unary `-x` (`negation`)."""
+    zero = term.left
+    return (
+        term.op == "-"
+        and isinstance(zero, NumberConst)
+        and zero.value == 0
+        and zero.kind is None
+        and (zero.span.line, zero.span.column) == (zero.span.end_line, zero.span.end_column)
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Functor:
     """A call of one of Soufflé's string functors (`cat`, `strlen`, `substr`, `contains`,
@@ -117,8 +144,11 @@ class Functor:
     span: Span = field(compare=False)
 
 
-AggregateOp = TypingLiteral["count", "sum", "min", "max", "mean", "umin", "umax"]
-"""`umin` and `umax`: `min` and `max` over `unsigned` values, made by the analysis."""
+AggregateOp = TypingLiteral[
+    "count", "sum", "min", "max", "mean", "umin", "umax", "fsum", "fmin", "fmax"
+]
+"""`umin` and `umax`: `min` and `max` over `unsigned` values; `fsum`, `fmin` and `fmax`: over
+floats (`mean` only takes floats); made by the analysis."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +170,7 @@ class Cast:
     """Soufflé's `as(term, Type)`: the value of `term`, its bits unchanged, read as a value of
     `Type` (a name as written; the analysis resolves it). Between `number` and `unsigned` it
     reinterprets the 64 bits, as Soufflé's does; the analysis checks it and then removes it
-    (`reasoner.analysis.unsigned`), so no executor meets one."""
+    (`reasoner.analysis.numeric`), so no executor meets one."""
 
     term: Term
     type: str

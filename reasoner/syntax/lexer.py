@@ -146,6 +146,8 @@ def tokenize(text: str) -> LexResult:
             append(Token(lexeme, lexeme, start, line, column))
         elif kind in (IDENT, NUMBER):
             append(Token(kind, lexeme, start, line, column))
+        elif kind == "float" and "e" not in lexeme.lower():
+            append(Token(NUMBER, lexeme, start, line, column))
         elif kind == CONSTRUCTOR:
             append(Token(CONSTRUCTOR, lexeme, start, line, column, lexeme[1:]))
         elif kind == STRING:
@@ -163,7 +165,7 @@ def tokenize(text: str) -> LexResult:
             )
             append(Token(ERROR, lexeme, start, line, column, message))
         elif kind == "float":
-            message = f"floating-point numbers are not supported: `{lexeme}`"
+            message = f"Soufflé's float literals have no exponent: `{lexeme}`"
             append(Token(ERROR, lexeme, start, line, column, message))
         else:
             message = f"unexpected character `{lexeme}`"

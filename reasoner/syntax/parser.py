@@ -17,9 +17,10 @@ from typing import Literal, cast
 
 # `reasoner.errors` imports `reasoner.syntax.ast`, which runs this package's `__init__`, which
 # imports this module: import the module (not its names) so that the cycle resolves lazily.
-from reasoner import errors, functors
+from reasoner import errors, floats, functors
 from reasoner.arith import wrap64
 from reasoner.syntax.ast import (
+    FLOAT,
     Aggregate,
     AggregateOp,
     ArithOp,
@@ -50,6 +51,7 @@ from reasoner.syntax.ast import (
     TypeDeclaration,
     Variable,
     Wildcard,
+    negation,
 )
 from reasoner.syntax.components import (
     Body,
@@ -89,8 +91,9 @@ _WORD_OPERATORS = frozenset().union(*_BINARY_LEVELS) - _ARITHMETIC
 _UNARY_WORDS = frozenset({"bnot", "lnot"})
 _VARIADIC = frozenset({"max", "min"})
 """Functors written as calls, `max(a, b, ...)`, folded into binary operations."""
-_FLOAT_FUNCTORS = frozenset({"to_float", "ftoi", "itof", "ftou", "utof"})
-"""Soufflé's conversions to floats (the last four are its older names): refused by name."""
+_FLOAT_FUNCTORS = frozenset({"ftoi", "itof", "ftou", "utof"})
+"""Soufflé's old names of its conversions to and from floats, which its scanner no longer
+knows: refused by name, with the names to write."""
 _AGGREGATES = frozenset({"count", "sum", "min", "max", "mean"})
 """Soufflé's aggregates (`x = count : { ... }`)."""
 _IO_DIRECTIVES: dict[str, Literal["input", "output", "printsize"]] = {
@@ -795,8 +798,9 @@ class _Parser:
         self._open(token)
         operand, depth = self._unary()
         self._nesting -= 1
-        zero = NumberConst(0, token.span)
-        return self._binary("-", zero, operand, depth + 1)
+        span = _join(token.span, operand.span)
+        _check_depth(depth + 1, span)
+        return negation(operand, token.span, span), depth + 1
 
     def _power(self) -> tuple[Term, int]:
         """`a ^ b`, tighter than unary minus and to the right: `-2 ^ 2` is -4, `2 ^ 3 ^ 2`
@@ -848,8 +852,8 @@ class _Parser:
             if self._peek().kind == "(":
                 if token.text in _FLOAT_FUNCTORS:
                     raise _Failure(
-                        f"`{token.text}` converts to or from a float, and floating-point "
-                        "numbers are not supported",
+                        f"`{token.text}` is an old name Soufflé no longer knows: convert "
+                        "with `to_float`, `to_number` or `to_unsigned`",
                         token.span,
                     )
                 known = ", ".join(sorted(functors.NAMES | _VARIADIC))
@@ -1016,6 +1020,9 @@ class _Parser:
         past 2^63 - 1 can only be an unsigned (Soufflé's inference finds no other type that
         reads it), and a literal written negative only a number (see `NumberConst.kind`)."""
         text = token.text
+        if "." in text:  # Soufflé's float literal: digits, a point, digits; no exponent
+            value = -float(text) if negate else float(text)
+            return NumberConst(floats.to_bits(value), span, FLOAT)
         unsigned = text.endswith("u")
         if unsigned:
             text = text[:-1]

@@ -90,7 +90,7 @@ cdef enum:
     OP_MAX = 17
     OP_MIN = 18
     OP_CALL = 19    # a string functor: value (functor << 8) | operands, see `Kernel._call`
-    OP_UDIV = 20    # `/`, `%` and `^` on unsigned values (reasoner.analysis.unsigned)
+    OP_UDIV = 20    # `/`, `%` and `^` on unsigned values (reasoner.analysis.numeric)
     OP_UMOD = 21
     OP_UPOW = 22
 

@@ -9,7 +9,7 @@ import math
 import pytest
 
 from reasoner import floats
-from reasoner.floats import FloatRefused
+from reasoner.errors import FloatRefused
 
 
 def bits(value: float) -> int:

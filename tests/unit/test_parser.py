@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from reasoner import floats
 from reasoner.errors import ProgramError
 from reasoner.syntax import parse_body, parse_program
 from reasoner.syntax.ast import (
+    FLOAT,
     NUMBER,
     UNSIGNED,
     Aggregate,
@@ -29,6 +31,7 @@ from reasoner.syntax.ast import (
     StringConst,
     Variable,
     Wildcard,
+    is_negation,
 )
 from reasoner.syntax.lexer import tokenize
 from reasoner.syntax.parser import MAX_BODY_LITERALS, MAX_CLAUSE_TOKENS, MAX_NESTING
@@ -94,12 +97,12 @@ class TestLexer:
         assert token.value == 'a"b\\c\nd\te'
 
     def test_bad_tokens_become_error_tokens(self) -> None:
-        kinds = [(t.kind, t.value) for t in tokenize('@ "open\n"\\q" 1.5').tokens[:-1]]
+        kinds = [(t.kind, t.value) for t in tokenize('@ "open\n"\\q" 1.5e3').tokens[:-1]]
         assert kinds == [
             ("error", "unexpected character `@`"),
             ("error", "unterminated string literal"),
             ("error", "invalid escape sequence `\\q` in string literal"),
-            ("error", "floating-point numbers are not supported: `1.5`"),
+            ("error", "Soufflé's float literals have no exponent: `1.5e3`"),
         ]
 
     def test_unterminated_block_comment_is_a_problem(self) -> None:
@@ -661,8 +664,22 @@ class TestErrors:
         message = errors_of("p(x) :- q(x), !(r(x)).")[0][2]
         assert message == ("expected a relation name, found `(`")
 
-    def test_floats_are_rejected(self) -> None:
-        assert errors_of("p(1.5).")[0][2] == "floating-point numbers are not supported: `1.5`"
+    def test_float_literals_have_no_exponent(self) -> None:
+        assert errors_of("p(1.5e3).")[0][2] == "Soufflé's float literals have no exponent: `1.5e3`"
+
+    def test_float_literals_hold_their_bits_and_fold_a_minus(self) -> None:
+        (fact,) = parse_program("p(1.5, -0.0, -2.25).").facts
+        assert fact.atom.args == (
+            NumberConst(floats.to_bits(1.5), Span(1, 1, 1, 1), FLOAT),
+            NumberConst(floats.to_bits(-0.0), Span(1, 1, 1, 1), FLOAT),
+            NumberConst(floats.to_bits(-2.25), Span(1, 1, 1, 1), FLOAT),
+        )
+
+    def test_a_unary_minus_is_told_from_a_subtraction(self) -> None:
+        (rule,) = parse_program("p(y) :- q(x), y = -x, z = 0 - x.").rules
+        negated, subtracted = rule.body[1].right, rule.body[2].right
+        assert is_negation(negated) and not is_negation(subtracted)
+        assert negated == subtracted
 
     def test_unsupported_soufflé_constructs(self) -> None:
         for text in ["p(x) :- q(x), y = sum z : { q(z) ; r(z) }.", "p($).", "p([1, 2)."]:

@@ -11,6 +11,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType
 
 from reasoner.analysis.model import AggregateDefinition
+from reasoner.elastic.aggregate import FLOAT_AGGREGATES, group_by
 from reasoner.executors.spark.arrow_stream import arrow_batches
 from reasoner.executors.spark.plans import column_names
 
@@ -25,6 +26,12 @@ def aggregate_batches(
     the (non-empty) frame of its source. The session's arithmetic is non-ANSI while a Spark
     Bootstrap runs (`spark_bootstrap`), so the sum wraps at 64 bits."""
     names = column_names(arity)
+    if definition.op in FLOAT_AGGREGATES:  # group by group, in the driver (`float_aggregate`)
+        batches = [
+            [batch.column(name).to_numpy() for name in names] for batch in arrow_batches(frame)
+        ]
+        yield group_by(definition, [np.concatenate(parts) for parts in zip(*batches, strict=True)])
+        return
     keys = [names[c] for c in definition.group]
     if definition.value is None:
         result = F.count(F.lit(1))

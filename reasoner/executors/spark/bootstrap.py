@@ -57,8 +57,8 @@ from pyspark.sql.types import LongType, StructField, StructType
 
 from reasoner import functors
 from reasoner.analysis.model import AggregateDefinition, AnalyzedProgram, Stratum
+from reasoner.analysis.numeric import divides_unsigned
 from reasoner.analysis.terms import leaves
-from reasoner.analysis.unsigned import divides_unsigned
 from reasoner.elastic.aggregate import ITERATION, bootstrap_aggregate
 from reasoner.elastic.bootstrap import Check, Started, StratumBootstrap, StratumRun
 from reasoner.elastic.engines import DEFAULT_SPARK_ITERATION

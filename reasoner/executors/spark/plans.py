@@ -106,7 +106,7 @@ def _total(op: str, a: Column, b: Column) -> Column:
     if op == "upow":
         return _modular_power(a, b)
     # `udiv` and `umod`: a stratum that divides unsigned values runs in the driver
-    # (`reasoner.analysis.unsigned.divides_unsigned`), as Spark has no unsigned long.
+    # (`reasoner.analysis.numeric.divides_unsigned`), as Spark has no unsigned long.
     raise ValueError(f"no Spark form for the operator {op!r}")
 
 
