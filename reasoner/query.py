@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from reasoner import functors
+from reasoner import floats, functors
 from reasoner.analysis import check_query
 from reasoner.analysis.model import AnalyzedProgram, Value
 from reasoner.analysis.ranges import generator, is_generator, lift_rule
@@ -32,6 +32,7 @@ from reasoner.records import NIL, AdtType, Codec, RecordText, RecordType, ValueT
 from reasoner.state import State, Tuple
 from reasoner.symbols import SymbolTable
 from reasoner.syntax.ast import (
+    FLOAT,
     NUMBER,
     SYMBOL,
     UNSIGNED,
@@ -176,11 +177,13 @@ class Constants:
 
     def user(self, value: int, kind: ValueType) -> Value:
         """An engine value of a column of type `kind` as the user's: a symbol's text, an
-        unsigned's unsigned reading, a record's text."""
+        unsigned's unsigned reading, a float's value, a record's text."""
         if isinstance(kind, RecordType | AdtType):
             return RecordText(self.codec.format(value, kind))
         if kind == SYMBOL:
             return self.resolve(value)
+        if kind == FLOAT:
+            return floats.FloatValue(floats.from_bits(value))
         return as_unsigned(value) if kind == UNSIGNED else value
 
 
@@ -372,7 +375,8 @@ def variable_types(
             return functors.signature(term.name).result
         if isinstance(term, NumberConst):
             return term.kind or NUMBER
-        # Arithmetic works in its operands' one type (`reasoner.analysis.types`).
+        # Arithmetic works in its operands' one type (`reasoner.analysis.types`); on floats
+        # it is a functor, typed above.
         return UNSIGNED if UNSIGNED in map(type_of, operands(term)) else NUMBER
 
     for step in plan.steps:

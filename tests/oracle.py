@@ -22,12 +22,15 @@ tuple of every relation to `(iteration, count)`:
 
 from __future__ import annotations
 
+import math
 import re
+import struct
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 
 from reasoner.analysis.model import AnalyzedProgram, Value
+from reasoner.floats import FloatValue
 from reasoner.records import AdtType, RecordType, ValueType
 from reasoner.syntax.ast import (
     Aggregate,
@@ -46,6 +49,7 @@ from reasoner.syntax.ast import (
     StringConst,
     Term,
     Variable,
+    is_negation,
 )
 
 Row = tuple[Value, ...]
@@ -180,7 +184,82 @@ def unsigned_arithmetic(op: str, a: int, b: int) -> int:
     return arithmetic(op, a, b)  # band, bor, the logical ones, max and min: as on naturals
 
 
+# --- floats: C doubles on x86-64, written out independently of reasoner/floats.py -----------
+
+X86_NAN = struct.unpack("<d", bytes.fromhex("000000000000f8ff"))[0]
+"""The NaN x86 makes of 0/0 and inf - inf: its sign bit is set (printed `-nan`)."""
+DBL_MAX = struct.unpack("<d", bytes.fromhex("ffffffffffffef7f"))[0]
+
+
+def float_of_bits(pattern: int) -> float:
+    return struct.unpack("<d", (pattern % 2**64).to_bytes(8, "little"))[0]
+
+
+def float_arithmetic(op: str, a: float, b: float) -> float:
+    """`+ - * /`, `^` (C's `pow`), `max`/`min` (`std::max`/`std::min`), and a unary minus
+    (`neg`, which flips the sign bit) on doubles."""
+    a, b = float(a), float(b)
+    if op == "neg":
+        return -b
+    if op in ("+", "-", "*"):
+        return {"+": a + b, "-": a - b, "*": a * b}[op]
+    if op == "/":
+        if b != 0:
+            return a / b
+        if a != a:
+            return a
+        if a == 0:
+            return X86_NAN
+        return math.copysign(math.inf, a) * math.copysign(1.0, b)
+    if op == "^":
+        try:
+            return a**b if not (a == 0 and b < 0) else _pole(a, b)
+        except OverflowError:
+            odd = b == int(b) and int(b) % 2 == 1
+            return -math.inf if a < 0 and odd else math.inf
+        except ZeroDivisionError:
+            return _pole(a, b)
+    if op == "max":
+        return b if a < b else a
+    if op == "min":
+        return b if b < a else a
+    raise ValueError(f"unknown float operator {op!r}")
+
+
+def _pole(a: float, b: float) -> float:
+    """`pow(±0, b < 0)`: an infinity, with the zero's sign when b is an odd integer."""
+    odd = b == int(b) and int(b) % 2 == 1
+    return math.copysign(math.inf, a) if odd else math.inf
+
+
+def float_power_result(value: object) -> float:
+    """Python's `**` gives a complex for a negative base to a fractional power: C's NaN."""
+    return X86_NAN if isinstance(value, complex) else float(value)  # type: ignore[arg-type]
+
+
+def truncated(value: float) -> int:
+    """x86's conversion to a 64-bit integer: toward zero, 2^63's pattern when it does not fit."""
+    if value != value or not -(2.0**63) <= value < 2.0**63:
+        return -(2**63)
+    return int(value)
+
+
+_STOD = re.compile(
+    r"[+-]?(?:[0-9]+\.?[0-9]*(?:[eE][+-]?[0-9]+)?|\.[0-9]+(?:[eE][+-]?[0-9]+)?|inf(?:inity)?|nan)",
+    re.I,
+)
+
+
+def float_text(value: float) -> str:
+    """`std::to_string` of a double: `%f`, a NaN as `nan` or `-nan` by its sign."""
+    if value != value:
+        return "-nan" if math.copysign(1.0, value) < 0 else "nan"
+    return f"{value:f}"
+
+
 def compare(op: str, a: Value, b: Value) -> bool:
+    """`a op b`, a float's as IEEE compares it (0.0 equals -0.0, a NaN nothing)."""
+    a, b = _plain(a), _plain(b)
     if op == "=":
         return a == b
     if op == "!=":
@@ -194,6 +273,44 @@ def compare(op: str, a: Value, b: Value) -> bool:
     if op == ">=":
         return a >= b  # type: ignore[operator]
     raise ValueError(f"unknown comparison operator {op!r}")
+
+
+def _plain(value: Value) -> Value:
+    """A float as Python compares it (a `FloatValue`, as a relation holds it, compares bits)."""
+    return float(value) if isinstance(value, float) else value
+
+
+def stored(value: Value) -> Value:
+    """A value as a relation holds it: a float by its bits (`FloatValue`), as Soufflé's
+    relations are sets of bit patterns."""
+    return FloatValue(value) if isinstance(value, float) else value
+
+
+def holds(comparison: Comparison, left: Value, right: Value, grounded: set[str]) -> bool:
+    """Whether a comparison holds. An equality of two variables that positive atoms bind is
+    one of Soufflé's aliases, a join, so it compares floats' bits; any other compares floats
+    as IEEE does, except that a variable no atom binds is the term that defines it, and an
+    equality of a term with itself holds (Soufflé drops it: `z = 0.0 / 0.0` defines z)."""
+    if comparison.op != "=":
+        return compare(comparison.op, left, right)
+    sides = (comparison.left, comparison.right)
+    if all(isinstance(side, Variable) and side.name in grounded for side in sides):
+        return stored(left) == stored(right)
+    defined = any(isinstance(side, Variable) and side.name not in grounded for side in sides)
+    return (defined and stored(left) == stored(right)) or compare("=", left, right)
+
+
+def grounded_variables(positives: Iterable[Atom]) -> set[str]:
+    """The variables positive atoms bind: their arguments, and those inside their records."""
+    found: set[str] = set()
+    stack: list[object] = [arg for atom in positives for arg in atom.args]
+    while stack:
+        term = stack.pop()
+        if isinstance(term, Variable):
+            found.add(term.name)
+        elif isinstance(term, RecordTerm | BranchTerm):
+            stack.extend(term.args)
+    return found
 
 
 class Unbound(Exception):
@@ -219,6 +336,9 @@ def value_of(
         left, right = value_of(term.left, binding, rows), value_of(term.right, binding, rows)
         if term.op.startswith(UNSIGNED):
             return unsigned_arithmetic(term.op[len(UNSIGNED) :], left, right)  # type: ignore[arg-type]
+        if term.op.startswith(FLOAT):
+            value = float_arithmetic(term.op[len(FLOAT) :], left, right)  # type: ignore[arg-type]
+            return float_power_result(value)
         return arithmetic(term.op, left, right)  # type: ignore[arg-type]
     if isinstance(term, Aggregate):
         return aggregate_value(term, binding, rows or {})
@@ -231,6 +351,15 @@ def value_of(
         return functor(term.name, [value_of(arg, binding, rows) for arg in term.args])
     if isinstance(term, Cast):  # its type made primitive by `typed`: the same 64 bits
         value = value_of(term.term, binding, rows)
+        if isinstance(value, float) or term.type == "float":  # the same 64 bits, read anew
+            pattern = (
+                struct.unpack("<q", struct.pack("<d", value))[0]
+                if isinstance(value, float)
+                else value
+            )
+            if term.type == "float":
+                return float_of_bits(pattern)  # type: ignore[arg-type]
+            value = pattern
         return value % 2**64 if term.type == "unsigned" else wrap(value)  # type: ignore[operator]
     raise Unbound("_")
 
@@ -323,6 +452,23 @@ def functor(name: str, args: list[Value]) -> Value:
             return 1 if re.fullmatch(str(args[0]), str(args[1])) else 0
         except re.error:
             return 0
+    if name == "to_float":
+        if isinstance(args[0], int | float):
+            return float(args[0])  # a number, an unsigned (0 .. 2^64 - 1), or a float
+        text = str(args[0]).lstrip(" \t\n\v\f\r")
+        found = _STOD.match(text)
+        if found is None:
+            raise NoValue
+        return float(found.group())
+    if name == "to_number" and isinstance(args[0], float):
+        return truncated(args[0])
+    if name == "to_unsigned" and isinstance(args[0], float):
+        value = args[0]
+        if value < 2.0**63:
+            return truncated(value) % 2**64
+        return (truncated(value - 2.0**63) + 2**63) % 2**64
+    if name == "to_string" and isinstance(args[0], float):
+        return float_text(args[0])
     if name == "to_number" and isinstance(args[0], int):  # an unsigned's bits, as a number
         return wrap(args[0])
     if name == "to_unsigned" and isinstance(args[0], int):  # a number's bits, as an unsigned
@@ -402,8 +548,19 @@ def _aggregate(
         return wrap(sum(values))  # type: ignore[arg-type]
     if aggregate.op == UNSIGNED + "sum":
         return sum(values) % 2**64  # type: ignore[arg-type]
+    if aggregate.op == FLOAT + "sum":  # in any order: where the order matters, refused
+        return sum(map(float, values), 0.0)  # type: ignore[return-value, arg-type]
     if not values:
         return None
+    if aggregate.op == FLOAT + "mean":
+        return sum(map(float, values), 0.0) / len(values)  # type: ignore[return-value, arg-type]
+    if aggregate.op in (FLOAT + "min", FLOAT + "max"):  # from ±DBL_MAX; a NaN is never kept
+        largest = aggregate.op == FLOAT + "max"
+        kept = -DBL_MAX if largest else DBL_MAX
+        for value in map(float, values):  # type: ignore[arg-type]
+            if (value > kept) if largest else (value < kept):
+                kept = value
+        return kept  # type: ignore[return-value]
     return min(values) if aggregate.op == "min" else max(values)  # type: ignore[type-var]
 
 
@@ -457,13 +614,19 @@ def aggregates_in(node: object) -> list[Aggregate]:
 
 UNSIGNED = "u:"
 """Marks an operator (and the `sum` aggregate) that works on `unsigned` values."""
+FLOAT = "f:"
+"""Marks an operator (and an aggregate) that works on floats; a unary minus is `f:neg`."""
+_OWN_TYPES = ("unsigned", "float")
+"""The numeric types whose operations differ from a number's."""
 
 
 def typed(program: Program, analyzed: AnalyzedProgram) -> Program:
     """`program` with each operation on unsigned values marked (`UNSIGNED`) and each constant
-    read by one as its value 0 .. 2^64 - 1. Soufflé's arithmetic works in its operands' one
-    type: a variable's is its column's (or that of what `=` gives it), a literal's its suffix
-    or its context's (a head's or an atom's column, the other side of a comparison)."""
+    read by one as its value 0 .. 2^64 - 1, and each operation on floats marked (`FLOAT`) and
+    each constant read by one as a Python float. Soufflé's arithmetic works in its operands'
+    one type: a variable's is its column's (or that of what `=` gives it), a literal's its
+    suffix or point or its context's (a head's or an atom's column, the other side of a
+    comparison)."""
     columns = {name: info.types for name, info in analyzed.relations.items()}
     _record_columns.clear()
     _record_columns.update({name: info.value_types for name, info in analyzed.relations.items()})
@@ -496,7 +659,7 @@ def _primitive_types(program: Program) -> dict[str, str]:
         declaration.name: declaration.bases[0] if declaration.bases else "record"
         for declaration in program.types
     }
-    found = {name: name for name in ("number", "unsigned", "symbol", "record")}
+    found = {name: name for name in ("number", "unsigned", "float", "symbol", "record")}
     for name in bases:
         seen, current = set(), name
         while current in bases and current not in seen:
@@ -554,12 +717,19 @@ def _kind(term: object, kinds: Mapping[str, str]) -> str | None:
     if isinstance(term, BinaryOp):
         return _kind(term.left, kinds) or _kind(term.right, kinds)
     if isinstance(term, Aggregate):
+        if term.op == "mean":
+            return "float"
         return "number" if term.target is None else _kind(term.target, kinds)
     if isinstance(term, Cast):
         return _primitives.get(term.type, term.type)
-    if isinstance(term, Functor) and term.name == "to_unsigned":
-        return "unsigned"
-    return None if term is None else "other"  # a functor's result, a string: not unsigned
+    if isinstance(term, Functor) and term.name in ("to_unsigned", "to_float"):
+        return term.name[3:]
+    return None if term is None else "other"  # a functor's result, a string: not numeric
+
+
+def _own(kind: object) -> str | None:
+    """`kind` if its operations are its own (see `_OWN_TYPES`), else None."""
+    return kind if kind in _OWN_TYPES else None  # type: ignore[return-value]
 
 
 def _typed_atom(atom: Atom, kinds: Mapping[str, str], columns: Mapping[str, tuple]) -> Atom:
@@ -578,7 +748,7 @@ def _typed_field(term: Term, kind: object, kinds: Mapping[str, str], columns: Ma
     elif isinstance(term, BranchTerm) and isinstance(kind, AdtType):
         fields = next(b.fields for b in kind.branches if b.name == term.name)
     else:
-        return _typed_term(term, kind == "unsigned", kinds, columns)
+        return _typed_term(term, _own(kind), kinds, columns)
     args = tuple(
         _typed_field(arg, field, kinds, columns)
         for arg, field in zip(term.args, fields, strict=True)
@@ -592,37 +762,58 @@ def _typed_literal(literal: object, kinds: Mapping[str, str], columns: Mapping[s
     if isinstance(literal, Negation):
         return replace(literal, atom=_typed_atom(literal.atom, kinds, columns))
     assert isinstance(literal, Comparison)
-    unsigned = "unsigned" in (_kind(literal.left, kinds), _kind(literal.right, kinds))
+    sides = (_kind(literal.left, kinds), _kind(literal.right, kinds))
+    context = next((kind for kind in _OWN_TYPES if kind in sides), None)
     return replace(
         literal,
-        left=_typed_term(literal.left, unsigned, kinds, columns),
-        right=_typed_term(literal.right, unsigned, kinds, columns),
+        left=_typed_term(literal.left, context, kinds, columns),
+        right=_typed_term(literal.right, context, kinds, columns),
     )
 
 
 def _typed_term(
-    term: Term, unsigned: bool, kinds: Mapping[str, str], columns: Mapping[str, tuple]
+    term: Term, context: str | None, kinds: Mapping[str, str], columns: Mapping[str, tuple]
 ) -> Term:
+    """`term` in a place of numeric type `context` (`unsigned`, `float` or None)."""
     if isinstance(term, NumberConst):
-        return replace(term, value=term.value % 2**64) if unsigned else term
+        if term.kind == "float":
+            return replace(term, value=float_of_bits(term.value))
+        if context == "float":
+            return replace(term, value=float(term.value))
+        return replace(term, value=term.value % 2**64) if context == "unsigned" else term
     if isinstance(term, BinaryOp):
-        inner = unsigned or _kind(term, kinds) == "unsigned"
+        inner = context or _own(_kind(term, kinds))
+        mark = {"unsigned": UNSIGNED, "float": FLOAT}.get(inner or "", "")
+        op = "neg" if inner == "float" and is_negation(term) else term.op
         return replace(
             term,
-            op=UNSIGNED + term.op if inner else term.op,
+            op=mark + op,
             left=_typed_term(term.left, inner, kinds, columns),
             right=_typed_term(term.right, inner, kinds, columns),
         )
-    if isinstance(term, Cast):  # its operand in its own type
-        inner = _typed_term(term.term, _kind(term.term, kinds) == "unsigned", kinds, columns)
-        return replace(term, term=inner, type=_primitives.get(term.type, term.type))
-    if isinstance(term, Functor):  # a functor's parameters are numbers or symbols
-        return replace(term, args=tuple(_typed_term(a, False, kinds, columns) for a in term.args))
+    if isinstance(term, Cast):  # its operand in its own type; a literal in the cast's
+        target = _primitives.get(term.type, term.type)
+        own = _kind(term.term, kinds)
+        if isinstance(term.term, NumberConst) and own is None:
+            own = target
+        inner = _typed_term(term.term, _own(own), kinds, columns)
+        return replace(term, term=inner, type=target)
+    if isinstance(term, Functor):  # a parameter is a symbol or in its own numeric type
+        return replace(
+            term,
+            args=tuple(_typed_term(a, _own(_kind(a, kinds)), kinds, columns) for a in term.args),
+        )
     if isinstance(term, Aggregate):
-        inner = term.target is not None and (unsigned or _kind(term.target, kinds) == "unsigned")
+        inner = None if term.target is None else context or _own(_kind(term.target, kinds))
+        if term.op == "mean":
+            inner = "float"
         target = term.target and _typed_term(term.target, inner, kinds, columns)
         body = tuple(_typed_literal(literal, kinds, columns) for literal in term.body)
-        op = UNSIGNED + "sum" if inner and term.op == "sum" else term.op
+        op = term.op
+        if inner == "unsigned" and op == "sum":
+            op = UNSIGNED + op
+        elif inner == "float":
+            op = FLOAT + op
         return replace(term, op=op, target=target, body=body)
     return term
 
@@ -703,7 +894,9 @@ def stratify(program: Program) -> list[frozenset[str]]:
 # --- rule instantiations ------------------------------------------------------------------
 
 
-def unify(args: tuple[Term, ...], row: Row, binding: Binding) -> Binding | None:
+def unify(
+    args: tuple[Term, ...], row: Row, binding: Binding, positive: bool = True
+) -> Binding | None:
     """Extend `binding` so that the atom's arguments match `row`, or None if they cannot.
 
     A wildcard matches anything (its value is fixed by the row, so different rows are
@@ -714,6 +907,10 @@ def unify(args: tuple[Term, ...], row: Row, binding: Binding) -> Binding | None:
         raise ValueError(f"arity mismatch: {len(args)} arguments for a row of {len(row)}")
     extended = dict(binding)
     for term, value in zip(args, row, strict=True):
+        if positive and isinstance(term, NumberConst) and isinstance(term.value, float):
+            if compare("=", term.value, value):  # Soufflé compares a float constant so
+                continue
+            return None
         if not match(term, value, extended):
             return None
     return extended
@@ -755,7 +952,7 @@ def instantiations(
     (head tuple, [(relation, tuple) of each positive atom, in body order])."""
     for binding, chosen in body_instantiations(rule, {}, rows):
         try:
-            head = tuple(value_of(term, binding, rows) for term in rule.head.args)
+            head = tuple(stored(value_of(term, binding, rows)) for term in rule.head.args)
         except NoValue:
             continue
         yield head, chosen
@@ -776,8 +973,9 @@ def body_instantiations(
         for literal in rule.body
         if isinstance(literal, Comparison) and not aggregates_in(literal)
     ]
+    grounded = grounded_variables(positives)
 
-    def holds(binding: Binding) -> bool:
+    def tested(binding: Binding) -> bool:
         for comparison, names in tests:
             if names <= binding.keys():
                 try:
@@ -787,7 +985,7 @@ def body_instantiations(
                     return False
                 except Unbound:  # a range's value, chosen later
                     continue
-                if not compare(comparison.op, left, right):
+                if not holds(comparison, left, right, grounded):
                     return False
         return True
 
@@ -801,7 +999,7 @@ def body_instantiations(
         atom = positives[index]
         for row in rows.get(atom.relation, ()):
             extended = unify(atom.args, row, binding)
-            if extended is not None and holds(extended):
+            if extended is not None and tested(extended):
                 yield from extend(index + 1, extended, [*chosen, (atom.relation, row)])
 
     yield from extend(0, dict(start), [])
@@ -864,9 +1062,8 @@ def finish(
         bind_equalities(comparisons, binding, rows)
         for atom, (_, row) in zip(positives, chosen, strict=True):
             for term, value in zip(atom.args, row, strict=True):
-                if (
-                    isinstance(term, BinaryOp | Functor | Aggregate | Cast)
-                    and value_of(term, binding, rows) != value
+                if isinstance(term, BinaryOp | Functor | Aggregate | Cast) and not compare(
+                    "=", value_of(term, binding, rows), value
                 ):
                     return None
                 if isinstance(term, RecordTerm | BranchTerm) and not match(term, value, binding):
@@ -886,7 +1083,7 @@ def finish(
                 continue
             left = value_of(comparison.left, binding, rows)
             right = value_of(comparison.right, binding, rows)
-            if not compare(comparison.op, left, right):
+            if not holds(comparison, left, right, grounded_variables(positives)):
                 return None
         for literal in rule.body:
             if isinstance(literal, Negation) and matches_any(literal.atom, binding, rows):
@@ -937,9 +1134,9 @@ def matches_any(atom: Atom, binding: Binding, rows: Mapping[str, Iterable[Row]])
     its variables that nothing else in the rule binds (`!s(p, p, y)`: no p with s(p, p, y)),
     each standing for one value wherever it occurs."""
     for row in rows.get(atom.relation, ()):
-        extended = unify(atom.args, row, binding)
+        extended = unify(atom.args, row, binding, positive=False)
         if extended is not None and all(
-            value_of(term, binding, rows) == value
+            stored(value_of(term, binding, rows)) == value
             for term, value in zip(atom.args, row, strict=True)
             if isinstance(term, BinaryOp | Functor | Aggregate | Cast)
         ):
@@ -959,7 +1156,7 @@ def evaluate(analyzed: AnalyzedProgram, inputs: Mapping[str, Iterable[Row]]) -> 
     }
     for fact in program.facts:
         try:
-            row = tuple(value_of(term, {}) for term in fact.atom.args)
+            row = tuple(stored(value_of(term, {})) for term in fact.atom.args)
         except NoValue:
             continue
         asserted.setdefault(fact.atom.relation, set()).add(row)
@@ -996,14 +1193,16 @@ def checked_rows(analyzed: AnalyzedProgram, name: str, given: Iterable[Row]) -> 
     types = analyzed.relations[name].types
     rows = {tuple(row) for row in given}
     for row in rows:
-        expected = tuple(str if t in ("symbol", "record") else int for t in types)
-        actual = tuple(type(value) for value in row)
+        expected = tuple(
+            str if t in ("symbol", "record") else float if t == "float" else int for t in types
+        )
+        actual = tuple(float if isinstance(value, float) else type(value) for value in row)
         if actual != expected:
             raise ValueError(f"{name}{row!r} does not have the types {types}")
     kinds = analyzed.relations[name].value_types
     return {
         tuple(
-            read_record(v, k) if isinstance(k, RecordType | AdtType) else v  # type: ignore[arg-type]
+            read_record(v, k) if isinstance(k, RecordType | AdtType) else stored(v)  # type: ignore[arg-type]
             for v, k in zip(row, kinds, strict=True)
         )
         for row in rows

@@ -19,50 +19,69 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from reasoner.analysis.safety import all_bound, taken_apart
-from reasoner.syntax.ast import Atom, BodyLiteral, Comparison, Variable
+from reasoner.plan.joins import term_variables
+from reasoner.syntax.ast import Atom, BodyLiteral, Comparison, Term, Variable
 
 
 def aliases(
     body: tuple[BodyLiteral, ...], compares_floats: Callable[[Comparison], bool]
 ) -> set[int]:
-    """The `id`s of `body`'s equalities of floats that are aliases: both sides variables, or
-    one side a variable that a positive atom does not bind and the other side, its variables
-    bound, defines (in the order definitions become possible, as Soufflé's fixpoint finds
-    them)."""
-    bound = {
-        part.name
+    """The `id`s of `body`'s equalities of floats that stay the engine's `=`.
+
+    Soufflé's `v = w` between variables unites them into one; a group of united variables
+    that a positive atom binds is that atom's value, compared bitwise where the group meets
+    another atom (the engine's join on `=`). Any other group is replaced by the first term
+    that defines it (`v = t`, once `t`'s variables have values), and every other equality
+    that names it becomes a comparison of terms, IEEE's. So: every `v = w` stays (the
+    engine moves bits from the defined side); of the definitions, the first for each group
+    that can be evaluated stays, in the order a fixpoint finds them; the rest compare."""
+    group: dict[str, str] = {}
+
+    def root(name: str) -> str:
+        while group.get(name, name) != name:
+            name = group[name]
+        return name
+
+    equalities = [
+        literal for literal in body if isinstance(literal, Comparison) and literal.op == "="
+    ]
+    kept = set()
+    for equality in equalities:
+        left, right = equality.left, equality.right
+        if isinstance(left, Variable) and isinstance(right, Variable) and compares_floats(equality):
+            kept.add(id(equality))
+            group[root(left.name)] = root(right.name)
+    defined = {
+        root(part.name)
         for literal in body
         if isinstance(literal, Atom)
         for arg in literal.args
         for part in taken_apart(arg)
         if isinstance(part, Variable)
     }
-    equalities = [
-        literal for literal in body if isinstance(literal, Comparison) and literal.op == "="
-    ]
-    kept = {
-        id(equality)
-        for equality in equalities
-        if isinstance(equality.left, Variable)
-        and isinstance(equality.right, Variable)
-        and compares_floats(equality)
-    }
+
+    def bound_names(term: Term) -> bool:
+        return all_bound(term, {name for name in term_variables(term) if root(name) in defined})
+
     changed = True
     while changed:
         changed = False
         for equality in equalities:
+            if id(equality) in kept:
+                continue
             sides = ((equality.left, equality.right), (equality.right, equality.left))
             for target, source in sides:
-                if not all_bound(source, bound):
+                if not bound_names(source):
                     continue
-                defined = {
-                    part.name
+                groups = {
+                    root(part.name)
                     for part in taken_apart(target)
-                    if isinstance(part, Variable) and part.name not in bound
+                    if isinstance(part, Variable) and root(part.name) not in defined
                 }
-                if defined:
-                    bound |= defined
+                if groups:
+                    defined |= groups
                     changed = True
                     if compares_floats(equality):
                         kept.add(id(equality))
+                    break
     return kept

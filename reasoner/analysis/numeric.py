@@ -244,10 +244,11 @@ class _Rewriter:
             return term
         left, right = self.term(term.left), self.term(term.right)
         kind = self.inference.operation_type(term, self.scope)
-        if kind == FLOAT:
+        if kind == FLOAT and is_negation(term):
             self.changed = True
-            if is_negation(term):
-                return Functor(FLOAT_NEGATE, (right,), term.span)
+            return Functor(FLOAT_NEGATE, (right,), term.span)
+        if kind == FLOAT and term.op in FLOAT_OPERATIONS:  # others are type errors, reported
+            self.changed = True
             return Functor(FLOAT_OPERATIONS[term.op], (left, right), term.span)
         if kind == UNSIGNED:
             if term.op in _EXTREMES:
