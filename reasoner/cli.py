@@ -19,6 +19,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import cast
 
+from reasoner import floats
 from reasoner.analysis import check_program
 from reasoner.analysis.facts import evaluate
 from reasoner.analysis.model import AnalyzedProgram, Value
@@ -31,7 +32,7 @@ from reasoner.elastic.engines import (
     EngineSettings,
 )
 from reasoner.elastic.switch import DEFAULT_SWITCHING_PARAMETER
-from reasoner.errors import InputDataError, ProgramError
+from reasoner.errors import FloatRefused, InputDataError, ProgramError
 from reasoner.gc_pause import collector_paused
 from reasoner.io.batch import read_facts_batch
 from reasoner.io.facts import load_inputs, write_outputs
@@ -479,6 +480,8 @@ def _constant(term: Term, column: ValueType | None) -> Value:
             return RecordText(nested_text(value, column))
         return render(term)
     literal = cast(NumberConst | StringConst, term)
+    if isinstance(literal, NumberConst) and literal.kind == "float":  # its IEEE pattern
+        return floats.from_bits(literal.value)
     if isinstance(literal, NumberConst) and literal.kind != "number" and column == "unsigned":
         return as_unsigned(literal.value)
     return literal.value
@@ -508,6 +511,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputDataError as exc:
         print(str(exc), file=sys.stderr)
         return EXIT_INPUT_ERROR
+    except FloatRefused as exc:  # the program asks what Soufflé's order of rows decides
+        print(str(exc), file=sys.stderr)
+        return EXIT_PROGRAM_ERROR
 
 
 if __name__ == "__main__":

@@ -66,9 +66,13 @@ def format_f(value: float) -> str:
 
 
 def format_exact(value: float) -> str:
-    """A float's shortest text that reads back to the same bits (for the service's
-    TSV and CSV and for cursors: `%g` loses digits)."""
-    return _nan_text(value) if math.isnan(value) else repr(value)
+    """A float's shortest text that reads back to the same bits, written as `%g` would where
+    that loses nothing (`3`, not `3.0`): for records' texts, the service's TSV and CSV and
+    cursors, where `%g`'s six digits would change the value."""
+    if math.isnan(value):
+        return _nan_text(value)
+    text = repr(value)
+    return text[:-2] if text.endswith(".0") else text
 
 
 _DECIMAL = r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
@@ -121,6 +125,16 @@ def prefix_float(text: str) -> float | None:
     (`"1.5abc"` is 1.5); None (no value) when none does."""
     found = _STOD.match(text)
     return None if found is None else _read(found)
+
+
+def read_float(text: str, position: int) -> tuple[float, int] | None:
+    """A float read where `text` holds one at `position` (a record's field), and where it
+    ends; None if none is there."""
+    found = _STOD.match(text, position)
+    if found is None:
+        return None
+    value = _read(found)
+    return None if value is None else (value, found.end())
 
 
 def compare(a: float, b: float) -> int:

@@ -29,12 +29,13 @@ from typing import cast
 
 import numpy as np
 
+from reasoner import floats
 from reasoner.analysis.model import Value
 from reasoner.compact import Table
 from reasoner.records import AdtType, RecordType, ValueType
 from reasoner.state import RelationStore
 from reasoner.symbols import SymbolTable
-from reasoner.syntax.ast import SYMBOL, UNSIGNED
+from reasoner.syntax.ast import FLOAT, SYMBOL, UNSIGNED
 
 _BIAS = np.int64(-(1 << 63))
 """Flips an unsigned pattern's top bit: its keys then order as the unsigned values."""
@@ -88,8 +89,9 @@ class RowOrder:
 
     def keys(self, values: list[np.ndarray]) -> list[np.ndarray]:
         """The keys of rows given as engine columns (an unsigned's pattern with its top bit
-        flipped, so that keys order as the unsigned values do)."""
-        if self.symbols is None and UNSIGNED not in self.types:
+        flipped, so that keys order as the unsigned values do; a float's as
+        `reasoner.floats.order_keys` makes them, so they order as the floats do)."""
+        if self.symbols is None and UNSIGNED not in self.types and FLOAT not in self.types:
             return values
         return [self._keys(v, t) for v, t in zip(values, self.types, strict=True)]
 
@@ -97,6 +99,8 @@ class RowOrder:
         if kind == SYMBOL:
             assert self.symbols is not None  # made when there is a symbol column
             return self.symbols.keys[values]
+        if kind == FLOAT:
+            return floats.order_keys(values)
         return values ^ _BIAS if kind == UNSIGNED else values
 
     def cursor(self, after: Row) -> list[int]:
@@ -112,6 +116,8 @@ class RowOrder:
         if kind == SYMBOL:
             assert self.symbols is not None
             return self.symbols.key(cast(str, value))
+        if kind == FLOAT:
+            return floats.order_key(cast(float, value))
         number = cast(int, value)
         return number - (1 << 63) if kind == UNSIGNED else number
 

@@ -23,8 +23,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from reasoner import floats
 from reasoner.arith import as_unsigned, wrap64
-from reasoner.syntax.ast import NUMBER, RECORD, SYMBOL, UNSIGNED, ColumnType
+from reasoner.syntax.ast import FLOAT, NUMBER, RECORD, SYMBOL, UNSIGNED, ColumnType
 
 NIL = 0
 """The id of `nil`, the record of no fields that every record type has."""
@@ -195,6 +196,10 @@ def _symbol_text(text: str) -> str:
 
 
 def _number_text(value: int, kind: ColumnType) -> str:
+    """A numeric field's text; a float's (its IEEE pattern) is its shortest exact one, so the
+    text of a record reads back to the same record."""
+    if kind == FLOAT:
+        return floats.format_exact(floats.from_bits(value))
     return str(as_unsigned(value) if kind == UNSIGNED else value)
 
 
@@ -406,6 +411,11 @@ class Codec:
             close = stack[-1].close if stack else ""
             symbol, position = _read_symbol(text, position, "," + close)
             return self._symbol_id(symbol), None, position
+        if kind == FLOAT:
+            read = floats.read_float(text, position)
+            if read is None:
+                raise RecordError("expected a float", position)
+            return floats.to_bits(read[0]), None, read[1]
         found = _NUMBER.match(text, position)
         if found is None:
             raise RecordError(f"expected a {kind}", position)

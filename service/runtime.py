@@ -38,7 +38,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from reasoner import BootstrapCancelled, Delta, EngineSettings, EpochReport, Materialization
 from reasoner.elastic import switch
-from reasoner.errors import ProgramError
+from reasoner.errors import InvalidDelta, ProgramError
 from reasoner.progress import BootstrapProgress, ProgressReport
 from service import failpoints
 from service.epoch_budget import EpochBudget, EpochTooLarge, default_memory_allowance
@@ -408,6 +408,9 @@ class Runtime:
                 timeout=timeout,
             ) from None
         except Problem:
+            raise
+        except InvalidDelta as exc:  # a float sum whose rounding is Soufflé's order of rows
+            log.warning("epoch %d refused, nothing changed: %s", number, exc.message)
             raise
         except Exception as exc:
             if committed:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from reasoner.elastic.bootstrap import BootstrapCancelled, Check
+from reasoner.errors import InvalidDelta
 from reasoner.update.deadline import Deadline, DeadlineExceeded
 
 T = TypeVar("T")
@@ -91,14 +92,15 @@ def attempt_update(
     strategy: str, update: Callable[[], T], discard: Callable[[], None]
 ) -> Attempt[T]:
     """Run `update`; if it passes its deadline or memory allowance (or, under `auto`, fails),
-    `discard` what it left and say why the epoch falls back. A cancellation, or a failure of
+    `discard` what it left and say why the epoch falls back. A cancellation, a refused delta
+    (`InvalidDelta`: a float sum Soufflé would add in its own order), or a failure of
     a forced Update, propagates after `discard`."""
     try:
         return Attempt(outcome=update())
     except DeadlineExceeded as exceeded:
         discard()
         return Attempt(fallback_reason=exceeded.reason)
-    except BootstrapCancelled:
+    except (BootstrapCancelled, InvalidDelta):  # a refused delta: a Bootstrap would refuse it
         discard()
         raise
     except Exception:

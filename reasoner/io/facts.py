@@ -213,10 +213,7 @@ def _row_with_records(
         if kind == SYMBOL:
             values.append(field)
         elif kind == FLOAT:
-            value = floats.parse_float(field)
-            if value is None:
-                raise InputDataError(_not_a_float(column, field), filename, number)
-            values.append(floats.FloatValue(value))
+            values.append(float_field(field, column, filename, number))
         elif _NUMBER.fullmatch(field) and _fits(field, _BOUNDS[storage(kind)]):
             values.append(int(field))
         else:
@@ -287,6 +284,14 @@ def _parse_floats(fields: Sequence[str]) -> list[Value] | None:
     return values
 
 
+def float_field(field: str, column: int, filename: str, line: int) -> floats.FloatValue:
+    """A float field as Soufflé reads one, or an error naming it."""
+    value = floats.parse_float(field)
+    if value is None:
+        raise InputDataError(_not_a_float(column, field), filename, line)
+    return floats.FloatValue(value)
+
+
 def _not_a_float(column: int, field: str) -> str:
     return (
         f"column {column}: expected a float (as C's strtod reads one, within range), got {field!r}"
@@ -313,8 +318,7 @@ def _raise_first_bad_row(
             if storage(column_type) in (SYMBOL, RECORD):
                 continue
             if column_type == FLOAT:
-                if floats.parse_float(field) is None:
-                    raise InputDataError(_not_a_float(column, field), filename, number)
+                float_field(field, column, filename, number)
                 continue
             if not _NUMBER.fullmatch(field):
                 raise InputDataError(

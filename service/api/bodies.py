@@ -11,9 +11,9 @@ from fastapi import Request
 from reasoner.analysis.model import RelationInfo
 from reasoner.errors import InputDataError
 from reasoner.io.batch import FactBatch, parse_facts_batch
-from reasoner.io.facts import record_field
+from reasoner.io.facts import float_field, record_field
 from reasoner.records import AdtType, RecordType, ValueType
-from reasoner.syntax.ast import SYMBOL
+from reasoner.syntax.ast import FLOAT, SYMBOL
 from service.api.common import parse_int64
 from service.errors import INVALID_REQUEST, UNSUPPORTED_MEDIA_TYPE, Problem, clip
 
@@ -144,6 +144,9 @@ def parse_csv(
                     continue
                 if isinstance(kind, RecordType | AdtType):
                     row.append(record_field(field, kind, column, filename, line))
+                    continue
+                if kind == FLOAT:
+                    row.append(float_field(field, column, filename, line))
                     continue
                 value = parse_int64(field, kind)
                 if value is None:

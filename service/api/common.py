@@ -5,13 +5,14 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 import re
 from collections.abc import Sequence
 from typing import Any
 
 from fastapi import Request
 
-from reasoner import Delta
+from reasoner import Delta, floats
 from reasoner.errors import Diagnostic, ProgramError
 from reasoner.io.batch import FactBatch
 from reasoner.program_text import RULES_FILENAME
@@ -54,9 +55,36 @@ def epoch_out(applied: Applied) -> EpochOut:
     )
 
 
+def json_value(value: Any) -> Any:
+    """A value as JSON writes it: a float that JSON has no number for (an infinity, a NaN) as
+    the text C's `strtod` reads back (`"inf"`, `"-nan"`), which every request takes."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return floats.format_exact(value)
+    return value
+
+
+def json_row(row: Sequence[Any]) -> list[Any]:
+    return [json_value(value) for value in row]
+
+
+def json_safe(document: Any) -> Any:
+    """A document of dicts and lists with every float as `json_value` writes it (an
+    explanation's rows and bindings)."""
+    if isinstance(document, dict):
+        return {key: json_safe(value) for key, value in document.items()}
+    if isinstance(document, list | tuple):
+        return [json_safe(value) for value in document]
+    return json_value(document)
+
+
+def text_row(row: Sequence[Any]) -> list[Any]:
+    """A row for CSV and TSV answers: a float's shortest exact text (`%g` would round it)."""
+    return [floats.format_exact(v) if isinstance(v, float) else v for v in row]
+
+
 def encode_cursor(epoch: int, row: Sequence[Any]) -> str:
     """A cursor after `row` of a read of `epoch`: later pages come from that epoch or fail."""
-    text = json.dumps([epoch, *row], ensure_ascii=False, separators=(",", ":"))
+    text = json.dumps([epoch, *json_row(row)], ensure_ascii=False, separators=(",", ":"))
     return base64.urlsafe_b64encode(text.encode("utf-8")).decode("ascii").rstrip("=")
 
 
@@ -74,10 +102,18 @@ def decode_cursor(cursor: str, types: Sequence[str], epoch: int) -> tuple[Any, .
         raise Problem(400, INVALID_CURSOR, "the cursor is not one this service issued") from None
     if len(row) != len(types) + 1 or not _is_int64(row[0]) or row[0] < 0:
         raise Problem(400, INVALID_CURSOR, "the cursor does not fit these columns")
+    values = []
     for value, kind in zip(row[1:], types, strict=True):
+        if kind == "float":
+            number = floats.user_float(value)
+            if number is None:
+                raise Problem(400, INVALID_CURSOR, "the cursor does not fit these columns")
+            values.append(floats.FloatValue(number))
+            continue
         ok = isinstance(value, str) if kind in ("symbol", "record") else _is_int64(value, kind)
         if not ok:
             raise Problem(400, INVALID_CURSOR, "the cursor does not fit these columns")
+        values.append(value)
     if row[0] != epoch:
         raise Problem(
             410,
@@ -87,7 +123,7 @@ def decode_cursor(cursor: str, types: Sequence[str], epoch: int) -> tuple[Any, .
             cursor_epoch=row[0],
             epoch=epoch,
         )
-    return tuple(row[1:])
+    return tuple(values)
 
 
 _JSON_DECODER = json.JSONDecoder()

@@ -13,8 +13,10 @@ from fastapi import Query, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 
+from reasoner import floats
 from reasoner.errors import TYPE_MISMATCH
-from service.api.common import parse_int64
+from reasoner.syntax.ast import FLOAT
+from service.api.common import json_row, parse_int64, text_row
 from service.errors import UNKNOWN_COLUMN, Problem, clip
 
 NDJSON = "application/x-ndjson"
@@ -46,17 +48,22 @@ def page_response(
     if next_cursor is not None:
         headers["X-Next-Cursor"] = next_cursor
     if fmt == "ndjson":
-        body = "".join(json.dumps(list(r), ensure_ascii=False) + "\n" for r in rows)
+        body = "".join(json.dumps(json_row(r), ensure_ascii=False) + "\n" for r in rows)
         return Response(body, media_type=NDJSON, headers=headers)
     if fmt == "csv":
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(columns)
-        writer.writerows(rows)
+        writer.writerows(text_row(row) for row in rows)
         return Response(out.getvalue(), media_type="text/csv; header=present", headers=headers)
     # The model's fields in its order, without validating a page of rows the engine made
     # (that took longer than reading them).
-    values = {**relation_or_query, "columns": columns, "rows": rows, "next": next_cursor}
+    values = {
+        **relation_or_query,
+        "columns": columns,
+        "rows": [json_row(row) for row in rows],
+        "next": next_cursor,
+    }
     return JSONResponse({name: values[name] for name in model.model_fields}, headers=headers)
 
 
@@ -97,8 +104,8 @@ def bound_arguments(
     request: Request, names: tuple[str, ...], types: tuple[str, ...]
 ) -> dict[int, Any]:
     """Bound arguments: `?column=value` (or `?@index=value`), typed by the column; a number
-    is read as in a `.facts` file (`parse_int64`: ASCII decimals in the 64-bit range), a
-    symbol or a record's text as it is."""
+    is read as in a `.facts` file (`parse_int64`: ASCII decimals in the 64-bit range; a
+    float as C's `strtod` reads it), a symbol or a record's text as it is."""
     bound: dict[int, Any] = {}
     for key, raw in request.query_params.multi_items():
         if key in RESERVED:
@@ -114,8 +121,17 @@ def bound_arguments(
                 UNKNOWN_COLUMN,
                 f"`{clip(key)}` is not a column (columns: {', '.join(names) or 'none'})",
             )
-        if types[column] not in ("symbol", "record"):
-            value: Any = parse_int64(raw, types[column])
+        if types[column] == FLOAT:
+            value: Any = floats.parse_float(raw)
+            if value is None:
+                raise Problem(
+                    400,
+                    TYPE_MISMATCH,
+                    f"column `{names[column]}` is a float, got {clip(raw)!r}",
+                )
+            value = floats.FloatValue(value)
+        elif types[column] not in ("symbol", "record"):
+            value = parse_int64(raw, types[column])
             if value is None:
                 kind = "unsigned " if types[column] == "unsigned" else ""
                 raise Problem(

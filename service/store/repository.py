@@ -277,6 +277,7 @@ def _append_segments(
     if not count:
         return
     values = facts.frame if isinstance(facts, FactBatch) else pl.DataFrame()
+    values = segments.stored_columns(values)
     if count <= segments.SMALL_ROWS:
         rows = values.rows() if values.width else [()] * count
         data = segments.encode_rows(values.schema, rows, [present] * count)
@@ -345,6 +346,6 @@ def read_facts(connection: Connection) -> dict[str, Facts]:
     facts: dict[str, Facts] = {}
     for relation, group in groupby(result, key=lambda row: row[0]):
         net = segments.fold([segments.decode(data) for _, data in group], complete=True)
-        values = net.drop(segments.PRESENT)
+        values = segments.user_columns(net.drop(segments.PRESENT))
         facts[relation] = FactBatch(values) if values.width else [()] * net.height
     return facts

@@ -29,6 +29,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+import numpy as np
 import polars as pl
 
 PRESENT = "present"
@@ -89,6 +90,36 @@ def decode(data: bytes) -> pl.DataFrame:
     frame = {name: list(column) for name, column in zip(schema, columns, strict=True)}
     frame[PRESENT] = document[PRESENT]
     return pl.DataFrame(frame, schema={**schema, PRESENT: pl.Boolean()})
+
+
+FLOAT_BITS = ":bits"
+"""The suffix of a float column's name in a segment, which holds its IEEE patterns."""
+
+
+def stored_columns(values: pl.DataFrame) -> pl.DataFrame:
+    """A relation's rows as segments hold them: a float column as its IEEE patterns (Int64,
+    named `c0:bits`). A relation holds floats by their bits (0.0 and -0.0 are two rows, a
+    NaN keeps its sign), where Polars compares them as numbers, and JSON loses a NaN's sign."""
+    if pl.Float64() not in values.schema.dtypes():
+        return values
+    return values.select(
+        pl.Series(name + FLOAT_BITS, values[name].to_numpy().view(np.int64))
+        if dtype == pl.Float64()
+        else pl.col(name)
+        for name, dtype in values.schema.items()
+    )
+
+
+def user_columns(values: pl.DataFrame) -> pl.DataFrame:
+    """The inverse of `stored_columns`."""
+    if not any(name.endswith(FLOAT_BITS) for name in values.columns):
+        return values
+    return values.select(
+        pl.Series(name.removesuffix(FLOAT_BITS), values[name].to_numpy().view(np.float64))
+        if name.endswith(FLOAT_BITS)
+        else pl.col(name)
+        for name in values.columns
+    )
 
 
 def entries(values: pl.DataFrame, present: bool) -> pl.DataFrame:

@@ -77,7 +77,7 @@ def read_relation(
             lines = list(csv.reader(io.StringIO(response.text)))
             page = [
                 tuple(
-                    v if t in ("symbol", "record") else int(v)
+                    v if t in ("symbol", "record", "float") else int(v)
                     for v, t in zip(line, types, strict=True)
                 )
                 for line in lines[1:]

@@ -330,3 +330,63 @@ s($Blank).
     with server.client() as client:
         assert set(read_relation(client, "p")) == points
         assert ("$Blank",) in set(read_relation(client, "s"))
+
+
+def test_floats_through_the_service(make_server: Callable[..., Server]) -> None:
+    """Floats are JSON numbers, and the values JSON has no number for (an infinity, a NaN)
+    the text C's `strtod` reads (`"inf"`, `"-nan"`), which every request takes back;
+    CSV answers write a float's exact text; 0.0 and -0.0 are two values (a relation holds
+    bits), in filters, pages, queries, explain, the store and after a restart. A `sum`
+    whose rounding depends on Soufflé's order of rows is refused and changes nothing."""
+    server = make_server().start()
+    program = """.decl p(x: float)
+.decl half(x: float, h: float)
+half(x, x / 2) :- p(x).
+.decl total(s: float)
+total(s) :- s = sum x : p(x).
+.decl ratio(r: float)
+ratio(1.0 / x) :- p(x), x = 0.0.
+"""
+    with server.client() as client:
+        client.post("/v1/rules", content=program, headers=TEXT).raise_for_status()
+        client.post("/v1/facts", json={"facts": {"p": [[1.5], [-0.0], [0.0], ["inf"]]}})
+        csv = {"content-type": "text/csv"}
+        client.post("/v1/relations/p/facts", content="2.25\n", headers=csv).raise_for_status()
+        columns = client.get("/v1/relations").json()["relations"]
+        assert {r["name"]: r["columns"] for r in columns}["p"] == [
+            {"name": "x", "type": "float", "record": None}
+        ]
+        assert read_relation(client, "p", limit=1) == [(-0.0,), (0.0,), (1.5,), (2.25,), ("inf",)]
+        assert read_relation(client, "p", fmt="csv") == [
+            ("-0",),
+            ("0",),
+            ("1.5",),
+            ("2.25",),
+            ("inf",),
+        ]
+        assert set(read_relation(client, "ratio")) == {("-inf",), ("inf",)}
+        assert read_relation(client, "half", x="1.5") == [(1.5, 0.75)]
+        assert read_relation(client, "half", x="-0") == [(-0.0, -0.0)]
+        assert read_relation(client, "total") == [("inf",)]
+        _, rows = query_all(client, "p(x), x > 1, y = x * 2")
+        assert set(rows) == {(1.5, 3.0), (2.25, 4.5), ("inf", "inf")}
+        explained = client.get("/v1/explain/half", params={"x": "inf", "h": "inf"}).json()
+        assert explained["holds"] and explained["row"] == ["inf", "inf"]
+        assert_problem(client.get("/v1/relations/p", params={"x": "1.5 "}), 400, "type_mismatch")
+
+        epoch = client.get("/ready").json()["epoch"]
+        refused = client.post("/v1/facts", json={"facts": {"p": [["x"]]}})
+        assert_problem(refused, 400, "type_mismatch")
+        retracted = client.request("DELETE", "/v1/facts", json={"facts": {"p": [["inf"]]}})
+        retracted.raise_for_status()
+        epoch = client.get("/ready").json()["epoch"]
+        refused = client.post("/v1/facts", json={"facts": {"p": [[0.1], [0.2], [0.3]]}})
+        assert_problem(refused, 400, "unsupported_feature")
+        assert client.get("/ready").json()["epoch"] == epoch
+        assert read_relation(client, "total") == [(3.75,)]
+
+    server.stop()
+    server.start()
+    with server.client() as client:
+        assert read_relation(client, "p") == [(-0.0,), (0.0,), (1.5,), (2.25,)]
+        assert read_relation(client, "total") == [(3.75,)]

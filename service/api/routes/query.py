@@ -19,6 +19,7 @@ from service.api.bodies import (
 from service.api.common import (
     decode_cursor,
     encode_cursor,
+    json_safe,
     unpaired_surrogate,
 )
 from service.api.deps import (
@@ -157,6 +158,6 @@ async def get_explain(
         }
 
     def respond() -> Response:
-        return JSONResponse(runtime.read(read))
+        return JSONResponse(json_safe(runtime.read(read)))
 
     return await answered(runtime, respond)

@@ -10,7 +10,7 @@ from fastapi import Path, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
-from reasoner import Delta, Materialization
+from reasoner import Delta, Materialization, floats
 from reasoner.analysis.model import RelationInfo
 from reasoner.arith import wrap64
 from reasoner.errors import TYPE_MISMATCH, UNKNOWN_RELATION
@@ -176,6 +176,8 @@ def _engine_key(
                 return None
         elif types[column] == "unsigned":
             value = wrap64(value)
+        elif types[column] == "float":
+            value = floats.to_bits(value)
         key[column] = value
     return key
 
