@@ -17,7 +17,11 @@ input tuples over a domain of 6 numbers, 6 unsigned values and 3 symbols) so the
 oracle stays fast. The unsigned values include 2^63 and 2^64 - 1, where an unsigned differs
 from the number of the same bits. Columns may hold records (`Pair = [n: number, s: symbol]`)
 and algebraic data types (`Shape = Dot {n: number} | Empty {}`), taken apart in positive and
-negated atoms and comparisons, and built in heads and comparisons.
+negated atoms and comparisons, and built in heads and comparisons. Float columns hold dyadic
+values, 0.0 and -0.0 among them (two values of a relation, equal under IEEE comparison), and
+are summed, compared (against infinities too), added, halved, negated; every sum of them is
+exact, so no epoch is refused for an order-dependent rounding (`reasoner.floats.total`), and
+no float `min`/`max` aggregate is drawn (a group holding 0.0 and -0.0 is refused).
 
 Relation and variable names are drawn from lists of names that break naive name mangling
 (`RELATION_NAMES`, `VARIABLE_NAMES`): every engine builds names of its own (Python globals,
@@ -31,11 +35,14 @@ from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
 
-from reasoner.syntax.ast import NUMBER, SYMBOL, UNSIGNED, ColumnType
+from reasoner.floats import FloatValue
+from reasoner.syntax.ast import FLOAT, NUMBER, SYMBOL, UNSIGNED, ColumnType
 
 NUMBERS = range(6)
 SYMBOLS = ("a", "b", "c")
 UNSIGNEDS = (0, 1, 2, 5, 2**63, 2**64 - 1)
+FLOATS = tuple(map(FloatValue, (0.5, 1.0, 2.25, -3.0, 0.0, -0.0)))
+"""As `FloatValue`s, so that the sets of rows the tests keep hold 0.0 and -0.0 apart."""
 PAIR = "Pair"
 SHAPE = "Shape"
 RECORD_DECLARATIONS = {
@@ -80,7 +87,7 @@ VARIABLE_NAMES = (
 """Variable names, in an order drawn per program: the engines' own names for variables
 (`v0`, ...), columns and generated locals."""
 
-Row = tuple[int | str, ...]
+Row = tuple[int | float | str, ...]
 Relations = dict[str, set[Row]]
 
 
@@ -118,13 +125,14 @@ class Delta:
 _DOMAINS: dict[str, tuple] = {
     NUMBER: tuple(NUMBERS),
     UNSIGNED: UNSIGNEDS,
+    FLOAT: FLOATS,
     SYMBOL: SYMBOLS,
     PAIR: PAIRS,
     SHAPE: SHAPES,
 }
 
 
-def values(column_type: ColumnType) -> st.SearchStrategy[int | str]:
+def values(column_type: ColumnType) -> st.SearchStrategy[int | float | str]:
     return st.sampled_from(_DOMAINS[column_type])
 
 
@@ -147,13 +155,16 @@ def constant(draw: st.DrawFn, column_type: ColumnType) -> str:
     if column_type == PAIR and value != "nil":  # `[0, a]` is written `[0, "a"]`
         number, symbol = str(value)[1:-1].split(", ")
         return f'[{number}, "{symbol}"]'
+    if column_type == FLOAT:  # `2` in float context is 2.0
+        whole = float(value).is_integer() and str(value) != "-0.0"
+        return str(int(value)) if whole and draw(st.booleans()) else repr(float(value))
     if column_type in (NUMBER, SHAPE, PAIR):
         return str(value)
     return f'"{value}"'
 
 
 _ARITIES = st.sampled_from((0, 1, 1, 2, 2, 2, 3))
-_COLUMN_TYPES = st.sampled_from((NUMBER,) * 4 + (SYMBOL, UNSIGNED) * 2 + (PAIR, SHAPE))
+_COLUMN_TYPES = st.sampled_from((NUMBER,) * 4 + (SYMBOL, UNSIGNED, FLOAT) * 2 + (PAIR, SHAPE))
 _STEM_ARITIES = st.just(3)
 _EXTENDED_ARITIES = st.sampled_from((2, 3))
 
@@ -359,7 +370,7 @@ class RuleBuilder:
             else:
                 args.append(f"{tag}{index}")
                 local[args[-1]] = column_type
-            numeric = column_type in (NUMBER, UNSIGNED)
+            numeric = column_type in (NUMBER, UNSIGNED, FLOAT)
             if numeric and args[-1] != "_" and not args[-1][0].isdigit():
                 numbers[args[-1]] = column_type
         literals = [f"{relation.name}({', '.join(args)})"]
@@ -380,10 +391,11 @@ class RuleBuilder:
                 literals.append(
                     f"!{negated.name}({', '.join([self.draw(st.sampled_from(inner)), *rest])})"
                 )
-        op = choose(self.draw, count=2, sum=2, min=1, max=1) if numbers else "count"
+        value = self.draw(st.sampled_from(sorted(numbers))) if numbers else ""
+        extremes = int(numbers.get(value) != FLOAT)  # 0.0 against -0.0: refused (docstring)
+        op = choose(self.draw, count=2, sum=2, min=extremes, max=extremes) if value else "count"
         target, result_type = "", NUMBER
         if op != "count":
-            value = self.draw(st.sampled_from(sorted(numbers)))
             result_type = numbers[value]  # sum, min and max: the expression's type
             target = " " + self.draw(st.sampled_from((value, f"{value} * 2", f"{value} + 1")))
         result = self.fresh(result_type)
@@ -471,6 +483,24 @@ class RuleBuilder:
             )
             self.body.append(f"{left} {op} {right}")
             return
+        floats = sorted(v for v, t in self.bound.items() if t == FLOAT)
+        if floats and self.draw(st.booleans()):
+            left, other = (self.draw(st.sampled_from(floats)) for _ in range(2))
+            op = self.draw(st.sampled_from(("<", "<=", ">", ">=", "=", "!=")))
+            right = self.draw(
+                st.sampled_from(
+                    (
+                        constant(self.draw, FLOAT),
+                        other,  # `=`: an alias of two atoms' variables, equal bits
+                        f"{other} + 0.0",  # `=`: IEEE's, 0.0 equals -0.0
+                        f"{other} * -1",
+                        f"{other} / 0.0",  # an infinity, or NaN for 0.0 / 0.0
+                        f"max({other}, 1.0)",
+                    )
+                )
+            )
+            self.body.append(f"{left} {op} {right}")
+            return
         numbers = sorted(v for v, t in self.bound.items() if t == NUMBER)
         symbols = sorted(v for v, t in self.bound.items() if t == SYMBOL)
         if numbers and (not symbols or self.draw(st.booleans())):
@@ -546,6 +576,24 @@ class RuleBuilder:
                         f"to_unsigned(to_string({x}))",
                         f"as(as({x}, number) - 1, unsigned)",
                         f"to_unsigned(to_number({y}) * -1)",
+                    )
+                )
+            )
+        if column_type == FLOAT and choice in ("arithmetic", "functor") and not recursive:
+            x, y = (self.draw(st.sampled_from(same_type)) for _ in range(2))
+            numbers = sorted(v for v, t in self.bound.items() if t == NUMBER)
+            return self.draw(
+                st.sampled_from(
+                    (
+                        f"{x} + {y}",
+                        f"{x} - {y}",
+                        f"{x} * 2",
+                        f"{x} / 2",
+                        f"-{x}",  # flips the sign: -(0.0) is -0.0
+                        f"max({x}, {y})",
+                        f"min({x}, 0.5)",
+                        f"as({x}, float)",
+                        *(f"to_float({n})" for n in numbers),
                     )
                 )
             )

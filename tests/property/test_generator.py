@@ -114,6 +114,12 @@ def features(analyzed: AnalyzedProgram, state: State) -> set[str]:
         found.add("zero-arity input relation")
     if any("symbol" in info.types for info in analyzed.relations.values()):
         found.add("symbol column")
+    if any("float" in info.types for info in analyzed.relations.values()):
+        found.add("float column")
+    for name in state:
+        zeros = {str(v) for row in state[name] for v in row if isinstance(v, float) and not v}
+        if len(zeros) == 2:  # "0.0" and "-0.0"
+            found.add("0.0 and -0.0 in one relation")
     if any(fact.atom.relation in derived for fact in program.facts):
         found.add("fact on a derived relation")
 
@@ -175,6 +181,8 @@ EXPECTED_FEATURES = {
     "zero-arity derived relation",
     "zero-arity input relation",
     "symbol column",
+    "float column",
+    "0.0 and -0.0 in one relation",
     "fact on a derived relation",
     "linear recursion",
     "non-linear recursion",

@@ -30,6 +30,8 @@ from tests.spark.support import assert_same, on_spark, outcome, reference
 from tests.unit.test_aggregates import INPUTS as AGGREGATES_INPUTS
 from tests.unit.test_aggregates import PROGRAM as AGGREGATES_PROGRAM
 from tests.unit.test_components import PROGRAM as COMPONENTS_PROGRAM
+from tests.unit.test_floats import INPUTS as FLOAT_INPUTS
+from tests.unit.test_floats import PROGRAM as FLOAT_PROGRAM
 from tests.unit.test_functors import INPUTS as FUNCTORS_INPUTS
 from tests.unit.test_functors import PROGRAM as FUNCTORS_PROGRAM
 from tests.unit.test_functors import RANGE_INPUTS, RANGES
@@ -242,6 +244,13 @@ def test_records(spark: SparkSession) -> None:
     """Strata that build or take apart records run in the driver (its record table is the
     functors'); strata that only move record ids around run on Spark."""
     check(RECORDS_PROGRAM, RECORDS_INPUTS, spark)
+
+
+def test_floats(spark: SparkSession) -> None:
+    """Float operations are functors, so their strata run in the driver; a join on float
+    columns (their bits) and the float aggregates (group by group, in the driver) work on
+    what Spark holds."""
+    check(FLOAT_PROGRAM, FLOAT_INPUTS, spark)
 
 
 def test_constants_repeated_variables_wildcards(spark: SparkSession) -> None:
