@@ -435,11 +435,13 @@ def _explain(args: argparse.Namespace) -> int:
             raise InputDataError(f"{error.code}: {error.message}", args.program) from None
     if args.json:
         json.dump(
-            [
-                {"relation": r, "row": list(row), "holds": proof is not None, "proof": proof}
-                | ({} if failures is None else {"why_not": failures})
-                for r, row, _, proof, failures in answers
-            ],
+            floats.json_safe(
+                [
+                    {"relation": r, "row": list(row), "holds": proof is not None, "proof": proof}
+                    | ({} if failures is None else {"why_not": failures})
+                    for r, row, _, proof, failures in answers
+                ]
+            ),
             sys.stdout,
             indent=2,
         )

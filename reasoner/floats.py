@@ -17,11 +17,14 @@ orders is refused (`reasoner.errors.FloatRefused`), never answered differently.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import math
 import re
 import struct
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from fractions import Fraction
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -54,25 +57,17 @@ def _nan_text(value: float) -> str:
     return "-nan" if math.copysign(1.0, value) < 0 else "nan"
 
 
-def format_g(value: float) -> str:
-    """How Soufflé writes a float to `.csv` files and stdout (`os << double`: `%g`, six
-    significant digits); a NaN with its sign, as glibc's printf writes it."""
-    return _nan_text(value) if math.isnan(value) else f"{value:g}"
+def float_text(value: float) -> str:
+    """A float as Soufflé writes it, in `.csv` files, on stdout and inside records (`os <<
+    double` at `max_digits10`, i.e. `%.17g`: 0.1 is `0.10000000000000001`, 2.0 is `2`), so
+    the text reads back to the same bits; a NaN with its sign, as glibc writes it. The
+    service writes floats so too wherever it writes text (CSV answers, cursors)."""
+    return _nan_text(value) if math.isnan(value) else f"{value:.17g}"
 
 
 def format_f(value: float) -> str:
     """`to_string` of a float (`std::to_string`: `%f`)."""
     return _nan_text(value) if math.isnan(value) else f"{value:f}"
-
-
-def format_exact(value: float) -> str:
-    """A float's shortest text that reads back to the same bits, written as `%g` would where
-    that loses nothing (`3`, not `3.0`): for records' texts, the service's TSV and CSV and
-    cursors, where `%g`'s six digits would change the value."""
-    if math.isnan(value):
-        return _nan_text(value)
-    text = repr(value)
-    return text[:-2] if text.endswith(".0") else text
 
 
 _DECIMAL = r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
@@ -163,9 +158,28 @@ def _odd_integer(value: float) -> bool:
     return value.is_integer() and abs(value) < 2**53 and int(value) % 2 == 1
 
 
+def _c_pow() -> Callable[[float, float], float] | None:
+    """The C library's `pow`, which Soufflé calls (`std::pow`); None where none loads."""
+    try:
+        libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+    except OSError:
+        return None
+    function = libm.pow
+    function.argtypes = (ctypes.c_double, ctypes.c_double)
+    function.restype = ctypes.c_double
+    return cast(Callable[[float, float], float], function)
+
+
+_POW = _c_pow()
+
+
 def power(base: float, exponent: float) -> float:
-    """C's `pow`: Python raises where C returns the default NaN (a negative base to a
-    fractional power) or an infinity (overflow, and a zero base to a negative power)."""
+    """C's `pow`, the C library's own (glibc gives `pow(-nan, 3)` a positive NaN, which no
+    rule of Python's reproduces); without one, Python's, its errors mapped to what C
+    returns: the default NaN (a negative base to a fractional power) or an infinity
+    (overflow, and a zero base to a negative power)."""
+    if _POW is not None:
+        return _POW(base, exponent)
     try:
         return math.pow(base, exponent)
     except OverflowError:
@@ -203,7 +217,7 @@ def to_number(value: float) -> int:
 def to_unsigned(value: float) -> int:
     """`to_unsigned(f)`, as bits: `static_cast<uint64_t>` as gcc compiles it for x86-64 (one
     conversion below 2^63, another of `value - 2^63` with the top bit set above)."""
-    if value < 2.0**63:
+    if math.isnan(value) or value < 2.0**63:
         return _truncate(value)
     return _truncate(value - 2.0**63) ^ -_INT64
 
@@ -263,10 +277,15 @@ def total(values: Sequence[float], what: str) -> float:
         raise _order_dependent(what)
     if nans:
         return from_bits(nans.pop())
-    exact = _exact_sum([value for value in values if math.isfinite(value)])
+    finite = [value for value in values if math.isfinite(value)]
+    if infinities:  # it decides, unless the finite values could overflow to the other one
+        if sum(Fraction(abs(value)) for value in finite) > Fraction(DBL_MAX):
+            raise _order_dependent(what)
+        return infinities.pop()
+    exact = _exact_sum(finite)
     if exact is None:
         raise _order_dependent(what)
-    return infinities.pop() if infinities else exact
+    return exact
 
 
 def mean(values: Sequence[float], what: str) -> float:
@@ -332,6 +351,24 @@ class FloatValue(float):
 
     def __ge__(self, other: float) -> bool:
         return order_key(self) >= order_key(other)
+
+
+def json_value(value: object) -> object:
+    """A value as JSON writes it: a float that JSON has no number for (an infinity, a NaN) as
+    the text C's `strtod` reads back (`"inf"`, `"-nan"`), which every request takes; any
+    other float as a plain one (a `FloatValue`'s comparisons would hide a NaN from `json`)."""
+    if isinstance(value, float):
+        return float(value) if math.isfinite(value) else float_text(value)
+    return value
+
+
+def json_safe(document: object) -> object:
+    """A document of dicts, lists and tuples with every value as `json_value` writes it."""
+    if isinstance(document, dict):
+        return {key: json_safe(value) for key, value in document.items()}
+    if isinstance(document, list | tuple):
+        return [json_safe(value) for value in document]
+    return json_value(document)
 
 
 def user_float(value: object) -> float | None:

@@ -1022,7 +1022,8 @@ class Materialization:
 
 def _shapes_from_facts(analyzed: AnalyzedProgram, insert: Rows) -> str:
     """`.decl` lines for relations whose shape inserted facts fix: a relation first met in
-    them (arity and types of its first row: `number` for integers, `symbol` for strings), or
+    them (arity and types of its first row: `number` for integers, `float` for floats,
+    `symbol` for strings), or
     one the program uses without fixing some column's type (that column takes the first
     row's). The other rows are then checked against the declaration like any fact. Empty
     when the program already has every shape."""
@@ -1032,7 +1033,8 @@ def _shapes_from_facts(analyzed: AnalyzedProgram, insert: Rows) -> str:
         if first is None:
             continue
         given: tuple[ColumnType, ...] = tuple(
-            "symbol" if isinstance(v, str) else "number" for v in first
+            "symbol" if isinstance(v, str) else "float" if isinstance(v, float) else "number"
+            for v in first
         )
         info = analyzed.relations.get(name)
         if info is None:

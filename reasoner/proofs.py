@@ -171,7 +171,7 @@ def shown(value: Value) -> str:
     """A value as an atom's argument shows it: a symbol quoted, a record as written."""
     if isinstance(value, str) and not isinstance(value, RecordText):
         return f'"{value}"'
-    return floats.format_exact(value) if isinstance(value, float) else str(value)
+    return floats.float_text(value) if isinstance(value, float) else str(value)
 
 
 class Explainer:

@@ -196,10 +196,10 @@ def _symbol_text(text: str) -> str:
 
 
 def _number_text(value: int, kind: ColumnType) -> str:
-    """A numeric field's text; a float's (its IEEE pattern) is its shortest exact one, so the
-    text of a record reads back to the same record."""
+    """A numeric field's text; a float's (its IEEE pattern) as Soufflé writes it, which
+    reads back to the same bits (`reasoner.floats.float_text`)."""
     if kind == FLOAT:
-        return floats.format_exact(floats.from_bits(value))
+        return floats.float_text(floats.from_bits(value))
     return str(as_unsigned(value) if kind == UNSIGNED else value)
 
 

@@ -22,6 +22,7 @@ tuple of every relation to `(iteration, count)`:
 
 from __future__ import annotations
 
+import ctypes
 import math
 import re
 import struct
@@ -212,13 +213,7 @@ def float_arithmetic(op: str, a: float, b: float) -> float:
             return X86_NAN
         return math.copysign(math.inf, a) * math.copysign(1.0, b)
     if op == "^":
-        try:
-            return a**b if not (a == 0 and b < 0) else _pole(a, b)
-        except OverflowError:
-            odd = b == int(b) and int(b) % 2 == 1
-            return -math.inf if a < 0 and odd else math.inf
-        except ZeroDivisionError:
-            return _pole(a, b)
+        return C_POW(a, b)
     if op == "max":
         return b if a < b else a
     if op == "min":
@@ -226,15 +221,53 @@ def float_arithmetic(op: str, a: float, b: float) -> float:
     raise ValueError(f"unknown float operator {op!r}")
 
 
-def _pole(a: float, b: float) -> float:
-    """`pow(±0, b < 0)`: an infinity, with the zero's sign when b is an odd integer."""
-    odd = b == int(b) and int(b) % 2 == 1
-    return math.copysign(math.inf, a) if odd else math.inf
+C_POW = ctypes.CDLL("libm.so.6").pow
+"""`pow` as Soufflé calls it: the C library's."""
+C_POW.argtypes = (ctypes.c_double, ctypes.c_double)
+C_POW.restype = ctypes.c_double
 
 
-def float_power_result(value: object) -> float:
-    """Python's `**` gives a complex for a negative base to a fractional power: C's NaN."""
-    return X86_NAN if isinstance(value, complex) else float(value)  # type: ignore[arg-type]
+ANALYZED_FLOAT_FUNCTORS = {
+    "fadd!": "+",
+    "fsub!": "-",
+    "fmul!": "*",
+    "fdiv!": "/",
+    "fpow!": "^",
+    "fmax!": "max",
+    "fmin!": "min",
+    "fneg!": "neg",
+    "fcmp!": "",
+    "itof!": "",
+    "utof!": "",
+    "ftoi!": "",
+    "ftou!": "",
+    "ftos!": "",
+}
+"""Functors the analysis makes of float operations: a test that reads the analyzed rules
+(explain's proofs) evaluates them on the IEEE patterns the engine holds."""
+
+
+def bits_of_float(value: float) -> int:
+    return struct.unpack("<q", struct.pack("<d", value))[0]
+
+
+def analyzed_float_functor(name: str, args: list[int]) -> Value:
+    values = [float_of_bits(arg) for arg in args]
+    if name == "fcmp!":
+        a, b = values
+        return -1 if a < b else 1 if a > b else 0 if a == b else 2
+    if name == "itof!":
+        return bits_of_float(float(wrap(args[0])))
+    if name == "utof!":
+        return bits_of_float(float(args[0] % 2**64))
+    if name in ("ftoi!", "ftou!"):
+        return wrap(functor("to_number" if name == "ftoi!" else "to_unsigned", values))  # type: ignore[arg-type]
+    if name == "ftos!":
+        return float_text(values[0])
+    if name == "fneg!":
+        return bits_of_float(-values[0])
+    op = ANALYZED_FLOAT_FUNCTORS[name]
+    return bits_of_float(float_arithmetic(op, values[0], values[1]))
 
 
 def truncated(value: float) -> int:
@@ -287,14 +320,20 @@ def stored(value: Value) -> Value:
 
 
 def holds(comparison: Comparison, left: Value, right: Value, grounded: set[str]) -> bool:
-    """Whether a comparison holds. An equality of two variables that positive atoms bind is
-    one of Soufflé's aliases, a join, so it compares floats' bits; any other compares floats
-    as IEEE does, except that a variable no atom binds is the term that defines it, and an
-    equality of a term with itself holds (Soufflé drops it: `z = 0.0 / 0.0` defines z)."""
+    """Whether a comparison holds. An equality of two variables that positive atoms (or an
+    aggregate) bind is one of Soufflé's aliases, a join, so it compares floats' bits; any
+    other compares floats as IEEE does, except that a variable no atom binds is the term
+    that defines it, and an equality of a term with itself holds (Soufflé drops it:
+    `z = 0.0 / 0.0` defines z). Simpler than Soufflé's alias resolution
+    (`reasoner.analysis.floats`): where a NaN meets a second definition of a variable
+    (`z = x + y, z = y + x`) this one holds on equal bits, Soufflé's compares."""
     if comparison.op != "=":
         return compare(comparison.op, left, right)
     sides = (comparison.left, comparison.right)
-    if all(isinstance(side, Variable) and side.name in grounded for side in sides):
+    if all(
+        isinstance(side, Aggregate) or (isinstance(side, Variable) and side.name in grounded)
+        for side in sides
+    ):  # an aggregate's result is a variable that its aggregate binds
         return stored(left) == stored(right)
     defined = any(isinstance(side, Variable) and side.name not in grounded for side in sides)
     return (defined and stored(left) == stored(right)) or compare("=", left, right)
@@ -337,8 +376,7 @@ def value_of(
         if term.op.startswith(UNSIGNED):
             return unsigned_arithmetic(term.op[len(UNSIGNED) :], left, right)  # type: ignore[arg-type]
         if term.op.startswith(FLOAT):
-            value = float_arithmetic(term.op[len(FLOAT) :], left, right)  # type: ignore[arg-type]
-            return float_power_result(value)
+            return float_arithmetic(term.op[len(FLOAT) :], left, right)  # type: ignore[arg-type]
         return arithmetic(term.op, left, right)  # type: ignore[arg-type]
     if isinstance(term, Aggregate):
         return aggregate_value(term, binding, rows or {})
@@ -464,7 +502,7 @@ def functor(name: str, args: list[Value]) -> Value:
         return truncated(args[0])
     if name == "to_unsigned" and isinstance(args[0], float):
         value = args[0]
-        if value < 2.0**63:
+        if value != value or value < 2.0**63:  # a NaN: gcc's first branch
             return truncated(value) % 2**64
         return (truncated(value - 2.0**63) + 2**63) % 2**64
     if name == "to_string" and isinstance(args[0], float):
@@ -490,6 +528,8 @@ def functor(name: str, args: list[Value]) -> Value:
         return str(args[0])
     if name == "to_string!u":  # the analysis's form of `to_string` on an unsigned pattern
         return str(int(args[0]) % 2**64)
+    if name in ANALYZED_FLOAT_FUNCTORS:  # the analysis's float functors, on IEEE patterns
+        return analyzed_float_functor(name, [int(arg) for arg in args])  # type: ignore[call-overload]
     if name in ("pack!", "find!"):  # the analysis's record built: its fields, nil being 0
         return (PACKED, tuple(args))  # type: ignore[return-value]
     if name == "field!":
@@ -712,8 +752,8 @@ def _variable_kinds(rule: Rule, columns: Mapping[str, tuple[str, ...]]) -> dict[
 def _kind(term: object, kinds: Mapping[str, str]) -> str | None:
     if isinstance(term, Variable):
         return kinds.get(term.name)
-    if isinstance(term, NumberConst):
-        return term.kind
+    if isinstance(term, NumberConst):  # one written negative is a number or a float
+        return None if term.kind == "number" else term.kind
     if isinstance(term, BinaryOp):
         return _kind(term.left, kinds) or _kind(term.right, kinds)
     if isinstance(term, Aggregate):
@@ -778,8 +818,9 @@ def _typed_term(
     if isinstance(term, NumberConst):
         if term.kind == "float":
             return replace(term, value=float_of_bits(term.value))
-        if context == "float":
-            return replace(term, value=float(term.value))
+        if context == "float":  # `-0` is -0.0, as `stod("-0")` is
+            negative_zero = term.kind == "number" and term.value == 0
+            return replace(term, value=-0.0 if negative_zero else float(term.value))
         return replace(term, value=term.value % 2**64) if context == "unsigned" else term
     if isinstance(term, BinaryOp):
         inner = context or _own(_kind(term, kinds))
@@ -794,8 +835,8 @@ def _typed_term(
     if isinstance(term, Cast):  # its operand in its own type; a literal in the cast's
         target = _primitives.get(term.type, term.type)
         own = _kind(term.term, kinds)
-        if isinstance(term.term, NumberConst) and own is None:
-            own = target
+        if isinstance(term.term, NumberConst) and term.term.kind in (None, "number"):
+            own = target  # Soufflé types a constant by its cast: `as(-1, float)` is -1.0
         inner = _typed_term(term.term, _own(own), kinds, columns)
         return replace(term, term=inner, type=target)
     if isinstance(term, Functor):  # a parameter is a symbol or in its own numeric type

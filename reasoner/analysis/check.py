@@ -89,7 +89,7 @@ def analyze(
     # ids (after the checks, which name the operators as written); the rewrites change no
     # dependency.
     origins: dict[int, int] = {}
-    evaluated = record_terms(numeric_operations(program, inference), named, origins)
+    evaluated = record_terms(numeric_operations(program, inference, origins), named, origins)
     facts = fold_facts(evaluated, reporter, inference.column_value_type)
     strata, stratum_of = stratify(evaluated, table.order, reporter, aggregates)
     reporter.raise_if_errors()
@@ -103,7 +103,7 @@ def analyze(
             typed, table, named, again, results, aggregated.typing_rules, aggregated.zeros
         )
         origins.clear()
-        evaluated = record_terms(numeric_operations(program, inference), named, origins)
+        evaluated = record_terms(numeric_operations(program, inference, origins), named, origins)
         strata, stratum_of = stratify(evaluated, table.order, again, aggregates)
         again.raise_if_errors()
     variable_types: dict[Rule, dict[str, ValueType]] = {}

@@ -48,6 +48,7 @@ from reasoner.functors import (
     FLOAT_OPERATIONS,
     UNSIGNED_TO_STRING,
 )
+from reasoner.records import AdtType, RecordType, ValueType
 from reasoner.syntax.ast import (
     FLOAT,
     NUMBER,
@@ -97,12 +98,17 @@ FLOAT_VARIABLE = "#f"
 no name a program can write)."""
 
 
-def numeric_operations(program: Program, inference: TypeInference) -> Program:
+def numeric_operations(
+    program: Program, inference: TypeInference, origins: dict[int, int] | None = None
+) -> Program:
     """`program` with every operation on `unsigned` values and floats in the forms the module
     docstring lists; `program` itself when it has none. `inference` has visited `program`'s
-    rules and facts."""
+    rules and facts. `origins` receives, for each comparison appended to a rule's body, the
+    position of the atom it compares an argument of (why-not names that atom)."""
     rewriter = _Rewriter(inference)
     rules = tuple(rewriter.rule(rule) for rule in program.rules)
+    if origins is not None:
+        origins.update(rewriter.origins)
     facts = []
     for fact in program.facts:
         rewriter.scope = inference.scopes[id(fact)]
@@ -168,6 +174,10 @@ class _Rewriter:
         """The clause's equalities of floats that stay `=` (`reasoner.analysis.floats`)."""
         self.compared: list[Comparison] = []
         """What the clause's atoms' compared float arguments add to its body."""
+        self.position = 0
+        """The position in its body of the literal being rewritten."""
+        self.origins: dict[int, int] = {}
+        """For each comparison added, by `id`, the position of its atom in its body."""
 
     def rule(self, rule: Rule) -> Rule:
         self.scope = self.inference.scopes[id(rule)]
@@ -183,7 +193,9 @@ class _Rewriter:
         """The literals rewritten, then what comparing atoms' float arguments adds."""
         self.aliases = aliases(body, self._compares_floats)
         self.compared = []
-        literals = [self.literal(literal) for literal in body]
+        literals = []
+        for self.position, literal in enumerate(body):
+            literals.append(self.literal(literal))
         return (*literals, *self.compared)
 
     def _compares_floats(self, comparison: Comparison) -> bool:
@@ -194,19 +206,33 @@ class _Rewriter:
         return atom if all(map(_same, args, atom.args)) else dataclasses.replace(atom, args=args)
 
     def _argument(self, atom: Atom, index: int, arg: Term, positive: bool) -> Term:
-        """An atom's argument rewritten; in a positive body atom, a float one that matching
-        bits would get wrong (module docstring) becomes a variable, compared."""
+        """An atom's argument rewritten; in a positive body atom, a float one (a record's
+        field too) that matching bits would get wrong (module docstring) becomes a
+        variable, compared."""
         term = self.term(arg)
-        if not positive or isinstance(arg, Variable | Wildcard):
+        if not positive:
             return term
-        if self.inference.column_type(atom.relation, index) != FLOAT:
+        return self._compared(term, self.inference.column_value_type(atom.relation, index))
+
+    def _compared(self, term: Term, kind: ValueType) -> Term:
+        if isinstance(term, RecordTerm | BranchTerm):
+            fields = _fields(term, kind)
+            if fields is None:
+                return term
+            pairs = zip(term.args, fields, strict=True)
+            args = tuple(self._compared(arg, field) for arg, field in pairs)
+            if all(map(_same, args, term.args)):
+                return term
+            return dataclasses.replace(term, args=args)
+        if kind != FLOAT or isinstance(term, Variable | Wildcard):
             return term
         if isinstance(term, NumberConst) and floats.from_bits(term.value) != 0.0:
             return term
         self.changed = True
-        variable = Variable(f"{FLOAT_VARIABLE}{len(self.compared)}", arg.span)
-        equality = Comparison("=", variable, term, arg.span)
+        variable = Variable(f"{FLOAT_VARIABLE}{len(self.compared)}", term.span)
+        equality = Comparison("=", variable, term, term.span)
         self.compared.append(_compare_floats("=", variable, term, equality))
+        self.origins[id(self.compared[-1])] = self.position
         return variable
 
     def literal(self, literal: BodyLiteral) -> BodyLiteral:
@@ -262,10 +288,12 @@ class _Rewriter:
         return BinaryOp(term.op, left, right, term.span)
 
     def _number(self, term: NumberConst) -> Term:
-        """A literal without a point in float context: the pattern of its value as a float."""
+        """A literal without a point in float context: the pattern of its value as a float
+        (`-0` is -0.0: Soufflé reads the literal's text, minus included, with `stod`)."""
         if term.kind in (None, NUMBER) and self.inference.operation_type(term, self.scope) == FLOAT:
             self.changed = True
-            return NumberConst(floats.to_bits(float(term.value)), term.span, FLOAT)
+            value = -0.0 if term.kind == NUMBER and term.value == 0 else float(term.value)
+            return NumberConst(floats.to_bits(value), term.span, FLOAT)
         return term
 
     def _functor(self, term: Functor) -> Term:
@@ -291,3 +319,14 @@ class _Rewriter:
 
 def _same(a: Term, b: Term) -> bool:
     return a is b
+
+
+def _fields(term: RecordTerm | BranchTerm, kind: ValueType) -> tuple[ValueType, ...] | None:
+    """The types of the fields of a record or branch term of type `kind` (None if it is of
+    no such type: a type error, reported)."""
+    if isinstance(term, RecordTerm) and isinstance(kind, RecordType):
+        return kind.fields if len(kind.fields) == len(term.args) else None
+    if isinstance(term, BranchTerm) and isinstance(kind, AdtType):
+        branch = next((b for b in kind.branches if b.name == term.name), None)
+        return None if branch is None or len(branch.fields) != len(term.args) else branch.fields
+    return None

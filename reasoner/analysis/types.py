@@ -424,7 +424,7 @@ class TypeInference:
             )
             return None
         if inner is not None:
-            if isinstance(node.term, NumberConst) and node.term.kind is None:
+            if isinstance(node.term, NumberConst) and node.term.kind in (None, NUMBER):
                 self._merge(inner, target)  # Soufflé types a constant by its cast: 2.0
             self._casts.append((inner, target, node))
         return target

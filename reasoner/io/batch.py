@@ -158,9 +158,9 @@ class FactBatch(Sequence[Row]):
             return False
         frame = self.frame if self.ordered else self.frame.unique().sort(self.frame.columns)
         floating = [name for name, dtype in frame.schema.items() if dtype == pl.Float64()]
-        if floating:  # as Soufflé writes a float (`%g`), which Polars does not
+        if floating:  # as Soufflé writes a float (`%.17g`), which Polars does not
             frame = frame.with_columns(
-                pl.col(name).map_elements(floats.format_g, return_dtype=pl.String())
+                pl.col(name).map_elements(floats.float_text, return_dtype=pl.String())
                 for name in floating
             )
         frame.write_csv(

@@ -344,8 +344,8 @@ def format_rows(rows: Iterable[Row], delimiter: str = "\t") -> str:
 
 
 def _text(value: Value) -> str:
-    """A value as Soufflé writes it: a float with `%g`."""
-    return floats.format_g(value) if isinstance(value, float) else str(value)
+    """A value as Soufflé writes it (a float: `reasoner.floats.float_text`)."""
+    return floats.float_text(value) if isinstance(value, float) else str(value)
 
 
 def write_csv(

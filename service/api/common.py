@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import math
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -55,31 +54,14 @@ def epoch_out(applied: Applied) -> EpochOut:
     )
 
 
-def json_value(value: Any) -> Any:
-    """A value as JSON writes it: a float that JSON has no number for (an infinity, a NaN) as
-    the text C's `strtod` reads back (`"inf"`, `"-nan"`), which every request takes."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return floats.format_exact(value)
-    return value
-
-
 def json_row(row: Sequence[Any]) -> list[Any]:
-    return [json_value(value) for value in row]
-
-
-def json_safe(document: Any) -> Any:
-    """A document of dicts and lists with every float as `json_value` writes it (an
-    explanation's rows and bindings)."""
-    if isinstance(document, dict):
-        return {key: json_safe(value) for key, value in document.items()}
-    if isinstance(document, list | tuple):
-        return [json_safe(value) for value in document]
-    return json_value(document)
+    """A row of an answer (`reasoner.floats.json_value`)."""
+    return [floats.json_value(value) for value in row]
 
 
 def text_row(row: Sequence[Any]) -> list[Any]:
-    """A row for CSV and TSV answers: a float's shortest exact text (`%g` would round it)."""
-    return [floats.format_exact(v) if isinstance(v, float) else v for v in row]
+    """A row for CSV answers: a float as Soufflé writes it (`reasoner.floats.float_text`)."""
+    return [floats.float_text(v) if isinstance(v, float) else v for v in row]
 
 
 def encode_cursor(epoch: int, row: Sequence[Any]) -> str:

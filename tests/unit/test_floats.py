@@ -173,6 +173,52 @@ def test_update_keeps_the_state_of_a_fresh_bootstrap(engine: str) -> None:
     check_updates(m, INPUTS, steps, lambda facts: built(engine, facts))
 
 
+ALIASES = """
+.decl a(x: float)
+.decl c(x: float)
+.type P = [x: float, n: number]
+.decl r(p: P)
+.decl Z(z: float)
+Z(z) :- a(x), z = 0.0, z = x.
+Z(z) :- a(x), z = x, z = 0.0.
+.decl Same(y: float)
+Same(y) :- c(x), y = x + 1.0, y = x + 1.0.
+.decl Twice(z: float)
+Twice(z) :- c(x), c(y), z = x + y, z = y + x.
+.decl Literal(x: float)
+Literal(-0). Literal(as(-1, float)).
+.decl InRecord(n: number)
+InRecord(n) :- r([0.0, n]).
+.decl Computed(n: number)
+Computed(n) :- c(x), x < 2, r([x * 0.0, n]).
+"""
+
+
+def test_equalities_resolve_as_soufflés_aliases_do() -> None:
+    """Soufflé substitutes in order (`ResolveAliases`): `z = 0.0` maps z first, so `z = x`
+    compares 0.0 with -0.0 (IEEE: equal) and the head is 0.0; `z = x` first maps z to x and
+    the head is x's -0.0. A second `y = x + 1.0` becomes `x + 1.0 = x + 1.0`, dropped, so a
+    NaN passes; `x + y = y + x` is compared, so a NaN fails. `-0` is -0.0 and `as(-1,
+    float)` is -1.0 (a constant is typed by its cast). A 0.0 inside a record of a positive
+    atom, or an expression there, is compared as IEEE does."""
+    m = Materialization.from_text(ALIASES)
+    m.load(
+        {
+            "a": [(F(-0.0),)],
+            "c": [(F(NAN),), (F(1.0),)],
+            "r": [("[0, 5]",), ("[-0, 6]",), ("[1, 7]",)],
+        }
+    )
+    m.bootstrap()
+    assert {name: set(m.rows(name)) for name in ("Z", "Same", "Twice", "Literal")} == {
+        "Z": rows((0.0,), (-0.0,)),
+        "Same": rows((NAN,), (2.0,)),
+        "Twice": rows((2.0,)),
+        "Literal": rows((-0.0,), (-1.0,)),
+    }
+    assert set(m.rows("InRecord")) == set(m.rows("Computed")) == {(5,), (6,)}
+
+
 def test_outputs_are_written_as_soufflé_writes_them() -> None:
     m = built("local", INPUTS)
     batch = m.batch("Half")
@@ -182,13 +228,17 @@ def test_outputs_are_written_as_soufflé_writes_them() -> None:
     assert format_rows(m.rows("Nan")) == "-nan\n"
 
 
-def test_a_float_column_prints_with_six_significant_digits(tmp_path) -> None:
+def test_a_float_column_prints_with_seventeen_significant_digits(tmp_path) -> None:
+    """As Soufflé's `WriteStreamCSV` sets the stream (`max_digits10`), in records too."""
     m = Materialization.from_text(
         ".decl t(x: float)\n.output t\nt(1.0 / 3). t(0.1 + 0.2). t(100000000.0).\n"
+        ".type P = [x: float]\n.decl r(p: P)\n.output r\nr([0.1]).\n"
     )
     m.bootstrap()
-    write_outputs(m.analyzed, {"t": m.batch("t")}, tmp_path)
-    assert (tmp_path / "t.csv").read_text() == "0.3\n0.333333\n1e+08\n"
+    write_outputs(m.analyzed, {"t": m.batch("t"), "r": m.batch("r")}, tmp_path)
+    written = (tmp_path / "t.csv").read_text()
+    assert written == "0.30000000000000004\n0.33333333333333331\n100000000\n"
+    assert (tmp_path / "r.csv").read_text() == "[0.10000000000000001]\n"
 
 
 def test_facts_are_read_as_strtod_reads_them() -> None:

@@ -19,7 +19,7 @@ from reasoner.materialization import Materialization
 from reasoner.proofs import Explainer, ExplainError, Proof
 from reasoner.records import AdtType, RecordType
 from tests.conftest import examples
-from tests.oracle import instantiations, packed, read_record
+from tests.oracle import bits_of_float, instantiations, packed, read_record
 from tests.property.programs import GeneratedProgram, programs
 
 TC = """
@@ -51,16 +51,19 @@ def check_proof(m: Materialization, proof: Proof) -> None:
     analyzed = m.analyzed
 
     def held(name: str, row: tuple) -> tuple:
-        """A row as the analyzed rules compute it: an unsigned as its 64-bit pattern (they
-        compare and divide unsigned values in their rewritten forms; the oracle's functors
-        give the values 0 .. 2^64 - 1, which this also maps), a record's text as what
-        `pack!` makes (`tests.oracle.packed`; a row the rules computed is in that form)."""
+        """A row as the analyzed rules compute it: an unsigned or a float as its 64-bit
+        pattern (they compare and divide unsigned values in their rewritten forms, and
+        compute floats with functors on patterns; the oracle's functors give the values
+        0 .. 2^64 - 1, which this also maps), a record's text as what `pack!` makes
+        (`tests.oracle.packed`; a row the rules computed is in that form)."""
         types = m.analyzed.relations[name].value_types
         return tuple(
             packed(read_record(v, t), t)
             if isinstance(t, RecordType | AdtType) and isinstance(v, str)
             else wrap64(v)
             if t == "unsigned"
+            else bits_of_float(v)
+            if t == "float" and isinstance(v, float)
             else v
             for v, t in zip(row, types, strict=True)
         )

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from fastapi import Depends, Path, Request
 from fastapi.responses import JSONResponse, Response
 
-from reasoner import Materialization
+from reasoner import Materialization, floats
 from reasoner.errors import UNKNOWN_RELATION
 from reasoner.proofs import Explainer, ExplainError
 from reasoner.query import QueryResult, QueryTimeout, compile_query, evaluate_query
@@ -19,7 +19,6 @@ from service.api.bodies import (
 from service.api.common import (
     decode_cursor,
     encode_cursor,
-    json_safe,
     unpaired_surrogate,
 )
 from service.api.deps import (
@@ -158,6 +157,6 @@ async def get_explain(
         }
 
     def respond() -> Response:
-        return JSONResponse(json_safe(runtime.read(read)))
+        return JSONResponse(floats.json_safe(runtime.read(read)))
 
     return await answered(runtime, respond)
