@@ -21,10 +21,9 @@ import dataclasses
 from collections.abc import Callable, Mapping
 
 from reasoner.analysis.ranges import is_generator
-from reasoner.analysis.safety import taken_apart
+from reasoner.analysis.safety import atom_variables
 from reasoner.plan.joins import term_variables
 from reasoner.syntax.ast import (
-    Atom,
     BinaryOp,
     BodyLiteral,
     BranchTerm,
@@ -92,14 +91,7 @@ def aliases(
 def _grounded(body: tuple[BodyLiteral, ...]) -> set[str]:
     """Soufflé's base-grounded variables: arguments of positive atoms (fields of their
     records too), and the variables generators bind."""
-    names = {
-        part.name
-        for literal in body
-        if isinstance(literal, Atom)
-        for arg in literal.args
-        for part in taken_apart(arg)
-        if isinstance(part, Variable)
-    }
+    names = atom_variables(body)
     for literal in body:
         if is_generator(literal):
             assert isinstance(literal, Comparison) and isinstance(literal.left, Variable)

@@ -47,9 +47,9 @@ def taken_apart(term: Term) -> Iterator[Term]:
             stack.extend(reversed(node.args))
 
 
-def bound_variables(body: tuple[BodyLiteral, ...]) -> set[str]:
-    """Names of the variables that `body` binds."""
-    bound = {
+def atom_variables(body: tuple[BodyLiteral, ...]) -> set[str]:
+    """Names of the variables the positive atoms of `body` bind (their records' too)."""
+    return {
         part.name
         for literal in body
         if isinstance(literal, Atom)
@@ -57,6 +57,11 @@ def bound_variables(body: tuple[BodyLiteral, ...]) -> set[str]:
         for part in taken_apart(arg)
         if isinstance(part, Variable)
     }
+
+
+def bound_variables(body: tuple[BodyLiteral, ...]) -> set[str]:
+    """Names of the variables that `body` binds."""
+    bound = atom_variables(body)
     equalities = [lit for lit in body if isinstance(lit, Comparison) and lit.op == "="]
     changed = bool(equalities)
     while changed:

@@ -22,7 +22,7 @@ from reasoner.analysis.named_types import PRIMITIVES, TypeSystem
 from reasoner.analysis.relations import RelationTable, position
 from reasoner.analysis.report import Reporter
 from reasoner.analysis.terms import render
-from reasoner.errors import TYPE_MISMATCH, UNKNOWN_TYPE
+from reasoner.errors import TYPE_MISMATCH, UNKNOWN_TYPE, UNSUPPORTED_FEATURE
 from reasoner.records import AdtType, RecordType, ValueType
 from reasoner.syntax.ast import (
     FLOAT,
@@ -526,6 +526,13 @@ class TypeInference:
             if call.name == "to_string":  # a number, an unsigned or a float
                 wanted = NUMERIC
                 self._overloaded.append((scope, typed, call))
+            if call.name == functors.GENERATOR and self._resolve(typed)[1] == FLOAT:
+                self.reporter.error(
+                    UNSUPPORTED_FEATURE,
+                    f"`range` over floats is not supported: `{render(arg)}` is a float",
+                    arg.span,
+                )
+                break  # one error for the call
             ok, found, _ = self._merge(typed, wanted)
             if not ok:
                 self.reporter.error(

@@ -309,6 +309,12 @@ def test_mixing_floats_with_other_types_is_a_type_error(text: str, message: str)
     assert error.value.diagnostics[0].code == "type_mismatch"
 
 
+def test_a_range_over_floats_is_refused_by_name() -> None:
+    with pytest.raises(ProgramError, match="`range` over floats") as error:
+        check_program(".decl a(x: float)\np(y) :- a(x), y = range(0.5, x).")
+    assert error.value.diagnostics[0].code == "unsupported_feature"
+
+
 def test_a_literal_with_an_exponent_is_a_parse_error() -> None:
     with pytest.raises(ProgramError, match="no exponent") as error:
         check_program("p(x) :- x = 1.5e3.")
