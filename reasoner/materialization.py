@@ -56,7 +56,7 @@ from reasoner.program_text import Changed, ProgramText, RuleEntry, declaration
 from reasoner.progress import BootstrapProgress
 from reasoner.records import AdtType, RecordError, RecordType, ValueType, canonical
 from reasoner.state import State, Tuple
-from reasoner.symbols import SymbolTable
+from reasoner.symbols import SymbolTable, mapped_distinct
 from reasoner.syntax.ast import FLOAT, NUMBER, SYMBOL, UNSIGNED, ColumnType
 from reasoner.syntax.lexer import IDENTIFIER
 from reasoner.update.deadline import Deadline
@@ -268,9 +268,7 @@ class Materialization:
     def _record_ids(self, column: pl.Series, kind: RecordType | AdtType) -> np.ndarray:
         """A column of records' canonical texts as their ids (packed as needed)."""
         parse = self.symbols.codec().parse
-        distinct = column.unique(maintain_order=True)
-        ids = pl.Series([parse(text, kind) for text in distinct.to_list()], dtype=pl.Int64)
-        return column.replace_strict(distinct, ids, return_dtype=pl.Int64).to_numpy()
+        return mapped_distinct(column, lambda text: cast(int, parse(text, kind)))
 
     @contextmanager
     def reading(self) -> Iterator[None]:

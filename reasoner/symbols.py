@@ -9,7 +9,7 @@ and Spark) can treat every column as a 64-bit integer.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import cast
 
 import numpy as np
@@ -83,9 +83,7 @@ class SymbolTable:
             texts = texts.to_list()
         if not isinstance(texts, pl.Series):
             return np.fromiter(map(self.intern, texts), dtype=np.int64, count=len(texts))
-        distinct = texts.unique(maintain_order=True)
-        ids = pl.Series(list(map(self.intern, distinct.to_list())), dtype=pl.Int64)
-        return texts.replace_strict(distinct, ids, return_dtype=pl.Int64).to_numpy()
+        return mapped_distinct(texts, self.intern)
 
     def resolve_column(self, ids: np.ndarray) -> list[str]:
         """The strings of a column of ids: `resolve`, a column at a time."""
@@ -194,6 +192,14 @@ class SymbolTable:
     ) -> list[tuple[int, ...]]:
         encode = self.encoder(types)
         return [encode(r) for r in rows]
+
+
+def mapped_distinct(column: pl.Series, number: Callable[[str], int]) -> np.ndarray:
+    """`number` of each value of a column of strings, as int64, called once per distinct
+    value (in order of first occurrence) and mapped back in Polars."""
+    distinct = column.unique(maintain_order=True)
+    ids = pl.Series(list(map(number, distinct.to_list())), dtype=pl.Int64)
+    return column.replace_strict(distinct, ids, return_dtype=pl.Int64).to_numpy()
 
 
 def _record_columns(types: Sequence[ValueType]) -> list[tuple[int, RecordType | AdtType]]:

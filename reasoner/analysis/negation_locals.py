@@ -24,9 +24,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Iterator
 
-from reasoner.analysis.terms import leaves, render_atom
+from reasoner.analysis.terms import leaves, render_atom, taken_apart
 from reasoner.syntax.ast import (
     Atom,
     BodyLiteral,
@@ -87,17 +86,17 @@ def _existential(negation: Negation, outside: set[str], auxiliary: dict[str, Rul
     local = Counter(
         part.name
         for arg in atom.args
-        for part in _pattern(arg)
+        for part in taken_apart(arg)
         if isinstance(part, Variable) and part.name not in outside
     )
-    computed = tuple(part for arg in atom.args for part in _pattern(arg) if _computed(part))
+    computed = tuple(part for arg in atom.args for part in taken_apart(arg) if _computed(part))
     if set(_variables(computed)) & local.keys():
         return negation  # a local variable inside arithmetic: unsafe
     in_record = any(
         isinstance(part, Wildcard) or (isinstance(part, Variable) and part.name in local)
         for arg in atom.args
         if isinstance(arg, RecordTerm | BranchTerm)
-        for part in _pattern(arg)
+        for part in taken_apart(arg)
     )
     if not local and not in_record:
         return negation
@@ -121,7 +120,7 @@ def _existential(negation: Negation, outside: set[str], auxiliary: dict[str, Rul
             return term, "nil"
         if isinstance(term, RecordTerm | BranchTerm) and any(
             isinstance(part, Wildcard) or (isinstance(part, Variable) and part.name in local)
-            for part in _pattern(term)
+            for part in taken_apart(term)
         ):
             fields = [project(field) for field in term.args]
             shown = ",".join(text for _, text in fields)
@@ -146,16 +145,6 @@ def _existential(negation: Negation, outside: set[str], auxiliary: dict[str, Rul
         )
         auxiliary[name] = Rule(head, (source,), negation.span, text)
     return Negation(Atom(name, tuple(outer), atom.span), negation.span)
-
-
-def _pattern(term: Term) -> Iterator[Term]:
-    """`term` and, through records, their fields: what a negated atom matches."""
-    stack = [term]
-    while stack:
-        node = stack.pop()
-        yield node
-        if isinstance(node, RecordTerm | BranchTerm):
-            stack.extend(reversed(node.args))
 
 
 def _computed(term: Term) -> bool:

@@ -147,7 +147,7 @@ class _Rewrite:
                 args = tuple(self.packed(arg, FIND) for arg in atom.args)
                 body.append(dataclasses.replace(literal, atom=dataclasses.replace(atom, args=args)))
             elif index in patterns:
-                body.append(self._taken_apart(*patterns[index], added))
+                body.append(self._matched_comparison(*patterns[index], added))
             else:
                 body.append(self._packed_comparison(literal, index in assignments, stored))
             self.origins.update((id(new), index) for new in added[first:])
@@ -231,7 +231,7 @@ class _Rewrite:
             comparison, left=self.packed(left, functor), right=self.packed(right, functor)
         )
 
-    def _taken_apart(
+    def _matched_comparison(
         self, pattern: RecordTerm | BranchTerm, other: Term, added: list[BodyLiteral]
     ) -> BodyLiteral:
         """`pattern = other` with `other` bound: the literals that take `other` apart (the

@@ -13,10 +13,8 @@ depth of records (`p([x, [y, _]])`), are bound, and so are those of a record on 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from reasoner.analysis.report import Reporter
-from reasoner.analysis.terms import leaves
+from reasoner.analysis.terms import leaves, taken_apart
 from reasoner.errors import UNSAFE_RULE
 from reasoner.syntax.ast import (
     Atom,
@@ -34,17 +32,6 @@ from reasoner.syntax.ast import (
     Variable,
     Wildcard,
 )
-
-
-def taken_apart(term: Term) -> Iterator[Term]:
-    """`term` and, through records and branches, the terms of their fields: what a match
-    against a value binds or tests."""
-    stack = [term]
-    while stack:
-        node = stack.pop()
-        yield node
-        if isinstance(node, RecordTerm | BranchTerm):
-            stack.extend(reversed(node.args))
 
 
 def atom_variables(body: tuple[BodyLiteral, ...]) -> set[str]:

@@ -48,6 +48,17 @@ def leaves(term: Term) -> Iterator[Leaf]:
             yield node
 
 
+def taken_apart(term: Term) -> Iterator[Term]:
+    """`term` and, through records and branches, the terms of their fields: what a match
+    against a value binds or tests."""
+    stack = [term]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, RecordTerm | BranchTerm):
+            stack.extend(reversed(node.args))
+
+
 def atoms_of(body: tuple[BodyLiteral, ...]) -> Iterator[tuple[Atom, bool]]:
     """Each atom of a body with its polarity (True for positive)."""
     for literal in body:
