@@ -30,6 +30,7 @@ from reasoner.concurrency import ReadWriteLock, read_optimistically
 from reasoner.elastic import switch
 from reasoner.elastic.aggregate import update_aggregate
 from reasoner.elastic.bootstrap import Check, StratumRun
+from reasoner.elastic.changes import EpochChanges
 from reasoner.elastic.engines import EngineChoice, EngineSettings, run_bootstrap, summary
 from reasoner.elastic.epoch import UNCHANGED, Delta, EpochReport, Rows, StratumReport
 from reasoner.elastic.overlay import INF, Overlay
@@ -519,14 +520,15 @@ class Materialization:
         strategy: str = "auto",
         include_changes: bool = False,
         check: Check | None = None,
-        before_publish: Callable[[], None] | None = None,
+        before_publish: Callable[[EpochChanges], None] | None = None,
     ) -> EpochReport:
         """Apply one delta as one epoch.
 
         `check` is called throughout the evaluation (Update and Bootstrap) and cancels the
         epoch by raising `BootstrapCancelled`: nothing changes. `before_publish` runs once the
-        epoch is computed and before it is published (the service commits it there); if it
-        raises, nothing changes either.
+        epoch is computed and before it is published (the service commits it there), with
+        the epoch's changes (`reasoner.elastic.changes`); if it raises, nothing changes
+        either. A delta that changes nothing publishes no epoch and calls nothing.
 
         strategy "auto": Update under the switching deadline, Bootstrap past it (or if Update
         fails); "update": Update with no deadline, errors propagate; "bootstrap": recompute.
@@ -559,16 +561,23 @@ class Materialization:
         strategy: str,
         include_changes: bool,
         check: Check | None,
-        before_publish: Callable[[], None] | None,
+        before_publish: Callable[[EpochChanges], None] | None,
     ) -> EpochReport:
         new = prepared.analyzed or self.analyzed
         reason = None
+        # The relations users see before or after the epoch, inputs included: a change set.
+        visible = [
+            name
+            for name in dict.fromkeys([*self.analyzed.relations, *new.relations])
+            if not is_internal(name)
+        ]
         # Every relation derived before or after the epoch: a rule change can drop a derived
         # relation from the program (its tuples all go) or leave it with facts alone.
         derived = list(dict.fromkeys([*self.analyzed.stratum_of, *new.stratum_of]))
         kept = [name for name in derived if name in new.relations]
         old_types = {name: info.value_types for name, info in self.analyzed.relations.items()}
         types = {**old_types, **{name: info.value_types for name, info in new.relations.items()}}
+        types_of = (old_types, types)
         # A relation a rule change reshapes (another arity or column types; it holds no
         # facts) is a new relation under an old name: no Update can carry its tuples over.
         reshaped = {
@@ -586,6 +595,13 @@ class Materialization:
             )
             cached = set(self._plans)
 
+            def overlay_diff(name: str) -> tuple[set[Tuple], set[Tuple]]:
+                """A relation's changes while the overlay holds them (a relation the rule
+                change drops loses every tuple)."""
+                if name not in new.relations:
+                    return set(self.state[name].iters), set()
+                return overlay.presence_diff(name) if name in self.state else (set(), set())
+
             def update() -> tuple[tuple[StratumReport, ...], dict[str, tuple[int, int]], Listed]:
                 strata = self._update(overlay, prepared, deadline)
                 dropped = [n for n in derived if n not in new.relations and n in self.state]
@@ -595,8 +611,7 @@ class Materialization:
                 # changes by row id.
                 listed: Listed = None
                 if include_changes:
-                    listed = {name: overlay.presence_diff(name) for name in kept}
-                    listed.update((name, (set(self.state[name].iters), set())) for name in dropped)
+                    listed = {name: overlay_diff(name) for name in derived}
                 return strata, sizes, listed
 
             with collector_paused():  # until the overlay's records are freed (reasoner.gc_pause)
@@ -608,7 +623,9 @@ class Materialization:
                         if check is not None:
                             check()  # an epoch that finished past its deadline is refused
                         if before_publish is not None:
-                            before_publish()
+                            before_publish(
+                                EpochChanges(visible, overlay_diff, types_of, self.symbols.decoder)
+                            )
                     except BaseException:
                         self._discard(overlay, cached)
                         raise
@@ -617,9 +634,7 @@ class Materialization:
                         self._adopt(prepared)
                     assert attempt.outcome is not None  # Update finished
                     strata, sizes, listed = attempt.outcome
-                    return self._report(
-                        start, "update", strata, sizes, listed, prepared, (old_types, types)
-                    )
+                    return self._report(start, "update", strata, sizes, listed, prepared, types_of)
             reason = attempt.fallback_reason
         before = self.state
         facts = self._facts_after(prepared, new)
@@ -627,36 +642,33 @@ class Materialization:
         built = self._build(new, facts, check)
         if check is not None:
             check()
+        changes = {
+            name: _rebuilt_changes(before, built.state, name, reshaped=name in reshaped)
+            for name in dict.fromkeys([*derived, *visible])
+            if name in before.relations or name in built.state.relations
+        }
+
+        def rebuilt_diff(name: str) -> tuple[set[Tuple], set[Tuple]]:
+            if name not in changes:
+                return set(), set()
+            gone, inserted = changes[name]
+            return gone.tuples(), inserted.tuples()
+
         if before_publish is not None:
-            before_publish()
+            before_publish(EpochChanges(visible, rebuilt_diff, types_of, self.symbols.decoder))
         with self._lock.exclusive():
             self.state, self.arities, self._plans = built.state, built.arities, built.plans
             self._adopt(prepared, facts)
         self.last_bootstrap_seconds = time.perf_counter() - built_at
-        changes = {
-            name: _rebuilt_changes(before, self.state, name, reshaped=name in reshaped)
-            for name in derived
-        }
-        sizes = {name: (len(gone), len(new)) for name, (gone, new) in changes.items()}
-        listed = (
-            {name: (gone.tuples(), new.tuples()) for name, (gone, new) in changes.items()}
-            if include_changes
-            else None
-        )
-        del before, changes  # the old state's memory goes back before the report is made
+        sizes = {name: (len(changes[name][0]), len(changes[name][1])) for name in derived}
+        listed = {name: rebuilt_diff(name) for name in derived} if include_changes else None
+        del before  # the old state's memory goes back before the report is made
+        changes.clear()
         strata = tuple(
             StratumReport(run.index, run.relations, "bootstrap", run.seconds) for run in built.runs
         )
         return self._report(
-            start,
-            "bootstrap",
-            strata,
-            sizes,
-            listed,
-            prepared,
-            (old_types, types),
-            reason,
-            built.engine,
+            start, "bootstrap", strata, sizes, listed, prepared, types_of, reason, built.engine
         )
 
     def _discard(self, overlay: Overlay, cached: set[StratumKey]) -> None:

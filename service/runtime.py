@@ -38,6 +38,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from reasoner import BootstrapCancelled, Delta, EngineSettings, EpochReport, Materialization
 from reasoner.elastic import switch
+from reasoner.elastic.changes import EpochChanges
 from reasoner.errors import InvalidDelta, ProgramError
 from reasoner.progress import BootstrapProgress, ProgressReport
 from service import failpoints
@@ -372,7 +373,7 @@ class Runtime:
         budget = EpochBudget(timeout, self._memory_allowance)
         committed = False
 
-        def commit() -> None:
+        def commit(_changes: EpochChanges) -> None:
             nonlocal committed
             failpoints.reach(failpoints.EVALUATED)
             self._commit(record)

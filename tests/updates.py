@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 
-from reasoner.elastic.epoch import Delta
+from reasoner.elastic.changes import RelationChanges
+from reasoner.elastic.epoch import Delta, EpochReport
 from reasoner.materialization import Materialization
 from tests.oracle import evaluate, visible
 
@@ -29,3 +30,31 @@ def check_updates(
         assert m.snapshot() == fresh(facts).snapshot()
         assert visible(m.snapshot(), m.analyzed) == evaluate(m.analyzed, current)
     return current
+
+
+def apply_recording_changes(
+    m: Materialization, delta: Delta, strategy: str
+) -> tuple[EpochReport, dict[str, RelationChanges] | None]:
+    """Apply `delta`: its report, and the changes `before_publish` was handed (None: it was
+    not called, the delta changing nothing)."""
+    recorded: list[dict[str, RelationChanges]] = []
+    report = m.apply(
+        delta, strategy=strategy, before_publish=lambda changes: recorded.append(changes.changed())
+    )
+    return report, recorded[0] if recorded else None
+
+
+def assert_changes_lead_from(
+    before: Mapping[str, Iterable[tuple]],
+    after: Mapping[str, Iterable[tuple]],
+    changes: Mapping[str, RelationChanges] | None,
+) -> None:
+    """The epoch's change set takes each relation users see from `before` to `after`: its
+    retracted rows are exactly those that went, its inserted rows exactly those that came."""
+    for name in set(before) | set(after):
+        old, new = set(before.get(name, ())), set(after.get(name, ()))
+        found = (changes or {}).get(name)
+        assert set(found.retracted if found else ()) == old - new, name
+        assert set(found.inserted if found else ()) == new - old, name
+        if found is not None:
+            assert len(found.retracted) == len(old - new) and len(found.inserted) == len(new - old)

@@ -23,6 +23,7 @@ from reasoner.syntax.parser import parse_program
 from tests.conftest import examples
 from tests.oracle import evaluate, visible
 from tests.property.programs import GeneratedProgram, deltas, programs
+from tests.updates import apply_recording_changes, assert_changes_lead_from
 
 
 def _clauses(text: str) -> list[str]:
@@ -78,15 +79,18 @@ def _check(data: st.DataObject, generated: GeneratedProgram, strategy: str) -> N
             st.lists(st.sampled_from(active), unique=True, max_size=2) if active else st.just([]),
             label="remove",
         )
-        report = live.apply(
+        before = visible(live.snapshot(), live.analyzed)
+        report, changes = apply_recording_changes(
+            live,
             Delta(
                 insert={n: sorted(r) for n, r in step.insert.items()},
                 retract={n: sorted(r) for n, r in step.retract.items()},
                 add_rules=["\n".join(add)] if add else [],
                 remove_rules=[rule_id(c) for c in remove],
             ),
-            strategy=strategy,
+            strategy,
         )
+        assert_changes_lead_from(before, visible(live.snapshot(), live.analyzed), changes)
         assert set(report.rules_added) == {rule_id(c) for c in add}
         assert set(report.rules_removed) == {rule_id(c) for c in remove}
         inactive = [c for c in inactive if c not in add] + remove

@@ -2,8 +2,10 @@
 
 After EVERY epoch of a random delta sequence, the maintained state — each tuple with its
 iteration and count — equals a fresh Bootstrap of the current facts, and its tuple sets equal
-the naive oracle's. Checked with Update forced (errors surface instead of falling back), with
-Bootstrap forced (the fallback path), and with the default switch.
+the naive oracle's; and the change set the epoch hands `before_publish` takes every relation
+users see from the state before to the state after. Checked with Update forced (errors
+surface instead of falling back), with Bootstrap forced (the fallback path), and with the
+default switch.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from reasoner.materialization import Materialization
 from tests.conftest import examples
 from tests.oracle import evaluate, visible
 from tests.property.programs import GeneratedProgram, deltas, programs
+from tests.updates import apply_recording_changes, assert_changes_lead_from
 
 
 def _fresh(analyzed, facts) -> Materialization:
@@ -32,13 +35,16 @@ def _check_sequence(data: st.DataObject, generated: GeneratedProgram, strategy: 
     current = {name: set(rows) for name, rows in generated.inputs.items()}
     live = _fresh(analyzed, current)
     for step in data.draw(deltas(generated)):
-        live.apply(
+        before = visible(live.snapshot(), analyzed)
+        _, changes = apply_recording_changes(
+            live,
             Delta(
                 insert={n: sorted(r) for n, r in step.insert.items()},
                 retract={n: sorted(r) for n, r in step.retract.items()},
             ),
-            strategy=strategy,
+            strategy,
         )
+        assert_changes_lead_from(before, visible(live.snapshot(), analyzed), changes)
         for name, rows in step.retract.items():
             current[name] -= rows
         for name, rows in step.insert.items():

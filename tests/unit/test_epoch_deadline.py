@@ -43,7 +43,7 @@ def _refused_within_bound(m: Materialization, delta: Delta, strategy: str, secon
             prepared,
             strategy=strategy,
             check=cancellation.check,
-            before_publish=lambda: published.append(True),
+            before_publish=lambda _changes: published.append(True),
         )
     elapsed = time.monotonic() - start
     assert not published
