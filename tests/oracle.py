@@ -320,23 +320,24 @@ def stored(value: Value) -> Value:
 
 
 def holds(comparison: Comparison, left: Value, right: Value, grounded: set[str]) -> bool:
-    """Whether a comparison holds. An equality of two variables that positive atoms (or an
-    aggregate) bind is one of Soufflé's aliases, a join, so it compares floats' bits; any
-    other compares floats as IEEE does, except that a variable no atom binds is the term
-    that defines it, and an equality of a term with itself holds (Soufflé drops it:
-    `z = 0.0 / 0.0` defines z). Simpler than Soufflé's alias resolution
-    (`reasoner.analysis.floats`): where a NaN meets a second definition of a variable
-    (`z = x + y, z = y + x`) this one holds on equal bits, Soufflé's compares."""
+    """Whether a comparison holds (one that defined a variable is not tested again: see
+    `bind_equalities`). An equality of two variables that positive atoms (or an aggregate)
+    bind (`grounded`; a variable an alias defined is one of them) is one of Soufflé's
+    aliases, a join, so it compares floats' bits; any other compares floats as IEEE does.
+    Simpler than Soufflé's alias resolution
+    (`reasoner.analysis.floats`): an equality written twice (`y = x + 1.0, y = x + 1.0`) is
+    compared here, where Soufflé drops the second as `t = t`."""
     if comparison.op != "=":
         return compare(comparison.op, left, right)
+    if comparison.left == comparison.right:  # `t = t`, which Soufflé drops: a NaN passes
+        return True
     sides = (comparison.left, comparison.right)
     if all(
         isinstance(side, Aggregate) or (isinstance(side, Variable) and side.name in grounded)
         for side in sides
     ):  # an aggregate's result is a variable that its aggregate binds
         return stored(left) == stored(right)
-    defined = any(isinstance(side, Variable) and side.name not in grounded for side in sides)
-    return (defined and stored(left) == stored(right)) or compare("=", left, right)
+    return compare("=", left, right)
 
 
 def grounded_variables(positives: Iterable[Atom]) -> set[str]:
@@ -350,6 +351,13 @@ def grounded_variables(positives: Iterable[Atom]) -> set[str]:
         elif isinstance(term, RecordTerm | BranchTerm):
             stack.extend(term.args)
     return found
+
+
+DEFINING = "defining equalities"
+"""Where a binding notes the equalities that gave its variables values (no variable's name
+has a space)."""
+ALIASED = "aliased variables"
+"""Where a binding notes the variables an equality with another variable gave a value."""
 
 
 class Unbound(Exception):
@@ -1122,9 +1130,12 @@ def finish(
                 ):
                     return None
                 continue
+            if id(comparison) in binding.get(DEFINING, ()):  # type: ignore[operator]
+                continue
             left = value_of(comparison.left, binding, rows)
             right = value_of(comparison.right, binding, rows)
-            if not holds(comparison, left, right, grounded_variables(positives)):
+            aliased = binding.get(ALIASED, frozenset())
+            if not holds(comparison, left, right, grounded_variables(positives) | aliased):  # type: ignore[operator]
                 return None
         for literal in rule.body:
             if isinstance(literal, Negation) and matches_any(literal.atom, binding, rows):
@@ -1138,7 +1149,9 @@ def bind_equalities(
     comparisons: list[Comparison], binding: Binding, rows: Mapping[str, Iterable[Row]]
 ) -> None:
     """`x = expr` gives x a value when x is not bound by a positive atom (Soufflé allows it).
-    Repeated until nothing changes, since one equality may enable the next."""
+    Repeated until nothing changes, since one equality may enable the next. The equalities
+    that gave a value are noted under `DEFINING`: Soufflé substitutes them away, so they are
+    not tested again (a NaN so defined is a value like any other)."""
     changed = True
     while changed:
         changed = False
@@ -1154,6 +1167,11 @@ def bind_equalities(
                         binding[target.name] = value_of(source, binding, rows)
                     except Unbound:
                         continue
+                    defining = binding.get(DEFINING, frozenset())
+                    binding[DEFINING] = defining | {id(comparison)}  # type: ignore[operator]
+                    if isinstance(source, Variable):  # an alias: the two are one variable
+                        aliased = binding.get(ALIASED, frozenset())
+                        binding[ALIASED] = aliased | {target.name}  # type: ignore[operator]
                     changed = True
                     break
                 if (
