@@ -623,9 +623,13 @@ class Materialization:
                         if check is not None:
                             check()  # an epoch that finished past its deadline is refused
                         if before_publish is not None:
-                            before_publish(
-                                EpochChanges(visible, overlay_diff, types_of, self.symbols.decoder)
+                            epoch_changes = EpochChanges(
+                                visible, overlay_diff, types_of, self.symbols.decoder
                             )
+                            try:
+                                before_publish(epoch_changes)
+                            finally:
+                                epoch_changes.close()
                     except BaseException:
                         self._discard(overlay, cached)
                         raise
@@ -642,20 +646,29 @@ class Materialization:
         built = self._build(new, facts, check)
         if check is not None:
             check()
+        # The derived relations' changes now (the report counts them); any other's when the
+        # caller of `before_publish` asks for it, while both states exist.
+        states = [before, built.state]
         changes = {
             name: _rebuilt_changes(before, built.state, name, reshaped=name in reshaped)
-            for name in dict.fromkeys([*derived, *visible])
-            if name in before.relations or name in built.state.relations
+            for name in derived
         }
 
         def rebuilt_diff(name: str) -> tuple[set[Tuple], set[Tuple]]:
             if name not in changes:
-                return set(), set()
+                old, rebuilt = states
+                if name not in old.relations and name not in rebuilt.relations:
+                    return set(), set()
+                changes[name] = _rebuilt_changes(old, rebuilt, name, reshaped=name in reshaped)
             gone, inserted = changes[name]
             return gone.tuples(), inserted.tuples()
 
         if before_publish is not None:
-            before_publish(EpochChanges(visible, rebuilt_diff, types_of, self.symbols.decoder))
+            epoch_changes = EpochChanges(visible, rebuilt_diff, types_of, self.symbols.decoder)
+            try:
+                before_publish(epoch_changes)
+            finally:
+                epoch_changes.close()
         with self._lock.exclusive():
             self.state, self.arities, self._plans = built.state, built.arities, built.plans
             self._adopt(prepared, facts)
@@ -663,6 +676,7 @@ class Materialization:
         sizes = {name: (len(changes[name][0]), len(changes[name][1])) for name in derived}
         listed = {name: rebuilt_diff(name) for name in derived} if include_changes else None
         del before  # the old state's memory goes back before the report is made
+        states.clear()
         changes.clear()
         strata = tuple(
             StratumReport(run.index, run.relations, "bootstrap", run.seconds) for run in built.runs

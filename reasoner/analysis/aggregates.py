@@ -66,6 +66,15 @@ from reasoner.syntax.ast import (
 
 _EMPTY_IS_ZERO = frozenset({"count", "sum"})
 _RESULT = "value!"
+RESULT_PREFIX = "!r"
+"""The variables that stand for aggregates' results in the rules that use them (`!` starts
+no name a program can write)."""
+
+
+def is_aggregate_result(term: Term) -> bool:
+    return isinstance(term, Variable) and term.name.startswith(RESULT_PREFIX)
+
+
 """The aggregated value's variable in a typing rule (`!` is no identifier character)."""
 MAX_VARIANTS = 4096
 """Rules one rule may become: each count or sum aggregate doubles them (an empty group or
@@ -164,7 +173,7 @@ class _Rewriter:
         found = _aggregates_in(rule.head, rule.body)
         if not found:
             return [rule]
-        results = {id(a): Variable(f"!r{i}", a.span) for i, a in enumerate(found)}
+        results = {id(a): Variable(f"{RESULT_PREFIX}{i}", a.span) for i, a in enumerate(found)}
         fresh = {v.name for v in results.values()}
 
         def replace(term: Term) -> Term | None:

@@ -18,11 +18,12 @@ their bits'): the rewrite gives those a variable of their own and compares it.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
+from reasoner.analysis.aggregates import is_aggregate_result
 from reasoner.analysis.ranges import is_generator
-from reasoner.analysis.safety import atom_variables
-from reasoner.plan.joins import term_variables
+from reasoner.analysis.safety import all_bound, atom_variables
+from reasoner.analysis.terms import taken_apart
 from reasoner.syntax.ast import (
     BinaryOp,
     BodyLiteral,
@@ -44,72 +45,164 @@ def aliases(
     with the substitutions so far applied; `v = w` maps the variable no atom binds (else
     `w`) to the other; `v = t` maps `v` when no atom binds it and every variable of `t` is
     bound by an atom, and waits for a later round otherwise; an equation whose sides became
-    one term is dropped."""
-    grounded = _grounded(body)
-    mapping: dict[str, Term] = {}
-    pending = [
-        (literal, literal.left, literal.right)
+    one term is dropped. A record an atom's variable is mapped to binds its fields (Soufflé
+    repeats the transform, and the next pass sees them in the atom). An equality left
+    unresolved that alone gives a variable its value stays `=` too (the engine assigns it):
+    a comparison there would leave the variable unbound."""
+    equalities = [
+        literal
         for literal in body
         if isinstance(literal, Comparison) and literal.op == "=" and not is_generator(literal)
     ]
+    if not any(compares_floats(literal) for literal in equalities):
+        return set()
+    grounded = _grounded(body)
+    kept = _resolved(equalities, grounded)
+    kept |= _needed(equalities, kept, compares_floats, grounded)
+    return {
+        id(literal) for literal in equalities if id(literal) in kept and compares_floats(literal)
+    }
+
+
+def _resolved(equalities: list[Comparison], grounded: set[str]) -> set[int]:
+    """The equalities Soufflé's resolution turns into substitutions or drops (`aliases`);
+    `grounded` gains the fields of records atoms' variables are mapped to."""
+    mapping: dict[str, Term] = {}
+    memo: dict[str | int, Term] = {}
+    """Substituted terms, by variable name or node `id`; emptied when the mapping grows (the
+    nodes it holds stay alive meanwhile, so no `id` is reused)."""
+
+    def substituted(term: Term) -> Term:
+        """`term` with each mapped variable replaced by its term (itself substituted); each
+        node once per mapping (substitutions share their terms, and chains of definitions
+        would otherwise be walked as trees)."""
+        key = term.name if isinstance(term, Variable) else id(term)
+        if key in memo:
+            return memo[key]
+        if isinstance(term, Variable):
+            found = mapping.get(term.name)
+            result = term if found is None else substituted(found)
+        elif isinstance(term, BinaryOp):
+            result = dataclasses.replace(
+                term, left=substituted(term.left), right=substituted(term.right)
+            )
+        elif isinstance(term, Functor | RecordTerm | BranchTerm):
+            result = dataclasses.replace(term, args=tuple(map(substituted, term.args)))
+        elif isinstance(term, Cast):
+            result = dataclasses.replace(term, term=substituted(term.term))
+        else:
+            result = term
+        memo[key] = result
+        return result
+
+    def map_to(name: str, term: Term) -> None:
+        mapping[name] = term
+        memo.clear()
+
+    pending = [(literal, literal.left, literal.right) for literal in equalities]
     kept: set[int] = set()
     while pending:
         waiting: list[tuple[Comparison, Term, Term]] = []
         swapped: list[tuple[Comparison, Term, Term]] = []
         for literal, left, right in pending:
-            lhs, rhs = _substituted(left, mapping), _substituted(right, mapping)
-            if lhs == rhs:
+            lhs, rhs = substituted(left), substituted(right)
+            if lhs is rhs or lhs == rhs:
                 kept.add(id(literal))
             elif isinstance(lhs, Variable) and isinstance(rhs, Variable):
                 if lhs.name not in grounded and rhs.name in grounded:
-                    mapping[lhs.name] = rhs
+                    map_to(lhs.name, rhs)
                 else:
-                    mapping[rhs.name] = lhs
+                    map_to(rhs.name, lhs)
                 kept.add(id(literal))
             elif not isinstance(lhs, Variable):
                 if isinstance(rhs, Variable):
                     swapped.append((literal, rhs, lhs))
-            elif lhs.name in term_variables(rhs):
+            elif lhs.name in _names(rhs):
                 continue  # a comparison (Soufflé's #7)
-            elif isinstance(rhs, RecordTerm | BranchTerm) or (
-                lhs.name not in grounded and term_variables(rhs) <= grounded
-            ):
-                mapping[lhs.name] = rhs
+            elif isinstance(rhs, RecordTerm | BranchTerm):
+                if lhs.name in grounded:
+                    grounded |= {v.name for v in taken_apart(rhs) if isinstance(v, Variable)}
+                map_to(lhs.name, rhs)
+                kept.add(id(literal))
+            elif lhs.name not in grounded and _names(rhs) <= grounded:
+                map_to(lhs.name, rhs)
                 kept.add(id(literal))
             elif lhs.name not in grounded:
                 waiting.append((literal, lhs, rhs))
         if not swapped and len(waiting) == len(pending):
             break
         pending = waiting + swapped
-    return {
-        id(literal)
-        for literal in body
-        if isinstance(literal, Comparison) and id(literal) in kept and compares_floats(literal)
-    }
+    return kept
+
+
+def _needed(
+    equalities: list[Comparison],
+    kept: set[int],
+    compares_floats: Callable[[Comparison], bool],
+    grounded: set[str],
+) -> set[int]:
+    """Equalities of floats left comparisons that alone bind a variable: as safety binds
+    (`reasoner.analysis.safety.bound_variables`), from the atoms through the equalities that
+    stay `=`, then through these, each kept in turn."""
+    bound = set(grounded)
+    needed: set[int] = set()
+    changed = True
+    while changed:
+        changed = False
+        for literal in equalities:
+            stays = id(literal) in kept or id(literal) in needed or not compares_floats(literal)
+            for target, source in ((literal.left, literal.right), (literal.right, literal.left)):
+                if not all_bound(source, bound):
+                    continue
+                new = {
+                    part.name
+                    for part in taken_apart(target)
+                    if isinstance(part, Variable) and part.name not in bound
+                }
+                if new and (stays or isinstance(target, Variable)):
+                    bound |= new
+                    changed = True
+                    if not stays:
+                        needed.add(id(literal))
+                    break
+    return needed
+
+
+def _names(term: Term) -> set[str]:
+    """The variables of a term whose shared subterms (`_resolved`'s substitutions) are
+    visited once each."""
+    seen: set[int] = set()
+    names: set[str] = set()
+    stack = [term]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, Variable):
+            names.add(node.name)
+        elif isinstance(node, BinaryOp):
+            stack += [node.left, node.right]
+        elif isinstance(node, Functor | RecordTerm | BranchTerm):
+            stack.extend(node.args)
+        elif isinstance(node, Cast):
+            stack.append(node.term)
+    return names
 
 
 def _grounded(body: tuple[BodyLiteral, ...]) -> set[str]:
     """Soufflé's base-grounded variables: arguments of positive atoms (fields of their
-    records too), and the variables generators bind."""
+    records too), and the variables generators bind: a range's, and an aggregate's result
+    (`s = min y : ...`, which the analysis made `s = !r0` and an atom binding `!r0`)."""
     names = atom_variables(body)
     for literal in body:
         if is_generator(literal):
             assert isinstance(literal, Comparison) and isinstance(literal.left, Variable)
             names.add(literal.left.name)
+        elif isinstance(literal, Comparison) and literal.op == "=":
+            sides = (literal.left, literal.right)
+            if all(isinstance(side, Variable) for side in sides) and any(
+                is_aggregate_result(side) for side in sides
+            ):
+                names |= {side.name for side in sides if isinstance(side, Variable)}
     return names
-
-
-def _substituted(term: Term, mapping: Mapping[str, Term]) -> Term:
-    """`term` with each mapped variable replaced by its term (itself substituted)."""
-    if isinstance(term, Variable):
-        found = mapping.get(term.name)
-        return term if found is None else _substituted(found, mapping)
-    if isinstance(term, BinaryOp):
-        left, right = _substituted(term.left, mapping), _substituted(term.right, mapping)
-        return dataclasses.replace(term, left=left, right=right)
-    if isinstance(term, Functor | RecordTerm | BranchTerm):
-        args = tuple(_substituted(arg, mapping) for arg in term.args)
-        return dataclasses.replace(term, args=args)
-    if isinstance(term, Cast):
-        return dataclasses.replace(term, term=_substituted(term.term, mapping))
-    return term

@@ -212,19 +212,24 @@ class _Rewriter:
         term = self.term(arg)
         if not positive:
             return term
-        return self._compared(term, self.inference.column_value_type(atom.relation, index))
+        kind = self.inference.column_value_type(atom.relation, index)
+        return self._compared(arg, term, kind)
 
-    def _compared(self, term: Term, kind: ValueType) -> Term:
-        if isinstance(term, RecordTerm | BranchTerm):
+    def _compared(self, written: Term, term: Term, kind: ValueType) -> Term:
+        """`term` (`written` rewritten) in an atom's place of type `kind`: compared unless
+        it was written a variable or a wildcard (a cast, `as(n, float)`, is a term)."""
+        if isinstance(term, RecordTerm | BranchTerm) and isinstance(
+            written, RecordTerm | BranchTerm
+        ):
             fields = _fields(term, kind)
             if fields is None:
                 return term
-            pairs = zip(term.args, fields, strict=True)
-            args = tuple(self._compared(arg, field) for arg, field in pairs)
+            parts = zip(written.args, term.args, fields, strict=True)
+            args = tuple(self._compared(w, arg, field) for w, arg, field in parts)
             if all(map(_same, args, term.args)):
                 return term
             return dataclasses.replace(term, args=args)
-        if kind != FLOAT or isinstance(term, Variable | Wildcard):
+        if kind != FLOAT or isinstance(written, Variable | Wildcard):
             return term
         if isinstance(term, NumberConst) and floats.from_bits(term.value) != 0.0:
             return term

@@ -49,18 +49,25 @@ class EpochChanges:
         self._diff = diff
         self._types = types
         self._decoder = decoder
+        self._open = True
+
+    def close(self) -> None:
+        """The epoch is published: the states the diff reads are gone."""
+        self._open = False
 
     def diff(self, name: str) -> Diff:
-        """(retracted, inserted) engine tuples of `name`."""
+        """(retracted, inserted) engine tuples of `name` (not to be modified)."""
+        if not self._open:
+            raise RuntimeError("an epoch's changes are read inside before_publish only")
         return self._diff(name)
 
     def rows(self, name: str) -> RelationChanges:
         """`name`'s changes in user values (a relation reshaped by a rule change retracts in
         its old types and inserts in its new ones)."""
-        gone, new = self._diff(name)
+        gone, new = self.diff(name)
         old_types, new_types = self._types
-        decode_gone = self._decoder(old_types.get(name) or new_types[name])
-        decode_new = self._decoder(new_types.get(name) or old_types[name])
+        decode_gone = self._decoder(old_types[name] if name in old_types else new_types[name])
+        decode_new = self._decoder(new_types[name] if name in new_types else old_types[name])
         return RelationChanges(
             retracted=sorted(decode_gone(t) for t in gone),
             inserted=sorted(decode_new(t) for t in new),

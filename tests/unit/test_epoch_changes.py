@@ -63,6 +63,28 @@ def test_a_reshaping_rule_change_retracts_in_old_types_and_inserts_in_new_ones()
 
 
 @pytest.mark.parametrize("strategy", ["update", "bootstrap"])
+def test_a_relation_reshaped_to_or_from_arity_zero(strategy: str) -> None:
+    m = Materialization.from_text(".decl e(x: symbol)\nr(x) :- e(x).\n")
+    m.load({"e": [("a",)]})
+    m.bootstrap()
+    for new_rule, expected in (
+        ("r() :- e(_).", RelationChanges(retracted=[("a",)], inserted=[()])),
+        ("r(x) :- e(x).", RelationChanges(retracted=[()], inserted=[("a",)])),
+    ):
+        (rule,) = (entry.text for entry in m.rules())
+        delta = Delta(remove_rules=[rule_id(rule)], add_rules=[new_rule])
+        assert recorded(m, delta, strategy) == {"r": expected}
+
+
+@pytest.mark.parametrize("strategy", ["update", "bootstrap"])
+def test_the_changes_are_not_read_after_publishing(strategy: str) -> None:
+    kept: list[EpochChanges] = []
+    built().apply(Delta(insert={"edge": [(3, 4)]}), strategy=strategy, before_publish=kept.append)
+    with pytest.raises(RuntimeError, match="inside before_publish"):
+        kept[0].rows("tc")
+
+
+@pytest.mark.parametrize("strategy", ["update", "bootstrap"])
 def test_a_raising_before_publish_publishes_nothing(strategy: str) -> None:
     m = built()
     before, epoch = m.snapshot(), m.epoch
