@@ -89,7 +89,9 @@ def analyze(
     # ids (after the checks, which name the operators as written); the rewrites change no
     # dependency.
     origins: dict[int, int] = {}
-    evaluated = record_terms(numeric_operations(program, inference, origins), named, origins)
+    evaluated = program  # the rewrites need a well-typed program: else check it as written
+    if not reporter.has_errors:
+        evaluated = record_terms(numeric_operations(program, inference, origins), named, origins)
     facts = fold_facts(evaluated, reporter, inference.column_value_type)
     strata, stratum_of = stratify(evaluated, table.order, reporter, aggregates)
     reporter.raise_if_errors()

@@ -36,6 +36,10 @@ class Reporter:
     def warnings(self) -> tuple[Diagnostic, ...]:
         return tuple(sorted(self._warnings, key=lambda d: (d.span.line, d.span.column)))
 
+    @property
+    def has_errors(self) -> bool:
+        return bool(self._diagnostics)
+
     def raise_if_errors(self) -> None:
         if self._diagnostics:
             raise ProgramError(self._diagnostics)

@@ -479,3 +479,11 @@ def test_a_branch_without_fields_ends_where_its_name_does() -> None:
     ]  # white space after a record, as in a tab-separated field
     with pytest.raises(InputDataError, match=r"e\.facts:3: expected 2 field"):
         parse_facts_text("$Zero\t5\n$Zero \t7\n$Zero\n", types, "e.facts", "\t")
+
+
+def test_an_unknown_constructor_in_a_negated_atom_is_reported_not_a_crash() -> None:
+    """The rewrites run on well-typed programs only (the reliability fuzzer found one that
+    reached them with an unknown branch)."""
+    with pytest.raises(ProgramError, match="unknown constructor `\\$ot`") as error:
+        check_program(".type S = A {x: number}\n.decl p(s: S)\nq(x) :- p($A(x)), !p($ot(_)).\n")
+    assert error.value.diagnostics[0].code == "unknown_type"
