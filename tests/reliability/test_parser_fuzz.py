@@ -243,7 +243,10 @@ def test_rules_at_the_nesting_limit_evaluate_alike_in_every_engine() -> None:
         try:
             check_program(rule, "<fuzz>")
         except ProgramError as error:
-            assert {d.code for d in error.diagnostics} <= {"expression_too_deep", "parse_error"}
+            # A literal from 2^63 to 2^64 - 1 can only be an unsigned: added to a number, it
+            # is a type error (the long-number shape draws 19 nines or 20 ones at times).
+            allowed = {"expression_too_deep", "parse_error", "type_mismatch"}
+            assert {d.code for d in error.diagnostics} <= allowed
             return []
         found = []
         for engine in ("reference", "local"):
