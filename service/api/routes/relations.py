@@ -100,7 +100,8 @@ def get_relations(runtime: RuntimeDep) -> RelationsOut:
         "column and the value it must have: `?x=1` (a column's name, as `GET /v1/relations` "
         "lists it: its `.decl` name, the variable of the first rule deriving it, or `c0`, "
         "`c1`, ...) or `?@0=1` (its position). Several filters must all hold. Numbers are "
-        "64-bit decimal integers; symbols are matched exactly. Pages follow `next`."
+        "64-bit decimal integers, floats as C's `strtod` reads them (`1.5`, `-0`, `inf`); "
+        "symbols and records are matched exactly. Pages follow `next`."
     ),
     responses={200: {"content": {NDJSON: {}, "text/csv": {}}}},
 )
