@@ -623,13 +623,9 @@ class Materialization:
                         if check is not None:
                             check()  # an epoch that finished past its deadline is refused
                         if before_publish is not None:
-                            epoch_changes = EpochChanges(
+                            EpochChanges(
                                 visible, overlay_diff, types_of, self.symbols.decoder
-                            )
-                            try:
-                                before_publish(epoch_changes)
-                            finally:
-                                epoch_changes.close()
+                            ).hand_to(before_publish)
                     except BaseException:
                         self._discard(overlay, cached)
                         raise
@@ -664,11 +660,9 @@ class Materialization:
             return gone.tuples(), inserted.tuples()
 
         if before_publish is not None:
-            epoch_changes = EpochChanges(visible, rebuilt_diff, types_of, self.symbols.decoder)
-            try:
-                before_publish(epoch_changes)
-            finally:
-                epoch_changes.close()
+            EpochChanges(visible, rebuilt_diff, types_of, self.symbols.decoder).hand_to(
+                before_publish
+            )
         with self._lock.exclusive():
             self.state, self.arities, self._plans = built.state, built.arities, built.plans
             self._adopt(prepared, facts)

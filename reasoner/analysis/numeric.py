@@ -69,6 +69,7 @@ from reasoner.syntax.ast import (
     Program,
     RecordTerm,
     Rule,
+    Span,
     Term,
     Variable,
     Wildcard,
@@ -156,11 +157,11 @@ def _flip(term: Term) -> Term:
     return BinaryOp("bxor", term, NumberConst(_BIAS, term.span), term.span)
 
 
-def _compare_floats(op: str, left: Term, right: Term, comparison: Comparison) -> Comparison:
+def _compare_floats(op: str, left: Term, right: Term, span: Span) -> Comparison:
     compared, swap = _FLOAT_ORDER[op]
     operands = (right, left) if swap else (left, right)
-    call = Functor(FLOAT_COMPARE, operands, comparison.span)
-    return Comparison(compared, call, NumberConst(0, comparison.span, NUMBER), comparison.span)
+    call = Functor(FLOAT_COMPARE, operands, span)
+    return Comparison(compared, call, NumberConst(0, span, NUMBER), span)
 
 
 class _Rewriter:
@@ -235,8 +236,7 @@ class _Rewriter:
             return term
         self.changed = True
         variable = Variable(f"{FLOAT_VARIABLE}{len(self.compared)}", term.span)
-        equality = Comparison("=", variable, term, term.span)
-        self.compared.append(_compare_floats("=", variable, term, equality))
+        self.compared.append(_compare_floats("=", variable, term, term.span))
         self.origins[id(self.compared[-1])] = self.position
         return variable
 
@@ -250,7 +250,7 @@ class _Rewriter:
         kind = self.inference.operation_type(literal, self.scope)
         if kind == FLOAT and id(literal) not in self.aliases:
             self.changed = True
-            return _compare_floats(literal.op, left, right, literal)
+            return _compare_floats(literal.op, left, right, literal.span)
         if literal.op in _ORDERING and kind == UNSIGNED:
             self.changed = True
             left, right = _flip(left), _flip(right)

@@ -73,6 +73,14 @@ class EpochChanges:
             inserted=sorted(decode_new(t) for t in new),
         )
 
+    def hand_to(self, before_publish: Callable[[EpochChanges], None]) -> None:
+        """Call `before_publish` with these changes, which are closed once it returns or
+        raises."""
+        try:
+            before_publish(self)
+        finally:
+            self.close()
+
     def changed(self) -> dict[str, RelationChanges]:
         """Every relation that changed, with its changes."""
         found = {name: self.rows(name) for name in self.names}
