@@ -25,12 +25,12 @@ from reasoner.analysis import check_program
 from reasoner.analysis.model import AnalyzedProgram, RelationInfo, Stratum, Value
 from reasoner.analysis.negation_locals import is_internal
 from reasoner.arith import wrap64
-from reasoner.compact import Table, TupleSet
+from reasoner.compact import TupleSet
 from reasoner.concurrency import ReadWriteLock, read_optimistically
 from reasoner.elastic import switch
 from reasoner.elastic.aggregate import update_aggregate
 from reasoner.elastic.bootstrap import Check, StratumRun
-from reasoner.elastic.changes import EpochChanges
+from reasoner.elastic.changes import ChangedRows, Diff, EpochChanges
 from reasoner.elastic.engines import EngineChoice, EngineSettings, run_bootstrap, summary
 from reasoner.elastic.epoch import UNCHANGED, Delta, EpochReport, Rows, StratumReport
 from reasoner.elastic.overlay import INF, Overlay
@@ -578,6 +578,7 @@ class Materialization:
         old_types = {name: info.value_types for name, info in self.analyzed.relations.items()}
         types = {**old_types, **{name: info.value_types for name, info in new.relations.items()}}
         types_of = (old_types, types)
+        relations = (self.analyzed.relations, new.relations)
         # A relation a rule change reshapes (another arity or column types; it holds no
         # facts) is a new relation under an old name: no Update can carry its tuples over.
         reshaped = {
@@ -602,6 +603,15 @@ class Materialization:
                     return set(self.state[name].iters), set()
                 return overlay.presence_diff(name) if name in self.state else (set(), set())
 
+            def overlay_rows(name: str) -> Diff:
+                if name not in self.state:
+                    return ChangedRows.none(), ChangedRows.none()
+                table = self.state[name].table
+                if name not in new.relations:
+                    return ChangedRows.all_of(table), ChangedRows.none()
+                gone, inserted = overlay.presence_rows(name)
+                return ChangedRows(table, gone), ChangedRows(table, inserted)
+
             def update() -> tuple[tuple[StratumReport, ...], dict[str, tuple[int, int]], Listed]:
                 strata = self._update(overlay, prepared, deadline)
                 dropped = [n for n in derived if n not in new.relations and n in self.state]
@@ -623,9 +633,9 @@ class Materialization:
                         if check is not None:
                             check()  # an epoch that finished past its deadline is refused
                         if before_publish is not None:
-                            EpochChanges(
-                                visible, overlay_diff, types_of, self.symbols.decoder
-                            ).hand_to(before_publish)
+                            self._epoch_changes(visible, overlay_rows, relations).hand_to(
+                                before_publish
+                            )
                     except BaseException:
                         self._discard(overlay, cached)
                         raise
@@ -650,19 +660,20 @@ class Materialization:
             for name in derived
         }
 
-        def rebuilt_diff(name: str) -> tuple[set[Tuple], set[Tuple]]:
+        def rebuilt_rows(name: str) -> Diff:
             if name not in changes:
                 old, rebuilt = states
                 if name not in old.relations and name not in rebuilt.relations:
-                    return set(), set()
+                    return ChangedRows.none(), ChangedRows.none()
                 changes[name] = _rebuilt_changes(old, rebuilt, name, reshaped=name in reshaped)
-            gone, inserted = changes[name]
-            return gone.tuples(), inserted.tuples()
+            return changes[name]
+
+        def rebuilt_diff(name: str) -> tuple[set[Tuple], set[Tuple]]:
+            gone, inserted = rebuilt_rows(name)
+            return set(gone.tuples()), set(inserted.tuples())
 
         if before_publish is not None:
-            EpochChanges(visible, rebuilt_diff, types_of, self.symbols.decoder).hand_to(
-                before_publish
-            )
+            self._epoch_changes(visible, rebuilt_rows, relations).hand_to(before_publish)
         with self._lock.exclusive():
             self.state, self.arities, self._plans = built.state, built.arities, built.plans
             self._adopt(prepared, facts)
@@ -678,6 +689,14 @@ class Materialization:
         return self._report(
             start, "bootstrap", strata, sizes, listed, prepared, types_of, reason, built.engine
         )
+
+    def _epoch_changes(
+        self,
+        names: Sequence[str],
+        diff: Callable[[str], Diff],
+        relations: tuple[Mapping[str, RelationInfo], Mapping[str, RelationInfo]],
+    ) -> EpochChanges:
+        return EpochChanges(names, diff, relations, self.symbols.decoder, self._batch_of)
 
     def _discard(self, overlay: Overlay, cached: set[StratumKey]) -> None:
         """Undo an Update that will not be committed: its overlay, the relations a rule change
@@ -914,7 +933,10 @@ class Materialization:
         info = self.analyzed.relations[name]
         if not info.arity:
             return [()] * self.size(name)
-        columns = self.state[name].table.columns()[0]
+        return self._batch_of(info, self.state[name].table.columns()[0])
+
+    def _batch_of(self, info: RelationInfo, columns: Sequence[np.ndarray]) -> FactBatch:
+        """Engine columns of relation `info` (arity > 0) in user values, in value order."""
         ranks = self.symbols.order_keys() if SYMBOL in info.types else None
         texts = {
             index: self._record_texts(column, kind)
@@ -1077,41 +1099,20 @@ def _shapes_from_facts(analyzed: AnalyzedProgram, insert: Rows) -> str:
     return "\n".join(lines)
 
 
-@dataclass(frozen=True, slots=True)
-class _ChangedRows:
-    """Rows of one table, by id: a rebuilt relation's retracted (in the old table) or inserted
-    (in the new one) tuples, made Python tuples only for a report that lists them."""
-
-    table: Table
-    rows: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def tuples(self) -> set[Tuple]:
-        return set(self.table.tuples(self.rows))
-
-
-def _rebuilt_changes(
-    before: State, after: State, name: str, *, reshaped: bool
-) -> tuple[_ChangedRows, _ChangedRows]:
+def _rebuilt_changes(before: State, after: State, name: str, *, reshaped: bool) -> Diff:
     """(retracted, inserted) rows of relation `name` from one state to a rebuilt one; all of
     them when the relation was `reshaped` (its old rows are of another shape)."""
     old = before.relations.get(name)
     new = after.relations.get(name)
     if reshaped and old is not None and new is not None:
-        return (
-            _ChangedRows(old.table, old.table.committed_rows()),
-            _ChangedRows(new.table, new.table.committed_rows()),
-        )
+        return ChangedRows.all_of(old.table), ChangedRows.all_of(new.table)
     if old is None or new is None:
         present = (old if old is not None else new).table  # type: ignore[union-attr]  # one exists
-        rows = _ChangedRows(present, present.committed_rows())
-        none = _ChangedRows(present, np.empty(0, np.int64))
-        return (rows, none) if new is None else (none, rows)
+        rows = ChangedRows.all_of(present)
+        return (rows, ChangedRows.none()) if new is None else (ChangedRows.none(), rows)
     return (
-        _ChangedRows(old.table, old.table.missing_from(new.table)),
-        _ChangedRows(new.table, new.table.missing_from(old.table)),
+        ChangedRows(old.table, old.table.missing_from(new.table)),
+        ChangedRows(new.table, new.table.missing_from(old.table)),
     )
 
 

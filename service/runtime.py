@@ -42,6 +42,7 @@ from reasoner.elastic.changes import EpochChanges
 from reasoner.errors import InvalidDelta, ProgramError
 from reasoner.progress import BootstrapProgress, ProgressReport
 from service import failpoints
+from service.change_sets import change_chunks, snapshot_chunks
 from service.epoch_budget import EpochBudget, EpochTooLarge, default_memory_allowance
 from service.errors import (
     DATABASE_UNAVAILABLE,
@@ -56,7 +57,7 @@ from service.errors import (
 from service.metrics import Metrics
 from service.schemas import EpochSummary
 from service.settings import Settings
-from service.store.repository import Committed, DeltaRecord, Store
+from service.store.repository import Committed, DeltaRecord, Store, StoredProgram
 from service.write_priority import WritePriority
 
 PROGRESS_LOG_SECONDS = 5.0
@@ -213,30 +214,10 @@ class Runtime:
         self.ready = False
         log.info("rebuilding the materialization from the committed program and facts")
         try:
-            if not self.store.initialized():
-                text = self._initial_program()
-                fresh = Materialization.from_text(text, "<program>", **self._engine_options())
-                self.store.initialize(text, [(r.id, r.text) for r in fresh.rules()])
-                self._initializing = True
-            while True:
-                committed = self.store.load()
-                try:
-                    m, report = self._bootstrap_committed(committed)
-                    break
-                except Exception as exc:
-                    if committed.program.epoch == 0:
-                        raise
-                    failure = _failure_code(exc)
-                    log.exception(
-                        "the program of epoch %d cannot be evaluated (%s): quarantined, "
-                        "rebuilding without it",
-                        committed.program.epoch,
-                        failure,
-                    )
-                    self.store.quarantine(committed.program.epoch, failure)
-                    self.metrics.quarantined()
-            if committed.program.epoch < committed.last_epoch:
-                self.store.set_active_rules(r.id for r in m.rules())
+            if self.store.initialized():
+                m, report = self._rebuild_stored()
+            else:
+                m, report = self._build_new()
             self.quarantined = self.store.quarantined()
         except Exception as exc:
             self.failure = f"start-up failed: {_failure_code(exc)} (see the service log)"
@@ -260,11 +241,50 @@ class Runtime:
             f"; quarantined epochs {self.quarantined}" if self.quarantined else "",
         )
 
+    def _build_new(self) -> tuple[Materialization, Any]:
+        """Epoch 0 of a new database: the initial program, bootstrapped, then stored with its
+        change set (a program that cannot be evaluated leaves the database empty)."""
+        text = self._initial_program()
+        m, report = self._bootstrap_committed(Committed(StoredProgram(0, text), {}, 0))
+        self.store.initialize(text, [(r.id, r.text) for r in m.rules()], snapshot_chunks(m))
+        self._initializing = True
+        return m, report
+
+    def _rebuild_stored(self) -> tuple[Materialization, Any]:
+        """The committed program and facts, bootstrapped; a program that cannot be evaluated
+        is quarantined and the one before it tried. Coming up without a program the feed's
+        epochs went through, the rebuild commits a reset epoch whose change set is the whole
+        state (`Committed.reset`)."""
+        while True:
+            committed = self.store.load()
+            try:
+                m, report = self._bootstrap_committed(committed)
+                break
+            except Exception as exc:
+                if committed.program.epoch == 0:
+                    raise
+                failure = _failure_code(exc)
+                log.exception(
+                    "the program of epoch %d cannot be evaluated (%s): quarantined, "
+                    "rebuilding without it",
+                    committed.program.epoch,
+                    failure,
+                )
+                self.store.quarantine(committed.program.epoch, failure)
+                self.metrics.quarantined()
+        if committed.program.epoch < committed.last_epoch:
+            self.store.set_active_rules(r.id for r in m.rules())
+        if committed.reset:
+            self.store.commit_reset(m.epoch, snapshot_chunks(m))
+            log.warning("epoch %d resets the change feed to the rebuilt state", m.epoch)
+        return m, report
+
     def _bootstrap_committed(self, committed: Committed) -> tuple[Materialization, Any]:
         m = Materialization.from_text(
             committed.program.text,
             "<program>",
-            epoch=committed.last_epoch,
+            # A reset epoch follows the last one.
+            epoch=committed.last_epoch + int(committed.reset),
             **self._engine_options(),
         )
         relations = m.analyzed.relations
@@ -373,9 +393,10 @@ class Runtime:
         budget = EpochBudget(timeout, self._memory_allowance)
         committed = False
 
-        def commit(_changes: EpochChanges) -> None:
+        def commit(changes: EpochChanges) -> None:
             nonlocal committed
             failpoints.reach(failpoints.EVALUATED)
+            record.changes = change_chunks(changes)
             self._commit(record)
             committed = True
             failpoints.reach(failpoints.COMMITTED)

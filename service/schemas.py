@@ -230,7 +230,10 @@ class ExplainOut(BaseModel):
 
 class EpochRecord(BaseModel):
     number: int
-    kind: str = Field(description='"initial" (epoch 0) or "delta".')
+    kind: str = Field(
+        description='"initial" (epoch 0), "delta", or "rebuild" (a reset epoch: a restart '
+        "came up without a quarantined program)."
+    )
     status: str = Field(
         description='"committed", "applied", "recovered" (by a restart) or "quarantined" (a '
         "restart could not evaluate the program this epoch introduced, and came up without it)."
@@ -251,6 +254,16 @@ class EpochRecord(BaseModel):
     strata: list[StratumOut] | None
     failure: str | None = Field(
         None, description="Why a quarantined epoch could not be evaluated (an error code)."
+    )
+    changes: int | None = Field(
+        None,
+        description="Rows of the epoch's change set in the feed; null: not kept (an epoch "
+        "older than the feed, or past its retention).",
+    )
+    reset: bool = Field(
+        False,
+        description="The epoch's change set is the whole state, not a diff: a restart came up "
+        "without a quarantined program, and a feed's reader starts again from it.",
     )
 
 

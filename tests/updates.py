@@ -3,9 +3,12 @@ naive oracle: the invariant of DESIGN.md on hand-written cases."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from reasoner.elastic.changes import RelationChanges
+from reasoner import floats
+from reasoner.analysis.model import Value
+from reasoner.elastic.changes import EpochChanges, RelationChanges
 from reasoner.elastic.epoch import Delta, EpochReport
 from reasoner.materialization import Materialization
 from tests.oracle import evaluate, visible
@@ -38,10 +41,32 @@ def apply_recording_changes(
     """Apply `delta`: its report, and the changes `before_publish` was handed (None: it was
     not called, the delta changing nothing)."""
     recorded: list[dict[str, RelationChanges]] = []
-    report = m.apply(
-        delta, strategy=strategy, before_publish=lambda changes: recorded.append(changes.changed())
-    )
+
+    def record(changes: EpochChanges) -> None:
+        recorded.append(changes.changed())
+        assert_columns_agree(changes)
+
+    report = m.apply(delta, strategy=strategy, before_publish=record)
     return report, recorded[0] if recorded else None
+
+
+def assert_columns_agree(changes: EpochChanges) -> None:
+    """The change set as columns (what a store writes) holds the rows of the change set as
+    tuples, relation by relation."""
+    for name in changes.names:
+        rows = changes.rows(name)
+        retracted, inserted = changes.batches(name)
+        assert _bag(retracted) == _bag(rows.retracted), name
+        assert _bag(inserted) == _bag(rows.inserted), name
+
+
+def _bag(rows: Iterable[Sequence[Value]]) -> Counter[tuple[object, ...]]:
+    """Rows counted, a float by its bits (a column of floats reads back as Python floats,
+    a tuple's as `FloatValue`s, which hash by their bits)."""
+    return Counter(
+        tuple(("float", floats.to_bits(v)) if isinstance(v, float) else v for v in row)
+        for row in rows
+    )
 
 
 def assert_changes_lead_from(

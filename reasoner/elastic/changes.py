@@ -1,27 +1,65 @@
 """What one epoch changes, relation by relation: the change set a feed publishes.
 
 An epoch's exact diff is known while it is computed and gone once it is published: Update's
-overlay says which tuples flip presence, and a Bootstrap's old and new states differ by the
+overlay says which rows flip presence, and a Bootstrap's old and new states differ by the
 rows `Table.missing_from` finds. `EpochChanges` hands that diff to the caller of
 `Materialization.apply` in `before_publish`, where both are still there, so that a store can
 commit the change set in the transaction that commits the epoch (a change set is never seen
-for an epoch that did not commit). It is lazy: a caller that reads no relation's changes
-costs nothing, and one that does pays for that relation's rows alone.
+for an epoch that did not commit). It is lazy and holds row ids, not tuples: a caller that
+reads no relation's changes costs nothing, and one that reads them as columns (`batches`, a
+store) makes no Python object per row.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from reasoner.analysis.model import Value
+import numpy as np
+
+from reasoner.analysis.model import RelationInfo, Value
+from reasoner.compact import Table
+from reasoner.io.batch import FactBatch
 from reasoner.records import ValueType
 from reasoner.state import Tuple
 
-Diff = tuple[Collection[Tuple], Collection[Tuple]]
-"""(retracted, inserted) engine tuples of one relation: the first of the state before the
-epoch, the second of the state after it."""
+Facts = FactBatch | list[tuple[()]]
+"""One relation's rows in user values: columns, or rows `()` for a relation of arity 0."""
 Decoder = Callable[[Sequence[ValueType]], Callable[[Tuple], tuple[Value, ...]]]
+BatchOf = Callable[[RelationInfo, Sequence[np.ndarray]], FactBatch]
+"""User values of engine columns of a relation, in value order."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChangedRows:
+    """Rows of one table by id: a relation's retracted rows (of the table before the epoch)
+    or inserted ones (of the table after it). No table: no rows."""
+
+    table: Table | None
+    rows: np.ndarray
+
+    @classmethod
+    def none(cls) -> ChangedRows:
+        return cls(None, np.empty(0, np.int64))
+
+    @classmethod
+    def all_of(cls, table: Table) -> ChangedRows:
+        return cls(table, table.committed_rows())
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def tuples(self) -> list[Tuple]:
+        return [] if self.table is None else self.table.tuples(self.rows)
+
+    def columns(self, arity: int) -> list[np.ndarray]:
+        if self.table is None or not len(self.rows):
+            return [np.empty(0, np.int64) for _ in range(arity)]
+        return self.table.values_of(self.rows)
+
+
+Diff = tuple[ChangedRows, ChangedRows]
+"""(retracted, inserted) rows of one relation."""
 
 
 @dataclass(frozen=True)
@@ -41,14 +79,16 @@ class EpochChanges:
         self,
         names: Sequence[str],
         diff: Callable[[str], Diff],
-        types: tuple[Mapping[str, Sequence[ValueType]], Mapping[str, Sequence[ValueType]]],
+        relations: tuple[Mapping[str, RelationInfo], Mapping[str, RelationInfo]],
         decoder: Decoder,
+        batch_of: BatchOf,
     ) -> None:
         self.names = tuple(names)
         """The relations of the program before or after the epoch, in program order."""
         self._diff = diff
-        self._types = types
+        self._relations = relations
         self._decoder = decoder
+        self._batch_of = batch_of
         self._open = True
 
     def close(self) -> None:
@@ -56,21 +96,36 @@ class EpochChanges:
         self._open = False
 
     def diff(self, name: str) -> Diff:
-        """(retracted, inserted) engine tuples of `name` (not to be modified)."""
+        """(retracted, inserted) rows of `name`."""
         if not self._open:
             raise RuntimeError("an epoch's changes are read inside before_publish only")
         return self._diff(name)
 
+    def _infos(self, name: str) -> tuple[RelationInfo, RelationInfo]:
+        """`name`'s relation before and after the epoch (a relation reshaped by a rule change
+        retracts in its old types and inserts in its new ones)."""
+        old, new = self._relations
+        before = old.get(name) or new[name]
+        return before, new.get(name) or before
+
     def rows(self, name: str) -> RelationChanges:
-        """`name`'s changes in user values (a relation reshaped by a rule change retracts in
-        its old types and inserts in its new ones)."""
+        """`name`'s changes in user values, as tuples."""
         gone, new = self.diff(name)
-        old_types, new_types = self._types
-        decode_gone = self._decoder(old_types[name] if name in old_types else new_types[name])
-        decode_new = self._decoder(new_types[name] if name in new_types else old_types[name])
+        before, after = self._infos(name)
+        decode_gone = self._decoder(before.value_types)
+        decode_new = self._decoder(after.value_types)
         return RelationChanges(
-            retracted=sorted(decode_gone(t) for t in gone),
-            inserted=sorted(decode_new(t) for t in new),
+            retracted=sorted(decode_gone(t) for t in gone.tuples()),
+            inserted=sorted(decode_new(t) for t in new.tuples()),
+        )
+
+    def batches(self, name: str) -> tuple[Facts, Facts]:
+        """`name`'s (retracted, inserted) rows in user values as columns, in value order: what
+        a store writes, with no Python object per row."""
+        gone, new = self.diff(name)
+        return tuple(  # type: ignore[return-value]  # two sides
+            self._batch_of(info, side.columns(info.arity)) if info.arity else [()] * len(side)
+            for info, side in zip(self._infos(name), (gone, new), strict=True)
         )
 
     def hand_to(self, before_publish: Callable[[EpochChanges], None]) -> None:

@@ -151,6 +151,18 @@ class Overlay:
         diff = self._diffs[name] = (deleted, inserted)
         return diff
 
+    def presence_rows(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """(deleted, inserted): the row ids of `presence_diff`'s tuples (staged tuples have
+        rows too), with no tuple made for a relation the compiled Update recorded."""
+        record = self.rows.get(name)
+        if record is not None:
+            return record.flips()
+        table = self.state[name].table
+        deleted, inserted = self.presence_diff(name)
+        gone, new = table.rows_of(deleted), table.rows_of(inserted)
+        assert (gone >= 0).all() and (new >= 0).all(), "a flipped tuple has a row"
+        return gone, new
+
     def commit(self) -> None:
         """Write every recorded status into the committed state."""
         for name, changes in self.changes.items():

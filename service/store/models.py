@@ -20,6 +20,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    false,
 )
 
 metadata = MetaData(
@@ -68,7 +69,7 @@ epochs = Table(
     metadata,
     Column("number", Integer, primary_key=True, autoincrement=False),
     Column("created_at", DateTime(timezone=True), nullable=False),
-    Column("kind", String(16), nullable=False),  # "initial" | "delta"
+    Column("kind", String(16), nullable=False),  # "initial" | "delta" | "rebuild" (a reset)
     # "committed" | "applied" | "recovered" | "quarantined" (a rebuild could not evaluate it)
     Column("status", String(16), nullable=False),
     Column("facts_inserted", Integer, nullable=False),
@@ -85,5 +86,25 @@ epochs = Table(
     Column("retracted", Integer, nullable=True),
     Column("strata", JSON, nullable=True),
     Column("failure", Text, nullable=True),
+    # Rows of the epoch's change set in `epoch_changes`; NULL: not stored (an epoch from
+    # before the change feed, or pruned past the retention).
+    Column("changes", Integer, nullable=True),
+    # The change set is a snapshot of every relation, not a diff: a rebuild left a program
+    # out (quarantine), so the state does not follow from the epochs before.
+    Column("reset", Boolean, nullable=False, server_default=false()),
     comment="One row per epoch: written with the delta, completed with its report.",
+)
+
+epoch_changes = Table(
+    "epoch_changes",
+    metadata,
+    Column("epoch", Integer, primary_key=True, autoincrement=False),
+    Column("seq", Integer, primary_key=True, autoincrement=False),
+    # Text, unindexed: a relation's name can be longer than an index entry may be.
+    Column("relation", Text, nullable=False),
+    Column("rows", Integer, nullable=False),
+    Column("data", LargeBinary, nullable=False),
+    comment="The change feed: per epoch, in `seq` order, chunks of the rows each relation "
+    "lost or gained (a segment as in fact_segments, whose `present` column says which), "
+    "committed with the epoch.",
 )

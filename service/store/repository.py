@@ -12,7 +12,7 @@ segments as `segments.merge_start` says.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import groupby
@@ -28,6 +28,9 @@ from service.store.database import create_database_engine, upgrade
 Row = Sequence[Any]
 Facts = FactBatch | Sequence[Row]
 """One relation's facts: a batch, or rows of a relation of arity 0 (`()`)."""
+ChangeChunk = tuple[str, bool, Facts]
+"""Part of an epoch's change set: (relation, present, rows), present True for rows the
+relation gained, False for rows it lost."""
 QUARANTINED = "quarantined"
 """The status of an epoch whose program a rebuild could not evaluate."""
 
@@ -45,6 +48,21 @@ class Committed:
     program: StoredProgram
     facts: dict[str, Facts]
     last_epoch: int
+    reset: bool = False
+    """A program was quarantined since the last reset epoch: the state rebuilt from this
+    does not follow from the change sets of the epochs before, so a reset epoch must say so."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredChanges:
+    """One chunk of an epoch's change set, as stored: rows `relation` gained (`present`) or
+    lost in epoch `epoch`, in user values."""
+
+    epoch: int
+    seq: int
+    relation: str
+    present: bool
+    rows: Facts
 
 
 @dataclass(slots=True)
@@ -63,6 +81,8 @@ class DeltaRecord:
     rules_added: list[tuple[str, str]] = field(default_factory=list)
     """(id, text) of every rule added."""
     rules_removed: list[str] = field(default_factory=list)
+    changes: Iterable[ChangeChunk] = ()
+    """The epoch's change set, consumed (once) inside the transaction that commits it."""
 
 
 def _now() -> datetime:
@@ -88,10 +108,17 @@ class Store:
                 > 0
             )
 
-    def initialize(self, program_text: str, rules: Sequence[tuple[str, str]]) -> None:
-        """Epoch 0 of a new database: the initial program (its rules) and an epoch row."""
+    def initialize(
+        self,
+        program_text: str,
+        rules: Sequence[tuple[str, str]],
+        changes: Iterable[ChangeChunk] = (),
+    ) -> None:
+        """Epoch 0 of a new database: the initial program (its rules), its change set (what
+        the program's own facts derive) and an epoch row."""
         now = _now()
         with self.engine.begin() as connection:
+            stored = _write_changes(connection, 0, changes)
             connection.execute(
                 insert(models.programs).values(epoch=0, text=program_text, created_at=now)
             )
@@ -111,6 +138,7 @@ class Store:
                     facts_retracted=0,
                     rules_added=[i for i, _ in rules],
                     rules_removed=[],
+                    changes=stored,
                 )
             )
 
@@ -130,13 +158,22 @@ class Store:
             last_epoch = connection.execute(
                 select(func.coalesce(func.max(models.epochs.c.number), 0))
             ).scalar_one()
+            last_quarantined, last_reset = connection.execute(
+                select(
+                    func.max(epochs.c.number).filter(epochs.c.status == QUARANTINED),
+                    func.max(epochs.c.number).filter(epochs.c.reset),
+                )
+            ).one()
             connection.execute(
                 update(models.epochs)
                 .where(models.epochs.c.status == "committed", models.epochs.c.kind == "delta")
                 .values(status="recovered")
             )
             facts = read_facts(connection)
-        return Committed(StoredProgram(program_row.epoch, program_row.text), facts, last_epoch)
+        reset = last_quarantined is not None and (last_reset or -1) < last_quarantined
+        return Committed(
+            StoredProgram(program_row.epoch, program_row.text), facts, last_epoch, reset
+        )
 
     def quarantine(self, number: int, failure: str) -> None:
         """Leave epoch `number`'s program out of every later rebuild (`load`), saying why."""
@@ -166,10 +203,31 @@ class Store:
             connection.execute(update(table).where(table.c.id.in_(active)).values(active=True))
             connection.execute(update(table).where(table.c.id.not_in(active)).values(active=False))
 
+    def commit_reset(self, number: int, changes: Iterable[ChangeChunk]) -> None:
+        """A reset epoch: a rebuild came up without a quarantined program, and `changes` (a
+        snapshot of every relation) is the state a feed's reader starts again from."""
+        with self.engine.begin() as connection:
+            stored = _write_changes(connection, number, changes)
+            connection.execute(
+                insert(models.epochs).values(
+                    number=number,
+                    created_at=_now(),
+                    kind="rebuild",
+                    status="applied",
+                    facts_inserted=0,
+                    facts_retracted=0,
+                    rules_added=[],
+                    rules_removed=[],
+                    changes=stored,
+                    reset=True,
+                )
+            )
+
     # -- deltas ---------------------------------------------------------------------------------
 
     def commit_delta(self, record: DeltaRecord) -> None:
-        """Make a delta durable: facts, rules, program and the epoch row, one transaction."""
+        """Make a delta durable: facts, rules, program, change set and the epoch row, one
+        transaction."""
         with self.engine.begin() as connection:
             for relation in dict.fromkeys([*record.retracts, *record.inserts]):
                 retracted = record.retracts.get(relation, ())
@@ -177,9 +235,10 @@ class Store:
                 _append_segments(connection, relation, record.number, retracted, present=False)
                 _append_segments(connection, relation, record.number, inserted, present=True)
                 _merge_newest(connection, relation)
-            self._write_epoch(connection, record)
+            stored = _write_changes(connection, record.number, record.changes)
+            self._write_epoch(connection, record, stored)
 
-    def _write_epoch(self, connection: Connection, record: DeltaRecord) -> None:
+    def _write_epoch(self, connection: Connection, record: DeltaRecord, changes: int) -> None:
         """Everything of a delta but its facts: program, rules and the epoch row."""
         now = _now()
         if record.program_text is not None:
@@ -199,6 +258,7 @@ class Store:
                 facts_retracted=record.facts_retracted,
                 rules_added=[i for i, _ in record.rules_added],
                 rules_removed=list(record.rules_removed),
+                changes=changes,
             )
         )
 
@@ -252,6 +312,11 @@ class Store:
             ).first()
         return None if row is None else _aware(dict(row._mapping))
 
+    def changes(self, after: int, through: int) -> list[StoredChanges]:
+        """The change sets of epochs `after` < epoch <= `through`, in epoch order."""
+        with self.engine.connect() as connection:
+            return list(read_changes(connection, after, through))
+
     def rules(self) -> list[dict[str, Any]]:
         with self.engine.connect() as connection:
             return [
@@ -269,10 +334,10 @@ def _aware(row: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def _append_segments(
-    connection: Connection, relation: str, epoch: int, facts: Facts, *, present: bool
-) -> None:
-    """`facts` as the newest segments of `relation`'s log (one per `MAX_SEGMENT_ROWS`)."""
+def _segments_of(
+    facts: Facts, *, present: bool, max_rows: int
+) -> Iterator[tuple[int, bytes | memoryview]]:
+    """`facts` as segments of at most `max_rows` entries each: (rows, blob)."""
     count = len(facts)
     if not count:
         return
@@ -280,24 +345,45 @@ def _append_segments(
     values = segments.stored_columns(values)
     if count <= segments.SMALL_ROWS:
         rows = values.rows() if values.width else [()] * count
-        data = segments.encode_rows(values.schema, rows, [present] * count)
-        _insert_segment(connection, relation, epoch, count, data)
+        yield count, segments.encode_rows(values.schema, rows, [present] * count)
         return
     if values.width:
         log = segments.entries(values, present)
     else:
         log = pl.DataFrame({segments.PRESENT: [present] * count})
-    for start in range(0, count, segments.MAX_SEGMENT_ROWS):
-        part = log.slice(start, segments.MAX_SEGMENT_ROWS)
-        _insert_segment(connection, relation, epoch, part.height, segments.encode(part))
+    for start in range(0, count, max_rows):
+        part = log.slice(start, max_rows)
+        yield part.height, segments.encode(part)
 
 
-def _insert_segment(
-    connection: Connection, relation: str, epoch: int, rows: int, data: bytes | memoryview
+def _append_segments(
+    connection: Connection, relation: str, epoch: int, facts: Facts, *, present: bool
 ) -> None:
-    connection.execute(
-        insert(models.fact_segments).values(relation=relation, epoch=epoch, rows=rows, data=data)
-    )
+    """`facts` as the newest segments of `relation`'s log (one per `MAX_SEGMENT_ROWS`)."""
+    for rows, data in _segments_of(facts, present=present, max_rows=segments.MAX_SEGMENT_ROWS):
+        connection.execute(
+            insert(models.fact_segments).values(
+                relation=relation, epoch=epoch, rows=rows, data=data
+            )
+        )
+
+
+def _write_changes(connection: Connection, epoch: int, changes: Iterable[ChangeChunk]) -> int:
+    """An epoch's change set as rows of `epoch_changes`, in the order given, a chunk of at
+    most `CHANGE_CHUNK_ROWS` rows each (a page of the feed decodes little beyond its own
+    rows); how many rows it holds."""
+    stored = 0
+    seq = 0
+    for relation, present, facts in changes:
+        for rows, data in _segments_of(facts, present=present, max_rows=segments.CHANGE_CHUNK_ROWS):
+            connection.execute(
+                insert(models.epoch_changes).values(
+                    epoch=epoch, seq=seq, relation=relation, rows=rows, data=data
+                )
+            )
+            seq += 1
+            stored += rows
+    return stored
 
 
 def _merge_newest(connection: Connection, relation: str) -> None:
@@ -349,3 +435,19 @@ def read_facts(connection: Connection) -> dict[str, Facts]:
         values = segments.user_columns(net.drop(segments.PRESENT))
         facts[relation] = FactBatch(values) if values.width else [()] * net.height
     return facts
+
+
+def read_changes(connection: Connection, after: int, through: int) -> Iterator[StoredChanges]:
+    """The chunks of the change sets of epochs `after` < epoch <= `through`, in epoch and
+    then `seq` order, decoded one at a time."""
+    table = models.epoch_changes
+    result = connection.execute(
+        select(table.c.epoch, table.c.seq, table.c.relation, table.c.data)
+        .where(table.c.epoch > after, table.c.epoch <= through)
+        .order_by(table.c.epoch, table.c.seq)
+    )
+    for epoch, seq, relation, data in result:
+        entries = segments.decode(data)
+        values = segments.user_columns(entries.drop(segments.PRESENT))
+        rows: Facts = FactBatch(values) if values.width else [()] * entries.height
+        yield StoredChanges(epoch, seq, relation, bool(entries[segments.PRESENT][0]), rows)

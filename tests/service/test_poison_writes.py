@@ -219,13 +219,19 @@ def test_a_stored_program_that_cannot_be_evaluated_is_quarantined(
             row = client.get(f"/v1/epochs/{number}").raise_for_status().json()
             assert (row["status"], row["failure"]) == ("quarantined", failure)
         assert "reasoner_quarantined_epochs_total 2" in client.get("/metrics").text
+        # The state no longer follows from the epochs' change sets: a reset epoch says so,
+        # with the whole state (s and t, two rows each) as its change set.
+        reset = client.get(f"/v1/epochs/{runaway + 1}").raise_for_status().json()
+        assert (reset["kind"], reset["reset"], reset["changes"]) == ("rebuild", True, 4)
     assert _rule_texts(server) == ["t(x) :- s(x)."]
-    _assert_still_at(server, runaway)
-    # Quarantine is for good: the next start does not evaluate those programs again.
+    _assert_still_at(server, runaway + 1)
+    # Quarantine is for good: the next start does not evaluate those programs again, and
+    # needs no other reset.
     server.stop()
     server.start()
     with server.client() as client:
-        assert client.get("/ready").json()["quarantined"] == [too_deep, runaway]
+        ready = client.get("/ready").json()
+        assert (ready["epoch"], ready["quarantined"]) == (runaway + 2, [too_deep, runaway])
         assert "reasoner_quarantined_epochs_total 0" in client.get("/metrics").text
 
 

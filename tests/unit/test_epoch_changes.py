@@ -11,6 +11,7 @@ from reasoner.elastic.changes import EpochChanges, RelationChanges
 from reasoner.elastic.epoch import Delta
 from reasoner.materialization import Materialization
 from reasoner.program_text import rule_id
+from tests.updates import assert_columns_agree
 
 PROGRAM = """
 .decl edge(x: number, y: number)
@@ -30,7 +31,12 @@ def built() -> Materialization:
 
 def recorded(m: Materialization, delta: Delta, strategy: str) -> dict[str, RelationChanges]:
     found: list[dict[str, RelationChanges]] = []
-    m.apply(delta, strategy=strategy, before_publish=lambda c: found.append(c.changed()))
+
+    def record(changes: EpochChanges) -> None:
+        found.append(changes.changed())
+        assert_columns_agree(changes)
+
+    m.apply(delta, strategy=strategy, before_publish=record)
     (changes,) = found
     return changes
 
@@ -107,3 +113,43 @@ def test_internal_relations_are_left_out() -> None:
     changes = recorded(m, Delta(insert={"e": [(1, 3)]}), "update")
     assert set(changes) == {"e", "c"}
     assert changes["c"] == RelationChanges(retracted=[(1, 1)], inserted=[(1, 2)])
+
+
+@pytest.mark.parametrize("strategy", ["update", "bootstrap"])
+def test_the_changes_as_columns_are_in_user_values_and_value_order(strategy: str) -> None:
+    """What a store writes: per side, a batch of the relation's columns, sorted as a
+    relation is written out (symbols by text, floats and unsigned by value), records as
+    their text; a relation of arity 0 as rows `()`."""
+    m = Materialization.from_text(
+        ".type P = [a: number, b: symbol]\n"
+        ".decl e(s: symbol, u: unsigned, f: float, p: P)\n"
+        ".decl flag()\n"
+        "r(s, u, f, p) :- e(s, u, f, p).\n"
+        "any() :- e(_, _, _, _), !flag().\n"
+    )
+    m.load({"e": [("b", 1, 0.5, "[1, b]")]})
+    m.bootstrap()
+    batches: dict[str, tuple[object, object]] = {}
+
+    def record(changes: EpochChanges) -> None:
+        batches.update((name, changes.batches(name)) for name in changes.names)
+
+    m.apply(
+        Delta(
+            insert={
+                "e": [("a", 2**64 - 1, -0.0, "[2, a]"), ("c", 3, -1.5, "[0, z]")],
+                "flag": [()],
+            },
+            retract={"e": [("b", 1, 0.5, "[1, b]")]},
+        ),
+        strategy=strategy,
+        before_publish=record,
+    )
+    retracted, inserted = batches["r"]
+    assert list(retracted) == [("b", 1, 0.5, "[1, b]")]  # type: ignore[call-overload]
+    assert list(inserted) == [  # type: ignore[call-overload]
+        ("a", 2**64 - 1, -0.0, "[2, a]"),
+        ("c", 3, -1.5, "[0, z]"),
+    ]
+    assert batches["any"] == ([()], [])
+    assert batches["flag"] == ([], [()])
