@@ -696,7 +696,13 @@ class Materialization:
         diff: Callable[[str], Diff],
         relations: tuple[Mapping[str, RelationInfo], Mapping[str, RelationInfo]],
     ) -> EpochChanges:
-        return EpochChanges(names, diff, relations, self.symbols.decoder, self._batch_of)
+        return EpochChanges(
+            names,
+            diff,
+            relations,
+            self.symbols.decoder,
+            lambda info, columns: self._batch_of(info, columns, ordered=False),
+        )
 
     def _discard(self, overlay: Overlay, cached: set[StratumKey]) -> None:
         """Undo an Update that will not be committed: its overlay, the relations a rule change
@@ -933,16 +939,43 @@ class Materialization:
         info = self.analyzed.relations[name]
         if not info.arity:
             return [()] * self.size(name)
-        return self._batch_of(info, self.state[name].table.columns()[0])
+        return self._batch_of(info, self.state[name].table.columns()[0], ordered=True)
 
-    def _batch_of(self, info: RelationInfo, columns: Sequence[np.ndarray]) -> FactBatch:
-        """Engine columns of relation `info` (arity > 0) in user values, in value order."""
-        ranks = self.symbols.order_keys() if SYMBOL in info.types else None
+    def _batch_of(
+        self, info: RelationInfo, columns: Sequence[np.ndarray], *, ordered: bool
+    ) -> FactBatch:
+        """Engine columns of relation `info` (arity > 0) in user values, `ordered` in value
+        order (a sort that costs more than the decoding) or as they are."""
         texts = {
             index: self._record_texts(column, kind)
             for index, (kind, column) in enumerate(zip(info.value_types, columns, strict=True))
             if isinstance(kind, RecordType | AdtType)
         }
+        order: np.ndarray | slice = slice(None)
+        if ordered:
+            order = self._value_order(info, columns, texts)
+            texts = {index: (text.gather(order), rank) for index, (text, rank) in texts.items()}
+        decoded = [
+            texts[index][0]
+            if index in texts
+            else self.symbols.resolve_series(column[order])
+            if kind == SYMBOL
+            else user_numbers(column[order], kind)
+            for index, (kind, column) in enumerate(zip(info.types, columns, strict=True))
+        ]
+        batch = FactBatch.of_columns(decoded, info.types)
+        batch.ordered = ordered
+        return batch
+
+    def _value_order(
+        self,
+        info: RelationInfo,
+        columns: Sequence[np.ndarray],
+        texts: Mapping[int, tuple[pl.Series, np.ndarray]],
+    ) -> np.ndarray:
+        """The permutation that puts rows in value order: symbols by their rank among the
+        symbols, records by the rank of their text, floats and unsigned by value."""
+        ranks = self.symbols.order_keys() if SYMBOL in info.types else None
         keys = [
             texts[index][1]
             if index in texts
@@ -953,18 +986,7 @@ class Materialization:
             else user_numbers(column, kind)
             for index, (kind, column) in enumerate(zip(info.types, columns, strict=True))
         ]
-        order = np.lexsort(keys[::-1])
-        decoded = [
-            texts[index][0].gather(order)
-            if index in texts
-            else self.symbols.resolve_series(column[order])
-            if kind == SYMBOL
-            else user_numbers(column[order], kind)
-            for index, (kind, column) in enumerate(zip(info.types, columns, strict=True))
-        ]
-        batch = FactBatch.of_columns(decoded, info.types)
-        batch.ordered = True
-        return batch
+        return np.lexsort(keys[::-1])
 
     def _record_texts(
         self, column: np.ndarray, kind: RecordType | AdtType
