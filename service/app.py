@@ -15,7 +15,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from service import errors
-from service.api.routes import deltas, epochs, health, query, relations, rules
+from service.api.routes import changes, deltas, epochs, health, query, relations, rules
 from service.limits import BodySizeLimit
 from service.runtime import Runtime
 from service.schemas import ProblemOut
@@ -53,7 +53,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Added last, so it runs first: tokens are checked before a byte of the body is read.
     app.add_middleware(TokenGate, settings=settings)
     app.include_router(health.router)
-    for resource in (deltas, rules, relations, query, epochs):
+    for resource in (deltas, rules, relations, query, epochs, changes):
         for name in ("writes", "reads"):
             if hasattr(resource, name):
                 app.include_router(getattr(resource, name))

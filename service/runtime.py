@@ -69,6 +69,9 @@ T = TypeVar("T")
 MAX_EPOCH = (1 << 31) - 1
 """Epoch numbers are 32-bit integer columns: a larger number names no epoch."""
 
+PRUNE_EVERY = 64
+"""Epochs between two prunes of the change sets past the retention."""
+
 DISCONNECT_POLL_SECONDS = 0.2
 """How often a queued write checks that its client is still there."""
 
@@ -456,6 +459,18 @@ class Runtime:
             log.exception("recording the report of epoch %d failed", number)
         else:
             del self._unrecorded[number]
+        self._prune_changes(number)
+
+    def _prune_changes(self, number: int) -> None:
+        """Every `PRUNE_EVERY` epochs (or every retention, if fewer), forget the change sets
+        older than the retention, after the answer like the report."""
+        keep = self.settings.change_retention_epochs
+        if keep is None or number % min(PRUNE_EVERY, keep):
+            return
+        try:
+            self.store.prune_changes(number - keep + 1)
+        except Exception:  # kept a while longer: the next prune deletes them
+            log.exception("pruning the change sets before epoch %d failed", number - keep + 1)
 
     def _with_report(self, row: dict[str, Any]) -> dict[str, Any]:
         pending = self._unrecorded.get(row["number"])
@@ -486,6 +501,11 @@ class Runtime:
             detail = self.failure or "the materialization is being built"
             raise Problem(503, NOT_READY, detail, headers={"Retry-After": "1"})
         return m
+
+    def published_epoch(self) -> int:
+        """The number of the published epoch, once ready: the feed's bound (every epoch up to
+        it committed its change set before it was published)."""
+        return self._require_ready().epoch
 
     def read(self, read: Callable[[Materialization, int], T]) -> T:
         """`read(materialization, epoch)` on one published epoch, holding no lock while it

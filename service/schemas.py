@@ -272,6 +272,34 @@ class EpochsOut(BaseModel):
     next: int | None = Field(description="`?before=` value of the next (older) page.")
 
 
+class ChangeGroup(BaseModel):
+    """Rows one relation lost and gained in one epoch, or the mark of a reset epoch."""
+
+    epoch: int
+    relation: str | None = Field(None, description="Null for a reset mark.")
+    reset: bool = Field(
+        False,
+        description="A reset mark: clear every relation; the epoch's groups that follow hold "
+        "the whole state (a restart came up without a quarantined program).",
+    )
+    retracted: list[list[Any]] = Field(default_factory=list)
+    inserted: list[list[Any]] = Field(default_factory=list)
+
+
+class ChangesOut(BaseModel):
+    since: int = Field(description="The `since` asked for: changes of later epochs follow.")
+    epoch: int = Field(description="The published epoch this page was read at.")
+    through: int = Field(
+        description="The last epoch this and the earlier pages hold whole: poll again later "
+        "with `since` set to it once `next` is null."
+    )
+    next: str | None = Field(description="`?cursor=` of the next page; null at `epoch`.")
+    changes: list[ChangeGroup] = Field(
+        description="In epoch order; within an epoch, relation by relation, a relation's "
+        "retracted rows before its inserted ones. A group can continue on the next page."
+    )
+
+
 class Health(BaseModel):
     status: str
 

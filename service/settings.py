@@ -146,6 +146,13 @@ class Settings(BaseSettings):
         "(`p(x) :- a(x) ; b(x).` counts 2); a write that would pass it is refused (400, "
         "`too_many_rules`).",
     )
+    change_retention_epochs: int | None = Field(
+        None,
+        gt=0,
+        description="Epochs whose change sets the feed (`GET /v1/changes`) keeps, at least; "
+        "older ones are pruned every 64 epochs (or every retention, if fewer), and a read "
+        "of them is refused (410, `changes_expired`). Unset: kept for ever.",
+    )
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         "info",
         description="Level of the service's own log (`debug` adds a line per epoch phase: "

@@ -32,6 +32,7 @@ PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
         (400, "Invalid program, delta or data"),
         (401, "Missing or wrong bearer token"),
         (404, "Unknown relation, rule or epoch"),
+        (410, "A page of an epoch no longer published, or changes no longer kept"),
         (413, "Request body too large"),
         (415, "Unsupported content type"),
         (422, "A valid write or query past its deadline or memory allowance"),

@@ -19,7 +19,8 @@ from itertools import groupby
 from typing import Any
 
 import polars as pl
-from sqlalchemy import Connection, Engine, delete, func, insert, select, update
+from sqlalchemy import Connection, Engine, and_, delete, func, insert, select, update
+from sqlalchemy import or_ as sa_or
 
 from reasoner.io.batch import FactBatch
 from service.store import models, segments
@@ -63,6 +64,36 @@ class StoredChanges:
     relation: str
     present: bool
     rows: Facts
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class ChangePosition:
+    """Where a page of the feed starts: row `offset` of chunk `seq` of epoch `epoch` (seq -1:
+    the epoch's reset mark, which comes before its chunks)."""
+
+    epoch: int
+    seq: int = -1
+    offset: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeItem:
+    """One piece of a page of the feed: rows a relation lost (`present` False) or gained in
+    an epoch, or (`relation` None) the mark of a reset epoch."""
+
+    epoch: int
+    relation: str | None
+    present: bool = True
+    rows: Sequence[Row] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ChangePage:
+    items: list[ChangeItem]
+    next: ChangePosition | None
+    """Where the next page starts; None: the page reached the last epoch asked for."""
+    horizon: int
+    """The newest epoch whose change set is not kept (-1: none), read after the page."""
 
 
 @dataclass(slots=True)
@@ -317,6 +348,64 @@ class Store:
         with self.engine.connect() as connection:
             return list(read_changes(connection, after, through))
 
+    def change_page(
+        self,
+        start: ChangePosition,
+        through: int,
+        relations: Sequence[str] | None,
+        limit: int,
+    ) -> ChangePage:
+        """At most `limit` rows (a reset mark counts as one) of the feed from `start` to the
+        end of epoch `through`, of `relations` only (None: all), and where the next page
+        starts. The horizon is read after the rows: pruning only raises it, so a page read
+        while a prune deleted part of it shows a horizon that says so."""
+        table, epochs = models.epoch_changes, models.epochs
+        after_start = sa_or(
+            table.c.epoch > start.epoch,
+            and_(table.c.epoch == start.epoch, table.c.seq >= start.seq),
+        )
+        chunks = (
+            select(table.c.epoch, table.c.seq, table.c.relation, table.c.rows)
+            .where(after_start, table.c.epoch <= through)
+            .order_by(table.c.epoch, table.c.seq)
+            .limit(limit + 1)
+        )
+        if relations is not None:
+            chunks = chunks.where(table.c.relation.in_(relations))
+        first_mark = start.epoch if start.seq < 0 else start.epoch + 1
+        marks = (
+            select(epochs.c.number)
+            .where(epochs.c.reset, epochs.c.number >= first_mark, epochs.c.number <= through)
+            .order_by(epochs.c.number)
+            .limit(limit + 1)
+        )
+        with self.engine.connect() as connection:
+            found = [
+                (ChangePosition(epoch, seq), relation, rows)
+                for epoch, seq, relation, rows in connection.execute(chunks)
+            ]
+            found += [(ChangePosition(n), None, 1) for (n,) in connection.execute(marks)]
+            items, following = _page_items(connection, sorted(found), start, limit)
+            horizon = _horizon(connection)
+        return ChangePage(items, following, horizon)
+
+    def horizon(self) -> int:
+        """The newest epoch whose change set is not kept (-1: none)."""
+        with self.engine.connect() as connection:
+            return _horizon(connection)
+
+    def prune_changes(self, before: int) -> None:
+        """Forget the change sets of the epochs before `before` (the feed's retention)."""
+        with self.engine.begin() as connection:
+            connection.execute(
+                delete(models.epoch_changes).where(models.epoch_changes.c.epoch < before)
+            )
+            connection.execute(
+                update(models.epochs)
+                .where(models.epochs.c.number < before, models.epochs.c.changes.is_not(None))
+                .values(changes=None)
+            )
+
     def rules(self) -> list[dict[str, Any]]:
         with self.engine.connect() as connection:
             return [
@@ -451,3 +540,55 @@ def read_changes(connection: Connection, after: int, through: int) -> Iterator[S
         values = segments.user_columns(entries.drop(segments.PRESENT))
         rows: Facts = FactBatch(values) if values.width else [()] * entries.height
         yield StoredChanges(epoch, seq, relation, bool(entries[segments.PRESENT][0]), rows)
+
+
+def _horizon(connection: Connection) -> int:
+    epochs = models.epochs
+    return connection.execute(
+        select(func.coalesce(func.max(epochs.c.number), -1)).where(epochs.c.changes.is_(None))
+    ).scalar_one()
+
+
+def _page_items(
+    connection: Connection,
+    found: Sequence[tuple[ChangePosition, str | None, int]],
+    start: ChangePosition,
+    limit: int,
+) -> tuple[list[ChangeItem], ChangePosition | None]:
+    """The items of a page from the chunks and reset marks `found` (in order), and where the
+    next page starts. Each of the two lists was read `limit` + 1 long at most, so the page
+    fills up before it could pass the end of a list that was cut short."""
+    items: list[ChangeItem] = []
+    budget = limit
+    for position, relation, rows in found:
+        offset = start.offset if position == ChangePosition(start.epoch, start.seq) else 0
+        if budget == 0:
+            return items, ChangePosition(position.epoch, position.seq, offset)
+        if relation is None:
+            items.append(ChangeItem(position.epoch, None))
+            budget -= 1
+            continue
+        take = min(rows - offset, budget)
+        entries = _chunk(connection, position)
+        if entries is None:  # pruned since the chunks were listed: the horizon says so
+            return items, None
+        present = bool(entries[segments.PRESENT][0])
+        part = entries.slice(offset, take)
+        values = segments.user_columns(part.drop(segments.PRESENT))
+        items.append(
+            ChangeItem(
+                position.epoch, relation, present, values.rows() if values.width else [()] * take
+            )
+        )
+        budget -= take
+        if offset + take < rows:
+            return items, ChangePosition(position.epoch, position.seq, offset + take)
+    return items, None
+
+
+def _chunk(connection: Connection, position: ChangePosition) -> pl.DataFrame | None:
+    table = models.epoch_changes
+    data = connection.execute(
+        select(table.c.data).where(table.c.epoch == position.epoch, table.c.seq == position.seq)
+    ).scalar_one_or_none()
+    return None if data is None else segments.decode(data)

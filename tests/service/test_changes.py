@@ -4,9 +4,13 @@ after Updates, Bootstraps, rule changes, refused writes and restarts, on both da
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+import httpx
 
 from service.settings import Settings
 from service.store.repository import Store
@@ -48,10 +52,42 @@ def _folded(url: str) -> tuple[dict[str, set[tuple]], dict[int, int]]:
     return {name: rows for name, rows in relations.items() if rows}, stored
 
 
+def feed(client: httpx.Client, since: int = -1, **params: Any) -> list[dict[str, Any]]:
+    """Every change group after `since`, page after page; each page's `through` is the
+    epoch before where the next one starts."""
+    groups: list[dict[str, Any]] = []
+    cursor = None
+    while True:
+        query = {"since": since, **params} | ({"cursor": cursor} if cursor else {})
+        body = client.get("/v1/changes", params=query).raise_for_status().json()
+        groups.extend(body["changes"])
+        cursor = body["next"]
+        if cursor is None:
+            assert body["through"] == body["epoch"]
+            return groups
+        assert body["through"] < body["epoch"]
+
+
+def fold(groups: list[dict[str, Any]]) -> dict[str, set[tuple]]:
+    """The relations a feed's groups make, from nothing."""
+    relations: dict[str, set[tuple]] = defaultdict(set)
+    for group in groups:
+        if group["reset"]:
+            relations.clear()
+            continue
+        held = relations[group["relation"]]
+        gone, new = set(map(tuple, group["retracted"])), set(map(tuple, group["inserted"]))
+        assert gone <= held and not new & held, group
+        held -= gone
+        held |= new
+    return {name: rows for name, rows in relations.items() if rows}
+
+
 def _assert_feed_rebuilds(server: Server) -> None:
     with server.client() as client:
         served = {name: rows for name, rows in served_relations(client).items() if rows}
         epochs = served_epochs(client)
+        assert fold(feed(client)) == served
     folded, stored = _folded(server.settings["REASONER_DATABASE_URL"])
     assert folded == served
     assert {e["number"]: e["changes"] for e in epochs} == {
@@ -64,7 +100,11 @@ def test_the_stored_change_sets_rebuild_the_served_relations(
 ) -> None:
     program = tmp_path / "program.dl"
     program.write_text(PROGRAM, encoding="utf-8")
-    server = make_server(REASONER_PROGRAM=str(program), REASONER_EPOCH_TIMEOUT_SECONDS="2").start()
+    server = make_server(
+        REASONER_PROGRAM=str(program),
+        REASONER_EPOCH_TIMEOUT_SECONDS="2",
+        REASONER_PAGE_SIZE="10000",
+    ).start()
     _assert_feed_rebuilds(server)  # epoch 0: what the program's own fact derives
     with server.client() as client:
         writes = [
@@ -102,3 +142,62 @@ def test_the_stored_change_sets_rebuild_the_served_relations(
     server.kill()
     server.start()
     _assert_feed_rebuilds(server)
+
+
+def test_pages_filters_cursors_and_retention(make_server: Callable[..., Server]) -> None:
+    server = make_server(REASONER_CHANGE_RETENTION_EPOCHS="4").start()
+    with server.client() as client:
+        client.post("/v1/rules", content=PROGRAM, headers=TEXT).raise_for_status()  # epoch 1
+        for body in (  # epochs 2, 3
+            {"insert": {"edge": [[i, i + 1] for i in range(2, 12)], "label": [[1, "a"]]}},
+            {"insert": {"label": [[7, "b"], [99, "z"]]}},
+        ):
+            client.post("/v1/deltas", json={"facts": body}).raise_for_status()
+        served = {name: rows for name, rows in served_relations(client).items() if rows}
+        # Pages of 7 rows (the test servers' page size) and of 2; one relation alone.
+        assert fold(feed(client)) == fold(feed(client, limit=2)) == served
+        assert fold(feed(client, relations="tc,nothing")) == {"tc": served["tc"]}
+        page = client.get("/v1/changes", params={"relations": "tc"}).json()
+        assert {g["relation"] for g in page["changes"]} == {"tc"}
+        # Changes after an epoch: epoch 3 added two labels, one of them named.
+        assert feed(client, since=2) == [
+            {
+                "epoch": 3,
+                "relation": "label",
+                "reset": False,
+                "retracted": [],
+                "inserted": [[7, "b"], [99, "z"]],
+            },
+            {"epoch": 3, "relation": "named", "reset": False, "retracted": [], "inserted": [["z"]]},
+        ]
+        last = client.get("/v1/changes", params={"since": 3}).json()
+        assert (last["epoch"], last["through"], last["next"], last["changes"]) == (3, 3, None, [])
+        # A cursor is for its relations; a cursor not issued here is refused.
+        cursor = page["next"]
+        assert cursor is not None
+        refused = client.get("/v1/changes", params={"cursor": cursor, "relations": "edge"})
+        assert_problem(refused, 400, "invalid_cursor")
+        for bad in ("nope", "WzEsMiwzXQ", "W1sxXV0"):
+            bad_cursor = client.get("/v1/changes", params={"cursor": bad})
+            assert_problem(bad_cursor, 400, "invalid_cursor")
+        assert_problem(client.get("/v1/changes", params={"since": 4}), 404, "unknown_epoch")
+        assert client.get("/v1/changes", params={"since": -2}).status_code == 422
+        too_many = ",".join(f"r{i}" for i in range(101))
+        listed = client.get("/v1/changes", params={"relations": too_many})
+        assert_problem(listed, 400, "invalid_request")
+        # Retention 4: epoch 4 prunes the change sets before epoch 1, epoch 8 those before 5.
+        client.post("/v1/deltas", json={"facts": {"retract": {"edge": [[5, 6]]}}})
+        for number in (5, 6, 7, 8):
+            client.post("/v1/facts", json={"facts": {"label": [[number, "n"]]}})
+        deadline = time.monotonic() + 30
+        while served_epochs(client)[4]["changes"] is not None:  # pruned after the answer
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        epochs = {e["number"]: e["changes"] for e in served_epochs(client)}
+        assert [n for n, changes in epochs.items() if changes is None] == [0, 1, 2, 3, 4]
+        expired = client.get("/v1/changes", params={"since": 3})
+        body = assert_problem(expired, 410, "changes_expired")
+        assert (body["horizon"], body["epoch"]) == (4, 8)
+        stale = client.get("/v1/changes", params={"cursor": cursor, "relations": "tc"})
+        assert_problem(stale, 410, "changes_expired")
+        assert {g["epoch"] for g in feed(client, since=4)} == {5, 6, 7, 8}

@@ -107,11 +107,15 @@ def test_openapi_documents_the_contract(server: Server) -> None:
         "/v1/query": {"post"},
         "/v1/epochs": {"get"},
         "/v1/epochs/{number}": {"get"},
+        "/v1/changes": {"get"},
         "/health": {"get"},
         "/ready": {"get"},
         "/metrics": {"get"},
     }.items():
         assert verbs <= set(paths[path]), path
-    assert "ProblemOut" in schema["components"]["schemas"]
+    assert {"ProblemOut", "ChangesOut", "ChangeGroup"} <= set(schema["components"]["schemas"])
+    changes = paths["/v1/changes"]["get"]
+    assert {"since", "relations", "limit", "cursor"} <= {p["name"] for p in changes["parameters"]}
+    assert "410" in changes["responses"]
     rules_body = paths["/v1/rules"]["post"]["requestBody"]["content"]
     assert {"application/json", "text/plain"} <= set(rules_body)

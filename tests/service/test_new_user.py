@@ -136,6 +136,19 @@ def test_the_readme_examples_work(make_server: Callable[..., Server]) -> None:
         # The fact posted with the program is data: it can be retracted.
         client.request("DELETE", "/v1/facts", json={"facts": {"edge": [[1, 2]]}}).raise_for_status()
         assert read_relation(client, "tc", x=1) == []
+        # The change feed says what that epoch did.
+        feed = client.get("/v1/changes", params={"since": 2}).raise_for_status().json()
+        assert (feed["epoch"], feed["through"], feed["next"]) == (3, 3, None)
+        assert feed["changes"] == [
+            {"epoch": 3, "relation": "edge", "reset": False, "retracted": [[1, 2]], "inserted": []},
+            {
+                "epoch": 3,
+                "relation": "tc",
+                "reset": False,
+                "retracted": [[1, 2], [1, 3]],
+                "inserted": [],
+            },
+        ]
         schema = client.get("/openapi.json").json()["paths"]["/v1/relations/{name}"]["get"]
         assert "filter" in schema["description"].lower()
 

@@ -223,6 +223,14 @@ def test_a_stored_program_that_cannot_be_evaluated_is_quarantined(
         # with the whole state (s and t, two rows each) as its change set.
         reset = client.get(f"/v1/epochs/{runaway + 1}").raise_for_status().json()
         assert (reset["kind"], reset["reset"], reset["changes"]) == ("rebuild", True, 4)
+        feed = client.get("/v1/changes", params={"since": runaway}).raise_for_status().json()
+        assert [
+            (g["epoch"], g["relation"], g["reset"], g["inserted"]) for g in feed["changes"]
+        ] == [
+            (runaway + 1, None, True, []),
+            (runaway + 1, "s", False, [[1], [2]]),
+            (runaway + 1, "t", False, [[1], [2]]),
+        ]
     assert _rule_texts(server) == ["t(x) :- s(x)."]
     _assert_still_at(server, runaway + 1)
     # Quarantine is for good: the next start does not evaluate those programs again, and
