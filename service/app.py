@@ -7,6 +7,7 @@ answers at once and `/ready` turns 200 when the first Bootstrap is done.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -32,6 +33,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         runtime = Runtime(settings, priority=priority)
         app.state.runtime = runtime
+        runtime.feed.attach(asyncio.get_running_loop())
         runtime.start()
         try:
             yield

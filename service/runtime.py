@@ -54,6 +54,7 @@ from service.errors import (
     TOO_MANY_RULES,
     Problem,
 )
+from service.feed import Feed, KeptChanges
 from service.metrics import Metrics
 from service.schemas import EpochSummary
 from service.settings import Settings
@@ -121,6 +122,8 @@ class Runtime:
         mb = settings.epoch_memory_mb
         self._memory_allowance = default_memory_allowance() if mb is None else mb << 20
         """Bytes one evaluation (a write's, or the start-up rebuild) may grow the process."""
+        self.feed = Feed()
+        """The live change feed's view of the epochs published (`service.feed`)."""
         self._unrecorded: dict[int, dict[str, Any]] = {}
         """Reports of applied epochs not yet written to their rows (see `apply`)."""
 
@@ -230,6 +233,7 @@ class Runtime:
         self.materialization = m
         self.failure = None
         self.ready = True
+        self.feed.publish(m.epoch, None)  # clients waiting through a rebuild go on
         self.startup_seconds = time.perf_counter() - start
         if self._initializing:
             self.store.record_report(0, _report_row(report.as_epoch(0, m.derived_size())))
@@ -395,18 +399,19 @@ class Runtime:
         timeout = self.settings.epoch_timeout_seconds
         budget = EpochBudget(timeout, self._memory_allowance)
         committed = False
+        kept: KeptChanges | None = None
 
         def commit(changes: EpochChanges) -> None:
-            nonlocal committed
+            nonlocal committed, kept
             failpoints.reach(failpoints.EVALUATED)
-            record.changes = change_chunks(changes)
+            record.changes = kept = KeptChanges(number, change_chunks(changes))
             self._commit(record)
             committed = True
             failpoints.reach(failpoints.COMMITTED)
 
         log.debug("epoch %d: evaluating (%s, deadline %gs)", number, strategy, timeout)
         try:
-            return m.apply(
+            report = m.apply(
                 prepared,
                 strategy=strategy,
                 include_changes=include_changes,
@@ -450,6 +455,8 @@ class Runtime:
                 f"the engine failed to evaluate the write ({type(exc).__name__}); nothing "
                 "changed. This is a defect of the service: please report it with the write.",
             ) from None
+        self.feed.publish(number, None if kept is None else kept.items)
+        return report
 
     def _record_report(self, number: int) -> None:
         failpoints.reach(failpoints.ANSWERED)
@@ -501,6 +508,11 @@ class Runtime:
             detail = self.failure or "the materialization is being built"
             raise Problem(503, NOT_READY, detail, headers={"Retry-After": "1"})
         return m
+
+    def epoch_if_ready(self) -> int | None:
+        """The published epoch, or None while the materialization is being (re)built."""
+        m = self.materialization
+        return m.epoch if m is not None and self.ready else None
 
     def published_epoch(self) -> int:
         """The number of the published epoch, once ready: the feed's bound (every epoch up to

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+from types import FrameType
 
 import uvicorn
+from fastapi import FastAPI
 
 from service.app import create_app
 from service.settings import Settings
@@ -51,4 +53,33 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
     if settings.read_token is None and settings.write_token is not None:
         log.warning("no read token: reads are open to anyone who reaches the port")
     app = create_app(settings)
-    uvicorn.run(app, host=host, port=port, workers=1, proxy_headers=True, log_level="info")
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        workers=1,
+        proxy_headers=True,
+        log_level="info",
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+    )
+    _Server(config, app).run()
+
+
+GRACEFUL_SHUTDOWN_SECONDS = 5
+"""How long a stopping server waits for responses in progress before it cancels them."""
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, ending the live feed's streams when it is told to stop: uvicorn
+    waits for open connections before it shuts the application down, and a stream never
+    ends by itself."""
+
+    def __init__(self, config: uvicorn.Config, app: FastAPI) -> None:
+        super().__init__(config)
+        self.app = app
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        runtime = getattr(self.app.state, "runtime", None)
+        if runtime is not None:
+            runtime.feed.close()
+        super().handle_exit(sig, frame)

@@ -153,6 +153,18 @@ class Settings(BaseSettings):
         "older ones are pruned every 64 epochs (or every retention, if fewer), and a read "
         "of them is refused (410, `changes_expired`). Unset: kept for ever.",
     )
+    feed_max_clients: int = Field(
+        256,
+        gt=0,
+        description="Clients the live change feed serves at once; one more is refused (503, "
+        "`too_busy`).",
+    )
+    feed_heartbeat_seconds: float = Field(
+        15.0,
+        gt=0,
+        description="An idle live feed sends a `: ping` comment this often, so that proxies "
+        "and clients keep it open.",
+    )
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         "info",
         description="Level of the service's own log (`debug` adds a line per epoch phase: "

@@ -11,28 +11,33 @@ import base64
 import binascii
 import hashlib
 import json
+import re
 from typing import Annotated
 
-from fastapi import Query
-from fastapi.responses import Response
+from fastapi import Query, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import Response, StreamingResponse
 
-from service.api.common import flat_json_array, json_row
+from service.api.common import flat_json_array
 from service.api.deps import RuntimeDep, answered, read_router
-from service.errors import CHANGES_EXPIRED, INVALID_CURSOR, INVALID_REQUEST, UNKNOWN_EPOCH, Problem
-from service.runtime import MAX_EPOCH
+from service.errors import INVALID_CURSOR, INVALID_REQUEST, TOO_BUSY, UNKNOWN_EPOCH, Problem
+from service.feed import change_groups, expired_problem
+from service.runtime import MAX_EPOCH, Runtime
 from service.schemas import ChangeGroup, ChangesOut
-from service.store.repository import ChangeItem, ChangePosition
+from service.store.repository import ChangePosition
 
 reads = read_router()
 
 MAX_RELATIONS = 100
 """Relations one read may name."""
+EVENT_STREAM = "text/event-stream"
 
 
 @reads.get(
     "/changes",
     response_model=ChangesOut,
-    summary="The change feed: every epoch's changes after `since`, paginated",
+    responses={200: {"content": {EVENT_STREAM: {"schema": {"type": "string"}}}}},
+    summary="The change feed: every epoch's changes after `since`, paginated or live",
     description=(
         "Per epoch after `since`, in order, the rows each relation lost (`retracted`) and "
         "gained (`inserted`), inputs and derived relations alike. `since=-1` (the default) "
@@ -43,10 +48,19 @@ MAX_RELATIONS = 100
         "poll with `since` set to `through`. Change sets older than the retention "
         "(`REASONER_CHANGE_RETENTION_EPOCHS`) are refused with 410 `changes_expired`, whose "
         "`horizon` is the newest epoch no longer kept: read the relations afresh, then "
-        "follow from the epoch they were read at."
+        "follow from the epoch they were read at. "
+        "With `Accept: text/event-stream` the feed is live (Server-Sent Events): it replays "
+        "the epochs after `since` (or after `Last-Event-ID`, when a client reconnects), then "
+        "sends each epoch as it is published: one `epoch` event per epoch, even an empty one, "
+        "whose id is the epoch's number and whose data is `{epoch, reset, changes}`; an epoch "
+        "of more than 10,000 rows first sends id-less `part` events (a client cut off in the "
+        "middle of an epoch drops them: it resumes before that epoch). `: ping` comments keep "
+        "an idle stream open; `expired` (a problem document) ends a stream that fell behind "
+        "the retention, `shutdown` one whose server stops."
     ),
 )
 async def get_changes(
+    request: Request,
     runtime: RuntimeDep,
     since: Annotated[int, Query(ge=-1, description="The last epoch already seen (-1: none).")] = -1,
     relations: Annotated[
@@ -57,6 +71,14 @@ async def get_changes(
     cursor: Annotated[str | None, Query(description="`next` of the previous page.")] = None,
 ) -> Response:
     names = _relation_names(relations)
+    if EVENT_STREAM in request.headers.get("accept", ""):
+        if cursor is not None or limit is not None:
+            raise Problem(
+                400,
+                INVALID_REQUEST,
+                "a live feed takes no `cursor` or `limit`: it sends every epoch",
+            )
+        return await _live(request, runtime, since, names)
     digest = _digest(names)
     page_size = min(limit or runtime.settings.page_size, runtime.settings.page_size)
 
@@ -71,24 +93,59 @@ async def get_changes(
             raise Problem(400, INVALID_CURSOR, "the cursor is not one this service issued")
         page = runtime.store.change_page(start, epoch, names, page_size)
         if page.horizon >= start.epoch:
-            raise Problem(
-                410,
-                CHANGES_EXPIRED,
-                f"the change sets of epochs up to {page.horizon} are no longer kept: read the "
-                f"relations at epoch {epoch}, then follow the feed from there",
-                horizon=page.horizon,
-                epoch=epoch,
-            )
+            raise expired_problem(page.horizon, epoch)
         body = ChangesOut(
             since=since,
             epoch=epoch,
             through=epoch if page.next is None else page.next.epoch - 1,
             next=None if page.next is None else _encode(page.next, digest),
-            changes=_groups(page.items),
+            changes=[ChangeGroup(**group) for group in change_groups(page.items)],
         )
         return Response(body.model_dump_json(), media_type="application/json")
 
     return await answered(runtime, respond)
+
+
+async def _live(
+    request: Request, runtime: Runtime, since: int, names: list[str] | None
+) -> Response:
+    """The live feed from `since` (or the client's `Last-Event-ID`, when it reconnects)."""
+    after = since
+    resumed = request.headers.get("last-event-id")
+    if resumed is not None:
+        after = _last_event_id(resumed)
+    epoch = runtime.published_epoch()
+    if after > epoch:
+        raise Problem(
+            404, UNKNOWN_EPOCH, f"epoch {after} is not published yet (the last is {epoch})"
+        )
+    horizon = await run_in_threadpool(runtime.store.horizon)
+    if horizon > after:
+        raise expired_problem(horizon, epoch)
+    feed = runtime.feed
+    if feed.clients >= runtime.settings.feed_max_clients:
+        runtime.metrics.refused(TOO_BUSY)
+        raise Problem(
+            503,
+            TOO_BUSY,
+            f"{runtime.settings.feed_max_clients} clients follow the feed; retry shortly",
+            headers={"Retry-After": "1"},
+        )
+    events = feed.stream(
+        runtime.store, runtime.epoch_if_ready, after, names, runtime.settings.feed_heartbeat_seconds
+    )
+    return StreamingResponse(
+        events,
+        media_type=EVENT_STREAM,
+        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+    )
+
+
+def _last_event_id(text: str) -> int:
+    text = text.strip()
+    if not re.fullmatch(r"-?[0-9]{1,10}", text) or not -1 <= int(text) <= MAX_EPOCH:
+        raise Problem(400, INVALID_REQUEST, "`Last-Event-ID` is an epoch number this feed sent")
+    return int(text)
 
 
 def _relation_names(relations: str | None) -> list[str] | None:
@@ -136,18 +193,3 @@ def _decode(cursor: str, digest: str) -> ChangePosition:
             400, INVALID_CURSOR, "the cursor was issued for other `relations`: pass the same"
         )
     return ChangePosition(fields[0], fields[1], fields[2])
-
-
-def _groups(items: list[ChangeItem]) -> list[ChangeGroup]:
-    """Items as groups, one per epoch and relation (a reset mark alone)."""
-    groups: list[ChangeGroup] = []
-    for item in items:
-        if item.relation is None:
-            groups.append(ChangeGroup(epoch=item.epoch, reset=True))
-            continue
-        last = groups[-1] if groups else None
-        if last is None or (last.epoch, last.relation) != (item.epoch, item.relation):
-            last = ChangeGroup(epoch=item.epoch, relation=item.relation)
-            groups.append(last)
-        (last.inserted if item.present else last.retracted).extend(map(json_row, item.rows))
-    return groups

@@ -1,0 +1,289 @@
+"""The live change feed: `GET /v1/changes` with `Accept: text/event-stream`.
+
+A client names the last epoch it has seen (`since`, or `Last-Event-ID` when it reconnects);
+the stream replays every later epoch from the store, then sends each new epoch as it is
+published: one `epoch` event per epoch, even an empty one, with the epoch's number as its
+id, so a client that reconnects with the last id it saw misses nothing and sees nothing
+twice. An epoch of more rows than `PART_ROWS` first sends id-less `part` events; a client
+cut off in the middle of an epoch resumes before it and drops the parts it holds.
+
+The writer only appends to a ring of the latest epochs and wakes the event loop (O(1),
+whatever the number of clients); each client is just the number of the last epoch it sent.
+Epochs of a few rows are kept in the ring in memory, rendered once for every unfiltered
+client; larger ones, and epochs a client is behind on, are read from the store, where each
+epoch's change set was committed with it (`service.change_sets`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from typing import Any
+
+from fastapi.concurrency import run_in_threadpool
+
+from reasoner import floats
+from reasoner.io.batch import FactBatch
+from service.errors import CHANGES_EXPIRED, Problem, problem_body
+from service.store.repository import ChangeChunk, ChangeItem, ChangePosition, Store
+
+RING_EPOCHS = 64
+"""The latest epochs the feed keeps in memory."""
+CACHE_ROWS = 10_000
+"""An epoch of more rows than this is read from the store by each client that sends it."""
+PART_ROWS = 10_000
+"""Rows one event holds at most (a larger epoch is split into parts)."""
+PAGE_ROWS = 50_000
+"""Rows read from the store at once while catching up."""
+RETRY_MILLISECONDS = 2000
+"""How long a client waits before it reconnects (the stream's `retry`)."""
+RENDER_ON_LOOP_ROWS = 1000
+"""Events of more rows than this are rendered on a worker thread, not the event loop."""
+
+
+class Expired(Exception):
+    """A client is behind the change sets the store keeps."""
+
+    def __init__(self, horizon: int) -> None:
+        super().__init__(horizon)
+        self.horizon = horizon
+
+
+class Feed:
+    """The epochs published, for the clients of the live feed (one per process)."""
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._wakeup = asyncio.Event()
+        self._ring: OrderedDict[int, list[ChangeItem] | None] = OrderedDict()
+        self._rendered: dict[int, str] = {}
+        """The unfiltered `epoch` event of epochs in the ring, rendered by its first client."""
+        self.clients = 0
+        self.closed = False
+
+    # -- the writer's side ----------------------------------------------------------------------
+
+    def attach(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The event loop the clients run on (publications before it are read from the
+        store by the clients that need them)."""
+        self._loop = loop
+
+    def publish(self, epoch: int, items: list[ChangeItem] | None) -> None:
+        """Epoch `epoch` is published, with its change set (None: read it from the store).
+        Called from any thread."""
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._published, epoch, items)
+
+    def close(self) -> None:
+        """The server is stopping: every stream ends (with a `shutdown` event). Safe from a
+        signal handler and from any thread."""
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._closed)
+
+    def _published(self, epoch: int, items: list[ChangeItem] | None) -> None:
+        self._ring[epoch] = items
+        self._ring.move_to_end(epoch)
+        self._rendered.pop(epoch, None)  # a rebuild may publish a number again
+        while len(self._ring) > RING_EPOCHS:
+            oldest, _ = self._ring.popitem(last=False)
+            self._rendered.pop(oldest, None)
+        self._wake()
+
+    def _closed(self) -> None:
+        self.closed = True
+        self._wake()
+
+    def _wake(self) -> None:
+        self._wakeup.set()
+        self._wakeup = asyncio.Event()
+
+    # -- the clients' side ----------------------------------------------------------------------
+
+    async def stream(
+        self,
+        store: Store,
+        published: Callable[[], int | None],
+        after: int,
+        names: list[str] | None,
+        heartbeat: float,
+    ) -> AsyncIterator[str]:
+        """The events of every epoch after `after`, then of each new one as it is
+        published (`published()`: the published epoch, None while the service rebuilds),
+        until the server stops."""
+        self.clients += 1
+        try:
+            yield f"retry: {RETRY_MILLISECONDS}\n\n"
+            last = after
+            while not self.closed:
+                wakeup = self._wakeup  # taken first: a publication after this wakes it
+                epoch = published()
+                if epoch is not None and last < epoch:
+                    try:
+                        async for event in self._events(store, last, epoch, names):
+                            yield event
+                    except Expired as expired:
+                        problem = expired_problem(expired.horizon, epoch)
+                        body = problem_body(problem.status, problem.code, problem.detail)
+                        yield _message("expired", body | problem.extra)
+                        return
+                    last = epoch
+                    continue
+                try:
+                    await asyncio.wait_for(wakeup.wait(), timeout=heartbeat)
+                except TimeoutError:
+                    yield ": ping\n\n"
+            yield _message("shutdown", {"epoch": last})
+        finally:
+            self.clients -= 1
+
+    async def _events(
+        self, store: Store, after: int, through: int, names: list[str] | None
+    ) -> AsyncIterator[str]:
+        """The events of epochs `after` < epoch <= `through`: one `epoch` event each, after
+        the `part` events of an epoch too large for one."""
+        epoch = after + 1
+        pending: list[ChangeItem] = []
+        rows = 0
+        async for item in self._items(store, after, through, names):
+            while item.epoch > epoch:
+                yield await self._epoch_event(epoch, pending, names)
+                pending, rows, epoch = [], 0, epoch + 1
+            pending.append(item)
+            rows += len(item.rows)
+            if rows >= PART_ROWS:
+                yield await _render("part", epoch, pending, rows)
+                pending, rows = [], 0
+        while epoch <= through:
+            yield await self._epoch_event(epoch, pending, names)
+            pending, epoch = [], epoch + 1
+
+    async def _epoch_event(
+        self, epoch: int, items: list[ChangeItem], names: list[str] | None
+    ) -> str:
+        """The closing event of an epoch; an epoch of the ring renders once for every
+        unfiltered client."""
+        shared = names is None and self._ring.get(epoch) is not None
+        if shared and epoch in self._rendered:
+            return self._rendered[epoch]
+        event = await _render("epoch", epoch, items, sum(len(i.rows) for i in items))
+        if shared and epoch in self._ring:
+            self._rendered[epoch] = event
+        return event
+
+    async def _items(
+        self, store: Store, after: int, through: int, names: list[str] | None
+    ) -> AsyncIterator[ChangeItem]:
+        """The change items of epochs `after` < epoch <= `through`, in order: from the ring
+        where it holds them, else from the store."""
+        epoch = after + 1
+        while epoch <= through:
+            cached = self._ring.get(epoch)
+            if cached is not None:
+                for item in cached:
+                    if names is None or item.relation is None or item.relation in names:
+                        yield item
+                epoch += 1
+                continue
+            kept = [n for n, items in self._ring.items() if n > epoch and items is not None]
+            stop = min([through, *(n - 1 for n in kept)])
+            position: ChangePosition | None = ChangePosition(epoch)
+            while position is not None:
+                page = await run_in_threadpool(store.change_page, position, stop, names, PAGE_ROWS)
+                if page.horizon >= position.epoch:
+                    raise Expired(page.horizon)
+                for item in page.items:
+                    yield item
+                position = page.next
+            epoch = stop + 1
+
+
+class KeptChanges:
+    """An epoch's change set on its way to the store, kept as the ring's items while it
+    holds at most `CACHE_ROWS` rows: iterating passes the chunks through."""
+
+    def __init__(self, epoch: int, chunks: Iterable[ChangeChunk]) -> None:
+        self._epoch = epoch
+        self._chunks = chunks
+        self._kept: list[ChangeItem] | None = []
+
+    def __iter__(self) -> Iterator[ChangeChunk]:
+        rows = 0
+        for chunk in self._chunks:
+            relation, present, facts = chunk
+            rows += len(facts)
+            if rows > CACHE_ROWS:
+                self._kept = None
+            if self._kept is not None:
+                values = facts.frame.rows() if isinstance(facts, FactBatch) else list(facts)
+                self._kept.append(ChangeItem(self._epoch, relation, present, values))
+            yield chunk
+
+    @property
+    def items(self) -> list[ChangeItem] | None:
+        """The items, once iterated; None for a change set too large to keep."""
+        return self._kept
+
+
+async def _render(kind: str, epoch: int, items: list[ChangeItem], rows: int) -> str:
+    if rows > RENDER_ON_LOOP_ROWS:
+        return await run_in_threadpool(
+            _message, kind, _data(epoch, items), epoch if kind == "epoch" else None
+        )
+    return _message(kind, _data(epoch, items), epoch if kind == "epoch" else None)
+
+
+def _data(epoch: int, items: list[ChangeItem]) -> dict[str, Any]:
+    return {
+        "epoch": epoch,
+        "reset": any(item.relation is None for item in items),
+        "changes": [g for g in change_groups(items) if not g["reset"]],
+    }
+
+
+def change_groups(items: Iterable[ChangeItem]) -> list[dict[str, Any]]:
+    """Items as groups, one per epoch and relation (a reset mark alone), rows as JSON."""
+    groups: list[dict[str, Any]] = []
+    for item in items:
+        if item.relation is None:
+            groups.append(
+                {
+                    "epoch": item.epoch,
+                    "relation": None,
+                    "reset": True,
+                    "retracted": [],
+                    "inserted": [],
+                }
+            )
+            continue
+        last = groups[-1] if groups else None
+        if last is None or (last["epoch"], last["relation"]) != (item.epoch, item.relation):
+            last = {
+                "epoch": item.epoch,
+                "relation": item.relation,
+                "reset": False,
+                "retracted": [],
+                "inserted": [],
+            }
+            groups.append(last)
+        side = last["inserted" if item.present else "retracted"]
+        side.extend([floats.json_value(value) for value in row] for row in item.rows)
+    return groups
+
+
+def _message(kind: str, data: dict[str, Any], ident: int | None = None) -> str:
+    head = f"id: {ident}\n" if ident is not None else ""
+    return f"{head}event: {kind}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
+
+
+def expired_problem(horizon: int, epoch: int) -> Problem:
+    """The answer to a read of change sets no longer kept (and a stream's last event)."""
+    return Problem(
+        410,
+        CHANGES_EXPIRED,
+        f"the change sets of epochs up to {horizon} are no longer kept: read the relations "
+        f"at epoch {epoch}, then follow the feed from there",
+        horizon=horizon,
+        epoch=epoch,
+    )

@@ -1,0 +1,186 @@
+"""The live change feed (`GET /v1/changes`, `Accept: text/event-stream`) against a real server
+on both databases: it replays, then follows each epoch as it is published; ids are the
+epochs' numbers, contiguous, so a client resuming with `Last-Event-ID` misses nothing and
+sees nothing twice; an epoch too large for one event comes in parts; an idle stream is
+kept open by pings; a stopping server ends its streams at once."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from tests.reliability.model import served_relations
+from tests.service.conftest import WRITE_TOKEN, Server
+from tests.service.helpers import assert_problem
+from tests.service.test_changes import fold
+
+TEXT = {"content-type": "text/plain"}
+STREAM = {"accept": "text/event-stream"}
+PROGRAM = ".decl e(x: number, y: number)\ntc(x, y) :- e(x, y).\ntc(x, z) :- tc(x, y), e(y, z).\n"
+
+
+@dataclass
+class Follower:
+    """A client of the live feed on its own thread: the events it received, in order."""
+
+    server: Server
+    headers: dict[str, str] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    comments: int = 0
+    status: int | None = None
+    ended: threading.Event = field(default_factory=threading.Event)
+
+    def start(self) -> Follower:
+        threading.Thread(target=self._run, daemon=True).start()
+        return self
+
+    def _run(self) -> None:
+        headers = {"authorization": f"Bearer {WRITE_TOKEN}", **STREAM, **self.headers}
+        try:
+            with (
+                httpx.Client(base_url=self.server.base_url, timeout=60) as client,
+                client.stream("GET", "/v1/changes", headers=headers, params=self.params) as reply,
+            ):
+                self.status = reply.status_code
+                event: dict[str, Any] = {}
+                for line in reply.iter_lines():
+                    if line.startswith(":"):
+                        self.comments += 1
+                    elif not line:
+                        if "event" in event:
+                            self.events.append(event)
+                        event = {}
+                    else:
+                        key, _, value = line.partition(": ")
+                        event[key] = json.loads(value) if key == "data" else value
+        except httpx.HTTPError:
+            pass
+        finally:
+            self.ended.set()
+
+    def wait_for(self, check: Callable[[], bool], timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while not check():
+            assert time.monotonic() < deadline, self.events[-3:]
+            time.sleep(0.01)
+
+    def epochs(self) -> list[int]:
+        return [int(e["id"]) for e in self.events if e["event"] == "epoch"]
+
+    def groups(self) -> list[dict[str, Any]]:
+        """The events' change groups, a reset as a mark before its epoch's groups."""
+        groups: list[dict[str, Any]] = []
+        for event in self.events:
+            if event["event"] not in ("epoch", "part"):
+                continue
+            if event["data"]["reset"]:
+                groups.append({"epoch": event["data"]["epoch"], "reset": True})
+            groups.extend(event["data"]["changes"])
+        return groups
+
+
+def _write(server: Server, facts: dict[str, Any]) -> int:
+    with server.client() as client:
+        body = client.post("/v1/deltas", json={"facts": facts}).raise_for_status().json()
+    return body["epoch"]
+
+
+@contextmanager
+def _started(make_server: Callable[..., Server], **settings: str) -> Iterator[Server]:
+    server = make_server(REASONER_FEED_HEARTBEAT_SECONDS="0.3", **settings).start()
+    with server.client() as client:
+        client.post("/v1/rules", content=PROGRAM, headers=TEXT).raise_for_status()  # epoch 1
+    yield server
+
+
+def test_a_follower_replays_then_follows_and_resumes_where_it_stopped(
+    make_server: Callable[..., Server],
+) -> None:
+    with _started(make_server) as server:
+        _write(server, {"insert": {"e": [[1, 2]]}})  # epoch 2, before anyone follows
+        first = Follower(server).start()
+        first.wait_for(lambda: first.epochs() == [0, 1, 2])
+        assert first.events[0]["data"] == {"epoch": 0, "reset": False, "changes": []}
+        for n in range(3, 6):  # epochs 3-5, while it follows
+            acknowledged = time.monotonic()
+            assert _write(server, {"insert": {"e": [[n - 1, n]]}}) == n
+            first.wait_for(lambda n=n: first.epochs()[-1] == n)
+            assert time.monotonic() - acknowledged < 5
+        first.wait_for(lambda: first.comments >= 2)  # pings while idle
+        with server.client() as client:
+            served = {name: rows for name, rows in served_relations(client).items() if rows}
+        assert fold(first.groups()) == served
+        # A reconnection names the last epoch it saw: the rest comes, once.
+        resumed = Follower(server, headers={"last-event-id": "3"}).start()
+        resumed.wait_for(lambda: resumed.epochs() == [4, 5])
+        _write(server, {"retract": {"e": [[1, 2]]}})  # epoch 6
+        resumed.wait_for(lambda: resumed.epochs() == [4, 5, 6])
+        first.wait_for(lambda: first.epochs() == [0, 1, 2, 3, 4, 5, 6])
+        assert resumed.events[-1] == first.events[-1]
+        # A filtered follower sees its relations alone (and every epoch).
+        edges = Follower(server, params={"relations": "e", "since": 4}).start()
+        edges.wait_for(lambda: edges.epochs() == [5, 6])
+        assert {g["relation"] for g in edges.groups()} == {"e"}
+
+
+def test_a_large_epoch_comes_in_parts_and_a_stopping_server_ends_its_streams(
+    make_server: Callable[..., Server],
+) -> None:
+    with _started(make_server) as server:
+        follower = Follower(server).start()
+        follower.wait_for(lambda: follower.epochs() == [0, 1])
+        epoch = _write(server, {"insert": {"e": [[i, -i] for i in range(1, 12_001)]}})
+        follower.wait_for(lambda: epoch in follower.epochs())
+        parts = [e for e in follower.events if e["event"] == "part"]
+        assert parts and all("id" not in e for e in parts)
+        rows = sum(
+            len(g["inserted"]) for e in parts + follower.events[-1:] for g in e["data"]["changes"]
+        )
+        assert rows == 24_000  # e and tc, 12,000 each
+        stopping = time.monotonic()
+        assert server.process is not None
+        server.process.send_signal(signal.SIGTERM)
+        server.process.wait(timeout=10)
+        assert time.monotonic() - stopping < 5
+        follower.ended.wait(5)
+        assert follower.events[-1]["event"] == "shutdown"
+
+
+def test_the_live_feed_refuses_what_it_cannot_serve(make_server: Callable[..., Server]) -> None:
+    with _started(
+        make_server, REASONER_FEED_MAX_CLIENTS="1", REASONER_CHANGE_RETENTION_EPOCHS="2"
+    ) as server:
+        with server.client() as client:
+            for bad in ({"last-event-id": "x"}, {"last-event-id": "1e3"}):
+                refused = client.get("/v1/changes", headers={**STREAM, **bad})
+                assert_problem(refused, 400, "invalid_request")
+            future = client.get("/v1/changes", params={"since": 9}, headers=STREAM)
+            assert_problem(future, 404, "unknown_epoch")
+            paged = client.get("/v1/changes", params={"limit": 3}, headers=STREAM)
+            assert_problem(paged, 400, "invalid_request")
+        follower = Follower(server).start()
+        follower.wait_for(lambda: follower.epochs() == [0, 1])
+        with server.client() as client:
+            busy = client.get("/v1/changes", params={"since": 1}, headers=STREAM)
+            assert_problem(busy, 503, "too_busy")
+        for n in range(2, 5):  # retention 2: epoch 4 prunes those before epoch 3
+            _write(server, {"insert": {"e": [[n, n]]}})
+        follower.wait_for(lambda: follower.epochs()[-1] == 4)
+        with server.client() as client:
+            deadline = time.monotonic() + 10
+            while client.get("/v1/epochs/2").json()["changes"] is not None:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            late = client.get("/v1/changes", headers={**STREAM, "last-event-id": "1"})
+            body = assert_problem(late, 410, "changes_expired")
+            assert (body["horizon"], body["epoch"]) == (2, 4)
+        assert follower.status == 200
