@@ -56,6 +56,8 @@ class Counts:
     load_seconds: float
     load_writers: int
     load_readers: int
+    feed_clients: int
+    """Clients of the live change feed while writers post (`test_feed_load`)."""
 
 
 COUNTS = {
@@ -66,6 +68,7 @@ COUNTS = {
         load_seconds=8.0,
         load_writers=2,
         load_readers=2,
+        feed_clients=20,
     ),
     "full": Counts(
         kills=50,
@@ -74,6 +77,7 @@ COUNTS = {
         load_seconds=60.0,
         load_writers=2,
         load_readers=2,
+        feed_clients=100,
     ),
 }[MODE]
 

@@ -14,7 +14,10 @@ and checks:
   row), never half: the served and stored facts equal the client's model with or without it;
 - every relation the server answers equals a fresh in-process Bootstrap of the committed
   program and facts — after the restart (a rebuild) and, every few rounds, after a series of
-  live Updates on top of it.
+  live Updates on top of it;
+- the change feed rebuilds exactly those relations, read page by page from epoch 0 and as a
+  live follower has it that reconnected after every kill with `Last-Event-ID`: every epoch
+  once, none missing.
 
 Figures: kills survived per database and per phase (what was in flight), writes acknowledged,
 in-flight writes found committed or absent.
@@ -45,6 +48,7 @@ from tests.reliability.model import (
     tsv,
 )
 from tests.service.conftest import Server
+from tests.service.feed_client import Follower, feed, fold
 
 PROGRAM = """.decl edge(x: number, y: number)
 .decl label(x: number, s: symbol)
@@ -337,6 +341,8 @@ class Harness:
         self.acknowledged = 0
         self.verifications = 0
         self.strategies: Counter[str] = Counter()
+        self.follower = Follower(server, reconnect=True)
+        """A client of the live change feed through every kill and restart."""
 
     # -- killing --------------------------------------------------------------------------------
 
@@ -464,8 +470,21 @@ class Harness:
         expected = expected_relations(model)
         diff = differences(expected, served)
         assert not diff, f"{when}: the server differs from a fresh Bootstrap: {diff}"
+        self._check_feed(epoch, served, when)
         self.model = model
         self.verifications += 1
+
+    def _check_feed(self, epoch: int, served: dict[str, set], when: str) -> None:
+        """The change feed rebuilds the served relations: read page by page from epoch 0,
+        and as the live follower has it, which reconnected after every kill with the last
+        epoch it had whole: every epoch once, none missing."""
+        held = {name: rows for name, rows in served.items() if rows}
+        with self.server.client() as client:
+            assert fold(feed(client)) == held, when
+        follower = self.follower
+        follower.wait_for(lambda: follower.epochs()[-1:] == [epoch], timeout=120)
+        assert follower.epochs() == list(range(epoch + 1)), when
+        assert fold(follower.groups()) == held, when
 
     # -- the rounds -----------------------------------------------------------------------------
 
@@ -477,6 +496,7 @@ class Harness:
         while the engine was bootstrapping or updating (rounds aimed at the evaluation of a
         medium load are added until then)."""
         self.start()
+        self.follower.start()
         self.verify(None, "first start")
         phases: list[str] = []
         round_number = 0
@@ -525,7 +545,11 @@ class Harness:
 
 
 def test_sigkill_at_random_moments(make_server: Callable[..., Server], backend: str) -> None:
-    server = make_server(REASONER_PAGE_SIZE="200000", REASONER_LOG_LEVEL="debug")
+    server = make_server(
+        REASONER_PAGE_SIZE="200000",
+        REASONER_LOG_LEVEL="debug",
+        REASONER_FEED_HEARTBEAT_SECONDS="1",
+    )
     program = server.workdir / "program.dl"
     program.write_text(PROGRAM)
     server.settings["REASONER_PROGRAM"] = str(program)
@@ -534,6 +558,7 @@ def test_sigkill_at_random_moments(make_server: Callable[..., Server], backend: 
     try:
         harness.run(COUNTS.kills, engine_kills=max(1, COUNTS.kills // 5))
     finally:
+        harness.follower.stop()
         record(
             f"crash[{backend}]",
             kills_survived=sum(harness.kills.values()),
@@ -546,6 +571,8 @@ def test_sigkill_at_random_moments(make_server: Callable[..., Server], backend: 
             verifications=harness.verifications,
             strategies=dict(sorted(harness.strategies.items())),
             final_epoch=harness.model.epoch,
+            feed_connections=harness.follower.connections,
+            feed_epochs_followed=len(harness.follower.epochs()),
             seconds=round(time.monotonic() - started, 1),
         )
     assert sum(harness.kills.values()) >= COUNTS.kills

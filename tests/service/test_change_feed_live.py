@@ -6,86 +6,19 @@ kept open by pings; a stopping server ends its streams at once."""
 
 from __future__ import annotations
 
-import json
 import signal
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
 from tests.reliability.model import served_relations
-from tests.service.conftest import WRITE_TOKEN, Server
+from tests.service.conftest import Server
+from tests.service.feed_client import STREAM, Follower, fold
 from tests.service.helpers import assert_problem
-from tests.service.test_changes import fold
 
 TEXT = {"content-type": "text/plain"}
-STREAM = {"accept": "text/event-stream"}
 PROGRAM = ".decl e(x: number, y: number)\ntc(x, y) :- e(x, y).\ntc(x, z) :- tc(x, y), e(y, z).\n"
-
-
-@dataclass
-class Follower:
-    """A client of the live feed on its own thread: the events it received, in order."""
-
-    server: Server
-    headers: dict[str, str] = field(default_factory=dict)
-    params: dict[str, Any] = field(default_factory=dict)
-    events: list[dict[str, Any]] = field(default_factory=list)
-    comments: int = 0
-    status: int | None = None
-    ended: threading.Event = field(default_factory=threading.Event)
-
-    def start(self) -> Follower:
-        threading.Thread(target=self._run, daemon=True).start()
-        return self
-
-    def _run(self) -> None:
-        headers = {"authorization": f"Bearer {WRITE_TOKEN}", **STREAM, **self.headers}
-        try:
-            with (
-                httpx.Client(base_url=self.server.base_url, timeout=60) as client,
-                client.stream("GET", "/v1/changes", headers=headers, params=self.params) as reply,
-            ):
-                self.status = reply.status_code
-                event: dict[str, Any] = {}
-                for line in reply.iter_lines():
-                    if line.startswith(":"):
-                        self.comments += 1
-                    elif not line:
-                        if "event" in event:
-                            self.events.append(event)
-                        event = {}
-                    else:
-                        key, _, value = line.partition(": ")
-                        event[key] = json.loads(value) if key == "data" else value
-        except httpx.HTTPError:
-            pass
-        finally:
-            self.ended.set()
-
-    def wait_for(self, check: Callable[[], bool], timeout: float = 30) -> None:
-        deadline = time.monotonic() + timeout
-        while not check():
-            assert time.monotonic() < deadline, self.events[-3:]
-            time.sleep(0.01)
-
-    def epochs(self) -> list[int]:
-        return [int(e["id"]) for e in self.events if e["event"] == "epoch"]
-
-    def groups(self) -> list[dict[str, Any]]:
-        """The events' change groups, a reset as a mark before its epoch's groups."""
-        groups: list[dict[str, Any]] = []
-        for event in self.events:
-            if event["event"] not in ("epoch", "part"):
-                continue
-            if event["data"]["reset"]:
-                groups.append({"epoch": event["data"]["epoch"], "reset": True})
-            groups.extend(event["data"]["changes"])
-        return groups
 
 
 def _write(server: Server, facts: dict[str, Any]) -> int:
@@ -152,7 +85,7 @@ def test_a_large_epoch_comes_in_parts_and_a_stopping_server_ends_its_streams(
         server.process.wait(timeout=10)
         assert time.monotonic() - stopping < 5
         follower.ended.wait(5)
-        assert follower.events[-1]["event"] == "shutdown"
+        assert follower.endings == ["shutdown"]
 
 
 def test_the_live_feed_refuses_what_it_cannot_serve(make_server: Callable[..., Server]) -> None:

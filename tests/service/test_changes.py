@@ -8,14 +8,12 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-import httpx
 
 from service.settings import Settings
 from service.store.repository import Store
 from tests.reliability.model import served_epochs, served_relations
 from tests.service.conftest import Server
+from tests.service.feed_client import feed, fold
 from tests.service.helpers import assert_problem
 
 TEXT = {"content-type": "text/plain"}
@@ -50,37 +48,6 @@ def _folded(url: str) -> tuple[dict[str, set[tuple]], dict[int, int]]:
     finally:
         store.close()
     return {name: rows for name, rows in relations.items() if rows}, stored
-
-
-def feed(client: httpx.Client, since: int = -1, **params: Any) -> list[dict[str, Any]]:
-    """Every change group after `since`, page after page; each page's `through` is the
-    epoch before where the next one starts."""
-    groups: list[dict[str, Any]] = []
-    cursor = None
-    while True:
-        query = {"since": since, **params} | ({"cursor": cursor} if cursor else {})
-        body = client.get("/v1/changes", params=query).raise_for_status().json()
-        groups.extend(body["changes"])
-        cursor = body["next"]
-        if cursor is None:
-            assert body["through"] == body["epoch"]
-            return groups
-        assert body["through"] < body["epoch"]
-
-
-def fold(groups: list[dict[str, Any]]) -> dict[str, set[tuple]]:
-    """The relations a feed's groups make, from nothing."""
-    relations: dict[str, set[tuple]] = defaultdict(set)
-    for group in groups:
-        if group["reset"]:
-            relations.clear()
-            continue
-        held = relations[group["relation"]]
-        gone, new = set(map(tuple, group["retracted"])), set(map(tuple, group["inserted"]))
-        assert gone <= held and not new & held, group
-        held -= gone
-        held |= new
-    return {name: rows for name, rows in relations.items() if rows}
 
 
 def _assert_feed_rebuilds(server: Server) -> None:

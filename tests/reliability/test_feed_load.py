@@ -1,0 +1,153 @@
+"""Load on the live change feed: writers post small deltas, first with no client following
+the feed, then with `COUNTS.feed_clients` of them (in another process, all on one event
+loop), for the same time each.
+
+Every client must receive every epoch once, in order, with contiguous ids. Figures: deltas/s
+without and with the clients (the goal: the clients cost the writer at most 10 %), write
+latency, and the feed's latency, from a write's acknowledgement to each client's receipt of
+its epoch (the goal: at most 10 ms over the write's own latency). The clients share the
+server's two cores, so the figures include their own cost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import statistics
+import threading
+import time
+from collections.abc import Callable
+from multiprocessing.sharedctypes import Synchronized
+from typing import Any
+
+import httpx
+
+from tests.reliability.conftest import COUNTS, record
+from tests.service.conftest import READ_TOKEN, Server
+
+PROGRAM = (
+    ".decl edge(x: number, y: number)\ntc(x, y) :- edge(x, y).\ntc(x, z) :- tc(x, y), edge(y, z).\n"
+)
+WRITERS = 2
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+def _write_for(server: Server, seconds: float) -> dict[int, tuple[float, float]]:
+    """Writers toggling an edge each for `seconds`: per epoch, (acknowledged at, latency)."""
+    acknowledged: dict[int, tuple[float, float]] = {}
+    lock = threading.Lock()
+    stop = time.monotonic() + seconds
+
+    def writer(w: int) -> None:
+        edge = [10 * w, 10 * w + 1]
+        present = False
+        with server.client() as client:
+            while time.monotonic() < stop:
+                side = "retract" if present else "insert"
+                began = time.time()
+                response = client.post("/v1/deltas", json={"facts": {side: {"edge": [edge]}}})
+                done = time.time()
+                response.raise_for_status()
+                with lock:
+                    acknowledged[response.json()["epoch"]] = (done, done - began)
+                present = not present
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(WRITERS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return acknowledged
+
+
+def _follow(
+    base_url: str,
+    clients: int,
+    since: int,
+    connected: Synchronized,  # type: ignore[type-arg]
+    last: Synchronized,  # type: ignore[type-arg]
+    results: Any,
+) -> None:
+    """The feed's clients, in their own process: each follows from `since` until it holds
+    epoch `last` (set once the writers stop), then reports (ids, receipt times)."""
+
+    async def client() -> tuple[list[int], list[float]]:
+        ids: list[int] = []
+        times: list[float] = []
+        headers = {"authorization": f"Bearer {READ_TOKEN}", "accept": "text/event-stream"}
+        async with (
+            httpx.AsyncClient(base_url=base_url, timeout=120) as http,
+            http.stream("GET", "/v1/changes", params={"since": since}, headers=headers) as reply,
+        ):
+            reply.raise_for_status()
+            with connected.get_lock():
+                connected.value += 1
+            async for line in reply.aiter_lines():
+                if line.startswith("id: "):
+                    ids.append(int(line[4:]))
+                    times.append(time.time())
+                if 0 <= last.value <= (ids[-1] if ids else -1):
+                    return ids, times
+        return ids, times
+
+    async def main() -> list[tuple[list[int], list[float]]]:
+        return list(await asyncio.gather(*(client() for _ in range(clients))))
+
+    results.put(asyncio.run(main()))
+
+
+def test_feed_clients_cost_the_writer_little(
+    make_server: Callable[..., Server], backend: str
+) -> None:
+    server = make_server(REASONER_FEED_HEARTBEAT_SECONDS="0.5").start()
+    with server.client() as client:
+        client.post("/v1/rules", content=PROGRAM, headers={"content-type": "text/plain"})
+    seconds = COUNTS.load_seconds
+    alone = _write_for(server, seconds)
+    since = max(alone)
+    context = multiprocessing.get_context("spawn")
+    connected = context.Value("i", 0)
+    last = context.Value("i", -1)
+    results = context.Queue()
+    clients = context.Process(
+        target=_follow,
+        args=(server.base_url, COUNTS.feed_clients, since, connected, last, results),
+    )
+    clients.start()
+    deadline = time.monotonic() + 60
+    while connected.value < COUNTS.feed_clients:
+        assert clients.is_alive() and time.monotonic() < deadline, connected.value
+        time.sleep(0.05)
+    followed = _write_for(server, seconds)
+    last.value = max(followed)
+    received = results.get(timeout=120)
+    clients.join(30)
+
+    expected = list(range(since + 1, max(followed) + 1))
+    assert all(ids == expected for ids, _ in received), [ids[:5] for ids, _ in received][:3]
+    delays = [
+        at - followed[epoch][0]
+        for ids, times in received
+        for epoch, at in zip(ids, times, strict=True)
+        if epoch in followed
+    ]
+    latencies = [latency for _, latency in followed.values()]
+    rate_alone, rate_followed = len(alone) / seconds, len(followed) / seconds
+    record(
+        f"feed load[{backend}]",
+        clients=COUNTS.feed_clients,
+        seconds_each=seconds,
+        deltas_per_second_alone=round(rate_alone, 1),
+        deltas_per_second_followed=round(rate_followed, 1),
+        throughput_ratio=round(rate_followed / rate_alone, 3),
+        write_p50_ms=round(1000 * statistics.median(latencies), 1),
+        write_p99_ms=round(1000 * _percentile(latencies, 0.99), 1),
+        feed_p50_ms_after_ack=round(1000 * statistics.median(delays), 1),
+        feed_p99_ms_after_ack=round(1000 * _percentile(delays, 0.99), 1),
+        events_received=sum(len(ids) for ids, _ in received),
+    )
+    server.assert_alive()
