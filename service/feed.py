@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import Any
 
 from fastapi.concurrency import run_in_threadpool
@@ -60,6 +60,10 @@ class Feed:
         self._ring: OrderedDict[int, list[ChangeItem] | None] = OrderedDict()
         self._rendered: dict[int, str] = {}
         """The unfiltered `epoch` event of epochs in the ring, rendered by its first client."""
+        self.epoch: int | None = None
+        """The last epoch published to the feed (None: none yet). Clients follow it, not the
+        engine's: an epoch the ring was not told of yet would be read from the store, by
+        every client at once."""
         self.clients = 0
         self.closed = False
 
@@ -83,6 +87,7 @@ class Feed:
             self._loop.call_soon_threadsafe(self._closed)
 
     def _published(self, epoch: int, items: list[ChangeItem] | None) -> None:
+        self.epoch = epoch
         self._ring[epoch] = items
         self._ring.move_to_end(epoch)
         self._rendered.pop(epoch, None)  # a rebuild may publish a number again
@@ -102,23 +107,21 @@ class Feed:
     # -- the clients' side ----------------------------------------------------------------------
 
     async def stream(
-        self,
-        store: Store,
-        published: Callable[[], int | None],
-        after: int,
-        names: list[str] | None,
-        heartbeat: float,
+        self, store: Store, after: int, names: list[str] | None, heartbeat: float
     ) -> AsyncIterator[str]:
         """The events of every epoch after `after`, then of each new one as it is
-        published (`published()`: the published epoch, None while the service rebuilds),
-        until the server stops."""
+        published, until the server stops."""
         self.clients += 1
         try:
             yield f"retry: {RETRY_MILLISECONDS}\n\n"
             last = after
             while not self.closed:
                 wakeup = self._wakeup  # taken first: a publication after this wakes it
-                epoch = published()
+                epoch = self.epoch
+                if epoch == last + 1 and names is None and epoch in self._rendered:
+                    yield self._rendered[epoch]  # the common case, kept cheap: one epoch on
+                    last = epoch
+                    continue
                 if epoch is not None and last < epoch:
                     try:
                         async for event in self._events(store, last, epoch, names):
@@ -131,7 +134,8 @@ class Feed:
                     last = epoch
                     continue
                 try:
-                    await asyncio.wait_for(wakeup.wait(), timeout=heartbeat)
+                    async with asyncio.timeout(heartbeat):  # no task per wait, as wait_for makes
+                        await wakeup.wait()
                 except TimeoutError:
                     yield ": ping\n\n"
             yield _message("shutdown", {"epoch": last})

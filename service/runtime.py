@@ -509,11 +509,6 @@ class Runtime:
             raise Problem(503, NOT_READY, detail, headers={"Retry-After": "1"})
         return m
 
-    def epoch_if_ready(self) -> int | None:
-        """The published epoch, or None while the materialization is being (re)built."""
-        m = self.materialization
-        return m.epoch if m is not None and self.ready else None
-
     def published_epoch(self) -> int:
         """The number of the published epoch, once ready: the feed's bound (every epoch up to
         it committed its change set before it was published)."""

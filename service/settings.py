@@ -153,6 +153,14 @@ class Settings(BaseSettings):
         "older ones are pruned every 64 epochs (or every retention, if fewer), and a read "
         "of them is refused (410, `changes_expired`). Unset: kept for ever.",
     )
+    epoch_history: int = Field(
+        16,
+        ge=0,
+        description="Recent epochs a relation can be read at (`?epoch=N`, and the later "
+        "pages of a read, which keep to their epoch): the last this many before the "
+        "published one. Older ones are refused (410, `epoch_unavailable`), as are epochs "
+        "whose change sets the retention pruned.",
+    )
     feed_max_clients: int = Field(
         256,
         gt=0,

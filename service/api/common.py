@@ -71,6 +71,22 @@ def encode_cursor(epoch: int, row: Sequence[Any]) -> str:
     return base64.urlsafe_b64encode(text.encode("utf-8")).decode("ascii").rstrip("=")
 
 
+def cursor_epoch(cursor: str) -> int:
+    """The epoch a cursor reads (`decode_cursor` checks the rest)."""
+    row = _cursor_fields(cursor)
+    if not row or not _is_int64(row[0]) or row[0] < 0:
+        raise Problem(400, INVALID_CURSOR, "the cursor is not one this service issued")
+    return row[0]
+
+
+def _cursor_fields(cursor: str) -> list[Any]:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        return flat_json_array(base64.urlsafe_b64decode(padded.encode("ascii")).decode("utf-8"))
+    except (ValueError, binascii.Error, UnicodeError):
+        raise Problem(400, INVALID_CURSOR, "the cursor is not one this service issued") from None
+
+
 def decode_cursor(cursor: str, types: Sequence[str], epoch: int) -> tuple[Any, ...]:
     """The row a cursor points after; its values must have the columns' types, and its epoch
     must be `epoch` (the one being read): a page of another would mix two states.
@@ -78,11 +94,7 @@ def decode_cursor(cursor: str, types: Sequence[str], epoch: int) -> tuple[Any, .
     A cursor comes back from the client, so anything may be in it: it is decoded without
     recursion (`flat_json_array`) and every value checked, so that no cursor costs more than
     a 400 `invalid_cursor`."""
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        row = flat_json_array(base64.urlsafe_b64decode(padded.encode("ascii")).decode("utf-8"))
-    except (ValueError, binascii.Error, UnicodeError):
-        raise Problem(400, INVALID_CURSOR, "the cursor is not one this service issued") from None
+    row = _cursor_fields(cursor)
     if len(row) != len(types) + 1 or not _is_int64(row[0]) or row[0] < 0:
         raise Problem(400, INVALID_CURSOR, "the cursor does not fit these columns")
     values = []

@@ -20,7 +20,7 @@ from service.api.common import json_row, parse_int64, text_row
 from service.errors import UNKNOWN_COLUMN, Problem, clip
 
 NDJSON = "application/x-ndjson"
-RESERVED = frozenset({"limit", "cursor", "format"})
+RESERVED = frozenset({"limit", "cursor", "format", "epoch"})
 """Query parameters of a page, never filters."""
 
 

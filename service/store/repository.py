@@ -66,6 +66,15 @@ class StoredChanges:
     rows: Facts
 
 
+class ChangesNotKept(Exception):
+    """Change sets asked for are past the retention: `horizon` is the newest epoch whose
+    change set is not kept."""
+
+    def __init__(self, horizon: int) -> None:
+        super().__init__(horizon)
+        self.horizon = horizon
+
+
 @dataclass(frozen=True, slots=True, order=True)
 class ChangePosition:
     """Where a page of the feed starts: row `offset` of chunk `seq` of epoch `epoch` (seq -1:
@@ -388,6 +397,29 @@ class Store:
             items, following = _page_items(connection, sorted(found), start, limit)
             horizon = _horizon(connection)
         return ChangePage(items, following, horizon)
+
+    def relation_changes(self, relation: str, after: int, through: int) -> list[pl.DataFrame]:
+        """The change-set entries of `relation` in the epochs `after` < epoch <= `through`, in
+        order, as stored (`segments.stored_columns` and `present`); 410 when some of those
+        epochs' change sets are no longer kept."""
+        table = models.epoch_changes
+        with self.engine.connect() as connection:
+            entries = [
+                segments.decode(data)
+                for (data,) in connection.execute(
+                    select(table.c.data)
+                    .where(
+                        table.c.relation == relation,
+                        table.c.epoch > after,
+                        table.c.epoch <= through,
+                    )
+                    .order_by(table.c.epoch, table.c.seq)
+                )
+            ]
+            horizon = _horizon(connection)
+        if horizon > after:
+            raise ChangesNotKept(horizon)
+        return entries
 
     def horizon(self) -> int:
         """The newest epoch whose change set is not kept (-1: none)."""

@@ -136,7 +136,9 @@ def test_the_readme_examples_work(make_server: Callable[..., Server]) -> None:
         # The fact posted with the program is data: it can be retracted.
         client.request("DELETE", "/v1/facts", json={"facts": {"edge": [[1, 2]]}}).raise_for_status()
         assert read_relation(client, "tc", x=1) == []
-        # The change feed says what that epoch did.
+        # The relation as it was before, and what the epoch did.
+        before = client.get("/v1/relations/tc", params={"x": 1, "epoch": 2}).json()
+        assert (before["epoch"], before["rows"]) == (2, [[1, 2], [1, 3]])
         feed = client.get("/v1/changes", params={"since": 2}).raise_for_status().json()
         assert (feed["epoch"], feed["through"], feed["next"]) == (3, 3, None)
         assert feed["changes"] == [

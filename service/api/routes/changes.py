@@ -131,9 +131,7 @@ async def _live(
             f"{runtime.settings.feed_max_clients} clients follow the feed; retry shortly",
             headers={"Retry-After": "1"},
         )
-    events = feed.stream(
-        runtime.store, runtime.epoch_if_ready, after, names, runtime.settings.feed_heartbeat_seconds
-    )
+    events = feed.stream(runtime.store, after, names, runtime.settings.feed_heartbeat_seconds)
     return StreamingResponse(
         events,
         media_type=EVENT_STREAM,

@@ -1,0 +1,132 @@
+"""Reads of a relation at a recent epoch (`?epoch=N`, and cursors of one), with no copy of
+any state: the relation as published now, corrected by the change sets of the epochs after N.
+
+Per row the change sets after N say how it first changed and how it last did: a row first
+inserted after N was absent at N (and, present now, is left out), and a row first retracted
+after N was present at N (and, absent now, is added back). A page merges the rows of the
+current relation, less those, with the ones added back, in the order pages follow, so that it
+costs its rows and the changes since N, not a pass over the relation.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from itertools import islice
+from typing import Any
+
+import polars as pl
+
+from reasoner import Materialization, floats
+from reasoner.analysis.model import RelationInfo
+from reasoner.io.batch import frame_schema
+from reasoner.pages import Row, RowOrder, relation_page
+from service.api.paging import page
+from service.errors import EPOCH_UNAVAILABLE, Problem
+from service.store import segments
+
+CURRENT_ROWS = 1000
+"""Rows of the current relation read at once while a page is filled."""
+
+
+@dataclass(frozen=True, slots=True)
+class PastDiff:
+    """How a relation at epoch N differs from the relation now."""
+
+    gone: list[Row]
+    """Rows present now that were absent at N."""
+    back: list[Row]
+    """Rows absent now that were present at N."""
+
+
+def past_diff(info: RelationInfo, entries: Sequence[pl.DataFrame], epoch: int) -> PastDiff:
+    """The difference the change-set entries (in order, stored columns and `present`) of the
+    epochs after `epoch` make. A relation whose shape changed after `epoch` (a rule change
+    reshaped it) cannot be read as it was: 410."""
+    if not entries:
+        return PastDiff([], [])
+    shape = segments.stored_columns(pl.DataFrame(schema=frame_schema(info.types))).schema
+    if any(entry.drop(segments.PRESENT).schema != shape for entry in entries):
+        raise Problem(
+            410,
+            EPOCH_UNAVAILABLE,
+            f"relation `{info.name}` changed shape after epoch {epoch}: it cannot be read as it "
+            "was then",
+            epoch=epoch,
+        )
+    log = pl.concat(entries, how="vertical", rechunk=False)
+    values = [name for name in log.columns if name != segments.PRESENT]
+    if not values:  # arity 0: the relation holds () or not
+        first, last = bool(log[segments.PRESENT][0]), bool(log[segments.PRESENT][-1])
+        return PastDiff([()] if first and last else [], [()] if not (first or last) else [])
+    firsts = log.unique(subset=values, keep="first", maintain_order=True)
+    lasts = log.unique(subset=values, keep="last", maintain_order=True)
+    joined = firsts.join(lasts, on=values, suffix=":last")
+    was, now = pl.col(segments.PRESENT), pl.col(segments.PRESENT + ":last")
+    return PastDiff(
+        gone=_rows(joined.filter(was & now).select(values)),
+        back=_rows(joined.filter(~was & ~now).select(values)),
+    )
+
+
+def _rows(stored: pl.DataFrame) -> list[Row]:
+    return segments.user_columns(stored).rows()
+
+
+def past_page(
+    m: Materialization,
+    info: RelationInfo,
+    key: dict[int, int],
+    bound: dict[int, Any],
+    diff: PastDiff,
+    after: Row | None,
+    limit: int,
+) -> tuple[list[Row], Row | None]:
+    """A page of the relation as it was, after `after`, in the order of the pages of the
+    relation now: unfiltered, the value order of `reasoner.pages`; filtered by `bound`
+    (`key` its engine values), as the filtered reads of the route order theirs."""
+    store = m.state[info.name]
+    if key:
+        decode = m.symbols.decoder(info.value_types)
+        gone = set(map(_identity, diff.gone))
+        kept = (row for row in map(decode, store.select(key)) if _identity(row) not in gone)
+        back = [row for row in diff.back if all(row[c] == v for c, v in bound.items())]
+        return page([*kept, *back], after, limit)
+    order = RowOrder(info.value_types, m.symbols)
+
+    def keyed(row: Row) -> tuple[tuple[int, ...], Row]:
+        return tuple(order.cursor(row)), row
+
+    gone_keys = {keyed(row)[0] for row in diff.gone}
+    start = None if after is None else keyed(after)[0]
+    returned = sorted((keyed(row) for row in diff.back), key=lambda pair: pair[0])
+    later = [pair for pair in returned if start is None or pair[0] > start]
+    now = (pair for pair in _current(m, info, after) if pair[0] not in gone_keys)
+    merged = heapq.merge(now, later, key=lambda pair: pair[0])
+    rows = [row for _, row in islice(merged, limit + 1)]
+    if len(rows) > limit:
+        return rows[:limit], rows[limit - 1]
+    return rows, None
+
+
+def _current(
+    m: Materialization, info: RelationInfo, after: Row | None
+) -> Iterator[tuple[tuple[int, ...], Row]]:
+    """The relation's rows now after `after`, in value order, with their keys."""
+    store = m.state[info.name]
+    order = RowOrder(info.value_types, m.symbols)
+    cursor = after
+    while True:
+        rows, more = relation_page(store, info.value_types, m.symbols, cursor, CURRENT_ROWS)
+        for row in rows:
+            yield tuple(order.cursor(row)), row
+        if more is None:
+            return
+        cursor = rows[-1]
+
+
+def _identity(row: Row) -> tuple[object, ...]:
+    """A row as a set holds it: a float by its bits (a decoded row holds `FloatValue`s, a row
+    of a change set Python floats, which hash by value)."""
+    return tuple(("float", floats.to_bits(v)) if isinstance(v, float) else v for v in row)
