@@ -117,5 +117,8 @@ def test_openapi_documents_the_contract(server: Server) -> None:
     changes = paths["/v1/changes"]["get"]
     assert {"since", "relations", "limit", "cursor"} <= {p["name"] for p in changes["parameters"]}
     assert "410" in changes["responses"]
+    assert "text/event-stream" in changes["responses"]["200"]["content"]
+    relation = paths["/v1/relations/{name}"]["get"]
+    assert "epoch" in {p["name"] for p in relation["parameters"]}
     rules_body = paths["/v1/rules"]["post"]["requestBody"]["content"]
     assert {"application/json", "text/plain"} <= set(rules_body)
