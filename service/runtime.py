@@ -521,17 +521,18 @@ class Runtime:
         m = self._require_ready()
         return m.read(lambda: read(m, m.epoch))
 
+    def too_busy(self, detail: str) -> Problem:
+        """A request turned away for want of capacity (503, `too_busy`), counted."""
+        self.metrics.refused(TOO_BUSY)
+        return Problem(503, TOO_BUSY, detail, headers={"Retry-After": "1"})
+
     @asynccontextmanager
     async def read_slot(self) -> AsyncIterator[None]:
         """Admission of one relation read or query: at most `max_concurrent_reads` at once;
         past it the request is refused (503, `too_busy`) before it takes a worker thread."""
         if not self._read_slots.acquire(blocking=False):
-            self.metrics.refused(TOO_BUSY)
-            raise Problem(
-                503,
-                TOO_BUSY,
-                f"{self.settings.max_concurrent_reads} reads are being evaluated; retry shortly",
-                headers={"Retry-After": "1"},
+            raise self.too_busy(
+                f"{self.settings.max_concurrent_reads} reads are being evaluated; retry shortly"
             )
         try:
             yield

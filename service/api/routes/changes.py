@@ -20,7 +20,7 @@ from fastapi.responses import Response, StreamingResponse
 
 from service.api.common import flat_json_array
 from service.api.deps import RuntimeDep, answered, read_router
-from service.errors import INVALID_CURSOR, INVALID_REQUEST, TOO_BUSY, UNKNOWN_EPOCH, Problem
+from service.errors import INVALID_CURSOR, INVALID_REQUEST, UNKNOWN_EPOCH, Problem
 from service.feed import change_groups, expired_problem
 from service.runtime import MAX_EPOCH, Runtime
 from service.schemas import ChangeGroup, ChangesOut
@@ -124,12 +124,8 @@ async def _live(
         raise expired_problem(horizon, epoch)
     feed = runtime.feed
     if feed.clients >= runtime.settings.feed_max_clients:
-        runtime.metrics.refused(TOO_BUSY)
-        raise Problem(
-            503,
-            TOO_BUSY,
-            f"{runtime.settings.feed_max_clients} clients follow the feed; retry shortly",
-            headers={"Retry-After": "1"},
+        raise runtime.too_busy(
+            f"{runtime.settings.feed_max_clients} clients follow the feed; retry shortly"
         )
     events = feed.stream(runtime.store, after, names, runtime.settings.feed_heartbeat_seconds)
     return StreamingResponse(
