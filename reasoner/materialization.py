@@ -932,14 +932,15 @@ class Materialization:
         decode = self.symbols.decoder(self.analyzed.relations[name].value_types)
         return [decode(t) for t in self.state[name]]
 
-    def batch(self, name: str) -> FactBatch | list[tuple[()]]:
+    def batch(self, name: str, *, ordered: bool = True) -> FactBatch | list[tuple[()]]:
         """Every tuple of a relation in user values, as columns (rows for arity 0), in value
-        order: a relation is written out without a Python object per tuple, sorted on the
-        integers (a symbol by its rank among the symbols) rather than on strings."""
+        order unless not `ordered`: a relation is written out without a Python object per
+        tuple, sorted on the integers (a symbol by its rank among the symbols) rather than on
+        strings."""
         info = self.analyzed.relations[name]
         if not info.arity:
             return [()] * self.size(name)
-        return self._batch_of(info, self.state[name].table.columns()[0], ordered=True)
+        return self._batch_of(info, self.state[name].table.columns()[0], ordered=ordered)
 
     def _batch_of(
         self, info: RelationInfo, columns: Sequence[np.ndarray], *, ordered: bool

@@ -30,4 +30,4 @@ def snapshot_chunks(m: Materialization) -> Iterator[ChangeChunk]:
     """Every row of every relation users see, as inserted: the state as one change set."""
     for name in m.relation_names():
         if not is_internal(name) and m.size(name):
-            yield name, True, m.batch(name)
+            yield name, True, m.batch(name, ordered=False)  # a store needs no order

@@ -287,7 +287,7 @@ def expired_problem(horizon: int, epoch: int) -> Problem:
         410,
         CHANGES_EXPIRED,
         f"the change sets of epochs up to {horizon} are no longer kept: read the relations "
-        f"at epoch {epoch}, then follow the feed from there",
+        f"at epoch {epoch} (`?epoch={epoch}`), then follow the feed from there",
         horizon=horizon,
         epoch=epoch,
     )

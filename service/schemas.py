@@ -287,7 +287,10 @@ class ChangeGroup(BaseModel):
 
 
 class ChangesOut(BaseModel):
-    since: int = Field(description="The `since` asked for: changes of later epochs follow.")
+    since: int = Field(
+        description="The epoch after which this page starts: `since`, or where the cursor "
+        "continues (a page with a cursor starts where the cursor says)."
+    )
     epoch: int = Field(description="The published epoch this page was read at.")
     through: int = Field(
         description="The last epoch this and the earlier pages hold whole: poll again later "

@@ -12,7 +12,10 @@ segments as `segments.merge_start` says.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import heapq
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import groupby
@@ -33,6 +36,8 @@ ChangeChunk = tuple[str, bool, Facts]
 """Part of an epoch's change set: (relation, present, rows), present True for rows the
 relation gained, False for rows it lost."""
 QUARANTINED = "quarantined"
+DECODED_CHUNKS = 4
+"""Decoded chunks of change sets kept for the pages that read through them."""
 """The status of an epoch whose program a rebuild could not evaluate."""
 
 
@@ -52,18 +57,6 @@ class Committed:
     reset: bool = False
     """A program was quarantined since the last reset epoch: the state rebuilt from this
     does not follow from the change sets of the epochs before, so a reset epoch must say so."""
-
-
-@dataclass(frozen=True, slots=True)
-class StoredChanges:
-    """One chunk of an epoch's change set, as stored: rows `relation` gained (`present`) or
-    lost in epoch `epoch`, in user values."""
-
-    epoch: int
-    seq: int
-    relation: str
-    present: bool
-    rows: Facts
 
 
 class ChangesNotKept(Exception):
@@ -132,6 +125,13 @@ def _now() -> datetime:
 class Store:
     def __init__(self, url: str) -> None:
         self.engine: Engine = create_database_engine(url)
+        self._horizon: int | None = None
+        """The newest epoch whose change set is not kept, once read (only pruning and a
+        migration, before it is read, change it)."""
+        self._resets: list[int] | None = None
+        """The reset epochs, once read (a rebuild alone adds one)."""
+        self._chunks: OrderedDict[tuple[int, int], pl.DataFrame] = OrderedDict()
+        self._chunks_lock = threading.Lock()
 
     def close(self) -> None:
         self.engine.dispose()
@@ -248,6 +248,8 @@ class Store:
         snapshot of every relation) is the state a feed's reader starts again from."""
         with self.engine.begin() as connection:
             stored = _write_changes(connection, number, changes)
+            if self._resets is not None:
+                self._resets.append(number)
             connection.execute(
                 insert(models.epochs).values(
                     number=number,
@@ -352,11 +354,6 @@ class Store:
             ).first()
         return None if row is None else _aware(dict(row._mapping))
 
-    def changes(self, after: int, through: int) -> list[StoredChanges]:
-        """The change sets of epochs `after` < epoch <= `through`, in epoch order."""
-        with self.engine.connect() as connection:
-            return list(read_changes(connection, after, through))
-
     def change_page(
         self,
         start: ChangePosition,
@@ -366,15 +363,16 @@ class Store:
     ) -> ChangePage:
         """At most `limit` rows (a reset mark counts as one) of the feed from `start` to the
         end of epoch `through`, of `relations` only (None: all), and where the next page
-        starts. The horizon is read after the rows: pruning only raises it, so a page read
-        while a prune deleted part of it shows a horizon that says so."""
-        table, epochs = models.epoch_changes, models.epochs
+        starts. The horizon is read after the rows: a prune raises it before it deletes, so
+        a page read while a prune deleted part of it shows a horizon that says so. Raises
+        `InvalidPosition` for a `start` no page gave."""
+        table = models.epoch_changes
         after_start = sa_or(
             table.c.epoch > start.epoch,
             and_(table.c.epoch == start.epoch, table.c.seq >= start.seq),
         )
         chunks = (
-            select(table.c.epoch, table.c.seq, table.c.relation, table.c.rows)
+            select(table.c.epoch, table.c.seq, table.c.relation, table.c.rows, table.c.data)
             .where(after_start, table.c.epoch <= through)
             .order_by(table.c.epoch, table.c.seq)
             .limit(limit + 1)
@@ -382,21 +380,54 @@ class Store:
         if relations is not None:
             chunks = chunks.where(table.c.relation.in_(relations))
         first_mark = start.epoch if start.seq < 0 else start.epoch + 1
-        marks = (
-            select(epochs.c.number)
-            .where(epochs.c.reset, epochs.c.number >= first_mark, epochs.c.number <= through)
-            .order_by(epochs.c.number)
-            .limit(limit + 1)
-        )
+        marks = [n for n in self.reset_epochs() if first_mark <= n <= through]
         with self.engine.connect() as connection:
-            found = [
-                (ChangePosition(epoch, seq), relation, rows)
-                for epoch, seq, relation, rows in connection.execute(chunks)
-            ]
-            found += [(ChangePosition(n), None, 1) for (n,) in connection.execute(marks)]
-            items, following = _page_items(connection, sorted(found), start, limit)
-            horizon = _horizon(connection)
-        return ChangePage(items, following, horizon)
+            # Streamed: a page reads the blobs of the chunks it takes, not all it could.
+            result = connection.execution_options(stream_results=True, yield_per=4).execute(chunks)
+            found = heapq.merge(
+                (
+                    (ChangePosition(epoch, seq), relation, rows, data)
+                    for epoch, seq, relation, rows, data in result
+                ),
+                ((ChangePosition(n), None, 1, None) for n in marks),
+                key=lambda entry: entry[0],
+            )
+            try:
+                items, following = _page_items(found, start, limit, self._entries)
+            except InvalidPosition:
+                horizon = self.horizon()
+                if horizon >= start.epoch:  # pruned under the cursor: the horizon says so
+                    return ChangePage([], None, horizon)
+                raise
+        return ChangePage(items, following, self.horizon())
+
+    def _entries(self, position: ChangePosition, data: bytes) -> pl.DataFrame:
+        """A chunk's entries, decoded once for the pages that read through it (a few
+        chunks are kept: a reader pages through one at a time)."""
+        key = (position.epoch, position.seq)
+        with self._chunks_lock:
+            entries = self._chunks.get(key)
+            if entries is not None:
+                self._chunks.move_to_end(key)
+                return entries
+        entries = segments.decode(data)
+        with self._chunks_lock:
+            self._chunks[key] = entries
+            while len(self._chunks) > DECODED_CHUNKS:
+                self._chunks.popitem(last=False)
+        return entries
+
+    def reset_epochs(self) -> list[int]:
+        """The numbers of the reset epochs, in order."""
+        if self._resets is None:
+            epochs = models.epochs
+            with self.engine.connect() as connection:
+                self._resets = list(
+                    connection.execute(
+                        select(epochs.c.number).where(epochs.c.reset).order_by(epochs.c.number)
+                    ).scalars()
+                )
+        return self._resets
 
     def relation_changes(self, relation: str, after: int, through: int) -> list[pl.DataFrame]:
         """The change-set entries of `relation` in the epochs `after` < epoch <= `through`, in
@@ -416,18 +447,27 @@ class Store:
                     .order_by(table.c.epoch, table.c.seq)
                 )
             ]
-            horizon = _horizon(connection)
+        horizon = self.horizon()
         if horizon > after:
             raise ChangesNotKept(horizon)
         return entries
 
     def horizon(self) -> int:
         """The newest epoch whose change set is not kept (-1: none)."""
-        with self.engine.connect() as connection:
-            return _horizon(connection)
+        if self._horizon is None:
+            epochs = models.epochs
+            with self.engine.connect() as connection:
+                self._horizon = connection.execute(
+                    select(func.coalesce(func.max(epochs.c.number), -1)).where(
+                        epochs.c.changes.is_(None)
+                    )
+                ).scalar_one()
+        return self._horizon
 
     def prune_changes(self, before: int) -> None:
-        """Forget the change sets of the epochs before `before` (the feed's retention)."""
+        """Forget the change sets of the epochs before `before` (the feed's retention). The
+        horizon is raised first, so that no reader takes a page it deletes for whole."""
+        self._horizon = max(self.horizon(), before - 1)
         with self.engine.begin() as connection:
             connection.execute(
                 delete(models.epoch_changes).where(models.epoch_changes.c.epoch < before)
@@ -558,52 +598,40 @@ def read_facts(connection: Connection) -> dict[str, Facts]:
     return facts
 
 
-def read_changes(connection: Connection, after: int, through: int) -> Iterator[StoredChanges]:
-    """The chunks of the change sets of epochs `after` < epoch <= `through`, in epoch and
-    then `seq` order, decoded one at a time."""
-    table = models.epoch_changes
-    result = connection.execute(
-        select(table.c.epoch, table.c.seq, table.c.relation, table.c.data)
-        .where(table.c.epoch > after, table.c.epoch <= through)
-        .order_by(table.c.epoch, table.c.seq)
-    )
-    for epoch, seq, relation, data in result:
-        entries = segments.decode(data)
-        values = segments.user_columns(entries.drop(segments.PRESENT))
-        rows: Facts = FactBatch(values) if values.width else [()] * entries.height
-        yield StoredChanges(epoch, seq, relation, bool(entries[segments.PRESENT][0]), rows)
-
-
-def _horizon(connection: Connection) -> int:
-    epochs = models.epochs
-    return connection.execute(
-        select(func.coalesce(func.max(epochs.c.number), -1)).where(epochs.c.changes.is_(None))
-    ).scalar_one()
+class InvalidPosition(Exception):
+    """A page's start that no page gave (past its chunk's rows, or at nothing)."""
 
 
 def _page_items(
-    connection: Connection,
-    found: Sequence[tuple[ChangePosition, str | None, int]],
+    found: Iterable[tuple[ChangePosition, str | None, int, bytes | None]],
     start: ChangePosition,
     limit: int,
+    entries_of: Callable[[ChangePosition, bytes], pl.DataFrame],
 ) -> tuple[list[ChangeItem], ChangePosition | None]:
-    """The items of a page from the chunks and reset marks `found` (in order), and where the
-    next page starts. Each of the two lists was read `limit` + 1 long at most, so the page
-    fills up before it could pass the end of a list that was cut short."""
+    """The items of a page from the chunks and reset marks `found` (in order: position,
+    relation or None for a mark, rows, blob), and where the next page starts. The chunks
+    were read `limit` + 1 at most, so the page fills up before it could pass the end of
+    a list that was cut short."""
     items: list[ChangeItem] = []
     budget = limit
-    for position, relation, rows in found:
-        offset = start.offset if position == ChangePosition(start.epoch, start.seq) else 0
+    first = True
+    for position, relation, rows, data in found:
+        offset = 0
+        if first and start.offset:  # a page that starts inside a chunk: that chunk
+            inside = position == ChangePosition(start.epoch, start.seq) and relation is not None
+            if not inside or start.offset >= rows:
+                raise InvalidPosition()
+            offset = start.offset
+        first = False
         if budget == 0:
             return items, ChangePosition(position.epoch, position.seq, offset)
         if relation is None:
             items.append(ChangeItem(position.epoch, None))
             budget -= 1
             continue
+        assert data is not None  # a chunk has its blob
         take = min(rows - offset, budget)
-        entries = _chunk(connection, position)
-        if entries is None:  # pruned since the chunks were listed: the horizon says so
-            return items, None
+        entries = entries_of(position, data)
         present = bool(entries[segments.PRESENT][0])
         part = entries.slice(offset, take)
         values = segments.user_columns(part.drop(segments.PRESENT))
@@ -615,12 +643,6 @@ def _page_items(
         budget -= take
         if offset + take < rows:
             return items, ChangePosition(position.epoch, position.seq, offset + take)
+    if first and start.offset:
+        raise InvalidPosition()
     return items, None
-
-
-def _chunk(connection: Connection, position: ChangePosition) -> pl.DataFrame | None:
-    table = models.epoch_changes
-    data = connection.execute(
-        select(table.c.data).where(table.c.epoch == position.epoch, table.c.seq == position.seq)
-    ).scalar_one_or_none()
-    return None if data is None else segments.decode(data)

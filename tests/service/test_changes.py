@@ -4,13 +4,19 @@ after Updates, Bootstraps, rule changes, refused writes and restarts, on both da
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import json
 import time
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 
+import sqlalchemy as sa
+
 from service.settings import Settings
-from service.store.repository import Store
+from service.store import models, segments
+from service.store.database import create_database_engine
 from tests.reliability.model import served_epochs, served_relations
 from tests.service.conftest import Server
 from tests.service.feed_client import feed, fold
@@ -30,23 +36,32 @@ named(s) :- label(x, s), !tc(x, _).
 def _folded(url: str) -> tuple[dict[str, set[tuple]], dict[int, int]]:
     """Every relation as the stored change sets from epoch 0 on make it, and the rows
     stored per epoch."""
-    store = Store(Settings(database_url=url).sqlalchemy_url)
+    engine = create_database_engine(Settings(database_url=url).sqlalchemy_url)
+    table = models.epoch_changes
+    relations: dict[str, set[tuple]] = defaultdict(set)
+    stored: dict[int, int] = defaultdict(int)
     try:
-        relations: dict[str, set[tuple]] = defaultdict(set)
-        stored: dict[int, int] = defaultdict(int)
-        for chunk in store.changes(-1, (1 << 31) - 1):
-            rows = set(map(tuple, chunk.rows))
-            assert len(rows) == len(chunk.rows)
-            held = relations[chunk.relation]
-            if chunk.present:
-                assert not rows & held, (chunk.epoch, chunk.relation)
-                held |= rows
-            else:
-                assert rows <= held, (chunk.epoch, chunk.relation)
-                held -= rows
-            stored[chunk.epoch] += len(rows)
+        with engine.connect() as connection:
+            chunks = connection.execute(
+                sa.select(table.c.epoch, table.c.relation, table.c.rows, table.c.data).order_by(
+                    table.c.epoch, table.c.seq
+                )
+            )
+            for epoch, relation, count, data in chunks:
+                entries = segments.decode(data)
+                values = segments.user_columns(entries.drop(segments.PRESENT))
+                rows = set(values.rows()) if values.width else {()}
+                assert len(rows) == entries.height == count
+                held = relations[relation]
+                if entries[segments.PRESENT][0]:
+                    assert not rows & held, (epoch, relation)
+                    held |= rows
+                else:
+                    assert rows <= held, (epoch, relation)
+                    held -= rows
+                stored[epoch] += len(rows)
     finally:
-        store.close()
+        engine.dispose()
     return {name: rows for name, rows in relations.items() if rows}, stored
 
 
@@ -144,7 +159,16 @@ def test_pages_filters_cursors_and_retention(make_server: Callable[..., Server])
         assert cursor is not None
         refused = client.get("/v1/changes", params={"cursor": cursor, "relations": "edge"})
         assert_problem(refused, 400, "invalid_cursor")
-        for bad in ("nope", "WzEsMiwzXQ", "W1sxXV0"):
+        everything = hashlib.blake2b(b"*", digest_size=8).hexdigest()  # no `relations`
+        forged = [  # a position inside epoch 2's first chunk, past its rows, at a mark
+            base64.urlsafe_b64encode(json.dumps(fields).encode()).decode()
+            for fields in (
+                [2, 0, 50, everything],
+                [2, 0, 1_000, everything],
+                [2, -1, 1, everything],
+            )
+        ]
+        for bad in ("nope", "WzEsMiwzXQ", "W1sxXV0", *forged):
             bad_cursor = client.get("/v1/changes", params={"cursor": bad})
             assert_problem(bad_cursor, 400, "invalid_cursor")
         assert_problem(client.get("/v1/changes", params={"since": 4}), 404, "unknown_epoch")

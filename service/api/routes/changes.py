@@ -24,7 +24,7 @@ from service.errors import INVALID_CURSOR, INVALID_REQUEST, UNKNOWN_EPOCH, Probl
 from service.feed import change_groups, expired_problem
 from service.runtime import MAX_EPOCH, Runtime
 from service.schemas import ChangeGroup, ChangesOut
-from service.store.repository import ChangePosition
+from service.store.repository import ChangePosition, InvalidPosition
 
 reads = read_router()
 
@@ -47,8 +47,9 @@ EVENT_STREAM = "text/event-stream"
         "the epoch's groups hold the whole state). Follow `next` while it is not null, then "
         "poll with `since` set to `through`. Change sets older than the retention "
         "(`REASONER_CHANGE_RETENTION_EPOCHS`) are refused with 410 `changes_expired`, whose "
-        "`horizon` is the newest epoch no longer kept: read the relations afresh, then "
-        "follow from the epoch they were read at. "
+        "`horizon` is the newest epoch no longer kept: read the relations at the epoch the "
+        "problem names (`?epoch=`, so that every relation is read at that one epoch), then "
+        "follow from there. "
         "With `Accept: text/event-stream` the feed is live (Server-Sent Events): it replays "
         "the epochs after `since` (or after `Last-Event-ID`, when a client reconnects), then "
         "sends each epoch as it is published: one `epoch` event per epoch, even an empty one, "
@@ -84,18 +85,23 @@ async def get_changes(
 
     def respond() -> Response:
         epoch = runtime.published_epoch()
-        if since > epoch:
+        if cursor is None and since > epoch:
             raise Problem(
                 404, UNKNOWN_EPOCH, f"epoch {since} is not published yet (the last is {epoch})"
             )
         start = ChangePosition(since + 1) if cursor is None else _decode(cursor, digest)
-        if start.epoch > epoch + 1:  # a next page is never past the published epoch
+        if cursor is not None and start.epoch > epoch:  # never past the published epoch
             raise Problem(400, INVALID_CURSOR, "the cursor is not one this service issued")
-        page = runtime.store.change_page(start, epoch, names, page_size)
+        try:
+            page = runtime.store.change_page(start, epoch, names, page_size)
+        except InvalidPosition:
+            raise Problem(
+                400, INVALID_CURSOR, "the cursor is not one this service issued"
+            ) from None
         if page.horizon >= start.epoch:
             raise expired_problem(page.horizon, epoch)
         body = ChangesOut(
-            since=since,
+            since=start.epoch - 1,
             epoch=epoch,
             through=epoch if page.next is None else page.next.epoch - 1,
             next=None if page.next is None else _encode(page.next, digest),
