@@ -39,6 +39,12 @@ PAGE_ROWS = 50_000
 """Rows read from the store at once while catching up."""
 RETRY_MILLISECONDS = 2000
 """How long a client waits before it reconnects (the stream's `retry`)."""
+WAKE_DELAY_SECONDS = 0.001
+"""How long after a publication its clients are woken at the soonest."""
+COALESCE_SECONDS = 0.005
+"""Clients are woken at most this often: the epochs published meanwhile go in one send."""
+SEND_CHARACTERS = 1 << 16
+"""Events of a catch-up are sent together up to this size."""
 RENDER_ON_LOOP_ROWS = 1000
 """Events of more rows than this are rendered on a worker thread, not the event loop."""
 
@@ -66,6 +72,8 @@ class Feed:
         every client at once."""
         self.clients = 0
         self.closed = False
+        self._wake_pending = False
+        self._last_wake = float("-inf")
 
     # -- the writer's side ----------------------------------------------------------------------
 
@@ -94,13 +102,30 @@ class Feed:
         while len(self._ring) > RING_EPOCHS:
             oldest, _ = self._ring.popitem(last=False)
             self._rendered.pop(oldest, None)
-        self._wake()
+        self._wake_soon()
 
     def _closed(self) -> None:
         self.closed = True
         self._wake()
 
+    def _wake_soon(self) -> None:
+        """Wake the clients now, or, within `COALESCE_SECONDS` of the last time, at its end:
+        under a stream of writes each client then sends the epochs of the window at once,
+        one send instead of one per epoch (what the event loop spends on sends, the writes
+        it also serves wait for)."""
+        assert self._loop is not None  # publications arrive through the loop
+        if self._wake_pending:
+            return
+        delay = self._last_wake + COALESCE_SECONDS - self._loop.time()
+        self._wake_pending = True
+        # Never at once: the answer to the write that published the epoch, resumed by the
+        # writer's thread at the same moment, goes out before the events of its epoch.
+        self._loop.call_later(max(delay, WAKE_DELAY_SECONDS), self._wake)
+
     def _wake(self) -> None:
+        self._wake_pending = False
+        if self._loop is not None:
+            self._last_wake = self._loop.time()
         self._wakeup.set()
         self._wakeup = asyncio.Event()
 
@@ -118,19 +143,29 @@ class Feed:
             while not self.closed:
                 wakeup = self._wakeup  # taken first: a publication after this wakes it
                 epoch = self.epoch
-                if epoch == last + 1 and names is None and epoch in self._rendered:
-                    yield self._rendered[epoch]  # the common case, kept cheap: one epoch on
-                    last = epoch
-                    continue
                 if epoch is not None and last < epoch:
+                    rendered = self._rendered
+                    if names is None and all(n in rendered for n in range(last + 1, epoch + 1)):
+                        # The common case, kept cheap: the latest epochs, rendered already.
+                        yield "".join(rendered[n] for n in range(last + 1, epoch + 1))
+                        last = epoch
+                        continue
+                    sent: list[str] = []
+                    size = 0
                     try:
                         async for event in self._events(store, last, epoch, names):
-                            yield event
+                            sent.append(event)
+                            size += len(event)
+                            if size >= SEND_CHARACTERS:
+                                yield "".join(sent)
+                                sent, size = [], 0
                     except Expired as expired:
                         problem = expired_problem(expired.horizon, epoch)
                         body = problem_body(problem.status, problem.code, problem.detail)
-                        yield _message("expired", body | problem.extra)
+                        yield "".join(sent) + _message("expired", body | problem.extra)
                         return
+                    if sent:
+                        yield "".join(sent)
                     last = epoch
                     continue
                 try:
