@@ -22,8 +22,7 @@ from itertools import groupby
 from typing import Any
 
 import polars as pl
-from sqlalchemy import Connection, Engine, and_, delete, func, insert, select, update
-from sqlalchemy import or_ as sa_or
+from sqlalchemy import Connection, Engine, delete, func, insert, select, tuple_, update
 
 from reasoner.io.batch import FactBatch
 from service.store import models, segments
@@ -367,10 +366,9 @@ class Store:
         a page read while a prune deleted part of it shows a horizon that says so. Raises
         `InvalidPosition` for a `start` no page gave."""
         table = models.epoch_changes
-        after_start = sa_or(
-            table.c.epoch > start.epoch,
-            and_(table.c.epoch == start.epoch, table.c.seq >= start.seq),
-        )
+        # A row value, which both databases read off the primary key (an OR of the two
+        # cases made SQLite sort every chunk after the start: 20 ms a page at 100 K epochs).
+        after_start = tuple_(table.c.epoch, table.c.seq) >= tuple_(start.epoch, start.seq)
         chunks = (
             select(table.c.epoch, table.c.seq, table.c.relation, table.c.rows, table.c.data)
             .where(after_start, table.c.epoch <= through)
