@@ -94,7 +94,13 @@ class SymbolTable:
         symbol (made again when symbols were added): no Python string per row."""
         count = len(self._strings)
         if self._series is None or len(self._series) != count:
-            self._series = pl.Series(self._strings[:count], dtype=pl.String())
+            strings = self._strings[:count]
+            try:
+                self._series = pl.Series(strings, dtype=pl.String())
+            except UnicodeEncodeError:
+                # A write refused for an unpaired surrogate can leave its symbol interned,
+                # which no row holds and UTF-8 cannot encode: it is null here.
+                self._series = pl.Series(list(map(_utf8_or_none, strings)), dtype=pl.String())
         return self._series.gather(ids)
 
     def lookup(self, text: str) -> int | None:
@@ -208,3 +214,11 @@ def _record_columns(types: Sequence[ValueType]) -> list[tuple[int, RecordType | 
     if RECORD in types:
         raise TypeError("a record column needs its record type (`RelationInfo.value_types`)")
     return [(i, t) for i, t in enumerate(types) if isinstance(t, RecordType | AdtType)]
+
+
+def _utf8_or_none(text: str) -> str | None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    return text

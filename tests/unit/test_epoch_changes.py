@@ -153,3 +153,12 @@ def test_the_changes_as_columns_are_in_user_values_and_value_order(strategy: str
     ]
     assert batches["any"] == ([()], [])
     assert batches["flag"] == ([], [()])
+
+
+def test_a_symbol_utf8_cannot_encode_left_by_a_refused_write_harms_no_change_set() -> None:
+    """A write refused for an unpaired surrogate may leave its symbol interned; the change
+    sets of later epochs (made as Polars columns of every symbol) are still made."""
+    m = built()
+    m.symbols.intern("\ud800")
+    changes = recorded(m, Delta(insert={"label": [(2, "b")]}), "update")
+    assert changes["label"] == RelationChanges(retracted=[], inserted=[(2, "b")])
