@@ -54,6 +54,7 @@ READS = {
     ("GET", "/v1/explain/{name}"),
     ("GET", "/v1/epochs"),
     ("GET", "/v1/epochs/{number}"),
+    ("GET", "/v1/changes"),
 }
 WRITES = {
     ("POST", "/v1/deltas"),
