@@ -384,3 +384,9 @@ def user_float(value: object) -> float | None:
         except OverflowError:
             return None
     return parse_float(value) if isinstance(value, str) else None
+
+
+def exact_row(row: Sequence[object]) -> tuple[object, ...]:
+    """`row` with its floats as `FloatValue`s: a set of such rows holds what a relation
+    holds (0.0 and -0.0 two rows), where Python floats would merge them."""
+    return tuple(FloatValue(v) if isinstance(v, float) else v for v in row)

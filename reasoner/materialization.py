@@ -596,14 +596,9 @@ class Materialization:
             )
             cached = set(self._plans)
 
-            def overlay_diff(name: str) -> tuple[set[Tuple], set[Tuple]]:
-                """A relation's changes while the overlay holds them (a relation the rule
-                change drops loses every tuple)."""
-                if name not in new.relations:
-                    return set(self.state[name].iters), set()
-                return overlay.presence_diff(name) if name in self.state else (set(), set())
-
             def overlay_rows(name: str) -> Diff:
+                """A relation's changes while the overlay holds them (a relation the rule
+                change drops loses every row)."""
                 if name not in self.state:
                     return ChangedRows.none(), ChangedRows.none()
                 table = self.state[name].table
@@ -619,9 +614,7 @@ class Materialization:
                 sizes.update((name, (len(self.state[name]), 0)) for name in dropped)
                 # Tuples only for a report that lists them: the compiled Update records
                 # changes by row id.
-                listed: Listed = None
-                if include_changes:
-                    listed = {name: overlay_diff(name) for name in derived}
+                listed = _listed(derived, overlay_rows) if include_changes else None
                 return strata, sizes, listed
 
             with collector_paused():  # until the overlay's records are freed (reasoner.gc_pause)
@@ -668,10 +661,6 @@ class Materialization:
                 changes[name] = _rebuilt_changes(old, rebuilt, name, reshaped=name in reshaped)
             return changes[name]
 
-        def rebuilt_diff(name: str) -> tuple[set[Tuple], set[Tuple]]:
-            gone, inserted = rebuilt_rows(name)
-            return set(gone.tuples()), set(inserted.tuples())
-
         if before_publish is not None:
             self._epoch_changes(visible, rebuilt_rows, relations).hand_to(before_publish)
         with self._lock.exclusive():
@@ -679,7 +668,7 @@ class Materialization:
             self._adopt(prepared, facts)
         self.last_bootstrap_seconds = time.perf_counter() - built_at
         sizes = {name: (len(changes[name][0]), len(changes[name][1])) for name in derived}
-        listed = {name: rebuilt_diff(name) for name in derived} if include_changes else None
+        listed = _listed(derived, rebuilt_rows) if include_changes else None
         del before  # the old state's memory goes back before the report is made
         states.clear()
         changes.clear()
@@ -1120,6 +1109,16 @@ def _shapes_from_facts(analyzed: AnalyzedProgram, insert: Rows) -> str:
                 continue
         lines.append(declaration(name, names, given))
     return "\n".join(lines)
+
+
+def _listed(names: Iterable[str], rows: Callable[[str], Diff]) -> Listed:
+    """The tuples each relation lost and gained, for a report that lists them: from the row
+    ids the epoch's change set is made of, so that the report and the feed always agree."""
+    listed: dict[str, tuple[set[Tuple], set[Tuple]]] = {}
+    for name in names:
+        gone, inserted = rows(name)
+        listed[name] = (set(gone.tuples()), set(inserted.tuples()))
+    return listed
 
 
 def _rebuilt_changes(before: State, after: State, name: str, *, reshaped: bool) -> Diff:

@@ -65,26 +65,33 @@ def text_row(row: Sequence[Any]) -> list[Any]:
     return [floats.float_text(v) if isinstance(v, float) else v for v in row]
 
 
-def encode_cursor(epoch: int, row: Sequence[Any]) -> str:
-    """A cursor after `row` of a read of `epoch`: later pages come from that epoch or fail."""
-    text = json.dumps([epoch, *json_row(row)], ensure_ascii=False, separators=(",", ":"))
+def cursor_text(fields: Sequence[Any]) -> str:
+    """A cursor holding `fields` (JSON scalars): the text `cursor_fields` reads back."""
+    text = json.dumps(list(fields), ensure_ascii=False, separators=(",", ":"))
     return base64.urlsafe_b64encode(text.encode("utf-8")).decode("ascii").rstrip("=")
 
 
-def cursor_epoch(cursor: str) -> int:
-    """The epoch a cursor reads (`decode_cursor` checks the rest)."""
-    row = _cursor_fields(cursor)
-    if not row or not _is_int64(row[0]) or row[0] < 0:
-        raise Problem(400, INVALID_CURSOR, "the cursor is not one this service issued")
-    return row[0]
-
-
-def _cursor_fields(cursor: str) -> list[Any]:
+def cursor_fields(cursor: str) -> list[Any]:
+    """The fields of a cursor, which comes back from the client: decoded without recursion
+    (`flat_json_array`), anything else a 400 `invalid_cursor`; the caller checks each."""
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
         return flat_json_array(base64.urlsafe_b64decode(padded.encode("ascii")).decode("utf-8"))
     except (ValueError, binascii.Error, UnicodeError):
         raise Problem(400, INVALID_CURSOR, "the cursor is not one this service issued") from None
+
+
+def encode_cursor(epoch: int, row: Sequence[Any]) -> str:
+    """A cursor after `row` of a read of `epoch`: later pages come from that epoch or fail."""
+    return cursor_text([epoch, *json_row(row)])
+
+
+def cursor_epoch(cursor: str) -> int:
+    """The epoch a cursor reads (`decode_cursor` checks the rest)."""
+    row = cursor_fields(cursor)
+    if not row or not _is_int64(row[0]) or row[0] < 0:
+        raise Problem(400, INVALID_CURSOR, "the cursor is not one this service issued")
+    return row[0]
 
 
 def decode_cursor(cursor: str, types: Sequence[str], epoch: int) -> tuple[Any, ...]:
@@ -94,7 +101,7 @@ def decode_cursor(cursor: str, types: Sequence[str], epoch: int) -> tuple[Any, .
     A cursor comes back from the client, so anything may be in it: it is decoded without
     recursion (`flat_json_array`) and every value checked, so that no cursor costs more than
     a 400 `invalid_cursor`."""
-    row = _cursor_fields(cursor)
+    row = cursor_fields(cursor)
     if len(row) != len(types) + 1 or not _is_int64(row[0]) or row[0] < 0:
         raise Problem(400, INVALID_CURSOR, "the cursor does not fit these columns")
     values = []

@@ -48,7 +48,7 @@ from tests.reliability.model import (
     tsv,
 )
 from tests.service.conftest import Server
-from tests.service.feed_client import Follower, feed, fold
+from tests.service.feed_client import Follower, exact, feed, fold
 
 PROGRAM = """.decl edge(x: number, y: number)
 .decl label(x: number, s: symbol)
@@ -478,7 +478,7 @@ class Harness:
         """The change feed rebuilds the served relations: read page by page from epoch 0,
         and as the live follower has it, which reconnected after every kill with the last
         epoch it had whole: every epoch once, none missing."""
-        held = {name: rows for name, rows in served.items() if rows}
+        held = exact({name: rows for name, rows in served.items() if rows})
         with self.server.client() as client:
             assert fold(feed(client)) == held, when
         follower = self.follower

@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 
+from reasoner import floats
 from tests.service.conftest import WRITE_TOKEN, Server
 
 STREAM = {"accept": "text/event-stream"}
@@ -35,18 +36,25 @@ def feed(client: httpx.Client, since: int = -1, **params: Any) -> list[dict[str,
 
 
 def fold(groups: list[dict[str, Any]]) -> dict[str, set[tuple]]:
-    """The relations a feed's groups make, from nothing."""
+    """The relations a feed's groups make, from nothing, their rows as `exact` has them."""
     relations: dict[str, set[tuple]] = defaultdict(set)
     for group in groups:
         if group["reset"]:
             relations.clear()
             continue
         held = relations[group["relation"]]
-        gone, new = set(map(tuple, group["retracted"])), set(map(tuple, group["inserted"]))
+        gone = set(map(floats.exact_row, group["retracted"]))
+        new = set(map(floats.exact_row, group["inserted"]))
         assert gone <= held and not new & held, group
         held -= gone
         held |= new
     return {name: rows for name, rows in relations.items() if rows}
+
+
+def exact(relations: dict[str, set[tuple]]) -> dict[str, set[tuple]]:
+    """Relations read from the server, as `fold` holds rows: floats by their bits (0.0 and
+    -0.0 two rows, as the server holds them)."""
+    return {name: set(map(floats.exact_row, rows)) for name, rows in relations.items()}
 
 
 class Follower:

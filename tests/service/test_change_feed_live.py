@@ -14,7 +14,7 @@ from typing import Any
 
 from tests.reliability.model import served_relations
 from tests.service.conftest import Server
-from tests.service.feed_client import STREAM, Follower, fold
+from tests.service.feed_client import STREAM, Follower, exact, fold
 from tests.service.helpers import assert_problem
 
 TEXT = {"content-type": "text/plain"}
@@ -50,7 +50,7 @@ def test_a_follower_replays_then_follows_and_resumes_where_it_stopped(
             assert time.monotonic() - acknowledged < 5
         first.wait_for(lambda: first.comments >= 2)  # pings while idle
         with server.client() as client:
-            served = {name: rows for name, rows in served_relations(client).items() if rows}
+            served = exact({name: rows for name, rows in served_relations(client).items() if rows})
         assert fold(first.groups()) == served
         # A reconnection names the last epoch it saw: the rest comes, once.
         resumed = Follower(server, headers={"last-event-id": "3"}).start()

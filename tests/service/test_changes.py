@@ -14,18 +14,20 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
+from reasoner import floats
 from service.settings import Settings
 from service.store import models, segments
 from service.store.database import create_database_engine
 from tests.reliability.model import served_epochs, served_relations
 from tests.service.conftest import Server
-from tests.service.feed_client import feed, fold
+from tests.service.feed_client import exact, feed, fold
 from tests.service.helpers import assert_problem
 
 TEXT = {"content-type": "text/plain"}
 PROGRAM = """
 .decl edge(x: number, y: number)
 .decl label(x: number, s: symbol)
+.decl weight(w: float)
 edge(1, 2).
 tc(x, y) :- edge(x, y).
 tc(x, z) :- tc(x, y), edge(y, z).
@@ -50,7 +52,7 @@ def _folded(url: str) -> tuple[dict[str, set[tuple]], dict[int, int]]:
             for epoch, relation, count, data in chunks:
                 entries = segments.decode(data)
                 values = segments.user_columns(entries.drop(segments.PRESENT))
-                rows = set(values.rows()) if values.width else {()}
+                rows = set(map(floats.exact_row, values.rows())) if values.width else {()}
                 assert len(rows) == entries.height == count
                 held = relations[relation]
                 if entries[segments.PRESENT][0]:
@@ -67,7 +69,7 @@ def _folded(url: str) -> tuple[dict[str, set[tuple]], dict[int, int]]:
 
 def _assert_feed_rebuilds(server: Server) -> None:
     with server.client() as client:
-        served = {name: rows for name, rows in served_relations(client).items() if rows}
+        served = exact({name: rows for name, rows in served_relations(client).items() if rows})
         epochs = served_epochs(client)
         assert fold(feed(client)) == served
     folded, stored = _folded(server.settings["REASONER_DATABASE_URL"])
@@ -90,8 +92,14 @@ def test_the_stored_change_sets_rebuild_the_served_relations(
     _assert_feed_rebuilds(server)  # epoch 0: what the program's own fact derives
     with server.client() as client:
         writes = [
-            {"insert": {"edge": [[2, 3]], "label": [[1, "a"], [3, "c"], [9, "z"]]}},
-            {"retract": {"edge": [[2, 3]]}},
+            {
+                "insert": {
+                    "edge": [[2, 3]],
+                    "label": [[1, "a"], [3, "c"], [9, "z"]],
+                    "weight": [[0.0], [-0.0], [1.5]],  # two zeros: two rows
+                }
+            },
+            {"retract": {"edge": [[2, 3]], "weight": [[-0.0]]}},
             # A bulk load, many facts against few held: a Bootstrap.
             {"insert": {"edge": [[i, -i] for i in range(10, 10_010)]}},
             {
@@ -135,7 +143,7 @@ def test_pages_filters_cursors_and_retention(make_server: Callable[..., Server])
             {"insert": {"label": [[7, "b"], [99, "z"]]}},
         ):
             client.post("/v1/deltas", json={"facts": body}).raise_for_status()
-        served = {name: rows for name, rows in served_relations(client).items() if rows}
+        served = exact({name: rows for name, rows in served_relations(client).items() if rows})
         # Pages of 7 rows (the test servers' page size) and of 2; one relation alone.
         assert fold(feed(client)) == fold(feed(client, limit=2)) == served
         assert fold(feed(client, relations="tc,nothing")) == {"tc": served["tc"]}

@@ -7,10 +7,7 @@ Reads stop at the published epoch: an epoch committed but not yet published is n
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
-import json
 import re
 from typing import Annotated
 
@@ -18,7 +15,7 @@ from fastapi import Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response, StreamingResponse
 
-from service.api.common import flat_json_array
+from service.api.common import cursor_fields, cursor_text
 from service.api.deps import RuntimeDep, answered, read_router
 from service.errors import INVALID_CURSOR, INVALID_REQUEST, UNKNOWN_EPOCH, Problem
 from service.feed import change_groups, expired_problem
@@ -169,17 +166,11 @@ def _digest(names: list[str] | None) -> str:
 
 
 def _encode(position: ChangePosition, digest: str) -> str:
-    text = json.dumps([position.epoch, position.seq, position.offset, digest])
-    return base64.urlsafe_b64encode(text.encode("ascii")).decode("ascii").rstrip("=")
+    return cursor_text([position.epoch, position.seq, position.offset, digest])
 
 
 def _decode(cursor: str, digest: str) -> ChangePosition:
-    """A cursor comes back from the client: decoded without recursion and checked."""
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        fields = flat_json_array(base64.urlsafe_b64decode(padded.encode("ascii")).decode())
-    except (ValueError, binascii.Error, UnicodeError):
-        raise Problem(400, INVALID_CURSOR, "the cursor is not one this service issued") from None
+    fields = cursor_fields(cursor)
     if (
         len(fields) != 4
         or not all(type(v) is int for v in fields[:3])
