@@ -19,17 +19,18 @@ long before its deadline).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from reasoner import floats, functors
 from reasoner.analysis import check_query
 from reasoner.analysis.model import AnalyzedProgram, Value
 from reasoner.analysis.ranges import generator, is_generator, lift_rule
-from reasoner.arith import ARITH, COMPARE, as_unsigned
+from reasoner.arith import ARITH, COMPARE, as_unsigned, wrap64
 from reasoner.plan.joins import AtomStep, CompareStep, JoinPlan, plan_rule
 from reasoner.records import NIL, AdtType, Codec, RecordText, RecordType, ValueType, storage
-from reasoner.state import State, Tuple
+from reasoner.state import Tuple
 from reasoner.symbols import SymbolTable
 from reasoner.syntax.ast import (
     FLOAT,
@@ -74,6 +75,24 @@ class QueryTooLarge(Exception):
         super().__init__(
             f"the query has more than {limit} answers: bind more of its arguments to narrow it"
         )
+
+
+class QueryRelation(Protocol):
+    """What a query reads of a relation: a `RelationStore`, or one as it was at an earlier
+    epoch (`reasoner.past_relations`)."""
+
+    @property
+    def iters(self) -> Collection[Tuple]: ...
+
+    def select(self, key: dict[int, int]) -> list[Tuple]: ...
+
+    def __len__(self) -> int: ...
+
+
+class QueryRelations(Protocol):
+    """The relations a query reads, by name: a `State`, or a mapping of past relations."""
+
+    def __getitem__(self, name: str, /) -> QueryRelation: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,6 +205,18 @@ class Constants:
             return floats.FloatValue(floats.from_bits(value))
         return as_unsigned(value) if kind == UNSIGNED else value
 
+    def engine(self, value: Value, kind: ValueType) -> int:
+        """The inverse of `user`: a value no table holds gets a private id."""
+        if isinstance(kind, RecordType | AdtType):
+            ident = self.codec.parse(str(value), kind)
+            assert ident is not None  # `record` numbers every record
+            return ident
+        if kind == SYMBOL:
+            return self.id(str(value))
+        if kind == FLOAT:
+            return floats.to_bits(float(value))
+        return wrap64(int(value)) if kind == UNSIGNED else int(value)
+
 
 def snapshot_keys(keys) -> list:
     """A list of a relation's tuples, safe against a concurrent writer (the copy is one C-level
@@ -202,7 +233,7 @@ class Evaluator:
     def __init__(
         self,
         plan: JoinPlan,
-        state: State,
+        state: QueryRelations,
         constants: Constants,
         deadline: float | None,
     ) -> None:
@@ -398,15 +429,17 @@ def variable_types(
 def evaluate_query(
     query: Query,
     analyzed: AnalyzedProgram,
-    state: State,
+    state: QueryRelations,
     symbols: SymbolTable,
     *,
     timeout: float | None = None,
     max_rows: int | None = None,
+    constants: Constants | None = None,
 ) -> QueryResult:
     """Every distinct answer of `query` in `state`, sorted; raises `QueryTimeout` past
     `timeout` seconds and `QueryTooLarge` past `max_rows` distinct answers. The caller provides
-    a consistent state (e.g. inside `Materialization.reading()`)."""
+    a consistent state (e.g. inside `Materialization.reading()`), and `constants` if it made
+    values of its own for it (`Constants.engine`)."""
     start = time.monotonic()
     deadline = None if timeout is None else start + timeout
     variables = query.variables
@@ -417,7 +450,8 @@ def evaluate_query(
         lit.relation: len(state[lit.relation]) for lit in query.body if isinstance(lit, Atom)
     }
     plan = plan_rule(rule, None, sizes)
-    constants = Constants(symbols)
+    if constants is None:
+        constants = Constants(symbols)
     evaluator = Evaluator(plan, state, constants, deadline)
     answers: set[tuple[int, ...]] = set()
 

@@ -22,12 +22,49 @@ from reasoner import Materialization, floats
 from reasoner.analysis.model import RelationInfo
 from reasoner.io.batch import frame_schema
 from reasoner.pages import Row, RowOrder, relation_page
+from reasoner.past_relations import PastRelation
+from reasoner.query import Constants
+from service.api.common import cursor_epoch
 from service.api.paging import page
-from service.errors import EPOCH_UNAVAILABLE, Problem
+from service.errors import EPOCH_UNAVAILABLE, INVALID_CURSOR, UNKNOWN_EPOCH, Problem
 from service.store import segments
+from service.store.repository import ChangesNotKept, Store
 
 CURRENT_ROWS = 1000
 """Rows of the current relation read at once while a page is filled."""
+
+
+def epoch_asked(at: int | None, cursor: str | None) -> int | None:
+    """The epoch a read asks for: `epoch`, else its cursor's (a cursor keeps to its epoch);
+    None: the published one."""
+    if cursor is None:
+        return at
+    of_cursor = cursor_epoch(cursor)
+    if at is not None and at != of_cursor:
+        raise Problem(400, INVALID_CURSOR, f"the cursor reads epoch {of_cursor}, not epoch {at}")
+    return of_cursor
+
+
+def is_kept(history: int, wanted: int, epoch: int, asked: int | None) -> bool:
+    """Whether epoch `wanted` can be read as it was, `epoch` being published: one of the last
+    `history` ones. An epoch asked for by `epoch` (`asked`) that cannot is refused here; a
+    cursor's is refused by `decode_cursor`, as a cursor of an epoch no longer published."""
+    if wanted > epoch:
+        raise Problem(
+            404, UNKNOWN_EPOCH, f"epoch {wanted} is not published yet (the last is {epoch})"
+        )
+    if wanted >= epoch - history:
+        return True
+    if asked is None:
+        return False
+    raise Problem(
+        410,
+        EPOCH_UNAVAILABLE,
+        f"epoch {wanted} is older than the last {history} epochs, which alone can be read as "
+        "they were",
+        epoch=epoch,
+        history=history,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +75,68 @@ class PastDiff:
     """Rows present now that were absent at N."""
     back: list[Row]
     """Rows absent now that were present at N."""
+
+
+def diff_since(store: Store, info: RelationInfo, wanted: int, epoch: int) -> PastDiff:
+    """How `info`'s relation at epoch `wanted` differs from it at `epoch`, from the stored
+    change sets between them: 410 when they are no longer kept."""
+    try:
+        entries = store.relation_changes(info.name, wanted, epoch)
+    except ChangesNotKept as expired:
+        raise Problem(
+            410,
+            EPOCH_UNAVAILABLE,
+            f"the change sets after epoch {wanted} are no longer kept (up to epoch "
+            f"{expired.horizon}): it cannot be read as it was",
+            epoch=epoch,
+            horizon=expired.horizon,
+        ) from None
+    return past_diff(info, entries, wanted)
+
+
+def past_relation(
+    m: Materialization, info: RelationInfo, diff: PastDiff, constants: Constants
+) -> PastRelation:
+    """The relation as `diff` says it was, for a query (`constants`: the query's own values,
+    for a value of a row back that no table holds any more)."""
+    kinds = info.value_types
+
+    def engine(row: Row) -> tuple[int, ...]:
+        return tuple(constants.engine(v, kind) for v, kind in zip(row, kinds, strict=True))
+
+    return PastRelation(
+        m.state[info.name], set(map(engine, diff.gone)), set(map(engine, diff.back))
+    )
+
+
+class PastRelations:
+    """The relations a query reads, each as it was at epoch `wanted` (`epoch` being
+    published), made the first time the query reads it: its change sets are read then."""
+
+    def __init__(
+        self, store: Store, m: Materialization, wanted: int, epoch: int, constants: Constants
+    ) -> None:
+        self.store = store
+        self.m = m
+        self.wanted = wanted
+        self.epoch = epoch
+        self.constants = constants
+        self.made: dict[str, PastRelation] = {}
+
+    def __getitem__(self, name: str) -> PastRelation:
+        made = self.made.get(name)
+        if made is None:
+            info = self.m.analyzed.relations[name]
+            if info.internal:  # no change set holds its rows
+                raise Problem(
+                    410,
+                    EPOCH_UNAVAILABLE,
+                    f"relation `{name}` is the engine's own: it cannot be read as it was",
+                    epoch=self.epoch,
+                )
+            diff = diff_since(self.store, info, self.wanted, self.epoch)
+            made = self.made[name] = past_relation(self.m, info, diff, self.constants)
+        return made
 
 
 def past_diff(info: RelationInfo, entries: Sequence[pl.DataFrame], epoch: int) -> PastDiff:
@@ -89,8 +188,8 @@ def past_page(
     store = m.state[info.name]
     if key:
         decode = m.symbols.decoder(info.value_types)
-        gone = set(map(_identity, diff.gone))
-        kept = (row for row in map(decode, store.select(key)) if _identity(row) not in gone)
+        gone = set(map(floats.exact_row, diff.gone))
+        kept = (row for row in map(decode, store.select(key)) if floats.exact_row(row) not in gone)
         back = [row for row in diff.back if all(row[c] == v for c, v in bound.items())]
         return page([*kept, *back], after, limit)
     order = RowOrder(info.value_types, m.symbols)
@@ -102,7 +201,7 @@ def past_page(
     start = None if after is None else keyed(after)[0]
     returned = sorted((keyed(row) for row in diff.back), key=lambda pair: pair[0])
     later = [pair for pair in returned if start is None or pair[0] > start]
-    now = (pair for pair in _current(m, info, after) if pair[0] not in gone_keys)
+    now = (pair for pair in _current(m, info, order, after) if pair[0] not in gone_keys)
     merged = heapq.merge(now, later, key=lambda pair: pair[0])
     rows = [row for _, row in islice(merged, limit + 1)]
     if len(rows) > limit:
@@ -111,11 +210,10 @@ def past_page(
 
 
 def _current(
-    m: Materialization, info: RelationInfo, after: Row | None
+    m: Materialization, info: RelationInfo, order: RowOrder, after: Row | None
 ) -> Iterator[tuple[tuple[int, ...], Row]]:
-    """The relation's rows now after `after`, in value order, with their keys."""
+    """The relation's rows now after `after`, in value order, with their keys (`order`'s)."""
     store = m.state[info.name]
-    order = RowOrder(info.value_types, m.symbols)
     cursor = after
     while True:
         rows, more = relation_page(store, info.value_types, m.symbols, cursor, CURRENT_ROWS)
@@ -124,9 +222,3 @@ def _current(
         if more is None:
             return
         cursor = rows[-1]
-
-
-def _identity(row: Row) -> tuple[object, ...]:
-    """A row as a set holds it: a float by its bits (a decoded row holds `FloatValue`s, a row
-    of a change set Python floats, which hash by value)."""
-    return tuple(("float", floats.to_bits(v)) if isinstance(v, float) else v for v in row)

@@ -176,9 +176,17 @@ class RelationRows(BaseModel):
 class QueryIn(_Strict):
     query: str = Field(examples=['tc("a", x), !edge("a", x)'])
     limit: int | None = Field(None, gt=0, description="Rows per page (at most the page size).")
-    cursor: str | None = Field(None, description="`next` of the previous page.")
+    cursor: str | None = Field(
+        None, description="`next` of the previous page: the answer at the epoch it read."
+    )
     timeout: float | None = Field(
         None, gt=0, description="Deadline in seconds (at most the server's query timeout)."
+    )
+    epoch: int | None = Field(
+        None,
+        ge=0,
+        description="Answer as of this recent epoch (one of the last `REASONER_EPOCH_HISTORY`); "
+        "default: the published one.",
     )
 
 

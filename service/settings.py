@@ -156,10 +156,10 @@ class Settings(BaseSettings):
     epoch_history: int = Field(
         16,
         ge=0,
-        description="Recent epochs a relation can be read at (`?epoch=N`, and the later "
-        "pages of a read, which keep to their epoch): the last this many before the "
-        "published one. Older ones are refused (410, `epoch_unavailable`), as are epochs "
-        "whose change sets the retention pruned.",
+        description="Recent epochs a relation or a query can be read at (`?epoch=N`, "
+        '`"epoch": N`, and the later pages of a read, which keep to their epoch): the last '
+        "this many before the published one. Older ones are refused (410, "
+        "`epoch_unavailable`), as are epochs whose change sets the retention pruned.",
     )
     feed_max_clients: int = Field(
         256,

@@ -139,6 +139,8 @@ def test_the_readme_examples_work(make_server: Callable[..., Server]) -> None:
         # The relation as it was before, and what the epoch did.
         before = client.get("/v1/relations/tc", params={"x": 1, "epoch": 2}).json()
         assert (before["epoch"], before["rows"]) == (2, [[1, 2], [1, 3]])
+        query = {"query": "tc(1, y)", "epoch": 2}
+        assert client.post("/v1/query", json=query).json()["rows"] == [[2], [3]]
         feed = client.get("/v1/changes", params={"since": 2}).raise_for_status().json()
         assert (feed["epoch"], feed["through"], feed["next"]) == (3, 3, None)
         assert feed["changes"] == [

@@ -37,10 +37,11 @@ def test_every_format_carries_the_epoch_and_cursors_keep_to_theirs(
         later = client.get("/v1/relations/tc", params={"limit": 2, "cursor": first["next"]})
         assert later.raise_for_status().json()["rows"] == [[2, 3], [3, 4]]
         assert (later.json()["epoch"], later.headers["x-epoch"]) == (epoch, str(epoch))
-        stale_query = client.post(
+        later_query = client.post(
             "/v1/query", json={"query": "tc(x, y)", "limit": 2, "cursor": query["next"]}
         )
-        assert_problem(stale_query, 410, "epoch_unavailable")
+        assert later_query.raise_for_status().json()["rows"] == [[2, 3], [3, 4]]
+        assert later_query.json()["epoch"] == epoch
     server.stop()
 
 
@@ -53,12 +54,17 @@ def test_without_history_a_cursor_of_an_older_epoch_is_refused(
         edges = [[i, i + 1] for i in range(5)]
         epoch = client.post("/v1/facts", json={"facts": {"edge": edges}}).json()["epoch"]
         first = client.get("/v1/relations/tc", params={"limit": 2}).json()
+        query = client.post("/v1/query", json={"query": "tc(x, y)", "limit": 2}).json()
         client.post("/v1/facts", json={"facts": {"edge": [[9, 9]]}}).raise_for_status()
         stale = client.get("/v1/relations/tc", params={"limit": 2, "cursor": first["next"]})
         body = assert_problem(stale, 410, "epoch_unavailable")
         assert (body["cursor_epoch"], body["epoch"]) == (epoch, epoch + 1)
         old = client.get("/v1/relations/tc", params={"epoch": epoch})
         assert_problem(old, 410, "epoch_unavailable")
+        stale_query = {"query": "tc(x, y)", "limit": 2, "cursor": query["next"]}
+        assert_problem(client.post("/v1/query", json=stale_query), 410, "epoch_unavailable")
+        old_query = {"query": "tc(x, y)", "epoch": epoch}
+        assert_problem(client.post("/v1/query", json=old_query), 410, "epoch_unavailable")
 
 
 PROGRAM = """
@@ -68,6 +74,29 @@ tc(x, y) :- edge(x, y).
 tc(x, z) :- tc(x, y), edge(y, z).
 named(s, w) :- label(x, s, w), !tc(x, _).
 """
+
+
+QUERIES = (
+    "tc(x, y)",
+    "tc(2, y)",  # through the relation's index
+    "tc(x, y), !edge(x, y), x != y",
+    "edge(x, y), tc(y, x)",  # membership probes
+    "label(x, s, w), !named(s, w)",
+    "named(s, w), label(_, s, v), v >= w",
+)
+
+
+def _answers(client: httpx.Client, query: str, **fields: Any) -> list[list[Any]]:
+    """Every answer of a query, page by page (pages of 2 rows, cursors included)."""
+    rows: list[list[Any]] = []
+    cursor = None
+    while True:
+        body = {"query": query, "limit": 2, **fields} | ({"cursor": cursor} if cursor else {})
+        page = client.post("/v1/query", json=body).raise_for_status().json()
+        rows.extend(page["rows"])
+        cursor = page["next"]
+        if cursor is None:
+            return rows
 
 
 def _all_rows(client: httpx.Client, name: str, **params: Any) -> list[list[Any]]:
@@ -86,6 +115,7 @@ def _all_rows(client: httpx.Client, name: str, **params: Any) -> list[list[Any]]
 def test_a_recent_epoch_reads_as_it_was(make_server: Callable[..., Server]) -> None:
     server = make_server(REASONER_EPOCH_HISTORY="4").start()
     seen: dict[int, dict[str, list[list[Any]]]] = {}
+    answered: dict[int, dict[str, list[list[Any]]]] = {}
     with server.client() as client:
         client.post("/v1/rules", content=PROGRAM, headers=TEXT).raise_for_status()
         writes = [
@@ -98,6 +128,7 @@ def test_a_recent_epoch_reads_as_it_was(make_server: Callable[..., Server]) -> N
         for body in writes:
             epoch = client.post("/v1/deltas", json={"facts": body}).json()["epoch"]
             seen[epoch] = {name: _all_rows(client, name) for name in ("edge", "tc", "named")}
+            answered[epoch] = {query: _answers(client, query) for query in QUERIES}
         last = max(seen)
         for number, relations in seen.items():
             for name, rows in relations.items():
@@ -105,6 +136,8 @@ def test_a_recent_epoch_reads_as_it_was(make_server: Callable[..., Server]) -> N
             at = client.get("/v1/relations/tc", params={"epoch": number, "x": 2}).json()
             assert at["epoch"] == number
             assert at["rows"] == [row for row in relations["tc"] if row[0] == 2]
+            for query, rows in answered[number].items():
+                assert _answers(client, query, epoch=number) == rows, (number, query)
         # A cursor keeps to its epoch and a different `epoch` is refused.
         first = client.get("/v1/relations/tc", params={"epoch": last - 2, "limit": 1}).json()
         mixed = client.get("/v1/relations/tc", params={"epoch": last - 1, "cursor": first["next"]})
@@ -124,4 +157,8 @@ def test_a_recent_epoch_reads_as_it_was(make_server: Callable[..., Server]) -> N
         ).raise_for_status()
         reshaped = client.get("/v1/relations/named", params={"epoch": last})
         assert_problem(reshaped, 410, "epoch_unavailable")
+        reshaped_query = {"query": "named(s)", "epoch": last}
+        assert_problem(client.post("/v1/query", json=reshaped_query), 410, "epoch_unavailable")
+        for query in QUERIES[:4]:
+            assert _answers(client, query, epoch=last) == answered[last][query], query
         assert _all_rows(client, "tc", epoch=last) == seen[last]["tc"]

@@ -12,7 +12,14 @@ from fastapi.responses import JSONResponse, Response
 from reasoner import Materialization, floats
 from reasoner.errors import UNKNOWN_RELATION
 from reasoner.proofs import Explainer, ExplainError
-from reasoner.query import QueryResult, QueryTimeout, compile_query, evaluate_query
+from reasoner.query import (
+    Constants,
+    QueryRelations,
+    QueryResult,
+    QueryTimeout,
+    compile_query,
+    evaluate_query,
+)
 from service.api.bodies import (
     require_json,
 )
@@ -40,6 +47,7 @@ from service.errors import (
     UNKNOWN_COLUMN,
     Problem,
 )
+from service.past_reads import PastRelations, epoch_asked, is_kept
 from service.schemas import (
     ExplainOut,
     QueryIn,
@@ -69,18 +77,26 @@ async def post_query(
     page_size = min(body.limit or settings.page_size, settings.page_size)
     timeout = min(body.timeout or settings.query_timeout_seconds, settings.query_timeout_seconds)
     deadline = time.monotonic() + timeout
+    wanted = epoch_asked(body.epoch, body.cursor)
 
     def read(m: Materialization, epoch: int) -> tuple[QueryResult, int]:
         query = compile_query(body.query, m.analyzed)
+        constants = Constants(m.symbols)
+        relations: QueryRelations = m.state
+        history = settings.epoch_history
+        if wanted is not None and wanted != epoch and is_kept(history, wanted, epoch, body.epoch):
+            relations = PastRelations(runtime.store, m, wanted, epoch, constants)
+            epoch = wanted
         try:
             result = evaluate_query(
                 query,
                 m.analyzed,
-                m.state,
+                relations,
                 m.symbols,
                 # One deadline for the request, however often a publication restarts it.
                 timeout=max(deadline - time.monotonic(), 0.001),
                 max_rows=settings.query_max_rows,
+                constants=constants,
             )
         except QueryTimeout:
             raise QueryTimeout(timeout) from None

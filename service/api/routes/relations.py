@@ -25,7 +25,6 @@ from service.api.bodies import (
     unsupported,
 )
 from service.api.common import (
-    cursor_epoch,
     decode_cursor,
     encode_cursor,
     epoch_out,
@@ -49,13 +48,11 @@ from service.api.paging import (
     response_format,
 )
 from service.errors import (
-    EPOCH_UNAVAILABLE,
     INVALID_CURSOR,
-    UNKNOWN_EPOCH,
     Problem,
     clip,
 )
-from service.past_reads import past_diff, past_page
+from service.past_reads import diff_since, epoch_asked, is_kept, past_page
 from service.runtime import Runtime
 from service.schemas import (
     ColumnOut,
@@ -64,7 +61,6 @@ from service.schemas import (
     RelationRows,
     RelationsOut,
 )
-from service.store.repository import ChangesNotKept
 
 reads = read_router()
 writes = write_router()
@@ -129,13 +125,14 @@ async def get_relation(
 ) -> Response:
     fmt = response_format(request, format)
     page_size = min(limit or runtime.settings.page_size, runtime.settings.page_size)
-    wanted = _epoch_read(at, cursor)
+    wanted = epoch_asked(at, cursor)
 
     def read(m: Materialization, epoch: int) -> tuple[RelationInfo, list[tuple], Any, int]:
         info = m.analyzed.relations.get(name)
         if info is None or info.internal:
             raise Problem(404, UNKNOWN_RELATION, f"relation `{name}` is not in the program")
-        if wanted is not None and wanted != epoch and _kept(runtime, wanted, epoch, at):
+        history = runtime.settings.epoch_history
+        if wanted is not None and wanted != epoch and is_kept(history, wanted, epoch, at):
             return _read_past(runtime, m, info, request, cursor, wanted, epoch, page_size)
         after = None if cursor is None else decode_cursor(cursor, info.types, epoch)
         if after is not None and m.encode(name, after) is None:
@@ -166,40 +163,6 @@ async def get_relation(
     return await answered(runtime, respond)
 
 
-def _epoch_read(at: int | None, cursor: str | None) -> int | None:
-    """The epoch a read asks for: `?epoch`, else its cursor's (a cursor keeps to its epoch);
-    None: the published one."""
-    if cursor is None:
-        return at
-    of_cursor = cursor_epoch(cursor)
-    if at is not None and at != of_cursor:
-        raise Problem(400, INVALID_CURSOR, f"the cursor reads epoch {of_cursor}, not epoch {at}")
-    return of_cursor
-
-
-def _kept(runtime: Runtime, wanted: int, epoch: int, asked: int | None) -> bool:
-    """Whether epoch `wanted` can be read as it was: one of the last `epoch_history` ones. An
-    epoch asked for by `?epoch` that cannot is refused here; a cursor's is refused by
-    `decode_cursor`, as a cursor of an epoch no longer published."""
-    if wanted > epoch:
-        raise Problem(
-            404, UNKNOWN_EPOCH, f"epoch {wanted} is not published yet (the last is {epoch})"
-        )
-    history = runtime.settings.epoch_history
-    if wanted >= epoch - history:
-        return True
-    if asked is None:
-        return False
-    raise Problem(
-        410,
-        EPOCH_UNAVAILABLE,
-        f"epoch {wanted} is older than the last {history} epochs, which alone can be read as "
-        "they were",
-        epoch=epoch,
-        history=history,
-    )
-
-
 def _read_past(
     runtime: Runtime,
     m: Materialization,
@@ -216,18 +179,7 @@ def _read_past(
     key = _engine_key(m, info.value_types, bound)
     if key is None:
         return info, [], None, wanted
-    try:
-        entries = runtime.store.relation_changes(info.name, wanted, epoch)
-    except ChangesNotKept as expired:
-        raise Problem(
-            410,
-            EPOCH_UNAVAILABLE,
-            f"the change sets after epoch {wanted} are no longer kept (up to epoch "
-            f"{expired.horizon}): it cannot be read as it was",
-            epoch=epoch,
-            horizon=expired.horizon,
-        ) from None
-    diff = past_diff(info, entries, wanted)
+    diff = diff_since(runtime.store, info, wanted, epoch)
     rows, last = past_page(m, info, key, bound, diff, after, page_size)
     return info, rows, last, wanted
 
