@@ -48,7 +48,7 @@ from tests.reliability.model import (
     tsv,
 )
 from tests.service.conftest import Server
-from tests.service.feed_client import Follower, exact, feed, fold
+from tests.service.feed_client import Follower, feed, fold, served_exactly
 
 PROGRAM = """.decl edge(x: number, y: number)
 .decl label(x: number, s: symbol)
@@ -470,16 +470,16 @@ class Harness:
         expected = expected_relations(model)
         diff = differences(expected, served)
         assert not diff, f"{when}: the server differs from a fresh Bootstrap: {diff}"
-        self._check_feed(epoch, served, when)
+        self._check_feed(epoch, when)
         self.model = model
         self.verifications += 1
 
-    def _check_feed(self, epoch: int, served: dict[str, set], when: str) -> None:
+    def _check_feed(self, epoch: int, when: str) -> None:
         """The change feed rebuilds the served relations: read page by page from epoch 0,
         and as the live follower has it, which reconnected after every kill with the last
         epoch it had whole: every epoch once, none missing."""
-        held = exact({name: rows for name, rows in served.items() if rows})
         with self.server.client() as client:
+            held = served_exactly(client)
             assert fold(feed(client)) == held, when
         follower = self.follower
         follower.wait_for(lambda: follower.epochs()[-1:] == [epoch], timeout=120)

@@ -12,9 +12,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from tests.reliability.model import served_relations
 from tests.service.conftest import Server
-from tests.service.feed_client import STREAM, Follower, exact, fold
+from tests.service.feed_client import STREAM, Follower, fold, served_exactly
 from tests.service.helpers import assert_problem
 
 TEXT = {"content-type": "text/plain"}
@@ -50,7 +49,7 @@ def test_a_follower_replays_then_follows_and_resumes_where_it_stopped(
             assert time.monotonic() - acknowledged < 5
         first.wait_for(lambda: first.comments >= 2)  # pings while idle
         with server.client() as client:
-            served = exact({name: rows for name, rows in served_relations(client).items() if rows})
+            served = served_exactly(client)
         assert fold(first.groups()) == served
         # A reconnection names the last epoch it saw: the rest comes, once.
         resumed = Follower(server, headers={"last-event-id": "3"}).start()

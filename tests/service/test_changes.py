@@ -18,9 +18,9 @@ from reasoner import floats
 from service.settings import Settings
 from service.store import models, segments
 from service.store.database import create_database_engine
-from tests.reliability.model import served_epochs, served_relations
+from tests.reliability.model import served_epochs
 from tests.service.conftest import Server
-from tests.service.feed_client import exact, feed, fold
+from tests.service.feed_client import feed, fold, served_exactly
 from tests.service.helpers import assert_problem
 
 TEXT = {"content-type": "text/plain"}
@@ -69,7 +69,7 @@ def _folded(url: str) -> tuple[dict[str, set[tuple]], dict[int, int]]:
 
 def _assert_feed_rebuilds(server: Server) -> None:
     with server.client() as client:
-        served = exact({name: rows for name, rows in served_relations(client).items() if rows})
+        served = served_exactly(client)
         epochs = served_epochs(client)
         assert fold(feed(client)) == served
     folded, stored = _folded(server.settings["REASONER_DATABASE_URL"])
@@ -143,7 +143,7 @@ def test_pages_filters_cursors_and_retention(make_server: Callable[..., Server])
             {"insert": {"label": [[7, "b"], [99, "z"]]}},
         ):
             client.post("/v1/deltas", json={"facts": body}).raise_for_status()
-        served = exact({name: rows for name, rows in served_relations(client).items() if rows})
+        served = served_exactly(client)
         # Pages of 7 rows (the test servers' page size) and of 2; one relation alone.
         assert fold(feed(client)) == fold(feed(client, limit=2)) == served
         assert fold(feed(client, relations="tc,nothing")) == {"tc": served["tc"]}
