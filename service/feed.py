@@ -8,7 +8,8 @@ twice. An epoch of more rows than `PART_ROWS` first sends id-less `part` events;
 cut off in the middle of an epoch resumes before it and drops the parts it holds.
 
 The writer only appends to a ring of the latest epochs and wakes the event loop (O(1),
-whatever the number of clients); each client is just the number of the last epoch it sent.
+whatever the number of clients); each client is just the number of the last epoch it sent,
+waiting on one event that every wake-up and every heartbeat sets: no timer per client.
 Epochs of a few rows are kept in the ring in memory, rendered once for every unfiltered
 client; larger ones, and epochs a client is behind on, are read from the store, where each
 epoch's change set was committed with it (`service.change_sets`).
@@ -41,9 +42,7 @@ RETRY_MILLISECONDS = 2000
 """How long a client waits before it reconnects (the stream's `retry`)."""
 WAKE_DELAY_SECONDS = 0.001
 """How long after a publication its clients are woken at the soonest."""
-COALESCE_SECONDS = 0.005
-"""Clients are woken at most this often: the epochs published meanwhile go in one send."""
-SEND_CHARACTERS = 1 << 16
+SEND_BYTES = 1 << 16
 """Events of a catch-up are sent together up to this size."""
 RENDER_ON_LOOP_ROWS = 1000
 """Events of more rows than this are rendered on a worker thread, not the event loop."""
@@ -60,11 +59,16 @@ class Expired(Exception):
 class Feed:
     """The epochs published, for the clients of the live feed (one per process)."""
 
-    def __init__(self) -> None:
+    def __init__(self, heartbeat: float, batch: float) -> None:
+        self.heartbeat = heartbeat
+        """Seconds without an event after which every stream sends a ping."""
+        self.batch = batch
+        """Clients are woken at most this often (seconds): the epochs published meanwhile
+        go in one send."""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wakeup = asyncio.Event()
         self._ring: OrderedDict[int, list[ChangeItem] | None] = OrderedDict()
-        self._rendered: dict[int, str] = {}
+        self._rendered: dict[int, bytes] = {}
         """The unfiltered `epoch` event of epochs in the ring, rendered by its first client."""
         self.epoch: int | None = None
         """The last epoch published to the feed (None: none yet). Clients follow it, not the
@@ -74,6 +78,8 @@ class Feed:
         self.closed = False
         self._wake_pending = False
         self._last_wake = float("-inf")
+        self._beats = 0
+        """Heartbeats so far: a stream woken by a new one, with nothing to send, pings."""
 
     # -- the writer's side ----------------------------------------------------------------------
 
@@ -81,6 +87,8 @@ class Feed:
         """The event loop the clients run on (publications before it are read from the
         store by the clients that need them)."""
         self._loop = loop
+        self._last_wake = loop.time()
+        loop.call_later(self.heartbeat, self._beat)
 
     def publish(self, epoch: int, items: list[ChangeItem] | None) -> None:
         """Epoch `epoch` is published, with its change set (None: read it from the store).
@@ -109,18 +117,29 @@ class Feed:
         self._wake()
 
     def _wake_soon(self) -> None:
-        """Wake the clients now, or, within `COALESCE_SECONDS` of the last time, at its end:
+        """Wake the clients now, or, within `batch` seconds of the last time, at its end:
         under a stream of writes each client then sends the epochs of the window at once,
         one send instead of one per epoch (what the event loop spends on sends, the writes
         it also serves wait for)."""
         assert self._loop is not None  # publications arrive through the loop
         if self._wake_pending:
             return
-        delay = self._last_wake + COALESCE_SECONDS - self._loop.time()
+        delay = self._last_wake + self.batch - self._loop.time()
         self._wake_pending = True
         # Never at once: the answer to the write that published the epoch, resumed by the
         # writer's thread at the same moment, goes out before the events of its epoch.
         self._loop.call_later(max(delay, WAKE_DELAY_SECONDS), self._wake)
+
+    def _beat(self) -> None:
+        """Every `heartbeat` seconds without a wake-up, one that makes every stream ping:
+        one timer for all of them."""
+        if self.closed or self._loop is None:
+            return
+        now = self._loop.time()
+        if now - self._last_wake >= self.heartbeat:
+            self._beats += 1
+            self._wake()
+        self._loop.call_at(self._last_wake + self.heartbeat, self._beat)
 
     def _wake(self) -> None:
         self._wake_pending = False
@@ -132,54 +151,54 @@ class Feed:
     # -- the clients' side ----------------------------------------------------------------------
 
     async def stream(
-        self, store: Store, after: int, names: list[str] | None, heartbeat: float
-    ) -> AsyncIterator[str]:
+        self, store: Store, after: int, names: list[str] | None
+    ) -> AsyncIterator[bytes]:
         """The events of every epoch after `after`, then of each new one as it is
         published, until the server stops."""
         self.clients += 1
         try:
-            yield f"retry: {RETRY_MILLISECONDS}\n\n"
+            yield f"retry: {RETRY_MILLISECONDS}\n\n".encode()
             last = after
+            beats = self._beats
             while not self.closed:
                 wakeup = self._wakeup  # taken first: a publication after this wakes it
+                if beats != self._beats:
+                    beats = self._beats
+                    yield b": ping\n\n"
                 epoch = self.epoch
                 if epoch is not None and last < epoch:
                     rendered = self._rendered
                     if names is None and all(n in rendered for n in range(last + 1, epoch + 1)):
                         # The common case, kept cheap: the latest epochs, rendered already.
-                        yield "".join(rendered[n] for n in range(last + 1, epoch + 1))
+                        yield b"".join(rendered[n] for n in range(last + 1, epoch + 1))
                         last = epoch
                         continue
-                    sent: list[str] = []
+                    sent: list[bytes] = []
                     size = 0
                     try:
                         async for event in self._events(store, last, epoch, names):
                             sent.append(event)
                             size += len(event)
-                            if size >= SEND_CHARACTERS:
-                                yield "".join(sent)
+                            if size >= SEND_BYTES:
+                                yield b"".join(sent)
                                 sent, size = [], 0
                     except Expired as expired:
                         problem = expired_problem(expired.horizon, epoch)
                         body = problem_body(problem.status, problem.code, problem.detail)
-                        yield "".join(sent) + _message("expired", body | problem.extra)
+                        yield b"".join(sent) + _message("expired", body | problem.extra)
                         return
                     if sent:
-                        yield "".join(sent)
+                        yield b"".join(sent)
                     last = epoch
                     continue
-                try:
-                    async with asyncio.timeout(heartbeat):  # no task per wait, as wait_for makes
-                        await wakeup.wait()
-                except TimeoutError:
-                    yield ": ping\n\n"
+                await wakeup.wait()
             yield _message("shutdown", {"epoch": last})
         finally:
             self.clients -= 1
 
     async def _events(
         self, store: Store, after: int, through: int, names: list[str] | None
-    ) -> AsyncIterator[str]:
+    ) -> AsyncIterator[bytes]:
         """The events of epochs `after` < epoch <= `through`: one `epoch` event each, after
         the `part` events of an epoch too large for one."""
         epoch = after + 1
@@ -200,7 +219,7 @@ class Feed:
 
     async def _epoch_event(
         self, epoch: int, items: list[ChangeItem], names: list[str] | None
-    ) -> str:
+    ) -> bytes:
         """The closing event of an epoch; an epoch of the ring renders once for every
         unfiltered client."""
         shared = names is None and self._ring.get(epoch) is not None
@@ -265,7 +284,7 @@ class KeptChanges:
         return self._kept
 
 
-async def _render(kind: str, epoch: int, items: list[ChangeItem], rows: int) -> str:
+async def _render(kind: str, epoch: int, items: list[ChangeItem], rows: int) -> bytes:
     if rows > RENDER_ON_LOOP_ROWS:
         return await run_in_threadpool(
             _message, kind, _data(epoch, items), epoch if kind == "epoch" else None
@@ -311,9 +330,10 @@ def change_groups(items: Iterable[ChangeItem]) -> list[dict[str, Any]]:
     return groups
 
 
-def _message(kind: str, data: dict[str, Any], ident: int | None = None) -> str:
+def _message(kind: str, data: dict[str, Any], ident: int | None = None) -> bytes:
     head = f"id: {ident}\n" if ident is not None else ""
-    return f"{head}event: {kind}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
+    text = f"{head}event: {kind}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
+    return text.encode()
 
 
 def expired_problem(horizon: int, epoch: int) -> Problem:

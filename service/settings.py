@@ -173,6 +173,14 @@ class Settings(BaseSettings):
         description="An idle live feed sends a `: ping` comment this often, so that proxies "
         "and clients keep it open.",
     )
+    feed_batch_milliseconds: float = Field(
+        5.0,
+        ge=0,
+        le=1000,
+        description="The live feed wakes its clients at most this often: the epochs "
+        "published meanwhile go in one send to each. Longer: less of the writer's time spent "
+        "on many clients' sends, each event later.",
+    )
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         "info",
         description="Level of the service's own log (`debug` adds a line per epoch phase: "

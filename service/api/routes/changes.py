@@ -130,7 +130,7 @@ async def _live(
         raise runtime.too_busy(
             f"{runtime.settings.feed_max_clients} clients follow the feed; retry shortly"
         )
-    events = feed.stream(runtime.store, after, names, runtime.settings.feed_heartbeat_seconds)
+    events = feed.stream(runtime.store, after, names)
     return StreamingResponse(
         events,
         media_type=EVENT_STREAM,
