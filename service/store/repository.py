@@ -35,9 +35,9 @@ ChangeChunk = tuple[str, bool, Facts]
 """Part of an epoch's change set: (relation, present, rows), present True for rows the
 relation gained, False for rows it lost."""
 QUARANTINED = "quarantined"
+"""The status of an epoch whose program a rebuild could not evaluate."""
 DECODED_CHUNKS = 4
 """Decoded chunks of change sets kept for the pages that read through them."""
-"""The status of an epoch whose program a rebuild could not evaluate."""
 
 
 @dataclass(frozen=True, slots=True)
