@@ -104,10 +104,9 @@ def check_aggregate_types(
     """`sum`, `min` and `max` work on numbers: Soufflé refuses them over symbols, whose
     order here (interning) means nothing, and over records."""
     for aggregate in aggregates:
-        column_types = types.get(aggregate.source)
-        if aggregate.value is None or column_types is None:
+        found = aggregate.value_type(types)
+        if found is None:
             continue
-        found = column_types[aggregate.value]
         if found in (SYMBOL, RECORD):
             reporter.error(
                 TYPE_MISMATCH,

@@ -7,7 +7,7 @@ negation only looks down.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from reasoner.analysis.named_types import TypeSystem
@@ -88,6 +88,15 @@ class AggregateDefinition:
     op: AggregateOp
     value: int | None
     span: Span = field(compare=False)
+
+    def value_type(self, types: Mapping[str, Sequence[ColumnType]]) -> ColumnType | None:
+        """The aggregated column's type in `types`; None for a `count`, and for a source
+        used at another arity than its own (its `arity_mismatch` is reported already, and the
+        checks after it still run to report the rest)."""
+        columns = types.get(self.source)
+        if self.value is None or columns is None or self.value >= len(columns):
+            return None
+        return columns[self.value]
 
 
 @dataclass(frozen=True, slots=True)

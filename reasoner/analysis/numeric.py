@@ -83,8 +83,10 @@ _ORDERING = frozenset({"<", "<=", ">", ">="})
 _UNSIGNED_FORM: Mapping[str, ArithOp] = {"/": "udiv", "%": "umod", "^": "upow", "bshr": "bshru"}
 _EXTREMES = frozenset({"max", "min"})
 UNSIGNED_DIVISION = frozenset({"udiv", "umod"})
-_FLOAT_AGGREGATES: Mapping[str, AggregateOp] = {"sum": "fsum", "min": "fmin", "max": "fmax"}
-_UNSIGNED_AGGREGATES: Mapping[str, AggregateOp] = {"min": "umin", "max": "umax"}
+_TYPED_AGGREGATES: Mapping[ColumnType, Mapping[str, AggregateOp]] = {
+    UNSIGNED: {"min": "umin", "max": "umax"},
+    FLOAT: {"sum": "fsum", "min": "fmin", "max": "fmax"},
+}
 _FLOAT_ORDER: Mapping[str, tuple[CompareOp, bool]] = {
     "<": ("<", False),
     "<=": ("<=", False),
@@ -135,13 +137,10 @@ def numeric_aggregates(
     `sum`, `min` and `max` of a float one as `fsum`, `fmin` and `fmax`."""
     result = []
     for aggregate in aggregates:
-        source = types.get(aggregate.source)
-        if aggregate.value is not None and source is not None:
-            forms = {UNSIGNED: _UNSIGNED_AGGREGATES, FLOAT: _FLOAT_AGGREGATES}.get(
-                source[aggregate.value], {}
-            )
-            if aggregate.op in forms:
-                aggregate = dataclasses.replace(aggregate, op=forms[aggregate.op])
+        column = aggregate.value_type(types)
+        forms = _TYPED_AGGREGATES.get(column, {}) if column is not None else {}
+        if aggregate.op in forms:
+            aggregate = dataclasses.replace(aggregate, op=forms[aggregate.op])
         result.append(aggregate)
     return tuple(result)
 

@@ -219,6 +219,12 @@ class TestTypes:
     def test_atoms_with_wrong_arity_do_not_cascade(self) -> None:
         assert codes('.decl e(x: number)\np(x) :- e(x, "a").\nq(y) :- e(y).') == ["arity_mismatch"]
 
+    @pytest.mark.parametrize("op", ["min", "max", "sum", "mean"])
+    def test_an_aggregate_over_a_column_its_source_lacks_is_an_arity_error(self, op: str) -> None:
+        # Found by the parser fuzz: the aggregate's type checks read past the source's columns.
+        assert codes(f"d(1).\nb(m) :- m = {op} x : {{ d(_, x) }}.") == ["arity_mismatch"]
+        assert codes(f".decl d(x: number)\nb(m) :- m = {op} x : d(_, x).") == ["arity_mismatch"]
+
 
 # -- safety ----------------------------------------------------------------------------------------
 
