@@ -35,6 +35,7 @@ COPY setup.py ./
 COPY reasoner/__init__.py ./reasoner/
 COPY reasoner/compact ./reasoner/compact
 COPY reasoner/update/__init__.py reasoner/update/kernel.pyx ./reasoner/update/
+COPY service/__init__.py service/socket_fanout.pyx ./service/
 # setup.py alone builds the extensions: a minimal pyproject.toml keeps it from needing the rest
 # of the source tree (README.md, the package list).
 RUN printf '[project]\nname = "reasoner-compact"\nversion = "0"\n' > pyproject.toml \
@@ -64,6 +65,7 @@ COPY reasoner ./reasoner
 COPY service ./service
 COPY --from=build /build/reasoner/compact/*.so ./reasoner/compact/
 COPY --from=build /build/reasoner/update/*.so ./reasoner/update/
+COPY --from=build /build/service/*.so ./service/
 # ./data holds the SQLite database when no PostgreSQL URL is set (mount a volume there).
 RUN mkdir -p /app/data && chown reasoner:reasoner /app/data
 USER reasoner

@@ -78,9 +78,9 @@ $(BIN)/python:
 
 # What the service needs, alone (`make serve`); the development and test tools come on top
 # (`make test`). Each is reinstalled only when pyproject.toml or the compiled part (setup.py,
-# reasoner/{compact,update}/*.pyx and *.pxd: the editable install compiles them in place)
-# changes.
-COMPILED := setup.py $(wildcard reasoner/compact/*.pyx reasoner/compact/*.pxd reasoner/update/*.pyx)
+# reasoner/{compact,update}/*.pyx and *.pxd, service/*.pyx: the editable install compiles them
+# in place) changes.
+COMPILED := setup.py $(wildcard reasoner/compact/*.pyx reasoner/compact/*.pxd reasoner/update/*.pyx service/*.pyx)
 
 $(RUNTIME_STAMP): pyproject.toml $(COMPILED) | $(BIN)/python
 	$(BIN)/python -m pip install -e '.[service,spark]'

@@ -13,6 +13,13 @@ waiting on one event that every wake-up and every heartbeat sets: no timer per c
 Epochs of a few rows are kept in the ring in memory, rendered once for every unfiltered
 client; larger ones, and epochs a client is behind on, are read from the store, where each
 epoch's change set was committed with it (`service.change_sets`).
+
+An unfiltered client that is caught up, with nothing waiting in its transport, hands its
+socket to the sender thread (`service.feed_sender`), which writes each wake-up's epochs to
+every such socket at once, outside the interpreter lock; the client comes back to the loop
+when its socket falls behind, when an epoch is too large to render on the loop, or when the
+server stops. That needs the connection's transport, which `service.server`'s protocol puts
+in the request's scope (`TRANSPORT`); without it every client goes through the loop.
 """
 
 from __future__ import annotations
@@ -24,10 +31,12 @@ from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import Any
 
 from fastapi.concurrency import run_in_threadpool
+from starlette.requests import Request
 
 from reasoner import floats
 from reasoner.io.batch import FactBatch
 from service.errors import CHANGES_EXPIRED, Problem, problem_body
+from service.feed_sender import Sender
 from service.store.repository import ChangeChunk, ChangeItem, ChangePosition, Store
 
 RING_EPOCHS = 64
@@ -46,6 +55,9 @@ SEND_BYTES = 1 << 16
 """Events of a catch-up are sent together up to this size."""
 RENDER_ON_LOOP_ROWS = 1000
 """Events of more rows than this are rendered on a worker thread, not the event loop."""
+TRANSPORT = "reasoner.transport"
+"""The scope extension that holds a request's transport (`service.server`)."""
+PING = b": ping\n\n"
 
 
 class Expired(Exception):
@@ -80,6 +92,10 @@ class Feed:
         self._last_wake = float("-inf")
         self._beats = 0
         """Heartbeats so far: a stream woken by a new one, with nothing to send, pings."""
+        self._sender: Sender | None = None
+        self._fanned: int | None = None
+        """The epoch the sender's clients are at (or will be, once it has sent what it was
+        given): a caught-up client joins them there."""
 
     # -- the writer's side ----------------------------------------------------------------------
 
@@ -88,6 +104,7 @@ class Feed:
         store by the clients that need them)."""
         self._loop = loop
         self._last_wake = loop.time()
+        self._sender = Sender(loop)
         loop.call_later(self.heartbeat, self._beat)
 
     def publish(self, epoch: int, items: list[ChangeItem] | None) -> None:
@@ -115,6 +132,8 @@ class Feed:
     def _closed(self) -> None:
         self.closed = True
         self._wake()
+        if self._sender is not None:
+            self._sender.stop()  # after the last epochs: its clients end on the loop
 
     def _wake_soon(self) -> None:
         """Wake the clients now, or, within `batch` seconds of the last time, at its end:
@@ -138,6 +157,9 @@ class Feed:
         now = self._loop.time()
         if now - self._last_wake >= self.heartbeat:
             self._beats += 1
+            if self._sender is not None and self._sender.members:
+                assert self._fanned is not None  # its clients joined there
+                self._sender.send(_chunk(PING), self._fanned)
             self._wake()
         self._loop.call_at(self._last_wake + self.heartbeat, self._beat)
 
@@ -145,16 +167,47 @@ class Feed:
         self._wake_pending = False
         if self._loop is not None:
             self._last_wake = self._loop.time()
+        self._fan_out()
         self._wakeup.set()
         self._wakeup = asyncio.Event()
+
+    def _fan_out(self) -> None:
+        """The epochs published since the last wake-up to the sender's clients, in one
+        message; if one of them cannot be rendered here, the clients come back to the loop
+        and read it each (as when they are behind)."""
+        sender, epoch = self._sender, self.epoch
+        if sender is None or epoch is None or (self._fanned is not None and epoch <= self._fanned):
+            return
+        if sender.members and self._fanned is not None:
+            events = self._shared_events(self._fanned, epoch)
+            if events is None:
+                sender.dissolve()
+            else:
+                sender.send(_chunk(events), epoch)
+        self._fanned = epoch
+
+    def _shared_events(self, after: int, through: int) -> bytes | None:
+        """The unfiltered events of epochs `after` < epoch <= `through`, if the ring holds
+        each and none is large enough to render on a worker thread."""
+        events = []
+        for epoch in range(after + 1, through + 1):
+            event = self._rendered.get(epoch)
+            if event is None:
+                items = self._ring.get(epoch)
+                if items is None or sum(len(i.rows) for i in items) > RENDER_ON_LOOP_ROWS:
+                    return None
+                event = self._rendered[epoch] = _message("epoch", _data(epoch, items), epoch)
+            events.append(event)
+        return b"".join(events)
 
     # -- the clients' side ----------------------------------------------------------------------
 
     async def stream(
-        self, store: Store, after: int, names: list[str] | None
+        self, store: Store, after: int, names: list[str] | None, request: Request
     ) -> AsyncIterator[bytes]:
         """The events of every epoch after `after`, then of each new one as it is
         published, until the server stops."""
+        transport = _chunked_transport(request) if names is None else None
         self.clients += 1
         try:
             yield f"retry: {RETRY_MILLISECONDS}\n\n".encode()
@@ -191,10 +244,38 @@ class Feed:
                         yield b"".join(sent)
                     last = epoch
                     continue
+                if transport is not None and self._joinable(transport, last):
+                    last = await self._sent_by_sender(transport, last)
+                    beats = self._beats  # the sender pinged meanwhile
+                    continue
                 await wakeup.wait()
             yield _message("shutdown", {"epoch": last})
         finally:
             self.clients -= 1
+
+    def _joinable(self, transport: asyncio.WriteTransport, last: int) -> bool:
+        """Whether a client at `last` can go to the sender: at the epoch its clients are
+        at, and with everything it was given written (else its next bytes would pass it)."""
+        return (
+            self._sender is not None
+            and last == self._fanned
+            and not transport.is_closing()
+            and transport.get_write_buffer_size() == 0
+        )
+
+    async def _sent_by_sender(self, transport: asyncio.WriteTransport, last: int) -> int:
+        """The client goes to the sender at epoch `last` until it comes back: the epoch it
+        is at then, the bytes its socket did not take written to its transport first."""
+        assert self._sender is not None
+        member = self._sender.join(transport.get_extra_info("socket").fileno(), last)
+        try:
+            epoch, remainder = await member.left
+        except BaseException:  # the client is gone (the response is cancelled)
+            self._sender.leave(member)
+            raise
+        if remainder:
+            transport.write(remainder)
+        return epoch
 
     async def _events(
         self, store: Store, after: int, through: int, names: list[str] | None
@@ -328,6 +409,22 @@ def change_groups(items: Iterable[ChangeItem]) -> list[dict[str, Any]]:
         side = last["inserted" if item.present else "retracted"]
         side.extend([floats.json_value(value) for value in row] for row in item.rows)
     return groups
+
+
+def _chunked_transport(request: Request) -> asyncio.WriteTransport | None:
+    """The request's transport, if the server gave it (`TRANSPORT`) and the response is
+    sent in HTTP/1.1's chunked framing, which the sender's messages are written in."""
+    transport = (request.scope.get("extensions") or {}).get(TRANSPORT)
+    if request.scope.get("http_version") != "1.1" or transport is None:
+        return None
+    socket = transport.get_extra_info("socket")
+    return transport if socket is not None else None
+
+
+def _chunk(data: bytes) -> bytes:
+    """`data` as one chunk of HTTP/1.1's chunked framing (what uvicorn writes for a body
+    part of a response without a length)."""
+    return b"%x\r\n%b\r\n" % (len(data), data)
 
 
 def _message(kind: str, data: dict[str, Any], ident: int | None = None) -> bytes:

@@ -5,14 +5,19 @@ One process, one worker: the materialization lives in memory and has exactly one
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import logging
 from types import FrameType
+from typing import Any
 
 import uvicorn
 from fastapi import FastAPI
+from starlette.types import ASGIApp, Receive, Scope, Send
+from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
 from service.app import create_app
+from service.feed import TRANSPORT
 from service.settings import Settings
 
 DEFAULT_HOST = "127.0.0.1"
@@ -61,12 +66,35 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
         proxy_headers=True,
         log_level="info",
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+        http=_protocol_with_transport(),
     )
     _Server(config, app).run()
 
 
 GRACEFUL_SHUTDOWN_SECONDS = 5
 """How long a stopping server waits for responses in progress before it cancels them."""
+
+
+def _protocol_with_transport() -> type[asyncio.Protocol]:
+    """uvicorn's HTTP protocol (httptools', else h11's), giving each request its connection's
+    transport under the scope's extensions (`service.feed.TRANSPORT`): the live feed writes
+    to the socket of a caught-up client itself (`service.feed_sender`)."""
+    base: Any = AutoHTTPProtocol
+
+    class WithTransport(base):
+        app: ASGIApp
+
+        def connection_made(self, transport: asyncio.Transport) -> None:
+            super().connection_made(transport)
+            app = self.app
+
+            async def with_transport(scope: Scope, receive: Receive, send: Send) -> None:
+                scope.setdefault("extensions", {})[TRANSPORT] = transport
+                await app(scope, receive, send)
+
+            self.app = with_transport
+
+    return WithTransport
 
 
 class _Server(uvicorn.Server):

@@ -6,13 +6,17 @@ kept open by pings; a stopping server ends its streams at once."""
 
 from __future__ import annotations
 
+import json
 import signal
+import socket
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from tests.service.conftest import Server
+import h11
+
+from tests.service.conftest import READ_TOKEN, Server
 from tests.service.feed_client import STREAM, Follower, fold, served_exactly
 from tests.service.helpers import assert_problem
 
@@ -116,3 +120,60 @@ def test_the_live_feed_refuses_what_it_cannot_serve(make_server: Callable[..., S
             body = assert_problem(late, 410, "changes_expired")
             assert (body["horizon"], body["epoch"]) == (2, 4)
         assert follower.status == 200
+
+
+def _events(stream: bytes) -> list[dict[str, Any]]:
+    """The SSE events of a stream's body (a trailing partial event left out)."""
+    events = []
+    for block in stream.split(b"\n\n")[:-1]:
+        event = dict(line.split(": ", 1) for line in block.decode().splitlines() if ": " in line)
+        if "event" in event:
+            events.append(event | {"data": json.loads(event["data"])})
+    return events
+
+
+def test_a_client_that_stops_reading_falls_behind_and_then_gets_every_epoch_once(
+    make_server: Callable[..., Server],
+) -> None:
+    """Caught-up clients are written to by the feed's sender thread; one whose socket stops
+    taking bytes leaves it mid-message, and what it had not taken goes first when it
+    catches up through the loop: its body stays valid chunked framing with every epoch in
+    order, once, while a reading client follows along."""
+    with _started(make_server) as server:
+        reader = Follower(server).start()
+        slow = socket.socket()
+        slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # its window stays small
+        slow.connect(("127.0.0.1", server.port))
+        connection = h11.Connection(h11.CLIENT)
+        headers = [("host", "server"), ("authorization", f"Bearer {READ_TOKEN}"), *STREAM.items()]
+        slow.sendall(
+            connection.send(h11.Request(method="GET", target="/v1/changes", headers=headers))
+        )
+        body = b""
+
+        def receive(until: Callable[[], bool]) -> None:
+            nonlocal body
+            slow.settimeout(30)
+            while not until():
+                event = connection.next_event()
+                if event is h11.NEED_DATA:
+                    connection.receive_data(slow.recv(1 << 16))
+                elif isinstance(event, h11.Response):
+                    assert event.status_code == 200
+                else:
+                    assert isinstance(event, h11.Data), event
+                    body += event.data
+
+        with server.client() as client:
+            client.post("/v1/rules", content=".decl note(text: symbol)", headers=TEXT)
+        receive(lambda: b"\nid: 2\n" in body)
+        last = 2
+        for n in range(10):  # 600 KB an epoch (one event each): more than its socket takes
+            notes = [[f"{n}.{i}." + "x" * 2000] for i in range(300)]
+            last = _write(server, {"insert": {"note": notes}})
+        reader.wait_for(lambda: reader.epochs()[-1:] == [last])
+        receive(lambda: b"\nid: %d\n" % last in body and body.endswith(b"\n\n"))
+        events = _events(body)
+        assert [int(e["id"]) for e in events] == list(range(last + 1))
+        assert [e["data"] for e in events] == [e["data"] for e in reader.events]
+        slow.close()

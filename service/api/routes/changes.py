@@ -130,7 +130,7 @@ async def _live(
         raise runtime.too_busy(
             f"{runtime.settings.feed_max_clients} clients follow the feed; retry shortly"
         )
-    events = feed.stream(runtime.store, after, names)
+    events = feed.stream(runtime.store, after, names, request)
     return StreamingResponse(
         events,
         media_type=EVENT_STREAM,

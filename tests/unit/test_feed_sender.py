@@ -1,0 +1,107 @@
+"""The live feed's sender (`service.feed_sender`) over socket pairs: every member gets each
+message whole, a socket that takes part of one leaves with the rest and the epoch it is at,
+a leave or a dissolve settles members at the last epoch sent, and a member's socket is closed
+by the sender once it is out (never while a send may still use it)."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import os
+import socket
+
+import numpy as np
+
+from service.feed_sender import Member, Sender
+from service.socket_fanout import send_to_all
+
+
+def _pair() -> tuple[socket.socket, socket.socket]:
+    ours, theirs = socket.socketpair()
+    ours.setblocking(False)
+    return ours, theirs
+
+
+def _drain(theirs: socket.socket) -> bytes:
+    theirs.setblocking(False)
+    data = b""
+    while True:
+        try:
+            data += theirs.recv(1 << 20)
+        except BlockingIOError:
+            return data
+
+
+def _closed(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError as error:
+        return error.errno == errno.EBADF
+    return False
+
+
+def test_send_to_all_reports_what_each_socket_took() -> None:
+    full, full_peer = _pair()
+    small, small_peer = _pair()
+    gone, gone_peer = _pair()
+    gone_peer.close()
+    small.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+    data = b"x" * (1 << 20)
+    fds = np.array([full.fileno(), small.fileno(), gone.fileno()], dtype=np.int32)
+    sent = np.zeros(3, dtype=np.int64)
+    assert send_to_all(fds[:1], b"hello", sent) == 0
+    assert sent[0] == 5 and full_peer.recv(10) == b"hello"
+    assert send_to_all(fds[1:], data, sent[1:]) == 2
+    assert 0 < sent[1] < len(data) and _drain(small_peer) == data[: sent[1]]
+    assert sent[2] == -errno.EPIPE
+    assert send_to_all(fds, b"", sent) == 0 and sent.tolist() == [0, 0, 0]
+
+
+async def _settled(member: Member) -> tuple[int, bytes]:
+    return await asyncio.wait_for(asyncio.shield(member.left), 5)
+
+
+def test_members_get_each_message_and_a_full_socket_leaves_with_the_rest() -> None:
+    asyncio.run(_members_get_each_message())
+
+
+async def _members_get_each_message() -> None:
+    sender = Sender(asyncio.get_running_loop())
+    fast, fast_peer = _pair()
+    slow, slow_peer = _pair()
+    slow.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+    first = sender.join(fast.fileno(), 3)
+    second = sender.join(slow.fileno(), 3)
+    sender.send(b"epoch 4", 4)
+    big = bytes(range(256)) * 256  # more than the small socket holds, not the other
+    sender.send(big, 5)
+    epoch, rest = await _settled(second)
+    assert epoch == 5 and 0 < len(rest) < len(big)
+    assert _drain(slow_peer) + rest == b"epoch 4" + big
+    assert sender.members == {first} and _closed(second.fd)
+    sender.send(b"epoch 6", 6)
+    sender.leave(first)
+    assert await _settled(first) == (6, b"")
+    assert _drain(fast_peer) == b"epoch 4" + big + b"epoch 6"
+    assert _closed(first.fd) and not _closed(fast.fileno())  # the connection's own socket stays
+    sender.stop()
+
+
+def test_a_dissolve_settles_every_member_at_the_last_epoch_sent() -> None:
+    asyncio.run(_a_dissolve_settles_every_member())
+
+
+async def _a_dissolve_settles_every_member() -> None:
+    sender = Sender(asyncio.get_running_loop())
+    pairs = [_pair() for _ in range(3)]
+    members = [sender.join(ours.fileno(), 7) for ours, _ in pairs[:2]]
+    sender.send(b"8", 8)
+    late = sender.join(pairs[2][0].fileno(), 8)  # joined where the others are now
+    sender.send(b"9", 9)
+    sender.dissolve()
+    assert not sender.members
+    assert [await _settled(m) for m in [*members, late]] == [(9, b"")] * 3
+    assert [_drain(theirs) for _, theirs in pairs] == [b"89", b"89", b"9"]
+    assert all(_closed(m.fd) for m in [*members, late])
+    sender.leave(late)  # out already: nothing happens
+    sender.stop()
