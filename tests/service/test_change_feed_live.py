@@ -177,3 +177,23 @@ def test_a_client_that_stops_reading_falls_behind_and_then_gets_every_epoch_once
         assert [int(e["id"]) for e in events] == list(range(last + 1))
         assert [e["data"] for e in events] == [e["data"] for e in reader.events]
         slow.close()
+
+
+def test_epochs_published_within_the_wake_window_wait_for_its_end(
+    make_server: Callable[..., Server],
+) -> None:
+    """`REASONER_FEED_BATCH_MILLISECONDS`: the clients are woken at most that often, so an
+    epoch published just after a wake-up waits for the window to end (the epochs published
+    meanwhile go in one send)."""
+    server = make_server(REASONER_FEED_BATCH_MILLISECONDS="1000").start()
+    with server.client() as client:
+        client.post("/v1/rules", content=PROGRAM, headers=TEXT).raise_for_status()
+    follower = Follower(server).start()
+    follower.wait_for(lambda: follower.epochs() == [0, 1])
+    time.sleep(1.1)  # the window of the last wake-up is over: the next epoch goes at once
+    _write(server, {"insert": {"e": [[1, 2]]}})
+    follower.wait_for(lambda: follower.epochs()[-1] == 2)
+    woken = time.monotonic()
+    _write(server, {"insert": {"e": [[2, 3]]}})
+    follower.wait_for(lambda: follower.epochs()[-1] == 3)
+    assert time.monotonic() - woken > 0.5
