@@ -245,9 +245,11 @@ class Feed:
                     last = epoch
                     continue
                 if transport is not None and self._joinable(transport, last):
-                    last = await self._sent_by_sender(transport, last)
-                    beats = self._beats  # the sender pinged meanwhile
-                    continue
+                    back = await self._sent_by_sender(transport, last)
+                    if back is not None:
+                        last = back
+                        beats = self._beats  # the sender pinged meanwhile
+                        continue
                 await wakeup.wait()
             yield _message("shutdown", {"epoch": last})
         finally:
@@ -263,11 +265,15 @@ class Feed:
             and transport.get_write_buffer_size() == 0
         )
 
-    async def _sent_by_sender(self, transport: asyncio.WriteTransport, last: int) -> int:
+    async def _sent_by_sender(self, transport: asyncio.WriteTransport, last: int) -> int | None:
         """The client goes to the sender at epoch `last` until it comes back: the epoch it
-        is at then, the bytes its socket did not take written to its transport first."""
+        is at then, the bytes its socket did not take written to its transport first. None
+        at once when the process has no descriptor to spare (it stays on the loop)."""
         assert self._sender is not None
-        member = self._sender.join(transport.get_extra_info("socket").fileno(), last)
+        try:
+            member = self._sender.join(transport.get_extra_info("socket").fileno(), last)
+        except OSError:
+            return None
         try:
             epoch, remainder = await member.left
         except BaseException:  # the client is gone (the response is cancelled)

@@ -19,6 +19,7 @@ a number the loop frees when a connection ends is never written to by mistake.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import queue
 import threading
@@ -28,6 +29,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from service.socket_fanout import send_to_all
+
+log = logging.getLogger("service")
 
 
 @dataclass(eq=False)
@@ -117,7 +120,11 @@ class Sender:
         }
         while (job := self._jobs.get()) is not None:
             kind, payload, number = job
-            settled = handlers[kind](group, payload, number)
+            try:
+                settled = handlers[kind](group, payload, number)
+            except Exception:  # a defect here must not strand the clients: back to the loop
+                log.exception("the live feed's sender failed; its clients go back to the loop")
+                settled = _dissolve(group, None, 0)
             if settled:
                 try:
                     self._loop.call_soon_threadsafe(self._settle, settled)

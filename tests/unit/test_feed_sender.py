@@ -105,3 +105,22 @@ async def _a_dissolve_settles_every_member() -> None:
     assert all(_closed(m.fd) for m in [*members, late])
     sender.leave(late)  # out already: nothing happens
     sender.stop()
+
+
+def test_a_failing_job_sends_the_members_back_and_the_sender_goes_on() -> None:
+    asyncio.run(_a_failing_job())
+
+
+async def _a_failing_job() -> None:
+    sender = Sender(asyncio.get_running_loop())
+    (ours, theirs), (again, again_peer) = _pair(), _pair()
+    member = sender.join(ours.fileno(), 3)
+    sender.send(b"4", 4)
+    sender.send("not bytes", 5)  # type: ignore[arg-type]  # a defect, as the sender meets one
+    assert await _settled(member) == (4, b"") and _closed(member.fd)
+    assert _drain(theirs) == b"4"
+    later = sender.join(again.fileno(), 4)
+    sender.send(b"5", 5)
+    sender.leave(later)
+    assert await _settled(later) == (5, b"") and _drain(again_peer) == b"5"
+    sender.stop()
