@@ -10,12 +10,13 @@ from fastapi import Path, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
-from reasoner import Delta, Materialization, floats
+from reasoner import Delta, Materialization
 from reasoner.analysis.model import RelationInfo
-from reasoner.arith import wrap64
 from reasoner.errors import TYPE_MISMATCH, UNKNOWN_RELATION
 from reasoner.pages import relation_page
+from reasoner.query import Constants
 from reasoner.records import AdtType, RecordError, RecordType, ValueType, storage
+from reasoner.syntax.ast import SYMBOL
 from service.api.bodies import (
     CSV_MEDIA_TYPE,
     FACTS_MEDIA_TYPES,
@@ -189,32 +190,24 @@ def _engine_key(
 ) -> dict[int, int] | None:
     """Bound values as engine values; None when nothing can match (a symbol or a record
     never seen, or two different values for one column)."""
+    constants = Constants(m.symbols)
     key: dict[int, int] = {}
     for column, value in bound.items():
         if value is None:
             return None
         kind = types[column]
-        if isinstance(kind, RecordType | AdtType):
-            try:
-                value = m.symbols.codec(intern=False).parse(value, kind)
-            except RecordError as error:
-                raise Problem(
-                    400,
-                    TYPE_MISMATCH,
-                    f"column {column + 1} is of type `{kind.name}`: {error} at character "
-                    f"{error.offset + 1} of {clip(value)!r}",
-                ) from None
-            if value is None:
-                return None
-        elif kind == "symbol":
-            value = m.symbols.lookup(value)
-            if value is None:
-                return None
-        elif types[column] == "unsigned":
-            value = wrap64(value)
-        elif types[column] == "float":
-            value = floats.to_bits(value)
-        key[column] = value
+        try:
+            key[column] = constants.engine(value, kind)
+        except RecordError as error:
+            assert isinstance(kind, RecordType | AdtType)  # only a record's text is parsed
+            raise Problem(
+                400,
+                TYPE_MISMATCH,
+                f"column {column + 1} is of type `{kind.name}`: {error} at character "
+                f"{error.offset + 1} of {clip(value)!r}",
+            ) from None
+        if key[column] < 0 and (kind == SYMBOL or isinstance(kind, RecordType | AdtType)):
+            return None  # a private id: a value no row holds
     return key
 
 
