@@ -20,7 +20,6 @@ from reasoner.materialization import Materialization
 from reasoner.program_text import ProgramText
 from service.store import models
 from service.store.repository import read_facts
-from tests.service.helpers import read_relation
 
 Row = tuple[Any, ...]
 
@@ -96,12 +95,6 @@ def expected_relations(model: Model) -> dict[str, set[Row]]:
     fresh.load({name: rows for name, rows in model.facts.items() if rows})
     fresh.bootstrap()
     return {name: set(fresh.rows(name)) for name in fresh.relation_names()}
-
-
-def served_relations(client: httpx.Client) -> dict[str, set[Row]]:
-    """Every relation the server holds, read page after page."""
-    body = client.get("/v1/relations").raise_for_status().json()
-    return {r["name"]: set(read_relation(client, r["name"])) for r in body["relations"]}
 
 
 def served_epochs(client: httpx.Client) -> list[dict[str, Any]]:

@@ -43,12 +43,12 @@ from tests.reliability.model import (
     differences,
     expected_relations,
     served_epochs,
-    served_relations,
     stored_program,
     tsv,
 )
 from tests.service.conftest import Server
 from tests.service.feed_client import Follower, feed, fold, served_exactly
+from tests.service.helpers import served_relations
 
 PROGRAM = """.decl edge(x: number, y: number)
 .decl label(x: number, s: symbol)

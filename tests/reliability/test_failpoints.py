@@ -17,8 +17,9 @@ import pytest
 from reasoner.elastic.switch import BULK_MIN_FACTS
 from service import failpoints
 from tests.reliability.conftest import record
-from tests.reliability.model import served_epochs, served_relations, tsv
+from tests.reliability.model import served_epochs, tsv
 from tests.service.conftest import Server
+from tests.service.helpers import served_relations
 
 PROGRAM = """.decl edge(x: number, y: number)
 .input edge

@@ -15,7 +15,7 @@ import httpx
 
 from reasoner import floats
 from tests.service.conftest import WRITE_TOKEN, Server
-from tests.service.helpers import read_relation
+from tests.service.helpers import served_relations
 
 STREAM = {"accept": "text/event-stream"}
 
@@ -55,12 +55,8 @@ def fold(groups: list[dict[str, Any]]) -> dict[str, set[tuple]]:
 def served_exactly(client: httpx.Client) -> dict[str, set[tuple]]:
     """The server's non-empty relations, their rows as `fold` holds them: floats by their
     bits (0.0 and -0.0 two rows, as the server holds them)."""
-    body = client.get("/v1/relations").raise_for_status().json()
-    relations = {
-        r["name"]: set(map(floats.exact_row, read_relation(client, r["name"])))
-        for r in body["relations"]
-    }
-    return {name: rows for name, rows in relations.items() if rows}
+    served = served_relations(client).items()
+    return {name: set(map(floats.exact_row, rows)) for name, rows in served if rows}
 
 
 class Follower:

@@ -49,6 +49,12 @@ def column_types(client: httpx.Client, name: str) -> list[str]:
     return [c["type"] for c in info["columns"]]
 
 
+def served_relations(client: httpx.Client) -> dict[str, set[tuple]]:
+    """Every relation the server holds, read page after page."""
+    body = client.get("/v1/relations").raise_for_status().json()
+    return {r["name"]: set(read_relation(client, r["name"])) for r in body["relations"]}
+
+
 def read_relation(
     client: httpx.Client, name: str, fmt: str = "json", **filters: Any
 ) -> list[tuple]:
