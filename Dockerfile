@@ -37,8 +37,9 @@ COPY reasoner/compact ./reasoner/compact
 COPY reasoner/update/__init__.py reasoner/update/kernel.pyx ./reasoner/update/
 COPY service/__init__.py service/socket_fanout.pyx ./service/
 # setup.py alone builds the extensions: a minimal pyproject.toml keeps it from needing the rest
-# of the source tree (README.md, the package list).
-RUN printf '[project]\nname = "reasoner-compact"\nversion = "0"\n' > pyproject.toml \
+# of the source tree (README.md, the package list; no packages, or setuptools refuses the two
+# top-level ones it finds).
+RUN printf '[project]\nname = "reasoner-compact"\nversion = "0"\n[tool.setuptools]\npackages = []\n' > pyproject.toml \
     && /opt/build-tools/bin/python setup.py build_ext --inplace
 
 FROM ${BASE_IMAGE}
