@@ -15,7 +15,7 @@ import httpx
 
 from reasoner import floats
 from tests.service.conftest import WRITE_TOKEN, Server
-from tests.service.helpers import served_relations
+from tests.service.helpers import served_rows
 
 STREAM = {"accept": "text/event-stream"}
 
@@ -55,7 +55,7 @@ def fold(groups: list[dict[str, Any]]) -> dict[str, set[tuple]]:
 def served_exactly(client: httpx.Client) -> dict[str, set[tuple]]:
     """The server's non-empty relations, their rows as `fold` holds them: floats by their
     bits (0.0 and -0.0 two rows, as the server holds them)."""
-    served = served_relations(client).items()
+    served = served_rows(client).items()
     return {name: set(map(floats.exact_row, rows)) for name, rows in served if rows}
 
 

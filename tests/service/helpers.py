@@ -49,10 +49,16 @@ def column_types(client: httpx.Client, name: str) -> list[str]:
     return [c["type"] for c in info["columns"]]
 
 
-def served_relations(client: httpx.Client) -> dict[str, set[tuple]]:
-    """Every relation the server holds, read page after page."""
+def served_rows(client: httpx.Client) -> dict[str, list[tuple]]:
+    """Every relation the server holds, read page after page, its rows as served (a list:
+    in a set, the rows 0.0 and -0.0 would be one)."""
     body = client.get("/v1/relations").raise_for_status().json()
-    return {r["name"]: set(read_relation(client, r["name"])) for r in body["relations"]}
+    return {r["name"]: read_relation(client, r["name"]) for r in body["relations"]}
+
+
+def served_relations(client: httpx.Client) -> dict[str, set[tuple]]:
+    """Every relation the server holds, as sets of rows."""
+    return {name: set(rows) for name, rows in served_rows(client).items()}
 
 
 def read_relation(
