@@ -25,6 +25,7 @@ import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -39,7 +40,6 @@ class Member:
     has still to take) once it is out."""
 
     fd: int
-    joined: int
     left: asyncio.Future[tuple[int, bytes]]
 
 
@@ -51,14 +51,17 @@ class _Group:
     fds: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int32))
     sent: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     through: int = -1
-    """The epoch of the last message sent (a member is at the later of it and its join)."""
+    """The epoch every member is at: of the last message sent, or of the last join (a client
+    joins at the epoch the others are at, or starts the group)."""
 
     def changed(self) -> None:
         self.fds = np.array([m.fd for m in self.members], dtype=np.int32)
         self.sent = np.empty(len(self.members), dtype=np.int64)
 
 
-_Job = tuple[str, object, int]
+Settled = list[tuple[Member, int, bytes]]
+_Job = tuple[Callable[["_Group", Any, int], Settled], Any, int]
+"""A step of the thread's, what it takes, and an epoch."""
 
 
 class Sender:
@@ -77,32 +80,32 @@ class Sender:
     def join(self, fd: int, epoch: int) -> Member:
         """A client whose socket is `fd`, having sent every epoch through `epoch` and with
         nothing left in its transport's buffer."""
-        member = Member(os.dup(fd), epoch, self._loop.create_future())
+        member = Member(os.dup(fd), self._loop.create_future())
         self.members.add(member)
-        self._jobs.put(("join", member, epoch))
+        self._jobs.put((_join, member, epoch))
         return member
 
     def leave(self, member: Member) -> None:
         """Out of the group (the client is gone or stopping): its socket is closed after
         the sends before this."""
         self.members.discard(member)
-        self._jobs.put(("leave", member, 0))
+        self._jobs.put((_leave, member, 0))
 
     def send(self, data: bytes, through: int) -> None:
         """`data` (one chunk of the response's chunked framing) to every member: it takes
         them through epoch `through`."""
-        self._jobs.put(("send", data, through))
+        self._jobs.put((_send, data, through))
 
     def dissolve(self) -> None:
         """Every member out, each at its epoch with nothing left to send."""
         self.members.clear()
-        self._jobs.put(("dissolve", None, 0))
+        self._jobs.put((_dissolve, None, 0))
 
     def stop(self) -> None:
         self.dissolve()
         self._jobs.put(None)
 
-    def _settle(self, settled: list[tuple[Member, int, bytes]]) -> None:
+    def _settle(self, settled: Settled) -> None:
         for member, epoch, remainder in settled:
             self.members.discard(member)
             if not member.left.done():
@@ -112,16 +115,10 @@ class Sender:
 
     def _run(self) -> None:
         group = _Group()
-        handlers: dict[str, Callable[[_Group, object, int], list[tuple[Member, int, bytes]]]] = {
-            "join": _join,
-            "leave": _leave,
-            "send": _send,
-            "dissolve": _dissolve,
-        }
         while (job := self._jobs.get()) is not None:
-            kind, payload, number = job
+            step, payload, number = job
             try:
-                settled = handlers[kind](group, payload, number)
+                settled = step(group, payload, number)
             except Exception:  # a defect here must not strand the clients: back to the loop
                 log.exception("the live feed's sender failed; its clients go back to the loop")
                 settled = _dissolve(group, None, 0)
@@ -132,26 +129,24 @@ class Sender:
                     return
 
 
-def _join(group: _Group, member: object, epoch: int) -> list[tuple[Member, int, bytes]]:
-    assert isinstance(member, Member)
+def _join(group: _Group, member: Member, epoch: int) -> Settled:
     group.members.append(member)
     group.through = max(group.through, epoch)
     group.changed()
     return []
 
 
-def _leave(group: _Group, member: object, _: int) -> list[tuple[Member, int, bytes]]:
-    assert isinstance(member, Member)
+def _leave(group: _Group, member: Member, _: int) -> Settled:
     if member not in group.members:
         return []  # out already (settled by a send or a dissolve): its socket is closed
     group.members.remove(member)
     group.changed()
     os.close(member.fd)
-    return [(member, max(group.through, member.joined), b"")]
+    return [(member, group.through, b"")]
 
 
-def _dissolve(group: _Group, _: object, __: int) -> list[tuple[Member, int, bytes]]:
-    settled = [(m, max(group.through, m.joined), b"") for m in group.members]
+def _dissolve(group: _Group, _: None, __: int) -> Settled:
+    settled = [(m, group.through, b"") for m in group.members]
     for member in group.members:
         os.close(member.fd)
     group.members = []
@@ -159,10 +154,10 @@ def _dissolve(group: _Group, _: object, __: int) -> list[tuple[Member, int, byte
     return settled
 
 
-def _send(group: _Group, data: object, through: int) -> list[tuple[Member, int, bytes]]:
-    assert isinstance(data, bytes)
-    group.through = through
-    if not group.members or not send_to_all(group.fds, data, group.sent):
+def _send(group: _Group, data: bytes, through: int) -> Settled:
+    short = send_to_all(group.fds, data, group.sent) if group.members else 0
+    group.through = through  # (not before: a failed send leaves its members where they were)
+    if not short:
         return []
     size = len(data)
     settled = []
