@@ -220,10 +220,9 @@ class Feed:
                     yield b": ping\n\n"
                 epoch = self.epoch
                 if epoch is not None and last < epoch:
-                    rendered = self._rendered
-                    if names is None and all(n in rendered for n in range(last + 1, epoch + 1)):
-                        # The common case, kept cheap: the latest epochs, rendered already.
-                        yield b"".join(rendered[n] for n in range(last + 1, epoch + 1))
+                    shared = self._shared_events(last, epoch) if names is None else None
+                    if shared is not None:  # the common case, kept cheap: the latest epochs
+                        yield shared
                         last = epoch
                         continue
                     sent: list[bytes] = []
