@@ -191,9 +191,9 @@ def test_epochs_published_within_the_wake_window_wait_for_its_end(
     follower = Follower(server).start()
     follower.wait_for(lambda: follower.epochs() == [0, 1])
     time.sleep(1.1)  # the window of the last wake-up is over: the next epoch goes at once
+    before = time.monotonic()  # the wake-up for epoch 2 comes later, and epoch 3's 1 s after it
     _write(server, {"insert": {"e": [[1, 2]]}})
     follower.wait_for(lambda: follower.epochs()[-1] == 2)
-    woken = time.monotonic()
     _write(server, {"insert": {"e": [[2, 3]]}})
     follower.wait_for(lambda: follower.epochs()[-1] == 3)
-    assert time.monotonic() - woken > 0.5
+    assert time.monotonic() - before > 0.9  # (a busy machine only makes it later)
