@@ -10,16 +10,17 @@ cut off in the middle of an epoch resumes before it and drops the parts it holds
 The writer only appends to a ring of the latest epochs and wakes the event loop (O(1),
 whatever the number of clients); each client is just the number of the last epoch it sent,
 waiting on one event that every wake-up and every heartbeat sets: no timer per client.
-Epochs of a few rows are kept in the ring in memory, rendered once for every unfiltered
-client; larger ones, and epochs a client is behind on, are read from the store, where each
-epoch's change set was committed with it (`service.change_sets`).
+Epochs of a few rows are kept in the ring in memory, rendered once for all the clients that
+follow the same relations; larger ones, and epochs a client is behind on, are read from the
+store, where each epoch's change set was committed with it (`service.change_sets`).
 
-An unfiltered client that is caught up, with nothing waiting in its transport, hands its
-socket to the sender thread (`service.feed_sender`), which writes each wake-up's epochs to
-every such socket at once, outside the interpreter lock; the client comes back to the loop
-when its socket falls behind, when an epoch is too large to render on the loop, or when the
-server stops. That needs the connection's transport, which `service.server`'s protocol puts
-in the request's scope (`TRANSPORT`); without it every client goes through the loop.
+A client that is caught up, with nothing waiting in its transport, hands its socket to the
+sender thread (`service.feed_sender`), which writes each wake-up's epochs to every such
+socket at once, outside the interpreter lock (one rendering for each set of relations
+followed); the client comes back to the loop when its socket falls behind, when an epoch is
+too large to render on the loop, or when the server stops. That needs the connection's
+transport, which `service.server`'s protocol puts in the request's scope (`TRANSPORT`);
+without it every client goes through the loop.
 """
 
 from __future__ import annotations
@@ -60,6 +61,10 @@ TRANSPORT = "reasoner.transport"
 PING = b": ping\n\n"
 
 
+Follows = frozenset[str] | None
+"""The relations a stream follows (None: all of them)."""
+
+
 class Expired(Exception):
     """A client is behind the change sets the store keeps."""
 
@@ -80,8 +85,9 @@ class Feed:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wakeup = asyncio.Event()
         self._ring: OrderedDict[int, list[ChangeItem] | None] = OrderedDict()
-        self._rendered: dict[int, bytes] = {}
-        """The unfiltered `epoch` event of epochs in the ring, rendered by its first client."""
+        self._rendered: dict[int, dict[Follows, bytes]] = {}
+        """The `epoch` event of epochs in the ring, for the relations a stream follows,
+        rendered by the first client that sends it."""
         self.epoch: int | None = None
         """The last epoch published to the feed (None: none yet). Clients follow it, not the
         engine's: an epoch the ring was not told of yet would be read from the store, by
@@ -92,7 +98,7 @@ class Feed:
         self._last_wake = float("-inf")
         self._beats = 0
         """Heartbeats so far: a stream woken by a new one, with nothing to send, pings."""
-        self._sender: Sender | None = None
+        self._sender: Sender[Follows] | None = None
         self._fanned: int | None = None
         """The epoch the sender's clients are at (or will be, once it has sent what it was
         given): a caught-up client joins them there."""
@@ -159,7 +165,7 @@ class Feed:
             self._beats += 1
             if self._sender is not None and self._sender.members:
                 assert self._fanned is not None  # its clients joined there
-                self._sender.send(_chunk(PING), self._fanned)
+                self._sender.send(dict.fromkeys(self._sender.groups(), _chunk(PING)), self._fanned)
             self._wake()
         self._loop.call_at(self._last_wake + self.heartbeat, self._beat)
 
@@ -179,24 +185,29 @@ class Feed:
         if sender is None or epoch is None or (self._fanned is not None and epoch <= self._fanned):
             return
         if sender.members and self._fanned is not None:
-            events = self._shared_events(self._fanned, epoch)
-            if events is None:
-                sender.dissolve()
+            messages = {}
+            for follows in sender.groups():
+                events = self._shared_events(self._fanned, epoch, follows)
+                if events is None:
+                    sender.dissolve()
+                    break
+                messages[follows] = _chunk(events)
             else:
-                sender.send(_chunk(events), epoch)
+                sender.send(messages, epoch)
         self._fanned = epoch
 
-    def _shared_events(self, after: int, through: int) -> bytes | None:
-        """The unfiltered events of epochs `after` < epoch <= `through`, if the ring holds
-        each and none is large enough to render on a worker thread."""
+    def _shared_events(self, after: int, through: int, follows: Follows) -> bytes | None:
+        """The events of epochs `after` < epoch <= `through` for the relations `follows`, if
+        the ring holds each and none is large enough to render on a worker thread."""
         events = []
         for epoch in range(after + 1, through + 1):
-            event = self._rendered.get(epoch)
+            event = self._rendered.get(epoch, {}).get(follows)
             if event is None:
                 items = self._ring.get(epoch)
                 if items is None or sum(len(i.rows) for i in items) > RENDER_ON_LOOP_ROWS:
                     return None
-                event = self._rendered[epoch] = _message("epoch", _data(epoch, items), epoch)
+                event = _message("epoch", _data(epoch, _followed(items, follows)), epoch)
+                self._rendered.setdefault(epoch, {})[follows] = event
             events.append(event)
         return b"".join(events)
 
@@ -205,9 +216,10 @@ class Feed:
     async def stream(
         self, store: Store, after: int, names: list[str] | None, request: Request
     ) -> AsyncIterator[bytes]:
-        """The events of every epoch after `after`, then of each new one as it is
-        published, until the server stops."""
-        transport = _chunked_transport(request) if names is None else None
+        """The events of every epoch after `after` (of the relations `names`, or all), then
+        of each new one as it is published, until the server stops."""
+        follows = None if names is None else frozenset(names)
+        transport = _chunked_transport(request)
         self.clients += 1
         try:
             yield f"retry: {RETRY_MILLISECONDS}\n\n".encode()
@@ -220,7 +232,7 @@ class Feed:
                     yield b": ping\n\n"
                 epoch = self.epoch
                 if epoch is not None and last < epoch:
-                    shared = self._shared_events(last, epoch) if names is None else None
+                    shared = self._shared_events(last, epoch, follows)
                     if shared is not None:  # the common case, kept cheap: the latest epochs
                         yield shared
                         last = epoch
@@ -228,7 +240,7 @@ class Feed:
                     sent: list[bytes] = []
                     size = 0
                     try:
-                        async for event in self._events(store, last, epoch, names):
+                        async for event in self._events(store, last, epoch, follows):
                             sent.append(event)
                             size += len(event)
                             if size >= SEND_BYTES:
@@ -244,7 +256,7 @@ class Feed:
                     last = epoch
                     continue
                 if transport is not None and self._joinable(transport, last):
-                    back = await self._sent_by_sender(transport, last)
+                    back = await self._sent_by_sender(transport, last, follows)
                     if back is not None:
                         last = back
                         beats = self._beats  # the sender pinged meanwhile
@@ -264,13 +276,17 @@ class Feed:
             and transport.get_write_buffer_size() == 0
         )
 
-    async def _sent_by_sender(self, transport: asyncio.WriteTransport, last: int) -> int | None:
-        """The client goes to the sender at epoch `last` until it comes back: the epoch it
-        is at then, the bytes its socket did not take written to its transport first. None
-        at once when the process has no descriptor to spare (it stays on the loop)."""
+    async def _sent_by_sender(
+        self, transport: asyncio.WriteTransport, last: int, follows: Follows
+    ) -> int | None:
+        """The client goes to the sender at epoch `last`, in the group of the clients that
+        follow the same relations, until it comes back: the epoch it is at then, the bytes
+        its socket did not take written to its transport first. None at once when the
+        process has no descriptor to spare (it stays on the loop)."""
         assert self._sender is not None
         try:
-            member = self._sender.join(transport.get_extra_info("socket").fileno(), last)
+            fd = transport.get_extra_info("socket").fileno()
+            member = self._sender.join(fd, last, follows)
         except OSError:
             return None
         try:
@@ -283,51 +299,54 @@ class Feed:
         return epoch
 
     async def _events(
-        self, store: Store, after: int, through: int, names: list[str] | None
+        self, store: Store, after: int, through: int, follows: Follows
     ) -> AsyncIterator[bytes]:
         """The events of epochs `after` < epoch <= `through`: one `epoch` event each, after
         the `part` events of an epoch too large for one."""
         epoch = after + 1
         pending: list[ChangeItem] = []
         rows = 0
-        async for item in self._items(store, after, through, names):
+        parted = False
+        async for item in self._items(store, after, through, follows):
             while item.epoch > epoch:
-                yield await self._epoch_event(epoch, pending, names)
-                pending, rows, epoch = [], 0, epoch + 1
+                yield await self._epoch_event(epoch, pending, follows, whole=not parted)
+                pending, rows, parted, epoch = [], 0, False, epoch + 1
             pending.append(item)
             rows += len(item.rows)
             if rows >= PART_ROWS:
                 yield await _render("part", epoch, pending, rows)
-                pending, rows = [], 0
+                pending, rows, parted = [], 0, True
         while epoch <= through:
-            yield await self._epoch_event(epoch, pending, names)
-            pending, epoch = [], epoch + 1
+            yield await self._epoch_event(epoch, pending, follows, whole=not parted)
+            pending, parted, epoch = [], False, epoch + 1
 
     async def _epoch_event(
-        self, epoch: int, items: list[ChangeItem], names: list[str] | None
+        self, epoch: int, items: list[ChangeItem], follows: Follows, *, whole: bool
     ) -> bytes:
         """The closing event of an epoch; an epoch of the ring renders once for every
-        unfiltered client."""
-        shared = names is None and self._ring.get(epoch) is not None
-        if shared and epoch in self._rendered:
-            return self._rendered[epoch]
+        client that follows the same relations, unless parts went before (`whole` false):
+        that event closes them and is not the epoch's."""
+        shared = whole and self._ring.get(epoch) is not None
+        rendered = self._rendered.get(epoch, {}).get(follows)
+        if shared and rendered is not None:
+            return rendered
         event = await _render("epoch", epoch, items, sum(len(i.rows) for i in items))
         if shared and epoch in self._ring:
-            self._rendered[epoch] = event
+            self._rendered.setdefault(epoch, {})[follows] = event
         return event
 
     async def _items(
-        self, store: Store, after: int, through: int, names: list[str] | None
+        self, store: Store, after: int, through: int, follows: Follows
     ) -> AsyncIterator[ChangeItem]:
         """The change items of epochs `after` < epoch <= `through`, in order: from the ring
         where it holds them, else from the store."""
+        names = None if follows is None else sorted(follows)
         epoch = after + 1
         while epoch <= through:
             cached = self._ring.get(epoch)
             if cached is not None:
-                for item in cached:
-                    if names is None or item.relation is None or item.relation in names:
-                        yield item
+                for item in _followed(cached, follows):
+                    yield item
                 epoch += 1
                 continue
             kept = [n for n, items in self._ring.items() if n > epoch and items is not None]
@@ -376,6 +395,13 @@ async def _render(kind: str, epoch: int, items: list[ChangeItem], rows: int) -> 
             _message, kind, _data(epoch, items), epoch if kind == "epoch" else None
         )
     return _message(kind, _data(epoch, items), epoch if kind == "epoch" else None)
+
+
+def _followed(items: list[ChangeItem], follows: Follows) -> list[ChangeItem]:
+    """The items a stream that follows `follows` sends (a reset's mark goes to every one)."""
+    if follows is None:
+        return items
+    return [item for item in items if item.relation is None or item.relation in follows]
 
 
 def _data(epoch: int, items: list[ChangeItem]) -> dict[str, Any]:

@@ -65,7 +65,18 @@ def test_a_follower_replays_then_follows_and_resumes_where_it_stopped(
         # A filtered follower sees its relations alone (and every epoch).
         edges = Follower(server, params={"relations": "e", "since": 4}).start()
         edges.wait_for(lambda: edges.epochs() == [5, 6])
+        paths = Follower(server, params={"relations": "tc", "since": 6}).start()
+        paths.wait_for(lambda: paths.comments >= 1)  # caught up, following live
+        for n in range(7, 10):  # epochs 7-9, each rendered for all, for e alone, for tc alone
+            _write(server, {"insert": {"e": [[n, n + 1]]}})
+        for follower in (first, edges, paths):
+            follower.wait_for(lambda f=follower: f.epochs()[-1] == 9)
+        assert edges.epochs() == [5, 6, 7, 8, 9] and paths.epochs() == [7, 8, 9]
         assert {g["relation"] for g in edges.groups()} == {"e"}
+        assert {g["relation"] for g in paths.groups()} == {"tc"}
+        assert first.epochs() == list(range(10))
+        with server.client() as client:
+            assert fold(first.groups()) == served_exactly(client)
 
 
 def test_a_large_epoch_comes_in_parts_and_a_stopping_server_ends_its_streams(
@@ -89,6 +100,22 @@ def test_a_large_epoch_comes_in_parts_and_a_stopping_server_ends_its_streams(
         assert time.monotonic() - stopping < 5
         follower.ended.wait(5)
         assert follower.endings == ["shutdown"]
+
+
+def test_an_epoch_that_fills_one_part_exactly_reaches_every_client_whole(
+    make_server: Callable[..., Server],
+) -> None:
+    """10,000 rows, what one part holds and what the ring keeps: the first client to send
+    the epoch sends a part, then an empty closing event, which must not be kept as the
+    epoch's whole event for the clients after it."""
+    with _started(make_server) as server:
+        epoch = _write(server, {"insert": {"e": [[i, -i] for i in range(1, 5_001)]}})
+        for _ in range(2):
+            follower = Follower(server, params={"since": epoch - 1}).start()
+            follower.wait_for(lambda f=follower: f.epochs() == [epoch])
+            follower.stop()
+            rows = sum(len(g["inserted"]) for e in follower.events for g in e["data"]["changes"])
+            assert rows == 10_000
 
 
 def test_the_live_feed_refuses_what_it_cannot_serve(make_server: Callable[..., Server]) -> None:
