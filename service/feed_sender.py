@@ -24,6 +24,7 @@ import logging
 import os
 import queue
 import threading
+from collections import Counter
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -82,6 +83,8 @@ class Sender(Generic[G]):
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self.members: set[Member[G]] = set()
         """The members as the loop knows them: joined, not yet settled."""
+        self._sizes: Counter[G] = Counter()
+        """How many of them each group has (every wake-up asks which groups have any)."""
         self._thread = threading.Thread(target=self._run, name="reasoner-feed-sender", daemon=True)
         self._thread.start()
 
@@ -92,17 +95,18 @@ class Sender(Generic[G]):
         nothing left in its transport's buffer, into `group`."""
         member = Member(os.dup(fd), group, self._loop.create_future())
         self.members.add(member)
+        self._sizes[group] += 1
         self._jobs.put((_join, member, epoch))
         return member
 
     def groups(self) -> set[G]:
         """The groups that have members (as the loop knows them): what a send must cover."""
-        return {member.group for member in self.members}
+        return set(self._sizes)
 
     def leave(self, member: Member[G]) -> None:
         """Out of its group (the client is gone or stopping): its socket is closed after
         the sends before this."""
-        self.members.discard(member)
+        self._forget(member)
         self._jobs.put((_leave, member, 0))
 
     def send(self, messages: Mapping[G, bytes], through: int) -> None:
@@ -113,15 +117,23 @@ class Sender(Generic[G]):
     def dissolve(self) -> None:
         """Every member out, each at its epoch with nothing left to send."""
         self.members.clear()
+        self._sizes.clear()
         self._jobs.put((_dissolve, None, 0))
 
     def stop(self) -> None:
         self.dissolve()
         self._jobs.put(None)
 
+    def _forget(self, member: Member[G]) -> None:
+        if member in self.members:
+            self.members.remove(member)
+            self._sizes[member.group] -= 1
+            if not self._sizes[member.group]:
+                del self._sizes[member.group]
+
     def _settle(self, settled: Settled) -> None:
         for member, epoch, remainder in settled:
-            self.members.discard(member)
+            self._forget(member)
             if not member.left.done():
                 member.left.set_result((epoch, remainder))
 
