@@ -25,6 +25,7 @@ import statistics
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from multiprocessing.sharedctypes import Synchronized
 from pathlib import Path
 from typing import Any
@@ -150,10 +151,12 @@ def _server_cpu(server: Server) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-ROUNDS = 3
+ROUNDS = max(3, round(COUNTS.load_seconds / 10))
 """Phases with the clients, each between two without: the machine's speed drifts over a
 run (the store grows, neighbours come and go) by as much as the effect measured, and
-alternating phases cancels the drift."""
+alternating phases cancels the drift. Each round's ratio compares a phase with the clients
+to the mean of its two neighbours; the figure is their median, so that one phase a
+neighbour's burst slowed (it once cut a run's rates by a third) does not decide it."""
 
 
 def _followed_for(
@@ -183,6 +186,21 @@ def _followed_for(
     return followed, received, cpu
 
 
+@dataclass
+class _Phase:
+    """The writes of one phase (per epoch: acknowledged at, latency) and the server's CPU
+    seconds over it."""
+
+    writes: dict[int, tuple[float, float]]
+    server_cpu: float
+
+
+def _alone_for(server: Server, seconds: float) -> _Phase:
+    began = _server_cpu(server)
+    writes = _write_for(server, seconds)
+    return _Phase(writes, _server_cpu(server) - began)
+
+
 def test_feed_clients_cost_the_writer_little(
     make_server: Callable[..., Server], backend: str
 ) -> None:
@@ -190,19 +208,15 @@ def test_feed_clients_cost_the_writer_little(
     with server.client() as client:
         client.post("/v1/rules", content=PROGRAM, headers={"content-type": "text/plain"})
     seconds = COUNTS.load_seconds / ROUNDS
-    server_cpu = {"alone": 0.0, "followed": 0.0}
-    began = _server_cpu(server)
-    alone = _write_for(server, seconds)
-    followed: dict[int, tuple[float, float]] = {}
+    alone = [_alone_for(server, seconds)]
+    followed: list[_Phase] = []
     delays: list[float] = []
     received_events = 0
     clients_cpu = 0.0
     for _ in range(ROUNDS):
-        server_cpu["alone"] += _server_cpu(server) - began
         began = _server_cpu(server)
-        writes, received, cpu = _followed_for(server, seconds, max(alone | followed))
-        server_cpu["followed"] += _server_cpu(server) - began
-        began = _server_cpu(server)
+        writes, received, cpu = _followed_for(server, seconds, max(alone[-1].writes))
+        followed.append(_Phase(writes, _server_cpu(server) - began))
         delays.extend(
             at - writes[epoch][0]
             for ids, times in received
@@ -211,21 +225,27 @@ def test_feed_clients_cost_the_writer_little(
         )
         received_events += sum(len(ids) for ids, _ in received)
         clients_cpu += cpu
-        followed |= writes
-        alone |= _write_for(server, seconds)
-    server_cpu["alone"] += _server_cpu(server) - began
-    latencies = [latency for _, latency in followed.values()]
-    rate_alone = len(alone) / ((ROUNDS + 1) * seconds)
-    rate_followed = len(followed) / (ROUNDS * seconds)
+        alone.append(_alone_for(server, seconds))
+    ratios = [
+        2 * len(phase.writes) / (len(before.writes) + len(after.writes))
+        for before, phase, after in zip(alone, followed, alone[1:], strict=False)
+    ]
+    latencies = [latency for phase in followed for _, latency in phase.writes.values()]
+    deltas_alone = sum(len(phase.writes) for phase in alone)
     record(
         f"feed load[{backend}]",
         clients=COUNTS.feed_clients,
         seconds_each=COUNTS.load_seconds,
-        deltas_per_second_alone=round(rate_alone, 1),
-        deltas_per_second_followed=round(rate_followed, 1),
-        throughput_ratio=round(rate_followed / rate_alone, 3),
-        server_cpu_ms_per_delta_alone=round(1000 * server_cpu["alone"] / len(alone), 2),
-        server_cpu_ms_per_delta_followed=round(1000 * server_cpu["followed"] / len(followed), 2),
+        deltas_per_second_alone=round(deltas_alone / (len(alone) * seconds), 1),
+        deltas_per_second_followed=round(len(latencies) / (len(followed) * seconds), 1),
+        throughput_ratio=round(statistics.median(ratios), 3),
+        ratio_by_round=[round(ratio, 3) for ratio in ratios],
+        server_cpu_ms_per_delta_alone=round(
+            1000 * sum(phase.server_cpu for phase in alone) / deltas_alone, 2
+        ),
+        server_cpu_ms_per_delta_followed=round(
+            1000 * sum(phase.server_cpu for phase in followed) / len(latencies), 2
+        ),
         write_p50_ms=round(1000 * statistics.median(latencies), 1),
         write_p99_ms=round(1000 * _percentile(latencies, 0.99), 1),
         feed_p50_ms_after_ack=round(1000 * statistics.median(delays), 1),
