@@ -157,7 +157,7 @@ class Sender(Generic[G]):
 
 
 def _join(groups: Groups, member: Member, epoch: int, _: Settled) -> None:
-    group = groups.setdefault(member.group, _Group(through=epoch))
+    group = groups.setdefault(member.group, _Group())
     group.members.append(member)
     group.through = max(group.through, epoch)
     group.changed()
@@ -168,7 +168,7 @@ def _leave(groups: Groups, member: Member, _: int, settled: Settled) -> None:
     if group is None or member not in group.members:
         return  # out already (settled by a send or a dissolve): its socket is closed
     group.members.remove(member)
-    group.changed()
+    _changed(groups, member.group, group)
     os.close(member.fd)
     settled.append((member, group.through, b""))
 
@@ -185,9 +185,6 @@ def _send(
     groups: Groups, messages: Mapping[Hashable, bytes], through: int, settled: Settled
 ) -> None:
     for key, group in list(groups.items()):
-        if not group.members:
-            del groups[key]
-            continue
         data = messages[key]
         short = send_to_all(group.fds, data, group.sent)
         group.through = through  # (not before: a failed send leaves its members where they were)
@@ -202,4 +199,13 @@ def _send(
             settled.append((member, through, data[max(sent, 0) :]))
             os.close(member.fd)
         group.members = staying
+        _changed(groups, key, group)
+
+
+def _changed(groups: Groups, key: Hashable, group: _Group) -> None:
+    """A group's members changed: it goes once it has none (`groups` holds those with
+    members, each of which the loop's next send covers)."""
+    if group.members:
         group.changed()
+    else:
+        del groups[key]
