@@ -57,7 +57,7 @@ from reasoner.program_text import Changed, ProgramText, RuleEntry, declaration
 from reasoner.progress import BootstrapProgress
 from reasoner.records import AdtType, RecordError, RecordType, ValueType, canonical
 from reasoner.state import State, Tuple
-from reasoner.symbols import SymbolTable, mapped_distinct
+from reasoner.symbols import SymbolTable, TableMark, mapped_distinct
 from reasoner.syntax.ast import FLOAT, NUMBER, SYMBOL, UNSIGNED, ColumnType
 from reasoner.syntax.lexer import IDENTIFIER
 from reasoner.update.deadline import Deadline
@@ -272,6 +272,33 @@ class Materialization:
         return mapped_distinct(column, lambda text: cast(int, parse(text, kind)))
 
     @contextmanager
+    def evaluating(self) -> Iterator[None]:
+        """Hold while a delta is prepared and applied: whatever they intern (symbols, records,
+        Update plans compiled with their ids) stays only if the epoch is published. A delta
+        refused, failing or changing nothing leaves the tables as they were at the start, so
+        its memory goes back and no later symbol's id (`ord`) depends on it. Nests: an inner
+        scope keeps what was interned before it began."""
+        mark = self.symbols.mark()
+        plans = set(self._plans)
+        epoch = self.epoch
+        try:
+            yield
+        finally:
+            if self.epoch == epoch:
+                self._forget(mark, plans)
+
+    def _forget(self, mark: TableMark, plans: set[StratumKey]) -> None:
+        """Return the tables to `mark` and drop the plans compiled since (`plans`: the keys
+        before), under the exclusive lock: a read overlapping it starts again."""
+        added = [key for key in self._plans if key not in plans]
+        if mark == self.symbols.mark() and not added:
+            return
+        with self._lock.exclusive():
+            for key in added:
+                del self._plans[key]
+            self.symbols.rollback(mark)
+
+    @contextmanager
     def reading(self) -> Iterator[None]:
         """Hold while reading: the state is one published epoch for the duration."""
         with self._lock.shared():
@@ -382,8 +409,7 @@ class Materialization:
         # Retractions may name a relation the same delta's rule change removes.
         retractable = {**self.analyzed.relations, **target.relations}
         checked_retracts = self._encode_delta(retractable, delta.retract, "retract")
-        # Interning symbols is the one write a rejected delta may leave behind: harmless, the
-        # table only grows and no tuple refers to the new ids.
+        # Interning symbols is the one write a rejected delta makes: `evaluating` takes it back.
         encoded_inserts = self._engine_rows(target.relations, checked_inserts)
         encoded_retracts = self._engine_rows(retractable, checked_retracts)
         inserts = {n: _distinct(rows) for n, rows in encoded_inserts.items()}
@@ -534,7 +560,7 @@ class Materialization:
         fails); "update": Update with no deadline, errors propagate; "bootstrap": recompute.
         Invalid deltas raise `InvalidDelta` / `ProgramError` before anything changes.
         """
-        with self._writer:
+        with self._writer, self.evaluating():
             start = time.perf_counter()
             prepared = delta if isinstance(delta, PreparedDelta) else self.prepare(delta)
             if prepared.epoch != self.epoch:

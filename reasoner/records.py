@@ -156,7 +156,8 @@ class RecordError(ValueError):
 
 @dataclass
 class RecordTable:
-    """Append-only numbering of field tuples: id 0 is nil, ids 1, 2, ... the tuples packed."""
+    """Numbering of field tuples: id 0 is nil, ids 1, 2, ... the tuples packed; it only grows,
+    but for the records of a refused evaluation (`rollback`)."""
 
     rows: list[tuple[int, ...]] = field(default_factory=lambda: [()])
     ids: dict[tuple[int, ...], int] = field(default_factory=dict)
@@ -174,6 +175,17 @@ class RecordTable:
     def lookup(self, fields: tuple[int, ...]) -> int | None:
         """The id of `fields` if it was ever packed (else no tuple holds it)."""
         return self.ids.get(fields)
+
+    def rollback(self, count: int) -> None:
+        """Forget the records packed after the first `count` (`SymbolTable.rollback`)."""
+        added = self.rows[count + 1 :]
+        if not added:
+            return
+        for fields in added:
+            del self.ids[fields]
+        del self.rows[count + 1 :]
+        if len(added) > len(self.rows):
+            self.ids = self.ids.copy()  # a dict keeps its size after deletions
 
     def field(self, ident: int, index: int) -> int | None:
         """Field `index` of record `ident`; None for nil, which has none, and past the last

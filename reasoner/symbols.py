@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import cast
 
 import numpy as np
@@ -47,23 +48,72 @@ class SymbolOrder:
         return 2 * bisect_left(self.ordered, text) - 1
 
 
+@dataclass(frozen=True, slots=True)
+class TableMark:
+    """How many symbols and records a `SymbolTable` held at one moment: what `rollback`
+    returns it to."""
+
+    symbols: int
+    records: int
+
+
 class SymbolTable:
-    """A bidirectional, append-only map between strings and ids 0, 1, 2, ...; and the
-    numbering of record values (`reasoner.records`), which hold symbols' ids: whatever reads
-    or makes a value reaches both through this one table."""
+    """A bidirectional map between strings and ids 0, 1, 2, ...; and the numbering of record
+    values (`reasoner.records`), which hold symbols' ids: whatever reads or makes a value
+    reaches both through this one table.
 
-    __slots__ = ("_ids", "_order", "_series", "_strings", "records")
+    It only grows, except that an evaluation refused (`rollback`) takes back what it
+    interned: an epoch's symbols stay only if it commits, so a refused write keeps no memory
+    and shifts no later symbol's id (`ord`)."""
 
-    def __init__(self) -> None:
+    __slots__ = ("_generation", "_ids", "_order", "_series", "_strings", "records")
+
+    def __init__(self, strings: Iterable[str] = ()) -> None:
+        """`strings`: the symbols of ids 0, 1, ... (a table stored before), all distinct."""
         self.records = RecordTable()
-        self._ids: dict[str, int] = {}
-        self._strings: list[str] = []
-        self._order: tuple[np.ndarray, list[str]] | None = None
-        self._series: pl.Series | None = None
-        """(`order_keys`, the strings sorted) for the first len(strings) symbols."""
+        self._strings: list[str] = list(strings)
+        self._ids: dict[str, int] = {text: ident for ident, text in enumerate(self._strings)}
+        if len(self._ids) != len(self._strings):
+            raise ValueError("a symbol table's strings are distinct")
+        self._generation = 0
+        """Counts the rollbacks: a cache is of the strings of one generation, since after a
+        rollback the same count of symbols can be other strings."""
+        self._order: tuple[int, np.ndarray, list[str]] | None = None
+        """(generation, `order_keys`, the strings sorted) for the first len(strings) symbols."""
+        self._series: tuple[int, pl.Series] | None = None
 
     def __len__(self) -> int:
         return len(self._strings)
+
+    def mark(self) -> TableMark:
+        """Where the tables stand: an evaluation begins here, and `rollback` returns to it."""
+        return TableMark(len(self._strings), len(self.records))
+
+    def rollback(self, mark: TableMark) -> None:
+        """Forget every symbol and record interned since `mark` (a refused evaluation's): no
+        tuple holds them, their memory is freed and the next symbol takes the next id after
+        the mark's. A reader running meanwhile must be one that a publication would repeat
+        (the engine rolls back under its exclusive lock)."""
+        self.records.rollback(mark.records)
+        added = self._strings[mark.symbols :]
+        if not added:
+            return
+        for text in added:
+            del self._ids[text]
+        del self._strings[mark.symbols :]
+        if len(added) > len(self._strings):
+            # A dict keeps its size after deletions: a compact copy gives the memory back.
+            self._ids = self._ids.copy()
+        # The caches are truncated before the generation moves, so a cache made of the
+        # strings of the new generation is of the strings kept.
+        self._generation += 1
+        self._order = None
+        self._series = None
+
+    def since(self, count: int) -> list[str]:
+        """The symbols of ids `count` and after, in id order: what a store appends to the
+        symbols it holds (the first `count`), so that a restart numbers them alike."""
+        return self._strings[count:]
 
     def intern(self, text: str) -> int:
         ident = self._ids.get(text)
@@ -92,16 +142,19 @@ class SymbolTable:
     def resolve_series(self, ids: np.ndarray) -> pl.Series:
         """The strings of a column of ids as a Polars column, taken from a column of every
         symbol (made again when symbols were added): no Python string per row."""
+        generation = self._generation
         count = len(self._strings)
-        if self._series is None or len(self._series) != count:
+        cached = self._series
+        if cached is None or cached[0] != generation or len(cached[1]) != count:
             strings = self._strings[:count]
             try:
-                self._series = pl.Series(strings, dtype=pl.String())
+                series = pl.Series(strings, dtype=pl.String())
             except UnicodeEncodeError:
-                # A write refused for an unpaired surrogate can leave its symbol interned,
-                # which no row holds and UTF-8 cannot encode: it is null here.
-                self._series = pl.Series(list(map(_utf8_or_none, strings)), dtype=pl.String())
-        return self._series.gather(ids)
+                # A write being refused for an unpaired surrogate holds its symbol until it
+                # rolls back; no row holds it, and UTF-8 cannot encode it: it is null here.
+                series = pl.Series(list(map(_utf8_or_none, strings)), dtype=pl.String())
+            cached = self._series = (generation, series)
+        return cached[1].gather(ids)
 
     def lookup(self, text: str) -> int | None:
         """The id of `text`, or None if it was never interned (so no tuple can contain it)."""
@@ -123,15 +176,16 @@ class SymbolTable:
         return self.order().key(text)
 
     def _sorted(self) -> tuple[np.ndarray, list[str]]:
+        generation = self._generation
         order = self._order
         count = len(self._strings)
-        if order is None or len(order[1]) != count:
+        if order is None or order[0] != generation or len(order[2]) != count:
             strings = self._strings[:count]
             ranks = sorted(range(count), key=strings.__getitem__)
             keys = np.empty(count, dtype=np.int64)
             keys[ranks] = 2 * np.arange(count, dtype=np.int64)
-            order = self._order = (keys, [strings[i] for i in ranks])
-        return order
+            order = self._order = (generation, keys, [strings[i] for i in ranks])
+        return order[1], order[2]
 
     def codec(self, intern: bool = True) -> Codec:
         """Record text <-> id over this table; `intern=False` only looks values up (a query's

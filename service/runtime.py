@@ -316,8 +316,13 @@ class Runtime:
     # -- writing --------------------------------------------------------------------------------
 
     def apply(self, delta: Delta, *, include_changes: bool = False) -> Applied:
-        """Validate, commit and apply one delta (runs on the writer thread)."""
+        """Validate, commit and apply one delta (runs on the writer thread). What it interns
+        stays only if its epoch is published (`Materialization.evaluating`)."""
         m = self._require_ready()
+        with m.evaluating():
+            return self._apply(m, delta, include_changes)
+
+    def _apply(self, m: Materialization, delta: Delta, include_changes: bool) -> Applied:
         prepared = m.prepare(delta)
         if prepared.analyzed is not None and prepared.rules_added:
             # Rules as evaluated: a clause with disjunctions counts once per alternative (one
