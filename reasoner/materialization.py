@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import polars as pl
@@ -229,9 +229,10 @@ class Materialization:
         self._writer = threading.Lock()
 
     @classmethod
-    def from_text(cls, text: str, filename: str = "<program>", **options: float) -> Materialization:
+    def from_text(cls, text: str, filename: str = "<program>", **options: Any) -> Materialization:
+        """`options`: the constructor's keywords."""
         program = ProgramText([text], filename)
-        return cls(check_program(text, filename), program=program, **options)  # type: ignore[arg-type]  # the constructor's keywords
+        return cls(check_program(text, filename), program=program, **options)
 
     @staticmethod
     def _arities(analyzed: AnalyzedProgram) -> dict[str, int]:

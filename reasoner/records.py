@@ -19,7 +19,7 @@ Lists nest as deep as they are long, so every walk here keeps an explicit stack.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -175,6 +175,20 @@ class RecordTable:
     def lookup(self, fields: tuple[int, ...]) -> int | None:
         """The id of `fields` if it was ever packed (else no tuple holds it)."""
         return self.ids.get(fields)
+
+    @classmethod
+    def of(cls, rows: Iterable[tuple[int, ...]]) -> RecordTable:
+        """The table whose records 1, 2, ... are `rows` (a table stored before), distinct."""
+        table = cls()
+        table.rows.extend(rows)
+        table.ids = {fields: ident for ident, fields in enumerate(table.rows) if ident}
+        if len(table.ids) != len(table):
+            raise ValueError("a record table's rows are distinct")
+        return table
+
+    def since(self, count: int) -> list[tuple[int, ...]]:
+        """The records after the first `count`, in id order (`SymbolTable.since`)."""
+        return self.rows[count + 1 :]
 
     def rollback(self, count: int) -> None:
         """Forget the records packed after the first `count` (`SymbolTable.rollback`)."""

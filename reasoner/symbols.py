@@ -68,9 +68,10 @@ class SymbolTable:
 
     __slots__ = ("_generation", "_ids", "_order", "_series", "_strings", "records")
 
-    def __init__(self, strings: Iterable[str] = ()) -> None:
-        """`strings`: the symbols of ids 0, 1, ... (a table stored before), all distinct."""
-        self.records = RecordTable()
+    def __init__(self, strings: Iterable[str] = (), records: RecordTable | None = None) -> None:
+        """`strings`: the symbols of ids 0, 1, ... (a table stored before), all distinct;
+        `records`: the record table whose fields hold these ids."""
+        self.records = records if records is not None else RecordTable()
         self._strings: list[str] = list(strings)
         self._ids: dict[str, int] = {text: ident for ident, text in enumerate(self._strings)}
         if len(self._ids) != len(self._strings):

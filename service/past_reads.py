@@ -79,7 +79,18 @@ class PastDiff:
 
 def diff_since(store: Store, info: RelationInfo, wanted: int, epoch: int) -> PastDiff:
     """How `info`'s relation at epoch `wanted` differs from it at `epoch`, from the stored
-    change sets between them: 410 when they are no longer kept."""
+    change sets between them: 410 when they are no longer kept, or when a reset epoch lies
+    between (its change set is the whole state a rebuild came up with, not a difference)."""
+    reset = next((n for n in store.reset_epochs() if wanted < n <= epoch), None)
+    if reset is not None:
+        raise Problem(
+            410,
+            EPOCH_UNAVAILABLE,
+            f"epoch {reset} reset the state to what a rebuild came up with: epoch {wanted}, "
+            "before it, cannot be read as it was",
+            epoch=epoch,
+            reset=reset,
+        )
     try:
         entries = store.relation_changes(info.name, wanted, epoch)
     except ChangesNotKept as expired:

@@ -41,6 +41,8 @@ from reasoner.elastic import switch
 from reasoner.elastic.changes import EpochChanges
 from reasoner.errors import InvalidDelta, ProgramError
 from reasoner.progress import BootstrapProgress, ProgressReport
+from reasoner.records import RecordTable
+from reasoner.symbols import SymbolTable
 from service import failpoints
 from service.change_sets import change_chunks, snapshot_chunks
 from service.epoch_budget import EpochBudget, EpochTooLarge, default_memory_allowance
@@ -58,6 +60,7 @@ from service.feed import Feed, KeptChanges
 from service.metrics import Metrics
 from service.schemas import EpochSummary
 from service.settings import Settings
+from service.store.interned import Interned
 from service.store.repository import Committed, DeltaRecord, Store, StoredProgram
 from service.write_priority import WritePriority
 
@@ -126,6 +129,9 @@ class Runtime:
         """The live change feed's view of the epochs published (`service.feed`)."""
         self._unrecorded: dict[int, dict[str, Any]] = {}
         """Reports of applied epochs not yet written to their rows (see `apply`)."""
+        self._numbered = (0, 0)
+        """How many of the engine's symbols and records the store holds (the first ones, in
+        the engine's numbering): an epoch commits those after them (`_interned_since`)."""
 
     @property
     def epoch(self) -> int:
@@ -253,7 +259,10 @@ class Runtime:
         change set (a program that cannot be evaluated leaves the database empty)."""
         text = self._initial_program()
         m, report = self._bootstrap_committed(Committed(StoredProgram(0, text), {}, 0))
-        self.store.initialize(text, [(r.id, r.text) for r in m.rules()], snapshot_chunks(m))
+        numbering = self._interned_since(m)
+        rules = [(r.id, r.text) for r in m.rules()]
+        self.store.initialize(text, rules, snapshot_chunks(m), numbering)
+        self._numbered = (numbering.symbol_count, numbering.record_count)
         self._initializing = True
         return m, report
 
@@ -282,16 +291,26 @@ class Runtime:
         if committed.program.epoch < committed.last_epoch:
             self.store.set_active_rules(r.id for r in m.rules())
         if committed.reset:
-            self.store.commit_reset(m.epoch, snapshot_chunks(m))
+            if committed.interned is None:
+                log.warning("the store keeps no numbering of the symbols: numbered anew")
+            numbering = self._interned_since(m)
+            self.store.commit_reset(m.epoch, snapshot_chunks(m), numbering)
+            self._numbered = (numbering.symbol_count, numbering.record_count)
             log.warning("epoch %d resets the change feed to the rebuilt state", m.epoch)
         return m, report
 
     def _bootstrap_committed(self, committed: Committed) -> tuple[Materialization, Any]:
+        """The committed program and facts, bootstrapped over the committed numbering of
+        symbols and records (loaded before anything interns: `ord` reads as before)."""
+        numbering = committed.interned or Interned()
+        symbols = SymbolTable(numbering.symbols, RecordTable.of(numbering.records))
+        self._numbered = (numbering.symbol_count, numbering.record_count)
         m = Materialization.from_text(
             committed.program.text,
             "<program>",
             # A reset epoch follows the last one.
             epoch=committed.last_epoch + int(committed.reset),
+            symbols=symbols,
             **self._engine_options(),
         )
         relations = m.analyzed.relations
@@ -410,7 +429,9 @@ class Runtime:
             nonlocal committed, kept
             failpoints.reach(failpoints.EVALUATED)
             record.changes = kept = KeptChanges(number, change_chunks(changes))
+            record.interned = self._interned_since(m)
             self._commit(record)
+            self._numbered = (record.interned.symbol_count, record.interned.record_count)
             committed = True
             failpoints.reach(failpoints.COMMITTED)
 
@@ -462,6 +483,14 @@ class Runtime:
             ) from None
         self.feed.publish(number, None if kept is None else kept.items)
         return report
+
+    def _interned_since(self, m: Materialization) -> Interned:
+        """The symbols and records `m` interned beyond those the store holds, which the
+        next commit appends (a rebuild's own are committed with the next epoch)."""
+        symbols, records = self._numbered
+        return Interned(
+            m.symbols.since(symbols), m.symbols.records.since(records), symbols, records
+        )
 
     def _record_report(self, number: int) -> None:
         failpoints.reach(failpoints.ANSWERED)

@@ -92,7 +92,25 @@ epochs = Table(
     # The change set is a snapshot of every relation, not a diff: a rebuild left a program
     # out (quarantine), so the state does not follow from the epochs before.
     Column("reset", Boolean, nullable=False, server_default=false()),
+    # The symbols and records the engine had interned once the epoch committed: the first
+    # ones of `interned` (NULL: an epoch of a version that did not store them).
+    Column("symbols", Integer, nullable=True),
+    Column("records", Integer, nullable=True),
     comment="One row per epoch: written with the delta, completed with its report.",
+)
+
+interned = Table(
+    "interned",
+    metadata,
+    Column("kind", String(8), primary_key=True),  # "symbol" | "record"
+    Column("first", Integer, primary_key=True, autoincrement=False),
+    Column("epoch", Integer, nullable=False),
+    Column("rows", Integer, nullable=False),
+    Column("data", LargeBinary, nullable=False),
+    comment="The engine's numbering of symbols (`ord`) and records: per kind, segments of "
+    "the values of ids `first`, `first` + 1, ... in order, appended by the epoch that "
+    "interned them (`epoch`: the newest one a merged segment holds); see "
+    "service.store.interned.",
 )
 
 epoch_changes = Table(

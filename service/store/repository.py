@@ -25,8 +25,9 @@ import polars as pl
 from sqlalchemy import Connection, Engine, delete, func, insert, select, tuple_, update
 
 from reasoner.io.batch import FactBatch
-from service.store import models, segments
+from service.store import interned, models, segments
 from service.store.database import create_database_engine, upgrade
+from service.store.interned import Interned
 
 Row = Sequence[Any]
 Facts = FactBatch | Sequence[Row]
@@ -54,8 +55,13 @@ class Committed:
     facts: dict[str, Facts]
     last_epoch: int
     reset: bool = False
-    """A program was quarantined since the last reset epoch: the state rebuilt from this
-    does not follow from the change sets of the epochs before, so a reset epoch must say so."""
+    """A program was quarantined since the last reset epoch, or the numbering of symbols is
+    unknown (`interned` None): the state rebuilt from this does not follow from the change
+    sets of the epochs before, so a reset epoch must say so."""
+    interned: Interned | None = None
+    """The symbols and records in the engine's numbering as of the last epoch, which the
+    rebuild must number alike before it interns anything; None for a store written by a
+    version that did not keep it."""
 
 
 class ChangesNotKept(Exception):
@@ -115,6 +121,8 @@ class DeltaRecord:
     rules_removed: list[str] = field(default_factory=list)
     changes: Iterable[ChangeChunk] = ()
     """The epoch's change set, consumed (once) inside the transaction that commits it."""
+    interned: Interned = field(default_factory=Interned)
+    """The symbols and records the epoch interned, numbered after those the store holds."""
 
 
 def _now() -> datetime:
@@ -152,12 +160,16 @@ class Store:
         program_text: str,
         rules: Sequence[tuple[str, str]],
         changes: Iterable[ChangeChunk] = (),
+        numbering: Interned | None = None,
     ) -> None:
         """Epoch 0 of a new database: the initial program (its rules), its change set (what
-        the program's own facts derive) and an epoch row."""
+        the program's own facts derive), the symbols and records it interned and an epoch
+        row."""
         now = _now()
+        numbering = numbering or Interned()
         with self.engine.begin() as connection:
             stored = _write_changes(connection, 0, changes)
+            interned.append(connection, 0, numbering)
             connection.execute(
                 insert(models.programs).values(epoch=0, text=program_text, created_at=now)
             )
@@ -178,6 +190,8 @@ class Store:
                     rules_added=[i for i, _ in rules],
                     rules_removed=[],
                     changes=stored,
+                    symbols=numbering.symbol_count,
+                    records=numbering.record_count,
                 )
             )
 
@@ -194,9 +208,15 @@ class Store:
                 .order_by(models.programs.c.epoch.desc())
                 .limit(1)
             ).one()
-            last_epoch = connection.execute(
-                select(func.coalesce(func.max(models.epochs.c.number), 0))
-            ).scalar_one()
+            last = connection.execute(
+                select(epochs.c.number, epochs.c.symbols, epochs.c.records)
+                .order_by(epochs.c.number.desc())
+                .limit(1)
+            ).first()
+            last_epoch = 0 if last is None else last.number
+            numbering = None
+            if last is not None and last.symbols is not None and last.records is not None:
+                numbering = interned.read(connection, last.symbols, last.records)
             last_quarantined, last_reset = connection.execute(
                 select(
                     func.max(epochs.c.number).filter(epochs.c.status == QUARANTINED),
@@ -211,7 +231,11 @@ class Store:
             facts = read_facts(connection)
         reset = last_quarantined is not None and (last_reset or -1) < last_quarantined
         return Committed(
-            StoredProgram(program_row.epoch, program_row.text), facts, last_epoch, reset
+            StoredProgram(program_row.epoch, program_row.text),
+            facts,
+            last_epoch,
+            reset or numbering is None,
+            numbering,
         )
 
     def quarantine(self, number: int, failure: str) -> None:
@@ -242,11 +266,18 @@ class Store:
             connection.execute(update(table).where(table.c.id.in_(active)).values(active=True))
             connection.execute(update(table).where(table.c.id.not_in(active)).values(active=False))
 
-    def commit_reset(self, number: int, changes: Iterable[ChangeChunk]) -> None:
-        """A reset epoch: a rebuild came up without a quarantined program, and `changes` (a
-        snapshot of every relation) is the state a feed's reader starts again from."""
+    def commit_reset(
+        self, number: int, changes: Iterable[ChangeChunk], numbering: Interned
+    ) -> None:
+        """A reset epoch: a rebuild came up without a quarantined program, or numbered the
+        symbols anew, and `changes` (a snapshot of every relation) is the state a feed's
+        reader starts again from. `numbering`: the symbols and records the rebuild interned
+        beyond those the store holds."""
         with self.engine.begin() as connection:
+            if numbering.first_symbol == numbering.first_record == 0:  # numbered anew
+                connection.execute(delete(models.interned))
             stored = _write_changes(connection, number, changes)
+            interned.append(connection, number, numbering)
             if self._resets is not None:
                 self._resets.append(number)
             connection.execute(
@@ -261,6 +292,8 @@ class Store:
                     rules_removed=[],
                     changes=stored,
                     reset=True,
+                    symbols=numbering.symbol_count,
+                    records=numbering.record_count,
                 )
             )
 
@@ -277,6 +310,7 @@ class Store:
                 _append_segments(connection, relation, record.number, inserted, present=True)
                 _merge_newest(connection, relation)
             stored = _write_changes(connection, record.number, record.changes)
+            interned.append(connection, record.number, record.interned)
             self._write_epoch(connection, record, stored)
 
     def _write_epoch(self, connection: Connection, record: DeltaRecord, changes: int) -> None:
@@ -300,6 +334,8 @@ class Store:
                 rules_added=[i for i, _ in record.rules_added],
                 rules_removed=list(record.rules_removed),
                 changes=changes,
+                symbols=record.interned.symbol_count,
+                records=record.interned.record_count,
             )
         )
 
