@@ -139,6 +139,9 @@ class Store:
         """The reset epochs, once read (a rebuild alone adds one)."""
         self._chunks: OrderedDict[tuple[int, int], pl.DataFrame] = OrderedDict()
         self._chunks_lock = threading.Lock()
+        self._interned_appends = 0
+        """Appends to the numbering's log by this process: every `interned.MERGE_EVERY`-th
+        one merges (`interned.append`), and the first, after a start."""
 
     def close(self) -> None:
         self.engine.dispose()
@@ -169,7 +172,7 @@ class Store:
         numbering = numbering or Interned()
         with self.engine.begin() as connection:
             stored = _write_changes(connection, 0, changes)
-            interned.append(connection, 0, numbering)
+            self._append_interned(connection, 0, numbering)
             connection.execute(
                 insert(models.programs).values(epoch=0, text=program_text, created_at=now)
             )
@@ -277,7 +280,7 @@ class Store:
             if numbering.first_symbol == numbering.first_record == 0:  # numbered anew
                 connection.execute(delete(models.interned))
             stored = _write_changes(connection, number, changes)
-            interned.append(connection, number, numbering)
+            self._append_interned(connection, number, numbering)
             if self._resets is not None:
                 self._resets.append(number)
             connection.execute(
@@ -297,6 +300,11 @@ class Store:
                 )
             )
 
+    def _append_interned(self, connection: Connection, epoch: int, numbering: Interned) -> None:
+        merge = self._interned_appends % interned.MERGE_EVERY == 0
+        if interned.append(connection, epoch, numbering, merge=merge):
+            self._interned_appends += 1
+
     # -- deltas ---------------------------------------------------------------------------------
 
     def commit_delta(self, record: DeltaRecord) -> None:
@@ -310,7 +318,7 @@ class Store:
                 _append_segments(connection, relation, record.number, inserted, present=True)
                 _merge_newest(connection, relation)
             stored = _write_changes(connection, record.number, record.changes)
-            interned.append(connection, record.number, record.interned)
+            self._append_interned(connection, record.number, record.interned)
             self._write_epoch(connection, record, stored)
 
     def _write_epoch(self, connection: Connection, record: DeltaRecord, changes: int) -> None:
