@@ -388,7 +388,9 @@ class Materialization:
         return self.program
 
     def prepare(self, delta: Delta) -> PreparedDelta:
-        """Check a delta against the current epoch; raise `ProgramError` / `InvalidDelta`."""
+        """Check a delta against the current epoch; raise `ProgramError` / `InvalidDelta`.
+        It interns the delta's symbols: a caller that applies it later holds `evaluating`
+        around both, so that they go again if no epoch is published."""
         program = self.program
         analyzed = None
         added: tuple[str, ...] = ()

@@ -13,11 +13,14 @@ publication that lands during one makes it start again on the new epoch, so they
 epoch and never hold a writer back; short reads (`reading`) take the shared side, which the
 engine's exclusive side excludes only while it publishes an epoch.
 
-Start-up (`start`): migrate, then, as the writer's first job, load the committed program and
-facts and bootstrap; `ready` turns true only then. A program the rebuild cannot evaluate (one
-committed by an older version, or a defect) is quarantined, and the service comes up at the
-last program it can evaluate. If publishing a committed epoch ever fails, the service rebuilds
-from the store (which already holds the delta) before taking more writes.
+Start-up (`start`): migrate, then, as the writer's first job, load the committed program,
+facts and numbering of symbols and records (so that `ord` reads as before: each epoch commits
+the symbols it interned, `service.store.interned`) and bootstrap; `ready` turns true only
+then; a store that kept no numbering comes up with a reset epoch. A program the rebuild
+cannot evaluate (one committed by an older version, or a defect) is quarantined, and the
+service comes up at the last program it can evaluate. If publishing a committed epoch ever
+fails, the service rebuilds from the store (which already holds the delta) before taking more
+writes.
 """
 
 from __future__ import annotations
