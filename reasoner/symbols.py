@@ -105,8 +105,8 @@ class SymbolTable:
         if len(added) > len(self._strings):
             # A dict keeps its size after deletions: a compact copy gives the memory back.
             self._ids = self._ids.copy()
-        # The caches are truncated before the generation moves, so a cache made of the
-        # strings of the new generation is of the strings kept.
+        # The strings are cut before the generation moves, so a cache a reader makes in the
+        # new generation holds only strings kept.
         self._generation += 1
         self._order = None
         self._series = None
