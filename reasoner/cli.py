@@ -71,7 +71,7 @@ def peak_memory_bytes() -> int:
 def _analyze(program: str) -> AnalyzedProgram:
     path = Path(program)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # without a byte-order mark
     except OSError as exc:
         raise InputDataError(f"cannot read program: {exc.strerror}", str(path)) from None
     analyzed = check_program(text, str(path))

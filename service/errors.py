@@ -256,9 +256,11 @@ def install(app: FastAPI) -> None:
         detail = "; ".join(f"{'.'.join(e['location'])}: {e['message']}" for e in errors)
         if len(every) > len(errors):
             detail += f"; ... and {len(every) - len(errors)} more error(s)"
+        # 400 like every request that can never succeed (422 is kept for valid requests past
+        # a deadline or an allowance: `query_timeout`, `epoch_timeout`, `epoch_too_large`).
         malformed = any(e["type"] == "json_invalid" for e in errors)
         return problem_response(
-            400 if malformed else 422,
+            400,
             INVALID_JSON if malformed else INVALID_REQUEST,
             detail or "invalid request",
             errors=errors,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt
 
 Value = Any
 """A fact value: an integer for a `number` column, a string for a `symbol` column."""
@@ -174,15 +174,19 @@ class RelationRows(BaseModel):
 
 
 class QueryIn(_Strict):
+    """A query. Its numbers are strict: `true` is not the epoch 1, nor `1.0` a limit."""
+
     query: str = Field(examples=['tc("a", x), !edge("a", x)'])
-    limit: int | None = Field(None, gt=0, description="Rows per page (at most the page size).")
+    limit: StrictInt | None = Field(
+        None, gt=0, description="Rows per page (at most the page size)."
+    )
     cursor: str | None = Field(
         None, description="`next` of the previous page: the answer at the epoch it read."
     )
-    timeout: float | None = Field(
+    timeout: StrictFloat | None = Field(
         None, gt=0, description="Deadline in seconds (at most the server's query timeout)."
     )
-    epoch: int | None = Field(
+    epoch: StrictInt | None = Field(
         None,
         ge=0,
         description="Answer as of this recent epoch (one of the last `REASONER_EPOCH_HISTORY`); "

@@ -16,6 +16,7 @@ from fastapi import FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
+from service import access_log
 from service.app import create_app
 from service.feed import TRANSPORT
 from service.settings import Settings
@@ -68,6 +69,7 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
         http=_protocol_with_transport(),
     )
+    access_log.install()  # after `uvicorn.Config`, which configures its loggers
     _Server(config, app).run()
 
 

@@ -147,11 +147,14 @@ class Settings(BaseSettings):
         "`too_many_rules`).",
     )
     change_retention_epochs: int | None = Field(
-        None,
+        100_000,
         gt=0,
         description="Epochs whose change sets the feed (`GET /v1/changes`) keeps, at least; "
         "older ones are pruned every 64 epochs (or every retention, if fewer), and a read "
-        "of them is refused (410, `changes_expired`). Unset: kept for ever.",
+        "of them is refused (410, `changes_expired`). The default bounds the feed's history "
+        "(at about 6.5 kB an epoch of small writes, some 650 MB) while a client that was "
+        "away for days of ordinary writes still catches up from the feed; empty: kept for "
+        "ever.",
     )
     epoch_history: int = Field(
         16,
@@ -187,7 +190,7 @@ class Settings(BaseSettings):
         "committing, applying, applied). Secrets never appear in it.",
     )
 
-    @field_validator("read_token", "write_token", mode="before")
+    @field_validator("read_token", "write_token", "change_retention_epochs", mode="before")
     @classmethod
     def _empty_is_none(cls, value: object) -> object:
         return None if value == "" else value

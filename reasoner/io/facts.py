@@ -85,6 +85,7 @@ def read_fact_file(path: str | os.PathLike[str]) -> bytes:
         data = Path(path).read_bytes()
     except OSError as exc:
         raise InputDataError(f"cannot open fact file: {exc.strerror}", os.fspath(path)) from None
+    data = data.removeprefix(b"\xef\xbb\xbf")  # a byte-order mark is not the first field's
     if not data.isascii():
         try:
             data.decode("utf-8")

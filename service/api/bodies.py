@@ -46,8 +46,10 @@ async def facts_body(request: Request) -> str | bytes:
 
 
 def _decoded(body: bytes) -> str:
+    """The body's text, without a leading byte-order mark: editors on Windows write one, and
+    kept it would be the start of a `.facts` or CSV body's first symbol (or header)."""
     try:
-        return body.decode("utf-8")
+        return body.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
         raise Problem(
             400, INVALID_REQUEST, f"the body is not valid UTF-8 (byte offset {exc.start})"

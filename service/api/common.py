@@ -14,8 +14,8 @@ from fastapi import Request
 from reasoner import Delta, floats
 from reasoner.errors import Diagnostic, ProgramError
 from reasoner.io.batch import FactBatch
-from reasoner.program_text import RULES_FILENAME
 from reasoner.syntax.ast import Span
+from service.api.rule_texts import text_names
 from service.errors import EPOCH_UNAVAILABLE, INVALID_CURSOR, INVALID_TEXT, Problem, clip
 from service.runtime import Applied, Runtime
 from service.schemas import EpochOut
@@ -258,11 +258,7 @@ def check_delta(delta: Delta) -> None:
     facts it removed), so neither can hold what the database refuses. Every refusal is final
     (400): the commit would fail the same way on every retry, which the 503 it gave told
     clients to do."""
-    names = (
-        [RULES_FILENAME]
-        if len(delta.add_rules) == 1
-        else [f"<rules {n + 1}>" for n in range(len(delta.add_rules))]
-    )
+    names = text_names(len(delta.add_rules))
     found = [_text_problem(text, name) for name, text in zip(names, delta.add_rules, strict=True)]
     diagnostics = [d for d in found if d is not None]
     if diagnostics:

@@ -13,6 +13,8 @@ from fastapi.responses import Response
 
 from reasoner import Delta
 from service.api.common import PROBLEM_RESPONSES, check_delta, get_runtime
+from service.api.paging import refuse_unknown_parameters
+from service.api.rule_texts import check_rule_texts
 from service.errors import CLIENT_CLOSED_REQUEST, Problem
 from service.runtime import Runtime, WriteAbandoned
 from service.security import require_read, require_write
@@ -22,22 +24,29 @@ Changes = Annotated[bool, Query(description="Include the derived tuples inserted
 
 
 def read_router() -> APIRouter:
-    """A router of reads: each route checks the read token (`service.security`)."""
+    """A router of reads: each route checks the read token (`service.security`) and
+    refuses query parameters it does not take."""
     return APIRouter(
-        prefix="/v1", dependencies=[Depends(require_read)], responses=PROBLEM_RESPONSES
+        prefix="/v1",
+        dependencies=[Depends(require_read), Depends(refuse_unknown_parameters)],
+        responses=PROBLEM_RESPONSES,
     )
 
 
 def write_router() -> APIRouter:
-    """A router of writes: each route checks the write token."""
+    """A router of writes: each route checks the write token and its query parameters."""
     return APIRouter(
-        prefix="/v1", dependencies=[Depends(require_write)], responses=PROBLEM_RESPONSES
+        prefix="/v1",
+        dependencies=[Depends(require_write), Depends(refuse_unknown_parameters)],
+        responses=PROBLEM_RESPONSES,
     )
 
 
 async def apply_delta(runtime: Runtime, request: Request, delta: Delta, changes: bool):
     """Queue the delta; a client that disconnects before its turn takes it out again."""
     check_delta(delta)
+    if delta.add_rules:  # off the event loop: a directive's parameters are found by lexing
+        await run_in_threadpool(check_rule_texts, delta.add_rules, runtime.settings.max_rules)
     job = functools.partial(runtime.apply, delta, include_changes=changes)
     try:
         return await runtime.write(job, disconnected=request.is_disconnected)

@@ -7,10 +7,13 @@ import csv
 import heapq
 import io
 import json
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from fastapi import Query, Request
+from fastapi.dependencies.models import Dependant
 from fastapi.responses import JSONResponse, Response
+from fastapi.routing import APIRoute
 from pydantic import BaseModel
 
 from reasoner import floats
@@ -20,8 +23,49 @@ from service.api.common import json_row, parse_int64, text_row
 from service.errors import UNKNOWN_COLUMN, Problem, clip
 
 NDJSON = "application/x-ndjson"
-RESERVED = frozenset({"limit", "cursor", "format", "epoch"})
-"""Query parameters of a page, never filters."""
+UNKNOWN_PARAMETER = "unknown_parameter"
+_FILTERED: set[Callable[..., Any]] = set()
+"""Endpoints whose other query parameters are column filters (`takes_column_filters`)."""
+
+
+def takes_column_filters(endpoint: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark a route whose query parameters, other than those it declares, name columns
+    (`bound_arguments` reads and checks them)."""
+    _FILTERED.add(endpoint)
+    return endpoint
+
+
+def _query_parameters(dependant: Dependant) -> frozenset[str]:
+    names = {field.alias for field in dependant.query_params}
+    for sub in dependant.dependencies:
+        names |= _query_parameters(sub)
+    return frozenset(names)
+
+
+def declared_parameters(request: Request) -> frozenset[str]:
+    """The query parameters the request's route declares (its own and its dependencies')."""
+    route = request.scope.get("route")
+    return _query_parameters(route.dependant) if isinstance(route, APIRoute) else frozenset()
+
+
+def refuse_unknown_parameters(request: Request) -> None:
+    """A query parameter a route does not take is refused (400 `unknown_parameter`), not
+    ignored: `?epoch=3` where no epoch can be chosen would otherwise answer the published
+    epoch as if it were epoch 3, and a misspelt `?limt=` would page silently by the default.
+    Routes that take column filters check theirs in `bound_arguments`."""
+    route = request.scope.get("route")
+    if not isinstance(route, APIRoute) or route.endpoint in _FILTERED:
+        return
+    declared = _query_parameters(route.dependant)
+    for key in request.query_params:
+        if key not in declared:
+            raise Problem(
+                400,
+                UNKNOWN_PARAMETER,
+                f"`{clip(key)}` is not a parameter of this route (it takes: "
+                f"{', '.join(sorted(declared)) or 'none'})",
+                parameter=clip(key),
+            )
 
 
 def response_format(request: Request, requested: str | None) -> str:
@@ -42,6 +86,8 @@ def page_response(
     rows: list[tuple],
     next_cursor: str | None,
     model: type[BaseModel],
+    *,
+    csv_guard: bool = False,
 ) -> Response:
     # Every format says which epoch it reflects (CSV and NDJSON have no field for it).
     headers = {"X-Epoch": str(relation_or_query["epoch"])}
@@ -54,7 +100,8 @@ def page_response(
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(columns)
-        writer.writerows(text_row(row) for row in rows)
+        cells = (text_row(row) for row in rows)
+        writer.writerows(map(guarded_row, cells) if csv_guard else cells)
         return Response(out.getvalue(), media_type="text/csv; header=present", headers=headers)
     # The model's fields in its order, without validating a page of rows the engine made
     # (that took longer than reading them).
@@ -65,6 +112,19 @@ def page_response(
         "next": next_cursor,
     }
     return JSONResponse({name: values[name] for name in model.model_fields}, headers=headers)
+
+
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+"""What makes a spreadsheet read a cell as a formula (OWASP's CSV injection guidance)."""
+
+
+def guarded_row(row: list[Any]) -> list[Any]:
+    """`row` with each text cell that a spreadsheet would run as a formula prefixed with `'`
+    (numbers are left alone: `-1` is a number, not a formula)."""
+    return [
+        "'" + cell if isinstance(cell, str) and cell.startswith(_FORMULA_STARTS) else cell
+        for cell in row
+    ]
 
 
 def page(rows, after: tuple | None, limit: int) -> tuple[list[tuple], tuple | None]:
@@ -79,6 +139,17 @@ def page(rows, after: tuple | None, limit: int) -> tuple[list[tuple], tuple | No
 Format = Annotated[
     Literal["json", "ndjson", "csv"] | None,
     Query(description="Response format; default from the Accept header, else JSON."),
+]
+
+
+CsvGuard = Annotated[
+    bool,
+    Query(
+        description="CSV answers only: prefix with `'` every text cell that starts with `=`, "
+        "`+`, `-`, `@`, a tab or a carriage return, so that a spreadsheet opening the file "
+        "shows it instead of running it as a formula (OWASP's CSV injection guard). Off by "
+        "default: the cells are then the values exactly, as a program reading them expects.",
+    ),
 ]
 
 
@@ -107,8 +178,9 @@ def bound_arguments(
     is read as in a `.facts` file (`parse_int64`: ASCII decimals in the 64-bit range; a
     float as C's `strtod` reads it), a symbol or a record's text as it is."""
     bound: dict[int, Any] = {}
+    declared = declared_parameters(request)
     for key, raw in request.query_params.multi_items():
-        if key in RESERVED:
+        if key in declared:
             continue
         position = _position(key)
         if position is not None and position < len(names):

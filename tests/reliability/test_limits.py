@@ -136,7 +136,7 @@ def test_page_size(sqlite_server: Callable[..., Server]) -> None:
                 break
         assert rows == edges
         assert_problem(
-            client.get("/v1/relations/edge", params={"limit": 0}), 422, "invalid_request"
+            client.get("/v1/relations/edge", params={"limit": 0}), 400, "invalid_request"
         )
 
 

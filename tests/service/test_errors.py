@@ -142,17 +142,17 @@ def test_every_error_path(make_server: Callable[..., Server]) -> None:
     )
 
     # -- request shape and media types ------------------------------------------------------------
-    assert_problem(client.post("/v1/facts", json={"facts": 3}), 422, "invalid_request")
+    assert_problem(client.post("/v1/facts", json={"facts": 3}), 400, "invalid_request")
     assert_problem(
         client.post("/v1/facts", content="{", headers={"content-type": "application/json"}),
         400,
         "invalid_json",
     )
-    assert_problem(client.post("/v1/deltas", json={"fact": {}}), 422, "invalid_request")
-    assert_problem(client.post("/v1/query", json={}), 422, "invalid_request")
-    assert_problem(client.post("/v1/rules", json={"rules": []}), 422, "invalid_request")
-    assert_problem(client.get("/v1/relations/tc", params={"limit": 0}), 422, "invalid_request")
-    assert_problem(client.get("/v1/relations/tc", params={"format": "xml"}), 422, "invalid_request")
+    assert_problem(client.post("/v1/deltas", json={"fact": {}}), 400, "invalid_request")
+    assert_problem(client.post("/v1/query", json={}), 400, "invalid_request")
+    assert_problem(client.post("/v1/rules", json={"rules": []}), 400, "invalid_request")
+    assert_problem(client.get("/v1/relations/tc", params={"limit": 0}), 400, "invalid_request")
+    assert_problem(client.get("/v1/relations/tc", params={"format": "xml"}), 400, "invalid_request")
     assert_problem(
         client.post("/v1/rules", content="<rules/>", headers={"content-type": "application/xml"}),
         415,

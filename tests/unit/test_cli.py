@@ -65,6 +65,23 @@ def test_malformed_facts_exit_1_naming_file_and_line(
     assert "edge.facts:2" in err
 
 
+def test_a_byte_order_mark_is_not_data(tmp_path: Path) -> None:
+    """Files saved by an editor that writes a byte-order mark: the mark starts neither the
+    program's first token nor the first field of a fact file (`\ufeff1` is no number)."""
+    program = tmp_path / "tc.dl"
+    program.write_text(
+        "\ufeff"
+        + TC.replace(".decl edge", ".decl name(s: symbol)\n.input name\n.output name\n.decl edge"),
+        encoding="utf-8",
+    )
+    _write(tmp_path, "edge.facts", "\ufeff1\t2\n2\t3\n")
+    _write(tmp_path, "name.facts", "\ufeffalice\n")
+    out = tmp_path / "out"
+    assert main(["run", str(program), "-F", str(tmp_path), "-D", str(out)]) == 0
+    assert (out / "tc.csv").read_text() == "1\t2\n1\t3\n2\t3\n"
+    assert (out / "name.csv").read_text() == "alice\n"
+
+
 def test_missing_facts_file_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     program = _write(tmp_path, "tc.dl", TC)
     assert main(["run", str(program), "-F", str(tmp_path / "nowhere"), "-D", str(tmp_path)]) == 1

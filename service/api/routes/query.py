@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Annotated, Any
 
-from fastapi import Depends, Path, Request
+from fastapi import Depends, Path, Query, Request
 from fastapi.responses import JSONResponse, Response
 
 from reasoner import Materialization, floats
@@ -35,16 +35,20 @@ from service.api.deps import (
 )
 from service.api.paging import (
     NDJSON,
+    CsvGuard,
     Format,
     bound_arguments,
     page,
     page_response,
     response_format,
+    takes_column_filters,
 )
 from service.errors import (
+    EPOCH_UNAVAILABLE,
     INTERNAL_ERROR,
     INVALID_TEXT,
     UNKNOWN_COLUMN,
+    UNKNOWN_EPOCH,
     Problem,
 )
 from service.past_reads import PastRelations, epoch_asked, is_kept
@@ -65,7 +69,11 @@ reads = read_router()
     responses={200: {"content": {NDJSON: {}, "text/csv": {}}}},
 )
 async def post_query(
-    body: QueryIn, request: Request, runtime: RuntimeDep, format: Format = None
+    body: QueryIn,
+    request: Request,
+    runtime: RuntimeDep,
+    format: Format = None,
+    csv_guard: CsvGuard = False,
 ) -> Response:
     fmt = response_format(request, format)
     if unpaired_surrogate(body.query) is not None:
@@ -113,6 +121,7 @@ async def post_query(
             rows,
             None if last is None else encode_cursor(epoch, last),
             QueryOut,
+            csv_guard=csv_guard,
         )
 
     return await answered(runtime, respond)
@@ -130,8 +139,22 @@ async def post_query(
         "`explain_too_large`, `query_timeout`."
     ),
 )
+@takes_column_filters
 async def get_explain(
-    name: Annotated[str, Path()], request: Request, runtime: RuntimeDep
+    name: Annotated[str, Path()],
+    request: Request,
+    runtime: RuntimeDep,
+    at: Annotated[
+        int | None,
+        Query(
+            alias="epoch",
+            ge=0,
+            description="The epoch the answer must be of. A proof needs the derivations, "
+            "which only the published epoch has: another is refused (410 "
+            "`epoch_unavailable`; 404 `unknown_epoch` if not yet published), never answered "
+            "at the published one instead.",
+        ),
+    ] = None,
 ) -> Response:
     settings = runtime.settings
     timeout = settings.query_timeout_seconds
@@ -139,6 +162,17 @@ async def get_explain(
 
     def read(m: Materialization, epoch: int) -> dict[str, Any]:
         started = time.monotonic()
+        if at is not None and at > epoch:
+            raise Problem(
+                404, UNKNOWN_EPOCH, f"epoch {at} is not published yet (the last is {epoch})"
+            )
+        if at is not None and at != epoch:
+            raise Problem(
+                410,
+                EPOCH_UNAVAILABLE,
+                f"explain answers at the published epoch only ({epoch}), not at epoch {at}",
+                epoch=epoch,
+            )
         info = m.analyzed.relations.get(name)
         if info is None or info.internal:
             raise Problem(404, UNKNOWN_RELATION, f"relation `{name}` is not in the program")

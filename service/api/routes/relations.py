@@ -40,6 +40,7 @@ from service.api.deps import (
 )
 from service.api.paging import (
     NDJSON,
+    CsvGuard,
     Cursor,
     Format,
     Limit,
@@ -47,6 +48,7 @@ from service.api.paging import (
     page,
     page_response,
     response_format,
+    takes_column_filters,
 )
 from service.errors import (
     INVALID_CURSOR,
@@ -98,20 +100,23 @@ def get_relations(runtime: RuntimeDep) -> RelationsOut:
     response_model=RelationRows,
     summary="A relation's tuples, filtered by bound arguments (`?column=value`), paginated",
     description=(
-        "Column filters: any query parameter other than `limit`, `cursor` and `format` names a "
-        "column and the value it must have: `?x=1` (a column's name, as `GET /v1/relations` "
-        "lists it: its `.decl` name, the variable of the first rule deriving it, or `c0`, "
-        "`c1`, ...) or `?@0=1` (its position). Several filters must all hold. Numbers are "
-        "64-bit decimal integers, floats as C's `strtod` reads them (`1.5`, `-0`, `inf`); "
+        "Column filters: any query parameter other than `limit`, `cursor`, `format`, `epoch` "
+        "and `csv_guard` names a column and the value it must have: `?x=1` (a column's name, "
+        "as `GET /v1/relations` lists it: its `.decl` name, the variable of the first rule "
+        "deriving it, or `c0`, `c1`, ...) or `?@0=1` (its position). Several filters must all "
+        "hold. Numbers are 64-bit decimal integers, floats as C's `strtod` reads them (`1.5`, "
+        "`-0`, `inf`); "
         "symbols and records are matched exactly. Pages follow `next`."
     ),
     responses={200: {"content": {NDJSON: {}, "text/csv": {}}}},
 )
+@takes_column_filters
 async def get_relation(
     name: Annotated[str, Path()],
     request: Request,
     runtime: RuntimeDep,
     format: Format = None,
+    csv_guard: CsvGuard = False,
     limit: Limit = None,
     cursor: Cursor = None,
     at: Annotated[
@@ -159,6 +164,7 @@ async def get_relation(
             rows,
             None if last is None else encode_cursor(epoch, last),
             RelationRows,
+            csv_guard=csv_guard,
         )
 
     return await answered(runtime, respond)

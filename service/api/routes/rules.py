@@ -76,7 +76,7 @@ async def post_rules(request: Request, runtime: RuntimeDep, changes: Changes = F
         except ValidationError as exc:
             malformed = any(e["type"] == "json_invalid" for e in exc.errors())
             raise Problem(
-                400 if malformed else 422,
+                400,
                 INVALID_JSON if malformed else INVALID_REQUEST,
                 clip(f"invalid rules document: {exc}", 2000),
             ) from None
