@@ -37,13 +37,19 @@ from typing import Any, TypeVar
 from sqlalchemy.exc import SQLAlchemyError
 
 from reasoner import BootstrapCancelled, Delta, EngineSettings, EpochReport, Materialization
+from reasoner.allocations import charging_to
 from reasoner.elastic import switch
 from reasoner.elastic.changes import EpochChanges
 from reasoner.errors import InvalidDelta, ProgramError
 from reasoner.progress import BootstrapProgress, ProgressReport
 from service import failpoints
 from service.change_sets import change_chunks, snapshot_chunks
-from service.epoch_budget import EpochBudget, EpochTooLarge, default_memory_allowance
+from service.epoch_budget import (
+    EpochBudget,
+    EpochTooLarge,
+    MemoryAllowance,
+    default_memory_allowance,
+)
 from service.errors import (
     DATABASE_UNAVAILABLE,
     EPOCH_TIMEOUT,
@@ -120,8 +126,9 @@ class Runtime:
         self.priority = priority if priority is not None else WritePriority()
         """The writes in progress, which a read lets finish first (`service.write_priority`)."""
         mb = settings.epoch_memory_mb
-        self._memory_allowance = default_memory_allowance() if mb is None else mb << 20
-        """Bytes one evaluation (a write's, or the start-up rebuild) may grow the process."""
+        self.memory = MemoryAllowance(default_memory_allowance() if mb is None else mb << 20)
+        """Bytes one evaluation (a write's, or the start-up rebuild) may grow the process past
+        the committed state."""
         self.feed = Feed(settings.feed_heartbeat_seconds, settings.feed_batch_milliseconds / 1000)
         """The live change feed's view of the epochs published (`service.feed`)."""
         self._unrecorded: dict[int, dict[str, Any]] = {}
@@ -234,6 +241,7 @@ class Runtime:
         self.failure = None
         self.ready = True
         self.feed.publish(m.epoch, None)  # clients waiting through a rebuild go on
+        self.memory.settle()
         self.startup_seconds = time.perf_counter() - start
         if self._initializing:
             self.store.record_report(0, _report_row(report.as_epoch(0, m.derived_size())))
@@ -299,7 +307,7 @@ class Runtime:
         if unknown:
             log.warning("facts of relations not in the program are ignored: %s", unknown)
         m.load({n: rows for n, rows in committed.facts.items() if n in relations})
-        budget = EpochBudget(self.settings.rebuild_timeout_seconds, self._memory_allowance)
+        budget = self.memory.budget(self.settings.rebuild_timeout_seconds)
         logged = [0.0]
 
         def log_progress(report: ProgressReport) -> None:
@@ -309,7 +317,8 @@ class Runtime:
 
         self.building = BootstrapProgress(log_progress, interval=1.0)
         try:
-            return m, m.bootstrap(check=budget.check, progress=self.building)
+            with charging_to(budget):
+                return m, m.bootstrap(check=budget.check, progress=self.building)
         finally:
             self.building = None
 
@@ -397,7 +406,14 @@ class Runtime:
         nothing stored, and no restart can meet it again."""
         number = record.number
         timeout = self.settings.epoch_timeout_seconds
-        budget = EpochBudget(timeout, self._memory_allowance)
+        if self.memory.over_cap():
+            self.memory.release()
+            if self.memory.over_cap():
+                raise self.too_busy(
+                    "the process holds most of the machine's memory: no write is evaluated "
+                    "until it holds less; nothing changed"
+                )
+        budget = self.memory.budget(timeout)
         committed = False
         kept: KeptChanges | None = None
 
@@ -411,24 +427,19 @@ class Runtime:
 
         log.debug("epoch %d: evaluating (%s, deadline %gs)", number, strategy, timeout)
         try:
-            report = m.apply(
-                prepared,
-                strategy=strategy,
-                include_changes=include_changes,
-                check=budget.check,
-                before_publish=commit,
-            )
+            with charging_to(budget):
+                report = m.apply(
+                    prepared,
+                    strategy=strategy,
+                    include_changes=include_changes,
+                    check=budget.check,
+                    before_publish=commit,
+                )
         except EpochTooLarge as exc:
-            log.warning("epoch %d refused, nothing changed: %s", number, exc.reason)
-            self.metrics.refused(EPOCH_TOO_LARGE)
-            raise Problem(
-                422,
-                EPOCH_TOO_LARGE,
-                f"{exc.reason} while evaluating the write, which was cancelled; nothing changed",
-                limit_mb=budget.memory_bytes >> 20 if budget.memory_bytes else None,
-            ) from None
+            raise self._too_large(number, budget, exc.reason) from None
         except BootstrapCancelled as exc:
             log.warning("epoch %d cancelled, nothing changed: %s", number, exc.reason)
+            self.memory.release()
             self.metrics.refused(EPOCH_TIMEOUT)
             raise Problem(
                 422,
@@ -447,6 +458,8 @@ class Runtime:
                 log.exception("publishing committed epoch %d failed: rebuilding", number)
                 self._rebuild()
                 raise
+            if isinstance(exc, MemoryError):
+                raise self._too_large(number, budget, "the process ran out of memory") from None
             log.exception("evaluating epoch %d failed, nothing changed", number)
             self.metrics.refused(EVALUATION_FAILED)
             raise Problem(
@@ -456,7 +469,21 @@ class Runtime:
                 "changed. This is a defect of the service: please report it with the write.",
             ) from None
         self.feed.publish(number, None if kept is None else kept.items)
+        self.memory.settle()
         return report
+
+    def _too_large(self, number: int, budget: EpochBudget, reason: str) -> Problem:
+        """The refusal of an evaluation that outgrew its memory, once the memory it freed is
+        handed back (a refusal must not leave the process larger than before)."""
+        log.warning("epoch %d refused, nothing changed: %s", number, reason)
+        self.memory.release()
+        self.metrics.refused(EPOCH_TOO_LARGE)
+        return Problem(
+            422,
+            EPOCH_TOO_LARGE,
+            f"{reason} while evaluating the write, which was cancelled; nothing changed",
+            limit_mb=budget.memory_bytes >> 20 if budget.memory_bytes else None,
+        )
 
     def _record_report(self, number: int) -> None:
         failpoints.reach(failpoints.ANSWERED)
