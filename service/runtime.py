@@ -426,6 +426,9 @@ class Runtime:
             failpoints.reach(failpoints.COMMITTED)
 
         log.debug("epoch %d: evaluating (%s, deadline %gs)", number, strategy, timeout)
+        # A refusal is raised once the evaluation's frames (its traceback) are gone, so that
+        # the memory they held is freed before it is handed back.
+        refused: Problem | None = None
         try:
             with charging_to(budget):
                 report = m.apply(
@@ -436,18 +439,17 @@ class Runtime:
                     before_publish=commit,
                 )
         except EpochTooLarge as exc:
-            raise self._too_large(number, budget, exc.reason) from None
+            refused = self._too_large(number, budget, exc.reason)
         except BootstrapCancelled as exc:
             log.warning("epoch %d cancelled, nothing changed: %s", number, exc.reason)
-            self.memory.release()
             self.metrics.refused(EPOCH_TIMEOUT)
-            raise Problem(
+            refused = Problem(
                 422,
                 EPOCH_TIMEOUT,
                 f"the write needed more than {timeout:g} s to evaluate and was cancelled "
                 f"({exc.reason}); nothing changed",
                 timeout=timeout,
-            ) from None
+            )
         except Problem:
             raise
         except InvalidDelta as exc:  # a float sum whose rounding is Soufflé's order of rows
@@ -458,25 +460,26 @@ class Runtime:
                 log.exception("publishing committed epoch %d failed: rebuilding", number)
                 self._rebuild()
                 raise
-            if isinstance(exc, MemoryError):
-                raise self._too_large(number, budget, "the process ran out of memory") from None
-            log.exception("evaluating epoch %d failed, nothing changed", number)
-            self.metrics.refused(EVALUATION_FAILED)
-            raise Problem(
-                500,
-                EVALUATION_FAILED,
-                f"the engine failed to evaluate the write ({type(exc).__name__}); nothing "
-                "changed. This is a defect of the service: please report it with the write.",
-            ) from None
+            if not isinstance(exc, MemoryError):
+                log.exception("evaluating epoch %d failed, nothing changed", number)
+                self.metrics.refused(EVALUATION_FAILED)
+                raise Problem(
+                    500,
+                    EVALUATION_FAILED,
+                    f"the engine failed to evaluate the write ({type(exc).__name__}); nothing "
+                    "changed. This is a defect of the service: please report it with the write.",
+                ) from None
+            refused = self._too_large(number, budget, "the process ran out of memory")
+        if refused is not None:
+            self.memory.release()
+            raise refused
         self.feed.publish(number, None if kept is None else kept.items)
         self.memory.settle()
         return report
 
     def _too_large(self, number: int, budget: EpochBudget, reason: str) -> Problem:
-        """The refusal of an evaluation that outgrew its memory, once the memory it freed is
-        handed back (a refusal must not leave the process larger than before)."""
+        """The refusal of an evaluation that outgrew its memory."""
         log.warning("epoch %d refused, nothing changed: %s", number, reason)
-        self.memory.release()
         self.metrics.refused(EPOCH_TOO_LARGE)
         return Problem(
             422,
