@@ -33,6 +33,7 @@ from typing import cast
 import numpy as np
 import polars as pl
 
+from reasoner import allocations
 from reasoner.analysis.ranges import generator, is_generator
 from reasoner.arith import ARITH, LOGICAL, logical_condition
 from reasoner.executors.local.dense_index import DenseIndex
@@ -54,6 +55,8 @@ from reasoner.syntax.ast import (
 )
 
 INT = pl.Int64
+CELL_BYTES = 8
+"""Bytes of one value of a frame (every column is `INT`)."""
 WEIGHT = "_w"
 MULTIPLICITY = "_m"
 DUMMY = "_u"
@@ -908,6 +911,10 @@ def _join(
     elif shared:
         joined = join(bindings, projected, shared, "inner")
     else:
+        # A product's size is known before it is made: charged, it is refused before Polars
+        # builds it (which fails outright past 2^32 rows).
+        width = len(bindings.columns) + len(projected.columns)
+        allocations.charge(bindings.height * projected.height * width * CELL_BYTES)
         joined = bindings.join(projected, how="cross")
     if MULTIPLICITY not in projected.columns:
         return joined, weighted
