@@ -843,6 +843,10 @@ def _generate(bindings: pl.DataFrame, op: _Range) -> pl.DataFrame:
     count = np.where(missing, 0, count)
     if (count < 0).any():  # 2^63 values or more: no state holds them
         raise MemoryError("a range of 2^63 values or more")
+    # Charged before it is made: the repeated bindings, the new column and four index arrays
+    # a row (summed as floats, which do not wrap).
+    total = float(count.sum(dtype=np.float64))
+    allocations.charge(int(total) * (bindings.width + 5) * CELL_BYTES)
     rows = np.repeat(np.arange(bindings.height), count)
     first = np.repeat(np.cumsum(count) - count, count)
     offsets = np.arange(len(rows), dtype=np.int64) - first
