@@ -15,7 +15,8 @@ before it; and the server then answers reads and commits a normal write.
 
 The server runs as the image runs it, with `PYTHONMALLOC=malloc`: Python's own allocator keeps
 each 1 MiB arena that any object still lives in, so the records a refused write packed stay
-resident (95-120 MB at a 200 MB allowance, 275 MB at 800 MB) where the C library's heap hands them back.
+resident (95-120 MB at a 200 MB allowance, 275 MB at 800 MB), where the C library's heap
+hands them back.
 """
 
 from __future__ import annotations
