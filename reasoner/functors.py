@@ -41,37 +41,6 @@ Value = int | float | str
 
 _NUMBER = re.compile(r"([+-]?)(?:0[xX]([0-9A-Fa-f]+)|0[bB]([01]+)|([0-9]+))")
 
-SYMBOL_BYTES = 128
-"""What a new symbol costs beside its characters (the string's header, its entries in the
-symbol table's dict and list), charged for every symbol a functor makes (`reasoner.allocations`)."""
-RECORD_BYTES = 160
-FIELD_BYTES = 40
-"""What a packed record costs (its tuple, its entries in the record table), and each field."""
-WIDE_CHAR_BYTES = 4
-"""Bytes a character of text that is not all ASCII may take (Python stores such text in up to
-four bytes a character; its UTF-8 copy takes as many)."""
-
-
-def _text_bytes(parts: Sequence[str]) -> int:
-    """An upper bound of the bytes text of `parts`' characters takes, without reading them."""
-    width = 1 if all(part.isascii() for part in parts) else WIDE_CHAR_BYTES
-    return width * sum(map(len, parts))
-
-
-def _cat(*parts: str) -> str:
-    """`cat`, charged before it is made: one rule doubling a string a few times over would
-    otherwise grow the process by gigabytes between two checks of its budget."""
-    allocations.charge(_text_bytes(parts))
-    return "".join(parts)
-
-
-def _strlen(text: str) -> int:
-    """Soufflé's `strlen`, in UTF-8 bytes: ASCII text is its own length (no copy made)."""
-    if text.isascii():
-        return len(text)
-    allocations.charge(_text_bytes((text,)))
-    return len(text.encode())
-
 
 @dataclass(frozen=True, slots=True)
 class Signature:
@@ -99,13 +68,6 @@ def _substr(text: str, start: int, length: int) -> str:
     size_t) gives Soufflé's fallback, the empty string; a negative length reads to the end.
     Unlike Soufflé, which keeps the raw bytes, a cut through a UTF-8 character gives U+FFFD
     for the bytes cut off (symbols here are Unicode text)."""
-    if text.isascii():  # a byte a character: the text is cut itself, never copied whole
-        if start < 0 or start > len(text):
-            return ""
-        stop = len(text) if length < 0 else min(len(text), start + length)
-        allocations.charge(stop - start)
-        return text[start:stop]
-    allocations.charge(2 * _text_bytes((text,)))  # its UTF-8 copy, and the cut
     data = text.encode()
     if start < 0 or start > len(data):
         return ""
@@ -188,6 +150,44 @@ FLOAT_CONVERSIONS: dict[tuple[str, str], str] = {
 functor written and its argument's type (`to_float` of a symbol is `to_float` itself)."""
 
 
+SYMBOL_BYTES = 128
+"""What a new symbol costs beside its characters (the string's header, its entries in the
+symbol table's dict and list), charged for every symbol a functor makes (`reasoner.allocations`)."""
+RECORD_BYTES = 160
+FIELD_BYTES = 40
+"""What a packed record costs (its tuple, its entries in the record table), and each field."""
+WIDE_CHAR_BYTES = 4
+"""Bytes a character of text that is not all ASCII may take (Python stores such text in up to
+four bytes a character; its UTF-8 copy takes as many)."""
+
+
+def _text_bytes(parts: Sequence[str]) -> int:
+    """An upper bound of the bytes `parts`' characters take, without reading them."""
+    width = 1 if all(part.isascii() for part in parts) else WIDE_CHAR_BYTES
+    return width * sum(map(len, parts))
+
+
+def _cat(*parts: str) -> str:
+    """`cat`, charged before it is made: one rule doubling a string a few times over would
+    otherwise grow the process by gigabytes between two checks of its budget."""
+    allocations.charge(_text_bytes(parts))
+    return "".join(parts)
+
+
+def _strlen(text: str) -> int:
+    """Soufflé's `strlen`, in UTF-8 bytes: ASCII text is its own length (no copy made)."""
+    if text.isascii():
+        return len(text)
+    allocations.charge(_text_bytes((text,)))
+    return len(text.encode())
+
+
+def _charged_substr(text: str, start: int, length: int) -> str:
+    """`_substr`, charged before its UTF-8 copy of the text and the cut are made."""
+    allocations.charge(2 * _text_bytes((text,)))
+    return _substr(text, start, length)
+
+
 def _binary(operation: Callable[[float, float], float]) -> Signature:
     return Signature(("float", "float"), "float", operation)
 
@@ -195,7 +195,7 @@ def _binary(operation: Callable[[float, float], float]) -> Signature:
 SIGNATURES: dict[str, Signature] = {
     "cat": Signature(("symbol",), "symbol", _cat, variadic=True),
     "strlen": Signature(("symbol",), "number", _strlen),
-    "substr": Signature(("symbol", "number", "number"), "symbol", _substr),
+    "substr": Signature(("symbol", "number", "number"), "symbol", _charged_substr),
     "contains": Signature(("symbol", "symbol"), "number", lambda part, text: int(part in text)),
     "match": Signature(("symbol", "symbol"), "number", _match),
     "to_number": Signature(("symbol",), "number", _to_number),

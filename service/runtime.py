@@ -126,13 +126,14 @@ class Runtime:
         self.priority = priority if priority is not None else WritePriority()
         """The writes in progress, which a read lets finish first (`service.write_priority`)."""
         mb = settings.epoch_memory_mb
-        self.memory = MemoryAllowance(default_memory_allowance() if mb is None else mb << 20)
-        """Bytes one evaluation (a write's, or the start-up rebuild) may grow the process past
-        the committed state."""
+        self._memory_allowance = default_memory_allowance() if mb is None else mb << 20
+        """Bytes one evaluation (a write's, or the start-up rebuild) may grow the process."""
         self.feed = Feed(settings.feed_heartbeat_seconds, settings.feed_batch_milliseconds / 1000)
         """The live change feed's view of the epochs published (`service.feed`)."""
         self._unrecorded: dict[int, dict[str, Any]] = {}
         """Reports of applied epochs not yet written to their rows (see `apply`)."""
+        self.memory = MemoryAllowance(self._memory_allowance)
+        """Every evaluation's memory limit: the allowance past the committed state."""
 
     @property
     def epoch(self) -> int:
@@ -392,6 +393,17 @@ class Runtime:
             ) from None
         log.debug("epoch %d: committed", record.number)
 
+    def _too_large(self, number: int, budget: EpochBudget, reason: str) -> Problem:
+        """The refusal of an evaluation that outgrew its memory."""
+        log.warning("epoch %d refused, nothing changed: %s", number, reason)
+        self.metrics.refused(EPOCH_TOO_LARGE)
+        return Problem(
+            422,
+            EPOCH_TOO_LARGE,
+            f"{reason} while evaluating the write, which was cancelled; nothing changed",
+            limit_mb=budget.memory_bytes >> 20 if budget.memory_bytes else None,
+        )
+
     def _evaluate_then_commit(
         self,
         m: Materialization,
@@ -476,17 +488,6 @@ class Runtime:
         self.feed.publish(number, None if kept is None else kept.items)
         self.memory.settle()
         return report
-
-    def _too_large(self, number: int, budget: EpochBudget, reason: str) -> Problem:
-        """The refusal of an evaluation that outgrew its memory."""
-        log.warning("epoch %d refused, nothing changed: %s", number, reason)
-        self.metrics.refused(EPOCH_TOO_LARGE)
-        return Problem(
-            422,
-            EPOCH_TOO_LARGE,
-            f"{reason} while evaluating the write, which was cancelled; nothing changed",
-            limit_mb=budget.memory_bytes >> 20 if budget.memory_bytes else None,
-        )
 
     def _record_report(self, number: int) -> None:
         failpoints.reach(failpoints.ANSWERED)
