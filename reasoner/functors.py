@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reasoner import floats
+from reasoner import allocations, floats
 from reasoner.arith import as_unsigned, wrap64
 from reasoner.records import NO_RECORD
 from reasoner.syntax.ast import (
@@ -150,14 +150,52 @@ FLOAT_CONVERSIONS: dict[tuple[str, str], str] = {
 functor written and its argument's type (`to_float` of a symbol is `to_float` itself)."""
 
 
+SYMBOL_BYTES = 128
+"""What a new symbol costs beside its characters (the string's header, its entries in the
+symbol table's dict and list), charged for every symbol a functor makes (`reasoner.allocations`)."""
+RECORD_BYTES = 160
+FIELD_BYTES = 40
+"""What a packed record costs (its tuple, its entries in the record table), and each field."""
+WIDE_CHAR_BYTES = 4
+"""Bytes a character of text that is not all ASCII may take (Python stores such text in up to
+four bytes a character; its UTF-8 copy takes as many)."""
+
+
+def _text_bytes(parts: Sequence[str]) -> int:
+    """An upper bound of the bytes `parts`' characters take, without reading them."""
+    width = 1 if all(part.isascii() for part in parts) else WIDE_CHAR_BYTES
+    return width * sum(map(len, parts))
+
+
+def _cat(*parts: str) -> str:
+    """`cat`, charged before it is made: one rule doubling a string a few times over would
+    otherwise grow the process by gigabytes between two checks of its budget."""
+    allocations.charge(_text_bytes(parts))
+    return "".join(parts)
+
+
+def _strlen(text: str) -> int:
+    """Soufflé's `strlen`, in UTF-8 bytes: ASCII text is its own length (no copy made)."""
+    if text.isascii():
+        return len(text)
+    allocations.charge(_text_bytes((text,)))
+    return len(text.encode())
+
+
+def _charged_substr(text: str, start: int, length: int) -> str:
+    """`_substr`, charged before its UTF-8 copy of the text and the cut are made."""
+    allocations.charge(2 * _text_bytes((text,)))
+    return _substr(text, start, length)
+
+
 def _binary(operation: Callable[[float, float], float]) -> Signature:
     return Signature(("float", "float"), "float", operation)
 
 
 SIGNATURES: dict[str, Signature] = {
-    "cat": Signature(("symbol",), "symbol", lambda *parts: "".join(parts), variadic=True),
-    "strlen": Signature(("symbol",), "number", lambda text: len(text.encode())),
-    "substr": Signature(("symbol", "number", "number"), "symbol", _substr),
+    "cat": Signature(("symbol",), "symbol", _cat, variadic=True),
+    "strlen": Signature(("symbol",), "number", _strlen),
+    "substr": Signature(("symbol", "number", "number"), "symbol", _charged_substr),
     "contains": Signature(("symbol", "symbol"), "number", lambda part, text: int(part in text)),
     "match": Signature(("symbol", "symbol"), "number", _match),
     "to_number": Signature(("symbol",), "number", _to_number),
@@ -263,6 +301,7 @@ def apply(name: str, symbols: SymbolTable, operands: Sequence[int]) -> int | Non
     if name == "ord":
         return operands[0]
     if name == PACK:
+        allocations.charge(RECORD_BYTES + FIELD_BYTES * len(operands))
         return symbols.records.pack(tuple(operands))
     if name == FIND:
         found = symbols.records.lookup(tuple(operands))
@@ -287,7 +326,10 @@ def apply_with(
         return None
     if isinstance(result, float):
         return floats.to_bits(result)
-    return encode(result) if isinstance(result, str) else result
+    if isinstance(result, str):
+        allocations.charge(SYMBOL_BYTES)
+        return encode(result)
+    return result
 
 
 def _decoded(kind: ColumnType, value: int, resolve: Callable[[int], str]) -> Value:

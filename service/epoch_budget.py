@@ -1,27 +1,48 @@
 """The budget of one evaluation: a deadline and a memory allowance, checked cooperatively.
 
 Every write is evaluated before it is committed, so a program that never terminates (`n(x+1)
-:- n(x).`) or explodes (a cartesian product over large relations) must be stopped by the
-service, not by the kernel's OOM killer: the engine calls `check` between pieces of work
-(iterations, slices of a join's driving rows, Update enumerations), and `EpochBudget.check`
-raises there once the deadline has passed or the process has grown by more than its
-allowance since the evaluation began. Growth is measured as resident memory, the one figure
-that covers every executor (Python objects, Polars' and Arrow's buffers) and that the OOM
-killer itself looks at.
+:- n(x).`) or explodes (a cartesian product over large relations, a string doubled by `cat`)
+must be stopped by the service, not by the kernel's OOM killer. Two ways in:
+
+- the engine calls `check` between pieces of work (iterations, slices of a join's driving
+  rows, Update enumerations), where the deadline is tested and resident memory sampled: the
+  one figure that covers every executor (Python objects, Polars' and Arrow's buffers) and that
+  the OOM killer itself looks at;
+- the steps whose allocation their operands size (a functor's string, a packed record) charge
+  it before making it (`reasoner.allocations`): one `cat` can double a string of hundreds of
+  MB between two checks, so the charge is added to the last sample, and the budget refuses
+  the allocation that would take the process past its limit before it is made.
+
+The limit is a ceiling, not a growth from wherever the process happens to be: every evaluation
+is measured against one baseline (`MemoryAllowance`), the process's resident memory once the
+committed state was last published (its fixed cost plus that state). A refused write that left
+memory behind therefore leaves less room to the next, instead of raising the floor for it; and
+after a refusal the freed memory is handed back to the system (`release`).
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import gc
+import logging
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from reasoner import BootstrapCancelled, Cancellation
 
+log = logging.getLogger("service")
+
 _PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 _STATM = Path("/proc/self/statm")
 MEMORY_SAMPLE_SECONDS = 0.02
-"""Resident memory is read at most this often: `check` is called far more often than that."""
+"""Resident memory is read at most this often by `check`: it is called far more often than
+that (a charge that would cross the limit reads it at once)."""
+CAP_SHARE = 0.9
+"""Share of the machine's (or container's) memory past which a process refuses new writes
+(503, `Retry-After`) instead of evaluating them, and past which no evaluation may grow."""
 
 
 class EpochTooLarge(BootstrapCancelled):
@@ -56,14 +77,37 @@ def default_memory_allowance() -> int:
     return machine_memory_bytes() // 2
 
 
-class EpochBudget:
-    """A `check` for one evaluation: `Cancellation`'s deadline plus a memory allowance."""
+def _malloc_trim() -> Callable[[], object] | None:
+    """glibc's `malloc_trim(0)`, or None on another C library."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        trim = libc.malloc_trim
+    except (OSError, AttributeError):
+        return None
+    trim.argtypes = [ctypes.c_size_t]
+    trim.restype = ctypes.c_int
+    return lambda: trim(0)
 
-    def __init__(self, seconds: float | None, memory_bytes: int | None) -> None:
+
+_TRIM = _malloc_trim()
+
+
+class EpochBudget:
+    """A `check` for one evaluation, `Cancellation`'s deadline plus a memory limit, and the
+    `charge` its allocations are counted against (`reasoner.allocations.Meter`)."""
+
+    def __init__(
+        self, seconds: float | None, memory_bytes: int | None, limit: int | None = None
+    ) -> None:
         self.cancellation = Cancellation(seconds)
         self.memory_bytes = memory_bytes
-        start = resident_bytes() if memory_bytes is not None else None
-        self._limit = None if start is None or memory_bytes is None else start + memory_bytes
+        """The allowance, as the refusal states it."""
+        self._limit = limit
+        """Resident bytes past which the evaluation is refused; None: no limit."""
+        self._sampled = (resident_bytes() or 0) if limit is not None else 0
+        """Resident bytes at the last sample."""
+        self._charged = 0
+        """Bytes charged since the last sample, which it may not show yet."""
         self._next_sample = 0.0
 
     def check(self) -> None:
@@ -74,9 +118,75 @@ class EpochBudget:
         if now < self._next_sample:
             return
         self._next_sample = now + MEMORY_SAMPLE_SECONDS
+        self._sample(0)
+
+    def charge(self, size: int) -> None:
+        """Refuse an allocation of `size` bytes that would take the process past its limit;
+        a charge that only may do so reads resident memory again (what was charged since the
+        last sample may be freed already, or interned symbols that were there)."""
+        if self._limit is None:
+            return
+        self._charged += size
+        if self._sampled + self._charged > self._limit:
+            self._sample(size)
+
+    def _sample(self, pending: int) -> None:
         resident = resident_bytes()
-        if resident is not None and resident > self._limit:
-            assert self.memory_bytes is not None
+        if resident is None:
+            return
+        self._sampled, self._charged = resident, pending
+        assert self._limit is not None
+        if resident + pending > self._limit:
             raise EpochTooLarge(
-                f"the evaluation grew the process by more than {self.memory_bytes >> 20} MiB"
+                f"the evaluation would grow the process past its allowance of "
+                f"{(self.memory_bytes or 0) >> 20} MiB"
             )
+
+
+class MemoryAllowance:
+    """The memory limit of every evaluation, from one baseline.
+
+    The baseline is the resident memory once the committed state was published (`settle`, after
+    start-up and after each commit), lowered whenever the process is found below it: what a
+    refused write leaves behind counts against the next, so no sequence of refusals can take
+    the process past `baseline + allowance`. The limit never passes `CAP_SHARE` of the machine,
+    and a process already there refuses new writes before evaluating them (`over_cap`)."""
+
+    def __init__(self, allowance: int) -> None:
+        self.allowance = allowance
+        self.cap = int(CAP_SHARE * machine_memory_bytes())
+        self.baseline = resident_bytes()
+
+    def settle(self) -> None:
+        """The published state changed (start-up, a commit): measure the baseline again."""
+        self.baseline = resident_bytes()
+
+    def over_cap(self) -> bool:
+        """Whether the process already holds its share of the machine: no write may start."""
+        resident = resident_bytes()
+        return resident is not None and resident >= self.cap
+
+    def budget(self, seconds: float | None) -> EpochBudget:
+        """The budget of an evaluation starting now: `seconds`, and the memory limit."""
+        resident = resident_bytes()
+        if resident is None or self.baseline is None:
+            return EpochBudget(seconds, self.allowance)
+        self.baseline = min(self.baseline, resident)
+        return EpochBudget(seconds, self.allowance, min(self.cap, self.baseline + self.allowance))
+
+    def release(self) -> None:
+        """After a refused evaluation: collect what it left in cycles and hand the freed heap
+        back to the system (glibc keeps freed pages of its arenas otherwise)."""
+        before = resident_bytes()
+        gc.collect()
+        if _TRIM is not None:
+            _TRIM()
+        log.info(
+            "after the refusal the process holds %s MiB (was %s MiB)",
+            _mib(resident_bytes()),
+            _mib(before),
+        )
+
+
+def _mib(size: int | None) -> str:
+    return "?" if size is None else str(size >> 20)

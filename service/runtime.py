@@ -40,6 +40,7 @@ from typing import Any, TypeVar
 from sqlalchemy.exc import SQLAlchemyError
 
 from reasoner import BootstrapCancelled, Delta, EngineSettings, EpochReport, Materialization
+from reasoner.allocations import charging_to
 from reasoner.elastic import switch
 from reasoner.elastic.changes import EpochChanges
 from reasoner.errors import InvalidDelta, ProgramError
@@ -48,7 +49,12 @@ from reasoner.records import RecordTable
 from reasoner.symbols import SymbolTable
 from service import failpoints
 from service.change_sets import change_chunks, snapshot_chunks
-from service.epoch_budget import EpochBudget, EpochTooLarge, default_memory_allowance
+from service.epoch_budget import (
+    EpochBudget,
+    EpochTooLarge,
+    MemoryAllowance,
+    default_memory_allowance,
+)
 from service.errors import (
     DATABASE_UNAVAILABLE,
     EPOCH_TIMEOUT,
@@ -135,6 +141,8 @@ class Runtime:
         self._numbered = (0, 0)
         """How many of the engine's symbols and records the store holds (the first ones, in
         the engine's numbering): an epoch commits those after them (`_interned_since`)."""
+        self.memory = MemoryAllowance(self._memory_allowance)
+        """Every evaluation's memory limit: the allowance past the committed state."""
 
     @property
     def epoch(self) -> int:
@@ -243,6 +251,7 @@ class Runtime:
         self.failure = None
         self.ready = True
         self.feed.publish(m.epoch, None)  # clients waiting through a rebuild go on
+        self.memory.settle()
         self.startup_seconds = time.perf_counter() - start
         if self._initializing:
             self.store.record_report(0, _report_row(report.as_epoch(0, m.derived_size())))
@@ -321,7 +330,7 @@ class Runtime:
         if unknown:
             log.warning("facts of relations not in the program are ignored: %s", unknown)
         m.load({n: rows for n, rows in committed.facts.items() if n in relations})
-        budget = EpochBudget(self.settings.rebuild_timeout_seconds, self._memory_allowance)
+        budget = self.memory.budget(self.settings.rebuild_timeout_seconds)
         logged = [0.0]
 
         def log_progress(report: ProgressReport) -> None:
@@ -331,7 +340,8 @@ class Runtime:
 
         self.building = BootstrapProgress(log_progress, interval=1.0)
         try:
-            return m, m.bootstrap(check=budget.check, progress=self.building)
+            with charging_to(budget):
+                return m, m.bootstrap(check=budget.check, progress=self.building)
         finally:
             self.building = None
 
@@ -341,8 +351,15 @@ class Runtime:
         """Validate, commit and apply one delta (runs on the writer thread). What it interns
         stays only if its epoch is published (`Materialization.evaluating`)."""
         m = self._require_ready()
-        with m.evaluating():
-            return self._apply(m, delta, include_changes)
+        try:
+            with m.evaluating():
+                return self._apply(m, delta, include_changes)
+        except Problem as problem:
+            if problem.code in (EPOCH_TOO_LARGE, EPOCH_TIMEOUT):
+                # Only now are the symbols and records it interned rolled back: hand the heap
+                # they held back with the rest of the refused evaluation's.
+                self.memory.release()
+            raise
 
     def _apply(self, m: Materialization, delta: Delta, include_changes: bool) -> Applied:
         prepared = m.prepare(delta)
@@ -410,6 +427,17 @@ class Runtime:
             ) from None
         log.debug("epoch %d: committed", record.number)
 
+    def _too_large(self, number: int, budget: EpochBudget, reason: str) -> Problem:
+        """The refusal of an evaluation that outgrew its memory."""
+        log.warning("epoch %d refused, nothing changed: %s", number, reason)
+        self.metrics.refused(EPOCH_TOO_LARGE)
+        return Problem(
+            422,
+            EPOCH_TOO_LARGE,
+            f"{reason} while evaluating the write, which was cancelled; nothing changed",
+            limit_mb=budget.memory_bytes >> 20 if budget.memory_bytes else None,
+        )
+
     def _evaluate_then_commit(
         self,
         m: Materialization,
@@ -424,7 +452,14 @@ class Runtime:
         nothing stored, and no restart can meet it again."""
         number = record.number
         timeout = self.settings.epoch_timeout_seconds
-        budget = EpochBudget(timeout, self._memory_allowance)
+        if self.memory.over_cap():
+            self.memory.release()
+            if self.memory.over_cap():
+                raise self.too_busy(
+                    "the process holds most of the machine's memory: no write is evaluated "
+                    "until it holds less; nothing changed"
+                )
+        budget = self.memory.budget(timeout)
         committed = False
         kept: KeptChanges | None = None
 
@@ -439,33 +474,30 @@ class Runtime:
             failpoints.reach(failpoints.COMMITTED)
 
         log.debug("epoch %d: evaluating (%s, deadline %gs)", number, strategy, timeout)
+        # A refusal is raised once the evaluation's frames (its traceback) are gone, so that
+        # the memory they held is freed before it is handed back.
+        refused: Problem | None = None
         try:
-            report = m.apply(
-                prepared,
-                strategy=strategy,
-                include_changes=include_changes,
-                check=budget.check,
-                before_publish=commit,
-            )
+            with charging_to(budget):
+                report = m.apply(
+                    prepared,
+                    strategy=strategy,
+                    include_changes=include_changes,
+                    check=budget.check,
+                    before_publish=commit,
+                )
         except EpochTooLarge as exc:
-            log.warning("epoch %d refused, nothing changed: %s", number, exc.reason)
-            self.metrics.refused(EPOCH_TOO_LARGE)
-            raise Problem(
-                422,
-                EPOCH_TOO_LARGE,
-                f"{exc.reason} while evaluating the write, which was cancelled; nothing changed",
-                limit_mb=budget.memory_bytes >> 20 if budget.memory_bytes else None,
-            ) from None
+            refused = self._too_large(number, budget, exc.reason)
         except BootstrapCancelled as exc:
             log.warning("epoch %d cancelled, nothing changed: %s", number, exc.reason)
             self.metrics.refused(EPOCH_TIMEOUT)
-            raise Problem(
+            refused = Problem(
                 422,
                 EPOCH_TIMEOUT,
                 f"the write needed more than {timeout:g} s to evaluate and was cancelled "
                 f"({exc.reason}); nothing changed",
                 timeout=timeout,
-            ) from None
+            )
         except Problem:
             raise
         except InvalidDelta as exc:  # a float sum whose rounding is Soufflé's order of rows
@@ -476,15 +508,20 @@ class Runtime:
                 log.exception("publishing committed epoch %d failed: rebuilding", number)
                 self._rebuild()
                 raise
-            log.exception("evaluating epoch %d failed, nothing changed", number)
-            self.metrics.refused(EVALUATION_FAILED)
-            raise Problem(
-                500,
-                EVALUATION_FAILED,
-                f"the engine failed to evaluate the write ({type(exc).__name__}); nothing "
-                "changed. This is a defect of the service: please report it with the write.",
-            ) from None
+            if not isinstance(exc, MemoryError):
+                log.exception("evaluating epoch %d failed, nothing changed", number)
+                self.metrics.refused(EVALUATION_FAILED)
+                raise Problem(
+                    500,
+                    EVALUATION_FAILED,
+                    f"the engine failed to evaluate the write ({type(exc).__name__}); nothing "
+                    "changed. This is a defect of the service: please report it with the write.",
+                ) from None
+            refused = self._too_large(number, budget, "the process ran out of memory")
+        if refused is not None:
+            raise refused
         self.feed.publish(number, None if kept is None else kept.items)
+        self.memory.settle()
         return report
 
     def _interned_since(self, m: Materialization) -> Interned:

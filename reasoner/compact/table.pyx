@@ -57,6 +57,8 @@ import os
 
 import numpy as np
 
+from reasoner import allocations
+
 cdef int32_t STAGED_STATUS = -1
 cdef int32_t DEAD_STATUS = -2
 cdef int32_t EMPTY = -1
@@ -111,6 +113,18 @@ cdef inline uint64_t _hash_cols(const void* rows, bint wide, int64_t base, const
     return _mix(h + <uint64_t>n)
 
 
+cdef size_t CHARGED_FROM = 1 << 20
+"""Growths from this size are charged to the running evaluation's budget before they are made
+(`reasoner.allocations`): the budget samples memory between slices of work, and one growth of
+a large table is larger than a slice."""
+
+
+cdef int _charge(size_t size) except -1:
+    if size >= CHARGED_FROM:
+        allocations.charge(size)
+    return 0
+
+
 cdef void* _grow(void* p, size_t size) except NULL:
     cdef void* q = realloc(p, size if size > 0 else 1)
     if q == NULL:
@@ -123,6 +137,7 @@ cdef int32_t* _new_slots(int64_t count) except NULL:
     cdef int64_t i
     if count <= 0 or count > (<int64_t>1 << 33):
         raise MemoryError(f"a hash table of {count} slots")
+    _charge(<size_t>count * sizeof(int32_t))
     slots = <int32_t*>_grow(NULL, <size_t>count * sizeof(int32_t))
     for i in range(count):
         slots[i] = EMPTY
@@ -537,6 +552,10 @@ cdef class Table:
         cap = max(need, cap + cap // 4, 16)
         if cap > MAX_ROWS:
             cap = MAX_ROWS
+        _charge(<size_t>(cap - self.capacity) * (
+            self.arity * self._word() + sizeof(int32_t) + sizeof(uint16_t)
+            + 2 * self.nkeyed * sizeof(int32_t)
+        ))
         self.rows = _grow(self.rows, <size_t>(cap * self.arity) * self._word())
         self.status = <int32_t*>_grow(self.status, <size_t>cap * sizeof(int32_t))
         self.counts = <uint16_t*>_grow(self.counts, <size_t>cap * sizeof(uint16_t))

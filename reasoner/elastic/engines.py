@@ -30,7 +30,7 @@ from collections import Counter
 from collections.abc import Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from reasoner.analysis.model import AnalyzedProgram, Stratum
 from reasoner.elastic.bootstrap import Check, Started, StratumBootstrap, StratumRun
@@ -220,8 +220,11 @@ class _Executors:
     def __enter__(self) -> _Executors:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self._stack.close()
+    def __exit__(self, *exc: Any) -> None:
+        # The executors see the exception that ends the run: Spark's replaces the failure of a
+        # job it cancelled with the `check`'s own exception (`CancellableJobs`), which a plain
+        # `close` would leave as Spark's job-cancelled error (an epoch timeout answered 500).
+        self._stack.__exit__(*exc)
 
     def run(self, engine: str, position: int, stratum: Stratum) -> StratumRun:
         if engine == "reference":

@@ -30,6 +30,7 @@ from reasoner.compact.table cimport BIG_COUNT, Table, _get, _mix
 
 import numpy as np
 
+from reasoner import allocations
 from reasoner.update.deadline import MemoryBudgetExceeded
 
 DEF MAX_STACK = 128
@@ -140,6 +141,11 @@ cdef enum:
     QUEUED_HEADS = 16
 
 
+cdef int64_t CHARGED_FROM = 1 << 17
+"""Growths of a `Vec` or a `Map` by this many values or slots (1 MiB or more) are charged to
+the evaluation's budget before they are made (`reasoner.allocations`)."""
+
+
 # -- a hash map of int64 keys (>= 0) to int64 values, cleared in O(1) --------------------------
 
 cdef struct Map:
@@ -152,6 +158,8 @@ cdef struct Map:
 
 
 cdef int _map_init(Map* m, int64_t slots) except -1:
+    if slots >= CHARGED_FROM:  # a map doubling: charged before it is made, as a `Vec`'s growth
+        allocations.charge(slots * (2 * sizeof(int64_t) + sizeof(uint32_t)))
     m.keys = <int64_t*>malloc(<size_t>slots * sizeof(int64_t))
     m.values = <int64_t*>malloc(<size_t>slots * sizeof(int64_t))
     m.stamps = <uint32_t*>malloc(<size_t>slots * sizeof(uint32_t))
@@ -239,6 +247,10 @@ cdef int _vec_reserve(Vec* v, int64_t extra) except -1:
     cap = v.capacity * 2 if v.capacity else 64
     while cap < need:
         cap *= 2
+    if cap - v.capacity >= CHARGED_FROM:
+        # Charged before it is made (`reasoner.allocations`): the budget samples memory
+        # between slices, and one doubling of a large array is larger than a slice.
+        allocations.charge((cap - v.capacity) * sizeof(int64_t))
     data = <int64_t*>realloc(v.data, <size_t>cap * sizeof(int64_t))
     if data == NULL:
         raise MemoryError()

@@ -33,6 +33,7 @@ from typing import cast
 import numpy as np
 import polars as pl
 
+from reasoner import allocations
 from reasoner.analysis.ranges import generator, is_generator
 from reasoner.arith import ARITH, LOGICAL, logical_condition
 from reasoner.executors.local.dense_index import DenseIndex
@@ -54,6 +55,8 @@ from reasoner.syntax.ast import (
 )
 
 INT = pl.Int64
+CELL_BYTES = 8
+"""Bytes of one value of a frame (every column is `INT`)."""
 WEIGHT = "_w"
 MULTIPLICITY = "_m"
 DUMMY = "_u"
@@ -840,6 +843,10 @@ def _generate(bindings: pl.DataFrame, op: _Range) -> pl.DataFrame:
     count = np.where(missing, 0, count)
     if (count < 0).any():  # 2^63 values or more: no state holds them
         raise MemoryError("a range of 2^63 values or more")
+    # Charged before it is made: the repeated bindings, the new column and four index arrays
+    # a row (summed as floats, which do not wrap).
+    total = float(count.sum(dtype=np.float64))
+    allocations.charge(int(total) * (bindings.width + 5) * CELL_BYTES)
     rows = np.repeat(np.arange(bindings.height), count)
     first = np.repeat(np.cumsum(count) - count, count)
     offsets = np.arange(len(rows), dtype=np.int64) - first
@@ -908,6 +915,10 @@ def _join(
     elif shared:
         joined = join(bindings, projected, shared, "inner")
     else:
+        # A product's size is known before it is made: charged, it is refused before Polars
+        # builds it (which fails outright past 2^32 rows).
+        width = len(bindings.columns) + len(projected.columns)
+        allocations.charge(bindings.height * projected.height * width * CELL_BYTES)
         joined = bindings.join(projected, how="cross")
     if MULTIPLICITY not in projected.columns:
         return joined, weighted
