@@ -11,11 +11,13 @@ Soufflé's strings are C++ byte strings: `strlen` and `substr` count UTF-8 bytes
 the cut bytes become U+FFFD (symbols are Unicode text). A functor without a
 value for its operands (`to_number("x")`) gives no derivation, like a division by zero.
 `contains` and `match` are constraints in Soufflé; here they are numbers (1 or 0) that the
-parser compares with 0, so every evaluator treats them as any other term.
+parser compares with 0, so every evaluator treats them as any other term; `match` of an
+invalid pattern has no value, so that `match` and `!match` both fail, as in Soufflé.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -24,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reasoner import floats
+from reasoner import ecmascript_regex, floats
 from reasoner.arith import as_unsigned, wrap64
 from reasoner.records import NO_RECORD
 from reasoner.syntax.ast import (
@@ -38,6 +40,8 @@ if TYPE_CHECKING:  # the symbol table's module reaches the analysis, which reads
     from reasoner.symbols import SymbolTable
 
 Value = int | float | str
+
+_log = logging.getLogger(__name__)
 
 _NUMBER = re.compile(r"([+-]?)(?:0[xX]([0-9A-Fa-f]+)|0[bB]([01]+)|([0-9]+))")
 
@@ -75,18 +79,21 @@ def _substr(text: str, start: int, length: int) -> str:
     return data[start:end].decode(errors="replace")
 
 
-@lru_cache(maxsize=256)
-def _pattern(pattern: str) -> re.Pattern[str] | None:
-    try:
-        return re.compile(pattern)
-    except re.error:
+def _match(pattern: str, text: str) -> int | None:
+    """`std::regex_match` of the text's UTF-8 bytes against an ECMAScript pattern, as
+    libstdc++ reads it (`reasoner.ecmascript_regex`). An invalid pattern has no value: Soufflé
+    makes both `match` and `!match` false then (it warns, once per pattern here). A pattern
+    with a construct that is not translated raises `UnsupportedPattern`, naming it."""
+    compiled = ecmascript_regex.compiled(pattern)
+    if compiled is None:
+        _warn_invalid(pattern)
         return None
+    return int(compiled.fullmatch(text.encode()) is not None)
 
 
-def _match(pattern: str, text: str) -> int:
-    """`std::regex_match`: the whole text matches; an invalid pattern matches nothing."""
-    compiled = _pattern(pattern)
-    return int(compiled is not None and compiled.fullmatch(text) is not None)
+@lru_cache(maxsize=256)
+def _warn_invalid(pattern: str) -> None:
+    _log.warning("wrong pattern provided %r: match and !match are both false", pattern)
 
 
 def _read_number(text: str) -> tuple[bool, int] | None:

@@ -31,6 +31,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 
 from reasoner.analysis.model import AnalyzedProgram, Value
+from reasoner.ecmascript_regex import compiled
 from reasoner.floats import FloatValue
 from reasoner.records import AdtType, RecordType, ValueType
 from reasoner.syntax.ast import (
@@ -479,8 +480,9 @@ def read_integer(text: str) -> int:
 def functor(name: str, args: list[Value]) -> Value:
     """Soufflé's string functors as its documentation states them, on C++ byte strings:
     `substr` is `std::string::substr` (a bad position gives ""), `match` is a whole-string
-    regular-expression match, `to_number` of text that is no number has no value. `ord`
-    depends on the engine's symbol numbering, which the oracle does not model."""
+    `std::regex_match` (no value for an invalid pattern), `to_number` of text that is no
+    number has no value. `ord` depends on the engine's symbol numbering, which the oracle
+    does not model."""
     if name == "cat":
         return "".join(args)  # type: ignore[arg-type]
     if name == "strlen":
@@ -493,11 +495,11 @@ def functor(name: str, args: list[Value]) -> Value:
         return piece.decode("utf-8", errors="replace")
     if name == "contains":
         return 1 if str(args[0]) in str(args[1]) else 0
-    if name == "match":
-        try:
-            return 1 if re.fullmatch(str(args[0]), str(args[1])) else 0
-        except re.error:
-            return 0
+    if name == "match":  # libstdc++'s ECMAScript over UTF-8 bytes, checked against Soufflé
+        pattern = compiled(str(args[0]))
+        if pattern is None:  # invalid: match and !match both fail
+            raise NoValue
+        return 1 if pattern.fullmatch(str(args[1]).encode()) else 0
     if name == "to_float":
         if isinstance(args[0], int | float):
             return float(args[0])  # a number, an unsigned (0 .. 2^64 - 1), or a float

@@ -265,3 +265,89 @@ def test_ranges_at_the_ends_of_the_numbers_end() -> None:
     assert set(m.rows("high")) == {(top - 5,), (top - 3,), (top - 1,)}
     assert set(m.rows("low")) == {(bottom + 5,), (bottom + 2,)}
     assert set(m.rows("edge")) == {(top - 1,)}
+
+
+MATCHES = """
+.decl pair(p: symbol, s: symbol)
+.decl word(s: symbol)
+.input pair
+.input word
+.decl Yes(p: symbol, s: symbol)
+.decl No(p: symbol, s: symbol)
+.decl Digits(s: symbol)
+.decl NotDigits(s: symbol)
+.decl Wrong(s: symbol)
+.decl NotWrong(s: symbol)
+Yes(p, s) :- pair(p, s), match(p, s).
+No(p, s) :- pair(p, s), !match(p, s).
+Digits(s) :- word(s), match("[[:digit:]]+", s).
+NotDigits(s) :- word(s), !match("[[:digit:]]+", s).
+Wrong(s) :- word(s), match("(?<=a)b", s).
+NotWrong(s) :- word(s), !match("a{", s).
+"""
+"""`match` is C++'s `std::regex_match` (ECMAScript, over UTF-8 bytes), as Soufflé runs it;
+an invalid pattern makes `match` and `!match` both false (`Wrong` and `NotWrong` stay empty,
+and `pair`'s invalid patterns are in neither `Yes` nor `No`). Soufflé's answers: see
+`tests/golden/regex/table.json`."""
+
+MATCH_INPUTS = {
+    "pair": [
+        ("[[:alpha:]]+", "abc"),  # Python: a class of `[:alph` then `]+`
+        ("\\d", "٣"),  # ASCII digits only
+        (".", "é"),  # `.` is one byte
+        ("..", "é"),
+        ("abc$", "abc\n"),  # `$` is the very end
+        ("a**", "aa"),  # a repeated repetition, which Python rejects
+        ("[^]", "\n"),  # any byte
+        ("\\a", "a"),  # an identity escape
+        ("a{,2}", "a"),  # invalid in ECMAScript
+        ("(?i)a", "a"),  # invalid in ECMAScript
+        ("[", "["),  # invalid everywhere
+    ],
+    "word": [("123",), ("12a",), ("",), ("b",), ("a{",)],
+}
+
+MATCH_EXPECTED = {
+    "Yes": {("[[:alpha:]]+", "abc"), ("..", "é"), ("a**", "aa"), ("[^]", "\n"), ("\\a", "a")},
+    "No": {("\\d", "٣"), (".", "é"), ("abc$", "abc\n")},
+    "Digits": {("123",)},
+    "NotDigits": {("12a",), ("",), ("b",), ("a{",)},
+    "Wrong": set(),
+    "NotWrong": set(),
+}
+
+
+def _matches(engine: str, facts: dict) -> Materialization:
+    m = Materialization.from_text(MATCHES, engines=EngineSettings(engine))
+    m.load(facts)
+    m.bootstrap()
+    return m
+
+
+@pytest.mark.parametrize("engine", ["reference", "local"])
+def test_match_is_souffles_std_regex_match(engine: str) -> None:
+    m = _matches(engine, MATCH_INPUTS)
+    assert {name: set(m.rows(name)) for name in MATCH_EXPECTED} == MATCH_EXPECTED
+    assert visible(m.snapshot(), m.analyzed) == evaluate(m.analyzed, MATCH_INPUTS)
+
+
+def test_match_on_polars_agrees_with_the_kernel() -> None:
+    state, symbols = _compare(check_program(MATCHES), MATCH_INPUTS, small_iteration=0)
+    rows = state.snapshot()["Yes"]
+    found = {(symbols.resolve(p), symbols.resolve(s)) for p, s in rows}
+    assert found == MATCH_EXPECTED["Yes"]
+    assert not state.snapshot()["NotWrong"]
+
+
+@pytest.mark.parametrize("engine", ["reference", "local"])
+def test_match_under_update_keeps_the_state_of_a_fresh_bootstrap(engine: str) -> None:
+    steps = [
+        Delta(insert={"pair": [("(a)\\1", "aa"), ("a{", "x")], "word": [("7",)]}),
+        Delta(retract={"pair": [("[[:alpha:]]+", "abc"), ("[", "[")], "word": [("123",)]}),
+        Delta(insert={"pair": [("[[:alpha:]]+", "abc")]}, retract={"word": [("b",)]}),
+    ]
+    m = _matches(engine, MATCH_INPUTS)
+    check_updates(m, MATCH_INPUTS, steps, lambda facts: _matches(engine, facts))
+    assert ("(a)\\1", "aa") in set(m.rows("Yes"))
+    assert not {("a{", "x"), ("(?i)a", "a")} & set(m.rows("No"))
+    assert not set(m.rows("NotWrong"))
