@@ -83,8 +83,18 @@ def _match(pattern: str, text: str) -> int | None:
     """`std::regex_match` of the text's UTF-8 bytes against an ECMAScript pattern, as
     libstdc++ reads it (`reasoner.ecmascript_regex`). An invalid pattern has no value: Soufflé
     makes both `match` and `!match` false then (it warns, once per pattern here). A pattern
-    with a construct that is not translated raises `UnsupportedPattern`, naming it."""
-    compiled = ecmascript_regex.compiled(pattern)
+    with a construct that is not translated is refused by name (a constant one earlier, by
+    the analysis: `reasoner.analysis.patterns`)."""
+    try:
+        compiled = ecmascript_regex.compiled(pattern)
+    except ecmascript_regex.UnsupportedPattern as error:
+        from reasoner.errors import UNSUPPORTED_FEATURE, InvalidDelta  # errors reads the parser
+
+        raise InvalidDelta(
+            UNSUPPORTED_FEATURE,
+            f"`match` pattern {pattern!r} uses {error}, which is not supported: the epoch "
+            "that meets it changes nothing",
+        ) from None
     if compiled is None:
         _warn_invalid(pattern)
         return None

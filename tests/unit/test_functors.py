@@ -16,6 +16,7 @@ import pytest
 from reasoner.analysis import check_program
 from reasoner.elastic.engines import EngineSettings
 from reasoner.elastic.epoch import Delta
+from reasoner.errors import InvalidDelta, ProgramError
 from reasoner.materialization import Materialization
 from reasoner.query import compile_query, evaluate_query
 from tests.oracle import evaluate, visible
@@ -351,3 +352,28 @@ def test_match_under_update_keeps_the_state_of_a_fresh_bootstrap(engine: str) ->
     assert ("(a)\\1", "aa") in set(m.rows("Yes"))
     assert not {("a{", "x"), ("(?i)a", "a")} & set(m.rows("No"))
     assert not set(m.rows("NotWrong"))
+
+
+def test_an_untranslated_constant_pattern_is_refused_by_the_analysis() -> None:
+    text = """
+    .decl w(s: symbol)
+    r(s) :- w(s), match("[[.a.]]", s).
+    q(n) :- n = count : { w(s), !match("x{99999}", s) }.
+    """
+    with pytest.raises(ProgramError) as raised:
+        check_program(text)
+    found = [(d.code, d.line, d.column) for d in raised.value.diagnostics]
+    assert found == [("unsupported_feature", 3, 25), ("unsupported_feature", 4, 40)]
+    assert "collating elements" in raised.value.diagnostics[0].message
+    m = Materialization.from_text(".decl w(s: symbol)\n.input w\n")
+    with m.reading(), pytest.raises(ProgramError, match="collating elements"):
+        compile_query('w(s), match("[[=a=]]", s)', m.analyzed)
+
+
+@pytest.mark.parametrize("engine", ["reference", "local"])
+def test_an_untranslated_pattern_met_at_run_time_changes_nothing(engine: str) -> None:
+    m = _matches(engine, MATCH_INPUTS)
+    before = m.snapshot()
+    with pytest.raises(InvalidDelta, match="collating elements"):
+        m.apply(Delta(insert={"pair": [("[[.a.]]", "a"), ("b", "b")]}), strategy="update")
+    assert m.snapshot() == before
