@@ -18,7 +18,6 @@ invalid pattern has no value, so that `match` and `!match` both fail, as in Souf
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -42,8 +41,6 @@ if TYPE_CHECKING:  # the symbol table's module reaches the analysis, which reads
 Value = int | float | str
 
 _log = logging.getLogger(__name__)
-
-_NUMBER = re.compile(r"([+-]?)(?:0[xX]([0-9A-Fa-f]+)|0[bB]([01]+)|([0-9]+))")
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,22 +103,47 @@ def _warn_invalid(pattern: str) -> None:
     _log.warning("wrong pattern provided %r: match and !match are both false", pattern)
 
 
-def _read_number(text: str) -> tuple[bool, int] | None:
-    """Soufflé's reading of a number: decimal, `0x` hexadecimal or `0b` binary, with a sign;
-    (whether it is negative, its magnitude), or None for anything else."""
-    found = _NUMBER.fullmatch(text)
-    if found is None:
+def _strtol(text: str, base: int) -> tuple[bool, int] | None:
+    """C's `strtoll`/`strtoull` reading of `text`, which `std::stoll` throws on when it reads
+    nothing: white space, a sign, `0x` for base 16, then the longest run of digits (what
+    follows is ignored); (whether a minus was read, the magnitude), or None."""
+    position = 0
+    while position < len(text) and text[position] in _C_SPACE:
+        position += 1
+    negative = text[position : position + 1] == "-"
+    if text[position : position + 1] in ("-", "+"):
+        position += 1
+    allowed = _DIGITS if base == 16 else _DIGITS[:base]
+    prefix = text[position : position + 3]  # `0x` counts only before a hexadecimal digit
+    if base == 16 and len(prefix) == 3 and prefix[:2] in ("0x", "0X") and prefix[2] in allowed:
+        position += 2
+    end = position
+    while end < len(text) and text[end] in allowed:
+        end += 1
+    if end == position:
         return None
-    sign, hexadecimal, binary, decimal = found.groups()
-    digits, base = (hexadecimal, 16) if hexadecimal else (binary, 2) if binary else (decimal, 10)
+    digits = text[position:end].lstrip("0") or "0"
     if len(digits) > 70:  # past 64 bits in any base: never ask int() for thousands of digits
-        return None
-    return sign == "-", int(digits, base)
+        return negative, 1 << 70
+    return negative, int(digits, base)
+
+
+_C_SPACE = " \t\n\v\f\r"
+_DIGITS = "0123456789abcdefABCDEF"
 
 
 def _to_number(text: str) -> int | None:
-    """`to_number` of text: a signed number in 64 bits; None for anything else."""
-    read = _read_number(text)
+    """`to_number` of text, as Soufflé's `RamSignedFromString` reads it: `0b` (or `-0b`)
+    then binary digits, text starting `0x` or `-0x` in base 16, anything else in base 10,
+    each by `std::stoll`, which reads a prefix (`to_number("12a")` is 12, `"0X1f"` is 0,
+    `" 7"` is 7). Where Soufflé stops the program with an error (no digits, past 64 bits),
+    here it has no value."""
+    if text.startswith("-0b"):
+        read = _strtol("-" + text[3:], 2)
+    elif text.startswith("0b"):
+        read = _strtol(text[2:], 2)
+    else:
+        read = _strtol(text, 16 if text.startswith(("0x", "-0x")) else 10)
     if read is None:
         return None
     value = -read[1] if read[0] else read[1]
@@ -129,12 +151,18 @@ def _to_number(text: str) -> int | None:
 
 
 def _to_unsigned(text: str) -> int | None:
-    """`to_unsigned` of text: as `to_number` reads it, without a minus, from 0 to 2^64 - 1
-    (held as its 64-bit pattern); None for anything else."""
-    read = _read_number(text)
-    if read is None or read[0] or read[1] >= 1 << 64:
+    """`to_unsigned` of text, as Soufflé reads it with `std::stoull` (held as its 64-bit
+    pattern): as `to_number`, but text that starts with a minus stops Soufflé with an error
+    (no value here), while a minus after white space wraps around (`" -12"` is 2^64 - 12)."""
+    if text.startswith("-"):
         return None
-    return wrap64(read[1])
+    if text.startswith("0b"):
+        read = _strtol(text[2:], 2)
+    else:
+        read = _strtol(text, 16 if text.startswith("0x") else 10)
+    if read is None or read[1] >= 1 << 64:
+        return None
+    return wrap64(-read[1] if read[0] else read[1])
 
 
 UNSIGNED_TO_STRING = "to_string!u"

@@ -464,17 +464,35 @@ def ranges_in(rule: Rule) -> list[Functor]:
     return found
 
 
-def read_integer(text: str) -> int:
-    """Decimal, 0x hexadecimal or 0b binary, with a sign; no value for anything else."""
-    sign = -1 if text[:1] == "-" else 1
-    digits = text[1:] if text[:1] in "+-" else text
-    base = {"0x": 16, "0X": 16, "0b": 2, "0B": 2}.get(digits[:2], 10)
-    if base != 10:
-        digits = digits[2:]
-    allowed = "0123456789abcdefABCDEF"[: 22 if base == 16 else base]
-    if not digits or not all(c in allowed for c in digits) or len(digits) > 70:
+_STRTOL = {
+    base: re.compile(r"[ \t\n\v\f\r]*([+-]?)" + prefix + f"([{digits}]+)")
+    for base, prefix, digits in (
+        (2, "", "01"),
+        (10, "", "0-9"),
+        (16, "(?:0[xX](?=[0-9a-fA-F]))?", "0-9a-fA-F"),
+    )
+}
+"""C's `strtoll` in each base Soufflé reads numbers in: space, a sign, digits (a prefix)."""
+
+
+def read_integer(text: str, *, unsigned: bool = False) -> int:
+    """Soufflé's `RamSignedFromString` (`RamUnsignedFromString` if `unsigned`, which refuses
+    a first minus): `0b` and `-0b` binary, `0x` and `-0x` hexadecimal, else decimal, each by
+    `std::stoll` over a prefix of the text; no value where Soufflé stops with an error."""
+    base = 10
+    if text.startswith("-") and unsigned:
         raise NoValue
-    return sign * int(digits, base)
+    if text.startswith("-0b"):
+        text, base = "-" + text[3:], 2
+    elif text.startswith("0b"):
+        text, base = text[2:], 2
+    elif text.startswith(("0x", "-0x")):
+        base = 16
+    found = _STRTOL[base].match(text)
+    if found is None or len(found.group(2).lstrip("0")) > 70:
+        raise NoValue
+    value = int(found.group(2), base)
+    return -value if found.group(1) == "-" else value
 
 
 def functor(name: str, args: list[Value]) -> Value:
@@ -521,14 +539,11 @@ def functor(name: str, args: list[Value]) -> Value:
         return wrap(args[0])
     if name == "to_unsigned" and isinstance(args[0], int):  # a number's bits, as an unsigned
         return args[0] % 2**64
-    if name == "to_unsigned":  # as to_number reads it, without a minus, below 2^64
-        text = str(args[0])
-        if text[:1] == "-":
+    if name == "to_unsigned":  # std::stoull: a minus wraps around, below 2^64
+        value = read_integer(str(args[0]), unsigned=True)
+        if abs(value) >= 2**64:
             raise NoValue
-        value = read_integer(text)
-        if value >= 2**64:
-            raise NoValue
-        return value
+        return value % 2**64
     if name == "to_number":
         value = read_integer(str(args[0]))
         if wrap(value) != value:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pytest
 
+from reasoner import functors
 from reasoner.analysis import check_program
 from reasoner.elastic.engines import EngineSettings
 from reasoner.elastic.epoch import Delta
@@ -151,7 +152,7 @@ def test_functions_of_constants_on_polars() -> None:
     r(x) :- n(x), !n(strlen("ab")).
     s(x, 2 ^ 3, 1 bshl 2) :- n(x).
     t(cat("a", "b"), y) :- y = range(0, 2).
-    u(x, y) :- n(x), y = to_number("1x").
+    u(x, y) :- n(x), y = to_number("x1").
     """
     state, _ = _compare(check_program(text), {}, small_iteration=0)
     assert sorted(state.snapshot()["s"]) == [(1, 8, 4), (2, 8, 4), (3, 8, 4)]
@@ -377,3 +378,58 @@ def test_an_untranslated_pattern_met_at_run_time_changes_nothing(engine: str) ->
     with pytest.raises(InvalidDelta, match="collating elements"):
         m.apply(Delta(insert={"pair": [("[[.a.]]", "a"), ("b", "b")]}), strategy="update")
     assert m.snapshot() == before
+
+
+SOUFFLE_NUMBERS = {
+    "12a": (12, 12),
+    " 12": (12, 12),
+    "  -12": (-12, 2**64 - 12),
+    "1e3": (1, 1),
+    "1.5": (1, 1),
+    "+5": (5, 5),
+    "010": (10, 10),
+    "0x1F": (31, 31),
+    "0X1f": (0, 0),
+    "0xg": (0, 0),
+    "+0x10": (0, 0),
+    " 0x10": (0, 0),
+    "00x10": (0, 0),
+    "0x-1": (0, 0),
+    "-0x10": (-16, None),
+    "-0x": (0, None),
+    "0b101": (5, 5),
+    "0b 1": (1, 1),
+    "0b-1": (-1, 2**64 - 1),
+    "+0b1": (0, 0),
+    "-0b101": (-5, None),
+    "-0x8000000000000000": (-(2**63), None),
+    "9223372036854775807": (2**63 - 1, 2**63 - 1),
+    "-1": (-1, None),
+    "-9223372036854775808": (-(2**63), None),
+    "abc": (None, None),
+    "- 5": (None, None),
+    "0b": (None, None),
+    "0b2": (None, None),
+    "9223372036854775808": (None, 2**63),
+    "0xFFFFFFFFFFFFFFFF": (None, 2**64 - 1),
+    "٣": (None, None),
+}
+"""(`to_number`, `to_unsigned`) of each text as the 64-bit Soufflé 2.5 gives them (`souffle
+-D-` over a `.facts` file of the texts): `std::stoll` reads a prefix of the text. None where
+Soufflé stops the program with an error (`wrong string provided by to_number`), which here
+has no value."""
+
+
+@pytest.mark.parametrize(("text", "expected"), SOUFFLE_NUMBERS.items())
+def test_to_number_reads_a_prefix_as_souffle_does(text: str, expected: tuple) -> None:
+    number, unsigned = expected
+    assert functors.SIGNATURES["to_number"].scalar(text) == number
+    read = functors.SIGNATURES["to_unsigned"].scalar(text)
+    assert (None if read is None else read % 2**64) == unsigned
+    m = Materialization.from_text(
+        ".decl t(s: symbol)\n.input t\nn(s, to_number(s)) :- t(s).\nu(s, to_unsigned(s)) :- t(s).\n"
+    )
+    m.load({"t": [(text,)]})
+    m.bootstrap()
+    assert set(m.rows("n")) == ({(text, number)} if number is not None else set())
+    assert visible(m.snapshot(), m.analyzed) == evaluate(m.analyzed, {"t": [(text,)]})
