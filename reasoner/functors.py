@@ -7,8 +7,8 @@ evaluators apply it through `apply` (one instantiation: the Update kernel) or `a
 (a column of them: Polars), and the oracle and the fact folder call `scalar` directly.
 
 Soufflé's strings are C++ byte strings: `strlen` and `substr` count UTF-8 bytes, as there. A
-`substr` that cuts a character in two is where the two differ: Soufflé keeps the bytes, here
-the cut bytes become U+FFFD (symbols are Unicode text). A functor without a
+`substr` that cuts a character in two is where the two differ: Soufflé keeps the bytes, which
+no symbol here (Unicode text) holds, so it is refused by name. A functor without a
 value for its operands (`to_number("x")`) gives no derivation, like a division by zero.
 `contains` and `match` are constraints in Soufflé; here they are numbers (1 or 0) that the
 parser compares with 0, so every evaluator treats them as any other term; `match` of an
@@ -67,13 +67,27 @@ class Signature:
 def _substr(text: str, start: int, length: int) -> str:
     """C++ `std::string::substr`: a start past the end (or negative, which is huge as a
     size_t) gives Soufflé's fallback, the empty string; a negative length reads to the end.
-    Unlike Soufflé, which keeps the raw bytes, a cut through a UTF-8 character gives U+FFFD
-    for the bytes cut off (symbols here are Unicode text)."""
+    A cut through a UTF-8 character is refused: Soufflé keeps the bytes cut off, which no
+    symbol here holds (symbols are Unicode text)."""
     data = text.encode()
     if start < 0 or start > len(data):
         return ""
     end = len(data) if length < 0 else start + length
-    return data[start:end].decode(errors="replace")
+    try:
+        return data[start:end].decode()
+    except UnicodeDecodeError:
+        raise _refused(
+            f"`substr({text!r}, {start}, {length})` cuts a UTF-8 character in two (Soufflé "
+            "keeps the partial bytes, which no symbol here holds)"
+        ) from None
+
+
+def _refused(what: str) -> Exception:
+    """What a functor raises for operands it cannot give Soufflé's value of: an evaluation
+    error naming them, and the epoch that meets it changes nothing."""
+    from reasoner.errors import UNSUPPORTED_FEATURE, InvalidDelta  # errors reads the parser
+
+    return InvalidDelta(UNSUPPORTED_FEATURE, f"{what}: not supported")
 
 
 def _match(pattern: str, text: str) -> int | None:
@@ -85,13 +99,7 @@ def _match(pattern: str, text: str) -> int | None:
     try:
         compiled = ecmascript_regex.compiled(pattern)
     except ecmascript_regex.UnsupportedPattern as error:
-        from reasoner.errors import UNSUPPORTED_FEATURE, InvalidDelta  # errors reads the parser
-
-        raise InvalidDelta(
-            UNSUPPORTED_FEATURE,
-            f"`match` pattern {pattern!r} uses {error}, which is not supported: the epoch "
-            "that meets it changes nothing",
-        ) from None
+        raise _refused(f"`match` pattern {pattern!r} uses {error}") from None
     if compiled is None:
         _warn_invalid(pattern)
         return None

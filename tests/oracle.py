@@ -510,7 +510,7 @@ def functor(name: str, args: list[Value]) -> Value:
         if not 0 <= start <= len(text):
             return ""
         piece = text[start:] if length < 0 else text[start : start + length]
-        return piece.decode("utf-8", errors="replace")
+        return piece.decode("utf-8")  # a cut character is refused
     if name == "contains":
         return 1 if str(args[0]) in str(args[1]) else 0
     if name == "match":  # libstdc++'s ECMAScript over UTF-8 bytes, checked against Soufflé
