@@ -450,3 +450,7 @@ def test_a_substr_that_cuts_a_character_is_refused(engine: str) -> None:
         m.apply(Delta(insert={"w": [("aé", 1)]}), strategy="update")
     assert m.snapshot() == before
     assert set(m.rows("p")) == {("a",)}
+    with pytest.raises(ProgramError) as raised:
+        check_program('.decl f(s: symbol)\nf(substr("é", 1, 1)).\n')
+    (found,) = raised.value.diagnostics
+    assert (found.code, found.line, found.column) == ("unsupported_feature", 2, 3)
