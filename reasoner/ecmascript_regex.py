@@ -388,7 +388,10 @@ def compiled(pattern: str) -> re.Pattern[bytes] | None:
         text = translate(pattern)
     except InvalidPattern:
         return None
-    return re.compile(text.encode("ascii"))
+    try:
+        return re.compile(text.encode("ascii"))
+    except (re.error, OverflowError, RecursionError) as error:  # a limit of Python's engine
+        raise UnsupportedPattern(f"a pattern Python's re cannot run ({error})") from None
 
 
 def unsupported(pattern: str) -> str | None:
