@@ -36,7 +36,7 @@ def test_souffles_answer(row: dict) -> None:
         assert unsupported(pattern) is not None
         with pytest.raises(UnsupportedPattern, match="collating"):
             compiled(pattern)
-        with pytest.raises(InvalidDelta, match="unsupported_feature: `match` pattern .*collating"):
+        with pytest.raises(InvalidDelta, match=r"unsupported_feature: `match` pattern .*collating"):
             functors.SIGNATURES["match"].scalar(pattern, subject)
         return
     matches = functors.SIGNATURES["match"].scalar(pattern, subject)
