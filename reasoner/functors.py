@@ -7,16 +7,17 @@ evaluators apply it through `apply` (one instantiation: the Update kernel) or `a
 (a column of them: Polars), and the oracle and the fact folder call `scalar` directly.
 
 Soufflé's strings are C++ byte strings: `strlen` and `substr` count UTF-8 bytes, as there. A
-`substr` that cuts a character in two is where the two differ: Soufflé keeps the bytes, here
-the cut bytes become U+FFFD (symbols are Unicode text). A functor without a
+`substr` that cuts a character in two is where the two differ: Soufflé keeps the bytes, which
+no symbol here (Unicode text) holds, so it is refused by name. A functor without a
 value for its operands (`to_number("x")`) gives no derivation, like a division by zero.
 `contains` and `match` are constraints in Soufflé; here they are numbers (1 or 0) that the
-parser compares with 0, so every evaluator treats them as any other term.
+parser compares with 0, so every evaluator treats them as any other term; `match` of an
+invalid pattern has no value, so that `match` and `!match` both fail, as in Soufflé.
 """
 
 from __future__ import annotations
 
-import re
+import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reasoner import allocations, floats
+from reasoner import allocations, ecmascript_regex, floats
 from reasoner.arith import as_unsigned, wrap64
 from reasoner.records import NO_RECORD
 from reasoner.syntax.ast import (
@@ -39,7 +40,7 @@ if TYPE_CHECKING:  # the symbol table's module reaches the analysis, which reads
 
 Value = int | float | str
 
-_NUMBER = re.compile(r"([+-]?)(?:0[xX]([0-9A-Fa-f]+)|0[bB]([01]+)|([0-9]+))")
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,45 +67,91 @@ class Signature:
 def _substr(text: str, start: int, length: int) -> str:
     """C++ `std::string::substr`: a start past the end (or negative, which is huge as a
     size_t) gives Soufflé's fallback, the empty string; a negative length reads to the end.
-    Unlike Soufflé, which keeps the raw bytes, a cut through a UTF-8 character gives U+FFFD
-    for the bytes cut off (symbols here are Unicode text)."""
+    A cut through a UTF-8 character is refused: Soufflé keeps the bytes cut off, which no
+    symbol here holds (symbols are Unicode text)."""
     data = text.encode()
     if start < 0 or start > len(data):
         return ""
     end = len(data) if length < 0 else start + length
-    return data[start:end].decode(errors="replace")
+    try:
+        return data[start:end].decode()
+    except UnicodeDecodeError:
+        raise _refused(
+            f"`substr({text!r}, {start}, {length})` cuts a UTF-8 character in two (Soufflé "
+            "keeps the partial bytes, which no symbol here holds)"
+        ) from None
+
+
+def _refused(what: str) -> Exception:
+    """What a functor raises for operands it cannot give Soufflé's value of: an evaluation
+    error naming them, and the epoch that meets it changes nothing."""
+    from reasoner.errors import UNSUPPORTED_FEATURE, InvalidDelta  # errors reads the parser
+
+    return InvalidDelta(UNSUPPORTED_FEATURE, f"{what}: not supported")
+
+
+def _match(pattern: str, text: str) -> int | None:
+    """`std::regex_match` of the text's UTF-8 bytes against an ECMAScript pattern, as
+    libstdc++ reads it (`reasoner.ecmascript_regex`). An invalid pattern has no value: Soufflé
+    makes both `match` and `!match` false then (it warns, once per pattern here). A pattern
+    with a construct that is not translated is refused by name (a constant one earlier, by
+    the analysis: `reasoner.analysis.patterns`)."""
+    try:
+        compiled = ecmascript_regex.compiled(pattern)
+    except ecmascript_regex.UnsupportedPattern as error:
+        raise _refused(f"`match` pattern {pattern!r} uses {error}") from None
+    if compiled is None:
+        _warn_invalid(pattern)
+        return None
+    return int(compiled.fullmatch(text.encode()) is not None)
 
 
 @lru_cache(maxsize=256)
-def _pattern(pattern: str) -> re.Pattern[str] | None:
-    try:
-        return re.compile(pattern)
-    except re.error:
+def _warn_invalid(pattern: str) -> None:
+    _log.warning("wrong pattern provided %r: match and !match are both false", pattern)
+
+
+def _strtol(text: str, base: int) -> tuple[bool, int] | None:
+    """C's `strtoll`/`strtoull` reading of `text`, which `std::stoll` throws on when it reads
+    nothing: white space, a sign, `0x` for base 16, then the longest run of digits (what
+    follows is ignored); (whether a minus was read, the magnitude), or None."""
+    position = 0
+    while position < len(text) and text[position] in _C_SPACE:
+        position += 1
+    negative = text[position : position + 1] == "-"
+    if text[position : position + 1] in ("-", "+"):
+        position += 1
+    allowed = _DIGITS if base == 16 else _DIGITS[:base]
+    prefix = text[position : position + 3]  # `0x` counts only before a hexadecimal digit
+    if base == 16 and len(prefix) == 3 and prefix[:2] in ("0x", "0X") and prefix[2] in allowed:
+        position += 2
+    end = position
+    while end < len(text) and text[end] in allowed:
+        end += 1
+    if end == position:
         return None
-
-
-def _match(pattern: str, text: str) -> int:
-    """`std::regex_match`: the whole text matches; an invalid pattern matches nothing."""
-    compiled = _pattern(pattern)
-    return int(compiled is not None and compiled.fullmatch(text) is not None)
-
-
-def _read_number(text: str) -> tuple[bool, int] | None:
-    """Soufflé's reading of a number: decimal, `0x` hexadecimal or `0b` binary, with a sign;
-    (whether it is negative, its magnitude), or None for anything else."""
-    found = _NUMBER.fullmatch(text)
-    if found is None:
-        return None
-    sign, hexadecimal, binary, decimal = found.groups()
-    digits, base = (hexadecimal, 16) if hexadecimal else (binary, 2) if binary else (decimal, 10)
+    digits = text[position:end].lstrip("0") or "0"
     if len(digits) > 70:  # past 64 bits in any base: never ask int() for thousands of digits
-        return None
-    return sign == "-", int(digits, base)
+        return negative, 1 << 70
+    return negative, int(digits, base)
+
+
+_C_SPACE = " \t\n\v\f\r"
+_DIGITS = "0123456789abcdefABCDEF"
 
 
 def _to_number(text: str) -> int | None:
-    """`to_number` of text: a signed number in 64 bits; None for anything else."""
-    read = _read_number(text)
+    """`to_number` of text, as Soufflé's `RamSignedFromString` reads it: `0b` (or `-0b`)
+    then binary digits, text starting `0x` or `-0x` in base 16, anything else in base 10,
+    each by `std::stoll`, which reads a prefix (`to_number("12a")` is 12, `"0X1f"` is 0,
+    `" 7"` is 7). Where Soufflé stops the program with an error (no digits, past 64 bits),
+    here it has no value."""
+    if text.startswith("-0b"):
+        read = _strtol("-" + text[3:], 2)
+    elif text.startswith("0b"):
+        read = _strtol(text[2:], 2)
+    else:
+        read = _strtol(text, 16 if text.startswith(("0x", "-0x")) else 10)
     if read is None:
         return None
     value = -read[1] if read[0] else read[1]
@@ -112,12 +159,18 @@ def _to_number(text: str) -> int | None:
 
 
 def _to_unsigned(text: str) -> int | None:
-    """`to_unsigned` of text: as `to_number` reads it, without a minus, from 0 to 2^64 - 1
-    (held as its 64-bit pattern); None for anything else."""
-    read = _read_number(text)
-    if read is None or read[0] or read[1] >= 1 << 64:
+    """`to_unsigned` of text, as Soufflé reads it with `std::stoull` (held as its 64-bit
+    pattern): as `to_number`, but text that starts with a minus stops Soufflé with an error
+    (no value here), while a minus after white space wraps around (`" -12"` is 2^64 - 12)."""
+    if text.startswith("-"):
         return None
-    return wrap64(read[1])
+    if text.startswith("0b"):
+        read = _strtol(text[2:], 2)
+    else:
+        read = _strtol(text, 16 if text.startswith("0x") else 10)
+    if read is None or read[1] >= 1 << 64:
+        return None
+    return wrap64(-read[1] if read[0] else read[1])
 
 
 UNSIGNED_TO_STRING = "to_string!u"

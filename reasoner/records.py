@@ -10,8 +10,9 @@ Users see a record as its text in Soufflé's output syntax (`[1, a b]`, `nil`, `
 nil])`, `$B`): `parse` reads it as Soufflé's reader does and `format` writes it back, so
 `format(parse(text))` is the one canonical text of a value, and values cross every boundary (a
 `.facts` file, a CSV, JSON, the store) as strings. A symbol inside a record is written bare
-unless the reader would misread it (it holds `,`, `]`, `)`, `"` or `\\`, or starts with a space
-or is empty), and then quoted, which Soufflé's reader accepts.
+unless the reader would misread it (it holds `,`, `]`, `)`, `"` or `\\`, or starts with a
+space), and then quoted, which Soufflé's reader accepts; the empty symbol is bare, as Soufflé
+writes it (`[1, ]`).
 
 Lists nest as deep as they are long, so every walk here keeps an explicit stack.
 """
@@ -212,7 +213,9 @@ class RecordTable:
 
 _NUMBER = re.compile(r"[+-]?(?:0[xX][0-9A-Fa-f]+|0[bB][01]+|[0-9]+)")
 _NAME = re.compile(r"[A-Za-z_?][A-Za-z0-9_?.]*")
-_QUOTE_NEEDED = re.compile(r'[,\])"\\]|^\s|^$')
+_QUOTE_NEEDED = re.compile(r'[,\])"\\]|^\s')
+"""What a bare symbol's reading would change; the empty symbol is written bare, as Soufflé
+writes it (`[1, ]`, `$A()`), and reads back as itself."""
 
 
 def _symbol_text(text: str) -> str:

@@ -31,6 +31,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 
 from reasoner.analysis.model import AnalyzedProgram, Value
+from reasoner.ecmascript_regex import compiled
 from reasoner.floats import FloatValue
 from reasoner.records import AdtType, RecordType, ValueType
 from reasoner.syntax.ast import (
@@ -463,24 +464,43 @@ def ranges_in(rule: Rule) -> list[Functor]:
     return found
 
 
-def read_integer(text: str) -> int:
-    """Decimal, 0x hexadecimal or 0b binary, with a sign; no value for anything else."""
-    sign = -1 if text[:1] == "-" else 1
-    digits = text[1:] if text[:1] in "+-" else text
-    base = {"0x": 16, "0X": 16, "0b": 2, "0B": 2}.get(digits[:2], 10)
-    if base != 10:
-        digits = digits[2:]
-    allowed = "0123456789abcdefABCDEF"[: 22 if base == 16 else base]
-    if not digits or not all(c in allowed for c in digits) or len(digits) > 70:
+_STRTOL = {
+    base: re.compile(r"[ \t\n\v\f\r]*([+-]?)" + prefix + f"([{digits}]+)")
+    for base, prefix, digits in (
+        (2, "", "01"),
+        (10, "", "0-9"),
+        (16, "(?:0[xX](?=[0-9a-fA-F]))?", "0-9a-fA-F"),
+    )
+}
+"""C's `strtoll` in each base Soufflé reads numbers in: space, a sign, digits (a prefix)."""
+
+
+def read_integer(text: str, *, unsigned: bool = False) -> int:
+    """Soufflé's `RamSignedFromString` (`RamUnsignedFromString` if `unsigned`, which refuses
+    a first minus): `0b` and `-0b` binary, `0x` and `-0x` hexadecimal, else decimal, each by
+    `std::stoll` over a prefix of the text; no value where Soufflé stops with an error."""
+    base = 10
+    if text.startswith("-") and unsigned:
         raise NoValue
-    return sign * int(digits, base)
+    if text.startswith("-0b"):
+        text, base = "-" + text[3:], 2
+    elif text.startswith("0b"):
+        text, base = text[2:], 2
+    elif text.startswith(("0x", "-0x")):
+        base = 16
+    found = _STRTOL[base].match(text)
+    if found is None or len(found.group(2).lstrip("0")) > 70:
+        raise NoValue
+    value = int(found.group(2), base)
+    return -value if found.group(1) == "-" else value
 
 
 def functor(name: str, args: list[Value]) -> Value:
     """Soufflé's string functors as its documentation states them, on C++ byte strings:
     `substr` is `std::string::substr` (a bad position gives ""), `match` is a whole-string
-    regular-expression match, `to_number` of text that is no number has no value. `ord`
-    depends on the engine's symbol numbering, which the oracle does not model."""
+    `std::regex_match` (no value for an invalid pattern), `to_number` of text that is no
+    number has no value. `ord` depends on the engine's symbol numbering, which the oracle
+    does not model."""
     if name == "cat":
         return "".join(args)  # type: ignore[arg-type]
     if name == "strlen":
@@ -490,14 +510,14 @@ def functor(name: str, args: list[Value]) -> Value:
         if not 0 <= start <= len(text):
             return ""
         piece = text[start:] if length < 0 else text[start : start + length]
-        return piece.decode("utf-8", errors="replace")
+        return piece.decode("utf-8")  # a cut character is refused
     if name == "contains":
         return 1 if str(args[0]) in str(args[1]) else 0
-    if name == "match":
-        try:
-            return 1 if re.fullmatch(str(args[0]), str(args[1])) else 0
-        except re.error:
-            return 0
+    if name == "match":  # libstdc++'s ECMAScript over UTF-8 bytes, checked against Soufflé
+        pattern = compiled(str(args[0]))
+        if pattern is None:  # invalid: match and !match both fail
+            raise NoValue
+        return 1 if pattern.fullmatch(str(args[1]).encode()) else 0
     if name == "to_float":
         if isinstance(args[0], int | float):
             return float(args[0])  # a number, an unsigned (0 .. 2^64 - 1), or a float
@@ -519,14 +539,11 @@ def functor(name: str, args: list[Value]) -> Value:
         return wrap(args[0])
     if name == "to_unsigned" and isinstance(args[0], int):  # a number's bits, as an unsigned
         return args[0] % 2**64
-    if name == "to_unsigned":  # as to_number reads it, without a minus, below 2^64
-        text = str(args[0])
-        if text[:1] == "-":
+    if name == "to_unsigned":  # std::stoull: a minus wraps around, below 2^64
+        value = read_integer(str(args[0]), unsigned=True)
+        if abs(value) >= 2**64:
             raise NoValue
-        value = read_integer(text)
-        if value >= 2**64:
-            raise NoValue
-        return value
+        return value % 2**64
     if name == "to_number":
         value = read_integer(str(args[0]))
         if wrap(value) != value:

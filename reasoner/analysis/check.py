@@ -17,6 +17,7 @@ from reasoner.analysis.model import AnalyzedProgram, RelationInfo
 from reasoner.analysis.named_types import check_subtypes, resolve_types
 from reasoner.analysis.negation_locals import existential_negations, is_internal
 from reasoner.analysis.numeric import numeric_aggregates, numeric_body, numeric_operations
+from reasoner.analysis.patterns import refuse_untranslated_patterns
 from reasoner.analysis.pragmas import check_pragmas
 from reasoner.analysis.ranges import lift_ranges
 from reasoner.analysis.records import record_body, record_terms
@@ -68,6 +69,7 @@ def analyze(
     written = program
     aggregated = rewrite_aggregates(program, reporter)
     program, aggregates = aggregated.program, aggregated.aggregates
+    refuse_untranslated_patterns((rule.body for rule in program.rules), reporter)
     # The program as written is checked (so that messages name the user's relations); the
     # rewrite of negations' local variables (and of ranges into literals of their own) is
     # what is evaluated, and only its safety differs.
@@ -294,6 +296,7 @@ def check_query(
     inference.settle()
     safety.check_query(body, reporter)
     _refuse_open_negated_records(body, reporter)
+    refuse_untranslated_patterns([body], reporter)
     reporter.raise_if_errors()
     evaluated = numeric_body(body, inference)
     if analyzed.type_system is not None:

@@ -19,7 +19,7 @@ from reasoner.analysis.model import Value
 from reasoner.analysis.report import Reporter
 from reasoner.analysis.terms import render
 from reasoner.arith import ARITH
-from reasoner.errors import PARSE_ERROR, UNSUPPORTED_FEATURE
+from reasoner.errors import PARSE_ERROR, UNSUPPORTED_FEATURE, InvalidDelta
 from reasoner.records import AdtType, Nested, RecordType, ValueType, fits, nested_text
 from reasoner.syntax.ast import (
     FLOAT,
@@ -129,7 +129,10 @@ def _call(call: Functor, args: list[Value]) -> Value:
         floats.from_bits(cast(int, arg)) if signature.param(index) == FLOAT else arg
         for index, arg in enumerate(args)
     ]
-    value = signature.scalar(*operands)
+    try:
+        value = signature.scalar(*operands)
+    except InvalidDelta as refused:  # a functor refusing operands (`substr` cutting é)
+        raise _FoldError(refused.message, call.span, refused.code) from None
     if value is None:
         raise _FoldError(f"functor error in fact: `{render(call)}` has no value", call.span)
     return floats.to_bits(value) if isinstance(value, float) else value

@@ -391,3 +391,36 @@ ratio(1.0 / x) :- p(x), x = 0.0.
     with server.client() as client:
         assert read_relation(client, "p") == [(-0.0,), (0.0,), (1.5,), (2.25,)]
         assert read_relation(client, "total") == [(3.75,)]
+
+
+def test_match_is_souffles_regex_through_the_service(make_server: Callable[..., Server]) -> None:
+    """`match` follows C++'s `std::regex_match` (ECMAScript): a POSIX bracket class matches,
+    an invalid pattern makes `match` and `!match` both false, a pattern whose construct is
+    not translated is refused by name at its position and changes nothing, and one met in
+    the data refuses the write that meets it."""
+    server = make_server().start()
+    program = """.decl word(s: symbol)
+.decl pair(p: symbol, s: symbol)
+digits(s) :- word(s), match("[[:digit:]]+", s).
+unmatched(s) :- word(s), !match("a{,2}", s).
+matched(p, s) :- pair(p, s), match(p, s).
+"""
+    with server.client() as client:
+        client.post("/v1/rules", content=program, headers=TEXT).raise_for_status()
+        facts = {"word": [["123"], ["12a"], ["a"]], "pair": [["\\d+", "42"], ["(?i)a", "A"]]}
+        client.post("/v1/facts", json={"facts": facts}).raise_for_status()
+        assert set(read_relation(client, "digits")) == {("123",)}
+        assert set(read_relation(client, "unmatched")) == set()
+        assert set(read_relation(client, "matched")) == {("\\d+", "42")}
+
+        epoch = client.get("/ready").json()["epoch"]
+        collating = 'same(s) :- word(s), match("[[.a.]]", s).\n'
+        body = assert_problem(
+            client.post("/v1/rules", content=collating, headers=TEXT), 400, "unsupported_feature"
+        )
+        assert (body["line"], body["column"]) == (1, 27)
+        assert "collating elements" in body["detail"]
+        written = {"facts": {"pair": [["[[=a=]]", "a"]]}}
+        assert_problem(client.post("/v1/facts", json=written), 400, "unsupported_feature")
+        assert client.get("/ready").json()["epoch"] == epoch
+        assert set(read_relation(client, "matched")) == {("\\d+", "42")}

@@ -33,8 +33,8 @@ from tests.unit.test_components import PROGRAM as COMPONENTS_PROGRAM
 from tests.unit.test_floats import INPUTS as FLOAT_INPUTS
 from tests.unit.test_floats import PROGRAM as FLOAT_PROGRAM
 from tests.unit.test_functors import INPUTS as FUNCTORS_INPUTS
+from tests.unit.test_functors import MATCH_INPUTS, MATCHES, RANGE_INPUTS, RANGES
 from tests.unit.test_functors import PROGRAM as FUNCTORS_PROGRAM
-from tests.unit.test_functors import RANGE_INPUTS, RANGES
 from tests.unit.test_records import INPUTS as RECORDS_INPUTS
 from tests.unit.test_records import PROGRAM as RECORDS_PROGRAM
 from tests.unit.test_unsigned import INPUTS as UNSIGNED_INPUTS
@@ -222,6 +222,7 @@ def test_functors(spark: SparkSession) -> None:
     """Strata that call string functors or `range` run in the driver (its symbols are the
     driver's to number), between strata on Spark: the tuples of both meet in the state."""
     check(FUNCTORS_PROGRAM, FUNCTORS_INPUTS, spark)
+    check(MATCHES, MATCH_INPUTS, spark)
     check(RANGES, RANGE_INPUTS, spark)
     text = """
     .decl e(x: number, y: number)
