@@ -32,7 +32,7 @@ from reasoner.elastic.engines import (
     EngineSettings,
 )
 from reasoner.elastic.switch import DEFAULT_SWITCHING_PARAMETER
-from reasoner.errors import FloatRefused, InputDataError, ProgramError
+from reasoner.errors import InputDataError, InvalidDelta, ProgramError
 from reasoner.gc_pause import collector_paused
 from reasoner.io.batch import read_facts_batch
 from reasoner.io.facts import load_inputs, write_outputs
@@ -513,7 +513,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputDataError as exc:
         print(str(exc), file=sys.stderr)
         return EXIT_INPUT_ERROR
-    except FloatRefused as exc:  # the program asks what Soufflé's order of rows decides
+    except InvalidDelta as exc:  # met while evaluating: a float sum whose rounding is
+        # Soufflé's order of rows, a `match` pattern or a `substr` cut known only then
         print(str(exc), file=sys.stderr)
         return EXIT_PROGRAM_ERROR
 

@@ -270,3 +270,19 @@ def test_explain_reads_unsigned_literals(
     first, second = json.loads(capsys.readouterr().out)
     assert first["holds"] and first["proof"]["nodes"][1]["row"] == [top]
     assert second["holds"] and second["proof"]["nodes"][1]["row"] == [1]
+
+
+def test_a_pattern_refused_while_evaluating_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A `match` pattern known only from the data is refused by name, not with a traceback."""
+    program = _write(
+        tmp_path,
+        "p.dl",
+        '.decl p(s: symbol)\np("[[.a.]]").\n.decl q(s: symbol)\n'
+        'q(s) :- p(s), match(s, "a").\n.output q\n',
+    )
+    assert main(["run", str(program), "-D", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "unsupported_feature: `match` pattern '[[.a.]]'" in err
+    assert "Traceback" not in err
