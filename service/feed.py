@@ -29,7 +29,6 @@ import asyncio
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 
-from fastapi.concurrency import run_in_threadpool
 from starlette.requests import Request
 
 from reasoner.io.batch import FactBatch
@@ -75,6 +74,9 @@ class Feed:
         self._rendered: dict[int, dict[Follows, bytes]] = {}
         """The `epoch` event of epochs in the ring, for the relations a stream follows,
         rendered by the first client that sends it."""
+        self._rendering: dict[tuple[int, Follows], asyncio.Future[bytes]] = {}
+        """The events of the ring being rendered: the clients that want one meanwhile wait
+        for it, instead of each rendering it too."""
         self.epoch: int | None = None
         """The last epoch published to the feed (None: none yet). Clients follow it, not the
         engine's: an epoch the ring was not told of yet would be read from the store, by
@@ -308,14 +310,29 @@ class Feed:
 
     async def _epoch_event(self, epoch: int, items: list[ChangeItem], follows: Follows) -> bytes:
         """The event of an epoch of the ring, rendered once for every client that follows
-        the same relations."""
+        the same relations: a large one on a worker thread, in the catch-up's budget."""
         rendered = self._rendered.get(epoch, {}).get(follows)
         if rendered is not None:
             return rendered
-        event = await _render(epoch, items)
-        if epoch in self._ring:
+        if sum(len(item.rows) for item in items) <= RENDER_ON_LOOP_ROWS:
+            event = _epoch_message(epoch, items)
             self._rendered.setdefault(epoch, {})[follows] = event
-        return event
+            return event
+        key = (epoch, follows)
+        rendering = self._rendering.get(key)
+        if rendering is None:  # a task of its own: a client that leaves does not end it
+            rendering = asyncio.ensure_future(self._catch_up.run(_epoch_message, epoch, items))
+            self._rendering[key] = rendering
+            ring_items = self._ring.get(epoch)
+
+            def rendered_once(done: asyncio.Future[bytes]) -> None:
+                del self._rendering[key]
+                kept = self._ring.get(epoch) is ring_items  # not published again meanwhile
+                if kept and not done.cancelled() and done.exception() is None:
+                    self._rendered.setdefault(epoch, {})[follows] = done.result()
+
+            rendering.add_done_callback(rendered_once)
+        return await asyncio.shield(rendering)
 
 
 class KeptChanges:
@@ -343,13 +360,6 @@ class KeptChanges:
     def items(self) -> list[ChangeItem] | None:
         """The items, once iterated; None for a change set too large to keep."""
         return self._kept
-
-
-async def _render(epoch: int, items: list[ChangeItem]) -> bytes:
-    """An epoch's event: on a worker thread if it is large (its groups too)."""
-    if sum(len(item.rows) for item in items) > RENDER_ON_LOOP_ROWS:
-        return await run_in_threadpool(_epoch_message, epoch, items)
-    return _epoch_message(epoch, items)
 
 
 def _epoch_message(epoch: int, items: list[ChangeItem]) -> bytes:

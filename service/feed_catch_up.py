@@ -25,6 +25,7 @@ import asyncio
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from fastapi.concurrency import run_in_threadpool
 
@@ -35,6 +36,8 @@ SLICE_ROWS = 10_000
 """Rows one slice reads at most (and one `part` event holds)."""
 SLICE_EPOCHS = 10_000
 """Epochs one slice covers at most (an empty epoch is still an event)."""
+T = TypeVar("T")
+
 KEPT_BYTES = 32 << 20
 """Rendered slices kept for the clients that follow, at most (the least recent go first)."""
 
@@ -131,10 +134,13 @@ class CatchUp:
     async def _read(
         self, store: Store, position: ChangePosition, through: int, follows: Follows
     ) -> Slice:
+        return await self.run(_read_slice, store, position, through, follows, self._yield)
+
+    async def run(self, work: Callable[..., T], *args: Any) -> T:
+        """`work(*args)` on a worker thread, in the budget (for an epoch of the ring too
+        large to render on the loop)."""
         async with self._slots:
-            return await run_in_threadpool(
-                _read_slice, store, position, through, follows, self._yield
-            )
+            return await run_in_threadpool(work, *args)
 
 
 def _read_slice(
