@@ -57,7 +57,11 @@ MEMORY_GOAL = 100 << 20
 LIMIT = 256
 BURST = 600
 STREAM = {"accept": "text/event-stream"}
-PROGRAM = ".decl e(x: number, y: number)\n.decl probe(x: number)\n"
+PROGRAM = ".decl e(x: number, y: number)\n.decl probe(x: number)\n" + "".join(
+    f"probe({n}).\n" for n in range(2, 12)
+)
+"""`e` holds the history; the probes read and write `probe` (a few rows: what is measured
+is the wait, not the read)."""
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -71,6 +75,13 @@ def _rss(server: Server) -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) << 10
     raise AssertionError("no VmRSS")
+
+
+def _server_cpu(server: Server) -> float:
+    """The server process's CPU seconds so far (user and system, all its threads)."""
+    assert server.process is not None
+    fields = Path(f"/proc/{server.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _history(server: Server, rows: int) -> int:
@@ -153,7 +164,7 @@ def _probing(server: Server) -> Iterator[Probes]:
         with server.client(READ_TOKEN) as client:
             while not stop.is_set():
                 began = time.monotonic()
-                response = client.get("/v1/relations/e", params={"limit": 5})
+                response = client.get("/v1/relations/probe", params={"limit": 5})
                 probes.reads.append(time.monotonic() - began)
                 if response.status_code != 200:
                     probes.failures.append(f"read {response.status_code}")
@@ -218,14 +229,16 @@ def test_a_crowd_catching_up_leaves_reads_and_writes_their_pace(
     target = _history(server, SIZES.rows)
     loaded = time.monotonic() - loaded
     with _probing(server) as idle:  # warm: the pages and plans the probes use exist
-        time.sleep(1)
+        time.sleep(2)
     before = _rss(server)
     context = multiprocessing.get_context("spawn")
     results = context.Queue()
     clients = context.Process(target=_catch_up, args=(server.port, SIZES.clients, target, results))
+    cpu = _server_cpu(server)
     with _probing(server) as busy:
         clients.start()
         statuses, received, seconds = results.get(timeout=1800)
+    cpu = _server_cpu(server) - cpu
     clients.join(30)
     after = _settled_rss(server, before + MEMORY_GOAL)
     record(
@@ -236,7 +249,10 @@ def test_a_crowd_catching_up_leaves_reads_and_writes_their_pace(
         history_load_seconds=round(loaded, 1),
         catch_up_seconds=round(seconds, 1),
         mb_received=round(received / 1e6, 1),
+        server_cpu_seconds=round(cpu, 1),
+        idle_read_p50_ms=round(1000 * statistics.median(idle.reads), 1),
         idle_read_p99_ms=round(1000 * _percentile(idle.reads, 0.99), 1),
+        idle_write_p50_ms=round(1000 * statistics.median(idle.writes), 1),
         idle_write_p99_ms=round(1000 * _percentile(idle.writes, 0.99), 1),
         **_latency_figures(busy),
         rss_before_mb=round(before / 2**20, 1),
