@@ -12,7 +12,9 @@ whatever the number of clients); each client is just the number of the last epoc
 waiting on one event that every wake-up and every heartbeat sets: no timer per client.
 Epochs of a few rows are kept in the ring in memory, rendered once for all the clients that
 follow the same relations; larger ones, and epochs a client is behind on, are read from the
-store, where each epoch's change set was committed with it (`service.change_sets`).
+store, where each epoch's change set was committed with it (`service.change_sets`), in
+bounded slices and a budget of their own (`service.feed_catch_up`). Who may open a stream
+at all is `service.feed_admission`'s.
 
 A client that is caught up, with nothing waiting in its transport, hands its socket to the
 sender thread (`service.feed_sender`), which writes each wake-up's epochs to every such
