@@ -298,17 +298,18 @@ class Feed:
         """The events of epochs `after` < epoch <= `through`: from the ring where it holds
         them, else from the store, in the catch-up's budget (`service.feed_catch_up`)."""
         epoch = after + 1
-        while epoch <= through:
-            cached = self._ring.get(epoch)
-            if cached is not None:
-                yield await self._epoch_event(epoch, followed(cached, follows), follows)
-                epoch += 1
-                continue
-            kept = [n for n, items in self._ring.items() if n > epoch and items is not None]
-            stop = min([through, *(n - 1 for n in kept)])
-            async for event in self._catch_up.events(store, epoch, stop, follows):
-                yield event
-            epoch = stop + 1
+        with self._catch_up.reading():
+            while epoch <= through:
+                cached = self._ring.get(epoch)
+                if cached is not None:
+                    yield await self._epoch_event(epoch, followed(cached, follows), follows)
+                    epoch += 1
+                    continue
+                kept = [n for n, items in self._ring.items() if n > epoch and items is not None]
+                stop = min([through, *(n - 1 for n in kept)])
+                async for event in self._catch_up.events(store, epoch, stop, follows):
+                    yield event
+                epoch = stop + 1
 
     async def _epoch_event(self, epoch: int, items: list[ChangeItem], follows: Follows) -> bytes:
         """The event of an epoch of the ring, rendered once for every client that follows

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -64,21 +65,27 @@ class CatchUp:
         self._kept_bytes = 0
         self._readers = 0
 
-    async def events(
-        self, store: Store, epoch: int, through: int, follows: Follows
-    ) -> AsyncIterator[bytes]:
-        """The events of epochs `epoch` to `through` from the store, slice by slice."""
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """A client catching up, from the ring or the store: the slices are kept while
+        there is one (a client between two runs of the store must find them)."""
         self._readers += 1
         try:
-            position = ChangePosition(epoch)
-            while position.epoch <= through:
-                piece = await self._slice(store, position, through, follows)
-                position = piece.next
-                yield piece.data
+            yield
         finally:
             self._readers -= 1
             if not self._readers:
                 self.forget()
+
+    async def events(
+        self, store: Store, epoch: int, through: int, follows: Follows
+    ) -> AsyncIterator[bytes]:
+        """The events of epochs `epoch` to `through` from the store, slice by slice."""
+        position = ChangePosition(epoch)
+        while position.epoch <= through:
+            piece = await self._slice(store, position, through, follows)
+            position = piece.next
+            yield piece.data
 
     def forget(self) -> None:
         """Drop the slices kept (nobody is catching up, or the history changed)."""
