@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 
 from starlette.requests import Request
 
@@ -41,6 +41,7 @@ from service.feed_events import Expired, Follows, epoch_data, followed, message
 from service.feed_sender import Sender
 from service.settings import Settings
 from service.store.repository import ChangeChunk, ChangeItem, Store
+from service.write_priority import WritePriority
 
 RING_EPOCHS = 64
 """The latest epochs the feed keeps in memory."""
@@ -64,7 +65,7 @@ PING = b": ping\n\n"
 class Feed:
     """The epochs published, for the clients of the live feed (one per process)."""
 
-    def __init__(self, settings: Settings, yield_to_writes: Callable[[], None]) -> None:
+    def __init__(self, settings: Settings, priority: WritePriority) -> None:
         self.heartbeat = settings.feed_heartbeat_seconds
         """Seconds without an event after which every stream sends a ping."""
         self.batch = settings.feed_batch_milliseconds / 1000
@@ -87,7 +88,9 @@ class Feed:
         """The streams admitted (`service.feed_admission`): reserved as a request is accepted."""
         self.connects = ConnectRate(settings.feed_connects_per_second, settings.feed_connect_burst)
         """Each caller's connections (`service.feed_admission`)."""
-        self._catch_up = CatchUp(settings.feed_catch_up_concurrency, yield_to_writes)
+        self._priority = priority
+        """The writes in progress: a client catching up lets them pass before each send."""
+        self._catch_up = CatchUp(settings.feed_catch_up_concurrency, priority.yield_to_writes)
         """The budget of the clients reading the history from the store."""
         self.closed = False
         self._wake_pending = False
@@ -240,6 +243,7 @@ class Feed:
                         sent.append(event)
                         size += len(event)
                         if size >= SEND_BYTES:
+                            await self._priority.after_writes()
                             yield b"".join(sent)
                             sent, size = [], 0
                 except Expired as expired:
