@@ -44,7 +44,7 @@ class Sizes:
 
 
 SIZES = {
-    "quick": Sizes(clients=60, rows=200_000, loop_seconds=6.0),
+    "quick": Sizes(clients=60, rows=200_000, loop_seconds=10.0),
     "full": Sizes(clients=250, rows=1_000_000, loop_seconds=30.0),
 }[MODE]
 EPOCH_ROWS = (24_000, 4_000)
