@@ -2,8 +2,9 @@
 on each database:
 
 - a crowd of clients catching up from `since=-1` over a long history: reads and writes keep
-  their p99 within `LATENCY_GOAL` meanwhile, and the server's memory comes back within
-  `MEMORY_GOAL` of what it was before (before the fix: reads stalled 17-42 s, +1.8 GB kept);
+  their p99 within `LATENCY_GOAL` (over their p99 without it) meanwhile, and the server's
+  memory comes back within `MEMORY_GOAL` of what it was before (before the fix: reads stalled
+  17-42 s, +1.8 GB kept);
 - a burst of `BURST` connections at a client limit of `LIMIT`: exactly `LIMIT` admitted, the
   rest 503 `too_busy` (before: 267-268 of 600 at 256);
 - a client reconnecting in a loop: 429 `rate_limited` with `Retry-After`, while other callers'
@@ -44,14 +45,16 @@ class Sizes:
 
 
 SIZES = {
-    "quick": Sizes(clients=60, rows=200_000, loop_seconds=10.0),
+    "quick": Sizes(clients=100, rows=300_000, loop_seconds=10.0),
     "full": Sizes(clients=250, rows=1_000_000, loop_seconds=30.0),
 }[MODE]
 EPOCH_ROWS = (24_000, 4_000)
 """Rows of the writes of the history, in turn: epochs the feed reads from the store (in
 parts), and epochs its ring of the latest holds."""
 LATENCY_GOAL = 0.2
-"""p99 of reads and writes while the feed is busy, seconds."""
+"""p99 of reads and writes while the feed is busy, seconds: over the p99 the same probes
+measured just before without it (on a shared machine, its neighbours' share; the figures
+record both)."""
 MEMORY_GOAL = 100 << 20
 """How far above its earlier size the server may stay once the clients are gone, bytes."""
 LIMIT = 256
@@ -207,10 +210,21 @@ def _latency_figures(probes: Probes) -> dict[str, Any]:
     }
 
 
-def _assert_latencies(probes: Probes) -> None:
-    assert not probes.failures, probes.failures[:5]
-    assert _percentile(probes.reads, 0.99) <= LATENCY_GOAL, _latency_figures(probes)
-    assert _percentile(probes.writes, 0.99) <= LATENCY_GOAL, _latency_figures(probes)
+def _idle_figures(probes: Probes) -> dict[str, Any]:
+    return {
+        "idle_read_p50_ms": round(1000 * statistics.median(probes.reads), 1),
+        "idle_read_p99_ms": round(1000 * _percentile(probes.reads, 0.99), 1),
+        "idle_write_p50_ms": round(1000 * statistics.median(probes.writes), 1),
+        "idle_write_p99_ms": round(1000 * _percentile(probes.writes, 0.99), 1),
+    }
+
+
+def _assert_latencies(busy: Probes, idle: Probes) -> None:
+    assert not busy.failures, busy.failures[:5]
+    for kind in ("reads", "writes"):
+        measured, baseline = getattr(busy, kind), getattr(idle, kind)
+        goal = LATENCY_GOAL + _percentile(baseline, 0.99)
+        assert _percentile(measured, 0.99) <= goal, _latency_figures(busy) | _idle_figures(idle)
 
 
 def _settled_rss(server: Server, goal: int, seconds: float = 20.0) -> int:
@@ -250,17 +264,14 @@ def test_a_crowd_catching_up_leaves_reads_and_writes_their_pace(
         catch_up_seconds=round(seconds, 1),
         mb_received=round(received / 1e6, 1),
         server_cpu_seconds=round(cpu, 1),
-        idle_read_p50_ms=round(1000 * statistics.median(idle.reads), 1),
-        idle_read_p99_ms=round(1000 * _percentile(idle.reads, 0.99), 1),
-        idle_write_p50_ms=round(1000 * statistics.median(idle.writes), 1),
-        idle_write_p99_ms=round(1000 * _percentile(idle.writes, 0.99), 1),
+        **_idle_figures(idle),
         **_latency_figures(busy),
         rss_before_mb=round(before / 2**20, 1),
         rss_after_mb=round(after / 2**20, 1),
     )
     server.assert_alive()
     assert statuses == ["200"] * SIZES.clients, statuses
-    _assert_latencies(busy)
+    _assert_latencies(busy, idle)
     assert after <= before + MEMORY_GOAL, (before >> 20, after >> 20)
 
 
@@ -314,6 +325,8 @@ def test_a_client_reconnecting_in_a_loop_is_rate_limited(
 ) -> None:
     server = make_server().start()
     _history(server, SIZES.rows // 4)
+    with _probing(server) as idle:
+        time.sleep(2)
     refusals: list[tuple[int, str | None, str]] = []
     accepted = 0
     stop = time.monotonic() + SIZES.loop_seconds
@@ -346,11 +359,12 @@ def test_a_client_reconnecting_in_a_loop_is_rate_limited(
         accepted=accepted,
         refused=len(refusals),
         other_token_status=other_status,
+        **_idle_figures(idle),
         **_latency_figures(busy),
     )
     assert refusals, f"{accepted} connections in a loop, none refused"
     assert {(status, code) for status, _, code in refusals} == {(429, "rate_limited")}
     assert all(after is not None and int(after) >= 1 for _, after, _ in refusals)
     assert other_status == 200
-    _assert_latencies(busy)
+    _assert_latencies(busy, idle)
     server.assert_alive()
