@@ -12,7 +12,9 @@ whatever the number of clients); each client is just the number of the last epoc
 waiting on one event that every wake-up and every heartbeat sets: no timer per client.
 Epochs of a few rows are kept in the ring in memory, rendered once for all the clients that
 follow the same relations; larger ones, and epochs a client is behind on, are read from the
-store, where each epoch's change set was committed with it (`service.change_sets`).
+store, where each epoch's change set was committed with it (`service.change_sets`), in
+bounded slices and a budget of their own (`service.feed_catch_up`). Who may open a stream
+at all is `service.feed_admission`'s.
 
 A client that is caught up, with nothing waiting in its transport, hands its socket to the
 sender thread (`service.feed_sender`), which writes each wake-up's epochs to every such
@@ -26,28 +28,27 @@ without it every client goes through the loop.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterable, Iterator
-from typing import Any
 
-from fastapi.concurrency import run_in_threadpool
 from starlette.requests import Request
 
-from reasoner import floats
 from reasoner.io.batch import FactBatch
 from service.errors import CHANGES_EXPIRED, Problem, problem_body
+from service.feed_admission import ClientSlots, ConnectRate
+from service.feed_catch_up import SLICE_ROWS, CatchUp
+from service.feed_events import Expired, Follows, epoch_data, followed, message
 from service.feed_sender import Sender
-from service.store.repository import ChangeChunk, ChangeItem, ChangePosition, Store
+from service.settings import Settings
+from service.store.repository import ChangeChunk, ChangeItem, Store
+from service.write_priority import WritePriority
 
 RING_EPOCHS = 64
 """The latest epochs the feed keeps in memory."""
 CACHE_ROWS = 10_000
 """An epoch of more rows than this is read from the store by each client that sends it."""
-PART_ROWS = 10_000
+PART_ROWS = SLICE_ROWS
 """Rows one event holds at most (a larger epoch is split into parts)."""
-PAGE_ROWS = 50_000
-"""Rows read from the store at once while catching up."""
 RETRY_MILLISECONDS = 2000
 """How long a client waits before it reconnects (the stream's `retry`)."""
 WAKE_DELAY_SECONDS = 0.001
@@ -61,25 +62,13 @@ TRANSPORT = "reasoner.transport"
 PING = b": ping\n\n"
 
 
-Follows = frozenset[str] | None
-"""The relations a stream follows (None: all of them)."""
-
-
-class Expired(Exception):
-    """A client is behind the change sets the store keeps."""
-
-    def __init__(self, horizon: int) -> None:
-        super().__init__(horizon)
-        self.horizon = horizon
-
-
 class Feed:
     """The epochs published, for the clients of the live feed (one per process)."""
 
-    def __init__(self, heartbeat: float, batch: float) -> None:
-        self.heartbeat = heartbeat
+    def __init__(self, settings: Settings, priority: WritePriority) -> None:
+        self.heartbeat = settings.feed_heartbeat_seconds
         """Seconds without an event after which every stream sends a ping."""
-        self.batch = batch
+        self.batch = settings.feed_batch_milliseconds / 1000
         """Clients are woken at most this often (seconds): the epochs published meanwhile
         go in one send."""
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -88,11 +77,21 @@ class Feed:
         self._rendered: dict[int, dict[Follows, bytes]] = {}
         """The `epoch` event of epochs in the ring, for the relations a stream follows,
         rendered by the first client that sends it."""
+        self._rendering: dict[tuple[int, Follows], asyncio.Future[bytes]] = {}
+        """The events of the ring being rendered: the clients that want one meanwhile wait
+        for it, instead of each rendering it too."""
         self.epoch: int | None = None
         """The last epoch published to the feed (None: none yet). Clients follow it, not the
         engine's: an epoch the ring was not told of yet would be read from the store, by
         every client at once."""
-        self.clients = 0
+        self.clients = ClientSlots(settings.feed_max_clients)
+        """The streams admitted (`service.feed_admission`): reserved as a request is accepted."""
+        self.connects = ConnectRate(settings.feed_connects_per_second, settings.feed_connect_burst)
+        """Each caller's connections (`service.feed_admission`)."""
+        self._priority = priority
+        """The writes in progress: a client catching up lets them pass before each send."""
+        self._catch_up = CatchUp(settings.feed_catch_up_concurrency, priority.yield_to_writes)
+        """The budget of the clients reading the history from the store."""
         self.closed = False
         self._wake_pending = False
         self._last_wake = float("-inf")
@@ -126,6 +125,8 @@ class Feed:
             self._loop.call_soon_threadsafe(self._closed)
 
     def _published(self, epoch: int, items: list[ChangeItem] | None) -> None:
+        if self.epoch is not None and epoch <= self.epoch:  # a rebuild publishes a number again
+            self._catch_up.forget()
         self.epoch = epoch
         self._ring[epoch] = items
         self._ring.move_to_end(epoch)
@@ -206,7 +207,7 @@ class Feed:
                 items = self._ring.get(epoch)
                 if items is None or sum(len(i.rows) for i in items) > RENDER_ON_LOOP_ROWS:
                     return None
-                event = _message("epoch", _data(epoch, _followed(items, follows)), epoch)
+                event = message("epoch", epoch_data(epoch, followed(items, follows)), epoch)
                 self._rendered.setdefault(epoch, {})[follows] = event
             events.append(event)
         return b"".join(events)
@@ -220,51 +221,48 @@ class Feed:
         of each new one as it is published, until the server stops."""
         follows = None if names is None else frozenset(names)
         transport = _chunked_transport(request)
-        self.clients += 1
-        try:
-            yield f"retry: {RETRY_MILLISECONDS}\n\n".encode()
-            last = after
-            beats = self._beats
-            while not self.closed:
-                wakeup = self._wakeup  # taken first: a publication after this wakes it
-                if beats != self._beats:
-                    beats = self._beats
-                    yield b": ping\n\n"
-                epoch = self.epoch
-                if epoch is not None and last < epoch:
-                    shared = self._shared_events(last, epoch, follows)
-                    if shared is not None:  # the common case, kept cheap: the latest epochs
-                        yield shared
-                        last = epoch
-                        continue
-                    sent: list[bytes] = []
-                    size = 0
-                    try:
-                        async for event in self._events(store, last, epoch, follows):
-                            sent.append(event)
-                            size += len(event)
-                            if size >= SEND_BYTES:
-                                yield b"".join(sent)
-                                sent, size = [], 0
-                    except Expired as expired:
-                        problem = expired_problem(expired.horizon, epoch)
-                        body = problem_body(problem.status, problem.code, problem.detail)
-                        yield b"".join(sent) + _message("expired", body | problem.extra)
-                        return
-                    if sent:
-                        yield b"".join(sent)
+        yield f"retry: {RETRY_MILLISECONDS}\n\n".encode()
+        last = after
+        beats = self._beats
+        while not self.closed:
+            wakeup = self._wakeup  # taken first: a publication after this wakes it
+            if beats != self._beats:
+                beats = self._beats
+                yield b": ping\n\n"
+            epoch = self.epoch
+            if epoch is not None and last < epoch:
+                shared = self._shared_events(last, epoch, follows)
+                if shared is not None:  # the common case, kept cheap: the latest epochs
+                    yield shared
                     last = epoch
                     continue
-                if transport is not None and self._joinable(transport, last):
-                    back = await self._sent_by_sender(transport, last, follows)
-                    if back is not None:
-                        last = back
-                        beats = self._beats  # the sender pinged meanwhile
-                        continue
-                await wakeup.wait()
-            yield _message("shutdown", {"epoch": last})
-        finally:
-            self.clients -= 1
+                sent: list[bytes] = []
+                size = 0
+                try:
+                    async for event in self._events(store, last, epoch, follows):
+                        sent.append(event)
+                        size += len(event)
+                        if size >= SEND_BYTES:
+                            await self._priority.after_writes()
+                            yield b"".join(sent)
+                            sent, size = [], 0
+                except Expired as expired:
+                    problem = expired_problem(expired.horizon, epoch)
+                    body = problem_body(problem.status, problem.code, problem.detail)
+                    yield b"".join(sent) + message("expired", body | problem.extra)
+                    return
+                if sent:
+                    yield b"".join(sent)
+                last = epoch
+                continue
+            if transport is not None and self._joinable(transport, last):
+                back = await self._sent_by_sender(transport, last, follows)
+                if back is not None:
+                    last = back
+                    beats = self._beats  # the sender pinged meanwhile
+                    continue
+            await wakeup.wait()
+        yield message("shutdown", {"epoch": last})
 
     def _joinable(self, transport: asyncio.WriteTransport, last: int) -> bool:
         """Whether a client at `last` can go to the sender: at the epoch its clients are
@@ -301,65 +299,47 @@ class Feed:
     async def _events(
         self, store: Store, after: int, through: int, follows: Follows
     ) -> AsyncIterator[bytes]:
-        """The events of epochs `after` < epoch <= `through`: one `epoch` event each, after
-        the `part` events of an epoch too large for one."""
+        """The events of epochs `after` < epoch <= `through`: from the ring where it holds
+        them, else from the store, in the catch-up's budget (`service.feed_catch_up`)."""
         epoch = after + 1
-        pending: list[ChangeItem] = []
-        rows = 0
-        parted = False
-        async for item in self._items(store, after, through, follows):
-            while item.epoch > epoch:
-                yield await self._epoch_event(epoch, pending, follows, whole=not parted)
-                pending, rows, parted, epoch = [], 0, False, epoch + 1
-            pending.append(item)
-            rows += len(item.rows)
-            if rows >= PART_ROWS:
-                yield await _render("part", epoch, pending, rows)
-                pending, rows, parted = [], 0, True
-        while epoch <= through:
-            yield await self._epoch_event(epoch, pending, follows, whole=not parted)
-            pending, parted, epoch = [], False, epoch + 1
+        with self._catch_up.reading():
+            while epoch <= through:
+                cached = self._ring.get(epoch)
+                if cached is not None:
+                    yield await self._epoch_event(epoch, followed(cached, follows), follows)
+                    epoch += 1
+                    continue
+                kept = [n for n, items in self._ring.items() if n > epoch and items is not None]
+                stop = min([through, *(n - 1 for n in kept)])
+                async for event in self._catch_up.events(store, epoch, stop, follows):
+                    yield event
+                epoch = stop + 1
 
-    async def _epoch_event(
-        self, epoch: int, items: list[ChangeItem], follows: Follows, *, whole: bool
-    ) -> bytes:
-        """The closing event of an epoch; an epoch of the ring renders once for every
-        client that follows the same relations, unless parts went before (`whole` false):
-        that event closes them and is not the epoch's."""
-        shared = whole and self._ring.get(epoch) is not None
+    async def _epoch_event(self, epoch: int, items: list[ChangeItem], follows: Follows) -> bytes:
+        """The event of an epoch of the ring, rendered once for every client that follows
+        the same relations: a large one on a worker thread, in the catch-up's budget."""
         rendered = self._rendered.get(epoch, {}).get(follows)
-        if shared and rendered is not None:
+        if rendered is not None:
             return rendered
-        event = await _render("epoch", epoch, items, sum(len(i.rows) for i in items))
-        if shared and epoch in self._ring:
+        if sum(len(item.rows) for item in items) <= RENDER_ON_LOOP_ROWS:
+            event = _epoch_message(epoch, items)
             self._rendered.setdefault(epoch, {})[follows] = event
-        return event
+            return event
+        key = (epoch, follows)
+        rendering = self._rendering.get(key)
+        if rendering is None:  # a task of its own: a client that leaves does not end it
+            rendering = asyncio.ensure_future(self._catch_up.run(_epoch_message, epoch, items))
+            self._rendering[key] = rendering
+            ring_items = self._ring.get(epoch)
 
-    async def _items(
-        self, store: Store, after: int, through: int, follows: Follows
-    ) -> AsyncIterator[ChangeItem]:
-        """The change items of epochs `after` < epoch <= `through`, in order: from the ring
-        where it holds them, else from the store."""
-        names = None if follows is None else sorted(follows)
-        epoch = after + 1
-        while epoch <= through:
-            cached = self._ring.get(epoch)
-            if cached is not None:
-                for item in _followed(cached, follows):
-                    yield item
-                epoch += 1
-                continue
-            kept = [n for n, items in self._ring.items() if n > epoch and items is not None]
-            stop = min([through, *(n - 1 for n in kept)])
-            position: ChangePosition | None = ChangePosition(epoch)
-            while position is not None:
-                page = await run_in_threadpool(store.change_page, position, stop, names, PAGE_ROWS)
-                if page.horizon >= position.epoch:
-                    raise Expired(page.horizon)
-                for item in page.items:
-                    yield item
-                position = page.next
-            epoch = stop + 1
+            def rendered_once(done: asyncio.Future[bytes]) -> None:
+                del self._rendering[key]
+                kept = self._ring.get(epoch) is ring_items  # not published again meanwhile
+                if kept and not done.cancelled() and done.exception() is None:
+                    self._rendered.setdefault(epoch, {})[follows] = done.result()
+
+            rendering.add_done_callback(rendered_once)
+        return await asyncio.shield(rendering)
 
 
 class KeptChanges:
@@ -389,57 +369,8 @@ class KeptChanges:
         return self._kept
 
 
-async def _render(kind: str, epoch: int, items: list[ChangeItem], rows: int) -> bytes:
-    if rows > RENDER_ON_LOOP_ROWS:
-        return await run_in_threadpool(
-            _message, kind, _data(epoch, items), epoch if kind == "epoch" else None
-        )
-    return _message(kind, _data(epoch, items), epoch if kind == "epoch" else None)
-
-
-def _followed(items: list[ChangeItem], follows: Follows) -> list[ChangeItem]:
-    """The items a stream that follows `follows` sends (a reset's mark goes to every one)."""
-    if follows is None:
-        return items
-    return [item for item in items if item.relation is None or item.relation in follows]
-
-
-def _data(epoch: int, items: list[ChangeItem]) -> dict[str, Any]:
-    return {
-        "epoch": epoch,
-        "reset": any(item.relation is None for item in items),
-        "changes": [g for g in change_groups(items) if not g["reset"]],
-    }
-
-
-def change_groups(items: Iterable[ChangeItem]) -> list[dict[str, Any]]:
-    """Items as groups, one per epoch and relation (a reset mark alone), rows as JSON."""
-    groups: list[dict[str, Any]] = []
-    for item in items:
-        if item.relation is None:
-            groups.append(
-                {
-                    "epoch": item.epoch,
-                    "relation": None,
-                    "reset": True,
-                    "retracted": [],
-                    "inserted": [],
-                }
-            )
-            continue
-        last = groups[-1] if groups else None
-        if last is None or (last["epoch"], last["relation"]) != (item.epoch, item.relation):
-            last = {
-                "epoch": item.epoch,
-                "relation": item.relation,
-                "reset": False,
-                "retracted": [],
-                "inserted": [],
-            }
-            groups.append(last)
-        side = last["inserted" if item.present else "retracted"]
-        side.extend([floats.json_value(value) for value in row] for row in item.rows)
-    return groups
+def _epoch_message(epoch: int, items: list[ChangeItem]) -> bytes:
+    return message("epoch", epoch_data(epoch, items), epoch)
 
 
 def _chunked_transport(request: Request) -> asyncio.WriteTransport | None:
@@ -456,12 +387,6 @@ def _chunk(data: bytes) -> bytes:
     """`data` as one chunk of HTTP/1.1's chunked framing (what uvicorn writes for a body
     part of a response without a length)."""
     return b"%x\r\n%b\r\n" % (len(data), data)
-
-
-def _message(kind: str, data: dict[str, Any], ident: int | None = None) -> bytes:
-    head = f"id: {ident}\n" if ident is not None else ""
-    text = f"{head}event: {kind}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
-    return text.encode()
 
 
 def expired_problem(horizon: int, epoch: int) -> Problem:

@@ -134,7 +134,7 @@ class Runtime:
         mb = settings.epoch_memory_mb
         self._memory_allowance = default_memory_allowance() if mb is None else mb << 20
         """Bytes one evaluation (a write's, or the start-up rebuild) may grow the process."""
-        self.feed = Feed(settings.feed_heartbeat_seconds, settings.feed_batch_milliseconds / 1000)
+        self.feed = Feed(settings, self.priority)
         """The live change feed's view of the epochs published (`service.feed`)."""
         self._unrecorded: dict[int, dict[str, Any]] = {}
         """Reports of applied epochs not yet written to their rows (see `apply`)."""

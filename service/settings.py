@@ -167,8 +167,31 @@ class Settings(BaseSettings):
     feed_max_clients: int = Field(
         256,
         gt=0,
-        description="Clients the live change feed serves at once; one more is refused (503, "
-        "`too_busy`).",
+        description="Clients the live change feed serves at once, counted from the moment "
+        "a request is accepted; one more is refused (503, `too_busy`, with `Retry-After`).",
+    )
+    feed_catch_up_concurrency: int = Field(
+        2,
+        gt=0,
+        description="Slices of history (10,000 rows or 10,000 epochs at most) the live feed "
+        "reads and renders at once for the clients catching up (`since` or `Last-Event-ID` "
+        "older than the latest 64 epochs). The others wait their turn holding no worker "
+        "thread and no database connection, and a slice read for one client serves every "
+        "client at the same place, so reads and writes keep their pace meanwhile.",
+    )
+    feed_connects_per_second: float = Field(
+        5.0,
+        gt=0,
+        description="Live-feed connections one token (or, without one, one client address) "
+        "may open per second, once its burst (`feed_connect_burst`) is spent; one more is "
+        "refused (429, `rate_limited`, with `Retry-After`). A client reconnecting in a loop "
+        "makes the service replay history for nothing.",
+    )
+    feed_connect_burst: int = Field(
+        300,
+        gt=0,
+        description="Live-feed connections one token (or client address) may open at once: "
+        "enough for every client sharing a token to come back together after a restart.",
     )
     feed_heartbeat_seconds: float = Field(
         15.0,

@@ -12,6 +12,7 @@ running are not stopped: a write waits for at most the pages being made.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,13 +26,16 @@ READ_PATHS = ("/v1/query",)
 
 
 class WritePriority:
-    """Counts the writes in progress; reads wait (`yield_to_writes`) while there are any."""
+    """Counts the writes in progress; reads wait (`yield_to_writes`) while there are any.
+    The count changes on the event loop (`WritesFirst`)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._active = 0
         self._idle = threading.Event()
         self._idle.set()
+        self._done = asyncio.Event()
+        """Set on the event loop when the last write in progress ends (`after_writes`)."""
 
     @contextmanager
     def writing(self) -> Iterator[None]:
@@ -45,11 +49,22 @@ class WritePriority:
                 self._active -= 1
                 if not self._active:
                     self._idle.set()
+                    self._done.set()
 
     @property
     def busy(self) -> bool:
         """Whether a write is in progress."""
         return not self._idle.is_set()
+
+    async def after_writes(self) -> None:
+        """On the event loop: wait until no write is in progress, or `YIELD_SECONDS` (for
+        work of the loop's own that can wait: a live feed catching up)."""
+        if not self.busy:
+            return
+        if self._done.is_set():  # the first to wait for these writes: one timer for all
+            self._done = asyncio.Event()
+            asyncio.get_running_loop().call_later(YIELD_SECONDS, self._done.set)
+        await self._done.wait()
 
     def yield_to_writes(self) -> None:
         """Wait (blocking this thread, not holding the interpreter lock) until no write is in

@@ -9,18 +9,29 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Annotated
+from collections.abc import AsyncIterable, Callable
+from typing import Annotated, Any
 
 from fastapi import Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response, StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from service.api.common import cursor_fields, cursor_text
 from service.api.deps import RuntimeDep, answered, read_router
-from service.errors import INVALID_CURSOR, INVALID_REQUEST, UNKNOWN_EPOCH, Problem
-from service.feed import change_groups, expired_problem
+from service.errors import (
+    INVALID_CURSOR,
+    INVALID_REQUEST,
+    RATE_LIMITED,
+    UNKNOWN_EPOCH,
+    Problem,
+)
+from service.feed import expired_problem
+from service.feed_admission import retry_after
+from service.feed_events import change_groups
 from service.runtime import MAX_EPOCH, Runtime
 from service.schemas import ChangeGroup, ChangesOut
+from service.security import bearer_token
 from service.store.repository import ChangePosition, InvalidPosition
 
 reads = read_router()
@@ -54,7 +65,12 @@ EVENT_STREAM = "text/event-stream"
         "of more than 10,000 rows first sends id-less `part` events (a client cut off in the "
         "middle of an epoch drops them: it resumes before that epoch). `: ping` comments keep "
         "an idle stream open; `expired` (a problem document) ends a stream that fell behind "
-        "the retention, `shutdown` one whose server stops."
+        "the retention, `shutdown` one whose server stops. At most "
+        "`REASONER_FEED_MAX_CLIENTS` streams are served at once (503 `too_busy` past it), "
+        "and a token (or, without one, a client address) that opens streams faster than "
+        "`REASONER_FEED_CONNECTS_PER_SECOND` past a burst of "
+        "`REASONER_FEED_CONNECT_BURST` is refused (429 `rate_limited`); both say when to "
+        "retry (`Retry-After`)."
     ),
 )
 async def get_changes(
@@ -76,6 +92,7 @@ async def get_changes(
                 INVALID_REQUEST,
                 "a live feed takes no `cursor` or `limit`: it sends every epoch",
             )
+        _admit_connect(request, runtime)
         return await _live(request, runtime, since, names)
     digest = _digest(names)
     page_size = min(limit or runtime.settings.page_size, runtime.settings.page_size)
@@ -112,7 +129,8 @@ async def get_changes(
 async def _live(
     request: Request, runtime: Runtime, since: int, names: list[str] | None
 ) -> Response:
-    """The live feed from `since` (or the client's `Last-Event-ID`, when it reconnects)."""
+    """The live feed from `since` (or the client's `Last-Event-ID`, when it reconnects). Its
+    client slot is taken before anything is awaited, so a burst cannot pass the limit."""
     after = since
     resumed = request.headers.get("last-event-id")
     if resumed is not None:
@@ -122,20 +140,60 @@ async def _live(
         raise Problem(
             404, UNKNOWN_EPOCH, f"epoch {after} is not published yet (the last is {epoch})"
         )
-    horizon = await run_in_threadpool(runtime.store.horizon)
-    if horizon > after:
-        raise expired_problem(horizon, epoch)
     feed = runtime.feed
-    if feed.clients >= runtime.settings.feed_max_clients:
-        raise runtime.too_busy(
-            f"{runtime.settings.feed_max_clients} clients follow the feed; retry shortly"
+    release = feed.clients.reserve()
+    try:
+        horizon = await run_in_threadpool(runtime.store.horizon)
+        if horizon > after:  # first: a client told to wait would come back for nothing
+            raise expired_problem(horizon, epoch)
+        if release is None:
+            raise runtime.too_busy(f"{feed.clients.limit} clients follow the feed; retry shortly")
+        return _Admitted(
+            feed.stream(runtime.store, after, names, request),
+            release,
+            media_type=EVENT_STREAM,
+            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
         )
-    events = feed.stream(runtime.store, after, names, request)
-    return StreamingResponse(
-        events,
-        media_type=EVENT_STREAM,
-        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
-    )
+    except BaseException:
+        if release is not None:
+            release()
+        raise
+
+
+class _Admitted(StreamingResponse):
+    """A stream that holds a client slot until it ends, however it ends (a stream never
+    started still ends here)."""
+
+    def __init__(
+        self, content: AsyncIterable[bytes], release: Callable[[], None], **options: Any
+    ) -> None:
+        super().__init__(content, **options)
+        self._release = release
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._release()
+
+
+def _admit_connect(request: Request, runtime: Runtime) -> None:
+    """429 for a caller (its token, else its address) that opens streams too fast."""
+    token = bearer_token(request.headers.get("authorization"))
+    if token is not None:
+        caller = "token:" + hashlib.blake2b(token.encode("utf-8", "surrogatepass")).hexdigest()
+    else:
+        caller = "address:" + (request.client.host if request.client else "")
+    wait = runtime.feed.connects.admit(caller)
+    if wait is not None:
+        runtime.metrics.refused(RATE_LIMITED)
+        raise Problem(
+            429,
+            RATE_LIMITED,
+            "this client opens live feeds faster than "
+            f"{runtime.settings.feed_connects_per_second:g} a second: reconnect later",
+            headers={"Retry-After": retry_after(wait)},
+        )
 
 
 def _last_event_id(text: str) -> int:
