@@ -152,9 +152,13 @@ class MemoryAllowance:
     the process past `baseline + allowance`. The limit never passes `CAP_SHARE` of the machine,
     and a process already there refuses new writes before evaluating them (`over_cap`)."""
 
-    def __init__(self, allowance: int) -> None:
+    def __init__(self, allowance: int, cap: int | None = None) -> None:
         self.allowance = allowance
-        self.cap = int(CAP_SHARE * machine_memory_bytes())
+        self.machine_cap = int(CAP_SHARE * machine_memory_bytes())
+        """Resident bytes past which no evaluation may grow, the start-up rebuild's included."""
+        self.cap = self.machine_cap if cap is None else cap
+        """Resident bytes past which no write is evaluated: `CAP_SHARE` of the machine unless
+        the operator set it (a process that shares its machine with a database or Spark)."""
         self.baseline = resident_bytes()
 
     def settle(self) -> None:
@@ -166,13 +170,16 @@ class MemoryAllowance:
         resident = resident_bytes()
         return resident is not None and resident >= self.cap
 
-    def budget(self, seconds: float | None) -> EpochBudget:
-        """The budget of an evaluation starting now: `seconds`, and the memory limit."""
+    def budget(self, seconds: float | None, *, rebuilding: bool = False) -> EpochBudget:
+        """The budget of an evaluation starting now: `seconds`, and the memory limit. A
+        rebuild restores what was committed: only the machine's share bounds it, so a cap set
+        below the committed state stops new writes but never quarantines a program."""
         resident = resident_bytes()
         if resident is None or self.baseline is None:
             return EpochBudget(seconds, self.allowance)
         self.baseline = min(self.baseline, resident)
-        return EpochBudget(seconds, self.allowance, min(self.cap, self.baseline + self.allowance))
+        cap = self.machine_cap if rebuilding else self.cap
+        return EpochBudget(seconds, self.allowance, min(cap, self.baseline + self.allowance))
 
     def release(self) -> None:
         """After a refused evaluation: collect what it left in cycles and hand the freed heap

@@ -141,7 +141,10 @@ class Runtime:
         self._numbered = (0, 0)
         """How many of the engine's symbols and records the store holds (the first ones, in
         the engine's numbering): an epoch commits those after them (`_interned_since`)."""
-        self.memory = MemoryAllowance(self._memory_allowance)
+        cap_mb = settings.memory_cap_mb
+        self.memory = MemoryAllowance(
+            self._memory_allowance, None if cap_mb is None else cap_mb << 20
+        )
         """Every evaluation's memory limit: the allowance past the committed state."""
 
     @property
@@ -330,7 +333,7 @@ class Runtime:
         if unknown:
             log.warning("facts of relations not in the program are ignored: %s", unknown)
         m.load({n: rows for n, rows in committed.facts.items() if n in relations})
-        budget = self.memory.budget(self.settings.rebuild_timeout_seconds)
+        budget = self.memory.budget(self.settings.rebuild_timeout_seconds, rebuilding=True)
         logged = [0.0]
 
         def log_progress(report: ProgressReport) -> None:
@@ -456,8 +459,8 @@ class Runtime:
             self.memory.release()
             if self.memory.over_cap():
                 raise self.too_busy(
-                    "the process holds most of the machine's memory: no write is evaluated "
-                    "until it holds less; nothing changed"
+                    f"the process holds {self.memory.cap >> 20} MiB or more, its memory cap: "
+                    "no write is evaluated until it holds less; nothing changed"
                 )
         budget = self.memory.budget(timeout)
         committed = False

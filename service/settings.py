@@ -131,6 +131,14 @@ class Settings(BaseSettings):
         "Unset: half the memory of the machine or container. A start-up rebuild has the "
         "same allowance.",
     )
+    memory_cap_mb: int | None = Field(
+        None,
+        gt=0,
+        description="Resident memory (MiB) past which the process evaluates no write: one "
+        "arriving then is refused (503, `too_busy`, with `Retry-After`) and nothing changes, "
+        "and no evaluation may grow the process past it. Unset: 90 % of the memory of the "
+        "machine or container.",
+    )
     rebuild_timeout_seconds: float | None = Field(
         None,
         gt=0,

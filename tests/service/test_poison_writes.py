@@ -277,3 +277,25 @@ def test_the_deadline_holds_inside_a_large_join(make_server: Callable[..., Serve
         assert_problem(refused, 422, "epoch_timeout")
         assert elapsed < 2 * 2 + 1 + 1, elapsed  # the bound, plus a second for HTTP and JSON
         assert client.get("/ready").json()["epoch"] == epoch
+
+
+def test_a_process_past_its_memory_cap_takes_no_write(
+    make_server: Callable[..., Server],
+) -> None:
+    """Near the memory cap a write is turned away before it is evaluated (503 with
+    `Retry-After`, never a 500 from a MemoryError), nothing changes and reads are served. The
+    cap is the operator's here, set below what the process already holds; the rebuild of the
+    committed state is not held to it, so the program is not quarantined."""
+    server = make_server().start()
+    epoch = _seeded(server)
+    server.stop()
+    server.settings["REASONER_MEMORY_CAP_MB"] = "1"
+    server.start()
+    with server.client() as client:
+        refused = client.post("/v1/facts", json={"facts": {"s": [[3]]}})
+        body = assert_problem(refused, 503, "too_busy")
+        assert "memory cap" in body["detail"]
+        assert int(refused.headers["retry-after"]) >= 1
+        assert client.get("/ready").json()["epoch"] == epoch
+        assert sorted(read_relation(client, "t")) == [(1,), (2,)]
+    assert _rule_texts(server) == ["t(x) :- s(x)."]
