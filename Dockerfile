@@ -3,8 +3,8 @@
 #
 #   build    the runtime dependencies of pyproject.toml (no dev or bench extras) into a
 #            virtualenv; this layer depends on pyproject.toml alone and stays cached. Then the
-#            compiled part (the tables, reasoner/compact, and the Update kernel,
-#            reasoner/update: Cython) with a C compiler that stays here
+#            compiled part (the tables, reasoner/storage, and the Update kernel,
+#            reasoner/kernel: Cython) with a C compiler that stays here
 #   runtime  the JRE, that virtualenv, then the source (reasoner/, service/, migrations/) and
 #            the compiled modules from the build stage
 #
@@ -33,9 +33,10 @@ RUN apt-get update \
     && /opt/build-tools/bin/pip install "$(grep -o 'Cython==[0-9.]*' pyproject.toml)" setuptools
 COPY setup.py ./
 COPY reasoner/__init__.py ./reasoner/
-COPY reasoner/compact ./reasoner/compact
-COPY reasoner/update/__init__.py reasoner/update/kernel.pyx ./reasoner/update/
-COPY service/__init__.py service/socket_fanout.pyx ./service/
+COPY reasoner/storage/__init__.py reasoner/storage/table.pyx reasoner/storage/table.pxd ./reasoner/storage/
+COPY reasoner/kernel/__init__.py reasoner/kernel/interpreter.pyx ./reasoner/kernel/
+COPY service/__init__.py ./service/
+COPY service/feed/__init__.py service/feed/socket_fanout.pyx ./service/feed/
 # setup.py alone builds the extensions: a minimal pyproject.toml keeps it from needing the rest
 # of the source tree (README.md, the package list; no packages, or setuptools refuses the two
 # top-level ones it finds).
@@ -44,7 +45,7 @@ RUN printf '[project]\nname = "reasoner-compact"\nversion = "0"\n[tool.setuptool
 
 FROM ${BASE_IMAGE}
 # PYTHONMALLOC=malloc: Python's small objects from the C library's heap, which malloc_trim hands
-# back after a refused write (service/epoch_budget.py). Python's own allocator keeps a 1 MiB
+# back after a refused write (service/core/epoch_budget.py). Python's own allocator keeps a 1 MiB
 # arena while any object in it lives: a refused write that packed a million records left
 # 95-120 MB behind at a 200 MB allowance and 275 MB at 800 MB, 20 MB with this (and no
 # measurable cost on a Bootstrap's CPU time).
@@ -70,9 +71,9 @@ COPY alembic.ini ./
 COPY migrations ./migrations
 COPY reasoner ./reasoner
 COPY service ./service
-COPY --from=build /build/reasoner/compact/*.so ./reasoner/compact/
-COPY --from=build /build/reasoner/update/*.so ./reasoner/update/
-COPY --from=build /build/service/*.so ./service/
+COPY --from=build /build/reasoner/storage/*.so ./reasoner/storage/
+COPY --from=build /build/reasoner/kernel/*.so ./reasoner/kernel/
+COPY --from=build /build/service/feed/*.so ./service/feed/
 # ./data holds the SQLite database when no PostgreSQL URL is set (mount a volume there).
 RUN mkdir -p /app/data && chown reasoner:reasoner /app/data
 USER reasoner

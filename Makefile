@@ -58,6 +58,7 @@ compose-test: install
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-cache
 
 # mypy over reasoner/ and service/ (settings in pyproject.toml); `make test` runs it.
 typecheck: install
@@ -78,9 +79,9 @@ $(BIN)/python:
 
 # What the service needs, alone (`make serve`); the development and test tools come on top
 # (`make test`). Each is reinstalled only when pyproject.toml or the compiled part (setup.py,
-# reasoner/{compact,update}/*.pyx and *.pxd, service/*.pyx: the editable install compiles them
+# reasoner/{storage,kernel}/*.pyx and *.pxd, service/feed/*.pyx: the editable install compiles them
 # in place) changes.
-COMPILED := setup.py $(wildcard reasoner/compact/*.pyx reasoner/compact/*.pxd reasoner/update/*.pyx service/*.pyx)
+COMPILED := setup.py $(wildcard reasoner/storage/*.pyx reasoner/storage/*.pxd reasoner/kernel/*.pyx service/feed/*.pyx)
 
 $(RUNTIME_STAMP): pyproject.toml $(COMPILED) | $(BIN)/python
 	$(BIN)/python -m pip install -e '.[service,spark]'

@@ -1,6 +1,6 @@
-"""The compiled part of the engine (Cython): the state's tables (`reasoner.compact.table`) and
-the Update kernel that runs over them (`reasoner.update.kernel`), and the live feed's writes to
-many sockets at once (`service.socket_fanout`). Everything else about the
+"""The compiled part of the engine (Cython): the state's tables (`reasoner.storage.table`) and
+the Update kernel that runs over them (`reasoner.kernel.interpreter`), and the live feed's writes to
+many sockets at once (`service.feed.socket_fanout`). Everything else about the
 package is in pyproject.toml; setuptools reads this file only for the extensions."""
 
 from Cython.Build import cythonize
@@ -11,9 +11,9 @@ setup(
         [
             Extension(name, [path], extra_compile_args=["-O3"])
             for name, path in [
-                ("reasoner.compact.table", "reasoner/compact/table.pyx"),
-                ("reasoner.update.kernel", "reasoner/update/kernel.pyx"),
-                ("service.socket_fanout", "service/socket_fanout.pyx"),
+                ("reasoner.storage.table", "reasoner/storage/table.pyx"),
+                ("reasoner.kernel.interpreter", "reasoner/kernel/interpreter.pyx"),
+                ("service.feed.socket_fanout", "service/feed/socket_fanout.pyx"),
             ]
         ],
         compiler_directives={"language_level": "3"},

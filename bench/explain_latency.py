@@ -1,4 +1,4 @@
-"""How long a proof takes (`reasoner.proofs`), by its depth, on the bench programs.
+"""How long a proof takes (`reasoner.reads.proofs`), by its depth, on the bench programs.
 
     .venv/bin/python bench/explain_latency.py [--out FILE]
 
@@ -19,7 +19,7 @@ from reasoner import Materialization
 from reasoner.analysis import check_program
 from reasoner.io.batch import read_facts_batch
 from reasoner.io.facts import load_inputs
-from reasoner.proofs import Explainer, ExplainError
+from reasoner.reads.proofs import Explainer, ExplainError
 
 BENCH = Path(__file__).resolve().parents[2] / "shared" / "bench"
 CASES = (

@@ -122,7 +122,7 @@ class ScalingSystem:
     master: str | None = None
     """`local[2]` or `standalone` (the cluster started here); None in process."""
     spark_iteration: int | None = None
-    """None: the engine's default (`reasoner.elastic.engines.DEFAULT_SPARK_ITERATION`)."""
+    """None: the engine's default (`reasoner.executors.cost.DEFAULT_SPARK_ITERATION`)."""
     datasets: tuple[str, ...] | None = None
     """The datasets it runs (None: all)."""
 

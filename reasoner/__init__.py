@@ -16,37 +16,166 @@ os.environ.setdefault(
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from reasoner.elastic.bootstrap import BootstrapCancelled, Cancellation
-    from reasoner.elastic.engines import EngineSettings
+    from reasoner.analysis.model import RelationInfo
+    from reasoner.analysis.negation_locals import is_internal
+    from reasoner.elastic.changes import EpochChanges
     from reasoner.elastic.epoch import Delta, EpochReport
+    from reasoner.elastic.program_text import RULES_FILENAME
+    from reasoner.elastic.progress import BootstrapProgress, ProgressReport
+    from reasoner.elastic.switch import bulk_load
+    from reasoner.executors.bootstrap import BootstrapCancelled, Cancellation
+    from reasoner.executors.cost import DEFAULT_SPARK_ITERATION
+    from reasoner.executors.registry import (
+        DEFAULT_SPARK_THRESHOLD,
+        Engine,
+        EngineSettings,
+    )
+    from reasoner.io.batch import FactBatch, frame_schema, parse_facts_batch
+    from reasoner.io.facts import float_field, record_field
     from reasoner.materialization import Materialization
+    from reasoner.reads.pages import Row, RowOrder, relation_page
+    from reasoner.reads.past_relations import PastRelation
+    from reasoner.reads.proofs import Explainer, ExplainError
+    from reasoner.reads.query import (
+        Constants,
+        QueryRelations,
+        QueryResult,
+        QueryTimeout,
+        QueryTooLarge,
+        compile_query,
+        evaluate_query,
+    )
+    from reasoner.support.allocations import charging_to
+    from reasoner.syntax.lexer import IDENT, Token, tokenize
+    from reasoner.values import floats
+    from reasoner.values.records import (
+        AdtType,
+        RecordError,
+        RecordTable,
+        RecordType,
+        ValueType,
+        storage_type,
+    )
+    from reasoner.values.symbols import SymbolTable
+    from reasoner.values.types import FLOAT, SYMBOL
 
 _PUBLIC = {
     "Materialization": "reasoner.materialization",
     "Delta": "reasoner.elastic.epoch",
     "EpochReport": "reasoner.elastic.epoch",
-    "EngineSettings": "reasoner.elastic.engines",
-    "Cancellation": "reasoner.elastic.bootstrap",
-    "BootstrapCancelled": "reasoner.elastic.bootstrap",
+    "EngineSettings": "reasoner.executors.registry",
+    "DEFAULT_SPARK_ITERATION": "reasoner.executors.cost",
+    "DEFAULT_SPARK_THRESHOLD": "reasoner.executors.registry",
+    "Engine": "reasoner.executors.registry",
+    "Cancellation": "reasoner.executors.bootstrap",
+    "BootstrapCancelled": "reasoner.executors.bootstrap",
+    "RelationInfo": "reasoner.analysis.model",
+    "is_internal": "reasoner.analysis.negation_locals",
+    "bulk_load": "reasoner.elastic.switch",
+    "EpochChanges": "reasoner.elastic.changes",
+    "RULES_FILENAME": "reasoner.elastic.program_text",
+    "BootstrapProgress": "reasoner.elastic.progress",
+    "ProgressReport": "reasoner.elastic.progress",
+    "FactBatch": "reasoner.io.batch",
+    "frame_schema": "reasoner.io.batch",
+    "parse_facts_batch": "reasoner.io.batch",
+    "float_field": "reasoner.io.facts",
+    "record_field": "reasoner.io.facts",
+    "Row": "reasoner.reads.pages",
+    "RowOrder": "reasoner.reads.pages",
+    "relation_page": "reasoner.reads.pages",
+    "PastRelation": "reasoner.reads.past_relations",
+    "ExplainError": "reasoner.reads.proofs",
+    "Explainer": "reasoner.reads.proofs",
+    "Constants": "reasoner.reads.query",
+    "QueryRelations": "reasoner.reads.query",
+    "QueryResult": "reasoner.reads.query",
+    "QueryTimeout": "reasoner.reads.query",
+    "QueryTooLarge": "reasoner.reads.query",
+    "compile_query": "reasoner.reads.query",
+    "evaluate_query": "reasoner.reads.query",
+    "charging_to": "reasoner.support.allocations",
+    "IDENT": "reasoner.syntax.lexer",
+    "Token": "reasoner.syntax.lexer",
+    "tokenize": "reasoner.syntax.lexer",
+    "AdtType": "reasoner.values.records",
+    "RecordError": "reasoner.values.records",
+    "RecordTable": "reasoner.values.records",
+    "RecordType": "reasoner.values.records",
+    "ValueType": "reasoner.values.records",
+    "storage_type": "reasoner.values.records",
+    "SymbolTable": "reasoner.values.symbols",
+    "FLOAT": "reasoner.values.types",
+    "SYMBOL": "reasoner.values.types",
 }
-"""The public API (`from reasoner import Materialization, Delta`), which the service and the
-benchmarks use instead of the modules that hold it. Loaded on first use: `import reasoner`
-alone (the parser, the command line's start) does not pay for Polars."""
+"""The public API (`from reasoner import Materialization, Delta`): what the service, the
+benchmarks and users import instead of the modules that hold it (an import-linter contract
+keeps the service to it). Loaded on first use: `import reasoner` alone (the parser, the
+command line's start) does not pay for Polars."""
+
+_MODULES = {"floats": "reasoner.values.floats"}
+"""Modules of the public face: the float vocabulary (Soufflé's text of a float, JSON-safe
+values) is a family of functions the service uses as one."""
 
 __all__ = [
+    "DEFAULT_SPARK_ITERATION",
+    "DEFAULT_SPARK_THRESHOLD",
+    "FLOAT",
+    "IDENT",
+    "RULES_FILENAME",
+    "SYMBOL",
+    "AdtType",
     "BootstrapCancelled",
+    "BootstrapProgress",
     "Cancellation",
+    "Constants",
     "Delta",
+    "Engine",
     "EngineSettings",
+    "EpochChanges",
     "EpochReport",
+    "ExplainError",
+    "Explainer",
+    "FactBatch",
     "Materialization",
+    "PastRelation",
+    "ProgressReport",
+    "QueryRelations",
+    "QueryResult",
+    "QueryTimeout",
+    "QueryTooLarge",
+    "RecordError",
+    "RecordTable",
+    "RecordType",
+    "RelationInfo",
+    "Row",
+    "RowOrder",
+    "SymbolTable",
+    "Token",
+    "ValueType",
+    "bulk_load",
+    "charging_to",
+    "compile_query",
+    "evaluate_query",
+    "float_field",
+    "floats",
+    "frame_schema",
+    "is_internal",
+    "parse_facts_batch",
+    "record_field",
+    "relation_page",
+    "storage_type",
+    "tokenize",
 ]
 
 
 def __getattr__(name: str) -> Any:
+    from importlib import import_module
+
+    module = _MODULES.get(name)
+    if module is not None:
+        return import_module(module)
     module = _PUBLIC.get(name)
     if module is None:
         raise AttributeError(f"module 'reasoner' has no attribute {name!r}")
-    from importlib import import_module
-
     return getattr(import_module(module), name)

@@ -11,7 +11,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from reasoner.syntax.ast import Span
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A source range; lines and columns are 1-based, `end_*` is exclusive."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
 
 # The stable codes; the service maps each to a 4xx response.
 PARSE_ERROR = "parse_error"
@@ -168,7 +177,7 @@ class InvalidDelta(Exception):
 
 class FloatRefused(InvalidDelta):
     """A float computation whose result Soufflé leaves to the order it meets rows in
-    (`reasoner.floats`): the epoch that needs it changes nothing."""
+    (`reasoner.values.floats`): the epoch that needs it changes nothing."""
 
     def __init__(self, message: str) -> None:
         super().__init__(UNSUPPORTED_FEATURE, message)

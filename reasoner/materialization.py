@@ -20,20 +20,14 @@ from typing import Any, TypeVar, cast
 import numpy as np
 import polars as pl
 
-from reasoner import floats
 from reasoner.analysis import check_program
-from reasoner.analysis.model import AnalyzedProgram, RelationInfo, Stratum, Value
+from reasoner.analysis.model import AnalyzedProgram, RelationInfo, Stratum
 from reasoner.analysis.negation_locals import is_internal
-from reasoner.arith import wrap64
-from reasoner.compact import TupleSet
-from reasoner.concurrency import ReadWriteLock, read_optimistically
 from reasoner.elastic import switch
-from reasoner.elastic.aggregate import update_aggregate
-from reasoner.elastic.bootstrap import Check, StratumRun
 from reasoner.elastic.changes import ChangedRows, Diff, EpochChanges
-from reasoner.elastic.engines import EngineChoice, EngineSettings, run_bootstrap, summary
 from reasoner.elastic.epoch import UNCHANGED, Delta, EpochReport, Rows, StratumReport
-from reasoner.elastic.overlay import INF, Overlay
+from reasoner.elastic.program_text import Changed, ProgramText, RuleEntry, declaration
+from reasoner.elastic.progress import BootstrapProgress
 from reasoner.elastic.restratify import (
     StratumKey,
     bootstrap_into_overlay,
@@ -51,17 +45,23 @@ from reasoner.errors import (
     InvalidDelta,
     Notice,
 )
-from reasoner.gc_pause import collector_paused
+from reasoner.executors.aggregate import update_aggregate
+from reasoner.executors.bootstrap import Check, StratumRun
+from reasoner.executors.registry import EngineChoice, EngineSettings, run_bootstrap, summary
 from reasoner.io.batch import FactBatch, engine_numbers, user_numbers
-from reasoner.program_text import Changed, ProgramText, RuleEntry, declaration
-from reasoner.progress import BootstrapProgress
-from reasoner.records import AdtType, RecordError, RecordType, ValueType, canonical
-from reasoner.state import State, Tuple
-from reasoner.symbols import SymbolTable, TableMark, mapped_distinct
-from reasoner.syntax.ast import FLOAT, NUMBER, SYMBOL, UNSIGNED, ColumnType
+from reasoner.kernel.run import StratumUpdate
+from reasoner.storage import TupleSet
+from reasoner.storage.overlay import INF, Overlay
+from reasoner.storage.state import State, Tuple
+from reasoner.support.concurrency import ReadWriteLock, read_optimistically
+from reasoner.support.deadline import Deadline
+from reasoner.support.gc_pause import collector_paused
 from reasoner.syntax.lexer import IDENTIFIER
-from reasoner.update.deadline import Deadline
-from reasoner.update.run import StratumUpdate
+from reasoner.values import floats
+from reasoner.values.arith import wrap64
+from reasoner.values.records import AdtType, RecordError, RecordType, ValueType, canonical
+from reasoner.values.symbols import SymbolTable, TableMark, mapped_distinct
+from reasoner.values.types import FLOAT, NUMBER, SYMBOL, UNSIGNED, ColumnType, Value
 
 T = TypeVar("T")
 
@@ -307,7 +307,7 @@ class Materialization:
 
     def read(self, read: Callable[[], T]) -> T:
         """`read()` on one published epoch without blocking the writer while it runs (see
-        `reasoner.concurrency.read_optimistically`): for reads that may take long."""
+        `reasoner.support.concurrency.read_optimistically`): for reads that may take long."""
         return read_optimistically(self._lock, read)
 
     # -- Bootstrap ------------------------------------------------------------------------------
@@ -583,7 +583,7 @@ class Materialization:
                 )
             return self._apply(prepared, start, strategy, include_changes, check, before_publish)
 
-    def _apply(
+    def _apply(  # noqa: PLR0915
         self,
         prepared: PreparedDelta,
         start: float,
@@ -646,7 +646,9 @@ class Materialization:
                 listed = _listed(derived, overlay_rows) if include_changes else None
                 return strata, sizes, listed
 
-            with collector_paused():  # until the overlay's records are freed (reasoner.gc_pause)
+            with (
+                collector_paused()
+            ):  # until the overlay's records are freed (reasoner.support.gc_pause)
                 attempt = switch.attempt_update(
                     strategy, update, lambda: self._discard(overlay, cached)
                 )
@@ -1276,7 +1278,7 @@ def _checked_row(info: RelationInfo, row: Sequence[Value], verb: str) -> tuple[V
 
 
 def _checked_float(value: Value, where: str) -> floats.FloatValue:
-    """A float column's value (`reasoner.floats.user_float`), or `InvalidDelta`."""
+    """A float column's value (`reasoner.values.floats.user_float`), or `InvalidDelta`."""
     number = floats.user_float(value)
     if number is None:
         raise InvalidDelta(

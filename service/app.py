@@ -15,14 +15,14 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
-from service import errors
+from service.api import problem_responses
+from service.api.limits import BodySizeLimit
 from service.api.routes import changes, deltas, epochs, health, query, relations, rules
-from service.limits import BodySizeLimit
-from service.runtime import Runtime
+from service.api.security import TokenGate
+from service.core.runtime import Runtime
+from service.core.write_priority import WritePriority, WritesFirst
 from service.schemas import ProblemOut
-from service.security import TokenGate
 from service.settings import Settings
-from service.write_priority import WritePriority, WritesFirst
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -49,7 +49,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.settings = settings
-    errors.install(app)
+    problem_responses.install(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
     app.add_middleware(WritesFirst, priority=priority)
     # Added last, so it runs first: tokens are checked before a byte of the body is read.

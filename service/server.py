@@ -16,9 +16,9 @@ from fastapi import FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
-from service import access_log
+from service.api import access_log
 from service.app import create_app
-from service.feed import TRANSPORT
+from service.feed.stream import TRANSPORT
 from service.settings import Settings
 
 DEFAULT_HOST = "127.0.0.1"
@@ -79,8 +79,8 @@ GRACEFUL_SHUTDOWN_SECONDS = 5
 
 def _protocol_with_transport() -> type[asyncio.Protocol]:
     """uvicorn's HTTP protocol (httptools', else h11's), giving each request its connection's
-    transport under the scope's extensions (`service.feed.TRANSPORT`): the live feed writes
-    to the socket of a caught-up client itself (`service.feed_sender`)."""
+    transport under the scope's extensions (`service.feed.stream.TRANSPORT`): the live feed writes
+    to the socket of a caught-up client itself (`service.feed.sender`)."""
     base: Any = AutoHTTPProtocol
 
     class WithTransport(base):

@@ -13,7 +13,7 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
-from reasoner.elastic.engines import DEFAULT_SPARK_ITERATION, DEFAULT_SPARK_THRESHOLD, Engine
+from reasoner import DEFAULT_SPARK_ITERATION, DEFAULT_SPARK_THRESHOLD, Engine
 
 DEFAULT_DATABASE_URL = "sqlite:///./data/reasoner.db"
 SECRETS_DIR = Path("/run/secrets")

@@ -30,10 +30,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 
-from reasoner.analysis.model import AnalyzedProgram, Value
-from reasoner.ecmascript_regex import compiled
-from reasoner.floats import FloatValue
-from reasoner.records import AdtType, RecordType, ValueType
+from reasoner.analysis.model import AnalyzedProgram
 from reasoner.syntax.ast import (
     Aggregate,
     Atom,
@@ -53,6 +50,10 @@ from reasoner.syntax.ast import (
     Variable,
     is_negation,
 )
+from reasoner.values.ecmascript_regex import compiled
+from reasoner.values.floats import FloatValue
+from reasoner.values.records import AdtType, RecordType, ValueType
+from reasoner.values.types import Value
 
 Row = tuple[Value, ...]
 PACKED = "#"
@@ -70,7 +71,8 @@ class NoValue(Exception):
     instantiation that needs it does not exist."""
 
 
-# --- Soufflé arithmetic, written out independently of reasoner/arith.py ---------------------
+# --- Soufflé arithmetic, written out independently of reasoner/values/arith.py
+# ---------------------
 
 
 def wrap(value: int) -> int:
@@ -186,7 +188,8 @@ def unsigned_arithmetic(op: str, a: int, b: int) -> int:
     return arithmetic(op, a, b)  # band, bor, the logical ones, max and min: as on naturals
 
 
-# --- floats: C doubles on x86-64, written out independently of reasoner/floats.py -----------
+# --- floats: C doubles on x86-64, written out independently of reasoner/values/floats.py
+# -----------
 
 X86_NAN = struct.unpack("<d", bytes.fromhex("000000000000f8ff"))[0]
 """The NaN x86 makes of 0/0 and inf - inf: its sign bit is set (printed `-nan`)."""

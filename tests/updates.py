@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from reasoner import floats
-from reasoner.analysis.model import Value
 from reasoner.elastic.changes import EpochChanges, RelationChanges
 from reasoner.elastic.epoch import Delta, EpochReport
 from reasoner.materialization import Materialization
+from reasoner.values import floats
+from reasoner.values.types import Value
 from tests.oracle import evaluate, visible
 
 

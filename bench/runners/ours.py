@@ -2,9 +2,9 @@
 
     python -m bench.runners.ours SPEC.json OUT_DIR -- <reasoner replay arguments>
 
-This runs `reasoner.cli.main(["replay", ...])` unchanged (argument parsing, the engine switch,
+This runs `reasoner.cli.main.main(["replay", ...])` unchanged (argument parsing, the engine switch,
 the timing, the `--report` JSON) in this process, with one addition through the `observe` hook
-of `reasoner.replay.replay`: after every epoch (outside the epoch's timed part) the output
+of `reasoner.cli.replay.replay`: after every epoch (outside the epoch's timed part) the output
 relations' digests are taken from the live materialization, and at the end the final relations
 are written to OUT_DIR in the harness's format, for the cross-system check.
 """
@@ -14,10 +14,10 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
-import reasoner.cli as cli
+import reasoner.cli.main as cli
 from bench.runners.common import Spec, digests, emit, finish
 from reasoner import Materialization
-from reasoner.replay import EpochRecord
+from reasoner.cli.replay import EpochRecord
 
 Observer = Callable[[Materialization, EpochRecord], None]
 

@@ -37,19 +37,14 @@ from reasoner.analysis.ranges import lift_body
 from reasoner.analysis.report import Reporter
 from reasoner.analysis.safety import bound_variables
 from reasoner.analysis.terms import render_atom, render_literal
-from reasoner.errors import RULE_TOO_LARGE, TYPE_MISMATCH, UNSAFE_RULE, UNSUPPORTED_FEATURE
+from reasoner.errors import RULE_TOO_LARGE, TYPE_MISMATCH, UNSAFE_RULE, UNSUPPORTED_FEATURE, Span
 from reasoner.syntax.ast import (
-    FLOAT,
-    RECORD,
-    SYMBOL,
-    UNSIGNED,
     Aggregate,
     Atom,
     BinaryOp,
     BodyLiteral,
     BranchTerm,
     Cast,
-    ColumnType,
     Comparison,
     Functor,
     Negation,
@@ -57,12 +52,12 @@ from reasoner.syntax.ast import (
     Program,
     RecordTerm,
     Rule,
-    Span,
     Term,
     Variable,
     Wildcard,
     operands,
 )
+from reasoner.values.types import FLOAT, RECORD, SYMBOL, UNSIGNED, ColumnType
 
 _EMPTY_IS_ZERO = frozenset({"count", "sum"})
 _RESULT = "value!"

@@ -27,15 +27,10 @@ from reasoner.analysis.stratify import stratify
 from reasoner.analysis.terms import atoms_of, leaves
 from reasoner.analysis.types import NUMERIC, Known, TypeInference, infer_types
 from reasoner.errors import ARITY_MISMATCH, UNKNOWN_RELATION, UNSUPPORTED_FEATURE
-from reasoner.records import AdtType, RecordType, ValueType
 from reasoner.syntax.ast import (
-    FLOAT,
-    NUMBER,
-    RECORD,
     AggregateOp,
     BodyLiteral,
     BranchTerm,
-    ColumnType,
     Negation,
     Program,
     RecordTerm,
@@ -44,6 +39,8 @@ from reasoner.syntax.ast import (
     Wildcard,
 )
 from reasoner.syntax.parser import parse_program
+from reasoner.values.records import AdtType, RecordType, ValueType
+from reasoner.values.types import FLOAT, NUMBER, RECORD, ColumnType
 
 
 def analyze(

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from reasoner.analysis.named_types import TypeSystem
 from reasoner.analysis.report import Reporter
-from reasoner.errors import ARITY_MISMATCH, TYPE_MISMATCH
-from reasoner.syntax.ast import Atom, Declaration, Program, Rule, Span, Variable, Wildcard
+from reasoner.errors import ARITY_MISMATCH, TYPE_MISMATCH, Span
+from reasoner.syntax.ast import Atom, Declaration, Program, Rule, Variable, Wildcard
 
 
 def equivalence_rules(program: Program, named: TypeSystem, reporter: Reporter) -> tuple[Rule, ...]:

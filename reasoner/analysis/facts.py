@@ -2,8 +2,8 @@
 
 Fact arguments may be constant arithmetic (`p(1 + 2).`), string functors
 (`p(cat("a", "b")).`) and records (`p([1, $A(2)]).`); they are folded here with Soufflé's
-64-bit semantics (`reasoner.arith`) so that the engine only ever sees plain values (a record:
-its canonical text, `reasoner.records`). A failing
+64-bit semantics (`reasoner.values.arith`) so that the engine only ever sees plain values (a record:
+its canonical text, `reasoner.values.records`). A failing
 operation (division by zero) is reported with code `parse_error` and a message starting with
 "arithmetic error in fact": such a fact has no value at all, which is a defect of the text
 rather than of typing or safety.
@@ -14,16 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import cast
 
-from reasoner import floats, functors
-from reasoner.analysis.model import Value
 from reasoner.analysis.report import Reporter
 from reasoner.analysis.terms import render
-from reasoner.arith import ARITH
-from reasoner.errors import PARSE_ERROR, UNSUPPORTED_FEATURE, InvalidDelta
-from reasoner.records import AdtType, Nested, RecordType, ValueType, fits, nested_text
+from reasoner.errors import PARSE_ERROR, UNSUPPORTED_FEATURE, InvalidDelta, Span
 from reasoner.syntax.ast import (
-    FLOAT,
-    SYMBOL,
     BinaryOp,
     BranchTerm,
     Functor,
@@ -31,10 +25,13 @@ from reasoner.syntax.ast import (
     NumberConst,
     Program,
     RecordTerm,
-    Span,
     StringConst,
     Term,
 )
+from reasoner.values import floats, functors
+from reasoner.values.arith import ARITH
+from reasoner.values.records import AdtType, Nested, RecordType, ValueType, fits, nested_text
+from reasoner.values.types import FLOAT, SYMBOL, Value
 
 
 class _NotFoldable(Exception):
@@ -51,7 +48,7 @@ class _FoldError(Exception):
 
 def evaluate(term: Term) -> Nested:
     """The value of a ground term (post-order walk with an explicit stack); a record's as a
-    tree (`reasoner.records.Nested`)."""
+    tree (`reasoner.values.records.Nested`)."""
     stack: list[tuple[Term, bool]] = [(term, False)]
     values: list[Nested] = []
     while stack:

@@ -64,7 +64,7 @@ def aliases(
     }
 
 
-def _resolved(equalities: list[Comparison], grounded: set[str]) -> set[int]:
+def _resolved(equalities: list[Comparison], grounded: set[str]) -> set[int]:  # noqa: C901
     """The equalities Soufflé's resolution turns into substitutions or drops (`aliases`);
     `grounded` gains the fields of records atoms' variables are mapped to."""
     mapping: dict[str, Term] = {}

@@ -11,22 +11,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from reasoner.analysis.named_types import TypeSystem
-from reasoner.errors import Diagnostic
-from reasoner.records import AdtType, RecordType, ValueType, signature
-from reasoner.syntax.ast import (
-    AggregateOp,
-    Atom,
-    BodyLiteral,
-    ColumnType,
-    Negation,
-    Program,
-    Rule,
-    Span,
-)
+from reasoner.errors import Diagnostic, Span
+from reasoner.syntax.ast import AggregateOp, Atom, BodyLiteral, Negation, Program, Rule
+from reasoner.values.records import AdtType, RecordType, ValueType, signature
+from reasoner.values.types import ColumnType, Value
 
-Value = int | float | str
 """A value as the user sees it: `number` columns hold Python ints, `symbol` columns strs, and
-record columns their text (`reasoner.records`)."""
+record columns their text (`reasoner.values.records`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +51,7 @@ class RelationInfo:
 
     @property
     def shape(self) -> tuple[str, ...]:
-        """The columns' types, records with their fields (`reasoner.records.signature`): two
+        """The columns' types, records with their fields (`reasoner.values.records.signature`): two
         analyses that give a relation one shape store its values alike."""
         return tuple(map(signature, self.value_types))
 
@@ -114,7 +105,7 @@ class Stratum:
     recursive: bool
     aggregate: AggregateDefinition | None = None
     """An aggregate's relation is a stratum of its own, without rules: it is computed by
-    grouping its source (`reasoner.elastic.aggregate`)."""
+    grouping its source (`reasoner.executors.aggregate`)."""
 
     def reads(self) -> Iterator[str]:
         """The relations the stratum's rules or aggregate read (with repetitions)."""

@@ -12,7 +12,7 @@ Each type is represented by the set of *regions* it covers: a subtype is a regio
 an alias covers what its target covers and a union what its members cover. Two types share a
 value only if their sets meet.
 
-A record or algebraic data type is stored as `record` (an id, `reasoner.records`) and is a
+A record or algebraic data type is stored as `record` (an id, `reasoner.values.records`) and is a
 region of its own; its descriptor (`RecordType`, `AdtType`: its fields' types) is what reads and
 writes its values. A union or subtype of one is refused, as in Soufflé.
 """
@@ -24,24 +24,18 @@ from dataclasses import dataclass, field
 
 from reasoner.analysis.relations import RelationTable
 from reasoner.analysis.report import Reporter
-from reasoner.errors import TYPE_MISMATCH, UNKNOWN_TYPE
-from reasoner.records import AdtType, Branch, RecordType, ValueType
+from reasoner.errors import TYPE_MISMATCH, UNKNOWN_TYPE, Span
 from reasoner.syntax.ast import (
-    FLOAT,
-    NUMBER,
-    RECORD,
-    SYMBOL,
-    UNSIGNED,
     Atom,
     BodyLiteral,
     Column,
-    ColumnType,
     Negation,
     Program,
-    Span,
     TypeDeclaration,
     Variable,
 )
+from reasoner.values.records import AdtType, Branch, RecordType, ValueType
+from reasoner.values.types import FLOAT, NUMBER, RECORD, SYMBOL, UNSIGNED, ColumnType
 
 PRIMITIVES: dict[str, ColumnType] = {
     "number": NUMBER,

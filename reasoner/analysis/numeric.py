@@ -15,14 +15,14 @@ operators and the left shift give the same bits under either reading. What diffe
   top bit (`x bxor -2^63`) maps the unsigned order onto the signed one, so an ordering
   comparison of the flipped operands is one every executor already evaluates, and
   `max(a, b)` becomes `flip(max(flip(a), flip(b)))`; the aggregates become `umin`/`umax`;
-- **division, remainder and power**: `udiv`, `umod` and `upow` (`reasoner.arith`), operators
+- **division, remainder and power**: `udiv`, `umod` and `upow` (`reasoner.values.arith`), operators
   of their own in every executor (on Spark, a stratum that divides unsigned values runs in
   the driver);
 - **the right shift** `bshr`, which sign-extends a number: on an unsigned it is `bshru`;
 - **`to_string`**, which writes an unsigned's unsigned reading (`UNSIGNED_TO_STRING`), while
   `to_number(u)` and `to_unsigned(n)` keep the bits, as a cast does, and are dropped.
 
-On floats every arithmetic operation becomes a functor of `reasoner.functors` (`fadd!`...,
+On floats every arithmetic operation becomes a functor of `reasoner.values.functors` (`fadd!`...,
 `fneg!` for a unary minus), and so do the conversions (`itof!`, `ftoi!`, `ftos!`...); a
 literal in float context becomes its IEEE pattern; a comparison becomes one of
 `fcmp!(a, b)` with 0, except an equality that is one of Soufflé's aliases
@@ -36,23 +36,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 
-from reasoner import floats
 from reasoner.analysis.floats import aliases
 from reasoner.analysis.model import AggregateDefinition
 from reasoner.analysis.types import TypeInference
-from reasoner.functors import (
-    CONVERSIONS,
-    FLOAT_COMPARE,
-    FLOAT_CONVERSIONS,
-    FLOAT_NEGATE,
-    FLOAT_OPERATIONS,
-    UNSIGNED_TO_STRING,
-)
-from reasoner.records import AdtType, RecordType, ValueType
+from reasoner.errors import Span
 from reasoner.syntax.ast import (
-    FLOAT,
-    NUMBER,
-    UNSIGNED,
     AggregateOp,
     ArithOp,
     Atom,
@@ -60,7 +48,6 @@ from reasoner.syntax.ast import (
     BodyLiteral,
     BranchTerm,
     Cast,
-    ColumnType,
     CompareOp,
     Comparison,
     Functor,
@@ -69,13 +56,23 @@ from reasoner.syntax.ast import (
     Program,
     RecordTerm,
     Rule,
-    Span,
     Term,
     Variable,
     Wildcard,
     is_negation,
     rule_terms,
 )
+from reasoner.values import floats
+from reasoner.values.functors import (
+    CONVERSIONS,
+    FLOAT_COMPARE,
+    FLOAT_CONVERSIONS,
+    FLOAT_NEGATE,
+    FLOAT_OPERATIONS,
+    UNSIGNED_TO_STRING,
+)
+from reasoner.values.records import AdtType, RecordType, ValueType
+from reasoner.values.types import FLOAT, NUMBER, UNSIGNED, ColumnType
 
 _BIAS = -(1 << 63)
 """The pattern with only the top bit set: `x bxor _BIAS` maps unsigned order to signed."""

@@ -1,5 +1,6 @@
 """Refuse, before anything runs, a constant `match` pattern whose construct is not translated
-exactly into Python's `re` (`reasoner.ecmascript_regex`): naming it beats an answer that might
+exactly into Python's `re` (`reasoner.values.ecmascript_regex`): naming it beats an answer that
+might
 differ from Soufflé's. A pattern known only at run time is refused when it is met (an
 evaluation error naming it); an invalid pattern is no refusal: it matches nothing, and its
 negation nothing either, as in Soufflé."""
@@ -10,9 +11,9 @@ from collections.abc import Iterable, Sequence
 
 from reasoner.analysis.report import Reporter
 from reasoner.analysis.terms import is_constraint_call
-from reasoner.ecmascript_regex import unsupported
 from reasoner.errors import UNSUPPORTED_FEATURE
 from reasoner.syntax.ast import BodyLiteral, Comparison, Functor, StringConst
+from reasoner.values.ecmascript_regex import unsupported
 
 
 def refuse_untranslated_patterns(

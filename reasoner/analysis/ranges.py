@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 from typing import cast
 
-from reasoner.functors import GENERATOR
 from reasoner.syntax.ast import (
     Atom,
     BinaryOp,
@@ -31,6 +30,7 @@ from reasoner.syntax.ast import (
     Term,
     Variable,
 )
+from reasoner.values.functors import GENERATOR
 
 PREFIX = "#range"
 

@@ -1,7 +1,8 @@
 """Records and algebraic data types, rewritten into plain rules over ids.
 
 Typed and checked as written, a rule's records become calls of two functors no program can
-write (`reasoner.functors.PACK`, `FIELD`), so that every executor, Update and the rule changes
+write (`reasoner.values.functors.PACK`, `FIELD`), so that every executor, Update and the rule
+changes
 see integers and expressions only, as they do for symbols:
 
     p([x, y]) :- q(x), r(y).       p(pack!(x, y)) :- q(x), r(y).
@@ -26,7 +27,7 @@ from typing import cast
 
 from reasoner.analysis.named_types import TypeSystem
 from reasoner.analysis.safety import all_bound, bound_variables
-from reasoner.functors import FIELD, FIND, PACK
+from reasoner.errors import Span
 from reasoner.syntax.ast import (
     Atom,
     BodyLiteral,
@@ -39,12 +40,12 @@ from reasoner.syntax.ast import (
     Program,
     RecordTerm,
     Rule,
-    Span,
     Term,
     Variable,
     Wildcard,
     rule_terms,
 )
+from reasoner.values.functors import FIELD, FIND, PACK
 
 RECORD_VARIABLE = "#r"
 """The prefix of the variables the rewrite makes (no program can write a `#`)."""

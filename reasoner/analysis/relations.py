@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 
 from reasoner.analysis.report import Reporter
 from reasoner.analysis.terms import atoms_of
-from reasoner.errors import ARITY_MISMATCH, TYPE_MISMATCH, UNKNOWN_RELATION
-from reasoner.syntax.ast import Atom, Declaration, Program, Span
+from reasoner.errors import ARITY_MISMATCH, TYPE_MISMATCH, UNKNOWN_RELATION, Span
+from reasoner.syntax.ast import Atom, Declaration, Program
 
 
 def position(span: Span) -> tuple[int, int]:

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from reasoner.errors import Diagnostic, ProgramError
-from reasoner.syntax.ast import Span
+from reasoner.errors import Diagnostic, ProgramError, Span
 
 
 class Reporter:

@@ -163,7 +163,7 @@ class _CycleExplainer:
         return steps
 
 
-def stratify(
+def stratify(  # noqa: C901
     program: Program,
     order: list[str],
     reporter: Reporter,

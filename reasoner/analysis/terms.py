@@ -6,14 +6,9 @@ explicit stack keeps deep expressions from hitting Python's recursion limit.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
-from reasoner import floats
-from reasoner.arith import as_unsigned
-from reasoner.functors import CONSTRAINTS
 from reasoner.syntax.ast import (
-    FLOAT,
-    UNSIGNED,
     Aggregate,
     Atom,
     BinaryOp,
@@ -26,12 +21,18 @@ from reasoner.syntax.ast import (
     NilConst,
     NumberConst,
     RecordTerm,
+    Rule,
     StringConst,
     Term,
     Variable,
     Wildcard,
     operands,
+    rule_terms,
 )
+from reasoner.values import floats
+from reasoner.values.arith import as_unsigned
+from reasoner.values.functors import CONSTRAINTS
+from reasoner.values.types import FLOAT, UNSIGNED
 
 Leaf = Variable | Wildcard | NumberConst | StringConst | NilConst | Aggregate
 
@@ -137,3 +138,9 @@ def is_constraint_call(literal: Comparison) -> bool:
         and literal.left.name in CONSTRAINTS
         and literal.right == NumberConst(0, literal.right.span)
     )
+
+
+def calls_functor(rules: Sequence[Rule]) -> bool:
+    """Whether any of `rules` calls a functor (an executor that cannot reach the symbol table
+    runs them elsewhere)."""
+    return any(isinstance(term, Functor) for term in rule_terms(rules))

@@ -3,7 +3,7 @@
 Every relation column, every variable (scoped to its clause) and every arithmetic expression
 is a node of a union-find structure; each class carries at most one type, `number`, `unsigned`
 or `symbol`, or `numeric` while it is only known to be one of the first two; or a record or
-algebraic data type (its descriptor, `reasoner.records`), or `record?` while it is only known
+algebraic data type (its descriptor, `reasoner.values.records`), or `record?` while it is only known
 to be some record (`nil`, `[a, b]`: their type is their place's, found once the visit is
 over). Constants, declarations, arithmetic and ordering comparisons pin types; using a
 variable in two places merges classes. A numeric literal without a suffix takes its context's
@@ -17,25 +17,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Literal, cast
 
-from reasoner import functors
 from reasoner.analysis.named_types import PRIMITIVES, TypeSystem
 from reasoner.analysis.relations import RelationTable, position
 from reasoner.analysis.report import Reporter
 from reasoner.analysis.terms import render
 from reasoner.errors import TYPE_MISMATCH, UNKNOWN_TYPE, UNSUPPORTED_FEATURE
-from reasoner.records import AdtType, RecordType, ValueType
 from reasoner.syntax.ast import (
-    FLOAT,
-    NUMBER,
-    RECORD,
-    SYMBOL,
-    UNSIGNED,
     Atom,
     BinaryOp,
     BodyLiteral,
     BranchTerm,
     Cast,
-    ColumnType,
     Comparison,
     Fact,
     Functor,
@@ -49,6 +41,9 @@ from reasoner.syntax.ast import (
     Term,
     Variable,
 )
+from reasoner.values import functors
+from reasoner.values.records import AdtType, RecordType, ValueType
+from reasoner.values.types import FLOAT, NUMBER, RECORD, SYMBOL, UNSIGNED, ColumnType
 
 Key = tuple[str, object, object]
 """`("c", relation, column)`, `("v", clause scope, variable name)` or `("e", clause scope,

@@ -17,11 +17,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reasoner.analysis.model import RelationInfo, Value
-from reasoner.compact import Table
+from reasoner.analysis.model import RelationInfo
 from reasoner.io.batch import FactBatch
-from reasoner.records import ValueType
-from reasoner.state import Tuple
+from reasoner.storage import Table
+from reasoner.storage.state import Tuple
+from reasoner.values.records import ValueType
+from reasoner.values.types import Value
 
 Facts = FactBatch | list[tuple[()]]
 """One relation's rows in user values: columns, or rows `()` for a relation of arity 0."""

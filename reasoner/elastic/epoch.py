@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from reasoner.analysis.model import Value
 from reasoner.errors import Notice
+from reasoner.values.types import Value
 
 Rows = Mapping[str, Sequence[Sequence[Value]]]
 

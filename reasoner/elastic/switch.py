@@ -19,9 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from reasoner.elastic.bootstrap import BootstrapCancelled, Check
 from reasoner.errors import InvalidDelta
-from reasoner.update.deadline import Deadline, DeadlineExceeded
+from reasoner.executors.bootstrap import BootstrapCancelled, Check
+from reasoner.support.deadline import Deadline, DeadlineExceeded
 
 T = TypeVar("T")
 

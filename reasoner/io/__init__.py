@@ -1,4 +1,8 @@
-"""Soufflé-style fact files: reading `.facts` inputs and writing `.csv` outputs."""
+"""Soufflé-style fact files: reading `.facts` inputs and writing `.csv` outputs.
+
+Layer: beside `kernel`, above `analysis`, `values` and `errors`. Used by the epoch (change
+sets), the facade and the command line; the service reads facts through the public face.
+"""
 
 from reasoner.io.facts import (
     format_rows,

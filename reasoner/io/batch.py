@@ -21,11 +21,10 @@ from typing import BinaryIO, overload
 import numpy as np
 import polars as pl
 
-from reasoner import floats
-from reasoner.analysis.model import Value
 from reasoner.io.facts import parse_facts_text, read_fact_file
-from reasoner.records import ValueType, storage
-from reasoner.syntax.ast import FLOAT, NUMBER, RECORD, SYMBOL, UNSIGNED, ColumnType
+from reasoner.values import floats
+from reasoner.values.records import ValueType, storage_type
+from reasoner.values.types import FLOAT, NUMBER, RECORD, SYMBOL, UNSIGNED, ColumnType, Value
 
 Row = tuple[Value, ...]
 
@@ -49,7 +48,7 @@ def column_names(arity: int) -> list[str]:
 def frame_schema(types: Sequence[ValueType]) -> dict[str, pl.DataType]:
     """The Polars schema of a relation's facts."""
     return {
-        name: _DTYPES[storage(kind)]
+        name: _DTYPES[storage_type(kind)]
         for name, kind in zip(column_names(len(types)), types, strict=True)
     }
 
@@ -205,7 +204,7 @@ def parse_facts_batch(
         return FactBatch(fast)
     text = body if isinstance(body, str) else body.decode("utf-8")
     rows = parse_facts_text(text, types, filename, delimiter)
-    return FactBatch.of_rows(rows, [storage(kind) for kind in types]) if types else rows
+    return FactBatch.of_rows(rows, [storage_type(kind) for kind in types]) if types else rows
 
 
 def _fields_line_up(data: bytes, delimiter: str, arity: int, rows: int) -> bool:

@@ -4,7 +4,7 @@ The format is Soufflé's default: one tuple per line, fields separated by a tab 
 relation's `delimiter=` parameter), no header, no quoting. Symbols are taken verbatim (a field
 may hold spaces, commas, quotes); `number` fields are signed 64-bit decimal integers; a record
 field is its text as Soufflé writes it (`[1, a]`, `$Branch(2)`), read into its canonical text
-(`reasoner.records`).
+(`reasoner.values.records`).
 
 Deliberate differences from Soufflé, all of them stricter, so that bad data fail loudly instead
 of silently producing a different relation:
@@ -34,19 +34,19 @@ from itertools import repeat
 from pathlib import Path
 from typing import BinaryIO, NoReturn, TextIO
 
-from reasoner import floats
-from reasoner.analysis.model import AnalyzedProgram, Value
+from reasoner.analysis.model import AnalyzedProgram
 from reasoner.errors import InputDataError
-from reasoner.records import (
+from reasoner.values import floats
+from reasoner.values.records import (
     AdtType,
     RecordError,
     RecordType,
     ValueType,
     canonical,
     canonical_at,
-    storage,
+    storage_type,
 )
-from reasoner.syntax.ast import FLOAT, NUMBER, RECORD, SYMBOL, UNSIGNED
+from reasoner.values.types import FLOAT, NUMBER, RECORD, SYMBOL, UNSIGNED, Value
 
 Row = tuple[Value, ...]
 
@@ -96,7 +96,7 @@ def read_fact_file(path: str | os.PathLike[str]) -> bytes:
     return data
 
 
-def parse_facts_text(
+def parse_facts_text(  # noqa: C901
     text: str,
     types: Sequence[ValueType],
     filename: str = "<input>",
@@ -215,7 +215,7 @@ def _row_with_records(
             values.append(field)
         elif kind == FLOAT:
             values.append(float_field(field, column, filename, number))
-        elif _NUMBER.fullmatch(field) and _fits(field, _BOUNDS[storage(kind)]):
+        elif _NUMBER.fullmatch(field) and _fits(field, _BOUNDS[storage_type(kind)]):
             values.append(int(field))
         else:
             raise InputDataError(
@@ -274,7 +274,7 @@ def _parse_numbers(
 
 
 def _parse_floats(fields: Sequence[str]) -> list[Value] | None:
-    """All fields as floats, as Soufflé reads them (`reasoner.floats.parse_float`), or None
+    """All fields as floats, as Soufflé reads them (`reasoner.values.floats.parse_float`), or None
     when any of them is not one."""
     values: list[Value] = []
     for field in fields:
@@ -316,7 +316,7 @@ def _raise_first_bad_row(
                 f"expected {len(types)} field(s), found {len(fields)}", filename, number
             )
         for column, (field, column_type) in enumerate(zip(fields, types, strict=True), start=1):
-            if storage(column_type) in (SYMBOL, RECORD):
+            if storage_type(column_type) in (SYMBOL, RECORD):
                 continue
             if column_type == FLOAT:
                 float_field(field, column, filename, number)
@@ -325,7 +325,7 @@ def _raise_first_bad_row(
                 raise InputDataError(
                     f"column {column}: expected an integer, got {field!r}", filename, number
                 )
-            if not _fits(field, _BOUNDS[storage(column_type)]):
+            if not _fits(field, _BOUNDS[storage_type(column_type)]):
                 kind = "signed" if column_type == NUMBER else "unsigned"
                 raise InputDataError(
                     f"column {column}: {field} does not fit in a 64-bit {kind} integer",
@@ -345,7 +345,7 @@ def format_rows(rows: Iterable[Row], delimiter: str = "\t") -> str:
 
 
 def _text(value: Value) -> str:
-    """A value as Soufflé writes it (a float: `reasoner.floats.float_text`)."""
+    """A value as Soufflé writes it (a float: `reasoner.values.floats.float_text`)."""
     return floats.float_text(value) if isinstance(value, float) else str(value)
 
 

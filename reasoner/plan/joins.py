@@ -220,7 +220,7 @@ def head_is_invertible(rule: Rule) -> bool:
     return inside <= head_variables(rule)
 
 
-def plan_rule(
+def plan_rule(  # noqa: C901, PLR0915
     rule: Rule,
     driver: Driver | int | None = None,
     sizes: Mapping[str, int] | None = None,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from reasoner.plan.joins import AtomStep, JoinPlan, atom_at
 
 if TYPE_CHECKING:
-    from reasoner.state import RelationStore
+    from reasoner.storage.state import RelationStore
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,33 +14,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal as TypingLiteral
 
-ColumnType = TypingLiteral["number", "unsigned", "float", "symbol", "record"]
-NUMBER: ColumnType = "number"
-UNSIGNED: ColumnType = "unsigned"
-"""Soufflé's `unsigned`: stored as the 64-bit pattern of the value (as a `number` of the same
-bits), so storage, joins and equality are those of numbers; the analysis gives the operations
-whose result depends on the reading (order, division, remainder, power, right shift, extremes)
-their unsigned forms (`reasoner.analysis.numeric`)."""
-FLOAT: ColumnType = "float"
-"""Soufflé's `float` (a double): stored as the 64-bit pattern of its IEEE value, so joins,
-sets and negation compare bits as Soufflé's do; the analysis makes every operation whose
-meaning differs from the integers' a functor (`reasoner.analysis.floats`,
-`reasoner.floats`)."""
-SYMBOL: ColumnType = "symbol"
-RECORD: ColumnType = "record"
-"""How a record or an algebraic data type's value is stored: the id of its fields in the
-record table (`reasoner.records`); equality only, no order, no arithmetic. The type as users
-see it, with its fields, is the column's `RecordType` or `AdtType`."""
-
-
-@dataclass(frozen=True, slots=True)
-class Span:
-    """A source range; lines and columns are 1-based, `end_*` is exclusive."""
-
-    line: int
-    column: int
-    end_line: int
-    end_column: int
+from reasoner.errors import Span
+from reasoner.values.types import ColumnType
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +79,7 @@ ArithOp = TypingLiteral[
 @dataclass(frozen=True, slots=True)
 class BinaryOp:
     """Integer arithmetic with Soufflé semantics (64-bit wrap-around, C division; see
-    `reasoner.arith`). Soufflé's unary `bnot x` and `lnot x` and its `max(a, b, ...)` and
+    `reasoner.values.arith`). Soufflé's unary `bnot x` and `lnot x` and its `max(a, b, ...)` and
     `min(...)` are written with these by the parser."""
 
     op: ArithOp
@@ -136,7 +111,7 @@ def is_negation(term: BinaryOp) -> bool:
 @dataclass(frozen=True, slots=True)
 class Functor:
     """A call of one of Soufflé's string functors (`cat`, `strlen`, `substr`, `contains`,
-    `match`, `ord`, `to_number`, `to_string`; see `reasoner.functors`), a term like any
+    `match`, `ord`, `to_number`, `to_string`; see `reasoner.values.functors`), a term like any
     arithmetic. The parser checks the name and the number of arguments."""
 
     name: str

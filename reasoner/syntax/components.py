@@ -25,6 +25,7 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from reasoner.errors import Span
 from reasoner.syntax.ast import (
     Aggregate,
     Atom,
@@ -41,7 +42,6 @@ from reasoner.syntax.ast import (
     Negation,
     RecordTerm,
     Rule,
-    Span,
     Term,
     TypeDeclaration,
 )

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from reasoner.syntax.ast import Span
+from reasoner.errors import Span
 
 _DIRECTIVES = "decl|input|output|printsize|type|pragma|comp|init|override|number_type|symbol_type"
 IDENTIFIER = re.compile(
@@ -114,7 +114,7 @@ def _decode_string(body: str) -> tuple[str, str | None]:
     return value, None
 
 
-def tokenize(text: str) -> LexResult:
+def tokenize(text: str) -> LexResult:  # noqa: C901
     """Split `text` into tokens, tracking 1-based line and column of each."""
     tokens: list[Token] = []
     problems: list[tuple[str, Span]] = []

@@ -17,10 +17,9 @@ from typing import Literal, cast
 
 # `reasoner.errors` imports `reasoner.syntax.ast`, which runs this package's `__init__`, which
 # imports this module: import the module (not its names) so that the cycle resolves lazily.
-from reasoner import errors, floats, functors
-from reasoner.arith import wrap64
+from reasoner import errors
+from reasoner.errors import Span
 from reasoner.syntax.ast import (
-    FLOAT,
     Aggregate,
     AggregateOp,
     ArithOp,
@@ -31,7 +30,6 @@ from reasoner.syntax.ast import (
     BranchTerm,
     Cast,
     Column,
-    ColumnType,
     CompareOp,
     Comparison,
     Declaration,
@@ -45,7 +43,6 @@ from reasoner.syntax.ast import (
     Program,
     RecordTerm,
     Rule,
-    Span,
     StringConst,
     Term,
     TypeDeclaration,
@@ -71,6 +68,9 @@ from reasoner.syntax.lexer import (
     Token,
     tokenize,
 )
+from reasoner.values import floats, functors
+from reasoner.values.arith import wrap64
+from reasoner.values.types import FLOAT, ColumnType
 
 _COMPARISONS = frozenset({"=", "!=", "<", "<=", ">", ">="})
 _ARITHMETIC = frozenset({"+", "-", "*", "/", "%", "^"})
@@ -814,7 +814,7 @@ class _Parser:
         self._nesting -= 1
         return self._binary("^", base, exponent, max(depth, exponent_depth) + 1)
 
-    def _primary(self) -> tuple[Term, int]:
+    def _primary(self) -> tuple[Term, int]:  # noqa: C901
         token = self._peek()
         kind = token.kind
         if kind == NUMBER:
@@ -962,7 +962,7 @@ class _Parser:
         return Cast(inner, type_name.text, span), depth + 1
 
     def _functor(self) -> tuple[Functor, int]:
-        """`cat(a, b, ...)`, `strlen(s)`, ...: a string functor's call (`reasoner.functors`),
+        """`cat(a, b, ...)`, `strlen(s)`, ...: a string functor's call (`reasoner.values.functors`),
         its number of arguments checked here."""
         name = self._advance()
         args, depth, close = self._arguments(")")

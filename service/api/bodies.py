@@ -8,14 +8,21 @@ from collections.abc import Sequence
 
 from fastapi import Request
 
-from reasoner.analysis.model import RelationInfo
+from reasoner import (
+    FLOAT,
+    SYMBOL,
+    AdtType,
+    FactBatch,
+    RecordType,
+    RelationInfo,
+    ValueType,
+    float_field,
+    parse_facts_batch,
+    record_field,
+)
 from reasoner.errors import InputDataError
-from reasoner.io.batch import FactBatch, parse_facts_batch
-from reasoner.io.facts import float_field, record_field
-from reasoner.records import AdtType, RecordType, ValueType
-from reasoner.syntax.ast import FLOAT, SYMBOL
 from service.api.common import parse_int64
-from service.errors import INVALID_REQUEST, UNSUPPORTED_MEDIA_TYPE, Problem, clip
+from service.problems import INVALID_REQUEST, UNSUPPORTED_MEDIA_TYPE, Problem, clip
 
 _INTEGER = {"number": "integer", "unsigned": "unsigned integer"}
 FACTS_MEDIA_TYPES = ("text/tab-separated-values", "text/plain", "application/octet-stream")

@@ -11,13 +11,11 @@ from typing import Any
 
 from fastapi import Request
 
-from reasoner import Delta, floats
-from reasoner.errors import Diagnostic, ProgramError
-from reasoner.io.batch import FactBatch
-from reasoner.syntax.ast import Span
+from reasoner import Delta, FactBatch, floats
+from reasoner.errors import Diagnostic, ProgramError, Span
 from service.api.rule_texts import text_names
-from service.errors import EPOCH_UNAVAILABLE, INVALID_CURSOR, INVALID_TEXT, Problem, clip
-from service.runtime import Applied, Runtime
+from service.core.runtime import Applied, Runtime
+from service.problems import EPOCH_UNAVAILABLE, INVALID_CURSOR, INVALID_TEXT, Problem, clip
 from service.schemas import EpochOut
 from service.store import models
 
@@ -56,12 +54,12 @@ def epoch_out(applied: Applied) -> EpochOut:
 
 
 def json_row(row: Sequence[Any]) -> list[Any]:
-    """A row of an answer (`reasoner.floats.json_value`)."""
+    """A row of an answer (`reasoner.values.floats.json_value`)."""
     return [floats.json_value(value) for value in row]
 
 
 def text_row(row: Sequence[Any]) -> list[Any]:
-    """A row for CSV answers: a float as Soufflé writes it (`reasoner.floats.float_text`)."""
+    """A row for CSV answers: a float as Soufflé writes it (`reasoner.values.floats.float_text`)."""
     return [floats.float_text(v) if isinstance(v, float) else v for v in row]
 
 

@@ -15,16 +15,16 @@ from reasoner import Delta
 from service.api.common import PROBLEM_RESPONSES, check_delta, get_runtime
 from service.api.paging import refuse_unknown_parameters
 from service.api.rule_texts import check_rule_texts
-from service.errors import CLIENT_CLOSED_REQUEST, Problem
-from service.runtime import Runtime, WriteAbandoned
-from service.security import require_read, require_write
+from service.api.security import require_read, require_write
+from service.core.runtime import Runtime, WriteAbandoned
+from service.problems import CLIENT_CLOSED_REQUEST, Problem
 
 RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
 Changes = Annotated[bool, Query(description="Include the derived tuples inserted and retracted.")]
 
 
 def read_router() -> APIRouter:
-    """A router of reads: each route checks the read token (`service.security`) and
+    """A router of reads: each route checks the read token (`service.api.security`) and
     refuses query parameters it does not take."""
     return APIRouter(
         prefix="/v1",

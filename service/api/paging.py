@@ -16,11 +16,10 @@ from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
 
-from reasoner import floats
+from reasoner import FLOAT, floats
 from reasoner.errors import TYPE_MISMATCH
-from reasoner.syntax.ast import FLOAT
 from service.api.common import json_row, parse_int64, text_row
-from service.errors import UNKNOWN_COLUMN, Problem, clip
+from service.problems import UNKNOWN_COLUMN, Problem, clip
 
 NDJSON = "application/x-ndjson"
 UNKNOWN_PARAMETER = "unknown_parameter"

@@ -23,11 +23,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from reasoner.errors import Diagnostic, ProgramError
-from reasoner.program_text import RULES_FILENAME
-from reasoner.syntax.ast import Span
-from reasoner.syntax.lexer import IDENT, Token, tokenize
-from service.errors import TOO_MANY_RULES, Problem, program_error_problem
+from reasoner import IDENT, RULES_FILENAME, Token, tokenize
+from reasoner.errors import Diagnostic, ProgramError, Span
+from service.problems import TOO_MANY_RULES, Problem, program_error_problem
 
 FILE_PARAMETER_REFUSED = "file_parameter_refused"
 HARMLESS_PARAMETERS = frozenset({"delimiter", "headers"})

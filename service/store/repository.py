@@ -24,7 +24,7 @@ from typing import Any
 import polars as pl
 from sqlalchemy import Connection, Engine, delete, func, insert, select, tuple_, update
 
-from reasoner.io.batch import FactBatch
+from reasoner import FactBatch
 from service.store import interned, models, segments
 from service.store.database import create_database_engine, upgrade
 from service.store.interned import Interned

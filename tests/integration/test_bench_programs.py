@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reasoner.cli import main
+from reasoner.cli.main import main
 
 PROGRAMS = [
     ("graph1000-rand1k", "program"),
@@ -62,7 +62,7 @@ def test_crdt_dl_holds_skipblank_in_the_state_and_equals_souffle(
     of its own so that the memory goes back when it ends."""
     source = bench_dir / "crdt"
     stats = tmp_path / "stats.json"
-    command = [sys.executable, "-m", "reasoner.cli", "run", str(source / "crdt.dl")]
+    command = [sys.executable, "-m", "reasoner.cli.main", "run", str(source / "crdt.dl")]
     command += ["-F", str(source), "-D", str(tmp_path), "--stats", str(stats)]
     done = subprocess.run([*command, "--engine", "local"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from reasoner.cli import main
+from reasoner.cli.main import main
 
 
 def test_graph1000_workload_replays_with_check(bench_dir: Path, tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ and algebraic data types (`Shape = Dot {n: number} | Empty {}`), taken apart in 
 negated atoms and comparisons, and built in heads and comparisons. Float columns hold dyadic
 values, 0.0 and -0.0 among them (two values of a relation, equal under IEEE comparison), and
 are summed, compared (against infinities too), added, halved, negated; every sum of them is
-exact, so no epoch is refused for an order-dependent rounding (`reasoner.floats.total`), and
+exact, so no epoch is refused for an order-dependent rounding (`reasoner.values.floats.total`), and
 no float `min`/`max` aggregate is drawn (a group holding 0.0 and -0.0 is refused).
 
 Relation and variable names are drawn from lists of names that break naive name mangling
@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
 
-from reasoner.floats import FloatValue
-from reasoner.syntax.ast import FLOAT, NUMBER, SYMBOL, UNSIGNED, ColumnType
+from reasoner.values.floats import FloatValue
+from reasoner.values.types import FLOAT, NUMBER, SYMBOL, UNSIGNED, ColumnType
 
 NUMBERS = range(6)
 SYMBOLS = ("a", "b", "c")
@@ -619,7 +619,7 @@ class RuleBuilder:
                     f"({x} - 3) % 2",
                     f"{x} * {WRAPPING_FACTORS[0]}",
                     f"{x} + {WRAPPING_FACTORS[1]}",
-                    # Soufflé's other operators (`reasoner.arith`), partial `^` included.
+                    # Soufflé's other operators (`reasoner.values.arith`), partial `^` included.
                     f"{x} bxor {y}",
                     f"{x} bor 6 band {y}",
                     f"{x} bshl {y}",
@@ -636,7 +636,8 @@ class RuleBuilder:
         )
 
     def functor_term(self, column_type: ColumnType, recursive: bool) -> str:
-        """A string functor of the bound variables (`reasoner.functors`). A rule that may feed
+        """A string functor of the bound variables (`reasoner.values.functors`). A rule that may
+        feed
         itself only makes symbols of at most two bytes, so a recursion through `cat` ends."""
         numbers = sorted(v for v, t in self.bound.items() if t == NUMBER)
         symbols = sorted(v for v, t in self.bound.items() if t == SYMBOL)

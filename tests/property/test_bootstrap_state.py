@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 
 from reasoner.analysis import check_program
-from reasoner.elastic.engines import EngineSettings
+from reasoner.executors.registry import EngineSettings
 from reasoner.materialization import Materialization
 from tests.conftest import examples
 from tests.oracle import evaluate, visible

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reasoner.elastic.engines import EngineSettings
 from reasoner.elastic.epoch import Delta
+from reasoner.executors.registry import EngineSettings
 from reasoner.materialization import Materialization
 
 PROGRAM = """

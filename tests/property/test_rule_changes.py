@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from reasoner.analysis import check_program
 from reasoner.elastic.epoch import Delta
+from reasoner.elastic.program_text import rule_id
 from reasoner.materialization import Materialization
-from reasoner.program_text import rule_id
 from reasoner.syntax.parser import parse_program
 from tests.conftest import examples
 from tests.oracle import evaluate, visible

@@ -16,8 +16,8 @@ from typing import Any
 import httpx
 from sqlalchemy import create_engine, func, select
 
+from reasoner.elastic.program_text import ProgramText
 from reasoner.materialization import Materialization
-from reasoner.program_text import ProgramText
 from service.store import models
 from service.store.repository import read_facts
 

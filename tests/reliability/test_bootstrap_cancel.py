@@ -16,15 +16,15 @@ from collections.abc import Callable
 import pytest
 
 from reasoner.analysis import check_program
-from reasoner.elastic.bootstrap import (
+from reasoner.executors.bootstrap import (
     CHECK_INTERVAL,
     BootstrapCancelled,
     Cancellation,
     StratumBootstrap,
 )
 from reasoner.executors.local.vectorized import bootstrap_vectorized
-from reasoner.state import State
-from reasoner.symbols import SymbolTable
+from reasoner.storage.state import State
+from reasoner.values.symbols import SymbolTable
 
 PROGRAMS = {
     "recursive": """.decl e(x: number, y: number)

@@ -33,7 +33,7 @@ from collections.abc import Callable
 
 import httpx
 
-from reasoner.program_text import rule_id
+from reasoner.elastic.program_text import rule_id
 from reasoner.syntax.parser import parse_program
 from tests.reliability.conftest import COUNTS, record, rng
 from tests.reliability.model import (

@@ -1,4 +1,4 @@
-"""A crash at each step of the write path (`service.failpoints`), for both ways an epoch is
+"""A crash at each step of the write path (`service.core.failpoints`), for both ways an epoch is
 evaluated: by Update (a small write) and by a Bootstrap (a bulk load).
 
 The random kills of `test_crash.py` land where writes spend their time; these land exactly
@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from reasoner.elastic.switch import BULK_MIN_FACTS
-from service import failpoints
+from service.core import failpoints
 from tests.reliability.conftest import record
 from tests.reliability.model import served_epochs, tsv
 from tests.service.conftest import Server

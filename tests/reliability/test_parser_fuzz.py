@@ -26,13 +26,13 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
 from reasoner.analysis import check_program
-from reasoner.elastic.engines import EngineSettings
 from reasoner.elastic.epoch import Delta
 from reasoner.errors import InputDataError, ProgramError
-from reasoner.floats import FloatValue
+from reasoner.executors.registry import EngineSettings
 from reasoner.io.facts import format_rows, parse_facts_text
 from reasoner.materialization import Materialization
-from reasoner.query import QueryTimeout, QueryTooLarge, compile_query, evaluate_query
+from reasoner.reads.query import QueryTimeout, QueryTooLarge, compile_query, evaluate_query
+from reasoner.values.floats import FloatValue
 from service.api.bodies import parse_csv
 from tests.conftest import REPO_ROOT
 from tests.property.programs import programs

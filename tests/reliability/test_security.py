@@ -25,8 +25,8 @@ import yaml
 from fastapi.security import HTTPAuthorizationCredentials
 from pydantic import SecretStr
 
-from service import security
-from service.errors import Problem
+from service.api import security
+from service.problems import Problem
 from service.settings import Settings
 from tests.conftest import REPO_ROOT
 from tests.reliability.conftest import record

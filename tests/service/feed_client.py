@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from reasoner import floats
+from reasoner.values import floats
 from tests.service.conftest import WRITE_TOKEN, Server
 from tests.service.helpers import served_rows
 

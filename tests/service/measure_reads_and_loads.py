@@ -32,7 +32,7 @@ from pathlib import Path
 import httpx
 
 from reasoner.materialization import Materialization
-from service.epoch_budget import resident_bytes
+from service.core.epoch_budget import resident_bytes
 from tests.service.conftest import Databases, Server, server_settings
 
 READ_PATH = "/v1/relations/edge"
@@ -117,7 +117,7 @@ def main() -> None:
             cursor = first["next"]
             page = _median_ms(lambda: client.get("/v1/relations/edge", params={"cursor": cursor}))
             print(f"next page: {page:.0f} ms")
-            time.sleep(3)  # the relation's rows in value order are built (reasoner.pages)
+            time.sleep(3)  # the relation's rows in value order are built (reasoner.reads.pages)
             sorted_first = _median_ms(lambda: client.get("/v1/relations/edge"))
             sorted_next = _median_ms(
                 lambda: client.get("/v1/relations/edge", params={"cursor": cursor})

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from reasoner import floats
+from reasoner.values import floats
 from service.settings import Settings
 from service.store import models, segments
 from service.store.database import create_database_engine

@@ -92,7 +92,7 @@ def test_facts_move_into_segments_and_back(backend: str, databases: Databases) -
 
 
 def test_openapi_documents_the_contract(server: Server) -> None:
-    with server.client(READ_TOKEN) as client:  # the description is a read (service.security)
+    with server.client(READ_TOKEN) as client:  # the description is a read (service.api.security)
         assert client.get("/docs").status_code == 200
         schema = client.get("/openapi.json").raise_for_status().json()
     paths = schema["paths"]

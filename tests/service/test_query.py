@@ -1,4 +1,4 @@
-"""`reasoner.query` against the naive oracle: a query's answers are the tuples the oracle
+"""`reasoner.reads.query` against the naive oracle: a query's answers are the tuples the oracle
 derives for a rule `q__(variables) :- <query body>.` added to the program."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from reasoner.analysis import check_program
 from reasoner.elastic.epoch import Delta
 from reasoner.errors import ProgramError
 from reasoner.materialization import Materialization
-from reasoner.query import QueryTimeout, compile_query, evaluate_query
+from reasoner.reads.query import QueryTimeout, compile_query, evaluate_query
 from tests.oracle import evaluate
 
 PROGRAM = """

@@ -11,11 +11,12 @@ from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
 
-from reasoner.analysis.model import AnalyzedProgram, Value
-from reasoner.elastic.bootstrap import StratumBootstrap, StratumRun
+from reasoner.analysis.model import AnalyzedProgram
+from reasoner.executors.bootstrap import StratumBootstrap, StratumRun
 from reasoner.executors.spark import bootstrap_spark
-from reasoner.state import State
-from reasoner.symbols import SymbolTable
+from reasoner.storage.state import State
+from reasoner.values.symbols import SymbolTable
+from reasoner.values.types import Value
 
 Snapshot = dict[str, dict[tuple[Value, ...], tuple[int, int]]]
 

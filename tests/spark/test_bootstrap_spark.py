@@ -17,28 +17,28 @@ from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
 from reasoner.analysis import check_program
-from reasoner.elastic.engines import EngineSettings
+from reasoner.executors.registry import EngineSettings
 from reasoner.executors.spark import bootstrap as spark_bootstrap
 from reasoner.executors.spark.bootstrap import SparkBootstrap
-from reasoner.gc_pause import collector_paused
 from reasoner.io.facts import load_inputs
 from reasoner.materialization import Materialization
+from reasoner.support.gc_pause import collector_paused
 from tests.operators import OPERATORS_INPUTS, OPERATORS_PROGRAM
 from tests.property.programs import GeneratedProgram, programs
 from tests.property.test_negation_locals import PROGRAM as NEGATION_LOCALS_PROGRAM
 from tests.spark.support import assert_same, on_spark, outcome, reference
-from tests.unit.test_aggregates import INPUTS as AGGREGATES_INPUTS
-from tests.unit.test_aggregates import PROGRAM as AGGREGATES_PROGRAM
-from tests.unit.test_components import PROGRAM as COMPONENTS_PROGRAM
-from tests.unit.test_floats import INPUTS as FLOAT_INPUTS
-from tests.unit.test_floats import PROGRAM as FLOAT_PROGRAM
-from tests.unit.test_functors import INPUTS as FUNCTORS_INPUTS
-from tests.unit.test_functors import MATCH_INPUTS, MATCHES, RANGE_INPUTS, RANGES
-from tests.unit.test_functors import PROGRAM as FUNCTORS_PROGRAM
-from tests.unit.test_records import INPUTS as RECORDS_INPUTS
-from tests.unit.test_records import PROGRAM as RECORDS_PROGRAM
-from tests.unit.test_unsigned import INPUTS as UNSIGNED_INPUTS
-from tests.unit.test_unsigned import PROGRAM as UNSIGNED_PROGRAM
+from tests.unit.analysis.test_aggregates import INPUTS as AGGREGATES_INPUTS
+from tests.unit.analysis.test_aggregates import PROGRAM as AGGREGATES_PROGRAM
+from tests.unit.syntax.test_components import PROGRAM as COMPONENTS_PROGRAM
+from tests.unit.values.test_floats import INPUTS as FLOAT_INPUTS
+from tests.unit.values.test_floats import PROGRAM as FLOAT_PROGRAM
+from tests.unit.values.test_functors import INPUTS as FUNCTORS_INPUTS
+from tests.unit.values.test_functors import MATCH_INPUTS, MATCHES, RANGE_INPUTS, RANGES
+from tests.unit.values.test_functors import PROGRAM as FUNCTORS_PROGRAM
+from tests.unit.values.test_records import INPUTS as RECORDS_INPUTS
+from tests.unit.values.test_records import PROGRAM as RECORDS_PROGRAM
+from tests.unit.values.test_unsigned import INPUTS as UNSIGNED_INPUTS
+from tests.unit.values.test_unsigned import PROGRAM as UNSIGNED_PROGRAM
 
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
@@ -354,7 +354,7 @@ def test_bench_programs(spark: SparkSession, bench_dir: Path, folder: str, progr
 
 def test_collector_runs_during_a_spark_bootstrap_its_caller_paused_it(spark: SparkSession) -> None:
     """`reasoner run` pauses Python's cyclic collector, but py4j proxies are freed only by it
-    (`reasoner.gc_pause.collector_running`): paused for a Spark Bootstrap, it let the driver
+    (`reasoner.support.gc_pause.collector_running`): paused for a Spark Bootstrap, it let the driver
     keep every iteration's plan and broadcasts until CRDT's recursion filled its heap."""
     text = """
     .decl e(x: number, y: number)

@@ -4,7 +4,7 @@ workload, equal to a fresh reference Bootstrap after every epoch.
 
 The Spark Bootstrap runs where the elastic engine needs one (epoch 0 and any fallback); the
 check's rebuilds use the reference executor, so Spark is compared with an independent engine.
-graph10000-rmat1k is measured by hand (bench/results/notes-2026-11-24.md): its 13 reference
+graph10000-rmat1k is measured by hand (docs/notes/notes-2026-11-24.md): its 13 reference
 rebuilds of a 262,144-tuple closure take minutes here.
 """
 
@@ -15,10 +15,10 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from reasoner.analysis import check_program
-from reasoner.elastic.engines import EngineSettings
+from reasoner.cli.replay import replay
+from reasoner.cli.workload import elastic_pattern
+from reasoner.executors.registry import EngineSettings
 from reasoner.io.facts import load_inputs
-from reasoner.replay import replay
-from reasoner.workload import elastic_pattern
 
 
 def test_graph1000_replays_with_check_on_spark(spark: SparkSession, bench_dir: Path) -> None:

@@ -1,4 +1,4 @@
-"""An aggregate's relation (`reasoner.elastic.aggregate`) by a Polars group-by over the frame
+"""An aggregate's relation (`reasoner.executors.aggregate`) by a Polars group-by over the frame
 of its source, for the vectorized executor."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import numpy as np
 import polars as pl
 
 from reasoner.analysis.model import AggregateDefinition
-from reasoner.elastic.aggregate import FLOAT_AGGREGATES, ITERATION, group_by
-from reasoner.state import RelationStore
+from reasoner.executors.aggregate import FLOAT_AGGREGATES, ITERATION, group_by
+from reasoner.storage.state import RelationStore
 
 RESULT = "!result"
 """The result's column: `!` is in no column name of a relation frame."""

@@ -33,14 +33,11 @@ from typing import cast
 import numpy as np
 import polars as pl
 
-from reasoner import allocations
 from reasoner.analysis.ranges import generator, is_generator
-from reasoner.arith import ARITH, LOGICAL, logical_condition
 from reasoner.executors.local.dense_index import DenseIndex
-from reasoner.functors import apply, apply_arrays
 from reasoner.plan.joins import AtomStep, CompareStep, JoinPlan, term_variables
-from reasoner.state import RelationStore
-from reasoner.symbols import SymbolTable
+from reasoner.storage.state import RelationStore
+from reasoner.support import allocations
 from reasoner.syntax.ast import (
     Atom,
     BinaryOp,
@@ -53,6 +50,9 @@ from reasoner.syntax.ast import (
     may_lack_value,
     operands,
 )
+from reasoner.values.arith import ARITH, LOGICAL, logical_condition
+from reasoner.values.functors import apply, apply_arrays
+from reasoner.values.symbols import SymbolTable
 
 INT = pl.Int64
 CELL_BYTES = 8
@@ -139,7 +139,7 @@ def _shift(a: np.ndarray, b: np.ndarray, kind: str) -> np.ndarray:
 
 def _modular_power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """`a ^ b` modulo 2**64 on the unsigned readings of the patterns, by square and
-    multiply (`reasoner.arith.unsigned_power`)."""
+    multiply (`reasoner.values.arith.unsigned_power`)."""
     result = np.ones(len(a), dtype=np.uint64)
     base = a.view(np.uint64).copy()
     exponent = b.view(np.uint64).copy()
@@ -153,7 +153,7 @@ def _modular_power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """`reasoner.arith.power` over arrays, as a masked array (masked: zero to a negative
+    """`reasoner.values.arith.power` over arrays, as a masked array (masked: zero to a negative
     power)."""
     positive = _modular_power(a, np.where(b >= 0, b, 0))
     negative = np.where(a == 1, 1, np.where(a == -1, np.where(b % 2 == 0, 1, -1), 0))
@@ -162,7 +162,7 @@ def _power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _unsigned_division(a: np.ndarray, b: np.ndarray, op: str) -> np.ndarray:
-    """`udiv` and `umod` (`reasoner.arith`) over arrays, masked where the divisor is 0."""
+    """`udiv` and `umod` (`reasoner.values.arith`) over arrays, masked where the divisor is 0."""
     divisor = b.view(np.uint64)
     zero = divisor == 0
     safe = np.where(zero, np.uint64(1), divisor)
@@ -172,7 +172,7 @@ def _unsigned_division(a: np.ndarray, b: np.ndarray, op: str) -> np.ndarray:
 
 
 def _operation(op: str, a: pl.Expr, b: pl.Expr) -> pl.Expr:
-    """The operators beyond + - * / % (`reasoner.arith.ARITH`); null (no value) where an
+    """The operators beyond + - * / % (`reasoner.values.arith.ARITH`); null (no value) where an
     operand is: Polars' horizontal extremes skip nulls and its logic is three-valued."""
     if op in LOGICAL or op in ("max", "min"):
         return pl.when(a.is_null() | b.is_null()).then(None).otherwise(_total(op, a, b))
@@ -606,7 +606,7 @@ _SEEN_ONCE = object()
 class PolarsPlan:
     """One rule evaluated from one driver, as a sequence of bulk operations."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0915
         self, plan: JoinPlan, symbols: SymbolTable, static: frozenset[str] = frozenset()
     ) -> None:
         """`static`: relations that do not change while the plan runs (lower strata): a
@@ -797,7 +797,8 @@ def _range_bounds(
     start: np.ndarray, end: np.ndarray, step: np.ndarray | None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Each range's step (Soufflé's default: toward `end` by one) and number of values,
-    from unsigned differences, exact for any int64 bounds (`reasoner.functors.range_values`)."""
+    from unsigned differences, exact for any int64 bounds
+    (`reasoner.values.functors.range_values`)."""
     if step is None:
         step = np.where(start <= end, 1, -1).astype(np.int64)
     up, down = step > 0, step < 0
@@ -814,7 +815,8 @@ def _range_bounds(
 def _in_range(
     value: np.ndarray, start: np.ndarray, end: np.ndarray, *step: np.ndarray
 ) -> np.ndarray:
-    """1 where `value` is one of its range's values (`reasoner.functors.in_range`), else 0."""
+    """1 where `value` is one of its range's values (`reasoner.values.functors.in_range`), else
+    0."""
     steps, count = _range_bounds(start, end, step[0] if step else None)
     up = steps > 0
     offset = np.where(up, value.view(np.uint64) - start.view(np.uint64), 0)

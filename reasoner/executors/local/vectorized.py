@@ -1,6 +1,6 @@
 """Bootstrap, vectorized: Algorithm 2 of the elastic paper as bulk Polars operations.
 
-The result is exactly the reference `StratumBootstrap`'s (reasoner/elastic/bootstrap.py): per
+The result is exactly the reference `StratumBootstrap`'s (reasoner/executors/bootstrap.py): per
 stratum, iteration 1 counts every instantiation over I_0; iteration k >= 2 counts, with the
 first-position decomposition, the instantiations whose first recursive atom in N_{k-1} is at
 position i (recursive atoms before i range over I_{k-2}, the ones after over I_{k-1}); counts
@@ -46,8 +46,8 @@ import numpy as np
 import polars as pl
 
 from reasoner.analysis.model import AggregateDefinition, AnalyzedProgram, Stratum
-from reasoner.elastic.aggregate import bootstrap_aggregate
-from reasoner.elastic.bootstrap import Check, Started, StratumBootstrap, StratumRun, in_slices
+from reasoner.executors.aggregate import bootstrap_aggregate
+from reasoner.executors.bootstrap import Check, Started, StratumBootstrap, StratumRun, in_slices
 from reasoner.executors.local.aggregate import store_aggregate
 from reasoner.executors.local.polars_plan import (
     INT,
@@ -65,12 +65,12 @@ from reasoner.executors.local.polars_plan import (
 )
 from reasoner.plan.joins import JoinPlan, atom_at, plan_rule, positive_atoms
 from reasoner.plan.work import first_work, joined_rows
-from reasoner.state import RelationStore, State, Tuple
-from reasoner.symbols import SymbolTable
+from reasoner.storage.state import RelationStore, State, Tuple
 from reasoner.syntax.ast import Atom, Rule
+from reasoner.values.symbols import SymbolTable
 
 if TYPE_CHECKING:
-    from reasoner.update.bootstrap import CompiledStratumBootstrap
+    from reasoner.kernel.bootstrap import CompiledStratumBootstrap
 
 SMALL_ITERATION = 10_000
 """Iterations driven by fewer rows than this run the reference's per-tuple plans (see above)."""
@@ -656,7 +656,7 @@ class VectorizedStratum:
 
 class VectorizedBootstrap:
     """The vectorized executor over one program's strata, run one at a time in order, so that
-    a Bootstrap may hand some strata to another executor (`reasoner.elastic.engines`): the
+    a Bootstrap may hand some strata to another executor (`reasoner.executors.registry`): the
     frames of relations that a later stratum reads are kept between them."""
 
     def __init__(

@@ -1,4 +1,4 @@
-"""An aggregate's relation (`reasoner.elastic.aggregate`) by a Spark `groupBy().agg` over its
+"""An aggregate's relation (`reasoner.executors.aggregate`) by a Spark `groupBy().agg` over its
 source, for the Spark executor."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType
 
 from reasoner.analysis.model import AggregateDefinition
-from reasoner.elastic.aggregate import FLOAT_AGGREGATES, group_by
+from reasoner.executors.aggregate import FLOAT_AGGREGATES, group_by
 from reasoner.executors.spark.arrow_stream import arrow_batches
 from reasoner.executors.spark.plans import column_names
 

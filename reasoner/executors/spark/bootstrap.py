@@ -26,7 +26,7 @@ pieces (small query plans) and copies each tuple O(log k) times. No query mentio
 iteration runs the same query text and Spark reuses the code it generated for it.
 
 **Small iterations run in process.** An iteration driven by fewer rows than the
-`small_iteration` setting (`reasoner.elastic.engines.DEFAULT_SPARK_ITERATION`) runs on the
+`small_iteration` setting (`reasoner.executors.cost.DEFAULT_SPARK_ITERATION`) runs on the
 per-tuple kernel over the same state (the reference's plans, as the vectorized executor runs
 its small iterations), so a stratum with small inputs never reaches Spark and a deep
 recursion's tail of small iterations costs microseconds each instead of Spark jobs. The two
@@ -55,13 +55,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
-from reasoner import functors
 from reasoner.analysis.model import AggregateDefinition, AnalyzedProgram, Stratum
 from reasoner.analysis.numeric import divides_unsigned
-from reasoner.analysis.terms import leaves
-from reasoner.elastic.aggregate import ITERATION, bootstrap_aggregate
-from reasoner.elastic.bootstrap import Check, Started, StratumBootstrap, StratumRun
-from reasoner.elastic.engines import DEFAULT_SPARK_ITERATION
+from reasoner.analysis.terms import calls_functor, leaves
+from reasoner.executors.aggregate import ITERATION, bootstrap_aggregate
+from reasoner.executors.bootstrap import Check, Started, StratumBootstrap, StratumRun
+from reasoner.executors.cost import DEFAULT_SPARK_ITERATION
 from reasoner.executors.spark.aggregate import aggregate_batches
 from reasoner.executors.spark.arrow_stream import arrow_batches
 from reasoner.executors.spark.cancel import CancellableJobs
@@ -70,12 +69,12 @@ from reasoner.executors.spark.plans import SparkPlan, column_names
 from reasoner.plan.joins import atom_at, plan_rule, positive_atoms
 from reasoner.plan.pivot import pivot_columns
 from reasoner.plan.work import first_work
-from reasoner.state import RelationStore, State
-from reasoner.symbols import SymbolTable
+from reasoner.storage.state import RelationStore, State
 from reasoner.syntax.ast import Atom, Comparison, Negation, NumberConst, StringConst, Term
+from reasoner.values.symbols import SymbolTable
 
 if TYPE_CHECKING:
-    from reasoner.update.bootstrap import CompiledStratumBootstrap
+    from reasoner.kernel.bootstrap import CompiledStratumBootstrap
 
 MERGE_FANOUT = 4
 """Pieces covering the same number of iterations are merged this many at a time."""
@@ -460,7 +459,7 @@ class SparkBootstrap:
                         if isinstance(leaf, StringConst):
                             self.symbols.intern(leaf.value)
 
-    def run_stratum(self, stratum: Stratum) -> StratumRun:
+    def run_stratum(self, stratum: Stratum) -> StratumRun:  # noqa: C901, PLR0915
         """Counting semi-naive evaluation of one stratum: each iteration on Spark when it is
         large, on the in-process kernel when it is driven by fewer than `small` rows (see
         `DEFAULT_SPARK_ITERATION`), switching at any iteration: both commit N_k into the state.
@@ -479,7 +478,7 @@ class SparkBootstrap:
         # A string functor reads and extends the driver's symbol table, which Spark's
         # workers do not have: such a stratum runs in process, every iteration of it.
         # So does one that divides unsigned values, which Spark's longs cannot.
-        in_process = functors.called_in(stratum.rules) or divides_unsigned(stratum.rules)
+        in_process = calls_functor(stratum.rules) or divides_unsigned(stratum.rules)
         small = sys.maxsize if in_process else self.small
         if work.driving + work.indexed < small:
             rows = local.compiled().first_iteration(self.check)

@@ -28,9 +28,9 @@ from pyspark.sql import SparkSession
 
 from reasoner.analysis.model import Stratum
 from reasoner.analysis.terms import atoms_of
-from reasoner.elastic.bootstrap import StratumBootstrap
-from reasoner.state import RelationStore, State
-from reasoner.symbols import SymbolTable
+from reasoner.executors.bootstrap import StratumBootstrap
+from reasoner.storage.state import RelationStore, State
+from reasoner.values.symbols import SymbolTable
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +109,7 @@ def run_partition(broadcast: Broadcast[StratumTask], parts: Iterator[Columns]) -
 
 
 def _probe(parts: Iterable[int]) -> Iterable[int]:
-    import reasoner.update.kernel  # noqa: F401  (the compiled part, which a worker must have)
+    import reasoner.kernel.interpreter  # noqa: F401  (the compiled part, which a worker must have)
 
     yield from parts
 

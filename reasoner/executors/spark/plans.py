@@ -16,7 +16,8 @@ each step becomes a DataFrame operation instead of a nested loop:
 Relations are DataFrames of `LongType` columns `c0 ... c{n-1}` (symbols interned). Arithmetic
 is Soufflé's: Spark's non-ANSI `+ - *` on longs wrap around in 64 bits, `div` and `%` truncate
 toward zero with the dividend's sign (Java's), and a division by zero yields NULL, which is then
-filtered out: no derivation, as in `reasoner.arith`. Comparisons with NULL are never true, so a
+filtered out: no derivation, as in `reasoner.values.arith`. Comparisons with NULL are never true,
+so a
 NULL inside a comparison drops the candidate too.
 """
 
@@ -30,9 +31,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType
 
-from reasoner.arith import LOGICAL, logical_condition
 from reasoner.plan.joins import AtomStep, CompareStep, Driver, JoinPlan, plan_rule
-from reasoner.symbols import SymbolTable
 from reasoner.syntax.ast import (
     Atom,
     BinaryOp,
@@ -44,6 +43,8 @@ from reasoner.syntax.ast import (
     Wildcard,
     may_lack_value,
 )
+from reasoner.values.arith import LOGICAL, logical_condition
+from reasoner.values.symbols import SymbolTable
 
 
 def column_names(arity: int) -> list[str]:
@@ -56,7 +57,7 @@ def _long(value: int) -> Column:
 
 
 def _modular_power(base: Column, exponent: Column) -> Column:
-    """`base ^ exponent` modulo 2**64 on the unsigned readings (`reasoner.arith
+    """`base ^ exponent` modulo 2**64 on the unsigned readings (`reasoner.values.arith
     .unsigned_power`): square and multiply over the 64 bits of the exponent, in wrapping long
     arithmetic (the session is non-ANSI)."""
 
@@ -72,7 +73,7 @@ def _modular_power(base: Column, exponent: Column) -> Column:
 
 
 def _power(base: Column, exponent: Column) -> Column:
-    """`reasoner.arith.power`; null for zero to a negative power."""
+    """`reasoner.values.arith.power`; null for zero to a negative power."""
     exact = _modular_power(base, exponent)
     parity = F.when(exponent % 2 == 0, _long(1)).otherwise(_long(-1))
     negative = F.when(base == 1, _long(1)).when(base == -1, parity).when(base != 0, _long(0))
@@ -80,7 +81,7 @@ def _power(base: Column, exponent: Column) -> Column:
 
 
 def _operation(op: str, a: Column, b: Column) -> Column:
-    """The operators beyond + - * / % (`reasoner.arith.ARITH`); null (no value) where an
+    """The operators beyond + - * / % (`reasoner.values.arith.ARITH`); null (no value) where an
     operand is: `greatest` skips nulls, and `when` reads a null condition as false."""
     return F.when(a.isNotNull() & b.isNotNull(), _total(op, a, b))
 
@@ -161,7 +162,7 @@ class SparkPlan:
         atom = literal if isinstance(literal, Atom) else literal.atom  # type: ignore[union-attr]  # an atom's or a negation's index
         return atom.relation
 
-    def __call__(
+    def __call__(  # noqa: C901, PLR0915
         self,
         frames: Mapping[int, DataFrame | None],
         session: SparkSession,

@@ -39,7 +39,7 @@ DEFAULT_CONF: dict[str, str] = {
     # Checkpointed deltas and broadcast join sides are freed when the driver JVM collects
     # the objects that hold them; a service that runs Bootstrap after Bootstrap should not
     # wait half an hour (Spark's default) for that. (Those objects become garbage only once
-    # Python has freed its py4j proxies of them: see `reasoner.gc_pause.collector_running`.)
+    # Python has freed its py4j proxies of them: see `reasoner.support.gc_pause.collector_running`.)
     "spark.cleaner.periodicGC.interval": "1min",
 }
 """Settings applied to every session `get_session` creates; keyword arguments override them."""

@@ -1,6 +1,6 @@
 """`/v1/changes`: the change feed, every epoch's changes after a given one, paginated.
 
-Each epoch commits its change set with it (`service.change_sets`), so the feed holds exactly
+Each epoch commits its change set with it (`service.core.change_sets`), so the feed holds exactly
 the epochs that committed, and folding it from epoch 0 gives the relations the service holds.
 Reads stop at the published epoch: an epoch committed but not yet published is not shown.
 """
@@ -19,19 +19,19 @@ from starlette.types import Receive, Scope, Send
 
 from service.api.common import cursor_fields, cursor_text
 from service.api.deps import RuntimeDep, answered, read_router
-from service.errors import (
+from service.api.security import bearer_token
+from service.core.runtime import MAX_EPOCH, Runtime
+from service.feed.admission import retry_after
+from service.feed.events import change_groups
+from service.feed.stream import expired_problem
+from service.problems import (
     INVALID_CURSOR,
     INVALID_REQUEST,
     RATE_LIMITED,
     UNKNOWN_EPOCH,
     Problem,
 )
-from service.feed import expired_problem
-from service.feed_admission import retry_after
-from service.feed_events import change_groups
-from service.runtime import MAX_EPOCH, Runtime
 from service.schemas import ChangeGroup, ChangesOut
-from service.security import bearer_token
 from service.store.repository import ChangePosition, InvalidPosition
 
 reads = read_router()

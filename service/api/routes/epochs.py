@@ -10,7 +10,7 @@ from service.api.deps import (
     RuntimeDep,
     read_router,
 )
-from service.errors import (
+from service.problems import (
     UNKNOWN_EPOCH,
     Problem,
 )

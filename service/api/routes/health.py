@@ -7,12 +7,12 @@ import dataclasses
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 
-from service import metrics
 from service.api.deps import RuntimeDep
-from service.errors import NOT_READY, problem_body
-from service.runtime import Runtime
+from service.api.security import require_read
+from service.core import metrics
+from service.core.runtime import Runtime
+from service.problems import NOT_READY, problem_body
 from service.schemas import Health, Ready
-from service.security import require_read
 
 router = APIRouter()
 

@@ -9,17 +9,19 @@ from typing import Annotated, Any
 from fastapi import Depends, Path, Query, Request
 from fastapi.responses import JSONResponse, Response
 
-from reasoner import Materialization, floats
-from reasoner.errors import UNKNOWN_RELATION
-from reasoner.proofs import Explainer, ExplainError
-from reasoner.query import (
+from reasoner import (
     Constants,
+    Explainer,
+    ExplainError,
+    Materialization,
     QueryRelations,
     QueryResult,
     QueryTimeout,
     compile_query,
     evaluate_query,
+    floats,
 )
+from reasoner.errors import UNKNOWN_RELATION
 from service.api.bodies import (
     require_json,
 )
@@ -43,7 +45,8 @@ from service.api.paging import (
     response_format,
     takes_column_filters,
 )
-from service.errors import (
+from service.api.past_reads import PastRelations, epoch_asked, is_kept
+from service.problems import (
     EPOCH_UNAVAILABLE,
     INTERNAL_ERROR,
     INVALID_TEXT,
@@ -51,7 +54,6 @@ from service.errors import (
     UNKNOWN_EPOCH,
     Problem,
 )
-from service.past_reads import PastRelations, epoch_asked, is_kept
 from service.schemas import (
     ExplainOut,
     QueryIn,

@@ -10,13 +10,20 @@ from fastapi import Path, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
-from reasoner import Delta, Materialization
-from reasoner.analysis.model import RelationInfo
+from reasoner import (
+    SYMBOL,
+    AdtType,
+    Constants,
+    Delta,
+    Materialization,
+    RecordError,
+    RecordType,
+    RelationInfo,
+    ValueType,
+    relation_page,
+    storage_type,
+)
 from reasoner.errors import TYPE_MISMATCH, UNKNOWN_RELATION
-from reasoner.pages import relation_page
-from reasoner.query import Constants
-from reasoner.records import AdtType, RecordError, RecordType, ValueType, storage
-from reasoner.syntax.ast import SYMBOL
 from service.api.bodies import (
     CSV_MEDIA_TYPE,
     FACTS_MEDIA_TYPES,
@@ -50,13 +57,13 @@ from service.api.paging import (
     response_format,
     takes_column_filters,
 )
-from service.errors import (
+from service.api.past_reads import diff_since, epoch_asked, is_kept, past_page
+from service.core.runtime import Runtime
+from service.problems import (
     INVALID_CURSOR,
     Problem,
     clip,
 )
-from service.past_reads import diff_since, epoch_asked, is_kept, past_page
-from service.runtime import Runtime
 from service.schemas import (
     ColumnOut,
     EpochOut,
@@ -79,7 +86,7 @@ def get_relations(runtime: RuntimeDep) -> RelationsOut:
                 arity=info.arity,
                 columns=[
                     ColumnOut(
-                        name=c, type=storage(t), record=None if isinstance(t, str) else t.name
+                        name=c, type=storage_type(t), record=None if isinstance(t, str) else t.name
                     )
                     for c, t in zip(info.column_names, info.value_types, strict=True)
                 ],
@@ -180,7 +187,7 @@ def _read_past(
     epoch: int,
     page_size: int,
 ) -> tuple[RelationInfo, list[tuple], Any, int]:
-    """A page of `info`'s relation as it was at epoch `wanted` (`service.past_reads`)."""
+    """A page of `info`'s relation as it was at epoch `wanted` (`service.api.past_reads`)."""
     after = None if cursor is None else decode_cursor(cursor, info.types, wanted)
     bound = bound_arguments(request, info.column_names, info.types)
     key = _engine_key(m, info.value_types, bound)

@@ -23,7 +23,7 @@ from service.api.deps import (
     read_router,
     write_router,
 )
-from service.errors import (
+from service.problems import (
     INVALID_JSON,
     INVALID_REQUEST,
     Problem,

@@ -1,5 +1,6 @@
 """Write `table.json`: Soufflé's own answers to `match(pattern, subject)` and
-`!match(pattern, subject)` for the cases below, the table `tests/unit/test_ecmascript_regex.py`
+`!match(pattern, subject)` for the cases below, the table
+`tests/unit/values/test_ecmascript_regex.py`
 checks the translator against (so that test never needs Soufflé).
 
 Soufflé's `match` is C++ `std::regex_match` with the ECMAScript grammar of libstdc++ over the

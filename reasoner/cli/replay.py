@@ -1,0 +1,131 @@
+"""Play a workload through one live materialization, epoch by epoch (`reasoner replay`).
+
+Epoch 0 loads the input minus what the workload holds back and bootstraps; every later epoch
+is one `Materialization.apply`. Records are yielded as epochs finish, so the caller can print
+progress and stop at the first failed check without this module knowing about either.
+
+Timing: an epoch's `seconds` covers encoding its facts and evaluating (load + Bootstrap for
+epoch 0, `apply` afterwards), never reading files (done up front) nor the optional check, which
+rebuilds the whole state from scratch and would otherwise dwarf the Update it checks.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from reasoner.analysis.model import AnalyzedProgram
+from reasoner.cli.workload import Facts, Workload
+from reasoner.elastic.epoch import Delta, EpochReport
+from reasoner.elastic.progress import BootstrapProgress
+from reasoner.elastic.switch import DEFAULT_SWITCHING_PARAMETER, STRATEGIES
+from reasoner.executors.registry import EngineSettings
+from reasoner.io.facts import Row
+from reasoner.materialization import Materialization
+
+
+@dataclass(frozen=True, slots=True)
+class EpochRecord:
+    """One epoch of a replay: the engine's report, the facts the workload listed, and the
+    check against a fresh Bootstrap."""
+
+    report: EpochReport
+    """For epoch 0, the Bootstrap's (every derived tuple appeared), timed with the load."""
+    facts_inserted: int
+    """Distinct rows the epoch lists to insert (epoch 0: the facts it loads)."""
+    facts_retracted: int
+    check_seconds: float | None = None
+    """Time of the comparison with a fresh Bootstrap; None when not checked."""
+    differences: dict[str, int] | None = None
+    """Per relation, tuples whose presence, iteration or count differ from a fresh Bootstrap
+    (empty: the check passed); None when not checked."""
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            **self.report.as_json(),
+            "facts_inserted": self.facts_inserted,
+            "facts_retracted": self.facts_retracted,
+            "check_seconds": self.check_seconds,
+            "differences": self.differences,
+        }
+
+
+def initial_facts(inputs: Mapping[str, Sequence[Row]], holdback: Facts) -> Facts:
+    """The facts of epoch 0: `inputs` minus the held-back rows (held-back rows that are not in
+    the input change nothing, as retracting an absent fact does)."""
+    initial: Facts = {}
+    for name, rows in inputs.items():
+        held = set(holdback.get(name, ()))
+        initial[name] = [row for row in rows if row not in held]
+    return initial
+
+
+def replay(
+    analyzed: AnalyzedProgram,
+    inputs: Mapping[str, Sequence[Row]],
+    workload: Workload,
+    *,
+    strategy: str = "auto",
+    switching_parameter: float = DEFAULT_SWITCHING_PARAMETER,
+    check: bool = False,
+    engines: EngineSettings | None = None,
+    observe: Callable[[Materialization, EpochRecord], None] | None = None,
+    progress: BootstrapProgress | None = None,
+) -> Iterator[EpochRecord]:
+    """Yield one record per epoch, 0 first; with `check`, each record says how the state
+    differs from a fresh Bootstrap of the same facts (Theorem 3.5: it must not).
+
+    `observe(materialization, record)` is called after every epoch, outside its timed part and
+    before the record is yielded: a caller reads the live relations there (the final outputs,
+    a digest per epoch) without the generator handing out its materialization. `progress`
+    follows the initial Bootstrap."""
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown strategy {strategy!r} (expected one of {STRATEGIES})")
+    m = Materialization(analyzed, switching_parameter=switching_parameter, engines=engines)
+    initial = initial_facts(inputs, workload.holdback)
+    start = time.perf_counter()
+    m.load(initial)
+    report = m.bootstrap(progress=progress)
+    seconds = time.perf_counter() - start
+    yield _observed(
+        m,
+        EpochRecord(
+            replace(report.as_epoch(0, m.derived_size()), seconds=seconds),
+            facts_inserted=_distinct(initial),
+            facts_retracted=0,
+        ),
+        check,
+        observe,
+    )
+    for epoch in workload.epochs:
+        applied = m.apply(Delta(insert=epoch.insert, retract=epoch.retract), strategy=strategy)
+        yield _observed(
+            m,
+            EpochRecord(
+                applied,
+                facts_inserted=_distinct(epoch.insert),
+                facts_retracted=_distinct(epoch.retract),
+            ),
+            check,
+            observe,
+        )
+
+
+def _distinct(facts: Facts) -> int:
+    return sum(len(set(rows)) for rows in facts.values())
+
+
+def _observed(
+    m: Materialization,
+    record: EpochRecord,
+    check: bool,
+    observe: Callable[[Materialization, EpochRecord], None] | None,
+) -> EpochRecord:
+    if check:
+        start = time.perf_counter()
+        differences = m.differences(m.rebuilt())
+        record = replace(record, check_seconds=time.perf_counter() - start, differences=differences)
+    if observe is not None:
+        observe(m, record)
+    return record

@@ -1,0 +1,227 @@
+"""The program as text that changes at runtime: rules are added and removed by id.
+
+The program is kept as the source texts it was given (the program file, then each batch of
+added rules), verbatim apart from removed rules, which are cut out of their text. Keeping text
+rather than a re-rendered AST means what a client reads back is what it wrote, comments
+included, and a restart re-parses exactly the committed program.
+
+A rule's id is a hash of its clause's tokens (so layout and comments do not matter): it is the
+same on every replica and after every restart without a counter to persist, and adding a rule
+that is already there is recognised as a no-op.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from reasoner.analysis import analyze
+from reasoner.analysis.model import AnalyzedProgram
+from reasoner.errors import Diagnostic, ProgramError, Span
+from reasoner.syntax.ast import Program, Rule
+from reasoner.syntax.lexer import tokenize
+from reasoner.syntax.parser import parse_program
+from reasoner.values.records import ValueType
+from reasoner.values.types import Value
+
+RULES_FILENAME = "<rules>"
+"""How diagnostics name the text of added rules (their lines count from 1 in that text)."""
+
+
+def rule_id(text: str) -> str:
+    tokens = "\x00".join(f"{t.kind}:{t.text}" for t in tokenize(text).tokens)
+    return hashlib.sha256(tokens.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True, slots=True)
+class Changed:
+    """A checked change of the program (`ProgramText.changed`)."""
+
+    program: ProgramText
+    analyzed: AnalyzedProgram
+    added: tuple[str, ...]
+    """Ids of the rules added (not those already present)."""
+    removed: tuple[str, ...]
+    facts: dict[str, tuple[tuple[Value, ...], ...]]
+    """Facts the added texts held, as data to insert (not part of the program)."""
+    warnings: tuple[Diagnostic, ...] = ()
+    """Warnings about the added texts, positioned in them (`<rules>`)."""
+    given: tuple[str, ...] = ()
+    """Ids of every rule of the added texts, in order, each once: new or already present."""
+
+
+@dataclass(frozen=True, slots=True)
+class RuleEntry:
+    id: str
+    text: str
+
+
+def _offset(text: str, line: int, column: int) -> int:
+    """Character offset of a 1-based (line, column) position."""
+    start = 0
+    for _ in range(line - 1):
+        start = text.index("\n", start) + 1
+    return start + column - 1
+
+
+def _rules_by_id(program: Program) -> dict[str, Rule]:
+    """One rule per source clause (a disjunction desugars into several rules, one clause)."""
+    out: dict[str, Rule] = {}
+    for rule in program.rules:
+        out.setdefault(rule_id(rule.text), rule)
+    return out
+
+
+def _cut(text: str, spans: list[Span]) -> str:
+    for span in sorted(spans, key=lambda s: (s.line, s.column), reverse=True):
+        start = _offset(text, span.line, span.column)
+        end = _offset(text, span.end_line, span.end_column)
+        text = text[:start] + text[end:]
+    return text
+
+
+class ProgramText:
+    """The current program: a list of source texts, the first being the program file."""
+
+    def __init__(self, units: list[str], filename: str = "<program>") -> None:
+        self.units = units
+        self.filename = filename
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.units)
+
+    def parse(self) -> Program:
+        return parse_program(self.text, self.filename)
+
+    def written(self) -> Program:
+        """The rule clauses as written, those of components once each (not per instance)."""
+        return parse_program(self.text, self.filename, expand_components=False)
+
+    def rules(self) -> list[RuleEntry]:
+        return [RuleEntry(i, rule.text) for i, rule in _rules_by_id(self.written()).items()]
+
+    def changed(self, add: list[str], remove: list[str]) -> Changed:
+        """The program with `remove` (ids) cut out and `add` (texts) appended, checked.
+
+        An added text may be a whole program: its facts are taken out of it and returned as
+        data (`Changed.facts`: the caller inserts them, so they can be retracted like any
+        fact), and a relation that only those facts define gets a `.decl` of its inferred
+        types; `.input`/`.output` directives stay in the text (the service keeps them as
+        written). Raises `ProgramError` with positions in the added text (filename `<rules>`,
+        or `<rules N>` for the N-th of several) for errors there, and in the program for
+        errors a removal causes elsewhere; raises `KeyError` naming the first unknown id.
+        """
+        units = list(self.units)
+        removed: list[str] = []
+        wanted = set(remove)
+        for index, unit in enumerate(units):
+            spans = {
+                rule.span: rule_id(rule.text)
+                for rule in parse_program(unit, expand_components=False).rules
+                if rule_id(rule.text) in wanted
+            }
+            if spans:
+                units[index] = _cut(unit, list(spans))
+                found = set(spans.values())
+                removed.extend(sorted(found))
+                wanted -= found
+        if wanted:
+            raise KeyError(sorted(wanted)[0])
+        present = set(_rules_by_id(ProgramText(units).written()))
+        added: list[str] = []
+        given: dict[str, None] = {}
+        kept: list[str] = []  # each added text without its facts and already present clauses
+        names = [RULES_FILENAME] if len(add) == 1 else [f"<rules {n + 1}>" for n in range(len(add))]
+        for name, text in zip(names, add, strict=True):
+            program = parse_program(text, name, expand_components=False)
+            first: dict[str, Span] = {}  # id -> the clause of this text that adds it
+            repeated = [fact.span for fact in program.facts]
+            for rule in program.rules:
+                i = rule_id(rule.text)
+                given.setdefault(i)
+                already = i in present and i not in first
+                if already or first.setdefault(i, rule.span) != rule.span:
+                    repeated.append(rule.span)
+            present.update(first)
+            added.extend(first)
+            kept.append(_cut(text, repeated))
+        # Analyze the texts as given, so diagnostics point into what the client sent...
+        whole = ProgramText(units + list(add), self.filename)._analyze(len(units), names)
+        candidate = ProgramText(units + [k for k in kept if k.strip()], self.filename)
+        warnings = tuple(w for w in whole.warnings if w.filename in names)
+        if kept == list(add):
+            return Changed(
+                candidate, whole, tuple(added), tuple(removed), {}, warnings, tuple(given)
+            )
+        # ...then drop the facts and the repeated clauses: a rule counts once, facts are data.
+        analyzed = analyze(candidate.parse(), source=candidate.text, filename=self.filename)
+        facts = {}
+        for name, rows in whole.facts.items():
+            there = set(analyzed.facts.get(name, ()))
+            new = tuple(row for row in rows if row not in there)
+            if new:
+                facts[name] = new
+        undefined = [name for name in facts if not _defined(analyzed, name)]
+        if undefined:
+            declarations = "\n".join(
+                declaration(n, whole.relations[n].column_names, whole.relations[n].value_types)
+                for n in undefined
+            )
+            candidate = ProgramText([*candidate.units, declarations], self.filename)
+            analyzed = analyze(candidate.parse(), source=candidate.text, filename=self.filename)
+        return Changed(
+            candidate, analyzed, tuple(added), tuple(removed), facts, warnings, tuple(given)
+        )
+
+    def _analyze(self, base_units: int, names: list[str]) -> AnalyzedProgram:
+        """Analyze the whole program; map each diagnostic back to the text it points into."""
+        text = self.text
+        starts = []  # first line of every unit in the joined text
+        line = 1
+        for unit in self.units:
+            starts.append(line)
+            line += unit.count("\n") + 1
+        base_end = starts[base_units] if base_units < len(starts) else line
+
+        def mapped(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
+            out = []
+            for d in diagnostics:
+                if d.span.line < base_end:
+                    out.append(d)
+                    continue
+                unit = max(i for i, s in enumerate(starts) if s <= d.span.line)
+                shift = starts[unit] - 1
+                span = Span(
+                    d.span.line - shift, d.span.column, d.span.end_line - shift, d.span.end_column
+                )
+                out.append(
+                    Diagnostic(d.code, d.message, span, names[unit - base_units], d.source_line)
+                )
+            return out
+
+        try:
+            analyzed = analyze(
+                parse_program(text, self.filename), source=text, filename=self.filename
+            )
+        except ProgramError as error:
+            raise ProgramError(mapped(error.diagnostics)) from None
+        return dataclasses.replace(analyzed, warnings=tuple(mapped(analyzed.warnings)))
+
+
+def _defined(analyzed: AnalyzedProgram, name: str) -> bool:
+    """Whether the program itself gives `name` its shape (a .decl, a rule or an .input), as
+    opposed to inferring it from a use alone."""
+    info = analyzed.relations.get(name)
+    return info is not None and (info.declared or info.is_input or name in analyzed.stratum_of)
+
+
+def declaration(name: str, columns: Sequence[str], types: Sequence[ValueType]) -> str:
+    """A `.decl` for a relation whose shape was inferred rather than declared (a record
+    column by its type's name)."""
+    listed = ", ".join(
+        f"{c}: {t if isinstance(t, str) else t.name}" for c, t in zip(columns, types, strict=True)
+    )
+    return f".decl {name}({listed})"

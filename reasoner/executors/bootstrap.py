@@ -1,0 +1,175 @@
+"""Bootstrap (Algorithm 2 of the elastic paper): counting semi-naive evaluation of one stratum.
+
+Iteration k records, for every tuple first derivable in k, the number of rule instantiations
+over I_{k-1} with at least one body atom in N_{k-1}. "At least one" is enumerated by the
+first-position decomposition: for each recursive body atom i, atom i ranges over N_{k-1}, the
+recursive atoms before i over I_{k-2} (strictly older), the ones after i over I_{k-1}. Every
+instantiation is then counted exactly once, by its first body atom that lies in N_{k-1}.
+
+Heads already in I_{k-1} are skipped before they are counted: they belong to an earlier
+iteration and the sparse encoding keeps each tuple in one iteration only.
+
+Cancellation is cooperative: given a `check` callable, `run` calls it before every iteration
+and, inside the kernel, between slices of a plan's driving rows (a few milliseconds), so a
+Bootstrap whose joins explode (a cartesian product over large relations, even from a single
+driving tuple) stops soon after its deadline. `check` stops the run by raising
+(`BootstrapCancelled` from `Cancellation.check`, or the caller's own exception); the state is
+then partial and must be dropped, which is safe because every Bootstrap builds its state off
+to the side.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from reasoner.analysis.model import Stratum
+from reasoner.executors.aggregate import bootstrap_aggregate
+from reasoner.kernel.bootstrap import CompiledStratumBootstrap
+from reasoner.storage.state import State
+from reasoner.values.symbols import SymbolTable
+
+Check = Callable[[], None]
+"""Called between pieces of work; raises to stop the Bootstrap."""
+
+CHECK_INTERVAL = 0.05
+"""Target seconds of work between two calls of `check` in `in_slices`."""
+_MIN_SLICE = 1
+_MAX_SLICE = 1 << 16
+
+
+class BootstrapCancelled(Exception):
+    """A Bootstrap was stopped by its `check` (a deadline passed, or it was cancelled); the
+    state it was building is partial and must be discarded."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(reason)
+
+
+class Cancellation:
+    """A `check` for Bootstrap: a deadline (seconds from now, or none) and a flag another
+    thread may set with `cancel`. Thread-safe; `check` is cheap enough to call often."""
+
+    def __init__(self, seconds: float | None = None) -> None:
+        self.seconds = seconds
+        self.deadline = None if seconds is None else time.monotonic() + seconds
+        self._cancelled = threading.Event()
+        self._reason = ""
+
+    def cancel(self, reason: str = "cancelled") -> None:
+        self._reason = reason
+        self._cancelled.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled.is_set()
+
+    def check(self) -> None:
+        if self._cancelled.is_set():
+            raise BootstrapCancelled(self._reason or "cancelled")
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise BootstrapCancelled(f"Bootstrap exceeded its deadline of {self.seconds:g} s")
+
+
+def in_slices(total: int, run: Callable[[int, int], None], check: Check) -> None:
+    """`run(start, stop)` over consecutive slices covering range(total), `check` before each.
+
+    The slice size adapts so that each slice takes about `CHECK_INTERVAL` seconds: small enough
+    that a cancellation is seen soon, large enough that the per-call overhead stays negligible.
+    """
+    size = 64
+    start = 0
+    while start < total:
+        check()
+        began = time.perf_counter()
+        run(start, min(total, start + size))
+        start += size
+        spent = time.perf_counter() - began
+        if spent < CHECK_INTERVAL / 4:
+            size = min(_MAX_SLICE, size * 2)
+        elif spent > CHECK_INTERVAL:
+            size = max(_MIN_SLICE, size // 2)
+
+
+Started = Callable[[Stratum], None]
+"""Told when an executor begins a stratum (progress reports, `reasoner.elastic.progress`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StratumRun:
+    """What one stratum's evaluation did, for reports and `--stats`."""
+
+    index: int
+    relations: tuple[str, ...]
+    iterations: int
+    derived: int
+    seconds: float
+    engine: str = ""
+    """The executor that ran it (`reasoner.executors.registry`), set by the one that chose it."""
+    reason: str = ""
+    """Why that executor: "configured", or `auto`'s estimate."""
+
+    @classmethod
+    def of_aggregate(cls, stratum: Stratum, derived: int, seconds: float) -> StratumRun:
+        """An aggregate's stratum: one relation, computed in one step (its rows are those of a
+        non-recursive rule, at iteration 1)."""
+        return cls(
+            stratum.index, tuple(sorted(stratum.relations)), int(derived > 0), derived, seconds
+        )
+
+
+class StratumBootstrap:
+    """One stratum's Bootstrap on the per-tuple kernel: iteration 1 (full join over I_0), then
+    the delta iterations to the fixpoint."""
+
+    def __init__(
+        self,
+        stratum: Stratum,
+        state: State,
+        symbols: SymbolTable,
+        arities: dict[str, int],
+        check: Check | None = None,
+    ) -> None:
+        self.stratum = stratum
+        self.state = state
+        self.symbols = symbols
+        self.arities = arities
+        self.check = check
+        """Cooperative cancellation (see the module docstring); None: run to the end."""
+        self._kernel: CompiledStratumBootstrap | None = None
+
+    def compiled(self) -> CompiledStratumBootstrap:
+        """The stratum's plans on the kernel, made on first use: the lower strata's sizes,
+        which the join orders follow, are known only once they are done."""
+        if self._kernel is None:
+            self._kernel = CompiledStratumBootstrap(
+                self.stratum, self.state, self.symbols, self.arities
+            )
+        return self._kernel
+
+    def run(self, check: Check | None = None) -> StratumRun:
+        """Evaluate the stratum into the state; `check` (default: the constructor's) is called
+        before every iteration and between slices of long ones, and stops the run by raising."""
+        if check is not None:
+            self.check = check
+        start = time.perf_counter()
+        if self.stratum.aggregate is not None:
+            derived = bootstrap_aggregate(self.stratum, self.state)
+            return StratumRun.of_aggregate(self.stratum, derived, time.perf_counter() - start)
+        kernel = self.compiled()
+        new = kernel.first_iteration(self.check)
+        derived = sum(map(len, new.values()))
+        iterations = 1 if derived else 0
+        if self.stratum.recursive and derived:
+            iterations, more, _rest = kernel.fixpoint(2, new, 1 << 62, self.check)
+            derived += more
+        return StratumRun(
+            self.stratum.index,
+            tuple(sorted(self.stratum.relations)),
+            iterations,
+            derived,
+            time.perf_counter() - start,
+        )

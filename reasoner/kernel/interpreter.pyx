@@ -1,0 +1,1734 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+# cython: initializedcheck=False, nonecheck=False
+"""Update's enumeration and drain, compiled once, running plans that are data.
+
+The algorithm is the one the package `reasoner.kernel` documents (Algorithm 3 of the elastic
+paper, event-driven): changed tuples are handed to enumerators, which find every derivation
+they take part in through the tables' key indexes and schedule it at the iterations where it
+can count; the drain pops those iterations in order, classifies each candidate (Del, Ins, Red
+or nothing) against the final statuses, settles the heads' counts and hands the heads whose
+status changed to the enumerators again. A plan is an array of integers
+(`reasoner.kernel.plans` writes it) and one loop of C interprets it, over the rows of the
+tables themselves. A tuple is a row id from end to end; nothing per tuple is a Python object.
+
+The epoch's own statuses (the overlay of `reasoner.storage.overlay`) live here while the
+stratum runs, as a hash map from row to its new iteration and count, and go to the overlay as
+arrays at the end (`export`). A lower stratum's relations only ever matter by presence, which
+is final when this stratum starts: a map from row to "inserted" or "deleted" (`flip`).
+
+Status words: o is a tuple's committed iteration (INF when it was absent), n its iteration in
+the new epoch (INF when absent); a lower relation's tuples are at 0 or INF. Candidates are
+rows of int64 in an arena, linked per iteration; iterations wait in a binary heap.
+"""
+
+from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
+from libc.stdint cimport int32_t, int64_t, uint16_t, uint32_t, uint64_t
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memset
+
+from reasoner.storage.table cimport BIG_COUNT, Table, _get, _mix
+
+import numpy as np
+
+from reasoner.support import allocations
+from reasoner.support.deadline import MemoryBudgetExceeded
+
+DEF MAX_STACK = 128
+DEF KEPT_ENTRIES = 1 << 20  # a buffer larger than this is freed when an Update ends
+
+cdef int64_t INF = 1 << 62
+
+# Plan words (see reasoner/kernel/plans.py, which writes them).
+cdef enum:
+    STEP_ATOM = 1
+    STEP_NEG = 2
+    STEP_TEST = 3
+    STEP_ASSIGN = 4
+    STEP_RANGE = 5
+
+cdef enum:
+    MODE_SCAN = 0
+    MODE_INDEX = 1
+    MODE_MEMBER = 2
+
+cdef enum:
+    NEG_TUPLE = 0
+    NEG_INDEX = 1
+    NEG_ANY = 2
+
+cdef enum:
+    DRIVE_ATOM = 0
+    DRIVE_NEG = 1
+    DRIVE_HEAD = 2
+    DRIVE_NONE = 3
+
+# Which rows of a probed atom qualify: any (Update: the union of both epochs), committed only
+# (Bootstrap: I_{k-1}, not the heads staged in iteration k), committed and not of iteration
+# k - 1 (Bootstrap: I_{k-2}, the first-position decomposition's atoms before the delta).
+cdef enum:
+    ROWS_ANY = 0
+    ROWS_COMMITTED = 1
+    ROWS_OLDER = 2
+
+cdef enum:
+    TERM_CONST = 0
+    TERM_REG = 1
+    OP_ADD = 2
+    OP_SUB = 3
+    OP_MUL = 4
+    OP_DIV = 5
+    OP_MOD = 6
+    OP_POW = 7
+    OP_BAND = 8
+    OP_BOR = 9
+    OP_BXOR = 10
+    OP_BSHL = 11
+    OP_BSHR = 12
+    OP_BSHRU = 13
+    OP_LAND = 14
+    OP_LOR = 15
+    OP_LXOR = 16
+    OP_MAX = 17
+    OP_MIN = 18
+    OP_CALL = 19    # a string functor: value (functor << 8) | operands, see `Kernel._call`
+    OP_UDIV = 20    # `/`, `%` and `^` on unsigned values (reasoner.analysis.numeric)
+    OP_UMOD = 21
+    OP_UPOW = 22
+
+cdef enum:
+    CMP_EQ = 0
+    CMP_NE = 1
+    CMP_LT = 2
+    CMP_LE = 3
+    CMP_GT = 4
+    CMP_GE = 5
+
+# What an enumerator may assume of its driving tuples: any change, or for changed own tuples,
+# absent from the old epoch (o = INF) or from the new one (n = INF). The drain knows which when
+# it settles a tuple, and most of a deep recursion's changes are one or the other.
+cdef enum:
+    CHANGED = 0
+    INSERTED = 1
+    DELETED = 2
+
+cdef enum:
+    FLIP_NONE = 0
+    FLIP_INSERTED = 1
+    FLIP_DELETED = 2
+
+# Candidate words.
+cdef enum:
+    C_NEXT = 0
+    C_RULE = 1
+    C_FO = 2
+    C_HO = 3
+    C_LOWER_N = 4
+    C_FLAGS = 5
+    C_HEAD_ROW = 6
+    C_BODY = 7
+
+cdef enum:
+    F_NO = 1
+    F_NN = 2
+    F_NI = 4
+    F_ND = 8
+
+CHECK_EVERY = 1 << 14
+
+# A Bootstrap's derivations wait this many derivations for their head's probe (see
+# `Kernel._count_new`).
+cdef enum:
+    QUEUED_HEADS = 16
+
+
+cdef int64_t CHARGED_FROM = 1 << 17
+"""Growths of a `Vec` or a `Map` by this many values or slots (1 MiB or more) are charged to
+the evaluation's budget before they are made (`reasoner.support.allocations`)."""
+
+
+# -- a hash map of int64 keys (>= 0) to int64 values, cleared in O(1) --------------------------
+
+cdef struct Map:
+    int64_t* keys
+    int64_t* values
+    uint32_t* stamps
+    uint32_t stamp
+    int64_t mask
+    int64_t used
+
+
+cdef int _map_init(Map* m, int64_t slots) except -1:
+    if slots >= CHARGED_FROM:  # a map doubling: charged before it is made, as a `Vec`'s growth
+        allocations.charge(slots * (2 * sizeof(int64_t) + sizeof(uint32_t)))
+    m.keys = <int64_t*>malloc(<size_t>slots * sizeof(int64_t))
+    m.values = <int64_t*>malloc(<size_t>slots * sizeof(int64_t))
+    m.stamps = <uint32_t*>malloc(<size_t>slots * sizeof(uint32_t))
+    if m.keys == NULL or m.values == NULL or m.stamps == NULL:
+        raise MemoryError()
+    memset(m.stamps, 0, <size_t>slots * sizeof(uint32_t))
+    m.stamp = 1
+    m.mask = slots - 1
+    m.used = 0
+    return 0
+
+
+cdef void _map_free(Map* m) noexcept:
+    free(m.keys)
+    free(m.values)
+    free(m.stamps)
+    m.keys = NULL
+    m.values = NULL
+    m.stamps = NULL
+
+
+cdef void _map_clear(Map* m) noexcept:
+    m.stamp += 1
+    m.used = 0
+    if m.stamp == 0:  # wrapped: every slot's stamp is stale or 0
+        memset(m.stamps, 0, <size_t>(m.mask + 1) * sizeof(uint32_t))
+        m.stamp = 1
+
+
+cdef inline int64_t _map_slot(Map* m, int64_t key) noexcept:
+    """The slot holding `key`, or the empty slot where it would go."""
+    cdef int64_t i = <int64_t>(_mix(<uint64_t>key) & <uint64_t>m.mask)
+    while m.stamps[i] == m.stamp and m.keys[i] != key:
+        i = (i + 1) & m.mask
+    return i
+
+
+cdef inline int64_t _map_get(Map* m, int64_t key, int64_t default) noexcept:
+    cdef int64_t i = _map_slot(m, key)
+    if m.stamps[i] == m.stamp:
+        return m.values[i]
+    return default
+
+
+cdef int _map_put(Map* m, int64_t key, int64_t value) except -1:
+    cdef int64_t i = _map_slot(m, key)
+    cdef Map bigger
+    cdef int64_t j
+    if m.stamps[i] == m.stamp:
+        m.values[i] = value
+        return 0
+    if 2 * (m.used + 1) > m.mask + 1:
+        _map_init(&bigger, 2 * (m.mask + 1))
+        for j in range(m.mask + 1):
+            if m.stamps[j] == m.stamp:
+                _map_put(&bigger, m.keys[j], m.values[j])
+        _map_free(m)
+        m[0] = bigger
+        i = _map_slot(m, key)
+    m.stamps[i] = m.stamp
+    m.keys[i] = key
+    m.values[i] = value
+    m.used += 1
+    return 0
+
+
+cdef inline int64_t _key(int64_t relation, int64_t row) noexcept:
+    return (relation << 32) | row
+
+
+# -- growable int64 arrays ---------------------------------------------------------------------
+
+cdef struct Vec:
+    int64_t* data
+    int64_t size
+    int64_t capacity
+
+
+cdef int _vec_reserve(Vec* v, int64_t extra) except -1:
+    cdef int64_t need = v.size + extra
+    cdef int64_t cap
+    cdef int64_t* data
+    if need <= v.capacity:
+        return 0
+    cap = v.capacity * 2 if v.capacity else 64
+    while cap < need:
+        cap *= 2
+    if cap - v.capacity >= CHARGED_FROM:
+        # Charged before it is made (`reasoner.support.allocations`): the budget samples memory
+        # between slices, and one doubling of a large array is larger than a slice.
+        allocations.charge((cap - v.capacity) * sizeof(int64_t))
+    data = <int64_t*>realloc(v.data, <size_t>cap * sizeof(int64_t))
+    if data == NULL:
+        raise MemoryError()
+    v.data = data
+    v.capacity = cap
+    return 0
+
+
+cdef inline int _vec_push(Vec* v, int64_t x) except -1:
+    if v.size == v.capacity:
+        _vec_reserve(v, 1)
+    v.data[v.size] = x
+    v.size += 1
+    return 0
+
+
+cdef void* _grown(void* p, int64_t count, size_t size) except NULL:
+    cdef void* q = realloc(p, <size_t>(count + 1) * size)
+    if q == NULL:
+        raise MemoryError()
+    return q
+
+
+cdef inline int _hand_on(Vec* v, int64_t relation, int64_t row, int64_t o, int64_t n) except -1:
+    """Append a tuple whose status changed, (relation, row, o, n), to a list `_hand` reads."""
+    _vec_reserve(v, 4)
+    v.data[v.size] = relation
+    v.data[v.size + 1] = row
+    v.data[v.size + 2] = o
+    v.data[v.size + 3] = n
+    v.size += 4
+    return 0
+
+
+# -- arithmetic with Soufflé's semantics (reasoner.values.arith): 64-bit wrap-around, C division ------
+
+cdef inline uint64_t _unsigned_power(uint64_t base, uint64_t e) noexcept:
+    """`base ^ e` modulo 2**64, by square and multiply (`reasoner.values.arith.unsigned_power`)."""
+    cdef uint64_t result = 1
+    while e:
+        if e & 1:
+            result *= base
+        base *= base
+        e >>= 1
+    return result
+
+
+cdef inline bint _power(int64_t a, int64_t b, int64_t* out) noexcept:
+    """`reasoner.values.arith.power`: square and multiply modulo 2**64 for b >= 0."""
+    if b < 0:
+        if a == 0:
+            return False
+        if a == 1:
+            out[0] = 1
+        elif a == -1:
+            out[0] = 1 if (b & 1) == 0 else -1
+        else:
+            out[0] = 0
+        return True
+    out[0] = <int64_t>_unsigned_power(<uint64_t>a, <uint64_t>b)
+    return True
+
+
+cdef inline bint _arith(int op, int64_t a, int64_t b, int64_t* out) noexcept:
+    """`a op b` into `out` (`reasoner.values.arith.ARITH`); False when it has no value (a division
+    by zero, zero to a negative power)."""
+    if op > OP_MOD:
+        if op == OP_POW:
+            return _power(a, b, out)
+        if op == OP_BAND:
+            out[0] = a & b
+        elif op == OP_BOR:
+            out[0] = a | b
+        elif op == OP_BXOR:
+            out[0] = a ^ b
+        elif op == OP_BSHL:
+            out[0] = <int64_t>(<uint64_t>a << (b & 63))
+        elif op == OP_BSHR:
+            out[0] = a >> (b & 63)
+        elif op == OP_BSHRU:
+            out[0] = <int64_t>(<uint64_t>a >> (b & 63))
+        elif op == OP_LAND:
+            out[0] = 1 if (a != 0 and b != 0) else 0
+        elif op == OP_LOR:
+            out[0] = 1 if (a != 0 or b != 0) else 0
+        elif op == OP_LXOR:
+            out[0] = 1 if ((a != 0) != (b != 0)) else 0
+        elif op == OP_MAX:
+            out[0] = a if a > b else b
+        elif op == OP_MIN:
+            out[0] = a if a < b else b
+        elif op == OP_UPOW:
+            out[0] = <int64_t>_unsigned_power(<uint64_t>a, <uint64_t>b)
+        elif b == 0:  # OP_UDIV, OP_UMOD
+            return False
+        elif op == OP_UDIV:
+            out[0] = <int64_t>(<uint64_t>a // <uint64_t>b)
+        else:
+            out[0] = <int64_t>(<uint64_t>a % <uint64_t>b)
+        return True
+    if op == OP_ADD:
+        out[0] = <int64_t>(<uint64_t>a + <uint64_t>b)
+    elif op == OP_SUB:
+        out[0] = <int64_t>(<uint64_t>a - <uint64_t>b)
+    elif op == OP_MUL:
+        out[0] = <int64_t>(<uint64_t>a * <uint64_t>b)
+    elif op == OP_DIV:
+        if b == 0:
+            return False
+        if b == -1:
+            out[0] = <int64_t>(<uint64_t>0 - <uint64_t>a)
+        else:
+            out[0] = a // b
+    else:
+        if b == 0:
+            return False
+        if b == -1:
+            out[0] = 0
+        else:
+            out[0] = a % b
+    return True
+
+
+cdef class Rule:
+    """What the classification of a rule's candidates needs: its head and its positive atoms
+    (relation, and whether it is of a lower stratum), how many negated atoms it has, and how
+    many ranges: a derivation is its body rows and the values its ranges took (one body can
+    derive many heads through a range)."""
+
+    cdef int number
+    cdef int head
+    cdef int arity
+    cdef int npos
+    cdef int nneg
+    cdef int nranges
+    cdef int identity         # candidate words that identify a derivation: npos + nranges
+    cdef int* relation
+    cdef bint* lower
+    cdef int words
+
+    def __cinit__(self, int number, int head, int arity, list positive, int nneg,
+                  int nranges=0):
+        cdef int j
+        self.number = number
+        self.head = head
+        self.arity = arity
+        self.npos = len(positive)
+        self.nneg = nneg
+        self.nranges = nranges
+        self.identity = self.npos + nranges
+        self.relation = <int*>malloc(<size_t>(self.npos + 1) * sizeof(int))
+        self.lower = <bint*>malloc(<size_t>(self.npos + 1) * sizeof(bint))
+        if self.relation == NULL or self.lower == NULL:
+            raise MemoryError()
+        for j in range(self.npos):
+            self.relation[j] = positive[j][0]
+            self.lower[j] = positive[j][1]
+        self.words = C_BODY + self.identity + self.arity
+
+    def __dealloc__(self):
+        free(self.relation)
+        free(self.lower)
+
+
+cdef class Enumerator:
+    """One rule evaluated from one driver: the plan's words (see plans.py), parsed once into
+    the offsets of its parts."""
+
+    cdef Rule rule
+    cdef int64_t* code
+    cdef int64_t ncode
+    cdef int driver
+    cdef int driver_relation
+    cdef int driver_position
+    cdef int64_t binds      # offset of the driver's (count, (column, register)...)
+    cdef int64_t checks     # offset of the driver's (count, (column, expression)...)
+    cdef int nsteps
+    cdef int64_t* steps     # offset of each step
+    cdef int64_t head       # offset of the head's expressions (count, expression...)
+    cdef bint bootstrap     # a Bootstrap's plan: new heads are counted, not scheduled
+    cdef bint full          # re-discovery by evaluating the whole rule (see `_hand_full`)
+    cdef int nregs
+    cdef int64_t* ranges    # the registers of the rule's ranges, in the rule's order
+    cdef readonly str label
+
+    def __cinit__(self, Rule rule, list code, int registers, str label, bint bootstrap=False,
+                  bint full=False, list ranges=None):
+        cdef int64_t i, p, n
+        ranges = ranges or []
+        if len(ranges) != rule.nranges:
+            raise ValueError(f"{label}: {len(ranges)} range registers for {rule.nranges} ranges")
+        self.ranges = <int64_t*>malloc(<size_t>(rule.nranges + 1) * sizeof(int64_t))
+        if self.ranges == NULL:
+            raise MemoryError()
+        for i in range(rule.nranges):
+            self.ranges[i] = ranges[i]
+        self.rule = rule
+        self.label = label
+        self.nregs = registers
+        self.bootstrap = bootstrap
+        self.full = full
+        self.ncode = len(code)
+        self.code = <int64_t*>malloc(<size_t>(self.ncode + 1) * sizeof(int64_t))
+        if self.code == NULL:
+            raise MemoryError()
+        for i in range(self.ncode):
+            self.code[i] = code[i]
+        p = 0
+        self.driver = <int>self.code[p]
+        self.driver_relation = <int>self.code[p + 1]
+        self.driver_position = <int>self.code[p + 2]
+        p += 3
+        self.binds = p
+        p += 1 + 2 * self.code[p]
+        self.checks = p
+        n = self.code[p]
+        p += 1
+        for i in range(n):
+            p = _skip_expr(self.code, p + 1)
+        self.nsteps = <int>self.code[p]
+        p += 1
+        self.steps = <int64_t*>malloc(<size_t>(self.nsteps + 1) * sizeof(int64_t))
+        if self.steps == NULL:
+            raise MemoryError()
+        for i in range(self.nsteps):
+            self.steps[i] = p
+            p = _skip_step(self.code, p)
+        self.head = p
+        n = self.code[p]
+        p += 1
+        for i in range(n):
+            p = _skip_expr(self.code, p)
+        if p != self.ncode:
+            raise ValueError(f"malformed plan words for {label}")
+
+    def __dealloc__(self):
+        free(self.code)
+        free(self.steps)
+        free(self.ranges)
+
+
+cdef int64_t _skip_expr(const int64_t* code, int64_t p) noexcept:
+    return p + 1 + 2 * code[p]
+
+
+cdef int64_t _skip_step(const int64_t* code, int64_t p) noexcept:
+    cdef int64_t kind = code[p]
+    cdef int64_t i, n
+    if kind == STEP_ATOM:
+        # kind, relation, position, mode, index, nkeys, filter, (column, expr)*, nbinds,
+        # (c, r)*, nequal, (c, c)*
+        n = code[p + 5]
+        p += 7
+        for i in range(n):
+            p = _skip_expr(code, p + 1)
+        p += 1 + 2 * code[p]
+        p += 1 + 2 * code[p]
+        return p
+    if kind == STEP_NEG:
+        # kind, relation, position, negation kind, index, nkeys, expr*
+        n = code[p + 5]
+        p += 6
+        for i in range(n):
+            p = _skip_expr(code, p)
+        return p
+    if kind == STEP_TEST:
+        # kind, comparison, left, right
+        p = _skip_expr(code, p + 2)
+        return _skip_expr(code, p)
+    if kind == STEP_RANGE:
+        # kind, test, register, bounds, expr * bounds
+        n = code[p + 3]
+        p += 4
+        for i in range(n):
+            p = _skip_expr(code, p)
+        return p
+    # STEP_ASSIGN: kind, register, expr
+    return _skip_expr(code, p + 2)
+
+
+cdef struct Run:
+    # One enumerator call's bindings.
+    int status
+    int64_t cur
+    int64_t km1             # a Bootstrap's k - 1
+    int64_t ro
+    int64_t rn
+    int64_t* regs
+    int64_t* rows
+    int64_t head_row
+    bint* before            # the negated tuple is present in the old epoch
+    bint* after             # ... in the new one
+
+
+cdef class Kernel:
+    """The Update of one stratum over its relations' tables (`tables`, numbered as the plans
+    number them; `own[i]`: relation i is one of the stratum's own)."""
+
+    cdef list tables
+    cdef bint* own
+    cdef int nrel
+    cdef list by_atom         # relation -> [Enumerator], as a body atom
+    cdef list by_negation     # relation -> [Enumerator], as a negated atom
+    cdef list by_head         # relation -> [Enumerator], as the head (re-discovery)
+    cdef list by_head_later   # the same, for the rules with an atom over an own relation
+    cdef list rules
+    cdef object check
+    cdef object call          # (functor, operands) -> value or None: `reasoner.values.functors.caller`
+    cdef int64_t ticks
+    cdef int64_t budget       # bytes the bookkeeping may take (0: no bound)
+    cdef bint* any_before
+    cdef bint* any_after
+    # The epoch's statuses.
+    cdef Map overlay          # key(relation, row) -> entry
+    cdef Vec ov_key
+    cdef Vec ov_n
+    cdef Vec ov_count
+    cdef Map flip             # key(relation, row) -> FLIP_*
+    # The schedule.
+    cdef Vec arena
+    cdef Map bucket_of        # iteration -> bucket
+    cdef Vec bucket_first
+    cdef Vec bucket_size
+    cdef Vec heap
+    # One iteration's count changes: key(relation, row) -> entry.
+    cdef Map delta
+    cdef Map wanted           # the deleted heads a full re-discovery looks for
+    cdef Vec d_key
+    cdef Vec d_change
+    cdef Vec d_old
+    cdef Vec dedup
+    # Settled heads handed on at the end of an iteration: (relation, row, o, n) each.
+    cdef Vec moved
+    cdef Vec inserted
+    cdef Vec gone
+    cdef int64_t* words       # a key or a head being built (as wide as the widest table)
+    cdef int64_t* heads       # a Bootstrap's derivations waiting for their head's probe
+    cdef int64_t heads_queued
+    cdef int64_t heads_width  # words an entry of `heads` takes: relation, hash, head words
+    cdef Run run              # the bindings of the plan running (plans never nest)
+    cdef int run_regs
+    cdef int run_rows
+    cdef int run_negs
+
+    def __cinit__(self, list tables, list own, object call=None):
+        cdef int i
+        self.tables = tables
+        self.call = call
+        self.nrel = len(tables)
+        self.own = <bint*>malloc(<size_t>(self.nrel + 1) * sizeof(bint))
+        self.any_before = <bint*>malloc(<size_t>(self.nrel + 1) * sizeof(bint))
+        self.any_after = <bint*>malloc(<size_t>(self.nrel + 1) * sizeof(bint))
+        self.words = <int64_t*>malloc(
+            <size_t>(max([t.arity for t in tables], default=0) + 1) * sizeof(int64_t)
+        )
+        self.heads_width = max([t.arity for t in tables], default=0) + 2
+        self.heads = <int64_t*>malloc(<size_t>(QUEUED_HEADS * self.heads_width) * sizeof(int64_t))
+        self.heads_queued = 0
+        if (self.own == NULL or self.any_before == NULL or self.any_after == NULL
+                or self.words == NULL or self.heads == NULL):
+            raise MemoryError()
+        for i in range(self.nrel):
+            self.own[i] = own[i]
+            self.any_before[i] = False
+            self.any_after[i] = False
+        self.by_atom = [[] for _ in range(self.nrel)]
+        self.by_negation = [[] for _ in range(self.nrel)]
+        self.by_head = [[] for _ in range(self.nrel)]
+        self.by_head_later = [[] for _ in range(self.nrel)]
+        self.rules = []
+        _map_init(&self.overlay, 64)
+        _map_init(&self.flip, 64)
+        _map_init(&self.bucket_of, 64)
+        _map_init(&self.delta, 64)
+        _map_init(&self.wanted, 64)
+
+    def __dealloc__(self):
+        free(self.own)
+        free(self.any_before)
+        free(self.any_after)
+        free(self.words)
+        free(self.heads)
+        free(self.run.regs)
+        free(self.run.rows)
+        free(self.run.before)
+        free(self.run.after)
+        _map_free(&self.overlay)
+        _map_free(&self.flip)
+        _map_free(&self.bucket_of)
+        _map_free(&self.delta)
+        _map_free(&self.wanted)
+        free(self.ov_key.data)
+        free(self.ov_n.data)
+        free(self.ov_count.data)
+        free(self.arena.data)
+        free(self.bucket_first.data)
+        free(self.bucket_size.data)
+        free(self.heap.data)
+        free(self.d_key.data)
+        free(self.d_change.data)
+        free(self.d_old.data)
+        free(self.dedup.data)
+        free(self.moved.data)
+        free(self.inserted.data)
+        free(self.gone.data)
+
+    # -- building -------------------------------------------------------------------------------
+
+    def add_rule(self, Rule rule):
+        self.rules.append(rule)
+
+    def add(self, str role, int relation, Enumerator e):
+        """Hand `relation`'s changed tuples to `e` in `role`: "atom", "negation", "head" or
+        "head_later"."""
+        {"atom": self.by_atom, "negation": self.by_negation, "head": self.by_head,
+         "head_later": self.by_head_later}[role][relation].append(e)
+
+    # -- one Update -----------------------------------------------------------------------------
+
+    def reset(self):
+        """Forget the last Update's statuses and schedule; give back the buffers a large one
+        grew (the kernel lives as long as its plans, from one Bootstrap to the next)."""
+        cdef Map* maps[5]
+        cdef Vec* vecs[14]
+        cdef int i
+        self._buffers(maps, vecs)
+        for i in range(5):
+            if maps[i].mask + 1 > KEPT_ENTRIES:
+                _map_free(maps[i])
+                _map_init(maps[i], 64)
+            else:
+                _map_clear(maps[i])
+        for i in range(14):
+            vecs[i].size = 0
+            if vecs[i].capacity > KEPT_ENTRIES:
+                free(vecs[i].data)
+                vecs[i].data = NULL
+                vecs[i].capacity = 0
+        self.check = None
+
+    cdef void _buffers(self, Map** maps, Vec** vecs) noexcept:
+        """The bookkeeping's 5 maps and 14 growable arrays."""
+        maps[0] = &self.overlay
+        maps[1] = &self.flip
+        maps[2] = &self.bucket_of
+        maps[3] = &self.delta
+        maps[4] = &self.wanted
+        vecs[0] = &self.ov_key
+        vecs[1] = &self.ov_n
+        vecs[2] = &self.ov_count
+        vecs[3] = &self.arena
+        vecs[4] = &self.bucket_first
+        vecs[5] = &self.bucket_size
+        vecs[6] = &self.heap
+        vecs[7] = &self.d_key
+        vecs[8] = &self.d_change
+        vecs[9] = &self.d_old
+        vecs[10] = &self.dedup
+        vecs[11] = &self.moved
+        vecs[12] = &self.inserted
+        vecs[13] = &self.gone
+
+    cdef int64_t _allocated(self) noexcept:
+        """The bytes of the bookkeeping's buffers."""
+        cdef Map* maps[5]
+        cdef Vec* vecs[14]
+        cdef int64_t total = 0
+        cdef int i
+        self._buffers(maps, vecs)
+        for i in range(5):
+            total += (maps[i].mask + 1) * (2 * sizeof(int64_t) + sizeof(uint32_t))
+        for i in range(14):
+            total += vecs[i].capacity * sizeof(int64_t)
+        return total
+
+    cdef int _checkpoint(self) except -1:
+        """The caller's check (the deadline, a cancellation), then the memory bound."""
+        self.check()
+        if self.budget and self._allocated() > self.budget:
+            raise MemoryBudgetExceeded(
+                f"the Update's bookkeeping passed {self.budget} bytes"
+            )
+        return 0
+
+    def flipped(self, int relation, const int64_t[::1] rows, int flip):
+        """Rows of a lower relation whose presence flips in this epoch (FLIP_INSERTED 1,
+        FLIP_DELETED 2)."""
+        cdef int64_t i
+        for i in range(rows.shape[0]):
+            _map_put(&self.flip, _key(relation, rows[i]), flip)
+
+    def presence(self, int relation, bint before, bint after):
+        """Whether a lower relation negated with only wildcards holds any tuple before and
+        after the epoch."""
+        self.any_before[relation] = before
+        self.any_after[relation] = after
+
+    def fact(self, int relation, int64_t row, int64_t o, int64_t n):
+        """A fact of an own relation retracted (n = INF) or asserted (n = 0) at iteration 0:
+        recorded, and handed to the enumerators by `start`."""
+        self._record(relation, row, n, 1)
+        _hand_on(&self.moved, relation, row, o, n)
+        if n != 0:
+            _hand_on(&self.gone, relation, row, o, n)
+
+    def start(self, dict lower, object check, int64_t budget=0):
+        """Iteration 0: hand the flipped lower tuples (`lower`: relation -> rows) and the facts
+        to the enumerators. `check` is called between slices of the work and stops it by
+        raising; `budget` bounds the bookkeeping's bytes (0: no bound)."""
+        cdef Enumerator e
+        cdef const int64_t[::1] rows
+        self.check = check
+        self.budget = budget
+        self.ticks = CHECK_EVERY
+        for relation, flipped in lower.items():
+            rows = flipped
+            for e in self.by_atom[relation]:
+                self._enumerate_rows(e, rows, 0)
+            for e in self.by_negation[relation]:
+                self._enumerate_rows(e, rows, 0)
+        self._hand(&self.moved, self.by_atom, CHANGED, 0)
+        self._hand(&self.gone, self.by_head, CHANGED, 0)
+        self.moved.size = self.gone.size = 0
+
+    def drain(self):
+        """Process the scheduled iterations in order; how many there were."""
+        cdef int64_t iterations = 0
+        cdef int64_t k
+        while self.heap.size:
+            if not iterations & 63:
+                self._checkpoint()
+            k = self._pop()
+            iterations += 1
+            self._iteration(k)
+        return iterations
+
+    def export(self, int relation):
+        """(rows, o, n, counts) as int64 arrays: every row of `relation` whose status this
+        Update recorded, in the order recorded, with its committed iteration (INF: it was
+        absent), its new one (INF: it is absent now) and its new count."""
+        cdef Table t = <Table>PyList_GET_ITEM(self.tables, relation)
+        cdef int64_t i, row, m = 0
+        for i in range(self.ov_key.size):
+            if self.ov_key.data[i] >> 32 == relation:
+                m += 1
+        rows = np.empty(m, dtype=np.int64)
+        olds = np.empty(m, dtype=np.int64)
+        news = np.empty(m, dtype=np.int64)
+        counts = np.empty(m, dtype=np.int64)
+        cdef int64_t[::1] r = rows, o = olds, n = news, c = counts
+        m = 0
+        for i in range(self.ov_key.size):
+            if self.ov_key.data[i] >> 32 != relation:
+                continue
+            row = self.ov_key.data[i] & 0xFFFFFFFF
+            r[m] = row
+            o[m] = self._o(t, row)
+            n[m] = self.ov_n.data[i]
+            c[m] = self.ov_count.data[i]
+            m += 1
+        return rows, olds, news, counts
+
+    cdef Run* _run_for(self, Enumerator e) except NULL:
+        """The bindings for a run of `e`, grown to its registers, atoms and negations."""
+        cdef Rule rule = e.rule
+        if e.nregs > self.run_regs:
+            self.run.regs = <int64_t*>_grown(self.run.regs, e.nregs, sizeof(int64_t))
+            self.run_regs = e.nregs
+        if rule.npos > self.run_rows:
+            self.run.rows = <int64_t*>_grown(self.run.rows, rule.npos, sizeof(int64_t))
+            self.run_rows = rule.npos
+        if rule.nneg > self.run_negs:
+            self.run.before = <bint*>_grown(self.run.before, rule.nneg, sizeof(bint))
+            self.run.after = <bint*>_grown(self.run.after, rule.nneg, sizeof(bint))
+            self.run_negs = rule.nneg
+        return &self.run
+
+    # -- Bootstrap ------------------------------------------------------------------------------
+
+    def bootstrap_plan(self, Enumerator e, object rows, int64_t km1, object check):
+        """One plan of a Bootstrap's iteration k = km1 + 1 over its driving rows (an int64
+        array; None for a rule without positive atoms, run once): every derivation over
+        I_{k-1} whose head is not in I_{k-1} counts towards that head, staged as N_k."""
+        cdef Run* run = self._run_for(e)
+        cdef const int64_t[::1] driving
+        cdef int64_t i
+        self.check = check
+        self.ticks = CHECK_EVERY
+        self.heads_queued = 0
+        run.status = INSERTED   # negations hold in "the new epoch": the committed state
+        run.cur = -1
+        run.km1 = km1
+        run.ro = -1
+        run.rn = -1
+        if rows is None:
+            self._step(e, 0, run)
+        else:
+            driving = rows
+            for i in range(driving.shape[0]):
+                self._drive(e, driving[i], run)
+        self._count_queued()
+
+    def bootstrap_fixpoint(self, list plans, dict delta, int64_t k, int64_t limit,
+                           object check):
+        """Iterations k, k + 1, ... of a Bootstrap from N_{k-1} (`delta`: relation number ->
+        rows), each committed as it ends, for as long as the new tuples number fewer than
+        `limit`: a deep recursion of small iterations runs here without returning to Python.
+        Returns (the last iteration that derived anything, or k - 1; how many tuples were
+        derived; N of that iteration as relation number -> rows when it is `limit` or more
+        tuples, the caller's to go on with, else {}: the fixpoint)."""
+        cdef Vec current
+        cdef Enumerator e
+        cdef Run* run
+        cdef int64_t i, key, row, n, last = k - 1, derived = 0
+        cdef int relation
+        cdef Table t
+        cdef const int64_t[::1] rows
+        current.data = NULL
+        current.size = current.capacity = 0
+        self.check = check
+        self.ticks = CHECK_EVERY
+        self.heads_queued = 0
+        try:
+            for number, given in delta.items():
+                rows = given
+                for i in range(rows.shape[0]):
+                    _vec_push(&current, _key(number, rows[i]))
+            while current.size:
+                check()
+                for e in plans:
+                    run = self._run_for(e)
+                    run.status = INSERTED
+                    run.cur = -1
+                    run.km1 = k - 1
+                    run.ro = -1
+                    run.rn = -1
+                    for i in range(current.size):
+                        key = current.data[i]
+                        if key >> 32 == e.driver_relation:
+                            self._drive(e, key & 0xFFFFFFFF, run)
+                self._count_queued()
+                n = self.d_key.size
+                current.size = 0
+                for i in range(n):
+                    key = self.d_key.data[i]
+                    t = self._table(<int>(key >> 32))
+                    t._commit_row(key & 0xFFFFFFFF, k, self.d_change.data[i])
+                    _vec_push(&current, key)
+                _map_clear(&self.delta)
+                self.d_key.size = self.d_change.size = self.d_old.size = 0
+                if not n:
+                    break
+                derived += n
+                last = k
+                k += 1
+                if n >= limit:
+                    per: dict = {}
+                    for i in range(current.size):
+                        key = current.data[i]
+                        per.setdefault(<int>(key >> 32), []).append(key & 0xFFFFFFFF)
+                    return last, derived, {
+                        number: np.array(found, dtype=np.int64) for number, found in per.items()
+                    }
+            return last, derived, {}
+        finally:
+            free(current.data)
+
+    def bootstrap_commit(self, int64_t k):
+        """Commit the heads the iteration's plans staged at iteration k with their counts;
+        relation -> their rows (int64 arrays), for the relations that got any."""
+        cdef int64_t d, key
+        cdef int relation
+        cdef Table t
+        per: dict = {}
+        for d in range(self.d_key.size):
+            key = self.d_key.data[d]
+            relation = <int>(key >> 32)
+            t = self._table(relation)
+            t._commit_row(key & 0xFFFFFFFF, k, self.d_change.data[d])
+            per.setdefault(relation, []).append(key & 0xFFFFFFFF)
+        _map_clear(&self.delta)
+        self.d_key.size = self.d_change.size = self.d_old.size = 0
+        return {relation: np.array(rows, dtype=np.int64) for relation, rows in per.items()}
+
+    cdef int _count_new(self, Enumerator e, Run* run) except -1:
+        """A Bootstrap's derivation: queued for the probe of its head, which `_count_head`
+        makes `QUEUED_HEADS` derivations later, the head's first slot prefetched meanwhile. In
+        a deep recursion over a large relation each head probe is a cache miss; queued, the
+        misses overlap instead of following one another. The heads staged meanwhile are
+        invisible to the iteration's own probes (they read committed rows only), so when a
+        head is counted does not change what is derived."""
+        cdef Rule rule = e.rule
+        cdef Table head = self._table(rule.head)
+        cdef const int64_t* code = e.code
+        cdef int64_t p = e.head + 1, v
+        cdef int64_t* entry
+        cdef uint64_t h
+        cdef int j
+        for j in range(rule.arity):
+            if not self._eval(code, p, run, &v):
+                return 0
+            self.words[j] = v
+            p = _skip_expr(code, p)
+        entry = self.heads + (self.heads_queued % QUEUED_HEADS) * self.heads_width
+        if self.heads_queued >= QUEUED_HEADS:
+            self._count_head(entry)
+        h = head._hash(self.words)
+        head._prefetch(h)
+        entry[0] = rule.head
+        entry[1] = <int64_t>h
+        for j in range(rule.arity):
+            entry[2 + j] = self.words[j]
+        self.heads_queued += 1
+        return 0
+
+    cdef int _count_queued(self) except -1:
+        """Count every queued derivation, oldest first: before the iteration's heads are read."""
+        cdef int64_t j
+        cdef int64_t first = (
+            self.heads_queued - QUEUED_HEADS if self.heads_queued > QUEUED_HEADS else 0
+        )
+        for j in range(first, self.heads_queued):
+            self._count_head(self.heads + (j % QUEUED_HEADS) * self.heads_width)
+        self.heads_queued = 0
+        return 0
+
+    cdef int _count_head(self, const int64_t* entry) except -1:
+        """Count a queued derivation (relation, hash, head words) towards its head unless the
+        head is in I_{k-1}."""
+        cdef int relation = <int>entry[0]
+        cdef Table head = self._table(relation)
+        cdef uint64_t h = <uint64_t>entry[1]
+        cdef int64_t row = head._find_hashed(entry + 2, h), key, d
+        if row >= 0 and head.status[row] >= 0:
+            return 0
+        if row < 0:
+            row = head._append_hashed(entry + 2, -1, h)
+        key = _key(relation, row)
+        d = _map_get(&self.delta, key, -1)
+        if d < 0:
+            _map_put(&self.delta, key, self.d_key.size)
+            _vec_push(&self.d_key, key)
+            _vec_push(&self.d_change, 1)
+            _vec_push(&self.d_old, INF)
+        else:
+            self.d_change.data[d] += 1
+        return 0
+
+    # -- statuses -------------------------------------------------------------------------------
+
+    cdef inline Table _table(self, int relation):
+        return <Table>PyList_GET_ITEM(self.tables, relation)
+
+    cdef inline int64_t _n(self, int relation, int64_t row, int64_t o) noexcept:
+        """The row's iteration in the new epoch (`o` when it did not change)."""
+        cdef int64_t e = _map_get(&self.overlay, _key(relation, row), -1)
+        if e < 0:
+            return o
+        return self.ov_n.data[e]
+
+    cdef int _record(self, int relation, int64_t row, int64_t n, int64_t count) except -1:
+        cdef int64_t key = _key(relation, row)
+        cdef int64_t e = _map_get(&self.overlay, key, -1)
+        if e < 0:
+            e = self.ov_key.size
+            _vec_push(&self.ov_key, key)
+            _vec_push(&self.ov_n, n)
+            _vec_push(&self.ov_count, count)
+            _map_put(&self.overlay, key, e)
+        else:
+            self.ov_n.data[e] = n
+            self.ov_count.data[e] = count
+        return 0
+
+    cdef inline int64_t _o(self, Table t, int64_t row) noexcept:
+        """A row's committed iteration (INF: staged or no row)."""
+        cdef int s
+        if row < 0:
+            return INF
+        s = t.status[row]
+        return s if s >= 0 else INF
+
+    cdef int _tick(self) except -1:
+        self.ticks -= 1
+        if not self.ticks:
+            self.ticks = CHECK_EVERY
+            self._checkpoint()
+        return 0
+
+    # -- enumeration ----------------------------------------------------------------------------
+
+    cdef int _hand(self, Vec* rows, list enumerators, int status, int64_t cur) except -1:
+        """Hand settled heads (relation, row, o, n) to each relation's enumerators."""
+        cdef int64_t i
+        cdef int relation
+        cdef Enumerator e
+        cdef Run* run
+        cdef bint full = False
+        for i in range(0, rows.size, 4):
+            relation = <int>rows.data[i]
+            for e in <list>PyList_GET_ITEM(enumerators, relation):
+                if e.full:
+                    full = True
+                    continue
+                run = self._run_for(e)
+                run.status = status
+                run.cur = cur
+                run.ro = rows.data[i + 2]
+                run.rn = rows.data[i + 3]
+                self._drive(e, rows.data[i + 1], run)
+        if full:
+            self._hand_full(rows, enumerators, cur)
+        return 0
+
+    cdef int _hand_full(self, Vec* rows, list enumerators, int64_t cur) except -1:
+        """Re-discovery for a rule whose head cannot be inverted (a head variable only inside
+        arithmetic): evaluate the whole rule once, over the union of both epochs, keeping the
+        derivations whose head is one of the deleted tuples handed (`wanted`)."""
+        cdef int64_t i, r
+        cdef int relation
+        cdef Enumerator e
+        cdef Run* run
+        cdef Table t
+        relations = set()
+        for i in range(0, rows.size, 4):
+            relations.add(<int>rows.data[i])
+        for relation in relations:
+            _map_clear(&self.wanted)
+            for i in range(0, rows.size, 4):
+                if rows.data[i] == relation:
+                    _map_put(&self.wanted, _key(relation, rows.data[i + 1]), 1)
+            for e in <list>PyList_GET_ITEM(enumerators, relation):
+                if not e.full:
+                    continue
+                run = self._run_for(e)
+                run.status = CHANGED
+                run.cur = cur
+                run.ro = -1
+                run.rn = -1
+                if e.driver == DRIVE_NONE:
+                    self._step(e, 0, run)
+                    continue
+                t = self._table(e.driver_relation)
+                r = 0
+                while r < t.nrows:
+                    if t.status[r] != -2:
+                        self._drive(e, r, run)
+                    r += 1
+        return 0
+
+    cdef int _enumerate_rows(self, Enumerator e, const int64_t[::1] rows, int64_t cur) except -1:
+        cdef Run* run = self._run_for(e)
+        cdef int64_t i
+        for i in range(rows.shape[0]):
+            run.status = CHANGED
+            run.cur = cur
+            run.ro = -1
+            run.rn = -1
+            self._drive(e, rows[i], run)
+        return 0
+
+    cdef int _drive(self, Enumerator e, int64_t row, Run* run) except -1:
+        """Bind the driver's row and go on with the plan's steps."""
+        cdef Table t = self._table(e.driver_relation)
+        cdef const int64_t* code = e.code
+        cdef int64_t p = e.binds
+        cdef int64_t n = code[p]
+        cdef int64_t i, v, base = row * t.arity
+        self._tick()
+        for i in range(n):
+            run.regs[code[p + 2 + 2 * i]] = _get(t.rows, t.wide, base + code[p + 1 + 2 * i])
+        p = e.checks
+        n = code[p]
+        p += 1
+        for i in range(n):
+            if not self._eval(code, p + 1, run, &v):
+                return 0
+            if v != _get(t.rows, t.wide, base + code[p]):
+                return 0
+            p = _skip_expr(code, p + 1)
+        # A driving negation's status is the plan's first step (its key may be a group).
+        if e.driver == DRIVE_ATOM:
+            run.rows[e.driver_position] = row
+        elif e.driver == DRIVE_HEAD:
+            run.head_row = row
+        return self._step(e, 0, run)
+
+    cdef int _eval(self, const int64_t* code, int64_t p, Run* run, int64_t* out) except -1:
+        """The expression at `p` (count, (tag, value)*, postfix) into `out`; 0 when it has
+        no value, else 1."""
+        cdef int64_t n = code[p]
+        cdef int64_t stack[MAX_STACK]
+        cdef int top = 0
+        cdef int64_t i, tag, a, word
+        if n == 1:
+            tag = code[p + 1]
+            out[0] = code[p + 2] if tag == TERM_CONST else run.regs[code[p + 2]]
+            return 1
+        for i in range(n):
+            tag = code[p + 1 + 2 * i]
+            if tag == TERM_CONST:
+                stack[top] = code[p + 2 + 2 * i]
+                top += 1
+            elif tag == TERM_REG:
+                stack[top] = run.regs[code[p + 2 + 2 * i]]
+                top += 1
+            elif tag == OP_CALL:
+                word = code[p + 2 + 2 * i]
+                top -= <int>(word & 255)
+                if not self._call(word >> 8, &stack[top], <int>(word & 255), &a):
+                    return 0
+                stack[top] = a
+                top += 1
+            else:
+                top -= 1
+                if not _arith(<int>tag, stack[top - 1], stack[top], &a):
+                    return 0
+                stack[top - 1] = a
+        out[0] = stack[0]
+        return 1
+
+    cdef int _range(self, Enumerator e, int s, Run* run, int64_t p) except -1:
+        """`#range<n> = range(a, b[, step])` (`reasoner.values.functors.range_values`): the steps after
+        it once per value, in the register; or, when the plan bound the register before
+        (`test`), once if its value is one of them. Differences are taken unsigned, exact for
+        any two int64 values in order, so no bound makes the loop wrap around."""
+        cdef const int64_t* code = e.code
+        cdef int64_t a, b, step, x, q = p + 4
+        cdef int64_t reg = code[p + 2]
+        cdef uint64_t stride
+        cdef bint member
+        if not self._eval(code, q, run, &a):
+            return 0
+        q = _skip_expr(code, q)
+        if not self._eval(code, q, run, &b):
+            return 0
+        if code[p + 3] == 3:
+            if not self._eval(code, _skip_expr(code, q), run, &step):
+                return 0
+        else:
+            step = 1 if a <= b else -1
+        stride = <uint64_t>step if step > 0 else <uint64_t>0 - <uint64_t>step
+        if code[p + 1]:
+            x = run.regs[reg]
+            if step == 0:
+                member = a != b and x == a
+            elif step > 0:
+                member = a <= x < b and (<uint64_t>x - <uint64_t>a) % stride == 0
+            else:
+                member = b < x <= a and (<uint64_t>a - <uint64_t>x) % stride == 0
+            return self._step(e, s + 1, run) if member else 0
+        if step == 0:
+            if a != b:
+                run.regs[reg] = a
+                self._step(e, s + 1, run)
+            return 0
+        x = a
+        while (x < b) if step > 0 else (x > b):
+            self._tick()
+            run.regs[reg] = x
+            self._step(e, s + 1, run)
+            if (<uint64_t>b - <uint64_t>x if step > 0 else <uint64_t>x - <uint64_t>b) <= stride:
+                break
+            x += step
+        return 0
+
+    cdef int _call(self, int64_t functor, int64_t* operands, int count, int64_t* out) except -1:
+        """A string functor (`reasoner.values.functors`, through the Python callable the kernel was
+        made with: it reads and extends the symbol table); 0 when it has no value."""
+        cdef int j
+        result = self.call(functor, [operands[j] for j in range(count)])
+        if result is None:
+            return 0
+        out[0] = result
+        return 1
+
+    cdef int _step(self, Enumerator e, int s, Run* run) except -1:
+        cdef const int64_t* code = e.code
+        cdef int64_t p, kind, i, n, v, w, base, r, q, nkeys, bp, ep
+        cdef Table t
+        cdef int relation, position, mode, index, only = ROWS_ANY
+        cdef int32_t status
+        if s == e.nsteps:
+            return self._emit(e, run)
+        p = e.steps[s]
+        kind = code[p]
+        if kind == STEP_TEST:
+            if not self._eval(code, p + 2, run, &v):
+                return 0
+            if not self._eval(code, _skip_expr(code, p + 2), run, &w):
+                return 0
+            if _compare(<int>code[p + 1], v, w):
+                return self._step(e, s + 1, run)
+            return 0
+        if kind == STEP_ASSIGN:
+            if not self._eval(code, p + 2, run, &v):
+                return 0
+            run.regs[code[p + 1]] = v
+            return self._step(e, s + 1, run)
+        if kind == STEP_RANGE:
+            return self._range(e, s, run, p)
+        relation = <int>code[p + 1]
+        position = <int>code[p + 2]
+        mode = <int>code[p + 3]
+        index = <int>code[p + 4]
+        nkeys = code[p + 5]
+        t = self._table(relation)
+        # The key: (column, expression) pairs for an atom, expressions for a negation.
+        if kind == STEP_ATOM:
+            only = <int>code[p + 6]
+            q = p + 7
+        else:
+            q = p + 6
+        for i in range(nkeys):
+            if kind == STEP_ATOM:
+                q += 1
+            if not self._eval(code, q, run, &self.words[i]):
+                return 0
+            q = _skip_expr(code, q)
+        if kind == STEP_NEG:
+            if self._negation_status(e, run, relation, position, mode, index):
+                return self._step(e, s + 1, run)
+            return 0
+        bp = q  # binds, then equal columns
+        ep = bp + 1 + 2 * code[bp]
+        if mode == MODE_MEMBER:
+            r = t._find(self.words)
+            if r < 0:
+                return 0
+            if only != ROWS_ANY:
+                status = t.status[r]
+                if status < 0 or (only == ROWS_OLDER and status == run.km1):
+                    return 0
+            run.rows[position] = r
+            return self._step(e, s + 1, run)
+        if mode == MODE_INDEX:
+            r = t._group(index, self.words)
+        else:
+            r = 0
+        while True:
+            if mode == MODE_INDEX:
+                if r < 0:
+                    break
+            else:
+                while r < t.nrows and t.status[r] == -2:
+                    r += 1
+                if r >= t.nrows:
+                    break
+            self._tick()
+            if only != ROWS_ANY:
+                status = t.status[r]
+                if status < 0 or (only == ROWS_OLDER and status == run.km1):
+                    if mode == MODE_INDEX:
+                        r = t.keyed[index].next[r]
+                    else:
+                        r += 1
+                    continue
+            base = r * t.arity
+            n = code[ep]
+            for i in range(n):
+                if (_get(t.rows, t.wide, base + code[ep + 1 + 2 * i])
+                        != _get(t.rows, t.wide, base + code[ep + 2 + 2 * i])):
+                    break
+            else:
+                n = code[bp]
+                for i in range(n):
+                    run.regs[code[bp + 2 + 2 * i]] = _get(t.rows, t.wide,
+                                                          base + code[bp + 1 + 2 * i])
+                run.rows[position] = r
+                # A Bootstrap's emission below stages new heads, maybe in this very table: the
+                # row arrays are read through `t` each time, never through a saved pointer, and
+                # a new row joins its group at the head, behind this walk.
+                self._step(e, s + 1, run)
+            if mode == MODE_INDEX:
+                r = t.keyed[index].next[r]
+            else:
+                r += 1
+        return 0
+
+    cdef bint _negation_status(self, Enumerator e, Run* run, int relation, int position,
+                               int kind, int index) except -1:
+        """Bind whether the negated tuple (its key in `words`) is present before and after the
+        epoch; False when the candidate is dropped: present in both, or in the one epoch the
+        driver's status confines the derivation to."""
+        cdef Table t = self._table(relation)
+        cdef bint before = False, after = False
+        cdef int64_t r, f
+        if kind == NEG_ANY:
+            before = self.any_before[relation]
+            after = self.any_after[relation]
+        elif kind == NEG_TUPLE:
+            r = t._find(self.words)
+            if r >= 0:
+                before = t.status[r] >= 0
+                f = _map_get(&self.flip, _key(relation, r), FLIP_NONE)
+                after = True if f == FLIP_INSERTED else (False if f == FLIP_DELETED else before)
+        else:
+            r = t._group(index, self.words)
+            while r >= 0 and not (before and after):
+                f = _map_get(&self.flip, _key(relation, r), FLIP_NONE)
+                if t.status[r] >= 0:
+                    before = True
+                    if f != FLIP_DELETED:
+                        after = True
+                elif f == FLIP_INSERTED:
+                    after = True
+                r = t.keyed[index].next[r]
+        run.before[position] = before
+        run.after[position] = after
+        if _only(e, run) == 1:      # the new epoch only
+            return not after
+        if _only(e, run) == 2:      # the old epoch only
+            return not before
+        return not (before and after)
+
+    # -- scheduling -----------------------------------------------------------------------------
+
+    cdef int _emit(self, Enumerator e, Run* run) except -1:
+        """A derivation is complete: decide where it can count, and schedule it there."""
+        if e.bootstrap:
+            return self._count_new(e, run)
+        cdef Rule rule = e.rule
+        cdef int only = _only(e, run)
+        cdef int j, q
+        cdef int64_t o, n, fo = 0, fn = 0, lower_n = 0, ho = -1, v, at
+        cdef int64_t row, f, head_row = -1
+        cdef bint no = True, nn = True, ni = False, nd = False, sf, sn
+        cdef Table t, head = self._table(rule.head)
+        cdef int64_t* hv = self.words
+        cdef const int64_t* code = e.code
+        cdef int64_t p, nh
+        cdef int flags
+        for q in range(rule.nneg):
+            if run.after[q]:
+                ni = True
+            if run.before[q]:
+                nd = True
+        no = not nd
+        nn = not ni
+        if rule.nneg > 1 and not (no or nn):
+            return 0
+        for j in range(rule.npos):
+            row = run.rows[j]
+            if rule.lower[j]:
+                f = _map_get(&self.flip, _key(rule.relation[j], row), FLIP_NONE)
+                if f == FLIP_INSERTED:
+                    o, n = INF, 0
+                elif f == FLIP_DELETED:
+                    o, n = 0, INF
+                else:
+                    o = n = 0
+                if n > lower_n:
+                    lower_n = n
+            elif e.driver == DRIVE_ATOM and j == e.driver_position and run.ro >= 0:
+                o, n = run.ro, run.rn
+            else:
+                t = self._table(rule.relation[j])
+                o = self._o(t, row)
+                n = self._n(rule.relation[j], row, o)
+            if only == 2 and o >= INF:
+                return 0
+            if only == 1 and n >= INF:
+                return 0
+            if o > fo:
+                fo = o
+            if n > fn:
+                fn = n
+        fo += 1
+        fn += 1
+        # The head.
+        if e.driver == DRIVE_HEAD:
+            head_row = run.head_row
+            ho = run.ro
+            for j in range(rule.arity):
+                hv[j] = _get(head.rows, head.wide, head_row * head.arity + j)
+        else:
+            p = e.head
+            nh = code[p]
+            p += 1
+            for j in range(nh):
+                if not self._eval(code, p, run, &v):
+                    return 0
+                hv[j] = v
+                p = _skip_expr(code, p)
+            if e.full:
+                head_row = head._find(hv)
+                if head_row < 0 or not _map_get(&self.wanted, _key(rule.head, head_row), 0):
+                    return 0
+                ho = self._o(head, head_row)
+        if run.status == INSERTED:
+            if not (run.cur < fn < INF and nn):
+                return 0
+            return self._schedule(e, run, fn, INF, ho, head_row, lower_n, no, nn, ni, nd)
+        # The head's o only where a decision still depends on it (a probe of a large table).
+        if run.status == DELETED:
+            if not (run.cur < fo < INF and no):
+                return 0
+            if ho < 0:
+                head_row = head._find(hv)
+                ho = self._o(head, head_row)
+            if ho == fo:
+                return self._schedule(e, run, fo, fo, ho, head_row, lower_n, no, nn, ni, nd)
+            return 0
+        sn = run.cur < fn < INF and nn
+        if sn and not (fo > fn or nd):
+            if ho < 0:
+                head_row = head._find(hv)
+                ho = self._o(head, head_row)
+            sn = no and ho < fn
+        if e.driver == DRIVE_HEAD or e.full:
+            if sn:
+                return self._schedule(e, run, fn, fo, ho, head_row, lower_n, no, nn, ni, nd)
+            return 0
+        sf = run.cur < fo < INF and no and (fn > fo or ni)
+        if sf:
+            if ho < 0:
+                head_row = head._find(hv)
+                ho = self._o(head, head_row)
+            sf = ho == fo
+        if sf:
+            self._schedule(e, run, fo, fo, ho, head_row, lower_n, no, nn, ni, nd)
+        if sn and (fn != fo or not sf):
+            self._schedule(e, run, fn, fo, ho, head_row, lower_n, no, nn, ni, nd)
+        return 0
+
+    cdef int _schedule(self, Enumerator e, Run* run, int64_t at, int64_t fo, int64_t ho,
+                       int64_t head_row, int64_t lower_n, bint no, bint nn, bint ni,
+                       bint nd) except -1:
+        cdef Rule rule = e.rule
+        cdef int64_t c, b, j
+        _vec_reserve(&self.arena, rule.words)
+        c = self.arena.size
+        cdef int64_t* w = self.arena.data + c
+        self.arena.size += rule.words
+        w[C_RULE] = rule.number
+        w[C_FO] = fo
+        w[C_HO] = ho
+        w[C_LOWER_N] = lower_n
+        w[C_FLAGS] = (F_NO if no else 0) | (F_NN if nn else 0) | (F_NI if ni else 0) | (
+            F_ND if nd else 0)
+        w[C_HEAD_ROW] = head_row
+        for j in range(rule.npos):
+            w[C_BODY + j] = run.rows[j]
+        for j in range(rule.nranges):
+            w[C_BODY + rule.npos + j] = run.regs[e.ranges[j]]
+        for j in range(rule.arity):
+            w[C_BODY + rule.identity + j] = self.words[j]
+        b = _map_get(&self.bucket_of, at, -1)
+        if b < 0:
+            b = self.bucket_first.size
+            _vec_push(&self.bucket_first, -1)
+            _vec_push(&self.bucket_size, 0)
+            _map_put(&self.bucket_of, at, b)
+            self._push(at)
+        w[C_NEXT] = self.bucket_first.data[b]
+        self.bucket_first.data[b] = c
+        self.bucket_size.data[b] += 1
+        return 0
+
+    cdef int _push(self, int64_t k) except -1:
+        cdef int64_t i, parent
+        cdef int64_t* h
+        _vec_push(&self.heap, k)
+        h = self.heap.data
+        i = self.heap.size - 1
+        while i > 0:
+            parent = (i - 1) >> 1
+            if h[parent] <= k:
+                break
+            h[i] = h[parent]
+            i = parent
+        h[i] = k
+        return 0
+
+    cdef int64_t _pop(self) noexcept:
+        cdef int64_t* h = self.heap.data
+        cdef int64_t top = h[0]
+        cdef int64_t last = h[self.heap.size - 1]
+        cdef int64_t n = self.heap.size - 1
+        cdef int64_t i = 0, child
+        self.heap.size = n
+        while True:
+            child = 2 * i + 1
+            if child >= n:
+                break
+            if child + 1 < n and h[child + 1] < h[child]:
+                child += 1
+            if h[child] >= last:
+                break
+            h[i] = h[child]
+            i = child
+        if n:
+            h[i] = last
+        return top
+
+    # -- the drain ------------------------------------------------------------------------------
+
+    cdef bint _same(self, int64_t a, int64_t b) noexcept:
+        """Whether candidates `a` and `b` are one derivation (rule, body rows, range values)."""
+        cdef int64_t* w = self.arena.data
+        cdef Rule rule
+        cdef int j
+        if w[a + C_RULE] != w[b + C_RULE]:
+            return False
+        rule = <Rule>PyList_GET_ITEM(self.rules, w[a + C_RULE])
+        for j in range(rule.identity):
+            if w[a + C_BODY + j] != w[b + C_BODY + j]:
+                return False
+        return True
+
+    cdef uint64_t _identity(self, int64_t c) noexcept:
+        cdef int64_t* w = self.arena.data
+        cdef Rule rule = <Rule>PyList_GET_ITEM(self.rules, w[c + C_RULE])
+        cdef uint64_t h = _mix(<uint64_t>w[c + C_RULE] + 1)
+        cdef int j
+        for j in range(rule.identity):
+            h = _mix(h ^ (<uint64_t>w[c + C_BODY + j] + <uint64_t>0x9E3779B97F4A7C15 + (h << 6)))
+        return h
+
+    cdef int _iteration(self, int64_t k) except -1:
+        """Classify the candidates scheduled at k (each derivation once), settle the count
+        changes of their heads, hand the heads whose status changed to the enumerators."""
+        cdef int64_t b = _map_get(&self.bucket_of, k, -1)
+        cdef int64_t c = self.bucket_first.data[b]
+        cdef int64_t size = self.bucket_size.data[b]
+        cdef int64_t slots, mask, i, d
+        cdef int64_t* table
+        # Nothing scheduled at k once it is popped: enumerations from here on are at k or later
+        # (`cur` is k), and a new bucket at k would never be popped.
+        if size > 1:
+            slots = 4
+            while slots < 2 * size:
+                slots *= 2
+            mask = slots - 1
+            _vec_reserve(&self.dedup, slots)
+            table = self.dedup.data
+            for i in range(slots):
+                table[i] = -1
+            while c >= 0:
+                i = <int64_t>(self._identity(c) & <uint64_t>mask)
+                while table[i] >= 0 and not self._same(table[i], c):
+                    i = (i + 1) & mask
+                if table[i] < 0:
+                    table[i] = c
+                    self._classify(c, k)
+                    table = self.dedup.data
+                c = self.arena.data[c + C_NEXT]
+        elif c >= 0:
+            self._classify(c, k)
+        for d in range(self.d_key.size):
+            self._tick()
+            self._settle(self.d_key.data[d], self.d_change.data[d], self.d_old.data[d], k)
+        _map_clear(&self.delta)
+        self.d_key.size = self.d_change.size = self.d_old.size = 0
+        self._hand(&self.moved, self.by_atom, CHANGED, k)
+        self.moved.size = 0
+        self._hand(&self.inserted, self.by_atom, INSERTED, k)
+        self.inserted.size = 0
+        self._hand(&self.gone, self.by_atom, DELETED, k)
+        self._hand(&self.gone, self.by_head_later, CHANGED, k)
+        self.gone.size = 0
+        return 0
+
+    cdef int _classify(self, int64_t c, int64_t k) except -1:
+        """The terms at k: Del (-1) when the derivation fired at k in the old epoch and not in
+        the new, Ins or Red (+1) when it fires at k in the new epoch and did not count there in
+        the old, or counted for a head that the new epoch deletes (Red). With f° = k, "a
+        positive atom in I⁻_{k-1}" is f > k; with f = k, "a positive atom in I⁺_{k-1}" is
+        f° > k (see the package docstring)."""
+        cdef int64_t* w = self.arena.data + c
+        cdef Rule rule = <Rule>PyList_GET_ITEM(self.rules, w[C_RULE])
+        cdef Table head = self._table(rule.head)
+        cdef Table t
+        cdef int64_t fn = w[C_LOWER_N], fo = w[C_FO], ho = w[C_HO], n, o, row, hn, key, e
+        cdef int64_t flags = w[C_FLAGS]
+        cdef bint no = flags & F_NO, nn = flags & F_NN, ni = flags & F_NI, nd = flags & F_ND
+        cdef int j, sign
+        self._tick()
+        for j in range(rule.npos):
+            if rule.lower[j]:
+                continue
+            t = self._table(rule.relation[j])
+            row = w[C_BODY + j]
+            o = self._o(t, row)
+            n = self._n(rule.relation[j], row, o)
+            if n > fn:
+                fn = n
+        fn += 1
+        if fo != k and fn != k:
+            return 0
+        row = w[C_HEAD_ROW]
+        if row < 0:
+            row = head._find(w + C_BODY + rule.identity)
+        if ho < 0:
+            ho = self._o(head, row)
+        if fo == k and no and (fn > k or ni) and ho == k:
+            sign = -1
+        elif fn == k and nn and (fo > k or nd or (fo <= k and no and ho < k)):
+            hn = ho if row < 0 else self._n(rule.head, row, ho)
+            if hn <= k - 1:
+                return 0
+            sign = 1
+        else:
+            return 0
+        if row < 0:  # a new tuple: only ever added to, so it will be present
+            row = head._append(w + C_BODY + rule.identity, -1)
+        key = _key(rule.head, row)
+        e = _map_get(&self.delta, key, -1)
+        if e < 0:
+            _map_put(&self.delta, key, self.d_key.size)
+            _vec_push(&self.d_key, key)
+            _vec_push(&self.d_change, sign)
+            _vec_push(&self.d_old, ho)
+        else:
+            self.d_change.data[e] += sign
+        return 0
+
+    cdef int _settle(self, int64_t key, int64_t change, int64_t o, int64_t k) except -1:
+        """Apply head `key`'s count change at k (its committed iteration `o`)."""
+        cdef int relation = <int>(key >> 32)
+        cdef int64_t row = key & 0xFFFFFFFF
+        cdef Table t = self._table(relation)
+        cdef int64_t e = _map_get(&self.overlay, key, -1)
+        cdef int64_t x = -1 if e < 0 else self.ov_n.data[e]
+        cdef Vec* handed
+        if e < 0:
+            if o < k:
+                return 0
+        elif x < k:
+            return 0  # derived earlier in the new epoch
+        if o == k:
+            change += _committed_count(t, row)
+        if change > 0:
+            self._record(relation, row, k, change)
+            if o == INF:
+                handed = &self.inserted
+            elif o != k:
+                handed = &self.moved
+            else:
+                return 0
+            _hand_on(handed, relation, row, o, k)
+        elif change == 0:
+            if o == k:
+                self._record(relation, row, INF, 0)
+                _hand_on(&self.gone, relation, row, o, INF)
+        else:
+            raise AssertionError(
+                f"negative derivation count for relation {relation} row {t._tuple(row)} at {k}")
+        return 0
+
+
+cdef inline int _only(Enumerator e, Run* run) noexcept:
+    """The one epoch a derivation must be valid in to matter (0: either, 1: the new, 2: the
+    old): re-discovery and inserted drivers count in the new epoch only, deleted ones in the
+    old."""
+    if e.driver == DRIVE_HEAD or e.full or run.status == INSERTED:
+        return 1
+    if run.status == DELETED:
+        return 2
+    return 0
+
+
+cdef inline bint _compare(int op, int64_t a, int64_t b) noexcept:
+    if op == CMP_EQ:
+        return a == b
+    if op == CMP_NE:
+        return a != b
+    if op == CMP_LT:
+        return a < b
+    if op == CMP_LE:
+        return a <= b
+    if op == CMP_GT:
+        return a > b
+    return a >= b
+
+
+cdef int64_t _committed_count(Table t, int64_t row) except -1:
+    cdef uint16_t c = t.counts[row]
+    if c != BIG_COUNT:
+        return c
+    return t._count(row)

@@ -1,0 +1,136 @@
+"""One stratum's Update on the compiled kernel: its inputs in, its changes out to the overlay.
+
+The kernel works on row ids; the rest of the engine still speaks tuples at the boundary of a
+stratum (the overlay's dicts, which the strata above read and the commit writes). So a run
+turns the lower relations' presence flips and the facts asserted on or retracted from the
+stratum's own relations into rows, lets the kernel do the Update, and writes its recorded
+statuses back into the overlay by row id.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from reasoner.analysis.model import Stratum
+from reasoner.kernel.interpreter import Enumerator
+from reasoner.kernel.plans import EnumeratorPlan, StratumTables, kernel_rule
+from reasoner.plan.joins import atom_at, positive_atoms
+from reasoner.storage.overlay import INF, Overlay, RowChanges
+from reasoner.storage.state import State, Tuple
+from reasoner.support.deadline import Deadline
+from reasoner.support.gc_pause import collector_paused
+from reasoner.values.symbols import SymbolTable
+
+FLIP_INSERTED, FLIP_DELETED = 1, 2
+
+
+class StratumUpdate:
+    """The kernel of one stratum, with its plans: made once per Bootstrap (so that no epoch
+    pays for them) and run by every Update of the stratum."""
+
+    def __init__(
+        self, stratum: Stratum, state: State, symbols: SymbolTable, arities: dict[str, int]
+    ) -> None:
+        self.stratum = stratum
+        self.state = state
+        self.relations = relations = StratumTables(stratum, state, arities)
+        self.inputs = relations.inputs
+        """The lower relations the stratum reads (what `Materialization` asks of any plans)."""
+        number = relations.number
+        writer = relations.writer(stratum, symbols)
+        self.plans: list[EnumeratorPlan] = []
+        rules = []
+        own_atoms = []
+        for index, rule in enumerate(stratum.rules):
+            self.plans += writer.rule_plans(index, rule, relations.sizes)
+            rules.append(kernel_rule(index, rule, number.__getitem__, stratum.relations))
+            own_atoms.append(
+                any(atom_at(rule, i).relation in stratum.relations for i in positive_atoms(rule))
+            )
+        self.kernel = relations.kernel(symbols)
+        for rule in rules:
+            self.kernel.add_rule(rule)
+        for plan in self.plans:
+            rule = rules[plan.rule_number]
+            enumerator = Enumerator(
+                rule,
+                plan.words,
+                plan.registers,
+                plan.plan.rule.text,
+                False,
+                plan.full,
+                list(plan.ranges),
+            )
+            relation = number[plan.relation]
+            self.kernel.add(plan.role, relation, enumerator)
+            if plan.role == "head" and own_atoms[plan.rule_number]:
+                # A rule without an own atom fires at iteration 1 or never: it re-derives a
+                # head deleted later than iteration 0 never (see `by_head_later`).
+                self.kernel.add("head_later", relation, enumerator)
+
+    def update(
+        self,
+        overlay: Overlay,
+        deadline: Deadline,
+        retracted_facts: dict[str, set[Tuple]],
+        asserted_facts: dict[str, set[Tuple]],
+    ) -> int:
+        """Bring the stratum up to date with its inputs' changes, already in `overlay` for
+        the lower strata, and with facts asserted on / retracted from its own relations.
+        Returns how many distinct iterations had work (the stratum's depth is not walked)."""
+        with collector_paused():
+            return self._update(overlay, deadline, retracted_facts, asserted_facts)
+
+    def _update(self, overlay: Overlay, deadline: Deadline, *facts: dict) -> int:
+        """`update`, the collector paused; `facts`: (retracted, asserted)."""
+        retracted_facts, asserted_facts = facts
+        kernel = self.kernel
+        state = self.state
+        kernel.reset()
+        lower: dict[int, np.ndarray] = {}
+        relations = self.relations
+        for name in relations.inputs:
+            number = relations.number[name]
+            table = state[name].table
+            record = overlay.rows.get(name)
+            if record is not None:  # a kernel's: rows already
+                gone, new = record.flips()
+            else:
+                deleted, inserted = overlay.presence_diff(name)
+                gone, new = table.rows_of(deleted), table.rows_of(inserted)
+            kernel.flipped(number, gone, FLIP_DELETED)
+            kernel.flipped(number, new, FLIP_INSERTED)
+            if name in relations.any_negated:
+                size = len(table)
+                kernel.presence(number, size > 0, size - len(gone) + len(new) > 0)
+            if len(gone) or len(new):
+                lower[number] = np.concatenate([gone, new])
+        for name in relations.own:
+            if overlay.has_changes(name):
+                raise AssertionError(f"{name} has changes before its stratum's Update")
+            table = state[name].table
+            number = relations.number[name]
+            recorded: dict[Tuple, int] = {}
+            for t in retracted_facts.get(name, ()):
+                if table.get(t) == 0:
+                    recorded[t] = INF
+                    kernel.fact(number, table.row(t), 0, INF)
+            for t in asserted_facts.get(name, ()):
+                o = table.get(t, INF)
+                if recorded.get(t, o) != 0:
+                    recorded[t] = 0
+                    table.stage(t)
+                    kernel.fact(number, table.row(t), o, 0)
+        try:
+            kernel.start(lower, deadline.check, deadline.memory)
+            iterations = kernel.drain()
+        finally:
+            self._export(overlay)
+        return iterations
+
+    def _export(self, overlay: Overlay) -> None:
+        """Hand the kernel's record of the stratum's relations to the overlay, by row id."""
+        relations = self.relations
+        for name in relations.own:
+            overlay.record_rows(name, RowChanges(*self.kernel.export(relations.number[name])))
+        self.kernel.reset()

@@ -1,0 +1,194 @@
+"""The uncommitted changes of one epoch, kept beside the committed state until they all hold.
+
+Update never writes the committed (iteration, count) of a tuple while it runs: it records the
+tuple's new status here. Readers of the committed state therefore never see half an epoch, and
+discarding an Update (deadline, exception) is dropping this object and unstaging the tuples it
+made visible to index probes.
+
+For every tuple of the union of both epochs:
+- o = its committed iteration (INF when absent before);
+- n = its iteration in the new epoch: the recorded one if the tuple is in `changes`, else o.
+A tuple whose new status is "absent" (so far) is recorded with n = INF.
+
+The new count of a recorded tuple is in `counts` when it is not 1, as in the committed state
+(`RelationStore.counts`).
+
+Two writers record statuses. The kernel's Update records a relation by row id (`RowChanges`,
+in `rows`): arrays the commit writes into the table directly and the kernels of the strata
+above read their inputs' flips from, with no Python tuple per change. The epoch's other
+writers record tuples (`set`, into `changes`): a stratum Bootstrapped by a rule change, the
+facts of a relation without rules. Tuples are made from a row record only for a reader that
+wants tuples (an epoch report's listed changes, a rule change's Bootstrap of a stratum above).
+"""
+
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass
+
+import numpy as np
+
+from reasoner.storage.state import State, Tuple
+
+INF = 1 << 62
+"""An iteration later than any real one: 'not in this epoch'."""
+
+
+@dataclass(frozen=True, slots=True)
+class RowChanges:
+    """One relation's recorded statuses by row id: row `rows[j]` was at iteration `olds[j]`
+    (INF: absent) and is at `news[j]` (INF: absent) with count `counts[j]`."""
+
+    rows: np.ndarray
+    olds: np.ndarray
+    news: np.ndarray
+    counts: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def flips(self) -> tuple[np.ndarray, np.ndarray]:
+        """(deleted, inserted): the rows whose presence flips."""
+        was, now = self.olds < INF, self.news < INF
+        return self.rows[was & ~now], self.rows[now & ~was]
+
+
+class Overlay:
+    __slots__ = ("_diffs", "changes", "counts", "created", "rows", "state")
+
+    def __init__(self, state: State) -> None:
+        self.state = state
+        self.changes: dict[str, dict[Tuple, int]] = {}
+        """Per relation, the new iteration n of every recorded tuple (INF: absent)."""
+        self.counts: dict[str, dict[Tuple, int]] = {}
+        """Per relation, the new counts other than 1 of recorded tuples (a stale entry of a
+        tuple recorded as absent is ignored)."""
+        self.rows: dict[str, RowChanges] = {}
+        """Per relation the compiled Update wrote, its record by row id (and nothing of it in
+        `changes`)."""
+        self._diffs: dict[str, tuple[set[Tuple], set[Tuple]]] = {}
+        self.created: list[str] = []
+        """Relations of the epoch's new program that were added to the committed state (empty,
+        so probes find them); `discard` removes them again."""
+
+    def create_relation(self, name: str, arity: int) -> None:
+        """Make sure the committed state has relation `name` (a rule change introduced it)."""
+        if name not in self.state:
+            self.state.relation(name, arity)
+            self.created.append(name)
+
+    def record_rows(self, name: str, changes: RowChanges) -> None:
+        """The compiled Update's record of `name` (which no one else writes this epoch)."""
+        if self.changes.get(name):
+            raise AssertionError(f"{name} is recorded twice in one epoch")
+        self.rows[name] = changes
+        self._diffs.pop(name, None)
+
+    def has_changes(self, name: str) -> bool:
+        """Whether any status of `name` is recorded."""
+        record = self.rows.get(name)
+        return bool(self.changes.get(name)) or (record is not None and len(record) > 0)
+
+    def recorded(self, name: str) -> tuple[dict[Tuple, int], dict[Tuple, int]]:
+        """(tuple -> n, tuple -> count other than 1) of `name`'s recorded statuses, whoever
+        recorded them (tuples made here for a row record: a reader that is not a kernel)."""
+        record = self.rows.get(name)
+        if record is None:
+            return self.changes.get(name, {}), self.counts.get(name, {})
+        tuples = self.state[name].table.tuples(record.rows)
+        changes = dict(zip(tuples, record.news.tolist(), strict=True))
+        several = record.counts != 1
+        counts = dict(
+            zip(
+                (t for t, many in zip(tuples, several.tolist(), strict=True) if many),
+                record.counts[several].tolist(),
+                strict=True,
+            )
+        )
+        return changes, counts
+
+    def presence_sizes(self, name: str) -> tuple[int, int]:
+        """(deleted, inserted): how many tuples of `name` flip, without making them."""
+        record = self.rows.get(name)
+        if record is not None and name not in self._diffs:
+            deleted, inserted = record.flips()
+            return len(deleted), len(inserted)
+        deleted_set, inserted_set = self.presence_diff(name)
+        return len(deleted_set), len(inserted_set)
+
+    def set(self, name: str, t: Tuple, iteration: int, count: int) -> None:
+        """Record the new status of `t`; a newly present tuple becomes visible to probes."""
+        self.changes.setdefault(name, {})[t] = iteration
+        self._diffs.pop(name, None)
+        if count != 1 and iteration < INF:
+            self.counts.setdefault(name, {})[t] = count
+        elif name in self.counts:
+            self.counts[name].pop(t, None)
+        if iteration < INF:
+            self.state[name].stage(t)
+
+    def presence_diff(self, name: str) -> tuple[builtins.set[Tuple], builtins.set[Tuple]]:
+        """(deleted, inserted): tuples whose presence flips; what the strata above see.
+        Computed once per relation and epoch (the sets are shared: do not modify them)."""
+        diff = self._diffs.get(name)
+        if diff is not None:
+            return diff
+        record = self.rows.get(name)
+        if record is not None:
+            table = self.state[name].table
+            gone, new = record.flips()
+            diff = self._diffs[name] = (set(table.tuples(gone)), set(table.tuples(new)))
+            return diff
+        iters = self.state[name].iters
+        deleted: set[Tuple] = set()
+        inserted: set[Tuple] = set()
+        for t, n in self.changes.get(name, {}).items():
+            if n < INF:
+                if t not in iters:
+                    inserted.add(t)
+            elif t in iters:
+                deleted.add(t)
+        diff = self._diffs[name] = (deleted, inserted)
+        return diff
+
+    def presence_rows(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """(deleted, inserted): the row ids of `presence_diff`'s tuples (staged tuples have
+        rows too), with no tuple made for a relation the compiled Update recorded."""
+        record = self.rows.get(name)
+        if record is not None:
+            return record.flips()
+        table = self.state[name].table
+        deleted, inserted = self.presence_diff(name)
+        gone, new = table.rows_of(deleted), table.rows_of(inserted)
+        assert (gone >= 0).all() and (new >= 0).all(), "a flipped tuple has a row"
+        return gone, new
+
+    def commit(self) -> None:
+        """Write every recorded status into the committed state."""
+        for name, changes in self.changes.items():
+            if changes:
+                self.state[name].apply(changes, self.counts.get(name, {}), INF)
+        for name, record in self.rows.items():
+            table = self.state[name].table
+            table.apply_rows(record.rows, record.news, record.counts)
+            table.compact()
+        self.changes.clear()
+        self.counts.clear()
+        self.rows.clear()
+        self._diffs.clear()
+
+    def discard(self) -> None:
+        """Drop every recorded status; the committed state is as it was before the epoch."""
+        for name, changes in self.changes.items():
+            store = self.state[name]
+            for t in changes:
+                store.unstage(t)
+        for name, record in self.rows.items():
+            self.state[name].table.unstage_rows(record.rows)
+        for name in self.created:
+            del self.state.relations[name]
+        self.changes.clear()
+        self.counts.clear()
+        self.rows.clear()
+        self._diffs.clear()
+        self.created.clear()

@@ -1,0 +1,199 @@
+"""The budget of one evaluation: a deadline and a memory allowance, checked cooperatively.
+
+Every write is evaluated before it is committed, so a program that never terminates (`n(x+1)
+:- n(x).`) or explodes (a cartesian product over large relations, a string doubled by `cat`)
+must be stopped by the service, not by the kernel's OOM killer. Two ways in:
+
+- the engine calls `check` between pieces of work (iterations, slices of a join's driving
+  rows, Update enumerations), where the deadline is tested and resident memory sampled: the
+  one figure that covers every executor (Python objects, Polars' and Arrow's buffers) and that
+  the OOM killer itself looks at;
+- the steps whose allocation their operands size (a functor's string, a packed record) charge
+  it before making it (`reasoner.support.allocations`): one `cat` can double a string of hundreds of
+  MB between two checks, so the charge is added to the last sample, and the budget refuses
+  the allocation that would take the process past its limit before it is made.
+
+The limit is a ceiling, not a growth from wherever the process happens to be: every evaluation
+is measured against one baseline (`MemoryAllowance`), the process's resident memory once the
+committed state was last published (its fixed cost plus that state). A refused write that left
+memory behind therefore leaves less room to the next, instead of raising the floor for it; and
+after a refusal the freed memory is handed back to the system (`release`).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import gc
+import logging
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from reasoner import BootstrapCancelled, Cancellation
+
+log = logging.getLogger("service")
+
+_PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
+_STATM = Path("/proc/self/statm")
+MEMORY_SAMPLE_SECONDS = 0.02
+"""Resident memory is read at most this often by `check`: it is called far more often than
+that (a charge that would cross the limit reads it at once)."""
+CAP_SHARE = 0.9
+"""Share of the machine's (or container's) memory past which a process refuses new writes
+(503, `Retry-After`) instead of evaluating them, and past which no evaluation may grow."""
+
+
+class EpochTooLarge(BootstrapCancelled):
+    """The evaluation grew the process past its memory allowance."""
+
+
+def resident_bytes() -> int | None:
+    """The process's resident set now (Linux), or None where /proc is not available."""
+    try:
+        return int(_STATM.read_text().split()[1]) * _PAGE_BYTES
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def machine_memory_bytes() -> int:
+    """The memory this process may use: the cgroup's limit when there is one (a container),
+    else the machine's physical memory."""
+    physical = _PAGE_BYTES * os.sysconf("SC_PHYS_PAGES")
+    for limit_file in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            text = Path(limit_file).read_text().strip()
+        except OSError:
+            continue
+        if text.isascii() and text.isdigit():
+            return min(physical, int(text))
+    return physical
+
+
+def default_memory_allowance() -> int:
+    """Half the memory available to the process: room for a fallback Bootstrap, which builds
+    the new state beside the old one."""
+    return machine_memory_bytes() // 2
+
+
+def _malloc_trim() -> Callable[[], object] | None:
+    """glibc's `malloc_trim(0)`, or None on another C library."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        trim = libc.malloc_trim
+    except (OSError, AttributeError):
+        return None
+    trim.argtypes = [ctypes.c_size_t]
+    trim.restype = ctypes.c_int
+    return lambda: trim(0)
+
+
+_TRIM = _malloc_trim()
+
+
+class EpochBudget:
+    """A `check` for one evaluation, `Cancellation`'s deadline plus a memory limit, and the
+    `charge` its allocations are counted against (`reasoner.support.allocations.Meter`)."""
+
+    def __init__(
+        self, seconds: float | None, memory_bytes: int | None, limit: int | None = None
+    ) -> None:
+        self.cancellation = Cancellation(seconds)
+        self.memory_bytes = memory_bytes
+        """The allowance, as the refusal states it."""
+        self._limit = limit
+        """Resident bytes past which the evaluation is refused; None: no limit."""
+        self._sampled = (resident_bytes() or 0) if limit is not None else 0
+        """Resident bytes at the last sample."""
+        self._charged = 0
+        """Bytes charged since the last sample, which it may not show yet."""
+        self._next_sample = 0.0
+
+    def check(self) -> None:
+        self.cancellation.check()
+        if self._limit is None:
+            return
+        now = time.monotonic()
+        if now < self._next_sample:
+            return
+        self._next_sample = now + MEMORY_SAMPLE_SECONDS
+        self._sample(0)
+
+    def charge(self, size: int) -> None:
+        """Refuse an allocation of `size` bytes that would take the process past its limit;
+        a charge that only may do so reads resident memory again (what was charged since the
+        last sample may be freed already, or interned symbols that were there)."""
+        if self._limit is None:
+            return
+        self._charged += size
+        if self._sampled + self._charged > self._limit:
+            self._sample(size)
+
+    def _sample(self, pending: int) -> None:
+        resident = resident_bytes()
+        if resident is None:
+            return
+        self._sampled, self._charged = resident, pending
+        assert self._limit is not None
+        if resident + pending > self._limit:
+            raise EpochTooLarge(
+                f"the evaluation would grow the process past its allowance of "
+                f"{(self.memory_bytes or 0) >> 20} MiB"
+            )
+
+
+class MemoryAllowance:
+    """The memory limit of every evaluation, from one baseline.
+
+    The baseline is the resident memory once the committed state was published (`settle`, after
+    start-up and after each commit), lowered whenever the process is found below it: what a
+    refused write leaves behind counts against the next, so no sequence of refusals can take
+    the process past `baseline + allowance`. The limit never passes `CAP_SHARE` of the machine,
+    and a process already there refuses new writes before evaluating them (`over_cap`)."""
+
+    def __init__(self, allowance: int, cap: int | None = None) -> None:
+        self.allowance = allowance
+        self.machine_cap = int(CAP_SHARE * machine_memory_bytes())
+        """Resident bytes past which no evaluation may grow, the start-up rebuild's included."""
+        self.cap = self.machine_cap if cap is None else cap
+        """Resident bytes past which no write is evaluated: `CAP_SHARE` of the machine unless
+        the operator set it (a process that shares its machine with a database or Spark)."""
+        self.baseline = resident_bytes()
+
+    def settle(self) -> None:
+        """The published state changed (start-up, a commit): measure the baseline again."""
+        self.baseline = resident_bytes()
+
+    def over_cap(self) -> bool:
+        """Whether the process already holds its share of the machine: no write may start."""
+        resident = resident_bytes()
+        return resident is not None and resident >= self.cap
+
+    def budget(self, seconds: float | None, *, rebuilding: bool = False) -> EpochBudget:
+        """The budget of an evaluation starting now: `seconds`, and the memory limit. A
+        rebuild restores what was committed: only the machine's share bounds it, so a cap set
+        below the committed state stops new writes but never quarantines a program."""
+        resident = resident_bytes()
+        if resident is None or self.baseline is None:
+            return EpochBudget(seconds, self.allowance)
+        self.baseline = min(self.baseline, resident)
+        cap = self.machine_cap if rebuilding else self.cap
+        return EpochBudget(seconds, self.allowance, min(cap, self.baseline + self.allowance))
+
+    def release(self) -> None:
+        """After a refused evaluation: collect what it left in cycles and hand the freed heap
+        back to the system (glibc keeps freed pages of its arenas otherwise)."""
+        before = resident_bytes()
+        gc.collect()
+        if _TRIM is not None:
+            _TRIM()
+        log.info(
+            "after the refusal the process holds %s MiB (was %s MiB)",
+            _mib(resident_bytes()),
+            _mib(before),
+        )
+
+
+def _mib(size: int | None) -> str:
+    return "?" if size is None else str(size >> 20)

@@ -1,0 +1,655 @@
+"""The service's live state: one materialization, one store, one writer.
+
+Writes (deltas, rules, facts) are jobs on a single writer thread, so they are validated,
+evaluated, committed and published one at a time in arrival order; the HTTP handlers await
+their job. Each job: `prepare` the delta against the current epoch (every error surfaces here,
+nothing changed) → evaluate it under a deadline and a memory allowance
+(`service.core.epoch_budget`) → commit facts, rules, program and the epoch row in one transaction,
+between computing the epoch and publishing it. A write that fails, never terminates or
+explodes is therefore refused and leaves nothing in the store.
+
+Readers run on the request threads. Relation reads and queries (`read`) hold no lock: a
+publication that lands during one makes it start again on the new epoch, so they see a whole
+epoch and never hold a writer back; short reads (`reading`) take the shared side, which the
+engine's exclusive side excludes only while it publishes an epoch.
+
+Start-up (`start`): migrate, then, as the writer's first job, load the committed program,
+facts and numbering of symbols and records (so that `ord` reads as before: each epoch commits
+the symbols it interned, `service.store.interned`) and bootstrap; `ready` turns true only
+then; a store that kept no numbering comes up with a reset epoch. A program the rebuild
+cannot evaluate (one committed by an older version, or a defect) is quarantined, and the
+service comes up at the last program it can evaluate. If publishing a committed epoch ever
+fails, the service rebuilds from the store (which already holds the delta) before taking more
+writes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sized
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from sqlalchemy.exc import SQLAlchemyError
+
+from reasoner import (
+    BootstrapCancelled,
+    BootstrapProgress,
+    Delta,
+    EngineSettings,
+    EpochChanges,
+    EpochReport,
+    Materialization,
+    ProgressReport,
+    RecordTable,
+    SymbolTable,
+    bulk_load,
+    charging_to,
+)
+from reasoner.errors import InvalidDelta, ProgramError
+from service.core import failpoints
+from service.core.change_sets import change_chunks, snapshot_chunks
+from service.core.epoch_budget import (
+    EpochBudget,
+    EpochTooLarge,
+    MemoryAllowance,
+    default_memory_allowance,
+)
+from service.core.metrics import Metrics
+from service.core.write_priority import WritePriority
+from service.feed.stream import Feed, KeptChanges
+from service.problems import (
+    DATABASE_UNAVAILABLE,
+    EPOCH_TIMEOUT,
+    EPOCH_TOO_LARGE,
+    EVALUATION_FAILED,
+    NOT_READY,
+    TOO_BUSY,
+    TOO_MANY_RULES,
+    Problem,
+)
+from service.schemas import EpochSummary
+from service.settings import Settings
+from service.store.interned import Interned
+from service.store.repository import Committed, DeltaRecord, Store, StoredProgram
+
+PROGRESS_LOG_SECONDS = 5.0
+"""A start-up Bootstrap logs its progress this often (and not at all when it is quicker)."""
+
+log = logging.getLogger("service")
+T = TypeVar("T")
+
+MAX_EPOCH = (1 << 31) - 1
+"""Epoch numbers are 32-bit integer columns: a larger number names no epoch."""
+
+PRUNE_EVERY = 64
+"""Epochs between two prunes of the change sets past the retention."""
+
+DISCONNECT_POLL_SECONDS = 0.2
+"""How often a queued write checks that its client is still there."""
+
+
+class WriteAbandoned(Exception):
+    """The client of a queued write disconnected before the write started: it was dropped."""
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """A write's outcome: the engine's report (its epoch is the service's), the facts that
+    flipped and the ids of the rules the write held (new or already present)."""
+
+    report: EpochReport
+    facts_inserted: int
+    facts_retracted: int
+    rules_given: tuple[str, ...] = ()
+
+
+class Runtime:
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store | None = None,
+        priority: WritePriority | None = None,
+    ) -> None:
+        self.settings = settings
+        self.store = store if store is not None else Store(settings.sqlalchemy_url)
+        self.metrics = Metrics()
+        self.materialization: Materialization | None = None
+        self.ready = False
+        self.failure: str | None = None
+        """Why the service is not ready, for `/ready`: an error code, never a user's text."""
+        self.quarantined: list[int] = []
+        """Epochs whose program the last rebuild could not evaluate and left out."""
+        self._initializing = False
+        """The store was initialised and its epoch 0 awaits the report of a Bootstrap."""
+        self.startup_seconds: float | None = None
+        self.building: BootstrapProgress | None = None
+        """The start-up Bootstrap's progress while it runs, for the log and `/ready`."""
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reasoner-writer")
+        self._queue_lock = threading.Lock()
+        self._queued = 0
+        self._read_slots = threading.BoundedSemaphore(settings.max_concurrent_reads)
+        self.priority = priority if priority is not None else WritePriority()
+        """The writes in progress, which a read lets finish first
+        (`service.core.write_priority`)."""
+        mb = settings.epoch_memory_mb
+        self._memory_allowance = default_memory_allowance() if mb is None else mb << 20
+        """Bytes one evaluation (a write's, or the start-up rebuild) may grow the process."""
+        self.feed = Feed(settings, self.priority)
+        """The live change feed's view of the epochs published (`service.feed.stream`)."""
+        self._unrecorded: dict[int, dict[str, Any]] = {}
+        """Reports of applied epochs not yet written to their rows (see `apply`)."""
+        self._numbered = (0, 0)
+        """How many of the engine's symbols and records the store holds (the first ones, in
+        the engine's numbering): an epoch commits those after them (`_interned_since`)."""
+        cap_mb = settings.memory_cap_mb
+        self.memory = MemoryAllowance(
+            self._memory_allowance, None if cap_mb is None else cap_mb << 20
+        )
+        """Every evaluation's memory limit: the allowance past the committed state."""
+
+    @property
+    def epoch(self) -> int:
+        """The number of the published epoch: the engine's, which resumed at the store's."""
+        m = self.materialization
+        return 0 if m is None else m.epoch
+
+    # -- life cycle -----------------------------------------------------------------------------
+
+    def start(self) -> Future[None]:
+        """Migrate now; rebuild on the writer thread (the first job: writes queue behind)."""
+        self.store.migrate()
+        return self._submit(self._rebuild)
+
+    def close(self) -> None:
+        """Finish the queued jobs (uvicorn has drained the requests: only the writing back
+        of reports can remain) and release the database."""
+        self._writer.shutdown(wait=True)
+        self.store.close()
+
+    @property
+    def queue_length(self) -> int:
+        return self._queued
+
+    def _submit(self, job: Callable[..., T], *args: Any) -> Future[T]:
+        with self._queue_lock:
+            self._queued += 1
+
+        def run() -> T:
+            try:
+                return job(*args)
+            finally:
+                with self._queue_lock:
+                    self._queued -= 1
+
+        future = self._writer.submit(run)
+
+        def forget_if_cancelled(done: Future[T]) -> None:
+            if done.cancelled():  # never ran, so `run` did not count it out
+                with self._queue_lock:
+                    self._queued -= 1
+
+        future.add_done_callback(forget_if_cancelled)
+        return future
+
+    async def write(
+        self,
+        job: Callable[..., T],
+        *args: Any,
+        disconnected: Callable[[], Awaitable[bool]] | None = None,
+    ) -> T:
+        """Run `job` on the writer thread, after every write submitted before it.
+
+        While the job waits in the queue, `disconnected` is polled: a client that gave up
+        takes its write out of the queue (`WriteAbandoned`), so it is never applied behind
+        the client's back. A job that has started runs to its end (it is all or nothing)."""
+        future = self._submit(job, *args)
+        waiter = asyncio.wrap_future(future)
+        if disconnected is None:
+            return await waiter
+        while True:
+            done, _ = await asyncio.wait({waiter}, timeout=DISCONNECT_POLL_SECONDS)
+            if done:
+                return waiter.result()
+            if await disconnected() and future.cancel():
+                log.info("a client disconnected before its write started: write dropped")
+                raise WriteAbandoned()
+
+    def _engine_options(self) -> dict[str, Any]:
+        return {
+            "switching_parameter": self.settings.switching_parameter,
+            "engines": EngineSettings(
+                engine=self.settings.bootstrap_engine,
+                spark_master=self.settings.spark_master,
+                spark_threshold=self.settings.spark_threshold,
+                spark_iteration=self.settings.spark_iteration,
+                spark_cores=self.settings.spark_cores,
+            ),
+        }
+
+    def _initial_program(self) -> str:
+        if self.settings.program is None:
+            return ""
+        return Path(self.settings.program).read_text(encoding="utf-8")
+
+    def _rebuild(self) -> None:
+        """Build the materialization from the store. When the committed program cannot be
+        evaluated (it fails, or exceeds the rebuild's budget), quarantine the newest epoch that
+        changed the program and try again with the program before it: the service comes up at
+        the last program it can evaluate, with every committed fact, instead of never."""
+        start = time.perf_counter()
+        self.ready = False
+        log.info("rebuilding the materialization from the committed program and facts")
+        try:
+            if self.store.initialized():
+                m, report = self._rebuild_stored()
+            else:
+                m, report = self._build_new()
+            self.quarantined = self.store.quarantined()
+        except Exception as exc:
+            self.failure = f"start-up failed: {_failure_code(exc)} (see the service log)"
+            log.exception("rebuilding the materialization failed")
+            raise
+        self.metrics.startup_bootstrap(report.seconds)
+        self.materialization = m
+        self.failure = None
+        self.ready = True
+        self.feed.publish(m.epoch, None)  # clients waiting through a rebuild go on
+        self.memory.settle()
+        self.startup_seconds = time.perf_counter() - start
+        if self._initializing:
+            self.store.record_report(0, _report_row(report.as_epoch(0, m.derived_size())))
+            self._initializing = False
+        log.info(
+            "ready at epoch %d: bootstrap %.3fs (%s: %s), start-up %.3fs%s",
+            self.epoch,
+            report.seconds,
+            report.engine.engine,
+            report.engine.reason,
+            self.startup_seconds,
+            f"; quarantined epochs {self.quarantined}" if self.quarantined else "",
+        )
+
+    def _build_new(self) -> tuple[Materialization, Any]:
+        """Epoch 0 of a new database: the initial program, bootstrapped, then stored with its
+        change set (a program that cannot be evaluated leaves the database empty)."""
+        text = self._initial_program()
+        m, report = self._bootstrap_committed(Committed(StoredProgram(0, text), {}, 0))
+        numbering = self._interned_since(m)
+        rules = [(r.id, r.text) for r in m.rules()]
+        self.store.initialize(text, rules, snapshot_chunks(m), numbering)
+        self._numbered = (numbering.symbol_count, numbering.record_count)
+        self._initializing = True
+        return m, report
+
+    def _rebuild_stored(self) -> tuple[Materialization, Any]:
+        """The committed program and facts, bootstrapped; a program that cannot be evaluated
+        is quarantined and the one before it tried. Coming up without a program the feed's
+        epochs went through, the rebuild commits a reset epoch whose change set is the whole
+        state (`Committed.reset`)."""
+        while True:
+            committed = self.store.load()
+            try:
+                m, report = self._bootstrap_committed(committed)
+                break
+            except Exception as exc:
+                if committed.program.epoch == 0:
+                    raise
+                failure = _failure_code(exc)
+                log.exception(
+                    "the program of epoch %d cannot be evaluated (%s): quarantined, "
+                    "rebuilding without it",
+                    committed.program.epoch,
+                    failure,
+                )
+                self.store.quarantine(committed.program.epoch, failure)
+                self.metrics.quarantined()
+        if committed.program.epoch < committed.last_epoch:
+            self.store.set_active_rules(r.id for r in m.rules())
+        if committed.reset:
+            if committed.interned is None:
+                log.warning("the store keeps no numbering of the symbols: numbered anew")
+            numbering = self._interned_since(m)
+            self.store.commit_reset(m.epoch, snapshot_chunks(m), numbering)
+            self._numbered = (numbering.symbol_count, numbering.record_count)
+            log.warning("epoch %d resets the change feed to the rebuilt state", m.epoch)
+        return m, report
+
+    def _bootstrap_committed(self, committed: Committed) -> tuple[Materialization, Any]:
+        """The committed program and facts, bootstrapped over the committed numbering of
+        symbols and records (loaded before anything interns: `ord` reads as before)."""
+        numbering = committed.interned or Interned()
+        symbols = SymbolTable(numbering.symbols, RecordTable.of(numbering.records))
+        self._numbered = (numbering.symbol_count, numbering.record_count)
+        m = Materialization.from_text(
+            committed.program.text,
+            "<program>",
+            # A reset epoch follows the last one.
+            epoch=committed.last_epoch + int(committed.reset),
+            symbols=symbols,
+            **self._engine_options(),
+        )
+        relations = m.analyzed.relations
+        unknown = sorted(set(committed.facts) - set(relations))
+        if unknown:
+            log.warning("facts of relations not in the program are ignored: %s", unknown)
+        m.load({n: rows for n, rows in committed.facts.items() if n in relations})
+        budget = self.memory.budget(self.settings.rebuild_timeout_seconds, rebuilding=True)
+        logged = [0.0]
+
+        def log_progress(report: ProgressReport) -> None:
+            if report.seconds - logged[0] >= PROGRESS_LOG_SECONDS:
+                logged[0] = report.seconds
+                log.info("building: %s", report.line())
+
+        self.building = BootstrapProgress(log_progress, interval=1.0)
+        try:
+            with charging_to(budget):
+                return m, m.bootstrap(check=budget.check, progress=self.building)
+        finally:
+            self.building = None
+
+    # -- writing --------------------------------------------------------------------------------
+
+    def apply(self, delta: Delta, *, include_changes: bool = False) -> Applied:
+        """Validate, commit and apply one delta (runs on the writer thread). What it interns
+        stays only if its epoch is published (`Materialization.evaluating`)."""
+        m = self._require_ready()
+        try:
+            with m.evaluating():
+                return self._apply(m, delta, include_changes)
+        except Problem as problem:
+            if problem.code in (EPOCH_TOO_LARGE, EPOCH_TIMEOUT):
+                # Only now are the symbols and records it interned rolled back: hand the heap
+                # they held back with the rest of the refused evaluation's.
+                self.memory.release()
+            raise
+
+    def _apply(self, m: Materialization, delta: Delta, include_changes: bool) -> Applied:
+        prepared = m.prepare(delta)
+        if prepared.analyzed is not None and prepared.rules_added:
+            # Rules as evaluated: a clause with disjunctions counts once per alternative (one
+            # short clause can expand to thousands of rules).
+            count = len(prepared.analyzed.program.rules)
+            if count > self.settings.max_rules:
+                raise Problem(
+                    400,
+                    TOO_MANY_RULES,
+                    f"the program would hold {count} rules, more than the limit of "
+                    f"{self.settings.max_rules}: nothing changed",
+                    limit=self.settings.max_rules,
+                )
+        if prepared.changes_nothing:  # no epoch, nothing to store: say so
+            return Applied(m.apply(prepared), 0, 0, prepared.rules_given)
+        number = m.epoch + 1
+        record = DeltaRecord(
+            number,
+            _row_count(prepared.inserts),
+            _row_count(prepared.retracts),
+            inserts=prepared.given_inserts,
+            retracts=prepared.given_retracts,
+        )
+        if prepared.analyzed is not None:
+            record.program_text = prepared.program_text
+            assert prepared.program is not None  # a rule change has its program text
+            texts = {entry.id: entry.text for entry in prepared.program.rules()}
+            record.rules_added = [(i, texts[i]) for i in prepared.rules_added]
+            record.rules_removed = list(prepared.rules_removed)
+        flipped = record.facts_inserted + record.facts_retracted
+        held = sum(map(len, m.facts.values()))
+        strategy = "bootstrap" if bulk_load(flipped, held) else "auto"
+        report = self._evaluate_then_commit(m, prepared, record, strategy, include_changes)
+        failpoints.reach(failpoints.PUBLISHED)
+        log.debug("epoch %d: applied by %s in %.3fs", number, report.strategy, report.seconds)
+        self.metrics.epoch(report.strategy, report.seconds)
+        # Recorded after the answer (but before the next write: the writer is FIFO), so that a
+        # write waits for one commit, not two.
+        self._unrecorded[number] = {**_report_row(report), "applied_at": datetime.now(UTC)}
+        self._writer.submit(self._record_report, number)
+        return Applied(report, record.facts_inserted, record.facts_retracted, prepared.rules_given)
+
+    def _commit(self, record: DeltaRecord) -> None:
+        """Make the epoch durable (one transaction); 503 with nothing changed if it fails."""
+        log.debug(
+            "epoch %d: committing (%d facts inserted, %d retracted, %d rules added, %d removed)",
+            record.number,
+            record.facts_inserted,
+            record.facts_retracted,
+            len(record.rules_added),
+            len(record.rules_removed),
+        )
+        try:
+            self.store.commit_delta(record)
+        except SQLAlchemyError as exc:
+            # Nothing was applied: the materialization is unchanged and the client may retry.
+            log.exception("committing epoch %d failed", record.number)
+            raise Problem(
+                503,
+                DATABASE_UNAVAILABLE,
+                f"the delta could not be committed, nothing changed: {type(exc).__name__}",
+                headers={"Retry-After": "1"},
+            ) from None
+        log.debug("epoch %d: committed", record.number)
+
+    def _too_large(self, number: int, budget: EpochBudget, reason: str) -> Problem:
+        """The refusal of an evaluation that outgrew its memory."""
+        log.warning("epoch %d refused, nothing changed: %s", number, reason)
+        self.metrics.refused(EPOCH_TOO_LARGE)
+        return Problem(
+            422,
+            EPOCH_TOO_LARGE,
+            f"{reason} while evaluating the write, which was cancelled; nothing changed",
+            limit_mb=budget.memory_bytes >> 20 if budget.memory_bytes else None,
+        )
+
+    def _evaluate_then_commit(
+        self,
+        m: Materialization,
+        prepared: Any,
+        record: DeltaRecord,
+        strategy: str,
+        include_changes: bool,
+    ) -> EpochReport:
+        """Evaluate first, under the epoch's budget, and commit only what will be published:
+        the engine calls `before_publish` (the commit) between computing the epoch and
+        publishing it. A write that fails, never ends or explodes is therefore refused with
+        nothing stored, and no restart can meet it again."""
+        number = record.number
+        timeout = self.settings.epoch_timeout_seconds
+        if self.memory.over_cap():
+            self.memory.release()
+            if self.memory.over_cap():
+                raise self.too_busy(
+                    f"the process holds {self.memory.cap >> 20} MiB or more, its memory cap: "
+                    "no write is evaluated until it holds less; nothing changed"
+                )
+        budget = self.memory.budget(timeout)
+        committed = False
+        kept: KeptChanges | None = None
+
+        def commit(changes: EpochChanges) -> None:
+            nonlocal committed, kept
+            failpoints.reach(failpoints.EVALUATED)
+            record.changes = kept = KeptChanges(number, change_chunks(changes))
+            record.interned = self._interned_since(m)
+            self._commit(record)
+            self._numbered = (record.interned.symbol_count, record.interned.record_count)
+            committed = True
+            failpoints.reach(failpoints.COMMITTED)
+
+        log.debug("epoch %d: evaluating (%s, deadline %gs)", number, strategy, timeout)
+        # A refusal is raised once the evaluation's frames (its traceback) are gone, so that
+        # the memory they held is freed before it is handed back.
+        refused: Problem | None = None
+        try:
+            with charging_to(budget):
+                report = m.apply(
+                    prepared,
+                    strategy=strategy,
+                    include_changes=include_changes,
+                    check=budget.check,
+                    before_publish=commit,
+                )
+        except EpochTooLarge as exc:
+            refused = self._too_large(number, budget, exc.reason)
+        except BootstrapCancelled as exc:
+            log.warning("epoch %d cancelled, nothing changed: %s", number, exc.reason)
+            self.metrics.refused(EPOCH_TIMEOUT)
+            refused = Problem(
+                422,
+                EPOCH_TIMEOUT,
+                f"the write needed more than {timeout:g} s to evaluate and was cancelled "
+                f"({exc.reason}); nothing changed",
+                timeout=timeout,
+            )
+        except Problem:
+            raise
+        except InvalidDelta as exc:  # a float sum whose rounding is Soufflé's order of rows
+            log.warning("epoch %d refused, nothing changed: %s", number, exc.message)
+            raise
+        except Exception as exc:
+            if committed:
+                log.exception("publishing committed epoch %d failed: rebuilding", number)
+                self._rebuild()
+                raise
+            if not isinstance(exc, MemoryError):
+                log.exception("evaluating epoch %d failed, nothing changed", number)
+                self.metrics.refused(EVALUATION_FAILED)
+                raise Problem(
+                    500,
+                    EVALUATION_FAILED,
+                    f"the engine failed to evaluate the write ({type(exc).__name__}); nothing "
+                    "changed. This is a defect of the service: please report it with the write.",
+                ) from None
+            refused = self._too_large(number, budget, "the process ran out of memory")
+        if refused is not None:
+            raise refused
+        self.feed.publish(number, None if kept is None else kept.items)
+        self.memory.settle()
+        return report
+
+    def _interned_since(self, m: Materialization) -> Interned:
+        """The symbols and records `m` interned beyond those the store holds, which the
+        next commit appends (a rebuild's own are committed with the next epoch)."""
+        symbols, records = self._numbered
+        return Interned(
+            m.symbols.since(symbols), m.symbols.records.since(records), symbols, records
+        )
+
+    def _record_report(self, number: int) -> None:
+        failpoints.reach(failpoints.ANSWERED)
+        try:
+            self.store.record_report(number, self._unrecorded[number])
+        except Exception:  # the epoch is durable already; its report is a nicety
+            log.exception("recording the report of epoch %d failed", number)
+        else:
+            del self._unrecorded[number]
+        self._prune_changes(number)
+
+    def _prune_changes(self, number: int) -> None:
+        """Every `PRUNE_EVERY` epochs (or every retention, if fewer), forget the change sets
+        older than the retention, after the answer like the report."""
+        keep = self.settings.change_retention_epochs
+        if keep is None or number % min(PRUNE_EVERY, keep):
+            return
+        try:
+            self.store.prune_changes(number - keep + 1)
+        except Exception:  # kept a while longer: the next prune deletes them
+            log.exception("pruning the change sets before epoch %d failed", number - keep + 1)
+
+    def _with_report(self, row: dict[str, Any]) -> dict[str, Any]:
+        pending = self._unrecorded.get(row["number"])
+        if pending is not None and row["status"] == "committed":
+            row = {**row, **pending, "status": "applied"}
+        return row
+
+    def epochs(self, *, limit: int, before: int | None = None) -> list[dict[str, Any]]:
+        """Epoch rows, most recent first, with reports not yet written back filled in."""
+        if before is not None:
+            if before <= 0:
+                return []
+            if before > MAX_EPOCH:  # every epoch is below it (and SQLite binds 64-bit at most)
+                before = None
+        return [self._with_report(r) for r in self.store.epochs(limit=limit, before=before)]
+
+    def epoch_row(self, number: int) -> dict[str, Any] | None:
+        if not 0 <= number <= MAX_EPOCH:
+            return None
+        row = self.store.epoch(number)
+        return None if row is None else self._with_report(row)
+
+    # -- reading --------------------------------------------------------------------------------
+
+    def _require_ready(self) -> Materialization:
+        m = self.materialization
+        if m is None or not self.ready:
+            detail = self.failure or "the materialization is being built"
+            raise Problem(503, NOT_READY, detail, headers={"Retry-After": "1"})
+        return m
+
+    def published_epoch(self) -> int:
+        """The number of the published epoch, once ready: the feed's bound (every epoch up to
+        it committed its change set before it was published)."""
+        return self._require_ready().epoch
+
+    def read(self, read: Callable[[Materialization, int], T]) -> T:
+        """`read(materialization, epoch)` on one published epoch, holding no lock while it
+        runs, so that neither writers nor other readers wait for it (a slow query)."""
+        self.priority.yield_to_writes()
+        m = self._require_ready()
+        return m.read(lambda: read(m, m.epoch))
+
+    def too_busy(self, detail: str) -> Problem:
+        """A request turned away for want of capacity (503, `too_busy`), counted."""
+        self.metrics.refused(TOO_BUSY)
+        return Problem(503, TOO_BUSY, detail, headers={"Retry-After": "1"})
+
+    @asynccontextmanager
+    async def read_slot(self) -> AsyncIterator[None]:
+        """Admission of one relation read or query: at most `max_concurrent_reads` at once;
+        past it the request is refused (503, `too_busy`) before it takes a worker thread."""
+        if not self._read_slots.acquire(blocking=False):
+            raise self.too_busy(
+                f"{self.settings.max_concurrent_reads} reads are being evaluated; retry shortly"
+            )
+        try:
+            yield
+        finally:
+            self._read_slots.release()
+
+    @contextmanager
+    def reading(self) -> Iterator[tuple[Materialization, int]]:
+        """A consistent view: the materialization and the number of the epoch it shows (the
+        engine counts its epochs inside the publication lock, so the number read under the
+        shared lock is the published state's, never the one being computed)."""
+        m = self._require_ready()
+        with m.reading():
+            yield m, m.epoch
+
+
+def _failure_code(exc: BaseException) -> str:
+    """What went wrong, safe to show to anyone: a stable code or an exception type, never
+    the message (which may quote a user's rules or facts)."""
+    if isinstance(exc, ProgramError):
+        return exc.code
+    if isinstance(exc, EpochTooLarge):
+        return EPOCH_TOO_LARGE
+    if isinstance(exc, BootstrapCancelled):
+        return EPOCH_TIMEOUT
+    return type(exc).__name__
+
+
+def _row_count(rows_by_relation: Mapping[str, Sized]) -> int:
+    return sum(map(len, rows_by_relation.values()))
+
+
+def _report_row(report: EpochReport) -> dict[str, Any]:
+    """The report's columns of an epoch's row."""
+    return EpochSummary.model_validate(report).model_dump()

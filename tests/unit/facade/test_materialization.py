@@ -1,0 +1,242 @@
+"""Epoch semantics of the Python API: all or nothing, the switching fallback, reports."""
+
+from __future__ import annotations
+
+import io
+
+import polars as pl
+import pytest
+
+from reasoner.elastic.epoch import Delta
+from reasoner.errors import InvalidDelta
+from reasoner.io.facts import format_rows, write_csv
+from reasoner.kernel.run import StratumUpdate
+from reasoner.materialization import Materialization
+from reasoner.values.symbols import BULK_INTERN, SymbolTable
+
+TC = """
+.decl edge(x: number, y: number)
+.input edge
+.decl tc(x: number, y: number)
+.output tc
+.decl name(x: number, n: symbol)
+tc(x, y) :- edge(x, y).
+tc(x, z) :- tc(x, y), edge(y, z).
+"""
+
+
+def _materialization(**options: object) -> Materialization:
+    m = Materialization.from_text(TC, **options)
+    m.load({"edge": [(1, 2), (2, 3)]})
+    m.bootstrap()
+    return m
+
+
+def _fresh_snapshot(edges: list[tuple[int, int]]) -> dict:
+    m = Materialization.from_text(TC)
+    m.load({"edge": edges})
+    m.bootstrap()
+    return m.snapshot()
+
+
+def test_lookup_reads_iteration_and_count() -> None:
+    m = _materialization()
+    assert m.lookup("tc", (1, 3)) == (2, 1)
+    assert m.lookup("edge", (1, 2)) == (0, 1)
+    assert m.lookup("tc", (3, 1)) is None
+
+
+def test_update_reports_impact_and_changes() -> None:
+    m = _materialization()
+    report = m.apply(Delta(insert={"edge": [(3, 4)]}), include_changes=True)
+    assert (report.epoch, report.strategy) == (1, "update")
+    assert report.inserted == 3 and report.retracted == 0
+    assert report.changes == {"tc": {"inserted": [(1, 4), (2, 4), (3, 4)], "retracted": []}}
+    assert m.snapshot() == _fresh_snapshot([(1, 2), (2, 3), (3, 4)])
+
+
+@pytest.mark.parametrize(
+    ("delta", "code"),
+    [
+        (Delta(retract={"nope": [(1,)]}), "unknown_relation"),
+        (Delta(insert={"fresh": [(1, 2), (3,)]}), "arity_mismatch"),
+        (Delta(insert={"fresh": [(1, 2), (3, "x")]}), "type_mismatch"),
+        (Delta(insert={"edge": [(1, 2, 3)]}), "arity_mismatch"),
+        (Delta(retract={"edge": [(1, "x")]}), "type_mismatch"),
+        (Delta(insert={"name": [(1, 2)]}), "type_mismatch"),
+        (Delta(insert={"edge": [(1, 1 << 63)]}), "type_mismatch"),
+    ],
+)
+def test_invalid_delta_changes_nothing(delta: Delta, code: str) -> None:
+    m = _materialization()
+    before = m.snapshot()
+    with pytest.raises(InvalidDelta) as info:
+        m.apply(delta)
+    assert info.value.code == code
+    assert m.snapshot() == before
+    assert m.epoch == 0
+
+
+def test_an_update_past_its_memory_budget_falls_back_to_bootstrap(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The kernel checks its bookkeeping's bytes with the deadline; past the budget the
+    Update is dropped like a late one, and the report says why. Forced Updates have no bound."""
+    m = _materialization()
+    monkeypatch.setattr(Materialization, "_update_memory_budget", lambda self: 1)
+    report = m.apply(Delta(retract={"edge": [(2, 3)]}))
+    assert (report.strategy, report.fallback_reason) == ("bootstrap", "memory")
+    assert m.snapshot() == _fresh_snapshot([(1, 2)])
+    report = m.apply(Delta(insert={"edge": [(2, 3)]}), strategy="update")
+    assert report.strategy == "update"
+    assert m.snapshot() == _fresh_snapshot([(1, 2), (2, 3)])
+
+
+def test_deadline_expiry_falls_back_to_bootstrap() -> None:
+    m = _materialization(switching_parameter=0.0, min_update_seconds=0.0)
+    report = m.apply(Delta(retract={"edge": [(2, 3)]}))
+    assert report.strategy == "bootstrap"
+    assert report.fallback_reason == "deadline"
+    assert report.retracted == 2
+    assert m.snapshot() == _fresh_snapshot([(1, 2)])
+
+
+def test_failing_update_is_discarded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An Update that fails leaves the committed state as it was, nothing staged; the kernel
+    fails here after it staged its new tuples, which the discard must unstage."""
+    export = StratumUpdate._export
+
+    def explode(self, overlay):
+        export(self, overlay)
+        raise RuntimeError("injected")
+
+    monkeypatch.setattr(StratumUpdate, "_export", explode)
+    m = _materialization()
+    before = m.snapshot()
+    with pytest.raises(RuntimeError):
+        m.apply(Delta(insert={"edge": [(3, 4)]}), strategy="update")
+    assert m.snapshot() == before
+    assert m.epoch == 0
+    assert all(not store.extra for store in m.state.relations.values())
+    report = m.apply(Delta(insert={"edge": [(3, 4)]}))
+    assert (report.strategy, report.fallback_reason) == ("bootstrap", "update failed")
+    assert m.snapshot() == _fresh_snapshot([(1, 2), (2, 3), (3, 4)])
+
+
+def test_inserting_and_retracting_one_row_is_a_no_op() -> None:
+    m = _materialization()
+    before = m.snapshot()
+    report = m.apply(Delta(insert={"edge": [(5, 6)]}, retract={"edge": [(5, 6)]}))
+    assert report.inserted == report.retracted == 0
+    assert m.snapshot() == before
+
+
+def test_rebuilt_equals_maintained_state_and_differences_detects_a_change() -> None:
+    m = Materialization.from_text(
+        ".decl e(x: number, y: number)\n.decl p(x: number, y: number)\n"
+        "p(x, y) :- e(x, y).\np(x, z) :- p(x, y), e(y, z).\ne(9, 9).\n"
+    )
+    m.load({"e": [(1, 2), (2, 3)]})
+    m.bootstrap()
+    m.apply(Delta(retract={"e": [(2, 3)]}, insert={"e": [(3, 1)]}), strategy="update")
+    assert m.differences(m.rebuilt()) == {}
+    other = m.rebuilt()
+    other.state["p"].remove(other.encode("p", (1, 2)))
+    assert m.differences(other) == {"p": 1}
+
+
+def test_facts_and_rules_need_no_declarations_in_either_order() -> None:
+    """A relation first met in inserted facts is declared from them (arity, and types from
+    the values); a rule may read a relation nothing defines yet (empty, with a warning)."""
+    facts_first = Materialization.from_text("")
+    facts_first.load({})
+    facts_first.bootstrap()
+    facts_first.apply(Delta(insert={"e": [(1, "a"), (2, "b")]}))
+    report = facts_first.apply(Delta(add_rules=["p(x) :- e(x, _), !q(x)."]))
+    assert [(w.code, w.line, w.column) for w in report.warnings] == [("unknown_relation", 1, 19)]
+    assert sorted(facts_first.rows("p")) == [(1,), (2,)]
+    facts_first.apply(Delta(insert={"q": [(2,)]}))
+    assert facts_first.rows("p") == [(1,)]
+
+    rules_first = Materialization.from_text("")
+    rules_first.load({})
+    rules_first.bootstrap()
+    rules_first.apply(Delta(add_rules=["p(x) :- e(x, _), !q(x)."]))
+    rules_first.apply(Delta(insert={"e": [(1, "a"), (2, "b")], "q": [(2,)]}))
+    assert rules_first.rows("p") == [(1,)]
+    assert rules_first.differences(rules_first.rebuilt()) == {}
+    with pytest.raises(InvalidDelta) as info:  # the shape is fixed by the first use
+        rules_first.apply(Delta(insert={"e": [("a", "a")]}))
+    assert info.value.code == "type_mismatch"
+
+
+def test_a_whole_program_text_is_accepted_as_rules_with_its_facts_as_data() -> None:
+    m = Materialization.from_text("")
+    m.load({})
+    m.bootstrap()
+    text = ".input edge\n.output tc\nedge(1, 2).\nedge(2, 3).\ntc(x, y) :- edge(x, y).\n"
+    report = m.apply(Delta(add_rules=[text + "tc(x, z) :- tc(x, y), edge(y, z).\n"]))
+    assert len(report.rules_added) == 2 and not report.warnings
+    assert sorted(m.rows("tc")) == [(1, 2), (1, 3), (2, 3)]
+    assert m.facts["edge"] and not m.program_facts.get("edge")  # data, so it can be retracted
+    m.apply(Delta(retract={"edge": [(2, 3)]}))
+    assert m.rows("tc") == [(1, 2)]
+    assert m.analyzed.relations["tc"].column_names == ("x", "y")
+    assert m.analyzed.relations["tc"].is_output
+
+
+def test_a_declaration_alone_is_a_change_and_a_repeated_rule_is_not() -> None:
+    m = Materialization.from_text("")
+    m.load({})
+    m.bootstrap()
+    declared = m.apply(Delta(add_rules=[".decl edge(x: number, y: symbol)"]))
+    assert (declared.strategy, declared.epoch) != ("unchanged", 0)
+    assert m.analyzed.relations["edge"].types == ("number", "symbol")
+    m.apply(Delta(add_rules=["p(x) :- edge(x, _)."]))
+    again = m.apply(Delta(add_rules=["p(x) :- edge(x, _)."]))
+    assert (again.strategy, again.epoch) == ("unchanged", m.epoch)
+
+
+@pytest.mark.parametrize("include_changes", [False, True])
+def test_a_fallback_reports_relations_that_leave_or_join_the_program(
+    include_changes: bool,
+) -> None:
+    """A rebuilt epoch compares every derived relation of the old and the new program: one
+    that leaves the program (empty or not) is all retracted, one that joins it all inserted."""
+    m = Materialization.from_text(".decl e(x: number)\np(x) :- e(x).\nnone(x) :- p(x), x > 100.\n")
+    m.load({"e": [(1,), (2,)]})
+    m.bootstrap()
+    removed = [rule.id for rule in m.rules() if rule.text.startswith(("p(", "none("))]
+    report = m.apply(
+        Delta(remove_rules=removed, add_rules=["q(x) :- e(x), x > 1."]),
+        strategy="bootstrap",
+        include_changes=include_changes,
+    )
+    assert (report.retracted, report.inserted) == (2, 1)
+    assert m.rows("q") == [(2,)]
+
+
+def test_batch_is_in_value_order_and_writes_as_soufflé_sorts() -> None:
+    """Sorted on integers (a symbol by its rank), the batch is the order a sort of the
+    decoded rows gives, and it is written without sorting again."""
+    m = Materialization.from_text(".decl p(s: symbol, n: number)\n.input p\n")
+    rows = [("pear", 2), ("apple", 10), ("Zebra", -1), ("apple", -3), ("éclair", 0), ("", 5)]
+    m.load({"p": rows})
+    m.bootstrap()
+    batch = m.batch("p")
+    assert not isinstance(batch, list) and batch.ordered
+    assert list(batch) == sorted(rows)
+    out = io.BytesIO()
+    write_csv(out, batch)
+    assert out.getvalue().decode() == format_rows(rows)
+
+
+def test_interning_a_long_column_gives_the_ids_row_by_row_interning_gives() -> None:
+    values = [f"s{i % 997}" for i in range(BULK_INTERN * 2)][::-1]
+    bulk, rows = SymbolTable(), SymbolTable()
+    bulk.intern("s5")
+    rows.intern("s5")
+    assert bulk.intern_column(pl.Series(values)).tolist() == rows.intern_column(values).tolist()
+    assert [bulk.resolve(i) for i in range(len(bulk))] == [
+        rows.resolve(i) for i in range(len(rows))
+    ]
