@@ -173,3 +173,25 @@ class StratumBootstrap:
             derived,
             time.perf_counter() - start,
         )
+
+
+class ReferenceExecutor:
+    """The `reference` executor: each stratum's Bootstrap on the per-tuple kernel
+    (`StratumBootstrap`), in the shape every executor has (`executors.contract`)."""
+
+    def __init__(
+        self,
+        state: State,
+        symbols: SymbolTable,
+        arities: dict[str, int],
+        check: Check | None = None,
+    ) -> None:
+        self.state = state
+        self.symbols = symbols
+        self.arities = arities
+        self.check = check
+
+    def run_stratum(self, position: int, stratum: Stratum) -> StratumRun:
+        """The stratum counted into the state; the kernel needs no position (it reads the
+        lower strata from the state)."""
+        return StratumBootstrap(stratum, self.state, self.symbols, self.arities, self.check).run()

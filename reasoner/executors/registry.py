@@ -30,10 +30,11 @@ from collections import Counter
 from collections.abc import Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import Any, Literal, get_args
 
 from reasoner.analysis.model import AnalyzedProgram, Stratum
-from reasoner.executors.bootstrap import Check, Started, StratumBootstrap, StratumRun
+from reasoner.executors.bootstrap import Check, ReferenceExecutor, Started, StratumRun
+from reasoner.executors.contract import StratumExecutor
 from reasoner.executors.cost import (
     DEFAULT_SPARK_ITERATION,
     SMALL_STRATUM,
@@ -44,10 +45,6 @@ from reasoner.executors.cost import (
 from reasoner.storage.state import State
 from reasoner.support.gc_pause import collector_running
 from reasoner.values.symbols import SymbolTable
-
-if TYPE_CHECKING:
-    from reasoner.executors.local.vectorized import VectorizedBootstrap
-    from reasoner.executors.spark.bootstrap import SparkBootstrap
 
 Engine = Literal["auto", "reference", "local", "spark"]
 """Where a Bootstrap runs: the one list of them, which the settings and the command line
@@ -211,8 +208,8 @@ class _Executors:
         self.check = check
         self.arities = {name: info.arity for name, info in analyzed.relations.items()}
         self._stack = ExitStack()
-        self._vectorized: VectorizedBootstrap | None = None
-        self._spark: SparkBootstrap | None = None
+        self._started: dict[str, StratumExecutor] = {}
+        """The executors started so far, by name."""
 
     def __enter__(self) -> _Executors:
         return self
@@ -224,43 +221,42 @@ class _Executors:
         self._stack.__exit__(*exc)
 
     def run(self, engine: str, position: int, stratum: Stratum) -> StratumRun:
-        if engine == "reference":
-            return StratumBootstrap(
-                stratum, self.state, self.symbols, self.arities, self.check
-            ).run()
-        if engine == "local":
-            return self.vectorized().run_stratum(position, stratum)
-        return self.spark().run_stratum(stratum)
+        executor = self._started.get(engine)
+        if executor is None:
+            start = {
+                "reference": self._start_reference,
+                "local": self._start_local,
+                "spark": self._start_spark,
+            }[engine]
+            executor = self._started[engine] = start()
+        return executor.run_stratum(position, stratum)
 
-    def vectorized(self) -> VectorizedBootstrap:
-        if self._vectorized is None:
-            from reasoner.executors.local.vectorized import VectorizedBootstrap
+    def _start_reference(self) -> StratumExecutor:
+        return ReferenceExecutor(self.state, self.symbols, self.arities, self.check)
 
-            self._vectorized = VectorizedBootstrap(
-                self.analyzed, self.state, self.symbols, check=self.check
+    def _start_local(self) -> StratumExecutor:
+        from reasoner.executors.local.vectorized import VectorizedBootstrap
+
+        return VectorizedBootstrap(self.analyzed, self.state, self.symbols, check=self.check)
+
+    def _start_spark(self) -> StratumExecutor:
+        from reasoner.executors.spark.bootstrap import spark_bootstrap
+        from reasoner.executors.spark.session import get_session
+
+        if self.check is not None:
+            self.check()
+        # The JVM's objects are freed through Python's cyclic collector
+        # (`collector_running`), also when the caller paused it for an in-process
+        # evaluation (`reasoner run`).
+        self._stack.enter_context(collector_running())
+        return self._stack.enter_context(
+            spark_bootstrap(
+                self.analyzed,
+                self.state,
+                self.symbols,
+                get_session(self.settings.spark_master),
+                self.check,
+                small_iteration=self.settings.spark_iteration,
+                decompose=self.settings.spark_decompose,
             )
-        return self._vectorized
-
-    def spark(self) -> SparkBootstrap:
-        if self._spark is None:
-            from reasoner.executors.spark.bootstrap import spark_bootstrap
-            from reasoner.executors.spark.session import get_session
-
-            if self.check is not None:
-                self.check()
-            # The JVM's objects are freed through Python's cyclic collector
-            # (`collector_running`), also when the caller paused it for an in-process
-            # evaluation (`reasoner run`).
-            self._stack.enter_context(collector_running())
-            self._spark = self._stack.enter_context(
-                spark_bootstrap(
-                    self.analyzed,
-                    self.state,
-                    self.symbols,
-                    get_session(self.settings.spark_master),
-                    self.check,
-                    small_iteration=self.settings.spark_iteration,
-                    decompose=self.settings.spark_decompose,
-                )
-            )
-        return self._spark
+        )

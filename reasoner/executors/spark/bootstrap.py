@@ -459,7 +459,9 @@ class SparkBootstrap:
                         if isinstance(leaf, StringConst):
                             self.symbols.intern(leaf.value)
 
-    def run_stratum(self, stratum: Stratum) -> StratumRun:  # noqa: C901, PLR0915
+    def run_stratum(  # noqa: C901, PLR0915
+        self, position: int, stratum: Stratum
+    ) -> StratumRun:
         """Counting semi-naive evaluation of one stratum: each iteration on Spark when it is
         large, on the in-process kernel when it is driven by fewer than `small` rows (see
         `DEFAULT_SPARK_ITERATION`), switching at any iteration: both commit N_k into the state.
@@ -638,10 +640,10 @@ class SparkBootstrap:
 
     def run(self, started: Started | None = None) -> tuple[StratumRun, ...]:
         runs = []
-        for stratum in self.analyzed.strata:
+        for position, stratum in enumerate(self.analyzed.strata):
             if started is not None:
                 started(stratum)
-            runs.append(self.run_stratum(stratum))
+            runs.append(self.run_stratum(position, stratum))
         return tuple(runs)
 
 
