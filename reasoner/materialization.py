@@ -5,6 +5,11 @@ values cross its boundary as the user's ints and strings), the facts (the EDB: i
 asserted on derived relations) and the state. Each `apply` is one epoch: it first tries Update
 under the switching deadline and falls back to a full Bootstrap past it, and either way the
 state afterwards equals a fresh Bootstrap of the facts (Theorem 3.5 of the elastic paper).
+
+The facade keeps construction, the locks (`reading`, `evaluating`), the Bootstrap and the
+publication of what an epoch computed; the work itself lives in the layers below it: checking
+and encoding a delta in `reasoner.elastic.prepare`, the epoch (Algorithm 3 and its fallback) in
+`reasoner.elastic.apply`, decoding the committed relations in `reasoner.reads.relations`.
 """
 
 from __future__ import annotations
@@ -19,51 +24,29 @@ from typing import Any, TypeVar
 import numpy as np
 
 from reasoner.analysis import check_program
-from reasoner.analysis.model import AnalyzedProgram, RelationInfo, Stratum
+from reasoner.analysis.model import AnalyzedProgram, RelationInfo
 from reasoner.analysis.negation_locals import is_internal
 from reasoner.elastic import switch
-from reasoner.elastic.changes import ChangedRows, Diff, EpochChanges
+from reasoner.elastic.apply import apply_epoch, commit_facts, update_memory_budget
+from reasoner.elastic.changes import EpochChanges
 from reasoner.elastic.epoch import UNCHANGED, Delta, EpochReport, StratumReport
-from reasoner.elastic.prepare import (
-    FactRows,
-    PreparedDelta,
-    as_set,
-    encoded,
-    encoded_columns,
-    source,
-)
-from reasoner.elastic.prepare import (
-    prepare as prepare_delta,
-)
+from reasoner.elastic.prepare import PreparedDelta, encoded, encoded_columns, source
+from reasoner.elastic.prepare import prepare as prepare_delta
 from reasoner.elastic.program_text import ProgramText, RuleEntry
 from reasoner.elastic.progress import BootstrapProgress
-from reasoner.elastic.restratify import (
-    StratumKey,
-    bootstrap_into_overlay,
-    changed_strata,
-    replace_contents,
-    stratum_key,
-)
-from reasoner.executors.aggregate import update_aggregate
+from reasoner.elastic.restratify import StratumKey, stratum_key
 from reasoner.executors.bootstrap import Check, StratumRun
 from reasoner.executors.registry import EngineChoice, EngineSettings, run_bootstrap, summary
 from reasoner.io.batch import FactBatch
 from reasoner.kernel.run import StratumUpdate
 from reasoner.reads import relations as reads
 from reasoner.storage import TupleSet
-from reasoner.storage.overlay import INF, Overlay
 from reasoner.storage.state import State, Tuple
 from reasoner.support.concurrency import ReadWriteLock, read_optimistically
-from reasoner.support.deadline import Deadline
-from reasoner.support.gc_pause import collector_paused
-from reasoner.values.records import ValueType
 from reasoner.values.symbols import SymbolTable, TableMark
 from reasoner.values.types import Value
 
 T = TypeVar("T")
-
-Listed = dict[str, tuple[set[Tuple], set[Tuple]]] | None
-"""Per derived relation, its (retracted, inserted) tuples, for a report that lists them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -345,192 +328,9 @@ class Materialization:
                     changes={} if include_changes else None,
                     warnings=prepared.warnings,
                 )
-            return self._apply(prepared, start, strategy, include_changes, check, before_publish)
-
-    def _apply(  # noqa: PLR0915
-        self,
-        prepared: PreparedDelta,
-        start: float,
-        strategy: str,
-        include_changes: bool,
-        check: Check | None,
-        before_publish: Callable[[EpochChanges], None] | None,
-    ) -> EpochReport:
-        new = prepared.analyzed or self.analyzed
-        reason = None
-        # The relations users see before or after the epoch, inputs included: a change set.
-        visible = [
-            name
-            for name in dict.fromkeys([*self.analyzed.relations, *new.relations])
-            if not is_internal(name)
-        ]
-        # Every relation derived before or after the epoch: a rule change can drop a derived
-        # relation from the program (its tuples all go) or leave it with facts alone.
-        derived = list(dict.fromkeys([*self.analyzed.stratum_of, *new.stratum_of]))
-        kept = [name for name in derived if name in new.relations]
-        old_types = {name: info.value_types for name, info in self.analyzed.relations.items()}
-        types = {**old_types, **{name: info.value_types for name, info in new.relations.items()}}
-        types_of = (old_types, types)
-        relations = (self.analyzed.relations, new.relations)
-        # A relation a rule change reshapes (another arity or column types; it holds no
-        # facts) is a new relation under an old name: no Update can carry its tuples over.
-        reshaped = {
-            name
-            for name, info in self.analyzed.relations.items()
-            if name in new.relations and new.relations[name].shape != info.shape
-        }
-        if strategy != "bootstrap" and not reshaped:
-            overlay = Overlay(self.state)
-            seconds = switch.update_seconds(
-                self.switching_parameter, self.last_bootstrap_seconds, self.min_update_seconds
+            return apply_epoch(
+                self, prepared, start, strategy, include_changes, check, before_publish
             )
-            deadline = switch.update_deadline(
-                strategy, start, seconds, check, self._update_memory_budget
-            )
-            cached = set(self._plans)
-
-            def overlay_rows(name: str) -> Diff:
-                """A relation's changes while the overlay holds them (a relation the rule
-                change drops loses every row)."""
-                if name not in self.state:
-                    return ChangedRows.none(), ChangedRows.none()
-                table = self.state[name].table
-                if name not in new.relations:
-                    return ChangedRows.all_of(table), ChangedRows.none()
-                gone, inserted = overlay.presence_rows(name)
-                return ChangedRows(table, gone), ChangedRows(table, inserted)
-
-            def update() -> tuple[tuple[StratumReport, ...], dict[str, tuple[int, int]], Listed]:
-                strata = self._update(overlay, prepared, deadline)
-                dropped = [n for n in derived if n not in new.relations and n in self.state]
-                sizes = {name: overlay.presence_sizes(name) for name in kept}
-                sizes.update((name, (len(self.state[name]), 0)) for name in dropped)
-                # Tuples only for a report that lists them: the compiled Update records
-                # changes by row id.
-                listed = _listed(derived, overlay_rows) if include_changes else None
-                return strata, sizes, listed
-
-            with (
-                collector_paused()
-            ):  # until the overlay's records are freed (reasoner.support.gc_pause)
-                attempt = switch.attempt_update(
-                    strategy, update, lambda: self._discard(overlay, cached)
-                )
-                if attempt.fallback_reason is None:
-                    try:
-                        if check is not None:
-                            check()  # an epoch that finished past its deadline is refused
-                        if before_publish is not None:
-                            self._epoch_changes(visible, overlay_rows, relations).hand_to(
-                                before_publish
-                            )
-                    except BaseException:
-                        self._discard(overlay, cached)
-                        raise
-                    with self._lock.exclusive():
-                        overlay.commit()
-                        self._adopt(prepared)
-                    assert attempt.outcome is not None  # Update finished
-                    strata, sizes, listed = attempt.outcome
-                    return self._report(start, "update", strata, sizes, listed, prepared, types_of)
-            reason = attempt.fallback_reason
-        before = self.state
-        facts = self._facts_after(prepared, new)
-        built_at = time.perf_counter()
-        built = self._build(new, facts, check)
-        if check is not None:
-            check()
-        # The derived relations' changes now (the report counts them); any other's when the
-        # caller of `before_publish` asks for it, while both states exist.
-        states = [before, built.state]
-        changes = {
-            name: _rebuilt_changes(before, built.state, name, reshaped=name in reshaped)
-            for name in derived
-        }
-
-        def rebuilt_rows(name: str) -> Diff:
-            if name not in changes:
-                old, rebuilt = states
-                if name not in old.relations and name not in rebuilt.relations:
-                    return ChangedRows.none(), ChangedRows.none()
-                changes[name] = _rebuilt_changes(old, rebuilt, name, reshaped=name in reshaped)
-            return changes[name]
-
-        if before_publish is not None:
-            self._epoch_changes(visible, rebuilt_rows, relations).hand_to(before_publish)
-        with self._lock.exclusive():
-            self.state, self.arities, self._plans = built.state, built.arities, built.plans
-            self._adopt(prepared, facts)
-        self.last_bootstrap_seconds = time.perf_counter() - built_at
-        sizes = {name: (len(changes[name][0]), len(changes[name][1])) for name in derived}
-        listed = _listed(derived, rebuilt_rows) if include_changes else None
-        del before  # the old state's memory goes back before the report is made
-        states.clear()
-        changes.clear()
-        strata = tuple(
-            StratumReport(run.index, run.relations, "bootstrap", run.seconds) for run in built.runs
-        )
-        return self._report(
-            start, "bootstrap", strata, sizes, listed, prepared, types_of, reason, built.engine
-        )
-
-    def _epoch_changes(
-        self,
-        names: Sequence[str],
-        diff: Callable[[str], Diff],
-        relations: tuple[Mapping[str, RelationInfo], Mapping[str, RelationInfo]],
-    ) -> EpochChanges:
-        return EpochChanges(
-            names,
-            diff,
-            relations,
-            self.symbols.decoder,
-            lambda info, columns: self._batch_of(info, columns, ordered=False),
-        )
-
-    def _discard(self, overlay: Overlay, cached: set[StratumKey]) -> None:
-        """Undo an Update that will not be committed: its overlay, the relations a rule change
-        added to the state, their arities, and the Update plans compiled over those relations
-        (`cached`: the plan keys from before the epoch)."""
-        created = bool(overlay.created)
-        overlay.discard()
-        self.arities.clear()
-        self.arities.update(self._arities(self.analyzed))
-        if created:
-            for key in set(self._plans) - cached:
-                del self._plans[key]
-
-    def _facts_after(
-        self, prepared: PreparedDelta, analyzed: AnalyzedProgram
-    ) -> dict[str, TupleSet]:
-        """The facts once the delta is applied, for a Bootstrap, leaving the current ones as
-        they are: a relation the delta changes is copied (or, inserted into while empty, is
-        the delta's set itself), the others are shared."""
-        facts: dict[str, TupleSet] = {}
-        for name, info in analyzed.relations.items():
-            current = self._facts_of(name, info.arity)
-            retracted = prepared.retracts.get(name)
-            inserted = prepared.inserts.get(name)
-            if not (retracted or inserted):
-                facts[name] = current
-            elif isinstance(inserted, TupleSet) and not retracted and not current:
-                facts[name] = inserted
-            else:
-                facts[name] = current.copy()
-                if retracted:
-                    facts[name].difference_update(retracted)
-                if inserted:
-                    facts[name].update(inserted)
-        return facts
-
-    def _facts_of(self, name: str, arity: int) -> TupleSet:
-        """The facts of `name` for a relation of `arity`: a new set when it has none, or a
-        set of another arity (a rule change may reshape a relation holding no facts; one
-        holding facts keeps its shape, see `_check_relations_kept`)."""
-        current = self.facts.get(name)
-        if current is None or current.arity != arity:
-            return TupleSet(arity)
-        return current
 
     def _adopt(self, prepared: PreparedDelta, facts: dict[str, TupleSet] | None = None) -> None:
         """Make the delta's facts and program current and count the epoch (under the exclusive
@@ -553,154 +353,12 @@ class Materialization:
         if facts is not None:
             self.facts = facts
         else:
-            self._commit_facts(prepared.inserts, prepared.retracts, self.analyzed)
-
-    def _commit_facts(
-        self,
-        inserts: dict[str, FactRows],
-        retracts: dict[str, FactRows],
-        analyzed: AnalyzedProgram,
-    ) -> None:
-        for name, rows in retracts.items():
-            self.facts[name].difference_update(rows)
-        for name, info in analyzed.relations.items():
-            self.facts[name] = self._facts_of(name, info.arity)
-        for name in [n for n in self.facts if n not in analyzed.relations]:
-            del self.facts[name]
-        for name, rows in inserts.items():
-            self.facts[name].update(rows)
-
-    def _update(
-        self, overlay: Overlay, prepared: PreparedDelta, deadline: Deadline
-    ) -> tuple[StratumReport, ...]:
-        """Bring every stratum up to date in the overlay, in topological order."""
-        new = prepared.analyzed or self.analyzed
-        changed: set[int] = set()
-        # Rule changes never change the program's facts (added text holds no facts), so the
-        # pinned facts stay those of the program text.
-        pinned = self.program_facts
-        if prepared.analyzed is not None:
-            changed = changed_strata(self.analyzed, new)
-            arities = self._arities(new)
-            self.arities.update(arities)
-            with self._lock.exclusive():
-                for name, arity in arities.items():
-                    overlay.create_relation(name, arity)
-        inserts = {n: as_set(r) - pinned.get(n, set()) for n, r in prepared.inserts.items()}
-        retracts = {n: as_set(r) - pinned.get(n, set()) for n, r in prepared.retracts.items()}
-        stratum_of = new.stratum_of
-        for name in new.relations:
-            if name in stratum_of:
-                continue
-            if name in self.analyzed.stratum_of:  # its rules were all removed: facts remain
-                rows = set(self.facts[name]) - retracts.get(name, set())
-                rows |= inserts.get(name, set())
-                replace_contents(overlay, name, rows | pinned.get(name, set()))
-                continue
-            for t in retracts.get(name, ()):
-                overlay.set(name, t, INF, 0)
-            for t in inserts.get(name, ()):
-                overlay.set(name, t, 0, 1)
-        reports = []
-        for stratum in new.strata:
-            started = time.perf_counter()
-            names = tuple(sorted(stratum.relations))
-            deadline.check()
-            if stratum.index in changed:
-                facts = {
-                    name: (set(self.facts.get(name, ())) - retracts.get(name, set()))
-                    | inserts.get(name, set())
-                    | pinned.get(name, set())
-                    for name in stratum.relations
-                }
-                bootstrap_into_overlay(
-                    stratum, overlay, facts, self.symbols, self.arities, deadline.check
-                )
-                kind = "bootstrap"
-            elif stratum.aggregate is not None:
-                if not overlay.has_changes(stratum.aggregate.source):
-                    reports.append(StratumReport(stratum.index, names, "unchanged", 0.0))
-                    continue
-                update_aggregate(stratum.aggregate, self.state, overlay, deadline.check)
-                kind = "update"
-            else:
-                own_retracts = {n: retracts[n] for n in stratum.relations if retracts.get(n)}
-                own_inserts = {n: inserts[n] for n in stratum.relations if inserts.get(n)}
-                plans = self._stratum_plans(stratum, new)
-                touched = (
-                    own_retracts
-                    or own_inserts
-                    or any(overlay.has_changes(name) for name in plans.inputs)
-                )
-                if not touched:
-                    reports.append(StratumReport(stratum.index, names, "unchanged", 0.0))
-                    continue
-                plans.update(overlay, deadline, own_retracts, own_inserts)
-                kind = "update"
-            reports.append(StratumReport(stratum.index, names, kind, time.perf_counter() - started))
-        return tuple(reports)
+            commit_facts(self.facts, prepared.inserts, prepared.retracts, self.analyzed)
 
     def _update_memory_budget(self) -> int:
-        """Bytes an Update's bookkeeping may take before the epoch falls back: the state's own
-        size (at least `MIN_UPDATE_MEMORY`). A Bootstrap needs about as much beside the old
-        state, so an Update that needs more is the more expensive way, however long its
-        deadline."""
-        tables = sum(store.table.nbytes for store in self.state.relations.values())
-        return max(MIN_UPDATE_MEMORY, tables)
-
-    def _stratum_plans(self, stratum: Stratum, analyzed: AnalyzedProgram) -> StratumUpdate:
-        key = stratum_key(stratum, analyzed)
-        plans = self._plans.get(key)
-        if plans is None:
-            plans = self._plans[key] = StratumUpdate(
-                stratum, self.state, self.symbols, self.arities
-            )
-        return plans
-
-    def _report(
-        self,
-        start: float,
-        strategy: str,
-        strata: tuple[StratumReport, ...],
-        sizes: dict[str, tuple[int, int]],
-        listed: Listed,
-        prepared: PreparedDelta,
-        types: tuple[Mapping[str, tuple[ValueType, ...]], Mapping[str, tuple[ValueType, ...]]],
-        reason: str | None = None,
-        engine: EngineChoice | None = None,
-    ) -> EpochReport:
-        """`sizes`: (retracted, inserted) per derived relation; `listed`: their tuples, for a
-        report that lists them; `types`: the column types of the relations before and after
-        the epoch (retracted tuples have the first, inserted ones the second). A relation the
-        analysis made for itself (`is_internal`) is left out, as everywhere users look."""
-        sizes = {name: size for name, size in sizes.items() if not is_internal(name)}
-        detail = None
-        if listed is not None:
-            detail = {}
-            old_types, new_types = types
-            for name, (gone, new) in listed.items():
-                if (gone or new) and not is_internal(name):
-                    decode_gone = self.symbols.decoder(old_types.get(name, new_types[name]))
-                    decode_new = self.symbols.decoder(new_types[name])
-                    detail[name] = {
-                        "inserted": sorted(decode_new(t) for t in new),
-                        "retracted": sorted(decode_gone(t) for t in gone),
-                    }
-        return EpochReport(
-            epoch=self.epoch,
-            strategy=strategy,
-            seconds=time.perf_counter() - start,
-            inserted=sum(new for _gone, new in sizes.values()),
-            retracted=sum(gone for gone, _new in sizes.values()),
-            strata=strata,
-            fallback_reason=reason,
-            changes=detail,
-            rules_added=prepared.rules_added,
-            rules_removed=prepared.rules_removed,
-            warnings=prepared.warnings,
-            engine=None if engine is None else engine.engine,
-            engine_reason=None if engine is None else engine.reason,
-        )
+        """Bytes an Update's bookkeeping may take before the epoch falls back (see
+        `reasoner.elastic.apply.update_memory_budget`)."""
+        return update_memory_budget(self.state)
 
     # -- reading --------------------------------------------------------------------------------
 
@@ -726,6 +384,7 @@ class Materialization:
     def _batch_of(
         self, info: RelationInfo, columns: Sequence[np.ndarray], *, ordered: bool
     ) -> FactBatch:
+        """Engine columns of relation `info` in user values: the change sets' decoding."""
         return reads.batch_of(self.symbols, info, columns, ordered=ordered)
 
     def size(self, name: str) -> int:
@@ -765,34 +424,3 @@ class Materialization:
     def snapshot(self) -> dict[str, dict[tuple[Value, ...], tuple[int, int]]]:
         """Every relation as {row: (iteration, count)} in user values, for comparing states."""
         return reads.snapshot(self.symbols, self.analyzed.relations, self.state)
-
-
-def _listed(names: Iterable[str], rows: Callable[[str], Diff]) -> Listed:
-    """The tuples each relation lost and gained, for a report that lists them: from the row
-    ids the epoch's change set is made of, so that the report and the feed always agree."""
-    listed: dict[str, tuple[set[Tuple], set[Tuple]]] = {}
-    for name in names:
-        gone, inserted = rows(name)
-        listed[name] = (set(gone.tuples()), set(inserted.tuples()))
-    return listed
-
-
-def _rebuilt_changes(before: State, after: State, name: str, *, reshaped: bool) -> Diff:
-    """(retracted, inserted) rows of relation `name` from one state to a rebuilt one; all of
-    them when the relation was `reshaped` (its old rows are of another shape)."""
-    old = before.relations.get(name)
-    new = after.relations.get(name)
-    if reshaped and old is not None and new is not None:
-        return ChangedRows.all_of(old.table), ChangedRows.all_of(new.table)
-    if old is None or new is None:
-        present = (old if old is not None else new).table  # type: ignore[union-attr]  # one exists
-        rows = ChangedRows.all_of(present)
-        return (rows, ChangedRows.none()) if new is None else (ChangedRows.none(), rows)
-    return (
-        ChangedRows(old.table, old.table.missing_from(new.table)),
-        ChangedRows(new.table, new.table.missing_from(old.table)),
-    )
-
-
-MIN_UPDATE_MEMORY = 256 << 20
-"""The memory bound of an Update's bookkeeping on a small state (see `_update_memory_budget`)."""
