@@ -5,86 +5,48 @@ values cross its boundary as the user's ints and strings), the facts (the EDB: i
 asserted on derived relations) and the state. Each `apply` is one epoch: it first tries Update
 under the switching deadline and falls back to a full Bootstrap past it, and either way the
 state afterwards equals a fresh Bootstrap of the facts (Theorem 3.5 of the elastic paper).
+
+The facade keeps construction, the locks (`reading`, `evaluating`), the Bootstrap and the
+publication of what an epoch computed; the work itself lives in the layers below it: checking
+and encoding a delta in `reasoner.elastic.prepare`, the epoch (Algorithm 3 and its fallback) in
+`reasoner.elastic.apply`, decoding the committed relations in `reasoner.reads.relations`.
 """
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Any, TypeVar, cast
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import numpy as np
-import polars as pl
 
 from reasoner.analysis import check_program
-from reasoner.analysis.model import AnalyzedProgram, RelationInfo, Stratum
+from reasoner.analysis.model import AnalyzedProgram, RelationInfo
 from reasoner.analysis.negation_locals import is_internal
 from reasoner.elastic import switch
-from reasoner.elastic.changes import ChangedRows, Diff, EpochChanges
-from reasoner.elastic.epoch import UNCHANGED, Delta, EpochReport, Rows, StratumReport
-from reasoner.elastic.program_text import Changed, ProgramText, RuleEntry, declaration
+from reasoner.elastic.apply import apply_epoch, commit_facts, update_memory_budget
+from reasoner.elastic.changes import EpochChanges
+from reasoner.elastic.epoch import UNCHANGED, Delta, EpochReport, StratumReport
+from reasoner.elastic.prepare import PreparedDelta, encoded, encoded_columns, source
+from reasoner.elastic.prepare import prepare as prepare_delta
+from reasoner.elastic.program_text import ProgramText, RuleEntry
 from reasoner.elastic.progress import BootstrapProgress
-from reasoner.elastic.restratify import (
-    StratumKey,
-    bootstrap_into_overlay,
-    changed_strata,
-    replace_contents,
-    stratum_key,
-)
-from reasoner.errors import (
-    ARITY_MISMATCH,
-    PROGRAM_FACT,
-    RULES_UNAVAILABLE,
-    TYPE_MISMATCH,
-    UNKNOWN_RELATION,
-    UNKNOWN_RULE,
-    InvalidDelta,
-    Notice,
-)
-from reasoner.executors.aggregate import update_aggregate
+from reasoner.elastic.restratify import StratumKey, stratum_key
 from reasoner.executors.bootstrap import Check, StratumRun
 from reasoner.executors.registry import EngineChoice, EngineSettings, run_bootstrap, summary
-from reasoner.io.batch import FactBatch, engine_numbers, user_numbers
+from reasoner.io.batch import FactBatch
 from reasoner.kernel.run import StratumUpdate
+from reasoner.reads import relations as reads
 from reasoner.storage import TupleSet
-from reasoner.storage.overlay import INF, Overlay
 from reasoner.storage.state import State, Tuple
 from reasoner.support.concurrency import ReadWriteLock, read_optimistically
-from reasoner.support.deadline import Deadline
-from reasoner.support.gc_pause import collector_paused
-from reasoner.syntax.lexer import IDENTIFIER
-from reasoner.values import floats
-from reasoner.values.arith import wrap64
-from reasoner.values.records import AdtType, RecordError, RecordType, ValueType, canonical
-from reasoner.values.symbols import SymbolTable, TableMark, mapped_distinct
-from reasoner.values.types import FLOAT, NUMBER, SYMBOL, UNSIGNED, ColumnType, Value
+from reasoner.values.symbols import SymbolTable, TableMark
+from reasoner.values.types import Value
 
 T = TypeVar("T")
-
-BATCH_MIN_ROWS = 1000
-"""From this many rows on, a relation's rows in a delta are checked and encoded as a batch
-(`FactBatch.of_values`): 3 M rows took 13 s one by one."""
-FactRows = set[Tuple] | TupleSet
-"""The facts of one relation that a delta flips (see `PreparedDelta`)."""
-
-
-@dataclass(frozen=True, slots=True)
-class EngineColumns:
-    """A batch's rows as engine columns (int64, symbols interned), row for row."""
-
-    arity: int
-    columns: list[np.ndarray]
-
-
-EngineRows = EngineColumns | list[Tuple]
-GivenRows = FactBatch | list[tuple[Value, ...]]
-"""Facts in user values: a batch, or rows (those of a relation of arity 0, too)."""
-Listed = dict[str, tuple[set[Tuple], set[Tuple]]] | None
-"""Per derived relation, its (retracted, inserted) tuples, for a report that lists them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,56 +72,6 @@ class BootstrapReport:
             ),
             engine=self.engine.engine,
             engine_reason=self.engine.reason,
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class PreparedDelta:
-    """A delta checked against one epoch: encoded facts and, for rule changes, the new program.
-
-    Preparing raises every error a delta can have before anything changes, so a caller (the
-    service) can make the delta durable between `prepare` and `apply` knowing it will apply.
-    """
-
-    epoch: int
-    """The epoch it was prepared against: applying it to any other epoch is refused."""
-    inserts: dict[str, FactRows]
-    retracts: dict[str, FactRows]
-    """The facts that flip, per relation: a set, or a `TupleSet` for a batch (`FactBatch`)."""
-    program: ProgramText | None
-    """The program after the delta (the current one when no rule changes; None for a
-    materialization built from a parsed program, which takes no rule changes)."""
-    analyzed: AnalyzedProgram | None
-    """The new program's analysis, or None when the rules do not change."""
-    rules_added: tuple[str, ...] = ()
-    rules_removed: tuple[str, ...] = ()
-    warnings: tuple[Notice, ...] = ()
-    """What was accepted but may not be meant: a body relation defined nowhere (empty), a
-    retracted fact that the program text asserts (it stays)."""
-
-    @property
-    def program_text(self) -> str:
-        assert self.program is not None, "a rule change always has its program text"
-        return self.program.text
-
-    program_changed: bool = False
-    """The program text changes (rules, or only declarations and directives)."""
-    given_inserts: dict[str, GivenRows] = field(default_factory=dict)
-    """The facts that flip in user values, as the delta gave them (checked), each once: what
-    the service stores, without decoding engine tuples back."""
-    given_retracts: dict[str, GivenRows] = field(default_factory=dict)
-    rules_given: tuple[str, ...] = ()
-    """Ids of every rule the delta's texts hold, new or already present (`rules_added`)."""
-
-    @property
-    def changes_nothing(self) -> bool:
-        """No fact flips and the program stays as it is: applying it makes no epoch."""
-        return not (
-            any(self.inserts.values())
-            or any(self.retracts.values())
-            or self.rules_added
-            or self.rules_removed
-            or self.program_changed
         )
 
 
@@ -241,36 +153,16 @@ class Materialization:
     def _set_program_facts(self, analyzed: AnalyzedProgram) -> None:
         self.program_facts = {name: set() for name in analyzed.relations}
         for name, rows in analyzed.facts.items():
-            self.program_facts[name].update(self._encoded(analyzed.relations[name], rows))
+            self.program_facts[name].update(encoded(self.symbols, analyzed.relations[name], rows))
 
     def load(self, inputs: Mapping[str, Iterable[Sequence[Value]]]) -> None:
         """Add input facts before the first Bootstrap (a bulk load, not an epoch)."""
         for name, rows in inputs.items():
             info = self.analyzed.relations[name]
             if isinstance(rows, FactBatch) and rows.matches(info.types):
-                self.facts[name].update_columns(self._encoded_columns(info, rows))
+                self.facts[name].update_columns(encoded_columns(self.symbols, info, rows))
             else:
-                self.facts[name].update(self._encoded(info, rows))
-
-    def _encoded(self, info: RelationInfo, rows: Iterable[Sequence[Value]]) -> list[Tuple]:
-        """Rows of user values as engine tuples."""
-        return list(map(self.symbols.encoder(info.value_types), rows))
-
-    def _encoded_columns(self, info: RelationInfo, batch: FactBatch) -> list[np.ndarray]:
-        """A batch's columns as engine columns (int64, symbols interned)."""
-        return [
-            self.symbols.intern_column(column)
-            if kind == SYMBOL
-            else self._record_ids(column, kind)
-            if isinstance(kind, RecordType | AdtType)
-            else engine_numbers(column)
-            for kind, column in zip(info.value_types, batch.frame.iter_columns(), strict=True)
-        ]
-
-    def _record_ids(self, column: pl.Series, kind: RecordType | AdtType) -> np.ndarray:
-        """A column of records' canonical texts as their ids (packed as needed)."""
-        parse = self.symbols.codec().parse
-        return mapped_distinct(column, lambda text: cast(int, parse(text, kind)))
+                self.facts[name].update(encoded(self.symbols, info, rows))
 
     @contextmanager
     def evaluating(self) -> Iterator[None]:
@@ -379,166 +271,21 @@ class Materialization:
         return self._source().text
 
     def _source(self) -> ProgramText:
-        if self.program is None:
-            raise InvalidDelta(
-                RULES_UNAVAILABLE,
-                "this materialization was built from a parsed program, not from its text: "
-                "create it with `Materialization.from_text` to list or change rules",
-            )
-        return self.program
+        return source(self.program)
 
     def prepare(self, delta: Delta) -> PreparedDelta:
         """Check a delta against the current epoch; raise `ProgramError` / `InvalidDelta`.
         It interns the delta's symbols: a caller that applies it later holds `evaluating`
         around both, so that they go again if no epoch is published."""
-        program = self.program
-        analyzed = None
-        added: tuple[str, ...] = ()
-        removed: tuple[str, ...] = ()
-        insert: dict[str, Sequence[Sequence[Value]]] = dict(delta.insert)
-        add = list(delta.add_rules)
-        changed = self._changed(add, list(delta.remove_rules))
-        shapes = _shapes_from_facts((changed.analyzed if changed else self.analyzed), insert)
-        if shapes:  # the facts give these relations their shape: declare it
-            add.append(shapes)
-            changed = self._changed(add, list(delta.remove_rules))
-        if changed is not None:
-            program, analyzed = changed.program, changed.analyzed
-            added, removed = changed.added, changed.removed
-            for name, rows in changed.facts.items():  # facts in added program text are data
-                insert[name] = [*insert.get(name, ()), *rows]
-        target = analyzed or self.analyzed
-        checked_inserts = self._encode_delta(target.relations, insert, "insert")
-        # Retractions may name a relation the same delta's rule change removes.
-        retractable = {**self.analyzed.relations, **target.relations}
-        checked_retracts = self._encode_delta(retractable, delta.retract, "retract")
-        # Interning symbols is the one write a rejected delta makes: `evaluating` takes it back.
-        encoded_inserts = self._engine_rows(target.relations, checked_inserts)
-        encoded_retracts = self._engine_rows(retractable, checked_retracts)
-        inserts = {n: _distinct(rows) for n, rows in encoded_inserts.items()}
-        retracts = {n: _distinct(rows) for n, rows in encoded_retracts.items()}
-        for name in set(inserts) & set(retracts):
-            inserted, retracted = _as_set(inserts[name]), _as_set(retracts[name])
-            both = inserted & retracted
-            inserts[name] = inserted - both
-            retracts[name] = retracted - both
-        warnings = tuple(Notice.of(w) for w in changed.warnings) if changed else ()
-        warnings += self._pinned_retractions(retracts, target)
-        facts = self.facts
-        inserts = {n: _held(facts.get(n), r, held=False) for n, r in inserts.items()}
-        retracts = {n: _held(facts.get(n), r, held=True) for n, r in retracts.items()}
-        if analyzed is not None:
-            self._check_relations_kept(analyzed, inserts, retracts)
-        return PreparedDelta(
-            self.epoch,
-            inserts,
-            retracts,
-            program,
-            analyzed,
-            added,
-            removed,
-            warnings,
-            program_changed=(
-                analyzed is not None and program is not None and program.text != self._source().text
-            ),
-            given_inserts=_given(target.relations, checked_inserts, encoded_inserts, inserts),
-            given_retracts=_given(retractable, checked_retracts, encoded_retracts, retracts),
-            rules_given=changed.given if changed else (),
+        return prepare_delta(
+            delta,
+            epoch=self.epoch,
+            analyzed=self.analyzed,
+            program=self.program,
+            facts=self.facts,
+            program_facts=self.program_facts,
+            symbols=self.symbols,
         )
-
-    def _changed(self, add: list[str], remove: list[str]) -> Changed | None:
-        """The program after adding and removing rules, or None when the delta has none."""
-        if not (add or remove):
-            return None
-        try:
-            return self._source().changed(add, remove)
-        except KeyError as missing:
-            raise InvalidDelta(UNKNOWN_RULE, f"no rule has id `{missing.args[0]}`") from None
-
-    def _pinned_retractions(
-        self, retracts: dict[str, FactRows], analyzed: AnalyzedProgram
-    ) -> tuple[Notice, ...]:
-        """Warnings for retracted facts that the program text asserts: they are part of the
-        program, so they stay (remove them from the program to remove them)."""
-        out = []
-        for name, rows in retracts.items():
-            pinned = {t for t in self.program_facts.get(name, ()) if t in rows}
-            if pinned:
-                info = analyzed.relations.get(name) or self.analyzed.relations[name]
-                decode = self.symbols.decoder(info.value_types)
-                shown = ", ".join(
-                    f"{name}({', '.join(json.dumps(v) for v in decode(t))})"
-                    for t in sorted(pinned)[:3]
-                )
-                more = f" and {len(pinned) - 3} more" if len(pinned) > 3 else ""
-                out.append(
-                    Notice(
-                        PROGRAM_FACT,
-                        f"{shown}{more}: asserted by the program text, so retracting it as "
-                        "data leaves it in place (remove it from the program instead)",
-                    )
-                )
-        return tuple(out)
-
-    def _check_relations_kept(
-        self,
-        analyzed: AnalyzedProgram,
-        inserts: dict[str, FactRows],
-        retracts: dict[str, FactRows],
-    ) -> None:
-        """Facts are never dropped by a rule change: a relation holding facts must stay in the
-        program with the same column types."""
-        for name, info in self.analyzed.relations.items():
-            kept = len(self.facts[name]) - len(retracts.get(name, ()))  # retracts are facts
-            if not kept:
-                continue
-            new = analyzed.relations.get(name)
-            if new is None:
-                raise InvalidDelta(
-                    UNKNOWN_RELATION,
-                    f"the rule change removes relation `{name}`, which holds {kept} facts: "
-                    "retract them first, or declare the relation",
-                )
-            if new.shape != info.shape:
-                raise InvalidDelta(
-                    TYPE_MISMATCH,
-                    f"the rule change makes `{name}` ({', '.join(new.shape)}), but it holds "
-                    f"{kept} facts of types ({', '.join(info.shape)})",
-                )
-
-    @staticmethod
-    def _encode_delta(
-        relations: Mapping[str, RelationInfo], rows_by_relation: Rows, verb: str
-    ) -> dict[str, Sequence[tuple[Value, ...]]]:
-        checked: dict[str, Sequence[tuple[Value, ...]]] = {}
-        for name, rows in rows_by_relation.items():
-            info = relations.get(name)
-            if info is None or info.internal:
-                raise InvalidDelta(
-                    UNKNOWN_RELATION, f"cannot {verb} facts of unknown relation `{name}`"
-                )
-            if isinstance(rows, FactBatch) and rows.matches(info.types):
-                checked[name] = rows
-                continue
-            batch = FactBatch.of_values(rows, info.types) if len(rows) >= BATCH_MIN_ROWS else None
-            if batch is not None:
-                checked[name] = batch
-            else:
-                checked[name] = [_checked_row(info, row, verb) for row in rows]
-        return checked
-
-    def _engine_rows(
-        self, relations: Mapping[str, RelationInfo], rows: dict[str, Sequence[tuple[Value, ...]]]
-    ) -> dict[str, EngineRows]:
-        """Checked rows as engine rows, row for row: a batch's columns, or tuples."""
-        out: dict[str, EngineRows] = {}
-        for name, given in rows.items():
-            info = relations[name]
-            if isinstance(given, FactBatch):
-                out[name] = EngineColumns(info.arity, self._encoded_columns(info, given))
-            else:
-                out[name] = self._encoded(info, given)
-        return out
 
     # -- epochs ---------------------------------------------------------------------------------
 
@@ -581,192 +328,9 @@ class Materialization:
                     changes={} if include_changes else None,
                     warnings=prepared.warnings,
                 )
-            return self._apply(prepared, start, strategy, include_changes, check, before_publish)
-
-    def _apply(  # noqa: PLR0915
-        self,
-        prepared: PreparedDelta,
-        start: float,
-        strategy: str,
-        include_changes: bool,
-        check: Check | None,
-        before_publish: Callable[[EpochChanges], None] | None,
-    ) -> EpochReport:
-        new = prepared.analyzed or self.analyzed
-        reason = None
-        # The relations users see before or after the epoch, inputs included: a change set.
-        visible = [
-            name
-            for name in dict.fromkeys([*self.analyzed.relations, *new.relations])
-            if not is_internal(name)
-        ]
-        # Every relation derived before or after the epoch: a rule change can drop a derived
-        # relation from the program (its tuples all go) or leave it with facts alone.
-        derived = list(dict.fromkeys([*self.analyzed.stratum_of, *new.stratum_of]))
-        kept = [name for name in derived if name in new.relations]
-        old_types = {name: info.value_types for name, info in self.analyzed.relations.items()}
-        types = {**old_types, **{name: info.value_types for name, info in new.relations.items()}}
-        types_of = (old_types, types)
-        relations = (self.analyzed.relations, new.relations)
-        # A relation a rule change reshapes (another arity or column types; it holds no
-        # facts) is a new relation under an old name: no Update can carry its tuples over.
-        reshaped = {
-            name
-            for name, info in self.analyzed.relations.items()
-            if name in new.relations and new.relations[name].shape != info.shape
-        }
-        if strategy != "bootstrap" and not reshaped:
-            overlay = Overlay(self.state)
-            seconds = switch.update_seconds(
-                self.switching_parameter, self.last_bootstrap_seconds, self.min_update_seconds
+            return apply_epoch(
+                self, prepared, start, strategy, include_changes, check, before_publish
             )
-            deadline = switch.update_deadline(
-                strategy, start, seconds, check, self._update_memory_budget
-            )
-            cached = set(self._plans)
-
-            def overlay_rows(name: str) -> Diff:
-                """A relation's changes while the overlay holds them (a relation the rule
-                change drops loses every row)."""
-                if name not in self.state:
-                    return ChangedRows.none(), ChangedRows.none()
-                table = self.state[name].table
-                if name not in new.relations:
-                    return ChangedRows.all_of(table), ChangedRows.none()
-                gone, inserted = overlay.presence_rows(name)
-                return ChangedRows(table, gone), ChangedRows(table, inserted)
-
-            def update() -> tuple[tuple[StratumReport, ...], dict[str, tuple[int, int]], Listed]:
-                strata = self._update(overlay, prepared, deadline)
-                dropped = [n for n in derived if n not in new.relations and n in self.state]
-                sizes = {name: overlay.presence_sizes(name) for name in kept}
-                sizes.update((name, (len(self.state[name]), 0)) for name in dropped)
-                # Tuples only for a report that lists them: the compiled Update records
-                # changes by row id.
-                listed = _listed(derived, overlay_rows) if include_changes else None
-                return strata, sizes, listed
-
-            with (
-                collector_paused()
-            ):  # until the overlay's records are freed (reasoner.support.gc_pause)
-                attempt = switch.attempt_update(
-                    strategy, update, lambda: self._discard(overlay, cached)
-                )
-                if attempt.fallback_reason is None:
-                    try:
-                        if check is not None:
-                            check()  # an epoch that finished past its deadline is refused
-                        if before_publish is not None:
-                            self._epoch_changes(visible, overlay_rows, relations).hand_to(
-                                before_publish
-                            )
-                    except BaseException:
-                        self._discard(overlay, cached)
-                        raise
-                    with self._lock.exclusive():
-                        overlay.commit()
-                        self._adopt(prepared)
-                    assert attempt.outcome is not None  # Update finished
-                    strata, sizes, listed = attempt.outcome
-                    return self._report(start, "update", strata, sizes, listed, prepared, types_of)
-            reason = attempt.fallback_reason
-        before = self.state
-        facts = self._facts_after(prepared, new)
-        built_at = time.perf_counter()
-        built = self._build(new, facts, check)
-        if check is not None:
-            check()
-        # The derived relations' changes now (the report counts them); any other's when the
-        # caller of `before_publish` asks for it, while both states exist.
-        states = [before, built.state]
-        changes = {
-            name: _rebuilt_changes(before, built.state, name, reshaped=name in reshaped)
-            for name in derived
-        }
-
-        def rebuilt_rows(name: str) -> Diff:
-            if name not in changes:
-                old, rebuilt = states
-                if name not in old.relations and name not in rebuilt.relations:
-                    return ChangedRows.none(), ChangedRows.none()
-                changes[name] = _rebuilt_changes(old, rebuilt, name, reshaped=name in reshaped)
-            return changes[name]
-
-        if before_publish is not None:
-            self._epoch_changes(visible, rebuilt_rows, relations).hand_to(before_publish)
-        with self._lock.exclusive():
-            self.state, self.arities, self._plans = built.state, built.arities, built.plans
-            self._adopt(prepared, facts)
-        self.last_bootstrap_seconds = time.perf_counter() - built_at
-        sizes = {name: (len(changes[name][0]), len(changes[name][1])) for name in derived}
-        listed = _listed(derived, rebuilt_rows) if include_changes else None
-        del before  # the old state's memory goes back before the report is made
-        states.clear()
-        changes.clear()
-        strata = tuple(
-            StratumReport(run.index, run.relations, "bootstrap", run.seconds) for run in built.runs
-        )
-        return self._report(
-            start, "bootstrap", strata, sizes, listed, prepared, types_of, reason, built.engine
-        )
-
-    def _epoch_changes(
-        self,
-        names: Sequence[str],
-        diff: Callable[[str], Diff],
-        relations: tuple[Mapping[str, RelationInfo], Mapping[str, RelationInfo]],
-    ) -> EpochChanges:
-        return EpochChanges(
-            names,
-            diff,
-            relations,
-            self.symbols.decoder,
-            lambda info, columns: self._batch_of(info, columns, ordered=False),
-        )
-
-    def _discard(self, overlay: Overlay, cached: set[StratumKey]) -> None:
-        """Undo an Update that will not be committed: its overlay, the relations a rule change
-        added to the state, their arities, and the Update plans compiled over those relations
-        (`cached`: the plan keys from before the epoch)."""
-        created = bool(overlay.created)
-        overlay.discard()
-        self.arities.clear()
-        self.arities.update(self._arities(self.analyzed))
-        if created:
-            for key in set(self._plans) - cached:
-                del self._plans[key]
-
-    def _facts_after(
-        self, prepared: PreparedDelta, analyzed: AnalyzedProgram
-    ) -> dict[str, TupleSet]:
-        """The facts once the delta is applied, for a Bootstrap, leaving the current ones as
-        they are: a relation the delta changes is copied (or, inserted into while empty, is
-        the delta's set itself), the others are shared."""
-        facts: dict[str, TupleSet] = {}
-        for name, info in analyzed.relations.items():
-            current = self._facts_of(name, info.arity)
-            retracted = prepared.retracts.get(name)
-            inserted = prepared.inserts.get(name)
-            if not (retracted or inserted):
-                facts[name] = current
-            elif isinstance(inserted, TupleSet) and not retracted and not current:
-                facts[name] = inserted
-            else:
-                facts[name] = current.copy()
-                if retracted:
-                    facts[name].difference_update(retracted)
-                if inserted:
-                    facts[name].update(inserted)
-        return facts
-
-    def _facts_of(self, name: str, arity: int) -> TupleSet:
-        """The facts of `name` for a relation of `arity`: a new set when it has none, or a
-        set of another arity (a rule change may reshape a relation holding no facts; one
-        holding facts keeps its shape, see `_check_relations_kept`)."""
-        current = self.facts.get(name)
-        if current is None or current.arity != arity:
-            return TupleSet(arity)
-        return current
 
     def _adopt(self, prepared: PreparedDelta, facts: dict[str, TupleSet] | None = None) -> None:
         """Make the delta's facts and program current and count the epoch (under the exclusive
@@ -789,154 +353,12 @@ class Materialization:
         if facts is not None:
             self.facts = facts
         else:
-            self._commit_facts(prepared.inserts, prepared.retracts, self.analyzed)
-
-    def _commit_facts(
-        self,
-        inserts: dict[str, FactRows],
-        retracts: dict[str, FactRows],
-        analyzed: AnalyzedProgram,
-    ) -> None:
-        for name, rows in retracts.items():
-            self.facts[name].difference_update(rows)
-        for name, info in analyzed.relations.items():
-            self.facts[name] = self._facts_of(name, info.arity)
-        for name in [n for n in self.facts if n not in analyzed.relations]:
-            del self.facts[name]
-        for name, rows in inserts.items():
-            self.facts[name].update(rows)
-
-    def _update(
-        self, overlay: Overlay, prepared: PreparedDelta, deadline: Deadline
-    ) -> tuple[StratumReport, ...]:
-        """Bring every stratum up to date in the overlay, in topological order."""
-        new = prepared.analyzed or self.analyzed
-        changed: set[int] = set()
-        # Rule changes never change the program's facts (added text holds no facts), so the
-        # pinned facts stay those of the program text.
-        pinned = self.program_facts
-        if prepared.analyzed is not None:
-            changed = changed_strata(self.analyzed, new)
-            arities = self._arities(new)
-            self.arities.update(arities)
-            with self._lock.exclusive():
-                for name, arity in arities.items():
-                    overlay.create_relation(name, arity)
-        inserts = {n: _as_set(r) - pinned.get(n, set()) for n, r in prepared.inserts.items()}
-        retracts = {n: _as_set(r) - pinned.get(n, set()) for n, r in prepared.retracts.items()}
-        stratum_of = new.stratum_of
-        for name in new.relations:
-            if name in stratum_of:
-                continue
-            if name in self.analyzed.stratum_of:  # its rules were all removed: facts remain
-                rows = set(self.facts[name]) - retracts.get(name, set())
-                rows |= inserts.get(name, set())
-                replace_contents(overlay, name, rows | pinned.get(name, set()))
-                continue
-            for t in retracts.get(name, ()):
-                overlay.set(name, t, INF, 0)
-            for t in inserts.get(name, ()):
-                overlay.set(name, t, 0, 1)
-        reports = []
-        for stratum in new.strata:
-            started = time.perf_counter()
-            names = tuple(sorted(stratum.relations))
-            deadline.check()
-            if stratum.index in changed:
-                facts = {
-                    name: (set(self.facts.get(name, ())) - retracts.get(name, set()))
-                    | inserts.get(name, set())
-                    | pinned.get(name, set())
-                    for name in stratum.relations
-                }
-                bootstrap_into_overlay(
-                    stratum, overlay, facts, self.symbols, self.arities, deadline.check
-                )
-                kind = "bootstrap"
-            elif stratum.aggregate is not None:
-                if not overlay.has_changes(stratum.aggregate.source):
-                    reports.append(StratumReport(stratum.index, names, "unchanged", 0.0))
-                    continue
-                update_aggregate(stratum.aggregate, self.state, overlay, deadline.check)
-                kind = "update"
-            else:
-                own_retracts = {n: retracts[n] for n in stratum.relations if retracts.get(n)}
-                own_inserts = {n: inserts[n] for n in stratum.relations if inserts.get(n)}
-                plans = self._stratum_plans(stratum, new)
-                touched = (
-                    own_retracts
-                    or own_inserts
-                    or any(overlay.has_changes(name) for name in plans.inputs)
-                )
-                if not touched:
-                    reports.append(StratumReport(stratum.index, names, "unchanged", 0.0))
-                    continue
-                plans.update(overlay, deadline, own_retracts, own_inserts)
-                kind = "update"
-            reports.append(StratumReport(stratum.index, names, kind, time.perf_counter() - started))
-        return tuple(reports)
+            commit_facts(self.facts, prepared.inserts, prepared.retracts, self.analyzed)
 
     def _update_memory_budget(self) -> int:
-        """Bytes an Update's bookkeeping may take before the epoch falls back: the state's own
-        size (at least `MIN_UPDATE_MEMORY`). A Bootstrap needs about as much beside the old
-        state, so an Update that needs more is the more expensive way, however long its
-        deadline."""
-        tables = sum(store.table.nbytes for store in self.state.relations.values())
-        return max(MIN_UPDATE_MEMORY, tables)
-
-    def _stratum_plans(self, stratum: Stratum, analyzed: AnalyzedProgram) -> StratumUpdate:
-        key = stratum_key(stratum, analyzed)
-        plans = self._plans.get(key)
-        if plans is None:
-            plans = self._plans[key] = StratumUpdate(
-                stratum, self.state, self.symbols, self.arities
-            )
-        return plans
-
-    def _report(
-        self,
-        start: float,
-        strategy: str,
-        strata: tuple[StratumReport, ...],
-        sizes: dict[str, tuple[int, int]],
-        listed: Listed,
-        prepared: PreparedDelta,
-        types: tuple[Mapping[str, tuple[ValueType, ...]], Mapping[str, tuple[ValueType, ...]]],
-        reason: str | None = None,
-        engine: EngineChoice | None = None,
-    ) -> EpochReport:
-        """`sizes`: (retracted, inserted) per derived relation; `listed`: their tuples, for a
-        report that lists them; `types`: the column types of the relations before and after
-        the epoch (retracted tuples have the first, inserted ones the second). A relation the
-        analysis made for itself (`is_internal`) is left out, as everywhere users look."""
-        sizes = {name: size for name, size in sizes.items() if not is_internal(name)}
-        detail = None
-        if listed is not None:
-            detail = {}
-            old_types, new_types = types
-            for name, (gone, new) in listed.items():
-                if (gone or new) and not is_internal(name):
-                    decode_gone = self.symbols.decoder(old_types.get(name, new_types[name]))
-                    decode_new = self.symbols.decoder(new_types[name])
-                    detail[name] = {
-                        "inserted": sorted(decode_new(t) for t in new),
-                        "retracted": sorted(decode_gone(t) for t in gone),
-                    }
-        return EpochReport(
-            epoch=self.epoch,
-            strategy=strategy,
-            seconds=time.perf_counter() - start,
-            inserted=sum(new for _gone, new in sizes.values()),
-            retracted=sum(gone for gone, _new in sizes.values()),
-            strata=strata,
-            fallback_reason=reason,
-            changes=detail,
-            rules_added=prepared.rules_added,
-            rules_removed=prepared.rules_removed,
-            warnings=prepared.warnings,
-            engine=None if engine is None else engine.engine,
-            engine_reason=None if engine is None else engine.reason,
-        )
+        """Bytes an Update's bookkeeping may take before the epoch falls back (see
+        `reasoner.elastic.apply.update_memory_budget`)."""
+        return update_memory_budget(self.state)
 
     # -- reading --------------------------------------------------------------------------------
 
@@ -949,8 +371,7 @@ class Materialization:
 
     def rows(self, name: str) -> list[tuple[Value, ...]]:
         """Every tuple of a relation, as user values."""
-        decode = self.symbols.decoder(self.analyzed.relations[name].value_types)
-        return [decode(t) for t in self.state[name]]
+        return reads.rows(self.symbols, self.analyzed.relations[name], self.state[name])
 
     def batch(self, name: str, *, ordered: bool = True) -> FactBatch | list[tuple[()]]:
         """Every tuple of a relation in user values, as columns (rows for arity 0), in value
@@ -958,105 +379,20 @@ class Materialization:
         tuple, sorted on the integers (a symbol by its rank among the symbols) rather than on
         strings."""
         info = self.analyzed.relations[name]
-        if not info.arity:
-            return [()] * self.size(name)
-        return self._batch_of(info, self.state[name].table.columns()[0], ordered=ordered)
+        return reads.batch(self.symbols, info, self.state[name], ordered=ordered)
 
     def _batch_of(
         self, info: RelationInfo, columns: Sequence[np.ndarray], *, ordered: bool
     ) -> FactBatch:
-        """Engine columns of relation `info` (arity > 0) in user values, `ordered` in value
-        order (a sort that costs more than the decoding) or as they are."""
-        texts = {
-            index: self._record_texts(column, kind)
-            for index, (kind, column) in enumerate(zip(info.value_types, columns, strict=True))
-            if isinstance(kind, RecordType | AdtType)
-        }
-        order: np.ndarray | slice = slice(None)
-        if ordered:
-            order = self._value_order(info, columns, texts)
-            texts = {index: (text.gather(order), rank) for index, (text, rank) in texts.items()}
-        decoded = [
-            texts[index][0]
-            if index in texts
-            else self.symbols.resolve_series(column[order])
-            if kind == SYMBOL
-            else user_numbers(column[order], kind)
-            for index, (kind, column) in enumerate(zip(info.types, columns, strict=True))
-        ]
-        batch = FactBatch.of_columns(decoded, info.types)
-        batch.ordered = ordered
-        return batch
-
-    def _value_order(
-        self,
-        info: RelationInfo,
-        columns: Sequence[np.ndarray],
-        texts: Mapping[int, tuple[pl.Series, np.ndarray]],
-    ) -> np.ndarray:
-        """The permutation that puts rows in value order: symbols by their rank among the
-        symbols, records by the rank of their text, floats and unsigned by value."""
-        ranks = self.symbols.order_keys() if SYMBOL in info.types else None
-        keys = [
-            texts[index][1]
-            if index in texts
-            else ranks[column]  # type: ignore[index]  # ranks: a symbol column
-            if kind == SYMBOL
-            else floats.order_keys(column)
-            if kind == FLOAT
-            else user_numbers(column, kind)
-            for index, (kind, column) in enumerate(zip(info.types, columns, strict=True))
-        ]
-        return np.lexsort(keys[::-1])
-
-    def _record_texts(
-        self, column: np.ndarray, kind: RecordType | AdtType
-    ) -> tuple[pl.Series, np.ndarray]:
-        """A column of record ids as their texts, and per row the rank of its text (records
-        are written in the order of their text, as symbols are)."""
-        distinct, inverse = np.unique(column, return_inverse=True)
-        text = self.symbols.codec().format
-        shown = [text(int(ident), kind) for ident in distinct]
-        ranks = np.empty(len(shown), dtype=np.int64)
-        ranks[sorted(range(len(shown)), key=shown.__getitem__)] = np.arange(len(shown))
-        return pl.Series(shown, dtype=pl.String).gather(inverse.reshape(-1)), ranks[inverse]
+        """Engine columns of relation `info` in user values: the change sets' decoding."""
+        return reads.batch_of(self.symbols, info, columns, ordered=ordered)
 
     def size(self, name: str) -> int:
         return len(self.state[name])
 
     def encode(self, name: str, row: Sequence[Value]) -> tuple[int, ...] | None:
         """The engine tuple for a row, or None if it names a symbol never seen (so is absent)."""
-        info = self.analyzed.relations[name]
-        out: list[int] = []
-        for value, kind in zip(row, info.value_types, strict=True):
-            if kind == FLOAT:
-                number = floats.user_float(value)
-                if number is None:
-                    return None
-                out.append(floats.to_bits(number))
-                continue
-            if (kind == SYMBOL or isinstance(kind, RecordType | AdtType)) != isinstance(value, str):
-                return None  # a value of the other type: no tuple holds it
-            if isinstance(kind, RecordType | AdtType):
-                try:
-                    found = self.symbols.codec(intern=False).parse(cast(str, value), kind)
-                except RecordError:
-                    return None
-                if found is None:
-                    return None
-                out.append(found)
-            elif isinstance(value, str):
-                ident = self.symbols.lookup(value)
-                if ident is None:
-                    return None
-                out.append(ident)
-            elif kind == UNSIGNED:
-                if not 0 <= value < 1 << 64:
-                    return None
-                out.append(wrap64(cast(int, value)))
-            else:
-                out.append(cast(int, value))
-        return tuple(out)
+        return reads.encode(self.symbols, self.analyzed.relations[name], row)
 
     def lookup(self, name: str, row: Sequence[Value]) -> tuple[int, int] | None:
         """(iteration, count) of a tuple, or None when it is not in the materialization."""
@@ -1083,230 +419,8 @@ class Materialization:
 
     def differences(self, other: Materialization) -> dict[str, int]:
         """Per relation, how many tuples differ in presence, iteration or count (empty: equal)."""
-        out = {}
-        for name in self.analyzed.relations:
-            mine = self.state[name].snapshot()
-            theirs = other.state[name].snapshot()
-            differing = len(mine.keys() ^ theirs.keys()) + sum(
-                1 for t, v in mine.items() if t in theirs and theirs[t] != v
-            )
-            if differing:
-                out[name] = differing
-        return out
+        return reads.differences(self.analyzed.relations, self.state, other.state)
 
     def snapshot(self) -> dict[str, dict[tuple[Value, ...], tuple[int, int]]]:
         """Every relation as {row: (iteration, count)} in user values, for comparing states."""
-        result = {}
-        for name, info in self.analyzed.relations.items():
-            decode = self.symbols.decoder(info.value_types)
-            result[name] = {decode(t): v for t, v in self.state[name].snapshot().items()}
-        return result
-
-
-def _shapes_from_facts(analyzed: AnalyzedProgram, insert: Rows) -> str:
-    """`.decl` lines for relations whose shape inserted facts fix: a relation first met in
-    them (arity and types of its first row: `number` for integers, `float` for floats,
-    `symbol` for strings), or
-    one the program uses without fixing some column's type (that column takes the first
-    row's). The other rows are then checked against the declaration like any fact. Empty
-    when the program already has every shape."""
-    lines = []
-    for name, rows in insert.items():
-        first = next(iter(rows), None)
-        if first is None:
-            continue
-        given: tuple[ColumnType, ...] = tuple(
-            "symbol" if isinstance(v, str) else "float" if isinstance(v, float) else "number"
-            for v in first
-        )
-        info = analyzed.relations.get(name)
-        if info is None:
-            if not IDENTIFIER.fullmatch(name):
-                raise InvalidDelta(
-                    UNKNOWN_RELATION,
-                    f"relation `{name}` is not in the program, and facts cannot declare it: "
-                    "a relation name is a letter or `_` followed by letters, digits or `_`",
-                )
-            names = tuple(f"c{i}" for i in range(len(first)))
-        elif info.declared or not info.unfixed or len(first) != info.arity:
-            continue
-        else:
-            names = info.column_names
-            given = tuple(
-                g if i in info.unfixed else t
-                for i, (g, t) in enumerate(zip(given, info.types, strict=True))
-            )
-            if given == info.types:
-                continue
-        lines.append(declaration(name, names, given))
-    return "\n".join(lines)
-
-
-def _listed(names: Iterable[str], rows: Callable[[str], Diff]) -> Listed:
-    """The tuples each relation lost and gained, for a report that lists them: from the row
-    ids the epoch's change set is made of, so that the report and the feed always agree."""
-    listed: dict[str, tuple[set[Tuple], set[Tuple]]] = {}
-    for name in names:
-        gone, inserted = rows(name)
-        listed[name] = (set(gone.tuples()), set(inserted.tuples()))
-    return listed
-
-
-def _rebuilt_changes(before: State, after: State, name: str, *, reshaped: bool) -> Diff:
-    """(retracted, inserted) rows of relation `name` from one state to a rebuilt one; all of
-    them when the relation was `reshaped` (its old rows are of another shape)."""
-    old = before.relations.get(name)
-    new = after.relations.get(name)
-    if reshaped and old is not None and new is not None:
-        return ChangedRows.all_of(old.table), ChangedRows.all_of(new.table)
-    if old is None or new is None:
-        present = (old if old is not None else new).table  # type: ignore[union-attr]  # one exists
-        rows = ChangedRows.all_of(present)
-        return (rows, ChangedRows.none()) if new is None else (ChangedRows.none(), rows)
-    return (
-        ChangedRows(old.table, old.table.missing_from(new.table)),
-        ChangedRows(new.table, new.table.missing_from(old.table)),
-    )
-
-
-def _distinct(rows: EngineRows) -> FactRows:
-    if isinstance(rows, EngineColumns):
-        return TupleSet.of_columns(rows.arity, rows.columns)
-    return set(rows)
-
-
-def _given(
-    relations: Mapping[str, RelationInfo],
-    checked: Mapping[str, Sequence[tuple[Value, ...]]],
-    encoded: Mapping[str, EngineRows],
-    flipped: Mapping[str, FactRows],
-) -> dict[str, GivenRows]:
-    """Per relation, the rows of `checked` (user values) whose engine rows (`encoded`, row
-    for row) are in `flipped`, each once, as a batch (the rows of a relation of arity 0). A
-    batch whose every row flips is kept as it is."""
-    out: dict[str, GivenRows] = {}
-    for name, rows in flipped.items():
-        if not rows:
-            continue
-        given, engine = checked[name], encoded[name]
-        if isinstance(engine, EngineColumns):
-            assert isinstance(given, FactBatch)  # encoded a column at a time
-            if len(rows) == len(given):  # as many flip as it has: none repeats, all flip
-                out[name] = given
-                continue
-            keep = _members(rows, engine.columns) & _first_occurrences(engine.columns)
-            out[name] = FactBatch(given.frame.filter(pl.Series(keep)))
-        else:
-            first: dict[Tuple, tuple[Value, ...]] = {}
-            for t, row in zip(engine, given, strict=True):
-                if t in rows:
-                    first.setdefault(t, tuple(row))
-            info = relations[name]
-            distinct = list(first.values())
-            out[name] = FactBatch.of_rows(distinct, info.types) if info.arity else distinct
-    return out
-
-
-def _members(rows: FactRows, columns: Sequence[np.ndarray]) -> np.ndarray:
-    """Which rows of `columns` `rows` holds."""
-    if isinstance(rows, TupleSet):
-        return ~rows.table.absent(columns)
-    return np.fromiter(
-        (t in rows for t in zip(*(c.tolist() for c in columns), strict=True)),
-        dtype=bool,
-        count=len(columns[0]),
-    )
-
-
-def _first_occurrences(columns: Sequence[np.ndarray]) -> np.ndarray:
-    """Which rows of `columns` occur for the first time."""
-    _, first = np.unique(np.stack(columns, axis=1), axis=0, return_index=True)
-    mask = np.zeros(len(columns[0]), dtype=bool)
-    mask[first] = True
-    return mask
-
-
-def _as_set(rows: FactRows) -> set[Tuple]:
-    return rows if isinstance(rows, set) else set(rows)
-
-
-def _held(facts: TupleSet | None, rows: FactRows, *, held: bool) -> FactRows:
-    """The rows that `facts` holds (`held`) or does not hold: the retractions and the
-    insertions that change something. A batch is probed a column block at a time."""
-    if isinstance(rows, set):
-        if facts is None:
-            return set() if held else rows
-        return {t for t in rows if (t in facts) == held}
-    if facts is None or not len(facts):
-        return TupleSet(rows.arity) if held else rows
-    columns = rows.columns()
-    keep = facts.table.absent(columns)
-    if held:
-        keep = ~keep
-    if keep.all():
-        return rows
-    return TupleSet.of_columns(rows.arity, [column[keep] for column in columns])
-
-
-def _checked_row(info: RelationInfo, row: Sequence[Value], verb: str) -> tuple[Value, ...]:
-    """The row as a tuple if its arity and value types fit the relation; else `InvalidDelta`."""
-    name = info.name
-    if len(row) != info.arity:
-        raise InvalidDelta(
-            ARITY_MISMATCH, f"`{name}` has {info.arity} columns, a row to {verb} has {len(row)}"
-        )
-    canonical_row = list(row)
-    for index, (value, kind, column) in enumerate(
-        zip(row, info.value_types, info.column_names, strict=True)
-    ):
-        if isinstance(kind, RecordType | AdtType):
-            canonical_row[index] = _canonical_record(value, kind, f"{name}.{column}")
-        elif kind == "symbol":
-            if not isinstance(value, str):
-                raise InvalidDelta(TYPE_MISMATCH, f"`{name}.{column}` is a symbol, got {value!r}")
-        elif kind == FLOAT:
-            canonical_row[index] = _checked_float(value, f"{name}.{column}")
-        elif kind == UNSIGNED and not _within(value, 0, 1 << 64):
-            raise InvalidDelta(
-                TYPE_MISMATCH, f"`{name}.{column}` is a 64-bit unsigned, got {value!r}"
-            )
-        elif kind == NUMBER and not _within(value, -(1 << 63), 1 << 63):
-            raise InvalidDelta(
-                TYPE_MISMATCH, f"`{name}.{column}` is a 64-bit number, got {value!r}"
-            )
-    return tuple(canonical_row)
-
-
-def _checked_float(value: Value, where: str) -> floats.FloatValue:
-    """A float column's value (`reasoner.values.floats.user_float`), or `InvalidDelta`."""
-    number = floats.user_float(value)
-    if number is None:
-        raise InvalidDelta(
-            TYPE_MISMATCH,
-            f'`{where}` is a float (a number, or text such as "inf" or "-nan"), got {value!r}',
-        )
-    return floats.FloatValue(number)
-
-
-def _canonical_record(value: Value, kind: RecordType | AdtType, where: str) -> str:
-    if not isinstance(value, str):
-        raise InvalidDelta(
-            TYPE_MISMATCH, f"`{where}` is of type `{kind.name}`, written as text; got {value!r}"
-        )
-    try:
-        return canonical(value, kind)
-    except RecordError as error:
-        raise InvalidDelta(
-            TYPE_MISMATCH,
-            f"`{where}` is of type `{kind.name}`: {error} at character {error.offset + 1} "
-            f"of {value!r}",
-        ) from None
-
-
-def _within(value: Value, low: int, high: int) -> bool:
-    """Whether `value` is an int (never a bool) with `low <= value < high`."""
-    return isinstance(value, int) and not isinstance(value, bool) and low <= value < high
-
-
-MIN_UPDATE_MEMORY = 256 << 20
-"""The memory bound of an Update's bookkeeping on a small state (see `_update_memory_budget`)."""
+        return reads.snapshot(self.symbols, self.analyzed.relations, self.state)

@@ -10,7 +10,8 @@ Bootstrap recomputes from scratch (`attempt_update`). Two refinements:
 - the deadline also polls the caller's cancellation (`CheckedDeadline`), so a service's epoch
   timeout stops an Update between two slices of its work as it stops a Bootstrap.
 
-The mechanism (the overlay, the plans, publication) stays in `reasoner.materialization`.
+The mechanism (the overlay, the plans) is in `reasoner.elastic.apply`; publication stays in
+`reasoner.materialization`.
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reasoner import Delta, Materialization
+from reasoner.elastic.prepare import BATCH_MIN_ROWS
 from reasoner.io.batch import FactBatch
-from reasoner.materialization import BATCH_MIN_ROWS
 from tests.conftest import examples
 
 PROGRAM = ".decl e(x: number, s: symbol)\n.input e\n.decl flag()\n.input flag\n"

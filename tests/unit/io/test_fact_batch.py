@@ -12,10 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reasoner.elastic.epoch import Delta
+from reasoner.elastic.prepare import BATCH_MIN_ROWS
 from reasoner.errors import InputDataError, InvalidDelta
 from reasoner.io.batch import FactBatch, parse_facts_batch
 from reasoner.io.facts import format_rows, parse_facts_text, write_csv
-from reasoner.materialization import BATCH_MIN_ROWS, Materialization
+from reasoner.materialization import Materialization
 from tests.conftest import examples
 
 FIELDS = st.sampled_from(

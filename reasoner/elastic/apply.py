@@ -1,0 +1,431 @@
+"""Applying a prepared delta as one epoch: Algorithm 3 of the elastic paper around the kernel.
+
+It exists apart from the facade (`reasoner.materialization`) because the epoch is the engine's
+longest job: Update, stratum by stratum in topological order, into an overlay under the switching
+deadline and memory budget (`reasoner.elastic.switch`), and past them (or when a rule change
+reshapes a relation) the fallback to a full Bootstrap of the facts after the delta; then the
+change set handed to the caller before publication, and the report. Either way the state after
+the epoch equals a fresh Bootstrap of the facts (Theorem 3.5).
+
+The facade owns what an epoch changes (the state, its Update plans, the facts, the lock that
+publishes them): `apply_epoch` and `_update` take it as a parameter and publish through it
+(`Materialization._build`, `Materialization._adopt`); the other functions take only what they
+use.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from reasoner.analysis.model import AnalyzedProgram, RelationInfo, Stratum
+from reasoner.analysis.negation_locals import is_internal
+from reasoner.elastic import switch
+from reasoner.elastic.changes import ChangedRows, Diff, EpochChanges
+from reasoner.elastic.epoch import EpochReport, StratumReport
+from reasoner.elastic.prepare import FactRows, PreparedDelta, as_set
+from reasoner.elastic.restratify import (
+    StratumKey,
+    bootstrap_into_overlay,
+    changed_strata,
+    replace_contents,
+    stratum_key,
+)
+from reasoner.executors.aggregate import update_aggregate
+from reasoner.executors.bootstrap import Check
+from reasoner.executors.registry import EngineChoice
+from reasoner.kernel.run import StratumUpdate
+from reasoner.storage import TupleSet
+from reasoner.storage.overlay import INF, Overlay
+from reasoner.storage.state import State, Tuple
+from reasoner.support.deadline import Deadline
+from reasoner.support.gc_pause import collector_paused
+from reasoner.values.records import ValueType
+from reasoner.values.symbols import SymbolTable
+
+if TYPE_CHECKING:
+    from reasoner.materialization import Materialization
+
+Listed = dict[str, tuple[set[Tuple], set[Tuple]]] | None
+"""Per derived relation, its (retracted, inserted) tuples, for a report that lists them."""
+
+MIN_UPDATE_MEMORY = 256 << 20
+"""The memory bound of an Update's bookkeeping on a small state (see `_update_memory_budget`)."""
+
+
+def apply_epoch(  # noqa: PLR0915
+    m: Materialization,
+    prepared: PreparedDelta,
+    start: float,
+    strategy: str,
+    include_changes: bool,
+    check: Check | None,
+    before_publish: Callable[[EpochChanges], None] | None,
+) -> EpochReport:
+    """Apply `prepared` to `m`'s epoch as the next one (see `Materialization.apply`), timed
+    from `start`: Update unless `strategy` is "bootstrap", Bootstrap past its deadline."""
+    new = prepared.analyzed or m.analyzed
+    reason = None
+    # The relations users see before or after the epoch, inputs included: a change set.
+    visible = [
+        name
+        for name in dict.fromkeys([*m.analyzed.relations, *new.relations])
+        if not is_internal(name)
+    ]
+    # Every relation derived before or after the epoch: a rule change can drop a derived
+    # relation from the program (its tuples all go) or leave it with facts alone.
+    derived = list(dict.fromkeys([*m.analyzed.stratum_of, *new.stratum_of]))
+    kept = [name for name in derived if name in new.relations]
+    old_types = {name: info.value_types for name, info in m.analyzed.relations.items()}
+    types = {**old_types, **{name: info.value_types for name, info in new.relations.items()}}
+    types_of = (old_types, types)
+    relations = (m.analyzed.relations, new.relations)
+    # A relation a rule change reshapes (another arity or column types; it holds no
+    # facts) is a new relation under an old name: no Update can carry its tuples over.
+    reshaped = {
+        name
+        for name, info in m.analyzed.relations.items()
+        if name in new.relations and new.relations[name].shape != info.shape
+    }
+    if strategy != "bootstrap" and not reshaped:
+        overlay = Overlay(m.state)
+        seconds = switch.update_seconds(
+            m.switching_parameter, m.last_bootstrap_seconds, m.min_update_seconds
+        )
+        deadline = switch.update_deadline(strategy, start, seconds, check, m._update_memory_budget)
+        cached = set(m._plans)
+
+        def overlay_rows(name: str) -> Diff:
+            """A relation's changes while the overlay holds them (a relation the rule
+            change drops loses every row)."""
+            if name not in m.state:
+                return ChangedRows.none(), ChangedRows.none()
+            table = m.state[name].table
+            if name not in new.relations:
+                return ChangedRows.all_of(table), ChangedRows.none()
+            gone, inserted = overlay.presence_rows(name)
+            return ChangedRows(table, gone), ChangedRows(table, inserted)
+
+        def update() -> tuple[tuple[StratumReport, ...], dict[str, tuple[int, int]], Listed]:
+            strata = _update(m, overlay, prepared, deadline)
+            dropped = [n for n in derived if n not in new.relations and n in m.state]
+            sizes = {name: overlay.presence_sizes(name) for name in kept}
+            sizes.update((name, (len(m.state[name]), 0)) for name in dropped)
+            # Tuples only for a report that lists them: the compiled Update records
+            # changes by row id.
+            listed = _listed(derived, overlay_rows) if include_changes else None
+            return strata, sizes, listed
+
+        with (
+            collector_paused()
+        ):  # until the overlay's records are freed (reasoner.support.gc_pause)
+            attempt = switch.attempt_update(strategy, update, lambda: _discard(m, overlay, cached))
+            if attempt.fallback_reason is None:
+                try:
+                    if check is not None:
+                        check()  # an epoch that finished past its deadline is refused
+                    if before_publish is not None:
+                        _epoch_changes(m, visible, overlay_rows, relations).hand_to(before_publish)
+                except BaseException:
+                    _discard(m, overlay, cached)
+                    raise
+                with m._lock.exclusive():
+                    overlay.commit()
+                    m._adopt(prepared)
+                assert attempt.outcome is not None  # Update finished
+                strata, sizes, listed = attempt.outcome
+                return _report(
+                    m.symbols, m.epoch, start, "update", strata, sizes, listed, prepared, types_of
+                )
+        reason = attempt.fallback_reason
+    before = m.state
+    facts = facts_after(m.facts, prepared, new)
+    built_at = time.perf_counter()
+    built = m._build(new, facts, check)
+    if check is not None:
+        check()
+    # The derived relations' changes now (the report counts them); any other's when the
+    # caller of `before_publish` asks for it, while both states exist.
+    states = [before, built.state]
+    changes = {
+        name: _rebuilt_changes(before, built.state, name, reshaped=name in reshaped)
+        for name in derived
+    }
+
+    def rebuilt_rows(name: str) -> Diff:
+        if name not in changes:
+            old, rebuilt = states
+            if name not in old.relations and name not in rebuilt.relations:
+                return ChangedRows.none(), ChangedRows.none()
+            changes[name] = _rebuilt_changes(old, rebuilt, name, reshaped=name in reshaped)
+        return changes[name]
+
+    if before_publish is not None:
+        _epoch_changes(m, visible, rebuilt_rows, relations).hand_to(before_publish)
+    with m._lock.exclusive():
+        m.state, m.arities, m._plans = built.state, built.arities, built.plans
+        m._adopt(prepared, facts)
+    m.last_bootstrap_seconds = time.perf_counter() - built_at
+    sizes = {name: (len(changes[name][0]), len(changes[name][1])) for name in derived}
+    listed = _listed(derived, rebuilt_rows) if include_changes else None
+    del before  # the old state's memory goes back before the report is made
+    states.clear()
+    changes.clear()
+    strata = tuple(
+        StratumReport(run.index, run.relations, "bootstrap", run.seconds) for run in built.runs
+    )
+    return _report(
+        m.symbols,
+        m.epoch,
+        start,
+        "bootstrap",
+        strata,
+        sizes,
+        listed,
+        prepared,
+        types_of,
+        reason,
+        built.engine,
+    )
+
+
+def _epoch_changes(
+    m: Materialization,
+    names: Sequence[str],
+    diff: Callable[[str], Diff],
+    relations: tuple[Mapping[str, RelationInfo], Mapping[str, RelationInfo]],
+) -> EpochChanges:
+    return EpochChanges(
+        names,
+        diff,
+        relations,
+        m.symbols.decoder,
+        lambda info, columns: m._batch_of(info, columns, ordered=False),
+    )
+
+
+def _discard(m: Materialization, overlay: Overlay, cached: set[StratumKey]) -> None:
+    """Undo an Update that will not be committed: its overlay, the relations a rule change
+    added to the state, their arities, and the Update plans compiled over those relations
+    (`cached`: the plan keys from before the epoch)."""
+    created = bool(overlay.created)
+    overlay.discard()
+    m.arities.clear()
+    m.arities.update(m._arities(m.analyzed))
+    if created:
+        for key in set(m._plans) - cached:
+            del m._plans[key]
+
+
+def facts_after(
+    facts: Mapping[str, TupleSet], prepared: PreparedDelta, analyzed: AnalyzedProgram
+) -> dict[str, TupleSet]:
+    """The facts once the delta is applied, for a Bootstrap, leaving the current ones as
+    they are: a relation the delta changes is copied (or, inserted into while empty, is
+    the delta's set itself), the others are shared. `facts`: the current ones."""
+    after: dict[str, TupleSet] = {}
+    for name, info in analyzed.relations.items():
+        current = facts_of(facts, name, info.arity)
+        retracted = prepared.retracts.get(name)
+        inserted = prepared.inserts.get(name)
+        if not (retracted or inserted):
+            after[name] = current
+        elif isinstance(inserted, TupleSet) and not retracted and not current:
+            after[name] = inserted
+        else:
+            after[name] = current.copy()
+            if retracted:
+                after[name].difference_update(retracted)
+            if inserted:
+                after[name].update(inserted)
+    return after
+
+
+def facts_of(facts: Mapping[str, TupleSet], name: str, arity: int) -> TupleSet:
+    """The facts of `name` for a relation of `arity`: a new set when it has none, or a
+    set of another arity (a rule change may reshape a relation holding no facts; one
+    holding facts keeps its shape, see `reasoner.elastic.prepare`)."""
+    current = facts.get(name)
+    if current is None or current.arity != arity:
+        return TupleSet(arity)
+    return current
+
+
+def commit_facts(
+    facts: dict[str, TupleSet],
+    inserts: dict[str, FactRows],
+    retracts: dict[str, FactRows],
+    analyzed: AnalyzedProgram,
+) -> None:
+    for name, rows in retracts.items():
+        facts[name].difference_update(rows)
+    for name, info in analyzed.relations.items():
+        facts[name] = facts_of(facts, name, info.arity)
+    for name in [n for n in facts if n not in analyzed.relations]:
+        del facts[name]
+    for name, rows in inserts.items():
+        facts[name].update(rows)
+
+
+def _update(
+    m: Materialization, overlay: Overlay, prepared: PreparedDelta, deadline: Deadline
+) -> tuple[StratumReport, ...]:
+    """Bring every stratum up to date in the overlay, in topological order."""
+    new = prepared.analyzed or m.analyzed
+    changed: set[int] = set()
+    # Rule changes never change the program's facts (added text holds no facts), so the
+    # pinned facts stay those of the program text.
+    pinned = m.program_facts
+    if prepared.analyzed is not None:
+        changed = changed_strata(m.analyzed, new)
+        arities = m._arities(new)
+        m.arities.update(arities)
+        with m._lock.exclusive():
+            for name, arity in arities.items():
+                overlay.create_relation(name, arity)
+    inserts = {n: as_set(r) - pinned.get(n, set()) for n, r in prepared.inserts.items()}
+    retracts = {n: as_set(r) - pinned.get(n, set()) for n, r in prepared.retracts.items()}
+    stratum_of = new.stratum_of
+    for name in new.relations:
+        if name in stratum_of:
+            continue
+        if name in m.analyzed.stratum_of:  # its rules were all removed: facts remain
+            rows = set(m.facts[name]) - retracts.get(name, set())
+            rows |= inserts.get(name, set())
+            replace_contents(overlay, name, rows | pinned.get(name, set()))
+            continue
+        for t in retracts.get(name, ()):
+            overlay.set(name, t, INF, 0)
+        for t in inserts.get(name, ()):
+            overlay.set(name, t, 0, 1)
+    reports = []
+    for stratum in new.strata:
+        started = time.perf_counter()
+        names = tuple(sorted(stratum.relations))
+        deadline.check()
+        if stratum.index in changed:
+            facts = {
+                name: (set(m.facts.get(name, ())) - retracts.get(name, set()))
+                | inserts.get(name, set())
+                | pinned.get(name, set())
+                for name in stratum.relations
+            }
+            bootstrap_into_overlay(stratum, overlay, facts, m.symbols, m.arities, deadline.check)
+            kind = "bootstrap"
+        elif stratum.aggregate is not None:
+            if not overlay.has_changes(stratum.aggregate.source):
+                reports.append(StratumReport(stratum.index, names, "unchanged", 0.0))
+                continue
+            update_aggregate(stratum.aggregate, m.state, overlay, deadline.check)
+            kind = "update"
+        else:
+            own_retracts = {n: retracts[n] for n in stratum.relations if retracts.get(n)}
+            own_inserts = {n: inserts[n] for n in stratum.relations if inserts.get(n)}
+            plans = _stratum_plans(m, stratum, new)
+            touched = (
+                own_retracts
+                or own_inserts
+                or any(overlay.has_changes(name) for name in plans.inputs)
+            )
+            if not touched:
+                reports.append(StratumReport(stratum.index, names, "unchanged", 0.0))
+                continue
+            plans.update(overlay, deadline, own_retracts, own_inserts)
+            kind = "update"
+        reports.append(StratumReport(stratum.index, names, kind, time.perf_counter() - started))
+    return tuple(reports)
+
+
+def update_memory_budget(state: State) -> int:
+    """Bytes an Update's bookkeeping may take before the epoch falls back: the state's own
+    size (at least `MIN_UPDATE_MEMORY`). A Bootstrap needs about as much beside the old
+    state, so an Update that needs more is the more expensive way, however long its
+    deadline."""
+    tables = sum(store.table.nbytes for store in state.relations.values())
+    return max(MIN_UPDATE_MEMORY, tables)
+
+
+def _stratum_plans(
+    m: Materialization, stratum: Stratum, analyzed: AnalyzedProgram
+) -> StratumUpdate:
+    key = stratum_key(stratum, analyzed)
+    plans = m._plans.get(key)
+    if plans is None:
+        plans = m._plans[key] = StratumUpdate(stratum, m.state, m.symbols, m.arities)
+    return plans
+
+
+def _report(
+    symbols: SymbolTable,
+    epoch: int,
+    start: float,
+    strategy: str,
+    strata: tuple[StratumReport, ...],
+    sizes: dict[str, tuple[int, int]],
+    listed: Listed,
+    prepared: PreparedDelta,
+    types: tuple[Mapping[str, tuple[ValueType, ...]], Mapping[str, tuple[ValueType, ...]]],
+    reason: str | None = None,
+    engine: EngineChoice | None = None,
+) -> EpochReport:
+    """The report of epoch number `epoch`. `sizes`: (retracted, inserted) per derived
+    relation; `listed`: their tuples, for a report that lists them; `types`: the column types
+    of the relations before and after the epoch (retracted tuples have the first, inserted
+    ones the second). A relation the analysis made for itself (`is_internal`) is left out, as
+    everywhere users look."""
+    sizes = {name: size for name, size in sizes.items() if not is_internal(name)}
+    detail = None
+    if listed is not None:
+        detail = {}
+        old_types, new_types = types
+        for name, (gone, new) in listed.items():
+            if (gone or new) and not is_internal(name):
+                decode_gone = symbols.decoder(old_types.get(name, new_types[name]))
+                decode_new = symbols.decoder(new_types[name])
+                detail[name] = {
+                    "inserted": sorted(decode_new(t) for t in new),
+                    "retracted": sorted(decode_gone(t) for t in gone),
+                }
+    return EpochReport(
+        epoch=epoch,
+        strategy=strategy,
+        seconds=time.perf_counter() - start,
+        inserted=sum(new for _gone, new in sizes.values()),
+        retracted=sum(gone for gone, _new in sizes.values()),
+        strata=strata,
+        fallback_reason=reason,
+        changes=detail,
+        rules_added=prepared.rules_added,
+        rules_removed=prepared.rules_removed,
+        warnings=prepared.warnings,
+        engine=None if engine is None else engine.engine,
+        engine_reason=None if engine is None else engine.reason,
+    )
+
+
+def _listed(names: Iterable[str], rows: Callable[[str], Diff]) -> Listed:
+    """The tuples each relation lost and gained, for a report that lists them: from the row
+    ids the epoch's change set is made of, so that the report and the feed always agree."""
+    listed: dict[str, tuple[set[Tuple], set[Tuple]]] = {}
+    for name in names:
+        gone, inserted = rows(name)
+        listed[name] = (set(gone.tuples()), set(inserted.tuples()))
+    return listed
+
+
+def _rebuilt_changes(before: State, after: State, name: str, *, reshaped: bool) -> Diff:
+    """(retracted, inserted) rows of relation `name` from one state to a rebuilt one; all of
+    them when the relation was `reshaped` (its old rows are of another shape)."""
+    old = before.relations.get(name)
+    new = after.relations.get(name)
+    if reshaped and old is not None and new is not None:
+        return ChangedRows.all_of(old.table), ChangedRows.all_of(new.table)
+    if old is None or new is None:
+        present = (old if old is not None else new).table  # type: ignore[union-attr]  # one exists
+        rows = ChangedRows.all_of(present)
+        return (rows, ChangedRows.none()) if new is None else (ChangedRows.none(), rows)
+    return (
+        ChangedRows(old.table, old.table.missing_from(new.table)),
+        ChangedRows(new.table, new.table.missing_from(old.table)),
+    )
