@@ -20,11 +20,12 @@ PYTEST_ARGS ?=
 # Figures are printed at the end and written to RELIABILITY_REPORT.
 RELIABILITY_REPORT ?= out/reliability/figures-$(RELIABILITY_MODE).json
 
+# The tests run on TEST_WORKERS processes (pytest-xdist) beside the compose stage, then the
+# reliability harnesses alone and the engine alone (tests/stages.sh says why in that order).
+TEST_WORKERS ?= 3
+
 test: lint typecheck
-	$(BIN)/pytest -q --durations=25 --ignore=tests/reliability $(PYTEST_ARGS)
-	$(MAKE) --no-print-directory reliability-quick
-	$(MAKE) --no-print-directory engine-alone
-	$(MAKE) --no-print-directory compose-test
+	BIN=$(BIN) TEST_WORKERS=$(TEST_WORKERS) PYTEST_ARGS="$(PYTEST_ARGS)" bash tests/stages.sh
 
 # The edit-run loop: lint, then the unit and property tests without Spark, PostgreSQL or the
 # slow checks, at a twentieth of their Hypothesis examples. `make test` stays the full run.
