@@ -20,8 +20,8 @@ PYTEST_ARGS ?=
 # Figures are printed at the end and written to RELIABILITY_REPORT.
 RELIABILITY_REPORT ?= out/reliability/figures-$(RELIABILITY_MODE).json
 
-# The tests run on TEST_WORKERS processes (pytest-xdist) beside the compose stage, then the
-# reliability harnesses alone and the engine alone (tests/stages.sh says why in that order).
+# The tests run on TEST_WORKERS processes (pytest-xdist) while compose's images build, then the
+# compose stack, the reliability harnesses and the engine alone, one at a time (tests/stages.sh).
 TEST_WORKERS ?= 3
 
 test: lint typecheck

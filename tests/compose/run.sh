@@ -6,6 +6,7 @@
 # No registry is reachable here, so the public base images are replaced by local stand-ins
 # built by ../shared/containers/build-base-images.sh (BASE_IMAGE, POSTGRES_IMAGE, SPARK_IMAGE);
 # the compose file itself is the one users run. Timings go to out/compose/timings.txt.
+# `--build-only` stops once the images are built.
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
@@ -62,6 +63,11 @@ t=$(now)
 "${compose[@]}" build --quiet reasoner
 build_seconds=$(since "$t")
 say "image built in ${build_seconds}s: $(docker image inspect -f '{{.Size}}' "$REASONER_IMAGE") bytes"
+if [[ "${1:-}" == "--build-only" ]]; then
+    # The images alone (tests/stages.sh builds them beside the tests; the stack runs later,
+    # alone, from the build cache).
+    exit 0
+fi
 
 t=$(now)
 "${compose[@]}" up -d
