@@ -30,7 +30,7 @@ test: lint typecheck
 # The edit-run loop: lint, then the unit and property tests without Spark, PostgreSQL or the
 # slow checks, at a twentieth of their Hypothesis examples. `make test` stays the full run.
 test-fast: lint
-	REASONER_EXAMPLES=0.05 $(BIN)/pytest -q -m "not spark and not postgres and not slow" \
+	REASONER_EXAMPLES=0.05 $(BIN)/pytest -q -n 2 -m "not spark and not postgres and not slow" \
 		tests/unit tests/property $(PYTEST_ARGS)
 
 reliability-quick: RELIABILITY_MODE := quick

@@ -116,13 +116,24 @@ def _assert_evaluated_everywhere(rules: list[str]) -> None:
         assert live.differences(live.rebuilt()) == {}
 
 
-@pytest.mark.parametrize("atoms", [1, 12, 13, 25, 40, 64])
+@pytest.mark.parametrize(
+    "atoms",
+    [
+        1,
+        12,
+        13,
+        25,
+        pytest.param(40, marks=pytest.mark.slow),
+        pytest.param(64, marks=pytest.mark.slow),
+    ],
+)
 def test_a_chain_of_atoms(atoms: int) -> None:
     """Up to the parser's limit of 64 atoms; Update's re-discovery is driven by the head,
     with every atom of the body a probe."""
     _assert_evaluated_everywhere([_rule(f"r(x0, x{atoms})", _chain(atoms))])
 
 
+@pytest.mark.slow  # seconds: out of `make test-fast`, in every full run
 def test_negations_comparisons_and_deep_arithmetic_at_the_literal_limit() -> None:
     """64 literals: 40 atoms, 12 negations, 11 comparisons and one comparison on an
     expression nested `MAX_NESTING` deep with a division; and a
@@ -145,6 +156,7 @@ def test_negations_comparisons_and_deep_arithmetic_at_the_literal_limit() -> Non
     )
 
 
+@pytest.mark.slow  # seconds: out of `make test-fast`, in every full run
 def test_a_recursive_rule_of_many_atoms() -> None:
     """Own-relation atoms: Update's inserted and deleted enumerator variants and its
     membership tests; Bootstrap's delta plans."""
