@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from reasoner.elastic.program_text import RULES_FILENAME
     from reasoner.elastic.progress import BootstrapProgress, ProgressReport
     from reasoner.elastic.switch import bulk_load
-    from reasoner.executors.bootstrap import BootstrapCancelled, Cancellation
     from reasoner.executors.cost import DEFAULT_SPARK_ITERATION
     from reasoner.executors.registry import (
         DEFAULT_SPARK_THRESHOLD,
@@ -40,12 +39,12 @@ if TYPE_CHECKING:
         Constants,
         QueryRelations,
         QueryResult,
-        QueryTimeout,
         QueryTooLarge,
         compile_query,
         evaluate_query,
     )
     from reasoner.support.allocations import charging_to
+    from reasoner.support.deadline import BootstrapCancelled, Cancellation, QueryTimeout
     from reasoner.syntax.lexer import IDENT, Token, tokenize
     from reasoner.values import floats
     from reasoner.values.records import (
@@ -67,8 +66,8 @@ _PUBLIC = {
     "DEFAULT_SPARK_ITERATION": "reasoner.executors.cost",
     "DEFAULT_SPARK_THRESHOLD": "reasoner.executors.registry",
     "Engine": "reasoner.executors.registry",
-    "Cancellation": "reasoner.executors.bootstrap",
-    "BootstrapCancelled": "reasoner.executors.bootstrap",
+    "Cancellation": "reasoner.support.deadline",
+    "BootstrapCancelled": "reasoner.support.deadline",
     "RelationInfo": "reasoner.analysis.model",
     "is_internal": "reasoner.analysis.negation_locals",
     "bulk_load": "reasoner.elastic.switch",
@@ -90,7 +89,7 @@ _PUBLIC = {
     "Constants": "reasoner.reads.query",
     "QueryRelations": "reasoner.reads.query",
     "QueryResult": "reasoner.reads.query",
-    "QueryTimeout": "reasoner.reads.query",
+    "QueryTimeout": "reasoner.support.deadline",
     "QueryTooLarge": "reasoner.reads.query",
     "compile_query": "reasoner.reads.query",
     "evaluate_query": "reasoner.reads.query",

@@ -35,7 +35,7 @@ from reasoner.elastic.prepare import prepare as prepare_delta
 from reasoner.elastic.program_text import ProgramText, RuleEntry
 from reasoner.elastic.progress import BootstrapProgress
 from reasoner.elastic.restratify import StratumKey, stratum_key
-from reasoner.executors.bootstrap import Check, StratumRun
+from reasoner.executors.bootstrap import StratumRun
 from reasoner.executors.registry import EngineChoice, EngineSettings, run_bootstrap, summary
 from reasoner.io.batch import FactBatch
 from reasoner.kernel.run import StratumUpdate
@@ -43,6 +43,7 @@ from reasoner.reads import relations as reads
 from reasoner.storage import TupleSet
 from reasoner.storage.state import State, Tuple
 from reasoner.support.concurrency import ReadWriteLock, read_optimistically
+from reasoner.support.deadline import Check, clock
 from reasoner.values.symbols import SymbolTable, TableMark
 from reasoner.values.types import Value
 
@@ -311,7 +312,7 @@ class Materialization:
         Invalid deltas raise `InvalidDelta` / `ProgramError` before anything changes.
         """
         with self._writer, self.evaluating():
-            start = time.perf_counter()
+            start = clock()
             prepared = delta if isinstance(delta, PreparedDelta) else self.prepare(delta)
             if prepared.epoch != self.epoch:
                 raise ValueError(
@@ -321,7 +322,7 @@ class Materialization:
                 return EpochReport(
                     epoch=self.epoch,
                     strategy=UNCHANGED,
-                    seconds=time.perf_counter() - start,
+                    seconds=clock() - start,
                     inserted=0,
                     retracted=0,
                     strata=(),

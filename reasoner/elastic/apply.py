@@ -33,13 +33,12 @@ from reasoner.elastic.restratify import (
     stratum_key,
 )
 from reasoner.executors.aggregate import update_aggregate
-from reasoner.executors.bootstrap import Check
 from reasoner.executors.registry import EngineChoice
 from reasoner.kernel.run import StratumUpdate
 from reasoner.storage import TupleSet
 from reasoner.storage.overlay import INF, Overlay
 from reasoner.storage.state import State, Tuple
-from reasoner.support.deadline import Deadline
+from reasoner.support.deadline import Check, Deadline, clock
 from reasoner.support.gc_pause import collector_paused
 from reasoner.values.records import ValueType
 from reasoner.values.symbols import SymbolTable
@@ -64,7 +63,8 @@ def apply_epoch(  # noqa: PLR0915
     before_publish: Callable[[EpochChanges], None] | None,
 ) -> EpochReport:
     """Apply `prepared` to `m`'s epoch as the next one (see `Materialization.apply`), timed
-    from `start`: Update unless `strategy` is "bootstrap", Bootstrap past its deadline."""
+    from `start` (a point on the deadlines' `clock`): Update unless `strategy` is "bootstrap",
+    Bootstrap past its deadline."""
     new = prepared.analyzed or m.analyzed
     reason = None
     # The relations users see before or after the epoch, inputs included: a change set.
@@ -390,7 +390,7 @@ def _report(
     return EpochReport(
         epoch=epoch,
         strategy=strategy,
-        seconds=time.perf_counter() - start,
+        seconds=clock() - start,
         inserted=sum(new for _gone, new in sizes.values()),
         retracted=sum(gone for gone, _new in sizes.values()),
         strata=strata,

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 
 from reasoner.analysis.model import AnalyzedProgram, Stratum
 from reasoner.analysis.negation_locals import is_internal
-from reasoner.executors.bootstrap import Check
 from reasoner.storage.state import State
+from reasoner.support.deadline import Check
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID

@@ -16,9 +16,10 @@ from collections import Counter
 from collections.abc import Mapping
 
 from reasoner.analysis.model import AggregateDefinition, AnalyzedProgram, Stratum
-from reasoner.executors.bootstrap import Check, StratumBootstrap, StratumRun
+from reasoner.executors.bootstrap import StratumBootstrap, StratumRun
 from reasoner.storage.overlay import INF, Overlay
 from reasoner.storage.state import RelationStore, State, Tuple
+from reasoner.support.deadline import Check
 from reasoner.values.symbols import SymbolTable
 
 StratumKey = tuple[frozenset[str], frozenset, AggregateDefinition | None, tuple]

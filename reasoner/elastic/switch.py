@@ -7,7 +7,7 @@ Bootstrap recomputes from scratch (`attempt_update`). Two refinements:
 
 - a bulk load (`bulk_load`) goes to the Bootstrap directly: an Update of it would most likely
   spend its whole deadline before falling back, so the fallback would cost the deadline more;
-- the deadline also polls the caller's cancellation (`CheckedDeadline`), so a service's epoch
+- the deadline also polls the caller's cancellation (`Deadline.epoch_check`), so a service's epoch
   timeout stops an Update between two slices of its work as it stops a Bootstrap.
 
 The mechanism (the overlay, the plans) is in `reasoner.elastic.apply`; publication stays in
@@ -21,8 +21,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from reasoner.errors import InvalidDelta
-from reasoner.executors.bootstrap import BootstrapCancelled, Check
-from reasoner.support.deadline import Deadline, DeadlineExceeded
+from reasoner.support.deadline import BootstrapCancelled, Check, Deadline, DeadlineExceeded
 
 T = TypeVar("T")
 
@@ -51,33 +50,18 @@ def update_seconds(
     return max(min_update_seconds, switching_parameter * last_bootstrap_seconds)
 
 
-class CheckedDeadline(Deadline):
-    """Update's deadline, also polling the caller's cancellation `check` (which raises)."""
-
-    def __init__(self, at: float | None, cancel: Check | None) -> None:
-        super().__init__(at)
-        self.cancel = cancel
-
-    def check(self) -> None:
-        if self.cancel is not None:
-            self.cancel()
-        super().check()
-
-
 def update_deadline(
     strategy: str,
     start: float,
     seconds: float,
     cancel: Check | None,
     memory: Callable[[], int],
-) -> CheckedDeadline:
+) -> Deadline:
     """The bounds of an Update begun at `start`: `seconds` and `memory()` bytes under `auto`;
     none but the caller's cancellation when Update is forced."""
     if strategy == "update":
-        return CheckedDeadline(None, cancel)
-    deadline = CheckedDeadline(start + seconds, cancel)
-    deadline.memory = memory()
-    return deadline
+        return Deadline(epoch_check=cancel)
+    return Deadline(start + seconds, memory(), cancel)
 
 
 @dataclass(frozen=True, slots=True)

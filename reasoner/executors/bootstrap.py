@@ -13,14 +13,14 @@ Cancellation is cooperative: given a `check` callable, `run` calls it before eve
 and, inside the kernel, between slices of a plan's driving rows (a few milliseconds), so a
 Bootstrap whose joins explode (a cartesian product over large relations, even from a single
 driving tuple) stops soon after its deadline. `check` stops the run by raising
-(`BootstrapCancelled` from `Cancellation.check`, or the caller's own exception); the state is
+(`BootstrapCancelled` from `reasoner.support.deadline.Cancellation`, or the caller's own
+exception); the state is
 then partial and must be dropped, which is safe because every Bootstrap builds its state off
 to the side.
 """
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,49 +29,13 @@ from reasoner.analysis.model import Stratum
 from reasoner.executors.aggregate import bootstrap_aggregate
 from reasoner.kernel.bootstrap import CompiledStratumBootstrap
 from reasoner.storage.state import State
+from reasoner.support.deadline import Check
 from reasoner.values.symbols import SymbolTable
-
-Check = Callable[[], None]
-"""Called between pieces of work; raises to stop the Bootstrap."""
 
 CHECK_INTERVAL = 0.05
 """Target seconds of work between two calls of `check` in `in_slices`."""
 _MIN_SLICE = 1
 _MAX_SLICE = 1 << 16
-
-
-class BootstrapCancelled(Exception):
-    """A Bootstrap was stopped by its `check` (a deadline passed, or it was cancelled); the
-    state it was building is partial and must be discarded."""
-
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
-        super().__init__(reason)
-
-
-class Cancellation:
-    """A `check` for Bootstrap: a deadline (seconds from now, or none) and a flag another
-    thread may set with `cancel`. Thread-safe; `check` is cheap enough to call often."""
-
-    def __init__(self, seconds: float | None = None) -> None:
-        self.seconds = seconds
-        self.deadline = None if seconds is None else time.monotonic() + seconds
-        self._cancelled = threading.Event()
-        self._reason = ""
-
-    def cancel(self, reason: str = "cancelled") -> None:
-        self._reason = reason
-        self._cancelled.set()
-
-    @property
-    def cancelled(self) -> bool:
-        return self._cancelled.is_set()
-
-    def check(self) -> None:
-        if self._cancelled.is_set():
-            raise BootstrapCancelled(self._reason or "cancelled")
-        if self.deadline is not None and time.monotonic() > self.deadline:
-            raise BootstrapCancelled(f"Bootstrap exceeded its deadline of {self.seconds:g} s")
 
 
 def in_slices(total: int, run: Callable[[int, int], None], check: Check) -> None:

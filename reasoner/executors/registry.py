@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal, get_args
 
 from reasoner.analysis.model import AnalyzedProgram, Stratum
-from reasoner.executors.bootstrap import Check, ReferenceExecutor, Started, StratumRun
+from reasoner.executors.bootstrap import ReferenceExecutor, Started, StratumRun
 from reasoner.executors.contract import StratumExecutor
 from reasoner.executors.cost import (
     DEFAULT_SPARK_ITERATION,
@@ -43,6 +43,7 @@ from reasoner.executors.cost import (
     master_cores,
 )
 from reasoner.storage.state import State
+from reasoner.support.deadline import Check
 from reasoner.support.gc_pause import collector_running
 from reasoner.values.symbols import SymbolTable
 

@@ -18,7 +18,6 @@ long before its deadline).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Protocol
@@ -29,6 +28,7 @@ from reasoner.analysis.ranges import generator, is_generator, lift_rule
 from reasoner.errors import Span
 from reasoner.plan.joins import AtomStep, CompareStep, JoinPlan, plan_rule
 from reasoner.storage.state import Tuple
+from reasoner.support.deadline import QueryTimeout, clock
 from reasoner.syntax.ast import (
     Atom,
     BinaryOp,
@@ -61,14 +61,6 @@ from reasoner.values.types import FLOAT, NUMBER, SYMBOL, UNSIGNED, ColumnType, V
 QUERY_HEAD = "__query__"
 _CHECK_EVERY = 512
 """Candidates examined between two deadline checks."""
-
-
-class QueryTimeout(Exception):
-    """The query did not finish before its deadline; nothing is returned."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        super().__init__(f"query exceeded its deadline of {seconds:g} s")
 
 
 class QueryTooLarge(Exception):
@@ -301,7 +293,7 @@ class Evaluator:
         self.budget -= 1
         if self.budget <= 0:
             self.budget = _CHECK_EVERY
-            if self.deadline is not None and time.monotonic() > self.deadline:
+            if self.deadline is not None and clock() > self.deadline:
                 raise QueryTimeout(0.0)
 
     # -- access paths ---------------------------------------------------------------------------
@@ -444,7 +436,7 @@ def evaluate_query(
     `timeout` seconds and `QueryTooLarge` past `max_rows` distinct answers. The caller provides
     a consistent state (e.g. inside `Materialization.reading()`), and `constants` if it made
     values of its own for it (`Constants.engine`)."""
-    start = time.monotonic()
+    start = clock()
     deadline = None if timeout is None else start + timeout
     variables = query.variables
     span = Span(1, 1, 1, 1)
@@ -485,4 +477,4 @@ def evaluate_query(
     else:
         rows = sorted(answers)
     column_types = tuple(map(storage_type, kinds))
-    return QueryResult(variables, column_types, rows, time.monotonic() - start)
+    return QueryResult(variables, column_types, rows, clock() - start)

@@ -16,14 +16,10 @@ from collections.abc import Callable
 import pytest
 
 from reasoner.analysis import check_program
-from reasoner.executors.bootstrap import (
-    CHECK_INTERVAL,
-    BootstrapCancelled,
-    Cancellation,
-    StratumBootstrap,
-)
+from reasoner.executors.bootstrap import CHECK_INTERVAL, StratumBootstrap
 from reasoner.executors.local.vectorized import bootstrap_vectorized
 from reasoner.storage.state import State
+from reasoner.support.deadline import BootstrapCancelled, Cancellation
 from reasoner.values.symbols import SymbolTable
 
 PROGRAMS = {

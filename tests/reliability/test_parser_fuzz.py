@@ -31,7 +31,8 @@ from reasoner.errors import InputDataError, ProgramError
 from reasoner.executors.registry import EngineSettings
 from reasoner.io.facts import format_rows, parse_facts_text
 from reasoner.materialization import Materialization
-from reasoner.reads.query import QueryTimeout, QueryTooLarge, compile_query, evaluate_query
+from reasoner.reads.query import QueryTooLarge, compile_query, evaluate_query
+from reasoner.support.deadline import QueryTimeout
 from reasoner.values.floats import FloatValue
 from service.api.bodies import parse_csv
 from tests.conftest import REPO_ROOT

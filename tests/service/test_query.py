@@ -11,7 +11,8 @@ from reasoner.analysis import check_program
 from reasoner.elastic.epoch import Delta
 from reasoner.errors import ProgramError
 from reasoner.materialization import Materialization
-from reasoner.reads.query import QueryTimeout, compile_query, evaluate_query
+from reasoner.reads.query import compile_query, evaluate_query
+from reasoner.support.deadline import QueryTimeout
 from tests.oracle import evaluate
 
 PROGRAM = """

@@ -18,10 +18,10 @@ import pytest
 from pyspark.sql import SparkSession
 
 from reasoner.analysis import check_program
-from reasoner.executors.bootstrap import BootstrapCancelled, Cancellation
 from reasoner.executors.cost import DEFAULT_SPARK_ITERATION
 from reasoner.executors.spark import bootstrap as spark_bootstrap
 from reasoner.executors.spark import bootstrap_spark
+from reasoner.support.deadline import BootstrapCancelled, Cancellation
 from service.core.epoch_budget import EpochBudget
 from tests.spark.support import assert_same, initial_state, on_spark, reference
 

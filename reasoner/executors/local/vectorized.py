@@ -47,7 +47,7 @@ import polars as pl
 
 from reasoner.analysis.model import AggregateDefinition, AnalyzedProgram, Stratum
 from reasoner.executors.aggregate import bootstrap_aggregate
-from reasoner.executors.bootstrap import Check, Started, StratumBootstrap, StratumRun, in_slices
+from reasoner.executors.bootstrap import Started, StratumBootstrap, StratumRun, in_slices
 from reasoner.executors.local.aggregate import store_aggregate
 from reasoner.executors.local.polars_plan import (
     INT,
@@ -66,6 +66,7 @@ from reasoner.executors.local.polars_plan import (
 from reasoner.plan.joins import JoinPlan, atom_at, plan_rule, positive_atoms
 from reasoner.plan.work import first_work, joined_rows
 from reasoner.storage.state import RelationStore, State, Tuple
+from reasoner.support.deadline import Check
 from reasoner.syntax.ast import Atom, Rule
 from reasoner.values.symbols import SymbolTable
 

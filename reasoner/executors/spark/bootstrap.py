@@ -59,7 +59,7 @@ from reasoner.analysis.model import AggregateDefinition, AnalyzedProgram, Stratu
 from reasoner.analysis.numeric import divides_unsigned
 from reasoner.analysis.terms import calls_functor, leaves
 from reasoner.executors.aggregate import ITERATION, bootstrap_aggregate
-from reasoner.executors.bootstrap import Check, Started, StratumBootstrap, StratumRun
+from reasoner.executors.bootstrap import Started, StratumBootstrap, StratumRun
 from reasoner.executors.cost import DEFAULT_SPARK_ITERATION
 from reasoner.executors.spark.aggregate import aggregate_batches
 from reasoner.executors.spark.arrow_stream import arrow_batches
@@ -70,6 +70,7 @@ from reasoner.plan.joins import atom_at, plan_rule, positive_atoms
 from reasoner.plan.pivot import pivot_columns
 from reasoner.plan.work import first_work
 from reasoner.storage.state import RelationStore, State
+from reasoner.support.deadline import Check
 from reasoner.syntax.ast import Atom, Comparison, Negation, NumberConst, StringConst, Term
 from reasoner.values.symbols import SymbolTable
 

@@ -16,9 +16,9 @@ import time
 import pytest
 
 from reasoner.elastic.epoch import Delta
-from reasoner.executors.bootstrap import BootstrapCancelled, Cancellation
 from reasoner.executors.registry import EngineSettings
 from reasoner.materialization import Materialization
+from reasoner.support.deadline import BootstrapCancelled, Cancellation
 
 DECLARATION = ".decl e(x: number, y: number)\n.input e\n"
 PAIRS = "cp(a, b, c, d) :- e(a, b), e(c, d)."

@@ -15,8 +15,7 @@ from reasoner.elastic.switch import (
     update_deadline,
     update_seconds,
 )
-from reasoner.executors.bootstrap import BootstrapCancelled
-from reasoner.support.deadline import DeadlineExceeded, MemoryBudgetExceeded
+from reasoner.support.deadline import BootstrapCancelled, DeadlineExceeded, MemoryBudgetExceeded
 
 
 def test_a_bulk_load_is_large_in_itself_and_against_the_facts_held() -> None:

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from reasoner.analysis import check_program
 from reasoner.analysis.model import AnalyzedProgram
-from reasoner.executors.bootstrap import Check, StratumBootstrap
+from reasoner.executors.bootstrap import StratumBootstrap
 from reasoner.executors.local import polars_plan
 from reasoner.executors.local import vectorized as vectorized_executor
 from reasoner.executors.local.polars_plan import PolarsPlan
@@ -30,6 +30,7 @@ from reasoner.executors.local.vectorized import bootstrap_vectorized
 from reasoner.io.facts import load_inputs
 from reasoner.plan.joins import plan_rule
 from reasoner.storage.state import State
+from reasoner.support.deadline import Check
 from reasoner.values.symbols import SymbolTable
 from reasoner.values.types import Value
 from tests.conftest import examples

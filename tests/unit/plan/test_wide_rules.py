@@ -19,11 +19,11 @@ import pytest
 from reasoner.analysis import check_program
 from reasoner.elastic.epoch import Delta
 from reasoner.errors import ProgramError
-from reasoner.executors.bootstrap import BootstrapCancelled, Cancellation
 from reasoner.executors.local.vectorized import bootstrap_vectorized
 from reasoner.executors.registry import EngineSettings
 from reasoner.materialization import Materialization
 from reasoner.storage.state import State
+from reasoner.support.deadline import BootstrapCancelled, Cancellation
 from reasoner.syntax.parser import MAX_BODY_LITERALS, MAX_NESTING
 from reasoner.values.symbols import SymbolTable
 from tests.oracle import evaluate
