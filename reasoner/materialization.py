@@ -29,7 +29,7 @@ from reasoner.analysis.negation_locals import is_internal
 from reasoner.elastic import switch
 from reasoner.elastic.apply import apply_epoch, commit_facts, update_memory_budget
 from reasoner.elastic.changes import EpochChanges
-from reasoner.elastic.epoch import UNCHANGED, Delta, EpochReport, StratumReport
+from reasoner.elastic.epoch import UNCHANGED, BootstrapReport, Delta, EpochReport
 from reasoner.elastic.prepare import PreparedDelta, encoded, encoded_columns, source
 from reasoner.elastic.prepare import prepare as prepare_delta
 from reasoner.elastic.program_text import ProgramText, RuleEntry
@@ -48,32 +48,6 @@ from reasoner.values.symbols import SymbolTable, TableMark
 from reasoner.values.types import Value
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True)
-class BootstrapReport:
-    strata: tuple[StratumRun, ...]
-    seconds: float
-    engine: EngineChoice
-
-    def as_epoch(self, epoch: int, inserted: int) -> EpochReport:
-        """The Bootstrap as the report of the epoch it made (the first one of a service or of
-        a replay), where every tuple of the derived relations appeared: `inserted`, which
-        `Materialization.derived_size` counts as later epochs do (facts of a relation that
-        also has rules included)."""
-        return EpochReport(
-            epoch=epoch,
-            strategy="bootstrap",
-            seconds=self.seconds,
-            inserted=inserted,
-            retracted=0,
-            strata=tuple(
-                StratumReport(run.index, run.relations, "bootstrap", run.seconds)
-                for run in self.strata
-            ),
-            engine=self.engine.engine,
-            engine_reason=self.engine.reason,
-        )
 
 
 @dataclass(slots=True)

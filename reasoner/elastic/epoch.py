@@ -1,4 +1,12 @@
-"""What a client sends (a delta) and what it gets back (an epoch report)."""
+"""What a client sends (a delta) and what it gets back: the one family of epoch reports.
+
+`EpochReport` is what an epoch did, per stratum a `StratumReport`; a Bootstrap run alone
+reports its executor's `StratumRun`s (iterations included) in a `BootstrapReport`, which
+becomes the report of the epoch it made (`as_epoch`). Every other shape is a view of these:
+`EpochReport.as_json` (`reasoner replay --stats`), the service's `EpochSummary`, validated
+from the report's attributes, and the replay's `EpochRecord`, which adds the workload's
+counts and the check against a fresh Bootstrap.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from reasoner.errors import Notice
+from reasoner.executors.bootstrap import StratumRun
+from reasoner.executors.registry import EngineChoice
 from reasoner.values.types import Value
 
 Rows = Mapping[str, Sequence[Sequence[Value]]]
@@ -90,3 +100,29 @@ class EpochReport:
                 for s in self.strata
             ],
         }
+
+
+@dataclass(frozen=True, slots=True)
+class BootstrapReport:
+    strata: tuple[StratumRun, ...]
+    seconds: float
+    engine: EngineChoice
+
+    def as_epoch(self, epoch: int, inserted: int) -> EpochReport:
+        """The Bootstrap as the report of the epoch it made (the first one of a service or of
+        a replay), where every tuple of the derived relations appeared: `inserted`, which
+        `Materialization.derived_size` counts as later epochs do (facts of a relation that
+        also has rules included)."""
+        return EpochReport(
+            epoch=epoch,
+            strategy="bootstrap",
+            seconds=self.seconds,
+            inserted=inserted,
+            retracted=0,
+            strata=tuple(
+                StratumReport(run.index, run.relations, "bootstrap", run.seconds)
+                for run in self.strata
+            ),
+            engine=self.engine.engine,
+            engine_reason=self.engine.reason,
+        )
