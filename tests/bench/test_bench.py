@@ -9,10 +9,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bench import generate
+from bench.runners.common import parse_rows
 from bench.translate import Unsupported, to_clingo, to_pydbsp, transitive_closure
 from reasoner.analysis import check_program
+from reasoner.io.facts import parse_facts_text
+from tests.conftest import examples
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -112,3 +117,22 @@ def test_quick_run_agrees(tmp_path: Path) -> None:
             assert system["status"] in ("ok", "n/a"), (name, system)
             assert system["check"] in ("reference", "equal", "n/a"), (name, system)
     assert (tmp_path / "report" / "README.md").exists()
+
+
+VALID_FIELDS = {
+    "number": st.integers(-(2**63), 2**63 - 1).map(str),
+    "symbol": st.text(st.characters(exclude_characters="\t,\n\r\x00"), max_size=6),
+}
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(st.data())
+def test_the_runners_read_fact_text_as_the_engine_reads_it(data: st.DataObject) -> None:
+    """The runners keep a reader of their own (they import nothing from `reasoner`), kept
+    minimal because their inputs were checked by the engine first: on such text it must give
+    the engine's rows."""
+    types = data.draw(st.lists(st.sampled_from(["number", "symbol"]), min_size=1, max_size=3))
+    delimiter = data.draw(st.sampled_from(["\t", ","]))
+    lines = data.draw(st.lists(st.tuples(*(VALID_FIELDS[kind] for kind in types)), max_size=5))
+    text = "".join(delimiter.join(fields) + "\n" for fields in lines)
+    assert parse_rows(text, types, delimiter) == parse_facts_text(text, types, "f", delimiter)
