@@ -4,9 +4,9 @@ Every error response has `type`, `title`, `status`, `detail` and `code`; program
 `line`, `column` and `filename` of the first diagnostic, `errors` with the first
 `MAX_REPORTED_ERRORS` diagnostics, `error_count` (all of them) and `formatted` (those
 diagnostics as the command line prints them, each source line cut around its column).
-Clients branch on `code`, never on `detail`. This module is the vocabulary (codes, `Problem`,
-the document's body), free of FastAPI so the write path can raise problems;
-`service.api.problem_responses` turns them into responses.
+Clients branch on `code`, never on `detail`. This module is the vocabulary (codes, `Refusal`
+and `Problem`, the document's body), free of FastAPI so the write path can raise refusals;
+`service.api.problem_responses` maps their codes to statuses and turns them into responses.
 
 An error answer stays small whatever was sent: text echoed from the request (messages, source
 lines) is clipped, so a 200 KB body with a mistake on every line gets a few KB back.
@@ -81,8 +81,25 @@ _PHRASES = {499: "Client Closed Request"}
 """Statuses outside the standard (nginx's 499), for the access log of a request nobody reads."""
 
 
-class Problem(Exception):
-    """Raise anywhere in a request to answer with a problem document."""
+class Refusal(Exception):
+    """A request refused, with a stable code and no HTTP: what `service.core` raises (the write
+    path, admission, readiness). `service.api` answers it with the status its code maps to
+    (`service.api.problem_responses.REFUSAL_STATUS`), so the core stays free of HTTP."""
+
+    def __init__(
+        self, code: str, detail: str, *, retry_after: int | None = None, **extra: Any
+    ) -> None:
+        super().__init__(detail)
+        self.code = code
+        self.detail = detail
+        self.retry_after = retry_after
+        """Seconds after which the same request may succeed (capacity, readiness)."""
+        self.extra = extra
+
+
+class Problem(Refusal):
+    """A refusal that names its HTTP status: raised by the layers that answer HTTP themselves
+    (`service.api`, the feed's stream)."""
 
     def __init__(
         self,
@@ -93,12 +110,9 @@ class Problem(Exception):
         headers: dict[str, str] | None = None,
         **extra: Any,
     ) -> None:
-        super().__init__(detail)
+        super().__init__(code, detail, **extra)
         self.status = status
-        self.code = code
-        self.detail = detail
         self.headers = headers
-        self.extra = extra
 
 
 def problem_body(status: int, code: str, detail: str, **extra: Any) -> dict[str, Any]:

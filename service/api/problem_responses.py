@@ -16,6 +16,10 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from reasoner import QueryTimeout, QueryTooLarge
 from reasoner.errors import InputDataError, InvalidDelta, ProgramError
 from service.problems import (
+    DATABASE_UNAVAILABLE,
+    EPOCH_TIMEOUT,
+    EPOCH_TOO_LARGE,
+    EVALUATION_FAILED,
     FORBIDDEN,
     INTERNAL_ERROR,
     INVALID_JSON,
@@ -29,9 +33,12 @@ from service.problems import (
     PROBLEM_JSON,
     QUERY_TIMEOUT,
     QUERY_TOO_LARGE,
+    TOO_BUSY,
+    TOO_MANY_RULES,
     UNAUTHORIZED,
     UNSUPPORTED_MEDIA_TYPE,
     Problem,
+    Refusal,
     clip,
     input_data_problem,
     invalid_delta_problem,
@@ -69,6 +76,31 @@ def problem_response(
     )
 
 
+REFUSAL_STATUS = {
+    TOO_MANY_RULES: 400,
+    EPOCH_TIMEOUT: 422,
+    EPOCH_TOO_LARGE: 422,
+    EVALUATION_FAILED: 500,
+    DATABASE_UNAVAILABLE: 503,
+    NOT_READY: 503,
+    TOO_BUSY: 503,
+}
+"""The status of each code the core refuses with (`Refusal`, which carries none). 422: a valid
+request past a deadline or an allowance, which repeating unchanged will not help; 503 with
+`Retry-After`: capacity or readiness, which will come back."""
+
+
+def refusal_response(refusal: Refusal) -> JSONResponse:
+    """A refusal's problem document, with the status its code maps to (or that it names)."""
+    if isinstance(refusal, Problem):
+        status, headers = refusal.status, refusal.headers
+    else:
+        status, headers = REFUSAL_STATUS[refusal.code], None
+    if refusal.retry_after is not None:
+        headers = {**(headers or {}), "Retry-After": str(refusal.retry_after)}
+    return problem_response(status, refusal.code, refusal.detail, headers=headers, **refusal.extra)
+
+
 _HTTP_CODES = {
     400: INVALID_JSON,
     401: UNAUTHORIZED,
@@ -83,9 +115,9 @@ _HTTP_CODES = {
 
 
 def install(app: FastAPI) -> None:
-    @app.exception_handler(Problem)
-    async def _problem(_request: Request, exc: Problem) -> JSONResponse:
-        return problem_response(exc.status, exc.code, exc.detail, headers=exc.headers, **exc.extra)
+    @app.exception_handler(Refusal)
+    async def _problem(_request: Request, exc: Refusal) -> JSONResponse:
+        return refusal_response(exc)
 
     @app.exception_handler(ProgramError)
     async def _program(_request: Request, exc: ProgramError) -> JSONResponse:

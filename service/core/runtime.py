@@ -73,7 +73,7 @@ from service.problems import (
     NOT_READY,
     TOO_BUSY,
     TOO_MANY_RULES,
-    Problem,
+    Refusal,
 )
 from service.schemas import EpochSummary
 from service.settings import Settings
@@ -365,7 +365,7 @@ class Runtime:
         try:
             with m.evaluating():
                 return self._apply(m, delta, include_changes)
-        except Problem as problem:
+        except Refusal as problem:
             if problem.code in (EPOCH_TOO_LARGE, EPOCH_TIMEOUT):
                 # Only now are the symbols and records it interned rolled back: hand the heap
                 # they held back with the rest of the refused evaluation's.
@@ -379,8 +379,7 @@ class Runtime:
             # short clause can expand to thousands of rules).
             count = len(prepared.analyzed.program.rules)
             if count > self.settings.max_rules:
-                raise Problem(
-                    400,
+                raise Refusal(
                     TOO_MANY_RULES,
                     f"the program would hold {count} rules, more than the limit of "
                     f"{self.settings.max_rules}: nothing changed",
@@ -430,20 +429,18 @@ class Runtime:
         except SQLAlchemyError as exc:
             # Nothing was applied: the materialization is unchanged and the client may retry.
             log.exception("committing epoch %d failed", record.number)
-            raise Problem(
-                503,
+            raise Refusal(
                 DATABASE_UNAVAILABLE,
                 f"the delta could not be committed, nothing changed: {type(exc).__name__}",
-                headers={"Retry-After": "1"},
+                retry_after=1,
             ) from None
         log.debug("epoch %d: committed", record.number)
 
-    def _too_large(self, number: int, budget: EpochBudget, reason: str) -> Problem:
+    def _too_large(self, number: int, budget: EpochBudget, reason: str) -> Refusal:
         """The refusal of an evaluation that outgrew its memory."""
         log.warning("epoch %d refused, nothing changed: %s", number, reason)
         self.metrics.refused(EPOCH_TOO_LARGE)
-        return Problem(
-            422,
+        return Refusal(
             EPOCH_TOO_LARGE,
             f"{reason} while evaluating the write, which was cancelled; nothing changed",
             limit_mb=budget.memory_bytes >> 20 if budget.memory_bytes else None,
@@ -487,7 +484,7 @@ class Runtime:
         log.debug("epoch %d: evaluating (%s, deadline %gs)", number, strategy, timeout)
         # A refusal is raised once the evaluation's frames (its traceback) are gone, so that
         # the memory they held is freed before it is handed back.
-        refused: Problem | None = None
+        refused: Refusal | None = None
         try:
             with charging_to(budget):
                 report = m.apply(
@@ -502,14 +499,13 @@ class Runtime:
         except BootstrapCancelled as exc:
             log.warning("epoch %d cancelled, nothing changed: %s", number, exc.reason)
             self.metrics.refused(EPOCH_TIMEOUT)
-            refused = Problem(
-                422,
+            refused = Refusal(
                 EPOCH_TIMEOUT,
                 f"the write needed more than {timeout:g} s to evaluate and was cancelled "
                 f"({exc.reason}); nothing changed",
                 timeout=timeout,
             )
-        except Problem:
+        except Refusal:
             raise
         except InvalidDelta as exc:  # a float sum whose rounding is Soufflé's order of rows
             log.warning("epoch %d refused, nothing changed: %s", number, exc.message)
@@ -522,8 +518,7 @@ class Runtime:
             if not isinstance(exc, MemoryError):
                 log.exception("evaluating epoch %d failed, nothing changed", number)
                 self.metrics.refused(EVALUATION_FAILED)
-                raise Problem(
-                    500,
+                raise Refusal(
                     EVALUATION_FAILED,
                     f"the engine failed to evaluate the write ({type(exc).__name__}); nothing "
                     "changed. This is a defect of the service: please report it with the write.",
@@ -591,7 +586,7 @@ class Runtime:
         m = self.materialization
         if m is None or not self.ready:
             detail = self.failure or "the materialization is being built"
-            raise Problem(503, NOT_READY, detail, headers={"Retry-After": "1"})
+            raise Refusal(NOT_READY, detail, retry_after=1)
         return m
 
     def published_epoch(self) -> int:
@@ -606,10 +601,10 @@ class Runtime:
         m = self._require_ready()
         return m.read(lambda: read(m, m.epoch))
 
-    def too_busy(self, detail: str) -> Problem:
-        """A request turned away for want of capacity (503, `too_busy`), counted."""
+    def too_busy(self, detail: str) -> Refusal:
+        """A request turned away for want of capacity (`too_busy`, 503), counted."""
         self.metrics.refused(TOO_BUSY)
-        return Problem(503, TOO_BUSY, detail, headers={"Retry-After": "1"})
+        return Refusal(TOO_BUSY, detail, retry_after=1)
 
     @asynccontextmanager
     async def read_slot(self) -> AsyncIterator[None]:
