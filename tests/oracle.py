@@ -97,19 +97,13 @@ def c_mod(a: int, b: int) -> int:
 
 
 def int_power(a: int, b: int) -> int:
-    """`a ^ b`: for b >= 0 the exact power wrapped to 64 bits (by repeated multiplication of
-    the exact value, not modular exponentiation); for b < 0 the power's integer part."""
-    if b < 0:
-        if a == 0:
-            raise NoValue
-        return 1 if a == 1 else (-1) ** (-b) if a == -1 else 0
-    result, base = 1, a
-    while b:  # exact, then wrapped: the same as wrapping at every step
-        if b & 1:
-            result = wrap(result * base)
-        base = wrap(base * base)
-        b >>= 1
-    return result
+    """`a ^ b` as Soufflé's 64-bit build computes it: `(int64_t) pow((double) a, (double) b)`
+    with the C library's `pow`, and what x86-64's `cvttsd2si` makes of a double outside the
+    range (an overflow, the infinity of zero to a negative power): 0x8000000000000000."""
+    result = C_POW(float(a), float(b))
+    if math.isnan(result) or not -(2.0**63) <= result < 2.0**63:
+        return -(2**63)
+    return math.trunc(result)
 
 
 def bits(value: int) -> str:
@@ -177,8 +171,9 @@ def unsigned_arithmetic(op: str, a: int, b: int) -> int:
         if b == 0:
             raise NoValue
         return a // b if op == "/" else a % b
-    if op == "^":
-        return pow(a, b, size)
+    if op == "^":  # `(uint64_t) pow(...)`: GCC's sequence on x86-64 gives 0 past 2^64
+        result = C_POW(float(a), float(b))
+        return math.trunc(result) if 0.0 <= result < 2.0**64 else 0
     if op == "bshl":
         return (a << (b % 64)) % size
     if op in ("bshr", "bshru"):

@@ -79,7 +79,10 @@ _BIAS = -(1 << 63)
 _ORDERING = frozenset({"<", "<=", ">", ">="})
 _UNSIGNED_FORM: Mapping[str, ArithOp] = {"/": "udiv", "%": "umod", "^": "upow", "bshr": "bshru"}
 _EXTREMES = frozenset({"max", "min"})
-UNSIGNED_DIVISION = frozenset({"udiv", "umod"})
+DRIVER_OPERATORS = frozenset({"udiv", "umod", "^", "upow"})
+"""Operators Spark cannot compute as Soufflé does: unsigned division (Spark has no unsigned
+long) and `^` (Soufflé's goes through the C library's `pow`, whose rounding Java's need not
+share: `reasoner.values.arith.power`)."""
 _TYPED_AGGREGATES: Mapping[ColumnType, Mapping[str, AggregateOp]] = {
     UNSIGNED: {"min": "umin", "max": "umax"},
     FLOAT: {"sum": "fsum", "min": "fmin", "max": "fmax"},
@@ -142,10 +145,10 @@ def numeric_aggregates(
     return tuple(result)
 
 
-def divides_unsigned(rules: Sequence[Rule]) -> bool:
-    """Whether any of `rules` divides `unsigned` values (Spark has no unsigned long)."""
+def uses_driver_arithmetic(rules: Sequence[Rule]) -> bool:
+    """Whether any of `rules` uses an operator of `DRIVER_OPERATORS`."""
     return any(
-        isinstance(term, BinaryOp) and term.op in UNSIGNED_DIVISION for term in rule_terms(rules)
+        isinstance(term, BinaryOp) and term.op in DRIVER_OPERATORS for term in rule_terms(rules)
     )
 
 

@@ -22,7 +22,8 @@ rows of int64 in an arena, linked per iteration; iterations wait in a binary hea
 """
 
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
-from libc.stdint cimport int32_t, int64_t, uint16_t, uint32_t, uint64_t
+from libc.math cimport pow
+from libc.stdint cimport INT64_MIN, int32_t, int64_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memset
 
@@ -287,40 +288,31 @@ cdef inline int _hand_on(Vec* v, int64_t relation, int64_t row, int64_t o, int64
 
 # -- arithmetic with Soufflé's semantics (reasoner.values.arith): 64-bit wrap-around, C division ------
 
-cdef inline uint64_t _unsigned_power(uint64_t base, uint64_t e) noexcept:
-    """`base ^ e` modulo 2**64, by square and multiply (`reasoner.values.arith.unsigned_power`)."""
-    cdef uint64_t result = 1
-    while e:
-        if e & 1:
-            result *= base
-        base *= base
-        e >>= 1
-    return result
+cdef inline int64_t _power(int64_t a, int64_t b) noexcept:
+    """`reasoner.values.arith.power`: `(int64_t) pow((double) a, (double) b)` with x86-64's
+    value, -2**63, for a power outside the range (C leaves that conversion undefined)."""
+    cdef double result = pow(<double>a, <double>b)
+    if -9223372036854775808.0 <= result < 9223372036854775808.0:
+        return <int64_t>result
+    return INT64_MIN
 
 
-cdef inline bint _power(int64_t a, int64_t b, int64_t* out) noexcept:
-    """`reasoner.values.arith.power`: square and multiply modulo 2**64 for b >= 0."""
-    if b < 0:
-        if a == 0:
-            return False
-        if a == 1:
-            out[0] = 1
-        elif a == -1:
-            out[0] = 1 if (b & 1) == 0 else -1
-        else:
-            out[0] = 0
-        return True
-    out[0] = <int64_t>_unsigned_power(<uint64_t>a, <uint64_t>b)
-    return True
+cdef inline uint64_t _unsigned_power(uint64_t a, uint64_t b) noexcept:
+    """`reasoner.values.arith.unsigned_power`: `(uint64_t) pow((double) a, (double) b)`, and
+    0 for a power of 2**64 or more."""
+    cdef double result = pow(<double>a, <double>b)
+    if 0.0 <= result < 18446744073709551616.0:
+        return <uint64_t>result
+    return 0
 
 
 cdef inline bint _arith(int op, int64_t a, int64_t b, int64_t* out) noexcept:
     """`a op b` into `out` (`reasoner.values.arith.ARITH`); False when it has no value (a division
-    by zero, zero to a negative power)."""
+    by zero)."""
     if op > OP_MOD:
         if op == OP_POW:
-            return _power(a, b, out)
-        if op == OP_BAND:
+            out[0] = _power(a, b)
+        elif op == OP_BAND:
             out[0] = a & b
         elif op == OP_BOR:
             out[0] = a | b

@@ -192,8 +192,9 @@ Term = (
 )
 
 
-PARTIAL_OPS = frozenset({"/", "%", "^", "udiv", "umod"})
-"""Operators without a value for some operands: a division by zero, zero to a negative power."""
+PARTIAL_OPS = frozenset({"/", "%", "udiv", "umod"})
+"""Operators without a value for some operands: a division by zero. (`^` has one for every
+pair: zero to a negative power is Soufflé's -2^63, `reasoner.values.arith.power`.)"""
 PARTIAL_FUNCTORS = frozenset({"to_number", "to_unsigned", "field!"})
 """Functors without a value for some operands: `to_number("x")`, a field of nil."""
 

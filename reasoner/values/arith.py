@@ -4,13 +4,19 @@ Soufflé's `number` is a signed 64-bit integer (an `unsigned` is held as its 64-
 see `reasoner.analysis.numeric`): results wrap around, `/` truncates toward zero
 and `%` takes the sign of the dividend (C semantics), unlike Python's floor division. A division
 or remainder by zero has no result: the rule instantiation that needs it simply does not hold
-(raising `ArithmeticError`, which evaluators treat as "no derivation").
+(raising `ArithmeticError`, which evaluators treat as "no derivation"). `^` is the exception
+to exact arithmetic: Soufflé computes it through the C library's `pow` on doubles (`power`).
+
+We follow Soufflé's 64-bit build (`-DSOUFFLE_DOMAIN_64BIT=ON`, `../shared/tools/souffle64`);
+its default build has 32-bit numbers, whose results wrap at 2^32 instead.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+
+from reasoner.values import floats
 
 _MASK = (1 << 64) - 1
 _SIGN = 1 << 63
@@ -50,19 +56,22 @@ def mod(a: int, b: int) -> int:
     return r if a >= 0 else -r
 
 
+_TWO_63 = 2.0**63
+_TWO_64 = 2.0**64
+
+
 def power(a: int, b: int) -> int:
-    """`a ^ b`: exact, wrapped to 64 bits, for b >= 0; for b < 0 the integer part of the
-    real power (1 for a = 1, +-1 for a = -1, 0 otherwise), and no value for 0 ^ -n (Soufflé
-    casts pow's infinity, which C leaves undefined)."""
-    if b >= 0:
-        return wrap64(pow(a, b, 1 << 64))
-    if a == 0:
-        raise ZeroDivisionError("zero to a negative power")
-    if a == 1:
-        return 1
-    if a == -1:
-        return 1 if b % 2 == 0 else -1
-    return 0
+    """`a ^ b` on numbers as Soufflé computes it: `(int64_t) pow((double) a, (double) b)`,
+    through the C library's `pow` (`floats.power`), whose rounding is Soufflé's bit for bit
+    (glibc's is not correctly rounded: 3^34 is 16677181699666570 through it, ...568 exactly
+    rounded). So the result is rounded to a double's 53 bits (3^39 is 4052555153018976256, not
+    ...267), a negative exponent gives the integer part of the real power (2^-1 is 0), and a
+    power past the 64-bit range, or zero to a negative power (infinity), is the conversion's
+    value on x86-64, the smallest number (-2^63), as `cvttsd2si` makes it."""
+    result = floats.power(float(a), float(b))
+    if -_TWO_63 <= result < _TWO_63:  # False for NaN, as for infinities
+        return int(result)
+    return -(1 << 63)
 
 
 def shift_left(a: int, b: int) -> int:
@@ -95,9 +104,13 @@ def unsigned_mod(a: int, b: int) -> int:
 
 
 def unsigned_power(a: int, b: int) -> int:
-    """`a ^ b` on `unsigned` values: exact modulo 2^64, as `power` for a number's
-    non-negative exponents (an unsigned exponent is never negative)."""
-    return wrap64(pow(a & _MASK, b & _MASK, 1 << 64))
+    """`a ^ b` on `unsigned` values as Soufflé computes it: `(uint64_t) pow((double) a,
+    (double) b)`, rounded to a double's 53 bits, and 0 for a power of 2^64 or more (the
+    value GCC's conversion sequence on x86-64 gives it)."""
+    result = floats.power(float(a & _MASK), float(b & _MASK))
+    if 0.0 <= result < _TWO_64:
+        return wrap64(int(result))
+    return 0
 
 
 def as_unsigned(value: int) -> int:

@@ -192,6 +192,8 @@ def test_c_division_and_wrap_around(spark: SparkSession) -> None:
 
 
 def test_bitwise_logical_power_and_extremes(spark: SparkSession) -> None:
+    """Bitwise and logical operators and extremes on Spark; a stratum that takes a power runs
+    in the driver (Soufflé's `^` is the C library's `pow`, which Java's need not match)."""
     check(OPERATORS_PROGRAM, OPERATORS_INPUTS, spark)
 
 
@@ -236,8 +238,8 @@ def test_functors(spark: SparkSession) -> None:
 
 
 def test_unsigned(spark: SparkSession) -> None:
-    """Unsigned order (flipped top bits), `upow`, `bshru` and `umin`/`umax` in Spark; a
-    stratum that divides unsigned values runs in the driver."""
+    """Unsigned order (flipped top bits), `bshru` and `umin`/`umax` in Spark; a stratum that
+    divides unsigned values or takes a power runs in the driver."""
     check(UNSIGNED_PROGRAM, {"a": [*UNSIGNED_INPUTS["a"], (7,), (2**63 + 3,)]}, spark)
 
 

@@ -50,6 +50,7 @@ from reasoner.syntax.ast import (
     may_lack_value,
     operands,
 )
+from reasoner.values import arith
 from reasoner.values.arith import ARITH, LOGICAL, logical_condition
 from reasoner.values.functors import apply, apply_arrays
 from reasoner.values.symbols import SymbolTable
@@ -137,28 +138,13 @@ def _shift(a: np.ndarray, b: np.ndarray, kind: str) -> np.ndarray:
     return (bits << amount if kind == "bshl" else bits >> amount).view(np.int64)
 
 
-def _modular_power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """`a ^ b` modulo 2**64 on the unsigned readings of the patterns, by square and
-    multiply (`reasoner.values.arith.unsigned_power`)."""
-    result = np.ones(len(a), dtype=np.uint64)
-    base = a.view(np.uint64).copy()
-    exponent = b.view(np.uint64).copy()
-    for _ in range(64):
-        if not exponent.any():
-            break
-        result = np.where(exponent & np.uint64(1), result * base, result)
-        base = base * base
-        exponent = exponent >> np.uint64(1)
-    return result.view(np.int64)
-
-
-def _power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """`reasoner.values.arith.power` over arrays, as a masked array (masked: zero to a negative
-    power)."""
-    positive = _modular_power(a, np.where(b >= 0, b, 0))
-    negative = np.where(a == 1, 1, np.where(a == -1, np.where(b % 2 == 0, 1, -1), 0))
-    values = np.where(b >= 0, positive, negative)
-    return np.ma.masked_array(values, mask=(b < 0) & (a == 0))
+def _power(function: Callable[[int, int], int], a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """`function` (`reasoner.values.arith.power` or `unsigned_power`) over arrays, one pair at a
+    time: Soufflé's `^` goes through the C library's `pow`, whose rounding NumPy's own
+    vectorized `power` need not share, and a power is rare enough in a rule that exactness
+    costs little."""
+    a, b = np.broadcast_arrays(a, b)  # a literal operand is one value
+    return np.fromiter(map(function, a.tolist(), b.tolist()), dtype=np.int64, count=len(a))
 
 
 def _unsigned_division(a: np.ndarray, b: np.ndarray, op: str) -> np.ndarray:
@@ -193,9 +179,9 @@ def _total(op: str, a: pl.Expr, b: pl.Expr) -> pl.Expr:
     if op == "min":
         return pl.min_horizontal(a, b)
     if op == "^":
-        return _on_arrays(_power, a, b)
+        return _on_arrays(partial(_power, arith.power), a, b)
     if op == "upow":
-        return _on_arrays(_modular_power, a, b)
+        return _on_arrays(partial(_power, arith.unsigned_power), a, b)
     if op in ("udiv", "umod"):
         return _on_arrays(lambda x, y: _unsigned_division(x, y, op), a, b)
     return _on_arrays(lambda x, y: _shift(x, y, op), a, b)

@@ -56,7 +56,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
 from reasoner.analysis.model import AggregateDefinition, AnalyzedProgram, Stratum
-from reasoner.analysis.numeric import divides_unsigned
+from reasoner.analysis.numeric import uses_driver_arithmetic
 from reasoner.analysis.terms import calls_functor, leaves
 from reasoner.executors.aggregate import ITERATION, bootstrap_aggregate
 from reasoner.executors.bootstrap import Started, StratumBootstrap, StratumRun
@@ -480,8 +480,9 @@ class SparkBootstrap:
         work = first_work(first, self.state.relations)
         # A string functor reads and extends the driver's symbol table, which Spark's
         # workers do not have: such a stratum runs in process, every iteration of it.
-        # So does one that divides unsigned values, which Spark's longs cannot.
-        in_process = calls_functor(stratum.rules) or divides_unsigned(stratum.rules)
+        # So does one that divides unsigned values, which Spark's longs cannot, or takes a
+        # power, which must be the C library's (`DRIVER_OPERATORS`).
+        in_process = calls_functor(stratum.rules) or uses_driver_arithmetic(stratum.rules)
         small = sys.maxsize if in_process else self.small
         if work.driving + work.indexed < small:
             rows = local.compiled().first_iteration(self.check)

@@ -56,30 +56,6 @@ def _long(value: int) -> Column:
     return F.lit(value).cast(LongType())
 
 
-def _modular_power(base: Column, exponent: Column) -> Column:
-    """`base ^ exponent` modulo 2**64 on the unsigned readings (`reasoner.values.arith
-    .unsigned_power`): square and multiply over the 64 bits of the exponent, in wrapping long
-    arithmetic (the session is non-ANSI)."""
-
-    def step(acc: Column, bit: Column) -> Column:
-        odd = F.call_function("shiftright", exponent, bit).bitwiseAND(_long(1)) == 1
-        return F.struct(
-            F.when(odd, acc["r"] * acc["b"]).otherwise(acc["r"]).alias("r"),
-            (acc["b"] * acc["b"]).alias("b"),
-        )
-
-    start = F.struct(_long(1).alias("r"), base.alias("b"))
-    return F.aggregate(F.sequence(F.lit(0), F.lit(63)), start, step, lambda acc: acc["r"])
-
-
-def _power(base: Column, exponent: Column) -> Column:
-    """`reasoner.values.arith.power`; null for zero to a negative power."""
-    exact = _modular_power(base, exponent)
-    parity = F.when(exponent % 2 == 0, _long(1)).otherwise(_long(-1))
-    negative = F.when(base == 1, _long(1)).when(base == -1, parity).when(base != 0, _long(0))
-    return F.when(exponent >= 0, exact).otherwise(negative)
-
-
 def _operation(op: str, a: Column, b: Column) -> Column:
     """The operators beyond + - * / % (`reasoner.values.arith.ARITH`); null (no value) where an
     operand is: `greatest` skips nulls, and `when` reads a null condition as false."""
@@ -102,12 +78,8 @@ def _total(op: str, a: Column, b: Column) -> Column:
         return F.greatest(a, b)
     if op == "min":
         return F.least(a, b)
-    if op == "^":
-        return _power(a, b)
-    if op == "upow":
-        return _modular_power(a, b)
-    # `udiv` and `umod`: a stratum that divides unsigned values runs in the driver
-    # (`reasoner.analysis.numeric.divides_unsigned`), as Spark has no unsigned long.
+    # `udiv`, `umod`, `^` and `upow`: a stratum that uses them runs in the driver
+    # (`reasoner.analysis.numeric.DRIVER_OPERATORS` says why).
     raise ValueError(f"no Spark form for the operator {op!r}")
 
 
