@@ -89,8 +89,8 @@ EXPECTED = {
     "Cast": {(1, 2)},
 }
 """`Total`: 1 + (2^64 - 1) + 2^63 modulo 2^64; `EmptySum`: the sum of no rows is an unsigned 0,
-and 0 - 1 is then 2^64 - 1; `Squared`: `^` is C's `pow` on doubles, so (2^64 - 1)^2, past 2^64, converts to 0 (checked
-against the 64-bit Soufflé 2.5)."""
+and 0 - 1 is then 2^64 - 1; `Squared`: `^` is C's `pow` on doubles, so (2^64 - 1)^2, past
+2^64, converts to 0 (checked against the 64-bit Soufflé 2.5)."""
 
 
 def built(engine: str, inputs: dict) -> Materialization:
