@@ -50,13 +50,19 @@ MARKED_DIRECTORIES = {"spark": "spark", "reliability": "reliability"}
 """Tests under tests/<directory> carry the marker (see pyproject.toml's markers)."""
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark the tests that need Spark, PostgreSQL or the reliability harnesses, so that a
-    quick loop can leave them out (`make test-fast`, `-m "not spark"`)."""
+    quick loop can leave them out (`make test-fast`, `-m "not spark"`).
+
+    The Spark tests also form one `xdist_group`: under `--dist loadgroup` (`make test`) they
+    run on one worker, which starts one JVM for all of them instead of one per worker."""
     for item in items:
         parts = item.path.relative_to(REPO_ROOT).parts
         if len(parts) > 1 and parts[1] in MARKED_DIRECTORIES:
             item.add_marker(MARKED_DIRECTORIES[parts[1]])
+            if parts[1] == "spark":
+                item.add_marker(pytest.mark.xdist_group("spark"))
         callspec = getattr(item, "callspec", None)
         if callspec is not None and callspec.params.get("backend") == "postgresql":
             item.add_marker("postgres")

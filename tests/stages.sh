@@ -3,15 +3,15 @@
 #
 # - compose's images (tests/compose/run.sh --build-only) are built first, in the background:
 #   installing Docker, debootstrapping and building images mostly waits on apt, pip and disk,
-#   so it costs the tests little;
+#   so it costs the tests little; so is the engine alone (a fresh virtualenv with the base
+#   install running a bench program), which mostly waits on pip;
 # - the tests (all but tests/reliability) run on TEST_WORKERS processes (pytest-xdist): most
 #   of a service or Spark test is spent waiting on a server or a JVM;
 # - then, one at a time: the compose stack from the build cache (its Spark Bootstrap has a
 #   deadline, so it does not share the cores: beside the tests it missed it once), the
-#   reliability harnesses, which measure latency and memory, and the engine alone (a fresh
-#   virtualenv with the base install).
+#   reliability harnesses, which measure latency and memory.
 # Every stage runs whatever an earlier one did; the run fails if any stage failed, and says
-# which. Logs of the background stage go to out/stages/.
+# which. Logs of the background stages go to out/stages/.
 set -uo pipefail
 
 cd "$(dirname "$0")/.."
@@ -24,12 +24,19 @@ elapsed() { echo "stages: $1 took $(($(date +%s) - $2)) s"; }
 start=$(date +%s)
 bash tests/compose/run.sh --build-only > "$out/compose-build.log" 2>&1 &
 build=$!
+make --no-print-directory engine-alone > "$out/engine-alone.log" 2>&1 &
+alone=$!
 
 begin=$(date +%s)
 # shellcheck disable=SC2086  # PYTEST_ARGS is a list of arguments
-"$BIN/pytest" -q -n "${TEST_WORKERS:-3}" --durations=25 --ignore=tests/reliability \
+"$BIN/pytest" -q -n "${TEST_WORKERS:-3}" --dist loadgroup --durations=25 --ignore=tests/reliability \
     ${PYTEST_ARGS:-} || failed+=(pytest)
 elapsed pytest "$begin"
+
+begin=$(date +%s)
+wait "$alone" || failed+=(engine-alone)
+cat "$out/engine-alone.log"
+elapsed "waiting for the engine alone" "$begin"
 
 begin=$(date +%s)
 wait "$build" || failed+=(compose-build)
@@ -43,10 +50,6 @@ elapsed compose-test "$begin"
 begin=$(date +%s)
 make --no-print-directory reliability-quick || failed+=(reliability-quick)
 elapsed reliability-quick "$begin"
-
-begin=$(date +%s)
-make --no-print-directory engine-alone || failed+=(engine-alone)
-elapsed engine-alone "$begin"
 
 elapsed "the whole run" "$start"
 if ((${#failed[@]})); then
