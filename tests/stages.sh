@@ -7,9 +7,12 @@
 #   install running a bench program), which mostly waits on pip;
 # - the tests (all but tests/reliability) run on TEST_WORKERS processes (pytest-xdist): most
 #   of a service or Spark test is spent waiting on a server or a JVM;
+# - beside them, in one more process, the reliability harnesses that measure nothing (crashes,
+#   failpoints, fuzzing, limits, memory bombs, security, epoch endings): they run as
+#   `make reliability-quick` runs them, so their figures are reported in their log;
 # - then, one at a time: the compose stack from the build cache (its Spark Bootstrap has a
-#   deadline, so it does not share the cores: beside the tests it missed it once), the
-#   reliability harnesses, which measure latency and memory.
+#   deadline, so it does not share the cores: beside the tests it missed it once), and the
+#   reliability harnesses that measure latency or throughput (marked `measures`).
 # Every stage runs whatever an earlier one did; the run fails if any stage failed, and says
 # which. Logs of the background stages go to out/stages/.
 set -uo pipefail
@@ -26,12 +29,20 @@ bash tests/compose/run.sh --build-only > "$out/compose-build.log" 2>&1 &
 build=$!
 make --no-print-directory engine-alone > "$out/engine-alone.log" 2>&1 &
 alone=$!
+RELIABILITY_MODE=quick "$BIN/pytest" -q -p no:cacheprovider -m "not measures" tests/reliability \
+    > "$out/reliability-harnesses.log" 2>&1 &
+harnesses=$!
 
 begin=$(date +%s)
 # shellcheck disable=SC2086  # PYTEST_ARGS is a list of arguments
 "$BIN/pytest" -q -n "${TEST_WORKERS:-3}" --dist loadgroup --durations=25 --ignore=tests/reliability \
     ${PYTEST_ARGS:-} || failed+=(pytest)
 elapsed pytest "$begin"
+
+begin=$(date +%s)
+wait "$harnesses" || failed+=(reliability-harnesses)
+cat "$out/reliability-harnesses.log"
+elapsed "waiting for the reliability harnesses" "$begin"
 
 begin=$(date +%s)
 wait "$alone" || failed+=(engine-alone)
@@ -48,8 +59,8 @@ make --no-print-directory compose-test || failed+=(compose-test)
 elapsed compose-test "$begin"
 
 begin=$(date +%s)
-make --no-print-directory reliability-quick || failed+=(reliability-quick)
-elapsed reliability-quick "$begin"
+RELIABILITY_MODE=quick "$BIN/pytest" -q -m measures tests/reliability || failed+=(reliability-measures)
+elapsed "the measuring reliability harnesses" "$begin"
 
 elapsed "the whole run" "$start"
 if ((${#failed[@]})); then

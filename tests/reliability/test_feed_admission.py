@@ -30,8 +30,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.reliability.conftest import MODE, record
 from tests.service.conftest import READ_TOKEN, Server
+
+pytestmark = pytest.mark.measures
+"""A harness that measures latency or throughput: it runs alone (`tests/stages.sh`)."""
 
 
 @dataclass(frozen=True)

@@ -30,8 +30,13 @@ from multiprocessing.sharedctypes import Synchronized
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.reliability.conftest import COUNTS, record
 from tests.service.conftest import READ_TOKEN, Server
+
+pytestmark = pytest.mark.measures
+"""A harness that measures latency or throughput: it runs alone (`tests/stages.sh`)."""
 
 PROGRAM = (
     ".decl edge(x: number, y: number)\ntc(x, y) :- edge(x, y).\ntc(x, z) :- tc(x, y), edge(y, z).\n"

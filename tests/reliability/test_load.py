@@ -19,9 +19,13 @@ import time
 from collections.abc import Callable
 
 import httpx
+import pytest
 
 from tests.reliability.conftest import COUNTS, record, rng
 from tests.service.conftest import READ_TOKEN, Server
+
+pytestmark = pytest.mark.measures
+"""A harness that measures latency or throughput: it runs alone (`tests/stages.sh`)."""
 
 PROGRAM = """.decl edge(x: number, y: number)
 tc(x, y) :- edge(x, y).
