@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from reasoner.support.allocations import charging_to
     from reasoner.support.deadline import BootstrapCancelled, Cancellation, QueryTimeout
     from reasoner.syntax.lexer import IDENT, Token, tokenize
+    from reasoner.syntax.preprocess import preprocess
     from reasoner.values import floats
     from reasoner.values.records import (
         AdtType,
@@ -97,6 +98,7 @@ _PUBLIC = {
     "IDENT": "reasoner.syntax.lexer",
     "Token": "reasoner.syntax.lexer",
     "tokenize": "reasoner.syntax.lexer",
+    "preprocess": "reasoner.syntax.preprocess",
     "AdtType": "reasoner.values.records",
     "RecordError": "reasoner.values.records",
     "RecordTable": "reasoner.values.records",
@@ -161,6 +163,7 @@ __all__ = [
     "frame_schema",
     "is_internal",
     "parse_facts_batch",
+    "preprocess",
     "record_field",
     "relation_page",
     "storage_type",

@@ -49,6 +49,10 @@ PROGRAM_FACT = "program_fact"
 """A warning: a retracted fact that the program text asserts stays (it is part of the
 program, not data)."""
 
+PREPROCESSOR_ERROR = "preprocessor_error"
+"""The C preprocessor refused the program: an `#include` of a file it may not or cannot read,
+`#error`, a malformed directive."""
+
 UNKNOWN_RULE = "unknown_rule"
 """A rule id to remove that the program does not have."""
 RULES_UNAVAILABLE = "rules_unavailable"

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from reasoner.analysis import check_program
+from reasoner.analysis import check_preprocessed
 from reasoner.analysis.model import AnalyzedProgram, RelationInfo
 from reasoner.analysis.negation_locals import is_internal
 from reasoner.elastic import switch
@@ -44,6 +44,7 @@ from reasoner.storage import TupleSet
 from reasoner.storage.state import State, Tuple
 from reasoner.support.concurrency import ReadWriteLock, read_optimistically
 from reasoner.support.deadline import Check, clock
+from reasoner.syntax.preprocess import preprocess
 from reasoner.values.symbols import SymbolTable, TableMark
 from reasoner.values.types import Value
 
@@ -117,9 +118,11 @@ class Materialization:
 
     @classmethod
     def from_text(cls, text: str, filename: str = "<program>", **options: Any) -> Materialization:
-        """`options`: the constructor's keywords."""
-        program = ProgramText([text], filename)
-        return cls(check_program(text, filename), program=program, **options)
+        """`options`: the constructor's keywords. `text` goes through the C preprocessor
+        (`reasoner.syntax.preprocess`) without reading any file: an `#include` is refused."""
+        source = preprocess(text, filename, files={})
+        program = ProgramText([source.text], filename)
+        return cls(check_preprocessed(source, filename), program=program, **options)
 
     @staticmethod
     def _arities(analyzed: AnalyzedProgram) -> dict[str, int]:

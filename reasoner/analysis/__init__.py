@@ -3,7 +3,7 @@
 Layer: above `syntax` and `values`. Used by the plans and everything above them.
 """
 
-from reasoner.analysis.check import analyze, check_program, check_query
+from reasoner.analysis.check import analyze, check_preprocessed, check_program, check_query
 from reasoner.analysis.model import AnalyzedProgram, RelationInfo, Stratum
 from reasoner.values.types import Value
 
@@ -13,6 +13,7 @@ __all__ = [
     "Stratum",
     "Value",
     "analyze",
+    "check_preprocessed",
     "check_program",
     "check_query",
 ]

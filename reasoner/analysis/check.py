@@ -26,7 +26,12 @@ from reasoner.analysis.report import Reporter
 from reasoner.analysis.stratify import stratify
 from reasoner.analysis.terms import atoms_of, leaves
 from reasoner.analysis.types import NUMERIC, Known, TypeInference, infer_types
-from reasoner.errors import ARITY_MISMATCH, UNKNOWN_RELATION, UNSUPPORTED_FEATURE
+from reasoner.errors import (
+    ARITY_MISMATCH,
+    UNKNOWN_RELATION,
+    UNSUPPORTED_FEATURE,
+    ProgramError,
+)
 from reasoner.syntax.ast import (
     AggregateOp,
     BodyLiteral,
@@ -39,6 +44,7 @@ from reasoner.syntax.ast import (
     Wildcard,
 )
 from reasoner.syntax.parser import parse_program
+from reasoner.syntax.preprocess import Preprocessed
 from reasoner.values.records import AdtType, RecordType, ValueType
 from reasoner.values.types import FLOAT, NUMBER, RECORD, ColumnType
 
@@ -251,6 +257,16 @@ def check_program(
     """Parse and analyze `text`. Parse errors are raised alone: analysis needs a parsed program."""
     program = parse_program(text, filename)
     return analyze(program, source=text, filename=filename, allow_undefined=allow_undefined)
+
+
+def check_preprocessed(source: Preprocessed, filename: str) -> AnalyzedProgram:
+    """`check_program` of a program after the C preprocessor (`reasoner.syntax.preprocess`),
+    its errors and warnings pointing into the files as written."""
+    try:
+        analyzed = check_program(source.text, filename)
+    except ProgramError as error:
+        raise ProgramError(source.remap(error.diagnostics)) from None
+    return dataclasses.replace(analyzed, warnings=tuple(source.remap(analyzed.warnings)))
 
 
 def check_query(

@@ -19,7 +19,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import cast
 
-from reasoner.analysis import check_program
+from reasoner.analysis import check_preprocessed
 from reasoner.analysis.facts import evaluate
 from reasoner.analysis.model import AnalyzedProgram
 from reasoner.analysis.terms import render
@@ -50,6 +50,7 @@ from reasoner.syntax.ast import (
     StringConst,
     Term,
 )
+from reasoner.syntax.preprocess import parse_macros, preprocess
 from reasoner.values import floats
 from reasoner.values.arith import as_unsigned
 from reasoner.values.records import AdtType, RecordText, RecordType, ValueType, fits, nested_text
@@ -69,13 +70,20 @@ def peak_memory_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def _analyze(program: str) -> AnalyzedProgram:
-    path = Path(program)
+def _analyze(args: argparse.Namespace) -> AnalyzedProgram:
+    """The program of `args`, through the C preprocessor as Soufflé runs it (`-I`, `-M`)."""
+    path = Path(args.program)
     try:
         text = path.read_text(encoding="utf-8-sig")  # without a byte-order mark
     except OSError as exc:
         raise InputDataError(f"cannot read program: {exc.strerror}", str(path)) from None
-    analyzed = check_program(text, str(path))
+    for directory in args.include_dir:
+        if not Path(directory).is_dir():
+            raise InputDataError("include directory does not exist", directory)
+    source = preprocess(
+        text, str(path), include_dirs=args.include_dir, macros=parse_macros(args.macro)
+    )
+    analyzed = check_preprocessed(source, str(path))
     for warning in analyzed.warnings:
         print(f"warning: {warning.format()}", file=sys.stderr)
     return analyzed
@@ -92,7 +100,7 @@ def _run_once(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     with Terminal(args.quiet) as terminal:
         terminal.say("reading the program and its inputs")
-        analyzed = _analyze(args.program)
+        analyzed = _analyze(args)
         inputs = load_inputs(analyzed, Path(args.facts), read=read_facts_batch)
         # One evaluation, no epochs after it: no Update plans (nor their indexes).
         materialization = Materialization(analyzed, engines=_engines(args), maintained=False)
@@ -148,7 +156,7 @@ def _write_program_outputs(analyzed: AnalyzedProgram, m: Materialization, output
 
 
 def _workload(args: argparse.Namespace) -> int:
-    analyzed = _analyze(args.program)
+    analyzed = _analyze(args)
     inputs = load_inputs(analyzed, Path(args.facts))
     workload = elastic_pattern(inputs, small=args.small, large_fraction=args.large, seed=args.seed)
     manifest = {
@@ -169,7 +177,7 @@ def _workload(args: argparse.Namespace) -> int:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    analyzed = _analyze(args.program)
+    analyzed = _analyze(args)
     inputs = load_inputs(analyzed, Path(args.facts))
     workload = read_workload(analyzed, args.epochs)
     records: list[EpochRecord] = []
@@ -303,6 +311,26 @@ def _engines(args: argparse.Namespace) -> EngineSettings:
         raise SystemExit(2) from None
 
 
+def _program_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("program", help="the Datalog program (.dl)")
+    parser.add_argument(
+        "-I",
+        "--include-dir",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a directory for the preprocessor's #include (repeatable), as Soufflé's -I",
+    )
+    parser.add_argument(
+        "-M",
+        "--macro",
+        action="append",
+        default=[],
+        metavar="MACROS",
+        help="preprocessor macros, 'NAME' or 'NAME=VALUE' separated by spaces, as Soufflé's -M",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="reasoner", description="Elastic incremental Datalog engine (Soufflé-compatible)."
@@ -310,7 +338,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     run = commands.add_parser("run", help="evaluate a program once, like `souffle -F -D`")
-    run.add_argument("program", help="the Datalog program (.dl)")
+    _program_argument(run)
     run.add_argument("-F", "--facts", default=".", help="directory of <relation>.facts inputs")
     run.add_argument("-D", "--output", default=".", help="directory for <relation>.csv outputs")
     run.add_argument("--stats", help="write JSON statistics (strata, sizes, time, memory) here")
@@ -325,7 +353,7 @@ def build_parser() -> argparse.ArgumentParser:
         "sets, 7 retracts a large one, 8-11 are small again, 12 re-inserts the large set, so "
         "the facts end equal to FACTS_DIR.",
     )
-    workload.add_argument("program", help="the Datalog program (.dl)")
+    _program_argument(workload)
     workload.add_argument("-F", "--facts", default=".", help="directory of <relation>.facts")
     workload.add_argument("--out", required=True, help="new (or empty) directory for the epochs")
     workload.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
@@ -342,7 +370,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="play a workload of epochs through the elastic engine",
         description="Exit status: 0 ok, 1 input error, 2 program error, 3 --check failed.",
     )
-    rep.add_argument("program", help="the Datalog program (.dl)")
+    _program_argument(rep)
     rep.add_argument("-F", "--facts", default=".", help="directory of <relation>.facts inputs")
     rep.add_argument("--epochs", required=True, help="directory of epochs (0001/insert/...)")
     rep.add_argument(
@@ -385,7 +413,7 @@ def build_parser() -> argparse.ArgumentParser:
         "explain",
         help="print the Update plans of every stratum, or with --why, why tuples hold or not",
     )
-    explain.add_argument("program", help="the Datalog program (.dl)")
+    _program_argument(explain)
     explain.add_argument("-F", "--facts", default=".", help="directory of the .facts inputs")
     explain.add_argument(
         "--why",
@@ -412,7 +440,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _explain(args: argparse.Namespace) -> int:
-    analyzed = _analyze(args.program)
+    analyzed = _analyze(args)
     if not args.why:
         sys.stdout.write(explain_program(analyzed))
         return EXIT_OK

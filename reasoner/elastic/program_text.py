@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from reasoner.analysis import analyze
@@ -23,6 +23,7 @@ from reasoner.errors import Diagnostic, ProgramError, Span
 from reasoner.syntax.ast import Program, Rule
 from reasoner.syntax.lexer import tokenize
 from reasoner.syntax.parser import parse_program
+from reasoner.syntax.preprocess import Preprocessed, preprocess
 from reasoner.values.records import ValueType
 from reasoner.values.types import Value
 
@@ -106,6 +107,23 @@ class ProgramText:
     def changed(self, add: list[str], remove: list[str]) -> Changed:
         """The program with `remove` (ids) cut out and `add` (texts) appended, checked.
 
+        Each added text goes through the C preprocessor first, reading no file (an
+        `#include` is refused: `reasoner.syntax.preprocess`); the program keeps what it
+        gave, and diagnostics point into the texts as sent.
+        """
+        names = _unit_names(len(add))
+        sources = {
+            name: preprocess(text, name, files={}) for name, text in zip(names, add, strict=True)
+        }
+        try:
+            changed = self._changed([s.text for s in sources.values()], remove)
+        except ProgramError as error:
+            raise ProgramError(_remapped(error.diagnostics, sources)) from None
+        return dataclasses.replace(changed, warnings=_remapped(changed.warnings, sources))
+
+    def _changed(self, add: list[str], remove: list[str]) -> Changed:
+        """`changed`, of texts already preprocessed.
+
         An added text may be a whole program: its facts are taken out of it and returned as
         data (`Changed.facts`: the caller inserts them, so they can be retracted like any
         fact), and a relation that only those facts define gets a `.decl` of its inferred
@@ -134,7 +152,7 @@ class ProgramText:
         added: list[str] = []
         given: dict[str, None] = {}
         kept: list[str] = []  # each added text without its facts and already present clauses
-        names = [RULES_FILENAME] if len(add) == 1 else [f"<rules {n + 1}>" for n in range(len(add))]
+        names = _unit_names(len(add))
         for name, text in zip(names, add, strict=True):
             program = parse_program(text, name, expand_components=False)
             first: dict[str, Span] = {}  # id -> the clause of this text that adds it
@@ -209,6 +227,22 @@ class ProgramText:
         except ProgramError as error:
             raise ProgramError(mapped(error.diagnostics)) from None
         return dataclasses.replace(analyzed, warnings=tuple(mapped(analyzed.warnings)))
+
+
+def _unit_names(count: int) -> list[str]:
+    """How diagnostics name each of `count` added texts."""
+    return [RULES_FILENAME] if count == 1 else [f"<rules {n + 1}>" for n in range(count)]
+
+
+def _remapped(
+    diagnostics: Iterable[Diagnostic], sources: Mapping[str, Preprocessed]
+) -> tuple[Diagnostic, ...]:
+    """`diagnostics`, those in a preprocessed added text moved to the text as sent."""
+    out = []
+    for diagnostic in diagnostics:
+        source = sources.get(diagnostic.filename)
+        out.extend(source.remap([diagnostic]) if source is not None else [diagnostic])
+    return tuple(out)
 
 
 def _defined(analyzed: AnalyzedProgram, name: str) -> bool:

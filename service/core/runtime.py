@@ -52,6 +52,7 @@ from reasoner import (
     SymbolTable,
     bulk_load,
     charging_to,
+    preprocess,
 )
 from reasoner.errors import InvalidDelta, ProgramError
 from service.core import failpoints
@@ -235,9 +236,12 @@ class Runtime:
         }
 
     def _initial_program(self) -> str:
+        """The program file through the C preprocessor: its `#include`s (the operator's files,
+        beside it) are read once, here, and the store keeps the program whole."""
         if self.settings.program is None:
             return ""
-        return Path(self.settings.program).read_text(encoding="utf-8")
+        path = Path(self.settings.program)
+        return preprocess(path.read_text(encoding="utf-8-sig"), str(path)).text
 
     def _rebuild(self) -> None:
         """Build the materialization from the store. When the committed program cannot be

@@ -7,7 +7,9 @@ reads the stored program with its types again.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from pathlib import Path
 
 from tests.service.conftest import Server
 from tests.service.helpers import assert_problem, column_types, query_all, read_relation
@@ -424,3 +426,43 @@ matched(p, s) :- pair(p, s), match(p, s).
         assert_problem(client.post("/v1/facts", json=written), 400, "unsupported_feature")
         assert client.get("/ready").json()["epoch"] == epoch
         assert set(read_relation(client, "matched")) == {("\\d+", "42")}
+
+
+def test_the_preprocessor_through_the_service(
+    make_server: Callable[..., Server], tmp_path: Path
+) -> None:
+    """The program file's `#include`s are read beside it at start-up (the operator's files);
+    a posted text is preprocessed too, but its `#include` names no file of the server, and
+    an error points at the directive as sent."""
+    (tmp_path / "lib.dl").write_text("#define LIMIT 3\n.decl edge(x: number, y: number)\n")
+    program = tmp_path / "program.dl"
+    program.write_text('#include "lib.dl"\nsmall(x) :- edge(x, _), x < LIMIT.\n')
+    server = make_server(REASONER_PROGRAM=str(program)).start()
+    with server.client() as client:
+        client.post("/v1/facts", json={"facts": {"edge": [[1, 2], [5, 6]]}}).raise_for_status()
+        assert read_relation(client, "small") == [(1,)]
+        added = "#define TWICE(x) ((x) * 2)\ndouble(TWICE(x)) :- small(x).\n"
+        client.post("/v1/rules", content=added, headers=TEXT).raise_for_status()
+        assert read_relation(client, "double") == [(2,)]
+        again = client.post("/v1/rules", content=added, headers=TEXT).raise_for_status()
+        assert again.json()["changed"] is False  # the same rule, once
+
+        epoch = client.get("/ready").json()["epoch"]
+        leak = '.decl x(s: symbol)\n#include "/etc/passwd"\n'
+        body = assert_problem(
+            client.post("/v1/rules", content=leak, headers=TEXT), 400, "preprocessor_error"
+        )
+        assert (body["line"], body["column"]) == (2, 1)
+        assert "root:" not in json.dumps(body)
+        wrong = '#define N 1\n\nbad(x) :- small(x), x < "s".\n'
+        body = assert_problem(
+            client.post("/v1/rules", content=wrong, headers=TEXT), 400, "type_mismatch"
+        )
+        assert body["line"] == 3
+        assert client.get("/ready").json()["epoch"] == epoch
+
+    server.stop()
+    (tmp_path / "lib.dl").unlink()  # the store keeps the program whole
+    server.start()
+    with server.client() as client:
+        assert read_relation(client, "double") == [(2,)]

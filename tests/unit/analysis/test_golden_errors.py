@@ -1,7 +1,8 @@
 """Golden tests of the diagnostics users see: the exact `ProgramError.format()` text.
 
-Each `tests/golden/errors/<case>.dl` is checked with its base name as filename and must fail
-with exactly the text of `<case>.expected`. A `.dl` without `.expected` fails the suite, so a
+Each `tests/golden/errors/<case>.dl` is checked with its base name as filename, through the C
+preprocessor as a posted program is (no file may be included), and must fail with exactly the
+text of `<case>.expected`. A `.dl` without `.expected` fails the suite, so a
 new case cannot pass silently. After a deliberate change of messages, regenerate with
 `REASONER_UPDATE_GOLDEN=1 pytest tests/unit/analysis/test_golden_errors.py` and review the diff.
 """
@@ -13,17 +14,27 @@ from pathlib import Path
 
 import pytest
 
-from reasoner.analysis import check_program
-from reasoner.errors import LIMIT_ERROR_CODES, PROGRAM_ERROR_CODES, ProgramError
+from reasoner.analysis import check_preprocessed, check_program
+from reasoner.errors import (
+    LIMIT_ERROR_CODES,
+    PREPROCESSOR_ERROR,
+    PROGRAM_ERROR_CODES,
+    ProgramError,
+)
+from reasoner.syntax.preprocess import preprocess
 
 GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "errors"
 CASES = sorted(GOLDEN.glob("*.dl"))
 UPDATE = os.environ.get("REASONER_UPDATE_GOLDEN") == "1"
 
 
+def _check(path: Path) -> None:
+    check_preprocessed(preprocess(path.read_text(), path.name, files={}), path.name)
+
+
 def formatted_errors(path: Path) -> str:
     with pytest.raises(ProgramError) as info:
-        check_program(path.read_text(), filename=path.name)
+        _check(path)
     return info.value.format()
 
 
@@ -43,10 +54,11 @@ def test_every_expected_file_has_a_program() -> None:
 
 
 def test_each_code_has_at_least_two_cases() -> None:
-    cases_per_code = dict.fromkeys(PROGRAM_ERROR_CODES + LIMIT_ERROR_CODES, 0)
+    codes = (*PROGRAM_ERROR_CODES, *LIMIT_ERROR_CODES, PREPROCESSOR_ERROR)
+    cases_per_code = dict.fromkeys(codes, 0)
     for path in CASES:
         with pytest.raises(ProgramError) as info:
-            check_program(path.read_text(), filename=path.name)
+            _check(path)
         for code in {d.code for d in info.value.diagnostics}:
             cases_per_code[code] += 1
     assert all(count >= 2 for count in cases_per_code.values()), cases_per_code
