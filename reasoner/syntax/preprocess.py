@@ -145,7 +145,7 @@ def _preprocessor_base() -> type:
     import pcpp.preprocessor
     from pcpp import Preprocessor
 
-    pcpp.preprocessor.trigraph = lambda text: text  # type: ignore[attr-defined]
+    pcpp.preprocessor.trigraph = lambda text: text
     return Preprocessor
 
 
