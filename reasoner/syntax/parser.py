@@ -152,6 +152,39 @@ def _check_depth(depth: int, span: Span) -> None:
         )
 
 
+_NEGATED_COMPARISON: dict[str, CompareOp] = {
+    "=": "!=",
+    "!=": "=",
+    "<": ">=",
+    ">=": "<",
+    ">": "<=",
+    "<=": ">",
+}
+
+
+def _negated(alternatives: Alternatives, start: Span) -> Alternatives:
+    """`!` of a body term in disjunctive form, as Soufflé's parser negates it (`RuleBody::
+    negated`): the conjunction over the alternatives of the disjunction of each one's
+    negated literals, so `!(a(x) ; b(x))` is `!a(x), !b(x)` and `!(a(x), b(x))` is `!a(x) ;
+    !b(x)`. A negated atom becomes the atom and a comparison its complement (`<` and `>=`,
+    as Soufflé flips it, a NaN included)."""
+    result: Alternatives = [[]]
+    for conjunction in alternatives:
+        step = [[_negated_literal(literal, start)] for literal in conjunction]
+        result = [left + right for left in result for right in step]
+    return result
+
+
+def _negated_literal(literal: BodyLiteral, start: Span) -> BodyLiteral:
+    if isinstance(literal, Atom):
+        return Negation(literal, _join(start, literal.span))
+    if isinstance(literal, Negation):
+        return literal.atom
+    return Comparison(
+        _NEGATED_COMPARISON[literal.op], literal.left, literal.right, _join(start, literal.span)
+    )
+
+
 def _join(first: Span, last: Span) -> Span:
     return Span(first.line, first.column, last.end_line, last.end_column)
 
@@ -654,8 +687,12 @@ class _Parser:
             self._advance()
             if self._constraint_follows():
                 return [[self._constraint(negated=True, start=token.span)]]
-            atom = self._atom()
-            return [[Negation(atom, _join(token.span, atom.span))]]
+            if self._peek().kind == IDENT and self._peek(1).kind == "(":
+                atom = self._atom()
+                return [[Negation(atom, _join(token.span, atom.span))]]
+            negation = _negated(self._literal(), token.span)
+            self._check_size(negation, token)
+            return negation
         if self._constraint_follows():
             return [[self._constraint(negated=False, start=token.span)]]
         if token.kind == IDENT:
