@@ -69,10 +69,12 @@ from reasoner.values.functors import (
     FLOAT_CONVERSIONS,
     FLOAT_NEGATE,
     FLOAT_OPERATIONS,
+    SYMBOL_COMPARE,
+    SYMBOL_OPERATIONS,
     UNSIGNED_TO_STRING,
 )
 from reasoner.values.records import AdtType, RecordType, ValueType
-from reasoner.values.types import FLOAT, NUMBER, UNSIGNED, ColumnType
+from reasoner.values.types import FLOAT, NUMBER, SYMBOL, UNSIGNED, ColumnType
 
 _BIAS = -(1 << 63)
 """The pattern with only the top bit set: `x bxor _BIAS` maps unsigned order to signed."""
@@ -250,6 +252,10 @@ class _Rewriter:
         if kind == FLOAT and id(literal) not in self.aliases:
             self.changed = True
             return _compare_floats(literal.op, left, right, literal.span)
+        if kind == SYMBOL and literal.op in _ORDERING:
+            self.changed = True
+            call = Functor(SYMBOL_COMPARE, (left, right), literal.span)
+            return Comparison(literal.op, call, NumberConst(0, literal.span, NUMBER), literal.span)
         if literal.op in _ORDERING and kind == UNSIGNED:
             self.changed = True
             left, right = _flip(left), _flip(right)
@@ -280,6 +286,9 @@ class _Rewriter:
         if kind == FLOAT and term.op in FLOAT_OPERATIONS:  # others are type errors, reported
             self.changed = True
             return Functor(FLOAT_OPERATIONS[term.op], (left, right), term.span)
+        if kind == SYMBOL and term.op in SYMBOL_OPERATIONS:  # others are type errors, reported
+            self.changed = True
+            return Functor(SYMBOL_OPERATIONS[term.op], (left, right), term.span)
         if kind == UNSIGNED:
             if term.op in _EXTREMES:
                 self.changed = True

@@ -49,11 +49,12 @@ Key = tuple[str, object, object]
 """`("c", relation, column)`, `("v", clause scope, variable name)` or `("e", clause scope,
 id of an expression)`: an arithmetic expression is a class of its own, the type of all its
 operands and of its value."""
-Known = ColumnType | Literal["numeric", "signed?", "record?"] | RecordType | AdtType
+Known = ColumnType | Literal["numeric", "signed?", "record?", "ordered?"] | RecordType | AdtType
 """A class's type: a primitive, `numeric` (a number, an unsigned or a float, not yet known
 which: what a bare numeric literal or arithmetic says until something decides), `signed?`
-(a number or a float), a record or algebraic data type, or `record?` (some record type, not
-yet known which)."""
+(a number or a float), `ordered?` (numeric or a symbol: what `+`, `max`, `min` and the
+ordering comparisons take, which Soufflé overloads for symbols), a record or algebraic data
+type, or `record?` (some record type, not yet known which)."""
 Typed = Key | Known | None
 """What a term contributes: its class, a known type, or nothing (a wildcard)."""
 
@@ -61,7 +62,10 @@ NUMERIC: Known = "numeric"
 SIGNED: Known = "signed?"
 """A literal written negative (`-1`): a number or a float, never an unsigned."""
 SOME_RECORD: Known = "record?"
+ORDERED: Known = "ordered?"
 _NUMBERS = (NUMBER, UNSIGNED, FLOAT, NUMERIC, SIGNED)
+_OVERLOADED = frozenset({"+", "max", "min"})
+"""Arithmetic Soufflé also defines on symbols: `cat`, and the lexicographic extremes."""
 _INTEGRAL = frozenset({"%", "band", "bor", "bxor", "bshl", "bshr", "bshru", "land", "lor", "lxor"})
 """Operations Soufflé defines on integers only."""
 _ORDERING = frozenset({"<", "<=", ">", ">="})
@@ -78,6 +82,8 @@ def _unify(a: Known | None, b: Known | None) -> tuple[bool, Known | None]:
     for vague, sure in ((a, b), (b, a)):
         if vague == NUMERIC and sure in _NUMBERS:
             return True, sure
+        if vague == ORDERED and (sure in _NUMBERS or sure == SYMBOL):
+            return True, sure
         if vague == SIGNED and sure in (NUMBER, FLOAT):
             return True, sure
     if a == SOME_RECORD and isinstance(b, RecordType):
@@ -85,6 +91,18 @@ def _unify(a: Known | None, b: Known | None) -> tuple[bool, Known | None]:
     if b == SOME_RECORD and isinstance(a, RecordType):
         return True, a
     return False, None
+
+
+def _overloaded(expression: BinaryOp) -> bool:
+    """Whether every operation of `expression` is one Soufflé also defines on symbols."""
+    stack: list[Term] = [expression]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, BinaryOp):
+            if node.op not in _OVERLOADED:
+                return False
+            stack += [node.left, node.right]
+    return True
 
 
 def _shown(known: Known | None) -> str:
@@ -96,13 +114,15 @@ def _shown(known: Known | None) -> str:
         return f"a `{known.name}` value"
     if known == SOME_RECORD:
         return "a record"
+    if known == ORDERED:
+        return "a number or a symbol"
     name = NUMBER if known in (NUMERIC, SIGNED) else str(known)
     return f"an {name}" if name == UNSIGNED else f"a {name}"
 
 
 def _storage(known: Known | None) -> ColumnType:
     """How values of a class's type are stored (`number` where nothing says)."""
-    if known is None or known in (NUMERIC, SIGNED):
+    if known is None or known in (NUMERIC, SIGNED, ORDERED):
         return NUMBER
     if isinstance(known, RecordType | AdtType) or known == SOME_RECORD:
         return RECORD
@@ -253,18 +273,18 @@ class TypeInference:
         right = self._term(scope, comparison.right)
         if op in _ORDERING:
             key: Key = ("e", scope, id(comparison))
-            self._type[self._find(key)] = NUMERIC
+            self._type[self._find(key)] = ORDERED
             self._operation(scope, comparison, key)
             numeric = True
             for side, typed in ((comparison.left, left), (comparison.right, right)):
                 if typed is None:
                     continue
-                ok, found, _ = self._merge(typed, NUMERIC)
+                ok, found, _ = self._merge(typed, ORDERED)
                 if not ok:
                     numeric = False
                     self.reporter.error(
                         TYPE_MISMATCH,
-                        f"`{op}` compares numbers, but `{render(side)}` is {found}",
+                        f"`{op}` compares numbers or symbols, but `{render(side)}` is {found}",
                         side.span,
                     )
             if not numeric:
@@ -482,7 +502,7 @@ class TypeInference:
         takes operands of one numeric type and gives that type. A conflict is reported at the
         operand that brings it."""
         key: Key = ("e", scope, id(expression))
-        self._type[self._find(key)] = NUMERIC
+        self._type[self._find(key)] = ORDERED if _overloaded(expression) else NUMERIC
         stack: list[Term] = [expression]
         while stack:
             node = stack.pop()
@@ -500,7 +520,9 @@ class TypeInference:
             if not ok:
                 why = (
                     f"arithmetic works on values of one type, here {expression_type}"
-                    if known in _NUMBERS
+                    if known in _NUMBERS or (known == SYMBOL and _overloaded(expression))
+                    else "`+`, `max` and `min` need numbers or symbols"
+                    if _overloaded(expression)
                     else "arithmetic needs numbers"
                 )
                 self.reporter.error(

@@ -188,6 +188,20 @@ FLOAT_NEGATE = "fneg!"
 FLOAT_COMPARE = "fcmp!"
 """`fcmp!(a, b)`: -1, 0 or 1 as `a` is below, equal to or above `b`, 2 when unordered; the
 analysis compares it with 0 for each comparison of floats."""
+SYMBOL_OPERATIONS: dict[str, str] = {"+": "cat", "max": "smax!", "min": "smin!"}
+"""The functor the analysis makes of each arithmetic operation Soufflé overloads on symbols:
+`+` concatenates, `max` and `min` take the lexicographic extremes."""
+SYMBOL_COMPARE = "scmp!"
+"""`scmp!(a, b)`: -1, 0 or 1 as symbol `a` is below, equal to or above `b` in the order of
+their UTF-8 bytes (C++'s `std::string` comparison, which Soufflé's `<` on symbols is); the
+analysis compares it with 0 for each ordering comparison of symbols."""
+
+
+def _compare_text(a: str, b: str) -> int:
+    """Code point order, which is UTF-8's byte order."""
+    return (a > b) - (a < b)
+
+
 FLOAT_CONVERSIONS: dict[tuple[str, str], str] = {
     ("to_float", "number"): "itof!",
     ("to_float", "unsigned"): "utof!",
@@ -262,6 +276,9 @@ SIGNATURES: dict[str, Signature] = {
     "fmin!": _binary(floats.minimum),
     FLOAT_NEGATE: Signature(("float",), "float", lambda value: -value),
     FLOAT_COMPARE: Signature(("float", "float"), "number", floats.compare),
+    SYMBOL_COMPARE: Signature(("symbol", "symbol"), "number", _compare_text),
+    "smax!": Signature(("symbol", "symbol"), "symbol", max),
+    "smin!": Signature(("symbol", "symbol"), "symbol", min),
     "itof!": Signature(("number",), "float", float),
     "utof!": Signature(("unsigned",), "float", lambda value: float(as_unsigned(value))),
     "ftoi!": Signature(("float",), "number", floats.to_number),

@@ -37,6 +37,7 @@ from tests.unit.values.test_functors import MATCH_INPUTS, MATCHES, RANGE_INPUTS,
 from tests.unit.values.test_functors import PROGRAM as FUNCTORS_PROGRAM
 from tests.unit.values.test_records import INPUTS as RECORDS_INPUTS
 from tests.unit.values.test_records import PROGRAM as RECORDS_PROGRAM
+from tests.unit.values.test_symbol_operators import PROGRAM as SYMBOL_OPERATORS_PROGRAM
 from tests.unit.values.test_unsigned import INPUTS as UNSIGNED_INPUTS
 from tests.unit.values.test_unsigned import PROGRAM as UNSIGNED_PROGRAM
 
@@ -241,6 +242,12 @@ def test_unsigned(spark: SparkSession) -> None:
     """Unsigned order (flipped top bits), `bshru` and `umin`/`umax` in Spark; a stratum that
     divides unsigned values or takes a power runs in the driver."""
     check(UNSIGNED_PROGRAM, {"a": [*UNSIGNED_INPUTS["a"], (7,), (2**63 + 3,)]}, spark)
+
+
+def test_symbol_operators(spark: SparkSession) -> None:
+    """`+`, `max`, `min` and ordering on symbols are functors: their strata run in the driver,
+    between strata on Spark."""
+    check(SYMBOL_OPERATORS_PROGRAM, {}, spark)
 
 
 def test_records(spark: SparkSession) -> None:

@@ -256,7 +256,7 @@ def test_inserted_values_are_checked_and_made_canonical() -> None:
         (".type P = [x: number]\n.decl a(x: P)\na([1]).\np(x) :- a(x), x < x.", "compares numbers"),
         (".type P = [x: number]\n.decl a(x: P)\na([1, 2]).", "has 1 field"),
         (".type T = A {} | B {}\n.decl a(x: T)\na(nil).", "is a `T` value"),
-        (".type P = [x: number]\n.decl a(x: P)\np(y) :- a([x]), y = x + nil.", "needs numbers"),
+        (".type P = [x: number]\n.decl a(x: P)\np(y) :- a([x]), y = x + nil.", "or symbols"),
     ],
 )
 def test_records_used_as_what_they_are_not_are_type_errors(text: str, message: str) -> None:
