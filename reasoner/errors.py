@@ -21,6 +21,10 @@ class Span:
     end_line: int
     end_column: int
 
+    def through(self, last: Span) -> Span:
+        """The span from this one's start to the end of `last`."""
+        return Span(self.line, self.column, last.end_line, last.end_column)
+
 
 # The stable codes; the service maps each to a 4xx response.
 PARSE_ERROR = "parse_error"

@@ -25,7 +25,8 @@ from reasoner.analysis.relations import RelationTable, collect_relations, plural
 from reasoner.analysis.report import Reporter
 from reasoner.analysis.stratify import stratify
 from reasoner.analysis.terms import atoms_of, leaves
-from reasoner.analysis.types import NUMERIC, Known, TypeInference, infer_types
+from reasoner.analysis.type_lattice import NUMERIC, Known
+from reasoner.analysis.types import TypeInference, infer_types
 from reasoner.errors import (
     ARITY_MISMATCH,
     UNKNOWN_RELATION,

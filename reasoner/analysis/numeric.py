@@ -35,9 +35,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
+from typing import cast
 
 from reasoner.analysis.floats import aliases
 from reasoner.analysis.model import AggregateDefinition
+from reasoner.analysis.ranges import generator, is_generator
 from reasoner.analysis.types import TypeInference
 from reasoner.errors import Span
 from reasoner.syntax.ast import (
@@ -179,6 +181,8 @@ class _Rewriter:
         self.position = 0
         """The position in its body of the literal being rewritten."""
         self.origins: dict[int, int] = {}
+        self.flipped: frozenset[str] = frozenset()
+        """The variables of the clause's unsigned ranges (`_unsigned_generators`)."""
         """For each comparison added, by `id`, the position of its atom in its body."""
 
     def rule(self, rule: Rule) -> Rule:
@@ -194,11 +198,46 @@ class _Rewriter:
     def body(self, body: tuple[BodyLiteral, ...]) -> tuple[BodyLiteral, ...]:
         """The literals rewritten, then what comparing atoms' float arguments adds."""
         self.aliases = aliases(body, self._compares_floats)
+        self.flipped = self._unsigned_generators(body)
         self.compared = []
-        literals = []
+        literals: list[BodyLiteral] = []
         for self.position, literal in enumerate(body):
-            literals.append(self.literal(literal))
+            if is_generator(literal) and generator(literal)[0] in self.flipped:
+                literals += self._unsigned_range(cast(Comparison, literal))
+            else:
+                literals.append(self.literal(literal))
         return (*literals, *self.compared)
+
+    def _unsigned_range(self, literal: Comparison) -> list[BodyLiteral]:
+        """`#range<n> = range(a, b[, step])` over unsigned values: a range over the flipped
+        patterns, `#range<n>u = range(a', b'[, step])`, whose signed order is the unsigned
+        order of the values (up or down by one, or up by a constant step below 2^63, checked
+        by the type inference), and `#range<n>` as its flip, in both directions: from a
+        bound `#range<n>` the planners then test membership, never list the range."""
+        self.changed = True
+        call = cast(Functor, literal.right)
+        variable = cast(Variable, literal.left)
+        flipped = Variable(f"{variable.name}u", variable.span)
+        bounds = [_flip(self.term(bound)) for bound in call.args[:2]]
+        step = [self.term(arg) for arg in call.args[2:]]
+        span = literal.span
+        return [
+            Comparison("=", flipped, _flip(variable), span),
+            Comparison("=", variable, _flip(flipped), span),
+            Comparison("=", flipped, dataclasses.replace(call, args=(*bounds, *step)), span),
+        ]
+
+    def _unsigned_generators(self, body: tuple[BodyLiteral, ...]) -> frozenset[str]:
+        """The variables of the body's unsigned ranges (`_unsigned_range`)."""
+        return frozenset(
+            generator(literal)[0]
+            for literal in body
+            if is_generator(literal)
+            and self.inference.operation_type(
+                cast(Functor, cast(Comparison, literal).right), self.scope
+            )
+            == UNSIGNED
+        )
 
     def _compares_floats(self, comparison: Comparison) -> bool:
         return self.inference.operation_type(comparison, self.scope) == FLOAT

@@ -1,10 +1,8 @@
 """Column-type inference by unification.
 
 Every relation column, every variable (scoped to its clause) and every arithmetic expression
-is a node of a union-find structure; each class carries at most one type, `number`, `unsigned`
-or `symbol`, or `numeric` while it is only known to be one of the first two; or a record or
-algebraic data type (its descriptor, `reasoner.values.records`), or `record?` while it is only known
-to be some record (`nil`, `[a, b]`: their type is their place's, found once the visit is
+is a node of a union-find structure; each class carries at most one type of the lattice in
+`reasoner.analysis.type_lattice` (a primitive, a record, or a vague type until the visit is
 over). Constants, declarations, arithmetic and ordering comparisons pin types; using a
 variable in two places merges classes. A numeric literal without a suffix takes its context's
 type, as in Soufflé. A conflict is reported at the term that brought it, and the classes are
@@ -15,12 +13,24 @@ are `number`s.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Literal, cast
+from typing import cast
 
 from reasoner.analysis.named_types import PRIMITIVES, TypeSystem
 from reasoner.analysis.relations import RelationTable, position
 from reasoner.analysis.report import Reporter
 from reasoner.analysis.terms import render
+from reasoner.analysis.type_lattice import (
+    NUMBERS,
+    NUMERIC,
+    ORDERED,
+    SIGNED,
+    SOME_RECORD,
+    Known,
+    overloaded,
+    shown,
+    storage,
+    unify,
+)
 from reasoner.errors import TYPE_MISMATCH, UNKNOWN_TYPE, UNSUPPORTED_FEATURE
 from reasoner.syntax.ast import (
     Atom,
@@ -49,84 +59,12 @@ Key = tuple[str, object, object]
 """`("c", relation, column)`, `("v", clause scope, variable name)` or `("e", clause scope,
 id of an expression)`: an arithmetic expression is a class of its own, the type of all its
 operands and of its value."""
-Known = ColumnType | Literal["numeric", "signed?", "record?", "ordered?"] | RecordType | AdtType
-"""A class's type: a primitive, `numeric` (a number, an unsigned or a float, not yet known
-which: what a bare numeric literal or arithmetic says until something decides), `signed?`
-(a number or a float), `ordered?` (numeric or a symbol: what `+`, `max`, `min` and the
-ordering comparisons take, which Soufflé overloads for symbols), a record or algebraic data
-type, or `record?` (some record type, not yet known which)."""
 Typed = Key | Known | None
 """What a term contributes: its class, a known type, or nothing (a wildcard)."""
 
-NUMERIC: Known = "numeric"
-SIGNED: Known = "signed?"
-"""A literal written negative (`-1`): a number or a float, never an unsigned."""
-SOME_RECORD: Known = "record?"
-ORDERED: Known = "ordered?"
-_NUMBERS = (NUMBER, UNSIGNED, FLOAT, NUMERIC, SIGNED)
-_OVERLOADED = frozenset({"+", "max", "min"})
-"""Arithmetic Soufflé also defines on symbols: `cat`, and the lexicographic extremes."""
 _INTEGRAL = frozenset({"%", "band", "bor", "bxor", "bshl", "bshr", "bshru", "land", "lor", "lxor"})
 """Operations Soufflé defines on integers only."""
 _ORDERING = frozenset({"<", "<=", ">", ">="})
-
-
-def _unify(a: Known | None, b: Known | None) -> tuple[bool, Known | None]:
-    """Whether two types can be one, and which: `numeric` takes the other's numeric type,
-    `record?` the other's record type (never an algebraic data type's: `nil` and `[...]` are
-    records)."""
-    if a is None or a is b or a == b:
-        return True, b
-    if b is None:
-        return True, a
-    for vague, sure in ((a, b), (b, a)):
-        if vague == NUMERIC and sure in _NUMBERS:
-            return True, sure
-        if vague == ORDERED and (sure in _NUMBERS or sure == SYMBOL):
-            return True, sure
-        if vague == SIGNED and sure in (NUMBER, FLOAT):
-            return True, sure
-    if a == SOME_RECORD and isinstance(b, RecordType):
-        return True, b
-    if b == SOME_RECORD and isinstance(a, RecordType):
-        return True, a
-    return False, None
-
-
-def _overloaded(expression: BinaryOp) -> bool:
-    """Whether every operation of `expression` is one Soufflé also defines on symbols."""
-    stack: list[Term] = [expression]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, BinaryOp):
-            if node.op not in _OVERLOADED:
-                return False
-            stack += [node.left, node.right]
-    return True
-
-
-def _shown(known: Known | None) -> str:
-    """A type as messages name it, with its article: `a number`, `an unsigned`, a `Point`
-    record."""
-    if isinstance(known, RecordType):
-        return f"a `{known.name}` record"
-    if isinstance(known, AdtType):
-        return f"a `{known.name}` value"
-    if known == SOME_RECORD:
-        return "a record"
-    if known == ORDERED:
-        return "a number or a symbol"
-    name = NUMBER if known in (NUMERIC, SIGNED) else str(known)
-    return f"an {name}" if name == UNSIGNED else f"a {name}"
-
-
-def _storage(known: Known | None) -> ColumnType:
-    """How values of a class's type are stored (`number` where nothing says)."""
-    if known is None or known in (NUMERIC, SIGNED, ORDERED):
-        return NUMBER
-    if isinstance(known, RecordType | AdtType) or known == SOME_RECORD:
-        return RECORD
-    return cast(ColumnType, known)
 
 
 class TypeInference:
@@ -161,6 +99,7 @@ class TypeInference:
         self._operations: dict[tuple[int, int], Key] = {}
         """The class of each arithmetic expression and ordering comparison, by `id`."""
         self._integral: list[tuple[Key, BinaryOp]] = []
+        self._ranges: list[tuple[Key, Functor]] = []
         """Each operation Soufflé defines on integers only, with its expression's class."""
         self._records: list[tuple[Key, RecordTerm, list[Typed]]] = []
         """Each `[a, b, ...]` visited: its class and its fields' types, matched with its
@@ -184,25 +123,25 @@ class TypeInference:
 
     def _merge(self, a: Key | Known, b: Key | Known) -> tuple[bool, str, str]:
         """Unify two typed things; returns (ok, type of a, type of b) as they were before, as
-        messages name them (`_shown`)."""
+        messages name them (`shown`)."""
         root_a, type_a = self._resolve(a)
         root_b, type_b = self._resolve(b)
-        ok, known = _unify(type_a, type_b)
+        ok, known = unify(type_a, type_b)
         if not ok:
-            return False, _shown(type_a), _shown(type_b)
+            return False, shown(type_a), shown(type_b)
         if root_a is not None and root_b is not None and root_a != root_b:
             self._parent[root_a] = root_b
         if known is not None:
             for root in (root_a, root_b):
                 if root is not None:
                     self._type[self._find(root)] = known
-        return True, _shown(type_a), _shown(type_b)
+        return True, shown(type_a), shown(type_b)
 
     def fix_column(self, relation: str, column: int, column_type: Known) -> None:
         self._type[self._find(("c", relation, column))] = column_type
 
     def _final(self, key: Key) -> ColumnType:
-        return _storage(self._type.get(self._find(key)))
+        return storage(self._type.get(self._find(key)))
 
     def column_type(self, relation: str, column: int) -> ColumnType:
         return self._final(("c", relation, column))
@@ -210,7 +149,7 @@ class TypeInference:
     def value_type(self, key: Key) -> ValueType:
         """A class's type as users see it: a record's descriptor, else its primitive."""
         known = self._type.get(self._find(key))
-        return known if isinstance(known, RecordType | AdtType) else _storage(known)
+        return known if isinstance(known, RecordType | AdtType) else storage(known)
 
     def column_value_type(self, relation: str, column: int) -> ValueType:
         return self.value_type(("c", relation, column))
@@ -219,7 +158,9 @@ class TypeInference:
         """Whether something gives the column its type (else it defaults to `number`)."""
         return self._find(("c", relation, column)) in self._type
 
-    def operation_type(self, node: BinaryOp | Comparison | NumberConst, scope: int) -> ColumnType:
+    def operation_type(
+        self, node: BinaryOp | Comparison | NumberConst | Functor, scope: int
+    ) -> ColumnType:
         """The type an arithmetic expression or a comparison works in, or a numeric
         literal without a suffix has, in the clause of `scope`."""
         key = self._operations.get((scope, id(node)))
@@ -309,7 +250,9 @@ class TypeInference:
                 comparison.right.span,
             )
 
-    def _operation(self, scope: int, node: BinaryOp | Comparison | NumberConst, key: Key) -> None:
+    def _operation(
+        self, scope: int, node: BinaryOp | Comparison | NumberConst | Functor, key: Key
+    ) -> None:
         """Record the class of an operation in a clause. By clause and node: the clauses of
         a disjunction share their head's and their common literals' nodes, and each is typed
         on its own, as Soufflé types each clause."""
@@ -348,6 +291,54 @@ class TypeInference:
             return self._cast(scope, term)
         return None
 
+    def _range(self, scope: int, call: Functor) -> Key:
+        """`range(a, b[, step])`: one class for its bounds, step and values, a number or an
+        unsigned (`reasoner.analysis.numeric` rewrites an unsigned one)."""
+        key: Key = ("e", scope, id(call))
+        self._type[self._find(key)] = NUMERIC
+        self._operation(scope, call, key)
+        self._ranges.append((key, call))
+        for arg in call.args:
+            typed = self._term(scope, arg)
+            if typed is None:
+                continue
+            known = self._resolve(typed)[1]
+            if known == FLOAT:
+                self.reporter.error(
+                    UNSUPPORTED_FEATURE,
+                    f"`range` over floats is not supported: `{render(arg)}` is a float",
+                    arg.span,
+                )
+                return key  # one error for the call
+            ok, found, expected = self._merge(typed, key)
+            if not ok:
+                why = (
+                    f"`range` takes values of one type, here {expected}"
+                    if known in NUMBERS
+                    else "`range` takes numbers or unsigned values"
+                )
+                self.reporter.error(
+                    TYPE_MISMATCH, f"{why}, but `{render(arg)}` is {found}", arg.span
+                )
+        return key
+
+    def _check_ranges(self) -> None:
+        """An unsigned `range` runs over its bounds' flipped patterns (`reasoner.analysis.
+        numeric`), where a step of 2^63 or more would count down (Soufflé's wraps around)."""
+        for key, call in self._ranges:
+            if self._final(key) != UNSIGNED or len(call.args) < 3:
+                continue
+            step = call.args[2]
+            while isinstance(step, Cast):  # `as(4, unsigned)`
+                step = step.term
+            if not (isinstance(step, NumberConst) and 0 <= step.value < 1 << 63):
+                self.reporter.error(
+                    UNSUPPORTED_FEATURE,
+                    f"`range` over unsigned values with the step `{render(call.args[2])}` is not "
+                    "supported: give a constant step below 2^63",
+                    step.span,
+                )
+
     def _branch(self, scope: int, term: BranchTerm) -> Known | None:
         """`$Name(a, ...)`: its type is the algebraic data type of the branch, whose fields
         give its arguments' types."""
@@ -382,7 +373,7 @@ class TypeInference:
         if not ok:
             self.reporter.error(
                 TYPE_MISMATCH,
-                f"{what} is {_shown(field_type)}, but `{render(arg)}` is {found}",
+                f"{what} is {shown(field_type)}, but `{render(arg)}` is {found}",
                 arg.span,
             )
 
@@ -456,6 +447,7 @@ class TypeInference:
             elif known != SYMBOL:
                 self._conversions[scope, id(call)] = known if known in (UNSIGNED, FLOAT) else NUMBER
         self._check_casts()
+        self._check_ranges()
         for key, node in self._integral:
             if self._final(key) == FLOAT:
                 self.reporter.error(
@@ -483,17 +475,17 @@ class TypeInference:
         and `unsigned` it reinterprets the 64 bits, as Soufflé's does."""
         for inner, target, node in self._casts:
             _, known = self._resolve(inner)
-            if _storage(known) == RECORD:
+            if storage(known) == RECORD:
                 self.reporter.error(
                     TYPE_MISMATCH,
-                    f"`as` cannot convert a record: `{render(node.term)}` is {_shown(known)}",
+                    f"`as` cannot convert a record: `{render(node.term)}` is {shown(known)}",
                     node.span,
                 )
             elif known is not None and (known == SYMBOL) != (target == SYMBOL):
                 self.reporter.error(
                     TYPE_MISMATCH,
-                    f"`as` cannot read {_shown(known)} as {_shown(target)}: "
-                    f"`{render(node.term)}` is {_shown(known)}",
+                    f"`as` cannot read {shown(known)} as {shown(target)}: "
+                    f"`{render(node.term)}` is {shown(known)}",
                     node.span,
                 )
 
@@ -502,7 +494,7 @@ class TypeInference:
         takes operands of one numeric type and gives that type. A conflict is reported at the
         operand that brings it."""
         key: Key = ("e", scope, id(expression))
-        self._type[self._find(key)] = ORDERED if _overloaded(expression) else NUMERIC
+        self._type[self._find(key)] = ORDERED if overloaded(expression) else NUMERIC
         stack: list[Term] = [expression]
         while stack:
             node = stack.pop()
@@ -520,9 +512,9 @@ class TypeInference:
             if not ok:
                 why = (
                     f"arithmetic works on values of one type, here {expression_type}"
-                    if known in _NUMBERS or (known == SYMBOL and _overloaded(expression))
+                    if known in NUMBERS or (known == SYMBOL and overloaded(expression))
                     else "`+`, `max` and `min` need numbers or symbols"
-                    if _overloaded(expression)
+                    if overloaded(expression)
                     else "arithmetic needs numbers"
                 )
                 self.reporter.error(
@@ -530,7 +522,9 @@ class TypeInference:
                 )
         return key
 
-    def _functor(self, scope: int, call: Functor) -> ColumnType:
+    def _functor(self, scope: int, call: Functor) -> Typed:
+        if call.name == functors.GENERATOR:
+            return self._range(scope, call)
         signature = functors.signature(call.name)
         for index, arg in enumerate(call.args):
             wanted: Known = signature.param(index)
@@ -543,18 +537,11 @@ class TypeInference:
             if call.name == "to_string":  # a number, an unsigned or a float
                 wanted = NUMERIC
                 self._overloaded.append((scope, typed, call))
-            if call.name == functors.GENERATOR and self._resolve(typed)[1] == FLOAT:
-                self.reporter.error(
-                    UNSUPPORTED_FEATURE,
-                    f"`range` over floats is not supported: `{render(arg)}` is a float",
-                    arg.span,
-                )
-                break  # one error for the call
             ok, found, _ = self._merge(typed, wanted)
             if not ok:
                 self.reporter.error(
                     TYPE_MISMATCH,
-                    f"`{call.name}` takes {_shown(wanted)} as argument {index + 1}, "
+                    f"`{call.name}` takes {shown(wanted)} as argument {index + 1}, "
                     f"but `{render(arg)}` is {found}",
                     arg.span,
                 )

@@ -68,6 +68,7 @@ from reasoner.syntax.lexer import (
     Token,
     tokenize,
 )
+from reasoner.syntax.negation import Alternatives, negation_of
 from reasoner.values import floats, functors
 from reasoner.values.arith import wrap64
 from reasoner.values.types import FLOAT, ColumnType
@@ -128,9 +129,6 @@ MAX_CLAUSE_TOKENS = 10_000
 
 _INT64_MAX = (1 << 63) - 1
 
-Alternatives = list[list[BodyLiteral]]
-"""A body in disjunctive normal form: one list of literals per disjunct."""
-
 
 class _Failure(Exception):
     """Abandons the current clause; caught by the statement loop, which then recovers."""
@@ -150,43 +148,6 @@ def _check_depth(depth: int, span: Span) -> None:
             span,
             errors.EXPRESSION_TOO_DEEP,
         )
-
-
-_NEGATED_COMPARISON: dict[str, CompareOp] = {
-    "=": "!=",
-    "!=": "=",
-    "<": ">=",
-    ">=": "<",
-    ">": "<=",
-    "<=": ">",
-}
-
-
-def _negated(alternatives: Alternatives, start: Span) -> Alternatives:
-    """`!` of a body term in disjunctive form, as Soufflé's parser negates it (`RuleBody::
-    negated`): the conjunction over the alternatives of the disjunction of each one's
-    negated literals, so `!(a(x) ; b(x))` is `!a(x), !b(x)` and `!(a(x), b(x))` is `!a(x) ;
-    !b(x)`. A negated atom becomes the atom and a comparison its complement (`<` and `>=`,
-    as Soufflé flips it, a NaN included)."""
-    result: Alternatives = [[]]
-    for conjunction in alternatives:
-        step = [[_negated_literal(literal, start)] for literal in conjunction]
-        result = [left + right for left in result for right in step]
-    return result
-
-
-def _negated_literal(literal: BodyLiteral, start: Span) -> BodyLiteral:
-    if isinstance(literal, Atom):
-        return Negation(literal, _join(start, literal.span))
-    if isinstance(literal, Negation):
-        return literal.atom
-    return Comparison(
-        _NEGATED_COMPARISON[literal.op], literal.left, literal.right, _join(start, literal.span)
-    )
-
-
-def _join(first: Span, last: Span) -> Span:
-    return Span(first.line, first.column, last.end_line, last.end_column)
 
 
 def _describe(token: Token) -> str:
@@ -393,7 +354,7 @@ class _Parser:
             self._type_declaration(dot)
         elif keyword.text in _LEGACY_TYPES:
             name = self._expect_ident(f"a type name after `.{keyword.text}`")
-            span = _join(dot.span, name.span)
+            span = dot.span.through(name.span)
             self.types.append(
                 TypeDeclaration(name.text, "subtype", (_LEGACY_TYPES[keyword.text],), span)
             )
@@ -406,16 +367,16 @@ class _Parser:
             self._expect("=", "`=` and a component after the instance name")
             component = self._component_ref("a component name after `=`")
             self.instances.append(
-                Instantiation(name.text, component, _join(dot.span, component.span))
+                Instantiation(name.text, component, dot.span.through(component.span))
             )
         elif keyword.text == "override":
             name = self._expect_ident("a relation name after `.override`")
-            self.overrides.append(Override(name.text, _join(dot.span, name.span)))
+            self.overrides.append(Override(name.text, dot.span.through(name.span)))
         else:
             raise _Failure(
                 f"unsupported directive `.{keyword.text}`: only .decl, .type, .input, .output, "
                 ".printsize, .pragma, .comp, .init and .override are supported",
-                _join(dot.span, keyword.span),
+                dot.span.through(keyword.span),
             )
 
     def _component(self, dot: Token) -> None:
@@ -451,7 +412,7 @@ class _Parser:
             raise _Failure("`.pragma` belongs outside components", self.pragmas.pop().span)
         self.components.append(
             ComponentDefinition(
-                name.text, tuple(parameters), tuple(bases), body, _join(dot.span, close.span)
+                name.text, tuple(parameters), tuple(bases), body, dot.span.through(close.span)
             )
         )
 
@@ -459,7 +420,7 @@ class _Parser:
         """`Name` or `Name<type, ...>`."""
         name = self._expect_ident(expected)
         arguments, last = self._type_names("a type argument", name)
-        return ComponentRef(name.text, tuple(arguments), _join(name.span, last.span))
+        return ComponentRef(name.text, tuple(arguments), name.span.through(last.span))
 
     def _type_names(self, expected: str, before: Token) -> tuple[list[str], Token]:
         """`<A, B, ...>` after a component's name, if there: the names, and the last token
@@ -478,7 +439,7 @@ class _Parser:
         token = self._advance()
         if token.kind == "<:":
             base = self._expect_ident("the base type after `<:`")
-            span = _join(dot.span, base.span)
+            span = dot.span.through(base.span)
             self.types.append(TypeDeclaration(name.text, "subtype", (base.text,), span))
             return
         if token.kind != "=":
@@ -486,7 +447,7 @@ class _Parser:
         first = self._peek()
         if first.kind == "[":
             fields, close = self._attributes("]")
-            span = _join(dot.span, close.span)
+            span = dot.span.through(close.span)
             self.types.append(TypeDeclaration(name.text, "record", (), span, fields=fields))
             return
         bases = [self._expect_ident("a type name after `=`")]
@@ -503,7 +464,7 @@ class _Parser:
                     self._peek().span,
                 )
         kind: Literal["alias", "union"] = "alias" if len(bases) == 1 else "union"
-        span = _join(dot.span, bases[-1].span)
+        span = dot.span.through(bases[-1].span)
         self.types.append(TypeDeclaration(name.text, kind, tuple(b.text for b in bases), span))
 
     def _adt(self, dot: Token, name: Token, first: Token) -> None:
@@ -512,7 +473,7 @@ class _Parser:
         branch = first
         while True:
             fields, close = self._attributes("}")
-            branches.append(BranchDeclaration(branch.text, fields, _join(branch.span, close.span)))
+            branches.append(BranchDeclaration(branch.text, fields, branch.span.through(close.span)))
             if self._peek().kind != "|":
                 break
             self._advance()
@@ -523,7 +484,7 @@ class _Parser:
                     "branches (`Name {field: Type, ...}`), not both",
                     branch.span,
                 )
-        span = _join(dot.span, close.span)
+        span = dot.span.through(close.span)
         self.types.append(TypeDeclaration(name.text, "adt", (), span, branches=tuple(branches)))
 
     def _attributes(self, closing: str) -> tuple[tuple[Column, ...], Token]:
@@ -553,7 +514,7 @@ class _Parser:
         if self._peek().kind == STRING:
             last = self._advance()
             value = last.value
-        self.pragmas.append(Pragma(key.value, value, _join(dot.span, last.span)))
+        self.pragmas.append(Pragma(key.value, value, dot.span.through(last.span)))
 
     def _declaration(self) -> None:
         names = [self._expect_ident("a relation name after `.decl`")]
@@ -580,7 +541,7 @@ class _Parser:
         for name in names:
             self.declarations.append(
                 Declaration(
-                    name.text, tuple(columns), _join(name.span, close.span), eqrel, overridable
+                    name.text, tuple(columns), name.span.through(close.span), eqrel, overridable
                 )
             )
 
@@ -608,7 +569,7 @@ class _Parser:
                         self._advance()
                 last = self._expect(")", "`,` or `)` after a parameter")
             self.directives.append(
-                Directive(kind, name.text, tuple(params), _join(name.span, last.span))
+                Directive(kind, name.text, tuple(params), name.span.through(last.span))
             )
             if self._peek().kind != ",":
                 return
@@ -626,7 +587,7 @@ class _Parser:
         token = self._peek()
         if token.kind == ".":
             end = self._advance()
-            span = _join(first.span, end.span)
+            span = first.span.through(end.span)
             self.facts.extend(Fact(head, span) for head in heads)
             return
         if token.kind != ":-":
@@ -634,7 +595,7 @@ class _Parser:
         self._advance()
         alternatives = self._disjunction()
         end = self._expect(".", "`,`, `;` or `.` after a body literal")
-        span = _join(first.span, end.span)
+        span = first.span.through(end.span)
         if self.pos - start > MAX_CLAUSE_TOKENS:
             raise _Failure(
                 f"the rule has more than {MAX_CLAUSE_TOKENS} tokens",
@@ -689,8 +650,8 @@ class _Parser:
                 return [[self._constraint(negated=True, start=token.span)]]
             if self._peek().kind == IDENT and self._peek(1).kind == "(":
                 atom = self._atom()
-                return [[Negation(atom, _join(token.span, atom.span))]]
-            negation = _negated(self._literal(), token.span)
+                return [[Negation(atom, token.span.through(atom.span))]]
+            negation = negation_of(self._literal(), token.span)
             self._check_size(negation, token)
             return negation
         if self._constraint_follows():
@@ -718,7 +679,7 @@ class _Parser:
             cast(CompareOp, operator.kind),
             left,
             right,
-            _join(left.span, right.span),
+            left.span.through(right.span),
         )
         return [[comparison]]
 
@@ -732,7 +693,7 @@ class _Parser:
         """`contains(a, b)`, `match(p, s)` and their negations: the functor's value (1 or 0)
         compared with 0."""
         call, _depth = self._functor()
-        span = _join(start, call.span)
+        span = start.through(call.span)
         return Comparison("=" if negated else "!=", call, NumberConst(0, span), span)
 
     def _parenthesis_opens_term(self) -> bool:
@@ -770,7 +731,7 @@ class _Parser:
                 self._advance()
                 args.append(self._expression())
         close = self._expect(")", "`,` or `)` after an argument")
-        return Atom(name.text, tuple(args), _join(name.span, close.span))
+        return Atom(name.text, tuple(args), name.span.through(close.span))
 
     # -- terms ---------------------------------------------------------------------------------
 
@@ -808,7 +769,7 @@ class _Parser:
 
     @staticmethod
     def _binary(operator: str, left: Term, right: Term, depth: int) -> tuple[Term, int]:
-        span = _join(left.span, right.span)
+        span = left.span.through(right.span)
         _check_depth(depth, span)
         return BinaryOp(cast(ArithOp, operator), left, right, span), depth
 
@@ -830,12 +791,12 @@ class _Parser:
         if self._peek(1).kind == NUMBER and self._peek(2).kind != "^":
             self._advance()
             number = self._advance()
-            span = _join(token.span, number.span)
+            span = token.span.through(number.span)
             return self._number(number, span, negate=True), 0
         self._open(token)
         operand, depth = self._unary()
         self._nesting -= 1
-        span = _join(token.span, operand.span)
+        span = token.span.through(operand.span)
         _check_depth(depth + 1, span)
         return negation(operand, token.span, span), depth + 1
 
@@ -905,7 +866,7 @@ class _Parser:
             inner, depth = self._level(0)
             close = self._expect(")", "`)` or an arithmetic operator")
             self._nesting -= 1
-            return dataclasses.replace(inner, span=_join(token.span, close.span)), depth
+            return dataclasses.replace(inner, span=token.span.through(close.span)), depth
         raise self._fail("a term (a variable, `_`, a number, a string, a record or `(`)")
 
     def _aggregate_follows(self) -> bool:
@@ -958,14 +919,14 @@ class _Parser:
         if brace.kind != "{":
             atom = self._atom()
             op = cast(AggregateOp, name.text)
-            return Aggregate(op, target, (atom,), _join(name.span, atom.span))
+            return Aggregate(op, target, (atom,), name.span.through(atom.span))
         self._open(brace)
         alternatives = self._conjunction()
         if self._peek().kind == ";" or len(alternatives) > 1:
             raise _Failure("an aggregate's body cannot hold a disjunction (`;`)", name.span)
         close = self._expect("}", "`,` or `}` after a literal of the aggregate")
         self._nesting -= 1
-        span = _join(name.span, close.span)
+        span = name.span.through(close.span)
         return Aggregate(cast(AggregateOp, name.text), target, tuple(alternatives[0]), span)
 
     def _variadic(self) -> tuple[Term, int]:
@@ -983,7 +944,7 @@ class _Parser:
         self._nesting -= 1
         if count < 2:
             raise _Failure(f"`{name.text}` needs at least two arguments", name.span)
-        return dataclasses.replace(result, span=_join(name.span, close.span)), depth
+        return dataclasses.replace(result, span=name.span.through(close.span)), depth
 
     def _cast(self) -> tuple[Cast, int]:
         """`as(term, Type)`: Soufflé's type cast (`reasoner.syntax.ast.Cast`)."""
@@ -994,7 +955,7 @@ class _Parser:
         type_name = self._expect_ident("a type name")
         close = self._expect(")", "`)` after the type of `as(term, Type)`")
         self._nesting -= 1
-        span = _join(name.span, close.span)
+        span = name.span.through(close.span)
         _check_depth(depth + 1, span)
         return Cast(inner, type_name.text, span), depth + 1
 
@@ -1013,7 +974,7 @@ class _Parser:
             else:
                 wanted = f"{most} argument{'s' * (most > 1)}"
             raise _Failure(f"`{name.text}` takes {wanted}, not {len(args)}", name.span)
-        span = _join(name.span, close.span)
+        span = name.span.through(close.span)
         _check_depth(depth, span)
         return Functor(name.text, tuple(args), span), depth
 
@@ -1040,14 +1001,14 @@ class _Parser:
         token = self._peek()
         if token.kind == "[":
             args, depth, close = self._arguments("]")
-            span = _join(token.span, close.span)
+            span = token.span.through(close.span)
             _check_depth(depth + 1, span)
             return RecordTerm(tuple(args), span), depth + 1
         self._advance()
         if self._peek().kind != "(":
             return BranchTerm(token.value, (), token.span), 0
         args, depth, close = self._arguments(")")
-        span = _join(token.span, close.span)
+        span = token.span.through(close.span)
         _check_depth(depth + 1, span)
         return BranchTerm(token.value, tuple(args), span), depth + 1
 

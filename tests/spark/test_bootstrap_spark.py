@@ -40,6 +40,7 @@ from tests.unit.values.test_records import PROGRAM as RECORDS_PROGRAM
 from tests.unit.values.test_symbol_operators import PROGRAM as SYMBOL_OPERATORS_PROGRAM
 from tests.unit.values.test_unsigned import INPUTS as UNSIGNED_INPUTS
 from tests.unit.values.test_unsigned import PROGRAM as UNSIGNED_PROGRAM
+from tests.unit.values.test_unsigned_range import PROGRAM as UNSIGNED_RANGE_PROGRAM
 
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
@@ -242,6 +243,7 @@ def test_unsigned(spark: SparkSession) -> None:
     """Unsigned order (flipped top bits), `bshru` and `umin`/`umax` in Spark; a stratum that
     divides unsigned values or takes a power runs in the driver."""
     check(UNSIGNED_PROGRAM, {"a": [*UNSIGNED_INPUTS["a"], (7,), (2**63 + 3,)]}, spark)
+    check(UNSIGNED_RANGE_PROGRAM, {}, spark)
 
 
 def test_symbol_operators(spark: SparkSession) -> None:

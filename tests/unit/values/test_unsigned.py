@@ -165,7 +165,7 @@ def test_queries_compare_and_compute_unsigned() -> None:
         (".decl a(x: unsigned)\np(x) :- a(x), x < -1.", "is a number"),
         (".decl a(x: number)\np(x) :- a(x), x < 1u.", "is an unsigned"),
         (".decl a(x: unsigned)\np(y) :- a(x), y = strlen(x).", "takes a symbol"),
-        (".decl a(x: unsigned)\np(y) :- a(x), y = range(0, x).", "takes a number"),
+        (".decl a(x: unsigned)\np(y) :- a(x), y = range(-1, x).", "is an unsigned"),
         (".decl a(x: number)\na(18446744073709551615).", "is an unsigned"),
     ],
 )
