@@ -12,7 +12,8 @@
 #   `make reliability-quick` runs them, so their figures are reported in their log;
 # - then, one at a time: the compose stack from the build cache (its Spark Bootstrap has a
 #   deadline, so it does not share the cores: beside the tests it missed it once), and the
-#   reliability harnesses that measure latency or throughput (marked `measures`).
+#   reliability harnesses that measure latency or throughput (marked `measures`: they failed
+#   beside pytest, whose load is what they would measure).
 # Every stage runs whatever an earlier one did; the run fails if any stage failed, and says
 # which. Logs of the background stages go to out/stages/.
 set -uo pipefail

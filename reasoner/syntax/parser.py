@@ -590,6 +590,12 @@ class _Parser:
             span = first.span.through(end.span)
             self.facts.extend(Fact(head, span) for head in heads)
             return
+        if token.kind == "<=" and len(heads) == 1:
+            raise _Failure(
+                "subsumption (`a(x) <= a(y) :- ...`) is not supported",
+                token.span,
+                errors.UNSUPPORTED_FEATURE,
+            )
         if token.kind != ":-":
             raise self._fail("`:-` or `.` after the head")
         self._advance()

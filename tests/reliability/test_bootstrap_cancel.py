@@ -22,6 +22,9 @@ from reasoner.storage.state import State
 from reasoner.support.deadline import BootstrapCancelled, Cancellation
 from reasoner.values.symbols import SymbolTable
 
+pytestmark = pytest.mark.measures
+"""It measures how soon a check follows the last (latency): it runs alone (`tests/stages.sh`)."""
+
 PROGRAMS = {
     "recursive": """.decl e(x: number, y: number)
 tc(x, y) :- e(x, y).

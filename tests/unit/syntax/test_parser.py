@@ -659,6 +659,17 @@ class TestErrors:
             "expected `,`, `;` or `.` after a body literal, found end of input"
         )
 
+    def test_subsumption_is_refused_by_name(self) -> None:
+        with pytest.raises(ProgramError) as info:
+            parse_program("a(x) <= a(y) :- x < y.", "t.dl")
+        (diagnostic,) = info.value.diagnostics
+        assert (diagnostic.code, diagnostic.line, diagnostic.column) == (
+            "unsupported_feature",
+            1,
+            6,
+        )
+        assert "subsumption" in diagnostic.message
+
     def test_negation_needs_a_term(self) -> None:
         message = errors_of("p(x) :- q(x), !.")[0][2]
         assert message.startswith("expected a term") and message.endswith("found `.`")
