@@ -146,8 +146,8 @@ def arithmetic(op: str, a: int, b: int) -> int:
         return a if a >= b else b
     if op == "min":
         return a if a <= b else b
-    if op == "+":
-        return wrap(a + b)
+    if op == "+":  # on symbols, Soufflé's overload concatenates
+        return a + b if isinstance(a, str) else wrap(a + b)
     if op == "-":
         return wrap(a - b)
     if op == "*":

@@ -181,8 +181,6 @@ class _Rewriter:
         self.position = 0
         """The position in its body of the literal being rewritten."""
         self.origins: dict[int, int] = {}
-        self.flipped: frozenset[str] = frozenset()
-        """The variables of the clause's unsigned ranges (`_unsigned_generators`)."""
         """For each comparison added, by `id`, the position of its atom in its body."""
 
     def rule(self, rule: Rule) -> Rule:
@@ -198,11 +196,11 @@ class _Rewriter:
     def body(self, body: tuple[BodyLiteral, ...]) -> tuple[BodyLiteral, ...]:
         """The literals rewritten, then what comparing atoms' float arguments adds."""
         self.aliases = aliases(body, self._compares_floats)
-        self.flipped = self._unsigned_generators(body)
+        unsigned_ranges = self._unsigned_generators(body)
         self.compared = []
         literals: list[BodyLiteral] = []
         for self.position, literal in enumerate(body):
-            if is_generator(literal) and generator(literal)[0] in self.flipped:
+            if is_generator(literal) and generator(literal)[0] in unsigned_ranges:
                 literals += self._unsigned_range(cast(Comparison, literal))
             else:
                 literals.append(self.literal(literal))

@@ -24,10 +24,10 @@ from reasoner.io.batch import parse_facts_batch
 from reasoner.io.facts import format_rows, parse_facts_text, write_outputs
 from reasoner.materialization import Materialization
 from reasoner.reads.proofs import Explainer
-from reasoner.reads.query import compile_query, evaluate_query
 from reasoner.values import floats
 from reasoner.values.floats import FloatValue
 from tests.oracle import evaluate, visible
+from tests.queries import query_rows
 from tests.unit.executors.test_vectorized_bootstrap import _compare
 from tests.updates import check_updates
 
@@ -290,9 +290,7 @@ def test_an_order_dependent_sum_is_refused_and_changes_nothing() -> None:
 
 def test_queries_compare_and_compute_floats() -> None:
     m = built("local", INPUTS)
-    with m.reading():
-        query = compile_query("a(x), x > 1, y = x * 2", m.analyzed)
-        found = evaluate_query(query, m.analyzed, m.state, m.symbols).rows
+    found = query_rows(m, "a(x), x > 1, y = x * 2")
     assert sorted(found) == [(1.5, 3.0), (2.25, 4.5), (4.0, 8.0)]
 
 

@@ -15,7 +15,8 @@ import pytest
 from reasoner.elastic.epoch import Delta
 from reasoner.executors.registry import EngineSettings
 from reasoner.materialization import Materialization
-from reasoner.reads.query import compile_query, evaluate_query
+from tests.queries import query_rows
+from tests.updates import check_updates
 
 GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "symbol_operators"
 PROGRAM = (GOLDEN / "program.dl").read_text()
@@ -37,25 +38,27 @@ def test_symbol_operators_give_souffles_rows(engine: str) -> None:
 
 def test_symbol_operators_under_update_equal_a_fresh_bootstrap() -> None:
     rules = "\n".join(line for line in PROGRAM.splitlines() if not line.startswith("w("))
+    inputs = {"w": [("apple",), ("zoo",), ("Mango",), ("",), ("é",)]}
     m = Materialization.from_text(rules)
-    m.load({"w": [("apple",), ("zoo",), ("Mango",), ("",), ("é",)]})
+    m.load(inputs)
     m.bootstrap()
-    for delta in (
+    steps = [
         Delta(insert={"w": [("z",), ("mid",)]}),
         Delta(retract={"w": [("apple",)]}),
         Delta(insert={"w": [("apple",), ("ZZ",)]}, retract={"w": [("mid",)]}),
-    ):
-        assert m.apply(delta, strategy="update").strategy == "update"
-        fresh = Materialization.from_text(rules)
-        fresh.load({"w": list(m.rows("w"))})
-        fresh.bootstrap()
-        assert m.snapshot() == fresh.snapshot()
+    ]
+    check_updates(m, inputs, steps, lambda facts: _built(rules, facts))
 
 
 def test_queries_compare_and_join_symbols() -> None:
     m = Materialization.from_text(PROGRAM)
     m.bootstrap()
-    query = compile_query('w(x), x > "m", y = x + "?"', m.analyzed)
-    with m.reading():
-        result = evaluate_query(query, m.analyzed, m.state, m.symbols)
-    assert set(result.rows) == {("zoo", "zoo?"), ("é", "é?"), ("z", "z?")}
+    rows = query_rows(m, 'w(x), x > "m", y = x + "?"')
+    assert set(rows) == {("zoo", "zoo?"), ("é", "é?"), ("z", "z?")}
+
+
+def _built(text: str, facts: dict[str, list[tuple]]) -> Materialization:
+    m = Materialization.from_text(text)
+    m.load(facts)
+    m.bootstrap()
+    return m

@@ -22,6 +22,7 @@ from reasoner.materialization import Materialization
 from reasoner.reads.proofs import Explainer
 from reasoner.reads.query import compile_query, evaluate_query
 from tests.oracle import evaluate, visible
+from tests.queries import query_rows
 from tests.unit.executors.test_vectorized_bootstrap import _compare
 from tests.updates import check_updates
 
@@ -151,9 +152,7 @@ def test_inserted_values_must_fit_the_column() -> None:
 
 def test_queries_compare_and_compute_unsigned() -> None:
     m = built("local", INPUTS)
-    with m.reading():
-        query = compile_query("a(x), x > 1, y = x / 2", m.analyzed)
-        rows = evaluate_query(query, m.analyzed, m.state, m.symbols).rows
+    rows = query_rows(m, "a(x), x > 1, y = x / 2")
     assert rows == [(HALF, HALF // 2), (TOP, HALF - 1)]
 
 
