@@ -38,6 +38,8 @@ UNSUPPORTED_FEATURE = "unsupported_feature"
 """A Soufflé feature the engine cannot run exactly (it is named in the message)."""
 UNKNOWN_RELATION = "unknown_relation"
 UNKNOWN_TYPE = "unknown_type"
+UNKNOWN_ATTRIBUTE = "unknown_attribute"
+"""A `choice-domain` key that names no attribute of its relation."""
 """A column or `.type` of a type that is neither built in nor declared (or not supported)."""
 UNSUPPORTED_PRAGMA = "unsupported_pragma"
 """A `.pragma` that would change what the program means, or that Soufflé does not know."""
@@ -72,6 +74,7 @@ PROGRAM_ERROR_CODES = (
     UNSUPPORTED_FEATURE,
     UNKNOWN_RELATION,
     UNKNOWN_TYPE,
+    UNKNOWN_ATTRIBUTE,
     UNSUPPORTED_PRAGMA,
 )
 LIMIT_ERROR_CODES = (EXPRESSION_TOO_DEEP, RULE_TOO_LARGE)

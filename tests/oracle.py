@@ -1245,10 +1245,53 @@ def evaluate(analyzed: AnalyzedProgram, inputs: Mapping[str, Iterable[Row]]) -> 
     for name, rows in asserted.items():
         if name not in derived:
             state[name] = {row: (0, 1) for row in rows}
+    choices = choice_keys(program)
     for stratum in strata:
         rules = [rule for rule in program.rules if rule.head.relation in stratum]
-        state.update(evaluate_stratum(stratum, rules, asserted, state))
+        state.update(evaluate_stratum(stratum, rules, asserted, state, choices))
     return _as_text(state, analyzed)
+
+
+def choice_keys(program: Program) -> dict[str, list[tuple[int, ...]]]:
+    """Each `choice-domain` relation's keys as column positions. The oracle orders a choice's
+    candidates by their Python values, which is the engine's order for `number` columns only
+    (the engine compares symbols by their ids): it refuses any other column."""
+    keys: dict[str, list[tuple[int, ...]]] = {}
+    for declaration in program.declarations:
+        if not declaration.choice_domain:
+            continue
+        names = [column.name for column in declaration.columns]
+        if any(column.type != "number" for column in declaration.columns):
+            raise NotImplementedError("the oracle's choice-domain takes number columns only")
+        keys[declaration.name] = [
+            tuple(sorted({names.index(a) for a in key.attributes}))
+            for key in declaration.choice_domain
+        ]
+    return keys
+
+
+def chosen(
+    fresh: dict[tuple[str, Row], int],
+    own: State,
+    choices: Mapping[str, list[tuple[int, ...]]],
+) -> dict[tuple[str, Row], int]:
+    """An iteration's new tuples after the choices (`reasoner.executors.choice` says what the
+    engine fixes): in ascending order, a tuple of a `choice-domain` relation is kept when no
+    tuple of an earlier iteration and none kept before it holds its values in a key."""
+    kept = {key: count for key, count in fresh.items() if key[0] not in choices}
+    for name, keys in choices.items():
+        held: list[set[Row]] = [set() for _ in keys]
+        for row in sorted(row for relation, row in fresh if relation == name):
+            values = [tuple(row[c] for c in key) for key in keys]
+            if any(
+                value in mine or any(tuple(old[c] for c in key) == value for old in own[name])
+                for key, value, mine in zip(keys, values, held, strict=True)
+            ):
+                continue
+            for value, mine in zip(values, held, strict=True):
+                mine.add(value)
+            kept[name, row] = fresh[name, row]
+    return kept
 
 
 def visible(state: Mapping[str, dict], analyzed: AnalyzedProgram) -> dict[str, dict]:
@@ -1398,6 +1441,7 @@ def evaluate_stratum(
     rules: list[Rule],
     asserted: Mapping[str, set[Row]],
     state: State,
+    choices: Mapping[str, list[tuple[int, ...]]],
 ) -> State:
     own: State = {name: {row: (0, 1) for row in asserted.get(name, ())} for name in stratum}
     newest: dict[str, set[Row]] | None = None  # N_{k-1} for k >= 2; None stands for N_0 = I_0
@@ -1416,6 +1460,7 @@ def evaluate_stratum(
                 if qualifies:
                     counts[rule.head.relation, head] += 1
         fresh = {key: count for key, count in counts.items() if key[1] not in own[key[0]]}
+        fresh = chosen(fresh, own, choices)
         if not fresh:
             return own
         newest = {name: set() for name in stratum}

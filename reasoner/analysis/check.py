@@ -11,6 +11,7 @@ import dataclasses
 
 from reasoner.analysis import safety
 from reasoner.analysis.aggregates import check_aggregate_types, rewrite_aggregates
+from reasoner.analysis.choice import choice_domains, with_choices
 from reasoner.analysis.eqrel import equivalence_rules
 from reasoner.analysis.facts import fold_facts
 from reasoner.analysis.model import AnalyzedProgram, RelationInfo
@@ -67,6 +68,7 @@ def analyze(
     reporter = Reporter(filename, source)
     check_pragmas(program, reporter)
     named = resolve_types(program, reporter)
+    choices = choice_domains(program, reporter)
     closure = equivalence_rules(program, named, reporter)
     if closure:
         program = dataclasses.replace(program, rules=program.rules + closure)
@@ -136,7 +138,7 @@ def analyze(
     return AnalyzedProgram(
         program=evaluated,
         relations=_relation_infos(evaluated, table, types, unfixed, inference),
-        strata=strata,
+        strata=with_choices(strata, choices),
         stratum_of=stratum_of,
         facts=facts,
         written=written,

@@ -90,6 +90,10 @@ class AggregateDefinition:
         return columns[self.value]
 
 
+ChoiceKeys = tuple[tuple[int, ...], ...]
+"""A relation's `choice-domain` keys, as column positions."""
+
+
 @dataclass(frozen=True, slots=True)
 class Stratum:
     """A strongly connected component of the dependency graph (or a single relation).
@@ -106,6 +110,9 @@ class Stratum:
     aggregate: AggregateDefinition | None = None
     """An aggregate's relation is a stratum of its own, without rules: it is computed by
     grouping its source (`reasoner.executors.aggregate`)."""
+    choice: tuple[tuple[str, ChoiceKeys], ...] = ()
+    """The stratum's relations with a `choice-domain`, with their keys: each iteration keeps
+    one new tuple per free key (`reasoner.executors.choice`)."""
 
     def reads(self) -> Iterator[str]:
         """The relations the stratum's rules or aggregate read (with repetitions)."""

@@ -30,6 +30,7 @@ from reasoner.elastic.restratify import (
     bootstrap_into_overlay,
     changed_strata,
     replace_contents,
+    stratum_inputs,
     stratum_key,
 )
 from reasoner.executors.aggregate import update_aggregate
@@ -304,7 +305,16 @@ def _update(
         started = time.perf_counter()
         names = tuple(sorted(stratum.relations))
         deadline.check()
-        if stratum.index in changed:
+        own_retracts = {n: retracts[n] for n in stratum.relations if retracts.get(n)}
+        own_inserts = {n: inserts[n] for n in stratum.relations if inserts.get(n)}
+        if stratum.index in changed or (  # a choice is made afresh (`executors.choice`)
+            stratum.choice
+            and (
+                own_retracts
+                or own_inserts
+                or any(overlay.has_changes(name) for name in stratum_inputs(stratum))
+            )
+        ):
             facts = {
                 name: (set(m.facts.get(name, ())) - retracts.get(name, set()))
                 | inserts.get(name, set())
@@ -313,6 +323,9 @@ def _update(
             }
             bootstrap_into_overlay(stratum, overlay, facts, m.symbols, m.arities, deadline.check)
             kind = "bootstrap"
+        elif stratum.choice:
+            reports.append(StratumReport(stratum.index, names, "unchanged", 0.0))
+            continue
         elif stratum.aggregate is not None:
             if not overlay.has_changes(stratum.aggregate.source):
                 reports.append(StratumReport(stratum.index, names, "unchanged", 0.0))
@@ -320,8 +333,6 @@ def _update(
             update_aggregate(stratum.aggregate, m.state, overlay, deadline.check)
             kind = "update"
         else:
-            own_retracts = {n: retracts[n] for n in stratum.relations if retracts.get(n)}
-            own_inserts = {n: inserts[n] for n in stratum.relations if inserts.get(n)}
             plans = _stratum_plans(m, stratum, new)
             touched = (
                 own_retracts

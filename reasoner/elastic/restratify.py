@@ -22,7 +22,7 @@ from reasoner.storage.state import RelationStore, State, Tuple
 from reasoner.support.deadline import Check
 from reasoner.values.symbols import SymbolTable
 
-StratumKey = tuple[frozenset[str], frozenset, AggregateDefinition | None, tuple]
+StratumKey = tuple[frozenset[str], frozenset, AggregateDefinition | None, tuple, tuple]
 
 _CHECK_EVERY = 1 << 14
 """Tuples diffed between two calls of the caller's `check`: a changed stratum can be large."""
@@ -40,6 +40,7 @@ def stratum_key(stratum: Stratum, analyzed: AnalyzedProgram) -> StratumKey:
         stratum.relations,
         frozenset(Counter(stratum.rules).items()),
         stratum.aggregate,
+        stratum.choice,
         tuple((name, analyzed.relations[name].shape) for name in relations),
     )
 

@@ -25,8 +25,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+
 from reasoner.analysis.model import Stratum
 from reasoner.executors.aggregate import bootstrap_aggregate
+from reasoner.executors.choice import choose
 from reasoner.kernel.bootstrap import CompiledStratumBootstrap
 from reasoner.storage.state import State
 from reasoner.support.deadline import Check
@@ -124,11 +127,14 @@ class StratumBootstrap:
             derived = bootstrap_aggregate(self.stratum, self.state)
             return StratumRun.of_aggregate(self.stratum, derived, time.perf_counter() - start)
         kernel = self.compiled()
-        new = kernel.first_iteration(self.check)
+        new = choose(self.stratum, self.state, kernel.first_iteration(self.check))
         derived = sum(map(len, new.values()))
         iterations = 1 if derived else 0
         if self.stratum.recursive and derived:
-            iterations, more, _rest = kernel.fixpoint(2, new, 1 << 62, self.check)
+            if self.stratum.choice:
+                iterations, more = self._chosen_fixpoint(kernel, new)
+            else:
+                iterations, more, _rest = kernel.fixpoint(2, new, 1 << 62, self.check)
             derived += more
         return StratumRun(
             self.stratum.index,
@@ -137,6 +143,23 @@ class StratumBootstrap:
             derived,
             time.perf_counter() - start,
         )
+
+    def _chosen_fixpoint(
+        self, kernel: CompiledStratumBootstrap, new: dict[str, np.ndarray]
+    ) -> tuple[int, int]:
+        """Iterations 2, 3, ... one at a time, each one's tuples chosen (`choose`) before the
+        next reads them: (the last iteration that kept anything, how many tuples were kept)."""
+        k, last, derived = 2, 1, 0
+        while any(map(len, new.values())):
+            _last, count, rest = kernel.fixpoint(k, new, 1, self.check)
+            if not count:
+                break
+            new = choose(self.stratum, self.state, rest)
+            kept = sum(map(len, new.values()))
+            if kept:
+                derived, last = derived + kept, k
+            k += 1
+        return last, derived
 
 
 class ReferenceExecutor:

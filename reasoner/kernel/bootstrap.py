@@ -19,14 +19,11 @@ from reasoner.kernel.interpreter import Enumerator
 from reasoner.kernel.plans import EnumeratorPlan, StratumTables, kernel_rule
 from reasoner.plan.joins import atom_at
 from reasoner.storage.state import State
+from reasoner.support.deadline import unchecked
 from reasoner.values.symbols import SymbolTable
 
 Rows = dict[str, np.ndarray]
 """Relation -> row ids (int64)."""
-
-
-def _unchecked() -> None:
-    """The check of a Bootstrap that runs to its end."""
 
 
 class CompiledStratumBootstrap:
@@ -59,7 +56,7 @@ class CompiledStratumBootstrap:
 
     def first_iteration(self, check: Callable[[], None] | None) -> Rows:
         """Iteration 1, committed; its new rows per relation."""
-        check = check or _unchecked
+        check = check or unchecked
         self._negated_anywhere()  # the lower strata are done now
         for plan, enumerator in self.first:
             check()
@@ -84,7 +81,7 @@ class CompiledStratumBootstrap:
             {self.relations.number[name]: rows for name, rows in delta.items() if len(rows)},
             k,
             limit,
-            check or _unchecked,
+            check or unchecked,
         )
         return last, derived, {self.relations.names[number]: rows for number, rows in rest.items()}
 

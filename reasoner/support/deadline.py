@@ -39,6 +39,10 @@ Check = Callable[[], None]
 """Called between pieces of work; raises to stop the evaluation."""
 
 
+def unchecked() -> None:
+    """The check of a run nobody can cancel."""
+
+
 class Stopped(Exception):
     """An evaluation stopped by its budget; what it built is partial and is dropped."""
 

@@ -348,6 +348,18 @@ class Declaration:
     overridable: bool = False
     """Soufflé's `overridable` qualifier: a component inheriting the relation may replace
     its rules (`.override`, `reasoner.syntax.components`)."""
+    choice_domain: tuple[ChoiceKey, ...] = ()
+    """Soufflé's `choice-domain`: each key's attributes hold at most one tuple's values
+    (`reasoner.executors.choice`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChoiceKey:
+    """One key of a `choice-domain` (`choice-domain x` or `choice-domain (x, y)`): its
+    attributes, as written."""
+
+    attributes: tuple[str, ...]
+    span: Span = field(compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,7 @@ from reasoner.syntax.ast import (
     BranchDeclaration,
     BranchTerm,
     Cast,
+    ChoiceKey,
     Column,
     CompareOp,
     Comparison,
@@ -69,9 +70,8 @@ from reasoner.syntax.lexer import (
     tokenize,
 )
 from reasoner.syntax.negation import Alternatives, negation_of
-from reasoner.values import floats, functors
-from reasoner.values.arith import wrap64
-from reasoner.values.types import FLOAT, ColumnType
+from reasoner.syntax.numbers import LiteralRefused, number_literal
+from reasoner.values import functors
 
 _COMPARISONS = frozenset({"=", "!=", "<", "<=", ">", ">="})
 _ARITHMETIC = frozenset({"+", "-", "*", "/", "%", "^"})
@@ -126,8 +126,6 @@ MAX_BODY_LITERALS = 64
 """Literals in one rule body (after `;` is expanded): each becomes a nested join loop."""
 MAX_CLAUSE_TOKENS = 10_000
 """Tokens in one rule: bounds the work and the code one clause can cost."""
-
-_INT64_MAX = (1 << 63) - 1
 
 
 class _Failure(Exception):
@@ -533,17 +531,41 @@ class _Parser:
                 eqrel = True
             elif token.text == "overridable":
                 overridable = True
-            elif token.text == "choice" and self._peek(1).kind == "-":
-                raise _Failure("`choice-domain` is not supported", token.span)
             elif token.text not in _QUALIFIERS:
                 break
             self._advance()
+        choice = self._choice_domain()
         for name in names:
+            span = name.span.through(close.span)
             self.declarations.append(
-                Declaration(
-                    name.text, tuple(columns), name.span.through(close.span), eqrel, overridable
-                )
+                Declaration(name.text, tuple(columns), span, eqrel, overridable, choice)
             )
+
+    def _choice_domain(self) -> tuple[ChoiceKey, ...]:
+        """`choice-domain x, (y, z)` after a declaration's attributes, as Soufflé's grammar."""
+        token = self._peek()
+        if token.kind != IDENT or token.text != "choice" or self._peek(1).kind != "-":
+            return ()
+        self._advance()
+        self._advance()
+        if self._expect_ident("`domain` after `choice-`").text != "domain":
+            raise _Failure("expected `choice-domain`", token.span)
+        keys = []
+        while True:
+            if self._peek().kind == "(":
+                first = self._advance()
+                names = [self._expect_ident("an attribute name")]
+                while self._peek().kind == ",":
+                    self._advance()
+                    names.append(self._expect_ident("an attribute name"))
+                last = self._expect(")", "`)` after the key's attributes")
+                keys.append(ChoiceKey(tuple(n.text for n in names), first.span.through(last.span)))
+            else:
+                name = self._expect_ident("an attribute name or `(` after `choice-domain`")
+                keys.append(ChoiceKey((name.text,), name.span))
+            if self._peek().kind != ",":
+                return tuple(keys)
+            self._advance()
 
     def _io_directive(self, kind: Literal["input", "output", "printsize"]) -> None:
         while True:
@@ -1020,36 +1042,10 @@ class _Parser:
 
     @staticmethod
     def _number(token: Token, span: Span, *, negate: bool) -> NumberConst:
-        """A numeric literal: decimal, `0x` or `0b`, with `u` for an unsigned one. A decimal
-        past 2^63 - 1 can only be an unsigned (Soufflé's inference finds no other type that
-        reads it), and a literal written negative only a number (see `NumberConst.kind`)."""
-        text = token.text
-        if "." in text:  # Soufflé's float literal: digits, a point, digits; no exponent
-            value = -float(text) if negate else float(text)
-            return NumberConst(floats.to_bits(value), span, FLOAT)
-        unsigned = text.endswith("u")
-        if unsigned:
-            text = text[:-1]
-        base = {"0x": 16, "0X": 16, "0b": 2, "0B": 2}.get(text[:2], 10)
-        digits = (text[2:] if base != 10 else text).lstrip("0") or "0"
-        shown = f"-{token.text}" if negate else token.text
-        if len(shown) > 40:
-            shown = f"{shown[:20]}...{shown[-10:]}"
-        if negate and unsigned:
-            raise _Failure(f"an unsigned literal cannot be negative: `{shown}`", span)
-        too_large = _Failure(f"number literal `{shown}` does not fit in 64 bits", span)
-        if len(digits) > (64 if base == 2 else 20):  # never convert thousands of digits
-            raise too_large
-        value = int(digits, base)
-        if value >= 1 << 64 or (base == 10 and negate and value > 1 << 63):
-            raise too_large
-        kind: ColumnType | None = None
-        if unsigned or (base == 10 and not negate and value > _INT64_MAX):
-            kind = "unsigned"
-        elif negate:
-            kind = "number"
-        value = wrap64(value)
-        return NumberConst(wrap64(-value) if negate else value, span, kind)
+        try:
+            return number_literal(token.text, span, negate=negate)
+        except LiteralRefused as refused:
+            raise _Failure(str(refused), span) from None
 
 
 def parse_program(

@@ -686,6 +686,22 @@ def render_declaration(relation: RelationSpec) -> str:
     return f".decl {relation.name}({columns})"
 
 
+def choice_domain(draw: st.DrawFn, relation: RelationSpec) -> str:
+    """Now and then a `choice-domain` of one or two keys, on relations of numbers only: the
+    oracle orders a choice's candidates by their Python values, which is the engine's order
+    for numbers alone."""
+    if not relation.types or set(relation.types) != {NUMBER} or draw(st.integers(0, 3)):
+        return ""
+    columns = st.sampled_from(range(len(relation.types)))
+    keys = draw(
+        st.lists(st.lists(columns, min_size=1, max_size=2, unique=True), min_size=1, max_size=2)
+    )
+    rendered = [
+        f"c{key[0]}" if len(key) == 1 else f"({', '.join(f'c{c}' for c in key)})" for key in keys
+    ]
+    return " choice-domain " + ", ".join(rendered)
+
+
 @st.composite
 def programs(draw: st.DrawFn) -> GeneratedProgram:
     input_count = draw(st.integers(1, 3))
@@ -745,7 +761,7 @@ def programs(draw: st.DrawFn) -> GeneratedProgram:
     for relation in derived:
         # Undeclared, a relation's types are inferred; a record type cannot be (as in Soufflé).
         if draw(st.integers(0, 3)) > 0 or used & set(relation.types) & RECORD_FIELDS.keys():
-            lines.append(render_declaration(relation))
+            lines.append(render_declaration(relation) + choice_domain(draw, relation))
         lines.append(f".output {relation.name}")
     lines += facts + rules
     text = "\n".join(lines) + "\n"

@@ -116,6 +116,13 @@ def features(analyzed: AnalyzedProgram, state: State) -> set[str]:
         found.add("symbol column")
     if any("float" in info.types for info in analyzed.relations.values()):
         found.add("float column")
+    chosen = {name for stratum in analyzed.strata for name, _keys in stratum.choice}
+    if chosen:
+        found.add("choice-domain")
+    if any(
+        state[name] for name in chosen if analyzed.stratum_of[name] in recursive_strata(analyzed)
+    ):
+        found.add("choice-domain in a recursion")
     for name in state:
         zeros = {str(v) for row in state[name] for v in row if isinstance(v, float) and not v}
         if len(zeros) == 2:  # "0.0" and "-0.0"
@@ -174,6 +181,10 @@ def features(analyzed: AnalyzedProgram, state: State) -> set[str]:
     return found
 
 
+def recursive_strata(analyzed: AnalyzedProgram) -> set[int]:
+    return {stratum.index for stratum in analyzed.strata if stratum.recursive}
+
+
 EXPECTED_FEATURES = {
     "undeclared relation",
     "declared derived relation",
@@ -182,6 +193,8 @@ EXPECTED_FEATURES = {
     "zero-arity input relation",
     "symbol column",
     "float column",
+    "choice-domain",
+    "choice-domain in a recursion",
     "0.0 and -0.0 in one relation",
     "fact on a derived relation",
     "linear recursion",

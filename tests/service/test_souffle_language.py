@@ -466,3 +466,37 @@ def test_the_preprocessor_through_the_service(
     server.start()
     with server.client() as client:
         assert read_relation(client, "double") == [(2,)]
+
+
+def test_choice_domain_through_the_service(make_server: Callable[..., Server]) -> None:
+    """A spanning tree by `choice-domain`: chosen at Bootstrap, chosen afresh when a write
+    changes its input, the same after a restart; a key that names no attribute is refused
+    at its place and changes nothing."""
+    program = (
+        ".decl edge(x: number, y: number)\n"
+        ".decl tree(parent: number, node: number) choice-domain node\n"
+        "tree(1, 1).\ntree(x, y) :- tree(_, x), edge(x, y).\n"
+    )
+    server = make_server().start()
+    with server.client() as client:
+        client.post("/v1/rules", content=program, headers=TEXT).raise_for_status()
+        edges = [[1, 3], [1, 2], [3, 4], [2, 4], [4, 5]]
+        client.post("/v1/facts", json={"facts": {"edge": edges}}).raise_for_status()
+        assert set(read_relation(client, "tree")) == {(1, 1), (1, 2), (1, 3), (2, 4), (4, 5)}
+        client.post(
+            "/v1/deltas", json={"facts": {"retract": {"edge": [[2, 4]]}}}
+        ).raise_for_status()
+        assert set(read_relation(client, "tree")) == {(1, 1), (1, 2), (1, 3), (3, 4), (4, 5)}
+
+        epoch = client.get("/ready").json()["epoch"]
+        bad = ".decl pick(x: number, y: number) choice-domain (x, z)\n"
+        body = assert_problem(
+            client.post("/v1/rules", content=bad, headers=TEXT), 400, "unknown_attribute"
+        )
+        assert (body["line"], body["column"]) == (1, 48)
+        assert client.get("/ready").json()["epoch"] == epoch
+
+    server.stop()
+    server.start()
+    with server.client() as client:
+        assert set(read_relation(client, "tree")) == {(1, 1), (1, 2), (1, 3), (3, 4), (4, 5)}

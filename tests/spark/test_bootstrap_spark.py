@@ -29,6 +29,9 @@ from tests.property.test_negation_locals import PROGRAM as NEGATION_LOCALS_PROGR
 from tests.spark.support import assert_same, on_spark, outcome, reference
 from tests.unit.analysis.test_aggregates import INPUTS as AGGREGATES_INPUTS
 from tests.unit.analysis.test_aggregates import PROGRAM as AGGREGATES_PROGRAM
+from tests.unit.executors.test_choice_domain import EDGES as CHOICE_EDGES
+from tests.unit.executors.test_choice_domain import PROGRAM as CHOICE_PROGRAM
+from tests.unit.executors.test_choice_domain import TREE as CHOICE_TREE
 from tests.unit.syntax.test_components import PROGRAM as COMPONENTS_PROGRAM
 from tests.unit.values.test_floats import INPUTS as FLOAT_INPUTS
 from tests.unit.values.test_floats import PROGRAM as FLOAT_PROGRAM
@@ -250,6 +253,13 @@ def test_symbol_operators(spark: SparkSession) -> None:
     """`+`, `max`, `min` and ordering on symbols are functors: their strata run in the driver,
     between strata on Spark."""
     check(SYMBOL_OPERATORS_PROGRAM, {}, spark)
+
+
+def test_choice_domain(spark: SparkSession) -> None:
+    """A stratum with a choice-domain runs on the driver's kernel, one iteration at a time;
+    the strata above it read what it chose."""
+    check(CHOICE_PROGRAM, {}, spark)
+    check(CHOICE_TREE, {"edge": CHOICE_EDGES, "root": [(1,)]}, spark)
 
 
 def test_records(spark: SparkSession) -> None:

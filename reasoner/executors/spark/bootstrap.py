@@ -70,7 +70,7 @@ from reasoner.plan.joins import atom_at, plan_rule, positive_atoms
 from reasoner.plan.pivot import pivot_columns
 from reasoner.plan.work import first_work
 from reasoner.storage.state import RelationStore, State
-from reasoner.support.deadline import Check
+from reasoner.support.deadline import Check, unchecked
 from reasoner.syntax.ast import Atom, Comparison, Negation, NumberConst, StringConst, Term
 from reasoner.values.symbols import SymbolTable
 
@@ -90,10 +90,6 @@ EAGER_ROWS = 100_000
 rows, and no source (`_Piece`) kept beside them until the next query has run. Lazily
 checkpointed, such uploads ran `crdt_linear` (all on Spark) out of a 1 GiB driver heap by its
 third Bootstrap; eagerly, it ran as fast and within it."""
-
-
-def _unchecked() -> None:
-    """The `check` of a run nobody can cancel."""
 
 
 BROADCAST_BYTES = 8 << 20
@@ -246,7 +242,7 @@ class SparkBootstrap:
         state: State,
         symbols: SymbolTable,
         session: SparkSession,
-        check: Check = _unchecked,
+        check: Check = unchecked,
         small: int = DEFAULT_SPARK_ITERATION,
         decompose: bool = True,
     ) -> None:
@@ -471,6 +467,9 @@ class SparkBootstrap:
         self.check()
         if stratum.aggregate is not None:
             return self._aggregate(stratum, stratum.aggregate)
+        if stratum.choice:  # on the kernel, one iteration at a time (`executors.choice`)
+            kernel = StratumBootstrap(stratum, self.state, self.symbols, self._arities())
+            return kernel.run(self.check)  # its relations reach Spark when a stratum reads them
         start = time.perf_counter()
         names = stratum.relations
         self._intern_constants(stratum)
