@@ -48,6 +48,7 @@ from reasoner.syntax.ast import (
     StringConst,
     Term,
     Variable,
+    Wildcard,
     is_negation,
 )
 from reasoner.values.ecmascript_regex import compiled
@@ -1239,17 +1240,95 @@ def evaluate(analyzed: AnalyzedProgram, inputs: Mapping[str, Iterable[Row]]) -> 
             raise ValueError(f"inputs for unknown relation {name!r}")
         asserted[name].update(checked_rows(analyzed, name, given))
 
+    subsumptions: dict[str, list[Rule]] = {}
+    for rule in program.rules:
+        if rule.dominating is not None:
+            subsumptions.setdefault(rule.head.relation, []).append(rule)
+    program = replace(program, rules=tuple(r for r in program.rules if r.dominating is None))
     strata = stratify(program)
     derived = set().union(*strata) if strata else set()
     state: State = {name: {} for name in asserted}
     for name, rows in asserted.items():
         if name not in derived:
             state[name] = {row: (0, 1) for row in rows}
-    choices = choice_keys(program)
+    for name, rules in subsumptions.items():  # relations of facts alone
+        if name not in derived:
+            for row in dominated(rules, set(state[name]), set(state[name]), state):
+                del state[name][row]
+    filters = Filters(choice_keys(program), subsumptions, state)
     for stratum in strata:
         rules = [rule for rule in program.rules if rule.head.relation in stratum]
-        state.update(evaluate_stratum(stratum, rules, asserted, state, choices))
+        state.update(evaluate_stratum(stratum, rules, asserted, state, filters))
     return _as_text(state, analyzed)
+
+
+def dominated(
+    rules: list[Rule], candidates: set[Row], dominators: set[Row], state: State
+) -> set[Row]:
+    """The candidates that another tuple of `dominators` dominates by a subsumptive clause
+    (`a(d) <= a(g) :- body`): the clause's body holds with d a candidate, g a dominator."""
+    found: set[Row] = set()
+    rows = {name: list(r) for name, r in state.items()}
+    rows["dominated?"] = list(candidates)
+    rows["dominating?"] = list(dominators)
+    for rule in rules:
+        assert rule.dominating is not None
+        arity = len(rule.head.args)
+        named = [  # each `_` a variable of its own, so that the pair can be read
+            Variable(f"_{i}", arg.span) if isinstance(arg, Wildcard) else arg
+            for i, arg in enumerate((*rule.head.args, *rule.dominating.args))
+        ]
+        pair = Rule(
+            Atom("pair", tuple(named), rule.span),
+            (
+                Atom("dominated?", tuple(named[:arity]), rule.span),
+                Atom("dominating?", tuple(named[arity:]), rule.span),
+                *rule.body,
+            ),
+            rule.span,
+        )
+        for row, _atoms in instantiations(pair, rows):
+            if row[:arity] != row[arity:]:
+                found.add(row[:arity])
+    return found
+
+
+class Filters:
+    """What removes an iteration's tuples: choice-domains, then subsumptions."""
+
+    def __init__(
+        self,
+        choices: Mapping[str, list[tuple[int, ...]]],
+        subsumptions: Mapping[str, list[Rule]],
+        state: State,
+    ) -> None:
+        self.choices = choices
+        self.subsumptions = subsumptions
+        self.state = state
+
+    def facts(self, own: State) -> None:
+        """Remove the dominated facts of the stratum's relations (before iteration 1)."""
+        for name, rules in self.subsumptions.items():
+            if name in own:
+                for row in dominated(rules, set(own[name]), set(own[name]), self.state):
+                    del own[name][row]
+
+    def __call__(self, fresh: dict[tuple[str, Row], int], own: State) -> dict[tuple[str, Row], int]:
+        """An iteration's new tuples after the choices, then the subsumptions: the new tuples
+        another tuple dominates are rejected, then the older tuples a kept one dominates go
+        (`reasoner.analysis.subsumption`)."""
+        fresh = chosen(fresh, own, self.choices)
+        for name, rules in self.subsumptions.items():
+            new = {row for relation, row in fresh if relation == name}
+            if not new:
+                continue
+            state = {**self.state, **own}
+            rejected = dominated(rules, new, set(own[name]) | new, state)
+            kept = new - rejected
+            for row in dominated(rules, set(own[name]), kept, state):
+                del own[name][row]
+            fresh = {key: c for key, c in fresh.items() if key[0] != name or key[1] in kept}
+        return fresh
 
 
 def choice_keys(program: Program) -> dict[str, list[tuple[int, ...]]]:
@@ -1441,9 +1520,10 @@ def evaluate_stratum(
     rules: list[Rule],
     asserted: Mapping[str, set[Row]],
     state: State,
-    choices: Mapping[str, list[tuple[int, ...]]],
+    filters: Filters,
 ) -> State:
     own: State = {name: {row: (0, 1) for row in asserted.get(name, ())} for name in stratum}
+    filters.facts(own)
     newest: dict[str, set[Row]] | None = None  # N_{k-1} for k >= 2; None stands for N_0 = I_0
     k = 1
     while True:
@@ -1460,7 +1540,7 @@ def evaluate_stratum(
                 if qualifies:
                     counts[rule.head.relation, head] += 1
         fresh = {key: count for key, count in counts.items() if key[1] not in own[key[0]]}
-        fresh = chosen(fresh, own, choices)
+        fresh = filters(fresh, own)
         if not fresh:
             return own
         newest = {name: set() for name in stratum}

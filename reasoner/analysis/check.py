@@ -25,6 +25,12 @@ from reasoner.analysis.records import record_body, record_terms
 from reasoner.analysis.relations import RelationTable, collect_relations, plural
 from reasoner.analysis.report import Reporter
 from reasoner.analysis.stratify import stratify
+from reasoner.analysis.subsumption import (
+    reads_of,
+    rewrite_subsumptions,
+    split_subsumptions,
+    with_subsumptions,
+)
 from reasoner.analysis.terms import atoms_of, leaves
 from reasoner.analysis.type_lattice import NUMERIC, Known
 from reasoner.analysis.types import TypeInference, infer_types
@@ -73,6 +79,7 @@ def analyze(
     if closure:
         program = dataclasses.replace(program, rules=program.rules + closure)
     written = program
+    program = rewrite_subsumptions(program)
     aggregated = rewrite_aggregates(program, reporter)
     program, aggregates = aggregated.program, aggregated.aggregates
     refuse_untranslated_patterns((rule.body for rule in program.rules), reporter)
@@ -101,7 +108,8 @@ def analyze(
     if not reporter.has_errors:
         evaluated = record_terms(numeric_operations(program, inference, origins), named, origins)
     facts = fold_facts(evaluated, reporter, inference.column_value_type)
-    strata, stratum_of = stratify(evaluated, table.order, reporter, aggregates)
+    plain, subsumed = split_subsumptions(evaluated)
+    strata, stratum_of = stratify(plain, table.order, reporter, aggregates, reads_of(subsumed))
     reporter.raise_if_errors()
     if rewritten is not program:
         # Well typed and stratified as written, the rewrite is too (an auxiliary relation
@@ -114,7 +122,8 @@ def analyze(
         )
         origins.clear()
         evaluated = record_terms(numeric_operations(program, inference, origins), named, origins)
-        strata, stratum_of = stratify(evaluated, table.order, again, aggregates)
+        plain, subsumed = split_subsumptions(evaluated)
+        strata, stratum_of = stratify(plain, table.order, again, aggregates, reads_of(subsumed))
         again.raise_if_errors()
     variable_types: dict[Rule, dict[str, ValueType]] = {}
     written_literals: dict[int, BodyLiteral] = {}
@@ -136,9 +145,9 @@ def analyze(
                     if id(added) in origins
                 )
     return AnalyzedProgram(
-        program=evaluated,
+        program=plain,
         relations=_relation_infos(evaluated, table, types, unfixed, inference),
-        strata=with_choices(strata, choices),
+        strata=with_subsumptions(with_choices(strata, choices), subsumed),
         stratum_of=stratum_of,
         facts=facts,
         written=written,

@@ -11,8 +11,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from reasoner.analysis.named_types import TypeSystem
+from reasoner.analysis.terms import atoms_of
 from reasoner.errors import Diagnostic, Span
-from reasoner.syntax.ast import AggregateOp, Atom, BodyLiteral, Negation, Program, Rule
+from reasoner.syntax.ast import AggregateOp, BodyLiteral, Program, Rule
 from reasoner.values.records import AdtType, RecordType, ValueType, signature
 from reasoner.values.types import ColumnType, Value
 
@@ -95,6 +96,25 @@ ChoiceKeys = tuple[tuple[int, ...], ...]
 
 
 @dataclass(frozen=True, slots=True)
+class Subsumption:
+    """A relation's subsumptions as rules over its own tuples (`reasoner.analysis.subsumption`):
+    `reject` derives the tuples of `new` that another tuple of the relation dominates, `delete`
+    the tuples of the relation that another tuple of `new` dominates."""
+
+    relation: str
+    new: str
+    reject: tuple[Rule, ...]
+    delete: tuple[Rule, ...]
+
+    def reads(self) -> Iterator[str]:
+        """The relations the subsumptions' bodies read besides the relation and `new`."""
+        for rule in self.reject:
+            for atom, _positive in atoms_of(rule.body):
+                if atom.relation not in (self.relation, self.new):
+                    yield atom.relation
+
+
+@dataclass(frozen=True, slots=True)
 class Stratum:
     """A strongly connected component of the dependency graph (or a single relation).
 
@@ -113,17 +133,26 @@ class Stratum:
     choice: tuple[tuple[str, ChoiceKeys], ...] = ()
     """The stratum's relations with a `choice-domain`, with their keys: each iteration keeps
     one new tuple per free key (`reasoner.executors.choice`)."""
+    subsumption: tuple[Subsumption, ...] = ()
+    """The stratum's relations with subsumptions: each iteration removes the dominated tuples
+    (`reasoner.executors.subsumption`)."""
+
+    @property
+    def stepwise(self) -> bool:
+        """Whether an iteration's tuples are filtered before the next iteration reads them
+        (a choice-domain, a subsumption): the stratum runs on the per-tuple kernel one
+        iteration at a time, and Update Bootstraps it afresh."""
+        return bool(self.choice or self.subsumption)
 
     def reads(self) -> Iterator[str]:
         """The relations the stratum's rules or aggregate read (with repetitions)."""
         if self.aggregate is not None:
             yield self.aggregate.source
         for rule in self.rules:
-            for literal in rule.body:
-                if isinstance(literal, Atom):
-                    yield literal.relation
-                elif isinstance(literal, Negation):
-                    yield literal.atom.relation
+            for atom, _positive in atoms_of(rule.body):
+                yield atom.relation
+        for subsumption in self.subsumption:
+            yield from subsumption.reads()
 
 
 @dataclass(frozen=True, slots=True)

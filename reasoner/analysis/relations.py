@@ -116,7 +116,7 @@ def collect_relations(
     reported: set[str] = set()
     for use in uses:
         name = use.atom.relation
-        if use.in_body and name not in defined and name not in reported:
+        if use.in_body and name not in defined and name not in reported and "!" not in name:
             reported.add(name)
             if allow_undefined:
                 reporter.warning(

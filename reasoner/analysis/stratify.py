@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 
 from reasoner.analysis.model import AggregateDefinition, Stratum
 from reasoner.analysis.negation_locals import is_internal
@@ -168,11 +170,17 @@ def stratify(  # noqa: C901
     order: list[str],
     reporter: Reporter,
     aggregates: tuple[AggregateDefinition, ...] = (),
+    subsumed: Mapping[str, Sequence[str]] = MappingProxyType({}),
 ) -> tuple[tuple[Stratum, ...], dict[str, int]]:
     """Strata in evaluation order and the stratum of every head relation (and aggregate
     relation); reports negation inside a cycle at the negated literal, and an aggregate
-    whose source depends on its result at the aggregate."""
+    whose source depends on its result at the aggregate. `subsumed`: each relation with a
+    subsumption and the relations its subsumptions read, which come first; such a relation
+    has a stratum even without rules (it removes dominated facts)."""
     ids = {name: i for i, name in enumerate(order)}
+    for name, reads in subsumed.items():
+        for read in (name, *reads):
+            ids.setdefault(read, len(ids))
     for rule in program.rules:
         for name in (rule.head.relation, *(a.relation for a, _ in atoms_of(rule.body))):
             ids.setdefault(name, len(ids))
@@ -201,6 +209,11 @@ def stratify(  # noqa: C901
         successors[source].append(head)
         depends[head].append((source, True))
         dependents[source].append((head, True))
+    for name, reads in subsumed.items():
+        for read in reads:
+            successors[ids[read]].append(ids[name])
+            depends[ids[name]].append((ids[read], False))
+            dependents[ids[read]].append((ids[name], False))
     component = strongly_connected_components(successors)
 
     explainer = _CycleExplainer(component, depends, dependents)
@@ -233,16 +246,17 @@ def stratify(  # noqa: C901
             strata.append(Stratum(index, frozenset({grouped.name}), (), False, grouped))
             stratum_of[grouped.name] = index
             continue
-        if not rules:
+        standing = frozenset(n for n in subsumed if component[ids[n]] == comp)
+        if not rules and not standing:
             continue
-        relations = frozenset(rule.head.relation for rule in rules)
+        relations = frozenset(rule.head.relation for rule in rules or ()) | standing
         recursive = any(
             positive and atom.relation in relations
-            for rule in rules
+            for rule in rules or ()
             for atom, positive in atoms_of(rule.body)
         )
         index = len(strata)
-        strata.append(Stratum(index, relations, tuple(rules), recursive))
+        strata.append(Stratum(index, relations, tuple(rules or ()), recursive))
         for name in sorted(relations, key=ids.__getitem__):
             stratum_of[name] = index
     return tuple(strata), stratum_of

@@ -308,7 +308,7 @@ def _update(
         own_retracts = {n: retracts[n] for n in stratum.relations if retracts.get(n)}
         own_inserts = {n: inserts[n] for n in stratum.relations if inserts.get(n)}
         if stratum.index in changed or (  # a choice is made afresh (`executors.choice`)
-            stratum.choice
+            stratum.stepwise
             and (
                 own_retracts
                 or own_inserts
@@ -323,7 +323,7 @@ def _update(
             }
             bootstrap_into_overlay(stratum, overlay, facts, m.symbols, m.arities, deadline.check)
             kind = "bootstrap"
-        elif stratum.choice:
+        elif stratum.stepwise:
             reports.append(StratumReport(stratum.index, names, "unchanged", 0.0))
             continue
         elif stratum.aggregate is not None:

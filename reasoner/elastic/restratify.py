@@ -22,7 +22,7 @@ from reasoner.storage.state import RelationStore, State, Tuple
 from reasoner.support.deadline import Check
 from reasoner.values.symbols import SymbolTable
 
-StratumKey = tuple[frozenset[str], frozenset, AggregateDefinition | None, tuple, tuple]
+StratumKey = tuple[frozenset[str], frozenset, AggregateDefinition | None, tuple, tuple, tuple]
 
 _CHECK_EVERY = 1 << 14
 """Tuples diffed between two calls of the caller's `check`: a changed stratum can be large."""
@@ -41,6 +41,7 @@ def stratum_key(stratum: Stratum, analyzed: AnalyzedProgram) -> StratumKey:
         frozenset(Counter(stratum.rules).items()),
         stratum.aggregate,
         stratum.choice,
+        stratum.subsumption,
         tuple((name, analyzed.relations[name].shape) for name in relations),
     )
 

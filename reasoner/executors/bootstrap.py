@@ -30,6 +30,7 @@ import numpy as np
 from reasoner.analysis.model import Stratum
 from reasoner.executors.aggregate import bootstrap_aggregate
 from reasoner.executors.choice import choose
+from reasoner.executors.subsumption import subsume
 from reasoner.kernel.bootstrap import CompiledStratumBootstrap
 from reasoner.storage.state import State
 from reasoner.support.deadline import Check
@@ -127,12 +128,15 @@ class StratumBootstrap:
             derived = bootstrap_aggregate(self.stratum, self.state)
             return StratumRun.of_aggregate(self.stratum, derived, time.perf_counter() - start)
         kernel = self.compiled()
-        new = choose(self.stratum, self.state, kernel.first_iteration(self.check))
+        if self.stratum.subsumption:  # dominated facts go first (a choice takes every fact)
+            facts = {n: self.state[n].table.committed_rows() for n in self.stratum.relations}
+            subsume(self.stratum, self.state, self.symbols, self.arities, facts, self.check)
+        new = self._filtered(kernel.first_iteration(self.check))
         derived = sum(map(len, new.values()))
         iterations = 1 if derived else 0
         if self.stratum.recursive and derived:
-            if self.stratum.choice:
-                iterations, more = self._chosen_fixpoint(kernel, new)
+            if self.stratum.stepwise:
+                iterations, more = self._stepwise_fixpoint(kernel, new)
             else:
                 iterations, more, _rest = kernel.fixpoint(2, new, 1 << 62, self.check)
             derived += more
@@ -144,17 +148,23 @@ class StratumBootstrap:
             time.perf_counter() - start,
         )
 
-    def _chosen_fixpoint(
+    def _filtered(self, new: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """An iteration's new rows after the choices and the subsumptions (`executors.choice`,
+        `executors.subsumption`), which remove the others from the state."""
+        new = choose(self.stratum, self.state, new)
+        return subsume(self.stratum, self.state, self.symbols, self.arities, new, self.check)
+
+    def _stepwise_fixpoint(
         self, kernel: CompiledStratumBootstrap, new: dict[str, np.ndarray]
     ) -> tuple[int, int]:
-        """Iterations 2, 3, ... one at a time, each one's tuples chosen (`choose`) before the
-        next reads them: (the last iteration that kept anything, how many tuples were kept)."""
+        """Iterations 2, 3, ... one at a time, each one's tuples filtered (`_filtered`) before
+        the next reads them: (the last iteration that kept anything, how many were kept)."""
         k, last, derived = 2, 1, 0
         while any(map(len, new.values())):
             _last, count, rest = kernel.fixpoint(k, new, 1, self.check)
             if not count:
                 break
-            new = choose(self.stratum, self.state, rest)
+            new = self._filtered(rest)
             kept = sum(map(len, new.values()))
             if kept:
                 derived, last = derived + kept, k

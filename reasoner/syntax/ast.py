@@ -284,6 +284,10 @@ class Rule:
     body: tuple[BodyLiteral, ...]
     span: Span = field(compare=False)
     text: str = field(compare=False, default="")
+    dominating: Atom | None = None
+    """A subsumption (`head <= dominating :- body.`): the head's tuple is removed when the
+    dominating atom's tuple of the same relation is another and the body holds
+    (`reasoner.analysis.subsumption`); None for a plain rule."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -384,6 +384,7 @@ def _rename_rule(rule: Rule, names: _Names) -> Rule:
         rule,
         head=_rename_atom(rule.head, names),
         body=tuple(_rename_literal(literal, names) for literal in rule.body),
+        dominating=rule.dominating and _rename_atom(rule.dominating, names),
     )
 
 

@@ -612,12 +612,13 @@ class _Parser:
             span = first.span.through(end.span)
             self.facts.extend(Fact(head, span) for head in heads)
             return
+        dominating = None
         if token.kind == "<=" and len(heads) == 1:
-            raise _Failure(
-                "subsumption (`a(x) <= a(y) :- ...`) is not supported",
-                token.span,
-                errors.UNSUPPORTED_FEATURE,
-            )
+            self._advance()
+            dominating = self._atom()
+            if dominating.relation != heads[0].relation:
+                raise _Failure("both atoms of a subsumption are of one relation", dominating.span)
+            token = self._peek()
         if token.kind != ":-":
             raise self._fail("`:-` or `.` after the head")
         self._advance()
@@ -633,7 +634,7 @@ class _Parser:
         text = self.text[first.offset : end.end_offset]
         for head in heads:
             for body in alternatives:
-                self.rules.append(Rule(head, tuple(body), span, text))
+                self.rules.append(Rule(head, tuple(body), span, text, dominating))
 
     # -- bodies --------------------------------------------------------------------------------
 

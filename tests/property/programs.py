@@ -690,7 +690,7 @@ def choice_domain(draw: st.DrawFn, relation: RelationSpec) -> str:
     """Now and then a `choice-domain` of one or two keys, on relations of numbers only: the
     oracle orders a choice's candidates by their Python values, which is the engine's order
     for numbers alone."""
-    if not relation.types or set(relation.types) != {NUMBER} or draw(st.integers(0, 3)):
+    if not relation.types or set(relation.types) != {NUMBER} or draw(st.integers(0, 1)):
         return ""
     columns = st.sampled_from(range(len(relation.types)))
     keys = draw(
@@ -700,6 +700,23 @@ def choice_domain(draw: st.DrawFn, relation: RelationSpec) -> str:
         f"c{key[0]}" if len(key) == 1 else f"({', '.join(f'c{c}' for c in key)})" for key in keys
     ]
     return " choice-domain " + ", ".join(rendered)
+
+
+def subsumptions(draw: st.DrawFn, relation: RelationSpec) -> list[str]:
+    """Now and then a subsumption on a relation of numbers: one column ordered (a preorder, so
+    removals only ever make way for better tuples and the fixpoint ends), the others equal or
+    free."""
+    if not relation.types or set(relation.types) != {NUMBER} or draw(st.integers(0, 4)):
+        return []
+    column = draw(st.sampled_from(range(len(relation.types))))
+    dominated, dominating = [], []
+    for i in range(len(relation.types)):
+        same = "s1" if i == column else f"k{i}" if draw(st.booleans()) else "_"
+        dominated.append(same)
+        dominating.append("s2" if i == column else same)
+    op = draw(st.sampled_from(("<", ">", "<=")))
+    name = relation.name
+    return [f"{name}({', '.join(dominated)}) <= {name}({', '.join(dominating)}) :- s2 {op} s1."]
 
 
 @st.composite
@@ -758,13 +775,14 @@ def programs(draw: st.DrawFn) -> GeneratedProgram:
     lines = [line for kind, line in RECORD_DECLARATIONS.items() if kind in used]
     lines += [render_declaration(r) for r in inputs_specs]
     lines += [f".input {r.name}" for r in inputs_specs]
+    declared = []
     for relation in derived:
         # Undeclared, a relation's types are inferred; a record type cannot be (as in Soufflé).
         if draw(st.integers(0, 3)) > 0 or used & set(relation.types) & RECORD_FIELDS.keys():
-            lines.append(render_declaration(relation) + choice_domain(draw, relation))
+            declared.append((len(lines), relation))
+            lines.append(render_declaration(relation))
         lines.append(f".output {relation.name}")
     lines += facts + rules
-    text = "\n".join(lines) + "\n"
 
     # The graph gets half of the tuples, so that `chain` recursion has paths to follow.
     others = len(inputs_specs) - 1
@@ -777,6 +795,12 @@ def programs(draw: st.DrawFn) -> GeneratedProgram:
         inputs[relation.name] = draw(
             st.sets(rows_of(relation.types), min_size=least, max_size=budget)
         )
+    # Drawn last, so that the programs are otherwise those drawn before these constructs were.
+    for line, relation in declared:
+        lines[line] += choice_domain(draw, relation)
+    for relation in derived:
+        lines += subsumptions(draw, relation)
+    text = "\n".join(lines) + "\n"
     return GeneratedProgram(text, inputs, [(r.name, r.types) for r in inputs_specs])
 
 

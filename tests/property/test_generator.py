@@ -123,6 +123,11 @@ def features(analyzed: AnalyzedProgram, state: State) -> set[str]:
         state[name] for name in chosen if analyzed.stratum_of[name] in recursive_strata(analyzed)
     ):
         found.add("choice-domain in a recursion")
+    subsumed = [s for stratum in analyzed.strata for s in stratum.subsumption]
+    if subsumed:
+        found.add("subsumption")
+    if any(analyzed.stratum_of[s.relation] in recursive_strata(analyzed) for s in subsumed):
+        found.add("subsumption in a recursion")
     for name in state:
         zeros = {str(v) for row in state[name] for v in row if isinstance(v, float) and not v}
         if len(zeros) == 2:  # "0.0" and "-0.0"
@@ -195,6 +200,8 @@ EXPECTED_FEATURES = {
     "float column",
     "choice-domain",
     "choice-domain in a recursion",
+    "subsumption",
+    "subsumption in a recursion",
     "0.0 and -0.0 in one relation",
     "fact on a derived relation",
     "linear recursion",

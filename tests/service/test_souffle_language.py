@@ -500,3 +500,36 @@ def test_choice_domain_through_the_service(make_server: Callable[..., Server]) -
     server.start()
     with server.client() as client:
         assert set(read_relation(client, "tree")) == {(1, 1), (1, 2), (1, 3), (3, 4), (4, 5)}
+
+
+def test_subsumption_through_the_service(make_server: Callable[..., Server]) -> None:
+    """Shortest distances by subsumption: at Bootstrap, afresh when a write changes the
+    graph, the same after a restart; a subsumption between two relations is refused at its
+    place and changes nothing."""
+    program = (
+        ".decl edge(x: number, y: number, w: number)\n.decl dist(n: number, d: number)\n"
+        "dist(1, 0).\ndist(y, d + w) :- dist(x, d), edge(x, y, w).\n"
+        "dist(x, d1) <= dist(x, d2) :- d2 < d1.\n"
+    )
+    server = make_server().start()
+    with server.client() as client:
+        client.post("/v1/rules", content=program, headers=TEXT).raise_for_status()
+        edges = [[1, 2, 5], [1, 3, 1], [3, 2, 1], [2, 4, 1], [4, 1, 1]]
+        client.post("/v1/facts", json={"facts": {"edge": edges}}).raise_for_status()
+        assert set(read_relation(client, "dist")) == {(1, 0), (2, 2), (3, 1), (4, 3)}
+        retract = {"facts": {"retract": {"edge": [[3, 2, 1]]}}}
+        client.post("/v1/deltas", json=retract).raise_for_status()
+        assert set(read_relation(client, "dist")) == {(1, 0), (2, 5), (3, 1), (4, 6)}
+
+        epoch = client.get("/ready").json()["epoch"]
+        bad = ".decl other(n: number, d: number)\ndist(x, a) <= other(x, b) :- b < a.\n"
+        body = assert_problem(
+            client.post("/v1/rules", content=bad, headers=TEXT), 400, "parse_error"
+        )
+        assert (body["line"], body["column"]) == (2, 15)
+        assert client.get("/ready").json()["epoch"] == epoch
+
+    server.stop()
+    server.start()
+    with server.client() as client:
+        assert set(read_relation(client, "dist")) == {(1, 0), (2, 5), (3, 1), (4, 6)}

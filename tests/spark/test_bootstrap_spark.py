@@ -32,6 +32,9 @@ from tests.unit.analysis.test_aggregates import PROGRAM as AGGREGATES_PROGRAM
 from tests.unit.executors.test_choice_domain import EDGES as CHOICE_EDGES
 from tests.unit.executors.test_choice_domain import PROGRAM as CHOICE_PROGRAM
 from tests.unit.executors.test_choice_domain import TREE as CHOICE_TREE
+from tests.unit.executors.test_subsumption import EDGES as SUBSUMPTION_EDGES
+from tests.unit.executors.test_subsumption import PATHS as SUBSUMPTION_PATHS
+from tests.unit.executors.test_subsumption import PROGRAM as SUBSUMPTION_PROGRAM
 from tests.unit.syntax.test_components import PROGRAM as COMPONENTS_PROGRAM
 from tests.unit.values.test_floats import INPUTS as FLOAT_INPUTS
 from tests.unit.values.test_floats import PROGRAM as FLOAT_PROGRAM
@@ -260,6 +263,13 @@ def test_choice_domain(spark: SparkSession) -> None:
     the strata above it read what it chose."""
     check(CHOICE_PROGRAM, {}, spark)
     check(CHOICE_TREE, {"edge": CHOICE_EDGES, "root": [(1,)]}, spark)
+
+
+def test_subsumption(spark: SparkSession) -> None:
+    """A stratum with a subsumption runs on the driver's kernel, one iteration at a time."""
+    check(SUBSUMPTION_PROGRAM, {}, spark)
+    inputs = {"edge": SUBSUMPTION_EDGES, "start": [(1,)], "span": [(1, 10), (2, 5)]}
+    check(SUBSUMPTION_PATHS, inputs, spark)
 
 
 def test_records(spark: SparkSession) -> None:

@@ -683,7 +683,7 @@ class VectorizedBootstrap:
         done, by this executor or another: the frames read the state)."""
         if stratum.aggregate is not None:
             run = self._aggregate(stratum, stratum.aggregate)
-        elif stratum.choice:  # on the kernel, one iteration at a time (`executors.choice`)
+        elif stratum.stepwise:  # on the kernel, one iteration at a time (`executors.choice`)
             run = StratumBootstrap(stratum, self.state, self.symbols, self.arities).run(self.check)
         else:
             run = VectorizedStratum(

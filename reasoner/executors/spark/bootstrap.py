@@ -467,7 +467,7 @@ class SparkBootstrap:
         self.check()
         if stratum.aggregate is not None:
             return self._aggregate(stratum, stratum.aggregate)
-        if stratum.choice:  # on the kernel, one iteration at a time (`executors.choice`)
+        if stratum.stepwise:  # on the kernel, one iteration at a time (`executors.choice`)
             kernel = StratumBootstrap(stratum, self.state, self.symbols, self._arities())
             return kernel.run(self.check)  # its relations reach Spark when a stratum reads them
         start = time.perf_counter()

@@ -660,16 +660,14 @@ class TestErrors:
             "expected `,`, `;` or `.` after a body literal, found end of input"
         )
 
-    def test_subsumption_is_refused_by_name(self) -> None:
+    def test_a_subsumption_is_a_rule_with_its_dominating_atom(self) -> None:
+        [rule] = parse_program("a(x) <= a(y) :- x < y.", "t.dl").rules
+        assert rule.head.relation == "a" and rule.dominating is not None
+        assert rule.dominating.relation == "a"
         with pytest.raises(ProgramError) as info:
-            parse_program("a(x) <= a(y) :- x < y.", "t.dl")
+            parse_program("a(x) <= b(y) :- x < y.", "t.dl")
         (diagnostic,) = info.value.diagnostics
-        assert (diagnostic.code, diagnostic.line, diagnostic.column) == (
-            "unsupported_feature",
-            1,
-            6,
-        )
-        assert "subsumption" in diagnostic.message
+        assert (diagnostic.code, diagnostic.line, diagnostic.column) == ("parse_error", 1, 9)
 
     def test_negation_needs_a_term(self) -> None:
         message = errors_of("p(x) :- q(x), !.")[0][2]
