@@ -877,6 +877,13 @@ class _Parser:
         if kind == IDENT:
             self._advance()
             if self._peek().kind == "(":
+                if token.text == "autoinc":
+                    raise _Failure(
+                        "`autoinc()` is not supported: its numbers follow Soufflé's order of "
+                        "evaluation, which an incremental evaluation does not reproduce",
+                        token.span,
+                        errors.UNSUPPORTED_FEATURE,
+                    )
                 if token.text in _FLOAT_FUNCTORS:
                     raise _Failure(
                         f"`{token.text}` is an old name Soufflé no longer knows: convert "
