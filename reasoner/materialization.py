@@ -129,9 +129,14 @@ class Materialization:
         return {name: info.arity for name, info in analyzed.relations.items()}
 
     def _set_program_facts(self, analyzed: AnalyzedProgram) -> None:
-        self.program_facts = {name: set() for name in analyzed.relations}
+        self.program_facts = self.program_facts_of(analyzed)
+
+    def program_facts_of(self, analyzed: AnalyzedProgram) -> dict[str, set[Tuple]]:
+        """The facts the program text asserts, per relation, encoded."""
+        facts: dict[str, set[Tuple]] = {name: set() for name in analyzed.relations}
         for name, rows in analyzed.facts.items():
-            self.program_facts[name].update(encoded(self.symbols, analyzed.relations[name], rows))
+            facts[name].update(encoded(self.symbols, analyzed.relations[name], rows))
+        return facts
 
     def load(self, inputs: Mapping[str, Iterable[Sequence[Value]]]) -> None:
         """Add input facts before the first Bootstrap (a bulk load, not an epoch)."""
@@ -193,9 +198,13 @@ class Materialization:
         the Update plans against it so that the first Update pays no compilation."""
         state = State()
         arities = self._arities(analyzed)
+        # Those of `analyzed`, which a rule change may have made differ (an inline relation).
+        program_facts = (
+            self.program_facts if analyzed is self.analyzed else self.program_facts_of(analyzed)
+        )
         for name, arity in arities.items():
             state.load_facts(name, arity, facts[name])
-            state.load_facts(name, arity, self.program_facts.get(name, ()))
+            state.load_facts(name, arity, program_facts.get(name, ()))
         choice = self.engines.choose()
         started = None
         if progress is not None:

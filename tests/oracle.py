@@ -1259,6 +1259,8 @@ def evaluate(analyzed: AnalyzedProgram, inputs: Mapping[str, Iterable[Row]]) -> 
     for stratum in strata:
         rules = [rule for rule in program.rules if rule.head.relation in stratum]
         state.update(evaluate_stratum(stratum, rules, asserted, state, filters))
+    for name in analyzed.inlined:  # substituted into their readers: never materialized
+        state[name] = {}
     return _as_text(state, analyzed)
 
 
@@ -1373,6 +1375,16 @@ def chosen(
     return kept
 
 
+def comparable(state: Mapping[str, dict], analyzed: AnalyzedProgram) -> dict[str, dict]:
+    """`state` as the oracle checks it (`visible`): where inline relations were substituted
+    (`reasoner.analysis.inline`), the iterations and counts follow the rules as rewritten,
+    which the oracle does not evaluate, so the tuples alone compare."""
+    shown = visible(state, analyzed)
+    if not analyzed.inlined:
+        return shown
+    return {name: dict.fromkeys(rows) for name, rows in shown.items()}
+
+
 def visible(state: Mapping[str, dict], analyzed: AnalyzedProgram) -> dict[str, dict]:
     """`state` without the relations the analysis made for evaluation (which the oracle,
     reading the program as written, does not have)."""
@@ -1477,10 +1489,10 @@ def packed(value: object, kind: ValueType) -> object:
 
 def write_record(value: object, kind: ValueType) -> str:
     """The text Soufflé writes for a record value (quoting a symbol only where its reader
-    would misread it)."""
+    would misread it; the empty symbol is written bare, `[0, ]`)."""
     if kind == "symbol":
         text = str(value)
-        if re.search(r'[,\])"\\]|^\s|^$', text):
+        if re.search(r'[,\])"\\]|^\s', text):
             return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
         return text
     if isinstance(kind, str):

@@ -14,6 +14,7 @@ from reasoner.analysis.aggregates import check_aggregate_types, rewrite_aggregat
 from reasoner.analysis.choice import choice_domains, with_choices
 from reasoner.analysis.eqrel import equivalence_rules
 from reasoner.analysis.facts import fold_facts
+from reasoner.analysis.inline import inline_relations
 from reasoner.analysis.model import AnalyzedProgram, RelationInfo
 from reasoner.analysis.named_types import check_subtypes, resolve_types
 from reasoner.analysis.negation_locals import existential_negations, is_internal
@@ -79,6 +80,7 @@ def analyze(
     if closure:
         program = dataclasses.replace(program, rules=program.rules + closure)
     written = program
+    program, inlined = inline_relations(program)
     program = rewrite_subsumptions(program)
     aggregated = rewrite_aggregates(program, reporter)
     program, aggregates = aggregated.program, aggregated.aggregates
@@ -155,6 +157,7 @@ def analyze(
         variable_types=variable_types,
         written_literals=written_literals,
         type_system=named,
+        inlined=inlined,
     )
 
 

@@ -181,3 +181,6 @@ class AnalyzedProgram:
     type_system: TypeSystem | None = None
     """The program's type names (its record types, their branches): what checks a query's
     records."""
+    inlined: frozenset[str] = frozenset()
+    """The `inline` relations substituted into their readers (`reasoner.analysis.inline`):
+    never materialized, they read empty."""

@@ -275,9 +275,10 @@ def _update(
     """Bring every stratum up to date in the overlay, in topological order."""
     new = prepared.analyzed or m.analyzed
     changed: set[int] = set()
-    # Rule changes never change the program's facts (added text holds no facts), so the
-    # pinned facts stay those of the program text.
-    pinned = m.program_facts
+    # Added text holds no facts, but a rule change can make an inline relation substituted or
+    # materialized (`reasoner.analysis.inline`), which takes its facts out of the program's or
+    # puts them back: the pinned facts are those of the new program.
+    pinned = m.program_facts if prepared.analyzed is None else m.program_facts_of(new)
     if prepared.analyzed is not None:
         changed = changed_strata(m.analyzed, new)
         arities = m._arities(new)
@@ -287,6 +288,8 @@ def _update(
                 overlay.create_relation(name, arity)
     inserts = {n: as_set(r) - pinned.get(n, set()) for n, r in prepared.inserts.items()}
     retracts = {n: as_set(r) - pinned.get(n, set()) for n, r in prepared.retracts.items()}
+    if pinned is not m.program_facts:
+        _program_facts_changed(m, new, pinned, inserts, retracts)
     stratum_of = new.stratum_of
     for name in new.relations:
         if name in stratum_of:
@@ -346,6 +349,23 @@ def _update(
             kind = "update"
         reports.append(StratumReport(stratum.index, names, kind, time.perf_counter() - started))
     return tuple(reports)
+
+
+def _program_facts_changed(
+    m: Materialization,
+    new: AnalyzedProgram,
+    pinned: Mapping[str, set[Tuple]],
+    inserts: dict[str, set[Tuple]],
+    retracts: dict[str, set[Tuple]],
+) -> None:
+    """Add to the epoch's changes the facts the new program took out (that no data asserts)
+    or put back."""
+    for name in new.relations:
+        old, now = m.program_facts.get(name, set()), pinned.get(name, set())
+        if gone := old - now - set(m.facts.get(name, ())):
+            retracts[name] = retracts.get(name, set()) | gone
+        if came := now - old:
+            inserts[name] = inserts.get(name, set()) | came
 
 
 def update_memory_budget(state: State) -> int:

@@ -355,6 +355,9 @@ class Declaration:
     choice_domain: tuple[ChoiceKey, ...] = ()
     """Soufflé's `choice-domain`: each key's attributes hold at most one tuple's values
     (`reasoner.executors.choice`)."""
+    inline: bool = False
+    """Soufflé's `inline` qualifier: the relation's clauses are substituted into the rules that
+    read it (`reasoner.analysis.inline`)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -108,6 +108,8 @@ _QUALIFIERS = frozenset(
     {
         "brie",
         "btree",
+        "eqrel",
+        "overridable",
         "btree_delete",
         "inline",
         "no_inline",
@@ -522,23 +524,18 @@ class _Parser:
         if self._peek().kind != "(":
             raise self._fail("`(` and the attributes of the relation")
         columns, close = self._attributes(")")
-        eqrel = overridable = False
+        qualifiers = set()
         while True:
             token = self._peek()
-            if token.kind != IDENT or self._peek(1).kind == "(":
+            if token.kind != IDENT or self._peek(1).kind == "(" or token.text not in _QUALIFIERS:
                 break
-            if token.text == "eqrel":
-                eqrel = True
-            elif token.text == "overridable":
-                overridable = True
-            elif token.text not in _QUALIFIERS:
-                break
-            self._advance()
-        choice = self._choice_domain()
+            qualifiers.add(self._advance().text)
+        eqrel, overridable = "eqrel" in qualifiers, "overridable" in qualifiers
+        choice, inline = self._choice_domain(), "inline" in qualifiers
         for name in names:
             span = name.span.through(close.span)
             self.declarations.append(
-                Declaration(name.text, tuple(columns), span, eqrel, overridable, choice)
+                Declaration(name.text, tuple(columns), span, eqrel, overridable, choice, inline)
             )
 
     def _choice_domain(self) -> tuple[ChoiceKey, ...]:

@@ -797,6 +797,9 @@ def programs(draw: st.DrawFn) -> GeneratedProgram:
         )
     # Drawn last, so that the programs are otherwise those drawn before these constructs were.
     for line, relation in declared:
+        if draw(st.integers(0, 4)) == 0:  # substituted into its readers, if not an output
+            lines[line] += " inline"
+            lines[line + 1] = ""
         lines[line] += choice_domain(draw, relation)
     for relation in derived:
         lines += subsumptions(draw, relation)

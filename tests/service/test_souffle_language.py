@@ -533,3 +533,21 @@ def test_subsumption_through_the_service(make_server: Callable[..., Server]) -> 
     server.start()
     with server.client() as client:
         assert set(read_relation(client, "dist")) == {(1, 0), (2, 5), (3, 1), (4, 6)}
+
+
+def test_inline_through_the_service(make_server: Callable[..., Server]) -> None:
+    """An inline relation is substituted into its readers: they answer, it reads empty."""
+    program = (
+        ".decl e(x: number, y: number)\n.decl hop(x: number, z: number) inline\n"
+        "hop(x, z) :- e(x, y), e(y, z).\n.decl far(x: number, y: number)\n"
+        "far(x, y) :- hop(x, y).\nfar(x, z) :- far(x, y), hop(y, z).\n"
+    )
+    server = make_server().start()
+    with server.client() as client:
+        client.post("/v1/rules", content=program, headers=TEXT).raise_for_status()
+        edges = [[1, 2], [2, 3], [3, 4], [4, 5]]
+        client.post("/v1/facts", json={"facts": {"e": edges}}).raise_for_status()
+        assert set(read_relation(client, "far")) == {(1, 3), (2, 4), (3, 5), (1, 5)}
+        assert read_relation(client, "hop") == []
+        client.post("/v1/deltas", json={"facts": {"retract": {"e": [[2, 3]]}}}).raise_for_status()
+        assert set(read_relation(client, "far")) == {(3, 5)}
