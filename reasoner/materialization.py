@@ -142,6 +142,8 @@ class Materialization:
         """Add input facts before the first Bootstrap (a bulk load, not an epoch)."""
         for name, rows in inputs.items():
             info = self.analyzed.relations[name]
+            if name in self.analyzed.inlined and rows:
+                raise ValueError(f"`{name}` is an inline relation: it takes no facts")
             if isinstance(rows, FactBatch) and rows.matches(info.types):
                 self.facts[name].update_columns(encoded_columns(self.symbols, info, rows))
             else:
@@ -219,7 +221,7 @@ class Materialization:
         plans = {
             stratum_key(s, analyzed): StratumUpdate(s, state, self.symbols, arities)
             for s in (analyzed.strata if self.maintained else ())
-            if s.aggregate is None
+            if s.aggregate is None and not s.stepwise  # a stepwise stratum is Bootstrapped
         }
         return _Built(state, arities, runs, plans, summary(choice, runs))
 

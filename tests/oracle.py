@@ -1229,12 +1229,20 @@ def evaluate(analyzed: AnalyzedProgram, inputs: Mapping[str, Iterable[Row]]) -> 
     asserted: dict[str, set[Row]] = {
         name: set() for name, info in analyzed.relations.items() if not info.internal
     }
+    choices = choice_keys(program)
+    guard: dict[str, set[tuple[int, tuple[Value, ...]]]] = {}  # a choice's keys facts took
     for fact in program.facts:
         try:
             row = tuple(stored(value_of(term, {})) for term in fact.atom.args)
         except NoValue:
             continue
-        asserted.setdefault(fact.atom.relation, set()).add(row)
+        name = fact.atom.relation
+        if name in choices and row not in asserted.get(name, ()):  # guarded, in order written
+            held = {(i, tuple(row[c] for c in key)) for i, key in enumerate(choices[name])}
+            if held & guard.setdefault(name, set()):
+                continue
+            guard[name] |= held
+        asserted.setdefault(name, set()).add(row)
     for name, given in inputs.items():
         if name not in analyzed.relations:
             raise ValueError(f"inputs for unknown relation {name!r}")
@@ -1255,7 +1263,7 @@ def evaluate(analyzed: AnalyzedProgram, inputs: Mapping[str, Iterable[Row]]) -> 
         if name not in derived:
             for row in dominated(rules, set(state[name]), set(state[name]), state):
                 del state[name][row]
-    filters = Filters(choice_keys(program), subsumptions, state)
+    filters = Filters(choices, subsumptions, state)
     for stratum in strata:
         rules = [rule for rule in program.rules if rule.head.relation in stratum]
         state.update(evaluate_stratum(stratum, rules, asserted, state, filters))

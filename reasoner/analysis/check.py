@@ -11,7 +11,7 @@ import dataclasses
 
 from reasoner.analysis import safety
 from reasoner.analysis.aggregates import check_aggregate_types, rewrite_aggregates
-from reasoner.analysis.choice import choice_domains, with_choices
+from reasoner.analysis.choice import choice_domains, guarded_facts, with_choices
 from reasoner.analysis.eqrel import equivalence_rules
 from reasoner.analysis.facts import fold_facts
 from reasoner.analysis.inline import inline_relations
@@ -42,6 +42,7 @@ from reasoner.errors import (
     ProgramError,
 )
 from reasoner.syntax.ast import (
+    Aggregate,
     AggregateOp,
     BodyLiteral,
     BranchTerm,
@@ -51,6 +52,7 @@ from reasoner.syntax.ast import (
     Rule,
     Variable,
     Wildcard,
+    rule_terms,
 )
 from reasoner.syntax.parser import parse_program
 from reasoner.syntax.preprocess import Preprocessed
@@ -81,6 +83,7 @@ def analyze(
         program = dataclasses.replace(program, rules=program.rules + closure)
     written = program
     program, inlined = inline_relations(program)
+    _check_inlined_rules(written, inlined, reporter)
     program = rewrite_subsumptions(program)
     aggregated = rewrite_aggregates(program, reporter)
     program, aggregates = aggregated.program, aggregated.aggregates
@@ -109,7 +112,7 @@ def analyze(
     evaluated = program  # the rewrites need a well-typed program: else check it as written
     if not reporter.has_errors:
         evaluated = record_terms(numeric_operations(program, inference, origins), named, origins)
-    facts = fold_facts(evaluated, reporter, inference.column_value_type)
+    facts = guarded_facts(fold_facts(evaluated, reporter, inference.column_value_type), choices)
     plain, subsumed = split_subsumptions(evaluated)
     strata, stratum_of = stratify(plain, table.order, reporter, aggregates, reads_of(subsumed))
     reporter.raise_if_errors()
@@ -146,10 +149,11 @@ def analyze(
                     for added in new.body[len(old.body) :]
                     if id(added) in origins
                 )
+    relations = _relation_infos(evaluated, table, types, unfixed, inference)
     return AnalyzedProgram(
         program=plain,
-        relations=_relation_infos(evaluated, table, types, unfixed, inference),
-        strata=with_subsumptions(with_choices(strata, choices), subsumed),
+        relations=relations,
+        strata=with_subsumptions(with_choices(strata, choices, relations), subsumed),
         stratum_of=stratum_of,
         facts=facts,
         written=written,
@@ -159,6 +163,21 @@ def analyze(
         type_system=named,
         inlined=inlined,
     )
+
+
+def _check_inlined_rules(written: Program, inlined: frozenset[str], reporter: Reporter) -> None:
+    """The safety of the clauses substituted into their readers, which no later check sees:
+    a clause whose head has a variable it does not bind is refused, as Soufflé refuses it,
+    even where a reader would bind it."""
+    rules = tuple(
+        rule
+        for rule in written.rules
+        if rule.head.relation in inlined
+        and not any(isinstance(term, Aggregate) for term in rule_terms([rule]))
+    )
+    if rules:
+        for rule in lift_ranges(existential_negations(Program(rules=rules))).rules:
+            safety.check_rule(rule, reporter)
 
 
 def _result_type(op: AggregateOp) -> Known:

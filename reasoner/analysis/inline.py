@@ -84,8 +84,9 @@ def inline_relations(program: Program) -> tuple[Program, frozenset[str]]:
     for rule in program.rules:
         if rule.head.relation in inlined:
             continue
-        bodies = substitution.body(rule.body)
-        if len(bodies) > MAX_ALTERNATIVES:
+        try:
+            bodies = substitution.body(rule.body)
+        except _TooMany:
             return program, frozenset()
         rules += [dataclasses.replace(rule, body=tuple(body)) for body in bodies]
     facts = tuple(f for f in program.facts if f.atom.relation not in inlined)
@@ -135,6 +136,10 @@ def _closed(clause: Clause) -> bool:
     return all(v in names for v in _variables_of(body))
 
 
+class _TooMany(Exception):
+    """A rule would become more than `MAX_ALTERNATIVES` rules."""
+
+
 class _Substitution:
     def __init__(self, clauses: dict[str, list[Clause]]) -> None:
         self.clauses = clauses
@@ -150,9 +155,9 @@ class _Substitution:
                 options = negation_of(self.atom(literal.atom), literal.span)
             else:
                 options = [[literal]]
+            if len(alternatives) * len(options) > MAX_ALTERNATIVES:
+                raise _TooMany
             alternatives = [a + o for a in alternatives for o in options]
-            if len(alternatives) > MAX_ALTERNATIVES:
-                return alternatives
         return alternatives
 
     def atom(self, atom: Atom) -> Alternatives:
@@ -185,6 +190,8 @@ class _Substitution:
 
             conjunction = tuple(_map_literal(lit, put) for lit in (*renamed, *equalities))
             out += self.body(conjunction)
+            if len(out) > MAX_ALTERNATIVES:
+                raise _TooMany
         return out
 
 

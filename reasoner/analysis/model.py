@@ -130,9 +130,9 @@ class Stratum:
     aggregate: AggregateDefinition | None = None
     """An aggregate's relation is a stratum of its own, without rules: it is computed by
     grouping its source (`reasoner.executors.aggregate`)."""
-    choice: tuple[tuple[str, ChoiceKeys], ...] = ()
-    """The stratum's relations with a `choice-domain`, with their keys: each iteration keeps
-    one new tuple per free key (`reasoner.executors.choice`)."""
+    choice: tuple[tuple[str, ChoiceKeys, tuple[int, ...]], ...] = ()
+    """The stratum's relations with a `choice-domain`, with their keys and their symbol
+    columns: each iteration keeps one new tuple per free key (`reasoner.executors.choice`)."""
     subsumption: tuple[Subsumption, ...] = ()
     """The stratum's relations with subsumptions: each iteration removes the dominated tuples
     (`reasoner.executors.subsumption`)."""

@@ -21,7 +21,7 @@ from reasoner.analysis.model import AggregateDefinition, Stratum
 from reasoner.analysis.negation_locals import is_internal
 from reasoner.analysis.report import Reporter
 from reasoner.analysis.terms import atoms_of
-from reasoner.errors import CYCLIC_AGGREGATION, CYCLIC_NEGATION
+from reasoner.errors import CYCLIC_AGGREGATION, CYCLIC_NEGATION, Span
 from reasoner.syntax.ast import Negation, Program, Rule
 
 
@@ -170,16 +170,16 @@ def stratify(  # noqa: C901
     order: list[str],
     reporter: Reporter,
     aggregates: tuple[AggregateDefinition, ...] = (),
-    subsumed: Mapping[str, Sequence[str]] = MappingProxyType({}),
+    subsumed: Mapping[str, Sequence[tuple[str, bool, Span]]] = MappingProxyType({}),
 ) -> tuple[tuple[Stratum, ...], dict[str, int]]:
     """Strata in evaluation order and the stratum of every head relation (and aggregate
     relation); reports negation inside a cycle at the negated literal, and an aggregate
     whose source depends on its result at the aggregate. `subsumed`: each relation with a
-    subsumption and the relations its subsumptions read, which come first; such a relation
-    has a stratum even without rules (it removes dominated facts)."""
+    subsumption and the relations its subsumptions read (negated?, where), which come first;
+    such a relation has a stratum even without rules (it removes dominated facts)."""
     ids = {name: i for i, name in enumerate(order)}
     for name, reads in subsumed.items():
-        for read in (name, *reads):
+        for read in (name, *(r for r, _, _ in reads)):
             ids.setdefault(read, len(ids))
     for rule in program.rules:
         for name in (rule.head.relation, *(a.relation for a, _ in atoms_of(rule.body))):
@@ -210,11 +210,19 @@ def stratify(  # noqa: C901
         depends[head].append((source, True))
         dependents[source].append((head, True))
     for name, reads in subsumed.items():
-        for read in reads:
+        for read, negated, _span in reads:
             successors[ids[read]].append(ids[name])
-            depends[ids[name]].append((ids[read], False))
-            dependents[ids[read]].append((ids[name], False))
+            depends[ids[name]].append((ids[read], negated))
+            dependents[ids[read]].append((ids[name], negated))
     component = strongly_connected_components(successors)
+    for name, reads in subsumed.items():
+        for read, negated, span in reads:
+            if negated and component[ids[read]] == component[ids[name]]:
+                reporter.error(
+                    CYCLIC_NEGATION,
+                    f"the subsumption of `{name}` negates `{read}`, which depends on `{name}`",
+                    span,
+                )
 
     explainer = _CycleExplainer(component, depends, dependents)
     aggregated = {aggregate.name for aggregate in aggregates}

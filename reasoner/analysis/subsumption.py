@@ -15,7 +15,8 @@ where `d` and `g` are the dominated and the dominating atoms' arguments made dis
 is a term). The analysis types and rewrites them as any rule, then takes them out of the program
 onto the relation's stratum (`Stratum.subsumption`), where `reasoner.executors.subsumption`
 runs them after every iteration with `a!new` holding the iteration's tuples. The relations the
-body reads are evaluated before the relation (`dependencies`).
+body reads are evaluated before the relation, or with it when they depend on it (`reads_of`;
+a negated one then is a `cyclic_negation`).
 
 Layer: `analysis`.
 """
@@ -26,6 +27,8 @@ import dataclasses
 from collections.abc import Iterator, Sequence
 
 from reasoner.analysis.model import Stratum, Subsumption
+from reasoner.analysis.terms import atoms_of
+from reasoner.errors import Span
 from reasoner.syntax.ast import (
     Atom,
     BodyLiteral,
@@ -120,9 +123,19 @@ def split_subsumptions(program: Program) -> tuple[Program, dict[str, Subsumption
     return dataclasses.replace(program, rules=tuple(plain)), found
 
 
-def reads_of(found: dict[str, Subsumption]) -> dict[str, tuple[str, ...]]:
-    """The relations each relation's subsumptions read: the stratification puts them first."""
-    return {name: tuple(dict.fromkeys(subsumption.reads())) for name, subsumption in found.items()}
+def reads_of(found: dict[str, Subsumption]) -> dict[str, tuple[tuple[str, bool, Span], ...]]:
+    """The relations each relation's subsumptions read, each with whether it is negated and
+    where: the stratification evaluates them first, and refuses a negated one that depends on
+    the relation."""
+    reads: dict[str, tuple[tuple[str, bool, Span], ...]] = {}
+    for name, subsumption in found.items():
+        seen: dict[tuple[str, bool], Span] = {}
+        for rule in subsumption.reject:
+            for atom, positive in atoms_of(rule.body):
+                if atom.relation not in (name, subsumption.new):
+                    seen.setdefault((atom.relation, not positive), atom.span)
+        reads[name] = tuple((relation, negated, span) for (relation, negated), span in seen.items())
+    return reads
 
 
 def with_subsumptions(

@@ -27,6 +27,7 @@ from reasoner.errors import (
     TYPE_MISMATCH,
     UNKNOWN_RELATION,
     UNKNOWN_RULE,
+    UNSUPPORTED_FEATURE,
     InvalidDelta,
     Notice,
 )
@@ -176,7 +177,7 @@ def prepare(
         for name, rows in changed.facts.items():  # facts in added program text are data
             insert[name] = [*insert.get(name, ()), *rows]
     target = new_analyzed or current
-    checked_inserts = _encode_delta(target.relations, insert, "insert")
+    checked_inserts = _encode_delta(target.relations, insert, "insert", target.inlined)
     # Retractions may name a relation the same delta's rule change removes.
     retractable = {**current.relations, **target.relations}
     checked_retracts = _encode_delta(retractable, delta.retract, "retract")
@@ -277,6 +278,8 @@ def _check_relations_kept(
                 f"the rule change removes relation `{name}`, which holds {kept} facts: "
                 "retract them first, or declare the relation",
             )
+        if name in analyzed.inlined:
+            raise InvalidDelta(UNSUPPORTED_FEATURE, _inline_facts(name, f"holds {kept} facts"))
         if new.shape != info.shape:
             raise InvalidDelta(
                 TYPE_MISMATCH,
@@ -285,8 +288,18 @@ def _check_relations_kept(
             )
 
 
+def _inline_facts(name: str, what: str) -> str:
+    return (
+        f"`{name}` is an inline relation and {what}: its clauses are substituted into the "
+        "rules that read it, so it takes no facts (Soufflé refuses an `.input` of it)"
+    )
+
+
 def _encode_delta(
-    relations: Mapping[str, RelationInfo], rows_by_relation: Rows, verb: str
+    relations: Mapping[str, RelationInfo],
+    rows_by_relation: Rows,
+    verb: str,
+    inlined: frozenset[str] = frozenset(),
 ) -> dict[str, Sequence[tuple[Value, ...]]]:
     checked: dict[str, Sequence[tuple[Value, ...]]] = {}
     for name, rows in rows_by_relation.items():
@@ -295,6 +308,8 @@ def _encode_delta(
             raise InvalidDelta(
                 UNKNOWN_RELATION, f"cannot {verb} facts of unknown relation `{name}`"
             )
+        if name in inlined and rows:
+            raise InvalidDelta(UNSUPPORTED_FEATURE, _inline_facts(name, f"cannot {verb} facts"))
         if isinstance(rows, FactBatch) and rows.matches(info.types):
             checked[name] = rows
             continue

@@ -151,7 +151,7 @@ class StratumBootstrap:
     def _filtered(self, new: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """An iteration's new rows after the choices and the subsumptions (`executors.choice`,
         `executors.subsumption`), which remove the others from the state."""
-        new = choose(self.stratum, self.state, new)
+        new = choose(self.stratum, self.state, self.symbols, new)
         return subsume(self.stratum, self.state, self.symbols, self.arities, new, self.check)
 
     def _stepwise_fixpoint(

@@ -25,13 +25,10 @@ from collections.abc import Callable
 import numpy as np
 
 from reasoner.analysis.model import Stratum, Subsumption
-from reasoner.kernel.bootstrap import CompiledStratumBootstrap
+from reasoner.kernel.bootstrap import CompiledStratumBootstrap, Rows
 from reasoner.storage.state import RelationStore, State, Tuple
 from reasoner.syntax.ast import Rule
 from reasoner.values.symbols import SymbolTable
-
-Rows = dict[str, np.ndarray]
-"""Relation -> row ids (int64) committed at one iteration."""
 
 
 def subsume(

@@ -92,6 +92,11 @@ def explain_program(analyzed: AnalyzedProgram) -> str:
                 "an Update recomputes the groups whose rows changed"
             )
             continue
+        if stratum.stepwise:
+            lines.append(
+                "  a choice-domain or a subsumption filters each iteration: an Update "
+                "Bootstraps the stratum afresh"
+            )
         plans = StratumUpdate(stratum, state, symbols, arities)
         for number, rule in enumerate(stratum.rules):
             lines.append(f"  rule {number}: {rule.text or rule.head.relation}")

@@ -116,7 +116,7 @@ def features(analyzed: AnalyzedProgram, state: State) -> set[str]:
         found.add("symbol column")
     if any("float" in info.types for info in analyzed.relations.values()):
         found.add("float column")
-    chosen = {name for stratum in analyzed.strata for name, _keys in stratum.choice}
+    chosen = {name for stratum in analyzed.strata for name, *_ in stratum.choice}
     if chosen:
         found.add("choice-domain")
     if any(

@@ -11,6 +11,7 @@ import pytest
 
 from reasoner.analysis import check_program
 from reasoner.elastic.epoch import Delta
+from reasoner.errors import UNSUPPORTED_FEATURE, InvalidDelta, ProgramError
 from reasoner.executors.registry import EngineSettings
 from reasoner.materialization import Materialization
 from tests.updates import check_updates
@@ -116,3 +117,26 @@ def test_inlined_rules_under_update_equal_a_fresh_bootstrap() -> None:
         Delta(insert={"e": [(2, 4), (8, 8)]}),
     ]
     check_updates(_built(inputs), inputs, steps, _built)
+
+
+def test_an_unsafe_clause_is_refused_though_its_reader_would_bind_the_variable() -> None:
+    text = """
+    .decl e(x: number, y: number)
+    .decl two(x: number, z: number) inline
+    two(x, z) :- e(x, y).
+    .decl three(x: number, w: number)
+    three(x, w) :- two(x, z), e(z, w).
+    """
+    with pytest.raises(ProgramError) as info:
+        check_program(text)
+    assert [(d.code, d.line, d.column) for d in info.value.diagnostics] == [("unsafe_rule", 4, 12)]
+
+
+def test_an_inline_relation_takes_no_facts() -> None:
+    """Its readers would never see them (Soufflé refuses an `.input` of it)."""
+    m = _built({"e": [(1, 2)]})
+    with pytest.raises(InvalidDelta) as info:
+        m.apply(Delta(insert={"hop": [(1, 2)]}), strategy="update")
+    assert info.value.code == UNSUPPORTED_FEATURE
+    with pytest.raises(ValueError, match="inline relation"):
+        Materialization.from_text(TEXT).load({"hop": [(1, 1)]})

@@ -80,18 +80,37 @@ def test_an_iterations_candidates_are_taken_in_value_order() -> None:
     assert m.snapshot()["tree"][(2, 4)] == (3, 1)
 
 
-def test_facts_are_not_guarded() -> None:
-    """Facts enter as Soufflé loads them, both kept; a rule's tuple for a taken key is not."""
+def test_program_facts_are_guarded_in_order_and_data_is_not() -> None:
+    """As Soufflé: `c(1, 5). c(1, 6).` keeps the first written; `.input` rows (data here) are
+    loaded unguarded; a rule's tuple for a taken key is not kept."""
     text = """
     .decl c(k: number, v: number) choice-domain k
-    c(1, 5). c(1, 6).
+    c(1, 6). c(1, 5). c(2, 9).
     .decl s(k: number, v: number)
-    s(1, 1). s(2, 2). s(2, 3).
+    s(2, 3). s(3, 3).
     c(k, v) :- s(k, v).
     """
     m = Materialization.from_text(text)
+    m.load({"c": [(4, 1), (4, 2)]})
     m.bootstrap()
-    assert set(m.rows("c")) == {(1, 5), (1, 6), (2, 2)}
+    assert set(m.rows("c")) == {(1, 6), (2, 9), (3, 3), (4, 1), (4, 2)}
+
+
+def test_symbols_are_chosen_by_their_text_whatever_order_they_came_in() -> None:
+    text = """
+    .decl in(s: symbol)
+    .decl one(k: number, s: symbol) choice-domain k
+    one(1, s) :- in(s).
+    """
+    m = Materialization.from_text(text)
+    m.load({"in": [("b",)]})
+    m.bootstrap()
+    m.apply(Delta(insert={"in": [("a",)]}), strategy="update")
+    assert list(m.rows("one")) == [(1, "a")]
+    fresh = Materialization.from_text(text)
+    fresh.load({"in": [("a",), ("b",)]})
+    fresh.bootstrap()
+    assert list(fresh.rows("one")) == [(1, "a")]
 
 
 @pytest.mark.parametrize(

@@ -122,3 +122,17 @@ def test_a_subsumption_added_at_run_time() -> None:
     )
     assert report.strategy == "update"
     assert set(m.rows("best")) == {(1, 3), (2, 4), (3, 4), (4, 1), (5, 6)}
+
+
+def test_a_subsumption_that_negates_what_depends_on_its_relation_is_refused() -> None:
+    """Soufflé refuses it too: the negated relation would be read half evaluated."""
+    text = """
+    .decl a(x: number, d: number)
+    .decl b(x: number)
+    b(x) :- a(x, _).
+    a(x, d1) <= a(x, d2) :- d2 < d1, !b(x).
+    """
+    with pytest.raises(ProgramError) as info:
+        check_program(text)
+    [diagnostic] = info.value.diagnostics
+    assert (diagnostic.code, diagnostic.line, diagnostic.column) == ("cyclic_negation", 5, 39)
