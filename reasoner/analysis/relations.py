@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from reasoner.analysis.negation_locals import is_internal
 from reasoner.analysis.report import Reporter
 from reasoner.analysis.terms import atoms_of
 from reasoner.errors import ARITY_MISMATCH, TYPE_MISMATCH, UNKNOWN_RELATION, Span
@@ -116,7 +117,7 @@ def collect_relations(
     reported: set[str] = set()
     for use in uses:
         name = use.atom.relation
-        if use.in_body and name not in defined and name not in reported and "!" not in name:
+        if use.in_body and name not in defined and name not in reported and not is_internal(name):
             reported.add(name)
             if allow_undefined:
                 reporter.warning(
