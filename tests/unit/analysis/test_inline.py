@@ -4,9 +4,6 @@ Soufflé 2.5 wrote for it."""
 
 from __future__ import annotations
 
-import csv
-from pathlib import Path
-
 import pytest
 
 from reasoner.analysis import check_program
@@ -14,24 +11,19 @@ from reasoner.elastic.epoch import Delta
 from reasoner.errors import UNSUPPORTED_FEATURE, InvalidDelta, ProgramError
 from reasoner.executors.registry import EngineSettings
 from reasoner.materialization import Materialization
+from tests.souffle_golden import Golden
 from tests.updates import check_updates
 
-GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "inline"
-PROGRAM = (GOLDEN / "program.dl").read_text()
+GOLDEN = Golden("inline")
+PROGRAM = GOLDEN.program
 OUTPUTS = ("three", "notlo", "t", "c", "usenested", "tags")
-
-
-def _souffles(name: str) -> set[tuple[str, ...]]:
-    with (GOLDEN / f"{name}.csv").open(newline="") as rows:
-        return {tuple(row) for row in csv.reader(rows, delimiter="\t")}
 
 
 @pytest.mark.parametrize("engine", ["reference", "local"])
 def test_inline_relations_give_souffles_rows(engine: str) -> None:
     m = Materialization.from_text(PROGRAM, engines=EngineSettings(engine))
     m.bootstrap()
-    for name in OUTPUTS:
-        assert {tuple(map(str, row)) for row in m.rows(name)} == _souffles(name), name
+    GOLDEN.assert_rows(m, OUTPUTS)
     assert m.analyzed.inlined == {"two", "lo", "nested", "tag"}
     assert not list(m.rows("two"))  # never materialized
 

@@ -5,9 +5,6 @@ the Update cases check the state against a fresh Bootstrap and the oracle."""
 
 from __future__ import annotations
 
-import csv
-from pathlib import Path
-
 import pytest
 
 from reasoner.analysis import check_program
@@ -15,24 +12,19 @@ from reasoner.elastic.epoch import Delta
 from reasoner.errors import UNKNOWN_ATTRIBUTE, UNSUPPORTED_FEATURE, ProgramError
 from reasoner.executors.registry import EngineSettings
 from reasoner.materialization import Materialization
+from tests.souffle_golden import Golden
 from tests.updates import check_updates
 
-GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "choice_domain"
-PROGRAM = (GOLDEN / "program.dl").read_text()
+GOLDEN = Golden("choice_domain")
+PROGRAM = GOLDEN.program
 OUTPUTS = ("tree", "pick", "step", "parent_count", "symbol_pick")
-
-
-def _souffles(name: str) -> set[tuple[str, ...]]:
-    with (GOLDEN / f"{name}.csv").open(newline="") as rows:
-        return {tuple(row) for row in csv.reader(rows, delimiter="\t")}
 
 
 @pytest.mark.parametrize("engine", ["reference", "local"])
 def test_choices_give_souffles_rows(engine: str) -> None:
     m = Materialization.from_text(PROGRAM, engines=EngineSettings(engine))
     m.bootstrap()
-    for name in OUTPUTS:
-        assert {tuple(map(str, row)) for row in m.rows(name)} == _souffles(name), name
+    GOLDEN.assert_rows(m, OUTPUTS)
 
 
 TREE = """

@@ -7,25 +7,18 @@ it (`souffle -D . program.dl`); every executor in process, and Update, must give
 
 from __future__ import annotations
 
-import csv
-from pathlib import Path
-
 import pytest
 
 from reasoner.elastic.epoch import Delta
 from reasoner.executors.registry import EngineSettings
 from reasoner.materialization import Materialization
 from tests.queries import query_rows
+from tests.souffle_golden import Golden
 from tests.updates import check_updates
 
-GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "symbol_operators"
-PROGRAM = (GOLDEN / "program.dl").read_text()
+GOLDEN = Golden("symbol_operators")
+PROGRAM = GOLDEN.program
 RELATIONS = ("cat2", "below", "above", "ext")
-
-
-def _souffles(name: str) -> set[tuple[str, ...]]:
-    with (GOLDEN / f"{name}.csv").open(newline="", encoding="utf-8") as rows:
-        return {tuple(row) for row in csv.reader(rows, delimiter="\t")}
 
 
 @pytest.mark.parametrize("engine", ["reference", "local"])
@@ -33,7 +26,7 @@ def test_symbol_operators_give_souffles_rows(engine: str) -> None:
     m = Materialization.from_text(PROGRAM, engines=EngineSettings(engine))
     m.bootstrap()
     for name in RELATIONS:
-        assert set(m.rows(name)) == _souffles(name), name
+        assert set(m.rows(name)) == GOLDEN.rows(name), name
 
 
 def test_symbol_operators_under_update_equal_a_fresh_bootstrap() -> None:

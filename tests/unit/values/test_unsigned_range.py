@@ -5,9 +5,6 @@ wrote for it (`souffle -D . program.dl`)."""
 
 from __future__ import annotations
 
-import csv
-from pathlib import Path
-
 import pytest
 
 from reasoner.analysis import check_program
@@ -16,15 +13,15 @@ from reasoner.errors import UNSUPPORTED_FEATURE, ProgramError
 from reasoner.executors.registry import EngineSettings
 from reasoner.materialization import Materialization
 from tests.queries import query_rows
+from tests.souffle_golden import Golden
 from tests.updates import check_updates
 
-GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "unsigned_range"
-PROGRAM = (GOLDEN / "program.dl").read_text()
+GOLDEN = Golden("unsigned_range")
+PROGRAM = GOLDEN.program
 
 
 def _souffles(name: str) -> set[tuple[int, ...]]:
-    with (GOLDEN / f"{name}.csv").open(newline="") as rows:
-        return {tuple(map(int, row)) for row in csv.reader(rows, delimiter="\t")}
+    return {tuple(map(int, row)) for row in GOLDEN.rows(name)}
 
 
 def _rows(m: Materialization, name: str) -> set[tuple[int, ...]]:
