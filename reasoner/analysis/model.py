@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from reasoner.analysis.named_types import TypeSystem
 from reasoner.analysis.terms import atoms_of
 from reasoner.errors import Diagnostic, Span
-from reasoner.syntax.ast import AggregateOp, BodyLiteral, Program, Rule
+from reasoner.syntax.ast import AggregateOp, Atom, BodyLiteral, Program, Rule
 from reasoner.values.records import AdtType, RecordType, ValueType, signature
 from reasoner.values.types import ColumnType, Value
 
@@ -106,12 +106,18 @@ class Subsumption:
     reject: tuple[Rule, ...]
     delete: tuple[Rule, ...]
 
+    def body_atoms(self) -> Iterator[tuple[Atom, bool]]:
+        """The atoms of the subsumptions' bodies over other relations than the relation and
+        `new`, each with its polarity (True for positive)."""
+        for rule in self.reject:
+            for atom, positive in atoms_of(rule.body):
+                if atom.relation not in (self.relation, self.new):
+                    yield atom, positive
+
     def reads(self) -> Iterator[str]:
         """The relations the subsumptions' bodies read besides the relation and `new`."""
-        for rule in self.reject:
-            for atom, _positive in atoms_of(rule.body):
-                if atom.relation not in (self.relation, self.new):
-                    yield atom.relation
+        for atom, _positive in self.body_atoms():
+            yield atom.relation
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,6 @@ import dataclasses
 from collections.abc import Iterator, Sequence
 
 from reasoner.analysis.model import Stratum, Subsumption
-from reasoner.analysis.terms import atoms_of
 from reasoner.errors import Span
 from reasoner.syntax.ast import (
     Atom,
@@ -130,10 +129,8 @@ def reads_of(found: dict[str, Subsumption]) -> dict[str, tuple[tuple[str, bool, 
     reads: dict[str, tuple[tuple[str, bool, Span], ...]] = {}
     for name, subsumption in found.items():
         seen: dict[tuple[str, bool], Span] = {}
-        for rule in subsumption.reject:
-            for atom, positive in atoms_of(rule.body):
-                if atom.relation not in (name, subsumption.new):
-                    seen.setdefault((atom.relation, not positive), atom.span)
+        for atom, positive in subsumption.body_atoms():
+            seen.setdefault((atom.relation, not positive), atom.span)
         reads[name] = tuple((relation, negated, span) for (relation, negated), span in seen.items())
     return reads
 
