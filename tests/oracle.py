@@ -1385,12 +1385,18 @@ def chosen(
 
 def comparable(state: Mapping[str, dict], analyzed: AnalyzedProgram) -> dict[str, dict]:
     """`state` as the oracle checks it (`visible`): where inline relations were substituted
-    (`reasoner.analysis.inline`), the iterations and counts follow the rules as rewritten,
-    which the oracle does not evaluate, so the tuples alone compare."""
+    (`reasoner.analysis.inline`) or the magic-set transformation rewrote relations
+    (`reasoner.analysis.magic`), the iterations and counts follow the rules as rewritten,
+    which the oracle does not evaluate, so the tuples alone compare; and a goal-directed
+    relation, which holds only its facts there, not at all."""
     shown = visible(state, analyzed)
-    if not analyzed.inlined:
+    if not analyzed.inlined and not analyzed.goal_directed:
         return shown
-    return {name: dict.fromkeys(rows) for name, rows in shown.items()}
+    return {
+        name: dict.fromkeys(rows)
+        for name, rows in shown.items()
+        if name not in analyzed.goal_directed
+    }
 
 
 def visible(state: Mapping[str, dict], analyzed: AnalyzedProgram) -> dict[str, dict]:

@@ -19,9 +19,10 @@ class Golden:
         self.program = (self.directory / "program.dl").read_text(encoding="utf-8")
 
     def rows(self, relation: str) -> set[tuple[str, ...]]:
-        """Soufflé's rows of `relation`, as the text it wrote."""
+        """Soufflé's rows of `relation`, as the text it wrote (`()` for a nullary relation
+        that holds)."""
         with (self.directory / f"{relation}.csv").open(newline="", encoding="utf-8") as rows:
-            return {tuple(row) for row in csv.reader(rows, delimiter="\t")}
+            return {() if row == ["()"] else tuple(row) for row in csv.reader(rows, delimiter="\t")}
 
     def assert_rows(self, m: Materialization, relations: Iterable[str]) -> None:
         """`m` holds Soufflé's rows of each relation (compared as text)."""

@@ -8,6 +8,7 @@ reports everything, sorted by location.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 from reasoner.analysis import safety
 from reasoner.analysis.aggregates import check_aggregate_types, rewrite_aggregates
@@ -15,6 +16,7 @@ from reasoner.analysis.choice import choice_domains, guarded_facts, with_choices
 from reasoner.analysis.eqrel import equivalence_rules
 from reasoner.analysis.facts import fold_facts
 from reasoner.analysis.inline import inline_relations
+from reasoner.analysis.magic import magic_transform
 from reasoner.analysis.model import AnalyzedProgram, RelationInfo
 from reasoner.analysis.named_types import check_subtypes, resolve_types
 from reasoner.analysis.negation_locals import existential_negations, is_internal
@@ -66,14 +68,34 @@ def analyze(
     source: str = "",
     filename: str = "<input>",
     allow_undefined: bool = True,
+    magic: Sequence[str] = (),
 ) -> AnalyzedProgram:
     """Check `program` and compute relation types, strata and evaluated facts.
 
     Raises `ProgramError` with every error found. `source` (the program text) is only used to
     quote the offending line in diagnostics. A body relation that is never declared, derived,
     or read is an empty relation (its shape inferred) with a warning in `warnings`; with
-    `allow_undefined=False` it is an `unknown_relation` error instead.
+    `allow_undefined=False` it is an `unknown_relation` error instead. `magic` names
+    relations to give the magic-set transformation besides those the program names
+    (`reasoner.analysis.magic`).
     """
+    analyzed = _analyze(program, source, filename, allow_undefined)
+    transformed, goal_directed = magic_transform(program, magic)
+    if not goal_directed:
+        return analyzed
+    # Checked as written (the messages name the user's rules), evaluated transformed.
+    rewritten = _analyze(transformed, source, filename, allow_undefined)
+    return dataclasses.replace(
+        rewritten,
+        written=analyzed.written,
+        warnings=analyzed.warnings,
+        goal_directed=goal_directed,
+    )
+
+
+def _analyze(
+    program: Program, source: str, filename: str, allow_undefined: bool
+) -> AnalyzedProgram:
     reporter = Reporter(filename, source)
     check_pragmas(program, reporter)
     named = resolve_types(program, reporter)
@@ -286,18 +308,25 @@ def _head_variables(program: Program) -> dict[str, tuple[str, ...]]:
 
 
 def check_program(
-    text: str, filename: str = "<input>", allow_undefined: bool = True
+    text: str,
+    filename: str = "<input>",
+    allow_undefined: bool = True,
+    magic: Sequence[str] = (),
 ) -> AnalyzedProgram:
     """Parse and analyze `text`. Parse errors are raised alone: analysis needs a parsed program."""
     program = parse_program(text, filename)
-    return analyze(program, source=text, filename=filename, allow_undefined=allow_undefined)
+    return analyze(
+        program, source=text, filename=filename, allow_undefined=allow_undefined, magic=magic
+    )
 
 
-def check_preprocessed(source: Preprocessed, filename: str) -> AnalyzedProgram:
+def check_preprocessed(
+    source: Preprocessed, filename: str, magic: Sequence[str] = ()
+) -> AnalyzedProgram:
     """`check_program` of a program after the C preprocessor (`reasoner.syntax.preprocess`),
     its errors and warnings pointing into the files as written."""
     try:
-        analyzed = check_program(source.text, filename)
+        analyzed = check_program(source.text, filename, magic=magic)
     except ProgramError as error:
         raise ProgramError(source.remap(error.diagnostics)) from None
     return dataclasses.replace(analyzed, warnings=tuple(source.remap(analyzed.warnings)))

@@ -32,7 +32,7 @@ import dataclasses
 import itertools
 from collections.abc import Callable, Iterator
 
-from reasoner.analysis.terms import atoms_of
+from reasoner.analysis.terms import aggregated_relations, atoms_of
 from reasoner.syntax.ast import (
     Aggregate,
     Atom,
@@ -103,12 +103,12 @@ def _materialized(program: Program, wanted: set[str], clauses: dict[str, list[Cl
     }
     negatable = {name for name in wanted if all(_closed(clause) for clause in clauses[name])}
     for rule in program.rules:
-        if any(True for literal in rule.body for _ in _aggregated(literal)):
+        if any(True for literal in rule.body for _ in aggregated_relations(literal)):
             # An aggregate may read a variable that only the inline atom binds, which a
             # clause would bind by an equality: the aggregate needs an atom to bind it.
             kept |= wanted & {atom.relation for atom, _ in atoms_of(rule.body)}
         for literal in rule.body:
-            kept |= wanted & set(_aggregated(literal))
+            kept |= wanted & set(aggregated_relations(literal))
             if isinstance(literal, Negation) and literal.atom.relation in wanted:
                 wild = any(isinstance(leaf, Wildcard) for leaf in _leaves(literal.atom.args))
                 if wild or literal.atom.relation not in negatable:
@@ -247,27 +247,3 @@ def _variables_of(body: tuple[BodyLiteral, ...]) -> set[str]:
             atom_or_sides = (literal.atom if isinstance(literal, Negation) else literal).args
         names |= {leaf.name for leaf in _leaves(atom_or_sides) if isinstance(leaf, Variable)}
     return names
-
-
-def _aggregated(literal: BodyLiteral) -> Iterator[str]:
-    """The relations read inside the literal's aggregates."""
-    if isinstance(literal, Comparison):
-        terms: tuple[Term, ...] = (literal.left, literal.right)
-    else:
-        terms = (literal.atom if isinstance(literal, Negation) else literal).args
-    stack = list(terms)
-    while stack:
-        term = stack.pop()
-        if isinstance(term, Aggregate):
-            for inner, _positive in atoms_of(term.body):
-                yield inner.relation
-            for nested in term.body:
-                yield from _aggregated(nested)
-            if term.target is not None:
-                stack.append(term.target)
-        elif isinstance(term, BinaryOp):
-            stack += [term.left, term.right]
-        elif isinstance(term, Functor | RecordTerm | BranchTerm):
-            stack += list(term.args)
-        elif isinstance(term, Cast):
-            stack.append(term.term)

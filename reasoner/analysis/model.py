@@ -190,3 +190,7 @@ class AnalyzedProgram:
     inlined: frozenset[str] = frozenset()
     """The `inline` relations substituted into their readers (`reasoner.analysis.inline`):
     never materialized, they read empty."""
+    goal_directed: frozenset[str] = frozenset()
+    """The relations the magic-set transformation rewrote (`reasoner.analysis.magic`): each
+    holds only its facts; its rows are computed where a rule asks for them, in adorned
+    copies."""

@@ -1,8 +1,9 @@
 """`.pragma "key" "value"`: Soufflé's command-line options written into a program.
 
-Options that only tune how Soufflé evaluates (its magic-set transformation, inlining, join
-order, parallelism, profiling) cannot change a result, so a program carrying them runs here
-unchanged, with a warning that they have no effect. Options that change what the program
+Options that only tune how Soufflé evaluates (inlining, join order, parallelism, profiling)
+cannot change a result, so a program carrying them runs here unchanged, with a warning that
+they have no effect. The magic-set transformation is applied as Soufflé applies it
+(`reasoner.analysis.magic`). Options that change what the program
 means or where its data lives (macros, functor libraries, input and output directories,
 provenance) are refused with the option named: running without them could give an answer
 that is not Soufflé's.
@@ -27,8 +28,6 @@ TUNING = frozenset(
         "inline-exclude",
         "jobs",
         "legacy",
-        "magic-transform",
-        "magic-transform-exclude",
         "no-warn",
         "profile",
         "profile-use",
@@ -53,8 +52,14 @@ MEANINGFUL = {
 """Soufflé options that change what a program computes or reads, with why each is refused."""
 
 
+APPLIED = frozenset({"magic-transform", "magic-transform-exclude"})
+"""Soufflé options applied here (`reasoner.analysis.magic`)."""
+
+
 def check_pragmas(program: Program, reporter: Reporter) -> None:
     for pragma in program.pragmas:
+        if pragma.key in APPLIED:
+            continue
         if pragma.key in TUNING:
             reporter.warning(
                 IGNORED_PRAGMA,

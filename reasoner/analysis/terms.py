@@ -69,6 +69,30 @@ def atoms_of(body: tuple[BodyLiteral, ...]) -> Iterator[tuple[Atom, bool]]:
             yield literal.atom, False
 
 
+def aggregated_relations(literal: BodyLiteral) -> Iterator[str]:
+    """The relations read inside the literal's aggregates."""
+    if isinstance(literal, Comparison):
+        terms: tuple[Term, ...] = (literal.left, literal.right)
+    else:
+        terms = (literal.atom if isinstance(literal, Negation) else literal).args
+    stack = list(terms)
+    while stack:
+        term = stack.pop()
+        if isinstance(term, Aggregate):
+            for inner, _positive in atoms_of(term.body):
+                yield inner.relation
+            for nested in term.body:
+                yield from aggregated_relations(nested)
+            if term.target is not None:
+                stack.append(term.target)
+        elif isinstance(term, BinaryOp):
+            stack += [term.left, term.right]
+        elif isinstance(term, Functor | RecordTerm | BranchTerm):
+            stack += list(term.args)
+        elif isinstance(term, Cast):
+            stack.append(term.term)
+
+
 def render(term: Term) -> str:
     """Source-like text of a term, for messages."""
     if isinstance(term, Variable):

@@ -83,7 +83,8 @@ def _analyze(args: argparse.Namespace) -> AnalyzedProgram:
     source = preprocess(
         text, str(path), include_dirs=args.include_dir, macros=parse_macros(args.macro)
     )
-    analyzed = check_preprocessed(source, str(path))
+    magic = [name.strip() for name in args.magic_transform.split(",") if name.strip()]
+    analyzed = check_preprocessed(source, str(path), magic)
     for warning in analyzed.warnings:
         print(f"warning: {warning.format()}", file=sys.stderr)
     return analyzed
@@ -328,6 +329,14 @@ def _program_argument(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="MACROS",
         help="preprocessor macros, 'NAME' or 'NAME=VALUE' separated by spaces, as Soufflé's -M",
+    )
+    parser.add_argument(
+        "-m",
+        "--magic-transform",
+        default="",
+        metavar="RELATIONS",
+        help="apply the magic-set transformation to these relations (comma-separated, '*' for "
+        'all), as Soufflé\'s --magic-transform and `.pragma "magic-transform"`',
     )
 
 

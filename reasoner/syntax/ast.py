@@ -358,6 +358,9 @@ class Declaration:
     inline: bool = False
     """Soufflé's `inline` qualifier: the relation's clauses are substituted into the rules that
     read it (`reasoner.analysis.inline`)."""
+    magic: bool | None = None
+    """Soufflé's `magic` (True) and `no_magic` (False) qualifiers: the relation is, or is not,
+    one the magic-set transformation may rewrite (`reasoner.analysis.magic`)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -532,10 +532,13 @@ class _Parser:
             qualifiers.add(self._advance().text)
         eqrel, overridable = "eqrel" in qualifiers, "overridable" in qualifiers
         choice, inline = self._choice_domain(), "inline" in qualifiers
+        magic = True if "magic" in qualifiers else False if "no_magic" in qualifiers else None
         for name in names:
             span = name.span.through(close.span)
             self.declarations.append(
-                Declaration(name.text, tuple(columns), span, eqrel, overridable, choice, inline)
+                Declaration(
+                    name.text, tuple(columns), span, eqrel, overridable, choice, inline, magic
+                )
             )
 
     def _choice_domain(self) -> tuple[ChoiceKey, ...]:

@@ -803,6 +803,11 @@ def programs(draw: st.DrawFn) -> GeneratedProgram:
         lines[line] += choice_domain(draw, relation)
     for relation in derived:
         lines += subsumptions(draw, relation)
+    if draw(st.integers(0, 3)) == 0:  # goal-directed: the relations no longer output
+        lines.insert(0, '.pragma "magic-transform" "*"')
+        for relation in derived:
+            if draw(st.booleans()) and f".output {relation.name}" in lines:
+                lines.remove(f".output {relation.name}")
     text = "\n".join(lines) + "\n"
     return GeneratedProgram(text, inputs, [(r.name, r.types) for r in inputs_specs])
 

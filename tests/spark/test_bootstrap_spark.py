@@ -29,6 +29,9 @@ from tests.property.test_negation_locals import PROGRAM as NEGATION_LOCALS_PROGR
 from tests.spark.support import assert_same, on_spark, outcome, reference
 from tests.unit.analysis.test_aggregates import INPUTS as AGGREGATES_INPUTS
 from tests.unit.analysis.test_aggregates import PROGRAM as AGGREGATES_PROGRAM
+from tests.unit.analysis.test_magic import EDGES as MAGIC_EDGES
+from tests.unit.analysis.test_magic import GRAPH as MAGIC_GRAPH
+from tests.unit.analysis.test_magic import PROGRAM as MAGIC_PROGRAM
 from tests.unit.executors.test_choice_domain import EDGES as CHOICE_EDGES
 from tests.unit.executors.test_choice_domain import PROGRAM as CHOICE_PROGRAM
 from tests.unit.executors.test_choice_domain import TREE as CHOICE_TREE
@@ -263,6 +266,13 @@ def test_choice_domain(spark: SparkSession) -> None:
     the strata above it read what it chose."""
     check(CHOICE_PROGRAM, {}, spark)
     check(CHOICE_TREE, {"edge": CHOICE_EDGES, "root": [(1,)]}, spark)
+
+
+def test_magic_sets(spark: SparkSession) -> None:
+    """A program the magic-set transformation rewrote is a program like any other: its
+    adorned copies and magic relations run on Spark as the reference runs them."""
+    check(MAGIC_PROGRAM, {}, spark)
+    check(MAGIC_GRAPH, {"edge": MAGIC_EDGES}, spark)
 
 
 def test_subsumption(spark: SparkSession) -> None:

@@ -197,7 +197,7 @@ def test_explain_why_takes_records_as_they_are_written(
 
 TYPED = """
 // As Soufflé's documentation writes it: named types, a legacy subtype, tuning pragmas.
-.pragma "magic-transform" "*"
+.pragma "legacy"
 .pragma "jobs" "4"
 .type Person = symbol
 .type Age <: number
