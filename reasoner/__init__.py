@@ -32,17 +32,11 @@ if TYPE_CHECKING:
     from reasoner.io.batch import FactBatch, frame_schema, parse_facts_batch
     from reasoner.io.facts import float_field, record_field
     from reasoner.materialization import Materialization
+    from reasoner.reads.evaluator import Constants, QueryRelations, QueryTooLarge
     from reasoner.reads.pages import Row, RowOrder, relation_page
     from reasoner.reads.past_relations import PastRelation
     from reasoner.reads.proofs import Explainer, ExplainError
-    from reasoner.reads.query import (
-        Constants,
-        QueryRelations,
-        QueryResult,
-        QueryTooLarge,
-        compile_query,
-        evaluate_query,
-    )
+    from reasoner.reads.query import QueryResult, compile_query, evaluate_query
     from reasoner.support.allocations import charging_to
     from reasoner.support.deadline import BootstrapCancelled, Cancellation, QueryTimeout
     from reasoner.syntax.lexer import IDENT, Token, tokenize
@@ -87,11 +81,11 @@ _PUBLIC = {
     "PastRelation": "reasoner.reads.past_relations",
     "ExplainError": "reasoner.reads.proofs",
     "Explainer": "reasoner.reads.proofs",
-    "Constants": "reasoner.reads.query",
-    "QueryRelations": "reasoner.reads.query",
+    "Constants": "reasoner.reads.evaluator",
+    "QueryRelations": "reasoner.reads.evaluator",
     "QueryResult": "reasoner.reads.query",
     "QueryTimeout": "reasoner.support.deadline",
-    "QueryTooLarge": "reasoner.reads.query",
+    "QueryTooLarge": "reasoner.reads.evaluator",
     "compile_query": "reasoner.reads.query",
     "evaluate_query": "reasoner.reads.query",
     "charging_to": "reasoner.support.allocations",

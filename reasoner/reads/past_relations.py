@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from reasoner.reads.query import QueryRelation
+from reasoner.reads.evaluator import QueryRelation
 from reasoner.storage.state import Tuple
 
 

@@ -31,7 +31,8 @@ from reasoner.plan.joins import (
     plan_rule,
     term_variables,
 )
-from reasoner.reads.query import Constants, Evaluator, variable_types
+from reasoner.reads.evaluator import Constants, Evaluator
+from reasoner.reads.query import variable_types
 from reasoner.storage.state import State, Tuple
 from reasoner.syntax.ast import (
     Atom,
