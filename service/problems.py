@@ -63,10 +63,14 @@ TOO_BUSY = "too_busy"
 RATE_LIMITED = "rate_limited"
 DATABASE_UNAVAILABLE = "database_unavailable"
 INTERNAL_ERROR = "internal_error"
+GOAL_DIRECTED = "goal_directed"
+"""A read of a relation the magic-set transformation computes only where asked
+(`reasoner.analysis.magic`): its store holds its facts alone, so it is asked with a query."""
 INVALID_TEXT = "invalid_text"
 """Text the service cannot store: a NUL character (U+0000) in a rule, which PostgreSQL's
 `text` refuses, an unpaired surrogate (`"\\ud800"` in JSON), which is not Unicode, or facts of
 a relation named past the store's 255 characters."""
+
 
 MAX_REPORTED_ERRORS = 10
 """Diagnostics listed in a program error's `errors` and `formatted` (`error_count` has all)."""
@@ -113,6 +117,17 @@ class Problem(Refusal):
         super().__init__(code, detail, **extra)
         self.status = status
         self.headers = headers
+
+
+def goal_directed(name: str) -> Problem:
+    """409 for a whole-relation read (a page, a proof) of a goal-directed relation."""
+    return Problem(
+        409,
+        GOAL_DIRECTED,
+        f"relation `{name}` is computed only where it is asked for (`.pragma "
+        f'"magic-transform"`): ask for its rows with a query (POST /v1/query, '
+        f'{{"query": "{name}(...)"}} with the arguments you know)',
+    )
 
 
 def problem_body(status: int, code: str, detail: str, **extra: Any) -> dict[str, Any]:

@@ -155,6 +155,11 @@ class RelationOut(BaseModel):
     derived: bool
     input: bool
     output: bool
+    goal_directed: bool = Field(
+        False,
+        description='Computed only where asked for (`.pragma "magic-transform"`): its '
+        "`size` counts its facts, and its rows are read with a query.",
+    )
 
 
 class RelationsOut(BaseModel):

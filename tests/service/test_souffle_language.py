@@ -15,7 +15,7 @@ from tests.service.conftest import Server
 from tests.service.helpers import assert_problem, column_types, query_all, read_relation
 
 TEXT = {"content-type": "text/plain"}
-PROGRAM = """.pragma "magic-transform" "*"
+PROGRAM = """.pragma "jobs" "4"
 .type Person = symbol
 .type Age <: number
 .number_type Year
@@ -551,3 +551,42 @@ def test_inline_through_the_service(make_server: Callable[..., Server]) -> None:
         assert read_relation(client, "hop") == []
         client.post("/v1/deltas", json={"facts": {"retract": {"e": [[2, 3]]}}}).raise_for_status()
         assert set(read_relation(client, "far")) == {(3, 5)}
+
+
+def test_magic_sets_through_the_service(make_server: Callable[..., Server]) -> None:
+    """`.pragma "magic-transform"`: the output asks `samegen` for one node's generation, which
+    is all it computes, and follows writes; `samegen` itself is read with a query (answered
+    goal-directed, its constants the seeds), not as a whole relation; after a restart the
+    same."""
+    program = (
+        '.pragma "magic-transform" "*"\n'
+        ".decl parent(x: number, p: number)\n.decl node(x: number)\n"
+        ".decl samegen(x: number, y: number)\n"
+        "samegen(x, x) :- node(x).\n"
+        "samegen(x, y) :- parent(x, a), samegen(a, b), parent(y, b).\n"
+        ".decl cousins(y: number)\n.output cousins\ncousins(y) :- samegen(6, y).\n"
+    )
+    nodes = range(1, 16)
+    facts = {"node": [[x] for x in nodes], "parent": [[x, x // 2] for x in nodes if x > 1]}
+    server = make_server().start()
+    with server.client() as client:
+        client.post("/v1/rules", content=program, headers=TEXT).raise_for_status()
+        client.post("/v1/facts", json={"facts": facts}).raise_for_status()
+        assert set(read_relation(client, "cousins")) == {(4,), (5,), (6,), (7,)}
+        listed = {r["name"]: r for r in client.get("/v1/relations").json()["relations"]}
+        assert listed["samegen"]["goal_directed"] and not listed["cousins"]["goal_directed"]
+        assert_problem(client.get("/v1/relations/samegen"), 409, "goal_directed")
+        assert_problem(client.get("/v1/explain/samegen?x=6&y=7"), 409, "goal_directed")
+        assert query_all(client, "samegen(12, y)") == (["y"], [(y,) for y in range(8, 16)])
+        assert query_all(client, "samegen(x, 3), x != 3") == (["x"], [(2,)])
+
+        grown = {"node": [[16], [17]], "parent": [[16, 8], [17, 8]]}
+        client.post("/v1/deltas", json={"facts": {"insert": grown}}).raise_for_status()
+        assert query_all(client, "samegen(16, y)")[1] == [(16,), (17,)]
+        assert set(read_relation(client, "cousins")) == {(4,), (5,), (6,), (7,)}
+
+    server.stop()
+    server.start()
+    with server.client() as client:
+        assert set(read_relation(client, "cousins")) == {(4,), (5,), (6,), (7,)}
+        assert query_all(client, "samegen(17, y)")[1] == [(16,), (17,)]

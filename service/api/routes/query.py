@@ -53,6 +53,7 @@ from service.problems import (
     UNKNOWN_COLUMN,
     UNKNOWN_EPOCH,
     Problem,
+    goal_directed,
 )
 from service.schemas import (
     ExplainOut,
@@ -178,6 +179,8 @@ async def get_explain(
         info = m.analyzed.relations.get(name)
         if info is None or info.internal:
             raise Problem(404, UNKNOWN_RELATION, f"relation `{name}` is not in the program")
+        if name in m.analyzed.goal_directed:
+            raise goal_directed(name)
         bound = bound_arguments(request, info.column_names, info.types)
         missing = [info.column_names[c] for c in range(info.arity) if c not in bound]
         if missing or any(value is None for value in bound.values()):

@@ -63,6 +63,7 @@ from service.problems import (
     INVALID_CURSOR,
     Problem,
     clip,
+    goal_directed,
 )
 from service.schemas import (
     ColumnOut,
@@ -95,6 +96,7 @@ def get_relations(runtime: RuntimeDep) -> RelationsOut:
                 derived=name in analyzed.stratum_of,
                 input=info.is_input,
                 output=info.is_output,
+                goal_directed=name in analyzed.goal_directed,
             )
             for name, info in analyzed.relations.items()
             if not info.internal
@@ -144,6 +146,8 @@ async def get_relation(
         info = m.analyzed.relations.get(name)
         if info is None or info.internal:
             raise Problem(404, UNKNOWN_RELATION, f"relation `{name}` is not in the program")
+        if name in m.analyzed.goal_directed:
+            raise goal_directed(name)
         history = runtime.settings.epoch_history
         if wanted is not None and wanted != epoch and is_kept(history, wanted, epoch, at):
             return _read_past(runtime, m, info, request, cursor, wanted, epoch, page_size)
