@@ -130,6 +130,18 @@ def goal_directed(name: str) -> Problem:
     )
 
 
+def no_past_of_goal_directed(epoch: int) -> Problem:
+    """410 for a read of an earlier epoch under the magic-set transformation: which relations
+    hold only their facts follows the rules, which may have changed since."""
+    return Problem(
+        410,
+        EPOCH_UNAVAILABLE,
+        'a program with `.pragma "magic-transform"` answers at the published epoch only '
+        f"({epoch}): which relations are computed where asked may have changed since",
+        epoch=epoch,
+    )
+
+
 def problem_body(status: int, code: str, detail: str, **extra: Any) -> dict[str, Any]:
     body = {
         "type": TYPE_BASE + code,

@@ -1387,25 +1387,22 @@ def comparable(state: Mapping[str, dict], analyzed: AnalyzedProgram) -> dict[str
     """`state` as the oracle checks it (`visible`): where inline relations were substituted
     (`reasoner.analysis.inline`) or the magic-set transformation rewrote relations
     (`reasoner.analysis.magic`), the iterations and counts follow the rules as rewritten,
-    which the oracle does not evaluate, so the tuples alone compare; and a goal-directed
-    relation, which holds only its facts there, not at all."""
+    which the oracle does not evaluate, so the tuples alone compare."""
     shown = visible(state, analyzed)
     if not analyzed.inlined and not analyzed.goal_directed:
         return shown
-    return {
-        name: dict.fromkeys(rows)
-        for name, rows in shown.items()
-        if name not in analyzed.goal_directed
-    }
+    return {name: dict.fromkeys(rows) for name, rows in shown.items()}
 
 
 def visible(state: Mapping[str, dict], analyzed: AnalyzedProgram) -> dict[str, dict]:
     """`state` without the relations the analysis made for evaluation (which the oracle,
-    reading the program as written, does not have)."""
+    reading the program as written, does not have), nor those the magic-set transformation
+    made goal-directed (the state holds their facts alone, the oracle all their rows)."""
     return {
         name: rows
         for name, rows in state.items()
-        if name not in analyzed.relations or not analyzed.relations[name].internal
+        if (name not in analyzed.relations or not analyzed.relations[name].internal)
+        and name not in analyzed.goal_directed
     }
 
 

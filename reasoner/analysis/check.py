@@ -16,7 +16,7 @@ from reasoner.analysis.choice import choice_domains, guarded_facts, with_choices
 from reasoner.analysis.eqrel import equivalence_rules
 from reasoner.analysis.facts import fold_facts
 from reasoner.analysis.inline import inline_relations
-from reasoner.analysis.magic import magic_transform
+from reasoner.analysis.magic import magic_transform, requested
 from reasoner.analysis.model import AnalyzedProgram, RelationInfo
 from reasoner.analysis.named_types import check_subtypes, resolve_types
 from reasoner.analysis.negation_locals import existential_negations, is_internal
@@ -39,9 +39,12 @@ from reasoner.analysis.type_lattice import NUMERIC, Known
 from reasoner.analysis.types import TypeInference, infer_types
 from reasoner.errors import (
     ARITY_MISMATCH,
+    IGNORED_PRAGMA,
     UNKNOWN_RELATION,
     UNSUPPORTED_FEATURE,
+    Diagnostic,
     ProgramError,
+    Span,
 )
 from reasoner.syntax.ast import (
     Aggregate,
@@ -80,15 +83,34 @@ def analyze(
     (`reasoner.analysis.magic`).
     """
     analyzed = _analyze(program, source, filename, allow_undefined)
-    transformed, goal_directed = magic_transform(program, magic)
+    maybe = _maybe_goal_directed(program, magic)
+    floats = [name for name, info in analyzed.relations.items() if FLOAT in info.types]
+    transformed, goal_directed = magic_transform(program, magic, floats)
     if not goal_directed:
-        return analyzed
+        return dataclasses.replace(analyzed, magic=maybe)
     # Checked as written (the messages name the user's rules), evaluated transformed.
-    rewritten = _analyze(transformed, source, filename, allow_undefined)
+    try:
+        rewritten = _analyze(transformed, source, filename, allow_undefined)
+    except ProgramError as error:  # the same rows, computed in full
+        pragma = next((p for p in program.pragmas if p.key == "magic-transform"), None)
+        reason = error.diagnostics[0].message
+        warning = Diagnostic(
+            IGNORED_PRAGMA,
+            f"the magic-set transformation is not applied (the program is evaluated as "
+            f"written): the rewritten program is refused: {reason}",
+            pragma.span if pragma is not None else Span(1, 1, 1, 1),
+            filename,
+        )
+        return dataclasses.replace(
+            analyzed,
+            warnings=(*analyzed.warnings, warning),
+            magic=maybe,
+        )
     return dataclasses.replace(
         rewritten,
         written=analyzed.written,
         warnings=analyzed.warnings,
+        magic=maybe,
         goal_directed=goal_directed,
     )
 
@@ -185,6 +207,12 @@ def _analyze(
         type_system=named,
         inlined=inlined,
     )
+
+
+def _maybe_goal_directed(program: Program, magic: Sequence[str]) -> frozenset[str]:
+    """The relations the transformation may make goal-directed under some rules: asked for,
+    and no input or output (which it never transforms)."""
+    return requested(program, magic) - {d.relation for d in program.directives}
 
 
 def _check_inlined_rules(written: Program, inlined: frozenset[str], reporter: Reporter) -> None:

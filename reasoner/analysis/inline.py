@@ -103,11 +103,11 @@ def _materialized(program: Program, wanted: set[str], clauses: dict[str, list[Cl
     }
     negatable = {name for name in wanted if all(_closed(clause) for clause in clauses[name])}
     for rule in program.rules:
-        if any(True for literal in rule.body for _ in aggregated_relations(literal)):
+        if any(True for literal in (rule.head, *rule.body) for _ in aggregated_relations(literal)):
             # An aggregate may read a variable that only the inline atom binds, which a
             # clause would bind by an equality: the aggregate needs an atom to bind it.
             kept |= wanted & {atom.relation for atom, _ in atoms_of(rule.body)}
-        for literal in rule.body:
+        for literal in (rule.head, *rule.body):  # `out(x, count : { il(x, _) }) :- ...` too
             kept |= wanted & set(aggregated_relations(literal))
             if isinstance(literal, Negation) and literal.atom.relation in wanted:
                 wild = any(isinstance(leaf, Wildcard) for leaf in _leaves(literal.atom.args))

@@ -38,6 +38,7 @@ Layer: `analysis`.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections import defaultdict
 from collections.abc import Collection, Iterable
@@ -48,6 +49,7 @@ from reasoner.syntax.ast import (
     Atom,
     BinaryOp,
     BodyLiteral,
+    BranchTerm,
     Cast,
     Comparison,
     Declaration,
@@ -57,12 +59,15 @@ from reasoner.syntax.ast import (
     NilConst,
     NumberConst,
     Program,
+    RecordTerm,
     Rule,
     StringConst,
     Term,
     Variable,
     operands,
+    rule_terms,
 )
+from reasoner.values.types import FLOAT
 
 PRAGMA = "magic-transform"
 EXCLUDE_PRAGMA = "magic-transform-exclude"
@@ -86,15 +91,18 @@ def requested(program: Program, extra: Iterable[str] = ()) -> frozenset[str]:
     excluded |= {name for name, d in declared.items() if d.magic is False}
     if EVERY in names:
         names |= declared.keys()
-    return frozenset(names & declared.keys() - excluded)
+    return frozenset((names & declared.keys()) - excluded)
 
 
-def magic_transform(program: Program, extra: Iterable[str] = ()) -> tuple[Program, frozenset[str]]:
-    """`program` rewritten (see the module), and the relations it transformed."""
+def magic_transform(
+    program: Program, extra: Iterable[str] = (), floats: Collection[str] = ()
+) -> tuple[Program, frozenset[str]]:
+    """`program` rewritten (see the module), and the relations it transformed. `floats`: the
+    relations with a `float` column (the analysis of the program as written knows them)."""
     wanted = requested(program, extra)
     if not wanted:
         return program, frozenset()
-    candidates = set(wanted - _left_alone(program))
+    candidates = set(wanted - _left_alone(program, frozenset(floats)))
     while candidates:
         rewrite = _Rewrite(program, frozenset(candidates))
         rewrite.run()
@@ -104,23 +112,30 @@ def magic_transform(program: Program, extra: Iterable[str] = ()) -> tuple[Progra
     return program, frozenset()
 
 
-def _left_alone(program: Program) -> set[str]:
+def _left_alone(program: Program, floats: frozenset[str]) -> set[str]:
     """The relations computed in full whatever is asked (see the module)."""
     reads: dict[str, set[str]] = defaultdict(set)
     with_atoms: set[str] = set()
     cones = {d.name for d in program.declarations if d.choice_domain or d.eqrel or d.inline}
+    alone = {d.relation for d in program.directives} | floats
     for rule in program.rules:
         head = rule.head.relation
-        for literal in rule.body:
+        for literal in (rule.head, *rule.body):
             inner = set(aggregated_relations(literal))
             reads[head] |= inner
             cones |= inner
-            if isinstance(literal, Atom):
+            if inner:  # an aggregate's domain would read the magic relations: Soufflé labels it
+                alone.add(head)
+            if isinstance(literal, Atom) and literal is not rule.head:
                 reads[head].add(literal.relation)
                 with_atoms.add(head)
+                if literal.relation in floats:  # IEEE comparisons here, bit patterns there
+                    alone.add(head)
             elif isinstance(literal, Negation):
                 reads[head].add(literal.atom.relation)
                 cones.add(literal.atom.relation)
+        if any(isinstance(t, NumberConst) and t.kind == FLOAT for t in rule_terms([rule])):
+            alone.add(head)
         if rule.dominating is not None:
             cones |= {head} | {atom.relation for atom, _ in atoms_of(rule.body)}
     full, todo = set[str](), list(cones)
@@ -129,8 +144,7 @@ def _left_alone(program: Program) -> set[str]:
         if name not in full:
             full.add(name)
             todo += reads[name]
-    alone = {d.relation for d in program.directives} | full
-    alone |= {d.name for d in program.declarations if d.name not in with_atoms}
+    alone |= full | {d.name for d in program.declarations if d.name not in with_atoms}
     read = set().union(*reads.values())
     return alone | {d.name for d in program.declarations if d.name not in read}
 
@@ -196,7 +210,8 @@ class _Rewrite:
                     weak.add(arg.name)
                 elif not _is_constant(arg):  # `r(x + 1, y)`: checked once the body binds x
                     fresh = Variable(f"magic!{index}", arg.span)
-                    after.append(Comparison("=", fresh, arg, arg.span))
+                    # A copy: the type inference knows a term by its identity.
+                    after.append(Comparison("=", fresh, copy.deepcopy(arg), arg.span))
                     arg = fresh
                 guard_args.append(arg)
             guard = Atom(magic_name(head.relation, pattern), tuple(guard_args), head.span)
@@ -252,6 +267,8 @@ class _Rewrite:
         head = Atom(magic_name(atom.relation, pattern), args, atom.span)
         filters = [e for e in equalities if _variables((e.left, e.right)) <= bound]
         body = tuple(left) + tuple(filters)
+        if body == (head,):  # `r!magic!bf(x) :- r!magic!bf(x).`, from `r(x, z) :- r(x, y), ...`
+            return
         if not _variables(args) and not any(isinstance(literal, Atom) for literal in body):
             self.facts.append(Fact(head, atom.span))
             return
@@ -312,20 +329,20 @@ def _variables(terms: Collection[Term]) -> set[str]:
 
 
 def _computed(term: Term) -> bool:
-    """Whether `term` computes its value (arithmetic, a functor, a cast) rather than being a
-    variable, a constant or a record of those."""
-    stack = [term]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, BinaryOp | Functor | Cast):
-            return True
-        stack.extend(operands(node))
-    return False
+    """Whether `term` computes its value (arithmetic, a functor, a cast, a record or a branch)
+    rather than being a variable or a constant. Soufflé binds through those only from
+    variables the body binds: a record built around a value the head binds could make the
+    asked-for values grow forever (`f(l) :- f([1, l]).`)."""
+    return isinstance(term, BinaryOp | Functor | Cast | RecordTerm | BranchTerm)
 
 
 def _bound(term: Term, strong: set[str], bound: set[str]) -> bool:
-    """Whether an atom's argument is bound: computed ones only from variables the body binds."""
-    return all_bound(term, strong if _computed(term) else bound)
+    """Whether an atom's argument is bound: computed ones only from variables the body binds,
+    and only with some (a constant expression, `1 / 0` or `range(1, 3)`, would be a magic
+    fact, which must have one value)."""
+    if _computed(term):
+        return bool(_variables((term,))) and all_bound(term, strong)
+    return all_bound(term, bound)
 
 
 def _closure(

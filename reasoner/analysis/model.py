@@ -190,6 +190,10 @@ class AnalyzedProgram:
     inlined: frozenset[str] = frozenset()
     """The `inline` relations substituted into their readers (`reasoner.analysis.inline`):
     never materialized, they read empty."""
+    magic: frozenset[str] = frozenset()
+    """The relations the magic-set transformation may make goal-directed (asked for, not
+    input or output), whether it did or not: which are may change with the rules, so an
+    earlier epoch's rows of one are not known to be whole."""
     goal_directed: frozenset[str] = frozenset()
     """The relations the magic-set transformation rewrote (`reasoner.analysis.magic`): each
     holds only its facts; its rows are computed where a rule asks for them, in adorned

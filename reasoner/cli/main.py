@@ -498,6 +498,12 @@ def _ground_atom(text: str, analyzed: AnalyzedProgram) -> tuple[str, tuple[Value
     atom = literals[0] if len(literals) == 1 else None
     if not isinstance(atom, Atom) or not all(map(_is_constant, atom.args)):
         raise InputDataError(f'`{text}` is not a tuple such as tc(1, "a")', "--why")
+    if atom.relation in analyzed.goal_directed:
+        raise InputDataError(
+            f"`{atom.relation}` is computed only where the program asks for it (the magic-set "
+            "transformation): explain a relation that reads it",
+            "--why",
+        )
     info = analyzed.relations.get(atom.relation)
     types = info.value_types if info is not None and info.arity == len(atom.args) else ()
     return atom.relation, tuple(

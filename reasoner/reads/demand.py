@@ -3,7 +3,7 @@
 Under `.pragma "magic-transform"` a relation may be computed only where the program's rules ask
 for it (`reasoner.analysis.magic`): its store holds its facts alone. A query that reads it,
 `samegen(16384, y)`, is answered as the transformation would answer a rule: the program as
-written plus the rule `__query__(vars) :- body.` is analyzed with the same transformation,
+written plus the rule `query!(vars) :- body.` is analyzed with the same transformation,
 which gives the adorned copies and magic relations that this query asks for (seeded with its
 constants), and those are evaluated here, semi-naively, over the committed relations.
 
@@ -22,6 +22,7 @@ Layer: `reads`.
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Iterator
 
 from reasoner.analysis import analyze
@@ -37,9 +38,10 @@ from reasoner.reads.evaluator import (
     QueryTooLarge,
 )
 from reasoner.storage.state import Tuple
-from reasoner.syntax.ast import Atom, BodyLiteral, Negation, Rule, Variable
+from reasoner.syntax.ast import Atom, BodyLiteral, Functor, Negation, Rule, Variable, rule_terms
 
-QUERY_HEAD = "__query__"
+QUERY_HEAD = "query!"
+"""The query's relation: no relation of a program is named so (`!` is no identifier's)."""
 MAX_DERIVED = 5_000_000
 """Tuples a demand evaluation may derive before it is refused."""
 _CACHE_SIZE = 32
@@ -59,10 +61,11 @@ class DemandTooLarge(QueryTooLarge):
 def reads_goal_directed(body: tuple[BodyLiteral, ...], analyzed: AnalyzedProgram) -> bool:
     """Whether the query's body reads a relation that holds only its facts (positively or
     not): the state alone cannot answer it."""
-    return any(name in analyzed.goal_directed for name in _relations(body))
+    return any(name in analyzed.goal_directed for name in relations_of(body))
 
 
-def _relations(body: tuple[BodyLiteral, ...]) -> Iterator[str]:
+def relations_of(body: tuple[BodyLiteral, ...]) -> Iterator[str]:
+    """The relations a body's atoms read, positively or not."""
     for literal in body:
         if isinstance(literal, Atom):
             yield literal.relation
@@ -71,6 +74,7 @@ def _relations(body: tuple[BodyLiteral, ...]) -> Iterator[str]:
 
 
 _programs: dict[tuple[int, tuple[BodyLiteral, ...]], tuple[AnalyzedProgram, AnalyzedProgram]] = {}
+_programs_lock = threading.Lock()
 
 
 def demand_program(
@@ -79,7 +83,8 @@ def demand_program(
     """The served program with the query as a rule, transformed as the served one was (the
     query's rule a root, its constants the seeds); kept for the next same query."""
     key = (id(analyzed), written)
-    cached = _programs.get(key)
+    with _programs_lock:
+        cached = _programs.get(key)
     if cached is not None and cached[0] is analyzed:
         return cached[1]
     program = analyzed.written or analyzed.program
@@ -88,9 +93,10 @@ def demand_program(
     rule = Rule(head, written, span, f"{QUERY_HEAD}(...) :- <query>.")
     whole = dataclasses.replace(program, rules=(*program.rules, rule))
     demanded = analyze(whole, magic=tuple(analyzed.goal_directed))
-    if len(_programs) >= _CACHE_SIZE:
-        _programs.pop(next(iter(_programs)))
-    _programs[key] = (analyzed, demanded)
+    with _programs_lock:
+        while len(_programs) >= _CACHE_SIZE:
+            _programs.pop(next(iter(_programs)))
+        _programs[key] = (analyzed, demanded)
     return demanded
 
 
@@ -180,6 +186,9 @@ def evaluate_demand(
         if stratum.aggregate is not None or stratum.stepwise:
             _refuse(f"the query needs `{names[0]}`, which the program does not hold")
         rules = [rule for rule in stratum.rules if rule.head.relation in names]
+        if any(isinstance(t, Functor) and t.name == "ord" for t in rule_terms(rules)):
+            # A symbol a rule makes has no number before it is stored, and queries store none.
+            _refuse(f"the query needs `{names[0]}`, whose rules take an `ord`")
         delta: dict[str, list[Tuple]] = {}
         for rule in rules:
             evaluation.fire(rule, delta)
@@ -248,7 +257,7 @@ def _needed(demanded: AnalyzedProgram, served: AnalyzedProgram) -> set[str]:
     reads: dict[str, set[str]] = {}
     for stratum in demanded.strata:
         for rule in stratum.rules:
-            reads.setdefault(rule.head.relation, set()).update(_relations(rule.body))
+            reads.setdefault(rule.head.relation, set()).update(relations_of(rule.body))
     needed: set[str] = set()
     todo = [QUERY_HEAD]
     while todo:

@@ -31,6 +31,7 @@ from reasoner.reads.demand import (
     demand_program,
     evaluate_demand,
     reads_goal_directed,
+    relations_of,
 )
 from reasoner.reads.evaluator import Constants, Evaluator, QueryRelations, QueryTooLarge
 from reasoner.support.deadline import QueryTimeout, clock
@@ -70,6 +71,10 @@ class Query:
     written: tuple[BodyLiteral, ...] = ()
     """The body as written: what a goal-directed query is transformed from
     (`reasoner.reads.demand`)."""
+
+    def relations(self) -> frozenset[str]:
+        """The relations the query reads."""
+        return frozenset(relations_of(self.written))
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +200,8 @@ def evaluate_query(
     try:
         if reads_goal_directed(query.written, analyzed):
             demanded = demand_program(query.written, variables, analyzed)
+            if deadline is not None and clock() > deadline:  # its analysis took the time
+                raise QueryTimeout(timeout or 0.0)
             answers = evaluate_demand(demanded, analyzed, state, constants, deadline)
             if max_rows is not None and len(answers) > max_rows:
                 raise QueryTooLarge(max_rows)

@@ -808,6 +808,17 @@ def programs(draw: st.DrawFn) -> GeneratedProgram:
         for relation in derived:
             if draw(st.booleans()) and f".output {relation.name}" in lines:
                 lines.remove(f".output {relation.name}")
+        # A goal: a relation asked for with its first column bound; of the top level (the
+        # lower ones are more often read under a negation or an aggregate, thus in full).
+        top = max(r.level for r in derived)
+        asked = [r for r in derived if r.types and r.types[0] == NUMBER and r.level == top]
+        if asked:
+            relation = draw(st.sampled_from(asked))
+            if f".output {relation.name}" in lines:
+                lines.remove(f".output {relation.name}")
+            rest = [f"a{i}" for i in range(1, len(relation.types))]
+            args = ", ".join([constant(draw, NUMBER), *rest])
+            lines += [".output asked", f"asked({', '.join(rest)}) :- {relation.name}({args})."]
     text = "\n".join(lines) + "\n"
     return GeneratedProgram(text, inputs, [(r.name, r.types) for r in inputs_specs])
 

@@ -53,7 +53,7 @@ def _check_sequence(data: st.DataObject, generated: GeneratedProgram, strategy: 
         assert state == _fresh(analyzed, current).snapshot()
         expected = evaluate(analyzed, current)
         assert {n: set(rows) for n, rows in visible(state, analyzed).items()} == {
-            n: set(rows) for n, rows in expected.items()
+            n: set(rows) for n, rows in visible(expected, analyzed).items()
         }
 
 

@@ -580,10 +580,16 @@ def test_magic_sets_through_the_service(make_server: Callable[..., Server]) -> N
         assert query_all(client, "samegen(12, y)") == (["y"], [(y,) for y in range(8, 16)])
         assert query_all(client, "samegen(x, 3), x != 3") == (["x"], [(2,)])
 
+        before = client.get("/ready").json()["epoch"]
         grown = {"node": [[16], [17]], "parent": [[16, 8], [17, 8]]}
         client.post("/v1/deltas", json={"facts": {"insert": grown}}).raise_for_status()
         assert query_all(client, "samegen(16, y)")[1] == [(16,), (17,)]
         assert set(read_relation(client, "cousins")) == {(4,), (5,), (6,), (7,)}
+        # An earlier epoch: whole for an output, not known whole for what may be goal-directed.
+        past = client.get(f"/v1/relations/cousins?epoch={before}").raise_for_status().json()
+        assert len(past["rows"]) == 4
+        asked = {"query": "samegen(6, y)", "epoch": before}
+        assert_problem(client.post("/v1/query", json=asked), 410, "epoch_unavailable")
 
     server.stop()
     server.start()

@@ -54,6 +54,7 @@ from service.problems import (
     UNKNOWN_EPOCH,
     Problem,
     goal_directed,
+    no_past_of_goal_directed,
 )
 from service.schemas import (
     ExplainOut,
@@ -95,6 +96,8 @@ async def post_query(
         constants = Constants(m.symbols)
         relations: QueryRelations = m.state
         history = settings.epoch_history
+        if wanted is not None and wanted != epoch and query.relations() & m.analyzed.magic:
+            raise no_past_of_goal_directed(epoch)
         if wanted is not None and wanted != epoch and is_kept(history, wanted, epoch, body.epoch):
             relations = PastRelations(runtime.store, m, wanted, epoch, constants)
             epoch = wanted

@@ -64,6 +64,7 @@ from service.problems import (
     Problem,
     clip,
     goal_directed,
+    no_past_of_goal_directed,
 )
 from service.schemas import (
     ColumnOut,
@@ -149,6 +150,8 @@ async def get_relation(
         if name in m.analyzed.goal_directed:
             raise goal_directed(name)
         history = runtime.settings.epoch_history
+        if wanted is not None and wanted != epoch and name in m.analyzed.magic:
+            raise no_past_of_goal_directed(epoch)
         if wanted is not None and wanted != epoch and is_kept(history, wanted, epoch, at):
             return _read_past(runtime, m, info, request, cursor, wanted, epoch, page_size)
         after = None if cursor is None else decode_cursor(cursor, info.types, epoch)

@@ -72,3 +72,13 @@ def test_a_demand_past_its_bound_is_refused(monkeypatch: pytest.MonkeyPatch) -> 
 def test_an_unknown_relation_is_still_an_error() -> None:
     with pytest.raises(ProgramError):
         _answers(_built(PROGRAM), "nosuch(1, y)")
+
+
+def test_a_relation_named_like_nothing_the_query_makes() -> None:
+    """The query's own relation cannot be one of the program's (a user `__query__` is just a
+    relation)."""
+    text = PROGRAM + ".decl __query__(y: number)\n__query__(42).\n"
+    transformed = _built(text)
+    plain = _built(text.replace(".pragma", "// .pragma"))
+    for query in ['reach("a", y)', 'reach("a", y), reach(y, z)', "__query__(y)"]:
+        assert _answers(transformed, query) == _answers(plain, query), query
