@@ -35,6 +35,7 @@ from reasoner.analysis.subsumption import (
 from reasoner.analysis.terms import atoms_of, leaves
 from reasoner.analysis.type_lattice import NUMERIC, Known
 from reasoner.analysis.types import TypeInference, infer_types
+from reasoner.analysis.user_functors import bind_calls, bind_functors
 from reasoner.errors import (
     ARITY_MISMATCH,
     UNKNOWN_RELATION,
@@ -56,6 +57,7 @@ from reasoner.syntax.ast import (
 )
 from reasoner.syntax.parser import parse_program
 from reasoner.syntax.preprocess import Preprocessed
+from reasoner.values.functor_library import FunctorLibrary
 from reasoner.values.records import AdtType, RecordType, ValueType
 from reasoner.values.types import FLOAT, NUMBER, RECORD, ColumnType
 
@@ -66,17 +68,21 @@ def analyze(
     source: str = "",
     filename: str = "<input>",
     allow_undefined: bool = True,
+    user_functors: FunctorLibrary | None = None,
 ) -> AnalyzedProgram:
     """Check `program` and compute relation types, strata and evaluated facts.
 
     Raises `ProgramError` with every error found. `source` (the program text) is only used to
     quote the offending line in diagnostics. A body relation that is never declared, derived,
     or read is an empty relation (its shape inferred) with a warning in `warnings`; with
-    `allow_undefined=False` it is an `unknown_relation` error instead.
+    `allow_undefined=False` it is an `unknown_relation` error instead. `user_functors`: the
+    implementations of the functors the program declares (`.functor`; none: it may declare
+    none).
     """
     reporter = Reporter(filename, source)
     check_pragmas(program, reporter)
     named = resolve_types(program, reporter)
+    program, bound = bind_functors(program, named, user_functors, reporter)
     choices = choice_domains(program, reporter)
     closure = equivalence_rules(program, named, reporter)
     if closure:
@@ -162,6 +168,7 @@ def analyze(
         written_literals=written_literals,
         type_system=named,
         inlined=inlined,
+        user_functors=bound,
     )
 
 
@@ -286,18 +293,29 @@ def _head_variables(program: Program) -> dict[str, tuple[str, ...]]:
 
 
 def check_program(
-    text: str, filename: str = "<input>", allow_undefined: bool = True
+    text: str,
+    filename: str = "<input>",
+    allow_undefined: bool = True,
+    user_functors: FunctorLibrary | None = None,
 ) -> AnalyzedProgram:
     """Parse and analyze `text`. Parse errors are raised alone: analysis needs a parsed program."""
     program = parse_program(text, filename)
-    return analyze(program, source=text, filename=filename, allow_undefined=allow_undefined)
+    return analyze(
+        program,
+        source=text,
+        filename=filename,
+        allow_undefined=allow_undefined,
+        user_functors=user_functors,
+    )
 
 
-def check_preprocessed(source: Preprocessed, filename: str) -> AnalyzedProgram:
+def check_preprocessed(
+    source: Preprocessed, filename: str, user_functors: FunctorLibrary | None = None
+) -> AnalyzedProgram:
     """`check_program` of a program after the C preprocessor (`reasoner.syntax.preprocess`),
     its errors and warnings pointing into the files as written."""
     try:
-        analyzed = check_program(source.text, filename)
+        analyzed = check_program(source.text, filename, user_functors=user_functors)
     except ProgramError as error:
         raise ProgramError(source.remap(error.diagnostics)) from None
     return dataclasses.replace(analyzed, warnings=tuple(source.remap(analyzed.warnings)))
@@ -319,6 +337,7 @@ def check_query(
     arithmetic that no positive atom of the query binds (`unsafe_rule`). Raises `ProgramError`.
     """
     reporter = Reporter(filename, source)
+    body = bind_calls(body, analyzed.user_functors, reporter)
     bad_atoms: set[int] = set()
     for atom, _ in atoms_of(body):
         info = analyzed.relations.get(atom.relation)

@@ -118,7 +118,9 @@ def _call(call: Functor, args: list[Value]) -> Value:
             call.span,
             UNSUPPORTED_FEATURE,
         )
-    signature = functors.signature(call.name)
+    signature = functors.find(call.name)
+    if signature is None:  # a user-defined functor's call refused (reported)
+        raise _NotFoldable
     for index, arg in enumerate(args):
         if isinstance(arg, str) != (signature.param(index) == SYMBOL):
             raise _NotFoldable
