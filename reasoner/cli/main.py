@@ -53,6 +53,7 @@ from reasoner.syntax.ast import (
 from reasoner.syntax.preprocess import parse_macros, preprocess
 from reasoner.values import floats
 from reasoner.values.arith import as_unsigned
+from reasoner.values.functor_library import FunctorLibrary, FunctorLoadError
 from reasoner.values.records import AdtType, RecordText, RecordType, ValueType, fits, nested_text
 from reasoner.values.types import Value
 
@@ -83,10 +84,23 @@ def _analyze(args: argparse.Namespace) -> AnalyzedProgram:
     source = preprocess(
         text, str(path), include_dirs=args.include_dir, macros=parse_macros(args.macro)
     )
-    analyzed = check_preprocessed(source, str(path))
+    analyzed = check_preprocessed(source, str(path), _functor_library(args))
     for warning in analyzed.warnings:
         print(f"warning: {warning.format()}", file=sys.stderr)
     return analyzed
+
+
+def _functor_library(args: argparse.Namespace) -> FunctorLibrary:
+    """The implementations of the program's `.functor`s: the Python modules of `--functors`,
+    then the C libraries of `-l` (Soufflé's), in `-L`'s directories. Without `-l`, Soufflé's
+    default `libfunctors.so` is looked for, if the program wants a functor none provides."""
+    modules = [FunctorLibrary.python_module(path) for path in args.functors]
+    names = [name for value in args.libraries for name in value.split()]
+    directories = args.library_dir or ["."]
+    shared = FunctorLibrary.shared_libraries(
+        names or ["functors"], directories, required=bool(names)
+    )
+    return FunctorLibrary.merged(*modules, shared)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -329,6 +343,32 @@ def _program_argument(parser: argparse.ArgumentParser) -> None:
         metavar="MACROS",
         help="preprocessor macros, 'NAME' or 'NAME=VALUE' separated by spaces, as Soufflé's -M",
     )
+    parser.add_argument(
+        "--functors",
+        action="append",
+        default=[],
+        metavar="FILE.py",
+        help="a Python module whose top-level functions implement the program's .functor "
+        "declarations, by name (repeatable; before the -l libraries)",
+    )
+    parser.add_argument(
+        "-l",
+        "--libraries",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a C library of functors, libNAME.so, called through ctypes as Soufflé's 64-bit "
+        "build calls it (repeatable), as Soufflé's -l; without it, libfunctors.so if the "
+        "program needs it and it is there",
+    )
+    parser.add_argument(
+        "-L",
+        "--library-dir",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a directory of -l's libraries (repeatable; default .), as Soufflé's -L",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -543,8 +583,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(str(exc), file=sys.stderr)
         return EXIT_INPUT_ERROR
     except InvalidDelta as exc:  # met while evaluating: a float sum whose rounding is
-        # Soufflé's order of rows, a `match` pattern or a `substr` cut known only then
+        # Soufflé's order of rows, a `match` pattern or a `substr` cut known only then, a
+        # user-defined functor that raised
         print(str(exc), file=sys.stderr)
+        return EXIT_PROGRAM_ERROR
+    except FunctorLoadError as exc:  # `--functors`, `-l`: part of the program
+        print(f"reasoner: error: {exc}", file=sys.stderr)
         return EXIT_PROGRAM_ERROR
 
 
