@@ -32,6 +32,7 @@ from reasoner.values import floats, functors
 from reasoner.values.arith import ARITH
 from reasoner.values.records import AdtType, Nested, RecordType, ValueType, fits, nested_text
 from reasoner.values.types import FLOAT, SYMBOL, Value
+from reasoner.values.user_functors import Unavailable
 
 
 class _NotFoldable(Exception):
@@ -132,6 +133,8 @@ def _call(call: Functor, args: list[Value]) -> Value:
         value = signature.scalar(*operands)
     except InvalidDelta as refused:  # a functor refusing operands (`substr` cutting é)
         raise _FoldError(refused.message, call.span, refused.code) from None
+    except Unavailable:  # a user-defined functor without an implementation (reported)
+        raise _NotFoldable from None
     if value is None:
         raise _FoldError(f"functor error in fact: `{render(call)}` has no value", call.span)
     return floats.to_bits(value) if isinstance(value, float) else value

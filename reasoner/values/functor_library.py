@@ -233,19 +233,22 @@ def _c_call(
 
 def _find_library(name: str, directories: Sequence[str]) -> SharedLibrary | None:
     if "/" in name or name.endswith(".so"):
-        candidates = [name]
+        paths = [Path(name)]
     else:
-        candidates = [str(Path(d) / f"lib{name}.so") for d in directories or (".",)]
-        candidates.append(f"lib{name}.so")  # the dynamic loader's own search
-    for candidate in candidates:
-        if "/" in candidate and not Path(candidate).is_file():
-            continue
-        try:
-            return SharedLibrary(candidate, ctypes.CDLL(candidate))
-        except OSError as error:
-            if "/" in candidate:  # there, but not loadable: say so rather than skip it
-                raise FunctorLoadError(f"cannot load {candidate}: {error}") from None
-    return None
+        paths = [Path(directory) / f"lib{name}.so" for directory in directories or (".",)]
+    for path in paths:
+        if path.is_file():
+            try:
+                return SharedLibrary(str(path), ctypes.CDLL(str(path.resolve())))
+            except OSError as error:  # there, but not loadable: say so rather than skip it
+                raise FunctorLoadError(f"cannot load {path}: {error}") from None
+    if "/" in name:
+        return None
+    soname = name if name.endswith(".so") else f"lib{name}.so"
+    try:  # the dynamic loader's own search, where Soufflé's dlopen falls back to
+        return SharedLibrary(soname, ctypes.CDLL(soname))
+    except OSError:
+        return None
 
 
 def _load_module(path: Path) -> object:

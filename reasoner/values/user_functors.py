@@ -43,10 +43,15 @@ def bind(
     return functors.register(written, signature, (written, params, result, implementation))
 
 
+class Unavailable(Exception):
+    """What calling a functor without an implementation raises (`unavailable`)."""
+
+
 def unavailable(*_args: object) -> object:
     """What a declared functor without an implementation is bound to, so that the analysis
-    checks its calls; the analysis refuses its program (`unknown_functor`), so it never runs."""
-    raise RuntimeError("a functor without an implementation is never evaluated")
+    checks its calls; the analysis refuses its program (`unknown_functor`), so only the fact
+    folder may call it, and then leaves the fact be."""
+    raise Unavailable("a functor without an implementation is never evaluated")
 
 
 def _checked(
@@ -64,7 +69,7 @@ def _checked(
         ]
         try:
             value = implementation(*args)
-        except MemoryError:  # the process's, not the functor's: the epoch is too large
+        except (MemoryError, Unavailable):  # the process's, not the functor's; or none
             raise
         except Exception as error:  # the implementation's own failure: the epoch's error
             raise InvalidDelta(
