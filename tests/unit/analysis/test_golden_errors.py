@@ -2,8 +2,9 @@
 
 Each `tests/golden/errors/<case>.dl` is checked with its base name as filename, through the C
 preprocessor as a posted program is (no file may be included), with the functors of
-`<case>.py` if there is one, and must fail with exactly the text of `<case>.expected`. A `.dl` without `.expected` fails the suite, so a
-new case cannot pass silently. After a deliberate change of messages, regenerate with
+`<case>.py` if there is one, and must fail with exactly the text of `<case>.expected`. A `.dl`
+without `.expected` fails the suite, so a new case cannot pass silently. After a deliberate
+change of messages, regenerate with
 `REASONER_UPDATE_GOLDEN=1 pytest tests/unit/analysis/test_golden_errors.py` and review the diff.
 """
 
