@@ -50,9 +50,7 @@ def test_libfunctors_in_the_working_directory_is_soufflés_default(
     _assert_souffles_files(tmp_path)
 
 
-def test_what_cannot_be_loaded_exits_2(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_what_cannot_be_loaded_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     program = str(FUNCTORS / "program.dl")
     assert main(["run", program, "-D", str(tmp_path), "-l", "nothing", "-L", str(tmp_path)]) == 2
     assert "cannot find the functor library libnothing.so" in capsys.readouterr().err
