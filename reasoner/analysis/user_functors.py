@@ -64,8 +64,9 @@ def bind_functors(
 ) -> tuple[Program, dict[str, str]]:
     """`program` with its calls of user-defined functors bound, and the name each functor
     (`@f`) is bound to, for the queries that may call it (`bind_calls`)."""
+    types = _Types(named, frozenset(t.name for t in program.types), reporter)
     declared = {
-        functors.USER_PREFIX + declaration.name: _declare(declaration, named, library, reporter)
+        functors.USER_PREFIX + declaration.name: _declare(declaration, types, library, reporter)
         for declaration in program.functors
     }
     bound = {name: found.bound for name, found in declared.items() if found.bound is not None}
@@ -91,17 +92,17 @@ def bind_calls(
 
 def _declare(
     declaration: FunctorDeclaration,
-    named: TypeSystem,
+    kinds: _Types,
     library: FunctorLibrary | None,
     reporter: Reporter,
 ) -> Declared:
     arity = len(declaration.params)
     what = f"functor `{declaration.name}`"
     types = [
-        _type(column, f"parameter {index + 1} of {what}", named, reporter)
+        kinds.of(column, f"parameter {index + 1} of {what}")
         for index, column in enumerate(declaration.params)
     ]
-    result = _type(declaration.result, f"the result of {what}", named, reporter)
+    result = kinds.of(declaration.result, f"the result of {what}")
     if result is None or None in types:
         return Declared(arity, None)
     params = tuple(kind for kind in types if kind is not None)
@@ -117,28 +118,35 @@ def _declare(
     return Declared(arity, user_functors.bind(declaration.name, params, result, implementation))
 
 
-def _type(column: Column, what: str, named: TypeSystem, reporter: Reporter) -> ColumnType | None:
-    """The primitive type of a declared parameter or result, or None, reported."""
-    primitive = named.primitive(column.type)
-    if primitive is None:
-        if column.type not in named.regions:  # a declared type found wrong is reported there
-            reporter.error(
-                UNKNOWN_TYPE,
-                f"unknown type `{column.type}` of {what}: number, unsigned, float, symbol or a "
-                "type declared with .type",
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Types:
+    named: TypeSystem
+    declared: frozenset[str]
+    """The names `.type` declares (one found wrong is reported at its declaration)."""
+    reporter: Reporter
+
+    def of(self, column: Column, what: str) -> ColumnType | None:
+        """The primitive type of a declared parameter or result, or None, reported."""
+        primitive = self.named.primitive(column.type)
+        if primitive is None:
+            if column.type not in self.declared:
+                self.reporter.error(
+                    UNKNOWN_TYPE,
+                    f"unknown type `{column.type}` of {what}: number, unsigned, float, symbol "
+                    "or a type declared with .type",
+                    column.span,
+                )
+            return None
+        if primitive == RECORD:
+            self.reporter.error(
+                UNSUPPORTED_FEATURE,
+                f"`{column.type}`, a record type, as {what} is not supported: Soufflé passes "
+                "records to stateful functors as ids of its record table; give the functor "
+                "the fields instead",
                 column.span,
             )
-        return None
-    if primitive == RECORD:
-        reporter.error(
-            UNSUPPORTED_FEATURE,
-            f"`{column.type}`, a record type, as {what} is not supported: Soufflé passes "
-            "records to stateful functors as ids of its record table; give the functor the "
-            "fields instead",
-            column.span,
-        )
-        return None
-    return primitive
+            return None
+        return primitive
 
 
 def _same(new: tuple[object, ...], old: tuple[object, ...]) -> bool:
