@@ -600,6 +600,8 @@ def test_user_defined_functors_are_the_servers(
         assert client.get("/ready").json()["epoch"] == epoch
         assert read_relation(client, "n") == [(12,)]
         assert query_all(client, 'n(x), y = x + @parse("7")') == (["x", "y"], [(12, 19)])
+        failing = client.post("/v1/query", json={"query": 'n(x), y = @parse("z")'})
+        assert_problem(failing, 422, "functor_error")
 
     server.stop()
     server.start()
