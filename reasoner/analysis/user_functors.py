@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
+from typing import cast
 
 from reasoner.analysis.named_types import TypeSystem
 from reasoner.analysis.report import Reporter
@@ -34,6 +35,7 @@ from reasoner.syntax.ast import (
     BranchTerm,
     Cast,
     Column,
+    Comparison,
     Fact,
     Functor,
     FunctorDeclaration,
@@ -42,6 +44,7 @@ from reasoner.syntax.ast import (
     RecordTerm,
     Rule,
     Term,
+    operands,
 )
 from reasoner.values import functors, user_functors
 from reasoner.values.functor_library import FunctorLibrary, FunctorUnavailable
@@ -87,7 +90,7 @@ def bind_calls(
         for name, target in bound.items()
     }
     binder = _Binder(declared, reporter)
-    return tuple(binder.literal(literal) for literal in body)
+    return _calls_last(tuple(binder.literal(literal) for literal in body))
 
 
 def _declare(
@@ -149,6 +152,36 @@ class _Types:
         return primitive
 
 
+def _calls_last(body: tuple[BodyLiteral, ...]) -> tuple[BodyLiteral, ...]:
+    """`body` with its comparisons that call a user-defined functor after its other
+    comparisons, each in the other's place: the executors test a rule's comparisons in body
+    order once their variables are bound, and a functor is so called only on the
+    instantiations that the cheap tests let through, as Soufflé (which orders conditions by
+    their cost) calls it (`x = @half(y), y % 2 = 0` calls `@half` on even `y` only)."""
+    places = [index for index, literal in enumerate(body) if isinstance(literal, Comparison)]
+    comparisons = [cast(Comparison, body[index]) for index in places]
+    calling = [_calls_user(c.left) or _calls_user(c.right) for c in comparisons]
+    ordered = [c for c, call in zip(comparisons, calling, strict=True) if not call]
+    ordered += [c for c, call in zip(comparisons, calling, strict=True) if call]
+    if all(a is b for a, b in zip(ordered, comparisons, strict=True)):
+        return body
+    result = list(body)
+    for index, comparison in zip(places, ordered, strict=True):
+        result[index] = comparison
+    return tuple(result)
+
+
+def _calls_user(term: Term) -> bool:
+    stack = [term]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Functor) and node.name.startswith(functors.USER_PREFIX):
+            return True
+        if not isinstance(node, Aggregate):  # its body is ordered on its own
+            stack.extend(operands(node))
+    return False
+
+
 def _same(new: tuple[object, ...], old: tuple[object, ...]) -> bool:
     return all(a is b for a, b in zip(new, old, strict=True))
 
@@ -162,7 +195,7 @@ class _Walker:
 
     def rule(self, rule: Rule) -> Rule:
         head = self.atom(rule.head)
-        body = tuple(self.literal(literal) for literal in rule.body)
+        body = _calls_last(tuple(self.literal(literal) for literal in rule.body))
         dominating = None if rule.dominating is None else self.atom(rule.dominating)
         if head is rule.head and _same(body, rule.body) and dominating is rule.dominating:
             return rule
@@ -190,7 +223,7 @@ class _Walker:
     def term(self, term: Term) -> Term:
         if isinstance(term, Aggregate):
             target = None if term.target is None else self.term(term.target)
-            body = tuple(self.literal(literal) for literal in term.body)
+            body = _calls_last(tuple(self.literal(literal) for literal in term.body))
             if target is term.target and _same(body, term.body):
                 return term
             return dataclasses.replace(term, target=target, body=body)
