@@ -22,9 +22,10 @@ the engine has no C++ tables to hand it.
 
 Every functor must be a function of its arguments: Update re-derives a tuple by calling it
 again and must get the same value (the invariant that Update equals a fresh Bootstrap rests on
-it), the vectorized executor calls it once per distinct tuple of arguments, and any executor
-may call it on the arguments of an instantiation that another comparison of the rule then
-rejects. It may be called from several threads at once (queries beside the writer).
+it), and the vectorized executor calls it once per distinct tuple of arguments. It is called
+after a rule's other comparisons (`reasoner.analysis.user_functors`), but may be called on the
+arguments of an instantiation that a negation or an atom then rejects. It may be called from
+several threads at once (queries beside the writer).
 
 Layer: `values`; the analysis binds the declared functors to these implementations, the
 command line and the service load them.
