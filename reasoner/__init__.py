@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from reasoner.syntax.lexer import IDENT, Token, tokenize
     from reasoner.syntax.preprocess import preprocess
     from reasoner.values import floats
+    from reasoner.values.functor_library import FunctorLibrary, FunctorLoadError
     from reasoner.values.records import (
         AdtType,
         RecordError,
@@ -100,6 +101,8 @@ _PUBLIC = {
     "ValueType": "reasoner.values.records",
     "storage_type": "reasoner.values.records",
     "SymbolTable": "reasoner.values.symbols",
+    "FunctorLibrary": "reasoner.values.functor_library",
+    "FunctorLoadError": "reasoner.values.functor_library",
     "FLOAT": "reasoner.values.types",
     "SYMBOL": "reasoner.values.types",
 }
@@ -132,6 +135,8 @@ __all__ = [
     "ExplainError",
     "Explainer",
     "FactBatch",
+    "FunctorLibrary",
+    "FunctorLoadError",
     "Materialization",
     "PastRelation",
     "ProgressReport",

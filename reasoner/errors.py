@@ -41,6 +41,12 @@ UNKNOWN_TYPE = "unknown_type"
 """A column or `.type` of a type that is neither built in nor declared (or not supported)."""
 UNKNOWN_ATTRIBUTE = "unknown_attribute"
 """A `choice-domain` key that names no attribute of its relation."""
+UNKNOWN_FUNCTOR = "unknown_functor"
+"""A call of a user-defined functor (`@f(...)`) that no `.functor` declares, or a declared
+functor that none of the implementations loaded provides (`reasoner.values.functor_library`)."""
+FUNCTOR_ERROR = "functor_error"
+"""A user-defined functor that raised, or returned no value of its declared type, while a fact
+was folded or an epoch evaluated (the epoch changes nothing)."""
 UNSUPPORTED_PRAGMA = "unsupported_pragma"
 """A `.pragma` that would change what the program means, or that Soufflé does not know."""
 IGNORED_PRAGMA = "ignored_pragma"
@@ -75,6 +81,7 @@ PROGRAM_ERROR_CODES = (
     UNKNOWN_RELATION,
     UNKNOWN_TYPE,
     UNKNOWN_ATTRIBUTE,
+    UNKNOWN_FUNCTOR,
     UNSUPPORTED_PRAGMA,
 )
 LIMIT_ERROR_CODES = (EXPRESSION_TOO_DEEP, RULE_TOO_LARGE)

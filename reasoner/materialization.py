@@ -45,6 +45,7 @@ from reasoner.storage.state import State, Tuple
 from reasoner.support.concurrency import ReadWriteLock, read_optimistically
 from reasoner.support.deadline import Check, clock
 from reasoner.syntax.preprocess import preprocess
+from reasoner.values.functor_library import FunctorLibrary
 from reasoner.values.symbols import SymbolTable, TableMark
 from reasoner.values.types import Value
 
@@ -117,12 +118,22 @@ class Materialization:
         self._writer = threading.Lock()
 
     @classmethod
-    def from_text(cls, text: str, filename: str = "<program>", **options: Any) -> Materialization:
+    def from_text(
+        cls,
+        text: str,
+        filename: str = "<program>",
+        *,
+        user_functors: FunctorLibrary | None = None,
+        **options: Any,
+    ) -> Materialization:
         """`options`: the constructor's keywords. `text` goes through the C preprocessor
-        (`reasoner.syntax.preprocess`) without reading any file: an `#include` is refused."""
+        (`reasoner.syntax.preprocess`) without reading any file: an `#include` is refused.
+        `user_functors`: the implementations of the functors the program, and any text added
+        to it later, may declare (`reasoner.values.functor_library`)."""
         source = preprocess(text, filename, files={})
-        program = ProgramText([source.text], filename)
-        return cls(check_preprocessed(source, filename), program=program, **options)
+        program = ProgramText([source.text], filename, user_functors)
+        analyzed = check_preprocessed(source, filename, user_functors)
+        return cls(analyzed, program=program, **options)
 
     @staticmethod
     def _arities(analyzed: AnalyzedProgram) -> dict[str, int]:

@@ -21,6 +21,7 @@ from typing import Any
 
 from reasoner.errors import (
     ARITY_MISMATCH,
+    FUNCTOR_ERROR,
     TYPE_MISMATCH,
     UNKNOWN_RELATION,
     UNKNOWN_RULE,
@@ -194,7 +195,9 @@ def program_error_problem(error: ProgramError) -> Problem:
 
 
 def invalid_delta_problem(error: InvalidDelta) -> Problem:
-    status = 404 if error.code in _NOT_FOUND_CODES else 400
+    """400, or 404 for what is not there; 422 for a valid write or query whose evaluation a
+    user-defined functor failed (it raised, or returned a value of another type)."""
+    status = 404 if error.code in _NOT_FOUND_CODES else 422 if error.code == FUNCTOR_ERROR else 400
     return Problem(status, error.code, clip(error.message, MAX_MESSAGE_CHARS))
 
 
@@ -206,4 +209,4 @@ def input_data_problem(error: InputDataError) -> Problem:
 
 
 # Imported for the documentation of codes; the engine raises these inside InvalidDelta.
-ENGINE_DELTA_CODES = (UNKNOWN_RELATION, ARITY_MISMATCH, TYPE_MISMATCH, UNKNOWN_RULE)
+ENGINE_DELTA_CODES = (UNKNOWN_RELATION, ARITY_MISMATCH, TYPE_MISMATCH, UNKNOWN_RULE, FUNCTOR_ERROR)

@@ -13,7 +13,7 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
-from reasoner import DEFAULT_SPARK_ITERATION, DEFAULT_SPARK_THRESHOLD, Engine
+from reasoner import DEFAULT_SPARK_ITERATION, DEFAULT_SPARK_THRESHOLD, Engine, FunctorLibrary
 
 DEFAULT_DATABASE_URL = "sqlite:///./data/reasoner.db"
 SECRETS_DIR = Path("/run/secrets")
@@ -44,6 +44,19 @@ class Settings(BaseSettings):
         None,
         description="Path of a Datalog program that seeds an empty database (ignored once "
         "the database holds a program).",
+    )
+    functors: str | None = Field(
+        None,
+        description="Path of a Python module whose top-level functions implement user-defined "
+        "functors, by name (`.functor f(x: number): number` in a program, `@f(x)` in its "
+        "rules). Programs written to the service may use only the functors the server was "
+        "started with: a program never names a library.",
+    )
+    functor_libraries: str | None = Field(
+        None,
+        description="C shared libraries of user-defined functors (paths, separated by `:`), "
+        "called as Soufflé's 64-bit build calls them; a function of `functors` of the same name "
+        "comes first.",
     )
     spark_master: str = Field(
         "local[*]", description="Spark master for the Spark Bootstrap (`spark://host:7077`)."
@@ -225,6 +238,16 @@ class Settings(BaseSettings):
     @classmethod
     def _empty_is_none(cls, value: object) -> object:
         return None if value == "" else value
+
+    def user_functors(self) -> FunctorLibrary | None:
+        """The functors the service runs programs with (`functors`, then
+        `functor_libraries`), loaded; None without either. Raises `FunctorLoadError`."""
+        paths = [path for path in (self.functor_libraries or "").split(":") if path]
+        if self.functors is None and not paths:
+            return None
+        module = None if self.functors is None else FunctorLibrary.python_module(self.functors)
+        shared = FunctorLibrary.shared_libraries(paths) if paths else None
+        return FunctorLibrary.merged(module, shared)
 
     @property
     def sqlalchemy_url(self) -> str:

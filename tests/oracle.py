@@ -51,6 +51,7 @@ from reasoner.syntax.ast import (
     Wildcard,
     is_negation,
 )
+from reasoner.values import functors
 from reasoner.values.ecmascript_regex import compiled
 from reasoner.values.floats import FloatValue
 from reasoner.values.records import AdtType, RecordType, ValueType
@@ -499,7 +500,12 @@ def functor(name: str, args: list[Value]) -> Value:
     `substr` is `std::string::substr` (a bad position gives ""), `match` is a whole-string
     `std::regex_match` (no value for an invalid pattern), `to_number` of text that is no
     number has no value. `ord` depends on the engine's symbol numbering, which the oracle
-    does not model."""
+    does not model. A user-defined functor (`@f#1`, as the analysis bound it) is its
+    implementation, whatever it computes (`reasoner.values.user_functors`)."""
+    if name.startswith("@"):
+        bound = functors.signature(name)
+        value = bound.scalar(*args)
+        return value % 2**64 if bound.result == "unsigned" else value  # type: ignore[operator]
     if name == "cat":
         return "".join(args)  # type: ignore[arg-type]
     if name == "strlen":

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from reasoner.materialization import Materialization
+from reasoner.values import floats
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 
@@ -25,6 +26,11 @@ class Golden:
             return {() if row == ["()"] else tuple(row) for row in csv.reader(rows, delimiter="\t")}
 
     def assert_rows(self, m: Materialization, relations: Iterable[str]) -> None:
-        """`m` holds Soufflé's rows of each relation (compared as text)."""
+        """`m` holds Soufflé's rows of each relation (compared as text; a float as Soufflé
+        writes it)."""
         for name in relations:
-            assert {tuple(map(str, row)) for row in m.rows(name)} == self.rows(name), name
+            assert {tuple(map(_text, row)) for row in m.rows(name)} == self.rows(name), name
+
+
+def _text(value: object) -> str:
+    return floats.float_text(value) if isinstance(value, float) else str(value)

@@ -37,6 +37,7 @@ from reasoner.analysis.subsumption import (
 from reasoner.analysis.terms import atoms_of, leaves
 from reasoner.analysis.type_lattice import NUMERIC, Known
 from reasoner.analysis.types import TypeInference, infer_types
+from reasoner.analysis.user_functors import bind_calls, bind_functors
 from reasoner.errors import (
     ARITY_MISMATCH,
     IGNORED_PRAGMA,
@@ -61,6 +62,7 @@ from reasoner.syntax.ast import (
 )
 from reasoner.syntax.parser import parse_program
 from reasoner.syntax.preprocess import Preprocessed
+from reasoner.values.functor_library import FunctorLibrary
 from reasoner.values.records import AdtType, RecordType, ValueType
 from reasoner.values.types import FLOAT, NUMBER, RECORD, ColumnType
 
@@ -72,17 +74,19 @@ def analyze(
     filename: str = "<input>",
     allow_undefined: bool = True,
     magic: Sequence[str] = (),
+    user_functors: FunctorLibrary | None = None,
 ) -> AnalyzedProgram:
     """Check `program` and compute relation types, strata and evaluated facts.
 
     Raises `ProgramError` with every error found. `source` (the program text) is only used to
     quote the offending line in diagnostics. A body relation that is never declared, derived,
     or read is an empty relation (its shape inferred) with a warning in `warnings`; with
-    `allow_undefined=False` it is an `unknown_relation` error instead. `magic` names
-    relations to give the magic-set transformation besides those the program names
-    (`reasoner.analysis.magic`).
+    `allow_undefined=False` it is an `unknown_relation` error instead. `user_functors`: the
+    implementations of the functors the program declares (`.functor`; none: it may declare
+    none). `magic` names relations to give the magic-set transformation besides those the
+    program names (`reasoner.analysis.magic`).
     """
-    analyzed = _analyze(program, source, filename, allow_undefined)
+    analyzed = _analyze(program, source, filename, allow_undefined, user_functors)
     maybe = _maybe_goal_directed(program, magic)
     floats = [name for name, info in analyzed.relations.items() if FLOAT in info.types]
     transformed, goal_directed = magic_transform(program, magic, floats)
@@ -90,7 +94,7 @@ def analyze(
         return dataclasses.replace(analyzed, magic=maybe)
     # Checked as written (the messages name the user's rules), evaluated transformed.
     try:
-        rewritten = _analyze(transformed, source, filename, allow_undefined)
+        rewritten = _analyze(transformed, source, filename, allow_undefined, user_functors)
     except ProgramError as error:  # the same rows, computed in full
         pragma = next((p for p in program.pragmas if p.key == "magic-transform"), None)
         reason = error.diagnostics[0].message
@@ -116,11 +120,16 @@ def analyze(
 
 
 def _analyze(
-    program: Program, source: str, filename: str, allow_undefined: bool
+    program: Program,
+    source: str,
+    filename: str,
+    allow_undefined: bool,
+    user_functors: FunctorLibrary | None,
 ) -> AnalyzedProgram:
     reporter = Reporter(filename, source)
     check_pragmas(program, reporter)
     named = resolve_types(program, reporter)
+    program, bound = bind_functors(program, named, user_functors, reporter)
     choices = choice_domains(program, reporter)
     closure = equivalence_rules(program, named, reporter)
     if closure:
@@ -206,6 +215,7 @@ def _analyze(
         written_literals=written_literals,
         type_system=named,
         inlined=inlined,
+        user_functors=bound,
     )
 
 
@@ -340,21 +350,30 @@ def check_program(
     filename: str = "<input>",
     allow_undefined: bool = True,
     magic: Sequence[str] = (),
+    user_functors: FunctorLibrary | None = None,
 ) -> AnalyzedProgram:
     """Parse and analyze `text`. Parse errors are raised alone: analysis needs a parsed program."""
     program = parse_program(text, filename)
     return analyze(
-        program, source=text, filename=filename, allow_undefined=allow_undefined, magic=magic
+        program,
+        source=text,
+        filename=filename,
+        allow_undefined=allow_undefined,
+        user_functors=user_functors,
+        magic=magic,
     )
 
 
 def check_preprocessed(
-    source: Preprocessed, filename: str, magic: Sequence[str] = ()
+    source: Preprocessed,
+    filename: str,
+    user_functors: FunctorLibrary | None = None,
+    magic: Sequence[str] = (),
 ) -> AnalyzedProgram:
     """`check_program` of a program after the C preprocessor (`reasoner.syntax.preprocess`),
     its errors and warnings pointing into the files as written."""
     try:
-        analyzed = check_program(source.text, filename, magic=magic)
+        analyzed = check_program(source.text, filename, user_functors=user_functors, magic=magic)
     except ProgramError as error:
         raise ProgramError(source.remap(error.diagnostics)) from None
     return dataclasses.replace(analyzed, warnings=tuple(source.remap(analyzed.warnings)))
@@ -376,6 +395,7 @@ def check_query(
     arithmetic that no positive atom of the query binds (`unsafe_rule`). Raises `ProgramError`.
     """
     reporter = Reporter(filename, source)
+    body = bind_calls(body, analyzed.user_functors, reporter)
     bad_atoms: set[int] = set()
     for atom, _ in atoms_of(body):
         info = analyzed.relations.get(atom.relation)

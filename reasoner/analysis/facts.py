@@ -32,6 +32,7 @@ from reasoner.values import floats, functors
 from reasoner.values.arith import ARITH
 from reasoner.values.records import AdtType, Nested, RecordType, ValueType, fits, nested_text
 from reasoner.values.types import FLOAT, SYMBOL, Value
+from reasoner.values.user_functors import Unavailable
 
 
 class _NotFoldable(Exception):
@@ -118,7 +119,9 @@ def _call(call: Functor, args: list[Value]) -> Value:
             call.span,
             UNSUPPORTED_FEATURE,
         )
-    signature = functors.signature(call.name)
+    signature = functors.find(call.name)
+    if signature is None:  # a user-defined functor's call refused (reported)
+        raise _NotFoldable
     for index, arg in enumerate(args):
         if isinstance(arg, str) != (signature.param(index) == SYMBOL):
             raise _NotFoldable
@@ -130,6 +133,8 @@ def _call(call: Functor, args: list[Value]) -> Value:
         value = signature.scalar(*operands)
     except InvalidDelta as refused:  # a functor refusing operands (`substr` cutting é)
         raise _FoldError(refused.message, call.span, refused.code) from None
+    except Unavailable:  # a user-defined functor without an implementation (reported)
+        raise _NotFoldable from None
     if value is None:
         raise _FoldError(f"functor error in fact: `{render(call)}` has no value", call.span)
     return floats.to_bits(value) if isinstance(value, float) else value

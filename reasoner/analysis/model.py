@@ -190,6 +190,10 @@ class AnalyzedProgram:
     inlined: frozenset[str] = frozenset()
     """The `inline` relations substituted into their readers (`reasoner.analysis.inline`):
     never materialized, they read empty."""
+    user_functors: dict[str, str] = field(default_factory=dict)
+    """Each user-defined functor the program declares (`@f`) and the name its calls take once
+    bound to its implementation (`reasoner.analysis.user_functors`): what a query's calls
+    take."""
     magic: frozenset[str] = frozenset()
     """The relations the magic-set transformation may make goal-directed (asked for, not
     input or output), whether it did or not: which are may change with the rules, so an

@@ -6,7 +6,9 @@ they have no effect. The magic-set transformation is applied as Soufflé applies
 (`reasoner.analysis.magic`). Options that change what the program
 means or where its data lives (macros, functor libraries, input and output directories,
 provenance) are refused with the option named: running without them could give an answer
-that is not Soufflé's.
+that is not Soufflé's. Functor libraries in particular are never named by a program: the
+command line or the service's settings load them, and a program posted to the service can use
+only those (`reasoner.values.functor_library`).
 """
 
 from __future__ import annotations
@@ -39,13 +41,18 @@ TUNING = frozenset(
 )
 """Soufflé options that affect only its own evaluation."""
 
+_LIBRARIES = (
+    "a program never names the libraries of its functors: they are loaded where the engine "
+    "starts (`reasoner run -l NAME -L DIR` or `--functors FILE.py`; the service's "
+    "`REASONER_FUNCTORS`)"
+)
 MEANINGFUL = {
     "fact-dir": "give the input directory on the command line (-F) instead",
     "output-dir": "give the output directory on the command line (-D) instead",
     "include-dir": "the C preprocessor is not run",
     "macro": "the C preprocessor is not run",
-    "library-dir": "user-defined functors are not supported",
-    "libraries": "user-defined functors are not supported",
+    "library-dir": _LIBRARIES,
+    "libraries": _LIBRARIES,
     "provenance": "provenance relations are not produced (the proof counts answer why a tuple "
     "is there)",
 }

@@ -31,7 +31,7 @@ from reasoner.syntax.ast import (
 )
 from reasoner.values import floats
 from reasoner.values.arith import as_unsigned
-from reasoner.values.functors import CONSTRAINTS
+from reasoner.values.functors import CONSTRAINTS, written_name
 from reasoner.values.types import FLOAT, UNSIGNED
 
 Leaf = Variable | Wildcard | NumberConst | StringConst | NilConst | Aggregate
@@ -116,7 +116,7 @@ def render(term: Term) -> str:
         target = "" if term.target is None else f" {render(term.target)}"
         return f"{term.op}{target} : {{ {', '.join(map(render_literal, term.body))} }}"
     if isinstance(term, Functor):
-        return f"{term.name}({', '.join(map(render, term.args))})"
+        return f"{written_name(term.name)}({', '.join(map(render, term.args))})"
     if isinstance(term, Cast):
         return f"as({render(term.term)}, {term.type})"
     if isinstance(term, NilConst):

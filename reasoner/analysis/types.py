@@ -525,12 +525,12 @@ class TypeInference:
     def _functor(self, scope: int, call: Functor) -> Typed:
         if call.name == functors.GENERATOR:
             return self._range(scope, call)
-        signature = functors.signature(call.name)
+        signature = functors.find(call.name)  # None: a user-defined call refused, reported
         for index, arg in enumerate(call.args):
-            wanted: Known = signature.param(index)
             typed = self._term(scope, arg)
-            if typed is None:
+            if typed is None or signature is None:
                 continue
+            wanted: Known = signature.param(index)
             if call.name in functors.CONVERSIONS or call.name == "to_float":  # see `settle`
                 self._overloaded.append((scope, typed, call))
                 continue
@@ -541,11 +541,11 @@ class TypeInference:
             if not ok:
                 self.reporter.error(
                     TYPE_MISMATCH,
-                    f"`{call.name}` takes {shown(wanted)} as argument {index + 1}, "
-                    f"but `{render(arg)}` is {found}",
+                    f"`{functors.written_name(call.name)}` takes {shown(wanted)} as argument "
+                    f"{index + 1}, but `{render(arg)}` is {found}",
                     arg.span,
                 )
-        return signature.result
+        return None if signature is None else signature.result
 
 
 def infer_types(

@@ -19,10 +19,10 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import cast
 
-from reasoner.analysis import check_preprocessed
 from reasoner.analysis.facts import evaluate
 from reasoner.analysis.model import AnalyzedProgram
 from reasoner.analysis.terms import render
+from reasoner.cli.program_options import analyze_program, program_arguments
 from reasoner.cli.replay import EpochRecord, replay
 from reasoner.cli.workload import PATTERN, elastic_pattern, read_workload, write_workload
 from reasoner.elastic.progress import Terminal
@@ -50,9 +50,9 @@ from reasoner.syntax.ast import (
     StringConst,
     Term,
 )
-from reasoner.syntax.preprocess import parse_macros, preprocess
 from reasoner.values import floats
 from reasoner.values.arith import as_unsigned
+from reasoner.values.functor_library import FunctorLoadError
 from reasoner.values.records import AdtType, RecordText, RecordType, ValueType, fits, nested_text
 from reasoner.values.types import Value
 
@@ -70,26 +70,6 @@ def peak_memory_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def _analyze(args: argparse.Namespace) -> AnalyzedProgram:
-    """The program of `args`, through the C preprocessor as Soufflé runs it (`-I`, `-M`)."""
-    path = Path(args.program)
-    try:
-        text = path.read_text(encoding="utf-8-sig")  # without a byte-order mark
-    except OSError as exc:
-        raise InputDataError(f"cannot read program: {exc.strerror}", str(path)) from None
-    for directory in args.include_dir:
-        if not Path(directory).is_dir():
-            raise InputDataError("include directory does not exist", directory)
-    source = preprocess(
-        text, str(path), include_dirs=args.include_dir, macros=parse_macros(args.macro)
-    )
-    magic = [name.strip() for name in args.magic_transform.split(",") if name.strip()]
-    analyzed = check_preprocessed(source, str(path), magic)
-    for warning in analyzed.warnings:
-        print(f"warning: {warning.format()}", file=sys.stderr)
-    return analyzed
-
-
 def _run(args: argparse.Namespace) -> int:
     # One evaluation: the engine makes next to no cyclic garbage, while the collector would
     # traverse the growing state again and again (about 10 % of a CRDT Bootstrap).
@@ -101,7 +81,7 @@ def _run_once(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     with Terminal(args.quiet) as terminal:
         terminal.say("reading the program and its inputs")
-        analyzed = _analyze(args)
+        analyzed = analyze_program(args)
         inputs = load_inputs(analyzed, Path(args.facts), read=read_facts_batch)
         # One evaluation, no epochs after it: no Update plans (nor their indexes).
         materialization = Materialization(analyzed, engines=_engines(args), maintained=False)
@@ -157,7 +137,7 @@ def _write_program_outputs(analyzed: AnalyzedProgram, m: Materialization, output
 
 
 def _workload(args: argparse.Namespace) -> int:
-    analyzed = _analyze(args)
+    analyzed = analyze_program(args)
     inputs = load_inputs(analyzed, Path(args.facts))
     workload = elastic_pattern(inputs, small=args.small, large_fraction=args.large, seed=args.seed)
     manifest = {
@@ -178,7 +158,7 @@ def _workload(args: argparse.Namespace) -> int:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    analyzed = _analyze(args)
+    analyzed = analyze_program(args)
     inputs = load_inputs(analyzed, Path(args.facts))
     workload = read_workload(analyzed, args.epochs)
     records: list[EpochRecord] = []
@@ -312,34 +292,6 @@ def _engines(args: argparse.Namespace) -> EngineSettings:
         raise SystemExit(2) from None
 
 
-def _program_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("program", help="the Datalog program (.dl)")
-    parser.add_argument(
-        "-I",
-        "--include-dir",
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="a directory for the preprocessor's #include (repeatable), as Soufflé's -I",
-    )
-    parser.add_argument(
-        "-M",
-        "--macro",
-        action="append",
-        default=[],
-        metavar="MACROS",
-        help="preprocessor macros, 'NAME' or 'NAME=VALUE' separated by spaces, as Soufflé's -M",
-    )
-    parser.add_argument(
-        "-m",
-        "--magic-transform",
-        default="",
-        metavar="RELATIONS",
-        help="apply the magic-set transformation to these relations (comma-separated, '*' for "
-        'all), as Soufflé\'s --magic-transform and `.pragma "magic-transform"`',
-    )
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="reasoner", description="Elastic incremental Datalog engine (Soufflé-compatible)."
@@ -347,7 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     run = commands.add_parser("run", help="evaluate a program once, like `souffle -F -D`")
-    _program_argument(run)
+    program_arguments(run)
     run.add_argument("-F", "--facts", default=".", help="directory of <relation>.facts inputs")
     run.add_argument("-D", "--output", default=".", help="directory for <relation>.csv outputs")
     run.add_argument("--stats", help="write JSON statistics (strata, sizes, time, memory) here")
@@ -362,7 +314,7 @@ def build_parser() -> argparse.ArgumentParser:
         "sets, 7 retracts a large one, 8-11 are small again, 12 re-inserts the large set, so "
         "the facts end equal to FACTS_DIR.",
     )
-    _program_argument(workload)
+    program_arguments(workload)
     workload.add_argument("-F", "--facts", default=".", help="directory of <relation>.facts")
     workload.add_argument("--out", required=True, help="new (or empty) directory for the epochs")
     workload.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
@@ -379,7 +331,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="play a workload of epochs through the elastic engine",
         description="Exit status: 0 ok, 1 input error, 2 program error, 3 --check failed.",
     )
-    _program_argument(rep)
+    program_arguments(rep)
     rep.add_argument("-F", "--facts", default=".", help="directory of <relation>.facts inputs")
     rep.add_argument("--epochs", required=True, help="directory of epochs (0001/insert/...)")
     rep.add_argument(
@@ -422,7 +374,7 @@ def build_parser() -> argparse.ArgumentParser:
         "explain",
         help="print the Update plans of every stratum, or with --why, why tuples hold or not",
     )
-    _program_argument(explain)
+    program_arguments(explain)
     explain.add_argument("-F", "--facts", default=".", help="directory of the .facts inputs")
     explain.add_argument(
         "--why",
@@ -449,7 +401,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _explain(args: argparse.Namespace) -> int:
-    analyzed = _analyze(args)
+    analyzed = analyze_program(args)
     if not args.why:
         sys.stdout.write(explain_program(analyzed))
         return EXIT_OK
@@ -558,8 +510,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(str(exc), file=sys.stderr)
         return EXIT_INPUT_ERROR
     except InvalidDelta as exc:  # met while evaluating: a float sum whose rounding is
-        # Soufflé's order of rows, a `match` pattern or a `substr` cut known only then
+        # Soufflé's order of rows, a `match` pattern or a `substr` cut known only then, a
+        # user-defined functor that raised
         print(str(exc), file=sys.stderr)
+        return EXIT_PROGRAM_ERROR
+    except FunctorLoadError as exc:  # `--functors`, `-l`: part of the program
+        print(f"reasoner: error: {exc}", file=sys.stderr)
         return EXIT_PROGRAM_ERROR
 
 

@@ -24,6 +24,7 @@ from reasoner.syntax.ast import Program, Rule
 from reasoner.syntax.lexer import tokenize
 from reasoner.syntax.parser import parse_program
 from reasoner.syntax.preprocess import Preprocessed, preprocess
+from reasoner.values.functor_library import FunctorLibrary
 from reasoner.values.records import ValueType
 from reasoner.values.types import Value
 
@@ -86,9 +87,19 @@ def _cut(text: str, spans: list[Span]) -> str:
 class ProgramText:
     """The current program: a list of source texts, the first being the program file."""
 
-    def __init__(self, units: list[str], filename: str = "<program>") -> None:
+    def __init__(
+        self,
+        units: list[str],
+        filename: str = "<program>",
+        user_functors: FunctorLibrary | None = None,
+    ) -> None:
         self.units = units
         self.filename = filename
+        self.user_functors = user_functors
+        """The implementations its `.functor`s are bound to, whatever text is added."""
+
+    def _with(self, units: list[str]) -> ProgramText:
+        return ProgramText(units, self.filename, self.user_functors)
 
     @property
     def text(self) -> str:
@@ -96,6 +107,14 @@ class ProgramText:
 
     def parse(self) -> Program:
         return parse_program(self.text, self.filename)
+
+    def analyzed(self) -> AnalyzedProgram:
+        return analyze(
+            self.parse(),
+            source=self.text,
+            filename=self.filename,
+            user_functors=self.user_functors,
+        )
 
     def written(self) -> Program:
         """The rule clauses as written, those of components once each (not per instance)."""
@@ -167,15 +186,15 @@ class ProgramText:
             added.extend(first)
             kept.append(_cut(text, repeated))
         # Analyze the texts as given, so diagnostics point into what the client sent...
-        whole = ProgramText(units + list(add), self.filename)._analyze(len(units), names)
-        candidate = ProgramText(units + [k for k in kept if k.strip()], self.filename)
+        whole = self._with(units + list(add))._analyze(len(units), names)
+        candidate = self._with(units + [k for k in kept if k.strip()])
         warnings = tuple(w for w in whole.warnings if w.filename in names)
         if kept == list(add):
             return Changed(
                 candidate, whole, tuple(added), tuple(removed), {}, warnings, tuple(given)
             )
         # ...then drop the facts and the repeated clauses: a rule counts once, facts are data.
-        analyzed = analyze(candidate.parse(), source=candidate.text, filename=self.filename)
+        analyzed = candidate.analyzed()
         facts = {}
         for name, rows in whole.facts.items():
             there = set(analyzed.facts.get(name, ()))
@@ -188,15 +207,14 @@ class ProgramText:
                 declaration(n, whole.relations[n].column_names, whole.relations[n].value_types)
                 for n in undefined
             )
-            candidate = ProgramText([*candidate.units, declarations], self.filename)
-            analyzed = analyze(candidate.parse(), source=candidate.text, filename=self.filename)
+            candidate = self._with([*candidate.units, declarations])
+            analyzed = candidate.analyzed()
         return Changed(
             candidate, analyzed, tuple(added), tuple(removed), facts, warnings, tuple(given)
         )
 
     def _analyze(self, base_units: int, names: list[str]) -> AnalyzedProgram:
         """Analyze the whole program; map each diagnostic back to the text it points into."""
-        text = self.text
         starts = []  # first line of every unit in the joined text
         line = 1
         for unit in self.units:
@@ -221,9 +239,7 @@ class ProgramText:
             return out
 
         try:
-            analyzed = analyze(
-                parse_program(text, self.filename), source=text, filename=self.filename
-            )
+            analyzed = self.analyzed()
         except ProgramError as error:
             raise ProgramError(mapped(error.diagnostics)) from None
         return dataclasses.replace(analyzed, warnings=tuple(mapped(analyzed.warnings)))

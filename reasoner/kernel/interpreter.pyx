@@ -1137,8 +1137,8 @@ cdef class Kernel:
         cdef int64_t stack[MAX_STACK]
         cdef int top = 0
         cdef int64_t i, tag, a, word
-        if n == 1:
-            tag = code[p + 1]
+        tag = code[p + 1]
+        if n == 1 and (tag == TERM_CONST or tag == TERM_REG):  # not a call without operands
             out[0] = code[p + 2] if tag == TERM_CONST else run.regs[code[p + 2]]
             return 1
         for i in range(n):

@@ -193,7 +193,7 @@ def _expression(term: Term, registers: _Registers, symbols: SymbolTable) -> list
             return max(left, right + 1)
         if isinstance(t, Functor) and t.name != functors.GENERATOR:
             deepest = max((walk(arg) + index for index, arg in enumerate(t.args)), default=0)
-            number = functors.ORDER.index(t.name)
+            number = functors.number(t.name)
             items.extend((OP_CALL, number << 8 | len(t.args)))
             return max(deepest, 1)
         raise Unsupported(f"no value for {t!r}")

@@ -87,6 +87,8 @@ def demand_program(
         cached = _programs.get(key)
     if cached is not None and cached[0] is analyzed:
         return cached[1]
+    if analyzed.user_functors:  # the program as written has its calls bound already
+        _refuse("a query of goal-directed relations in a program with user-defined functors")
     program = analyzed.written or analyzed.program
     span = Span(1, 1, 1, 1)
     head = Atom(QUERY_HEAD, tuple(Variable(v, span) for v in variables), span)

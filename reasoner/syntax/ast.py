@@ -112,7 +112,9 @@ def is_negation(term: BinaryOp) -> bool:
 class Functor:
     """A call of one of Soufflé's string functors (`cat`, `strlen`, `substr`, `contains`,
     `match`, `ord`, `to_number`, `to_string`; see `reasoner.values.functors`), a term like any
-    arithmetic. The parser checks the name and the number of arguments."""
+    arithmetic. The parser checks the name and the number of arguments. A user-defined
+    functor's name starts with `@` (`@f`), as it is written; the analysis checks its call
+    against its `.functor` declaration."""
 
     name: str
     args: tuple[Term, ...]
@@ -342,6 +344,20 @@ class Pragma:
 
 
 @dataclass(frozen=True, slots=True)
+class FunctorDeclaration:
+    """`.functor name(a: Type, ...): Type [stateful]`: a user-defined functor that terms call as
+    `@name(...)` (`reasoner.analysis.user_functors`), its implementation loaded beside the
+    program (`reasoner.values.functor_library`). A parameter's `name` is "" when it is written
+    as its type alone (`.functor f(number): number`)."""
+
+    name: str
+    params: tuple[Column, ...]
+    result: Column
+    stateful: bool
+    span: Span = field(compare=False)
+
+
+@dataclass(frozen=True, slots=True)
 class Declaration:
     name: str
     columns: tuple[Column, ...]
@@ -391,3 +407,4 @@ class Program:
     facts: tuple[Fact, ...] = ()
     types: tuple[TypeDeclaration, ...] = ()
     pragmas: tuple[Pragma, ...] = ()
+    functors: tuple[FunctorDeclaration, ...] = ()

@@ -53,6 +53,8 @@ NUMBER = "number"
 STRING = "string"
 CONSTRUCTOR = "constructor"
 """`$Name`: a branch of an algebraic data type; `value` is the name."""
+USER_FUNCTOR = "user_functor"
+"""`@name`: a call of a user-defined functor (`.functor name(...)`); `value` is the name."""
 ERROR = "error"
 EOF = "eof"
 
@@ -150,6 +152,8 @@ def tokenize(text: str) -> LexResult:  # noqa: C901
             append(Token(NUMBER, lexeme, start, line, column))
         elif kind == CONSTRUCTOR:
             append(Token(CONSTRUCTOR, lexeme, start, line, column, lexeme[1:]))
+        elif kind == "udf":
+            append(Token(USER_FUNCTOR, lexeme, start, line, column, lexeme[1:]))
         elif kind == STRING:
             value, error = _decode_string(lexeme[1:-1])
             if error is None:
@@ -158,12 +162,6 @@ def tokenize(text: str) -> LexResult:  # noqa: C901
                 append(Token(ERROR, lexeme, start, line, column, error))
         elif kind == "badstring":
             append(Token(ERROR, lexeme, start, line, column, "unterminated string literal"))
-        elif kind == "udf":
-            message = (
-                f"user-defined functors (`{lexeme}`) are not supported: Soufflé links them in "
-                "as C++ code"
-            )
-            append(Token(ERROR, lexeme, start, line, column, message))
         elif kind == "float":
             message = f"Soufflé's float literals have no exponent: `{lexeme}`"
             append(Token(ERROR, lexeme, start, line, column, message))

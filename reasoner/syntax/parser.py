@@ -37,6 +37,7 @@ from reasoner.syntax.ast import (
     Directive,
     Fact,
     Functor,
+    FunctorDeclaration,
     Negation,
     NilConst,
     NumberConst,
@@ -59,6 +60,7 @@ from reasoner.syntax.components import (
     Override,
     expand,
 )
+from reasoner.syntax.functor_declarations import DeclarationRefused, functor_declaration
 from reasoner.syntax.lexer import (
     CONSTRUCTOR,
     EOF,
@@ -66,9 +68,11 @@ from reasoner.syntax.lexer import (
     IDENT,
     NUMBER,
     STRING,
+    USER_FUNCTOR,
     Token,
     tokenize,
 )
+from reasoner.syntax.lookahead import colon_after_parenthesis, colon_ends_expression
 from reasoner.syntax.negation import Alternatives, negation_of
 from reasoner.syntax.numbers import LiteralRefused, number_literal
 from reasoner.values import functors
@@ -177,6 +181,7 @@ class _Parser:
         self.facts: list[Fact] = []
         self.types: list[TypeDeclaration] = []
         self.pragmas: list[Pragma] = []
+        self.functors: list[FunctorDeclaration] = []
         self.components: list[ComponentDefinition] = []
         self.instances: list[Instantiation] = []
         self.overrides: list[Override] = []
@@ -251,6 +256,7 @@ class _Parser:
             body.facts,
             body.types,
             tuple(self.pragmas),
+            tuple(self.functors),
         )
 
     def written(self) -> Program:
@@ -271,6 +277,7 @@ class _Parser:
             tuple(self.facts),
             tuple(self.types),
             tuple(self.pragmas),
+            tuple(self.functors),
         )
 
     def _statements(self, end: str) -> None:
@@ -372,12 +379,25 @@ class _Parser:
         elif keyword.text == "override":
             name = self._expect_ident("a relation name after `.override`")
             self.overrides.append(Override(name.text, dot.span.through(name.span)))
+        elif keyword.text == "functor":
+            self._functor_declaration(dot)
         else:
             raise _Failure(
                 f"unsupported directive `.{keyword.text}`: only .decl, .type, .input, .output, "
-                ".printsize, .pragma, .comp, .init and .override are supported",
+                ".printsize, .pragma, .functor, .comp, .init and .override are supported",
                 dot.span.through(keyword.span),
             )
+
+    def _functor_declaration(self, dot: Token) -> None:
+        """`.functor ...` (`reasoner.syntax.functor_declarations`), outside components only."""
+        try:
+            found, self.pos = functor_declaration(self.tokens, self.pos, dot, self.functors)
+        except DeclarationRefused as refused:
+            self.pos = refused.position
+            raise _Failure(str(refused), refused.span) from None
+        if self._component_depth:
+            raise _Failure("`.functor` belongs outside components", found.span)
+        self.functors.append(found)
 
     def _component(self, dot: Token) -> None:
         """`.comp Name<T, ...> : Base<...>, ... { statements }` (`reasoner.syntax.components`)."""
@@ -867,6 +887,8 @@ class _Parser:
             return NilConst(token.span), 0
         if kind == IDENT and token.text == "as" and self._peek(1).kind == "(":
             return self._cast()
+        if kind == USER_FUNCTOR:
+            return self._functor()
         if kind == IDENT and token.text in functors.NAMES and self._peek(1).kind == "(":
             if token.text in functors.CONSTRAINTS:
                 raise _Failure(
@@ -912,38 +934,16 @@ class _Parser:
         if following.kind == ":":
             return True
         if following.kind == "(":
-            return self._peek().text not in _VARIADIC or self._after_parenthesis(self.pos + 1)
+            return self._peek().text not in _VARIADIC or colon_after_parenthesis(
+                self.tokens, self.pos + 1
+            )
         if self._peek().text == "count":  # no expression: `count - 1` is a variable's
             return following.kind == "{"
         if following.kind == IDENT:
             return following.text not in _WORD_OPERATORS
         if following.kind == "-":  # `sum -x : {...}`, or a variable: `sum - 1`
-            return self._colon_follows(self.pos + 1)
-        return following.kind in (NUMBER, STRING, "{")
-
-    def _colon_follows(self, index: int) -> bool:
-        """Whether a `:` ends the expression starting at `index` (outside parentheses)."""
-        depth = 0
-        for at in range(index, len(self.tokens)):
-            kind = self.tokens[at].kind
-            depth += (kind == "(") - (kind == ")")
-            if depth < 0 or (depth == 0 and kind in (",", ".", ";", "{", "}", EOF)):
-                return False
-            if depth == 0 and kind == ":":
-                return True
-        return False
-
-    def _after_parenthesis(self, index: int) -> bool:
-        """Whether the parenthesis opening at `index` is closed and followed by `:`."""
-        depth = 0
-        for at in range(index, len(self.tokens)):
-            kind = self.tokens[at].kind
-            depth += (kind == "(") - (kind == ")")
-            if depth == 0:
-                return at + 1 < len(self.tokens) and self.tokens[at + 1].kind == ":"
-            if kind in (".", EOF):
-                return False
-        return False
+            return colon_ends_expression(self.tokens, self.pos + 1)
+        return following.kind in (NUMBER, STRING, USER_FUNCTOR, "{")
 
     def _aggregate(self) -> Aggregate:
         """`count : { body }`, `sum expr : { body }`, ...; a body of one atom may go without
@@ -997,11 +997,14 @@ class _Parser:
 
     def _functor(self) -> tuple[Functor, int]:
         """`cat(a, b, ...)`, `strlen(s)`, ...: a string functor's call (`reasoner.values.functors`),
-        its number of arguments checked here."""
+        its number of arguments checked here; or `@f(...)`, a user-defined functor's, which the
+        analysis checks against its `.functor`."""
         name = self._advance()
+        if name.kind == USER_FUNCTOR and self._peek().kind != "(":
+            raise self._fail(f"`(` and the arguments of `{name.text}`")
         args, depth, close = self._arguments(")")
-        signature = functors.signature(name.text)
-        if not signature.accepts(len(args)):
+        signature = None if name.kind == USER_FUNCTOR else functors.signature(name.text)
+        if signature is not None and not signature.accepts(len(args)):
             most = len(signature.params)
             if signature.variadic:
                 wanted = "at least one argument"

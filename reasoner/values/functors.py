@@ -10,6 +10,8 @@ Soufflé's strings are C++ byte strings: `strlen` and `substr` count UTF-8 bytes
 `substr` that cuts a character in two is where the two differ: Soufflé keeps the bytes, which
 no symbol here (Unicode text) holds, so it is refused by name. A functor without a
 value for its operands (`to_number("x")`) gives no derivation, like a division by zero.
+User-defined functors (`@f`) are registered here once the analysis has bound them to their
+implementations (`register`, `reasoner.values.user_functors`), and are then applied as these.
 `contains` and `match` are constraints in Soufflé; here they are numbers (1 or 0) that the
 parser compares with 0, so every evaluator treats them as any other term; `match` of an
 invalid pattern has no value, so that `match` and `!match` both fail, as in Soufflé.
@@ -18,7 +20,8 @@ invalid pattern has no value, so that `match` and `!match` both fail, as in Souf
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Sequence
+import threading
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -320,7 +323,51 @@ def signature(name: str) -> Signature:
         return _ORD
     if name == GENERATOR:
         return _RANGE
+    if name.startswith(USER_PREFIX):
+        return _USER[name]
     return SIGNATURES[name]
+
+
+def find(name: str) -> Signature | None:
+    """`name`'s signature, or None for a user-defined functor that is not registered (a call
+    the analysis refused)."""
+    return _USER.get(name) if name.startswith(USER_PREFIX) else signature(name)
+
+
+USER_PREFIX = "@"
+"""How a user-defined functor's call is named: `@f`, as written."""
+_USER: dict[str, Signature] = {}
+"""The user-defined functors bound in this process, by the name their calls take."""
+_USER_NAMES: list[str] = []
+"""The same, in order of registration: their numbers follow `ORDER`'s."""
+_USER_KEYS: dict[Hashable, str] = {}
+_USER_LOCK = threading.Lock()
+
+
+def register(written: str, user: Signature, key: Hashable) -> str:
+    """Make `user` the meaning of the calls of a user-defined functor written `written`
+    (`@f`); the name those calls take from then on: `@f#1` for the first binding of the name
+    in the process, `@f#2` for the next (two programs may give one name two implementations),
+    and so on. The same `key` (the declared types and the implementation) is the same binding,
+    whose name is given again. A call named as written is one the analysis refused: no
+    signature has its name."""
+    with _USER_LOCK:
+        found = _USER_KEYS.get(key)
+        if found is not None:
+            return found
+        count = 1
+        while f"{written}#{count}" in _USER:
+            count += 1
+        name = f"{written}#{count}"
+        _USER[name] = user
+        _USER_NAMES.append(name)
+        _USER_KEYS[key] = name
+        return name
+
+
+def written_name(name: str) -> str:
+    """A functor's name as the program writes it (`@f` for a binding named `@f#1`)."""
+    return name.split("#", 1)[0]
 
 
 _ORD = Signature(("symbol",), "number", lambda ident: ident)
@@ -386,7 +433,7 @@ def apply_with(
 ) -> int | None:
     """`name` (not `ord`) over numbered operands, symbols read by `resolve` and a symbol it
     makes numbered by `encode` (a query numbers without interning); None for no value."""
-    signature = SIGNATURES[name]
+    signature = _USER[name] if name.startswith(USER_PREFIX) else SIGNATURES[name]
     values = [_decoded(signature.param(i), v, resolve) for i, v in enumerate(operands)]
     result = signature.scalar(*values)
     if result is None:
@@ -428,13 +475,23 @@ def apply_arrays(
 
 
 ORDER = tuple(sorted(NAMES | SIGNATURES.keys() | {PACK, FIND, FIELD}))
-"""Functor numbers, as the Update kernel's plans name them (`reasoner.kernel.plans`)."""
+"""Functor numbers, as the Update kernel's plans name them (`reasoner.kernel.plans`); the
+user-defined functors registered are numbered after them."""
+_NUMBERS = {name: number for number, name in enumerate(ORDER)}
+
+
+def number(name: str) -> int:
+    """The number of functor `name` in the kernel's plans."""
+    if name.startswith(USER_PREFIX):
+        return len(ORDER) + _USER_NAMES.index(name)
+    return _NUMBERS[name]
 
 
 def caller(symbols: SymbolTable) -> Callable[[int, list[int]], int | None]:
     """`apply` by functor number over `symbols`: what the kernel calls for a functor."""
 
     def call(number: int, operands: list[int]) -> int | None:
-        return apply(ORDER[number], symbols, operands)
+        name = ORDER[number] if number < len(ORDER) else _USER_NAMES[number - len(ORDER)]
+        return apply(name, symbols, operands)
 
     return call

@@ -143,6 +143,8 @@ class Runtime:
         mb = settings.epoch_memory_mb
         self._memory_allowance = default_memory_allowance() if mb is None else mb << 20
         """Bytes one evaluation (a write's, or the start-up rebuild) may grow the process."""
+        self._user_functors = settings.user_functors()
+        """The only functors a program may call (`REASONER_FUNCTORS`): loaded once, here."""
         self.feed = Feed(settings, self.priority)
         """The live change feed's view of the epochs published (`service.feed.stream`)."""
         self._unrecorded: dict[int, dict[str, Any]] = {}
@@ -225,6 +227,7 @@ class Runtime:
 
     def _engine_options(self) -> dict[str, Any]:
         return {
+            "user_functors": self._user_functors,
             "switching_parameter": self.settings.switching_parameter,
             "engines": EngineSettings(
                 engine=self.settings.bootstrap_engine,

@@ -11,10 +11,12 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from tests.conftest import REPO_ROOT
 from tests.service.conftest import Server
 from tests.service.helpers import assert_problem, column_types, query_all, read_relation
 
 TEXT = {"content-type": "text/plain"}
+GOLDEN_DIRECTORY = REPO_ROOT / "tests" / "golden"
 PROGRAM = """.pragma "jobs" "4"
 .type Person = symbol
 .type Age <: number
@@ -591,8 +593,59 @@ def test_magic_sets_through_the_service(make_server: Callable[..., Server]) -> N
         asked = {"query": "samegen(6, y)", "epoch": before}
         assert_problem(client.post("/v1/query", json=asked), 410, "epoch_unavailable")
 
+
+FUNCTORS = GOLDEN_DIRECTORY / "user_functors"
+
+
+def test_user_defined_functors_are_the_servers(
+    make_server: Callable[..., Server], tmp_path: Path
+) -> None:
+    """A posted program calls the functors the server was started with (`REASONER_FUNCTORS`),
+    with Soufflé's rows; it never names a library, nor declares a functor the server lacks. A
+    functor that raises refuses its write (422 `functor_error`) and nothing changes; queries
+    call functors too; a restart binds the stored program to them again."""
+    module = tmp_path / "functors.py"
+    module.write_text(
+        (FUNCTORS / "functors.py").read_text()
+        + "\n\ndef parse(s: str) -> int:\n    return int(s)\n"
+    )
+    server = make_server(REASONER_FUNCTORS=str(module)).start()
+    program = (FUNCTORS / "program.dl").read_text()
+    parse = ".functor parse(s: symbol): number\n.decl t(s: symbol)\nn(@parse(s)) :- t(s).\n"
+    with server.client() as client:
+        client.post("/v1/rules", content=program, headers=TEXT).raise_for_status()
+        for csv_file in sorted(FUNCTORS.glob("*.csv")):
+            with csv_file.open(encoding="utf-8") as rows:
+                expected = {tuple(line.rstrip("\n").split("\t")) for line in rows}
+            served = read_relation(client, csv_file.stem, fmt="csv")
+            assert {tuple(map(str, row)) for row in served} == expected, csv_file.stem
+        client.post("/v1/rules", content=parse, headers=TEXT).raise_for_status()
+        client.post("/v1/facts", json={"facts": {"t": [["12"]]}}).raise_for_status()
+
+        epoch = client.get("/ready").json()["epoch"]
+        body = assert_problem(
+            client.post("/v1/facts", json={"facts": {"t": [["x"]]}}), 422, "functor_error"
+        )
+        assert '`@parse("x")` raised ValueError' in body["detail"]
+        missing = ".functor secret(x: number): number\n"
+        body = assert_problem(
+            client.post("/v1/rules", content=missing, headers=TEXT), 400, "unknown_functor"
+        )
+        assert (body["line"], body["column"]) == (1, 1)
+        library = '.pragma "libraries" "functors"\n.pragma "library-dir" "/tmp"\n'
+        assert_problem(
+            client.post("/v1/rules", content=library, headers=TEXT), 400, "unsupported_pragma"
+        )
+        assert client.get("/ready").json()["epoch"] == epoch
+        assert read_relation(client, "n") == [(12,)]
+        assert query_all(client, 'n(x), y = x + @parse("7")') == (["x", "y"], [(12, 19)])
+        failing = client.post("/v1/query", json={"query": 'n(x), y = @parse("z")'})
+        assert_problem(failing, 422, "functor_error")
+
     server.stop()
     server.start()
     with server.client() as client:
         assert set(read_relation(client, "cousins")) == {(4,), (5,), (6,), (7,)}
         assert query_all(client, "samegen(17, y)")[1] == [(16,), (17,)]
+        assert read_relation(client, "n") == [(12,)]
+        assert set(read_relation(client, "counted")) == {(n,) for n in range(6)}

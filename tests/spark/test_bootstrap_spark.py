@@ -9,6 +9,7 @@ benchmark programs.
 from __future__ import annotations
 
 import gc
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,8 @@ from reasoner.executors.spark.bootstrap import SparkBootstrap
 from reasoner.io.facts import load_inputs
 from reasoner.materialization import Materialization
 from reasoner.support.gc_pause import collector_paused
+from reasoner.values.functor_library import FunctorLibrary
+from tests.c_functors import build_library
 from tests.operators import OPERATORS_INPUTS, OPERATORS_PROGRAM
 from tests.property.programs import GeneratedProgram, programs
 from tests.property.test_negation_locals import PROGRAM as NEGATION_LOCALS_PROGRAM
@@ -38,6 +41,11 @@ from tests.unit.executors.test_choice_domain import TREE as CHOICE_TREE
 from tests.unit.executors.test_subsumption import EDGES as SUBSUMPTION_EDGES
 from tests.unit.executors.test_subsumption import PATHS as SUBSUMPTION_PATHS
 from tests.unit.executors.test_subsumption import PROGRAM as SUBSUMPTION_PROGRAM
+from tests.unit.executors.test_user_functors import GOLDEN as USER_GOLDEN
+from tests.unit.executors.test_user_functors import OUTPUTS as USER_OUTPUTS
+from tests.unit.executors.test_user_functors import PROGRAM as USER_PROGRAM
+from tests.unit.executors.test_user_functors import PYTHON as USER_PYTHON
+from tests.unit.executors.test_user_functors import WORDS as USER_WORDS
 from tests.unit.syntax.test_components import PROGRAM as COMPONENTS_PROGRAM
 from tests.unit.values.test_floats import INPUTS as FLOAT_INPUTS
 from tests.unit.values.test_floats import PROGRAM as FLOAT_PROGRAM
@@ -286,6 +294,28 @@ def test_records(spark: SparkSession) -> None:
     """Strata that build or take apart records run in the driver (its record table is the
     functors'); strata that only move record ids around run on Spark."""
     check(RECORDS_PROGRAM, RECORDS_INPUTS, spark)
+
+
+def test_user_defined_functors(spark: SparkSession) -> None:
+    """A stratum that calls a user-defined functor runs in the driver, where its
+    implementation is (a Python function, or a C one through ctypes): Soufflé's rows of the
+    golden program with its C library, and the reference's state for the Update cases."""
+    directory = Path(tempfile.mkdtemp())
+    build_library(USER_GOLDEN.directory / "functors.c", directory)
+    library = FunctorLibrary.shared_libraries(["functors"], [str(directory)])
+    for functors in (library, USER_PYTHON):
+        analyzed = check_program(USER_GOLDEN.program, user_functors=functors)
+        assert_same(reference(analyzed, {}), on_spark(analyzed, {}, spark))
+    analyzed = check_program(USER_PROGRAM, user_functors=USER_PYTHON)
+    inputs = {"word": USER_WORDS}
+    assert_same(reference(analyzed, inputs), on_spark(analyzed, inputs, spark))
+    m = Materialization.from_text(
+        USER_GOLDEN.program,
+        user_functors=library,
+        engines=EngineSettings("spark", "local[2]", spark_iteration=0),
+    )
+    assert m.bootstrap().engine.engine == "spark"
+    USER_GOLDEN.assert_rows(m, USER_OUTPUTS)
 
 
 def test_floats(spark: SparkSession) -> None:

@@ -114,10 +114,23 @@ def _c_division(a: pl.Expr, b: pl.Expr, remainder: bool) -> pl.Expr:
 
 def _on_arrays(function: Callable[..., np.ndarray], *operands: pl.Expr) -> pl.Expr:
     """`function` over the int64 arrays of the operands (null where any is, or where it
-    returns a masked value)."""
+    returns a masked value). It sees only the rows where every operand has a value: a
+    user-defined functor is never called on a stand-in for a missing one."""
 
     def apply(series: Sequence[pl.Series]) -> pl.Series:
-        values = function(*(s.fill_null(0).to_numpy() for s in series))
+        rows = max(len(s) for s in series)  # a literal's series has one row
+        valid = np.ones(rows, dtype=bool)
+        for s in series:
+            if s.null_count():
+                valid &= ~s.is_null().to_numpy()
+        if valid.all():
+            values = function(*(s.to_numpy() for s in series))
+        else:
+            values = np.ma.masked_all(rows, dtype=np.int64)
+            if valid.any():
+                kept = pl.Series(valid)
+                chosen = [s.filter(kept) if len(s) == rows else s for s in series]
+                values[valid] = function(*(s.to_numpy() for s in chosen))
         result = pl.Series(np.ma.getdata(values), dtype=INT)
         missing = np.flatnonzero(np.ma.getmaskarray(values))
         return result.scatter(missing, None) if len(missing) else result

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -19,6 +20,8 @@ from reasoner.syntax.ast import (
     BranchTerm,
     Column,
     Comparison,
+    Functor,
+    FunctorDeclaration,
     Negation,
     NilConst,
     NumberConst,
@@ -174,12 +177,51 @@ class TestDeclarations:
         assert program.directives[1].span == Span(1, 11, 1, 12)
         assert program.directives[3].span == Span(3, 8, 3, 54)
 
-    @pytest.mark.parametrize("directive", [".limitsize p(n=10)", ".functor f(number): number"])
+    @pytest.mark.parametrize("directive", [".limitsize p(n=10)", ".lattice L<number>"])
     def test_unsupported_directives(self, directive: str) -> None:
         ((line, column, message),) = errors_of(f"{directive}\np(1).")
         name = directive.split()[0].split("(")[0]
         assert (line, column) == (1, 1)
         assert message.startswith(f"unsupported directive `{name}`")
+
+    def test_functor_declarations(self) -> None:
+        """Soufflé's `.functor`: parameters named or not, `stateful` after the result type
+        (a relation named `stateful` on the next line stays a relation)."""
+        program = parse_program(
+            ".functor f(x: number, symbol): Name stateful\n"
+            ".functor g(): float\nstateful(1).\n"
+            ".functor h(a: unsigned,\n  b: Id): symbol\n"
+        )
+        f, g, h = program.functors
+        assert f == FunctorDeclaration(
+            "f",
+            (Column("x", "number", Span(1, 15, 1, 21)), Column("", "symbol", Span(1, 23, 1, 29))),
+            Column("", "Name", Span(1, 32, 1, 36)),
+            True,
+            Span(1, 1, 1, 45),
+        )
+        assert f.span == Span(1, 1, 1, 45)
+        assert (g.name, g.params, g.result.type, g.stateful) == ("g", (), "float", False)
+        assert [fact.atom.relation for fact in program.facts] == ["stateful"]
+        assert [(c.name, c.type) for c in h.params] == [("a", "unsigned"), ("b", "Id")]
+        assert h.span == Span(4, 1, 5, 17)
+
+    @pytest.mark.parametrize(
+        ("text", "where", "message"),
+        [
+            (".functor f(number): number\n.functor f(): symbol", (2, 10), "declared twice"),
+            (".functor f(number) number", (1, 20), "expected `:` and the result type of `f`"),
+            (".functor f(x:): number", (1, 14), "expected a type after the parameter's name"),
+            (".functor a.b(): number", (1, 10), "a functor's name is one identifier"),
+            (".comp C {\n.functor f(): number\n}", (2, 1), "`.functor` belongs outside"),
+        ],
+    )
+    def test_functor_declaration_errors(
+        self, text: str, where: tuple[int, int], message: str
+    ) -> None:
+        ((line, column, found),) = errors_of(text + "\np(1).")
+        assert (line, column) == where
+        assert message in found
 
     def test_recovery_after_bad_directive_keeps_next_line(self) -> None:
         errors = errors_of(".limitsize p\np(1) :- .\n.decl q(x: )\nq(1) q.")
@@ -426,10 +468,26 @@ class TestTerms:
         assert column == 19
         assert message.startswith("unknown functor `concat`: the functors are cat, contains")
 
-    def test_user_defined_functors_are_refused_by_name(self) -> None:
-        ((_, column, message),) = errors_of("p(x) :- q(y), x = @hash(y).")
-        assert column == 19
-        assert message.startswith("user-defined functors (`@hash`) are not supported")
+    def test_user_defined_functor_calls_are_terms(self) -> None:
+        """`@f(...)` anywhere a term may be, as Soufflé's grammar has it: a head, a
+        comparison, another call, an aggregate's expression; the analysis checks the calls."""
+        rule = only_rule("p(@f(x), @g()) :- q(x), @h(x, @f(1)) > 2, n = sum @f(y) : q(y).")
+        first, second = rule.head.args
+        assert first == Functor("@f", (x("x"),), Span(0, 0, 0, 0))
+        assert second == Functor("@g", (), Span(0, 0, 0, 0))
+        assert rule.head.args[0].span == Span(1, 3, 1, 8)
+        comparison = rule.body[1]
+        assert isinstance(comparison, Comparison)
+        assert comparison.left == Functor(
+            "@h", (x("x"), Functor("@f", (num(1),), Span(0, 0, 0, 0))), Span(0, 0, 0, 0)
+        )
+        aggregate = cast(Comparison, rule.body[2]).right
+        assert isinstance(aggregate, Aggregate) and aggregate.target == Functor(
+            "@f", (x("y"),), Span(0, 0, 0, 0)
+        )
+        ((_, column, message),) = errors_of("p(x) :- q(y), x = @hash.")
+        assert column == 24
+        assert message == "expected `(` and the arguments of `@hash`, found `.`"
 
     def test_deep_nesting_is_refused_with_its_code(self) -> None:
         deep = "(" * 5000 + "1" + ")" * 5000
