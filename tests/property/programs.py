@@ -808,6 +808,16 @@ def programs(draw: st.DrawFn) -> GeneratedProgram:
         for relation in derived:
             if draw(st.booleans()) and f".output {relation.name}" in lines:
                 lines.remove(f".output {relation.name}")
+        # A path through the graph asked for from one node: always transformed.
+        start = constant(draw, NUMBER)
+        lines += [
+            ".decl goal_path(x: number, y: number)",
+            f"goal_path(x, y) :- {names[0]}(x, y).",
+            f"goal_path(x, z) :- goal_path(x, y), {names[0]}(y, z).",
+            ".decl goal_from(y: number)",
+            ".output goal_from",
+            f"goal_from(y) :- goal_path({start}, y).",
+        ]
         # A goal: a relation asked for with its first column bound; of the top level (the
         # lower ones are more often read under a negation or an aggregate, thus in full).
         top = max(r.level for r in derived)
@@ -818,7 +828,9 @@ def programs(draw: st.DrawFn) -> GeneratedProgram:
                 lines.remove(f".output {relation.name}")
             rest = [f"a{i}" for i in range(1, len(relation.types))]
             args = ", ".join([constant(draw, NUMBER), *rest])
-            lines += [".output asked", f"asked({', '.join(rest)}) :- {relation.name}({args})."]
+            goal = RelationSpec("asked", relation.types[1:], relation.level + 1)
+            lines += [render_declaration(goal), ".output asked"]
+            lines.append(f"asked({', '.join(rest)}) :- {relation.name}({args}).")
     text = "\n".join(lines) + "\n"
     return GeneratedProgram(text, inputs, [(r.name, r.types) for r in inputs_specs])
 
