@@ -252,7 +252,7 @@ def test_numbers_too_long_to_convert_in_csv(client: httpx.Client) -> None:
 
 def test_program_errors_answer_a_few_kilobytes(client: httpx.Client) -> None:
     """A 200 KB body with an error on every line got all of it back in `formatted`."""
-    long_line = f'q("{"a" * 60_000}", @{"b" * 60_000}).'  # 120 KB, its error far to the right
+    long_line = f'q("{"a" * 60_000}", %{"b" * 60_000}).'  # 120 KB, its error far to the right
     lines = [long_line] + [f"p{i}(x) :- edge(x, ." for i in range(5000)]
     text = "\n".join(lines)
     assert len(text) > 200_000
@@ -261,12 +261,12 @@ def test_program_errors_answer_a_few_kilobytes(client: httpx.Client) -> None:
     assert len(response.content) < 16_000, len(response.content)
     assert body["error_count"] > 5000
     assert len(body["errors"]) == 10
-    assert (body["line"], body["column"]) == (1, long_line.index("@") + 1)
+    assert (body["line"], body["column"]) == (1, long_line.index("%") + 1)
     formatted = body["formatted"].split("\n")
     head, source, caret = formatted[:3]
-    assert head.startswith(f"<rules>:1:{long_line.index('@') + 1}: parse_error:")
+    assert head.startswith(f"<rules>:1:{long_line.index('%') + 1}: parse_error:")
     assert len(source) <= 202 and source.startswith("…") and source.endswith("…")
-    assert source[caret.index("^")] == "@"
+    assert source[caret.index("^")] == "%"
     assert formatted[-1] == f"... and {body['error_count'] - 10} more error(s)"
     # Validation errors of a JSON body are capped alike.
     rows = {"edge": ["not a row"] * 10_000}
