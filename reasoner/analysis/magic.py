@@ -44,7 +44,13 @@ from collections import defaultdict
 from collections.abc import Collection, Iterable
 
 from reasoner.analysis.safety import all_bound
-from reasoner.analysis.terms import aggregated_relations, atoms_of, render_atom, render_literal
+from reasoner.analysis.terms import (
+    aggregated_relations,
+    atoms_of,
+    leaves,
+    render_atom,
+    render_literal,
+)
 from reasoner.syntax.ast import (
     Atom,
     BinaryOp,
@@ -64,7 +70,6 @@ from reasoner.syntax.ast import (
     StringConst,
     Term,
     Variable,
-    operands,
     rule_terms,
 )
 from reasoner.values.types import FLOAT
@@ -318,14 +323,7 @@ def _is_constant(term: Term) -> bool:
 
 
 def _variables(terms: Collection[Term]) -> set[str]:
-    names: set[str] = set()
-    stack = list(terms)
-    while stack:
-        term = stack.pop()
-        if isinstance(term, Variable):
-            names.add(term.name)
-        stack.extend(operands(term))
-    return names
+    return {leaf.name for term in terms for leaf in leaves(term) if isinstance(leaf, Variable)}
 
 
 def _computed(term: Term) -> bool:
