@@ -30,13 +30,13 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 
 from reasoner.analysis.model import AggregateDefinition
 from reasoner.analysis.ranges import lift_body
 from reasoner.analysis.report import Reporter
 from reasoner.analysis.safety import bound_variables
-from reasoner.analysis.terms import render_atom, render_literal
+from reasoner.analysis.terms import map_atom, map_literal, render_atom, render_literal
 from reasoner.errors import RULE_TOO_LARGE, TYPE_MISMATCH, UNSAFE_RULE, UNSUPPORTED_FEATURE, Span
 from reasoner.syntax.ast import (
     Aggregate,
@@ -173,8 +173,8 @@ class _Rewriter:
         def replace(term: Term) -> Term | None:
             return results.get(id(term))
 
-        head = _map_atom(rule.head, replace)
-        body = tuple(_map_literal(literal, replace) for literal in rule.body)
+        head = map_atom(rule.head, replace)
+        body = tuple(map_literal(literal, replace) for literal in rule.body)
         outside = _names(*_terms_of(head, body)) - fresh
         atoms = tuple(
             lit for lit in body if isinstance(lit, Atom) and not _names(*lit.args) & fresh
@@ -218,8 +218,8 @@ class _Rewriter:
                 def fixed(term: Term, zero: dict[str, Term] = zero) -> Term | None:
                     return zero.get(term.name) if isinstance(term, Variable) else None
 
-                rule_head = _map_atom(rule_head, fixed)
-                literals = tuple(_map_literal(lit, fixed) for lit in literals)
+                rule_head = map_atom(rule_head, fixed)
+                literals = tuple(map_literal(lit, fixed) for lit in literals)
             rules.append(dataclasses.replace(rule, head=rule_head, body=literals))
         self.zeros.update(zeros)
         return rules
@@ -499,40 +499,6 @@ def _first_span(aggregate: Aggregate, name: str, *, in_target: bool = False) -> 
             return term.span
         stack += reversed(operands(term))
     return aggregate.span
-
-
-def _map_term(term: Term, leaf: Callable[[Term], Term | None]) -> Term:
-    """`term` with each node that `leaf` maps replaced (arithmetic rebuilt around it)."""
-    replaced = leaf(term)
-    if replaced is not None:
-        return replaced
-    if isinstance(term, BinaryOp):
-        left, right = _map_term(term.left, leaf), _map_term(term.right, leaf)
-        if left is not term.left or right is not term.right:
-            return dataclasses.replace(term, left=left, right=right)
-    if isinstance(term, Functor | RecordTerm | BranchTerm):
-        args = tuple(_map_term(arg, leaf) for arg in term.args)
-        if any(new is not old for new, old in zip(args, term.args, strict=True)):
-            return dataclasses.replace(term, args=args)
-    if isinstance(term, Cast):
-        inner = _map_term(term.term, leaf)
-        if inner is not term.term:
-            return dataclasses.replace(term, term=inner)
-    return term
-
-
-def _map_atom(atom: Atom, leaf: Callable[[Term], Term | None]) -> Atom:
-    return dataclasses.replace(atom, args=tuple(_map_term(arg, leaf) for arg in atom.args))
-
-
-def _map_literal(literal: BodyLiteral, leaf: Callable[[Term], Term | None]) -> BodyLiteral:
-    if isinstance(literal, Atom):
-        return _map_atom(literal, leaf)
-    if isinstance(literal, Negation):
-        return dataclasses.replace(literal, atom=_map_atom(literal.atom, leaf))
-    return dataclasses.replace(
-        literal, left=_map_term(literal.left, leaf), right=_map_term(literal.right, leaf)
-    )
 
 
 def _canonical(node: object) -> str:

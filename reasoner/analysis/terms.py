@@ -1,12 +1,14 @@
 """Small, non-recursive helpers over terms and literals.
 
 Arithmetic chains such as `1 + 1 + ... + 1` parse into left-deep trees; walking them with an
-explicit stack keeps deep expressions from hitting Python's recursion limit.
+explicit stack keeps deep expressions from hitting Python's recursion limit. The rewrites
+(`map_term` and its atom and literal forms) recurse: they rebuild the path to what they replace.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import dataclasses
+from collections.abc import Callable, Iterator, Sequence
 
 from reasoner.syntax.ast import (
     Aggregate,
@@ -58,6 +60,43 @@ def taken_apart(term: Term) -> Iterator[Term]:
         yield node
         if isinstance(node, RecordTerm | BranchTerm):
             stack.extend(reversed(node.args))
+
+
+def map_term(term: Term, leaf: Callable[[Term], Term | None]) -> Term:
+    """`term` with each node that `leaf` maps replaced (arithmetic rebuilt around it; what
+    nothing replaced inside is returned as it was). Recursive, unlike the walks above: a
+    rewrite rebuilds the path to each replaced node. An aggregate is a leaf: its body is
+    its own scope."""
+    replaced = leaf(term)
+    if replaced is not None:
+        return replaced
+    if isinstance(term, BinaryOp):
+        left, right = map_term(term.left, leaf), map_term(term.right, leaf)
+        if left is not term.left or right is not term.right:
+            return dataclasses.replace(term, left=left, right=right)
+    if isinstance(term, Functor | RecordTerm | BranchTerm):
+        args = tuple(map_term(arg, leaf) for arg in term.args)
+        if any(new is not old for new, old in zip(args, term.args, strict=True)):
+            return dataclasses.replace(term, args=args)
+    if isinstance(term, Cast):
+        inner = map_term(term.term, leaf)
+        if inner is not term.term:
+            return dataclasses.replace(term, term=inner)
+    return term
+
+
+def map_atom(atom: Atom, leaf: Callable[[Term], Term | None]) -> Atom:
+    return dataclasses.replace(atom, args=tuple(map_term(arg, leaf) for arg in atom.args))
+
+
+def map_literal(literal: BodyLiteral, leaf: Callable[[Term], Term | None]) -> BodyLiteral:
+    if isinstance(literal, Atom):
+        return map_atom(literal, leaf)
+    if isinstance(literal, Negation):
+        return dataclasses.replace(literal, atom=map_atom(literal.atom, leaf))
+    return dataclasses.replace(
+        literal, left=map_term(literal.left, leaf), right=map_term(literal.right, leaf)
+    )
 
 
 def atoms_of(body: tuple[BodyLiteral, ...]) -> Iterator[tuple[Atom, bool]]:

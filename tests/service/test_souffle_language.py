@@ -555,6 +555,35 @@ def test_inline_through_the_service(make_server: Callable[..., Server]) -> None:
         assert set(read_relation(client, "far")) == {(3, 5)}
 
 
+def test_witnesses_and_untyped_records_through_the_service(
+    make_server: Callable[..., Server],
+) -> None:
+    """A `min` with a witness and a comparison of untyped record literals, posted as rules:
+    both follow writes, and a `count` with a witness is refused at its place."""
+    program = (
+        ".decl e(x: number, y: number)\n.decl lowest(x: number, m: number)\n"
+        "lowest(x, m) :- m = min y : { e(x, y) }.\n.decl mirror(x: number, y: number)\n"
+        "mirror(x, y) :- e(x, y), [x, y] = [y, x].\n"
+    )
+    server = make_server().start()
+    with server.client() as client:
+        client.post("/v1/rules", content=program, headers=TEXT).raise_for_status()
+        edges = [[1, 5], [2, 3], [3, 3], [4, 4]]
+        client.post("/v1/facts", json={"facts": {"e": edges}}).raise_for_status()
+        assert set(read_relation(client, "lowest")) == {(2, 3), (3, 3)}
+        assert set(read_relation(client, "mirror")) == {(3, 3), (4, 4)}
+        retract = {"retract": {"e": [[2, 3], [3, 3]]}}
+        client.post("/v1/deltas", json={"facts": retract}).raise_for_status()
+        assert set(read_relation(client, "lowest")) == {(4, 4)}
+        assert set(read_relation(client, "mirror")) == {(4, 4)}
+        counted = ".decl c(x: number, n: number)\nc(x, n) :- n = count : { e(x, _) }.\n"
+        body = assert_problem(
+            client.post("/v1/rules", content=counted, headers=TEXT), 400, "unsafe_rule"
+        )
+        assert (body["line"], body["column"]) == (2, 28)
+    server.stop()
+
+
 def test_magic_sets_through_the_service(make_server: Callable[..., Server]) -> None:
     """`.pragma "magic-transform"`: the output asks `samegen` for one node's generation, which
     is all it computes, and follows writes; `samegen` itself is read with a query (answered

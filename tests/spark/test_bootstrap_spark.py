@@ -32,8 +32,11 @@ from tests.property.test_negation_locals import PROGRAM as NEGATION_LOCALS_PROGR
 from tests.spark.support import assert_same, on_spark, outcome, reference
 from tests.unit.analysis.test_aggregates import INPUTS as AGGREGATES_INPUTS
 from tests.unit.analysis.test_aggregates import PROGRAM as AGGREGATES_PROGRAM
+from tests.unit.analysis.test_anonymous_records import FOLDED, FOLDED_INPUTS
 from tests.unit.analysis.test_magic import EDGES as MAGIC_EDGES
 from tests.unit.analysis.test_magic import GRAPH as MAGIC_GRAPH
+from tests.unit.analysis.test_witnesses import INPUTS as WITNESSES_INPUTS
+from tests.unit.analysis.test_witnesses import WITNESSED
 from tests.unit.executors.test_choice_domain import EDGES as CHOICE_EDGES
 from tests.unit.executors.test_choice_domain import PROGRAM as CHOICE_PROGRAM
 from tests.unit.executors.test_choice_domain import TREE as CHOICE_TREE
@@ -294,6 +297,14 @@ def test_records(spark: SparkSession) -> None:
     """Strata that build or take apart records run in the driver (its record table is the
     functors'); strata that only move record ids around run on Spark."""
     check(RECORDS_PROGRAM, RECORDS_INPUTS, spark)
+
+
+def test_untyped_records_and_witnesses(spark: SparkSession) -> None:
+    """Comparisons of untyped record literals, folded into comparisons of their fields (a
+    `!=` into one rule per field), and the witnesses of `min` and `max`, grounded by the
+    aggregate's body beside it, before the executors see them."""
+    check(FOLDED, FOLDED_INPUTS, spark)
+    check(WITNESSED, WITNESSES_INPUTS, spark)
 
 
 def test_user_defined_functors(spark: SparkSession) -> None:

@@ -1,0 +1,160 @@
+"""Witnesses of `min` and `max` aggregates, grounded as Soufflé grounds them.
+
+`w(x, m) :- m = min y : { e(x, y) }.` uses `x` inside the aggregate and outside it, where
+nothing else binds it. Soufflé 2.5 reads `x` as a *witness*: the aggregate is taken over all
+of `e` (the `x` inside is another variable), and `x` ranges over the rows that reach the
+minimum. Its GroundWitnesses pass makes that explicit, and so does this one:
+
+    w(x, m) :- m = min y : { e(x!w, y) }, e(x, v!), v! = min y : { e(x!w, y) }.
+
+- The witnesses are the variables the aggregate's body binds that the rule uses outside the
+  aggregate without binding them there (the other aggregates standing for bound values).
+- Inside the aggregate they are renamed; the aggregate's body, as written, is added to the
+  rule with the aggregated variable replaced by the aggregate's value.
+- A variable local to the body that the added literals bring outside is then bound outside,
+  so the aggregate is taken per value of it, as in Soufflé (`tests/golden/witnesses`).
+- An aggregated expression is first made a variable (`min y + 1 : { .. }` is
+  `min t! : { .., t! = y + 1 }`), as Soufflé's SimplifyAggregateTargetExpression does.
+
+Only `min` and `max` have witnesses: Soufflé refuses them for `count`, `sum` and `mean` (the
+aggregate rewrite reports them, `reasoner.analysis.aggregates`). The rewrite runs before the
+program is kept as written, so the oracle of the tests evaluates the grounded rules with
+plain aggregate semantics; what grounding means is held to Soufflé's output instead.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from reasoner.analysis.safety import bound_variables
+from reasoner.analysis.terms import leaves, map_atom, map_literal, map_term
+from reasoner.syntax.ast import (
+    Aggregate,
+    Atom,
+    BodyLiteral,
+    Comparison,
+    Negation,
+    Program,
+    Rule,
+    Term,
+    Variable,
+    operands,
+)
+
+_WITNESSED = frozenset({"min", "max", "umin", "umax", "fmin", "fmax"})
+
+
+def ground_witnesses(program: Program) -> Program:
+    """`program` with the witnesses of its rules' outermost aggregates grounded (the same
+    object when no rule has one)."""
+    rules = tuple(_grounded(rule) for rule in program.rules)
+    if all(new is old for new, old in zip(rules, program.rules, strict=True)):
+        return program
+    return dataclasses.replace(program, rules=rules)
+
+
+def _grounded(rule: Rule) -> Rule:
+    for index, aggregate in enumerate(_outermost(rule)):
+        if aggregate.op not in _WITNESSED or aggregate.target is None:
+            continue
+        witnesses = _witnesses(rule, aggregate)
+        if not witnesses:
+            continue
+        target, simple = aggregate.target, aggregate
+        if not isinstance(target, Variable):  # min y + 1 : { .. } is min t! : { .., t! = y + 1 }
+            variable = Variable(f"t!{index}", target.span)
+            body = (*aggregate.body, Comparison("=", variable, target, target.span))
+            simple = dataclasses.replace(aggregate, target=variable, body=body)
+            target = variable
+        if target.name in witnesses:
+            continue  # the aggregated variable used outside, unbound: left to the rewrite's error
+        rule = _with_witnesses(rule, aggregate, simple, target, witnesses, index)
+    return rule
+
+
+def _outermost(rule: Rule) -> list[Aggregate]:
+    found: list[Aggregate] = []
+    stack = list(_terms(rule.head, rule.body))
+    while stack:
+        term = stack.pop()
+        if isinstance(term, Aggregate):
+            found.append(term)
+        else:
+            stack.extend(operands(term))
+    return found
+
+
+def _terms(head: Atom | None, body: tuple[BodyLiteral, ...]) -> list[Term]:
+    terms = list(head.args) if head is not None else []
+    for literal in body:
+        if isinstance(literal, Comparison):
+            terms += [literal.left, literal.right]
+        else:
+            terms.extend((literal.atom if isinstance(literal, Negation) else literal).args)
+    return terms
+
+
+def _variables(terms: list[Term]) -> set[str]:
+    """The variables of `terms`, outside their aggregates."""
+    return {leaf.name for term in terms for leaf in leaves(term) if isinstance(leaf, Variable)}
+
+
+def _witnesses(rule: Rule, aggregate: Aggregate) -> set[str]:
+    """The variables `aggregate`'s body binds that `rule` uses outside its aggregates
+    without binding them there (each aggregate a bound value, the head binding nothing)."""
+    values: dict[int, Term] = {}
+
+    def value(term: Term) -> Term | None:
+        if isinstance(term, Aggregate):
+            return values.setdefault(id(term), Variable(f"a!{len(values)}", term.span))
+        return None
+
+    body = tuple(map_literal(literal, value) for literal in rule.body)
+    head = map_atom(rule.head, value)
+    stand_ins = tuple(Atom("!bound", (v,), v.span) for v in values.values())
+    outside = _variables(_terms(head, body))
+    bound_outside = bound_variables(body + stand_ins)
+    bound_inside = bound_variables(aggregate.body)
+    return {name for name in outside - bound_outside if name in bound_inside}
+
+
+def _with_witnesses(
+    rule: Rule,
+    aggregate: Aggregate,
+    simple: Aggregate,
+    target: Variable,
+    witnesses: set[str],
+    index: int,
+) -> Rule:
+    """`rule` with `aggregate` (`simple`: it with a variable, `target`, aggregated) grounding
+    its `witnesses`."""
+
+    def renamed(term: Term) -> Term | None:
+        if isinstance(term, Variable) and term.name in witnesses:
+            return dataclasses.replace(term, name=f"{term.name}!w{index}")
+        return None
+
+    inner = dataclasses.replace(
+        simple,
+        target=map_term(target, renamed),
+        body=tuple(map_literal(literal, renamed) for literal in simple.body),
+    )
+    value = Variable(f"v!{index}", aggregate.span)
+
+    def valued(term: Term) -> Term | None:
+        return value if isinstance(term, Variable) and term.name == target.name else None
+
+    added = tuple(map_literal(literal, valued) for literal in simple.body)
+
+    def replaced(term: Term) -> Term | None:
+        return inner if term is aggregate else None
+
+    return dataclasses.replace(
+        rule,
+        head=map_atom(rule.head, replaced),
+        body=(
+            *(map_literal(literal, replaced) for literal in rule.body),
+            *added,
+            Comparison("=", value, inner, aggregate.span),
+        ),
+    )
