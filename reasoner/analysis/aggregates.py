@@ -32,6 +32,7 @@ import dataclasses
 import hashlib
 from collections.abc import Iterator, Mapping
 
+from reasoner.analysis.aggregate_scopes import as_written, separate_shadows
 from reasoner.analysis.model import AggregateDefinition
 from reasoner.analysis.ranges import lift_body
 from reasoner.analysis.report import Reporter
@@ -262,8 +263,8 @@ class _Rewriter:
         for name in ungrounded:
             self.reporter.error(
                 UNSAFE_RULE,
-                f"variable `{name}` is used inside the {aggregate.op} aggregate and outside "
-                "it, so a positive atom outside it must bind it",
+                f"variable `{as_written(name)}` is used inside the {aggregate.op} aggregate and "
+                "outside it, so a positive atom outside it must bind it",
                 _first_span(aggregate, name),
             )
         if ungrounded:
@@ -287,8 +288,8 @@ class _Rewriter:
         for name in sorted(unbound):
             self.reporter.error(
                 UNSAFE_RULE,
-                f"variable `{name}` of the {aggregate.op} aggregate's expression is not bound "
-                "by a positive atom of its body",
+                f"variable `{as_written(name)}` of the {aggregate.op} aggregate's expression is "
+                "not bound by a positive atom of its body",
                 _first_span(aggregate, name, in_target=True),
             )
         if unbound:
@@ -322,7 +323,7 @@ class _Rewriter:
         span = definition.span
         head = Atom(definition.source, head_args, span)
         text = f"{render_atom(head)} :- {', '.join(map(render_literal, literals))}."
-        for body_rule in self.rule(Rule(head, literals, span, text)):
+        for body_rule in self.rule(separate_shadows(Rule(head, literals, span, text))):
             self.body_rules.setdefault(_canonical(body_rule), body_rule)
         self._typing(definition, head_args)
 

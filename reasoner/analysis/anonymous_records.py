@@ -20,24 +20,20 @@ Soufflé rewrites them (an aggregate's body is its own scope).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 from typing import TypeGuard
 
 from reasoner.analysis.safety import bound_variables
-from reasoner.analysis.terms import map_atom, map_literal
+from reasoner.analysis.terms import deep_terms, map_atom, map_literal
 from reasoner.syntax.ast import (
-    Aggregate,
     Atom,
     BodyLiteral,
     Comparison,
-    Negation,
     NumberConst,
     Program,
     RecordTerm,
     Rule,
     Term,
     Variable,
-    operands,
 )
 
 MAX_PASSES = 64
@@ -152,30 +148,12 @@ def _only_record_aliases(rule: Rule, name: str) -> bool:
         for lit in rule.body
         if isinstance(lit, Comparison) and lit.op == "="
     )
-    uses = sum(1 for term in _terms(rule) if isinstance(term, Variable) and term.name == name)
+    uses = sum(
+        1
+        for term in deep_terms(rule.head.args, rule.body)
+        if isinstance(term, Variable) and term.name == name
+    )
     return uses == aliases
-
-
-def _terms(rule: Rule) -> Iterator[Term]:
-    """Every term of `rule` at any depth, aggregates' bodies and targets included."""
-    stack: list[Term] = list(rule.head.args)
-    literals = list(rule.body)
-    while literals or stack:
-        while literals:
-            literal = literals.pop()
-            if isinstance(literal, Comparison):
-                stack += [literal.left, literal.right]
-            else:
-                stack.extend((literal.atom if isinstance(literal, Negation) else literal).args)
-        if stack:
-            term = stack.pop()
-            yield term
-            if isinstance(term, Aggregate):
-                literals.extend(term.body)
-                if term.target is not None:
-                    stack.append(term.target)
-            else:
-                stack.extend(operands(term))
 
 
 def _replaced(rule: Rule, name: str, record: RecordTerm) -> Rule:

@@ -11,6 +11,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from reasoner.analysis import safety
+from reasoner.analysis.aggregate_scopes import scope_aggregates
 from reasoner.analysis.aggregates import check_aggregate_types, rewrite_aggregates
 from reasoner.analysis.anonymous_records import resolve_anonymous_records
 from reasoner.analysis.choice import choice_domains, guarded_facts, with_choices
@@ -39,7 +40,6 @@ from reasoner.analysis.terms import atoms_of, leaves
 from reasoner.analysis.type_lattice import NUMERIC, Known
 from reasoner.analysis.types import TypeInference, infer_types
 from reasoner.analysis.user_functors import bind_calls, bind_functors
-from reasoner.analysis.witnesses import ground_witnesses
 from reasoner.errors import (
     ARITY_MISMATCH,
     IGNORED_PRAGMA,
@@ -132,8 +132,8 @@ def _analyze(
     check_pragmas(program, reporter)
     named = resolve_types(program, reporter)
     program, bound = bind_functors(program, named, user_functors, reporter)
-    # Soufflé's rewrites before typing: records no declaration types, aggregates' witnesses.
-    program = ground_witnesses(resolve_anonymous_records(program))
+    # Soufflé's rewrites before typing: records no declaration types, aggregates' scopes.
+    program = scope_aggregates(resolve_anonymous_records(program))
     choices = choice_domains(program, reporter)
     closure = equivalence_rules(program, named, reporter)
     if closure:

@@ -8,7 +8,7 @@ explicit stack keeps deep expressions from hitting Python's recursion limit. The
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from reasoner.syntax.ast import (
     Aggregate,
@@ -97,6 +97,29 @@ def map_literal(literal: BodyLiteral, leaf: Callable[[Term], Term | None]) -> Bo
     return dataclasses.replace(
         literal, left=map_term(literal.left, leaf), right=map_term(literal.right, leaf)
     )
+
+
+def deep_terms(terms: Iterable[Term], body: Iterable[BodyLiteral]) -> Iterator[Term]:
+    """Every term of `terms` and of `body`'s literals, at any depth: operands, and the targets
+    and bodies of aggregates."""
+    stack: list[Term] = list(terms)
+    literals = list(body)
+    while literals or stack:
+        while literals:
+            literal = literals.pop()
+            if isinstance(literal, Comparison):
+                stack += [literal.left, literal.right]
+            else:
+                stack.extend((literal.atom if isinstance(literal, Negation) else literal).args)
+        if stack:
+            term = stack.pop()
+            yield term
+            if isinstance(term, Aggregate):
+                literals.extend(term.body)
+                if term.target is not None:
+                    stack.append(term.target)
+            else:
+                stack.extend(operands(term))
 
 
 def atoms_of(body: tuple[BodyLiteral, ...]) -> Iterator[tuple[Atom, bool]]:

@@ -30,13 +30,13 @@ from tests.operators import OPERATORS_INPUTS, OPERATORS_PROGRAM
 from tests.property.programs import GeneratedProgram, programs
 from tests.property.test_negation_locals import PROGRAM as NEGATION_LOCALS_PROGRAM
 from tests.spark.support import assert_same, on_spark, outcome, reference
+from tests.unit.analysis.test_aggregate_scopes import INPUTS as WITNESSES_INPUTS
+from tests.unit.analysis.test_aggregate_scopes import WITNESSED
 from tests.unit.analysis.test_aggregates import INPUTS as AGGREGATES_INPUTS
 from tests.unit.analysis.test_aggregates import PROGRAM as AGGREGATES_PROGRAM
 from tests.unit.analysis.test_anonymous_records import FOLDED, FOLDED_INPUTS
 from tests.unit.analysis.test_magic import EDGES as MAGIC_EDGES
 from tests.unit.analysis.test_magic import GRAPH as MAGIC_GRAPH
-from tests.unit.analysis.test_witnesses import INPUTS as WITNESSES_INPUTS
-from tests.unit.analysis.test_witnesses import WITNESSED
 from tests.unit.executors.test_choice_domain import EDGES as CHOICE_EDGES
 from tests.unit.executors.test_choice_domain import PROGRAM as CHOICE_PROGRAM
 from tests.unit.executors.test_choice_domain import TREE as CHOICE_TREE

@@ -1,4 +1,14 @@
-"""Witnesses of `min` and `max` aggregates, grounded as Soufflé grounds them.
+"""The scopes of aggregates' variables, as Soufflé 2.5 draws them before typing.
+
+A variable of an aggregate that the rule binds outside it is the outer one (the aggregate is
+correlated: `reasoner.analysis.aggregates` groups by it), with two exceptions, both Soufflé's:
+
+**Shadows.** In an aggregated *expression*, a variable the rule also uses outside is a new
+one: `s = sum y + z : { b(y, z) }` beside `a(y)` adds over all of `b`, as Soufflé's
+SimplifyAggregateTargetExpression renames it throughout the aggregate. (An aggregated
+variable, `sum z : { b(y, z) }`, leaves `y` the outer one.)
+
+**Witnesses** of `min` and `max`.
 
 `w(x, m) :- m = min y : { e(x, y) }.` uses `x` inside the aggregate and outside it, where
 nothing else binds it. Soufflé 2.5 reads `x` as a *witness*: the aggregate is taken over all
@@ -25,9 +35,11 @@ plain aggregate semantics; what grounding means is held to Soufflé's output ins
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
+from collections.abc import Iterable
 
 from reasoner.analysis.safety import bound_variables
-from reasoner.analysis.terms import leaves, map_atom, map_literal, map_term
+from reasoner.analysis.terms import deep_terms, leaves, map_atom, map_literal, map_term
 from reasoner.syntax.ast import (
     Aggregate,
     Atom,
@@ -44,13 +56,63 @@ from reasoner.syntax.ast import (
 _WITNESSED = frozenset({"min", "max", "umin", "umax", "fmin", "fmax"})
 
 
-def ground_witnesses(program: Program) -> Program:
-    """`program` with the witnesses of its rules' outermost aggregates grounded (the same
-    object when no rule has one)."""
-    rules = tuple(_grounded(rule) for rule in program.rules)
+def as_written(name: str) -> str:
+    """The name a renamed shadow or witness (`y!s0`, `x!w0`) has in the program."""
+    return name.split("!", 1)[0] or name
+
+
+def scope_aggregates(program: Program) -> Program:
+    """`program` with its rules' shadows renamed and the witnesses of their outermost
+    aggregates grounded (the same object when no rule has either)."""
+    rules = tuple(_grounded(separate_shadows(rule)) for rule in program.rules)
     if all(new is old for new, old in zip(rules, program.rules, strict=True)):
         return program
     return dataclasses.replace(program, rules=rules)
+
+
+def separate_shadows(rule: Rule) -> Rule:
+    """`rule` with each variable of an outermost aggregate's expression that the rule also
+    uses outside the aggregate (not as a witness) renamed throughout the aggregate. The
+    aggregate rewrite applies it again to the rule it makes of an aggregate's body, for the
+    aggregates nested there."""
+    for index, aggregate in enumerate(_outermost(rule)):
+        target = aggregate.target
+        if target is None or isinstance(target, Variable):
+            continue
+        uses = Counter(_names(deep_terms(rule.head.args, rule.body)))
+        uses.subtract(_names(deep_terms((aggregate,), ())))
+        outside = {name for name, count in uses.items() if count > 0}
+        shadowed = _variables([target]) & (outside - _witnesses(rule, aggregate))
+        if not shadowed:
+            continue
+
+        def renamed(term: Term, shadowed: set[str] = shadowed, index: int = index) -> Term | None:
+            if isinstance(term, Variable) and term.name in shadowed:
+                return dataclasses.replace(term, name=f"{term.name}!s{index}")
+            return None
+
+        separate = dataclasses.replace(
+            aggregate,
+            target=map_term(target, renamed),
+            body=tuple(map_literal(literal, renamed) for literal in aggregate.body),
+        )
+        rule = _replaced(rule, aggregate, separate)
+    return rule
+
+
+def _names(terms: Iterable[Term]) -> list[str]:
+    return [term.name for term in terms if isinstance(term, Variable)]
+
+
+def _replaced(rule: Rule, old: Aggregate, new: Aggregate) -> Rule:
+    def replaced(term: Term) -> Term | None:
+        return new if term is old else None
+
+    return dataclasses.replace(
+        rule,
+        head=map_atom(rule.head, replaced),
+        body=tuple(map_literal(literal, replaced) for literal in rule.body),
+    )
 
 
 def _grounded(rule: Rule) -> Rule:
@@ -146,15 +208,6 @@ def _with_witnesses(
 
     added = tuple(map_literal(literal, valued) for literal in simple.body)
 
-    def replaced(term: Term) -> Term | None:
-        return inner if term is aggregate else None
-
-    return dataclasses.replace(
-        rule,
-        head=map_atom(rule.head, replaced),
-        body=(
-            *(map_literal(literal, replaced) for literal in rule.body),
-            *added,
-            Comparison("=", value, inner, aggregate.span),
-        ),
-    )
+    rule = _replaced(rule, aggregate, inner)
+    grounding = Comparison("=", value, inner, aggregate.span)
+    return dataclasses.replace(rule, body=(*rule.body, *added, grounding))

@@ -1,7 +1,8 @@
-"""Witnesses of `min` and `max` (`reasoner.analysis.witnesses`): the aggregate is taken
-without them, and they range over what reaches its value, as Soufflé's GroundWitnesses makes
-them. `tests/golden/witnesses/` holds the program and what the 64-bit Soufflé 2.5 wrote for
-it (`souffle -D . program.dl`)."""
+"""The scopes of aggregates' variables (`reasoner.analysis.aggregate_scopes`): a variable of
+an aggregated expression that the rule also uses outside is a new one (a shadow), and the
+witnesses of `min` and `max` range over what reaches the aggregate's value, taken without
+them, as Soufflé's GroundWitnesses makes them. `tests/golden/aggregate_scopes/` holds the
+program and what the 64-bit Soufflé 2.5 wrote for it (`souffle -D . program.dl`)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from reasoner.materialization import Materialization
 from tests.souffle_golden import Golden
 from tests.updates import check_updates
 
-GOLDEN = Golden("witnesses")
+GOLDEN = Golden("aggregate_scopes")
 OUTPUTS = [
     "lowest",
     "highest",
@@ -26,11 +27,17 @@ OUTPUTS = [
     "named",
     "both",
     "first_name",
+    "shadow",
+    "correlated",
+    "shadow_min",
+    "scaled",
+    "nested",
+    "head_only",
 ]
 
 
 @pytest.mark.parametrize("engine", ["reference", "local"])
-def test_witnesses_give_souffles_rows(engine: str) -> None:
+def test_scopes_give_souffles_rows(engine: str) -> None:
     m = Materialization.from_text(GOLDEN.program, engines=EngineSettings(engine))
     m.bootstrap()
     GOLDEN.assert_rows(m, OUTPUTS)
@@ -48,6 +55,8 @@ reach(x, y) :- e(x, y).
 reach(x, z) :- reach(x, y), e(y, z).
 .decl farthest(x: number, m: number)
 farthest(x, m) :- m = max y : { reach(x, y) }.
+.decl shadow(x: number, s: number)
+shadow(x, s) :- f(x, _), s = sum x + y : { e(x, y) }.
 """
 INPUTS = {"e": [(1, 2), (2, 3), (3, 1), (4, 1)], "f": [(1, 7), (3, 8)]}
 
@@ -59,8 +68,9 @@ def _built(facts: dict[str, list[tuple]]) -> Materialization:
     return m
 
 
-def test_witnesses_under_update_equal_a_fresh_bootstrap() -> None:
-    """A new minimum replaces every witness of the old one; retracting it brings them back."""
+def test_scopes_under_update_equal_a_fresh_bootstrap() -> None:
+    """A new minimum replaces every witness of the old one; retracting it brings them back.
+    A shadow's sum follows all of `e`, whichever `x` reads it."""
     steps = [
         Delta(insert={"e": [(5, 0), (2, 9)]}),
         Delta(retract={"e": [(5, 0)]}, insert={"f": [(9, 1)]}),
@@ -81,3 +91,17 @@ def test_count_sum_and_mean_have_no_witnesses(op: str) -> None:
     with pytest.raises(ProgramError) as raised:
         check_program(text)
     assert [d.code for d in raised.value.diagnostics] == [UNSAFE_RULE]
+
+
+def test_a_shadow_the_aggregate_does_not_bind_is_named_as_written() -> None:
+    """Soufflé: `Ungrounded variable y0` (its renamed shadow); here the variable as written."""
+    text = """.decl a(x: number)
+    .decl b(x: number, y: number)
+    .decl n(y: number, s: number)
+    n(y, s) :- a(y), s = count : { b(x, z), z < sum x + y : { b(x, _) } }.
+    """
+    with pytest.raises(ProgramError) as raised:
+        check_program(text)
+    [diagnostic] = raised.value.diagnostics
+    assert diagnostic.code == UNSAFE_RULE
+    assert "`y`" in diagnostic.message
