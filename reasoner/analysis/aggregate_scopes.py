@@ -1,16 +1,19 @@
 """The scopes of aggregates' variables, as Soufflé 2.5 draws them before typing.
 
 A variable of an aggregate that the rule binds outside it is the outer one (the aggregate is
-correlated: `reasoner.analysis.aggregates` groups by it), with two exceptions, both Soufflé's:
+correlated: `reasoner.analysis.aggregates` groups by it). Three rules of Soufflé's refine that,
+each a rewrite here, each checked against Soufflé's output (`tests/golden/aggregate_scopes`):
 
 **Shadows.** In an aggregated *expression*, a variable the rule also uses outside is a new
 one: `s = sum y + z : { b(y, z) }` beside `a(y)` adds over all of `b`, as Soufflé's
 SimplifyAggregateTargetExpression renames it throughout the aggregate. (An aggregated
 variable, `sum z : { b(y, z) }`, leaves `y` the outer one.)
 
-**Witnesses** of `min` and `max`.
+**Values of other aggregates.** `s = max y : { a(y) }, c = count : { b(s, _) }` correlates
+the count with `s`: an aggregate's value binds what it is assigned to (`bind_aggregate_results`
+makes it a relation's column, which the aggregate rewrite groups by).
 
-`w(x, m) :- m = min y : { e(x, y) }.` uses `x` inside the aggregate and outside it, where
+**Witnesses** of `min` and `max`. `w(x, m) :- m = min y : { e(x, y) }.` uses `x` inside the aggregate and outside it, where
 nothing else binds it. Soufflé 2.5 reads `x` as a *witness*: the aggregate is taken over all
 of `e` (the `x` inside is another variable), and `x` ranges over the rows that reach the
 minimum. Its GroundWitnesses pass makes that explicit, and so does this one:
@@ -22,7 +25,7 @@ minimum. Its GroundWitnesses pass makes that explicit, and so does this one:
 - Inside the aggregate they are renamed; the aggregate's body, as written, is added to the
   rule with the aggregated variable replaced by the aggregate's value.
 - A variable local to the body that the added literals bring outside is then bound outside,
-  so the aggregate is taken per value of it, as in Soufflé (`tests/golden/witnesses`).
+  so the aggregate is taken per value of it, as in Soufflé.
 - An aggregated expression is first made a variable (`min y + 1 : { .. }` is
   `min t! : { .., t! = y + 1 }`), as Soufflé's SimplifyAggregateTargetExpression does.
 
@@ -35,11 +38,20 @@ plain aggregate semantics; what grounding means is held to Soufflé's output ins
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections import Counter
 from collections.abc import Iterable
 
 from reasoner.analysis.safety import bound_variables
-from reasoner.analysis.terms import deep_terms, leaves, map_atom, map_literal, map_term
+from reasoner.analysis.terms import (
+    deep_terms,
+    leaves,
+    map_atom,
+    map_literal,
+    map_term,
+    render_atom,
+    render_literal,
+)
 from reasoner.syntax.ast import (
     Aggregate,
     Atom,
@@ -211,3 +223,89 @@ def _with_witnesses(
     rule = _replaced(rule, aggregate, inner)
     grounding = Comparison("=", value, inner, aggregate.span)
     return dataclasses.replace(rule, body=(*rule.body, *added, grounding))
+
+
+def bind_aggregate_results(program: Program) -> Program:
+    """`program` with each aggregate whose outer variable only another aggregate's value
+    binds read from a relation of that value (the same object when no rule has one).
+
+    `r(s, c) :- s = max y : { a(y) }, c = count : { b(s, _) }.` correlates the count with
+    `s`, as Soufflé 2.5 does (an aggregate's value grounds what it is assigned to). The
+    aggregate rewrite groups by variables that atoms bind, so the value is made one:
+
+        bind!<digest>(s) :- s = max y : { a(y) }.
+        r(s, c) :- bind!<digest>(s), c = count : { b(s, _) }.
+
+    The relation holds, per instantiation of the rule's literals that need no aggregate (its
+    other columns), the value; those literals move into its rule."""
+    rules: list[Rule] = []
+    for rule in program.rules:
+        rules.extend(_bound_results(rule))
+    if len(rules) == len(program.rules):
+        return program
+    return dataclasses.replace(program, rules=tuple(rules))
+
+
+def _bound_results(rule: Rule) -> list[Rule]:
+    made: list[Rule] = []
+    while True:
+        step = _bind_one(rule)
+        if step is None:
+            return [*made, rule]
+        definition, rule = step
+        made.append(definition)
+
+
+def _bind_one(rule: Rule) -> tuple[Rule, Rule] | None:
+    """The rule of one aggregate value another aggregate needs, and `rule` reading it; None
+    when no aggregate needs one."""
+    plain_bound = bound_variables(tuple(lit for lit in rule.body if not _has_aggregate(lit)))
+    plain = tuple(
+        lit
+        for lit in rule.body
+        if not _has_aggregate(lit) and _literal_variables(lit) <= plain_bound
+    )
+    for aggregate in _outermost(rule):
+        for name in sorted(_aggregate_needs(rule, aggregate) - plain_bound):
+            binding = _assigning(rule, name, plain_bound)
+            if binding is None:
+                continue
+            columns = tuple(Variable(v, rule.span) for v in sorted(plain_bound))
+            value = Variable(name, binding.span)
+            text = " ".join(render_literal(lit) for lit in (*plain, binding))
+            digest = hashlib.sha256(f"{render_atom(rule.head)} {text}".encode()).hexdigest()
+            head = Atom(f"bind!{digest[:12]}", (*columns, value), binding.span)
+            definition = Rule(head, (*plain, binding), rule.span, rule.text)
+            rest = tuple(lit for lit in rule.body if lit not in plain and lit is not binding)
+            return definition, dataclasses.replace(rule, body=(head, *rest))
+    return None
+
+
+def _assigning(rule: Rule, name: str, bound: set[str]) -> Comparison | None:
+    """`name = <aggregate>` in `rule`'s body whose aggregate needs no variable but `bound`."""
+    for literal in rule.body:
+        if not isinstance(literal, Comparison) or literal.op != "=":
+            continue
+        for side, other in ((literal.left, literal.right), (literal.right, literal.left)):
+            if (
+                isinstance(side, Variable)
+                and side.name == name
+                and isinstance(other, Aggregate)
+                and _aggregate_needs(rule, other) <= bound
+            ):
+                return literal
+    return None
+
+
+def _aggregate_needs(rule: Rule, aggregate: Aggregate) -> set[str]:
+    uses = Counter(_names(deep_terms(rule.head.args, rule.body)))
+    inside = Counter(_names(deep_terms((aggregate,), ())))
+    return {name for name in inside if uses[name] > inside[name]}
+
+
+def _has_aggregate(literal: BodyLiteral) -> bool:
+    return any(isinstance(term, Aggregate) for term in deep_terms((), (literal,)))
+
+
+def _literal_variables(literal: BodyLiteral) -> set[str]:
+    return set(_names(deep_terms((), (literal,))))

@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from reasoner.analysis import safety
-from reasoner.analysis.aggregate_scopes import scope_aggregates
+from reasoner.analysis.aggregate_scopes import bind_aggregate_results, scope_aggregates
 from reasoner.analysis.aggregates import check_aggregate_types, rewrite_aggregates
 from reasoner.analysis.anonymous_records import resolve_anonymous_records
 from reasoner.analysis.choice import choice_domains, guarded_facts, with_choices
@@ -142,7 +142,7 @@ def _analyze(
     program, inlined = inline_relations(program)
     _check_inlined_rules(written, inlined, reporter)
     program = rewrite_subsumptions(program)
-    aggregated = rewrite_aggregates(program, reporter)
+    aggregated = rewrite_aggregates(bind_aggregate_results(program), reporter)
     program, aggregates = aggregated.program, aggregated.aggregates
     refuse_untranslated_patterns((rule.body for rule in program.rules), reporter)
     # The program as written is checked (so that messages name the user's relations); the

@@ -33,6 +33,11 @@ OUTPUTS = [
     "scaled",
     "nested",
     "head_only",
+    "total_then_count",
+    "max_then_count",
+    "per_group",
+    "empty_sum",
+    "chain",
 ]
 
 
@@ -57,6 +62,8 @@ reach(x, z) :- reach(x, y), e(y, z).
 farthest(x, m) :- m = max y : { reach(x, y) }.
 .decl shadow(x: number, s: number)
 shadow(x, s) :- f(x, _), s = sum x + y : { e(x, y) }.
+.decl below_total(x: number, s: number, c: number)
+below_total(x, s, c) :- f(x, _), s = sum y : { e(x, y) }, c = count : { e(_, w), w < s }.
 """
 INPUTS = {"e": [(1, 2), (2, 3), (3, 1), (4, 1)], "f": [(1, 7), (3, 8)]}
 
@@ -70,7 +77,8 @@ def _built(facts: dict[str, list[tuple]]) -> Materialization:
 
 def test_scopes_under_update_equal_a_fresh_bootstrap() -> None:
     """A new minimum replaces every witness of the old one; retracting it brings them back.
-    A shadow's sum follows all of `e`, whichever `x` reads it."""
+    A shadow's sum follows all of `e`, whichever `x` reads it; a count taken per value of a
+    sum follows both."""
     steps = [
         Delta(insert={"e": [(5, 0), (2, 9)]}),
         Delta(retract={"e": [(5, 0)]}, insert={"f": [(9, 1)]}),
