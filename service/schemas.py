@@ -205,7 +205,11 @@ class QueryOut(BaseModel):
     rows: list[list[Value]]
     next: str | None = Field(description="Cursor of the next page, of this epoch only.")
     epoch: int
-    seconds: float
+    seconds: float = Field(description="What evaluating the query took.")
+    kept: bool = Field(
+        description="Whether the answer was kept from an earlier request of this query at this "
+        "epoch (`seconds` is then that evaluation's): the pages of one answer evaluate it once."
+    )
 
 
 class ProofNodeOut(BaseModel):

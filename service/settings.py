@@ -128,6 +128,13 @@ class Settings(BaseSettings):
         description="Distinct answers one query may have; a query past it is refused (400, "
         "`query_too_large`) instead of filling the memory.",
     )
+    query_cache_rows: int = Field(
+        1_000_000,
+        ge=0,
+        description="Answers kept of the queries asked last, per (query, epoch), so that the "
+        "pages of one answer evaluate it once; the least recently used go first (0: none). "
+        "About 100 bytes a row of two numbers.",
+    )
     epoch_timeout_seconds: float = Field(
         60.0,
         gt=0,

@@ -64,6 +64,7 @@ from service.core.epoch_budget import (
     default_memory_allowance,
 )
 from service.core.metrics import Metrics
+from service.core.query_answers import QueryAnswers
 from service.core.write_priority import WritePriority
 from service.feed.stream import Feed, KeptChanges
 from service.problems import (
@@ -137,6 +138,7 @@ class Runtime:
         self._queue_lock = threading.Lock()
         self._queued = 0
         self._read_slots = threading.BoundedSemaphore(settings.max_concurrent_reads)
+        self.query_answers = QueryAnswers(settings.query_cache_rows)
         self.priority = priority if priority is not None else WritePriority()
         """The writes in progress, which a read lets finish first
         (`service.core.write_priority`)."""

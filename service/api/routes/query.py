@@ -40,7 +40,7 @@ from service.api.paging import (
     CsvGuard,
     Format,
     bound_arguments,
-    page,
+    page_of_sorted,
     page_response,
     response_format,
     takes_column_filters,
@@ -91,7 +91,7 @@ async def post_query(
     deadline = time.monotonic() + timeout
     wanted = epoch_asked(body.epoch, body.cursor)
 
-    def read(m: Materialization, epoch: int) -> tuple[QueryResult, int]:
+    def read(m: Materialization, epoch: int) -> tuple[QueryResult, bool, int]:
         query = compile_query(body.query, m.analyzed)
         constants = Constants(m.symbols)
         relations: QueryRelations = m.state
@@ -101,8 +101,9 @@ async def post_query(
         if wanted is not None and wanted != epoch and is_kept(history, wanted, epoch, body.epoch):
             relations = PastRelations(runtime.store, m, wanted, epoch, constants)
             epoch = wanted
-        try:
-            result = evaluate_query(
+
+        def evaluate() -> QueryResult:
+            return evaluate_query(
                 query,
                 m.analyzed,
                 relations,
@@ -112,17 +113,20 @@ async def post_query(
                 max_rows=settings.query_max_rows,
                 constants=constants,
             )
+
+        try:
+            result, kept = runtime.query_answers.answer((body.query, epoch), evaluate, deadline)
         except QueryTimeout:
             raise QueryTimeout(timeout) from None
-        return result, epoch
+        return result, kept, epoch
 
     def respond() -> Response:
-        result, epoch = runtime.read(read)
+        result, kept, epoch = runtime.read(read)
         after = None if body.cursor is None else decode_cursor(body.cursor, result.types, epoch)
-        rows, last = page(iter(result.rows), after, page_size)
+        rows, last = page_of_sorted(result.rows, after, page_size)
         return page_response(
             fmt,
-            {"query": body.query, "epoch": epoch, "seconds": result.seconds},
+            {"query": body.query, "epoch": epoch, "seconds": result.seconds, "kept": kept},
             list(result.columns),
             rows,
             None if last is None else encode_cursor(epoch, last),
