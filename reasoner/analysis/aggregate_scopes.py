@@ -13,10 +13,11 @@ variable, `sum z : { b(y, z) }`, leaves `y` the outer one.)
 the count with `s`: an aggregate's value binds what it is assigned to (`bind_aggregate_results`
 makes it a relation's column, which the aggregate rewrite groups by).
 
-**Witnesses** of `min` and `max`. `w(x, m) :- m = min y : { e(x, y) }.` uses `x` inside the aggregate and outside it, where
-nothing else binds it. Soufflé 2.5 reads `x` as a *witness*: the aggregate is taken over all
-of `e` (the `x` inside is another variable), and `x` ranges over the rows that reach the
-minimum. Its GroundWitnesses pass makes that explicit, and so does this one:
+**Witnesses** of `min` and `max`. `w(x, m) :- m = min y : { e(x, y) }.` uses `x` inside the
+aggregate and outside it, where nothing else binds it. Soufflé 2.5 reads `x` as a *witness*:
+the aggregate is taken over all of `e` (the `x` inside is another variable), and `x` ranges
+over the rows that reach the minimum. Its GroundWitnesses pass makes that explicit, and so
+does this one:
 
     w(x, m) :- m = min y : { e(x!w, y) }, e(x, v!), v! = min y : { e(x!w, y) }.
 
