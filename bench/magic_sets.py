@@ -88,7 +88,8 @@ def _service(work: Path, depth: int) -> list[tuple[str, str]]:
         "REASONER_DATABASE_URL": f"sqlite:///{work / 'magic.db'}",
         "REASONER_QUERY_CACHE_ROWS": "0",
     }
-    with served(settings) as client:
+    with served(settings) as server:
+        client = server.client
         text = {"content-type": "text/plain"}
         client.post("/v1/rules", content=SERVED, headers=text).raise_for_status()
         nodes = range(1, 2**depth)

@@ -70,7 +70,8 @@ def main() -> None:
                     settings = {"REASONER_DATABASE_URL": url, "REASONER_PAGE_SIZE": str(PAGE)}
                     if not kept:
                         settings["REASONER_QUERY_CACHE_ROWS"] = "0"
-                    with served(settings, timeout=600) as client:
+                    with served(settings, timeout=600) as server:
+                        client = server.client
                         evaluation, whole, later, answers = _measure(client, edges)
                 what = "kept answers (default)" if kept else "no kept answers (as before)"
                 rows.append(

@@ -10,6 +10,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -18,10 +19,25 @@ from sqlalchemy.engine import make_url
 from bench.standalone import free_port
 
 
+def resident_bytes(pid: int) -> int:
+    """What process `pid` holds in memory now (its resident set)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no VmRSS for process {pid}")
+
+
+@dataclass(frozen=True)
+class Served:
+    client: httpx.Client
+    pid: int
+    """The server's process, for what only the system tells (`resident_bytes`)."""
+
+
 @contextmanager
-def served(settings: dict[str, str], timeout: float = 300) -> Iterator[httpx.Client]:
-    """A client of a fresh server with `settings` (`REASONER_*` variables) besides the
-    environment's, its requests allowed `timeout` seconds."""
+def served(settings: dict[str, str], timeout: float = 300) -> Iterator[Served]:
+    """A fresh server with `settings` (`REASONER_*` variables) besides the environment's, and
+    a client whose requests are allowed `timeout` seconds."""
     port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "service", "--host", "127.0.0.1", "--port", str(port)],
@@ -40,7 +56,7 @@ def served(settings: dict[str, str], timeout: float = 300) -> Iterator[httpx.Cli
                 time.sleep(0.1)
             else:
                 raise RuntimeError("the service did not become ready in 60 s")
-            yield client
+            yield Served(client, server.pid)
     finally:
         server.terminate()
         server.wait(30)

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from reasoner.io.batch import FactBatch, frame_schema, parse_facts_batch
     from reasoner.io.facts import float_field, record_field
     from reasoner.materialization import Materialization
+    from reasoner.reads import export
     from reasoner.reads.evaluator import Constants, QueryRelations, QueryTooLarge
     from reasoner.reads.pages import Row, RowOrder, relation_page
     from reasoner.reads.past_relations import PastRelation
@@ -111,9 +112,10 @@ benchmarks and users import instead of the modules that hold it (an import-linte
 keeps the service to it). Loaded on first use: `import reasoner` alone (the parser, the
 command line's start) does not pay for Polars."""
 
-_MODULES = {"floats": "reasoner.values.floats"}
+_MODULES = {"floats": "reasoner.values.floats", "export": "reasoner.reads.export"}
 """Modules of the public face: the float vocabulary (Soufflé's text of a float, JSON-safe
-values) is a family of functions the service uses as one."""
+values) is a family of functions the service uses as one, and so is a relation's export in
+columnar batches (a snapshot, then its frames)."""
 
 __all__ = [
     "DEFAULT_SPARK_ITERATION",
@@ -157,6 +159,7 @@ __all__ = [
     "charging_to",
     "compile_query",
     "evaluate_query",
+    "export",
     "float_field",
     "floats",
     "frame_schema",

@@ -8,6 +8,7 @@ answers at once and `/ready` turns 200 when the first Bootstrap is done.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -17,7 +18,7 @@ from fastapi.openapi.utils import get_openapi
 
 from service.api import problem_responses
 from service.api.limits import BodySizeLimit
-from service.api.routes import changes, deltas, epochs, health, query, relations, rules
+from service.api.routes import changes, deltas, epochs, exports, health, query, relations, rules
 from service.api.security import TokenGate
 from service.core.runtime import Runtime
 from service.core.write_priority import WritePriority, WritesFirst
@@ -49,13 +50,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.settings = settings
+    app.state.export_slots = threading.BoundedSemaphore(settings.max_concurrent_exports)
     problem_responses.install(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
     app.add_middleware(WritesFirst, priority=priority)
     # Added last, so it runs first: tokens are checked before a byte of the body is read.
     app.add_middleware(TokenGate, settings=settings)
     app.include_router(health.router)
-    for resource in (deltas, rules, relations, query, epochs, changes):
+    for resource in (deltas, rules, relations, exports, query, epochs, changes):
         for name in ("writes", "reads"):
             if hasattr(resource, name):
                 app.include_router(getattr(resource, name))

@@ -122,6 +122,12 @@ class Settings(BaseSettings):
         "once (503, `too_busy`, with `Retry-After`) instead of queueing behind them past its "
         "deadline. Probes (`/health`, `/ready`) and writes are never counted.",
     )
+    max_concurrent_exports: int = Field(
+        2,
+        gt=0,
+        description="Relation exports streaming at once (`GET /v1/relations/{name}/export`); "
+        "one more is refused at once (503, `too_busy`). Exports never take reads' places.",
+    )
     query_max_rows: int = Field(
         1_000_000,
         gt=0,

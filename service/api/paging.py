@@ -114,7 +114,7 @@ def page_response(
     return JSONResponse({name: values[name] for name in model.model_fields}, headers=headers)
 
 
-_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 """What makes a spreadsheet read a cell as a formula (OWASP's CSV injection guidance)."""
 
 
@@ -122,7 +122,7 @@ def guarded_row(row: list[Any]) -> list[Any]:
     """`row` with each text cell that a spreadsheet would run as a formula prefixed with `'`
     (numbers are left alone: `-1` is a number, not a formula)."""
     return [
-        "'" + cell if isinstance(cell, str) and cell.startswith(_FORMULA_STARTS) else cell
+        "'" + cell if isinstance(cell, str) and cell.startswith(FORMULA_STARTS) else cell
         for cell in row
     ]
 

@@ -22,6 +22,7 @@ from pydantic import SecretStr
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from service.api.problem_responses import problem_response
+from service.core.write_priority import READ_PATHS
 from service.problems import FORBIDDEN, UNAUTHORIZED, Problem
 from service.settings import Settings
 
@@ -80,15 +81,16 @@ READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 def access_level(method: str, path: str) -> str | None:
     """What a request needs, from its method and path: "read", "write" or None (open).
 
-    Only the probes are open. Under /v1 reads are GET/HEAD/OPTIONS and `POST /v1/query`,
-    every other method writes. Every other path is a read, unknown ones included (an anonymous
-    client cannot even learn which routes exist): `/metrics` names the relations and counts
-    their tuples, and the API description (`/openapi.json`, `/docs`, `/redoc`) is the map of
-    what a token opens, so both need the read token when one is set."""
+    Only the probes are open. Under /v1 reads are GET/HEAD/OPTIONS and the POSTs of
+    `READ_PATHS` (queries), every other method writes. Every other path is a read, unknown
+    ones included (an anonymous client cannot even learn which routes exist): `/metrics`
+    names the relations and counts their tuples, and the API description (`/openapi.json`,
+    `/docs`, `/redoc`) is the map of what a token opens, so both need the read token when one
+    is set."""
     if path in OPEN_PATHS:
         return None
     if path == "/v1" or path.startswith("/v1/"):
-        if method in READ_METHODS or (method == "POST" and path.rstrip("/") == "/v1/query"):
+        if method in READ_METHODS or (method == "POST" and path.rstrip("/") in READ_PATHS):
             return "read"
         return "write"
     return "read"

@@ -21,8 +21,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 YIELD_SECONDS = 0.1
 """The longest a read waits for the writes in progress when it starts."""
-READ_PATHS = ("/v1/query",)
-"""Requests with a body that only read."""
+READ_PATHS = ("/v1/query", "/v1/query/export")
+"""Requests with a body that only read (a query is too long and structured for a URL): they
+yield to writes, and the read token opens them (`service.api.security`)."""
 
 
 class WritePriority:

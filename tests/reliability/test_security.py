@@ -50,7 +50,9 @@ READS = {
     ("GET", "/v1/rules"),
     ("GET", "/v1/relations"),
     ("GET", "/v1/relations/{name}"),
+    ("GET", "/v1/relations/{name}/export"),
     ("POST", "/v1/query"),
+    ("POST", "/v1/query/export"),
     ("GET", "/v1/explain/{name}"),
     ("GET", "/v1/epochs"),
     ("GET", "/v1/epochs/{number}"),
@@ -71,7 +73,7 @@ def _request(method: str, path: str, rule_id: str) -> dict[str, Any]:
     """A valid request for a route (writes change nothing much: one fact, one rule)."""
     url = path.format(name="edge", rule_id=rule_id, number=0)
     kwargs: dict[str, Any] = {}
-    if path == "/v1/query":
+    if path in ("/v1/query", "/v1/query/export"):
         kwargs["json"] = {"query": "tc(1, x)"}
     elif path.startswith("/v1/explain/"):
         kwargs["params"] = {"@0": 1, "@1": 2}

@@ -46,6 +46,7 @@ from service.api.paging import (
     takes_column_filters,
 )
 from service.api.past_reads import PastRelations, epoch_asked, is_kept
+from service.core.runtime import Runtime
 from service.problems import (
     EPOCH_UNAVAILABLE,
     INTERNAL_ERROR,
@@ -65,28 +66,11 @@ from service.schemas import (
 reads = read_router()
 
 
-@reads.post(
-    "/query",
-    dependencies=[Depends(require_json)],
-    response_model=QueryOut,
-    summary='Answer a conjunctive query (`tc("a", x), !edge("a", x)`)',
-    responses={200: {"content": {NDJSON: {}, "text/csv": {}}}},
-)
-async def post_query(
-    body: QueryIn,
-    request: Request,
-    runtime: RuntimeDep,
-    format: Format = None,
-    csv_guard: CsvGuard = False,
-) -> Response:
-    fmt = response_format(request, format)
-    if unpaired_surrogate(body.query) is not None:
-        # The answer echoes the query, and UTF-8 cannot encode the surrogate.
-        raise Problem(
-            400, INVALID_TEXT, "the query holds an unpaired surrogate: it is not Unicode text"
-        )
+def answer_query(runtime: Runtime, body: QueryIn) -> tuple[QueryResult, bool, int]:
+    """The whole answer of `body`'s query at the epoch it asks (its cursor's, its `epoch`,
+    else the published one), whether it was kept from an earlier request, and that epoch
+    (`service.core.query_answers`); call it on a worker thread."""
     settings = runtime.settings
-    page_size = min(body.limit or settings.page_size, settings.page_size)
     timeout = min(body.timeout or settings.query_timeout_seconds, settings.query_timeout_seconds)
     deadline = time.monotonic() + timeout
     wanted = epoch_asked(body.epoch, body.cursor)
@@ -120,8 +104,33 @@ async def post_query(
             raise QueryTimeout(timeout) from None
         return result, kept, epoch
 
+    return runtime.read(read)
+
+
+@reads.post(
+    "/query",
+    dependencies=[Depends(require_json)],
+    response_model=QueryOut,
+    summary='Answer a conjunctive query (`tc("a", x), !edge("a", x)`)',
+    responses={200: {"content": {NDJSON: {}, "text/csv": {}}}},
+)
+async def post_query(
+    body: QueryIn,
+    request: Request,
+    runtime: RuntimeDep,
+    format: Format = None,
+    csv_guard: CsvGuard = False,
+) -> Response:
+    fmt = response_format(request, format)
+    if unpaired_surrogate(body.query) is not None:
+        # The answer echoes the query, and UTF-8 cannot encode the surrogate.
+        raise Problem(
+            400, INVALID_TEXT, "the query holds an unpaired surrogate: it is not Unicode text"
+        )
+    page_size = min(body.limit or runtime.settings.page_size, runtime.settings.page_size)
+
     def respond() -> Response:
-        result, kept, epoch = runtime.read(read)
+        result, kept, epoch = answer_query(runtime, body)
         after = None if body.cursor is None else decode_cursor(body.cursor, result.types, epoch)
         rows, last = page_of_sorted(result.rows, after, page_size)
         return page_response(
