@@ -29,10 +29,10 @@ if TYPE_CHECKING:
         Engine,
         EngineSettings,
     )
+    from reasoner.io import export
     from reasoner.io.batch import FactBatch, frame_schema, parse_facts_batch
     from reasoner.io.facts import float_field, record_field
     from reasoner.materialization import Materialization
-    from reasoner.reads import export
     from reasoner.reads.evaluator import Constants, QueryRelations, QueryTooLarge
     from reasoner.reads.pages import Row, RowOrder, relation_page
     from reasoner.reads.past_relations import PastRelation
@@ -112,7 +112,7 @@ benchmarks and users import instead of the modules that hold it (an import-linte
 keeps the service to it). Loaded on first use: `import reasoner` alone (the parser, the
 command line's start) does not pay for Polars."""
 
-_MODULES = {"floats": "reasoner.values.floats", "export": "reasoner.reads.export"}
+_MODULES = {"floats": "reasoner.values.floats", "export": "reasoner.io.export"}
 """Modules of the public face: the float vocabulary (Soufflé's text of a float, JSON-safe
 values) is a family of functions the service uses as one, and so is a relation's export in
 columnar batches (a snapshot, then its frames)."""

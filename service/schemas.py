@@ -61,6 +61,18 @@ class RulesIn(_Strict):
     )
 
 
+class ProgramIn(_Strict):
+    program: str = Field(
+        description="The whole program: it replaces the current one (its facts are data).",
+        examples=[".decl edge(x: number, y: number)\ntc(x, y) :- edge(x, y)."],
+    )
+
+
+class ProgramOut(BaseModel):
+    epoch: int
+    program: str = Field(description="The program's text: its rules, declarations, directives.")
+
+
 class _FromEngine(BaseModel):
     """A model read from the engine's report objects (`from_attributes`), so that what an
     epoch did is serialised in one place, whichever route or row shows it."""

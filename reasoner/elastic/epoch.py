@@ -35,6 +35,13 @@ class Delta:
     """Program text holding rules (and declarations of the relations they introduce)."""
     remove_rules: Sequence[str] = ()
     """Ids of rules to remove, as `Materialization.rules()` lists them."""
+    clear_facts: bool = False
+    """Retract every fact given as data (those the program text asserts stay): on its own,
+    with nothing else in the delta."""
+    program: str | None = None
+    """Program text to replace the whole program with (its rules, declarations and
+    directives; its facts are data, as those of `add_rules`), in place of `add_rules` and
+    `remove_rules`: None keeps the program."""
 
 
 @dataclass(frozen=True, slots=True)

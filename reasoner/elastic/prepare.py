@@ -31,6 +31,7 @@ from reasoner.errors import (
     InvalidDelta,
     Notice,
 )
+from reasoner.io import export
 from reasoner.io.batch import FactBatch, engine_numbers
 from reasoner.storage import TupleSet
 from reasoner.storage.state import Tuple
@@ -159,17 +160,25 @@ def prepare(
     """Check a delta against the epoch numbered `epoch` (its program `analyzed`, from text
     `program`; its data `facts`, the facts the program text asserts `program_facts`); raise
     `ProgramError` / `InvalidDelta`. It interns the delta's symbols in `symbols`."""
+    if delta.clear_facts:
+        return _clearing(delta, epoch, analyzed, program, facts, symbols)
     current = analyzed
     new_analyzed = None
     added: tuple[str, ...] = ()
     removed: tuple[str, ...] = ()
     insert: dict[str, Sequence[Sequence[Value]]] = dict(delta.insert)
     add = list(delta.add_rules)
-    changed = _changed(program, add, list(delta.remove_rules))
+    if delta.program is not None and (add or delta.remove_rules):
+        raise InvalidDelta(
+            UNSUPPORTED_FEATURE,
+            "a delta replacing the program adds and removes no rules: the program it gives "
+            "is the whole program",
+        )
+    changed = _changed(program, add, list(delta.remove_rules), delta.program)
     shapes = _shapes_from_facts((changed.analyzed if changed else current), insert)
     if shapes:  # the facts give these relations their shape: declare it
         add.append(shapes)
-        changed = _changed(program, add, list(delta.remove_rules))
+        changed = _changed(program, add, list(delta.remove_rules), delta.program)
     new_program = program
     if changed is not None:
         new_program, new_analyzed = changed.program, changed.analyzed
@@ -217,8 +226,45 @@ def prepare(
     )
 
 
-def _changed(program: ProgramText | None, add: list[str], remove: list[str]) -> Changed | None:
-    """The program after adding and removing rules, or None when the delta has none."""
+def _clearing(
+    delta: Delta,
+    epoch: int,
+    analyzed: AnalyzedProgram,
+    program: ProgramText | None,
+    facts: Mapping[str, TupleSet],
+    symbols: SymbolTable,
+) -> PreparedDelta:
+    """`delta.clear_facts`: every data fact retracted, given back in user values as columns
+    (`reasoner.io.export`), not a Python tuple per fact."""
+    if delta.insert or delta.retract or delta.add_rules or delta.remove_rules or delta.program:
+        raise InvalidDelta(
+            UNSUPPORTED_FEATURE, "a delta clearing the facts holds nothing else: send it alone"
+        )
+    retracts: dict[str, FactRows] = {}
+    given: dict[str, GivenRows] = {}
+    for name, rows in facts.items():
+        if not len(rows):
+            continue
+        info = analyzed.relations[name]
+        retracts[name] = rows.copy()
+        if info.arity:
+            taken = export.snapshot(rows)
+            [frame] = export.frames(
+                taken, info.column_names, info.value_types, symbols, max(taken.rows, 1)
+            )
+            given[name] = FactBatch(frame)
+        else:
+            given[name] = [()]
+    return PreparedDelta(epoch, {}, retracts, program, None, given_retracts=given)
+
+
+def _changed(
+    program: ProgramText | None, add: list[str], remove: list[str], replacement: str | None
+) -> Changed | None:
+    """The program after adding and removing rules, or replaced by `replacement`; None when
+    the delta changes no rule."""
+    if replacement is not None:
+        return source(program).replaced(replacement, add)
     if not (add or remove):
         return None
     try:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -66,6 +67,37 @@ def _offset(text: str, line: int, column: int) -> int:
     for _ in range(line - 1):
         start = text.index("\n", start) + 1
     return start + column - 1
+
+
+def _statements(program: Program) -> set[object]:
+    """What a program declares and directs, each equal to the same statement written again
+    (spans aside): declarations, types, functors, pragmas, `.input`/`.output` directives."""
+    return {
+        *program.declarations,
+        *program.directives,
+        *program.types,
+        *program.pragmas,
+        *program.functors,
+    }
+
+
+def _restates(text: str, stated: set[object]) -> bool:
+    """Whether `text` (an added text without its facts and known rules) holds only statements
+    the program makes already. A component (`.comp`, `.init`) is never taken for one: parsed
+    without expanding components, it would look like nothing."""
+    if not text.strip() or _has_components(text):
+        return False
+    program = parse_program(text, expand_components=False)
+    return not program.rules and not program.facts and _statements(program) <= stated
+
+
+def _has_components(text: str) -> bool:
+    """Whether `text` declares or instantiates a component (`.comp`, `.init`)."""
+    tokens = tokenize(text).tokens
+    return any(
+        a.kind == "." and b.kind == "ident" and b.text in ("comp", "init")
+        for a, b in itertools.pairwise(tokens)
+    )
 
 
 def _rules_by_id(program: Program) -> dict[str, Rule]:
@@ -140,6 +172,23 @@ class ProgramText:
             raise ProgramError(_remapped(error.diagnostics, sources)) from None
         return dataclasses.replace(changed, warnings=_remapped(changed.warnings, sources))
 
+    def replaced(self, text: str, add: list[str]) -> Changed:
+        """The program `text` (and `add`, as `changed` adds texts) in place of this one,
+        checked: its rules not here are added, the rules here it lacks removed."""
+        changed = self._with([]).changed([text, *add], [])
+        written = self.written()
+        if changed.program.written() == written and not (
+            _has_components(self.text) or _has_components(changed.program.text)
+        ):  # the same statements and rules, spaced otherwise: the program stays as it is
+            return dataclasses.replace(changed, program=self, added=())
+        before = set(_rules_by_id(written))
+        after = set(changed.given)
+        return dataclasses.replace(
+            changed,
+            added=tuple(i for i in changed.added if i not in before),
+            removed=tuple(sorted(before - after)),
+        )
+
     def _changed(self, add: list[str], remove: list[str]) -> Changed:
         """`changed`, of texts already preprocessed.
 
@@ -168,6 +217,9 @@ class ProgramText:
         if wanted:
             raise KeyError(sorted(wanted)[0])
         present = set(_rules_by_id(ProgramText(units).written()))
+        stated = {
+            s for unit in units for s in _statements(parse_program(unit, expand_components=False))
+        }
         added: list[str] = []
         given: dict[str, None] = {}
         kept: list[str] = []  # each added text without its facts and already present clauses
@@ -184,7 +236,11 @@ class ProgramText:
                     repeated.append(rule.span)
             present.update(first)
             added.extend(first)
-            kept.append(_cut(text, repeated))
+            rest = _cut(text, repeated)
+            if _restates(rest, stated):
+                rest = ""  # the program says all of it already: re-posting it changes nothing
+            stated |= _statements(program)
+            kept.append(rest)
         # Analyze the texts as given, so diagnostics point into what the client sent...
         whole = self._with(units + list(add))._analyze(len(units), names)
         candidate = self._with(units + [k for k in kept if k.strip()])

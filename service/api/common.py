@@ -244,6 +244,11 @@ MAX_STORED_NAME: int = models.fact_segments.c.relation.type.length  # type: igno
 """Longest relation name a stored fact can have (PostgreSQL enforces the column's length)."""
 
 
+def program_texts(delta: Delta) -> tuple[str, ...]:
+    """The program texts a delta holds: the whole program it gives, or the rules it adds."""
+    return (delta.program,) if delta.program is not None else tuple(delta.add_rules)
+
+
 def check_delta(delta: Delta) -> None:
     """Refuse a write holding text the store cannot keep, before it is parsed or committed.
 
@@ -256,8 +261,9 @@ def check_delta(delta: Delta) -> None:
     facts it removed), so neither can hold what the database refuses. Every refusal is final
     (400): the commit would fail the same way on every retry, which the 503 it gave told
     clients to do."""
-    names = text_names(len(delta.add_rules))
-    found = [_text_problem(text, name) for name, text in zip(names, delta.add_rules, strict=True)]
+    texts = program_texts(delta)
+    names = text_names(len(texts))
+    found = [_text_problem(text, name) for name, text in zip(names, texts, strict=True)]
     diagnostics = [d for d in found if d is not None]
     if diagnostics:
         raise ProgramError(diagnostics)

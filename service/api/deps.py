@@ -12,7 +12,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
 from reasoner import Delta
-from service.api.common import PROBLEM_RESPONSES, check_delta, get_runtime
+from service.api.common import PROBLEM_RESPONSES, check_delta, get_runtime, program_texts
 from service.api.paging import refuse_unknown_parameters
 from service.api.rule_texts import check_rule_texts
 from service.api.security import require_read, require_write
@@ -45,8 +45,9 @@ def write_router() -> APIRouter:
 async def apply_delta(runtime: Runtime, request: Request, delta: Delta, changes: bool):
     """Queue the delta; a client that disconnects before its turn takes it out again."""
     check_delta(delta)
-    if delta.add_rules:  # off the event loop: a directive's parameters are found by lexing
-        await run_in_threadpool(check_rule_texts, delta.add_rules, runtime.settings.max_rules)
+    texts = program_texts(delta)
+    if texts:  # off the event loop: a directive's parameters are found by lexing
+        await run_in_threadpool(check_rule_texts, texts, runtime.settings.max_rules)
     job = functools.partial(runtime.apply, delta, include_changes=changes)
     try:
         return await runtime.write(job, disconnected=request.is_disconnected)

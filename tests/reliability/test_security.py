@@ -53,6 +53,7 @@ READS = {
     ("GET", "/v1/relations/{name}/export"),
     ("POST", "/v1/query"),
     ("POST", "/v1/query/export"),
+    ("GET", "/v1/program"),
     ("GET", "/v1/explain/{name}"),
     ("GET", "/v1/epochs"),
     ("GET", "/v1/epochs/{number}"),
@@ -66,6 +67,8 @@ WRITES = {
     ("DELETE", "/v1/facts"),
     ("POST", "/v1/relations/{name}/facts"),
     ("DELETE", "/v1/relations/{name}/facts"),
+    ("PUT", "/v1/program"),
+    ("DELETE", "/v1/facts/all"),
 }
 
 
@@ -83,6 +86,8 @@ def _request(method: str, path: str, rule_id: str) -> dict[str, Any]:
         kwargs["json"] = {"rules": [EXTRA_RULE]}
     elif path == "/v1/facts":
         kwargs["json"] = {"facts": {"edge": [[7, 9]]}}
+    elif path == "/v1/program" and method == "PUT":  # the program it has: no relation goes
+        kwargs["json"] = {"program": PROGRAM + EXTRA_RULE}
     elif path.endswith("/facts"):
         kwargs["content"] = "7\t10\n"
         kwargs["headers"] = {"content-type": "text/tab-separated-values"}

@@ -58,3 +58,18 @@ async def delete_facts(
     body: FactsIn, request: Request, runtime: RuntimeDep, changes: Changes = False
 ) -> EpochOut:
     return epoch_out(await apply_delta(runtime, request, Delta(retract=body.facts), changes))
+
+
+@writes.delete(
+    "/facts/all",
+    response_model=EpochOut,
+    summary="Retract every fact, as one epoch",
+    description=(
+        "Every fact given as data is retracted; the program stays, with the facts its text "
+        "asserts. Nothing to retract makes no epoch (`changed: false`)."
+    ),
+)
+async def delete_all_facts(
+    request: Request, runtime: RuntimeDep, changes: Changes = False
+) -> EpochOut:
+    return epoch_out(await apply_delta(runtime, request, Delta(clear_facts=True), changes))

@@ -1,4 +1,5 @@
-"""`/v1/rules`: the program's rules, added and removed by id."""
+"""`/v1/rules` and `/v1/program`: the program's rules, added and removed by id, and the
+program as a whole, read and replaced."""
 
 from __future__ import annotations
 
@@ -31,6 +32,8 @@ from service.problems import (
 )
 from service.schemas import (
     EpochOut,
+    ProgramIn,
+    ProgramOut,
     RuleOut,
     RulesAdded,
     RulesIn,
@@ -69,22 +72,68 @@ _RULES_BODY: dict[str, Any] = {
     openapi_extra=_RULES_BODY,
 )
 async def post_rules(request: Request, runtime: RuntimeDep, changes: Changes = False) -> RulesAdded:
-    kind, _ = media_type(request)
-    if kind == "application/json":
-        try:
-            texts = RulesIn.model_validate_json(await request.body()).rules
-        except ValidationError as exc:
-            malformed = any(e["type"] == "json_invalid" for e in exc.errors())
-            raise Problem(
-                400,
-                INVALID_JSON if malformed else INVALID_REQUEST,
-                clip(f"invalid rules document: {exc}", 2000),
-            ) from None
-    elif kind == "text/plain":
-        texts = [await text_body(request)]
-    else:
-        raise unsupported(kind, ("application/json", "text/plain"))
+    texts = await _texts(request, RulesIn)
     applied = await apply_delta(runtime, request, Delta(add_rules=tuple(texts)), changes)
+    return RulesAdded(**epoch_out(applied).model_dump(), ids=list(applied.rules_given))
+
+
+async def _texts(request: Request, model: type[RulesIn] | type[ProgramIn]) -> list[str]:
+    """The texts of a rules or program body: JSON (`model`) or one text/plain text."""
+    kind, _ = media_type(request)
+    if kind == "text/plain":
+        return [await text_body(request)]
+    if kind != "application/json":
+        raise unsupported(kind, ("application/json", "text/plain"))
+    try:
+        document = model.model_validate_json(await request.body())
+    except ValidationError as exc:
+        malformed = any(e["type"] == "json_invalid" for e in exc.errors())
+        raise Problem(
+            400,
+            INVALID_JSON if malformed else INVALID_REQUEST,
+            clip(f"invalid {model.__name__.removesuffix('In').lower()} document: {exc}", 2000),
+        ) from None
+    return document.rules if isinstance(document, RulesIn) else [document.program]
+
+
+@reads.get("/program", response_model=ProgramOut, summary="The program's text")
+def get_program(runtime: RuntimeDep) -> ProgramOut:
+    with runtime.reading() as (m, epoch):
+        return ProgramOut(epoch=epoch, program=m.program_text())
+
+
+_PROGRAM_BODY: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {"schema": ProgramIn.model_json_schema()},
+            "text/plain": {
+                "schema": {"type": "string"},
+                "example": ".decl edge(x: number, y: number)\ntc(x, y) :- edge(x, y).",
+            },
+        },
+    }
+}
+
+
+@writes.put(
+    "/program",
+    response_model=RulesAdded,
+    summary="Replace the whole program (JSON or a text/plain Datalog body), as one epoch",
+    description=(
+        "The rules, declarations and directives given become the program; its facts are data, "
+        "as those of added rules. A relation the new program drops must hold no facts "
+        "(`unknown_relation` otherwise: retract them, or `DELETE /v1/facts/all`). The same "
+        "program again, however spaced, makes no epoch (`changed: false`). `ids`: the "
+        "program's rules."
+    ),
+    openapi_extra=_PROGRAM_BODY,
+)
+async def put_program(
+    request: Request, runtime: RuntimeDep, changes: Changes = False
+) -> RulesAdded:
+    [text] = await _texts(request, ProgramIn)
+    applied = await apply_delta(runtime, request, Delta(program=text), changes)
     return RulesAdded(**epoch_out(applied).model_dump(), ids=list(applied.rules_given))
 
 

@@ -72,6 +72,21 @@ def test_adding_a_present_rule_is_a_no_op_with_the_same_id() -> None:
     assert m.program_text().count(":-") == text.count(":-")
 
 
+def test_posting_the_program_again_is_a_no_op() -> None:
+    """Its rules are present and its declarations and directives stated, however spaced: no
+    epoch, and the program text does not grow. A text with one new statement is added; a
+    component is never taken for a statement already made."""
+    m = _live()
+    again = BASE.replace(": ", ":").replace("\n", "  \n") + STEP.replace(" ", "")
+    m.apply(Delta(add_rules=[STEP]))
+    text, epoch = m.program_text(), m.epoch
+    report = m.apply(Delta(add_rules=[again, ".input edge\n"]))
+    assert not report.changed and report.rules_added == ()
+    assert (m.program_text(), m.epoch) == (text, epoch)
+    assert m.apply(Delta(add_rules=[".decl tc(x: number, y: number)\n.output tc\n"])).changed
+    assert m.apply(Delta(add_rules=[".comp C { .decl a(x: number) }\n"])).changed
+
+
 def test_rules_lists_one_entry_per_clause() -> None:
     m = Materialization.from_text(BASE + "tc(x, y) :- edge(y, x) ; edge(x, x), y = x.\n")
     assert [entry.text for entry in m.rules()] == [
@@ -223,3 +238,57 @@ def test_a_relation_reshaped_by_a_rule_change_takes_facts_of_its_new_shape(strat
     m.apply(Delta(insert={"edge": [(3, 4)]}), strategy="bootstrap")
     assert _rows(m, "out") == {(1, 2), (2, 3), (3, 4), (7, 8)}
     assert m.differences(m.rebuilt()) == {}
+
+
+REPLACEMENT = """\
+.decl edge(x: number, y: number)
+.decl back(x: number, y: number)
+back(y, x) :- edge(x, y).
+back(x, z) :- back(x, y), back(y, z).
+edge(5, 6).
+"""
+
+
+def _fresh(text: str, facts: dict[str, list[tuple]]) -> Materialization:
+    m = Materialization.from_text(text)
+    m.load(facts)
+    m.bootstrap()
+    return m
+
+
+def test_replacing_the_program_equals_a_fresh_bootstrap_of_the_new_one() -> None:
+    """Its rules not there are added and the rules there it lacks removed; its facts are
+    data; the state is the one a fresh run of it on the same facts has; the same program
+    again, spaced otherwise, makes no epoch."""
+    m = _live()
+    old = {entry.id for entry in m.rules()}
+    report = m.apply(Delta(program=REPLACEMENT))
+    assert set(report.rules_removed) == old
+    assert len(report.rules_added) == 2
+    assert "tc" not in m.analyzed.relations
+    facts = {"edge": [(1, 2), (2, 3), (5, 6)]}
+    assert m.snapshot() == _fresh(REPLACEMENT.replace("edge(5, 6).\n", ""), facts).snapshot()
+    epoch = m.epoch
+    assert not m.apply(Delta(program=REPLACEMENT.replace(", ", ",") + "\n")).changed
+    assert m.epoch == epoch
+
+
+def test_a_replacement_that_drops_a_relation_holding_facts_is_refused() -> None:
+    m = _live()
+    with pytest.raises(InvalidDelta):
+        m.apply(Delta(program=".decl other(x: number)\n"))
+    with pytest.raises(InvalidDelta):  # a replacement adds and removes nothing besides
+        m.apply(Delta(program=REPLACEMENT, add_rules=[STEP]))
+
+
+def test_clearing_the_facts_leaves_the_program_and_its_own_facts() -> None:
+    m = Materialization.from_text(BASE + "edge(7, 8).\n")
+    m.load({"edge": [(1, 2), (2, 3)], "blocked": [(1,)]})
+    m.bootstrap()
+    report = m.apply(Delta(clear_facts=True))
+    assert report.changed
+    assert _rows(m, "edge") == {(7, 8)} and _rows(m, "blocked") == set()
+    assert m.snapshot() == _fresh(BASE + "edge(7, 8).\n", {}).snapshot()
+    assert not m.apply(Delta(clear_facts=True)).changed
+    with pytest.raises(InvalidDelta):
+        m.apply(Delta(clear_facts=True, insert={"edge": [(1, 1)]}))

@@ -1,4 +1,4 @@
-"""`reasoner.reads.export`: a relation's snapshot in batches of user values equals what the
+"""`reasoner.io.export`: a relation's snapshot in batches of user values equals what the
 row decoder gives, value for value, whatever the batch size; an answer's rows likewise."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import math
 
 import polars as pl
 
+from reasoner.io.export import answer_frames, frames, snapshot
 from reasoner.materialization import Materialization
-from reasoner.reads.export import answer_frames, frames, snapshot
 
 PROGRAM = """.type P = [a: number, b: symbol]
 .decl item(n: number, s: symbol, u: unsigned, f: float, p: P)

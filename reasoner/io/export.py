@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from reasoner.storage import TupleSet
 from reasoner.storage.state import RelationStore
 from reasoner.values.records import AdtType, RecordType, ValueType
 from reasoner.values.symbols import SymbolTable
@@ -40,8 +41,9 @@ class Snapshot:
     rows: int
 
 
-def snapshot(store: RelationStore) -> Snapshot:
-    """The committed rows of `store` (call it inside a read of one published epoch)."""
+def snapshot(store: RelationStore | TupleSet) -> Snapshot:
+    """The committed rows of `store`, a relation's or its facts' (call it inside a read of
+    one published epoch)."""
     if store.arity == 0:
         return Snapshot((), len(store.table))
     columns = store.table.columns()[0]
