@@ -93,19 +93,47 @@ def parse_rows(
 ) -> FactBatch | list[tuple]:
     """Rows of a `.facts` body (tab-separated, or `delimiter`) or a CSV body (RFC 4180
     quoting; a header line with `header=present` in the content type or `?header=true`,
-    which must name the relation's columns in order); as a batch where they can be."""
+    which must name the relation's columns in order); as a batch where they can be. Unsaid,
+    the delimiter and the header are what the relation's `.input` says (`delimiter=`,
+    `headers=true`), as its files would be read."""
     filename = f"{name}.facts"
     types = info.value_types
+    declared = dict(info.input_params)  # what `.input` says of the relation's files
     if kind == CSV_MEDIA_TYPE:
         has_header = header if header is not None else params.get("header") == "present"
+        if header is None and "header" not in params:
+            has_header = declared.get("headers", "false").lower() == "true"
         columns = info.column_names if has_header else None
         text = body.decode("ascii") if isinstance(body, bytes) else body
-        return parse_csv(text, types, f"{name}.csv", columns)
+        try:
+            return parse_csv(text, types, f"{name}.csv", columns)
+        except InputDataError as error:
+            raise _with_header_hint(error, text, info.column_names, has_header) from None
     if kind not in FACTS_MEDIA_TYPES:
         raise unsupported(kind, (*FACTS_MEDIA_TYPES, CSV_MEDIA_TYPE))
+    if delimiter is None:
+        delimiter = declared.get("delimiter")
     if delimiter is not None and (not delimiter or "\n" in delimiter):
         raise Problem(400, INVALID_REQUEST, f"invalid delimiter {delimiter!r}")
     return parse_facts_batch(body, types, filename, delimiter or "\t")
+
+
+def _with_header_hint(
+    error: InputDataError, text: str, columns: Sequence[str], has_header: bool
+) -> InputDataError:
+    """`error`, saying how to send a header when the body's first line, the one refused,
+    names the relation's columns."""
+    if has_header or error.line != 1:
+        return error
+    first = text.split("\n", 1)[0].rstrip("\r")
+    fields = next(csv.reader([first]), [])
+    if [field.strip() for field in fields] != list(columns):
+        return error
+    hint = (
+        f"{error.message}: the first line names the columns; send `?header=true` (or "
+        "`content-type: text/csv; header=present`) to skip it"
+    )
+    return InputDataError(hint, error.filename, error.line)
 
 
 def parse_csv(
@@ -169,3 +197,50 @@ def parse_csv(
     except csv.Error as exc:
         raise InputDataError(f"malformed CSV: {exc}", filename, reader.line_num + offset) from None
     return rows
+
+
+def parse_untyped_rows(
+    body: str | bytes,
+    name: str,
+    kind: str,
+    params: dict[str, str],
+    *,
+    delimiter: str | None = None,
+    header: bool | None = None,
+) -> list[tuple]:
+    """Rows of a body for a relation the program does not have: their values decide its
+    types, as a JSON insert's do (a column of 64-bit integers is a `number`, of decimals a
+    `float`, else a `symbol`); the write then declares it."""
+    text = body.decode("ascii") if isinstance(body, bytes) else body
+    if kind == CSV_MEDIA_TYPE:
+        filename = f"{name}.csv"
+        lines = list(csv.reader(io.StringIO(text, newline="")))
+        if header if header is not None else params.get("header") == "present":
+            lines = lines[1:]
+        first_line = 2 if header or params.get("header") == "present" else 1
+    else:
+        if kind not in FACTS_MEDIA_TYPES:
+            raise unsupported(kind, (*FACTS_MEDIA_TYPES, CSV_MEDIA_TYPE))
+        filename = f"{name}.facts"
+        separator = delimiter or "\t"
+        lines = [line.rstrip("\r").split(separator) for line in text.split("\n") if line]
+        first_line = 1
+    arity = len(lines[0]) if lines else 0
+    for number, fields in enumerate(lines, start=first_line):
+        if len(fields) != arity:
+            raise InputDataError(
+                f"expected {arity} field(s), found {len(fields)}", filename, number
+            )
+    columns = [_typed_column([fields[i] for fields in lines]) for i in range(arity)]
+    return list(zip(*columns, strict=True)) if columns else [() for _ in lines]
+
+
+def _typed_column(fields: list[str]) -> list[object]:
+    """A column's values: all integers of 64 bits, else all decimals, else the texts."""
+    integers: list[object] = [parse_int64(field) for field in fields]
+    if None not in integers:
+        return integers
+    try:
+        return [float(field) for field in fields]
+    except ValueError:
+        return list(fields)

@@ -144,3 +144,41 @@ def test_a_bulk_write_past_its_memory_allowance_leaves_nothing_in_the_store(
     assert _latest_epoch(server) == epoch
     with server.client() as client:
         assert read_relation(client, "e") == []
+
+
+def test_uploads_read_as_the_input_directive_says_and_make_new_relations(
+    make_server: Callable[..., Server],
+) -> None:
+    """A `.facts` body splits at the `.input`'s delimiter and a CSV body skips the header its
+    `headers=true` announces; a header sent unannounced is refused with the fix; a body for a
+    relation the program lacks makes it, its types from its values, as JSON facts do."""
+    program = (
+        '.decl pair(x: number, y: number)\n.input pair(delimiter=",")\n'
+        ".decl named(n: number, s: symbol)\n.input named(headers=true)\n"
+        ".decl plain(x: number, y: number)\n"
+    )
+    server = make_server().start()
+    with server.client() as client:
+        client.post("/v1/rules", content=program, headers=TEXT).raise_for_status()
+        client.post("/v1/relations/pair/facts", content="1,2\n3,4\n", headers=TSV)
+        assert set(read_relation(client, "pair")) == {(1, 2), (3, 4)}
+        csv_body = {"content-type": "text/csv"}
+        client.post(
+            "/v1/relations/named/facts", content="n,s\n1,one\n", headers=csv_body
+        ).raise_for_status()
+        assert read_relation(client, "named") == [(1, "one")]
+        refused = client.post("/v1/relations/plain/facts", content="x,y\n1,2\n", headers=csv_body)
+        body = assert_problem(refused, 400, "invalid_facts")
+        assert "?header=true" in body["detail"] and body["line"] == 1
+
+        made = client.post(
+            "/v1/relations/fresh/facts", content="1\ta\t2.5\n2\tb c\t-1\n", headers=TSV
+        )
+        assert made.raise_for_status().json()["facts_inserted"] == 2
+        relations = {r["name"]: r for r in client.get("/v1/relations").json()["relations"]}
+        assert [c["type"] for c in relations["fresh"]["columns"]] == ["number", "symbol", "float"]
+        assert set(read_relation(client, "fresh")) == {(1, "a", 2.5), (2, "b c", -1.0)}
+        ragged = client.post("/v1/relations/other/facts", content="1\t2\n3\n", headers=TSV)
+        assert_problem(ragged, 400, "invalid_facts")
+        assert "other" not in {r["name"] for r in client.get("/v1/relations").json()["relations"]}
+    server.stop()

@@ -30,6 +30,7 @@ from service.api.bodies import (
     facts_body,
     media_type,
     parse_rows,
+    parse_untyped_rows,
     unsupported,
 )
 from service.api.common import (
@@ -250,12 +251,16 @@ async def _rows_of_body(
 ) -> Sequence[tuple]:
     with runtime.reading() as (m, _epoch):
         info = m.analyzed.relations.get(name)
-    if info is None or info.internal:
+    if info is not None and info.internal:
         raise Problem(404, UNKNOWN_RELATION, f"relation `{name}` is not in the program")
     kind, params = media_type(request)
     if kind != CSV_MEDIA_TYPE and kind not in FACTS_MEDIA_TYPES:
         raise unsupported(kind, (*FACTS_MEDIA_TYPES, CSV_MEDIA_TYPE))
     body = await facts_body(request)
+    if info is None:  # a new relation, as a JSON insert makes one (a retraction: an error)
+        return await run_in_threadpool(
+            parse_untyped_rows, body, name, kind, params, delimiter=delimiter, header=header
+        )
     return await run_in_threadpool(
         parse_rows, body, info, name, kind, params, delimiter=delimiter, header=header
     )
