@@ -27,7 +27,14 @@ from reasoner.cli.replay import EpochRecord, replay
 from reasoner.cli.workload import PATTERN, elastic_pattern, read_workload, write_workload
 from reasoner.elastic.progress import Terminal
 from reasoner.elastic.switch import DEFAULT_SWITCHING_PARAMETER
-from reasoner.errors import InputDataError, InvalidDelta, ProgramError
+from reasoner.errors import (
+    ARITY_MISMATCH,
+    TYPE_MISMATCH,
+    UNKNOWN_RELATION,
+    InputDataError,
+    InvalidDelta,
+    ProgramError,
+)
 from reasoner.executors.registry import (
     DEFAULT_SPARK_ITERATION,
     DEFAULT_SPARK_MASTER,
@@ -400,6 +407,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_PROGRAM_ERRORS = frozenset({UNKNOWN_RELATION, ARITY_MISMATCH, TYPE_MISMATCH})
+"""What `--why` may name that the program cannot hold: program errors, as the README lists
+them (exit status 2), not input-data ones."""
+
+
 def _explain(args: argparse.Namespace) -> int:
     analyzed = analyze_program(args)
     if not args.why:
@@ -422,6 +434,8 @@ def _explain(args: argparse.Namespace) -> int:
                 text = _why_not_text(relation, row, failures)
                 answers.append((relation, row, text, None, [f.as_json() for f in failures]))
         except ExplainError as error:
+            if error.code in _PROGRAM_ERRORS:  # a tuple the program cannot have: exit 2
+                raise InvalidDelta(error.code, f"--why {relation}: {error.message}") from None
             raise InputDataError(f"{error.code}: {error.message}", args.program) from None
     if args.json:
         json.dump(

@@ -166,8 +166,10 @@ def test_explain_why_prints_a_proof_or_why_not(
     assert answer["holds"] and answer["proof"]["nodes"][1]["row"] == [5, 6]
     assert main([*argv, "--why", "tc(x, 6)"]) == 1
     assert "is not a tuple" in capsys.readouterr().err
-    assert main([*argv, "--why", "tc(1)"]) == 1
+    assert main([*argv, "--why", "tc(1)"]) == 2  # a program error (README's exit statuses)
     assert "arity_mismatch" in capsys.readouterr().err
+    assert main([*argv, "--why", "nosuch(1)"]) == 2
+    assert "unknown_relation" in capsys.readouterr().err
 
 
 def test_explain_why_takes_records_as_they_are_written(
