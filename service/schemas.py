@@ -1,8 +1,10 @@
 """Request and response models of the v1 API.
 
-Fact values are JSON numbers (64-bit integers, for `number` columns) and strings (`symbol`);
-their types are checked by the engine against the relation's column types, so a mistake is
-reported as `type_mismatch` naming the column rather than as a generic validation error.
+Fact values are JSON numbers (64-bit integers for `number` columns, up to 2^64 - 1 for
+`unsigned` ones, any number for `float` ones) and strings (`symbol`, a record's or an ADT's
+text, a float's text such as `"inf"` or `"-nan"`); their types are checked by the engine
+against the relation's column types, so a mistake is reported as `type_mismatch` naming the
+column rather than as a generic validation error.
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt
 
 Value = Any
-"""A fact value: an integer for a `number` column, a string for a `symbol` column."""
+"""A fact value: an integer (`number`, `unsigned`), a number (`float`), a string (`symbol`,
+records, a float's text)."""
 Rows = dict[str, list[list[Value]]]
 
-_VALUE_SCHEMA = {"anyOf": [{"type": "integer"}, {"type": "string"}]}
+_VALUE_SCHEMA = {"anyOf": [{"type": "integer"}, {"type": "number"}, {"type": "string"}]}
 _ROWS_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": {"type": "array", "items": {"type": "array", "items": _VALUE_SCHEMA}},
