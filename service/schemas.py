@@ -237,7 +237,11 @@ class ProofNodeOut(BaseModel):
         description="Indexes in `nodes` of the instance's positive atoms, in body order."
     )
     absent: list[str] = Field(description="The negated atoms the instance needed absent.")
-    aggregate: bool = Field(description="A row the analysis computes by grouping.")
+    aggregate: bool = Field(
+        description="A row of an aggregate: `relation` is the aggregate as written, `row` its "
+        "group's values (of the variables `group` names) then its value."
+    )
+    group: list[str] = Field(default_factory=list, description="An aggregate's group variables.")
 
 
 class ProofOut(BaseModel):

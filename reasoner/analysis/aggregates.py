@@ -37,7 +37,7 @@ from reasoner.analysis.model import AggregateDefinition
 from reasoner.analysis.ranges import lift_body
 from reasoner.analysis.report import Reporter
 from reasoner.analysis.safety import bound_variables
-from reasoner.analysis.terms import map_atom, map_literal, render_atom, render_literal
+from reasoner.analysis.terms import map_atom, map_literal, render, render_atom, render_literal
 from reasoner.errors import RULE_TOO_LARGE, TYPE_MISMATCH, UNSAFE_RULE, UNSUPPORTED_FEATURE, Span
 from reasoner.syntax.ast import (
     Aggregate,
@@ -308,6 +308,7 @@ class _Rewriter:
             op=aggregate.op,
             value=None if value is None else len(group) + columns.index(value),
             span=aggregate.span,
+            text=render(aggregate),
         )
         if name not in self.definitions:
             self.definitions[name] = definition
@@ -377,6 +378,7 @@ def _direct(aggregate: Aggregate, name: str, group: list[str]) -> AggregateDefin
         op=aggregate.op,
         value=None if target is None else position[target.name],
         span=aggregate.span,
+        text=render(aggregate),
     )
 
 

@@ -80,6 +80,8 @@ class AggregateDefinition:
     op: AggregateOp
     value: int | None
     span: Span = field(compare=False)
+    text: str = field(compare=False, default="")
+    """The aggregate as written (`count : { e(x, _) }`): how explanations name its rows."""
 
     def value_type(self, types: Mapping[str, Sequence[ColumnType]]) -> ColumnType | None:
         """The aggregated column's type in `types`; None for a `count`, and for a source

@@ -21,6 +21,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import cast
 
+from reasoner.analysis.aggregate_scopes import as_written
 from reasoner.analysis.model import AnalyzedProgram
 from reasoner.analysis.terms import render_literal
 from reasoner.plan.joins import (
@@ -62,6 +63,10 @@ MAX_NODES = 20_000
 """Tuples in one proof, at most (the same second, for a wide proof)."""
 
 
+EXPLAIN_SUBSUMED = "explain_subsumed"
+"""A tuple whose premises subsumption removed after it was derived: no proof is left."""
+
+
 class ExplainError(Exception):
     """A proof past a limit, or a tuple that names what the program does not have."""
 
@@ -86,6 +91,9 @@ class ProofNode:
     premises: tuple[int, ...] = ()
     absent: tuple[str, ...] = ()
     aggregate: bool = False
+    group: tuple[str, ...] = ()
+    """For an aggregate's row (`relation` is then the aggregate as written): the variables its
+    group's values are of, in `row` before the aggregate's value."""
 
     def as_json(self) -> dict:
         return {
@@ -97,6 +105,7 @@ class ProofNode:
             "premises": list(self.premises),
             "absent": list(self.absent),
             "aggregate": self.aggregate,
+            "group": list(self.group),
         }
 
 
@@ -119,6 +128,11 @@ class Proof:
             index, indent = stack.pop()
             node = self.nodes[index]
             atom = f"{node.relation}({', '.join(map(shown, node.row))})"
+            if node.aggregate:  # `count : { e(x, _) } = 2, with x = 1`
+                atom = f"{node.relation} = {shown(node.row[-1])}"
+                if node.group:
+                    pairs = zip(node.group, node.row, strict=False)
+                    atom += ", with " + ", ".join(f"{n} = {shown(v)}" for n, v in pairs)
             pad = "  " * indent
             if index in seen:
                 lines.append(f"{pad}{atom}  (#{index}, above)")
@@ -191,12 +205,19 @@ class Explainer:
         self.rules: dict[str, list[Rule]] = {}
         self.analyzed_rule: dict[int, Rule] = {}
         """Each rule of `rules` (by `id`) as the analysis has it: what its types are keyed by."""
+        self.unnamed: dict[int, BodyLiteral] = {}
+        """Each literal whose wildcards were named (by `id`): the analysis's own, which
+        `AnalyzedProgram.written_literals` knows, so that a refutation shows `_` again."""
         for stratum in analyzed.strata:
             for rule in stratum.rules:
                 named = _named_wildcards(rule)
                 self.rules.setdefault(rule.head.relation, []).append(named)
                 self.analyzed_rule[id(named)] = rule
-        self.aggregated = {s.aggregate.name for s in analyzed.strata if s.aggregate is not None}
+                for mine, theirs in zip(named.body, rule.body, strict=True):
+                    if mine is not theirs:
+                        self.unnamed[id(mine)] = theirs
+        self.aggregated = {s.aggregate.name: s.aggregate for s in analyzed.strata if s.aggregate}
+        """The relations computed by grouping, by name: each row shown as its aggregate."""
         self.plans: dict[int, tuple[JoinPlan, Evaluator]] = {}
 
     # -- values -----------------------------------------------------------------------------
@@ -271,8 +292,11 @@ class Explainer:
             assert stored is not None, "a premise holds: its rule instance was found in the state"
             iteration, count = stored
             node = ProofNode(name, self.decode(name, t), iteration, count, None)
-            if name in self.aggregated:
-                nodes[index] = replace(node, aggregate=True)
+            definition = self.aggregated.get(name)
+            if definition is not None:
+                shown_as = definition.text or name
+                group = tuple(map(as_written, definition.group_names))
+                nodes[index] = replace(node, relation=shown_as, aggregate=True, group=group)
                 continue
             if iteration == 0:
                 nodes[index] = node
@@ -339,29 +363,46 @@ class Explainer:
                     if isinstance(literal, Negation)
                 )
                 return rule, premises, absent
-        raise ExplainError(
-            "internal_error", f"no rule instance derives {relation}{self.decode(relation, row)}"
-        )
+        tuple_text = f"{relation}{self.decode(relation, row)}"
+        if self._subsumes_in_its_stratum(relation):
+            # Subsumption removes dominated tuples after each iteration and keeps what they
+            # derived (as Soufflé does): a premise of this tuple may be gone from the state.
+            raise ExplainError(
+                EXPLAIN_SUBSUMED,
+                f"{tuple_text} was derived from tuples that subsumption has removed since: "
+                "its proof is no longer in the state",
+            )
+        raise ExplainError("internal_error", f"no rule instance derives {tuple_text}")
+
+    def _subsumes_in_its_stratum(self, relation: str) -> bool:
+        index = self.analyzed.stratum_of.get(relation)
+        return index is not None and bool(self.analyzed.strata[index].subsumption)
 
     # -- refutations ------------------------------------------------------------------------
 
     def why_not(self, relation: str, row: Tuple) -> list[Failure]:
         """For a tuple that does not hold: why each rule that could derive it does not."""
-        failures = []
+        found: dict[str, tuple[int, Failure]] = {}  # per clause as written: the furthest
         for rule in self.rules.get(relation, ()):
             plan, evaluator = self._plan(rule)
             start = self._start(plan, row)
             if start is None:
-                failures.append(
-                    Failure(rule.text, self._written(rule.head), "the head does not match", {})
+                failure = Failure(
+                    rule.text, self._written(rule.head), "the head does not match", {}
                 )
-                continue
-            failures.append(self._first_failure(rule, plan, evaluator, start, row))
-        return failures
+                reached = -1
+            else:
+                reached, failure = self._first_failure(rule, plan, evaluator, start, row)
+            # A clause the analysis made several rules of (a disjunction, an aggregate's empty
+            # group) is one entry: the rule that got furthest says the most.
+            if rule.text not in found or reached > found[rule.text][0]:
+                found[rule.text] = (reached, failure)
+        return [failure for _, failure in found.values()]
 
     def _first_failure(
         self, rule: Rule, plan: JoinPlan, evaluator: Evaluator, start: dict[str, int], row: Tuple
-    ) -> Failure:
+    ) -> tuple[int, Failure]:
+        """The rule's first step no binding survives, and how many steps were survived."""
         survivor: dict[str, int] = start
         for count in range(len(plan.steps) + 1):
             evaluator.plan = replace(plan, steps=plan.steps[:count])
@@ -374,17 +415,46 @@ class Explainer:
                 evaluator.plan = plan
             step = plan.steps[count - 1]
             literal = plan.rule.body[step.body_index]
+            literal = self.unnamed.get(id(literal), literal)
             binding = self._user(rule, plan, survivor)
             written = self.analyzed.written_literals.get(id(literal), literal)
+            aggregate = self._aggregate_failure(written, survivor)
+            if aggregate is not None:
+                return count, Failure(rule.text, *aggregate, binding)
             # A test that takes a record apart fails as its atom does: no tuple has the fields.
             reason = "no tuple matches" if isinstance(written, Atom) else _reason(step)
-            return Failure(rule.text, render_literal(written), reason, binding)
-        return Failure(
+            return count, Failure(rule.text, render_literal(written), reason, binding)
+        failure = Failure(
             rule.text,
             self._written(plan.rule.head),
             "every instance gives another tuple",
             self._user(rule, plan, survivor),
         )
+        return len(plan.steps) + 1, failure
+
+    def _aggregate_failure(
+        self, literal: BodyLiteral, env: dict[str, int]
+    ) -> tuple[str, str] | None:
+        """The literal and reason of a failed read of an aggregate's rows, in the user's terms
+        (the aggregate as written, and its value for the group bound); None for any other."""
+        atom = literal.atom if isinstance(literal, Negation) else literal
+        definition = self.aggregated.get(atom.relation) if isinstance(atom, Atom) else None
+        if definition is None or not isinstance(atom, Atom):
+            return None
+        group = [env.get(arg.name) if isinstance(arg, Variable) else None for arg in atom.args]
+        size = len(definition.group_names)
+        values = [
+            t[-1]
+            for t in self.state[atom.relation]
+            if all(g is None or t[i] == g for i, g in enumerate(group[:size]))
+        ]
+        text = definition.text or atom.relation
+        if not values:
+            return text, "its group is empty: it has no value"
+        value = shown(self.decode(atom.relation, (*group[:size], values[0]))[-1])  # type: ignore[arg-type]
+        if isinstance(literal, Negation):
+            return text, f"its group is not empty: its value is {value}"
+        return text, f"its value is {value}"
 
     # -- helpers ----------------------------------------------------------------------------
 
