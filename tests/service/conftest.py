@@ -54,11 +54,16 @@ class Server:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, *, wait_ready: bool = True, timeout: float = 120.0) -> Server:
+    def start(
+        self, *, wait_ready: bool = True, timeout: float = 120.0, same_port: bool = False
+    ) -> Server:
+        """Start the process, on a new free port unless `same_port` (a restart that clients
+        reconnect to at the address they know)."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("REASONER_")}
         env.update(self.settings)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
-        self.port = free_port()
+        if not (same_port and self.port):
+            self.port = free_port()
         log = self.log_path.open("ab")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "service", "--host", "127.0.0.1", "--port", str(self.port)],
