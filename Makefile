@@ -61,7 +61,8 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports --no-cache
 
-# mypy over reasoner/ and service/ (settings in pyproject.toml); `make test` runs it.
+# mypy over reasoner/, service/ and reasoner_client/ (settings in pyproject.toml); `make test`
+# runs it.
 typecheck: install
 	$(BIN)/mypy
 
