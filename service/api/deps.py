@@ -16,7 +16,8 @@ from service.api.common import PROBLEM_RESPONSES, check_delta, get_runtime, prog
 from service.api.paging import refuse_unknown_parameters
 from service.api.rule_texts import check_rule_texts
 from service.api.security import require_read, require_write
-from service.core.runtime import Runtime, WriteAbandoned
+from service.core.runtime import Runtime
+from service.core.writer import WriteAbandoned
 from service.problems import CLIENT_CLOSED_REQUEST, Problem
 
 RuntimeDep = Annotated[Runtime, Depends(get_runtime)]

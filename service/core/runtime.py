@@ -1,9 +1,9 @@
 """The service's live state: one materialization, one store, one writer.
 
-Writes (deltas, rules, facts) are jobs on a single writer thread, so they are validated,
-evaluated, committed and published one at a time in arrival order; the HTTP handlers await
-their job. Each job: `prepare` the delta against the current epoch (every error surfaces here,
-nothing changed) → evaluate it under a deadline and a memory allowance
+Writes (deltas, rules, facts) are jobs on a single writer thread (`service.core.writer`), so
+they are validated, evaluated, committed and published one at a time in arrival order; the HTTP
+handlers await their job. Each job: `prepare` the delta against the current epoch (every error
+surfaces here, nothing changed) → evaluate it under a deadline and a memory allowance
 (`service.core.epoch_budget`) → commit facts, rules, program and the epoch row in one transaction,
 between computing the epoch and publishing it. A write that fails, never terminates or
 explodes is therefore refused and leaves nothing in the store.
@@ -13,28 +13,22 @@ publication that lands during one makes it start again on the new epoch, so they
 epoch and never hold a writer back; short reads (`reading`) take the shared side, which the
 engine's exclusive side excludes only while it publishes an epoch.
 
-Start-up (`start`): migrate, then, as the writer's first job, load the committed program,
-facts and numbering of symbols and records (so that `ord` reads as before: each epoch commits
-the symbols it interned, `service.store.interned`) and bootstrap; `ready` turns true only
-then; a store that kept no numbering comes up with a reset epoch. A program the rebuild
-cannot evaluate (one committed by an older version, or a defect) is quarantined, and the
-service comes up at the last program it can evaluate. If publishing a committed epoch ever
+Start-up (`start`): migrate, then, as the writer's first job, rebuild from the store
+(`service.core.rebuild`); `ready` turns true only then. If publishing a committed epoch ever
 fails, the service rebuilds from the store (which already holds the delta) before taking more
 writes.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sized
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, TypeVar
 
 from sqlalchemy.exc import SQLAlchemyError
@@ -47,16 +41,12 @@ from reasoner import (
     EpochChanges,
     EpochReport,
     Materialization,
-    ProgressReport,
-    RecordTable,
-    SymbolTable,
     bulk_load,
     charging_to,
-    preprocess,
 )
-from reasoner.errors import InvalidDelta, ProgramError
+from reasoner.errors import InvalidDelta
 from service.core import failpoints
-from service.core.change_sets import change_chunks, snapshot_chunks
+from service.core.change_sets import change_chunks
 from service.core.epoch_budget import (
     EpochBudget,
     EpochTooLarge,
@@ -65,7 +55,9 @@ from service.core.epoch_budget import (
 )
 from service.core.metrics import Metrics
 from service.core.query_answers import QueryAnswers
+from service.core.rebuild import Rebuild, failure_code, interned_since
 from service.core.write_priority import WritePriority
+from service.core.writer import Writer
 from service.feed.stream import Feed, KeptChanges
 from service.problems import (
     DATABASE_UNAVAILABLE,
@@ -79,11 +71,7 @@ from service.problems import (
 )
 from service.schemas import EpochSummary
 from service.settings import Settings
-from service.store.interned import Interned
-from service.store.repository import Committed, DeltaRecord, Store, StoredProgram
-
-PROGRESS_LOG_SECONDS = 5.0
-"""A start-up Bootstrap logs its progress this often (and not at all when it is quicker)."""
+from service.store.repository import DeltaRecord, Store
 
 log = logging.getLogger("service")
 T = TypeVar("T")
@@ -93,13 +81,6 @@ MAX_EPOCH = (1 << 31) - 1
 
 PRUNE_EVERY = 64
 """Epochs between two prunes of the change sets past the retention."""
-
-DISCONNECT_POLL_SECONDS = 0.2
-"""How often a queued write checks that its client is still there."""
-
-
-class WriteAbandoned(Exception):
-    """The client of a queued write disconnected before the write started: it was dropped."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,14 +110,11 @@ class Runtime:
         """Why the service is not ready, for `/ready`: an error code, never a user's text."""
         self.quarantined: list[int] = []
         """Epochs whose program the last rebuild could not evaluate and left out."""
-        self._initializing = False
-        """The store was initialised and its epoch 0 awaits the report of a Bootstrap."""
         self.startup_seconds: float | None = None
-        self.building: BootstrapProgress | None = None
-        """The start-up Bootstrap's progress while it runs, for the log and `/ready`."""
-        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reasoner-writer")
-        self._queue_lock = threading.Lock()
-        self._queued = 0
+        self._rebuilding: Rebuild | None = None
+        """The rebuild running, while it runs (its progress is `building`)."""
+        self.writer = Writer()
+        """The one thread every write runs on, in arrival order (`service.core.writer`)."""
         self._read_slots = threading.BoundedSemaphore(settings.max_concurrent_reads)
         self.query_answers = QueryAnswers(settings.query_cache_rows)
         self.priority = priority if priority is not None else WritePriority()
@@ -153,7 +131,7 @@ class Runtime:
         """Reports of applied epochs not yet written to their rows (see `apply`)."""
         self._numbered = (0, 0)
         """How many of the engine's symbols and records the store holds (the first ones, in
-        the engine's numbering): an epoch commits those after them (`_interned_since`)."""
+        the engine's numbering): an epoch commits those after them (`rebuild.interned_since`)."""
         cap_mb = settings.memory_cap_mb
         self.memory = MemoryAllowance(
             self._memory_allowance, None if cap_mb is None else cap_mb << 20
@@ -171,38 +149,17 @@ class Runtime:
     def start(self) -> Future[None]:
         """Migrate now; rebuild on the writer thread (the first job: writes queue behind)."""
         self.store.migrate()
-        return self._submit(self._rebuild)
+        return self.writer.submit(self._rebuild)
 
     def close(self) -> None:
         """Finish the queued jobs (uvicorn has drained the requests: only the writing back
         of reports can remain) and release the database."""
-        self._writer.shutdown(wait=True)
+        self.writer.shutdown()
         self.store.close()
 
     @property
     def queue_length(self) -> int:
-        return self._queued
-
-    def _submit(self, job: Callable[..., T], *args: Any) -> Future[T]:
-        with self._queue_lock:
-            self._queued += 1
-
-        def run() -> T:
-            try:
-                return job(*args)
-            finally:
-                with self._queue_lock:
-                    self._queued -= 1
-
-        future = self._writer.submit(run)
-
-        def forget_if_cancelled(done: Future[T]) -> None:
-            if done.cancelled():  # never ran, so `run` did not count it out
-                with self._queue_lock:
-                    self._queued -= 1
-
-        future.add_done_callback(forget_if_cancelled)
-        return future
+        return self.writer.queue_length
 
     async def write(
         self,
@@ -210,22 +167,9 @@ class Runtime:
         *args: Any,
         disconnected: Callable[[], Awaitable[bool]] | None = None,
     ) -> T:
-        """Run `job` on the writer thread, after every write submitted before it.
-
-        While the job waits in the queue, `disconnected` is polled: a client that gave up
-        takes its write out of the queue (`WriteAbandoned`), so it is never applied behind
-        the client's back. A job that has started runs to its end (it is all or nothing)."""
-        future = self._submit(job, *args)
-        waiter = asyncio.wrap_future(future)
-        if disconnected is None:
-            return await waiter
-        while True:
-            done, _ = await asyncio.wait({waiter}, timeout=DISCONNECT_POLL_SECONDS)
-            if done:
-                return waiter.result()
-            if await disconnected() and future.cancel():
-                log.info("a client disconnected before its write started: write dropped")
-                raise WriteAbandoned()
+        """`job(*args)` on the writer thread (`Writer.write`: a client that leaves while it
+        waits takes it out of the queue)."""
+        return await self.writer.write(job, *args, disconnected=disconnected)
 
     def _engine_options(self) -> dict[str, Any]:
         return {
@@ -240,32 +184,31 @@ class Runtime:
             ),
         }
 
-    def _initial_program(self) -> str:
-        """The program file through the C preprocessor: its `#include`s (the operator's files,
-        beside it) are read once, here, and the store keeps the program whole."""
-        if self.settings.program is None:
-            return ""
-        path = Path(self.settings.program)
-        return preprocess(path.read_text(encoding="utf-8-sig"), str(path)).text
+    @property
+    def building(self) -> BootstrapProgress | None:
+        """The start-up Bootstrap's progress while it runs, for the log and `/ready`."""
+        return None if self._rebuilding is None else self._rebuilding.building
 
     def _rebuild(self) -> None:
-        """Build the materialization from the store. When the committed program cannot be
-        evaluated (it fails, or exceeds the rebuild's budget), quarantine the newest epoch that
-        changed the program and try again with the program before it: the service comes up at
-        the last program it can evaluate, with every committed fact, instead of never."""
+        """Build the materialization from the store (`service.core.rebuild`: a program that
+        cannot be evaluated is quarantined, and the service comes up at the one before)."""
         start = time.perf_counter()
         self.ready = False
         log.info("rebuilding the materialization from the committed program and facts")
+        self._rebuilding = Rebuild(
+            self.settings, self.store, self.memory, self.metrics, self._engine_options()
+        )
         try:
-            if self.store.initialized():
-                m, report = self._rebuild_stored()
-            else:
-                m, report = self._build_new()
+            rebuilt = self._rebuilding.run()
             self.quarantined = self.store.quarantined()
         except Exception as exc:
-            self.failure = f"start-up failed: {_failure_code(exc)} (see the service log)"
+            self.failure = f"start-up failed: {failure_code(exc)} (see the service log)"
             log.exception("rebuilding the materialization failed")
             raise
+        finally:
+            self._rebuilding = None
+        m, report = rebuilt.materialization, rebuilt.report
+        self._numbered = rebuilt.numbered
         self.metrics.startup_bootstrap(report.seconds)
         self.materialization = m
         self.failure = None
@@ -273,9 +216,8 @@ class Runtime:
         self.feed.publish(m.epoch, None)  # clients waiting through a rebuild go on
         self.memory.settle()
         self.startup_seconds = time.perf_counter() - start
-        if self._initializing:
+        if rebuilt.new:
             self.store.record_report(0, _report_row(report.as_epoch(0, m.derived_size())))
-            self._initializing = False
         log.info(
             "ready at epoch %d: bootstrap %.3fs (%s: %s), start-up %.3fs%s",
             self.epoch,
@@ -285,85 +227,6 @@ class Runtime:
             self.startup_seconds,
             f"; quarantined epochs {self.quarantined}" if self.quarantined else "",
         )
-
-    def _build_new(self) -> tuple[Materialization, Any]:
-        """Epoch 0 of a new database: the initial program, bootstrapped, then stored with its
-        change set (a program that cannot be evaluated leaves the database empty)."""
-        text = self._initial_program()
-        m, report = self._bootstrap_committed(Committed(StoredProgram(0, text), {}, 0))
-        numbering = self._interned_since(m)
-        rules = [(r.id, r.text) for r in m.rules()]
-        self.store.initialize(text, rules, snapshot_chunks(m), numbering)
-        self._numbered = (numbering.symbol_count, numbering.record_count)
-        self._initializing = True
-        return m, report
-
-    def _rebuild_stored(self) -> tuple[Materialization, Any]:
-        """The committed program and facts, bootstrapped; a program that cannot be evaluated
-        is quarantined and the one before it tried. Coming up without a program the feed's
-        epochs went through, the rebuild commits a reset epoch whose change set is the whole
-        state (`Committed.reset`)."""
-        while True:
-            committed = self.store.load()
-            try:
-                m, report = self._bootstrap_committed(committed)
-                break
-            except Exception as exc:
-                if committed.program.epoch == 0:
-                    raise
-                failure = _failure_code(exc)
-                log.exception(
-                    "the program of epoch %d cannot be evaluated (%s): quarantined, "
-                    "rebuilding without it",
-                    committed.program.epoch,
-                    failure,
-                )
-                self.store.quarantine(committed.program.epoch, failure)
-                self.metrics.quarantined()
-        if committed.program.epoch < committed.last_epoch:
-            self.store.set_active_rules(r.id for r in m.rules())
-        if committed.reset:
-            if committed.interned is None:
-                log.warning("the store keeps no numbering of the symbols: numbered anew")
-            numbering = self._interned_since(m)
-            self.store.commit_reset(m.epoch, snapshot_chunks(m), numbering)
-            self._numbered = (numbering.symbol_count, numbering.record_count)
-            log.warning("epoch %d resets the change feed to the rebuilt state", m.epoch)
-        return m, report
-
-    def _bootstrap_committed(self, committed: Committed) -> tuple[Materialization, Any]:
-        """The committed program and facts, bootstrapped over the committed numbering of
-        symbols and records (loaded before anything interns: `ord` reads as before)."""
-        numbering = committed.interned or Interned()
-        symbols = SymbolTable(numbering.symbols, RecordTable.of(numbering.records))
-        self._numbered = (numbering.symbol_count, numbering.record_count)
-        m = Materialization.from_text(
-            committed.program.text,
-            "<program>",
-            # A reset epoch follows the last one.
-            epoch=committed.last_epoch + int(committed.reset),
-            symbols=symbols,
-            **self._engine_options(),
-        )
-        relations = m.analyzed.relations
-        unknown = sorted(set(committed.facts) - set(relations))
-        if unknown:
-            log.warning("facts of relations not in the program are ignored: %s", unknown)
-        m.load({n: rows for n, rows in committed.facts.items() if n in relations})
-        budget = self.memory.budget(self.settings.rebuild_timeout_seconds, rebuilding=True)
-        logged = [0.0]
-
-        def log_progress(report: ProgressReport) -> None:
-            if report.seconds - logged[0] >= PROGRESS_LOG_SECONDS:
-                logged[0] = report.seconds
-                log.info("building: %s", report.line())
-
-        self.building = BootstrapProgress(log_progress, interval=1.0)
-        try:
-            with charging_to(budget):
-                return m, m.bootstrap(check=budget.check, progress=self.building)
-        finally:
-            self.building = None
 
     # -- writing --------------------------------------------------------------------------------
 
@@ -420,7 +283,7 @@ class Runtime:
         # Recorded after the answer (but before the next write: the writer is FIFO), so that a
         # write waits for one commit, not two.
         self._unrecorded[number] = {**_report_row(report), "applied_at": datetime.now(UTC)}
-        self._writer.submit(self._record_report, number)
+        self.writer.after(self._record_report, number)
         return Applied(report, record.facts_inserted, record.facts_retracted, prepared.rules_given)
 
     def _commit(self, record: DeltaRecord) -> None:
@@ -484,7 +347,7 @@ class Runtime:
             nonlocal committed, kept
             failpoints.reach(failpoints.EVALUATED)
             record.changes = kept = KeptChanges(number, change_chunks(changes))
-            record.interned = self._interned_since(m)
+            record.interned = interned_since(m, self._numbered)
             self._commit(record)
             self._numbered = (record.interned.symbol_count, record.interned.record_count)
             committed = True
@@ -538,14 +401,6 @@ class Runtime:
         self.feed.publish(number, None if kept is None else kept.items)
         self.memory.settle()
         return report
-
-    def _interned_since(self, m: Materialization) -> Interned:
-        """The symbols and records `m` interned beyond those the store holds, which the
-        next commit appends (a rebuild's own are committed with the next epoch)."""
-        symbols, records = self._numbered
-        return Interned(
-            m.symbols.since(symbols), m.symbols.records.since(records), symbols, records
-        )
 
     def _record_report(self, number: int) -> None:
         failpoints.reach(failpoints.ANSWERED)
@@ -636,18 +491,6 @@ class Runtime:
         m = self._require_ready()
         with m.reading():
             yield m, m.epoch
-
-
-def _failure_code(exc: BaseException) -> str:
-    """What went wrong, safe to show to anyone: a stable code or an exception type, never
-    the message (which may quote a user's rules or facts)."""
-    if isinstance(exc, ProgramError):
-        return exc.code
-    if isinstance(exc, EpochTooLarge):
-        return EPOCH_TOO_LARGE
-    if isinstance(exc, BootstrapCancelled):
-        return EPOCH_TIMEOUT
-    return type(exc).__name__
 
 
 def _row_count(rows_by_relation: Mapping[str, Sized]) -> int:
