@@ -98,19 +98,23 @@ def separate_shadows(rule: Rule) -> Rule:
         shadowed = _variables([target]) & (outside - _witnesses(rule, aggregate))
         if not shadowed:
             continue
-
-        def renamed(term: Term, shadowed: set[str] = shadowed, index: int = index) -> Term | None:
-            if isinstance(term, Variable) and term.name in shadowed:
-                return dataclasses.replace(term, name=f"{term.name}!s{index}")
-            return None
-
-        separate = dataclasses.replace(
-            aggregate,
-            target=map_term(target, renamed),
-            body=tuple(map_literal(literal, renamed) for literal in aggregate.body),
-        )
+        separate = _renamed_inside(aggregate, shadowed, f"!s{index}")
         rule = _replaced(rule, aggregate, separate)
     return rule
+
+
+def _renamed_inside(aggregate: Aggregate, names: set[str], suffix: str) -> Aggregate:
+    """`aggregate` with each of `names` in its target and body renamed `name + suffix`: a
+    variable of its own, whatever the rule calls `name` outside it."""
+
+    def renamed(term: Term) -> Term | None:
+        if isinstance(term, Variable) and term.name in names:
+            return dataclasses.replace(term, name=term.name + suffix)
+        return None
+
+    target = None if aggregate.target is None else map_term(aggregate.target, renamed)
+    body = tuple(map_literal(literal, renamed) for literal in aggregate.body)
+    return dataclasses.replace(aggregate, target=target, body=body)
 
 
 def _names(terms: Iterable[Term]) -> list[str]:
@@ -203,17 +207,7 @@ def _with_witnesses(
 ) -> Rule:
     """`rule` with `aggregate` (`simple`: it with a variable, `target`, aggregated) grounding
     its `witnesses`."""
-
-    def renamed(term: Term) -> Term | None:
-        if isinstance(term, Variable) and term.name in witnesses:
-            return dataclasses.replace(term, name=f"{term.name}!w{index}")
-        return None
-
-    inner = dataclasses.replace(
-        simple,
-        target=map_term(target, renamed),
-        body=tuple(map_literal(literal, renamed) for literal in simple.body),
-    )
+    inner = _renamed_inside(simple, witnesses, f"!w{index}")
     value = Variable(f"v!{index}", aggregate.span)
 
     def valued(term: Term) -> Term | None:
