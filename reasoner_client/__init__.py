@@ -172,11 +172,19 @@ class _Feed:
             self._event[key] = value
             return None
         event, self._event = self._event, {}
-        if "data" not in event:
-            return None
-        data = json.loads(event["data"])
-        self._pending.append(data)
-        if event.get("event") != "epoch":
+        kind = event.get("event")
+        if kind == "expired":  # the changes after our epoch are no longer kept
+            document = json.loads(event.get("data", "{}"))
+            raise ReasonerError(
+                int(document.get("status", 410)),
+                str(document.get("code", "changes_expired")),
+                str(document.get("detail", "")),
+                document,
+            )
+        if kind not in ("part", "epoch") or "data" not in event:
+            return None  # `shutdown`: the stream ends, and is opened again
+        self._pending.append(json.loads(event["data"]))
+        if kind != "epoch":
             return None
         parts, self._pending = self._pending, []
         self.last = int(event["id"])
