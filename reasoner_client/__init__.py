@@ -20,7 +20,7 @@ import asyncio
 import io
 import json
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -270,23 +270,19 @@ class Client:
 
     def rows(self, relation: str, **filters: Any) -> list[tuple[Any, ...]]:
         """Every row of `relation` (with `column=value` filters), page after page."""
-        rows: list[tuple[Any, ...]] = []
-        cursor = None
-        while True:
-            page = self._send(_Requests.rows(relation, filters, cursor)).json()
-            rows.extend(map(tuple, page["rows"]))
-            cursor = page["next"]
-            if cursor is None:
-                return rows
+        return self._pages(lambda cursor: _Requests.rows(relation, filters, cursor))
 
     def query(self, text: str, *, epoch: int | None = None) -> list[tuple[Any, ...]]:
         """Every answer of a query, page after page (one evaluation: pages are kept)."""
+        return self._pages(lambda cursor: _Requests.query(text, epoch, cursor))
+
+    def _pages(self, page: Callable[[str | None], _Request]) -> list[tuple[Any, ...]]:
         rows: list[tuple[Any, ...]] = []
         cursor = None
         while True:
-            page = self._send(_Requests.query(text, epoch, cursor)).json()
-            rows.extend(map(tuple, page["rows"]))
-            cursor = page["next"]
+            body = self._send(page(cursor)).json()
+            rows.extend(map(tuple, body["rows"]))
+            cursor = body["next"]
             if cursor is None:
                 return rows
 
@@ -408,22 +404,18 @@ class AsyncClient:
         return (await self._send(_Request("GET", "/v1/relations", {}))).json()["relations"]
 
     async def rows(self, relation: str, **filters: Any) -> list[tuple[Any, ...]]:
-        rows: list[tuple[Any, ...]] = []
-        cursor = None
-        while True:
-            page = (await self._send(_Requests.rows(relation, filters, cursor))).json()
-            rows.extend(map(tuple, page["rows"]))
-            cursor = page["next"]
-            if cursor is None:
-                return rows
+        return await self._pages(lambda cursor: _Requests.rows(relation, filters, cursor))
 
     async def query(self, text: str, *, epoch: int | None = None) -> list[tuple[Any, ...]]:
+        return await self._pages(lambda cursor: _Requests.query(text, epoch, cursor))
+
+    async def _pages(self, page: Callable[[str | None], _Request]) -> list[tuple[Any, ...]]:
         rows: list[tuple[Any, ...]] = []
         cursor = None
         while True:
-            page = (await self._send(_Requests.query(text, epoch, cursor))).json()
-            rows.extend(map(tuple, page["rows"]))
-            cursor = page["next"]
+            body = (await self._send(page(cursor))).json()
+            rows.extend(map(tuple, body["rows"]))
+            cursor = body["next"]
             if cursor is None:
                 return rows
 
