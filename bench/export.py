@@ -22,6 +22,7 @@ from pathlib import Path
 
 import httpx
 
+from bench.report import publish
 from bench.served import fresh_database, resident_bytes, served
 
 PROGRAM = ".decl n(x: number)\nbig(x, y) :- n(x), n(y).\n"
@@ -115,10 +116,7 @@ def main() -> None:
                     f"| {database} | pages of 1,000, CSV (first {rows:,} rows) | {seconds:.2f} "
                     f"| {rows / seconds:,.0f} | | |"
                 )
-    report = "\n".join(lines) + "\n"
-    print(report)
-    if args.out:
-        Path(args.out).write_text(report, encoding="utf-8")
+    publish(lines, args.out)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.report import publish
 from bench.served import served
 
 SOUFFLE = Path(__file__).resolve().parents[2] / "shared" / "tools" / "souffle64" / "bin" / "souffle"
@@ -125,10 +126,7 @@ def main() -> None:
     nodes = 2**args.depth - 1
     lines = [f"Same generation, a binary tree of {nodes:,} nodes", "", "| what | time |"]
     lines += ["| --- | ---: |"] + [f"| {what} | {time_taken} |" for what, time_taken in rows]
-    report = "\n".join(lines) + "\n"
-    print(report)
-    if args.out:
-        Path(args.out).write_text(report, encoding="utf-8")
+    publish(lines, args.out)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import httpx
 
+from bench.report import publish
 from bench.served import fresh_database, served
 
 PROGRAM = """.decl edge(x: number, y: number)
@@ -86,10 +87,7 @@ def main() -> None:
         "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
         *rows,
     ]
-    report = "\n".join(lines) + "\n"
-    print(report)
-    if args.out:
-        Path(args.out).write_text(report, encoding="utf-8")
+    publish(lines, args.out)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,16 @@ try:
 except ImportError:  # the plots need the `bench` extra; the tables do not
     plt = None
 
+
+def publish(lines: list[str], out: str | None) -> None:
+    """A one-table benchmark's report (`bench.magic_sets`, `bench.query_pages`,
+    `bench.export`): printed, and written to `out` when given."""
+    report = "\n".join(lines) + "\n"
+    print(report)
+    if out:
+        Path(out).write_text(report, encoding="utf-8")
+
+
 STRATEGY_MARK = {
     "bootstrap": "B",
     "update": "U",
