@@ -216,10 +216,9 @@ class ProgramText:
                 wanted -= found
         if wanted:
             raise KeyError(sorted(wanted)[0])
-        present = set(_rules_by_id(ProgramText(units).written()))
-        stated = {
-            s for unit in units for s in _statements(parse_program(unit, expand_components=False))
-        }
+        written = ProgramText(units).written()
+        present = set(_rules_by_id(written))
+        stated = _statements(written)
         added: list[str] = []
         given: dict[str, None] = {}
         kept: list[str] = []  # each added text without its facts and already present clauses
