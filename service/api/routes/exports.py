@@ -56,8 +56,6 @@ class _Slot:
         self._slots = slots
         self._held = True
         self._lock = threading.Lock()
-        self.csv_guard = False
-        """The export's `csv_guard` (CSV only)."""
 
     def release(self) -> None:
         with self._lock:
@@ -76,7 +74,13 @@ def _take_slot(request: Request, runtime: Runtime) -> _Slot:
 
 
 def _streamed(
-    slot: _Slot, fmt: str, epoch: int, filename: str, rows: int, batches: BatchesMaker | None
+    slot: _Slot,
+    fmt: str,
+    csv_guard: bool,
+    epoch: int,
+    filename: str,
+    rows: int,
+    batches: BatchesMaker | None,
 ) -> StreamingResponse:
     """The response streaming `batches()` in `fmt`, holding `slot` until it ends; `batches`
     None: no columns (a nullary relation, a query without variables), `rows` rows of none."""
@@ -86,7 +90,7 @@ def _streamed(
             if batches is None:  # a header of no columns, then an empty row per row
                 yield (b"\n" + b"\n" * rows) if fmt == "csv" else b"[]\n" * rows
                 return
-            yield from encoded(batches(), fmt, csv_guard=slot.csv_guard)
+            yield from encoded(batches(), fmt, csv_guard)
         finally:
             slot.release()
 
@@ -135,7 +139,6 @@ async def export_relation(
     csv_guard: CsvGuard = False,
 ) -> Response:
     slot = _take_slot(request, runtime)
-    slot.csv_guard = csv_guard
 
     def read(
         m: Materialization, epoch: int
@@ -160,7 +163,7 @@ async def export_relation(
         batches = functools.partial(
             export.frames, taken, info.column_names, info.value_types, symbols
         )
-    return _streamed(slot, format, epoch, name, taken.rows, batches)
+    return _streamed(slot, format, csv_guard, epoch, name, taken.rows, batches)
 
 
 @reads.post(
@@ -185,7 +188,6 @@ async def export_query(
     if body.limit is not None or body.cursor is not None:
         raise Problem(400, INVALID_REQUEST, "an export is the whole answer: no limit or cursor")
     slot = _take_slot(request, runtime)
-    slot.csv_guard = csv_guard
     try:
         async with runtime.read_slot():
             result, _, epoch = await run_in_threadpool(answer_query, runtime, body)
@@ -197,4 +199,4 @@ async def export_query(
     batches = None
     if result.columns:
         batches = functools.partial(export.answer_frames, result.rows, result.columns, result.types)
-    return _streamed(slot, format, epoch, "query", len(result.rows), batches)
+    return _streamed(slot, format, csv_guard, epoch, "query", len(result.rows), batches)
