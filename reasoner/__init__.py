@@ -19,7 +19,8 @@ if TYPE_CHECKING:
     from reasoner.analysis.model import RelationInfo
     from reasoner.analysis.negation_locals import is_internal
     from reasoner.elastic.changes import EpochChanges
-    from reasoner.elastic.epoch import Delta, EpochReport
+    from reasoner.elastic.epoch import UNCHANGED, Delta, EpochReport
+    from reasoner.elastic.group import GroupWrite, PreparedGroup, groupable
     from reasoner.elastic.program_text import RULES_FILENAME
     from reasoner.elastic.progress import BootstrapProgress, ProgressReport
     from reasoner.elastic.switch import bulk_load
@@ -59,6 +60,10 @@ _PUBLIC = {
     "Materialization": "reasoner.materialization",
     "Delta": "reasoner.elastic.epoch",
     "EpochReport": "reasoner.elastic.epoch",
+    "GroupWrite": "reasoner.elastic.group",
+    "PreparedGroup": "reasoner.elastic.group",
+    "UNCHANGED": "reasoner.elastic.epoch",
+    "groupable": "reasoner.elastic.group",
     "EngineSettings": "reasoner.executors.registry",
     "DEFAULT_SPARK_ITERATION": "reasoner.executors.cost",
     "DEFAULT_SPARK_THRESHOLD": "reasoner.executors.registry",
@@ -124,6 +129,7 @@ __all__ = [
     "IDENT",
     "RULES_FILENAME",
     "SYMBOL",
+    "UNCHANGED",
     "AdtType",
     "BootstrapCancelled",
     "BootstrapProgress",
@@ -139,8 +145,10 @@ __all__ = [
     "FactBatch",
     "FunctorLibrary",
     "FunctorLoadError",
+    "GroupWrite",
     "Materialization",
     "PastRelation",
+    "PreparedGroup",
     "ProgressReport",
     "QueryRelations",
     "QueryResult",
@@ -163,6 +171,7 @@ __all__ = [
     "float_field",
     "floats",
     "frame_schema",
+    "groupable",
     "is_internal",
     "parse_facts_batch",
     "preprocess",

@@ -30,11 +30,13 @@ from reasoner.elastic import switch
 from reasoner.elastic.apply import apply_epoch, commit_facts, update_memory_budget
 from reasoner.elastic.changes import EpochChanges
 from reasoner.elastic.epoch import UNCHANGED, BootstrapReport, Delta, EpochReport
+from reasoner.elastic.group import GroupFold, GroupWrite, PreparedGroup
 from reasoner.elastic.prepare import PreparedDelta, encoded, encoded_columns, source
 from reasoner.elastic.prepare import prepare as prepare_delta
 from reasoner.elastic.program_text import ProgramText, RuleEntry
 from reasoner.elastic.progress import BootstrapProgress
 from reasoner.elastic.restratify import StratumKey, stratum_key
+from reasoner.errors import InvalidDelta
 from reasoner.executors.bootstrap import StratumRun
 from reasoner.executors.registry import EngineChoice, EngineSettings, run_bootstrap, summary
 from reasoner.io.batch import FactBatch
@@ -286,6 +288,27 @@ class Materialization:
             program_facts=self.program_facts,
             symbols=self.symbols,
         )
+
+    def prepare_group(self, deltas: Sequence[Delta]) -> PreparedGroup:
+        """Check deltas of facts (`reasoner.elastic.group.groupable`) against the current
+        epoch and fold them, in order, into one: a delta refused is refused alone, and what
+        it interned is rolled back at once. Stops before a delta whose facts would declare a
+        relation (it changes the program: an epoch of its own). As `prepare`, hold
+        `evaluating` around this and the `apply` of the group's delta."""
+        fold = GroupFold(self.analyzed, self.facts, self.program_facts, self.symbols)
+        outcomes: list[GroupWrite | InvalidDelta] = []
+        for delta in deltas:
+            mark, plans = self.symbols.mark(), set(self._plans)
+            try:
+                outcome = fold.add(delta)
+            except InvalidDelta as refused:
+                self._forget(mark, plans)
+                outcomes.append(refused)
+                continue
+            if outcome is None:
+                break
+            outcomes.append(outcome)
+        return PreparedGroup(fold.prepared(self.epoch, self.program), tuple(outcomes))
 
     # -- epochs ---------------------------------------------------------------------------------
 

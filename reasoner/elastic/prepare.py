@@ -175,7 +175,7 @@ def prepare(
             "is the whole program",
         )
     changed = _changed(program, add, list(delta.remove_rules), delta.program)
-    shapes = _shapes_from_facts((changed.analyzed if changed else current), insert)
+    shapes = shapes_from_facts((changed.analyzed if changed else current), insert)
     if shapes:  # the facts give these relations their shape: declare it
         add.append(shapes)
         changed = _changed(program, add, list(delta.remove_rules), delta.program)
@@ -186,13 +186,13 @@ def prepare(
         for name, rows in changed.facts.items():  # facts in added program text are data
             insert[name] = [*insert.get(name, ()), *rows]
     target = new_analyzed or current
-    checked_inserts = _encode_delta(target.relations, insert, "insert", target.inlined)
+    checked_inserts = encode_delta(target.relations, insert, "insert", target.inlined)
     # Retractions may name a relation the same delta's rule change removes.
     retractable = {**current.relations, **target.relations}
-    checked_retracts = _encode_delta(retractable, delta.retract, "retract")
+    checked_retracts = encode_delta(retractable, delta.retract, "retract")
     # Interning symbols is the one write a rejected delta makes: `evaluating` takes it back.
-    encoded_inserts = _engine_rows(symbols, target.relations, checked_inserts)
-    encoded_retracts = _engine_rows(symbols, retractable, checked_retracts)
+    encoded_inserts = engine_rows(symbols, target.relations, checked_inserts)
+    encoded_retracts = engine_rows(symbols, retractable, checked_retracts)
     inserts = {n: _distinct(rows) for n, rows in encoded_inserts.items()}
     retracts = {n: _distinct(rows) for n, rows in encoded_retracts.items()}
     for name in set(inserts) & set(retracts):
@@ -201,7 +201,7 @@ def prepare(
         inserts[name] = inserted - both
         retracts[name] = retracted - both
     warnings = tuple(Notice.of(w) for w in changed.warnings) if changed else ()
-    warnings += _pinned_retractions(retracts, target, current, program_facts, symbols)
+    warnings += pinned_retractions(retracts, target, current, program_facts, symbols)
     inserts = {n: _held(facts.get(n), r, held=False) for n, r in inserts.items()}
     retracts = {n: _held(facts.get(n), r, held=True) for n, r in retracts.items()}
     if new_analyzed is not None:
@@ -273,7 +273,7 @@ def _changed(
         raise InvalidDelta(UNKNOWN_RULE, f"no rule has id `{missing.args[0]}`") from None
 
 
-def _pinned_retractions(
+def pinned_retractions(
     retracts: dict[str, FactRows],
     analyzed: AnalyzedProgram,
     current: AnalyzedProgram,
@@ -341,7 +341,7 @@ def _inline_facts(name: str, what: str) -> str:
     )
 
 
-def _encode_delta(
+def encode_delta(
     relations: Mapping[str, RelationInfo],
     rows_by_relation: Rows,
     verb: str,
@@ -367,7 +367,7 @@ def _encode_delta(
     return checked
 
 
-def _engine_rows(
+def engine_rows(
     symbols: SymbolTable,
     relations: Mapping[str, RelationInfo],
     rows: dict[str, Sequence[tuple[Value, ...]]],
@@ -383,7 +383,7 @@ def _engine_rows(
     return out
 
 
-def _shapes_from_facts(analyzed: AnalyzedProgram, insert: Rows) -> str:
+def shapes_from_facts(analyzed: AnalyzedProgram, insert: Rows) -> str:
     """`.decl` lines for relations whose shape inserted facts fix: a relation first met in
     them (arity and types of its first row: `number` for integers, `float` for floats,
     `symbol` for strings), or
