@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, model_validator
 
 Value = Any
 """A fact value: an integer (`number`, `unsigned`), a number (`float`), a string (`symbol`,
@@ -130,6 +130,12 @@ class EpochOut(EpochSummary):
     )
     facts_inserted: int = Field(0, description="Facts that were absent and are now present.")
     facts_retracted: int = Field(0, description="Facts that were present and are now absent.")
+    write: int | None = Field(
+        None,
+        description="The write's place in its epoch's `writes` (group commit: small writes "
+        "that queued up together are applied as one epoch, and the epoch's figures above are "
+        "theirs together); null when the write changed nothing.",
+    )
     rules_added: list[str]
     rules_removed: list[str]
     changes: dict[str, dict[str, list[list[Value]]]] | None = Field(
@@ -268,6 +274,13 @@ class ExplainOut(BaseModel):
     seconds: float
 
 
+class WriteOut(BaseModel):
+    """One write an epoch holds: the facts it flipped, after the writes before it."""
+
+    facts_inserted: int
+    facts_retracted: int
+
+
 class EpochRecord(BaseModel):
     number: int
     kind: str = Field(
@@ -305,6 +318,23 @@ class EpochRecord(BaseModel):
         description="The epoch's change set is the whole state, not a diff: a restart came up "
         "without a quarantined program, and a feed's reader starts again from it.",
     )
+    writes: list[WriteOut] = Field(
+        default_factory=list,
+        description="The writes the epoch holds, in the order they were applied: several "
+        "small writes that queued up together are one epoch (group commit), and each write's "
+        "answer gives its place here (`write`). The epoch's other figures, and its change "
+        "set in the feed, are the net change of them all. Empty for an epoch no write made.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_write(cls, row: Any) -> Any:
+        """A delta's row without a list of writes holds one: the epoch's own counts."""
+        if isinstance(row, dict) and row.get("writes") is None:
+            one = row.get("kind") == "delta"
+            counts = {k: row.get(k) for k in ("facts_inserted", "facts_retracted")}
+            row = {**row, "writes": [counts] if one else []}
+        return row
 
 
 class EpochsOut(BaseModel):

@@ -115,6 +115,14 @@ class Settings(BaseSettings):
     query_timeout_seconds: float = Field(
         10.0, gt=0, description="Deadline of one query evaluation (a request may ask for less)."
     )
+    write_group_max: int = Field(
+        256,
+        gt=0,
+        description="Writes of a few facts that queue up while an epoch is applied are applied "
+        "together as the next epoch, at most this many (group commit: one evaluation, one "
+        "transaction); each is answered alone with its own counts or its own error. 1 makes "
+        "every write an epoch of its own.",
+    )
     max_concurrent_reads: int = Field(
         8,
         gt=0,

@@ -63,7 +63,7 @@ def _decoded(body: bytes) -> str:
         ) from None
 
 
-def require_json(request: Request) -> None:
+async def require_json(request: Request) -> None:
     """A route whose body is a JSON document refuses any other content type (415), before
     the body is read: the same answer as the routes that take several types give."""
     kind, _ = media_type(request)

@@ -39,7 +39,7 @@ PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
-def get_runtime(request: Request) -> Runtime:
+async def get_runtime(request: Request) -> Runtime:
     return request.app.state.runtime
 
 
@@ -49,6 +49,7 @@ def epoch_out(applied: Applied) -> EpochOut:
         update={
             "facts_inserted": applied.facts_inserted,
             "facts_retracted": applied.facts_retracted,
+            "write": applied.write,
         }
     )
 

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
-from reasoner import Delta
+from reasoner import Delta, groupable
 from service.api.common import PROBLEM_RESPONSES, check_delta, get_runtime, program_texts
 from service.api.paging import refuse_unknown_parameters
 from service.api.rule_texts import check_rule_texts
@@ -49,8 +49,10 @@ async def apply_delta(runtime: Runtime, request: Request, delta: Delta, changes:
     texts = program_texts(delta)
     if texts:  # off the event loop: a directive's parameters are found by lexing
         await run_in_threadpool(check_rule_texts, texts, runtime.settings.max_rules)
-    job = functools.partial(runtime.apply, delta, include_changes=changes)
     try:
+        if groupable(delta) and not changes:  # may share its epoch with its neighbours
+            return await runtime.write_facts(delta, disconnected=request.is_disconnected)
+        job = functools.partial(runtime.apply, delta, include_changes=changes)
         return await runtime.write(job, disconnected=request.is_disconnected)
     except WriteAbandoned:
         # Nobody is listening; the status is for the access log.

@@ -48,7 +48,7 @@ def declared_parameters(request: Request) -> frozenset[str]:
     return _query_parameters(route.dependant) if isinstance(route, APIRoute) else frozenset()
 
 
-def refuse_unknown_parameters(request: Request) -> None:
+async def refuse_unknown_parameters(request: Request) -> None:
     """A query parameter a route does not take is refused (400 `unknown_parameter`), not
     ignored: `?epoch=3` where no epoch can be chosen would otherwise answer the published
     epoch as if it were epoch 3, and a misspelt `?limt=` would page silently by the default.

@@ -33,7 +33,8 @@ from service.api.common import cursor_epoch
 from service.api.paging import page
 from service.problems import EPOCH_UNAVAILABLE, INVALID_CURSOR, UNKNOWN_EPOCH, Problem
 from service.store import segments
-from service.store.repository import ChangesNotKept, Store
+from service.store.change_pages import ChangesNotKept
+from service.store.repository import Store
 
 CURRENT_ROWS = 1000
 """Rows of the current relation read at once while a page is filled."""

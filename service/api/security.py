@@ -64,11 +64,14 @@ def check_write(settings: Settings, token: str | None) -> None:
     raise _unauthorized("the write token is required")
 
 
-def require_read(request: Request, credentials: Credentials) -> None:
+async def require_read(request: Request, credentials: Credentials) -> None:
+    """A dependency of every read route. Coroutines, as every dependency of a check that
+    takes microseconds: FastAPI runs a plain function on a worker thread, a hand-off that
+    costs more than the check (measured under many small writes)."""
     check_read(request.app.state.settings, _token(credentials))
 
 
-def require_write(request: Request, credentials: Credentials) -> None:
+async def require_write(request: Request, credentials: Credentials) -> None:
     check_write(request.app.state.settings, _token(credentials))
 
 

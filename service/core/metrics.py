@@ -52,6 +52,10 @@ def _labels(labels: Mapping[str, str]) -> str:
     return "{" + inner + "}"
 
 
+GROUP_BUCKETS = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0)
+"""Writes a group commit takes at once (`write_group_max` is 256 by default)."""
+
+
 class Histogram:
     def __init__(self, name: str, help_text: str, buckets: tuple[float, ...] = SECONDS_BUCKETS):
         self.name = name
@@ -97,6 +101,16 @@ class Metrics:
             "reasoner_bootstrap_seconds",
             "Duration of Bootstraps: start-up rebuilds and epochs that fell back or recomputed.",
         )
+        self.group_writes = Histogram(
+            "reasoner_group_writes",
+            "Writes of a few facts applied together, per group commit (one epoch, or none if "
+            "they changed nothing).",
+            GROUP_BUCKETS,
+        )
+
+    def group(self, writes: int) -> None:
+        """A group commit took `writes` accepted writes at once (one epoch, or none)."""
+        self.group_writes.observe(writes)
 
     def epoch(self, strategy: str, seconds: float) -> None:
         with self._lock:
@@ -146,6 +160,7 @@ class Metrics:
         ]
         lines += self.update_seconds.render()
         lines += self.bootstrap_seconds.render()
+        lines += self.group_writes.render()
         lines += [
             "# HELP reasoner_relation_size Tuples per relation in the published epoch.",
             "# TYPE reasoner_relation_size gauge",

@@ -24,23 +24,33 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sized
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterator,
+    Mapping,
+    Sequence,
+    Sized,
+)
 from concurrent.futures import Future
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from sqlalchemy.exc import SQLAlchemyError
 
 from reasoner import (
+    UNCHANGED,
     BootstrapCancelled,
     BootstrapProgress,
     Delta,
     EngineSettings,
     EpochChanges,
     EpochReport,
+    GroupWrite,
     Materialization,
+    PreparedGroup,
     bulk_load,
     charging_to,
 )
@@ -53,6 +63,7 @@ from service.core.epoch_budget import (
     MemoryAllowance,
     default_memory_allowance,
 )
+from service.core.epoch_rows import EpochRows, report_row
 from service.core.metrics import Metrics
 from service.core.query_answers import QueryAnswers
 from service.core.rebuild import Rebuild, failure_code, interned_since
@@ -69,18 +80,11 @@ from service.problems import (
     TOO_MANY_RULES,
     Refusal,
 )
-from service.schemas import EpochSummary
 from service.settings import Settings
 from service.store.repository import DeltaRecord, Store
 
 log = logging.getLogger("service")
 T = TypeVar("T")
-
-MAX_EPOCH = (1 << 31) - 1
-"""Epoch numbers are 32-bit integer columns: a larger number names no epoch."""
-
-PRUNE_EVERY = 64
-"""Epochs between two prunes of the change sets past the retention."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +96,8 @@ class Applied:
     facts_inserted: int
     facts_retracted: int
     rules_given: tuple[str, ...] = ()
+    write: int | None = None
+    """Its place among the writes its epoch holds (group commit); None: it changed nothing."""
 
 
 class Runtime:
@@ -113,7 +119,7 @@ class Runtime:
         self.startup_seconds: float | None = None
         self._rebuilding: Rebuild | None = None
         """The rebuild running, while it runs (its progress is `building`)."""
-        self.writer = Writer()
+        self.writer = Writer(settings.write_group_max)
         """The one thread every write runs on, in arrival order (`service.core.writer`)."""
         self._read_slots = threading.BoundedSemaphore(settings.max_concurrent_reads)
         self.query_answers = QueryAnswers(settings.query_cache_rows)
@@ -127,8 +133,8 @@ class Runtime:
         """The only functors a program may call (`REASONER_FUNCTORS`): loaded once, here."""
         self.feed = Feed(settings, self.priority)
         """The live change feed's view of the epochs published (`service.feed.stream`)."""
-        self._unrecorded: dict[int, dict[str, Any]] = {}
-        """Reports of applied epochs not yet written to their rows (see `apply`)."""
+        self.epoch_rows = EpochRows(self.store, settings, self.writer)
+        """The epochs' rows, completed with their reports after the answers."""
         self._numbered = (0, 0)
         """How many of the engine's symbols and records the store holds (the first ones, in
         the engine's numbering): an epoch commits those after them (`rebuild.interned_since`)."""
@@ -170,6 +176,14 @@ class Runtime:
         """`job(*args)` on the writer thread (`Writer.write`: a client that leaves while it
         waits takes it out of the queue)."""
         return await self.writer.write(job, *args, disconnected=disconnected)
+
+    async def write_facts(
+        self, delta: Delta, *, disconnected: Callable[[], Awaitable[bool]] | None = None
+    ) -> Applied:
+        """A delta of a few facts (`reasoner.groupable`): applied with those queued right
+        behind it as one epoch (`apply_group`), answered alone."""
+        future = self.writer.submit_member(self.apply_group, delta)
+        return await self.writer.await_job(future, disconnected)
 
     def _engine_options(self) -> dict[str, Any]:
         return {
@@ -217,7 +231,7 @@ class Runtime:
         self.memory.settle()
         self.startup_seconds = time.perf_counter() - start
         if rebuilt.new:
-            self.store.record_report(0, _report_row(report.as_epoch(0, m.derived_size())))
+            self.store.record_reports({0: report_row(report.as_epoch(0, m.derived_size()))})
         log.info(
             "ready at epoch %d: bootstrap %.3fs (%s: %s), start-up %.3fs%s",
             self.epoch,
@@ -259,9 +273,8 @@ class Runtime:
                 )
         if prepared.changes_nothing:  # no epoch, nothing to store: say so
             return Applied(m.apply(prepared), 0, 0, prepared.rules_given)
-        number = m.epoch + 1
         record = DeltaRecord(
-            number,
+            m.epoch + 1,
             _row_count(prepared.inserts),
             _row_count(prepared.retracts),
             inserts=prepared.given_inserts,
@@ -273,6 +286,16 @@ class Runtime:
             texts = {entry.id: entry.text for entry in prepared.program.rules()}
             record.rules_added = [(i, texts[i]) for i in prepared.rules_added]
             record.rules_removed = list(prepared.rules_removed)
+        report = self._make_epoch(m, prepared, record, include_changes)
+        return Applied(
+            report, record.facts_inserted, record.facts_retracted, prepared.rules_given, 0
+        )
+
+    def _make_epoch(
+        self, m: Materialization, prepared: Any, record: DeltaRecord, include_changes: bool
+    ) -> EpochReport:
+        """Evaluate, commit and publish the epoch of `prepared`, numbered `record.number`."""
+        number = record.number
         flipped = record.facts_inserted + record.facts_retracted
         held = sum(map(len, m.facts.values()))
         strategy = "bootstrap" if bulk_load(flipped, held) else "auto"
@@ -280,11 +303,73 @@ class Runtime:
         failpoints.reach(failpoints.PUBLISHED)
         log.debug("epoch %d: applied by %s in %.3fs", number, report.strategy, report.seconds)
         self.metrics.epoch(report.strategy, report.seconds)
-        # Recorded after the answer (but before the next write: the writer is FIFO), so that a
-        # write waits for one commit, not two.
-        self._unrecorded[number] = {**_report_row(report), "applied_at": datetime.now(UTC)}
-        self.writer.after(self._record_report, number)
-        return Applied(report, record.facts_inserted, record.facts_retracted, prepared.rules_given)
+        self.epoch_rows.applied(number, report)
+        return report
+
+    def apply_group(self, deltas: Sequence[Delta]) -> list[Applied | Exception]:
+        """Apply deltas of facts (`reasoner.groupable`), in order, as few epochs as they
+        allow (group commit): those `Materialization.prepare_group` takes from the front
+        share one; the next starts another. Each delta is answered alone, with its own
+        counts or its own refusal (runs on the writer thread)."""
+        outcomes: list[Applied | Exception] = []
+        while len(outcomes) < len(deltas):
+            rest = deltas[len(outcomes) :]
+            if len(rest) == 1:
+                outcomes.append(_outcome(self.apply, rest[0]))
+            else:
+                outcomes.extend(self._apply_together(rest))
+        return outcomes
+
+    def _apply_together(self, deltas: Sequence[Delta]) -> list[Applied | Exception]:
+        """One epoch of the deltas taken from the front of `deltas` (at least the first: alone
+        if its facts declare a relation). If evaluating it fails, each of them is applied
+        alone, so that only the one at fault is refused."""
+        try:
+            m = self._require_ready()
+        except Refusal as refused:
+            return [refused]
+        group = None
+        try:
+            with m.evaluating():
+                group = m.prepare_group(deltas)
+                if group.outcomes:
+                    return self._group_epoch(m, group)
+        except (Refusal, InvalidDelta) as refused:
+            if isinstance(refused, Refusal):
+                if refused.code in (EPOCH_TOO_LARGE, EPOCH_TIMEOUT):
+                    self.memory.release()
+                if refused.code not in (EPOCH_TOO_LARGE, EPOCH_TIMEOUT, EVALUATION_FAILED):
+                    assert group is not None  # preparing a group raises nothing
+                    return [refused if isinstance(o, GroupWrite) else o for o in group.outcomes]
+            assert group is not None
+            log.warning("a group of %d writes was refused: applying each alone", len(group.writes))
+            return [
+                _outcome(self.apply, delta) if isinstance(o, GroupWrite) else o
+                for delta, o in zip(deltas, group.outcomes, strict=False)
+            ]
+        return [_outcome(self.apply, deltas[0])]  # its facts declare a relation
+
+    def _group_epoch(self, m: Materialization, group: PreparedGroup) -> list[Applied | Exception]:
+        """The epoch of a group's net change, and each delta's answer."""
+        prepared = group.prepared
+        if prepared.changes_nothing:
+            report = m.apply(prepared)
+        else:
+            record = DeltaRecord(
+                m.epoch + 1,
+                _row_count(prepared.inserts),
+                _row_count(prepared.retracts),
+                inserts=prepared.given_inserts,
+                retracts=prepared.given_retracts,
+                writes=[
+                    {"facts_inserted": w.facts_inserted, "facts_retracted": w.facts_retracted}
+                    for w in group.writes
+                    if w.facts_inserted or w.facts_retracted
+                ],
+            )
+            report = self._make_epoch(m, prepared, record, include_changes=False)
+        self.metrics.group(len(group.writes))
+        return _answers(report, group.outcomes)
 
     def _commit(self, record: DeltaRecord) -> None:
         """Make the epoch durable (one transaction); 503 with nothing changed if it fails."""
@@ -348,7 +433,9 @@ class Runtime:
             failpoints.reach(failpoints.EVALUATED)
             record.changes = kept = KeptChanges(number, change_chunks(changes))
             record.interned = interned_since(m, self._numbered)
+            record.reports = self.epoch_rows.unrecorded()
             self._commit(record)
+            self.epoch_rows.recorded(record.reports)
             self._numbered = (record.interned.symbol_count, record.interned.record_count)
             committed = True
             failpoints.reach(failpoints.COMMITTED)
@@ -402,48 +489,6 @@ class Runtime:
         self.memory.settle()
         return report
 
-    def _record_report(self, number: int) -> None:
-        failpoints.reach(failpoints.ANSWERED)
-        try:
-            self.store.record_report(number, self._unrecorded[number])
-        except Exception:  # the epoch is durable already; its report is a nicety
-            log.exception("recording the report of epoch %d failed", number)
-        else:
-            del self._unrecorded[number]
-        self._prune_changes(number)
-
-    def _prune_changes(self, number: int) -> None:
-        """Every `PRUNE_EVERY` epochs (or every retention, if fewer), forget the change sets
-        older than the retention, after the answer like the report."""
-        keep = self.settings.change_retention_epochs
-        if keep is None or number % min(PRUNE_EVERY, keep):
-            return
-        try:
-            self.store.prune_changes(number - keep + 1)
-        except Exception:  # kept a while longer: the next prune deletes them
-            log.exception("pruning the change sets before epoch %d failed", number - keep + 1)
-
-    def _with_report(self, row: dict[str, Any]) -> dict[str, Any]:
-        pending = self._unrecorded.get(row["number"])
-        if pending is not None and row["status"] == "committed":
-            row = {**row, **pending, "status": "applied"}
-        return row
-
-    def epochs(self, *, limit: int, before: int | None = None) -> list[dict[str, Any]]:
-        """Epoch rows, most recent first, with reports not yet written back filled in."""
-        if before is not None:
-            if before <= 0:
-                return []
-            if before > MAX_EPOCH:  # every epoch is below it (and SQLite binds 64-bit at most)
-                before = None
-        return [self._with_report(r) for r in self.store.epochs(limit=limit, before=before)]
-
-    def epoch_row(self, number: int) -> dict[str, Any] | None:
-        if not 0 <= number <= MAX_EPOCH:
-            return None
-        row = self.store.epoch(number)
-        return None if row is None else self._with_report(row)
-
     # -- reading --------------------------------------------------------------------------------
 
     def _require_ready(self) -> Materialization:
@@ -493,10 +538,38 @@ class Runtime:
             yield m, m.epoch
 
 
+def _outcome(apply: Callable[[Delta], Applied], delta: Delta) -> Applied | Exception:
+    """`apply(delta)`, or what it raised: one write's answer in a group's."""
+    try:
+        return apply(delta)
+    except Exception as exc:
+        return exc
+
+
+def _answers(
+    report: EpochReport, outcomes: Sequence[GroupWrite | InvalidDelta]
+) -> list[Applied | Exception]:
+    """Each write's answer from its group's epoch: the epoch's report with its own counts,
+    warnings and place, or, for one that flipped nothing, the answer of a write that changes
+    nothing (made at the epoch now current)."""
+    answers: list[Applied | Exception] = []
+    place = 0
+    for outcome in outcomes:
+        if not isinstance(outcome, GroupWrite):
+            answers.append(outcome)
+            continue
+        counts = outcome.facts_inserted, outcome.facts_retracted
+        if report.changed and any(counts):
+            own = replace(report, warnings=outcome.warnings)
+            answers.append(Applied(own, *counts, write=place))
+            place += 1
+        else:
+            unchanged = EpochReport(
+                report.epoch, UNCHANGED, 0.0, 0, 0, (), warnings=outcome.warnings
+            )
+            answers.append(Applied(unchanged, *counts))
+    return answers
+
+
 def _row_count(rows_by_relation: Mapping[str, Sized]) -> int:
     return sum(map(len, rows_by_relation.values()))
-
-
-def _report_row(report: EpochReport) -> dict[str, Any]:
-    """The report's columns of an epoch's row."""
-    return EpochSummary.model_validate(report).model_dump()

@@ -31,7 +31,8 @@ from typing import Any, TypeVar
 from fastapi.concurrency import run_in_threadpool
 
 from service.feed.events import Expired, Follows, epoch_data, message
-from service.store.repository import ChangeItem, ChangePosition, Store
+from service.store.change_pages import ChangeItem, ChangePosition
+from service.store.repository import Store
 
 SLICE_ROWS = 10_000
 """Rows one slice reads at most (and one `part` event holds)."""

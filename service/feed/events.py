@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from reasoner import floats
-from service.store.repository import ChangeItem
+from service.store.change_pages import ChangeItem
 
 Follows = frozenset[str] | None
 """The relations a stream follows (None: all of them)."""

@@ -41,7 +41,8 @@ from service.feed.events import Expired, Follows, epoch_data, followed, message
 from service.feed.sender import Sender
 from service.problems import CHANGES_EXPIRED, Problem, problem_body
 from service.settings import Settings
-from service.store.repository import ChangeChunk, ChangeItem, Store
+from service.store.change_pages import ChangeItem
+from service.store.repository import ChangeChunk, Store
 
 if TYPE_CHECKING:  # handed in by the runtime: the feed sits under the write path
     from service.core.write_priority import WritePriority

@@ -96,6 +96,9 @@ epochs = Table(
     # ones of `interned` (NULL: an epoch of a version that did not store them).
     Column("symbols", Integer, nullable=True),
     Column("records", Integer, nullable=True),
+    # The facts each write of a group flipped, in order: [{"facts_inserted": n,
+    # "facts_retracted": n}, ...] (group commit); NULL: the epoch holds one write, or none.
+    Column("writes", JSON, nullable=True),
     comment="One row per epoch: written with the delta, completed with its report.",
 )
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import heapq
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import groupby
@@ -26,6 +26,13 @@ from sqlalchemy import Connection, Engine, delete, func, insert, select, tuple_,
 
 from reasoner import FactBatch
 from service.store import interned, models, segments
+from service.store.change_pages import (
+    ChangePage,
+    ChangePosition,
+    ChangesNotKept,
+    InvalidPosition,
+    page_items,
+)
 from service.store.database import create_database_engine, upgrade
 from service.store.interned import Interned
 
@@ -64,45 +71,6 @@ class Committed:
     version that did not keep it."""
 
 
-class ChangesNotKept(Exception):
-    """Change sets asked for are past the retention: `horizon` is the newest epoch whose
-    change set is not kept."""
-
-    def __init__(self, horizon: int) -> None:
-        super().__init__(horizon)
-        self.horizon = horizon
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class ChangePosition:
-    """Where a page of the feed starts: row `offset` of chunk `seq` of epoch `epoch` (seq -1:
-    the epoch's reset mark, which comes before its chunks)."""
-
-    epoch: int
-    seq: int = -1
-    offset: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class ChangeItem:
-    """One piece of a page of the feed: rows a relation lost (`present` False) or gained in
-    an epoch, or (`relation` None) the mark of a reset epoch."""
-
-    epoch: int
-    relation: str | None
-    present: bool = True
-    rows: Sequence[Row] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class ChangePage:
-    items: list[ChangeItem]
-    next: ChangePosition | None
-    """Where the next page starts; None: the page reached the last epoch asked for."""
-    horizon: int
-    """The newest epoch whose change set is not kept (-1: none), read after the page."""
-
-
 @dataclass(slots=True)
 class DeltaRecord:
     """One delta as the store writes it. Its facts are effective (inserted ones were absent,
@@ -123,10 +91,25 @@ class DeltaRecord:
     """The epoch's change set, consumed (once) inside the transaction that commits it."""
     interned: Interned = field(default_factory=Interned)
     """The symbols and records the epoch interned, numbered after those the store holds."""
+    writes: list[dict[str, int]] | None = None
+    """The facts each write of a group flipped, in order (group commit); None: one write."""
+    reports: Mapping[int, dict[str, Any]] = field(default_factory=dict)
+    """Reports of epochs before it not yet written to their rows (`Store.record_reports`)."""
 
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+def _write_reports(connection: Connection, reports: Mapping[int, dict[str, Any]]) -> None:
+    """Complete epoch rows with their reports (`Store.record_reports`)."""
+    now = _now()
+    for number, report in reports.items():
+        connection.execute(
+            update(models.epochs)
+            .where(models.epochs.c.number == number)
+            .values(**{"status": "applied", "applied_at": now, **report})
+        )
 
 
 class Store:
@@ -320,6 +303,7 @@ class Store:
             stored = _write_changes(connection, record.number, record.changes)
             self._append_interned(connection, record.number, record.interned)
             self._write_epoch(connection, record, stored)
+            _write_reports(connection, record.reports)
 
     def _write_epoch(self, connection: Connection, record: DeltaRecord, changes: int) -> None:
         """Everything of a delta but its facts: program, rules and the epoch row."""
@@ -344,6 +328,7 @@ class Store:
                 changes=changes,
                 symbols=record.interned.symbol_count,
                 records=record.interned.record_count,
+                writes=record.writes,
             )
         )
 
@@ -371,14 +356,10 @@ class Store:
             else:
                 connection.execute(insert(table).values(id=rule_id, **values))
 
-    def record_report(self, number: int, report: dict[str, Any]) -> None:
-        """Complete an epoch row with what applying it did."""
+    def record_reports(self, reports: Mapping[int, dict[str, Any]]) -> None:
+        """Complete epoch rows with what applying them did, in one transaction."""
         with self.engine.begin() as connection:
-            connection.execute(
-                update(models.epochs)
-                .where(models.epochs.c.number == number)
-                .values(**{"status": "applied", "applied_at": _now(), **report})
-            )
+            _write_reports(connection, reports)
 
     # -- reading epochs -------------------------------------------------------------------------
 
@@ -435,7 +416,7 @@ class Store:
                 key=lambda entry: entry[0],
             )
             try:
-                items, following = _page_items(found, start, limit, self._entries)
+                items, following = page_items(found, start, limit, self._entries)
             except InvalidPosition:
                 horizon = self.horizon()
                 if horizon >= start.epoch:  # pruned under the cursor: the horizon says so
@@ -638,53 +619,3 @@ def read_facts(connection: Connection) -> dict[str, Facts]:
         values = segments.user_columns(net.drop(segments.PRESENT))
         facts[relation] = FactBatch(values) if values.width else [()] * net.height
     return facts
-
-
-class InvalidPosition(Exception):
-    """A page's start that no page gave (past its chunk's rows, or at nothing)."""
-
-
-def _page_items(
-    found: Iterable[tuple[ChangePosition, str | None, int, bytes | None]],
-    start: ChangePosition,
-    limit: int,
-    entries_of: Callable[[ChangePosition, bytes], pl.DataFrame],
-) -> tuple[list[ChangeItem], ChangePosition | None]:
-    """The items of a page from the chunks and reset marks `found` (in order: position,
-    relation or None for a mark, rows, blob), and where the next page starts. The chunks
-    were read `limit` + 1 at most, so the page fills up before it could pass the end of
-    a list that was cut short."""
-    items: list[ChangeItem] = []
-    budget = limit
-    first = True
-    for position, relation, rows, data in found:
-        offset = 0
-        if first and start.offset:  # a page that starts inside a chunk: that chunk
-            inside = position == ChangePosition(start.epoch, start.seq) and relation is not None
-            if not inside or start.offset >= rows:
-                raise InvalidPosition()
-            offset = start.offset
-        first = False
-        if budget == 0:
-            return items, ChangePosition(position.epoch, position.seq, offset)
-        if relation is None:
-            items.append(ChangeItem(position.epoch, None))
-            budget -= 1
-            continue
-        assert data is not None  # a chunk has its blob
-        take = min(rows - offset, budget)
-        entries = entries_of(position, data)
-        present = bool(entries[segments.PRESENT][0])
-        part = entries.slice(offset, take)
-        values = segments.user_columns(part.drop(segments.PRESENT))
-        items.append(
-            ChangeItem(
-                position.epoch, relation, present, values.rows() if values.width else [()] * take
-            )
-        )
-        budget -= take
-        if offset + take < rows:
-            return items, ChangePosition(position.epoch, position.seq, offset + take)
-    if first and start.offset:
-        raise InvalidPosition()
-    return items, None

@@ -9,6 +9,8 @@ write always was.
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable
 
 import httpx
@@ -104,3 +106,103 @@ def test_a_crash_at_each_step_keeps_exactly_the_committed_writes(
     evaluations = server.log_path.read_text().count(f": evaluating ({strategy},")
     assert evaluations == len(failpoints.STEPS), "a write took another path"
     record(f"failpoints[{backend}, {kind}]", acknowledged=acknowledged, final_epoch=epoch)
+
+
+GROUP = 8
+"""One-edge writes sent while another epoch is applied: they queue, and commit as one group."""
+
+
+def test_a_crash_at_each_step_of_a_group_commit_keeps_exactly_the_committed_writes(
+    make_server: Callable[..., Server], backend: str
+) -> None:
+    """Each step in turn: a chain's epoch passes it, and the epoch of the writes that queued
+    behind the chain (one group) is killed there. After the restart the group is wholly
+    present exactly when it was committed, as one epoch listing its writes, and every write
+    acknowledged is there."""
+    server = make_server(REASONER_LOG_LEVEL="debug", REASONER_PAGE_SIZE="200000")
+    program = server.workdir / "program.dl"
+    program.write_text(PROGRAM)
+    server.settings["REASONER_PROGRAM"] = str(program)
+    edges: set[Row] = set()
+    epoch = 0
+    for block, step in enumerate(failpoints.STEPS):
+        server.settings[failpoints.ENVIRONMENT] = step
+        # The reports' row writes reach `ANSWERED` once the writer is idle: after the group.
+        server.settings[failpoints.PASSES] = "0" if step == failpoints.ANSWERED else "1"
+        server.start()
+        base = (block + 1) * 1_000_000
+        chain = {(base + i, base + i + 1) for i in range(CHAIN)}
+        group = [(base + 500_000 + i, base + 500_001 + i) for i in range(GROUP)]
+        acknowledged = _in_threads(
+            [lambda chain=chain: _write(server, chain)],
+            [lambda edge=edge: _post_one(server, edge) for edge in group],
+            server,
+        )
+        assert server.process is not None
+        assert server.process.wait(timeout=60) < 0, f"the server did not stop at {step}"
+        server.process = None
+        del server.settings[failpoints.ENVIRONMENT], server.settings[failpoints.PASSES]
+        server.start()
+        with server.client() as client:
+            epochs = served_epochs(client)
+            served = served_relations(client)
+        kept = {edge for edge in group if edge in served["edge"]}
+        committed = step != failpoints.EVALUATED
+        assert kept == (set(group) if committed else set()), step
+        assert {e for e, ok in zip(group, acknowledged[1:], strict=True) if ok} <= kept, step
+        edges |= chain | kept
+        epoch += 2 if committed else 1
+        assert [e["number"] for e in epochs] == list(range(epoch + 1)), step
+        if committed:
+            assert len(epochs[-1]["writes"]) == GROUP, step
+        assert served["edge"] == edges, step
+        assert served["reach"] == _closure(edges), step
+        server.stop()
+    record(f"failpoints[{backend}, group]", final_epoch=epoch)
+
+
+CHAIN = 700
+"""Edges of the chain whose epoch (its closure: 245 K rows) the group queues behind."""
+
+
+def _post_one(server: Server, edge: Row) -> bool:
+    """Insert one edge as JSON (a write that joins a group); whether it was acknowledged."""
+    try:
+        with server.client() as client:
+            response = client.post("/v1/facts", json={"facts": {"edge": [list(edge)]}})
+    except httpx.TransportError:
+        return False
+    response.raise_for_status()
+    return True
+
+
+def _queue_length(server: Server) -> int:
+    with server.client() as client:
+        metrics = client.get("/metrics").text
+    return int(
+        next(m for m in metrics.splitlines() if m.startswith("reasoner_queue_length ")).split()[1]
+    )
+
+
+def _in_threads(
+    first: list[Callable[[], bool]], then: list[Callable[[], bool]], server: Server
+) -> list[bool]:
+    """Each call in a thread of its own, those of `then` once those of `first` are queued on
+    the server (so they queue behind them); whether each was acknowledged."""
+    calls = [*first, *then]
+    results = [False] * len(calls)
+
+    def run(i: int) -> None:
+        results[i] = calls[i]()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
+    for thread in threads[: len(first)]:
+        thread.start()
+    deadline = time.monotonic() + 30
+    while _queue_length(server) < len(first) and time.monotonic() < deadline:
+        time.sleep(0.005)
+    for thread in threads[len(first) :]:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    return results

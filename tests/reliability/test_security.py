@@ -11,6 +11,7 @@ configuration; an anonymous request is refused before its body is even parsed.
 from __future__ import annotations
 
 import ast
+import asyncio
 import hmac
 import inspect
 import re
@@ -216,11 +217,11 @@ def test_token_comparison_is_constant_time(monkeypatch: pytest.MonkeyPatch) -> N
     def credentials(token: str) -> HTTPAuthorizationCredentials:
         return HTTPAuthorizationCredentials(scheme="Bearer", credentials=token)
 
-    security.require_write(request, credentials("write-x"))  # type: ignore[arg-type]
-    security.require_read(request, credentials("read-x"))  # type: ignore[arg-type]
+    asyncio.run(security.require_write(request, credentials("write-x")))  # type: ignore[arg-type]
+    asyncio.run(security.require_read(request, credentials("read-x")))  # type: ignore[arg-type]
     for token in ("write-y", "w", "write-x-longer", "ä"):
         with pytest.raises(Problem) as refused:
-            security.require_write(request, credentials(token))  # type: ignore[arg-type]
+            asyncio.run(security.require_write(request, credentials(token)))  # type: ignore[arg-type]
         assert refused.value.status in (401, 403)
     assert {b for _, b in calls} <= {b"read-x", b"write-x"}
     assert (b"write-x", b"write-x") in calls and ("ä".encode(), b"write-x") in calls

@@ -20,7 +20,8 @@ from starlette.types import Receive, Scope, Send
 from service.api.common import cursor_fields, cursor_text
 from service.api.deps import RuntimeDep, answered, read_router
 from service.api.security import bearer_token
-from service.core.runtime import MAX_EPOCH, Runtime
+from service.core.epoch_rows import MAX_EPOCH
+from service.core.runtime import Runtime
 from service.feed.admission import retry_after
 from service.feed.events import change_groups
 from service.feed.stream import expired_problem
@@ -32,7 +33,7 @@ from service.problems import (
     Problem,
 )
 from service.schemas import ChangeGroup, ChangesOut
-from service.store.repository import ChangePosition, InvalidPosition
+from service.store.change_pages import ChangePosition, InvalidPosition
 
 reads = read_router()
 

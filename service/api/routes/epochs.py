@@ -28,7 +28,7 @@ def get_epochs(
     limit: Annotated[int, Query(gt=0, le=1000)] = 100,
     before: Annotated[int | None, Query(description="Only epochs numbered below this.")] = None,
 ) -> EpochsOut:
-    rows = runtime.epochs(limit=limit + 1, before=before)
+    rows = runtime.epoch_rows.rows(limit=limit + 1, before=before)
     more = len(rows) > limit
     rows = rows[:limit]
     return EpochsOut(
@@ -39,7 +39,7 @@ def get_epochs(
 
 @reads.get("/epochs/{number}", response_model=EpochRecord, summary="One epoch")
 def get_epoch(number: int, runtime: RuntimeDep) -> EpochRecord:
-    row = runtime.epoch_row(number)
+    row = runtime.epoch_rows.row(number)
     if row is None:
         raise Problem(404, UNKNOWN_EPOCH, f"there is no epoch {number}")
     return EpochRecord.model_validate(row)
