@@ -305,9 +305,9 @@ class Client:
 
     def changes(self, since: int = -1, *, reconnect: bool = True) -> Iterator[dict[str, Any]]:
         """The change feed from after epoch `since` (-1: from the start), an epoch at a time
-        (`{"epoch", "reset", "changes"}`), for as long as it is iterated; a stream that ends
-        is opened again after the last whole epoch (`Last-Event-ID`) unless `reconnect` is
-        False."""
+        (`{"epoch", "reset", "changes"}`), for as long as it is iterated; a stream that ends,
+        or that a server starting again answers 503, is opened again after the last whole
+        epoch (`Last-Event-ID`) unless `reconnect` is False."""
         feed = _Feed()
         while True:
             try:
@@ -319,6 +319,9 @@ class Client:
                             yield epoch
             except httpx.TransportError:
                 if not reconnect:
+                    raise
+            except ReasonerError as refused:
+                if not (reconnect and refused.status == 503):  # a server starting or busy
                     raise
             if not reconnect:
                 return
@@ -448,6 +451,9 @@ class AsyncClient:
                             yield epoch
             except httpx.TransportError:
                 if not reconnect:
+                    raise
+            except ReasonerError as refused:
+                if not (reconnect and refused.status == 503):  # a server starting or busy
                     raise
             if not reconnect:
                 return
