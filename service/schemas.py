@@ -128,7 +128,13 @@ class EpochOut(EpochSummary):
         description="What was accepted but may not be meant: a rule reading a relation that "
         "nothing defines yet (it is empty), a retracted fact that the program text asserts.",
     )
-    facts_inserted: int = Field(0, description="Facts that were absent and are now present.")
+    facts_inserted: int = Field(
+        0,
+        description="Facts that were absent and are now present. A write applied with others "
+        "as one epoch (group commit) counts them after the writes before it; a later write of "
+        "its group may flip them back, and a group whose net change is nothing makes no epoch "
+        "(`changed` false).",
+    )
     facts_retracted: int = Field(0, description="Facts that were present and are now absent.")
     write: int | None = Field(
         None,
@@ -328,7 +334,7 @@ class EpochRecord(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _one_write(cls, row: Any) -> Any:
+    def _writes_of_one_write(cls, row: Any) -> Any:
         """A delta's row without a list of writes holds one: the epoch's own counts."""
         if isinstance(row, dict) and row.get("writes") is None:
             one = row.get("kind") == "delta"

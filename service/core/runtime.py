@@ -86,6 +86,9 @@ from service.store.repository import DeltaRecord, Store
 log = logging.getLogger("service")
 T = TypeVar("T")
 
+RETRIED_ALONE = (EPOCH_TOO_LARGE, EPOCH_TIMEOUT, EVALUATION_FAILED)
+"""Refusals of a group's evaluation after which each of its writes is applied alone."""
+
 
 @dataclass(frozen=True, slots=True)
 class Applied:
@@ -273,13 +276,7 @@ class Runtime:
                 )
         if prepared.changes_nothing:  # no epoch, nothing to store: say so
             return Applied(m.apply(prepared), 0, 0, prepared.rules_given)
-        record = DeltaRecord(
-            m.epoch + 1,
-            _row_count(prepared.inserts),
-            _row_count(prepared.retracts),
-            inserts=prepared.given_inserts,
-            retracts=prepared.given_retracts,
-        )
+        record = _record(m, prepared)
         if prepared.analyzed is not None:
             record.program_text = prepared.program_text
             assert prepared.program is not None  # a rule change has its program text
@@ -322,32 +319,34 @@ class Runtime:
 
     def _apply_together(self, deltas: Sequence[Delta]) -> list[Applied | Exception]:
         """One epoch of the deltas taken from the front of `deltas` (at least the first: alone
-        if its facts declare a relation). If evaluating it fails, each of them is applied
-        alone, so that only the one at fault is refused."""
+        if its facts declare a relation), each one's answer. If evaluating it is refused, each
+        of them is applied alone, so that only the one at fault is refused; any other failure
+        is the answer of this epoch's deltas only."""
         try:
             m = self._require_ready()
         except Refusal as refused:
             return [refused]
-        group = None
+        group: PreparedGroup | None = None
         try:
             with m.evaluating():
                 group = m.prepare_group(deltas)
                 if group.outcomes:
                     return self._group_epoch(m, group)
-        except (Refusal, InvalidDelta) as refused:
-            if isinstance(refused, Refusal):
-                if refused.code in (EPOCH_TOO_LARGE, EPOCH_TIMEOUT):
-                    self.memory.release()
-                if refused.code not in (EPOCH_TOO_LARGE, EPOCH_TIMEOUT, EVALUATION_FAILED):
-                    assert group is not None  # preparing a group raises nothing
-                    return [refused if isinstance(o, GroupWrite) else o for o in group.outcomes]
-            assert group is not None
-            log.warning("a group of %d writes was refused: applying each alone", len(group.writes))
-            return [
-                _outcome(self.apply, delta) if isinstance(o, GroupWrite) else o
-                for delta, o in zip(deltas, group.outcomes, strict=False)
-            ]
-        return [_outcome(self.apply, deltas[0])]  # its facts declare a relation
+        except Exception as failed:
+            if group is None:
+                return [failed]
+            if not _retried_alone(failed):
+                return [failed if isinstance(o, GroupWrite) else o for o in group.outcomes]
+            if isinstance(failed, Refusal) and failed.code in (EPOCH_TOO_LARGE, EPOCH_TIMEOUT):
+                self.memory.release()
+        else:  # its facts declare a relation: an epoch of its own
+            return [_outcome(self.apply, deltas[0])]
+        # Out of the handler: the refused evaluation's frames, and their memory, are gone.
+        log.warning("a group of %d writes was refused: applying each alone", len(group.writes))
+        return [
+            _outcome(self.apply, delta) if isinstance(o, GroupWrite) else o
+            for delta, o in zip(deltas, group.outcomes, strict=False)
+        ]
 
     def _group_epoch(self, m: Materialization, group: PreparedGroup) -> list[Applied | Exception]:
         """The epoch of a group's net change, and each delta's answer."""
@@ -355,18 +354,12 @@ class Runtime:
         if prepared.changes_nothing:
             report = m.apply(prepared)
         else:
-            record = DeltaRecord(
-                m.epoch + 1,
-                _row_count(prepared.inserts),
-                _row_count(prepared.retracts),
-                inserts=prepared.given_inserts,
-                retracts=prepared.given_retracts,
-                writes=[
-                    {"facts_inserted": w.facts_inserted, "facts_retracted": w.facts_retracted}
-                    for w in group.writes
-                    if w.facts_inserted or w.facts_retracted
-                ],
-            )
+            record = _record(m, prepared)
+            record.writes = [
+                {"facts_inserted": w.facts_inserted, "facts_retracted": w.facts_retracted}
+                for w in group.writes
+                if w.facts_inserted or w.facts_retracted
+            ]
             report = self._make_epoch(m, prepared, record, include_changes=False)
         self.metrics.group(len(group.writes))
         return _answers(report, group.outcomes)
@@ -434,7 +427,12 @@ class Runtime:
             record.changes = kept = KeptChanges(number, change_chunks(changes))
             record.interned = interned_since(m, self._numbered)
             record.reports = self.epoch_rows.unrecorded()
-            self._commit(record)
+            try:
+                self._commit(record)
+            except Refusal:
+                # Should a report be what the database refuses, the next write goes without.
+                self.epoch_rows.unwritable(record.reports)
+                raise
             self.epoch_rows.recorded(record.reports)
             self._numbered = (record.interned.symbol_count, record.interned.record_count)
             committed = True
@@ -536,6 +534,26 @@ class Runtime:
         m = self._require_ready()
         with m.reading():
             yield m, m.epoch
+
+
+def _retried_alone(failed: Exception) -> bool:
+    """Whether a group's writes are applied alone after its evaluation failed so: one of them
+    may be at fault (`RETRIED_ALONE`, or an evaluation's `InvalidDelta`, a float sum's order),
+    and only that one should be refused."""
+    if isinstance(failed, Refusal):
+        return failed.code in RETRIED_ALONE
+    return isinstance(failed, InvalidDelta)
+
+
+def _record(m: Materialization, prepared: Any) -> DeltaRecord:
+    """The store's record of the next epoch, with the facts `prepared` flips."""
+    return DeltaRecord(
+        m.epoch + 1,
+        _row_count(prepared.inserts),
+        _row_count(prepared.retracts),
+        inserts=prepared.given_inserts,
+        retracts=prepared.given_retracts,
+    )
 
 
 def _outcome(apply: Callable[[Delta], Applied], delta: Delta) -> Applied | Exception:

@@ -3,8 +3,8 @@
 One thread makes writes serial without a lock around the engine: a write is validated,
 evaluated, committed and published before the next begins (`service.core.runtime`). A job
 waiting in the queue can be taken out again when its client leaves (`WriteAbandoned`): a write
-nobody waits for is never applied behind the client's back; one that has started runs to its
-end, all or nothing. The queue's length is a metric (`/metrics`, `reasoner_queue_length`).
+nobody waits for is never applied behind the client's back; one that has started (a member of a
+group starts with its group) runs to its end, all or nothing. The queue's length is a metric (`/metrics`, `reasoner_queue_length`).
 
 Work that follows writes and is better done once for several (writing their reports to their
 rows) waits until no job does (`when_idle`).
@@ -173,8 +173,12 @@ def _run(jobs: list[_Job]) -> None:
             first.future.set_result(first.run())
             return
         assert first.group is not None
-        outcomes = first.group([job.member for job in jobs])
+        outcomes = list(first.group([job.member for job in jobs]))
+        if len(outcomes) != len(jobs):
+            raise RuntimeError(f"a group of {len(jobs)} answered {len(outcomes)} of them")
     except BaseException as exc:  # the job's failure is its caller's answer
+        if not first.counted:  # work after writes: nobody waits for its answer
+            log.exception("work after the writes failed")
         for job in jobs:
             job.future.set_exception(exc)
         return

@@ -98,7 +98,7 @@ epochs = Table(
     Column("records", Integer, nullable=True),
     # The facts each write of a group flipped, in order: [{"facts_inserted": n,
     # "facts_retracted": n}, ...] (group commit); NULL: the epoch holds one write, or none.
-    Column("writes", JSON, nullable=True),
+    Column("writes", JSON(none_as_null=True), nullable=True),
     comment="One row per epoch: written with the delta, completed with its report.",
 )
 

@@ -111,3 +111,11 @@ def query_all(client: httpx.Client, query: str) -> tuple[list[str], list[tuple]]
         cursor = body["next"]
         if cursor is None:
             return body["columns"], rows
+
+
+def queue_length(client: httpx.Client) -> int:
+    """The writes queued on the server or being applied (`reasoner_queue_length`)."""
+    for line in client.get("/metrics").text.splitlines():
+        if line.startswith("reasoner_queue_length "):
+            return int(line.split()[1])
+    raise AssertionError("no reasoner_queue_length in /metrics")

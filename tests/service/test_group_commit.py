@@ -14,29 +14,25 @@ from typing import Any
 import httpx
 
 from tests.service.conftest import Server
-from tests.service.helpers import served_relations
+from tests.service.helpers import queue_length, served_relations
 
 PROGRAM = """.decl edge(x: number, y: number)
 reach(x, y) :- edge(x, y).
 reach(x, z) :- reach(x, y), edge(y, z).
 """
-CHAIN = 1500
-"""A chain whose closure (1.1 M rows) keeps the writer busy while small writes queue up."""
-
-
-def _queue_length(client: httpx.Client) -> int:
-    for line in client.get("/metrics").text.splitlines():
-        if line.startswith("reasoner_queue_length "):
-            return int(line.split()[1])
-    raise AssertionError("no reasoner_queue_length in /metrics")
+RUNAWAY = ".decl seed(x: number)\nn(x) :- seed(x).\nn(x + 1) :- n(x).\n"
+"""Rules that never end once a seed is inserted: the write is refused at its deadline, and
+holds the writer until then while the writes under test queue up behind it."""
 
 
 def _in_threads(
-    calls: list[Callable[[], Any]], queued: Callable[[], int] | None = None
+    calls: list[Callable[[], Any]],
+    queued: Callable[[], int] | None = None,
+    all_queued: Callable[[], bool] | None = None,
 ) -> list[Any]:
     """Each call in a thread of its own; their results. With `queued` (the writes queued on
     the server), each is started once the one before it is in the queue: they queue in
-    order."""
+    order; `all_queued` must then hold (they all waited behind the same write)."""
     results: list[Any] = [None] * len(calls)
 
     def run(i: int) -> None:
@@ -49,23 +45,26 @@ def _in_threads(
         deadline = time.monotonic() + 10  # past it, the test's assertions say what went wrong
         while queued is not None and queued() <= before and time.monotonic() < deadline:
             time.sleep(0.002)
+    everyone = all_queued() if all_queued is not None else True
     for thread in threads:
         thread.join(120)
+    assert everyone, "the writes did not all queue behind the same write"
     return results
 
 
 def test_writes_queued_behind_an_epoch_share_the_next_and_each_is_answered_alone(
     make_server: Callable[..., Server],
 ) -> None:
-    server = make_server().start()
+    server = make_server(REASONER_EPOCH_TIMEOUT_SECONDS="3").start()
     with server.client() as client:
-        client.post("/v1/rules", content=PROGRAM, headers={"content-type": "text/plain"})
-        chain = [[i, i + 1] for i in range(CHAIN)]
+        rules = PROGRAM + RUNAWAY
+        client.post("/v1/rules", content=rules, headers={"content-type": "text/plain"})
+        refused: list[httpx.Response] = []
         slow = threading.Thread(
-            target=lambda: client.post("/v1/facts", json={"facts": {"edge": chain}})
+            target=lambda: refused.append(client.post("/v1/facts", json={"facts": {"seed": [[0]]}}))
         )
         slow.start()
-        while _queue_length(client) < 1:  # the chain's epoch is being applied
+        while queue_length(client) < 1:  # the runaway write is being evaluated
             time.sleep(0.005)
 
         def write(verb: str, rows: list[list[Any]]) -> httpx.Response:
@@ -81,9 +80,11 @@ def test_writes_queued_behind_an_epoch_share_the_next_and_each_is_answered_alone
                 lambda: write("DELETE", [[9001, 9002]]),  # flips the first one back
                 lambda: write("POST", [[9001, 9002]]),  # and in again
             ],
-            queued=lambda: _queue_length(client),
+            queued=lambda: queue_length(client),
+            all_queued=lambda: queue_length(client) == 7,
         )
         slow.join(120)
+        assert refused[0].status_code == 422, refused[0].text  # epoch_timeout
         first, bad, second, absent, back, again = answers
         assert bad.status_code == 400 and bad.json()["code"] == "type_mismatch", bad.text
         good = [first, second, back, again]
@@ -113,8 +114,8 @@ def test_writes_queued_behind_an_epoch_share_the_next_and_each_is_answered_alone
         assert [c["retracted"] for c in edges] == [[]]  # the feed shows the net change
         found = client.post("/v1/query", json={"query": "reach(9001, y)"}).json()["rows"]
         assert sorted(found) == [[9002], [9003]]
-        single = client.get(f"/v1/epochs/{epoch - 1}").json()  # the chain's epoch: one write
-        assert single["writes"] == [{"facts_inserted": CHAIN, "facts_retracted": 0}]
+        single = client.get(f"/v1/epochs/{epoch - 1}").json()  # the rules' epoch: one write
+        assert single["writes"] == [{"facts_inserted": 0, "facts_retracted": 0}]
         assert "reasoner_group_writes_count" in client.get("/metrics").text
     server.assert_alive()
 

@@ -129,3 +129,31 @@ def test_idle_work_asked_twice_before_it_runs_runs_once() -> None:
     release.set()
     writer.shutdown()
     assert ran == ["idle"]
+
+
+def test_shutdown_finishes_the_queued_jobs_first() -> None:
+    writer, recorder = Writer(group_max=8), _Recorder()
+    release = _blocked(writer)
+    futures = [writer.submit_member(recorder.group, m) for m in "ab"]
+    alone = writer.submit(lambda: "alone")
+    release.set()
+    writer.shutdown()
+    assert [f.result(0) for f in futures] == ["done a", "done b"] and alone.result(0) == "alone"
+    with pytest.raises(RuntimeError, match="shut down"):
+        writer.submit(lambda: None)
+
+
+def test_a_group_that_answers_too_few_fails_its_members_and_the_writer_goes_on() -> None:
+    writer = Writer(group_max=8)
+
+    def too_few(members: Sequence[object]) -> list[object]:
+        return ["only one"]
+
+    release = _blocked(writer)
+    futures = [writer.submit_member(too_few, m) for m in "ab"]
+    release.set()
+    for future in futures:
+        with pytest.raises(RuntimeError, match="answered 1"):
+            future.result(10)
+    assert writer.submit(lambda: "still here").result(10) == "still here"
+    writer.shutdown()
