@@ -4,7 +4,8 @@ One thread makes writes serial without a lock around the engine: a write is vali
 evaluated, committed and published before the next begins (`service.core.runtime`). A job
 waiting in the queue can be taken out again when its client leaves (`WriteAbandoned`): a write
 nobody waits for is never applied behind the client's back; one that has started (a member of a
-group starts with its group) runs to its end, all or nothing. The queue's length is a metric (`/metrics`, `reasoner_queue_length`).
+group starts with its group) runs to its end, all or nothing. The queue's length is a metric
+(`/metrics`, `reasoner_queue_length`).
 
 Work that follows writes and is better done once for several (writing their reports to their
 rows) waits until no job does (`when_idle`).
