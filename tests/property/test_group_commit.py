@@ -73,7 +73,7 @@ def _one_by_one(m: Materialization, deltas: list[Delta]) -> list[tuple[int, int]
     return outcomes
 
 
-@settings(max_examples=examples(300))
+@settings(max_examples=examples(150))
 @given(generated=programs(), data=st.data())
 def test_a_group_is_its_deltas_one_by_one(generated: GeneratedProgram, data: st.DataObject) -> None:
     deltas = data.draw(_fact_deltas(generated))

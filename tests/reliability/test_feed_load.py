@@ -50,9 +50,14 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
-def _write_for(server: Server, seconds: float) -> dict[int, tuple[float, float]]:
-    """Writers toggling an edge each for `seconds`: per epoch, (acknowledged at, latency)."""
-    acknowledged: dict[int, tuple[float, float]] = {}
+Acks = dict[int, list[tuple[float, float]]]
+"""Per epoch, (acknowledged at, latency) of each write it holds (writes that queue up
+together share an epoch: group commit)."""
+
+
+def _write_for(server: Server, seconds: float) -> Acks:
+    """Writers toggling an edge each for `seconds`: their writes, per epoch."""
+    acknowledged: Acks = {}
     lock = threading.Lock()
     stop = time.monotonic() + seconds
 
@@ -67,7 +72,9 @@ def _write_for(server: Server, seconds: float) -> dict[int, tuple[float, float]]
                 done = time.time()
                 response.raise_for_status()
                 with lock:
-                    acknowledged[response.json()["epoch"]] = (done, done - began)
+                    acknowledged.setdefault(response.json()["epoch"], []).append(
+                        (done, done - began)
+                    )
                 present = not present
 
     threads = [threading.Thread(target=writer, args=(w,)) for w in range(WRITERS)]
@@ -166,7 +173,7 @@ neighbour's burst slowed (it once cut a run's rates by a third) does not decide 
 
 def _followed_for(
     server: Server, seconds: float, since: int
-) -> tuple[dict[int, tuple[float, float]], list[tuple[list[int], list[float]]], float]:
+) -> tuple[Acks, list[tuple[list[int], list[float]]], float]:
     """Writers for `seconds` with `COUNTS.feed_clients` clients following from `since`:
     (the writes, what each client received, the clients' CPU seconds)."""
     context = multiprocessing.get_context("spawn")
@@ -196,8 +203,13 @@ class _Phase:
     """The writes of one phase (per epoch: acknowledged at, latency) and the server's CPU
     seconds over it."""
 
-    writes: dict[int, tuple[float, float]]
+    writes: Acks
     server_cpu: float
+
+    @property
+    def count(self) -> int:
+        """How many writes the phase made."""
+        return sum(map(len, self.writes.values()))
 
 
 def _alone_for(server: Server, seconds: float) -> _Phase:
@@ -223,20 +235,20 @@ def test_feed_clients_cost_the_writer_little(
         writes, received, cpu = _followed_for(server, seconds, max(alone[-1].writes))
         followed.append(_Phase(writes, _server_cpu(server) - began))
         delays.extend(
-            at - writes[epoch][0]
+            at - acked
             for ids, times in received
             for epoch, at in zip(ids, times, strict=True)
-            if epoch in writes
+            for acked, _ in writes.get(epoch, ())
         )
         received_events += sum(len(ids) for ids, _ in received)
         clients_cpu += cpu
         alone.append(_alone_for(server, seconds))
     ratios = [
-        2 * len(phase.writes) / (len(before.writes) + len(after.writes))
+        2 * phase.count / (before.count + after.count)
         for before, phase, after in zip(alone, followed, alone[1:], strict=False)
     ]
-    latencies = [latency for phase in followed for _, latency in phase.writes.values()]
-    deltas_alone = sum(len(phase.writes) for phase in alone)
+    latencies = [lat for phase in followed for acks in phase.writes.values() for _, lat in acks]
+    deltas_alone = sum(phase.count for phase in alone)
     record(
         f"feed load[{backend}]",
         clients=COUNTS.feed_clients,

@@ -3,8 +3,9 @@
 Each writer owns a chain of nodes in which exactly one edge is missing (the gap); every delta
 moves the gap (one edge retracted, the old gap's edge inserted, in one delta). Readers alternate
 `POST /v1/query` over the transitive closure and `GET /v1/relations/edge`; each answer names
-its epoch. Afterwards the acknowledged deltas, ordered by epoch, give the exact state of every
-epoch, and every read must equal the state of the epoch it names: a read that mixed two epochs,
+its epoch. Afterwards the acknowledged deltas, ordered by epoch and by their place in it (writes
+that queue up together share an epoch), give the exact state of every epoch, and every read
+must equal the state of the epoch it names: a read that mixed two epochs,
 or named the wrong one, is torn. (A cheap invariant is checked too: every chain always has
 exactly one gap.)
 
@@ -72,8 +73,9 @@ def test_writers_and_readers(make_server: Callable[..., Server], backend: str) -
 
     stop = threading.Event()
     lock = threading.Lock()
-    acknowledged: dict[int, tuple[tuple[int, int], tuple[int, int]]] = {}
-    """epoch -> (edge inserted, edge retracted)"""
+    acknowledged: dict[tuple[int, int], tuple[tuple[int, int], tuple[int, int]]] = {}
+    """(epoch, place in it) -> (edge inserted, edge retracted): writes that queue up together
+    share an epoch (group commit), each in its place"""
     write_latencies: list[float] = []
     read_latencies: list[float] = []
     reads: list[tuple[str, int, frozenset]] = []
@@ -101,7 +103,8 @@ def test_writers_and_readers(make_server: Callable[..., Server], backend: str) -
                     errors.append(f"writer {w}: {response.status_code} {response.text[:200]}")
                     return
                 with lock:
-                    acknowledged[response.json()["epoch"]] = (insert, retract)
+                    answer = response.json()
+                    acknowledged[answer["epoch"], answer["write"]] = (insert, retract)
                     write_latencies.append(spent)
                 gap = new_gap
 
@@ -145,13 +148,14 @@ def test_writers_and_readers(make_server: Callable[..., Server], backend: str) -
     assert not any(t.is_alive() for t in threads)
     assert not errors, errors[:10]
 
-    # The state of every epoch, from the acknowledged deltas in epoch order.
-    epochs = sorted(acknowledged)
+    # The state of every epoch, from the acknowledged deltas in epoch order (and in their
+    # places within an epoch that holds several).
+    epochs = sorted({number for number, _ in acknowledged})
     assert epochs == list(range(start_epoch + 1, start_epoch + 1 + len(epochs))), "gaps"
     states: dict[int, frozenset] = {start_epoch: frozenset(initial)}
     edges = set(initial)
-    for number in epochs:
-        insert, retract = acknowledged[number]
+    for number, place in sorted(acknowledged):
+        insert, retract = acknowledged[number, place]
         edges.discard(retract)
         edges.add(insert)
         states[number] = frozenset(edges)
