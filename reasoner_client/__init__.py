@@ -50,6 +50,14 @@ class _Request:
     method: str
     path: str
     options: dict[str, Any]
+    of_store: bool = True
+    """A route of a data store (`/v1/...`), which a client of a named store sends under
+    `/v1/stores/{name}/`; False for the routes of the stores themselves."""
+
+    def url(self, store: str | None) -> str:
+        if store is None or not self.of_store:
+            return self.path
+        return f"/v1/stores/{store}/{self.path.removeprefix('/v1/')}"
 
 
 def _checked(response: httpx.Response) -> httpx.Response:
@@ -69,6 +77,18 @@ def _checked(response: httpx.Response) -> httpx.Response:
 
 class _Requests:
     """The API's requests, made once for both clients."""
+
+    @staticmethod
+    def create_store(name: str, settings: Mapping[str, Any]) -> _Request:
+        return _Request("PUT", f"/v1/stores/{name}", {"json": {"settings": dict(settings)}}, False)
+
+    @staticmethod
+    def drop_store(name: str) -> _Request:
+        return _Request("DELETE", f"/v1/stores/{name}", {}, False)
+
+    @staticmethod
+    def stores() -> _Request:
+        return _Request("GET", "/v1/stores", {}, False)
 
     @staticmethod
     def rules(texts: str | Sequence[str]) -> _Request:
@@ -202,7 +222,10 @@ class Client:
         token: str | None = None,
         timeout: float = 60.0,
         transport: httpx.BaseTransport | None = None,
+        store: str | None = None,
     ) -> None:
+        self.store = store
+        """The data store this client reads and writes (None: the default store)."""
         headers = {"authorization": f"Bearer {token}"} if token else {}
         self.http = httpx.Client(
             base_url=base_url, headers=headers, timeout=timeout, transport=transport
@@ -218,7 +241,20 @@ class Client:
         self.http.close()
 
     def _send(self, request: _Request) -> httpx.Response:
-        return _checked(self.http.request(request.method, request.path, **request.options))
+        url = request.url(self.store)
+        return _checked(self.http.request(request.method, url, **request.options))
+
+    def stores(self) -> list[dict[str, Any]]:
+        """The server's data stores, the default one first."""
+        return self._send(_Requests.stores()).json()["stores"]
+
+    def create_store(self, name: str, **settings: Any) -> dict[str, Any]:
+        """Make the data store `name` with its own `settings` (`epoch_timeout_seconds`...);
+        `Client(..., store=name)` then reads and writes it."""
+        return self._send(_Requests.create_store(name, settings)).json()
+
+    def drop_store(self, name: str) -> None:
+        self._send(_Requests.drop_store(name))
 
     def ready(self) -> dict[str, Any]:
         return _checked(self.http.get("/ready")).json()
@@ -311,7 +347,9 @@ class Client:
         feed = _Feed()
         while True:
             try:
-                with self.http.stream("GET", "/v1/changes", **feed.request(since)) as stream:
+                with self.http.stream(
+                    "GET", _Request("GET", "/v1/changes", {}).url(self.store), **feed.request(since)
+                ) as stream:
                     _checked_stream(stream)
                     for line in stream.iter_lines():
                         epoch = feed.line(line)
@@ -338,7 +376,10 @@ class AsyncClient:
         token: str | None = None,
         timeout: float = 60.0,
         transport: httpx.AsyncBaseTransport | None = None,
+        store: str | None = None,
     ) -> None:
+        self.store = store
+        """The data store this client reads and writes (None: the default store)."""
         headers = {"authorization": f"Bearer {token}"} if token else {}
         self.http = httpx.AsyncClient(
             base_url=base_url, headers=headers, timeout=timeout, transport=transport
@@ -354,8 +395,17 @@ class AsyncClient:
         await self.http.aclose()
 
     async def _send(self, request: _Request) -> httpx.Response:
-        response = await self.http.request(request.method, request.path, **request.options)
-        return _checked(response)
+        url = request.url(self.store)
+        return _checked(await self.http.request(request.method, url, **request.options))
+
+    async def stores(self) -> list[dict[str, Any]]:
+        return (await self._send(_Requests.stores())).json()["stores"]
+
+    async def create_store(self, name: str, **settings: Any) -> dict[str, Any]:
+        return (await self._send(_Requests.create_store(name, settings))).json()
+
+    async def drop_store(self, name: str) -> None:
+        await self._send(_Requests.drop_store(name))
 
     async def ready(self) -> dict[str, Any]:
         return _checked(await self.http.get("/ready")).json()
@@ -441,7 +491,9 @@ class AsyncClient:
         feed = _Feed()
         while True:
             try:
-                async with self.http.stream("GET", "/v1/changes", **feed.request(since)) as stream:
+                async with self.http.stream(
+                    "GET", _Request("GET", "/v1/changes", {}).url(self.store), **feed.request(since)
+                ) as stream:
                     if stream.status_code >= 400:
                         await stream.aread()
                         _checked(stream)

@@ -1,8 +1,9 @@
 """`create_app(settings)`: wiring only.
 
-The application owns one `Runtime` (the materialization, the store and the writer). Its
-lifespan migrates the database and starts the rebuild in the background, so that `/health`
-answers at once and `/ready` turns 200 when the first Bootstrap is done.
+The application owns its data stores (`service.core.stores`): each a `Runtime` (a
+materialization, its database and its writer). Its lifespan migrates the databases and starts
+their rebuilds in the background, so that `/health` answers at once and `/ready` turns 200
+when the default store's first Bootstrap is done.
 """
 
 from __future__ import annotations
@@ -18,34 +19,52 @@ from fastapi.openapi.utils import get_openapi
 
 from service.api import problem_responses
 from service.api.limits import BodySizeLimit
-from service.api.routes import changes, deltas, epochs, exports, health, query, relations, rules
+from service.api.routes import (
+    changes,
+    deltas,
+    epochs,
+    exports,
+    health,
+    query,
+    relations,
+    rules,
+    stores,
+)
 from service.api.security import TokenGate
-from service.core.runtime import Runtime
+from service.core.stores import Stores
 from service.core.write_priority import WritePriority, WritesFirst
 from service.schemas import ProblemOut
 from service.settings import Settings
 
+STORE_ROUTES = "/v1/stores/{store}"
+"""Where a named data store's routes are: the default store's, under its prefix."""
+
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings if settings is not None else Settings()
-    priority = WritePriority()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        runtime = Runtime(settings, priority=priority)
-        app.state.runtime = runtime
-        runtime.feed.attach(asyncio.get_running_loop())
-        runtime.start()
+        stores = Stores(settings)
+        app.state.stores = stores
+        stores.start(asyncio.get_running_loop())
         try:
             yield
         finally:
-            runtime.close()
+            stores.close()
+
+    def priority_of(store: str | None) -> WritePriority | None:
+        stores: Stores | None = getattr(app.state, "stores", None)
+        runtime = None if stores is None else stores.get(store)
+        return None if runtime is None else runtime.priority
 
     app = FastAPI(
         title="reasoner",
         summary="An elastic, incremental Datalog reasoning service.",
         description="Post fact and rule deltas; query the live materialization. Errors are "
-        "`application/problem+json` documents with a stable `code`.",
+        "`application/problem+json` documents with a stable `code`. Every route under `/v1/` "
+        "is the default data store's; each store made with `PUT /v1/stores/{name}` has the "
+        "same routes under `/v1/stores/{name}/` (not listed again here).",
         version="1",
         lifespan=lifespan,
     )
@@ -53,14 +72,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.export_slots = threading.BoundedSemaphore(settings.max_concurrent_exports)
     problem_responses.install(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
-    app.add_middleware(WritesFirst, priority=priority)
+    app.add_middleware(WritesFirst, priority_of=priority_of)
     # Added last, so it runs first: tokens are checked before a byte of the body is read.
     app.add_middleware(TokenGate, settings=settings)
     app.include_router(health.router)
     for resource in (deltas, rules, relations, exports, query, epochs, changes):
         for name in ("writes", "reads"):
             if hasattr(resource, name):
-                app.include_router(getattr(resource, name))
+                router = getattr(resource, name)
+                app.include_router(router, prefix="/v1")
+                app.include_router(router, prefix=STORE_ROUTES, include_in_schema=False)
+    app.include_router(stores.reads, prefix="/v1")
+    app.include_router(stores.writes, prefix="/v1")
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

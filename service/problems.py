@@ -67,6 +67,14 @@ INTERNAL_ERROR = "internal_error"
 GOAL_DIRECTED = "goal_directed"
 """A read of a relation the magic-set transformation computes only where asked
 (`reasoner.analysis.magic`): its store holds its facts alone, so it is asked with a query."""
+UNKNOWN_STORE = "unknown_store"
+STORE_EXISTS = "store_exists"
+INVALID_STORE = "invalid_store"
+"""A store's name that is not a lower-case identifier of at most 40 characters, or settings
+a store may not set (`service.settings.STORE_SETTINGS`)."""
+STORES_UNAVAILABLE = "stores_unavailable"
+"""Named stores on a server whose database is in memory (there is nowhere beside it), or the
+default store dropped."""
 INVALID_TEXT = "invalid_text"
 """Text the service cannot store: a NUL character (U+0000) in a rule, which PostgreSQL's
 `text` refuses, an unpaired surrogate (`"\\ud800"` in JSON), which is not Unicode, or facts of

@@ -14,6 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, model_validator
 
+from service.settings import StoreSettings
+
 Value = Any
 """A fact value: an integer (`number`, `unsigned`), a number (`float`), a string (`symbol`,
 records, a float's text)."""
@@ -392,6 +394,30 @@ class Ready(BaseModel):
         description="Epochs whose program the last start-up could not evaluate and left out "
         "(see `GET /v1/epochs/{number}`).",
     )
+
+
+class StoreIn(_Strict):
+    settings: StoreSettings = Field(  # made from `Settings`: its fields, bounds, texts
+        default_factory=StoreSettings,
+        description="The settings this store sets for itself (its budgets and evaluation); "
+        "every other one is the server's.",
+    )
+
+
+class StoreOut(BaseModel):
+    name: str
+    ready: bool
+    epoch: int
+    queued_writes: int = Field(description="Writes queued in the store or being applied.")
+    failure: str | None = Field(None, description="Why the store is not ready, if it failed.")
+    created_at: datetime | None = Field(None, description="None for the default store.")
+    settings: dict[str, Any] = Field(
+        default_factory=dict, description="The settings the store set for itself."
+    )
+
+
+class StoresOut(BaseModel):
+    stores: list[StoreOut] = Field(description="The default store first, then the oldest.")
 
 
 class ProblemOut(BaseModel):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, create_model, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
@@ -282,3 +282,35 @@ class Settings(BaseSettings):
             return url
         parsed = make_url(url).set(password=self.database_password.get_secret_value())
         return parsed.render_as_string(hide_password=False)
+
+
+STORE_SETTINGS = (
+    "epoch_timeout_seconds",
+    "epoch_memory_mb",
+    "switching_parameter",
+    "write_group_max",
+    "max_rules",
+    "query_timeout_seconds",
+    "query_max_rows",
+    "change_retention_epochs",
+    "bootstrap_engine",
+)
+"""The settings a named data store may set for itself when it is made (its budgets and its
+evaluation); every other one is the server's. The default store has the server's own."""
+
+StoreSettings: type[BaseModel] = create_model(  # the fields, bounds and texts of `Settings`
+    "StoreSettings",
+    __config__=ConfigDict(extra="forbid"),
+    **{
+        name: (Settings.model_fields[name].annotation, Settings.model_fields[name])
+        for name in STORE_SETTINGS
+    },  # type: ignore[call-overload]
+)
+
+
+def store_settings(settings: Settings, overrides: dict[str, object]) -> Settings:
+    """The settings of a named store: the server's, with the `StoreSettings` it set. A store
+    seeds no program (the server's `program` is the default store's)."""
+    given = StoreSettings.model_validate(overrides)
+    update = {name: getattr(given, name) for name in given.model_fields_set}
+    return settings.model_copy(update={**update, "program": None})

@@ -14,8 +14,16 @@ from fastapi import Request
 from reasoner import Delta, FactBatch, floats
 from reasoner.errors import Diagnostic, ProgramError, Span
 from service.api.rule_texts import text_names
-from service.core.runtime import Applied, Runtime
-from service.problems import EPOCH_UNAVAILABLE, INVALID_CURSOR, INVALID_TEXT, Problem, clip
+from service.core.applied import Applied
+from service.core.runtime import Runtime
+from service.problems import (
+    EPOCH_UNAVAILABLE,
+    INVALID_CURSOR,
+    INVALID_TEXT,
+    UNKNOWN_STORE,
+    Problem,
+    clip,
+)
 from service.schemas import EpochOut
 from service.store import models
 
@@ -40,7 +48,13 @@ PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
 
 
 async def get_runtime(request: Request) -> Runtime:
-    return request.app.state.runtime
+    """The runtime of the data store the request is about: the default store's under `/v1/`,
+    a named one's under `/v1/stores/{store}/` (404 `unknown_store` if there is none)."""
+    name = request.path_params.get("store")
+    runtime = request.app.state.stores.get(name)
+    if runtime is None:
+        raise Problem(404, UNKNOWN_STORE, f"there is no store {clip(str(name))!r}")
+    return runtime
 
 
 def epoch_out(applied: Applied) -> EpochOut:

@@ -28,7 +28,6 @@ def read_router() -> APIRouter:
     """A router of reads: each route checks the read token (`service.api.security`) and
     refuses query parameters it does not take."""
     return APIRouter(
-        prefix="/v1",
         dependencies=[Depends(require_read), Depends(refuse_unknown_parameters)],
         responses=PROBLEM_RESPONSES,
     )
@@ -37,7 +36,6 @@ def read_router() -> APIRouter:
 def write_router() -> APIRouter:
     """A router of writes: each route checks the write token and its query parameters."""
     return APIRouter(
-        prefix="/v1",
         dependencies=[Depends(require_write), Depends(refuse_unknown_parameters)],
         responses=PROBLEM_RESPONSES,
     )

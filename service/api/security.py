@@ -22,7 +22,7 @@ from pydantic import SecretStr
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from service.api.problem_responses import problem_response
-from service.core.write_priority import READ_PATHS
+from service.core.write_priority import READ_PATHS, store_path
 from service.problems import FORBIDDEN, UNAUTHORIZED, Problem
 from service.settings import Settings
 
@@ -93,7 +93,8 @@ def access_level(method: str, path: str) -> str | None:
     if path in OPEN_PATHS:
         return None
     if path == "/v1" or path.startswith("/v1/"):
-        if method in READ_METHODS or (method == "POST" and path.rstrip("/") in READ_PATHS):
+        in_store = store_path(path)[1].rstrip("/")
+        if method in READ_METHODS or (method == "POST" and in_store in READ_PATHS):
             return "read"
         return "write"
     return "read"

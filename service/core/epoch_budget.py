@@ -143,6 +143,16 @@ class EpochBudget:
             )
 
 
+class Baseline:
+    """The process's resident memory once the committed state was last published, shared by
+    the allowances of every data store of the process: they share one heap, so the state one
+    store commits is part of every store's baseline, not growth charged to the next write of
+    another."""
+
+    def __init__(self) -> None:
+        self.bytes = resident_bytes()
+
+
 class MemoryAllowance:
     """The memory limit of every evaluation, from one baseline.
 
@@ -152,14 +162,24 @@ class MemoryAllowance:
     the process past `baseline + allowance`. The limit never passes `CAP_SHARE` of the machine,
     and a process already there refuses new writes before evaluating them (`over_cap`)."""
 
-    def __init__(self, allowance: int, cap: int | None = None) -> None:
+    def __init__(
+        self, allowance: int, cap: int | None = None, baseline: Baseline | None = None
+    ) -> None:
         self.allowance = allowance
         self.machine_cap = int(CAP_SHARE * machine_memory_bytes())
         """Resident bytes past which no evaluation may grow, the start-up rebuild's included."""
         self.cap = self.machine_cap if cap is None else cap
         """Resident bytes past which no write is evaluated: `CAP_SHARE` of the machine unless
         the operator set it (a process that shares its machine with a database or Spark)."""
-        self.baseline = resident_bytes()
+        self._baseline = baseline if baseline is not None else Baseline()
+
+    @property
+    def baseline(self) -> int | None:
+        return self._baseline.bytes
+
+    @baseline.setter
+    def baseline(self, value: int | None) -> None:
+        self._baseline.bytes = value
 
     def settle(self) -> None:
         """The published state changed (start-up, a commit): measure the baseline again."""

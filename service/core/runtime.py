@@ -35,13 +35,11 @@ from collections.abc import (
 )
 from concurrent.futures import Future
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from sqlalchemy.exc import SQLAlchemyError
 
 from reasoner import (
-    UNCHANGED,
     BootstrapCancelled,
     BootstrapProgress,
     Delta,
@@ -56,8 +54,10 @@ from reasoner import (
 )
 from reasoner.errors import InvalidDelta
 from service.core import failpoints
+from service.core.applied import Applied, answers, outcome, retried_alone
 from service.core.change_sets import change_chunks
 from service.core.epoch_budget import (
+    Baseline,
     EpochBudget,
     EpochTooLarge,
     MemoryAllowance,
@@ -81,26 +81,22 @@ from service.problems import (
     Refusal,
 )
 from service.settings import Settings
+from service.store.places import DEFAULT_STORE
 from service.store.repository import DeltaRecord, Store
 
 log = logging.getLogger("service")
 T = TypeVar("T")
 
-RETRIED_ALONE = (EPOCH_TOO_LARGE, EPOCH_TIMEOUT, EVALUATION_FAILED)
-"""Refusals of a group's evaluation after which each of its writes is applied alone."""
 
+class StoreLog(logging.LoggerAdapter):
+    """A log whose lines start with the name of the data store they are about."""
 
-@dataclass(frozen=True, slots=True)
-class Applied:
-    """A write's outcome: the engine's report (its epoch is the service's), the facts that
-    flipped and the ids of the rules the write held (new or already present)."""
+    def __init__(self, logger: logging.Logger, store: str) -> None:
+        super().__init__(logger)
+        self.store = store
 
-    report: EpochReport
-    facts_inserted: int
-    facts_retracted: int
-    rules_given: tuple[str, ...] = ()
-    write: int | None = None
-    """Its place among the writes its epoch holds (group commit); None: it changed nothing."""
+    def process(self, msg: Any, kwargs: Any) -> tuple[Any, Any]:
+        return f"store {self.store}: {msg}", kwargs
 
 
 class Runtime:
@@ -109,7 +105,13 @@ class Runtime:
         settings: Settings,
         store: Store | None = None,
         priority: WritePriority | None = None,
+        baseline: Baseline | None = None,
+        name: str = DEFAULT_STORE,
     ) -> None:
+        self.name = name
+        """The data store's name (`service.core.stores`)."""
+        self.log = log if name == DEFAULT_STORE else StoreLog(log, name)
+        """The service's log, its lines naming this store unless it is the default one."""
         self.settings = settings
         self.store = store if store is not None else Store(settings.sqlalchemy_url)
         self.metrics = Metrics()
@@ -143,9 +145,10 @@ class Runtime:
         the engine's numbering): an epoch commits those after them (`rebuild.interned_since`)."""
         cap_mb = settings.memory_cap_mb
         self.memory = MemoryAllowance(
-            self._memory_allowance, None if cap_mb is None else cap_mb << 20
+            self._memory_allowance, None if cap_mb is None else cap_mb << 20, baseline
         )
-        """Every evaluation's memory limit: the allowance past the committed state."""
+        """Every evaluation's memory limit: the allowance past the committed state (of every
+        store of the process: `baseline`, shared by their runtimes)."""
 
     @property
     def epoch(self) -> int:
@@ -211,7 +214,7 @@ class Runtime:
         cannot be evaluated is quarantined, and the service comes up at the one before)."""
         start = time.perf_counter()
         self.ready = False
-        log.info("rebuilding the materialization from the committed program and facts")
+        self.log.info("rebuilding the materialization from the committed program and facts")
         self._rebuilding = Rebuild(
             self.settings, self.store, self.memory, self.metrics, self._engine_options()
         )
@@ -220,7 +223,7 @@ class Runtime:
             self.quarantined = self.store.quarantined()
         except Exception as exc:
             self.failure = f"start-up failed: {failure_code(exc)} (see the service log)"
-            log.exception("rebuilding the materialization failed")
+            self.log.exception("rebuilding the materialization failed")
             raise
         finally:
             self._rebuilding = None
@@ -235,7 +238,7 @@ class Runtime:
         self.startup_seconds = time.perf_counter() - start
         if rebuilt.new:
             self.store.record_reports({0: report_row(report.as_epoch(0, m.derived_size()))})
-        log.info(
+        self.log.info(
             "ready at epoch %d: bootstrap %.3fs (%s: %s), start-up %.3fs%s",
             self.epoch,
             report.seconds,
@@ -298,7 +301,7 @@ class Runtime:
         strategy = "bootstrap" if bulk_load(flipped, held) else "auto"
         report = self._evaluate_then_commit(m, prepared, record, strategy, include_changes)
         failpoints.reach(failpoints.PUBLISHED)
-        log.debug("epoch %d: applied by %s in %.3fs", number, report.strategy, report.seconds)
+        self.log.debug("epoch %d: applied by %s in %.3fs", number, report.strategy, report.seconds)
         self.metrics.epoch(report.strategy, report.seconds)
         self.epoch_rows.applied(number, report)
         return report
@@ -312,7 +315,7 @@ class Runtime:
         while len(outcomes) < len(deltas):
             rest = deltas[len(outcomes) :]
             if len(rest) == 1:
-                outcomes.append(_outcome(self.apply, rest[0]))
+                outcomes.append(outcome(self.apply, rest[0]))
             else:
                 outcomes.extend(self._apply_together(rest))
         return outcomes
@@ -335,16 +338,16 @@ class Runtime:
         except Exception as failed:
             if group is None:
                 return [failed]
-            if not _retried_alone(failed):
+            if not retried_alone(failed):
                 return [failed if isinstance(o, GroupWrite) else o for o in group.outcomes]
             if isinstance(failed, Refusal) and failed.code in (EPOCH_TOO_LARGE, EPOCH_TIMEOUT):
                 self.memory.release()
         else:  # its facts declare a relation: an epoch of its own
-            return [_outcome(self.apply, deltas[0])]
+            return [outcome(self.apply, deltas[0])]
         # Out of the handler: the refused evaluation's frames, and their memory, are gone.
-        log.warning("a group of %d writes was refused: applying each alone", len(group.writes))
+        self.log.warning("a group of %d writes was refused: applying each alone", len(group.writes))
         return [
-            _outcome(self.apply, delta) if isinstance(o, GroupWrite) else o
+            outcome(self.apply, delta) if isinstance(o, GroupWrite) else o
             for delta, o in zip(deltas, group.outcomes, strict=False)
         ]
 
@@ -362,11 +365,11 @@ class Runtime:
             ]
             report = self._make_epoch(m, prepared, record, include_changes=False)
         self.metrics.group(len(group.writes))
-        return _answers(report, group.outcomes)
+        return answers(report, group.outcomes)
 
     def _commit(self, record: DeltaRecord) -> None:
         """Make the epoch durable (one transaction); 503 with nothing changed if it fails."""
-        log.debug(
+        self.log.debug(
             "epoch %d: committing (%d facts inserted, %d retracted, %d rules added, %d removed)",
             record.number,
             record.facts_inserted,
@@ -378,17 +381,17 @@ class Runtime:
             self.store.commit_delta(record)
         except SQLAlchemyError as exc:
             # Nothing was applied: the materialization is unchanged and the client may retry.
-            log.exception("committing epoch %d failed", record.number)
+            self.log.exception("committing epoch %d failed", record.number)
             raise Refusal(
                 DATABASE_UNAVAILABLE,
                 f"the delta could not be committed, nothing changed: {type(exc).__name__}",
                 retry_after=1,
             ) from None
-        log.debug("epoch %d: committed", record.number)
+        self.log.debug("epoch %d: committed", record.number)
 
     def _too_large(self, number: int, budget: EpochBudget, reason: str) -> Refusal:
         """The refusal of an evaluation that outgrew its memory."""
-        log.warning("epoch %d refused, nothing changed: %s", number, reason)
+        self.log.warning("epoch %d refused, nothing changed: %s", number, reason)
         self.metrics.refused(EPOCH_TOO_LARGE)
         return Refusal(
             EPOCH_TOO_LARGE,
@@ -438,7 +441,7 @@ class Runtime:
             committed = True
             failpoints.reach(failpoints.COMMITTED)
 
-        log.debug("epoch %d: evaluating (%s, deadline %gs)", number, strategy, timeout)
+        self.log.debug("epoch %d: evaluating (%s, deadline %gs)", number, strategy, timeout)
         # A refusal is raised once the evaluation's frames (its traceback) are gone, so that
         # the memory they held is freed before it is handed back.
         refused: Refusal | None = None
@@ -454,7 +457,7 @@ class Runtime:
         except EpochTooLarge as exc:
             refused = self._too_large(number, budget, exc.reason)
         except BootstrapCancelled as exc:
-            log.warning("epoch %d cancelled, nothing changed: %s", number, exc.reason)
+            self.log.warning("epoch %d cancelled, nothing changed: %s", number, exc.reason)
             self.metrics.refused(EPOCH_TIMEOUT)
             refused = Refusal(
                 EPOCH_TIMEOUT,
@@ -465,15 +468,15 @@ class Runtime:
         except Refusal:
             raise
         except InvalidDelta as exc:  # a float sum whose rounding is Soufflé's order of rows
-            log.warning("epoch %d refused, nothing changed: %s", number, exc.message)
+            self.log.warning("epoch %d refused, nothing changed: %s", number, exc.message)
             raise
         except Exception as exc:
             if committed:
-                log.exception("publishing committed epoch %d failed: rebuilding", number)
+                self.log.exception("publishing committed epoch %d failed: rebuilding", number)
                 self._rebuild()
                 raise
             if not isinstance(exc, MemoryError):
-                log.exception("evaluating epoch %d failed, nothing changed", number)
+                self.log.exception("evaluating epoch %d failed, nothing changed", number)
                 self.metrics.refused(EVALUATION_FAILED)
                 raise Refusal(
                     EVALUATION_FAILED,
@@ -536,15 +539,6 @@ class Runtime:
             yield m, m.epoch
 
 
-def _retried_alone(failed: Exception) -> bool:
-    """Whether a group's writes are applied alone after its evaluation failed so: one of them
-    may be at fault (`RETRIED_ALONE`, or an evaluation's `InvalidDelta`, a float sum's order),
-    and only that one should be refused."""
-    if isinstance(failed, Refusal):
-        return failed.code in RETRIED_ALONE
-    return isinstance(failed, InvalidDelta)
-
-
 def _record(m: Materialization, prepared: Any) -> DeltaRecord:
     """The store's record of the next epoch, with the facts `prepared` flips."""
     return DeltaRecord(
@@ -554,39 +548,6 @@ def _record(m: Materialization, prepared: Any) -> DeltaRecord:
         inserts=prepared.given_inserts,
         retracts=prepared.given_retracts,
     )
-
-
-def _outcome(apply: Callable[[Delta], Applied], delta: Delta) -> Applied | Exception:
-    """`apply(delta)`, or what it raised: one write's answer in a group's."""
-    try:
-        return apply(delta)
-    except Exception as exc:
-        return exc
-
-
-def _answers(
-    report: EpochReport, outcomes: Sequence[GroupWrite | InvalidDelta]
-) -> list[Applied | Exception]:
-    """Each write's answer from its group's epoch: the epoch's report with its own counts,
-    warnings and place, or, for one that flipped nothing, the answer of a write that changes
-    nothing (made at the epoch now current)."""
-    answers: list[Applied | Exception] = []
-    place = 0
-    for outcome in outcomes:
-        if not isinstance(outcome, GroupWrite):
-            answers.append(outcome)
-            continue
-        counts = outcome.facts_inserted, outcome.facts_retracted
-        if report.changed and any(counts):
-            own = replace(report, warnings=outcome.warnings)
-            answers.append(Applied(own, *counts, write=place))
-            place += 1
-        else:
-            unchanged = EpochReport(
-                report.epoch, UNCHANGED, 0.0, 0, 0, (), warnings=outcome.warnings
-            )
-            answers.append(Applied(unchanged, *counts))
-    return answers
 
 
 def _row_count(rows_by_relation: Mapping[str, Sized]) -> int:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -23,7 +23,21 @@ YIELD_SECONDS = 0.1
 """The longest a read waits for the writes in progress when it starts."""
 READ_PATHS = ("/v1/query", "/v1/query/export")
 """Requests with a body that only read (a query is too long and structured for a URL): they
-yield to writes, and the read token opens them (`service.api.security`)."""
+yield to writes, and the read token opens them (`service.api.security`). A named store's are
+the same under its prefix (`store_path`)."""
+STORE_PREFIX = "/v1/stores/"
+
+
+def store_path(path: str) -> tuple[str | None, str]:
+    """The data store a request's path is about (None: the default store), and the path as
+    the default store's: `/v1/stores/a/query` is store `a`'s `/v1/query`. The stores' own
+    routes (`/v1/stores`, `/v1/stores/a`) are the default store's."""
+    if not path.startswith(STORE_PREFIX):
+        return None, path
+    name, slash, rest = path[len(STORE_PREFIX) :].partition("/")
+    if not slash:
+        return None, path
+    return name, "/v1/" + rest
 
 
 class WritePriority:
@@ -75,19 +89,27 @@ class WritePriority:
 
 class WritesFirst:
     """ASGI middleware: a write request (any method but GET and HEAD, except the read-only
-    `READ_PATHS`) counts as in progress from its first byte to its last."""
+    `READ_PATHS`) counts as in progress in its data store from its first byte to its last
+    (`priority_of` a store's name, None: the default store; None for a store that does not
+    exist, whose requests are refused)."""
 
-    def __init__(self, app: ASGIApp, priority: WritePriority) -> None:
+    def __init__(
+        self, app: ASGIApp, priority_of: Callable[[str | None], WritePriority | None]
+    ) -> None:
         self.app = app
-        self.priority = priority
+        self.priority_of = priority_of
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if (
-            scope["type"] != "http"
-            or scope["method"] in ("GET", "HEAD")
-            or scope["path"] in READ_PATHS
-        ):
+        if scope["type"] != "http" or scope["method"] in ("GET", "HEAD"):
             await self.app(scope, receive, send)
             return
-        with self.priority.writing():
+        store, path = store_path(scope["path"])
+        if path in READ_PATHS or path.startswith(STORE_PREFIX):  # a store made or dropped
+            priority = None
+        else:
+            priority = self.priority_of(store)
+        if priority is None:
+            await self.app(scope, receive, send)
+            return
+        with priority.writing():
             await self.app(scope, receive, send)

@@ -17,7 +17,10 @@ from sqlalchemy.engine import make_url
 MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
 
 
-def create_database_engine(url: str) -> Engine:
+def create_database_engine(url: str, schema: str | None = None) -> Engine:
+    """An engine for `url`; on PostgreSQL, one whose connections work in `schema` (their
+    `search_path`): a named data store is a schema of the same layout (`service.store.places`),
+    so the models and the migrations never name one."""
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         database = parsed.database
@@ -34,6 +37,9 @@ def create_database_engine(url: str) -> Engine:
             cursor.close()
 
         return engine
+    if schema is not None:
+        options = {"options": f"-csearch_path={schema}"}
+        return create_engine(url, pool_pre_ping=True, connect_args=options)
     return create_engine(url, pool_pre_ping=True)
 
 

@@ -129,3 +129,14 @@ epoch_changes = Table(
     "lost or gained (a segment as in fact_segments, whose `present` column says which), "
     "committed with the epoch.",
 )
+
+stores = Table(
+    "stores",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("settings", JSON, nullable=False),
+    comment="The named data stores besides this one (`service.store.places` says where "
+    "each keeps its data), with the settings each overrides. Read in the default store "
+    "only.",
+)

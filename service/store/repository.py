@@ -113,8 +113,8 @@ def _write_reports(connection: Connection, reports: Mapping[int, dict[str, Any]]
 
 
 class Store:
-    def __init__(self, url: str) -> None:
-        self.engine: Engine = create_database_engine(url)
+    def __init__(self, url: str, schema: str | None = None) -> None:
+        self.engine: Engine = create_database_engine(url, schema)
         self._horizon: int | None = None
         """The newest epoch whose change set is not kept, once read (only pruning and a
         migration, before it is read, change it)."""

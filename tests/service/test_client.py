@@ -131,3 +131,34 @@ def test_the_change_feed_is_followed_across_a_restart(make_server: Callable[...,
     assert done.wait(60), seen
     assert seen == [1, 2, 3, 4, 5, 6]
     server.stop()
+
+
+def test_a_client_of_a_named_store(make_server: Callable[..., Server]) -> None:
+    """`create_store`, `stores`, `drop_store`, and a client of the store (`store=`) whose every
+    request, the feed's included, goes to that store."""
+    server = make_server().start()
+    with Client(server.base_url, token=WRITE_TOKEN) as admin:
+        made = admin.create_store("team", epoch_timeout_seconds=9)
+        assert made["settings"] == {"epoch_timeout_seconds": 9.0}
+        with Client(server.base_url, token=WRITE_TOKEN, store="team") as team:
+            team.add_rules(PROGRAM)
+            team.insert({"edge": [(1, 2), (2, 3)]})
+            assert team.query("tc(1, y)") == [(2,), (3,)]
+            assert team.frame("tc").height == 3
+            epochs = team.changes(since=-1, reconnect=False)
+            assert [next(epochs)["epoch"] for _ in range(3)] == [0, 1, 2]
+            epochs.close()
+        assert admin.relations() == []
+        assert [s["name"] for s in admin.stores()] == ["default", "team"]
+
+        async def drop() -> list[str]:
+            async with AsyncClient(server.base_url, token=WRITE_TOKEN, store="team") as team:
+                assert await team.query("tc(x, 3)") == [(1,), (2,)]
+                await team.drop_store("team")
+                with pytest.raises(ReasonerError) as gone:
+                    await team.rows("tc")
+                assert gone.value.code == "unknown_store"
+                await team.create_store("again")
+                return [s["name"] for s in await team.stores()]
+
+        assert asyncio.run(drop()) == ["default", "again"]

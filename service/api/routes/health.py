@@ -34,7 +34,7 @@ async def health() -> Health:
     responses={503: {"description": "Not ready yet"}},
 )
 async def ready(request: Request):
-    runtime: Runtime = request.app.state.runtime  # not a dependency: those run on the threads
+    runtime: Runtime = request.app.state.stores.default  # not a dependency: see above
     if runtime.ready:
         return Ready(ready=True, epoch=runtime.epoch, quarantined=runtime.quarantined)
     detail = runtime.failure or "the materialization is being built"

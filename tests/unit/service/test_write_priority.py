@@ -35,25 +35,37 @@ def test_a_read_waits_no_longer_than_its_bound(monkeypatch: pytest.MonkeyPatch) 
 
 
 @pytest.mark.parametrize(
-    ("method", "path", "counted"),
+    ("method", "path", "busy"),
     [
-        ("POST", "/v1/facts", True),
-        ("DELETE", "/v1/relations/e/facts", True),
-        ("POST", "/v1/rules", True),
-        ("GET", "/v1/relations/e", False),
-        ("HEAD", "/v1/relations/e", False),
-        ("POST", "/v1/query", False),
+        ("POST", "/v1/facts", "default"),
+        ("DELETE", "/v1/relations/e/facts", "default"),
+        ("POST", "/v1/rules", "default"),
+        ("GET", "/v1/relations/e", None),
+        ("HEAD", "/v1/relations/e", None),
+        ("POST", "/v1/query", None),
+        ("POST", "/v1/stores/a/facts", "a"),
+        ("DELETE", "/v1/stores/a/rules/r1", "a"),
+        ("POST", "/v1/stores/a/query", None),
+        ("GET", "/v1/stores/a/relations/e", None),
+        ("POST", "/v1/stores/b/facts", None),  # no such store: refused, counted nowhere
+        ("PUT", "/v1/stores/a", None),  # a store made or dropped is no store's write
+        ("DELETE", "/v1/stores/a", None),
     ],
 )
-def test_only_write_requests_count(method: str, path: str, counted: bool) -> None:
-    priority = WritePriority()
-    seen: list[bool] = []
+def test_only_write_requests_count_in_their_own_store(
+    method: str, path: str, busy: str | None
+) -> None:
+    priorities = {"default": WritePriority(), "a": WritePriority()}
+    seen: list[str | None] = []
 
     async def app(scope, receive, send) -> None:
-        seen.append(priority.busy)
+        seen.extend(name for name, priority in priorities.items() if priority.busy)
+
+    def priority_of(store: str | None) -> WritePriority | None:
+        return priorities.get(store or "default")
 
     asyncio.run(
-        WritesFirst(app, priority)({"type": "http", "method": method, "path": path}, None, None)
+        WritesFirst(app, priority_of)({"type": "http", "method": method, "path": path}, None, None)
     )
-    assert seen == [counted]
-    assert not priority.busy
+    assert seen == ([] if busy is None else [busy])
+    assert not any(priority.busy for priority in priorities.values())
