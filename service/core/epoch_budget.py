@@ -97,9 +97,16 @@ class EpochBudget:
     `charge` its allocations are counted against (`reasoner.support.allocations.Meter`)."""
 
     def __init__(
-        self, seconds: float | None, memory_bytes: int | None, limit: int | None = None
+        self,
+        seconds: float | None,
+        memory_bytes: int | None,
+        limit: int | None = None,
+        pause: Callable[[], None] | None = None,
     ) -> None:
         self.cancellation = Cancellation(seconds)
+        self._pause = pause
+        """Called at each check: the evaluation lets other stores' reads go first
+        (`service.core.other_stores`)."""
         self.memory_bytes = memory_bytes
         """The allowance, as the refusal states it."""
         self._limit = limit
@@ -111,6 +118,8 @@ class EpochBudget:
         self._next_sample = 0.0
 
     def check(self) -> None:
+        if self._pause is not None:
+            self._pause()
         self.cancellation.check()
         if self._limit is None:
             return
@@ -190,16 +199,23 @@ class MemoryAllowance:
         resident = resident_bytes()
         return resident is not None and resident >= self.cap
 
-    def budget(self, seconds: float | None, *, rebuilding: bool = False) -> EpochBudget:
+    def budget(
+        self,
+        seconds: float | None,
+        *,
+        rebuilding: bool = False,
+        pause: Callable[[], None] | None = None,
+    ) -> EpochBudget:
         """The budget of an evaluation starting now: `seconds`, and the memory limit. A
         rebuild restores what was committed: only the machine's share bounds it, so a cap set
         below the committed state stops new writes but never quarantines a program."""
         resident = resident_bytes()
         if resident is None or self.baseline is None:
-            return EpochBudget(seconds, self.allowance)
+            return EpochBudget(seconds, self.allowance, pause=pause)
         self.baseline = min(self.baseline, resident)
         cap = self.machine_cap if rebuilding else self.cap
-        return EpochBudget(seconds, self.allowance, min(cap, self.baseline + self.allowance))
+        limit = min(cap, self.baseline + self.allowance)
+        return EpochBudget(seconds, self.allowance, limit, pause)
 
     def release(self) -> None:
         """After a refused evaluation: collect what it left in cycles and hand the freed heap

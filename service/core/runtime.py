@@ -65,6 +65,7 @@ from service.core.epoch_budget import (
 )
 from service.core.epoch_rows import EpochRows, report_row
 from service.core.metrics import Metrics
+from service.core.other_stores import ReadCount, ReadsElsewhere
 from service.core.query_answers import QueryAnswers
 from service.core.rebuild import Rebuild, failure_code, interned_since
 from service.core.write_priority import WritePriority
@@ -106,6 +107,7 @@ class Runtime:
         store: Store | None = None,
         priority: WritePriority | None = None,
         baseline: Baseline | None = None,
+        reads_everywhere: ReadCount | None = None,
         name: str = DEFAULT_STORE,
     ) -> None:
         self.name = name
@@ -127,6 +129,9 @@ class Runtime:
         self.writer = Writer(settings.write_group_max)
         """The one thread every write runs on, in arrival order (`service.core.writer`)."""
         self._read_slots = threading.BoundedSemaphore(settings.max_concurrent_reads)
+        self.reads = ReadsElsewhere(reads_everywhere)
+        """The reads being evaluated here and in every store (`reads_everywhere`), which a
+        write's evaluation lets go first (`service.core.other_stores`)."""
         self.query_answers = QueryAnswers(settings.query_cache_rows)
         self.priority = priority if priority is not None else WritePriority()
         """The writes in progress, which a read lets finish first
@@ -420,7 +425,7 @@ class Runtime:
                     f"the process holds {self.memory.cap >> 20} MiB or more, its memory cap: "
                     "no write is evaluated until it holds less; nothing changed"
                 )
-        budget = self.memory.budget(timeout)
+        budget = self.memory.budget(timeout, pause=self.reads.pause())
         committed = False
         kept: KeptChanges | None = None
 
@@ -525,7 +530,8 @@ class Runtime:
                 f"{self.settings.max_concurrent_reads} reads are being evaluated; retry shortly"
             )
         try:
-            yield
+            with self.reads.reading():
+                yield
         finally:
             self._read_slots.release()
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from service.core.epoch_budget import Baseline
+from service.core.other_stores import ReadCount
 from service.core.runtime import Runtime
 from service.problems import STORE_EXISTS, STORES_UNAVAILABLE, UNKNOWN_STORE, Refusal
 from service.settings import Settings, store_settings
@@ -42,7 +43,9 @@ class Stores:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._baseline = Baseline()
-        self.default = Runtime(settings, baseline=self._baseline)
+        self._reads = ReadCount()
+        """Reads being evaluated in every store, which a write in another lets go first."""
+        self.default = Runtime(settings, baseline=self._baseline, reads_everywhere=self._reads)
         """The store of today's routes (`/v1/...`), in the server's own database."""
         self._named: dict[str, NamedStore] = {}
         self._changing = threading.Lock()
@@ -98,7 +101,9 @@ class Stores:
         place = places.place_of(self.settings.sqlalchemy_url, name)
         settings = store_settings(self.settings, overrides)
         store = Store(place.url, place.schema)
-        return Runtime(settings, store, baseline=self._baseline, name=name)
+        return Runtime(
+            settings, store, baseline=self._baseline, reads_everywhere=self._reads, name=name
+        )
 
     # -- making and dropping (on a worker thread, never the event loop) -------------------------
 
