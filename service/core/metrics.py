@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -55,11 +56,33 @@ def _labels(labels: Mapping[str, str]) -> str:
 GROUP_BUCKETS = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0)
 """Writes a group commit takes at once (`write_group_max` is 256 by default)."""
 
+FAMILIES = (
+    ("reasoner_epochs_total", "counter", "Epochs applied since start, by strategy."),
+    ("reasoner_refused_total", "counter", "Requests refused to protect the service, by code."),
+    ("reasoner_quarantined_epochs_total", "counter", "Programs a rebuild could not evaluate."),
+    ("reasoner_update_seconds", "histogram", "Duration of epochs applied by Update."),
+    (
+        "reasoner_bootstrap_seconds",
+        "histogram",
+        "Duration of Bootstraps: start-up rebuilds and epochs that fell back or recomputed.",
+    ),
+    (
+        "reasoner_group_writes",
+        "histogram",
+        "Writes of a few facts applied together, per group commit (one epoch, or none if they "
+        "changed nothing).",
+    ),
+    ("reasoner_relation_size", "gauge", "Tuples per relation in the published epoch."),
+    ("reasoner_queue_length", "gauge", "Write requests waiting for or being applied."),
+    ("reasoner_ready", "gauge", "Whether the materialization is built (1) or not yet (0)."),
+    ("reasoner_epoch", "gauge", "The number of the published epoch."),
+)
+"""Every family, in the order rendered: its name, type and help."""
+
 
 class Histogram:
-    def __init__(self, name: str, help_text: str, buckets: tuple[float, ...] = SECONDS_BUCKETS):
+    def __init__(self, name: str, buckets: tuple[float, ...] = SECONDS_BUCKETS):
         self.name = name
-        self.help = help_text
         self.buckets = buckets
         self.counts = [0] * len(buckets)
         self.count = 0
@@ -74,39 +97,40 @@ class Histogram:
                 if value <= bound:
                     self.counts[i] += 1
 
-    def render(self) -> list[str]:
+    def series(self, labels: Mapping[str, str]) -> list[str]:
         with self._lock:
             counts, count, total = list(self.counts), self.count, self.sum
-        lines = [f"# HELP {self.name} {self.help}", f"# TYPE {self.name} histogram"]
+        lines = []
         for bound, c in zip(self.buckets, counts, strict=True):
-            lines.append(f'{self.name}_bucket{{le="{_number(bound)}"}} {c}')
-        lines.append(f'{self.name}_bucket{{le="+Inf"}} {count}')
-        lines.append(f"{self.name}_sum {_number(total)}")
-        lines.append(f"{self.name}_count {count}")
+            lines.append(f"{self.name}_bucket{_labels({**labels, 'le': _number(bound)})} {c}")
+        lines.append(f"{self.name}_bucket{_labels({**labels, 'le': '+Inf'})} {count}")
+        lines.append(f"{self.name}_sum{_labels(labels)} {_number(total)}")
+        lines.append(f"{self.name}_count{_labels(labels)} {count}")
         return lines
 
 
+@dataclass(frozen=True, slots=True)
+class Gauges:
+    """A store's state at render time."""
+
+    relation_sizes: Iterable[tuple[str, bool, int]]
+    """(relation, derived, tuples) of the published epoch."""
+    queue_length: int
+    ready: bool
+    epoch: int
+
+
 class Metrics:
-    """The service's counters and histograms; gauges are passed in at render time."""
+    """One data store's counters and histograms; its gauges are passed in at render time."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.epochs: dict[str, int] = {"update": 0, "bootstrap": 0}
         self.refusals: dict[str, int] = {}
         self.quarantines = 0
-        self.update_seconds = Histogram(
-            "reasoner_update_seconds", "Duration of epochs applied by Update."
-        )
-        self.bootstrap_seconds = Histogram(
-            "reasoner_bootstrap_seconds",
-            "Duration of Bootstraps: start-up rebuilds and epochs that fell back or recomputed.",
-        )
-        self.group_writes = Histogram(
-            "reasoner_group_writes",
-            "Writes of a few facts applied together, per group commit (one epoch, or none if "
-            "they changed nothing).",
-            GROUP_BUCKETS,
-        )
+        self.update_seconds = Histogram("reasoner_update_seconds")
+        self.bootstrap_seconds = Histogram("reasoner_bootstrap_seconds")
+        self.group_writes = Histogram("reasoner_group_writes", GROUP_BUCKETS)
 
     def group(self, writes: int) -> None:
         """A group commit took `writes` accepted writes at once (one epoch, or none)."""
@@ -129,54 +153,48 @@ class Metrics:
         with self._lock:
             self.quarantines += 1
 
-    def render(
-        self,
-        *,
-        relation_sizes: Iterable[tuple[str, bool, int]],
-        queue_length: int,
-        ready: bool,
-        epoch: int,
-    ) -> str:
-        lines = [
-            "# HELP reasoner_epochs_total Epochs applied since start, by strategy.",
-            "# TYPE reasoner_epochs_total counter",
-        ]
+    def series(self, store: Mapping[str, str], gauges: Gauges) -> dict[str, list[str]]:
+        """The store's series by family, each labelled with `store` besides its own labels."""
         with self._lock:
             epochs = dict(self.epochs)
             refusals = dict(self.refusals)
             quarantines = self.quarantines
-        for strategy, count in sorted(epochs.items()):
-            lines.append(f"reasoner_epochs_total{_labels({'strategy': strategy})} {count}")
-        lines += [
-            "# HELP reasoner_refused_total Requests refused to protect the service, by code.",
-            "# TYPE reasoner_refused_total counter",
-        ]
-        for code, count in sorted(refusals.items()):
-            lines.append(f"reasoner_refused_total{_labels({'code': code})} {count}")
-        lines += [
-            "# HELP reasoner_quarantined_epochs_total Programs a rebuild could not evaluate.",
-            "# TYPE reasoner_quarantined_epochs_total counter",
-            f"reasoner_quarantined_epochs_total {quarantines}",
-        ]
-        lines += self.update_seconds.render()
-        lines += self.bootstrap_seconds.render()
-        lines += self.group_writes.render()
-        lines += [
-            "# HELP reasoner_relation_size Tuples per relation in the published epoch.",
-            "# TYPE reasoner_relation_size gauge",
-        ]
-        for name, derived, size in relation_sizes:
-            labels = _labels({"relation": name, "derived": "true" if derived else "false"})
-            lines.append(f"reasoner_relation_size{labels} {size}")
-        lines += [
-            "# HELP reasoner_queue_length Write requests waiting for or being applied.",
-            "# TYPE reasoner_queue_length gauge",
-            f"reasoner_queue_length {queue_length}",
-            "# HELP reasoner_ready Whether the materialization is built (1) or not yet (0).",
-            "# TYPE reasoner_ready gauge",
-            f"reasoner_ready {1 if ready else 0}",
-            "# HELP reasoner_epoch The number of the published epoch.",
-            "# TYPE reasoner_epoch gauge",
-            f"reasoner_epoch {epoch}",
-        ]
-        return "\n".join(lines) + "\n"
+        sizes = []
+        for name, derived, size in gauges.relation_sizes:
+            labels = {**store, "relation": name, "derived": "true" if derived else "false"}
+            sizes.append(f"reasoner_relation_size{_labels(labels)} {size}")
+        own = _labels(store)
+        return {
+            "reasoner_epochs_total": [
+                f"reasoner_epochs_total{_labels({**store, 'strategy': strategy})} {count}"
+                for strategy, count in sorted(epochs.items())
+            ],
+            "reasoner_refused_total": [
+                f"reasoner_refused_total{_labels({**store, 'code': code})} {count}"
+                for code, count in sorted(refusals.items())
+            ],
+            "reasoner_quarantined_epochs_total": [
+                f"reasoner_quarantined_epochs_total{own} {quarantines}"
+            ],
+            "reasoner_update_seconds": self.update_seconds.series(store),
+            "reasoner_bootstrap_seconds": self.bootstrap_seconds.series(store),
+            "reasoner_group_writes": self.group_writes.series(store),
+            "reasoner_relation_size": sizes,
+            "reasoner_queue_length": [f"reasoner_queue_length{own} {gauges.queue_length}"],
+            "reasoner_ready": [f"reasoner_ready{own} {1 if gauges.ready else 0}"],
+            "reasoner_epoch": [f"reasoner_epoch{own} {gauges.epoch}"],
+        }
+
+
+def render(stores: Iterable[tuple[Mapping[str, str], Metrics, Gauges]]) -> str:
+    """Every store's metrics, each family once: a store's series carry its labels (none for
+    the default store, `store="name"` for the others, so that the default's series read as
+    they did before there were stores)."""
+    by_family: dict[str, list[str]] = {name: [] for name, _, _ in FAMILIES}
+    for labels, metrics, gauges in stores:
+        for family, lines in metrics.series(labels, gauges).items():
+            by_family[family] += lines
+    out: list[str] = []
+    for name, kind, help_text in FAMILIES:
+        out += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}", *by_family[name]]
+    return "\n".join(out) + "\n"

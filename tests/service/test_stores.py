@@ -122,6 +122,11 @@ def test_stores_are_made_listed_and_hold_their_own_data(
             ("beta", 1),
         ]
         assert client.get("/v1/stores/alpha").json()["epoch"] == 2
+        metrics = client.get("/metrics").text.splitlines()
+        assert "reasoner_epoch 0" in metrics  # the default store's series, as before
+        assert 'reasoner_epoch{store="alpha"} 2' in metrics
+        assert 'reasoner_relation_size{store="beta",relation="edge",derived="false"} 1' in metrics
+        assert metrics.count("# TYPE reasoner_epoch gauge") == 1
         assert_problem(client.get("/v1/stores/gamma"), 404, "unknown_store")
 
 

@@ -7,10 +7,10 @@ import dataclasses
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 
-from service.api.deps import RuntimeDep
 from service.api.security import require_read
 from service.core import metrics
 from service.core.runtime import Runtime
+from service.core.stores import Stores
 from service.problems import NOT_READY, problem_body
 from service.schemas import Health, Ready
 
@@ -57,8 +57,21 @@ async def ready(request: Request):
     response_class=PlainTextResponse,
     dependencies=[Depends(require_read)],
     summary="Prometheus metrics (text format)",
+    description="Every data store's: the default store's series carry no `store` label, a "
+    'named store\'s `store="name"`.',
 )
-def get_metrics(runtime: RuntimeDep) -> PlainTextResponse:
+def get_metrics(request: Request) -> PlainTextResponse:
+    stores: Stores = request.app.state.stores
+    rendered: list[tuple[dict[str, str], metrics.Metrics, metrics.Gauges]] = [
+        ({}, stores.default.metrics, _gauges(stores.default))
+    ]
+    for named in stores.named():
+        runtime = named.runtime
+        rendered.append(({"store": runtime.name}, runtime.metrics, _gauges(runtime)))
+    return PlainTextResponse(metrics.render(rendered), media_type=metrics.CONTENT_TYPE)
+
+
+def _gauges(runtime: Runtime) -> metrics.Gauges:
     sizes: list[tuple[str, bool, int]] = []
     m = runtime.materialization
     if runtime.ready and m is not None:
@@ -69,10 +82,4 @@ def get_metrics(runtime: RuntimeDep) -> PlainTextResponse:
                 for name, info in m.analyzed.relations.items()
                 if not info.internal
             ]
-    text = runtime.metrics.render(
-        relation_sizes=sizes,
-        queue_length=runtime.queue_length,
-        ready=runtime.ready,
-        epoch=runtime.epoch,
-    )
-    return PlainTextResponse(text, media_type=metrics.CONTENT_TYPE)
+    return metrics.Gauges(sizes, runtime.queue_length, runtime.ready, runtime.epoch)
