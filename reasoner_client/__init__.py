@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import re
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -73,6 +74,17 @@ def _checked(response: httpx.Response) -> httpx.Response:
         str(document.get("detail", "")),
         document,
     )
+
+
+_CHANGES = _Request("GET", "/v1/changes", {})
+_STORE_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
+"""A data store's name, as the server takes it."""
+
+
+def _store_name(store: str | None) -> str | None:
+    if store is not None and _STORE_NAME.fullmatch(store) is None:
+        raise ValueError(f"not a store's name (a lower-case identifier): {store!r}")
+    return store
 
 
 class _Requests:
@@ -224,7 +236,7 @@ class Client:
         transport: httpx.BaseTransport | None = None,
         store: str | None = None,
     ) -> None:
-        self.store = store
+        self.store = _store_name(store)
         """The data store this client reads and writes (None: the default store)."""
         headers = {"authorization": f"Bearer {token}"} if token else {}
         self.http = httpx.Client(
@@ -348,7 +360,7 @@ class Client:
         while True:
             try:
                 with self.http.stream(
-                    "GET", _Request("GET", "/v1/changes", {}).url(self.store), **feed.request(since)
+                    "GET", _CHANGES.url(self.store), **feed.request(since)
                 ) as stream:
                     _checked_stream(stream)
                     for line in stream.iter_lines():
@@ -378,7 +390,7 @@ class AsyncClient:
         transport: httpx.AsyncBaseTransport | None = None,
         store: str | None = None,
     ) -> None:
-        self.store = store
+        self.store = _store_name(store)
         """The data store this client reads and writes (None: the default store)."""
         headers = {"authorization": f"Bearer {token}"} if token else {}
         self.http = httpx.AsyncClient(
@@ -492,7 +504,7 @@ class AsyncClient:
         while True:
             try:
                 async with self.http.stream(
-                    "GET", _Request("GET", "/v1/changes", {}).url(self.store), **feed.request(since)
+                    "GET", _CHANGES.url(self.store), **feed.request(since)
                 ) as stream:
                     if stream.status_code >= 400:
                         await stream.aread()

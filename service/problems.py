@@ -70,8 +70,8 @@ GOAL_DIRECTED = "goal_directed"
 UNKNOWN_STORE = "unknown_store"
 STORE_EXISTS = "store_exists"
 INVALID_STORE = "invalid_store"
-"""A store's name that is not a lower-case identifier of at most 40 characters, or settings
-a store may not set (`service.settings.STORE_SETTINGS`)."""
+"""A store's name that is not a lower-case identifier of at most 40 characters (settings a
+store may not set are refused as any invalid body is, `invalid_request`)."""
 STORES_UNAVAILABLE = "stores_unavailable"
 """Named stores on a server whose database is in memory (there is nowhere beside it), or the
 default store dropped."""

@@ -6,7 +6,7 @@ import base64
 import binascii
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from fastapi import Request
@@ -47,14 +47,16 @@ PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
-async def get_runtime(request: Request) -> Runtime:
+async def get_runtime(request: Request) -> AsyncIterator[Runtime]:
     """The runtime of the data store the request is about: the default store's under `/v1/`,
-    a named one's under `/v1/stores/{store}/` (404 `unknown_store` if there is none)."""
+    a named one's under `/v1/stores/{store}/` (404 `unknown_store` if there is none), in use
+    until the response is sent (dropping the store waits for it)."""
     name = request.path_params.get("store")
     runtime = request.app.state.stores.get(name)
-    if runtime is None:
+    if runtime is None or runtime.dropped:
         raise Problem(404, UNKNOWN_STORE, f"there is no store {clip(str(name))!r}")
-    return runtime
+    with runtime.in_use():
+        yield runtime
 
 
 def epoch_out(applied: Applied) -> EpochOut:

@@ -27,8 +27,10 @@ import ctypes.util
 import gc
 import logging
 import os
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from reasoner import BootstrapCancelled, Cancellation
@@ -101,12 +103,12 @@ class EpochBudget:
         seconds: float | None,
         memory_bytes: int | None,
         limit: int | None = None,
-        pause: Callable[[], None] | None = None,
+        pause: Callable[[], float] | None = None,
     ) -> None:
         self.cancellation = Cancellation(seconds)
         self._pause = pause
         """Called at each check: the evaluation lets other stores' reads go first
-        (`service.core.other_stores`)."""
+        (`service.core.other_stores`), and its deadline moves by the time it let them."""
         self.memory_bytes = memory_bytes
         """The allowance, as the refusal states it."""
         self._limit = limit
@@ -119,7 +121,9 @@ class EpochBudget:
 
     def check(self) -> None:
         if self._pause is not None:
-            self._pause()
+            paused = self._pause()
+            if paused and self.cancellation.deadline is not None:
+                self.cancellation.deadline += paused
         self.cancellation.check()
         if self._limit is None:
             return
@@ -156,10 +160,18 @@ class Baseline:
     """The process's resident memory once the committed state was last published, shared by
     the allowances of every data store of the process: they share one heap, so the state one
     store commits is part of every store's baseline, not growth charged to the next write of
-    another."""
+    another. It also counts the evaluations running: one that starts while another store's
+    runs is measured from the memory in use when it starts, so that the other's transient is
+    not charged to it either (`MemoryAllowance.budget`)."""
 
     def __init__(self) -> None:
         self.bytes = resident_bytes()
+        self.running = 0
+        self._lock = threading.Lock()
+
+    def count(self, n: int) -> None:
+        with self._lock:
+            self.running += n
 
 
 class MemoryAllowance:
@@ -199,23 +211,36 @@ class MemoryAllowance:
         resident = resident_bytes()
         return resident is not None and resident >= self.cap
 
-    def budget(
+    @contextmanager
+    def evaluation(
         self,
         seconds: float | None,
         *,
         rebuilding: bool = False,
-        pause: Callable[[], None] | None = None,
-    ) -> EpochBudget:
-        """The budget of an evaluation starting now: `seconds`, and the memory limit. A
-        rebuild restores what was committed: only the machine's share bounds it, so a cap set
-        below the committed state stops new writes but never quarantines a program."""
+        pause: Callable[[], float] | None = None,
+    ) -> Iterator[EpochBudget]:
+        """The budget of an evaluation starting now, `seconds` and the memory limit, counted
+        as running while the block runs. A rebuild restores what was committed: only the
+        machine's share bounds it, so a cap set below the committed state stops new writes but
+        never quarantines a program."""
         resident = resident_bytes()
         if resident is None or self.baseline is None:
-            return EpochBudget(seconds, self.allowance, pause=pause)
-        self.baseline = min(self.baseline, resident)
-        cap = self.machine_cap if rebuilding else self.cap
-        limit = min(cap, self.baseline + self.allowance)
-        return EpochBudget(seconds, self.allowance, limit, pause)
+            budget = EpochBudget(seconds, self.allowance, pause=pause)
+        else:
+            self.baseline = min(self.baseline, resident)
+            # Another store's evaluation holds memory that is neither committed nor this one's.
+            floor = resident if self._baseline.running else self.baseline
+            cap = self.machine_cap if rebuilding else self.cap
+            budget = EpochBudget(seconds, self.allowance, min(cap, floor + self.allowance), pause)
+        self._baseline.count(1)
+        try:
+            yield budget
+        finally:
+            self._baseline.count(-1)
+
+    def others_running(self) -> bool:
+        """Whether an evaluation runs in another store (called from within one's own)."""
+        return self._baseline.running > 1
 
     def release(self) -> None:
         """After a refused evaluation: collect what it left in cycles and hand the freed heap

@@ -61,21 +61,24 @@ class ReadsElsewhere:
         read one after the other)."""
         return self.everyone.value > self.own.value
 
-    def pause(self) -> Callable[[], None]:
-        """The pause of one evaluation starting now, for its budget's checks."""
+    def pause(self) -> Callable[[], float]:
+        """The pause of one evaluation starting now, for its budget's checks: it answers the
+        seconds it paused (which its budget adds to its deadline)."""
         started = time.monotonic()
         waited = 0.0
 
-        def pause() -> None:
+        def pause() -> float:
             nonlocal waited
             if not self.busy():
-                return
+                return 0.0
             now = time.monotonic()
             if waited >= SHARE * (now - started):
-                return
+                return 0.0
             end = now + LONGEST_PAUSE
             while self.busy() and time.monotonic() < end:
                 time.sleep(POLL)  # releases the interpreter lock to the reads
-            waited += time.monotonic() - now
+            paused = time.monotonic() - now
+            waited += paused
+            return paused
 
         return pause

@@ -14,6 +14,7 @@ program's epoch 0.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -76,6 +77,19 @@ def failure_code(exc: BaseException) -> str:
     return type(exc).__name__
 
 
+CROWDED_RETRIES = 10
+CROWDED_WAIT_SECONDS = 1.0
+
+
+class Crowded(EpochTooLarge):
+    """The rebuild passed its allowance while another store's evaluation ran beside it: the
+    memory may be that one's, so the program is not quarantined; the rebuild is tried again
+    (`CROWDED_RETRIES` times, then the store does not start, and a restart tries again)."""
+
+    def __init__(self) -> None:
+        super().__init__("another store's evaluation held the memory")
+
+
 class Rebuild:
     """One rebuild from `store`; `building` is its Bootstrap's progress while it runs (for
     the log and `/ready`)."""
@@ -127,11 +141,19 @@ class Rebuild:
         is quarantined and the one before it tried. Coming up without a program the feed's
         epochs went through, the rebuild commits a reset epoch whose change set is the whole
         state (`Committed.reset`)."""
+        crowded = 0
         while True:
             committed = self.store.load()
             try:
                 m, report = self._bootstrap_committed(committed)
                 break
+            except Crowded:
+                crowded += 1
+                if crowded > CROWDED_RETRIES:
+                    raise
+                log.warning("another store's evaluation held the memory: rebuilding again")
+                time.sleep(CROWDED_WAIT_SECONDS)
+                continue
             except Exception as exc:
                 if committed.program.epoch == 0:
                     raise
@@ -174,7 +196,6 @@ class Rebuild:
         if unknown:
             log.warning("facts of relations not in the program are ignored: %s", unknown)
         m.load({n: rows for n, rows in committed.facts.items() if n in relations})
-        budget = self.memory.budget(self.settings.rebuild_timeout_seconds, rebuilding=True)
         logged = [0.0]
 
         def log_progress(report: ProgressReport) -> None:
@@ -183,8 +204,14 @@ class Rebuild:
                 log.info("building: %s", report.line())
 
         self.building = BootstrapProgress(log_progress, interval=1.0)
+        evaluation = self.memory.evaluation(self.settings.rebuild_timeout_seconds, rebuilding=True)
         try:
-            with charging_to(budget):
-                return m, m.bootstrap(check=budget.check, progress=self.building)
+            with evaluation as budget, charging_to(budget):
+                try:
+                    return m, m.bootstrap(check=budget.check, progress=self.building)
+                except EpochTooLarge:
+                    if self.memory.others_running():
+                        raise Crowded from None
+                    raise
         finally:
             self.building = None

@@ -69,7 +69,7 @@ from service.core.other_stores import ReadCount, ReadsElsewhere
 from service.core.query_answers import QueryAnswers
 from service.core.rebuild import Rebuild, failure_code, interned_since
 from service.core.write_priority import WritePriority
-from service.core.writer import Writer
+from service.core.writer import Writer, WriterClosed
 from service.feed.stream import Feed, KeptChanges
 from service.problems import (
     DATABASE_UNAVAILABLE,
@@ -79,6 +79,7 @@ from service.problems import (
     NOT_READY,
     TOO_BUSY,
     TOO_MANY_RULES,
+    UNKNOWN_STORE,
     Refusal,
 )
 from service.settings import Settings
@@ -108,10 +109,15 @@ class Runtime:
         priority: WritePriority | None = None,
         baseline: Baseline | None = None,
         reads_everywhere: ReadCount | None = None,
+        rebuilds: threading.Lock | None = None,
         name: str = DEFAULT_STORE,
     ) -> None:
         self.name = name
         """The data store's name (`service.core.stores`)."""
+        self.dropped = False
+        """The store was dropped: its requests are refused as those of a store that is not."""
+        self._users = 0
+        self._unused = threading.Condition()
         self.log = log if name == DEFAULT_STORE else StoreLog(log, name)
         """The service's log, its lines naming this store unless it is the default one."""
         self.settings = settings
@@ -129,6 +135,9 @@ class Runtime:
         self.writer = Writer(settings.write_group_max)
         """The one thread every write runs on, in arrival order (`service.core.writer`)."""
         self._read_slots = threading.BoundedSemaphore(settings.max_concurrent_reads)
+        self._rebuilds = rebuilds if rebuilds is not None else threading.Lock()
+        """Held while a rebuild evaluates: one at a time in the process (`service.core.stores`),
+        so that no store's rebuild is charged another's memory."""
         self.reads = ReadsElsewhere(reads_everywhere)
         """The reads being evaluated here and in every store (`reads_everywhere`), which a
         write's evaluation lets go first (`service.core.other_stores`)."""
@@ -174,6 +183,25 @@ class Runtime:
         self.writer.shutdown()
         self.store.close()
 
+    @contextmanager
+    def in_use(self) -> Iterator[None]:
+        """A request using the store, which dropping it waits for (`wait_unused`)."""
+        with self._unused:
+            self._users += 1
+        try:
+            yield
+        finally:
+            with self._unused:
+                self._users -= 1
+                self._unused.notify_all()
+
+    def wait_unused(self, timeout: float) -> bool:
+        with self._unused:
+            return self._unused.wait_for(lambda: not self._users, timeout)
+
+    def _gone(self) -> Refusal:
+        return Refusal(UNKNOWN_STORE, f"the store {self.name!r} was dropped")
+
     @property
     def queue_length(self) -> int:
         return self.writer.queue_length
@@ -186,14 +214,20 @@ class Runtime:
     ) -> T:
         """`job(*args)` on the writer thread (`Writer.write`: a client that leaves while it
         waits takes it out of the queue)."""
-        return await self.writer.write(job, *args, disconnected=disconnected)
+        try:
+            return await self.writer.write(job, *args, disconnected=disconnected)
+        except WriterClosed:
+            raise self._gone() from None
 
     async def write_facts(
         self, delta: Delta, *, disconnected: Callable[[], Awaitable[bool]] | None = None
     ) -> Applied:
         """A delta of a few facts (`reasoner.groupable`): applied with those queued right
         behind it as one epoch (`apply_group`), answered alone."""
-        future = self.writer.submit_member(self.apply_group, delta)
+        try:
+            future = self.writer.submit_member(self.apply_group, delta)
+        except WriterClosed:
+            raise self._gone() from None
         return await self.writer.await_job(future, disconnected)
 
     def _engine_options(self) -> dict[str, Any]:
@@ -224,7 +258,8 @@ class Runtime:
             self.settings, self.store, self.memory, self.metrics, self._engine_options()
         )
         try:
-            rebuilt = self._rebuilding.run()
+            with self._rebuilds:
+                rebuilt = self._rebuilding.run()
             self.quarantined = self.store.quarantined()
         except Exception as exc:
             self.failure = f"start-up failed: {failure_code(exc)} (see the service log)"
@@ -425,7 +460,6 @@ class Runtime:
                     f"the process holds {self.memory.cap >> 20} MiB or more, its memory cap: "
                     "no write is evaluated until it holds less; nothing changed"
                 )
-        budget = self.memory.budget(timeout, pause=self.reads.pause())
         committed = False
         kept: KeptChanges | None = None
 
@@ -450,8 +484,9 @@ class Runtime:
         # A refusal is raised once the evaluation's frames (its traceback) are gone, so that
         # the memory they held is freed before it is handed back.
         refused: Refusal | None = None
+        evaluation = self.memory.evaluation(timeout, pause=self.reads.pause())
         try:
-            with charging_to(budget):
+            with evaluation as budget, charging_to(budget):
                 report = m.apply(
                     prepared,
                     strategy=strategy,
@@ -499,6 +534,8 @@ class Runtime:
 
     def _require_ready(self) -> Materialization:
         m = self.materialization
+        if self.dropped:
+            raise self._gone()
         if m is None or not self.ready:
             detail = self.failure or "the materialization is being built"
             raise Refusal(NOT_READY, detail, retry_after=1)

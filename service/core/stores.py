@@ -25,10 +25,18 @@ from service.core.runtime import Runtime
 from service.problems import STORE_EXISTS, STORES_UNAVAILABLE, UNKNOWN_STORE, Refusal
 from service.settings import Settings, store_settings
 from service.store import places
-from service.store.places import DEFAULT_STORE, StoreEntry, StoreListed, StoresUnavailable
+from service.store.places import (
+    DEFAULT_STORE,
+    PlaceTaken,
+    StoreEntry,
+    StoreListed,
+    StoresUnavailable,
+)
 from service.store.repository import Store
 
 log = logging.getLogger("service")
+DROP_WAIT_SECONDS = 30.0
+"""How long dropping a store waits for the requests using it (a page being read, an export)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,12 +48,21 @@ class NamedStore:
 
 
 class Stores:
+    """The default store and the named ones (see the module docstring)."""
+
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._baseline = Baseline()
         self._reads = ReadCount()
         """Reads being evaluated in every store, which a write in another lets go first."""
-        self.default = Runtime(settings, baseline=self._baseline, reads_everywhere=self._reads)
+        self._rebuilds = threading.Lock()
+        """The stores' rebuilds run one at a time."""
+        self.default = Runtime(
+            settings,
+            baseline=self._baseline,
+            reads_everywhere=self._reads,
+            rebuilds=self._rebuilds,
+        )
         """The store of today's routes (`/v1/...`), in the server's own database."""
         self._named: dict[str, NamedStore] = {}
         self._changing = threading.Lock()
@@ -60,7 +77,14 @@ class Stores:
         self.default.start()
         default = self.default.store.engine
         for entry in places.listed(default):
-            runtime = self._runtime(entry.name, entry.settings)
+            try:
+                runtime = self._runtime(entry.name, entry.settings)
+            except Exception:  # settings this version no longer takes: the store waits
+                runtime = self._runtime(entry.name, {})
+                runtime.failure = "start-up failed: its settings are invalid (see the log)"
+                runtime.log.exception("the store's settings are invalid: not started")
+                self._named[entry.name] = NamedStore(entry, runtime)
+                continue
             runtime.feed.attach(loop)
             try:
                 if not places.place_of(self.settings.sqlalchemy_url, entry.name).exists(default):
@@ -91,6 +115,7 @@ class Stores:
         return None if named is None else named.runtime
 
     def runtimes(self) -> list[Runtime]:
+        """Every store's runtime, the default one first."""
         return [self.default, *(named.runtime for named in list(self._named.values()))]
 
     def named(self) -> list[NamedStore]:
@@ -102,32 +127,42 @@ class Stores:
         settings = store_settings(self.settings, overrides)
         store = Store(place.url, place.schema)
         return Runtime(
-            settings, store, baseline=self._baseline, reads_everywhere=self._reads, name=name
+            settings,
+            store,
+            baseline=self._baseline,
+            reads_everywhere=self._reads,
+            rebuilds=self._rebuilds,
+            name=name,
         )
 
     # -- making and dropping (on a worker thread, never the event loop) -------------------------
 
     def create(self, name: str, overrides: dict[str, Any]) -> NamedStore:
         """Make the store `name`, empty, with the settings `overrides` (validated by the
-        caller); it is listed, and so kept across restarts, once it is ready."""
+        caller); it is listed, and so kept across restarts, once it is ready. Until it is
+        listed, a failure removes what was made; after, nothing is removed."""
         with self._changing:
             if name == DEFAULT_STORE or name in self._named:
                 raise Refusal(STORE_EXISTS, f"the store {name!r} exists")
             try:
                 place = places.place_of(self.settings.sqlalchemy_url, name)
+                place.make(self.default.store.engine)
             except StoresUnavailable as exc:
                 raise Refusal(STORES_UNAVAILABLE, str(exc)) from None
-            default = self.default.store.engine
-            place.make(default)
+            except PlaceTaken as exc:
+                raise Refusal(STORE_EXISTS, str(exc)) from None
             runtime = self._runtime(name, overrides)
+            listing = False
             try:
                 self._attach(runtime)
                 runtime.start().result()
-                entry = places.add(default, name, overrides)
+                listing = True
+                entry = places.add(self.default.store.engine, name, overrides)
             except BaseException as exc:
                 runtime.feed.close()
                 runtime.close()
-                place.remove(default)
+                if not listing:
+                    place.remove(self.default.store.engine)
                 if isinstance(exc, StoreListed):  # another server on this database made it
                     raise Refusal(STORE_EXISTS, f"the store {name!r} exists") from None
                 raise
@@ -136,8 +171,10 @@ class Stores:
             return named
 
     def drop(self, name: str) -> None:
-        """Drop the store `name`: it is unlisted (new requests to it are refused), its queued
-        writes finish, its feed's streams end, and its data is deleted."""
+        """Drop the store `name`: it is unlisted and its requests are refused as those of a
+        store that is not (404 `unknown_store`, the writes queued in it included); the write
+        being evaluated finishes, its feed's streams end, the requests using it end (for at
+        most `DROP_WAIT_SECONDS`), and its data is deleted."""
         with self._changing:
             named = self._named.get(name)
             if named is None:
@@ -146,7 +183,11 @@ class Stores:
             places.unlist(default, name)
             del self._named[name]
             runtime = named.runtime
+            runtime.dropped = True
             runtime.feed.close()
+            runtime.writer.shutdown()
+            if not runtime.wait_unused(DROP_WAIT_SECONDS):
+                runtime.log.warning("requests still use the dropped store: deleting its data")
             runtime.close()
             places.place_of(self.settings.sqlalchemy_url, name).remove(default)
             log.info("dropped the store %s", name)

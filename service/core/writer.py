@@ -53,6 +53,10 @@ class _Job:
     """A write (counted in the queue's length), not the work that follows one."""
 
 
+class WriterClosed(RuntimeError):
+    """A job submitted after `Writer.shutdown` (its data store was dropped meanwhile)."""
+
+
 class Writer:
     def __init__(self, group_max: int = 1) -> None:
         self._group_max = group_max
@@ -73,7 +77,7 @@ class Writer:
     def _enqueue(self, job: _Job) -> Future[Any]:
         with self._changed:
             if self._closing:
-                raise RuntimeError("the writer is shut down")
+                raise WriterClosed("the writer is shut down")
             self._queued += job.counted
             self._jobs.append(job)
             self._changed.notify()

@@ -67,7 +67,7 @@ PING = b": ping\n\n"
 
 
 class Feed:
-    """The epochs published, for the clients of the live feed (one per process)."""
+    """The epochs published, for the clients of the live feed (one per data store)."""
 
     def __init__(self, settings: Settings, priority: WritePriority) -> None:
         self.heartbeat = settings.feed_heartbeat_seconds

@@ -37,9 +37,13 @@ def create_database_engine(url: str, schema: str | None = None) -> Engine:
             cursor.close()
 
         return engine
-    if schema is not None:
-        options = {"options": f"-csearch_path={schema}"}
-        return create_engine(url, pool_pre_ping=True, connect_args=options)
+    if schema is not None:  # beside the URL's own options (a statement_timeout, ...)
+        given = parsed.query.get("options", ())
+        options = " ".join(
+            [*([given] if isinstance(given, str) else given), f"-csearch_path={schema}"]
+        )
+        plain = parsed.difference_update_query(["options"])
+        return create_engine(plain, pool_pre_ping=True, connect_args={"options": options})
     return create_engine(url, pool_pre_ping=True)
 
 

@@ -45,6 +45,10 @@ class StoreListed(Exception):
     """A store of that name is already listed."""
 
 
+class PlaceTaken(Exception):
+    """Where a store would keep its data holds something that is not a store's."""
+
+
 @dataclass(frozen=True, slots=True)
 class StorePlace:
     """A named store's database: `url` with `schema` (PostgreSQL) or the file `path` (SQLite)."""
@@ -55,12 +59,24 @@ class StorePlace:
     path: Path | None = None
 
     def make(self, default: Engine) -> None:
-        """Make an empty database for the store, clearing a leftover of an earlier one."""
-        self.remove(default)
+        """Make an empty database for the store (unlisted: the caller checked), clearing a
+        leftover of an earlier store of its name (made or dropped halfway). A schema that
+        is neither empty nor a store's (it has no `alembic_version`) is never touched."""
         if self.schema is not None:
             with default.begin() as connection:
+                tables = connection.execute(
+                    text(
+                        "SELECT table_name FROM information_schema.tables WHERE table_schema = :s"
+                    ),
+                    {"s": self.schema},
+                ).scalars()
+                found = set(tables)
+                if found and "alembic_version" not in found:
+                    raise PlaceTaken(f"the schema {self.schema} exists and is not a store's")
+                connection.execute(text(f"DROP SCHEMA IF EXISTS {self.schema} CASCADE"))
                 connection.execute(text(f"CREATE SCHEMA {self.schema}"))
         elif self.path is not None:
+            self.remove(default)
             self.path.parent.mkdir(parents=True, exist_ok=True)
 
     def exists(self, default: Engine) -> bool:
@@ -88,6 +104,8 @@ class StorePlace:
 def place_of(default_url: str, name: str) -> StorePlace:
     """Where the store `name` of the server whose database is `default_url` keeps its data.
     Raises `StoresUnavailable` for a database in memory."""
+    if STORE_NAME.fullmatch(name) is None or name == DEFAULT_STORE:  # it goes into SQL, paths
+        raise ValueError(f"not a store's name: {name!r}")
     parsed = make_url(default_url)
     if parsed.get_backend_name() != "sqlite":
         return StorePlace(name, default_url, schema=f"store_{name}")
@@ -137,5 +155,6 @@ def add(default: Engine, name: str, settings: dict[str, Any]) -> StoreEntry:
 
 
 def unlist(default: Engine, name: str) -> None:
+    """Take the store `name` off the list (its data is removed after)."""
     with default.begin() as connection:
         connection.execute(delete(models.stores).where(models.stores.c.name == name))

@@ -162,3 +162,5 @@ def test_a_client_of_a_named_store(make_server: Callable[..., Server]) -> None:
                 return [s["name"] for s in await team.stores()]
 
         assert asyncio.run(drop()) == ["default", "again"]
+    with pytest.raises(ValueError, match="not a store's name"):
+        Client(server.base_url, store="../query")  # would read another route

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import httpx
 import psycopg
+import pytest
 from alembic import command
 from alembic.config import Config
 from sqlalchemy.engine import make_url
@@ -47,6 +48,18 @@ def _store_data_exists(server: Server, name: str) -> bool:
             "SELECT 1 FROM information_schema.schemata WHERE schema_name = %s", (f"store_{name}",)
         ).fetchall()
     return bool(found)
+
+
+def _remove_store_data(server: Server, name: str) -> None:
+    url = Settings(database_url=server.settings["REASONER_DATABASE_URL"]).sqlalchemy_url
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        main = Path(str(parsed.database))
+        (main.with_name(f"{main.stem}.stores") / f"{name}.db").unlink()
+        return
+    plain = parsed.set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(plain, autocommit=True) as connection:
+        connection.execute(f"DROP SCHEMA store_{name} CASCADE")
 
 
 def test_stores_are_made_listed_and_hold_their_own_data(
@@ -157,11 +170,18 @@ def test_stores_outlive_a_restart_and_a_drop_deletes_their_data(
         assert client.put("/v1/stores/gone").status_code == 201
         assert client.get("/v1/stores/gone/relations").json() == {"epoch": 0, "relations": []}
     server.stop()
+    _remove_store_data(server, "kept")  # by hand, behind the server's back
     server.start()
     with server.client() as client:
         names = [s["name"] for s in client.get("/v1/stores").json()["stores"]]
         assert names == ["default", "kept", "gone"]
         assert client.get("/v1/stores/gone/relations").json()["relations"] == []
+        # A store whose data is missing is not made anew, empty: it is listed as failed.
+        lost = client.get("/v1/stores/kept").json()
+        assert not lost["ready"] and "start-up failed" in lost["failure"]
+        assert_problem(client.get("/v1/stores/kept/relations"), 503, "not_ready")
+        assert not _store_data_exists(server, "kept")
+        assert client.delete("/v1/stores/kept").status_code == 204
 
 
 def test_a_store_has_its_own_budgets_and_holds_no_other_store(
@@ -233,3 +253,57 @@ def test_a_database_from_before_stores_comes_up_as_the_default_store(
         assert client.get("/v1/stores").json()["stores"][0]["epoch"] == 2
         assert client.put("/v1/stores/next").status_code == 201
         assert client.get("/v1/relations/reach").json()["rows"] == [[1, 2]]
+
+
+def test_dropping_a_store_ends_its_writes_with_their_answers(
+    make_server: Callable[..., Server],
+) -> None:
+    """The write being evaluated finishes with its own answer, one queued behind it is
+    refused as a write to a store that is not (never a 500); then the store is gone, and made
+    again it is empty."""
+    server = make_server().start()
+    with server.client() as client:
+        client.put("/v1/stores/busy", json={"settings": {"epoch_timeout_seconds": 3}})
+        assert _text(client, "/v1/stores/busy/rules", PROGRAM + RUNAWAY).status_code == 200
+        answers: dict[str, httpx.Response] = {}
+
+        def write(key: str, facts: dict) -> None:
+            with server.client() as own:
+                answers[key] = own.post("/v1/stores/busy/facts", json={"facts": facts})
+
+        runaway = threading.Thread(target=write, args=("runaway", {"seed": [[0]]}))
+        runaway.start()
+        while client.get("/v1/stores/busy").json()["queued_writes"] < 1:
+            time.sleep(0.005)
+        queued = threading.Thread(target=write, args=("queued", {"edge": [[1, 2]]}))
+        queued.start()
+        while client.get("/v1/stores/busy").json()["queued_writes"] < 2:
+            time.sleep(0.005)
+        assert client.delete("/v1/stores/busy").status_code == 204
+        runaway.join(60)
+        queued.join(60)
+        assert_problem(answers["runaway"], 422, "epoch_timeout")
+        assert_problem(answers["queued"], 404, "unknown_store")
+        assert_problem(
+            client.post("/v1/stores/busy/facts", json={"facts": {}}), 404, "unknown_store"
+        )
+        assert client.put("/v1/stores/busy").status_code == 201
+        assert client.get("/v1/stores/busy/relations").json()["relations"] == []
+
+
+def test_a_schema_that_is_not_a_stores_is_never_touched(
+    make_server: Callable[..., Server], backend: str
+) -> None:
+    if backend != "postgresql":
+        pytest.skip("PostgreSQL's schemas only: a SQLite store's file is in the server's own")
+    server = make_server().start()
+    url = Settings(database_url=server.settings["REASONER_DATABASE_URL"]).sqlalchemy_url
+    plain = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(plain, autocommit=True) as connection:
+        connection.execute("CREATE SCHEMA store_theirs")
+        connection.execute("CREATE TABLE store_theirs.accounts (id integer)")
+    with server.client() as client:
+        assert_problem(client.put("/v1/stores/theirs"), 409, "store_exists")
+        assert_problem(client.get("/v1/stores/theirs"), 404, "unknown_store")
+    with psycopg.connect(plain) as connection:
+        assert connection.execute("SELECT count(*) FROM store_theirs.accounts").fetchone() == (0,)

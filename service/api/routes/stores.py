@@ -118,9 +118,10 @@ async def put_store(
     status_code=204,
     summary="Drop a data store and delete its data",
     description=(
-        "Its queued writes finish, its change feed's streams end, and its program, facts and "
-        "epochs are deleted; requests to it are then refused (404 `unknown_store`). The "
-        "default store cannot be dropped (409 `stores_unavailable`)."
+        "Its requests are refused from then on (404 `unknown_store`, the writes queued in it "
+        "included; the one being evaluated finishes), its change feed's streams end, and its "
+        "program, facts and epochs are deleted. The default store cannot be dropped (409 "
+        "`stores_unavailable`)."
     ),
 )
 async def delete_store(request: Request, name: StoreName) -> Response:
