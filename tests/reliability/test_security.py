@@ -59,7 +59,13 @@ READS = {
     ("GET", "/v1/epochs"),
     ("GET", "/v1/epochs/{number}"),
     ("GET", "/v1/changes"),
+    ("GET", "/v1/stores"),
+    ("GET", "/v1/stores/{name}"),
 }
+STORE_READS = {("GET", "/v1/stores/{store}/relations"), ("POST", "/v1/stores/{store}/query")}
+"""A named store's routes (outside the OpenAPI document: the default store's, under the
+store's prefix)."""
+STORE_WRITES = {("POST", "/v1/stores/{store}/facts")}
 WRITES = {
     ("POST", "/v1/deltas"),
     ("POST", "/v1/rules"),
@@ -70,15 +76,21 @@ WRITES = {
     ("DELETE", "/v1/relations/{name}/facts"),
     ("PUT", "/v1/program"),
     ("DELETE", "/v1/facts/all"),
+    ("PUT", "/v1/stores/{name}"),
+    ("DELETE", "/v1/stores/{name}"),
 }
 
 
 def _request(method: str, path: str, rule_id: str) -> dict[str, Any]:
     """A valid request for a route (writes change nothing much: one fact, one rule)."""
-    url = path.format(name="edge", rule_id=rule_id, number=0)
+    url = path.format(name="edge", rule_id=rule_id, number=0, store="kept")
     kwargs: dict[str, Any] = {}
     if path in ("/v1/query", "/v1/query/export"):
         kwargs["json"] = {"query": "tc(1, x)"}
+    elif path == "/v1/stores/{store}/query":
+        kwargs["json"] = {"query": "edge(7, x)"}
+    elif path == "/v1/stores/{store}/facts":
+        kwargs["json"] = {"facts": {"edge": [[7, 9]]}}
     elif path.startswith("/v1/explain/"):
         kwargs["params"] = {"@0": 1, "@1": 2}
     elif path == "/v1/deltas":
@@ -154,6 +166,9 @@ def test_tokens_on_every_route(sqlite_server: Callable[..., Server], config_name
             "/v1/rules", content=PROGRAM, headers={"content-type": "text/plain"}
         ).raise_for_status()
         rule_id = client.post("/v1/rules", json={"rules": [EXTRA_RULE]}).json()["ids"][0]
+        client.put("/v1/stores/edge").raise_for_status()  # the store `{name}` reads
+        client.put("/v1/stores/kept").raise_for_status()  # the store `{store}` routes use
+        client.post("/v1/stores/kept/facts", json={"facts": {"edge": [[7, 8]]}}).raise_for_status()
     checked = 0
     for who in ("anonymous", "wrong", "read", "write"):
         token = {"anonymous": None, "wrong": "wrong-token", **config}[who]
@@ -161,16 +176,21 @@ def test_tokens_on_every_route(sqlite_server: Callable[..., Server], config_name
             continue
         auth = {"Authorization": f"Bearer {token}"} if token else {}
         with httpx.Client(base_url=server.base_url, headers=auth, timeout=60) as client:
-            for level, routes in (("open", OPEN), ("read", READS | DESCRIPTION), ("write", WRITES)):
+            for level, routes in (
+                ("open", OPEN),
+                ("read", READS | DESCRIPTION | STORE_READS),
+                ("write", WRITES | STORE_WRITES),
+            ):
                 for method, path in sorted(routes):
-                    if path == "/v1/rules/{rule_id}" and method == "DELETE":
-                        # Put the rule back, so that every caller has one to remove.
+                    if method == "DELETE" and path in ("/v1/rules/{rule_id}", "/v1/stores/{name}"):
+                        # Put the rule or the store back, so that every caller has one to remove.
                         with httpx.Client(
                             base_url=server.base_url, headers=headers, timeout=60
                         ) as admin_client:
                             admin_client.post(
                                 "/v1/rules", json={"rules": [EXTRA_RULE]}
                             ).raise_for_status()
+                            admin_client.put("/v1/stores/edge").raise_for_status()
                     response = client.request(**_request(method, path, rule_id))
                     expected = _expected(level, config, who)
                     where = f"{config_name}: {who} {method} {path}"
@@ -189,7 +209,7 @@ def test_tokens_on_every_route(sqlite_server: Callable[..., Server], config_name
                     continue
                 response = client.request(
                     method,
-                    path.format(name="edge", rule_id=rule_id),
+                    path.format(name="edge", rule_id=rule_id, store="kept"),
                     content=b"{not json",
                     headers={"content-type": "application/json"},
                 )
