@@ -50,6 +50,14 @@ def _store_data_exists(server: Server, name: str) -> bool:
     return bool(found)
 
 
+def _until_queued(client: httpx.Client, store: str, writes: int) -> None:
+    """Wait until `writes` writes are queued in `store` (the one being evaluated included)."""
+    deadline = time.monotonic() + 30
+    while client.get(f"/v1/stores/{store}").json()["queued_writes"] < writes:
+        assert time.monotonic() < deadline, f"{writes} writes never queued in {store}"
+        time.sleep(0.005)
+
+
 def _remove_store_data(server: Server, name: str) -> None:
     url = Settings(database_url=server.settings["REASONER_DATABASE_URL"]).sqlalchemy_url
     parsed = make_url(url)
@@ -203,8 +211,7 @@ def test_a_store_has_its_own_budgets_and_holds_no_other_store(
 
         slow = threading.Thread(target=runaway)
         slow.start()
-        while client.get("/v1/stores/slow").json()["queued_writes"] < 1:  # it is evaluated
-            time.sleep(0.005)
+        _until_queued(client, "slow", 1)  # the runaway write is being evaluated
         served = []
         for i in range(10):
             client.post("/v1/facts", json={"facts": {"edge": [[i, i + 1]]}}).raise_for_status()
@@ -273,12 +280,10 @@ def test_dropping_a_store_ends_its_writes_with_their_answers(
 
         runaway = threading.Thread(target=write, args=("runaway", {"seed": [[0]]}))
         runaway.start()
-        while client.get("/v1/stores/busy").json()["queued_writes"] < 1:
-            time.sleep(0.005)
+        _until_queued(client, "busy", 1)
         queued = threading.Thread(target=write, args=("queued", {"edge": [[1, 2]]}))
         queued.start()
-        while client.get("/v1/stores/busy").json()["queued_writes"] < 2:
-            time.sleep(0.005)
+        _until_queued(client, "busy", 2)
         assert client.delete("/v1/stores/busy").status_code == 204
         runaway.join(60)
         queued.join(60)
