@@ -162,7 +162,7 @@ class Baseline:
     store commits is part of every store's baseline, not growth charged to the next write of
     another. It also counts the evaluations running: one that starts while another store's
     runs is measured from the memory in use when it starts, so that the other's transient is
-    not charged to it either (`MemoryAllowance.budget`)."""
+    not charged to it either (`MemoryAllowance.evaluation`)."""
 
     def __init__(self) -> None:
         self.bytes = resident_bytes()

@@ -111,8 +111,12 @@ class Stores:
         there is no such store."""
         if name is None or name == DEFAULT_STORE:
             return self.default
-        named = self._named.get(name)
+        named = self.find(name)
         return None if named is None else named.runtime
+
+    def find(self, name: str) -> NamedStore | None:
+        """The named store `name`, or None."""
+        return self._named.get(name)
 
     def runtimes(self) -> list[Runtime]:
         """Every store's runtime, the default one first."""

@@ -101,10 +101,15 @@ class StorePlace:
                     Path(f"{self.path}{suffix}").unlink()
 
 
+def is_store_name(name: str) -> bool:
+    """Whether `name` may name a store made at run time (`default` is the server's own)."""
+    return STORE_NAME.fullmatch(name) is not None and name != DEFAULT_STORE
+
+
 def place_of(default_url: str, name: str) -> StorePlace:
     """Where the store `name` of the server whose database is `default_url` keeps its data.
     Raises `StoresUnavailable` for a database in memory."""
-    if STORE_NAME.fullmatch(name) is None or name == DEFAULT_STORE:  # it goes into SQL, paths
+    if not is_store_name(name):  # it goes into SQL and paths
         raise ValueError(f"not a store's name: {name!r}")
     parsed = make_url(default_url)
     if parsed.get_backend_name() != "sqlite":

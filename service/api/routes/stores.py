@@ -25,7 +25,7 @@ from service.problems import (
     clip,
 )
 from service.schemas import StoreIn, StoreOut, StoresOut
-from service.store.places import DEFAULT_STORE, STORE_NAME, StoreEntry
+from service.store.places import DEFAULT_STORE, StoreEntry, is_store_name
 
 reads = read_router()
 writes = write_router()
@@ -58,9 +58,9 @@ def _out(runtime: Runtime, entry: StoreEntry | None) -> StoreOut:
 def _named(stores: Stores, name: str) -> StoreOut:
     if name == DEFAULT_STORE:
         return _out(stores.default, None)
-    for named in stores.named():
-        if named.entry.name == name:
-            return _out(named.runtime, named.entry)
+    named = stores.find(name)
+    if named is not None:
+        return _out(named.runtime, named.entry)
     raise Problem(404, UNKNOWN_STORE, f"there is no store {clip(name)!r}")
 
 
@@ -93,7 +93,7 @@ async def get_store(request: Request, name: StoreName) -> StoreOut:
 async def put_store(
     request: Request, response: Response, name: StoreName, body: StoreIn | None = None
 ) -> StoreOut:
-    if STORE_NAME.fullmatch(name) is None or name == DEFAULT_STORE:
+    if not is_store_name(name):
         raise Problem(
             400,
             INVALID_STORE,
@@ -105,7 +105,7 @@ async def put_store(
     try:
         named = await run_in_threadpool(stores.create, name, settings)
     except Refusal as refused:
-        existing = next((n for n in stores.named() if n.entry.name == name), None)
+        existing = stores.find(name)
         if refused.code != STORE_EXISTS or existing is None or existing.entry.settings != settings:
             raise
         response.status_code = 200
