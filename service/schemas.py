@@ -88,8 +88,17 @@ class _FromEngine(BaseModel):
 class StratumOut(_FromEngine):
     index: int
     relations: list[str]
-    strategy: str = Field(description='"update", "bootstrap" or "unchanged".')
+    strategy: str = Field(
+        description='"update", "bootstrap", "unchanged", or "abandoned" (where an Update was '
+        "when the switch gave it up)."
+    )
     seconds: float
+    forecast_seconds: float | None = Field(
+        None,
+        description="Of an Update: the seconds the rest of it was projected to need when this "
+        "stratum ended (or was abandoned), which the switch weighs against the last "
+        "Bootstrap's time; null when there was no forecast to make.",
+    )
 
 
 class WarningOut(_FromEngine):
@@ -114,6 +123,11 @@ class EpochSummary(_FromEngine):
     inserted: int = Field(description="Derived tuples that appeared.")
     retracted: int = Field(description="Derived tuples that disappeared.")
     strata: list[StratumOut]
+    update_strata: list[StratumOut] = Field(
+        default_factory=list,
+        description="Of a Bootstrap an Update fell back to: the strata that Update went "
+        "through, with their forecasts, the last being where it stopped.",
+    )
 
 
 class EpochOut(EpochSummary):
@@ -313,6 +327,7 @@ class EpochRecord(BaseModel):
     inserted: int | None
     retracted: int | None
     strata: list[StratumOut] | None
+    update_strata: list[StratumOut] | None = None
     failure: str | None = Field(
         None, description="Why a quarantined epoch could not be evaluated (an error code)."
     )

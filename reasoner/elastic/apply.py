@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from reasoner.analysis.model import AnalyzedProgram, RelationInfo, Stratum
 from reasoner.analysis.negation_locals import is_internal
 from reasoner.elastic import switch
 from reasoner.elastic.changes import ChangedRows, Diff, EpochChanges
-from reasoner.elastic.epoch import EpochReport, StratumReport
+from reasoner.elastic.epoch import ABANDONED, UNCHANGED, EpochReport, StratumReport
+from reasoner.elastic.forecast import Forecast, earliest, stratum_costs
 from reasoner.elastic.prepare import FactRows, PreparedDelta, as_set
 from reasoner.elastic.restratify import (
     StratumKey,
@@ -39,7 +41,7 @@ from reasoner.kernel.run import StratumUpdate
 from reasoner.storage import TupleSet
 from reasoner.storage.overlay import INF, Overlay
 from reasoner.storage.state import State, Tuple
-from reasoner.support.deadline import Check, Deadline, clock
+from reasoner.support.deadline import Check, Deadline, DeadlineExceeded, clock
 from reasoner.support.gc_pause import collector_paused
 from reasoner.values.records import ValueType
 from reasoner.values.symbols import SymbolTable
@@ -68,6 +70,7 @@ def apply_epoch(  # noqa: PLR0915
     Bootstrap past its deadline."""
     new = prepared.analyzed or m.analyzed
     reason = None
+    abandoned: tuple[StratumReport, ...] = ()
     # The relations users see before or after the epoch, inputs included: a change set.
     visible = [
         name
@@ -94,8 +97,12 @@ def apply_epoch(  # noqa: PLR0915
         seconds = switch.update_seconds(
             m.switching_parameter, m.last_bootstrap_seconds, m.min_update_seconds
         )
-        deadline = switch.update_deadline(strategy, start, seconds, check, m._update_memory_budget)
+        predicted = _forecast(m, new, start, seconds)
+        deadline = switch.update_deadline(
+            strategy, start, seconds, check, m._update_memory_budget, predicted
+        )
         cached = set(m._plans)
+        walked: list[StratumReport] = []  # the Update's strata, kept for a fallback's report
 
         def overlay_rows(name: str) -> Diff:
             """A relation's changes while the overlay holds them (a relation the rule
@@ -109,7 +116,7 @@ def apply_epoch(  # noqa: PLR0915
             return ChangedRows(table, gone), ChangedRows(table, inserted)
 
         def update() -> tuple[tuple[StratumReport, ...], dict[str, tuple[int, int]], Listed]:
-            strata = _update(m, overlay, prepared, deadline)
+            strata = _update(m, overlay, prepared, deadline, predicted, walked)
             dropped = [n for n in derived if n not in new.relations and n in m.state]
             sizes = {name: overlay.presence_sizes(name) for name in kept}
             sizes.update((name, (len(m.state[name]), 0)) for name in dropped)
@@ -140,6 +147,7 @@ def apply_epoch(  # noqa: PLR0915
                     m.symbols, m.epoch, start, "update", strata, sizes, listed, prepared, types_of
                 )
         reason = attempt.fallback_reason
+        abandoned = tuple(walked)
     before = m.state
     facts = facts_after(m.facts, prepared, new)
     built_at = time.perf_counter()
@@ -188,6 +196,7 @@ def apply_epoch(  # noqa: PLR0915
         types_of,
         reason,
         built.engine,
+        abandoned,
     )
 
 
@@ -217,6 +226,29 @@ def _discard(m: Materialization, overlay: Overlay, cached: set[StratumKey]) -> N
     if created:
         for key in set(m._plans) - cached:
             del m._plans[key]
+
+
+def _forecast(
+    m: Materialization, analyzed: AnalyzedProgram, start: float, seconds: float
+) -> Forecast | None:
+    """The forecast of an Update begun at `start` with a deadline of `seconds`, from the
+    last Bootstrap's time per stratum; None when it did not run one of the program's strata
+    (the deadline alone decides)."""
+    if m.last_bootstrap_seconds <= 0:
+        return None
+    costs = stratum_costs(
+        {s.index: tuple(sorted(s.relations)) for s in analyzed.strata},
+        {relations: run.seconds for relations, run in m._last_runs.items()},
+    )
+    if costs is None:
+        return None
+    return Forecast(
+        costs,
+        m.last_bootstrap_seconds,
+        start,
+        start + seconds,
+        earliest(start, seconds, m.min_update_seconds),
+    )
 
 
 def facts_after(
@@ -270,9 +302,15 @@ def commit_facts(
 
 
 def _update(
-    m: Materialization, overlay: Overlay, prepared: PreparedDelta, deadline: Deadline
+    m: Materialization,
+    overlay: Overlay,
+    prepared: PreparedDelta,
+    deadline: Deadline,
+    predicted: Forecast | None,
+    reports: list[StratumReport],
 ) -> tuple[StratumReport, ...]:
-    """Bring every stratum up to date in the overlay, in topological order."""
+    """Bring every stratum up to date in the overlay, in topological order, a report for each
+    in `reports` as it ends (and for the one under way when the Update is abandoned)."""
     new = prepared.analyzed or m.analyzed
     changed: set[int] = set()
     # Added text holds no facts, but a rule change can make an inline relation substituted or
@@ -303,52 +341,83 @@ def _update(
             overlay.set(name, t, INF, 0)
         for t in inserts.get(name, ()):
             overlay.set(name, t, 0, 1)
-    reports = []
+    epoch = _EpochInputs(new, changed, pinned, inserts, retracts)
     for stratum in new.strata:
         started = time.perf_counter()
         names = tuple(sorted(stratum.relations))
-        deadline.check()
-        own_retracts = {n: retracts[n] for n in stratum.relations if retracts.get(n)}
-        own_inserts = {n: inserts[n] for n in stratum.relations if inserts.get(n)}
-        if stratum.index in changed or (  # a choice is made afresh (`executors.choice`)
-            stratum.stepwise
-            and (
-                own_retracts
-                or own_inserts
-                or any(overlay.has_changes(name) for name in stratum_inputs(stratum))
-            )
-        ):
-            facts = {
-                name: (set(m.facts.get(name, ())) - retracts.get(name, set()))
-                | inserts.get(name, set())
-                | pinned.get(name, set())
-                for name in stratum.relations
-            }
-            bootstrap_into_overlay(stratum, overlay, facts, m.symbols, m.arities, deadline.check)
-            kind = "bootstrap"
-        elif stratum.stepwise:
-            reports.append(StratumReport(stratum.index, names, "unchanged", 0.0))
-            continue
-        elif stratum.aggregate is not None:
-            if not overlay.has_changes(stratum.aggregate.source):
-                reports.append(StratumReport(stratum.index, names, "unchanged", 0.0))
-                continue
-            update_aggregate(stratum.aggregate, m.state, overlay, deadline.check)
-            kind = "update"
-        else:
-            plans = _stratum_plans(m, stratum, new)
-            touched = (
-                own_retracts
-                or own_inserts
-                or any(overlay.has_changes(name) for name in plans.inputs)
-            )
-            if not touched:
-                reports.append(StratumReport(stratum.index, names, "unchanged", 0.0))
-                continue
-            plans.update(overlay, deadline, own_retracts, own_inserts)
-            kind = "update"
-        reports.append(StratumReport(stratum.index, names, kind, time.perf_counter() - started))
+        if predicted is not None:
+            predicted.begin(stratum.index)
+        try:
+            deadline.check()
+            kind = _update_stratum(m, overlay, stratum, epoch, deadline, predicted)
+        except DeadlineExceeded:
+            rest = None if predicted is None else predicted.remaining(predicted.now())
+            seconds = time.perf_counter() - started
+            reports.append(StratumReport(stratum.index, names, ABANDONED, seconds, rest))
+            raise
+        rest = None if predicted is None else predicted.end()
+        seconds = 0.0 if kind == UNCHANGED else time.perf_counter() - started
+        reports.append(StratumReport(stratum.index, names, kind, seconds, rest))
     return tuple(reports)
+
+
+@dataclass(frozen=True, slots=True)
+class _EpochInputs:
+    """What every stratum's Update reads of the epoch: the program after it, the strata a
+    rule change made anew, the facts the program text pins, and the facts the delta flips
+    (pinned ones taken out)."""
+
+    analyzed: AnalyzedProgram
+    changed: set[int]
+    pinned: Mapping[str, set[Tuple]]
+    inserts: dict[str, set[Tuple]]
+    retracts: dict[str, set[Tuple]]
+
+
+def _update_stratum(
+    m: Materialization,
+    overlay: Overlay,
+    stratum: Stratum,
+    epoch: _EpochInputs,
+    deadline: Deadline,
+    predicted: Forecast | None,
+) -> str:
+    """One stratum's Update into the overlay; what it took: "update", "bootstrap" (made
+    afresh) or "unchanged" (no input changed)."""
+    retracts, inserts = epoch.retracts, epoch.inserts
+    own_retracts = {n: retracts[n] for n in stratum.relations if retracts.get(n)}
+    own_inserts = {n: inserts[n] for n in stratum.relations if inserts.get(n)}
+    if stratum.index in epoch.changed or (  # a choice is made afresh (`executors.choice`)
+        stratum.stepwise
+        and (
+            own_retracts
+            or own_inserts
+            or any(overlay.has_changes(name) for name in stratum_inputs(stratum))
+        )
+    ):
+        facts = {
+            name: (set(m.facts.get(name, ())) - retracts.get(name, set()))
+            | inserts.get(name, set())
+            | epoch.pinned.get(name, set())
+            for name in stratum.relations
+        }
+        bootstrap_into_overlay(stratum, overlay, facts, m.symbols, m.arities, deadline.check)
+        return "bootstrap"
+    if stratum.stepwise:
+        return UNCHANGED
+    if stratum.aggregate is not None:
+        if not overlay.has_changes(stratum.aggregate.source):
+            return UNCHANGED
+        update_aggregate(stratum.aggregate, m.state, overlay, deadline.check)
+        return "update"
+    plans = _stratum_plans(m, stratum, epoch.analyzed)
+    touched = own_retracts or own_inserts or any(overlay.has_changes(name) for name in plans.inputs)
+    if not touched:
+        return UNCHANGED
+    if predicted is not None:
+        predicted.begin(stratum.index, plans.progress())
+    plans.update(overlay, deadline, own_retracts, own_inserts)
+    return "update"
 
 
 def _program_facts_changed(
@@ -399,6 +468,7 @@ def _report(
     types: tuple[Mapping[str, tuple[ValueType, ...]], Mapping[str, tuple[ValueType, ...]]],
     reason: str | None = None,
     engine: EngineChoice | None = None,
+    abandoned: tuple[StratumReport, ...] = (),
 ) -> EpochReport:
     """The report of epoch number `epoch`. `sizes`: (retracted, inserted) per derived
     relation; `listed`: their tuples, for a report that lists them; `types`: the column types
@@ -432,6 +502,7 @@ def _report(
         warnings=prepared.warnings,
         engine=None if engine is None else engine.engine,
         engine_reason=None if engine is None else engine.reason,
+        update_strata=abandoned,
     )
 
 

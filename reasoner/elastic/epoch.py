@@ -44,17 +44,33 @@ class Delta:
     `remove_rules`: None keeps the program."""
 
 
+UNCHANGED = "unchanged"
+"""The strategy of a delta that changes nothing (no epoch is made and nothing is evaluated),
+and of a stratum none of whose inputs an epoch changed."""
+ABANDONED = "abandoned"
+"""The strategy of the stratum an Update was in when the switch abandoned it."""
+
+
 @dataclass(frozen=True, slots=True)
 class StratumReport:
     index: int
     relations: tuple[str, ...]
     strategy: str
-    """"update", "bootstrap", or "unchanged" (no input of the stratum changed)."""
+    """"update", "bootstrap", `UNCHANGED`, or `ABANDONED`."""
     seconds: float
+    forecast_seconds: float | None = None
+    """Of an Update: the seconds the rest of it was projected to need when this stratum ended
+    (or was abandoned), against the last Bootstrap's time (`reasoner.elastic.forecast`); None
+    when there was no forecast to make."""
 
-
-UNCHANGED = "unchanged"
-"""The strategy of a delta that changes nothing: no epoch is made and nothing is evaluated."""
+    def as_json(self) -> dict[str, object]:
+        return {
+            "index": self.index,
+            "relations": list(self.relations),
+            "strategy": self.strategy,
+            "seconds": self.seconds,
+            "forecast_seconds": self.forecast_seconds,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +95,9 @@ class EpochReport:
     engine_reason: str | None = None
     warnings: tuple[Notice, ...] = ()
     """What was accepted but may not be meant (see `PreparedDelta.warnings`)."""
+    update_strata: tuple[StratumReport, ...] = ()
+    """Of a Bootstrap that an Update fell back to: the strata that Update went through, with
+    their forecasts, the last being where it stopped."""
 
     @property
     def changed(self) -> bool:
@@ -97,15 +116,8 @@ class EpochReport:
             "seconds": self.seconds,
             "inserted": self.inserted,
             "retracted": self.retracted,
-            "strata": [
-                {
-                    "index": s.index,
-                    "relations": list(s.relations),
-                    "strategy": s.strategy,
-                    "seconds": s.seconds,
-                }
-                for s in self.strata
-            ],
+            "strata": [s.as_json() for s in self.strata],
+            "update_strata": [s.as_json() for s in self.update_strata],
         }
 
 

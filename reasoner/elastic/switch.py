@@ -3,8 +3,11 @@
 The elastic paper's policy, in one place: a delta first runs as Update under a deadline of
 `switching parameter × last Bootstrap time` (never below `min_update_seconds`, where tiny
 programs would thrash) and a memory allowance; past either, the Update is discarded and a
-Bootstrap recomputes from scratch (`attempt_update`). Two refinements:
+Bootstrap recomputes from scratch (`attempt_update`). Three refinements:
 
+- a forecast (`reasoner.elastic.forecast`) projects what the Update still needs against the last
+  Bootstrap's time, stratum by stratum: it abandons an Update that will lose before its deadline,
+  and lets one that will win run past it (never longer than a Bootstrap takes);
 - a bulk load (`bulk_load`) goes to the Bootstrap directly: an Update of it would most likely
   spend its whole deadline before falling back, so the fallback would cost the deadline more;
 - the deadline also polls the caller's cancellation (`Deadline.epoch_check`), so a service's epoch
@@ -20,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from reasoner.elastic.forecast import Forecast
 from reasoner.errors import InvalidDelta
 from reasoner.support.deadline import BootstrapCancelled, Check, Deadline, DeadlineExceeded
 
@@ -56,12 +60,15 @@ def update_deadline(
     seconds: float,
     cancel: Check | None,
     memory: Callable[[], int],
+    forecast: Forecast | None = None,
 ) -> Deadline:
-    """The bounds of an Update begun at `start`: `seconds` and `memory()` bytes under `auto`;
-    none but the caller's cancellation when Update is forced."""
+    """The bounds of an Update begun at `start`: `seconds` and `memory()` bytes under `auto`,
+    the `forecast` deciding in place of the seconds when there is one; none but the caller's
+    cancellation when Update is forced."""
     if strategy == "update":
         return Deadline(epoch_check=cancel)
-    return Deadline(start + seconds, memory(), cancel)
+    judge = None if forecast is None else forecast.judge
+    return Deadline(start + seconds, memory(), cancel, judge)
 
 
 @dataclass(frozen=True, slots=True)

@@ -550,6 +550,7 @@ cdef class Kernel:
     cdef list by_head_later   # the same, for the rules with an atom over an own relation
     cdef list rules
     cdef object check
+    cdef readonly int64_t iteration  # the iteration `drain` is at (0: `start`'s hand-over)
     cdef object call          # (functor, operands) -> value or None: `reasoner.values.functors.caller`
     cdef int64_t ticks
     cdef int64_t budget       # bytes the bookkeeping may take (0: no bound)
@@ -757,6 +758,7 @@ cdef class Kernel:
         self.check = check
         self.budget = budget
         self.ticks = CHECK_EVERY
+        self.iteration = 0
         for relation, flipped in lower.items():
             rows = flipped
             for e in self.by_atom[relation]:
@@ -776,8 +778,24 @@ cdef class Kernel:
                 self._checkpoint()
             k = self._pop()
             iterations += 1
+            self.iteration = k
             self._iteration(k)
         return iterations
+
+    def iteration_counts(self, int relation):
+        """How many committed rows of `relation` each iteration holds (an int64 array): the
+        shape of the Bootstrap that made it, which an Update's forecast reads its progress
+        against (`reasoner.elastic.forecast`)."""
+        cdef Table t = self._table(relation)
+        cdef int64_t r, top = 0
+        for r in range(t.nrows):
+            top = max(top, t.status[r])
+        out = np.zeros(top + 1, dtype=np.int64)
+        cdef int64_t[::1] o = out
+        for r in range(t.nrows):
+            if t.status[r] >= 0:
+                o[t.status[r]] += 1
+        return out
 
     def export(self, int relation):
         """(rows, o, n, counts) as int64 arrays: every row of `relation` whose status this

@@ -9,6 +9,8 @@ statuses back into the overlay by row id.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from reasoner.analysis.model import Stratum
@@ -67,6 +69,28 @@ class StratumUpdate:
                 # A rule without an own atom fires at iteration 1 or never: it re-derives a
                 # head deleted later than iteration 0 never (see `by_head_later`).
                 self.kernel.add("head_later", relation, enumerator)
+
+    def progress(self) -> Callable[[], float]:
+        """How far the next Update has got through the stratum: the share of the stratum's
+        tuples at iterations before the one the kernel is at. An Update walks the iterations
+        in the order the Bootstrap made them, so its tuples per iteration are the Update's
+        road; they are counted on the first call only, which a forecast makes only once the
+        Update has run a while (`reasoner.elastic.forecast`)."""
+        passed: list[np.ndarray] = []
+
+        def fraction() -> float:
+            if not passed:
+                number = self.relations.number
+                counts = [self.kernel.iteration_counts(number[name]) for name in self.relations.own]
+                total = np.zeros(max((len(c) for c in counts), default=0) + 1, dtype=np.int64)
+                for c in counts:
+                    total[1 : len(c) + 1] += c  # total[k]: the tuples before iteration k
+                cumulative = np.cumsum(total)
+                passed.append(cumulative / max(1, int(cumulative[-1])))
+            shares = passed[0]
+            return float(shares[min(self.kernel.iteration, len(shares) - 1)])
+
+        return fraction
 
     def update(
         self,

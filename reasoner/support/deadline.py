@@ -113,9 +113,14 @@ class Deadline:
     past them the kernel raises `MemoryBudgetExceeded`. 0: no bound."""
     epoch_check: Check | None = None
     """The enclosing epoch's check (it raises `BootstrapCancelled`), polled first."""
+    judge: Check | None = None
+    """Decides in place of `at` (the switch's forecast, `reasoner.elastic.forecast`): raises
+    `DeadlineExceeded` when the Update should stop."""
 
     def check(self) -> None:
         if self.epoch_check is not None:
             self.epoch_check()
-        if self.at is not None and clock() > self.at:
+        if self.judge is not None:
+            self.judge()
+        elif self.at is not None and clock() > self.at:
             raise DeadlineExceeded

@@ -85,6 +85,9 @@ epochs = Table(
     Column("inserted", Integer, nullable=True),
     Column("retracted", Integer, nullable=True),
     Column("strata", JSON, nullable=True),
+    # Of a Bootstrap an Update fell back to: the strata that Update went through (NULL: an
+    # epoch of a version that did not keep them).
+    Column("update_strata", JSON, nullable=True),
     Column("failure", Text, nullable=True),
     # Rows of the epoch's change set in `epoch_changes`; NULL: not stored (an epoch from
     # before the change feed, or pruned past the retention).

@@ -143,6 +143,9 @@ def test_rules_facts_queries_removal_retraction(server: Server) -> None:
     assert older[0]["number"] == epochs["next"] - 1
     one = client.get(f"/v1/epochs/{delta['epoch']}").raise_for_status().json()
     assert one["strategy"] == delta["strategy"] and one["facts_inserted"] == 1
+    # Per stratum, the switch's forecast; of a fallback, where the Update stopped.
+    assert one["strata"] == delta["strata"] and "forecast_seconds" in one["strata"][0]
+    assert one["update_strata"] == delta["update_strata"]
 
     metrics = client.get("/metrics").raise_for_status()
     assert metrics.headers["content-type"].startswith("text/plain; version=0.0.4")

@@ -7,7 +7,9 @@ import io
 import polars as pl
 import pytest
 
+from reasoner.elastic import apply
 from reasoner.elastic.epoch import Delta
+from reasoner.elastic.forecast import Forecast
 from reasoner.errors import InvalidDelta
 from reasoner.io.facts import format_rows, write_csv
 from reasoner.kernel.run import StratumUpdate
@@ -32,8 +34,8 @@ def _materialization(**options: object) -> Materialization:
     return m
 
 
-def _fresh_snapshot(edges: list[tuple[int, int]]) -> dict:
-    m = Materialization.from_text(TC)
+def _fresh_snapshot(edges: list[tuple[int, int]], text: str = TC) -> dict:
+    m = Materialization.from_text(text)
     m.load({"edge": edges})
     m.bootstrap()
     return m.snapshot()
@@ -240,3 +242,69 @@ def test_interning_a_long_column_gives_the_ids_row_by_row_interning_gives() -> N
     assert [bulk.resolve(i) for i in range(len(bulk))] == [
         rows.resolve(i) for i in range(len(rows))
     ]
+
+
+TWO_STRATA = TC + "\n.decl reach(y: number)\nreach(y) :- tc(1, y).\n"
+
+
+class _SteppedClock:
+    """A forecast's clock: 0 until the first stratum ends, then 10 s later."""
+
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def _forecast_with(monkeypatch: pytest.MonkeyPatch, bootstrap: float, deadline: float) -> None:
+    """The Update's forecast over the test's clock: 1 Bootstrap second for each stratum, and
+    the first one done 10 s after it began."""
+    clock = _SteppedClock()
+    end = Forecast.end
+
+    def ended(self: Forecast) -> float | None:
+        clock.t = 10.0
+        return end(self)
+
+    monkeypatch.setattr(Forecast, "end", ended)
+
+    def forecast(m: Materialization, analyzed: object, start: float, seconds: float) -> Forecast:
+        return Forecast({0: 1.0, 1: 1.0}, bootstrap, 0.0, deadline, 0.0, clock)
+
+    monkeypatch.setattr(apply, "_forecast", forecast)
+
+
+def _two_strata() -> Materialization:
+    m = Materialization.from_text(TWO_STRATA)
+    m.load({"edge": [(1, 2), (2, 3)]})
+    m.bootstrap()
+    return m
+
+
+def test_an_update_projected_to_lose_is_abandoned_before_its_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """10 s for the first stratum: 10 s more for the second, against a 1 s Bootstrap."""
+    m = _two_strata()
+    _forecast_with(monkeypatch, bootstrap=1.0, deadline=100.0)
+    report = m.apply(Delta(retract={"edge": [(2, 3)]}))
+    assert (report.strategy, report.fallback_reason) == ("bootstrap", "forecast")
+    walked = [(s.relations, s.strategy, s.forecast_seconds) for s in report.update_strata]
+    assert walked == [(("tc",), "update", 10.0), (("reach",), "abandoned", 10.0)]
+    assert m.snapshot() == _fresh_snapshot([(1, 2)], TWO_STRATA)
+
+
+def test_an_update_projected_to_win_runs_past_its_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """10 s for the first stratum, past a 5 s deadline: 10 s more, against a 100 s Bootstrap."""
+    m = _two_strata()
+    _forecast_with(monkeypatch, bootstrap=100.0, deadline=5.0)
+    report = m.apply(Delta(retract={"edge": [(2, 3)]}))
+    assert (report.strategy, report.fallback_reason, report.update_strata) == ("update", None, ())
+    assert [(s.strategy, s.forecast_seconds) for s in report.strata] == [
+        ("update", 10.0),
+        ("update", 0.0),
+    ]
+    assert m.snapshot() == _fresh_snapshot([(1, 2)], TWO_STRATA)

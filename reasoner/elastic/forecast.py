@@ -1,0 +1,132 @@
+"""The switch's forecast: how long an Update still needs, against a Bootstrap from scratch.
+
+The paper's switch waits out a fixed deadline (`switching parameter × last Bootstrap time`).
+That loses both ways: an Update that will cost more than a Bootstrap runs its whole deadline
+first (on crdt.dl, 25 s of a 128 s Bootstrap), and an Update that would finish well before a
+Bootstrap is abandoned at the deadline anyway (crdt_linear's 10 % epochs: 1.0 s of Update
+against a 0.5 s deadline and a 1.2 s Bootstrap after it).
+
+So the Update's progress is measured in the last Bootstrap's seconds: a stratum it has finished
+(or found unchanged) counts that stratum's whole Bootstrap time; the stratum under way counts
+the share of its tuples at the iterations the Update has passed (an Update walks a stratum's
+iterations in the order a Bootstrap made them). The Update's rate is its seconds so far over
+that progress, and what it still needs is the rate times the Bootstrap seconds ahead. At each
+check of the deadline:
+
+- before `earliest` nothing is decided (the rate of a few milliseconds of work says little);
+- from then on, the Update is abandoned as soon as what it still needs is projected above a
+  whole Bootstrap (the time already spent is spent either way);
+- past the deadline, an Update projected to finish before a Bootstrap would goes on, never
+  longer than the last Bootstrap took (`limit`): an epoch still costs at most that plus a
+  Bootstrap, and the deadline still decides whenever there is no forecast to make (no
+  Bootstrap timed each stratum of the program, as after a rule change).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from reasoner.support.deadline import DeadlineExceeded, clock
+
+EARLIEST_SHARE = 0.25
+"""Of the deadline: before this share of it has passed, the forecast abandons nothing."""
+
+Fraction = Callable[[], float]
+"""The share of the stratum under way that the Update has passed, in [0, 1]."""
+
+
+class UpdateAbandoned(DeadlineExceeded):
+    """The forecast put the rest of the Update above a Bootstrap: the epoch falls back."""
+
+    reason = "forecast"
+
+
+class Forecast:
+    """One Update's forecast. `costs`: the last Bootstrap's seconds per stratum (by index) of
+    every stratum the Update will visit; `bootstrap`: that Bootstrap's whole time; `start`,
+    `deadline`: points on `clock`, the Update's start and the switching deadline."""
+
+    def __init__(
+        self,
+        costs: Mapping[int, float],
+        bootstrap: float,
+        start: float,
+        deadline: float,
+        earliest: float,
+        now: Callable[[], float] = clock,
+    ) -> None:
+        self.costs = costs
+        self.now = now
+        """The clock (`clock`; a test's own)."""
+        self.bootstrap = bootstrap
+        self.start = start
+        self.deadline = deadline
+        self.earliest = earliest
+        self.limit = max(deadline, start + bootstrap)
+        """Past this point the Update stops whatever the forecast says."""
+        self._total = sum(costs.values())
+        self._first: float | None = None
+        """When the first stratum began: the work before it (the delta's preparation) is
+        not the strata's, and would inflate the first projections."""
+        self._done = 0.0
+        self._cost = 0.0
+        self._fraction: Fraction | None = None
+
+    def begin(self, index: int, fraction: Fraction | None = None) -> None:
+        """Stratum `index` begins; `fraction`, when given, says how far it has got."""
+        if self._first is None:
+            self._first = self.now()
+        self._cost = self.costs.get(index, 0.0)
+        self._fraction = fraction
+
+    def end(self) -> float | None:
+        """The stratum under way is done: the projected seconds of the rest of the Update."""
+        self._done += self._cost
+        self._cost, self._fraction = 0.0, None
+        return self.remaining(self.now())
+
+    def remaining(self, now: float) -> float | None:
+        """The projected seconds the Update still needs; None before it has made progress."""
+        progress = self._done
+        if self._fraction is not None and self._cost:
+            progress += self._cost * min(1.0, max(0.0, self._fraction()))
+        if progress <= 0.0 or self._first is None:
+            return None
+        return (now - self._first) / progress * max(0.0, self._total - progress)
+
+    def judge(self) -> None:
+        """Raise `UpdateAbandoned` or `DeadlineExceeded` when the Update should stop now."""
+        now = self.now()
+        if now < self.earliest:
+            return
+        if now > self.limit:
+            raise DeadlineExceeded
+        rest = self.remaining(now)
+        if rest is None:
+            if now > self.deadline:
+                raise DeadlineExceeded
+            return
+        if rest > self.bootstrap:
+            raise UpdateAbandoned
+
+
+def stratum_costs(
+    strata: Mapping[int, tuple[str, ...]], runs: Mapping[tuple[str, ...], float]
+) -> dict[int, float] | None:
+    """The last Bootstrap's seconds of each stratum (`strata`: index -> its relations, sorted),
+    from its runs (relations -> seconds); None when a stratum has none (a forecast needs them
+    all)."""
+    costs = {}
+    for index, relations in strata.items():
+        seconds = runs.get(relations)
+        if seconds is None:
+            return None
+        costs[index] = seconds
+    return costs
+
+
+def earliest(start: float, update_seconds: float, min_update_seconds: float) -> float:
+    """When the forecast may first abandon an Update begun at `start` with a deadline of
+    `update_seconds`: a share of the deadline, and never before the deadline's floor, below
+    which an Update is never abandoned (`reasoner.elastic.switch`)."""
+    return start + max(min_update_seconds, EARLIEST_SHARE * update_seconds)

@@ -1,0 +1,99 @@
+"""The switch's forecast (`reasoner.elastic.forecast`): progress counted in the last
+Bootstrap's seconds, and the three decisions it makes, on a clock the test moves."""
+
+from __future__ import annotations
+
+import pytest
+
+from reasoner.elastic.forecast import Forecast, UpdateAbandoned, earliest, stratum_costs
+from reasoner.support.deadline import DeadlineExceeded
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def _forecast(
+    clock: Clock, *, bootstrap: float = 10.0, deadline: float = 2.0, first: float = 0.5
+) -> Forecast:
+    """Three strata of 1, 2 and 1 Bootstrap seconds; the Update starts at 0."""
+    return Forecast({0: 1.0, 1: 2.0, 2: 1.0}, bootstrap, 0.0, deadline, first, clock)
+
+
+def test_progress_is_the_bootstrap_seconds_of_the_strata_done_and_of_the_one_under_way() -> None:
+    clock = Clock()
+    forecast = _forecast(clock)
+    forecast.begin(0)
+    assert forecast.remaining(0.0) is None  # nothing measured yet
+    clock.t = 0.5
+    assert forecast.end() == pytest.approx(0.5 / 1.0 * 3.0)  # half the Bootstrap's rate
+    share = [0.25]
+    forecast.begin(1, lambda: share[0])
+    # 1 + 2 x 0.25 of 4 Bootstrap seconds done in 1 s: the other 2.5 take 1 / 1.5 each
+    assert forecast.remaining(1.0) == pytest.approx(1.0 / 1.5 * 2.5)
+    share[0] = 7.0  # a share is clamped: an Update may go past the Bootstrap's iterations
+    assert forecast.remaining(1.0) == pytest.approx(1.0 / 3.0 * 1.0)
+
+
+def test_time_before_the_first_stratum_is_not_the_strata_work() -> None:
+    clock = Clock()
+    forecast = _forecast(clock)
+    clock.t = 5.0  # the delta's preparation
+    forecast.begin(0)
+    clock.t = 6.0
+    assert forecast.end() == pytest.approx(1.0 / 1.0 * 3.0)
+
+
+def test_nothing_is_decided_before_the_earliest_point() -> None:
+    clock = Clock()
+    forecast = _forecast(clock, bootstrap=0.1)
+    forecast.begin(0)
+    clock.t = 0.4
+    forecast.end()  # 0.4 s for a quarter: 1.2 s more, far above a 0.1 s Bootstrap
+    forecast.judge()
+    clock.t = 0.6
+    with pytest.raises(UpdateAbandoned) as raised:
+        forecast.judge()
+    assert raised.value.reason == "forecast"
+
+
+def test_an_update_projected_to_win_runs_past_its_deadline_but_not_past_a_bootstrap() -> None:
+    clock = Clock()
+    forecast = _forecast(clock, bootstrap=10.0, deadline=2.0)
+    forecast.begin(0)
+    clock.t = 1.0
+    forecast.end()
+    forecast.begin(1, lambda: 0.5)
+    clock.t = 3.0  # past the deadline; 3 s for 2 of 4 Bootstrap seconds: 3 s more < 10 s
+    forecast.judge()
+    clock.t = 10.5  # past the last Bootstrap's time, whatever the forecast
+    with pytest.raises(DeadlineExceeded) as raised:
+        forecast.judge()
+    assert raised.value.reason == "deadline"
+
+
+def test_without_progress_the_deadline_decides() -> None:
+    clock = Clock()
+    forecast = _forecast(clock, bootstrap=100.0, deadline=2.0)
+    forecast.begin(0)  # a non-recursive stratum: no share to read
+    clock.t = 1.9
+    forecast.judge()
+    clock.t = 2.1
+    with pytest.raises(DeadlineExceeded) as raised:
+        forecast.judge()
+    assert raised.value.reason == "deadline"
+
+
+def test_a_forecast_needs_every_strata_bootstrap_time() -> None:
+    strata = {0: ("a",), 1: ("b", "c")}
+    assert stratum_costs(strata, {("a",): 1.0, ("b", "c"): 2.0, ("z",): 3.0}) == {0: 1.0, 1: 2.0}
+    assert stratum_costs(strata, {("a",): 1.0}) is None  # a stratum a rule change made
+
+
+def test_the_earliest_point_is_a_share_of_the_deadline_and_never_before_its_floor() -> None:
+    assert earliest(10.0, 20.0, 0.5) == pytest.approx(15.0)
+    assert earliest(10.0, 0.5, 0.5) == pytest.approx(10.5)
