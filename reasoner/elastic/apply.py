@@ -415,7 +415,7 @@ def _update_stratum(
     if not touched:
         return UNCHANGED
     if predicted is not None:
-        predicted.begin(stratum.index, plans.progress())
+        predicted.measure(plans.progress())
     plans.update(overlay, deadline, own_retracts, own_inserts)
     return "update"
 

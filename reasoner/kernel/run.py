@@ -72,10 +72,9 @@ class StratumUpdate:
 
     def progress(self) -> Callable[[], float]:
         """How far the next Update has got through the stratum: the share of the stratum's
-        tuples at iterations before the one the kernel is at. An Update walks the iterations
-        in the order the Bootstrap made them, so its tuples per iteration are the Update's
-        road; they are counted on the first call only, which a forecast makes only once the
-        Update has run a while (`reasoner.elastic.forecast`)."""
+        tuples at iterations before the one the kernel is at (an Update walks the iterations
+        in the order the Bootstrap made them). They are counted on the first call only, which
+        a forecast makes once the Update has run a while (`reasoner.elastic.forecast`)."""
         passed: list[np.ndarray] = []
 
         def fraction() -> float:

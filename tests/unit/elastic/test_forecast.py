@@ -31,8 +31,9 @@ def test_progress_is_the_bootstrap_seconds_of_the_strata_done_and_of_the_one_und
     assert forecast.remaining(0.0) is None  # nothing measured yet
     clock.t = 0.5
     assert forecast.end() == pytest.approx(0.5 / 1.0 * 3.0)  # half the Bootstrap's rate
+    forecast.begin(1)
     share = [0.25]
-    forecast.begin(1, lambda: share[0])
+    forecast.measure(lambda: share[0])
     # 1 + 2 x 0.25 of 4 Bootstrap seconds done in 1 s: the other 2.5 take 1 / 1.5 each
     assert forecast.remaining(1.0) == pytest.approx(1.0 / 1.5 * 2.5)
     share[0] = 7.0  # a share is clamped: an Update may go past the Bootstrap's iterations
@@ -61,16 +62,50 @@ def test_nothing_is_decided_before_the_earliest_point() -> None:
     assert raised.value.reason == "forecast"
 
 
-def test_an_update_projected_to_win_runs_past_its_deadline_but_not_past_a_bootstrap() -> None:
-    clock = Clock()
-    forecast = _forecast(clock, bootstrap=10.0, deadline=2.0)
+def _past_the_first_two(clock: Clock, forecast: Forecast) -> None:
+    """The first two strata done in 1 s and 2 s."""
     forecast.begin(0)
     clock.t = 1.0
     forecast.end()
-    forecast.begin(1, lambda: 0.5)
-    clock.t = 3.0  # past the deadline; 3 s for 2 of 4 Bootstrap seconds: 3 s more < 10 s
+    forecast.begin(1)
+    clock.t = 3.0
+    forecast.end()
+    forecast.begin(2)
+
+
+def test_past_its_deadline_an_update_projected_to_win_keeps_to_its_projection() -> None:
+    clock = Clock()
+    forecast = _forecast(clock, bootstrap=20.0, deadline=2.0)
+    _past_the_first_two(clock, forecast)
+    forecast.judge()  # past the deadline, 3 s for 3 of 4 Bootstrap seconds: 1 s more < 20 s
+    clock.t = 5.9  # three times the 1 s it was projected to need then: the projection slipped
     forecast.judge()
-    clock.t = 10.5  # past the last Bootstrap's time, whatever the forecast
+    clock.t = 6.1
+    with pytest.raises(DeadlineExceeded) as raised:
+        forecast.judge()
+    assert raised.value.reason == "deadline"
+
+
+def test_past_its_deadline_an_update_in_the_bulk_of_the_program_stops() -> None:
+    """The stratum under way took half the Bootstrap: its share is too uncertain to bet on."""
+    clock = Clock()
+    forecast = _forecast(clock, bootstrap=20.0, deadline=2.0)
+    forecast.begin(0)
+    clock.t = 1.0
+    forecast.end()
+    forecast.begin(1)
+    forecast.measure(lambda: 0.99)
+    clock.t = 2.1
+    with pytest.raises(DeadlineExceeded):
+        forecast.judge()
+
+
+def test_an_update_never_runs_longer_than_a_bootstrap_took() -> None:
+    clock = Clock()
+    forecast = _forecast(clock, bootstrap=3.5, deadline=1.0, first=0.0)
+    _past_the_first_two(clock, forecast)
+    forecast.judge()
+    clock.t = 3.6
     with pytest.raises(DeadlineExceeded) as raised:
         forecast.judge()
     assert raised.value.reason == "deadline"
