@@ -12,7 +12,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictInt,
+    field_validator,
+    model_validator,
+)
 
 from service.settings import StoreSettings
 
@@ -327,7 +335,11 @@ class EpochRecord(BaseModel):
     inserted: int | None
     retracted: int | None
     strata: list[StratumOut] | None
-    update_strata: list[StratumOut] | None = None
+    update_strata: list[StratumOut] = Field(
+        default_factory=list,
+        description="Of a Bootstrap an Update fell back to: the strata that Update went "
+        "through (empty too for an epoch kept before they were).",
+    )
     failure: str | None = Field(
         None, description="Why a quarantined epoch could not be evaluated (an error code)."
     )
@@ -358,6 +370,12 @@ class EpochRecord(BaseModel):
             counts = {k: row.get(k) for k in ("facts_inserted", "facts_retracted")}
             row = {**row, "writes": [counts] if one else []}
         return row
+
+    @field_validator("update_strata", mode="before")
+    @classmethod
+    def _no_update_strata(cls, value: Any) -> Any:
+        """A row kept before the strata of a fallback's Update were (NULL) has none."""
+        return [] if value is None else value
 
 
 class EpochsOut(BaseModel):
