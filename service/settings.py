@@ -73,8 +73,9 @@ class Settings(BaseSettings):
     spark_threshold: int = Field(
         DEFAULT_SPARK_THRESHOLD,
         gt=0,
-        description="Rows of a stratum from which `auto` runs it on Spark whatever the "
-        "estimate of speed (where the in-process state stops fitting comfortably). A "
+        description="Rows of a stratum from which `auto` runs it on a Spark cluster whatever "
+        "the estimate of speed (where the in-process state stops fitting comfortably; not on "
+        "a `local` master, whose JVM holds less than this process). A "
         "configured cluster alone does not: every Spark iteration is a job, which costs more "
         "than the in-process executors on any input that fits in this process.",
     )

@@ -15,7 +15,8 @@ A configured engine runs every stratum. `auto` chooses per stratum, as each begi
 strata done, so their sizes are known), by an estimate of each engine's cost
 (`StratumEstimate`): the rows its first iteration reads, the iterations and tuples the same
 stratum took in the last Bootstrap, and, for Spark, the cores it has. Spark takes a stratum that
-would not fit in process (`spark_threshold` rows) or that its cores would finish sooner; a
+would not fit in process (`spark_threshold` rows: on a cluster, since a `local` master's JVM
+holds less than this process) or that its cores would finish sooner; a
 configured cluster alone is no reason, since each Spark iteration costs jobs and the in-process
 executors win on anything one process holds (a deployment with a cluster once waited 22-70 s
 for Spark to bootstrap an empty program). The choice and its reason go into every stratum's
@@ -54,8 +55,9 @@ ENGINES: tuple[Engine, ...] = get_args(Engine)
 DEFAULT_SPARK_MASTER = "local[*]"
 DEFAULT_SPARK_THRESHOLD = 50_000_000
 """Rows of a stratum (read by its first iteration, plus what it derived in the last Bootstrap)
-from which `auto` runs it on Spark whatever the estimate of speed: where the in-process state
-stops fitting comfortably in memory."""
+from which `auto` runs it on a Spark cluster whatever the estimate of speed: where the
+in-process state stops fitting comfortably in memory (not on a `local` master, see
+`EngineSettings.local_master`)."""
 
 
 @functools.cache
@@ -103,6 +105,12 @@ class EngineSettings:
             return EngineChoice(self.engine, "configured")
         return EngineChoice("auto", "chosen per stratum")
 
+    def local_master(self) -> bool:
+        """Whether Spark runs on this machine (`local[N]`): in a JVM whose heap holds less
+        than this process can, so data too large for the process is no reason to go there
+        (crdt.dl's 151 M-tuple stratum, sent to `local[*]`, died of Java heap space)."""
+        return self.spark_master.startswith("local")
+
     def cores(self) -> int:
         """Spark's cores for the estimate: `spark_cores`, else the `local[N]` master's."""
         return self.spark_cores or master_cores(self.spark_master)
@@ -121,7 +129,7 @@ class EngineSettings:
     def _auto(self, stratum: Stratum, state: State, previous: StratumRun | None) -> EngineChoice:
         estimate = StratumEstimate.of(stratum, state, previous, self.cores())
         rows = f"{estimate.rows:,} rows"
-        if estimate.rows >= self.spark_threshold:
+        if estimate.rows >= self.spark_threshold and not self.local_master():
             return EngineChoice("spark", f"{rows} >= Spark threshold {self.spark_threshold:,}")
         # Before the seconds: the last run's are stale when its relations have shrunk since
         # (a cross product over a relation that was large), and no Spark job pays for itself

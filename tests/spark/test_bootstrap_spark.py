@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
 from reasoner.analysis import check_program
+from reasoner.executors.bootstrap import StratumRun
 from reasoner.executors.registry import EngineSettings
 from reasoner.executors.spark import bootstrap as spark_bootstrap
 from reasoner.executors.spark.bootstrap import SparkBootstrap
@@ -472,8 +473,9 @@ def test_collector_runs_during_a_spark_bootstrap_its_caller_paused_it(spark: Spa
 
 
 def test_auto_runs_each_stratum_where_its_estimate_says(spark: SparkSession) -> None:
-    """tc's stratum reads 80 edges (the kernel), sink's reads tc's 3,240 paths (Spark, over
-    the threshold): one Bootstrap on two executors sharing the state, equal to the reference."""
+    """tc's stratum reads 80 edges (the kernel), sink's reads tc's 3,240 paths (Spark: its
+    last Bootstrap took a minute in process, and Spark is given 64 cores): one Bootstrap on
+    two executors sharing the state, equal to the reference."""
     text = """
     .decl edge(x: number, y: number)
     .input edge
@@ -483,9 +485,10 @@ def test_auto_runs_each_stratum_where_its_estimate_says(spark: SparkSession) -> 
     """
     analyzed = check_program(text)
     inputs = {"edge": [(i, i + 1) for i in range(80)]}
-    settings = EngineSettings("auto", "local[2]", spark_threshold=3_000, spark_iteration=0)
+    settings = EngineSettings("auto", "local[2]", spark_iteration=0, spark_cores=64)
     m = Materialization(analyzed, maintained=False, engines=settings)
     m.load(inputs)
+    m._last_runs = {("sink",): StratumRun(1, ("sink",), 1, 80, 60.0, "local", "")}
     report = m.bootstrap()
     chosen = {run.relations: run.engine for run in report.strata}
     assert chosen == {("tc",): "reference", ("sink",): "spark"}
