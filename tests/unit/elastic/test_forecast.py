@@ -10,6 +10,8 @@ from reasoner.support.deadline import DeadlineExceeded
 
 
 class Clock:
+    """A clock that moves when the test sets `t`."""
+
     def __init__(self) -> None:
         self.t = 0.0
 

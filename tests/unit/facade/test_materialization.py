@@ -15,6 +15,7 @@ from reasoner.io.facts import format_rows, write_csv
 from reasoner.kernel.run import StratumUpdate
 from reasoner.materialization import Materialization
 from reasoner.values.symbols import BULK_INTERN, SymbolTable
+from tests.unit.elastic.test_forecast import Clock
 
 TC = """
 .decl edge(x: number, y: number)
@@ -247,20 +248,10 @@ def test_interning_a_long_column_gives_the_ids_row_by_row_interning_gives() -> N
 TWO_STRATA = TC + "\n.decl reach(y: number)\nreach(y) :- tc(1, y).\n"
 
 
-class _SteppedClock:
-    """A forecast's clock: 0 until the first stratum ends, then 10 s later."""
-
-    def __init__(self) -> None:
-        self.t = 0.0
-
-    def __call__(self) -> float:
-        return self.t
-
-
 def _forecast_with(monkeypatch: pytest.MonkeyPatch, bootstrap: float, deadline: float) -> None:
     """The Update's forecast over the test's clock: 1 Bootstrap second for each stratum, and
-    the first one done 10 s after it began."""
-    clock = _SteppedClock()
+    the first one done 10 s after it began (the clock stands at 0 until then)."""
+    clock = Clock()
     end = Forecast.end
 
     def ended(self: Forecast) -> float | None:
