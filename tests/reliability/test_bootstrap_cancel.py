@@ -114,9 +114,13 @@ class _Observed:
         # The program is one iteration: checks before the stop came between slices of its join.
         assert len(before) >= 2, self.times
         assert len(after) <= 1, "checks after the cancellation did not stop the run"
-        # Slices adapt to take about CHECK_INTERVAL; under load they all slow down alike.
+        # Slices adapt to take about CHECK_INTERVAL and under load they all slow down alike, but
+        # a slice that grows the derived relation's arrays also copies them: each such doubling
+        # copies twice what the last one did, and under memory pressure its fresh pages fault
+        # in slower still (0.141 s after a largest earlier gap of 0.033 s in a loaded CI run).
+        # Without the checks the run would go on for seconds.
         gaps = [b - a for a, b in itertools.pairwise(before)]
-        assert self.times[-1] - before[-1] <= 2 * max(gaps) + CHECK_INTERVAL, self.times
+        assert self.times[-1] - before[-1] <= 4 * max(gaps) + CHECK_INTERVAL, self.times
 
 
 @pytest.mark.parametrize("executor", EXECUTORS)
