@@ -74,8 +74,11 @@ COPY service ./service
 COPY --from=build /build/reasoner/storage/*.so ./reasoner/storage/
 COPY --from=build /build/reasoner/kernel/*.so ./reasoner/kernel/
 COPY --from=build /build/service/feed/*.so ./service/feed/
+# Compiled once here: the image's user cannot write __pycache__ (and PYTHONDONTWRITEBYTECODE
+# forbids it), so without this every start compiled the sources again.
 # ./data holds the SQLite database when no PostgreSQL URL is set (mount a volume there).
-RUN mkdir -p /app/data && chown reasoner:reasoner /app/data
+RUN python -m compileall -q reasoner service migrations \
+    && mkdir -p /app/data && chown reasoner:reasoner /app/data
 USER reasoner
 
 EXPOSE 8000
