@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import sys
 import time
 from collections.abc import Sequence
@@ -47,6 +46,7 @@ from reasoner.kernel.explain import explain_program
 from reasoner.materialization import Materialization
 from reasoner.reads.proofs import Explainer, ExplainError, Failure, shown
 from reasoner.support.gc_pause import collector_paused
+from reasoner.support.process_memory import lifetime_peak_memory_bytes
 from reasoner.syntax import parse_body
 from reasoner.syntax.ast import (
     Atom,
@@ -70,11 +70,6 @@ EXIT_CHECK_FAILED = 3
 
 
 QUIET_HELP = "no progress display (it shows only when standard error is a terminal)"
-
-
-def peak_memory_bytes() -> int:
-    """Peak resident set size of this process (Linux reports ru_maxrss in KiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -108,7 +103,8 @@ def _run_once(args: argparse.Namespace) -> int:
             "output_seconds": end - written,
             "engine": report.engine.engine,
             "engine_reason": report.engine.reason,
-            "peak_memory_bytes": peak_memory_bytes(),
+            "peak_memory_bytes": lifetime_peak_memory_bytes(),
+            "state_bytes": materialization.state.nbytes,
             "strata": [
                 {
                     "index": run.index,
@@ -214,7 +210,7 @@ def _replay(args: argparse.Namespace) -> int:
                 "check": args.check,
                 "seconds": sum(r.report.seconds for r in records),
                 # With --check this includes the reference rebuilds alongside the live state.
-                "peak_memory_bytes": peak_memory_bytes(),
+                "peak_memory_bytes": lifetime_peak_memory_bytes(),
                 "epochs": [r.as_json() for r in records],
             },
         )
@@ -231,8 +227,11 @@ def _progress_line(record: EpochRecord) -> str:
     line = (
         f"epoch {report.epoch:>3}  {strategy:<22} {report.seconds:9.3f}s  "
         f"facts +{record.facts_inserted} -{record.facts_retracted}  "
-        f"derived +{report.inserted} -{report.retracted}"
+        f"derived +{report.inserted} -{report.retracted}  "
+        f"state {record.state_bytes / 2**20:,.0f} MB"
     )
+    if record.peak_memory_bytes is not None:
+        line += f", peak {record.peak_memory_bytes / 2**20:,.0f} MB"
     if record.check_seconds is not None:
         verdict = "FAILED" if record.differences else "ok"
         line += f"  check {verdict} ({record.check_seconds:.3f}s)"

@@ -442,8 +442,7 @@ def update_memory_budget(state: State) -> int:
     size (at least `MIN_UPDATE_MEMORY`). A Bootstrap needs about as much beside the old
     state, so an Update that needs more is the more expensive way, however long its
     deadline."""
-    tables = sum(store.table.nbytes for store in state.relations.values())
-    return max(MIN_UPDATE_MEMORY, tables)
+    return max(MIN_UPDATE_MEMORY, state.nbytes)
 
 
 def _stratum_plans(

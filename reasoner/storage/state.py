@@ -194,6 +194,12 @@ class State:
     def __contains__(self, name: str) -> bool:
         return name in self.relations
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes the relations' tables have allocated (rows, statuses and counts, hash tables,
+        indexes): the state's size, which reports set beside the peaks that evaluating it took."""
+        return sum(store.table.nbytes for store in self.relations.values())
+
     def snapshot(self) -> dict[str, dict[Tuple, tuple[int, int]]]:
         """A plain copy of every (tuple -> (iteration, count)), for comparing two states."""
         return {name: rel.snapshot() for name, rel in self.relations.items()}

@@ -41,7 +41,7 @@ def test_run_writes_outputs_and_stats(tmp_path: Path) -> None:
     assert stratum["relations"] == ["tc"]
     assert stratum["iterations"] == 3
     assert stratum["derived"] == 9
-    assert report["peak_memory_bytes"] > 0
+    assert report["peak_memory_bytes"] > report["state_bytes"] > 0
     assert report["seconds"] >= report["bootstrap_seconds"] > 0
 
 

@@ -80,6 +80,7 @@ def test_check_passes_and_report_has_every_epoch(
     for epoch in epochs:
         assert epoch["differences"] == {}
         assert epoch["check_seconds"] >= 0 and epoch["seconds"] >= 0
+        assert epoch["state_bytes"] > 0 and epoch["peak_memory_bytes"] > 0
         assert [s["index"] for s in epoch["strata"]] == [0, 1]
         assert {s["strategy"] for s in epoch["strata"]} <= {"bootstrap", "update", "unchanged"}
     assert epochs[0]["inserted"] == 900 + 1 + 1  # tc on the 30-cycle, tc(40, 41), unreached(41)
