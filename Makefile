@@ -15,7 +15,7 @@ RUNTIME_STAMP := $(VENV)/.installed-runtime
 # `testpaths` (pyproject.toml) makes tests/ the default.
 PYTEST_ARGS ?=
 
-.PHONY: test test-fast lint typecheck serve install clean engine-alone bench bench-quick bench-bootstrap bench-scaling bench-explain \
+.PHONY: test test-fast lint typecheck browser serve install clean engine-alone bench bench-quick bench-bootstrap bench-scaling bench-explain \
 	reliability reliability-quick compose-test
 
 # The reliability harnesses (tests/reliability: crash, fuzzing, limits, load, security) run
@@ -28,7 +28,7 @@ RELIABILITY_REPORT ?= out/reliability/figures-$(RELIABILITY_MODE).json
 # compose stack, the reliability harnesses and the engine alone, one at a time (tests/stages.sh).
 TEST_WORKERS ?= 3
 
-test: lint typecheck
+test: lint typecheck browser
 	BIN=$(BIN) TEST_WORKERS=$(TEST_WORKERS) PYTEST_ARGS="$(PYTEST_ARGS)" bash tests/stages.sh
 
 # The edit-run loop: lint, then the unit and property tests without Spark, PostgreSQL or the
@@ -59,6 +59,10 @@ engine-alone:
 # images are local stand-ins built by ../shared/containers/build-base-images.sh.
 compose-test: install
 	bash tests/compose/run.sh
+
+# The console's browser tests drive Debian's chromium (installed when missing).
+browser:
+	bash tests/service/install_browser.sh
 
 lint: install
 	$(BIN)/ruff check .

@@ -31,6 +31,7 @@ from service.api.routes import (
     stores,
 )
 from service.api.security import TokenGate
+from service.console.routes import console_router
 from service.core.stores import Stores
 from service.core.write_priority import WritePriority, WritesFirst
 from service.schemas import ProblemOut
@@ -84,6 +85,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 app.include_router(router, prefix=STORE_ROUTES, include_in_schema=False)
     app.include_router(stores.reads, prefix="/v1")
     app.include_router(stores.writes, prefix="/v1")
+    if settings.console:
+        app.include_router(console_router())
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

@@ -113,6 +113,11 @@ class Settings(BaseSettings):
         "facts as JSON; load more in several requests).",
     )
     page_size: int = Field(1000, gt=0, description="Rows per page of relation and query results.")
+    console: bool = Field(
+        True,
+        description="Serve the web console at /console (its pages hold no data: what it shows "
+        "it reads through the API with the user's token). false: /console is 404.",
+    )
     query_timeout_seconds: float = Field(
         10.0, gt=0, description="Deadline of one query evaluation (a request may ask for less)."
     )

@@ -22,6 +22,7 @@ from pydantic import SecretStr
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from service.api.problem_responses import problem_response
+from service.console.routes import is_console_path
 from service.core.write_priority import READ_PATHS, store_path
 from service.problems import FORBIDDEN, UNAUTHORIZED, Problem
 from service.settings import Settings
@@ -84,13 +85,13 @@ READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 def access_level(method: str, path: str) -> str | None:
     """What a request needs, from its method and path: "read", "write" or None (open).
 
-    Only the probes are open. Under /v1 reads are GET/HEAD/OPTIONS and the POSTs of
-    `READ_PATHS` (queries), every other method writes. Every other path is a read, unknown
-    ones included (an anonymous client cannot even learn which routes exist): `/metrics`
-    names the relations and counts their tuples, and the API description (`/openapi.json`,
-    `/docs`, `/redoc`) is the map of what a token opens, so both need the read token when one
-    is set."""
-    if path in OPEN_PATHS:
+    Only the probes and the console's page and assets (which hold no data) are open. Under
+    /v1 reads are GET/HEAD/OPTIONS and the POSTs of `READ_PATHS` (queries), every other method
+    writes. Every other path is a read, unknown ones included (an anonymous client cannot even
+    learn which routes exist): `/metrics` names the relations and counts their tuples, and the
+    API description (`/openapi.json`, `/docs`, `/redoc`) is the map of what a token opens, so
+    both need the read token when one is set."""
+    if path in OPEN_PATHS or is_console_path(path):
         return None
     if path == "/v1" or path.startswith("/v1/"):
         in_store = store_path(path)[1].rstrip("/")

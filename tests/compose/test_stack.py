@@ -121,6 +121,11 @@ def test_tokens_guard_reads_and_writes(loaded: set[tuple[int, int]]) -> None:
     with client(None) as anonymous:
         assert_problem(anonymous.get("/v1/relations"), 401, "unauthorized")
         assert anonymous.get("/health").status_code == 200
+        # The console ships in the image: its page and script, open, under its policy.
+        page = anonymous.get("/console")
+        assert page.status_code == 200
+        assert "script-src 'self'" in page.headers["content-security-policy"]
+        assert anonymous.get("/console/assets/console.js").status_code == 200
     with client(READ) as reader:
         reader.get("/v1/relations").raise_for_status()
         refused = reader.post("/v1/facts", json={"facts": {"edge": [[9, 9]]}})
