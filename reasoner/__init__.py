@@ -16,6 +16,7 @@ os.environ.setdefault(
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from reasoner.analysis.dependencies import relation_reads
     from reasoner.analysis.model import RelationInfo
     from reasoner.analysis.negation_locals import is_internal
     from reasoner.elastic.changes import EpochChanges
@@ -71,6 +72,7 @@ _PUBLIC = {
     "Cancellation": "reasoner.support.deadline",
     "BootstrapCancelled": "reasoner.support.deadline",
     "RelationInfo": "reasoner.analysis.model",
+    "relation_reads": "reasoner.analysis.dependencies",
     "is_internal": "reasoner.analysis.negation_locals",
     "bulk_load": "reasoner.elastic.switch",
     "EpochChanges": "reasoner.elastic.changes",
@@ -177,6 +179,7 @@ __all__ = [
     "preprocess",
     "record_field",
     "relation_page",
+    "relation_reads",
     "storage_type",
     "tokenize",
 ]

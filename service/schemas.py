@@ -10,7 +10,7 @@ column rather than as a generic validation error.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -197,6 +197,14 @@ class ColumnOut(BaseModel):
     )
 
 
+class ReadOut(BaseModel):
+    relation: str
+    kind: Literal["positive", "negative", "aggregate"] = Field(
+        description="How the rules read it: in a positive atom, under `!`, or inside an "
+        "aggregate (negation and aggregation are what stratification orders)."
+    )
+
+
 class RelationOut(BaseModel):
     name: str
     arity: int
@@ -210,6 +218,11 @@ class RelationOut(BaseModel):
         False,
         description='Computed only where asked for (`.pragma "magic-transform"`): its '
         "`size` counts its facts, and its rows are read with a query.",
+    )
+    reads: list[ReadOut] = Field(
+        default_factory=list,
+        description="The relations its rules read (none for an input without rules): the "
+        "program's dependency graph, as written.",
     )
 
 

@@ -21,6 +21,7 @@ from reasoner import (
     RelationInfo,
     ValueType,
     relation_page,
+    relation_reads,
     storage_type,
 )
 from reasoner.errors import TYPE_MISMATCH, UNKNOWN_RELATION
@@ -70,6 +71,7 @@ from service.problems import (
 from service.schemas import (
     ColumnOut,
     EpochOut,
+    ReadOut,
     RelationOut,
     RelationRows,
     RelationsOut,
@@ -83,6 +85,7 @@ writes = write_router()
 def get_relations(runtime: RuntimeDep) -> RelationsOut:
     with runtime.reading() as (m, epoch):
         analyzed = m.analyzed
+        dependencies = relation_reads(analyzed)
         relations = [
             RelationOut(
                 name=name,
@@ -99,6 +102,7 @@ def get_relations(runtime: RuntimeDep) -> RelationsOut:
                 input=info.is_input,
                 output=info.is_output,
                 goal_directed=name in analyzed.goal_directed,
+                reads=[ReadOut(relation=r, kind=k) for r, k in dependencies.get(name, ())],
             )
             for name, info in analyzed.relations.items()
             if not info.internal

@@ -152,6 +152,77 @@ function errorAt(text, error) {
   return box;
 }
 
+function strataGraph(relations) {
+  // Columns: the inputs, then each stratum in evaluation order; an edge runs from a relation
+  // read to the relation whose rules read it, dashed through a negation, dotted through an
+  // aggregate (the edges stratification orders).
+  const column = (r) => (r.stratum === null ? 0 : r.stratum + 1);
+  const columns = new Map();
+  for (const r of relations) {
+    if (!columns.has(column(r))) columns.set(column(r), []);
+    columns.get(column(r)).push(r);
+  }
+  const order = [...columns.keys()].sort((a, b) => a - b);
+  const place = new Map();
+  const [nodeWidth, nodeHeight, gapX, gapY, pad] = [130, 26, 60, 14, 16];
+  // Edges that skip columns arc over the nodes between: room above the first row for them.
+  const top = pad + Math.min(120, 14 * order.length);
+  order.forEach((key, x) => {
+    columns.get(key).forEach((r, y) => {
+      place.set(r.name, { x: pad + x * (nodeWidth + gapX), y: top + y * (nodeHeight + gapY), column: x });
+    });
+  });
+  const width = pad * 2 + order.length * (nodeWidth + gapX) - gapX;
+  const tallest = Math.max(1, ...[...columns.values()].map((c) => c.length));
+  const height = top + pad + tallest * (nodeHeight + gapY) - gapY;
+  const svg = s("svg", { class: "graph", id: "strata-graph", width, height, viewBox: `0 0 ${width} ${height}` });
+  const defs = s("defs");
+  for (const kind of ["positive", "negative", "aggregate"]) {
+    defs.append(
+      s("marker", { id: `arrow-${kind}`, viewBox: "0 0 10 10", refX: 10, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto" },
+        s("path", { d: "M0 0 10 5 0 10z", class: `arrowhead ${kind}` })),
+    );
+  }
+  svg.append(defs);
+  for (const r of relations) {
+    const to = place.get(r.name);
+    for (const read of r.reads) {
+      const from = place.get(read.relation);
+      if (!from) continue;
+      const attrs = { class: `edge ${read.kind}`, "data-from": read.relation, "data-to": r.name, "marker-end": `url(#arrow-${read.kind})` };
+      if (read.relation === r.name) {
+        const [x, y] = [to.x + nodeWidth / 2, to.y];
+        attrs.d = `M${x - 12} ${y} C${x - 24} ${y - 22} ${x + 24} ${y - 22} ${x + 12} ${y}`;
+      } else {
+        const [x1, y1] = [from.x + nodeWidth, from.y + nodeHeight / 2];
+        const [x2, y2] = [to.x, to.y + nodeHeight / 2];
+        const skipped = to.column - from.column - 1;
+        if (skipped > 0) {
+          const lift = Math.min(top - 4, 14 * skipped + 10);
+          const [ax, bx] = [from.x + nodeWidth / 2, to.x + nodeWidth / 2];
+          attrs.d = `M${ax} ${from.y} C${ax} ${top - lift} ${bx} ${top - lift} ${bx} ${to.y}`;
+        } else {
+          const bend = Math.max(30, (x2 - x1) / 2);
+          attrs.d = `M${x1} ${y1} C${x1 + bend} ${y1} ${x2 - bend} ${y2} ${x2} ${y2}`;
+        }
+      }
+      svg.append(s("path", attrs, s("title", {}, `${r.name} reads ${read.relation} (${read.kind})`)));
+    }
+  }
+  for (const r of relations) {
+    const at = place.get(r.name);
+    const node = s("g", { class: "graph-node", "data-relation": r.name, transform: `translate(${at.x} ${at.y})` });
+    node.append(
+      s("rect", { width: nodeWidth, height: nodeHeight, rx: 4 }),
+      s("text", { x: 8, y: 17 }, r.name.length > 17 ? `${r.name.slice(0, 16)}…` : r.name),
+      s("title", {}, `${r.name}: ${r.size} tuples, ${r.stratum === null ? "input" : `stratum ${r.stratum}`}`),
+    );
+    node.addEventListener("click", () => (location.hash = `#/relations/${encodeURIComponent(r.name)}`));
+    svg.append(node);
+  }
+  return h("div", { class: "graph-frame" }, svg);
+}
+
 async function programPage() {
   const [program, rules, relations] = await Promise.all([
     api("/v1/program"),
@@ -207,6 +278,13 @@ async function programPage() {
       ),
     ),
     h("h2", {}, "Strata"),
+    h(
+      "p",
+      { class: "legend" },
+      h("span", {}, "inputs, then each stratum left to right; edges: "),
+      ["positive", "negative", "aggregate"].map((k) => h("span", { class: `edge-key ${k}` }, k)),
+    ),
+    strataGraph(relations.relations),
     h(
       "ol",
       { start: "0" },
