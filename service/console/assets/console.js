@@ -431,6 +431,7 @@ function proofTree(nodes) {
       `${node.relation}(${node.row.map(cell).join(", ")})`,
       h("span", { class: "rule" }, node.rule === null ? "fact" : node.rule),
       h("span", { class: "muted" }, `  iteration ${node.iteration}, count ${node.count}`),
+      node.absent.length ? h("span", { class: "muted" }, `; absent: ${node.absent.join(", ")}`) : null,
     );
     const below = seen.has(index)
       ? []
