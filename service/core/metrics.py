@@ -120,6 +120,41 @@ class Gauges:
     epoch: int
 
 
+@dataclass(frozen=True, slots=True)
+class Memory:
+    """The process's memory against its budget at render time: one process, every store."""
+
+    resident: int | None
+    """Resident bytes now (None where /proc does not say)."""
+    cap: int
+    """Resident bytes past which no write is evaluated (503 `too_busy`)."""
+    baseline: int | None
+    """Resident bytes once the committed state was published: what an evaluation grows from."""
+    allowance: int
+    """Bytes one evaluation may grow the process past the baseline (422 `epoch_too_large`)."""
+
+
+MEMORY_FAMILIES = (
+    ("reasoner_resident_bytes", "Resident memory of the process now.", "resident"),
+    (
+        "reasoner_memory_cap_bytes",
+        "Resident memory past which writes are refused before they are evaluated.",
+        "cap",
+    ),
+    (
+        "reasoner_memory_baseline_bytes",
+        "Resident memory once the committed state was published: what an evaluation grows from.",
+        "baseline",
+    ),
+    (
+        "reasoner_evaluation_allowance_bytes",
+        "Memory one evaluation may add past the baseline.",
+        "allowance",
+    ),
+)
+"""The process's memory gauges (no store label): name, help, field of `Memory`."""
+
+
 class Metrics:
     """One data store's counters and histograms; its gauges are passed in at render time."""
 
@@ -186,10 +221,10 @@ class Metrics:
         }
 
 
-def render(stores: Iterable[tuple[Mapping[str, str], Metrics, Gauges]]) -> str:
+def render(stores: Iterable[tuple[Mapping[str, str], Metrics, Gauges]], memory: Memory) -> str:
     """Every store's metrics, each family once: a store's series carry its labels (none for
     the default store, `store="name"` for the others, so that the default's series read as
-    they did before there were stores)."""
+    they did before there were stores); then the process's memory."""
     by_family: dict[str, list[str]] = {name: [] for name, _, _ in FAMILIES}
     for labels, metrics, gauges in stores:
         for family, lines in metrics.series(labels, gauges).items():
@@ -197,4 +232,9 @@ def render(stores: Iterable[tuple[Mapping[str, str], Metrics, Gauges]]) -> str:
     out: list[str] = []
     for name, kind, help_text in FAMILIES:
         out += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}", *by_family[name]]
+    for name, help_text, field in MEMORY_FAMILIES:
+        value = getattr(memory, field)
+        out += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge"]
+        if value is not None:
+            out.append(f"{name} {value}")
     return "\n".join(out) + "\n"

@@ -258,8 +258,12 @@ def test_the_epochs_are_plotted_one_bar_each(console: Console, server: Server) -
     assert console.count("#epoch-plot rect.bar.update") == sum(
         e["strategy"] == "update" and not e["fallback_reason"] for e in timed
     )
-    console.find(f'#epoch-plot rect[data-epoch="{timed[0]["number"]}"]').click()
-    _wait(lambda: console.page() == f"epochs/{timed[0]['number']}", "the epoch's page")
+    # Live: an epoch made through the API appears without reloading.
+    with server.client() as client:
+        made = client.post("/v1/facts", json={"facts": {"label": [[9, "new"]]}}).json()["epoch"]
+    _wait(lambda: console.count(f'#epoch-plot rect[data-epoch="{made}"]'), "the new epoch's bar")
+    console.find(f'#epoch-plot rect[data-epoch="{made}"]').click()
+    _wait(lambda: console.page() == f"epochs/{made}", "the epoch's page")
 
 
 def test_a_forced_fallback_is_plotted_as_one(
@@ -307,6 +311,14 @@ def test_the_live_feed_shows_a_write_as_it_lands(console: Console, server: Serve
     console.find("#live-pause").click()
     _wait(lambda: "-(3, 4)" in console.text("#live-feed"), "the held change")
     assert console.errors() == []
+
+
+def test_health_shows_readiness_quarantine_and_memory(console: Console) -> None:
+    console.open("health")
+    assert console.text("#quarantined") == "none"
+    memory = console.text("#memory")
+    assert memory.startswith("resident ") and "% used" in memory and "unknown" not in memory
+    assert console.count("main meter") == 1
 
 
 def test_the_read_token_looks_but_cannot_write(browser: Any, server: Server) -> None:

@@ -159,4 +159,9 @@ def test_rules_facts_queries_removal_retraction(server: Server) -> None:
     size = 'reasoner_relation_size{relation="edge",derived="false"}'
     assert float(samples[size]) == len(facts["edge"])
     assert re.search(r'reasoner_update_seconds_bucket\{le="\+Inf"\} \d+', metrics.text)
+    # The process's memory against its budget (one series each, no store label).
+    resident = float(samples["reasoner_resident_bytes"])
+    assert 0 < resident < float(samples["reasoner_memory_cap_bytes"])
+    assert float(samples["reasoner_memory_baseline_bytes"]) > 0
+    assert float(samples["reasoner_evaluation_allowance_bytes"]) > 0
     client.close()

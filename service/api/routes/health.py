@@ -9,6 +9,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 
 from service.api.security import require_read
 from service.core import metrics
+from service.core.epoch_budget import resident_bytes
 from service.core.runtime import Runtime
 from service.core.stores import Stores
 from service.problems import NOT_READY, problem_body
@@ -68,7 +69,9 @@ def get_metrics(request: Request) -> PlainTextResponse:
     for named in stores.named():
         runtime = named.runtime
         rendered.append(({"store": runtime.name}, runtime.metrics, _gauges(runtime)))
-    return PlainTextResponse(metrics.render(rendered), media_type=metrics.CONTENT_TYPE)
+    budget = stores.default.memory  # one allowance and cap for the process, every store's
+    memory = metrics.Memory(resident_bytes(), budget.cap, budget.baseline, budget.allowance)
+    return PlainTextResponse(metrics.render(rendered, memory), media_type=metrics.CONTENT_TYPE)
 
 
 def _gauges(runtime: Runtime) -> metrics.Gauges:

@@ -554,6 +554,17 @@ async function epochsPage() {
     { class: "legend" },
     ["update", "bootstrap", "fallback", "unchanged"].map((k) => h("span", {}, h("span", { class: `swatch ${k}` }), k)),
   );
+  // Live: a new epoch draws the page again (polled: the epochs' list is small and cheap).
+  const newest = epochs.length ? epochs[0].number : -1;
+  const timer = setInterval(async () => {
+    try {
+      const latest = await api("/v1/epochs?limit=1");
+      if (latest.epochs.length && latest.epochs[0].number !== newest) render();
+    } catch {
+      // the next tick asks again
+    }
+  }, 2000);
+  cleanup = () => clearInterval(timer);
   const rows = epochs.map((e) => [
     e.number,
     e.status,
@@ -685,12 +696,40 @@ async function healthPage() {
   const lines = String(metrics)
     .split("\n")
     .filter((line) => line && !line.startsWith("#"));
+  const gauge = (name) => {
+    const line = lines.find((l) => l.startsWith(`${name} `));
+    return line ? Number(line.split(" ")[1]) : null;
+  };
+  const mb = (bytes) => (bytes === null ? "unknown" : `${(bytes / 2 ** 20).toFixed(0)} MB`);
+  const [resident, cap] = [gauge("reasoner_resident_bytes"), gauge("reasoner_memory_cap_bytes")];
+  const [baseline, allowance] = [
+    gauge("reasoner_memory_baseline_bytes"),
+    gauge("reasoner_evaluation_allowance_bytes"),
+  ];
+  const used = resident !== null && cap ? Math.min(1, resident / cap) : null;
   return [
     h("h1", {}, "Health"),
     table(
       ["field", "value"],
       Object.entries(ready).filter(([, v]) => v !== null && typeof v !== "object"),
     ),
+    h("h2", {}, "Quarantined epochs"),
+    h(
+      "p",
+      { id: "quarantined" },
+      (ready.quarantined || []).length
+        ? `epochs whose program the last start-up could not evaluate: ${ready.quarantined.join(", ")}`
+        : "none",
+    ),
+    h("h2", {}, "Memory"),
+    h(
+      "p",
+      { id: "memory" },
+      `resident ${mb(resident)} of ${mb(cap)} (writes are refused past it)` +
+        (used === null ? "" : `, ${(100 * used).toFixed(0)} % used`) +
+        `; the committed state's baseline ${mb(baseline)}, each evaluation may add ${mb(allowance)}`,
+    ),
+    used === null ? null : h("meter", { min: "0", max: "1", value: String(used), high: "0.8" }),
     h("h2", {}, "Metrics"),
     h("pre", { class: "code", id: "metrics" }, lines.join("\n")),
   ];
