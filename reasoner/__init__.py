@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from reasoner.reads.query import QueryResult, compile_query, evaluate_query
     from reasoner.support.allocations import charging_to
     from reasoner.support.deadline import BootstrapCancelled, Cancellation, QueryTimeout
+    from reasoner.support.process_memory import give_back_memory
     from reasoner.syntax.lexer import IDENT, Token, tokenize
     from reasoner.syntax.preprocess import preprocess
     from reasoner.values import floats
@@ -98,6 +99,7 @@ _PUBLIC = {
     "compile_query": "reasoner.reads.query",
     "evaluate_query": "reasoner.reads.query",
     "charging_to": "reasoner.support.allocations",
+    "give_back_memory": "reasoner.support.process_memory",
     "IDENT": "reasoner.syntax.lexer",
     "Token": "reasoner.syntax.lexer",
     "tokenize": "reasoner.syntax.lexer",
@@ -173,6 +175,7 @@ __all__ = [
     "float_field",
     "floats",
     "frame_schema",
+    "give_back_memory",
     "groupable",
     "is_internal",
     "parse_facts_batch",

@@ -46,6 +46,7 @@ from reasoner.storage import TupleSet
 from reasoner.storage.state import State, Tuple
 from reasoner.support.concurrency import ReadWriteLock, read_optimistically
 from reasoner.support.deadline import Check, clock
+from reasoner.support.process_memory import given_back_after
 from reasoner.syntax.preprocess import preprocess
 from reasoner.values.functor_library import FunctorLibrary
 from reasoner.values.symbols import SymbolTable, TableMark
@@ -251,7 +252,9 @@ class Materialization:
         stop the computation by raising (see `apply`); the published state is then unchanged.
         `progress` is told of each stratum and of the state's size as it goes."""
         with self._writer:
-            return self._bootstrap(check, progress)
+            report = self._bootstrap(check, progress)
+        given_back_after(report.seconds)
+        return report
 
     def _bootstrap(
         self, check: Check | None = None, progress: BootstrapProgress | None = None
@@ -351,9 +354,11 @@ class Materialization:
                     changes={} if include_changes else None,
                     warnings=prepared.warnings,
                 )
-            return apply_epoch(
+            report = apply_epoch(
                 self, prepared, start, strategy, include_changes, check, before_publish
             )
+        given_back_after(report.seconds)
+        return report
 
     def _adopt(self, prepared: PreparedDelta, facts: dict[str, TupleSet] | None = None) -> None:
         """Make the delta's facts and program current and count the epoch (under the exclusive

@@ -22,8 +22,6 @@ after a refusal the freed memory is handed back to the system (`release`).
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import gc
 import logging
 import os
@@ -33,7 +31,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from reasoner import BootstrapCancelled, Cancellation
+from reasoner import BootstrapCancelled, Cancellation, give_back_memory
 
 log = logging.getLogger("service")
 
@@ -77,21 +75,6 @@ def default_memory_allowance() -> int:
     """Half the memory available to the process: room for a fallback Bootstrap, which builds
     the new state beside the old one."""
     return machine_memory_bytes() // 2
-
-
-def _malloc_trim() -> Callable[[], object] | None:
-    """glibc's `malloc_trim(0)`, or None on another C library."""
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        trim = libc.malloc_trim
-    except (OSError, AttributeError):
-        return None
-    trim.argtypes = [ctypes.c_size_t]
-    trim.restype = ctypes.c_int
-    return lambda: trim(0)
-
-
-_TRIM = _malloc_trim()
 
 
 class EpochBudget:
@@ -247,8 +230,7 @@ class MemoryAllowance:
         back to the system (glibc keeps freed pages of its arenas otherwise)."""
         before = resident_bytes()
         gc.collect()
-        if _TRIM is not None:
-            _TRIM()
+        give_back_memory()
         log.info(
             "after the refusal the process holds %s MiB (was %s MiB)",
             _mib(resident_bytes()),
