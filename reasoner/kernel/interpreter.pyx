@@ -35,7 +35,7 @@ from reasoner.support import allocations
 from reasoner.support.deadline import MemoryBudgetExceeded
 
 DEF MAX_STACK = 128
-DEF KEPT_ENTRIES = 1 << 20  # a buffer larger than this is freed when an Update ends
+DEF KEPT_ENTRIES = 1 << 16  # a buffer larger than this is freed when an Update ends
 
 cdef int64_t INF = 1 << 62
 
