@@ -105,8 +105,6 @@ class TypeInference:
         """Each `[a, b, ...]` visited: its class and its fields' types, matched with its
         record type's fields once that is known (`settle`)."""
 
-    # -- union-find ----------------------------------------------------------------------------
-
     def _find(self, key: Key) -> Key:
         parent = self._parent
         root = parent.setdefault(key, key)
@@ -137,6 +135,14 @@ class TypeInference:
                     self._type[self._find(root)] = known
         return True, shown(type_a), shown(type_b)
 
+    def _class(self, scope: int, node: object, known: Known) -> Key:
+        """A node's class in a clause, typed once: an inline clause substituted twice shares its
+        nodes, which typed afresh would drop what the first fixed (`unsigned` turned `number`)."""
+        key: Key = ("e", scope, id(node))
+        if key not in self._parent:
+            self._type[self._find(key)] = known
+        return key
+
     def fix_column(self, relation: str, column: int, column_type: Known) -> None:
         self._type[self._find(("c", relation, column))] = column_type
 
@@ -165,8 +171,6 @@ class TypeInference:
         literal without a suffix has, in the clause of `scope`."""
         key = self._operations.get((scope, id(node)))
         return NUMBER if key is None else self._final(key)
-
-    # -- visiting ------------------------------------------------------------------------------
 
     def visit_clause(self, scope: int, head: Atom | None, body: tuple[BodyLiteral, ...]) -> None:
         """Positive atoms first, as they are where values (and so types) come from; then
@@ -213,8 +217,7 @@ class TypeInference:
         left = self._term(scope, comparison.left)
         right = self._term(scope, comparison.right)
         if op in _ORDERING:
-            key: Key = ("e", scope, id(comparison))
-            self._type[self._find(key)] = ORDERED
+            key: Key = self._class(scope, comparison, ORDERED)
             self._operation(scope, comparison, key)
             numeric = True
             for side, typed in ((comparison.left, left), (comparison.right, right)):
@@ -268,8 +271,7 @@ class TypeInference:
             if term.kind in (UNSIGNED, FLOAT):
                 return term.kind
             # A class of its own: the rewrites read whether its context made it a float.
-            literal: Key = ("e", scope, id(term))
-            self._type[self._find(literal)] = NUMERIC if term.kind is None else SIGNED
+            literal: Key = self._class(scope, term, NUMERIC if term.kind is None else SIGNED)
             self._operation(scope, term, literal)
             return literal
         if isinstance(term, StringConst):
@@ -277,8 +279,7 @@ class TypeInference:
         if isinstance(term, NilConst):
             return SOME_RECORD
         if isinstance(term, RecordTerm):
-            key: Key = ("e", scope, id(term))
-            self._type[self._find(key)] = SOME_RECORD
+            key: Key = self._class(scope, term, SOME_RECORD)
             self._records.append((key, term, [self._term(scope, arg) for arg in term.args]))
             return key
         if isinstance(term, BranchTerm):
@@ -294,8 +295,7 @@ class TypeInference:
     def _range(self, scope: int, call: Functor) -> Key:
         """`range(a, b[, step])`: one class for its bounds, step and values, a number or an
         unsigned (`reasoner.analysis.numeric` rewrites an unsigned one)."""
-        key: Key = ("e", scope, id(call))
-        self._type[self._find(key)] = NUMERIC
+        key: Key = self._class(scope, call, NUMERIC)
         self._operation(scope, call, key)
         self._ranges.append((key, call))
         for arg in call.args:
@@ -493,8 +493,7 @@ class TypeInference:
         """One class for the expression, its operations and its operands: Soufflé's arithmetic
         takes operands of one numeric type and gives that type. A conflict is reported at the
         operand that brings it."""
-        key: Key = ("e", scope, id(expression))
-        self._type[self._find(key)] = ORDERED if overloaded(expression) else NUMERIC
+        key: Key = self._class(scope, expression, ORDERED if overloaded(expression) else NUMERIC)
         stack: list[Term] = [expression]
         while stack:
             node = stack.pop()

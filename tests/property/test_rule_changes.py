@@ -12,7 +12,7 @@ stratified (every relation is declared), so every rule change here must be accep
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
 from reasoner.analysis import check_program
@@ -62,6 +62,7 @@ def _fresh(text: str, facts) -> Materialization:
 
 def _check(data: st.DataObject, generated: GeneratedProgram, strategy: str) -> None:
     text = _declared(generated.text)
+    note(f"program as run:\n{text}")
     clauses = _clauses(text)
     initially_off = data.draw(st.lists(st.sampled_from(clauses), unique=True), label="off")
     current = {name: set(rows) for name, rows in generated.inputs.items()}

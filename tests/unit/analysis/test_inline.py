@@ -132,3 +132,22 @@ def test_an_inline_relation_takes_no_facts() -> None:
     assert info.value.code == UNSUPPORTED_FEATURE
     with pytest.raises(ValueError, match="inline relation"):
         Materialization.from_text(TEXT).load({"hop": [(1, 1)]})
+
+
+@pytest.mark.parametrize("engine", ["reference", "local"])
+def test_a_clause_substituted_twice_keeps_its_columns_types(engine: str) -> None:
+    """Both substitutions of `small` share the clause's literal `5`: typed twice, it turned the
+    declared `unsigned` column `number`, so that 2^63 read as negative and `x < 5` held
+    (a wrong row, which Soufflé does not derive; found by the rule-change property test)."""
+    text = """
+    .decl big(x: unsigned)
+    big(9223372036854775808).
+    .decl small(c: number) inline
+    small(0) :- big(x), x < 5.
+    .decl hit(c: number)
+    hit(a) :- small(a), small(a).
+    """
+    m = Materialization.from_text(text, engines=EngineSettings(engine))
+    m.bootstrap()
+    assert m.analyzed.relations["big"].types == ("unsigned",)
+    assert list(m.rows("hit")) == []
