@@ -103,6 +103,15 @@ def check_aggregate_types(
         found = aggregate.value_type(types)
         if found is None:
             continue
+        if aggregate.op == "autoinc":
+            if found == RECORD:
+                reporter.error(
+                    UNSUPPORTED_FEATURE,
+                    "`autoinc()` numbers rows in the order of the column a rule reads, but it "
+                    "holds records, whose order is that of Soufflé's own record ids",
+                    aggregate.span,
+                )
+            continue
         if found in (SYMBOL, RECORD):
             reporter.error(
                 TYPE_MISMATCH,

@@ -14,6 +14,7 @@ from reasoner.analysis import safety
 from reasoner.analysis.aggregate_scopes import bind_aggregate_results, scope_aggregates
 from reasoner.analysis.aggregates import check_aggregate_types, rewrite_aggregates
 from reasoner.analysis.anonymous_records import resolve_anonymous_records
+from reasoner.analysis.autoinc import number_rows, refuse_in_query
 from reasoner.analysis.choice import choice_domains, guarded_facts, with_choices
 from reasoner.analysis.eqrel import equivalence_rules
 from reasoner.analysis.facts import fold_facts
@@ -50,6 +51,7 @@ from reasoner.errors import (
     Span,
 )
 from reasoner.syntax.ast import (
+    AUTOINC,
     Aggregate,
     AggregateOp,
     BodyLiteral,
@@ -141,8 +143,14 @@ def _analyze(
     written = program
     program, inlined = inline_relations(program)
     _check_inlined_rules(written, inlined, reporter)
-    program = rewrite_subsumptions(program)
+    numbered = number_rows(program, reporter)
+    program = rewrite_subsumptions(numbered.program)
     aggregated = rewrite_aggregates(bind_aggregate_results(program), reporter)
+    aggregated = dataclasses.replace(
+        aggregated,
+        aggregates=aggregated.aggregates + numbered.numberings,
+        typing_rules=aggregated.typing_rules + numbered.typing_rules,
+    )
     program, aggregates = aggregated.program, aggregated.aggregates
     refuse_untranslated_patterns((rule.body for rule in program.rules), reporter)
     # The program as written is checked (so that messages name the user's relations); the
@@ -245,9 +253,10 @@ def _check_inlined_rules(written: Program, inlined: frozenset[str], reporter: Re
 
 
 def _result_type(op: AggregateOp) -> Known:
-    """An aggregate's result: a count is a number, a mean a float; another aggregate's
-    result has its expression's numeric type, which its typing rule gives."""
-    return NUMBER if op == "count" else FLOAT if op == "mean" else NUMERIC
+    """An aggregate's result: a count (and `autoinc()`'s number) is a number, a mean a float;
+    another aggregate's result has its expression's numeric type, which its typing rule
+    gives."""
+    return NUMBER if op in ("count", AUTOINC) else FLOAT if op == "mean" else NUMERIC
 
 
 def _with_rules(program: Program, rules: tuple[Rule, ...]) -> Program:
@@ -399,6 +408,7 @@ def check_query(
     arithmetic that no positive atom of the query binds (`unsafe_rule`). Raises `ProgramError`.
     """
     reporter = Reporter(filename, source)
+    refuse_in_query(body, reporter)
     body = bind_calls(body, analyzed.user_functors, reporter)
     bad_atoms: set[int] = set()
     for atom, _ in atoms_of(body):

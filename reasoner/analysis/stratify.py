@@ -21,7 +21,7 @@ from reasoner.analysis.model import AggregateDefinition, Stratum
 from reasoner.analysis.negation_locals import is_internal
 from reasoner.analysis.report import Reporter
 from reasoner.analysis.terms import atoms_of
-from reasoner.errors import CYCLIC_AGGREGATION, CYCLIC_NEGATION, Span
+from reasoner.errors import CYCLIC_AGGREGATION, CYCLIC_NEGATION, UNSUPPORTED_FEATURE, Span
 from reasoner.syntax.ast import Negation, Program, Rule
 
 
@@ -233,12 +233,7 @@ def stratify(  # noqa: C901
         if component[source] == component[head]:
             # The cycle through the relations the rewrite made, named as the user wrote it.
             steps = [names[node] for node, _ in explainer.path(source, head)]
-            shown = " -> ".join(dict.fromkeys(n for n in steps if not is_internal(n)))
-            reporter.error(
-                CYCLIC_AGGREGATION,
-                f"the {aggregate.op} aggregate depends on its own result through {shown}",
-                aggregate.span,
-            )
+            _report_cycle(aggregate, steps, reporter)
 
     rules_of: dict[int, list[Rule]] = {}
     for rule in program.rules:
@@ -268,6 +263,24 @@ def stratify(  # noqa: C901
         for name in sorted(relations, key=ids.__getitem__):
             stratum_of[name] = index
     return tuple(strata), stratum_of
+
+
+def _report_cycle(aggregate: AggregateDefinition, steps: list[str], reporter: Reporter) -> None:
+    """An aggregate whose source depends on its result, through the relations `steps`."""
+    shown = " -> ".join(dict.fromkeys(n for n in steps if not is_internal(n)))
+    if aggregate.op == "autoinc":
+        reporter.error(
+            UNSUPPORTED_FEATURE,
+            f"`autoinc()` in a recursive rule ({shown}): its numbers would follow the order of "
+            "Soufflé's iterations",
+            aggregate.span,
+        )
+    else:
+        reporter.error(
+            CYCLIC_AGGREGATION,
+            f"the {aggregate.op} aggregate depends on its own result through {shown}",
+            aggregate.span,
+        )
 
 
 def _check_negation(

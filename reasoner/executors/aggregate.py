@@ -35,6 +35,10 @@ from reasoner.values.arith import as_unsigned, wrap64
 
 UNSIGNED_EXTREMES = frozenset({"umin", "umax"})
 FLOAT_AGGREGATES = frozenset({"fsum", "fmin", "fmax", "mean"})
+WHOLE_SOURCE = FLOAT_AGGREGATES | {"autoinc"}
+"""Aggregates computed here from all of their source's rows (`group_by`), which the vectorized
+and Spark executors gather for them: a float aggregate group by group, `autoinc()`'s
+numbering over the whole relation."""
 _REDUCE = {
     "sum": np.add,
     "min": np.minimum,
@@ -51,6 +55,8 @@ def group_by(definition: AggregateDefinition, columns: Sequence[np.ndarray]) -> 
     size = len(columns[0]) if columns else 0
     if not size:
         return [np.empty(0, np.int64) for _ in range(len(definition.group) + 1)]
+    if definition.op == "autoinc":
+        return number(definition, columns)
     keys = [columns[c] for c in definition.group]
     if keys:
         order = np.lexsort(keys[::-1])
@@ -79,6 +85,19 @@ def group_by(definition: AggregateDefinition, columns: Sequence[np.ndarray]) -> 
     return [*(key[starts] for key in keys), result.astype(np.int64)]
 
 
+def number(definition: AggregateDefinition, columns: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """`autoinc()`'s numbering (`reasoner.analysis.autoinc`) of a non-empty source, as columns:
+    its rows in the order of the value column's 64-bit patterns read signed, as Soufflé's
+    indexes order them, each with its position from 0. The source holds at most one row
+    without a value column."""
+    if definition.value is None:
+        order = np.arange(len(columns[0]))
+    else:  # the rows' values are distinct: one row per value the rule reads
+        order = np.argsort(np.asarray(columns[definition.value], np.int64), kind="stable")
+    rows = [np.asarray(columns[c], np.int64)[order] for c in definition.group]
+    return [*rows, np.arange(len(order), dtype=np.int64)]
+
+
 def bootstrap_aggregate(stratum: Stratum, state: State) -> int:
     """Compute an aggregate's stratum into `state` (its relation empty); the rows made."""
     definition = stratum.aggregate
@@ -89,8 +108,8 @@ def bootstrap_aggregate(stratum: Stratum, state: State) -> int:
         return 0
     if source.arity:
         result = group_by(definition, source.table.columns()[0])
-    else:  # a `count` of a body without variables: the empty tuple is one instantiation
-        result = [np.ones(1, np.int64)]
+    else:  # a body without variables: the empty tuple is one instantiation (numbered 0)
+        result = [np.array([0 if definition.op == "autoinc" else 1], np.int64)]
     target.add_columns(result, None, ITERATION)
     return len(result[0])
 
@@ -137,6 +156,9 @@ def update_aggregate(
     """Record in `overlay` how the aggregate's relation changes with its source's changes,
     already recorded there."""
     deleted, inserted = overlay.presence_diff(definition.source)
+    if definition.op == "autoinc":
+        _renumber(definition, state, overlay, deleted, inserted)
+        return
     group = definition.group
     changed: dict[Tuple, tuple[list[Tuple], list[Tuple]]] = {}
     for rows, side in ((deleted, 0), (inserted, 1)):
@@ -157,6 +179,29 @@ def update_aggregate(
             overlay.set(definition.name, (*key, old), INF, 0)
         if value is not None:
             overlay.set(definition.name, (*key, value), ITERATION, 1)
+
+
+def _renumber(
+    definition: AggregateDefinition,
+    state: State,
+    overlay: Overlay,
+    deleted: Iterable[Tuple],
+    inserted: Iterable[Tuple],
+) -> None:
+    """`autoinc()`'s numbering made again from its source's rows after their changes: a row
+    inserted before others moves their numbers, as it would in a fresh Bootstrap."""
+    rows = (set(state[definition.source]) - set(deleted)) | set(inserted)
+    fresh: set[Tuple] = set()
+    if rows and definition.group:
+        columns = [np.array(column, np.int64) for column in zip(*rows, strict=True)]
+        fresh = set(zip(*(c.tolist() for c in number(definition, columns)), strict=True))
+    elif rows:  # the empty row of a source without columns
+        fresh = {(0,)}
+    old = set(state[definition.name])
+    for row in old - fresh:
+        overlay.set(definition.name, row, INF, 0)
+    for row in fresh - old:
+        overlay.set(definition.name, row, ITERATION, 1)
 
 
 def _current(target: RelationStore, key: Tuple) -> int | None:

@@ -84,6 +84,13 @@ def explain_program(analyzed: AnalyzedProgram) -> str:
         recursive = " (recursive)" if stratum.recursive else ""
         lines.append(f"stratum {stratum.index} {{{names}}}{recursive}")
         aggregate = stratum.aggregate
+        if aggregate is not None and aggregate.op == "autoinc":
+            order = "" if aggregate.value is None else f" in the order of column {aggregate.value}"
+            lines.append(
+                f"  autoinc() numbers the rows of {aggregate.source}{order}; an Update numbers "
+                "them afresh"
+            )
+            continue
         if aggregate is not None:
             columns = ", ".join(map(str, aggregate.group))
             of = "rows" if aggregate.value is None else f"column {aggregate.value}"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Final
 from typing import Literal as TypingLiteral
 
 from reasoner.errors import Span
@@ -121,11 +122,17 @@ class Functor:
     span: Span = field(compare=False)
 
 
+AUTOINC: Final = "autoinc"
+"""`autoinc()`: a `Functor` of no arguments in a rule's head, a number per row the rule
+derives; the analysis rewrites it (`reasoner.analysis.autoinc`)."""
+
+
 AggregateOp = TypingLiteral[
-    "count", "sum", "min", "max", "mean", "umin", "umax", "fsum", "fmin", "fmax"
+    "count", "sum", "min", "max", "mean", "umin", "umax", "fsum", "fmin", "fmax", "autoinc"
 ]
 """`umin` and `umax`: `min` and `max` over `unsigned` values; `fsum`, `fmin` and `fmax`: over
-floats (`mean` only takes floats); made by the analysis."""
+floats (`mean` only takes floats); made by the analysis. `autoinc`: the numbering of a rule's
+rows that `autoinc()` makes (`reasoner.analysis.autoinc`), never written as an aggregate."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ from typing import Literal, cast
 from reasoner import errors
 from reasoner.errors import Span
 from reasoner.syntax.ast import (
+    AUTOINC,
     Aggregate,
     AggregateOp,
     ArithOp,
@@ -899,13 +900,10 @@ class _Parser:
         if kind == IDENT:
             self._advance()
             if self._peek().kind == "(":
-                if token.text == "autoinc":
-                    raise _Failure(
-                        "`autoinc()` is not supported: its numbers follow Soufflé's order of "
-                        "evaluation, which an incremental evaluation does not reproduce",
-                        token.span,
-                        errors.UNSUPPORTED_FEATURE,
-                    )
+                if token.text == AUTOINC:  # numbered by `reasoner.analysis.autoinc`
+                    self._advance()
+                    close = self._expect(")", "`)`: `autoinc()` takes no arguments")
+                    return Functor(AUTOINC, (), token.span.through(close.span)), 0
                 if token.text in _FLOAT_FUNCTORS:
                     raise _Failure(
                         f"`{token.text}` is an old name Soufflé no longer knows: convert "

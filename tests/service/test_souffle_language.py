@@ -504,6 +504,41 @@ def test_choice_domain_through_the_service(make_server: Callable[..., Server]) -
         assert set(read_relation(client, "tree")) == {(1, 1), (1, 2), (1, 3), (3, 4), (4, 5)}
 
 
+def test_autoinc_through_the_service(make_server: Callable[..., Server]) -> None:
+    """`autoinc()` numbers a relation's rows at Bootstrap, renumbers them when a write moves
+    them, keeps its numbers across a restart; a second numbered rule (whose numbers would follow
+    Soufflé's order of rules) is refused at its place and changes nothing."""
+    program = (
+        ".decl item(x: symbol)\n.decl id(x: symbol, n: number)\nid(x, autoinc()) :- item(x).\n"
+    )
+    server = make_server().start()
+    with server.client() as client:
+        client.post("/v1/rules", content=program, headers=TEXT).raise_for_status()
+        items = {"item": [["pear"], ["apple"], ["fig"]]}
+        client.post("/v1/facts", json={"facts": items}).raise_for_status()
+        assert set(read_relation(client, "id")) == {("pear", 0), ("apple", 1), ("fig", 2)}
+        client.post(
+            "/v1/deltas", json={"facts": {"retract": {"item": [["pear"]]}}}
+        ).raise_for_status()
+        assert set(read_relation(client, "id")) == {("apple", 0), ("fig", 1)}
+
+        epoch = client.get("/ready").json()["epoch"]
+        bad = ".decl seen(x: symbol, n: number)\nseen(x, autoinc()) :- item(x), id(x, _).\n"
+        body = assert_problem(
+            client.post("/v1/rules", content=bad, headers=TEXT), 400, "unsupported_feature"
+        )
+        assert (body["line"], body["column"]) == (2, 9)
+        assert "more than one rule" in body["detail"]
+        assert client.get("/ready").json()["epoch"] == epoch
+
+    server.stop()
+    server.start()
+    with server.client() as client:
+        assert set(read_relation(client, "id")) == {("apple", 0), ("fig", 1)}
+        client.post("/v1/facts", json={"facts": {"item": [["pear"]]}}).raise_for_status()
+        assert set(read_relation(client, "id")) == {("pear", 0), ("apple", 1), ("fig", 2)}
+
+
 def test_subsumption_through_the_service(make_server: Callable[..., Server]) -> None:
     """Shortest distances by subsumption: at Bootstrap, afresh when a write changes the
     graph, the same after a restart; a subsumption between two relations is refused at its

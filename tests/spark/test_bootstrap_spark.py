@@ -30,6 +30,7 @@ from tests.c_functors import build_library
 from tests.operators import OPERATORS_INPUTS, OPERATORS_PROGRAM
 from tests.property.programs import GeneratedProgram, programs
 from tests.property.test_negation_locals import PROGRAM as NEGATION_LOCALS_PROGRAM
+from tests.souffle_golden import Golden
 from tests.spark.support import assert_same, on_spark, outcome, reference
 from tests.unit.analysis.test_aggregate_scopes import INPUTS as WITNESSES_INPUTS
 from tests.unit.analysis.test_aggregate_scopes import WITNESSED
@@ -38,6 +39,8 @@ from tests.unit.analysis.test_aggregates import PROGRAM as AGGREGATES_PROGRAM
 from tests.unit.analysis.test_anonymous_records import FOLDED, FOLDED_INPUTS
 from tests.unit.analysis.test_magic import EDGES as MAGIC_EDGES
 from tests.unit.analysis.test_magic import GRAPH as MAGIC_GRAPH
+from tests.unit.executors.test_autoinc import GOLDENS as AUTOINC_GOLDENS
+from tests.unit.executors.test_autoinc import NUMBERED as AUTOINC_NUMBERED
 from tests.unit.executors.test_choice_domain import EDGES as CHOICE_EDGES
 from tests.unit.executors.test_choice_domain import PROGRAM as CHOICE_PROGRAM
 from tests.unit.executors.test_choice_domain import TREE as CHOICE_TREE
@@ -277,6 +280,17 @@ def test_choice_domain(spark: SparkSession) -> None:
     the strata above it read what it chose."""
     check(CHOICE_PROGRAM, {}, spark)
     check(CHOICE_TREE, {"edge": CHOICE_EDGES, "root": [(1,)]}, spark)
+
+
+def test_autoinc(spark: SparkSession) -> None:
+    """`autoinc()`'s numbering is made in the driver from its source's rows, which Spark
+    computed; the strata above it run on Spark again."""
+    for name in AUTOINC_GOLDENS:
+        check(Golden(name).program, {}, spark)
+    items = [(f"s{i}",) for i in range(40, 0, -1)]
+    inputs = {"item": items, "blocked": items[::7], "value": [(v,) for v in range(-20, 20, 3)]}
+    check(AUTOINC_NUMBERED.replace("ranked(k, autoinc()) :- value(k).", ""), inputs, spark)
+    check(AUTOINC_NUMBERED.replace("id(x, autoinc()) :- item(x), !blocked(x).", ""), inputs, spark)
 
 
 def test_magic_sets(spark: SparkSession) -> None:

@@ -7,7 +7,7 @@ import numpy as np
 import polars as pl
 
 from reasoner.analysis.model import AggregateDefinition
-from reasoner.executors.aggregate import FLOAT_AGGREGATES, ITERATION, group_by
+from reasoner.executors.aggregate import ITERATION, WHOLE_SOURCE, group_by
 from reasoner.storage.state import RelationStore
 
 RESULT = "!result"
@@ -17,7 +17,7 @@ RESULT = "!result"
 def aggregate_frame(definition: AggregateDefinition, frame: pl.DataFrame) -> list[np.ndarray]:
     """The aggregate's relation, as int64 columns, of its source's (non-empty) frame; the sum
     wraps at 64 bits, as Polars' integer sum does."""
-    if definition.op in FLOAT_AGGREGATES:  # group by group, in Python (`float_aggregate`)
+    if definition.op in WHOLE_SOURCE:  # in NumPy and Python (`group_by`)
         return group_by(definition, [frame[name].to_numpy() for name in frame.columns])
     keys = [frame.columns[c] for c in definition.group]
     if definition.value is None:

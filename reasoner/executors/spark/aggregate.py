@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType
 
 from reasoner.analysis.model import AggregateDefinition
-from reasoner.executors.aggregate import FLOAT_AGGREGATES, group_by
+from reasoner.executors.aggregate import WHOLE_SOURCE, group_by
 from reasoner.executors.spark.arrow_stream import arrow_batches
 from reasoner.executors.spark.plans import column_names
 
@@ -26,7 +26,7 @@ def aggregate_batches(
     the (non-empty) frame of its source. The session's arithmetic is non-ANSI while a Spark
     Bootstrap runs (`spark_bootstrap`), so the sum wraps at 64 bits."""
     names = column_names(arity)
-    if definition.op in FLOAT_AGGREGATES:  # group by group, in the driver (`float_aggregate`)
+    if definition.op in WHOLE_SOURCE:  # in the driver (`group_by`)
         batches = [
             [batch.column(name).to_numpy() for name in names] for batch in arrow_batches(frame)
         ]
