@@ -26,6 +26,7 @@ import numpy as np
 from reasoner.analysis import check_preprocessed
 from reasoner.analysis.model import AnalyzedProgram, RelationInfo
 from reasoner.analysis.negation_locals import is_internal
+from reasoner.analysis.symbol_order import constant_order
 from reasoner.elastic import switch
 from reasoner.elastic.apply import apply_epoch, commit_facts, update_memory_budget
 from reasoner.elastic.changes import EpochChanges
@@ -109,6 +110,8 @@ class Materialization:
         self.program_facts: dict[str, set[Tuple]] = {}
         """Facts written in the program text: part of the program, so a delta cannot retract
         them (retracting the same row as data leaves it present, as a fresh run would)."""
+        for text in constant_order(analyzed.written or analyzed.program):  # as Soufflé numbers
+            self.symbols.intern(text)
         self._set_program_facts(analyzed)
         self.epoch = epoch
         """The number of the last epoch applied: one that resumes a stored history (the

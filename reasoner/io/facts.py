@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import BinaryIO, NoReturn, TextIO
 
 from reasoner.analysis.model import AnalyzedProgram
+from reasoner.analysis.symbol_order import input_order
 from reasoner.errors import InputDataError
 from reasoner.values import floats
 from reasoner.values.records import (
@@ -381,9 +382,10 @@ def load_inputs(
     """Read every `.input` relation from `facts_dir`, honouring `filename=` and `delimiter=`;
     `read`: rows (`read_facts`), or columns (`reasoner.io.batch.read_facts_batch`)."""
     loaded: dict[str, Sequence[Row]] = {}
-    for name, info in analyzed.relations.items():
-        if not info.is_input:
-            continue
+    inputs = [name for name, info in analyzed.relations.items() if info.is_input]
+    # In Soufflé's order, so that the symbols they hold are numbered as Soufflé numbers them.
+    for name in input_order(analyzed.written or analyzed.program, inputs):
+        info = analyzed.relations[name]
         target = _io_target(name, info.input_params, Path(facts_dir), ".facts")
         loaded[name] = read(target.path, info.value_types, target.delimiter)
     return loaded
