@@ -26,7 +26,7 @@ import numpy as np
 from reasoner.analysis import check_preprocessed
 from reasoner.analysis.model import AnalyzedProgram, RelationInfo
 from reasoner.analysis.negation_locals import is_internal
-from reasoner.analysis.symbol_order import constant_order
+from reasoner.analysis.symbol_order import constant_order, shows_symbol_numbers
 from reasoner.elastic import switch
 from reasoner.elastic.apply import apply_epoch, commit_facts, update_memory_budget
 from reasoner.elastic.changes import EpochChanges
@@ -157,12 +157,14 @@ class Materialization:
 
     def load(self, inputs: Mapping[str, Iterable[Sequence[Value]]]) -> None:
         """Add input facts before the first Bootstrap (a bulk load, not an epoch)."""
+        row_order = shows_symbol_numbers(self.analyzed)
         for name, rows in inputs.items():
             info = self.analyzed.relations[name]
             if name in self.analyzed.inlined and rows:
                 raise ValueError(f"`{name}` is an inline relation: it takes no facts")
             if isinstance(rows, FactBatch) and rows.matches(info.types):
-                self.facts[name].update_columns(encoded_columns(self.symbols, info, rows))
+                columns = encoded_columns(self.symbols, info, rows, row_order=row_order)
+                self.facts[name].update_columns(columns)
             else:
                 self.facts[name].update(encoded(self.symbols, info, rows))
 

@@ -35,14 +35,17 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 
+from reasoner.analysis.model import AnalyzedProgram
 from reasoner.analysis.stratify import strongly_connected_components
 from reasoner.analysis.terms import aggregated_relations, atoms_of, leaves
 from reasoner.syntax.ast import (
+    AUTOINC,
     Aggregate,
     Atom,
     BodyLiteral,
     Comparison,
     Fact,
+    Functor,
     Negation,
     Program,
     Rule,
@@ -50,6 +53,7 @@ from reasoner.syntax.ast import (
     Term,
     Variable,
     Wildcard,
+    rule_terms,
 )
 
 DISCONNECTED = "+disconnected"
@@ -87,6 +91,16 @@ def constant_order(program: Program) -> list[str]:
         for recursive, clause in own:
             seen.update(dict.fromkeys(clause.strings(recursive)))
     return list(seen)
+
+
+def shows_symbol_numbers(analyzed: AnalyzedProgram) -> bool:
+    """Whether the program's answers depend on the symbols' numbers: it calls `ord`, or
+    `autoinc()` numbers a column (of symbols, perhaps) in their order."""
+    numbering = any(s.aggregate is not None and s.aggregate.op == AUTOINC for s in analyzed.strata)
+    return numbering or any(
+        isinstance(term, Functor) and term.name == "ord"
+        for term in rule_terms(analyzed.program.rules)
+    )
 
 
 def input_order(program: Program, inputs: list[str]) -> list[str]:

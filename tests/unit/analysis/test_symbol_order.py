@@ -11,6 +11,7 @@ import pytest
 from reasoner.analysis import check_program
 from reasoner.analysis.symbol_order import constant_order, input_order
 from reasoner.executors.registry import EngineSettings
+from reasoner.io.batch import read_facts_batch
 from reasoner.io.facts import load_inputs
 from reasoner.materialization import Materialization
 from tests.souffle_golden import Golden
@@ -80,3 +81,22 @@ def test_inputs_are_read_in_souffles_order(tmp_path: Path) -> None:
     m.bootstrap()
     # What Soufflé 2.5 (64-bit) writes for these files.
     assert set(m.rows("o")) == {("w", 0), ("e", 1), ("q", 2), ("d", 3)}
+
+
+def test_a_files_symbols_are_numbered_row_by_row(tmp_path: Path) -> None:
+    """As Soufflé reads a file: a row's symbols left to right, then the next row (a column
+    at a time would number `c` before `b`)."""
+    text = """
+    .decl e(x: symbol, y: symbol)
+    .input e
+    .decl o(x: symbol, n: number)
+    o(x, ord(x)) :- e(x, _).
+    o(x, ord(x)) :- e(_, x).
+    .output o
+    """
+    (tmp_path / "e.facts").write_text("a\tb\nc\ta\nd\te\n")
+    m = Materialization.from_text(text)
+    m.load(load_inputs(m.analyzed, tmp_path, read=read_facts_batch))
+    m.bootstrap()
+    # What Soufflé 2.5 (64-bit) writes for this file.
+    assert set(m.rows("o")) == {("a", 0), ("b", 1), ("c", 2), ("d", 3), ("e", 4)}
