@@ -58,6 +58,7 @@ from collections.abc import Iterator
 
 from reasoner.analysis.model import AggregateDefinition
 from reasoner.analysis.report import Reporter
+from reasoner.analysis.symbol_order import head_component
 from reasoner.analysis.terms import (
     deep_terms,
     leaves,
@@ -212,7 +213,7 @@ def _scanned(
             columns.setdefault(arg.name, arg)
         elif any(isinstance(leaf, Variable | Wildcard) for leaf in leaves(arg)):
             columns[f"{column}"] = arg
-    connected = _head_component(rule)
+    connected = head_component(rule)
     if not any(_variables((term,), ()) & connected for term in columns.values()):
         return rule.body, None  # Soufflé checks the body once: at most one row
     if len(columns) > 1:
@@ -237,23 +238,6 @@ def _scanned(
         f"`{key.name}` (or the expression of it) in the head",
         key.span,
     )
-
-
-def _head_component(rule: Rule) -> set[str]:
-    """The variables connected to the head's, two being connected when a literal (the head
-    included, an aggregate's body inside its literal) holds both: what Soufflé's
-    PartitionBodyLiterals keeps in a rule, moving the rest to a nullary relation that only
-    says whether its literals hold."""
-    groups = [_variables(rule.head.args, ())] + [_variables((), (lit,)) for lit in rule.body]
-    component = set(groups[0])
-    grown = True
-    while grown:
-        grown = False
-        for names in groups:
-            if names & component and not names <= component:
-                component |= names
-                grown = True
-    return component
 
 
 def _variables(terms: tuple[Term, ...], body: tuple[BodyLiteral, ...]) -> set[str]:

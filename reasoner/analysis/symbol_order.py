@@ -148,16 +148,7 @@ def _partition(rule: Rule) -> tuple[list[BodyLiteral], list[list[BodyLiteral]]]:
     """The body literals that stay in the rule (connected to its head, or without
     variables), and the groups of the others, each connected within itself."""
     variables = [_variables(literal, index) for index, literal in enumerate(rule.body)]
-    reached = {
-        leaf.name for arg in rule.head.args for leaf in leaves(arg) if isinstance(leaf, Variable)
-    }
-    grown = bool(reached)
-    while grown:
-        grown = False
-        for names in variables:
-            if names & reached and not names <= reached:
-                reached |= names
-                grown = True
+    reached = _reached(rule, variables)
     kept = [
         lit for lit, names in zip(rule.body, variables, strict=True) if not names or names & reached
     ]
@@ -172,6 +163,27 @@ def _partition(rule: Rule) -> tuple[list[BodyLiteral], list[list[BodyLiteral]]]:
             merged = (merged[0] | group[0], group[1] + merged[1])
         groups.append(merged)
     return kept, [literals for _names, literals in groups]
+
+
+def head_component(rule: Rule) -> set[str]:
+    """The variables connected to the head's, two being connected when a body literal (an
+    aggregate's body inside its literal) holds both: what Soufflé's PartitionBodyLiterals
+    keeps in a rule, moving the rest to a nullary relation that only says whether they hold."""
+    return _reached(rule, [_variables(lit, index) for index, lit in enumerate(rule.body)])
+
+
+def _reached(rule: Rule, variables: list[set[str]]) -> set[str]:
+    reached = {
+        leaf.name for arg in rule.head.args for leaf in leaves(arg) if isinstance(leaf, Variable)
+    }
+    grown = bool(reached)
+    while grown:
+        grown = False
+        for names in variables:
+            if names & reached and not names <= reached:
+                reached |= names
+                grown = True
+    return reached
 
 
 def _variables(literal: BodyLiteral, index: int) -> set[str]:
