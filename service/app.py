@@ -17,7 +17,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
-from service.api import problem_responses
+from service.api import lean_writes, problem_responses
 from service.api.limits import BodySizeLimit
 from service.api.routes import (
     changes,
@@ -87,6 +87,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(stores.writes, prefix="/v1")
     if settings.console:
         app.include_router(console_router())
+    lean_writes.install(app)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

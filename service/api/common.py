@@ -6,7 +6,8 @@ import base64
 import binascii
 import json
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from fastapi import Request
@@ -47,15 +48,22 @@ PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
-async def get_runtime(request: Request) -> AsyncIterator[Runtime]:
+@contextmanager
+def store_runtime(request: Request) -> Iterator[Runtime]:
     """The runtime of the data store the request is about: the default store's under `/v1/`,
     a named one's under `/v1/stores/{store}/` (404 `unknown_store` if there is none), in use
-    until the response is sent (dropping the store waits for it)."""
+    while the context lasts (dropping the store waits for it)."""
     name = request.path_params.get("store")
     runtime = request.app.state.stores.get(name)
     if runtime is None or runtime.dropped:
         raise Problem(404, UNKNOWN_STORE, f"there is no store {clip(str(name))!r}")
     with runtime.in_use():
+        yield runtime
+
+
+async def get_runtime(request: Request) -> AsyncIterator[Runtime]:
+    """The dependency of `store_runtime`: in use until the response is sent."""
+    with store_runtime(request) as runtime:
         yield runtime
 
 
