@@ -23,8 +23,10 @@ from tests.property.programs import GeneratedProgram, deltas, programs
 from tests.updates import apply_recording_changes, assert_changes_lead_from
 
 
-def _fresh(analyzed, facts) -> Materialization:
-    materialization = Materialization(analyzed)
+def _fresh(analyzed, facts, *, maintained: bool = False) -> Materialization:
+    """A Bootstrap of `facts`; `maintained` for the one the Update steps run on (the fresh
+    ones it is compared with compile no Update plans)."""
+    materialization = Materialization(analyzed, maintained=maintained)
     materialization.load(facts)
     materialization.bootstrap()
     return materialization
@@ -33,7 +35,7 @@ def _fresh(analyzed, facts) -> Materialization:
 def _check_sequence(data: st.DataObject, generated: GeneratedProgram, strategy: str) -> None:
     analyzed = check_program(generated.text)
     current = {name: set(rows) for name, rows in generated.inputs.items()}
-    live = _fresh(analyzed, current)
+    live = _fresh(analyzed, current, maintained=True)
     for step in data.draw(deltas(generated)):
         before = visible(live.snapshot(), analyzed)
         _, changes = apply_recording_changes(
