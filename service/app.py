@@ -87,7 +87,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(stores.writes, prefix="/v1")
     if settings.console:
         app.include_router(console_router())
-    lean_writes.install(app)
+    lean_writes.install(app, ("/v1", STORE_ROUTES))
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

@@ -62,7 +62,7 @@ def store_runtime(request: Request) -> Iterator[Runtime]:
 
 
 async def get_runtime(request: Request) -> AsyncIterator[Runtime]:
-    """The dependency of `store_runtime`: in use until the response is sent."""
+    """`store_runtime` as a dependency: in use until the response is sent."""
     with store_runtime(request) as runtime:
         yield runtime
 

@@ -19,6 +19,7 @@ from service.api.security import require_read, require_write
 from service.core.runtime import Runtime
 from service.core.writer import WriteAbandoned
 from service.problems import CLIENT_CLOSED_REQUEST, Problem
+from service.schemas import DeltaIn
 
 RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
 Changes = Annotated[bool, Query(description="Include the derived tuples inserted and retracted.")]
@@ -38,6 +39,16 @@ def write_router() -> APIRouter:
     return APIRouter(
         dependencies=[Depends(require_write), Depends(refuse_unknown_parameters)],
         responses=PROBLEM_RESPONSES,
+    )
+
+
+def delta_of(body: DeltaIn) -> Delta:
+    """The delta a `POST /v1/deltas` body asks for."""
+    return Delta(
+        insert=body.facts.insert,
+        retract=body.facts.retract,
+        add_rules=tuple(body.rules.add),
+        remove_rules=tuple(body.rules.remove),
     )
 
 

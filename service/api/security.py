@@ -102,10 +102,13 @@ def access_level(method: str, path: str) -> str | None:
 
 
 def bearer_token(authorization: str | None) -> str | None:
-    """The token of an `Authorization: Bearer <token>` header (as `HTTPBearer` reads it)."""
+    """The token of an `Authorization: Bearer <token>` header, read as `HTTPBearer` reads it
+    (stripped of whitespace), so that the gate, the dependencies and the lean writes
+    (`service.api.lean_writes`) never disagree about a token."""
     if not authorization:
         return None
     scheme, _, token = authorization.partition(" ")
+    token = token.strip()
     if scheme.lower() != "bearer" or not token:
         return None
     return token

@@ -35,6 +35,9 @@ WRITES: list[tuple[str, str, bytes, dict[str, str]]] = [
     ("POST", "/deltas", b'{"fact": {}}', JSON),  # not a delta
     ("DELETE", "/facts", b"", JSON),  # no body
     ("POST", "/deltas", b'{"rules": {"add": ["r(x) :- "]}}', JSON),  # a syntax error
+    ("POST", "/facts", b'{"facts": {"edge": [[[1, 2], 3]]}}', JSON),  # a record: not a number
+    ("POST", "/facts", b'{"facts": {"edge": [[' + b"[" * 300 + b"]" * 300 + b"]]}}", JSON),
+    ("POST", "/facts", b'{"facts": {"edge": [[1, 2]]}}', {**JSON, "authorization": "Bearer x"}),
 ]
 
 

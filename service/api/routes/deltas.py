@@ -13,6 +13,7 @@ from service.api.deps import (
     Changes,
     RuntimeDep,
     apply_delta,
+    delta_of,
     write_router,
 )
 from service.schemas import (
@@ -33,13 +34,7 @@ writes = write_router()
 async def post_delta(
     body: DeltaIn, request: Request, runtime: RuntimeDep, changes: Changes = False
 ) -> EpochOut:
-    delta = Delta(
-        insert=body.facts.insert,
-        retract=body.facts.retract,
-        add_rules=tuple(body.rules.add),
-        remove_rules=tuple(body.rules.remove),
-    )
-    return epoch_out(await apply_delta(runtime, request, delta, changes))
+    return epoch_out(await apply_delta(runtime, request, delta_of(body), changes))
 
 
 @writes.post(

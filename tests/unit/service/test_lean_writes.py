@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 from starlette.routing import Match
 
-from service.api.lean_writes import DECLINED, LeanWrite
+from service.api.lean_writes import DECLINED, WRITES, LeanWrite
+from service.api.routes import deltas
+from service.api.security import bearer_token
 from service.app import create_app
 from service.settings import Settings
 
@@ -87,3 +89,35 @@ def test_a_client_that_leaves_before_its_body_ends_is_not_answered() -> None:
         raise AssertionError(f"answered a client that left: {message}")
 
     asyncio.run(route.handle(_scope(), receive, send))
+
+
+def _dependencies(dependant: Any) -> list[str]:
+    names = []
+    for sub in dependant.dependencies:
+        names.append(getattr(sub.call, "__name__", type(sub.call).__name__))
+        names += _dependencies(sub)
+    return names
+
+
+def test_the_routes_stood_in_for_take_what_the_lean_writes_do() -> None:
+    """A dependency, a body model or a query parameter added to one of these routes must be
+    added to the lean writes too (or the write left to the route): this fails until it is."""
+    for method, path, model, _ in WRITES:
+        (route,) = [r for r in deltas.writes.routes if r.path == path and method in r.methods]
+        assert [p.field_info.annotation for p in route.dependant.body_params] == [model]
+        assert [p.name for p in route.dependant.query_params] == ["changes"]
+        assert _dependencies(route.dependant) == [
+            "require_write",
+            "HTTPBearer",
+            "refuse_unknown_parameters",
+            "require_json",
+            "get_runtime",
+        ]
+
+
+def test_every_check_reads_a_token_as_httpbearer_does() -> None:
+    """The gate, the dependencies and the lean writes read the header with `bearer_token`,
+    the route's documentation with `HTTPBearer`, which strips the token: so does it."""
+    assert bearer_token("Bearer tok\xa0") == bearer_token("bearer  tok") == "tok"
+    assert bearer_token("Bearer \x1c") is None
+    assert bearer_token("Basic tok") is None
