@@ -43,6 +43,7 @@ from reasoner.storage.overlay import INF, Overlay
 from reasoner.storage.state import State, Tuple
 from reasoner.support.deadline import Check, Deadline, DeadlineExceeded, clock
 from reasoner.support.gc_pause import collector_paused
+from reasoner.support.process_memory import give_back_memory
 from reasoner.values.records import ValueType
 from reasoner.values.symbols import SymbolTable
 
@@ -148,6 +149,9 @@ def apply_epoch(  # noqa: PLR0915
                 )
         reason = attempt.fallback_reason
         abandoned = tuple(walked)
+        # What the discarded Update freed is in the C heap, which glibc keeps: given back
+        # now, or the Bootstrap's Polars frames (another allocator) come on top of it.
+        give_back_memory()
     before = m.state
     facts = facts_after(m.facts, prepared, new)
     built_at = time.perf_counter()
@@ -218,9 +222,13 @@ def _epoch_changes(
 def _discard(m: Materialization, overlay: Overlay, cached: set[StratumKey]) -> None:
     """Undo an Update that will not be committed: its overlay, the relations a rule change
     added to the state, their arities, and the Update plans compiled over those relations
-    (`cached`: the plan keys from before the epoch)."""
+    (`cached`: the plan keys from before the epoch). The kernels give back all their
+    buffers: a fallback's Bootstrap would otherwise run beside the abandoned Update's
+    bookkeeping."""
     created = bool(overlay.created)
     overlay.discard()
+    for plans in m._plans.values():
+        plans.release()
     m.arities.clear()
     m.arities.update(m._arities(m.analyzed))
     if created:

@@ -35,7 +35,7 @@ from reasoner.support import allocations
 from reasoner.support.deadline import MemoryBudgetExceeded
 
 DEF MAX_STACK = 128
-DEF KEPT_ENTRIES = 1 << 16  # a buffer larger than this is freed when an Update ends
+DEF KEPT_ENTRIES = 1 << 12  # a larger buffer is freed when an Update ends (one kernel a stratum)
 
 cdef int64_t INF = 1 << 62
 
@@ -564,6 +564,7 @@ cdef class Kernel:
     cdef Map flip             # key(relation, row) -> FLIP_*
     # The schedule.
     cdef Vec arena
+    cdef int64_t* free_of     # rule -> a candidate of its size whose iteration is done, or -1
     cdef Map bucket_of        # iteration -> bucket
     cdef Vec bucket_first
     cdef Vec bucket_size
@@ -621,38 +622,30 @@ cdef class Kernel:
         _map_init(&self.wanted, 64)
 
     def __dealloc__(self):
+        cdef Map* maps[5]
+        cdef Vec* vecs[14]
+        cdef int i
         free(self.own)
         free(self.any_before)
         free(self.any_after)
         free(self.words)
         free(self.heads)
+        free(self.free_of)
         free(self.run.regs)
         free(self.run.rows)
         free(self.run.before)
         free(self.run.after)
-        _map_free(&self.overlay)
-        _map_free(&self.flip)
-        _map_free(&self.bucket_of)
-        _map_free(&self.delta)
-        _map_free(&self.wanted)
-        free(self.ov_key.data)
-        free(self.ov_n.data)
-        free(self.ov_count.data)
-        free(self.arena.data)
-        free(self.bucket_first.data)
-        free(self.bucket_size.data)
-        free(self.heap.data)
-        free(self.d_key.data)
-        free(self.d_change.data)
-        free(self.d_old.data)
-        free(self.dedup.data)
-        free(self.moved.data)
-        free(self.inserted.data)
-        free(self.gone.data)
+        self._buffers(maps, vecs)
+        for i in range(5):
+            _map_free(maps[i])
+        for i in range(14):
+            free(vecs[i].data)
 
     # -- building -------------------------------------------------------------------------------
 
     def add_rule(self, Rule rule):
+        self.free_of = <int64_t*>_grown(self.free_of, len(self.rules) + 1, sizeof(int64_t))
+        self.free_of[len(self.rules)] = -1
         self.rules.append(rule)
 
     def add(self, str role, int relation, Enumerator e):
@@ -663,25 +656,28 @@ cdef class Kernel:
 
     # -- one Update -----------------------------------------------------------------------------
 
-    def reset(self):
+    def reset(self, bint release=False):
         """Forget the last Update's statuses and schedule; give back the buffers a large one
-        grew (the kernel lives as long as its plans, from one Bootstrap to the next)."""
+        grew (kept: the kernel lives from one Bootstrap to the next), all with `release`."""
         cdef Map* maps[5]
         cdef Vec* vecs[14]
         cdef int i
+        cdef int64_t kept = 0 if release else KEPT_ENTRIES
         self._buffers(maps, vecs)
         for i in range(5):
-            if maps[i].mask + 1 > KEPT_ENTRIES:
+            if maps[i].mask + 1 > max(kept, 64):
                 _map_free(maps[i])
                 _map_init(maps[i], 64)
             else:
                 _map_clear(maps[i])
         for i in range(14):
             vecs[i].size = 0
-            if vecs[i].capacity > KEPT_ENTRIES:
+            if vecs[i].capacity > kept:
                 free(vecs[i].data)
                 vecs[i].data = NULL
                 vecs[i].capacity = 0
+        for i in range(len(self.rules)):
+            self.free_of[i] = -1
         self.check = None
 
     cdef void _buffers(self, Map** maps, Vec** vecs) noexcept:
@@ -706,8 +702,8 @@ cdef class Kernel:
         vecs[12] = &self.inserted
         vecs[13] = &self.gone
 
-    cdef int64_t _allocated(self) noexcept:
-        """The bytes of the bookkeeping's buffers."""
+    cpdef int64_t nbytes(self) noexcept:
+        """The bytes of the bookkeeping's buffers (what the memory bound counts)."""
         cdef Map* maps[5]
         cdef Vec* vecs[14]
         cdef int64_t total = 0
@@ -722,7 +718,7 @@ cdef class Kernel:
     cdef int _checkpoint(self) except -1:
         """The caller's check (the deadline, a cancellation), then the memory bound."""
         self.check()
-        if self.budget and self._allocated() > self.budget:
+        if self.budget and self.nbytes() > self.budget:
             raise MemoryBudgetExceeded(
                 f"the Update's bookkeeping passed {self.budget} bytes"
             )
@@ -1490,11 +1486,14 @@ cdef class Kernel:
                        int64_t head_row, int64_t lower_n, bint no, bint nn, bint ni,
                        bint nd) except -1:
         cdef Rule rule = e.rule
-        cdef int64_t c, b, j
-        _vec_reserve(&self.arena, rule.words)
-        c = self.arena.size
+        cdef int64_t c = self.free_of[rule.number], b, j
+        if c >= 0:  # the place of a candidate classified at an earlier iteration
+            self.free_of[rule.number] = self.arena.data[c + C_NEXT]
+        else:
+            _vec_reserve(&self.arena, rule.words)
+            c = self.arena.size
+            self.arena.size += rule.words
         cdef int64_t* w = self.arena.data + c
-        self.arena.size += rule.words
         w[C_RULE] = rule.number
         w[C_FO] = fo
         w[C_HO] = ho
@@ -1610,6 +1609,12 @@ cdef class Kernel:
                 c = self.arena.data[c + C_NEXT]
         elif c >= 0:
             self._classify(c, k)
+        c = self.bucket_first.data[b]  # classified: the places go on their rules' free lists
+        while c >= 0:  # (the arena then holds the candidates pending, not all ever scheduled)
+            d = self.arena.data[c + C_NEXT]
+            self.arena.data[c + C_NEXT] = self.free_of[self.arena.data[c + C_RULE]]
+            self.free_of[self.arena.data[c + C_RULE]] = c
+            c = d
         for d in range(self.d_key.size):
             self._tick()
             self._settle(self.d_key.data[d], self.d_change.data[d], self.d_old.data[d], k)

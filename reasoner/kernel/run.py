@@ -151,6 +151,12 @@ class StratumUpdate:
             self._export(overlay)
         return iterations
 
+    def release(self) -> None:
+        """Give back every buffer the kernel's Updates grew, the ones it keeps between
+        Updates included: for an Update that is discarded, whose bookkeeping would otherwise
+        stay allocated through the Bootstrap that replaces it."""
+        self.kernel.reset(release=True)
+
     def _export(self, overlay: Overlay) -> None:
         """Hand the kernel's record of the stratum's relations to the overlay, by row id."""
         relations = self.relations

@@ -14,6 +14,7 @@ from reasoner.errors import InvalidDelta
 from reasoner.io.facts import format_rows, write_csv
 from reasoner.kernel.run import StratumUpdate
 from reasoner.materialization import Materialization
+from reasoner.support.deadline import DeadlineExceeded
 from reasoner.values.symbols import BULK_INTERN, SymbolTable
 from tests.unit.elastic.test_forecast import Clock
 
@@ -124,6 +125,39 @@ def test_failing_update_is_discarded(monkeypatch: pytest.MonkeyPatch) -> None:
     report = m.apply(Delta(insert={"edge": [(3, 4)]}))
     assert (report.strategy, report.fallback_reason) == ("bootstrap", "update failed")
     assert m.snapshot() == _fresh_snapshot([(1, 2), (2, 3), (3, 4)])
+
+
+def test_a_fallback_bootstraps_without_the_abandoned_updates_buffers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """When an Update is abandoned, its kernels give back every buffer they grew (the ones
+    kept between Updates included) before the Bootstrap the epoch falls back to starts: the
+    fallback's peak is a Bootstrap's, not a Bootstrap's on top of the Update's bookkeeping.
+    The kernels' own byte counters are compared with those of kernels that never ran."""
+    m = _materialization()
+    fresh = {key: plans.kernel.nbytes() for key, plans in m._plans.items()}
+    export = StratumUpdate._export
+    grown: list[int] = []
+
+    def late(self: StratumUpdate, overlay: object) -> None:
+        grown.append(self.kernel.nbytes())  # before `reset`, which keeps buffers this small
+        export(self, overlay)
+        raise DeadlineExceeded()
+
+    at_build: list[dict[object, int]] = []
+    build = Materialization._build
+
+    def watched(self: Materialization, *args: object, **kwargs: object) -> object:
+        at_build.append({key: plans.kernel.nbytes() for key, plans in self._plans.items()})
+        return build(self, *args, **kwargs)
+
+    monkeypatch.setattr(StratumUpdate, "_export", late)
+    monkeypatch.setattr(Materialization, "_build", watched)
+    report = m.apply(Delta(insert={"edge": [(3, 4), (4, 5), (5, 6)]}))
+    assert (report.strategy, report.fallback_reason) == ("bootstrap", "deadline")
+    assert grown and max(grown) > max(fresh.values())  # the Update grew buffers
+    assert at_build == [fresh]
+    assert m.snapshot() == _fresh_snapshot([(1, 2), (2, 3), (3, 4), (4, 5), (5, 6)])
 
 
 def test_inserting_and_retracting_one_row_is_a_no_op() -> None:
