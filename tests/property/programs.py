@@ -719,6 +719,24 @@ def subsumptions(draw: st.DrawFn, relation: RelationSpec) -> list[str]:
     return [f"{name}({', '.join(dominated)}) <= {name}({', '.join(dominating)}) :- s2 {op} s1."]
 
 
+_PLAIN_HEAD_ARGUMENT = re.compile(r'[A-Za-z_]\w*|-?\d+(\.\d+)?|"[^"]*"')
+
+
+def negatable_inline(name: str, rules: list[str]) -> bool:
+    """Whether relation `name` can be inline where its rules put it: read under a negation,
+    each head argument of its rules must be a variable or a constant. Soufflé refuses
+    `a_("a", t + t) :- b(t).` with `!a_(x, y)` elsewhere ("Ungrounded variable
+    <inlined_t_1>"): the negated clause would leave `t` to the equality `y = t + t`."""
+    if not any(f"!{name}(" in rule for rule in rules):
+        return True
+    for rule in rules:
+        if rule.startswith(f"{name}("):
+            head = rule[len(name) + 1 : rule.index(") :-")]
+            if not all(_PLAIN_HEAD_ARGUMENT.fullmatch(a) for a in head.split(", ")):
+                return False
+    return True
+
+
 @st.composite
 def programs(draw: st.DrawFn) -> GeneratedProgram:
     input_count = draw(st.integers(1, 3))
@@ -797,7 +815,8 @@ def programs(draw: st.DrawFn) -> GeneratedProgram:
         )
     # Drawn last, so that the programs are otherwise those drawn before these constructs were.
     for line, relation in declared:
-        if draw(st.integers(0, 4)) == 0:  # substituted into its readers, if not an output
+        inline = draw(st.integers(0, 4)) == 0
+        if inline and negatable_inline(relation.name, rules):  # substituted, if not an output
             lines[line] += " inline"
             lines[line + 1] = ""
         lines[line] += choice_domain(draw, relation)
