@@ -144,7 +144,7 @@ def _analyze(
     program, inlined = inline_relations(program)
     _check_inlined_rules(written, inlined, reporter)
     numbered = number_rows(program, reporter)
-    program = rewrite_subsumptions(numbered.program)
+    program = rewrite_subsumptions(numbered.program, reporter)
     aggregated = rewrite_aggregates(bind_aggregate_results(program), reporter)
     aggregated = dataclasses.replace(
         aggregated,

@@ -27,7 +27,9 @@ import dataclasses
 from collections.abc import Iterator, Sequence
 
 from reasoner.analysis.model import Stratum, Subsumption
-from reasoner.errors import Span
+from reasoner.analysis.relations import plural
+from reasoner.analysis.report import Reporter
+from reasoner.errors import ARITY_MISMATCH, Span
 from reasoner.syntax.ast import (
     Atom,
     BodyLiteral,
@@ -44,13 +46,26 @@ REJECTED = "!rejected"
 DELETED = "!deleted"
 
 
-def rewrite_subsumptions(program: Program) -> Program:
-    """`program` with each subsumptive clause replaced by its rules (see the module)."""
+def rewrite_subsumptions(program: Program, reporter: Reporter) -> Program:
+    """`program` with each subsumptive clause replaced by its rules (see the module). The
+    two atoms of a clause are tuples of one relation: of different lengths, the clause is
+    refused (`arity_mismatch`, the relation's declaration is checked later)."""
     if not any(rule.dominating is not None for rule in program.rules):
         return program
     rules: list[Rule] = []
     for rule in program.rules:
-        rules.extend([rule] if rule.dominating is None else _rules(rule))
+        if rule.dominating is None:
+            rules.append(rule)
+        elif len(rule.dominating.args) != len(rule.head.args):
+            reporter.error(
+                ARITY_MISMATCH,
+                f"the dominating atom has {plural(len(rule.dominating.args), 'argument')}, "
+                f"the dominated one {len(rule.head.args)}: both are tuples of "
+                f"`{rule.head.relation}`",
+                rule.dominating.span,
+            )
+        else:
+            rules.extend(_rules(rule))
     return dataclasses.replace(program, rules=tuple(rules))
 
 
