@@ -30,7 +30,7 @@ from reasoner.analysis.symbol_order import constant_order, shows_symbol_numbers
 from reasoner.elastic import switch
 from reasoner.elastic.apply import apply_epoch, commit_facts, update_memory_budget
 from reasoner.elastic.changes import EpochChanges
-from reasoner.elastic.epoch import UNCHANGED, BootstrapReport, Delta, EpochReport
+from reasoner.elastic.epoch import BOOTSTRAP, UNCHANGED, BootstrapReport, Delta, EpochReport
 from reasoner.elastic.group import GroupFold, GroupWrite, PreparedGroup
 from reasoner.elastic.prepare import PreparedDelta, encoded, encoded_columns, source
 from reasoner.elastic.prepare import prepare as prepare_delta
@@ -257,8 +257,9 @@ class Materialization:
         stop the computation by raising (see `apply`); the published state is then unchanged.
         `progress` is told of each stratum and of the state's size as it goes."""
         with self._writer:
+            replaced = self.state.nbytes
             report = self._bootstrap(check, progress)
-        given_back_after(report.seconds)
+        given_back_after(report.seconds, replaced)
         return report
 
     def _bootstrap(
@@ -359,10 +360,11 @@ class Materialization:
                     changes={} if include_changes else None,
                     warnings=prepared.warnings,
                 )
+            replaced = self.state.nbytes  # freed if the epoch bootstraps
             report = apply_epoch(
                 self, prepared, start, strategy, include_changes, check, before_publish
             )
-        given_back_after(report.seconds)
+        given_back_after(report.seconds, replaced if report.strategy == BOOTSTRAP else 0)
         return report
 
     def _adopt(self, prepared: PreparedDelta, facts: dict[str, TupleSet] | None = None) -> None:

@@ -47,6 +47,8 @@ class Delta:
 UNCHANGED = "unchanged"
 """The strategy of a delta that changes nothing (no epoch is made and nothing is evaluated),
 and of a stratum none of whose inputs an epoch changed."""
+BOOTSTRAP = "bootstrap"
+"""The strategy of an epoch that recomputed the state (chosen, or an Update's fallback)."""
 ABANDONED = "abandoned"
 """The strategy of the stratum an Update was in when the switch abandoned it."""
 

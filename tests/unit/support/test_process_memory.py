@@ -1,4 +1,5 @@
-"""A marked peak counts from the mark: each replay epoch reports the memory it took itself."""
+"""A marked peak counts from the mark: each replay epoch reports the memory it took itself;
+the freed heap goes back to the system after long evaluations and replaced states."""
 
 from __future__ import annotations
 
@@ -7,8 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from reasoner import Delta, Materialization
+from reasoner.support import process_memory
 from reasoner.support.process_memory import (
     give_back_memory,
+    given_back_after,
     lifetime_peak_memory_bytes,
     mark_peak,
     peak_memory_bytes,
@@ -47,3 +51,39 @@ def test_freed_heap_memory_goes_back_to_the_system() -> None:
     give_back_memory()
     assert _resident() < freed - (100 << 20)
     assert pin
+
+
+def _trims(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The trims `given_back_after` makes, counted instead of made."""
+    made: list[int] = []
+    monkeypatch.setattr(process_memory, "_TRIM", lambda: made.append(1))
+    return made
+
+
+def test_the_heap_is_given_back_after_a_long_evaluation_or_a_large_state_replaced(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    made = _trims(monkeypatch)
+    given_back_after(0.01)
+    given_back_after(0.01, process_memory.GIVE_BACK_REPLACED - 1)
+    assert not made
+    given_back_after(process_memory.GIVE_BACK_AFTER)
+    given_back_after(0.01, process_memory.GIVE_BACK_REPLACED)
+    assert len(made) == 2
+
+
+def test_an_epoch_that_bootstraps_gives_back_the_state_it_replaced(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Measured by the state's bytes, not by the epoch's seconds: a fast fallback frees the
+    old state as a slow one does (here any state counts as large)."""
+    m = Materialization.from_text("e(1, 2).\nt(x, y) :- e(x, y).\nt(x, z) :- t(x, y), e(y, z).")
+    m.bootstrap()
+    monkeypatch.setattr(process_memory, "GIVE_BACK_REPLACED", 1)
+    made = _trims(monkeypatch)
+    m.apply(Delta(insert={"e": [(2, 3)]}), strategy="update")
+    assert not made
+    m.apply(Delta(insert={"e": [(3, 4)]}), strategy="bootstrap")
+    assert len(made) == 1
+    m.bootstrap()
+    assert len(made) == 2
