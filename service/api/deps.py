@@ -19,7 +19,7 @@ from service.api.security import require_read, require_write
 from service.core.runtime import Runtime
 from service.core.writer import WriteAbandoned
 from service.problems import CLIENT_CLOSED_REQUEST, Problem
-from service.schemas import DeltaIn
+from service.schemas import DeltaIn, FactsIn
 
 RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
 Changes = Annotated[bool, Query(description="Include the derived tuples inserted and retracted.")]
@@ -50,6 +50,16 @@ def delta_of(body: DeltaIn) -> Delta:
         add_rules=tuple(body.rules.add),
         remove_rules=tuple(body.rules.remove),
     )
+
+
+def insertion_of(body: FactsIn) -> Delta:
+    """The delta a `POST /v1/facts` body asks for."""
+    return Delta(insert=body.facts)
+
+
+def retraction_of(body: FactsIn) -> Delta:
+    """The delta a `DELETE /v1/facts` body asks for."""
+    return Delta(retract=body.facts)
 
 
 async def apply_delta(runtime: Runtime, request: Request, delta: Delta, changes: bool):

@@ -35,7 +35,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from reasoner import Delta
 from service.api.common import epoch_out, store_runtime
-from service.api.deps import apply_delta, delta_of
+from service.api.deps import apply_delta, delta_of, insertion_of, retraction_of
 from service.api.security import bearer_token, check_write
 from service.schemas import DeltaIn, FactsIn, Rows
 
@@ -47,11 +47,11 @@ BODY = "reasoner.lean_body"
 
 WRITES: tuple[tuple[str, str, type[DeltaIn] | type[FactsIn], Callable[[Any], Delta]], ...] = (
     ("POST", "/deltas", DeltaIn, delta_of),
-    ("POST", "/facts", FactsIn, lambda body: Delta(insert=body.facts)),
-    ("DELETE", "/facts", FactsIn, lambda body: Delta(retract=body.facts)),
+    ("POST", "/facts", FactsIn, insertion_of),
+    ("DELETE", "/facts", FactsIn, retraction_of),
 )
 """The writes taken: method, path under a store's prefix, body model and the delta it asks
-for, as their routes in `service.api.routes.deltas` declare them."""
+for (the functions those routes in `service.api.routes.deltas` call)."""
 
 
 def _plain(rows: Rows) -> bool:

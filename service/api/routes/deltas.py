@@ -14,6 +14,8 @@ from service.api.deps import (
     RuntimeDep,
     apply_delta,
     delta_of,
+    insertion_of,
+    retraction_of,
     write_router,
 )
 from service.schemas import (
@@ -43,7 +45,7 @@ async def post_delta(
 async def post_facts(
     body: FactsIn, request: Request, runtime: RuntimeDep, changes: Changes = False
 ) -> EpochOut:
-    return epoch_out(await apply_delta(runtime, request, Delta(insert=body.facts), changes))
+    return epoch_out(await apply_delta(runtime, request, insertion_of(body), changes))
 
 
 @writes.delete(
@@ -52,7 +54,7 @@ async def post_facts(
 async def delete_facts(
     body: FactsIn, request: Request, runtime: RuntimeDep, changes: Changes = False
 ) -> EpochOut:
-    return epoch_out(await apply_delta(runtime, request, Delta(retract=body.facts), changes))
+    return epoch_out(await apply_delta(runtime, request, retraction_of(body), changes))
 
 
 @writes.delete(
