@@ -269,7 +269,7 @@ def _run_system(
         address_space_limit=system.address_space_limit,
         epochs_total=epochs_total,
         cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        env={**os.environ, "PYTHONPATH": str(REPO), **system.environment},
         echo=_echo,
     ).as_json()
     raw[system.name] = result

@@ -37,6 +37,7 @@ COLORS = {
     "ours-update": "#2ca02c",
     "ours-bootstrap": "#ff7f0e",
     "ours-spark-bootstrap": "#9467bd",
+    "ours-j1": "#17becf",
     "clingo": "#d62728",
     "duckdb": "#8c564b",
     "pydbsp": "#e377c2",

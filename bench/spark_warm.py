@@ -31,7 +31,7 @@ from bench.workloads import full_workloads
 from reasoner import EngineSettings, Materialization
 from reasoner.analysis import check_program
 from reasoner.analysis.model import AnalyzedProgram
-from reasoner.executors.cost import DEFAULT_SPARK_ITERATION
+from reasoner.executors.engines import DEFAULT_SPARK_ITERATION
 from reasoner.executors.spark import get_session
 from reasoner.io.facts import load_inputs
 

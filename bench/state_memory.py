@@ -25,7 +25,7 @@ from pathlib import Path
 
 from reasoner import EngineSettings, Materialization
 from reasoner.analysis import check_program
-from reasoner.executors.registry import ENGINES
+from reasoner.executors.engines import ENGINES
 from reasoner.io.facts import load_inputs
 
 CRDT = Path(__file__).resolve().parents[2] / "shared" / "bench" / "crdt"

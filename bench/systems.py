@@ -37,10 +37,19 @@ class System:
     """For ours: the executor (`--engine`), or None for the command's default."""
     options: tuple[str, ...] = ()
     """For ours: more options of the command (`--spark-iteration 0`)."""
+    jobs: int | None = None
+    """For ours: the threads it may use (`REASONER_JOBS`; None: every core). Through the
+    environment, since the runner imports the engine, which sizes Polars' pool, before the
+    command parses `--jobs`."""
 
     @property
     def ours(self) -> bool:
         return self.kind == "ours"
+
+    @property
+    def environment(self) -> dict[str, str]:
+        """Variables the runner's process gets beside the harness's own."""
+        return {} if self.jobs is None else {"REASONER_JOBS": str(self.jobs)}
 
     @property
     def address_space_limit(self) -> bool:
@@ -52,6 +61,7 @@ SYSTEMS = (
     System("ours", "ours (default switch)", "ours", "auto"),
     System("ours-update", "ours (always Update)", "ours", "update"),
     System("ours-bootstrap", "ours (always Bootstrap)", "ours", "bootstrap"),
+    System("ours-j1", "ours (default switch, --jobs 1)", "ours", "auto", jobs=1),
     System("ours-spark-bootstrap", "ours (always Bootstrap, Spark)", "ours", "bootstrap", "spark"),
     System("clingo", "clingo (recompute)", "clingo"),
     System("duckdb", "DuckDB (recursive CTE, recompute)", "duckdb"),

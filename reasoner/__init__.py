@@ -4,16 +4,19 @@ Polars' allocator (jemalloc, configured by `_RJEM_MALLOC_CONF`) keeps the pages 
 freed for ten seconds by default: after a bulk load the service held some 100 MB of them
 beside its state. Unless the environment says otherwise, they go back to the system at once,
 from a background thread (measured: no slower on a load of 3 M facts). This must be set
-before Polars is first imported, which the engine's modules do.
+before Polars is first imported, which the engine's modules do. So must the size of its
+thread pool, from `REASONER_JOBS` (`reasoner.support.jobs`).
 """
 
 import os
+from typing import TYPE_CHECKING, Any
+
+from reasoner.support.jobs import apply_requested_jobs
 
 os.environ.setdefault(
     "_RJEM_MALLOC_CONF", "background_thread:true,dirty_decay_ms:0,muzzy_decay_ms:0"
 )
-
-from typing import TYPE_CHECKING, Any
+apply_requested_jobs()
 
 if TYPE_CHECKING:
     from reasoner.analysis.dependencies import relation_reads
@@ -25,12 +28,12 @@ if TYPE_CHECKING:
     from reasoner.elastic.program_text import RULES_FILENAME
     from reasoner.elastic.progress import BootstrapProgress, ProgressReport
     from reasoner.elastic.switch import bulk_load
-    from reasoner.executors.cost import DEFAULT_SPARK_ITERATION
-    from reasoner.executors.registry import (
+    from reasoner.executors.engines import (
+        DEFAULT_SPARK_ITERATION,
         DEFAULT_SPARK_THRESHOLD,
         Engine,
-        EngineSettings,
     )
+    from reasoner.executors.registry import EngineSettings
     from reasoner.io import export
     from reasoner.io.batch import FactBatch, frame_schema, parse_facts_batch
     from reasoner.io.facts import float_field, record_field
@@ -42,6 +45,7 @@ if TYPE_CHECKING:
     from reasoner.reads.query import QueryResult, compile_query, evaluate_query
     from reasoner.support.allocations import charging_to
     from reasoner.support.deadline import BootstrapCancelled, Cancellation, QueryTimeout
+    from reasoner.support.jobs import JobsError, jobs_in_effect, requested_jobs, use_jobs
     from reasoner.support.process_memory import give_back_memory
     from reasoner.syntax.lexer import IDENT, Token, tokenize
     from reasoner.syntax.preprocess import preprocess
@@ -67,9 +71,9 @@ _PUBLIC = {
     "UNCHANGED": "reasoner.elastic.epoch",
     "groupable": "reasoner.elastic.group",
     "EngineSettings": "reasoner.executors.registry",
-    "DEFAULT_SPARK_ITERATION": "reasoner.executors.cost",
-    "DEFAULT_SPARK_THRESHOLD": "reasoner.executors.registry",
-    "Engine": "reasoner.executors.registry",
+    "DEFAULT_SPARK_ITERATION": "reasoner.executors.engines",
+    "DEFAULT_SPARK_THRESHOLD": "reasoner.executors.engines",
+    "Engine": "reasoner.executors.engines",
     "Cancellation": "reasoner.support.deadline",
     "BootstrapCancelled": "reasoner.support.deadline",
     "RelationInfo": "reasoner.analysis.model",
@@ -100,6 +104,10 @@ _PUBLIC = {
     "evaluate_query": "reasoner.reads.query",
     "charging_to": "reasoner.support.allocations",
     "give_back_memory": "reasoner.support.process_memory",
+    "JobsError": "reasoner.support.jobs",
+    "jobs_in_effect": "reasoner.support.jobs",
+    "requested_jobs": "reasoner.support.jobs",
+    "use_jobs": "reasoner.support.jobs",
     "IDENT": "reasoner.syntax.lexer",
     "Token": "reasoner.syntax.lexer",
     "tokenize": "reasoner.syntax.lexer",
@@ -150,6 +158,7 @@ __all__ = [
     "FunctorLibrary",
     "FunctorLoadError",
     "GroupWrite",
+    "JobsError",
     "Materialization",
     "PastRelation",
     "PreparedGroup",
@@ -178,13 +187,16 @@ __all__ = [
     "give_back_memory",
     "groupable",
     "is_internal",
+    "jobs_in_effect",
     "parse_facts_batch",
     "preprocess",
     "record_field",
     "relation_page",
     "relation_reads",
+    "requested_jobs",
     "storage_type",
     "tokenize",
+    "use_jobs",
 ]
 
 

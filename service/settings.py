@@ -13,7 +13,13 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, create_model, fiel
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
-from reasoner import DEFAULT_SPARK_ITERATION, DEFAULT_SPARK_THRESHOLD, Engine, FunctorLibrary
+from reasoner import (
+    DEFAULT_SPARK_ITERATION,
+    DEFAULT_SPARK_THRESHOLD,
+    Engine,
+    FunctorLibrary,
+    use_jobs,
+)
 
 DEFAULT_DATABASE_URL = "sqlite:///./data/reasoner.db"
 SECRETS_DIR = Path("/run/secrets")
@@ -92,6 +98,13 @@ class Settings(BaseSettings):
         description="Rows below which an iteration of a Spark Bootstrap runs in process, on "
         "the compiled kernel (0: every iteration on Spark). A Spark iteration costs jobs "
         "whatever its size; the kernel's per-tuple loop wins the small ones.",
+    )
+    jobs: int | None = Field(
+        None,
+        ge=1,
+        description="Threads an evaluation may use, as Soufflé's -j (none: every core the "
+        "process may run on). Polars' stages use them; the compiled kernel runs on one. Read "
+        "when the engine is first imported: set it in the environment, not in a .env file.",
     )
     switching_parameter: float = Field(
         0.2, gt=0, description="Update deadline = switching_parameter × last Bootstrap time."
@@ -261,10 +274,19 @@ class Settings(BaseSettings):
         "committing, applying, applied). Secrets never appear in it.",
     )
 
-    @field_validator("read_token", "write_token", "change_retention_epochs", mode="before")
+    @field_validator("read_token", "write_token", "change_retention_epochs", "jobs", mode="before")
     @classmethod
     def _empty_is_none(cls, value: object) -> object:
         return None if value == "" else value
+
+    @field_validator("jobs")
+    @classmethod
+    def _jobs_the_pool_has(cls, value: int | None) -> int | None:
+        """Polars sizes its pool once: a number it cannot have any more is refused here, at
+        start-up, rather than run with another (`use_jobs`)."""
+        if value is not None:
+            use_jobs(value)
+        return value
 
     def user_functors(self) -> FunctorLibrary | None:
         """The functors the service runs programs with (`functors`, then

@@ -4,9 +4,10 @@
 
 This runs `reasoner.cli.main.main(["replay", ...])` unchanged (argument parsing, the engine switch,
 the timing, the `--report` JSON) in this process, with one addition through the `observe` hook
-of `reasoner.cli.replay.replay`: after every epoch (outside the epoch's timed part) the output
-relations' digests are taken from the live materialization, and at the end the final relations
-are written to OUT_DIR in the harness's format, for the cross-system check.
+of `reasoner.cli.replay.replay`, as `reasoner.cli.commands` calls it: after every epoch (outside
+the epoch's timed part) the output relations' digests are taken from the live materialization,
+and at the end the final relations are written to OUT_DIR in the harness's format, for the
+cross-system check.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
+import reasoner.cli.commands as commands
 import reasoner.cli.main as cli
 from bench.runners.common import Spec, digests, emit, finish
 from reasoner import Materialization
@@ -27,7 +29,7 @@ def main(argv: list[str]) -> int:
     spec = Spec.load(argv[0])
     out_dir = argv[1]
     replay_args = argv[split + 1 :]
-    original = cli.replay
+    original = commands.replay
     live: list[Materialization] = []
 
     def record_epoch(m: Materialization, record: EpochRecord) -> None:
@@ -54,11 +56,11 @@ def main(argv: list[str]) -> int:
 
         return original(*args, observe=both, **kwargs)  # type: ignore[arg-type]
 
-    cli.replay = observed  # type: ignore[assignment]
+    commands.replay = observed  # type: ignore[assignment]
     try:
         status = cli.main(["replay", *replay_args])
     finally:
-        cli.replay = original
+        commands.replay = original
     if status != 0:
         return status
     finish(spec, {name: live[0].rows(name) for name in spec.outputs}, out_dir)

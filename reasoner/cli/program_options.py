@@ -1,6 +1,5 @@
-"""The command line's options that say which program runs: its file, the C preprocessor's
-`-I`/`-M`, the magic-set transformation's `-m`, the functors' `--functors`/`-l`/`-L`, each as
-Soufflé's; and the program they give, analyzed.
+"""The program that the command line's options name (`reasoner.cli.arguments.program_arguments`),
+read through the C preprocessor and analyzed.
 """
 
 from __future__ import annotations
@@ -14,60 +13,6 @@ from reasoner.analysis.model import AnalyzedProgram
 from reasoner.errors import InputDataError
 from reasoner.syntax.preprocess import parse_macros, preprocess
 from reasoner.values.functor_library import FunctorLibrary
-
-
-def program_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("program", help="the Datalog program (.dl)")
-    parser.add_argument(
-        "-I",
-        "--include-dir",
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="a directory for the preprocessor's #include (repeatable), as Soufflé's -I",
-    )
-    parser.add_argument(
-        "-M",
-        "--macro",
-        action="append",
-        default=[],
-        metavar="MACROS",
-        help="preprocessor macros, 'NAME' or 'NAME=VALUE' separated by spaces, as Soufflé's -M",
-    )
-    parser.add_argument(
-        "--functors",
-        action="append",
-        default=[],
-        metavar="FILE.py",
-        help="a Python module whose top-level functions implement the program's .functor "
-        "declarations, by name (repeatable; before the -l libraries)",
-    )
-    parser.add_argument(
-        "-l",
-        "--libraries",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="a C library of functors, libNAME.so, called through ctypes as Soufflé's 64-bit "
-        "build calls it (repeatable), as Soufflé's -l; without it, libfunctors.so if the "
-        "program needs it and it is there",
-    )
-    parser.add_argument(
-        "-L",
-        "--library-dir",
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="a directory of -l's libraries (repeatable; default .), as Soufflé's -L",
-    )
-    parser.add_argument(
-        "-m",
-        "--magic-transform",
-        default="",
-        metavar="RELATIONS",
-        help="apply the magic-set transformation to these relations (comma-separated, '*' for "
-        'all), as Soufflé\'s --magic-transform and `.pragma "magic-transform"`',
-    )
 
 
 def analyze_program(args: argparse.Namespace) -> AnalyzedProgram:

@@ -29,15 +29,6 @@ from reasoner.plan.pivot import pivot_columns
 from reasoner.plan.work import first_work
 from reasoner.storage.state import State
 
-DEFAULT_SPARK_ITERATION = 2_000_000
-"""Rows below which an iteration of a Spark Bootstrap runs on the in-process kernel instead
-(for iteration 1, its driving relations and the indexes the kernel would build; after it,
-the rows of N_{k-1}). A Spark iteration costs a few jobs, 0.3-2 s of scheduling and planning
-whatever its size (seconds more for the first queries of a new session), about what the
-kernel takes for two million rows (crdt.dl: 1.5 million derived tuples a second): Spark pays
-only for iterations larger than that, and a deep recursion's tail of small iterations (CRDT's
-thousands) would otherwise cost seconds each. 0 runs every iteration on Spark."""
-
 IN_PROCESS_ROWS_PER_SECOND = 1_500_000
 SPARK_ITERATION_SECONDS = 0.5
 SPARK_ROWS_PER_CORE_SECOND = 40_000

@@ -31,33 +31,27 @@ from collections import Counter
 from collections.abc import Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
-from typing import Any, Literal, get_args
+from typing import Any
 
 from reasoner.analysis.model import AnalyzedProgram, Stratum
 from reasoner.executors.bootstrap import ReferenceExecutor, Started, StratumRun
 from reasoner.executors.contract import StratumExecutor
 from reasoner.executors.cost import (
-    DEFAULT_SPARK_ITERATION,
     SMALL_STRATUM,
     SPARK_MARGIN,
     StratumEstimate,
     master_cores,
 )
+from reasoner.executors.engines import (
+    DEFAULT_SPARK_ITERATION,
+    DEFAULT_SPARK_MASTER,
+    DEFAULT_SPARK_THRESHOLD,
+    ENGINES,
+)
 from reasoner.storage.state import State
 from reasoner.support.deadline import Check
 from reasoner.support.gc_pause import collector_running
 from reasoner.values.symbols import SymbolTable
-
-Engine = Literal["auto", "reference", "local", "spark"]
-"""Where a Bootstrap runs: the one list of them, which the settings and the command line
-take."""
-ENGINES: tuple[Engine, ...] = get_args(Engine)
-DEFAULT_SPARK_MASTER = "local[*]"
-DEFAULT_SPARK_THRESHOLD = 50_000_000
-"""Rows of a stratum (read by its first iteration, plus what it derived in the last Bootstrap)
-from which `auto` runs it on a Spark cluster whatever the estimate of speed: where the
-in-process state stops fitting comfortably in memory (not on a `local` master, see
-`EngineSettings.local_master`)."""
 
 
 @functools.cache

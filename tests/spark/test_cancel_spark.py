@@ -18,7 +18,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from reasoner.analysis import check_program
-from reasoner.executors.cost import DEFAULT_SPARK_ITERATION
+from reasoner.executors.engines import DEFAULT_SPARK_ITERATION
 from reasoner.executors.spark import bootstrap as spark_bootstrap
 from reasoner.executors.spark import bootstrap_spark
 from reasoner.support.deadline import BootstrapCancelled, Cancellation

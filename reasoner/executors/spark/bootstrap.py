@@ -60,7 +60,7 @@ from reasoner.analysis.numeric import uses_driver_arithmetic
 from reasoner.analysis.terms import calls_functor, leaves
 from reasoner.executors.aggregate import ITERATION, bootstrap_aggregate
 from reasoner.executors.bootstrap import Started, StratumBootstrap, StratumRun
-from reasoner.executors.cost import DEFAULT_SPARK_ITERATION
+from reasoner.executors.engines import DEFAULT_SPARK_ITERATION
 from reasoner.executors.spark.aggregate import aggregate_batches
 from reasoner.executors.spark.arrow_stream import arrow_batches
 from reasoner.executors.spark.cancel import CancellableJobs
