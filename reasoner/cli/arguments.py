@@ -121,8 +121,8 @@ def jobs_argument(parser: argparse.ArgumentParser) -> None:
         type=_jobs,
         metavar="N",
         help=f"threads the evaluation may use, as Soufflé's -j (default: ${JOBS_VARIABLE}, "
-        "else every core this process may run on); today Polars' stages use them, the "
-        "compiled kernel runs on one",
+        "else every core this process may run on): Polars' stages and the kernel's "
+        "Bootstrap use them; an Update runs on one",
     )
 
 

@@ -22,12 +22,15 @@ rows of int64 in an arena, linked per iteration; iterations wait in a binary hea
 """
 
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
-from libc.math cimport pow
+from cpython.ref cimport PyObject
 from libc.stdint cimport INT64_MIN, int32_t, int64_t, uint16_t, uint32_t, uint64_t
-from libc.stdlib cimport free, malloc, realloc
+from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memset
 
+from reasoner.kernel.plan_words cimport *  # the plan words' tags, steps and arithmetic
 from reasoner.storage.table cimport BIG_COUNT, Table, _get, _mix
+
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -39,70 +42,16 @@ DEF KEPT_ENTRIES = 1 << 12  # a larger buffer is freed when an Update ends (one 
 
 cdef int64_t INF = 1 << 62
 
-# Plan words (see reasoner/kernel/plans.py, which writes them).
-cdef enum:
-    STEP_ATOM = 1
-    STEP_NEG = 2
-    STEP_TEST = 3
-    STEP_ASSIGN = 4
-    STEP_RANGE = 5
+_POOLS = {}
 
-cdef enum:
-    MODE_SCAN = 0
-    MODE_INDEX = 1
-    MODE_MEMBER = 2
 
-cdef enum:
-    NEG_TUPLE = 0
-    NEG_INDEX = 1
-    NEG_ANY = 2
-
-cdef enum:
-    DRIVE_ATOM = 0
-    DRIVE_NEG = 1
-    DRIVE_HEAD = 2
-    DRIVE_NONE = 3
-
-# Which rows of a probed atom qualify: any (Update: the union of both epochs), committed only
-# (Bootstrap: I_{k-1}, not the heads staged in iteration k), committed and not of iteration
-# k - 1 (Bootstrap: I_{k-2}, the first-position decomposition's atoms before the delta).
-cdef enum:
-    ROWS_ANY = 0
-    ROWS_COMMITTED = 1
-    ROWS_OLDER = 2
-
-cdef enum:
-    TERM_CONST = 0
-    TERM_REG = 1
-    OP_ADD = 2
-    OP_SUB = 3
-    OP_MUL = 4
-    OP_DIV = 5
-    OP_MOD = 6
-    OP_POW = 7
-    OP_BAND = 8
-    OP_BOR = 9
-    OP_BXOR = 10
-    OP_BSHL = 11
-    OP_BSHR = 12
-    OP_BSHRU = 13
-    OP_LAND = 14
-    OP_LOR = 15
-    OP_LXOR = 16
-    OP_MAX = 17
-    OP_MIN = 18
-    OP_CALL = 19    # a string functor: value (functor << 8) | operands, see `Kernel._call`
-    OP_UDIV = 20    # `/`, `%` and `^` on unsigned values (reasoner.analysis.numeric)
-    OP_UMOD = 21
-    OP_UPOW = 22
-
-cdef enum:
-    CMP_EQ = 0
-    CMP_NE = 1
-    CMP_LT = 2
-    CMP_LE = 3
-    CMP_GT = 4
-    CMP_GE = 5
+def _pool(int workers):
+    """Threads for lanes 1, 2, ... of a Bootstrap (lane 0 is the caller's): one pool of each
+    size, kept for the process, as a Bootstrap runs many spans."""
+    pool = _POOLS.get(workers)
+    if pool is None:
+        pool = _POOLS[workers] = ThreadPoolExecutor(workers, thread_name_prefix="reasoner-lane")
+    return pool
 
 # What an enumerator may assume of its driving tuples: any change, or for changed own tuples,
 # absent from the old epoch (o = INF) or from the new one (n = INF). The drain knows which when
@@ -134,12 +83,19 @@ cdef enum:
     F_NI = 4
     F_ND = 8
 
-CHECK_EVERY = 1 << 14
+cdef enum:
+    CHECK_EVERY = 1 << 14
 
-# A Bootstrap's derivations wait this many derivations for their head's probe (see
-# `Kernel._count_new`).
+# A Bootstrap's derivations are counted this many behind the prefetch of their head's slot
+# (see `Kernel._count_found`).
 cdef enum:
     QUEUED_HEADS = 16
+
+# A Bootstrap's plan is driven in spans of this many rows, each span's derivations counted
+# after it; on one lane they are counted whenever this many words of them wait.
+cdef enum:
+    SPAN_ROWS = 1 << 16
+    FLUSH_WORDS = 1 << 18
 
 
 cdef int64_t CHARGED_FROM = 1 << 17
@@ -190,7 +146,7 @@ cdef void _map_clear(Map* m) noexcept:
         m.stamp = 1
 
 
-cdef inline int64_t _map_slot(Map* m, int64_t key) noexcept:
+cdef inline int64_t _map_slot(Map* m, int64_t key) noexcept nogil:
     """The slot holding `key`, or the empty slot where it would go."""
     cdef int64_t i = <int64_t>(_mix(<uint64_t>key) & <uint64_t>m.mask)
     while m.stamps[i] == m.stamp and m.keys[i] != key:
@@ -198,7 +154,7 @@ cdef inline int64_t _map_slot(Map* m, int64_t key) noexcept:
     return i
 
 
-cdef inline int64_t _map_get(Map* m, int64_t key, int64_t default) noexcept:
+cdef inline int64_t _map_get(Map* m, int64_t key, int64_t default) noexcept nogil:
     cdef int64_t i = _map_slot(m, key)
     if m.stamps[i] == m.stamp:
         return m.values[i]
@@ -227,7 +183,7 @@ cdef int _map_put(Map* m, int64_t key, int64_t value) except -1:
     return 0
 
 
-cdef inline int64_t _key(int64_t relation, int64_t row) noexcept:
+cdef inline int64_t _key(int64_t relation, int64_t row) noexcept nogil:
     return (relation << 32) | row
 
 
@@ -239,7 +195,7 @@ cdef struct Vec:
     int64_t capacity
 
 
-cdef int _vec_reserve(Vec* v, int64_t extra) except -1:
+cdef int _vec_reserve(Vec* v, int64_t extra) except -1 nogil:
     cdef int64_t need = v.size + extra
     cdef int64_t cap
     cdef int64_t* data
@@ -251,16 +207,18 @@ cdef int _vec_reserve(Vec* v, int64_t extra) except -1:
     if cap - v.capacity >= CHARGED_FROM:
         # Charged before it is made (`reasoner.support.allocations`): the budget samples memory
         # between slices, and one doubling of a large array is larger than a slice.
-        allocations.charge((cap - v.capacity) * sizeof(int64_t))
+        with gil:
+            allocations.charge((cap - v.capacity) * sizeof(int64_t))
     data = <int64_t*>realloc(v.data, <size_t>cap * sizeof(int64_t))
     if data == NULL:
-        raise MemoryError()
+        with gil:
+            raise MemoryError()
     v.data = data
     v.capacity = cap
     return 0
 
 
-cdef inline int _vec_push(Vec* v, int64_t x) except -1:
+cdef inline int _vec_push(Vec* v, int64_t x) except -1 nogil:
     if v.size == v.capacity:
         _vec_reserve(v, 1)
     v.data[v.size] = x
@@ -284,86 +242,6 @@ cdef inline int _hand_on(Vec* v, int64_t relation, int64_t row, int64_t o, int64
     v.data[v.size + 3] = n
     v.size += 4
     return 0
-
-
-# -- arithmetic with Soufflé's semantics (reasoner.values.arith): 64-bit wrap-around, C division ------
-
-cdef inline int64_t _power(int64_t a, int64_t b) noexcept:
-    """`reasoner.values.arith.power`: `(int64_t) pow((double) a, (double) b)` with x86-64's
-    value, -2**63, for a power outside the range (C leaves that conversion undefined)."""
-    cdef double result = pow(<double>a, <double>b)
-    if -9223372036854775808.0 <= result < 9223372036854775808.0:
-        return <int64_t>result
-    return INT64_MIN
-
-
-cdef inline uint64_t _unsigned_power(uint64_t a, uint64_t b) noexcept:
-    """`reasoner.values.arith.unsigned_power`: `(uint64_t) pow((double) a, (double) b)`, and
-    0 for a power of 2**64 or more."""
-    cdef double result = pow(<double>a, <double>b)
-    if 0.0 <= result < 18446744073709551616.0:
-        return <uint64_t>result
-    return 0
-
-
-cdef inline bint _arith(int op, int64_t a, int64_t b, int64_t* out) noexcept:
-    """`a op b` into `out` (`reasoner.values.arith.ARITH`); False when it has no value (a division
-    by zero)."""
-    if op > OP_MOD:
-        if op == OP_POW:
-            out[0] = _power(a, b)
-        elif op == OP_BAND:
-            out[0] = a & b
-        elif op == OP_BOR:
-            out[0] = a | b
-        elif op == OP_BXOR:
-            out[0] = a ^ b
-        elif op == OP_BSHL:
-            out[0] = <int64_t>(<uint64_t>a << (b & 63))
-        elif op == OP_BSHR:
-            out[0] = a >> (b & 63)
-        elif op == OP_BSHRU:
-            out[0] = <int64_t>(<uint64_t>a >> (b & 63))
-        elif op == OP_LAND:
-            out[0] = 1 if (a != 0 and b != 0) else 0
-        elif op == OP_LOR:
-            out[0] = 1 if (a != 0 or b != 0) else 0
-        elif op == OP_LXOR:
-            out[0] = 1 if ((a != 0) != (b != 0)) else 0
-        elif op == OP_MAX:
-            out[0] = a if a > b else b
-        elif op == OP_MIN:
-            out[0] = a if a < b else b
-        elif op == OP_UPOW:
-            out[0] = <int64_t>_unsigned_power(<uint64_t>a, <uint64_t>b)
-        elif b == 0:  # OP_UDIV, OP_UMOD
-            return False
-        elif op == OP_UDIV:
-            out[0] = <int64_t>(<uint64_t>a // <uint64_t>b)
-        else:
-            out[0] = <int64_t>(<uint64_t>a % <uint64_t>b)
-        return True
-    if op == OP_ADD:
-        out[0] = <int64_t>(<uint64_t>a + <uint64_t>b)
-    elif op == OP_SUB:
-        out[0] = <int64_t>(<uint64_t>a - <uint64_t>b)
-    elif op == OP_MUL:
-        out[0] = <int64_t>(<uint64_t>a * <uint64_t>b)
-    elif op == OP_DIV:
-        if b == 0:
-            return False
-        if b == -1:
-            out[0] = <int64_t>(<uint64_t>0 - <uint64_t>a)
-        else:
-            out[0] = a // b
-    else:
-        if b == 0:
-            return False
-        if b == -1:
-            out[0] = 0
-        else:
-            out[0] = a % b
-    return True
 
 
 cdef class Rule:
@@ -424,6 +302,7 @@ cdef class Enumerator:
     cdef int64_t head       # offset of the head's expressions (count, expression...)
     cdef bint bootstrap     # a Bootstrap's plan: new heads are counted, not scheduled
     cdef bint full          # re-discovery by evaluating the whole rule (see `_hand_full`)
+    cdef bint parallel      # calls no string functor, so it may run on several lanes
     cdef int nregs
     cdef int64_t* ranges    # the registers of the rule's ranges, in the rule's order
     cdef readonly str label
@@ -477,6 +356,8 @@ cdef class Enumerator:
             p = _skip_expr(self.code, p)
         if p != self.ncode:
             raise ValueError(f"malformed plan words for {label}")
+        self.parallel = not _calls_functor(self.code, self.checks, self.steps, self.nsteps,
+                                           self.head)
 
     def __dealloc__(self):
         free(self.code)
@@ -484,43 +365,31 @@ cdef class Enumerator:
         free(self.ranges)
 
 
-cdef int64_t _skip_expr(const int64_t* code, int64_t p) noexcept:
-    return p + 1 + 2 * code[p]
+cdef int _fit(Run* run, Enumerator e) except -1:
+    """Grow `run`'s bindings to `e`'s registers, atoms and negations."""
+    cdef Rule rule = e.rule
+    if e.nregs > run.nregs:
+        run.regs = <int64_t*>_grown(run.regs, e.nregs, sizeof(int64_t))
+        run.nregs = e.nregs
+    if rule.npos > run.npos:
+        run.rows = <int64_t*>_grown(run.rows, rule.npos, sizeof(int64_t))
+        run.npos = rule.npos
+    if rule.nneg > run.nneg:
+        run.before = <bint*>_grown(run.before, rule.nneg, sizeof(bint))
+        run.after = <bint*>_grown(run.after, rule.nneg, sizeof(bint))
+        run.nneg = rule.nneg
+    return 0
 
 
-cdef int64_t _skip_step(const int64_t* code, int64_t p) noexcept:
-    cdef int64_t kind = code[p]
-    cdef int64_t i, n
-    if kind == STEP_ATOM:
-        # kind, relation, position, mode, index, nkeys, filter, (column, expr)*, nbinds,
-        # (c, r)*, nequal, (c, c)*
-        n = code[p + 5]
-        p += 7
-        for i in range(n):
-            p = _skip_expr(code, p + 1)
-        p += 1 + 2 * code[p]
-        p += 1 + 2 * code[p]
-        return p
-    if kind == STEP_NEG:
-        # kind, relation, position, negation kind, index, nkeys, expr*
-        n = code[p + 5]
-        p += 6
-        for i in range(n):
-            p = _skip_expr(code, p)
-        return p
-    if kind == STEP_TEST:
-        # kind, comparison, left, right
-        p = _skip_expr(code, p + 2)
-        return _skip_expr(code, p)
-    if kind == STEP_RANGE:
-        # kind, test, register, bounds, expr * bounds
-        n = code[p + 3]
-        p += 4
-        for i in range(n):
-            p = _skip_expr(code, p)
-        return p
-    # STEP_ASSIGN: kind, register, expr
-    return _skip_expr(code, p + 2)
+cdef inline void _bootstrap_run(Run* run, int64_t km1) noexcept nogil:
+    """Bindings for a Bootstrap's plan at iteration km1 + 1: negations hold in "the new
+    epoch" (the committed state)."""
+    run.status = INSERTED
+    run.cur = -1
+    run.km1 = km1
+    run.ro = -1
+    run.rn = -1
+    run.ticks = CHECK_EVERY
 
 
 cdef struct Run:
@@ -535,6 +404,21 @@ cdef struct Run:
     int64_t head_row
     bint* before            # the negated tuple is present in the old epoch
     bint* after             # ... in the new one
+    int nregs               # what regs, rows and before/after have room for
+    int npos
+    int nneg
+    int64_t* words          # a key or a head being built (as wide as the widest table)
+    int64_t ticks           # enumeration steps to the next checkpoint
+    Vec found               # a Bootstrap's derivations to count: (relation, hash, head words)*
+
+
+cdef void _free_run(Run* run) noexcept:
+    free(run.regs)
+    free(run.rows)
+    free(run.before)
+    free(run.after)
+    free(run.words)
+    free(run.found.data)
 
 
 cdef class Kernel:
@@ -542,6 +426,7 @@ cdef class Kernel:
     number them; `own[i]`: relation i is one of the stratum's own)."""
 
     cdef list tables
+    cdef PyObject** tps       # the tables, borrowed from `tables`: read without the GIL
     cdef bint* own
     cdef int nrel
     cdef list by_atom         # relation -> [Enumerator], as a body atom
@@ -580,20 +465,29 @@ cdef class Kernel:
     cdef Vec moved
     cdef Vec inserted
     cdef Vec gone
-    cdef int64_t* words       # a key or a head being built (as wide as the widest table)
-    cdef int64_t* heads       # a Bootstrap's derivations waiting for their head's probe
-    cdef int64_t heads_queued
-    cdef int64_t heads_width  # words an entry of `heads` takes: relation, hash, head words
+    cdef int64_t* words       # `run.words`
+    cdef int64_t heads_width  # words a found derivation takes: relation, hash, head words
     cdef Run run              # the bindings of the plan running (plans never nest)
-    cdef int run_regs
-    cdef int run_rows
-    cdef int run_negs
+    # A Bootstrap's lanes: a plan's driving rows split among threads, each with its bindings
+    # and its derivations, counted in lane order once all are done (see `_on_lanes`).
+    cdef Run* lanes
+    cdef int nlanes
+    cdef int64_t lane_rows    # driving rows from which a span runs on the lanes
+    cdef const int64_t* lane_data
+    cdef bint lane_keyed
 
     def __cinit__(self, list tables, list own, object call=None):
         cdef int i
         self.tables = tables
         self.call = call
         self.nrel = len(tables)
+        self.tps = <PyObject**>malloc(<size_t>(self.nrel + 1) * sizeof(PyObject*))
+        if self.tps == NULL:
+            raise MemoryError()
+        for i in range(self.nrel):
+            if not isinstance(tables[i], Table):
+                raise TypeError(f"relation {i}: {type(tables[i]).__name__} is not a Table")
+            self.tps[i] = <PyObject*>tables[i]
         self.own = <bint*>malloc(<size_t>(self.nrel + 1) * sizeof(bint))
         self.any_before = <bint*>malloc(<size_t>(self.nrel + 1) * sizeof(bint))
         self.any_after = <bint*>malloc(<size_t>(self.nrel + 1) * sizeof(bint))
@@ -601,11 +495,10 @@ cdef class Kernel:
             <size_t>(max([t.arity for t in tables], default=0) + 1) * sizeof(int64_t)
         )
         self.heads_width = max([t.arity for t in tables], default=0) + 2
-        self.heads = <int64_t*>malloc(<size_t>(QUEUED_HEADS * self.heads_width) * sizeof(int64_t))
-        self.heads_queued = 0
         if (self.own == NULL or self.any_before == NULL or self.any_after == NULL
-                or self.words == NULL or self.heads == NULL):
+                or self.words == NULL):
             raise MemoryError()
+        self.run.words = self.words
         for i in range(self.nrel):
             self.own[i] = own[i]
             self.any_before[i] = False
@@ -625,16 +518,15 @@ cdef class Kernel:
         cdef Map* maps[5]
         cdef Vec* vecs[14]
         cdef int i
+        free(self.tps)
         free(self.own)
         free(self.any_before)
         free(self.any_after)
-        free(self.words)
-        free(self.heads)
         free(self.free_of)
-        free(self.run.regs)
-        free(self.run.rows)
-        free(self.run.before)
-        free(self.run.after)
+        _free_run(&self.run)  # its words are `self.words`
+        for i in range(self.nlanes):
+            _free_run(&self.lanes[i])
+        free(self.lanes)
         self._buffers(maps, vecs)
         for i in range(5):
             _map_free(maps[i])
@@ -663,6 +555,7 @@ cdef class Kernel:
         cdef Vec* vecs[14]
         cdef int i
         cdef int64_t kept = 0 if release else KEPT_ENTRIES
+        cdef Run* run
         self._buffers(maps, vecs)
         for i in range(5):
             if maps[i].mask + 1 > max(kept, 64):
@@ -678,6 +571,13 @@ cdef class Kernel:
                 vecs[i].capacity = 0
         for i in range(len(self.rules)):
             self.free_of[i] = -1
+        for i in range(-1, self.nlanes):
+            run = &self.run if i < 0 else &self.lanes[i]
+            run.found.size = 0
+            if run.found.capacity > kept:
+                free(run.found.data)
+                run.found.data = NULL
+                run.found.capacity = 0
         self.check = None
 
     cdef void _buffers(self, Map** maps, Vec** vecs) noexcept:
@@ -754,6 +654,7 @@ cdef class Kernel:
         self.check = check
         self.budget = budget
         self.ticks = CHECK_EVERY
+        self.run.ticks = CHECK_EVERY
         self.iteration = 0
         for relation, flipped in lower.items():
             rows = flipped
@@ -821,18 +722,31 @@ cdef class Kernel:
 
     cdef Run* _run_for(self, Enumerator e) except NULL:
         """The bindings for a run of `e`, grown to its registers, atoms and negations."""
-        cdef Rule rule = e.rule
-        if e.nregs > self.run_regs:
-            self.run.regs = <int64_t*>_grown(self.run.regs, e.nregs, sizeof(int64_t))
-            self.run_regs = e.nregs
-        if rule.npos > self.run_rows:
-            self.run.rows = <int64_t*>_grown(self.run.rows, rule.npos, sizeof(int64_t))
-            self.run_rows = rule.npos
-        if rule.nneg > self.run_negs:
-            self.run.before = <bint*>_grown(self.run.before, rule.nneg, sizeof(bint))
-            self.run.after = <bint*>_grown(self.run.after, rule.nneg, sizeof(bint))
-            self.run_negs = rule.nneg
+        _fit(&self.run, e)
         return &self.run
+
+    def set_lanes(self, int jobs, int64_t lane_rows):
+        """Let a Bootstrap's plans run on `jobs` lanes (threads) from `lane_rows` driving rows
+        on; 1: on the calling thread alone."""
+        cdef int i
+        if jobs < 1:
+            raise ValueError(f"jobs must be >= 1, got {jobs}")
+        for i in range(self.nlanes):
+            _free_run(&self.lanes[i])
+        free(self.lanes)
+        self.lanes = NULL
+        self.nlanes = 0
+        self.lane_rows = lane_rows
+        if jobs == 1:
+            return
+        self.lanes = <Run*>calloc(<size_t>jobs, sizeof(Run))
+        if self.lanes == NULL:
+            raise MemoryError()
+        self.nlanes = jobs
+        for i in range(jobs):
+            self.lanes[i].words = <int64_t*>malloc(<size_t>self.heads_width * sizeof(int64_t))
+            if self.lanes[i].words == NULL:
+                raise MemoryError()
 
     # -- Bootstrap ------------------------------------------------------------------------------
 
@@ -840,24 +754,18 @@ cdef class Kernel:
         """One plan of a Bootstrap's iteration k = km1 + 1 over its driving rows (an int64
         array; None for a rule without positive atoms, run once): every derivation over
         I_{k-1} whose head is not in I_{k-1} counts towards that head, staged as N_k."""
-        cdef Run* run = self._run_for(e)
+        cdef Run* run
         cdef const int64_t[::1] driving
-        cdef int64_t i
         self.check = check
-        self.ticks = CHECK_EVERY
-        self.heads_queued = 0
-        run.status = INSERTED   # negations hold in "the new epoch": the committed state
-        run.cur = -1
-        run.km1 = km1
-        run.ro = -1
-        run.rn = -1
         if rows is None:
+            run = self._run_for(e)
+            _bootstrap_run(run, km1)
             self._step(e, 0, run)
-        else:
-            driving = rows
-            for i in range(driving.shape[0]):
-                self._drive(e, driving[i], run)
-        self._count_queued()
+            self._count_found(run)
+            return
+        driving = rows
+        if driving.shape[0]:
+            self._drive_span(e, &driving[0], driving.shape[0], False, km1)
 
     def bootstrap_fixpoint(self, list plans, dict delta, int64_t k, int64_t limit,
                            object check):
@@ -869,7 +777,6 @@ cdef class Kernel:
         tuples, the caller's to go on with, else {}: the fixpoint)."""
         cdef Vec current
         cdef Enumerator e
-        cdef Run* run
         cdef int64_t i, key, row, n, last = k - 1, derived = 0
         cdef int relation
         cdef Table t
@@ -877,8 +784,6 @@ cdef class Kernel:
         current.data = NULL
         current.size = current.capacity = 0
         self.check = check
-        self.ticks = CHECK_EVERY
-        self.heads_queued = 0
         try:
             for number, given in delta.items():
                 rows = given
@@ -887,17 +792,7 @@ cdef class Kernel:
             while current.size:
                 check()
                 for e in plans:
-                    run = self._run_for(e)
-                    run.status = INSERTED
-                    run.cur = -1
-                    run.km1 = k - 1
-                    run.ro = -1
-                    run.rn = -1
-                    for i in range(current.size):
-                        key = current.data[i]
-                        if key >> 32 == e.driver_relation:
-                            self._drive(e, key & 0xFFFFFFFF, run)
-                self._count_queued()
+                    self._drive_span(e, current.data, current.size, True, k - 1)
                 n = self.d_key.size
                 current.size = 0
                 for i in range(n):
@@ -941,46 +836,134 @@ cdef class Kernel:
         self.d_key.size = self.d_change.size = self.d_old.size = 0
         return {relation: np.array(rows, dtype=np.int64) for relation, rows in per.items()}
 
-    cdef int _count_new(self, Enumerator e, Run* run) except -1:
-        """A Bootstrap's derivation: queued for the probe of its head, which `_count_head`
-        makes `QUEUED_HEADS` derivations later, the head's first slot prefetched meanwhile. In
-        a deep recursion over a large relation each head probe is a cache miss; queued, the
-        misses overlap instead of following one another. The heads staged meanwhile are
-        invisible to the iteration's own probes (they read committed rows only), so when a
-        head is counted does not change what is derived."""
-        cdef Rule rule = e.rule
-        cdef Table head = self._table(rule.head)
+    cdef int _drive_span(self, Enumerator e, const int64_t* data, int64_t n, bint keyed,
+                         int64_t km1) except -1:
+        """Drive a Bootstrap's plan `e` at iteration km1 + 1 from `n` rows (`keyed`: keys of
+        any relation, those of `e`'s driver taken), span by span, each span's derivations
+        counted after it: on the lanes when there are some, `e` may run there and the span is
+        large enough. Derivations are counted in the order of their driving rows whatever the
+        lanes, so the rows new heads get, and so the state, do not depend on them."""
+        cdef int lanes = self.nlanes if e.parallel and self.nlanes > 1 else 1
+        cdef int64_t start = 0, stop
+        cdef Run* run
+        while start < n:
+            stop = min(n, start + SPAN_ROWS * lanes)
+            if lanes > 1 and stop - start >= self.lane_rows:
+                self._on_lanes(e, data, start, stop, keyed, km1)
+            else:
+                run = self._run_for(e)
+                _bootstrap_run(run, km1)
+                self._drive_range(e, data, start, stop, keyed, run)
+                self._count_found(run)
+            start = stop
+        return 0
+
+    cdef int _on_lanes(self, Enumerator e, const int64_t* data, int64_t start, int64_t stop,
+                       bint keyed, int64_t km1) except -1:
+        """Rows [start, stop) of `data` split among the lanes, lane 0 on this thread: each
+        enumerates its share without the GIL (the tables are only read: no head is staged
+        before all are done) and keeps the derivations whose head is not in I_{k-1}. Then
+        they are counted, lane by lane. An error of any lane is raised once all have
+        stopped, the first lane's first."""
+        cdef int j
+        cdef int64_t size = stop - start
+        for j in range(self.nlanes):
+            _fit(&self.lanes[j], e)
+            _bootstrap_run(&self.lanes[j], km1)
+        self.lane_data = data
+        self.lane_keyed = keyed
+        pool = _pool(self.nlanes - 1)
+        meter = allocations.meter()
+        bounds = [start + size * j // self.nlanes for j in range(self.nlanes + 1)]
+        others = [
+            pool.submit(self._lane, j, e, bounds[j], bounds[j + 1], meter)
+            for j in range(1, self.nlanes)
+        ]
+        error = None
+        try:
+            self._lane(0, e, bounds[0], bounds[1], meter)
+        except BaseException as exc:
+            error = exc
+        for other in others:
+            try:
+                other.result()
+            except BaseException as exc:
+                if error is None:
+                    error = exc
+        if error is not None:
+            for j in range(self.nlanes):
+                self.lanes[j].found.size = 0
+            raise error
+        for j in range(self.nlanes):
+            self._count_found(&self.lanes[j])
+        return 0
+
+    def _lane(self, int j, Enumerator e, int64_t start, int64_t stop, object meter):
+        """Lane `j`'s share of the span `_on_lanes` set up, its growth charged to `meter`."""
+        cdef Run* run = &self.lanes[j]
+        with allocations.charging_to(meter):
+            with nogil:
+                self._drive_range(e, self.lane_data, start, stop, self.lane_keyed, run)
+
+    cdef int _drive_range(self, Enumerator e, const int64_t* data, int64_t start, int64_t stop,
+                          bint keyed, Run* run) except -1 nogil:
+        cdef int64_t i, row
+        for i in range(start, stop):
+            row = data[i]
+            if keyed:
+                if row >> 32 != e.driver_relation:
+                    continue
+                row &= (<int64_t>1 << 32) - 1
+            self._drive(e, row, run)
+        return 0
+
+    cdef int _buffer_head(self, Enumerator e, Run* run) except -1 nogil:
+        """A Bootstrap's derivation, kept in `run.found` for `_count_found`. On a lane, a head
+        in I_{k-1} (which no derivation changes) is dropped here, so that the probe runs on
+        the lanes; on one lane the probe is left to the count, with its slot prefetched, and
+        the derivations are counted whenever `FLUSH_WORDS` of them wait."""
+        cdef PyObject* head = self.tps[e.rule.head]
         cdef const int64_t* code = e.code
-        cdef int64_t p = e.head + 1, v
+        cdef int64_t p = e.head + 1, v, row
         cdef int64_t* entry
         cdef uint64_t h
         cdef int j
-        for j in range(rule.arity):
+        for j in range(e.rule.arity):
             if not self._eval(code, p, run, &v):
                 return 0
-            self.words[j] = v
+            run.words[j] = v
             p = _skip_expr(code, p)
-        entry = self.heads + (self.heads_queued % QUEUED_HEADS) * self.heads_width
-        if self.heads_queued >= QUEUED_HEADS:
-            self._count_head(entry)
-        h = head._hash(self.words)
-        head._prefetch(h)
-        entry[0] = rule.head
+        h = (<Table>head)._hash(run.words)
+        if run != &self.run:
+            row = (<Table>head)._find_hashed(run.words, h)
+            if row >= 0 and (<Table>head).status[row] >= 0:
+                return 0
+        _vec_reserve(&run.found, self.heads_width)
+        entry = run.found.data + run.found.size
+        entry[0] = e.rule.head
         entry[1] = <int64_t>h
-        for j in range(rule.arity):
-            entry[2 + j] = self.words[j]
-        self.heads_queued += 1
+        for j in range(e.rule.arity):
+            entry[2 + j] = run.words[j]
+        run.found.size += self.heads_width
+        if run == &self.run and run.found.size >= FLUSH_WORDS:
+            with gil:
+                self._count_found(run)
         return 0
 
-    cdef int _count_queued(self) except -1:
-        """Count every queued derivation, oldest first: before the iteration's heads are read."""
-        cdef int64_t j
-        cdef int64_t first = (
-            self.heads_queued - QUEUED_HEADS if self.heads_queued > QUEUED_HEADS else 0
-        )
-        for j in range(first, self.heads_queued):
-            self._count_head(self.heads + (j % QUEUED_HEADS) * self.heads_width)
-        self.heads_queued = 0
+    cdef int _count_found(self, Run* run) except -1:
+        """Count `run`'s derivations, in order, each `QUEUED_HEADS` behind the prefetch of its
+        head's first slot: in a deep recursion over a large relation each head probe is a
+        cache miss, and this way the misses overlap instead of following one another. The
+        heads staged meanwhile are invisible to the iteration's own probes (they read
+        committed rows only), so when a head is counted does not change what is derived."""
+        cdef int64_t i, ahead, w = self.heads_width, n = run.found.size
+        cdef int64_t* found = run.found.data
+        for i in range(0, n, w):
+            ahead = i + QUEUED_HEADS * w
+            if ahead < n:
+                (<Table>self.tps[found[ahead]])._prefetch(<uint64_t>found[ahead + 1])
+            self._count_head(found + i)
+        run.found.size = 0
         return 0
 
     cdef int _count_head(self, const int64_t* entry) except -1:
@@ -1044,6 +1027,15 @@ cdef class Kernel:
         if not self.ticks:
             self.ticks = CHECK_EVERY
             self._checkpoint()
+        return 0
+
+    cdef inline int _tick_run(self, Run* run) except -1 nogil:
+        """`_tick` of an enumeration, which may run on a lane without the GIL."""
+        run.ticks -= 1
+        if not run.ticks:
+            run.ticks = CHECK_EVERY
+            with gil:
+                self._checkpoint()
         return 0
 
     # -- enumeration ----------------------------------------------------------------------------
@@ -1118,23 +1110,26 @@ cdef class Kernel:
             self._drive(e, rows[i], run)
         return 0
 
-    cdef int _drive(self, Enumerator e, int64_t row, Run* run) except -1:
-        """Bind the driver's row and go on with the plan's steps."""
-        cdef Table t = self._table(e.driver_relation)
+    cdef int _drive(self, Enumerator e, int64_t row, Run* run) except -1 nogil:
+        """Bind the driver's row and go on with the plan's steps. (This and what it calls run
+        without the GIL on a Bootstrap's lanes: a table is read through its borrowed pointer,
+        `(<Table>t)`, never through a saved array, as a count may grow it meanwhile.)"""
+        cdef PyObject* t = self.tps[e.driver_relation]
         cdef const int64_t* code = e.code
         cdef int64_t p = e.binds
         cdef int64_t n = code[p]
-        cdef int64_t i, v, base = row * t.arity
-        self._tick()
+        cdef int64_t i, v, base = row * (<Table>t).arity
+        self._tick_run(run)
         for i in range(n):
-            run.regs[code[p + 2 + 2 * i]] = _get(t.rows, t.wide, base + code[p + 1 + 2 * i])
+            run.regs[code[p + 2 + 2 * i]] = _get((<Table>t).rows, (<Table>t).wide,
+                                                 base + code[p + 1 + 2 * i])
         p = e.checks
         n = code[p]
         p += 1
         for i in range(n):
             if not self._eval(code, p + 1, run, &v):
                 return 0
-            if v != _get(t.rows, t.wide, base + code[p]):
+            if v != _get((<Table>t).rows, (<Table>t).wide, base + code[p]):
                 return 0
             p = _skip_expr(code, p + 1)
         # A driving negation's status is the plan's first step (its key may be a group).
@@ -1144,13 +1139,14 @@ cdef class Kernel:
             run.head_row = row
         return self._step(e, 0, run)
 
-    cdef int _eval(self, const int64_t* code, int64_t p, Run* run, int64_t* out) except -1:
+    cdef int _eval(self, const int64_t* code, int64_t p, Run* run, int64_t* out) except -1 nogil:
         """The expression at `p` (count, (tag, value)*, postfix) into `out`; 0 when it has
         no value, else 1."""
         cdef int64_t n = code[p]
         cdef int64_t stack[MAX_STACK]
         cdef int top = 0
         cdef int64_t i, tag, a, word
+        cdef int got
         tag = code[p + 1]
         if n == 1 and (tag == TERM_CONST or tag == TERM_REG):  # not a call without operands
             out[0] = code[p + 2] if tag == TERM_CONST else run.regs[code[p + 2]]
@@ -1166,7 +1162,9 @@ cdef class Kernel:
             elif tag == OP_CALL:
                 word = code[p + 2 + 2 * i]
                 top -= <int>(word & 255)
-                if not self._call(word >> 8, &stack[top], <int>(word & 255), &a):
+                with gil:  # never on a lane (`Enumerator.parallel`)
+                    got = self._call(word >> 8, &stack[top], <int>(word & 255), &a)
+                if not got:
                     return 0
                 stack[top] = a
                 top += 1
@@ -1178,7 +1176,7 @@ cdef class Kernel:
         out[0] = stack[0]
         return 1
 
-    cdef int _range(self, Enumerator e, int s, Run* run, int64_t p) except -1:
+    cdef int _range(self, Enumerator e, int s, Run* run, int64_t p) except -1 nogil:
         """`#range<n> = range(a, b[, step])` (`reasoner.values.functors.range_values`): the steps after
         it once per value, in the register; or, when the plan bound the register before
         (`test`), once if its value is one of them. Differences are taken unsigned, exact for
@@ -1215,7 +1213,7 @@ cdef class Kernel:
             return 0
         x = a
         while (x < b) if step > 0 else (x > b):
-            self._tick()
+            self._tick_run(run)
             run.regs[reg] = x
             self._step(e, s + 1, run)
             if (<uint64_t>b - <uint64_t>x if step > 0 else <uint64_t>x - <uint64_t>b) <= stride:
@@ -1233,10 +1231,10 @@ cdef class Kernel:
         out[0] = result
         return 1
 
-    cdef int _step(self, Enumerator e, int s, Run* run) except -1:
+    cdef int _step(self, Enumerator e, int s, Run* run) except -1 nogil:
         cdef const int64_t* code = e.code
         cdef int64_t p, kind, i, n, v, w, base, r, q, nkeys, bp, ep
-        cdef Table t
+        cdef PyObject* t
         cdef int relation, position, mode, index, only = ROWS_ANY
         cdef int32_t status
         if s == e.nsteps:
@@ -1263,7 +1261,7 @@ cdef class Kernel:
         mode = <int>code[p + 3]
         index = <int>code[p + 4]
         nkeys = code[p + 5]
-        t = self._table(relation)
+        t = self.tps[relation]
         # The key: (column, expression) pairs for an atom, expressions for a negation.
         if kind == STEP_ATOM:
             only = <int>code[p + 6]
@@ -1273,7 +1271,7 @@ cdef class Kernel:
         for i in range(nkeys):
             if kind == STEP_ATOM:
                 q += 1
-            if not self._eval(code, q, run, &self.words[i]):
+            if not self._eval(code, q, run, &run.words[i]):
                 return 0
             q = _skip_expr(code, q)
         if kind == STEP_NEG:
@@ -1283,17 +1281,17 @@ cdef class Kernel:
         bp = q  # binds, then equal columns
         ep = bp + 1 + 2 * code[bp]
         if mode == MODE_MEMBER:
-            r = t._find(self.words)
+            r = (<Table>t)._find(run.words)
             if r < 0:
                 return 0
             if only != ROWS_ANY:
-                status = t.status[r]
+                status = (<Table>t).status[r]
                 if status < 0 or (only == ROWS_OLDER and status == run.km1):
                     return 0
             run.rows[position] = r
             return self._step(e, s + 1, run)
         if mode == MODE_INDEX:
-            r = t._group(index, self.words)
+            r = (<Table>t)._group(index, run.words)
         else:
             r = 0
         while True:
@@ -1301,29 +1299,29 @@ cdef class Kernel:
                 if r < 0:
                     break
             else:
-                while r < t.nrows and t.status[r] == -2:
+                while r < (<Table>t).nrows and (<Table>t).status[r] == -2:
                     r += 1
-                if r >= t.nrows:
+                if r >= (<Table>t).nrows:
                     break
-            self._tick()
+            self._tick_run(run)
             if only != ROWS_ANY:
-                status = t.status[r]
+                status = (<Table>t).status[r]
                 if status < 0 or (only == ROWS_OLDER and status == run.km1):
                     if mode == MODE_INDEX:
-                        r = t.keyed[index].next[r]
+                        r = (<Table>t).keyed[index].next[r]
                     else:
                         r += 1
                     continue
-            base = r * t.arity
+            base = r * (<Table>t).arity
             n = code[ep]
             for i in range(n):
-                if (_get(t.rows, t.wide, base + code[ep + 1 + 2 * i])
-                        != _get(t.rows, t.wide, base + code[ep + 2 + 2 * i])):
+                if (_get((<Table>t).rows, (<Table>t).wide, base + code[ep + 1 + 2 * i])
+                        != _get((<Table>t).rows, (<Table>t).wide, base + code[ep + 2 + 2 * i])):
                     break
             else:
                 n = code[bp]
                 for i in range(n):
-                    run.regs[code[bp + 2 + 2 * i]] = _get(t.rows, t.wide,
+                    run.regs[code[bp + 2 + 2 * i]] = _get((<Table>t).rows, (<Table>t).wide,
                                                           base + code[bp + 1 + 2 * i])
                 run.rows[position] = r
                 # A Bootstrap's emission below stages new heads, maybe in this very table: the
@@ -1331,39 +1329,39 @@ cdef class Kernel:
                 # a new row joins its group at the head, behind this walk.
                 self._step(e, s + 1, run)
             if mode == MODE_INDEX:
-                r = t.keyed[index].next[r]
+                r = (<Table>t).keyed[index].next[r]
             else:
                 r += 1
         return 0
 
     cdef bint _negation_status(self, Enumerator e, Run* run, int relation, int position,
-                               int kind, int index) except -1:
+                               int kind, int index) except -1 nogil:
         """Bind whether the negated tuple (its key in `words`) is present before and after the
         epoch; False when the candidate is dropped: present in both, or in the one epoch the
         driver's status confines the derivation to."""
-        cdef Table t = self._table(relation)
+        cdef PyObject* t = self.tps[relation]
         cdef bint before = False, after = False
         cdef int64_t r, f
         if kind == NEG_ANY:
             before = self.any_before[relation]
             after = self.any_after[relation]
         elif kind == NEG_TUPLE:
-            r = t._find(self.words)
+            r = (<Table>t)._find(run.words)
             if r >= 0:
-                before = t.status[r] >= 0
+                before = (<Table>t).status[r] >= 0
                 f = _map_get(&self.flip, _key(relation, r), FLIP_NONE)
                 after = True if f == FLIP_INSERTED else (False if f == FLIP_DELETED else before)
         else:
-            r = t._group(index, self.words)
+            r = (<Table>t)._group(index, run.words)
             while r >= 0 and not (before and after):
                 f = _map_get(&self.flip, _key(relation, r), FLIP_NONE)
-                if t.status[r] >= 0:
+                if (<Table>t).status[r] >= 0:
                     before = True
                     if f != FLIP_DELETED:
                         after = True
                 elif f == FLIP_INSERTED:
                     after = True
-                r = t.keyed[index].next[r]
+                r = (<Table>t).keyed[index].next[r]
         run.before[position] = before
         run.after[position] = after
         if _only(e, run) == 1:      # the new epoch only
@@ -1374,10 +1372,16 @@ cdef class Kernel:
 
     # -- scheduling -----------------------------------------------------------------------------
 
-    cdef int _emit(self, Enumerator e, Run* run) except -1:
-        """A derivation is complete: decide where it can count, and schedule it there."""
+    cdef int _emit(self, Enumerator e, Run* run) except -1 nogil:
+        """A derivation is complete: a Bootstrap's is kept to be counted; an Update's is
+        scheduled where it can count (with the GIL, which an Update holds throughout)."""
         if e.bootstrap:
-            return self._count_new(e, run)
+            return self._buffer_head(e, run)
+        with gil:
+            return self._emit_update(e, run)
+
+    cdef int _emit_update(self, Enumerator e, Run* run) except -1:
+        """Decide where an Update's derivation can count, and schedule it there."""
         cdef Rule rule = e.rule
         cdef int only = _only(e, run)
         cdef int j, q
@@ -1717,7 +1721,7 @@ cdef class Kernel:
         return 0
 
 
-cdef inline int _only(Enumerator e, Run* run) noexcept:
+cdef inline int _only(Enumerator e, Run* run) noexcept nogil:
     """The one epoch a derivation must be valid in to matter (0: either, 1: the new, 2: the
     old): re-discovery and inserted drivers count in the new epoch only, deleted ones in the
     old."""
@@ -1726,20 +1730,6 @@ cdef inline int _only(Enumerator e, Run* run) noexcept:
     if run.status == DELETED:
         return 2
     return 0
-
-
-cdef inline bint _compare(int op, int64_t a, int64_t b) noexcept:
-    if op == CMP_EQ:
-        return a == b
-    if op == CMP_NE:
-        return a != b
-    if op == CMP_LT:
-        return a < b
-    if op == CMP_LE:
-        return a <= b
-    if op == CMP_GT:
-        return a > b
-    return a >= b
 
 
 cdef int64_t _committed_count(Table t, int64_t row) except -1:

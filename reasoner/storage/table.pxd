@@ -66,11 +66,11 @@ cdef class Table:
     cdef dict _indexes
 
     cdef int _load(self, object t) except -1
-    cdef int64_t _find(self, const int64_t* words) noexcept
-    cdef uint64_t _hash(self, const int64_t* words) noexcept
-    cdef void _prefetch(self, uint64_t h) noexcept
-    cdef int64_t _find_hashed(self, const int64_t* words, uint64_t h) noexcept
-    cdef bint _equals(self, int64_t r, const int64_t* words) noexcept
+    cdef int64_t _find(self, const int64_t* words) noexcept nogil
+    cdef uint64_t _hash(self, const int64_t* words) noexcept nogil
+    cdef void _prefetch(self, uint64_t h) noexcept nogil
+    cdef int64_t _find_hashed(self, const int64_t* words, uint64_t h) noexcept nogil
+    cdef bint _equals(self, int64_t r, const int64_t* words) noexcept nogil
     cdef int64_t _row_of(self, object t) except -2
     cdef object _tuple(self, int64_t r)
     cdef object _count(self, int64_t r)
@@ -90,5 +90,5 @@ cdef class Table:
     cdef int _load_row(self, object t) except -1
     cdef int _commit(self, const int64_t* words, int64_t iteration, object count,
                      bint redate) except -1
-    cdef int64_t _group(self, int position, const int64_t* words) noexcept
+    cdef int64_t _group(self, int position, const int64_t* words) noexcept nogil
     cdef int _commit_row(self, int64_t r, int64_t iteration, object count) except -1

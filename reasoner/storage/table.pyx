@@ -69,7 +69,7 @@ cdef int64_t MAX_ROWS = 2147483600
 cdef uint64_t SEED = <uint64_t>int.from_bytes(os.urandom(8), "little")
 
 
-cdef inline uint64_t _hash_words(const int64_t* words, int n) nogil:
+cdef inline uint64_t _hash_words(const int64_t* words, int n) noexcept nogil:
     cdef uint64_t h = SEED
     cdef int i
     for i in range(n):
@@ -291,22 +291,22 @@ cdef class Table:
             return 0
         return 1
 
-    cdef int64_t _find(self, const int64_t* words) noexcept:
+    cdef int64_t _find(self, const int64_t* words) noexcept nogil:
         """The row holding `words` (any status but DEAD), or -1."""
         return self._find_hashed(words, _hash_words(words, self.arity))
 
-    cdef uint64_t _hash(self, const int64_t* words) noexcept:
+    cdef uint64_t _hash(self, const int64_t* words) noexcept nogil:
         """The hash of a row holding `words`, for `_find_hashed` and `_append_hashed`."""
         return _hash_words(words, self.arity)
 
-    cdef void _prefetch(self, uint64_t h) noexcept:
+    cdef void _prefetch(self, uint64_t h) noexcept nogil:
         """Start loading the first slot a probe for hash `h` reads: a caller with many probes
         to make issues this some probes ahead, so that their cache misses overlap. (The key
         indexes' slots that a new row's linking reads are not fetched too: on crdt.dl's
         Bootstrap, where most heads are new, that was slower.)"""
         __builtin_prefetch(&self.slots[h & <uint64_t>self.mask])
 
-    cdef int64_t _find_hashed(self, const int64_t* words, uint64_t h) noexcept:
+    cdef int64_t _find_hashed(self, const int64_t* words, uint64_t h) noexcept nogil:
         """`_find` of `words` whose hash `h` is known."""
         cdef int64_t i = <int64_t>(h & <uint64_t>self.mask)
         cdef int64_t r
@@ -321,7 +321,7 @@ cdef class Table:
                     return r
             i = (i + 1) & self.mask
 
-    cdef bint _equals(self, int64_t r, const int64_t* words) noexcept:
+    cdef bint _equals(self, int64_t r, const int64_t* words) noexcept nogil:
         cdef int64_t base = r * self.arity
         cdef int c
         for c in range(self.arity):
@@ -1207,7 +1207,7 @@ cdef class Table:
         self._indexes[columns] = self.nkeyed - 1
         return Index(self, self.nkeyed - 1, columns)
 
-    cdef int64_t _group(self, int position, const int64_t* words) noexcept:
+    cdef int64_t _group(self, int position, const int64_t* words) noexcept nogil:
         """The first row (committed or staged) of the group of key index `position` whose
         key is `words` (its columns' values in index order), or -1."""
         cdef KeyIndex* ki = self.keyed[position]

@@ -29,15 +29,21 @@ _current = threading.local()
 
 
 @contextmanager
-def charging_to(meter: Meter) -> Iterator[None]:
-    """Charge this thread's allocations to `meter` (evaluations run on one thread: the
-    service's writer; Spark's workers make no symbols)."""
+def charging_to(meter: Meter | None) -> Iterator[None]:
+    """Charge this thread's allocations to `meter` (None: to nothing). An evaluation runs on
+    one thread (the service's writer; Spark's workers make no symbols), but for the lanes of
+    a Bootstrap's kernel, which carry its meter to theirs (`meter`)."""
     outer = getattr(_current, "meter", None)
     _current.meter = meter
     try:
         yield
     finally:
         _current.meter = outer
+
+
+def meter() -> Meter | None:
+    """The meter this thread's allocations are charged to, if any."""
+    return getattr(_current, "meter", None)
 
 
 def charge(size: int) -> None:

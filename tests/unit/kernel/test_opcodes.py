@@ -1,5 +1,5 @@
 """The plan words are written by `reasoner.kernel.plans` (Python) and read by the compiled
-interpreter (`interpreter.pyx`, Cython enums): two spellings of one list. A word that changes
+interpreter (`plan_words.pxd`, Cython enums): two spellings of one list. A word that changes
 on one side only would make the kernel run another plan than the one compiled, so every
 constant the plans write is checked against the interpreter's enum of the same meaning."""
 
@@ -16,7 +16,7 @@ PREFIXES = ("DRIVE_", "ROWS_", "STEP_", "MODE_", "NEG_", "TERM_", "OP_", "CMP_")
 
 
 def _interpreter_enums() -> dict[str, int]:
-    text = (REPO_ROOT / "reasoner" / "kernel" / "interpreter.pyx").read_text(encoding="utf-8")
+    text = (REPO_ROOT / "reasoner" / "kernel" / "plan_words.pxd").read_text(encoding="utf-8")
     words: dict[str, int] = {}
     for block in re.findall(r"^cdef enum:\n((?:    .*\n)+)", text, re.MULTILINE):
         for name, value in re.findall(r"^    (\w+) = (\d+)", block, re.MULTILINE):

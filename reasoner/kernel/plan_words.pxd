@@ -1,0 +1,263 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""The plan words the kernel interprets (`reasoner.kernel.plans` writes them): their tags, how
+to step over an expression or a step, and the arithmetic and comparisons of their expressions
+with Soufflé's semantics. Only enums and inline functions: `reasoner/kernel/interpreter.pyx`
+cimports them, and nothing of this module exists at run time. (`cdivision` above is what makes
+`/` and `%` C's, truncating, as Soufflé's: the functions are compiled with this file's
+directives, not with the interpreter's.)"""
+
+from libc.math cimport pow
+from libc.stdint cimport INT64_MIN, int64_t, uint64_t
+
+# Plan words (see reasoner/kernel/plans.py, which writes them).
+cdef enum:
+    STEP_ATOM = 1
+    STEP_NEG = 2
+    STEP_TEST = 3
+    STEP_ASSIGN = 4
+    STEP_RANGE = 5
+
+cdef enum:
+    MODE_SCAN = 0
+    MODE_INDEX = 1
+    MODE_MEMBER = 2
+
+cdef enum:
+    NEG_TUPLE = 0
+    NEG_INDEX = 1
+    NEG_ANY = 2
+
+cdef enum:
+    DRIVE_ATOM = 0
+    DRIVE_NEG = 1
+    DRIVE_HEAD = 2
+    DRIVE_NONE = 3
+
+# Which rows of a probed atom qualify: any (Update: the union of both epochs), committed only
+# (Bootstrap: I_{k-1}, not the heads staged in iteration k), committed and not of iteration
+# k - 1 (Bootstrap: I_{k-2}, the first-position decomposition's atoms before the delta).
+cdef enum:
+    ROWS_ANY = 0
+    ROWS_COMMITTED = 1
+    ROWS_OLDER = 2
+
+cdef enum:
+    TERM_CONST = 0
+    TERM_REG = 1
+    OP_ADD = 2
+    OP_SUB = 3
+    OP_MUL = 4
+    OP_DIV = 5
+    OP_MOD = 6
+    OP_POW = 7
+    OP_BAND = 8
+    OP_BOR = 9
+    OP_BXOR = 10
+    OP_BSHL = 11
+    OP_BSHR = 12
+    OP_BSHRU = 13
+    OP_LAND = 14
+    OP_LOR = 15
+    OP_LXOR = 16
+    OP_MAX = 17
+    OP_MIN = 18
+    OP_CALL = 19    # a string functor: value (functor << 8) | operands, see `Kernel._call`
+    OP_UDIV = 20    # `/`, `%` and `^` on unsigned values (reasoner.analysis.numeric)
+    OP_UMOD = 21
+    OP_UPOW = 22
+
+cdef enum:
+    CMP_EQ = 0
+    CMP_NE = 1
+    CMP_LT = 2
+    CMP_LE = 3
+    CMP_GT = 4
+    CMP_GE = 5
+
+
+cdef inline int64_t _skip_expr(const int64_t* code, int64_t p) noexcept nogil:
+    return p + 1 + 2 * code[p]
+
+
+cdef inline bint _calls(const int64_t* code, int64_t p) noexcept nogil:
+    """Whether the expression at `p` calls a string functor."""
+    cdef int64_t i
+    for i in range(code[p]):
+        if code[p + 1 + 2 * i] == OP_CALL:
+            return True
+    return False
+
+
+cdef inline bint _calls_functor(const int64_t* code, int64_t checks, const int64_t* steps,
+                         int nsteps, int64_t head) noexcept:
+    """Whether a plan calls a string functor anywhere: such a call reads and extends the
+    symbol table, so the symbols' numbers would follow the lanes' timing."""
+    cdef int64_t i, j, n, p, kind
+    n = code[checks]
+    p = checks + 1
+    for i in range(n):
+        if _calls(code, p + 1):
+            return True
+        p = _skip_expr(code, p + 1)
+    for j in range(nsteps):
+        p = steps[j]
+        kind = code[p]
+        if kind == STEP_ATOM:
+            p += 7
+            for i in range(code[steps[j] + 5]):
+                if _calls(code, p + 1):
+                    return True
+                p = _skip_expr(code, p + 1)
+        elif kind == STEP_NEG:
+            p += 6
+            for i in range(code[steps[j] + 5]):
+                if _calls(code, p):
+                    return True
+                p = _skip_expr(code, p)
+        elif kind == STEP_TEST:
+            if _calls(code, p + 2) or _calls(code, _skip_expr(code, p + 2)):
+                return True
+        elif kind == STEP_RANGE:
+            p += 4
+            for i in range(code[steps[j] + 3]):
+                if _calls(code, p):
+                    return True
+                p = _skip_expr(code, p)
+        elif _calls(code, p + 2):  # STEP_ASSIGN
+            return True
+    n = code[head]
+    p = head + 1
+    for i in range(n):
+        if _calls(code, p):
+            return True
+        p = _skip_expr(code, p)
+    return False
+
+
+cdef inline int64_t _skip_step(const int64_t* code, int64_t p) noexcept nogil:
+    cdef int64_t kind = code[p]
+    cdef int64_t i, n
+    if kind == STEP_ATOM:
+        # kind, relation, position, mode, index, nkeys, filter, (column, expr)*, nbinds,
+        # (c, r)*, nequal, (c, c)*
+        n = code[p + 5]
+        p += 7
+        for i in range(n):
+            p = _skip_expr(code, p + 1)
+        p += 1 + 2 * code[p]
+        p += 1 + 2 * code[p]
+        return p
+    if kind == STEP_NEG:
+        # kind, relation, position, negation kind, index, nkeys, expr*
+        n = code[p + 5]
+        p += 6
+        for i in range(n):
+            p = _skip_expr(code, p)
+        return p
+    if kind == STEP_TEST:
+        # kind, comparison, left, right
+        p = _skip_expr(code, p + 2)
+        return _skip_expr(code, p)
+    if kind == STEP_RANGE:
+        # kind, test, register, bounds, expr * bounds
+        n = code[p + 3]
+        p += 4
+        for i in range(n):
+            p = _skip_expr(code, p)
+        return p
+    # STEP_ASSIGN: kind, register, expr
+    return _skip_expr(code, p + 2)
+
+
+# -- arithmetic with Soufflé's semantics (reasoner.values.arith): 64-bit wrap-around, C division ------
+
+cdef inline int64_t _power(int64_t a, int64_t b) noexcept nogil:
+    """`reasoner.values.arith.power`: `(int64_t) pow((double) a, (double) b)` with x86-64's
+    value, -2**63, for a power outside the range (C leaves that conversion undefined)."""
+    cdef double result = pow(<double>a, <double>b)
+    if -9223372036854775808.0 <= result < 9223372036854775808.0:
+        return <int64_t>result
+    return INT64_MIN
+
+
+cdef inline uint64_t _unsigned_power(uint64_t a, uint64_t b) noexcept nogil:
+    """`reasoner.values.arith.unsigned_power`: `(uint64_t) pow((double) a, (double) b)`, and
+    0 for a power of 2**64 or more."""
+    cdef double result = pow(<double>a, <double>b)
+    if 0.0 <= result < 18446744073709551616.0:
+        return <uint64_t>result
+    return 0
+
+
+cdef inline bint _arith(int op, int64_t a, int64_t b, int64_t* out) noexcept nogil:
+    """`a op b` into `out` (`reasoner.values.arith.ARITH`); False when it has no value (a division
+    by zero)."""
+    if op > OP_MOD:
+        if op == OP_POW:
+            out[0] = _power(a, b)
+        elif op == OP_BAND:
+            out[0] = a & b
+        elif op == OP_BOR:
+            out[0] = a | b
+        elif op == OP_BXOR:
+            out[0] = a ^ b
+        elif op == OP_BSHL:
+            out[0] = <int64_t>(<uint64_t>a << (b & 63))
+        elif op == OP_BSHR:
+            out[0] = a >> (b & 63)
+        elif op == OP_BSHRU:
+            out[0] = <int64_t>(<uint64_t>a >> (b & 63))
+        elif op == OP_LAND:
+            out[0] = 1 if (a != 0 and b != 0) else 0
+        elif op == OP_LOR:
+            out[0] = 1 if (a != 0 or b != 0) else 0
+        elif op == OP_LXOR:
+            out[0] = 1 if ((a != 0) != (b != 0)) else 0
+        elif op == OP_MAX:
+            out[0] = a if a > b else b
+        elif op == OP_MIN:
+            out[0] = a if a < b else b
+        elif op == OP_UPOW:
+            out[0] = <int64_t>_unsigned_power(<uint64_t>a, <uint64_t>b)
+        elif b == 0:  # OP_UDIV, OP_UMOD
+            return False
+        elif op == OP_UDIV:
+            out[0] = <int64_t>(<uint64_t>a // <uint64_t>b)
+        else:
+            out[0] = <int64_t>(<uint64_t>a % <uint64_t>b)
+        return True
+    if op == OP_ADD:
+        out[0] = <int64_t>(<uint64_t>a + <uint64_t>b)
+    elif op == OP_SUB:
+        out[0] = <int64_t>(<uint64_t>a - <uint64_t>b)
+    elif op == OP_MUL:
+        out[0] = <int64_t>(<uint64_t>a * <uint64_t>b)
+    elif op == OP_DIV:
+        if b == 0:
+            return False
+        if b == -1:
+            out[0] = <int64_t>(<uint64_t>0 - <uint64_t>a)
+        else:
+            out[0] = a // b
+    else:
+        if b == 0:
+            return False
+        if b == -1:
+            out[0] = 0
+        else:
+            out[0] = a % b
+    return True
+
+
+cdef inline bint _compare(int op, int64_t a, int64_t b) noexcept nogil:
+    if op == CMP_EQ:
+        return a == b
+    if op == CMP_NE:
+        return a != b
+    if op == CMP_LT:
+        return a < b
+    if op == CMP_LE:
+        return a <= b
+    if op == CMP_GT:
+        return a > b
+    return a >= b

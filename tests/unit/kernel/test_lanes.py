@@ -1,0 +1,102 @@
+"""A Bootstrap's plans on several lanes (threads): the state is the one lane's, tuple by tuple
+with iteration and count, whatever the number of lanes and wherever the spans are cut."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+from hypothesis import given, settings
+
+import reasoner.kernel.bootstrap as kernel_bootstrap
+from reasoner.analysis import check_program
+from reasoner.executors.registry import EngineSettings
+from reasoner.materialization import Materialization
+from reasoner.support.allocations import charging_to
+from reasoner.support.deadline import BootstrapCancelled
+from tests.conftest import examples
+from tests.oracle import comparable, evaluate
+from tests.property.programs import GeneratedProgram, programs
+
+TC = """
+.decl edge(x: number, y: number)
+.decl tc(x: number, y: number)
+tc(x, y) :- edge(x, y).
+tc(x, z) :- tc(x, y), edge(y, z).
+"""
+EDGES = [(i, (i * 7 + 3) % 300) for i in range(300)] + [(i, i + 1) for i in range(299)]
+
+
+@contextmanager
+def lanes(count: int, rows: int) -> Iterator[None]:
+    saved = kernel_bootstrap.LANES, kernel_bootstrap.LANE_ROWS
+    kernel_bootstrap.LANES, kernel_bootstrap.LANE_ROWS = count, rows
+    try:
+        yield
+    finally:
+        kernel_bootstrap.LANES, kernel_bootstrap.LANE_ROWS = saved
+
+
+def _state(text: str, inputs: dict, check=None) -> dict:
+    analyzed = check_program(text)
+    m = Materialization(analyzed, engines=EngineSettings("reference"), maintained=False)
+    m.load(inputs)
+    m.bootstrap(check=check)
+    return comparable(m.snapshot(), analyzed)
+
+
+@settings(max_examples=examples(300))
+@given(generated=programs())
+def test_lanes_leave_the_state_of_one_lane(generated: GeneratedProgram) -> None:
+    """Spans cut at every row and at odd places, on 2 and 4 lanes: the state equals one
+    lane's and the oracle's."""
+    with lanes(1, 1):
+        one = _state(generated.text, generated.inputs)
+    assert one == comparable(
+        evaluate(check_program(generated.text), generated.inputs), check_program(generated.text)
+    )
+    for count, rows in ((2, 1), (4, 1), (3, 5)):
+        with lanes(count, rows):
+            assert _state(generated.text, generated.inputs) == one, (count, rows)
+
+
+def test_the_lanes_run_on_threads() -> None:
+    with lanes(1, 1):
+        one = _state(TC, {"edge": EDGES})
+    with lanes(2, 1):
+        assert _state(TC, {"edge": EDGES}) == one
+    assert any(thread.name.startswith("reasoner-lane") for thread in threading.enumerate())
+
+
+def test_a_check_that_stops_a_lane_stops_the_bootstrap() -> None:
+    """The deadline's check runs on the lanes too (with the GIL); what it raises there
+    reaches the caller once every lane has stopped."""
+    calls = 0
+
+    def check() -> None:
+        nonlocal calls
+        calls += 1
+        if threading.current_thread().name.startswith("reasoner-lane"):
+            raise BootstrapCancelled("stopped on a lane")
+
+    edges = [(i, j) for i in range(200) for j in range(i + 1, min(200, i + 40))]
+    with lanes(2, 1), pytest.raises(BootstrapCancelled, match="stopped on a lane"):
+        _state(TC, {"edge": edges}, check)
+    assert calls > 1
+
+
+def test_the_lanes_charge_their_growth_to_the_evaluation() -> None:
+    """A lane's buffer of derivations grows on the lane's thread; the allowance that the
+    evaluation's thread runs under is charged for it all the same."""
+    charged: list[str] = []
+
+    class Meter:
+        def charge(self, size: int) -> None:
+            charged.append(threading.current_thread().name)
+
+    edges = [(i, j) for i in range(400) for j in range(i + 1, min(400, i + 60))]
+    with lanes(2, 1), charging_to(Meter()):
+        _state(TC, {"edge": edges})
+    assert any(name.startswith("reasoner-lane") for name in charged), charged
