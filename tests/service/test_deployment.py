@@ -164,3 +164,17 @@ def test_the_readme_documents_every_setting_with_its_default() -> None:
             assert documented.startswith(f"`{int(default)}`"), (name, documented)
         else:
             assert documented.startswith(f"`{default}`"), (name, documented)
+
+
+def test_the_image_compiles_every_cython_source() -> None:
+    """The build stage copies the compiled part file by file: a `.pyx` or a `.pxd` it leaves
+    out (one that a `.pyx` cimports) breaks the image's build, which only the compose stage
+    would see."""
+    sources = [
+        path.relative_to(REPO_ROOT).as_posix()
+        for pattern in ("reasoner/**/*.pyx", "reasoner/**/*.pxd", "service/**/*.pyx")
+        for path in REPO_ROOT.glob(pattern)
+    ]
+    assert sources
+    copied = " ".join(line for line in DOCKERFILE.splitlines() if line.startswith("COPY "))
+    assert [source for source in sources if source not in copied] == []
