@@ -91,7 +91,7 @@ def jobs_in_effect() -> int:
     environment asks for, or every available core."""
     if "polars" in sys.modules:
         return polars_threads()
-    text = os.environ.get(POLARS_THREADS_VARIABLE, "")
-    if text.strip().isdigit() and int(text) > 0:
-        return int(text)
-    return available_cores()
+    try:
+        return parse_jobs(os.environ.get(POLARS_THREADS_VARIABLE, ""), POLARS_THREADS_VARIABLE)
+    except JobsError:  # unset or not a count: Polars takes every core then
+        return available_cores()

@@ -12,15 +12,7 @@ from pathlib import Path
 import pytest
 
 from reasoner.support.jobs import JOBS_VARIABLE, JobsError, parse_jobs
-
-TC = """
-.decl edge(x: number, y: number)
-.input edge
-.decl tc(x: number, y: number)
-.output tc
-tc(x, y) :- edge(x, y).
-tc(x, z) :- tc(x, y), edge(y, z).
-"""
+from tests.unit.cli.test_cli import TC
 
 
 def _python(code: str, **environment: str) -> subprocess.CompletedProcess[str]:
