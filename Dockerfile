@@ -34,7 +34,8 @@ RUN apt-get update \
 COPY setup.py ./
 COPY reasoner/__init__.py ./reasoner/
 COPY reasoner/storage/__init__.py reasoner/storage/table.pyx reasoner/storage/table.pxd ./reasoner/storage/
-COPY reasoner/kernel/__init__.py reasoner/kernel/interpreter.pyx reasoner/kernel/plan_words.pxd ./reasoner/kernel/
+COPY reasoner/kernel/__init__.py reasoner/kernel/interpreter.pyx reasoner/kernel/plan_words.pxd \
+     reasoner/kernel/buffers.pxd ./reasoner/kernel/
 COPY service/__init__.py ./service/
 COPY service/feed/__init__.py service/feed/socket_fanout.pyx ./service/feed/
 # setup.py alone builds the extensions: a minimal pyproject.toml keeps it from needing the rest

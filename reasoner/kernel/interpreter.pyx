@@ -24,9 +24,9 @@ rows of int64 in an arena, linked per iteration; iterations wait in a binary hea
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.ref cimport PyObject
 from libc.stdint cimport INT64_MIN, int32_t, int64_t, uint16_t, uint32_t, uint64_t
-from libc.stdlib cimport calloc, free, malloc, realloc
-from libc.string cimport memset
+from libc.stdlib cimport calloc, free, malloc
 
+from reasoner.kernel.buffers cimport *  # Vec, Map: growable arrays and a hash map in C
 from reasoner.kernel.plan_words cimport *  # the plan words' tags, steps and arithmetic
 from reasoner.storage.table cimport BIG_COUNT, Table, _get, _mix
 
@@ -92,145 +92,13 @@ cdef enum:
     QUEUED_HEADS = 16
 
 # A Bootstrap's plan is driven in spans of this many rows, each span's derivations counted
-# after it; on one lane they are counted whenever this many words of them wait.
+# after it; on one lane they are counted whenever this many words of them wait. Derivations
+# of one head are folded into one entry (`_fold_head`) for as long as the first FOLD_HEADS
+# heads of a buffer showed enough of them to pay for it.
 cdef enum:
     SPAN_ROWS = 1 << 16
     FLUSH_WORDS = 1 << 18
-
-
-cdef int64_t CHARGED_FROM = 1 << 17
-"""Growths of a `Vec` or a `Map` by this many values or slots (1 MiB or more) are charged to
-the evaluation's budget before they are made (`reasoner.support.allocations`)."""
-
-
-# -- a hash map of int64 keys (>= 0) to int64 values, cleared in O(1) --------------------------
-
-cdef struct Map:
-    int64_t* keys
-    int64_t* values
-    uint32_t* stamps
-    uint32_t stamp
-    int64_t mask
-    int64_t used
-
-
-cdef int _map_init(Map* m, int64_t slots) except -1:
-    if slots >= CHARGED_FROM:  # a map doubling: charged before it is made, as a `Vec`'s growth
-        allocations.charge(slots * (2 * sizeof(int64_t) + sizeof(uint32_t)))
-    m.keys = <int64_t*>malloc(<size_t>slots * sizeof(int64_t))
-    m.values = <int64_t*>malloc(<size_t>slots * sizeof(int64_t))
-    m.stamps = <uint32_t*>malloc(<size_t>slots * sizeof(uint32_t))
-    if m.keys == NULL or m.values == NULL or m.stamps == NULL:
-        raise MemoryError()
-    memset(m.stamps, 0, <size_t>slots * sizeof(uint32_t))
-    m.stamp = 1
-    m.mask = slots - 1
-    m.used = 0
-    return 0
-
-
-cdef void _map_free(Map* m) noexcept:
-    free(m.keys)
-    free(m.values)
-    free(m.stamps)
-    m.keys = NULL
-    m.values = NULL
-    m.stamps = NULL
-
-
-cdef void _map_clear(Map* m) noexcept:
-    m.stamp += 1
-    m.used = 0
-    if m.stamp == 0:  # wrapped: every slot's stamp is stale or 0
-        memset(m.stamps, 0, <size_t>(m.mask + 1) * sizeof(uint32_t))
-        m.stamp = 1
-
-
-cdef inline int64_t _map_slot(Map* m, int64_t key) noexcept nogil:
-    """The slot holding `key`, or the empty slot where it would go."""
-    cdef int64_t i = <int64_t>(_mix(<uint64_t>key) & <uint64_t>m.mask)
-    while m.stamps[i] == m.stamp and m.keys[i] != key:
-        i = (i + 1) & m.mask
-    return i
-
-
-cdef inline int64_t _map_get(Map* m, int64_t key, int64_t default) noexcept nogil:
-    cdef int64_t i = _map_slot(m, key)
-    if m.stamps[i] == m.stamp:
-        return m.values[i]
-    return default
-
-
-cdef int _map_put(Map* m, int64_t key, int64_t value) except -1:
-    cdef int64_t i = _map_slot(m, key)
-    cdef Map bigger
-    cdef int64_t j
-    if m.stamps[i] == m.stamp:
-        m.values[i] = value
-        return 0
-    if 2 * (m.used + 1) > m.mask + 1:
-        _map_init(&bigger, 2 * (m.mask + 1))
-        for j in range(m.mask + 1):
-            if m.stamps[j] == m.stamp:
-                _map_put(&bigger, m.keys[j], m.values[j])
-        _map_free(m)
-        m[0] = bigger
-        i = _map_slot(m, key)
-    m.stamps[i] = m.stamp
-    m.keys[i] = key
-    m.values[i] = value
-    m.used += 1
-    return 0
-
-
-cdef inline int64_t _key(int64_t relation, int64_t row) noexcept nogil:
-    return (relation << 32) | row
-
-
-# -- growable int64 arrays ---------------------------------------------------------------------
-
-cdef struct Vec:
-    int64_t* data
-    int64_t size
-    int64_t capacity
-
-
-cdef int _vec_reserve(Vec* v, int64_t extra) except -1 nogil:
-    cdef int64_t need = v.size + extra
-    cdef int64_t cap
-    cdef int64_t* data
-    if need <= v.capacity:
-        return 0
-    cap = v.capacity * 2 if v.capacity else 64
-    while cap < need:
-        cap *= 2
-    if cap - v.capacity >= CHARGED_FROM:
-        # Charged before it is made (`reasoner.support.allocations`): the budget samples memory
-        # between slices, and one doubling of a large array is larger than a slice.
-        with gil:
-            allocations.charge((cap - v.capacity) * sizeof(int64_t))
-    data = <int64_t*>realloc(v.data, <size_t>cap * sizeof(int64_t))
-    if data == NULL:
-        with gil:
-            raise MemoryError()
-    v.data = data
-    v.capacity = cap
-    return 0
-
-
-cdef inline int _vec_push(Vec* v, int64_t x) except -1 nogil:
-    if v.size == v.capacity:
-        _vec_reserve(v, 1)
-    v.data[v.size] = x
-    v.size += 1
-    return 0
-
-
-cdef void* _grown(void* p, int64_t count, size_t size) except NULL:
-    cdef void* q = realloc(p, <size_t>(count + 1) * size)
-    if q == NULL:
-        raise MemoryError()
-    return q
+    FOLD_HEADS = 1 << 8
 
 
 cdef inline int _hand_on(Vec* v, int64_t relation, int64_t row, int64_t o, int64_t n) except -1:
@@ -409,7 +277,12 @@ cdef struct Run:
     int nneg
     int64_t* words          # a key or a head being built (as wide as the widest table)
     int64_t ticks           # enumeration steps to the next checkpoint
-    Vec found               # a Bootstrap's derivations to count: (relation, hash, head words)*
+    Vec found               # a Bootstrap's heads to count: (relation, hash, times, head words)*
+    bint pushing            # `found` takes an entry a derivation, no longer folding its heads
+    int64_t derived         # derivations folded into `found`'s first `fold_used` entries
+    int64_t* fold           # slots of `found`'s heads (see `_fold_head`): offset + 1, 0 empty
+    int64_t fold_mask       # the slots less one (0: none yet)
+    int64_t fold_used
 
 
 cdef void _free_run(Run* run) noexcept:
@@ -419,6 +292,89 @@ cdef void _free_run(Run* run) noexcept:
     free(run.after)
     free(run.words)
     free(run.found.data)
+    free(run.fold)
+
+
+cdef int _fold_head(Run* run, int relation, uint64_t h, int arity,
+                    int64_t width) except -1 nogil:
+    """Count a derivation of the head in `run.words` (hash `h`) in `run.found`: one more time
+    for a head already there, else a new entry at the end. Entries stay in the order of their
+    heads' first derivations, which is the order rows are given in, and the serial count after
+    the lanes (`Kernel._count_found`) handles each head once: rmat1k derives a head 4.3 times."""
+    cdef int64_t i, j, at = run.found.size
+    cdef int64_t* entry
+    if 2 * (run.fold_used + 1) > run.fold_mask + 1:
+        _fold_grow(run, width)
+    i = <int64_t>(h & <uint64_t>run.fold_mask)
+    while run.fold[i]:
+        entry = run.found.data + run.fold[i] - 1
+        if <uint64_t>entry[1] == h and entry[0] == relation:
+            j = 0
+            while j < arity and entry[3 + j] == run.words[j]:
+                j += 1
+            if j == arity:
+                entry[2] += 1
+                return 0
+        i = (i + 1) & run.fold_mask
+    _push_head(run, relation, h, arity, width)
+    run.fold[i] = at + 1
+    run.fold_used += 1
+    return 0
+
+
+cdef int _fold_grow(Run* run, int64_t width) except -1 nogil:
+    """Double the fold's slots (1,024 at first) and place every entry again by its hash."""
+    cdef int64_t slots = 2 * (run.fold_mask + 1) if run.fold != NULL else 1024
+    cdef int64_t* fold
+    cdef int64_t at, i
+    if slots >= CHARGED_FROM:
+        with gil:
+            _charge(slots * sizeof(int64_t))
+    fold = <int64_t*>calloc(<size_t>slots, sizeof(int64_t))
+    if fold == NULL:
+        with gil:
+            raise MemoryError()
+    for at in range(run.fold_used):
+        i = <int64_t>(<uint64_t>run.found.data[at * width + 1] & <uint64_t>(slots - 1))
+        while fold[i]:
+            i = (i + 1) & (slots - 1)
+        fold[i] = at * width + 1
+    free(run.fold)
+    run.fold = fold
+    run.fold_mask = slots - 1
+    return 0
+
+
+cdef inline int _push_head(Run* run, int relation, uint64_t h, int arity,
+                           int64_t width) except -1 nogil:
+    """A derivation of the head in `run.words` (hash `h`) as an entry of its own in
+    `run.found`: where heads rarely repeat, folding them costs more than it saves."""
+    cdef int64_t* entry
+    cdef int j
+    _vec_reserve(&run.found, width)
+    entry = run.found.data + run.found.size
+    entry[0] = relation
+    entry[1] = <int64_t>h
+    entry[2] = 1
+    for j in range(arity):
+        entry[3 + j] = run.words[j]
+    run.found.size += width
+    return 0
+
+
+cdef void _drop_found(Run* run, int64_t width) noexcept nogil:
+    """Empty `run.found` and its fold, each entry's slot found again from its hash: a deep
+    recursion's many small spans would otherwise clear a large fold slot by slot."""
+    cdef int64_t at, i
+    for at in range(run.fold_used):  # the folded entries come first
+        i = <int64_t>(<uint64_t>run.found.data[at * width + 1] & <uint64_t>run.fold_mask)
+        while run.fold[i] != at * width + 1:
+            i = (i + 1) & run.fold_mask
+        run.fold[i] = 0
+    run.found.size = 0
+    run.fold_used = 0
+    run.derived = 0
+    run.pushing = False
 
 
 cdef class Kernel:
@@ -466,7 +422,7 @@ cdef class Kernel:
     cdef Vec inserted
     cdef Vec gone
     cdef int64_t* words       # `run.words`
-    cdef int64_t heads_width  # words a found derivation takes: relation, hash, head words
+    cdef int64_t heads_width  # words a found head takes: relation, hash, times, head words
     cdef Run run              # the bindings of the plan running (plans never nest)
     # A Bootstrap's lanes: a plan's driving rows split among threads, each with its bindings
     # and its derivations, counted in lane order once all are done (see `_on_lanes`).
@@ -494,7 +450,7 @@ cdef class Kernel:
         self.words = <int64_t*>malloc(
             <size_t>(max([t.arity for t in tables], default=0) + 1) * sizeof(int64_t)
         )
-        self.heads_width = max([t.arity for t in tables], default=0) + 2
+        self.heads_width = max([t.arity for t in tables], default=0) + 3
         if (self.own == NULL or self.any_before == NULL or self.any_after == NULL
                 or self.words == NULL):
             raise MemoryError()
@@ -573,11 +529,14 @@ cdef class Kernel:
             self.free_of[i] = -1
         for i in range(-1, self.nlanes):
             run = &self.run if i < 0 else &self.lanes[i]
-            run.found.size = 0
+            _drop_found(run, self.heads_width)
             if run.found.capacity > kept:
                 free(run.found.data)
                 run.found.data = NULL
                 run.found.capacity = 0
+                free(run.fold)
+                run.fold = NULL
+                run.fold_mask = 0
         self.check = None
 
     cdef void _buffers(self, Map** maps, Vec** vecs) noexcept:
@@ -892,7 +851,7 @@ cdef class Kernel:
                     error = exc
         if error is not None:
             for j in range(self.nlanes):
-                self.lanes[j].found.size = 0
+                _drop_found(&self.lanes[j], self.heads_width)
             raise error
         for j in range(self.nlanes):
             self._count_found(&self.lanes[j])
@@ -918,14 +877,13 @@ cdef class Kernel:
         return 0
 
     cdef int _buffer_head(self, Enumerator e, Run* run) except -1 nogil:
-        """A Bootstrap's derivation, kept in `run.found` for `_count_found`. On a lane, a head
-        in I_{k-1} (which no derivation changes) is dropped here, so that the probe runs on
-        the lanes; on one lane the probe is left to the count, with its slot prefetched, and
-        the derivations are counted whenever `FLUSH_WORDS` of them wait."""
+        """A Bootstrap's derivation, folded into `run.found` for `_count_found`. On a lane, a
+        head in I_{k-1} (which no derivation changes) is dropped here, so that the probe runs
+        on the lanes; on one lane the probe is left to the count, with its slot prefetched,
+        and the heads are counted whenever `FLUSH_WORDS` of them wait."""
         cdef PyObject* head = self.tps[e.rule.head]
         cdef const int64_t* code = e.code
         cdef int64_t p = e.head + 1, v, row
-        cdef int64_t* entry
         cdef uint64_t h
         cdef int j
         for j in range(e.rule.arity):
@@ -938,20 +896,21 @@ cdef class Kernel:
             row = (<Table>head)._find_hashed(run.words, h)
             if row >= 0 and (<Table>head).status[row] >= 0:
                 return 0
-        _vec_reserve(&run.found, self.heads_width)
-        entry = run.found.data + run.found.size
-        entry[0] = e.rule.head
-        entry[1] = <int64_t>h
-        for j in range(e.rule.arity):
-            entry[2 + j] = run.words[j]
-        run.found.size += self.heads_width
+        if not run.pushing:
+            run.derived += 1
+            _fold_head(run, e.rule.head, h, e.rule.arity, self.heads_width)
+            # Heads that rarely repeat cost a fold more than it saves: the rest are pushed
+            # as they come (entries after the folded ones, which keeps the order).
+            run.pushing = run.fold_used == FOLD_HEADS and 4 * run.derived < 5 * FOLD_HEADS
+        else:
+            _push_head(run, e.rule.head, h, e.rule.arity, self.heads_width)
         if run == &self.run and run.found.size >= FLUSH_WORDS:
             with gil:
                 self._count_found(run)
         return 0
 
     cdef int _count_found(self, Run* run) except -1:
-        """Count `run`'s derivations, in order, each `QUEUED_HEADS` behind the prefetch of its
+        """Count `run`'s heads, in order, each `QUEUED_HEADS` behind the prefetch of its
         head's first slot: in a deep recursion over a large relation each head probe is a
         cache miss, and this way the misses overlap instead of following one another. The
         heads staged meanwhile are invisible to the iteration's own probes (they read
@@ -963,29 +922,29 @@ cdef class Kernel:
             if ahead < n:
                 (<Table>self.tps[found[ahead]])._prefetch(<uint64_t>found[ahead + 1])
             self._count_head(found + i)
-        run.found.size = 0
+        _drop_found(run, w)
         return 0
 
     cdef int _count_head(self, const int64_t* entry) except -1:
-        """Count a queued derivation (relation, hash, head words) towards its head unless the
-        head is in I_{k-1}."""
+        """Count a queued head's derivations (relation, hash, times, head words) towards it
+        unless it is in I_{k-1}."""
         cdef int relation = <int>entry[0]
         cdef Table head = self._table(relation)
         cdef uint64_t h = <uint64_t>entry[1]
-        cdef int64_t row = head._find_hashed(entry + 2, h), key, d
+        cdef int64_t row = head._find_hashed(entry + 3, h), key, d
         if row >= 0 and head.status[row] >= 0:
             return 0
         if row < 0:
-            row = head._append_hashed(entry + 2, -1, h)
+            row = head._append_hashed(entry + 3, -1, h)
         key = _key(relation, row)
         d = _map_get(&self.delta, key, -1)
         if d < 0:
             _map_put(&self.delta, key, self.d_key.size)
             _vec_push(&self.d_key, key)
-            _vec_push(&self.d_change, 1)
+            _vec_push(&self.d_change, entry[2])
             _vec_push(&self.d_old, INF)
         else:
-            self.d_change.data[d] += 1
+            self.d_change.data[d] += entry[2]
         return 0
 
     # -- statuses -------------------------------------------------------------------------------

@@ -88,15 +88,43 @@ def test_a_check_that_stops_a_lane_stops_the_bootstrap() -> None:
 
 
 def test_the_lanes_charge_their_growth_to_the_evaluation() -> None:
-    """A lane's buffer of derivations grows on the lane's thread; the allowance that the
-    evaluation's thread runs under is charged for it all the same."""
+    """A lane's buffer of heads grows on the lane's thread; the allowance that the
+    evaluation's thread runs under is charged for it all the same. (Every head of the
+    product is new, so the buffers hold one entry a derivation.)"""
     charged: list[str] = []
 
     class Meter:
         def charge(self, size: int) -> None:
             charged.append(threading.current_thread().name)
 
-    edges = [(i, j) for i in range(400) for j in range(i + 1, min(400, i + 60))]
+    product = """
+    .decl a(x: number)
+    .decl b(y: number)
+    .decl p(x: number, y: number)
+    p(x, y) :- a(x), b(y).
+    """
+    inputs = {"a": [(i,) for i in range(1000)], "b": [(j,) for j in range(100)]}
     with lanes(2, 1), charging_to(Meter()):
-        _state(TC, {"edge": edges})
+        _state(product, inputs)
     assert any(name.startswith("reasoner-lane") for name in charged), charged
+
+
+def test_repeated_heads_fold_into_one_count() -> None:
+    """Many derivations of few heads (each lane folds them before the count) and few of many
+    (folding is given up after a sample): each head's count is its derivations, and the state
+    is the one lane's."""
+    program = """
+    .decl a(x: number)
+    .decl b(y: number)
+    .decl few(x: number)
+    .decl many(x: number, y: number)
+    few(x % 7) :- a(x), b(_).
+    many(x, y) :- a(x), b(y), y < 30.
+    """
+    inputs = {"a": [(i,) for i in range(3000)], "b": [(j,) for j in range(40)]}
+    with lanes(1, 1):
+        one = _state(program, inputs)
+    assert one["few"] == {(x,): (1, 40 * len(range(x, 3000, 7))) for x in range(7)}
+    for count, rows in ((2, 1), (3, 7)):
+        with lanes(count, rows):
+            assert _state(program, inputs) == one
