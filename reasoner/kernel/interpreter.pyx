@@ -377,6 +377,19 @@ cdef void _drop_found(Run* run, int64_t width) noexcept nogil:
     run.pushing = False
 
 
+cdef dict _rows_by_relation(const int64_t* keys, int64_t n):
+    """Keys (relation << 32 | row) as relation number -> their rows (int64 arrays), in order:
+    in bulk, not a Python int a row."""
+    array = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] view = array
+    cdef int64_t i
+    for i in range(n):
+        view[i] = keys[i]
+    relations = array >> 32
+    rows = array & 0xFFFFFFFF
+    return {int(number): rows[relations == number] for number in np.unique(relations)}
+
+
 cdef class Kernel:
     """The Update of one stratum over its relations' tables (`tables`, numbered as the plans
     number them; `own[i]`: relation i is one of the stratum's own)."""
@@ -736,9 +749,7 @@ cdef class Kernel:
         tuples, the caller's to go on with, else {}: the fixpoint)."""
         cdef Vec current
         cdef Enumerator e
-        cdef int64_t i, key, row, n, last = k - 1, derived = 0
-        cdef int relation
-        cdef Table t
+        cdef int64_t i, key, n, last = k - 1, derived = 0
         cdef const int64_t[::1] rows
         current.data = NULL
         current.size = current.capacity = 0
@@ -754,12 +765,9 @@ cdef class Kernel:
                     self._drive_span(e, current.data, current.size, True, k - 1)
                 n = self.d_key.size
                 current.size = 0
+                self._commit_staged(k)
                 for i in range(n):
-                    key = self.d_key.data[i]
-                    t = self._table(<int>(key >> 32))
-                    t._commit_row(key & 0xFFFFFFFF, k, self.d_change.data[i])
-                    _vec_push(&current, key)
-                _map_clear(&self.delta)
+                    _vec_push(&current, self.d_key.data[i])
                 self.d_key.size = self.d_change.size = self.d_old.size = 0
                 if not n:
                     break
@@ -767,13 +775,7 @@ cdef class Kernel:
                 last = k
                 k += 1
                 if n >= limit:
-                    per: dict = {}
-                    for i in range(current.size):
-                        key = current.data[i]
-                        per.setdefault(<int>(key >> 32), []).append(key & 0xFFFFFFFF)
-                    return last, derived, {
-                        number: np.array(found, dtype=np.int64) for number, found in per.items()
-                    }
+                    return last, derived, _rows_by_relation(current.data, current.size)
             return last, derived, {}
         finally:
             free(current.data)
@@ -781,19 +783,19 @@ cdef class Kernel:
     def bootstrap_commit(self, int64_t k):
         """Commit the heads the iteration's plans staged at iteration k with their counts;
         relation -> their rows (int64 arrays), for the relations that got any."""
+        self._commit_staged(k)
+        committed = _rows_by_relation(self.d_key.data, self.d_key.size)
+        self.d_key.size = self.d_change.size = self.d_old.size = 0
+        return committed
+
+    cdef int _commit_staged(self, int64_t k) except -1:
+        """Commit the heads staged in `d_key` at iteration k with their counts (`d_change`)."""
         cdef int64_t d, key
-        cdef int relation
-        cdef Table t
-        per: dict = {}
         for d in range(self.d_key.size):
             key = self.d_key.data[d]
-            relation = <int>(key >> 32)
-            t = self._table(relation)
-            t._commit_row(key & 0xFFFFFFFF, k, self.d_change.data[d])
-            per.setdefault(relation, []).append(key & 0xFFFFFFFF)
+            (<Table>self.tps[key >> 32])._commit_row(key & 0xFFFFFFFF, k, self.d_change.data[d])
         _map_clear(&self.delta)
-        self.d_key.size = self.d_change.size = self.d_old.size = 0
-        return {relation: np.array(rows, dtype=np.int64) for relation, rows in per.items()}
+        return 0
 
     cdef int _drive_span(self, Enumerator e, const int64_t* data, int64_t n, bint keyed,
                          int64_t km1) except -1:

@@ -91,4 +91,4 @@ cdef class Table:
     cdef int _commit(self, const int64_t* words, int64_t iteration, object count,
                      bint redate) except -1
     cdef int64_t _group(self, int position, const int64_t* words) noexcept nogil
-    cdef int _commit_row(self, int64_t r, int64_t iteration, object count) except -1
+    cdef int _commit_row(self, int64_t r, int64_t iteration, int64_t count) except -1

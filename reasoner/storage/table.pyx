@@ -954,15 +954,17 @@ cdef class Table:
                 continue
             self._commit_row(row, n[j], c[j])
 
-    cdef int _commit_row(self, int64_t r, int64_t iteration, object count) except -1:
+    cdef int _commit_row(self, int64_t r, int64_t iteration, int64_t count) except -1:
         """Commit live row `r` at `iteration` with `count`: a staged row becomes committed, a
-        committed one is re-dated."""
+        committed one is re-dated. (A Bootstrap commits each new head here: no Python int.)"""
         self._check_iteration(iteration)
         if self.status[r] == STAGED_STATUS:
             self.staged -= 1
             self.committed += 1
         self.status[r] = <int32_t>iteration
-        if count != 1 or self.counts[r] != 1:
+        if 1 <= count <= 65535 and self.counts[r] != BIG_COUNT:
+            self.counts[r] = <uint16_t>count
+        elif count != 1 or self.counts[r] != 1:
             self._set_count(r, count)
         self.version += 1
         return 0
