@@ -87,12 +87,12 @@ def frame_of_rows(rows: list[tuple[int, ...]], arity: int) -> pl.DataFrame:
     )
 
 
-def frame_of_store(store: RelationStore) -> pl.DataFrame:
-    """A relation frame of a relation's committed tuples, from the table's columns (no Python
-    tuple on the way)."""
+def frame_of_store(store: RelationStore, ids: np.ndarray | None = None) -> pl.DataFrame:
+    """A relation frame of a relation's committed tuples, or of its rows `ids` (what the kernel
+    derived), from the table's columns: no Python tuple on the way."""
     if store.arity == 0:
-        return frame_of_rows(list(store.iters), 0)
-    values, _iterations = store.table.columns()
+        return frame_of_rows(list(store.iters) if ids is None else [()] * min(len(ids), 1), 0)
+    values = store.table.columns()[0] if ids is None else store.table.values_of(ids)
     names = columns(store.arity)
     return pl.DataFrame(dict(zip(names, values, strict=True)), schema=dict.fromkeys(names, INT))
 

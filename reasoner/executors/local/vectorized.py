@@ -20,15 +20,12 @@ a fraction of a microsecond per driving tuple. CRDT's recursions are thousands o
 deep with a handful of tuples each: crdt_linear.dl's 21,700 iterations take ~97 s of CPU in
 Polars alone. So every iteration is first sized: the rows that drive it (N_{k-1} of every
 driving atom; for iteration 1 the driving relations, times any unindexed full scan, plus any
-hash index the per-tuple plans would first have to build). Below `SMALL_ITERATION` (10,000)
-rows it runs the reference's plans over the same state; otherwise Polars. The two agree tuple
-for tuple and count for count, so a stratum may switch between them at any iteration (frames
-of the tuples an iteration of the other kind produced are built when next needed). Measured
-on the bench programs (best of two, in process): 2,000 rows 0.76 / 0.21 / 0.075 s for
-crdt_linear / graph10000-rmat1k / lubm1, 10,000 rows 0.70 / 0.21 / 0.073 s, 50,000 rows 0.80 /
-0.22 / 0.094 s, 200,000 rows 1.28 / 0.45 / 0.16 s. A larger iteration also runs on the
-kernel when its probes are selective: a Polars join reads whole relations, the kernel only the
-rows its driving rows find (`KERNEL_ROW_COST`).
+hash index the per-tuple plans would first have to build). Below `SMALL_ITERATION` rows
+(`DELTA_ITERATION` after iteration 1) it runs the reference's plans over the same state;
+otherwise Polars. The two agree tuple for tuple and count for count, so a stratum may switch
+between them at any iteration. A larger iteration also runs on the kernel when its probes
+are selective: a Polars join reads whole relations, the kernel only the rows its driving rows
+find (`KERNEL_ROW_COST`).
 
 Memory: the relations are only in the `State` (the compiled tables, about 40 bytes a 4-ary
 tuple with one index, see reasoner/compact), for every size and for one-shot runs alike. The
@@ -74,7 +71,12 @@ if TYPE_CHECKING:
     from reasoner.kernel.bootstrap import CompiledStratumBootstrap
 
 SMALL_ITERATION = 10_000
-"""Iterations driven by fewer rows than this run the reference's per-tuple plans (see above)."""
+"""A first iteration driven by fewer rows than this runs the reference's plans (see above)."""
+
+DELTA_ITERATION = 1_000_000
+"""The same after iteration 1, where the kernel costs less per driving row than a Polars
+iteration (graph10000-rmat1k 0.26 -> 0.15 s; docs/notes/notes-2026-12-01-fold.md). A large
+join of the facts stays Polars' (60 k rows by keys of 200 rows: 1.1 s, the kernel 2.9 s)."""
 
 KERNEL_ROW_COST = 10
 INDEX_ROW_COST = 0.3
@@ -104,12 +106,8 @@ them)."""
 
 
 class _Growing:
-    """A relation of the running stratum: I_{k-2} and N_{k-1}, as frames and/or engine tuples.
-
-    Tuples produced by a reference iteration stay Python tuples until a Polars iteration needs
-    them as a frame; tuples produced by Polars iterations stay a frame until a reference
-    iteration needs them as tuples.
-    """
+    """A relation of the running stratum: I_{k-2} and N_{k-1}, as frames (engine tuples only
+    for a nullary relation, or when an iteration on the kernel asks for Polars' N_{k-1})."""
 
     __slots__ = ("_delta_rows", "arity", "delta_frame", "keeps_old", "old_frame", "old_rows")
 
@@ -313,7 +311,7 @@ class VectorizedStratum:
         symbols: SymbolTable,
         arities: dict[str, int],
         frames: _Frames,
-        small_iteration: int = SMALL_ITERATION,
+        small_iteration: int | None = None,
         check: Check | None = None,
     ) -> None:
         self.stratum = stratum
@@ -322,7 +320,8 @@ class VectorizedStratum:
         self.check = check
         self.reference = StratumBootstrap(stratum, state, symbols, arities, check)
         self.frames = frames
-        self.small = small_iteration
+        self.small = SMALL_ITERATION if small_iteration is None else small_iteration
+        self.small_delta = DELTA_ITERATION if small_iteration is None else small_iteration
         self.growing: dict[str, _Growing | _Stale] = {
             name: _Growing(state[name].arity, frame_of_store(state[name]))
             for name in stratum.relations
@@ -349,13 +348,13 @@ class VectorizedStratum:
 
     def _kernel_limit(self, jobs: list[_Job]) -> int:
         """The driving rows (N_{k-1}) below which an iteration after the first runs on the
-        kernel: `SMALL_ITERATION`, or more where the probes are selective (the kernel costs
+        kernel: `DELTA_ITERATION`, or more where the probes are selective (the kernel costs
         `KERNEL_ROW_COST` d against Polars' d plus the rows it joins with)."""
-        if self.small == 0:
+        if self.small_delta == 0:
             return 0
         relations = self.state.relations
         joined = sum(joined_rows(job.plan.plan, relations) for job in jobs)
-        return max(self.small, joined // (KERNEL_ROW_COST - 1))
+        return max(self.small_delta, joined // (KERNEL_ROW_COST - 1))
 
     # -- one iteration -----------------------------------------------------------------------
 
@@ -393,12 +392,11 @@ class VectorizedStratum:
         return last, derived, not rest
 
     def _kernel_rows(self, rows: dict[str, np.ndarray]) -> dict[str, _New]:
-        """N_k from the kernel (committed already), as the tuples the frames are built from;
-        its rows are kept for the next iteration if that runs on the kernel too."""
+        """N_k from the kernel (committed), as frames; its rows kept for a next kernel iteration."""
         self._kernel_delta = rows
         empty = np.empty(0, np.int64)
         return {
-            name: (self.state[name].table.tuples(rows.get(name, empty)), None)
+            name: (None, frame_of_store(self.state[name], rows.get(name, empty)))
             for name in self.stratum.relations
         }
 
@@ -665,7 +663,7 @@ class VectorizedBootstrap:
         analyzed: AnalyzedProgram,
         state: State,
         symbols: SymbolTable,
-        small_iteration: int = SMALL_ITERATION,
+        small_iteration: int | None = None,
         check: Check | None = None,
     ) -> None:
         self.arities = {name: info.arity for name, info in analyzed.relations.items()}
@@ -715,7 +713,7 @@ def bootstrap_vectorized(
     state: State,
     symbols: SymbolTable,
     *,
-    small_iteration: int = SMALL_ITERATION,
+    small_iteration: int | None = None,
     check: Check | None = None,
     started: Started | None = None,
 ) -> tuple[StratumRun, ...]:
@@ -725,7 +723,8 @@ def bootstrap_vectorized(
     On entry `state` holds every relation's facts at iteration 0 with count 1 (symbols interned
     through `symbols`, which the rules' string constants are interned through as well). On
     return it holds every derived tuple with its iteration and count, indexes included.
-    `small_iteration`: see `SMALL_ITERATION` (0 forces Polars for every iteration).
+    `small_iteration`: the driving rows below which any iteration runs on the kernel (0: none
+    does); None: `SMALL_ITERATION` for iteration 1, `DELTA_ITERATION` after it.
     `check`: cooperative cancellation as in `StratumBootstrap` — called before every iteration,
     and between slices of the driving rows of every plan, Polars or reference; it stops the
     run by raising, leaving a partial state to be discarded.
