@@ -502,27 +502,33 @@ cdef class Table:
             if self.status[r] >= 0
         }
 
-    def absent(self, columns):
-        """For each row given as int64 columns (one array per column), whether no committed
-        row holds it: new heads are told from known ones by hash probes over the candidates
-        alone, not by a join against the whole relation."""
-        cdef int64_t n, j, r
+    def rows_of_columns(self, columns):
+        """The row ids (-1: none) of rows given as int64 columns (one array per column), by
+        hash probes, each slot prefetched `AHEAD` probes before its own."""
+        cdef int64_t j
         if len(columns) != self.arity or not self.arity:
             raise ValueError(f"{len(columns)} columns for a relation of arity {self.arity}")
         block = np.stack([np.asarray(col, dtype=np.int64) for col in columns], axis=1)
-        n = block.shape[0]
-        out = np.ones(n, dtype=np.bool_)
-        if not self.committed:
-            return out
         cdef const int64_t[:, ::1] words = block
-        cdef unsigned char[::1] result = out.view(np.uint8)
         cdef const uint64_t[::1] hashes = self._hashes(block)
-        for j in range(n):
-            if j + AHEAD < n:
+        out = np.empty(block.shape[0], dtype=np.int64)
+        cdef int64_t[::1] rows = out
+        for j in range(block.shape[0]):
+            if j + AHEAD < block.shape[0]:
                 self._prefetch(hashes[j + AHEAD])
-            r = self._find_hashed(&words[j, 0], hashes[j])
-            if r >= 0 and self.status[r] >= 0:
-                result[j] = 0
+            rows[j] = self._find_hashed(&words[j, 0], hashes[j])
+        return out
+
+    def absent(self, columns):
+        """For each row given as int64 columns, whether no committed row holds it: new heads
+        are told from known ones by hash probes over the candidates alone, not by a join
+        against the whole relation."""
+        cdef const int64_t[::1] rows = self.rows_of_columns(columns)
+        out = np.empty(rows.shape[0], dtype=np.bool_)
+        cdef unsigned char[::1] result = out.view(np.uint8)
+        cdef int64_t j
+        for j in range(rows.shape[0]):
+            result[j] = rows[j] < 0 or self.status[rows[j]] < 0
         return out
 
     def _hashes(self, block):

@@ -29,9 +29,9 @@ find (`KERNEL_ROW_COST`).
 
 Memory: the relations are only in the `State` (the compiled tables, about 40 bytes a 4-ary
 tuple with one index, see reasoner/compact), for every size and for one-shot runs alike. The
-frames of a running stratum's relations (`_Growing`) are built while Polars iterations need
-them: a stratum whose iterations stay small keeps none (`_Stale`), and a linear recursion keeps
-its delta alone (`_Growing.forget_old`).
+frames of a running stratum's relations (`Growing`) are built while Polars iterations need
+them: a stratum whose iterations stay small keeps none (`Stale`), and a linear recursion keeps
+its delta alone (`Growing.forget_old`).
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ from reasoner.analysis.model import AggregateDefinition, AnalyzedProgram, Stratu
 from reasoner.executors.aggregate import bootstrap_aggregate
 from reasoner.executors.bootstrap import Started, StratumBootstrap, StratumRun, in_slices
 from reasoner.executors.local.aggregate import store_aggregate
+from reasoner.executors.local.growing import Growing, New, Stale, live
 from reasoner.executors.local.polars_plan import (
     INT,
     WEIGHT,
@@ -56,13 +57,12 @@ from reasoner.executors.local.polars_plan import (
     Projected,
     columns,
     empty_frame,
-    frame_of_rows,
     frame_of_store,
     group_count,
 )
 from reasoner.plan.joins import JoinPlan, atom_at, plan_rule, positive_atoms
 from reasoner.plan.work import first_work, joined_rows
-from reasoner.storage.state import RelationStore, State, Tuple
+from reasoner.storage.state import RelationStore, State
 from reasoner.support.deadline import Check
 from reasoner.syntax.ast import Atom, Rule
 from reasoner.values.symbols import SymbolTable
@@ -90,8 +90,6 @@ crdt.dl (`reasoner run`, whole process): its nextVisible, 104,852 hasValue rows 
 10-20 k rows, took 143 s with Polars above 10,000 rows, 127 s with the kernel up to 20,000. The
 run: 168 s and 12.5 GB peak before, 128 s and 5.7 GB after."""
 
-_MAX_CHUNKS = 32
-
 _PARTITION_ROWS = 1 << 21
 """Under a cancellation check, an iteration's head rows are grouped (and compared with the
 known tuples) in hash partitions of about this many rows, the check between them: one
@@ -99,126 +97,9 @@ Polars group-by over the tens of millions of rows a cartesian product yields wit
 deadline runs for many seconds."""
 _PARTITION = "_p"
 
-_New = tuple["list[Tuple] | None", "pl.DataFrame | None"]
-"""N_k of one relation: its tuples when a reference iteration made them (Python tuples), its
-frame when Polars made them (the tuples are then built only if a reference iteration needs
-them)."""
-
-
-class _Growing:
-    """A relation of the running stratum: I_{k-2} and N_{k-1}, as frames (engine tuples only
-    for a nullary relation, or when an iteration on the kernel asks for Polars' N_{k-1})."""
-
-    __slots__ = ("_delta_rows", "arity", "delta_frame", "keeps_old", "old_frame", "old_rows")
-
-    def __init__(self, arity: int, facts: pl.DataFrame) -> None:
-        self.arity = arity
-        self.old_frame: pl.DataFrame | None = facts
-        self.old_rows: list[Tuple] = []
-        self.delta_frame: pl.DataFrame | None = None
-        self._delta_rows: list[Tuple] | None = []
-        self.keeps_old = True
-        """False once no join of the stratum reads the old tuples (`forget_old`)."""
-
-    def forget_old(self) -> None:
-        """Keep N_{k-1} only from now on: in a stratum whose every rule has one atom over the
-        stratum's relations (a linear recursion), the joins read the delta alone, and frames of
-        the whole relation beside its tables would double its memory (crdt.dl's skipBlank:
-        4.5 GB). A later stratum reads such a relation's frame from the state."""
-        self.keeps_old = False
-        self.old_frame = None
-        self.old_rows = []
-
-    def old(self) -> pl.DataFrame:
-        """I_{k-2}, as one frame of few chunks (what a join reads)."""
-        old = self._old()
-        if old.n_chunks() > _MAX_CHUNKS:
-            old = self.old_frame = old.rechunk()
-        return old
-
-    def _old(self) -> pl.DataFrame:
-        """I_{k-2} in as many chunks as it grew by: gathering them into one chunk every few
-        iterations, joined or not, copied the whole relation again and again (quadratic in a
-        deep recursion over a large one)."""
-        if not self.keeps_old:
-            raise RuntimeError("the old tuples of this relation were not kept")
-        if self.old_frame is None or self.old_rows:
-            new = frame_of_rows(self.old_rows, self.arity)
-            self.old_rows = []
-            self.old_frame = new if self.old_frame is None else _concat(self.old_frame, new)
-        return self.old_frame
-
-    def delta(self) -> pl.DataFrame:
-        if self.delta_frame is None:
-            self.delta_frame = frame_of_rows(self.delta_rows(), self.arity)
-        return self.delta_frame
-
-    def delta_rows(self) -> list[Tuple]:
-        if self._delta_rows is None:
-            assert self.delta_frame is not None
-            self._delta_rows = self.delta_frame.rows()
-        return self._delta_rows
-
-    def delta_size(self) -> int:
-        if self._delta_rows is None:
-            assert self.delta_frame is not None
-            return self.delta_frame.height
-        return len(self._delta_rows)
-
-    def full(self) -> pl.DataFrame:
-        return _concat(self.old(), self.delta())
-
-    @classmethod
-    def of_nullary(cls, store: RelationStore, last: int) -> _Growing:
-        """A nullary relation (at most one tuple) after the kernel ran iterations up to
-        `last`: I_{last-1} as the old tuples and N_last as the delta, read from the state."""
-        items = list(store.iters.items())
-        growing = cls(0, frame_of_rows([t for t, it in items if it < last], 0))
-        growing._delta_rows = [t for t, it in items if it == last]
-        return growing
-
-    def extend(self, store: RelationStore, since: int, last: int) -> None:
-        """The kernel ran iterations k, ..., `last` and appended their tuples to the state
-        from row id `since` on (`CompiledStratumBootstrap.fixpoint`): N_{k-1} and those of
-        the iterations before `last` join the old tuples, N_last is the delta. Only the rows
-        the kernel added are read back: a deep recursion that goes back and forth between
-        the kernel and Polars stays linear in its tuples (reading the whole relation back
-        each time was most of crdt.dl's Bootstrap)."""
-        values, iterations = store.table.columns_from(since)
-        names = columns(self.arity)
-        schema = dict.fromkeys(names, INT)
-
-        def frame(mask: np.ndarray) -> pl.DataFrame:
-            return pl.DataFrame({n: v[mask] for n, v in zip(names, values, strict=True)}, schema)
-
-        self.advance(None, frame(iterations < last))
-        self.advance(None, frame(iterations == last))
-
-    def advance(self, rows: list[Tuple] | None, frame: pl.DataFrame | None) -> None:
-        """N_k becomes the delta; N_{k-1} joins the old tuples (if they are kept)."""
-        if self.keeps_old:
-            if self.delta_frame is not None:
-                self.old_frame = _concat(self._old(), self.delta_frame)
-            else:
-                self.old_rows.extend(self.delta_rows())
-        self._delta_rows = rows
-        self.delta_frame = frame
-
-
-class _Stale:
-    """A relation whose last iterations ran in the kernel: the state holds it all, and no
-    frame of it is kept."""
-
 
 def _positive(rule: Rule) -> list[Atom]:
     return [literal for literal in rule.body if isinstance(literal, Atom)]
-
-
-def _live(rel: _Growing | _Stale) -> _Growing:
-    """The frames of a relation Polars is about to read: a stale one is reloaded from the
-    state (`VectorizedStratum._polars`) before any plan reads it."""
-    assert isinstance(rel, _Growing), "Polars reads a relation the kernel left stale"
-    return rel
 
 
 def _stacked(parts: list[pl.DataFrame], arity: int = 0) -> pl.DataFrame:
@@ -234,26 +115,18 @@ def _stacked(parts: list[pl.DataFrame], arity: int = 0) -> pl.DataFrame:
     return pl.concat(parts)
 
 
-def _concat(a: pl.DataFrame, b: pl.DataFrame) -> pl.DataFrame:
-    if b.height == 0:
-        return a
-    if a.height == 0:
-        return b
-    return pl.concat([a, b], rechunk=False)
-
-
 class _Frames:
     """Frames of the relations of finished strata (and inputs), built from the state on demand
     or kept from the stratum that computed them; projections cached per atom pattern."""
 
     def __init__(self, state: State) -> None:
         self.state = state
-        self.frames: dict[str, pl.DataFrame | _Growing] = {}
+        self.frames: dict[str, pl.DataFrame | Growing] = {}
         self.projections: dict[tuple, pl.DataFrame | int] = {}
 
     def get(self, name: str) -> pl.DataFrame:
         frame = self.frames.get(name)
-        if isinstance(frame, _Growing):
+        if isinstance(frame, Growing):
             frame = self.frames[name] = frame.full().rechunk()
         elif frame is None:
             frame = self.frames[name] = frame_of_store(self.state[name])
@@ -322,8 +195,8 @@ class VectorizedStratum:
         self.frames = frames
         self.small = SMALL_ITERATION if small_iteration is None else small_iteration
         self.small_delta = DELTA_ITERATION if small_iteration is None else small_iteration
-        self.growing: dict[str, _Growing | _Stale] = {
-            name: _Growing(state[name].arity, frame_of_store(state[name]))
+        self.growing: dict[str, Growing | Stale] = {
+            name: Growing(state[name].arity, frame_of_store(state[name]))
             for name in stratum.relations
         }
         self._delta_jobs: list[_Job] | None = None
@@ -358,7 +231,7 @@ class VectorizedStratum:
 
     # -- one iteration -----------------------------------------------------------------------
 
-    def _reference_first(self) -> dict[str, _New]:
+    def _reference_first(self) -> dict[str, New]:
         """Iteration 1 exactly as `StratumBootstrap.run` does it."""
         kernel = self.reference.compiled()
         return self._kernel_rows(kernel.first_iteration(self.check))
@@ -374,8 +247,7 @@ class VectorizedStratum:
         if delta is None:  # N_{k-1} came from Polars: its tuples' rows
             delta = {}
             for name in self.stratum.relations:
-                tuples = _live(self.growing[name]).delta_rows()
-                delta[name] = self.state[name].table.rows_of(tuples)
+                delta[name] = live(self.growing[name]).delta_ids(self.state[name])
         since = {name: self.state[name].table.nrows for name in self.stratum.relations}
         last, derived, rest = kernel.fixpoint(k, delta, limit, self.check)
         self._kernel_delta = rest or None
@@ -383,15 +255,15 @@ class VectorizedStratum:
             store = self.state[name]
             growing = self.growing[name]
             if not rest:
-                self.growing[name] = _Stale()
+                self.growing[name] = Stale()
             elif store.arity == 0:
-                self.growing[name] = _Growing.of_nullary(store, last)
+                self.growing[name] = Growing.of_nullary(store, last)
             else:
-                assert isinstance(growing, _Growing)
+                assert isinstance(growing, Growing)
                 growing.extend(store, since[name], last)
         return last, derived, not rest
 
-    def _kernel_rows(self, rows: dict[str, np.ndarray]) -> dict[str, _New]:
+    def _kernel_rows(self, rows: dict[str, np.ndarray]) -> dict[str, New]:
         """N_k from the kernel (committed), as frames; its rows kept for a next kernel iteration."""
         self._kernel_delta = rows
         empty = np.empty(0, np.int64)
@@ -400,7 +272,7 @@ class VectorizedStratum:
             for name in self.stratum.relations
         }
 
-    def _polars(self, jobs: list[_Job], k: int) -> dict[str, _New]:
+    def _polars(self, jobs: list[_Job], k: int) -> dict[str, New]:
         """Evaluate `jobs` over the frames, group by head, drop heads in I_{k-1}, load N_k."""
         self._kernel_delta = None
         relations = self.stratum.relations
@@ -419,7 +291,7 @@ class VectorizedStratum:
                 older = body_index in restricted
                 key = (older, *pattern.key)
                 if key not in local:
-                    rel = _live(growing[pattern.relation])
+                    rel = live(growing[pattern.relation])
                     local[key] = pattern.project(rel.old() if older else rel.full())
                 return local[key]
 
@@ -434,7 +306,7 @@ class VectorizedStratum:
             elif job.driver not in relations:
                 driver = frames.get(job.driver)
             else:
-                rel = _live(growing[job.driver])
+                rel = live(growing[job.driver])
                 driver = rel.full() if first else rel.delta()
                 if driver.height == 0:
                     continue
@@ -463,7 +335,7 @@ class VectorizedStratum:
 
         in_slices(driver.height, run, self.check)
 
-    def _load_new_heads(self, name: str, parts: list[pl.DataFrame], k: int) -> _New:
+    def _load_new_heads(self, name: str, parts: list[pl.DataFrame], k: int) -> New:
         """N_k of one relation (tuple -> count, and as a frame) from its plans' head rows,
         loaded into the state at iteration k."""
         store = self.state[name]
@@ -579,10 +451,10 @@ class VectorizedStratum:
             self._delta_jobs = jobs
         return self._delta_jobs
 
-    def _advance(self, new: dict[str, _New]) -> int:
+    def _advance(self, new: dict[str, New]) -> int:
         derived = 0
         for name, (rows, frame) in new.items():
-            _live(self.growing[name]).advance(rows, frame)
+            live(self.growing[name]).advance(rows, frame)
             derived += len(rows) if rows is not None else frame.height  # type: ignore[union-attr]  # one of the two is given
         return derived
 
@@ -609,7 +481,7 @@ class VectorizedStratum:
         derived = self._advance(new)
         if stratum.recursive and not self._joins_old():
             for rel in self.growing.values():
-                if isinstance(rel, _Growing):
+                if isinstance(rel, Growing):
                     rel.forget_old()
         iterations = 1 if derived else 0
         k = 2
@@ -620,7 +492,7 @@ class VectorizedStratum:
             work = 0
             for job in jobs:
                 assert job.driver is not None  # a delta plan is driven by its delta
-                work += _live(self.growing[job.driver]).delta_size()
+                work += live(self.growing[job.driver]).delta_size()
             if work == 0:
                 break
             limit = self._kernel_limit(jobs)
@@ -640,7 +512,7 @@ class VectorizedStratum:
             k += 1
         for name in stratum.relations:
             rel = self.growing[name]
-            if isinstance(rel, _Stale) or not rel.keeps_old:
+            if isinstance(rel, Stale) or not rel.keeps_old:
                 self.frames.frames.pop(name, None)  # built from the state when asked for
                 continue
             self.frames.frames[name] = rel

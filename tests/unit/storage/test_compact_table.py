@@ -224,6 +224,19 @@ def test_absent_probes_committed_rows() -> None:
     assert one.absent(two.columns()[0]).tolist() == [False, True]
 
 
+def test_rows_of_columns_finds_rows_of_any_status() -> None:
+    """Row ids of rows given as columns, staged ones too (the kernel drives an iteration
+    from them), -1 for a row no tuple holds; the columns must match the arity."""
+    table = Table(2)
+    table.add((3, 4), 0)
+    table.stage((2**40, 1))
+    rows = table.rows_of_columns([np.array([2**40, 3, 3]), np.array([1, 4, 5])])
+    assert rows.tolist() == [table.row((2**40, 1)), table.row((3, 4)), -1]
+    assert rows.tolist() == table.rows_of([(2**40, 1), (3, 4), (3, 5)]).tolist()
+    with pytest.raises(ValueError, match="1 columns for a relation of arity 2"):
+        table.rows_of_columns([np.array([3])])
+
+
 def test_missing_from_compares_two_tables_row_by_row() -> None:
     """The committed rows of one table that another does not hold committed, whatever either
     table's word width, with staged and dead rows on both sides."""

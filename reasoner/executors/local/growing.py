@@ -1,0 +1,150 @@
+"""The relations of a stratum the vectorized executor is running: I_{k-2} and N_{k-1} of each,
+as frames, while its iterations go back and forth between Polars and the kernel.
+
+Layer: part of `executors.local`. Used by `executors.local.vectorized`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from reasoner.executors.local.polars_plan import INT, columns, frame_of_rows
+from reasoner.storage.state import RelationStore, Tuple
+
+MAX_CHUNKS = 32
+"""Chunks of an old frame past which a join's read gathers them into one."""
+
+New = tuple["list[Tuple] | None", "pl.DataFrame | None"]
+"""N_k of one relation: its tuples or its frame, whichever the iteration that made it had."""
+
+
+class Growing:
+    """A relation of the running stratum: I_{k-2} and N_{k-1}, as frames (engine tuples for a
+    nullary relation, whose frames hold no values)."""
+
+    __slots__ = ("_delta_rows", "arity", "delta_frame", "keeps_old", "old_frame", "old_rows")
+
+    def __init__(self, arity: int, facts: pl.DataFrame) -> None:
+        self.arity = arity
+        self.old_frame: pl.DataFrame | None = facts
+        self.old_rows: list[Tuple] = []
+        self.delta_frame: pl.DataFrame | None = None
+        self._delta_rows: list[Tuple] | None = []
+        self.keeps_old = True
+        """False once no join of the stratum reads the old tuples (`forget_old`)."""
+
+    def forget_old(self) -> None:
+        """Keep N_{k-1} only from now on: in a stratum whose every rule has one atom over the
+        stratum's relations (a linear recursion), the joins read the delta alone, and frames of
+        the whole relation beside its tables would double its memory (crdt.dl's skipBlank:
+        4.5 GB). A later stratum reads such a relation's frame from the state."""
+        self.keeps_old = False
+        self.old_frame = None
+        self.old_rows = []
+
+    def old(self) -> pl.DataFrame:
+        """I_{k-2}, as one frame of few chunks (what a join reads)."""
+        old = self._old()
+        if old.n_chunks() > MAX_CHUNKS:
+            old = self.old_frame = old.rechunk()
+        return old
+
+    def _old(self) -> pl.DataFrame:
+        """I_{k-2} in as many chunks as it grew by: gathering them into one chunk every few
+        iterations, joined or not, copied the whole relation again and again (quadratic in a
+        deep recursion over a large one)."""
+        if not self.keeps_old:
+            raise RuntimeError("the old tuples of this relation were not kept")
+        if self.old_frame is None or self.old_rows:
+            new = frame_of_rows(self.old_rows, self.arity)
+            self.old_rows = []
+            self.old_frame = new if self.old_frame is None else concat(self.old_frame, new)
+        return self.old_frame
+
+    def delta(self) -> pl.DataFrame:
+        if self.delta_frame is None:
+            self.delta_frame = frame_of_rows(self.delta_rows(), self.arity)
+        return self.delta_frame
+
+    def delta_rows(self) -> list[Tuple]:
+        if self._delta_rows is None:
+            assert self.delta_frame is not None
+            self._delta_rows = self.delta_frame.rows()
+        return self._delta_rows
+
+    def delta_ids(self, store: RelationStore) -> np.ndarray:
+        """N_{k-1}'s row ids in the state's table, for the kernel's next iteration: a frame's
+        by probes over its columns (a Python tuple a row cost more than Polars' iteration)."""
+        if self.delta_frame is None or not self.arity:
+            return store.table.rows_of(self.delta_rows())
+        frame = self.delta_frame
+        return store.table.rows_of_columns(
+            [frame.get_column(c).to_numpy() for c in columns(self.arity)]
+        )
+
+    def delta_size(self) -> int:
+        if self._delta_rows is None:
+            assert self.delta_frame is not None
+            return self.delta_frame.height
+        return len(self._delta_rows)
+
+    def full(self) -> pl.DataFrame:
+        return concat(self.old(), self.delta())
+
+    @classmethod
+    def of_nullary(cls, store: RelationStore, last: int) -> Growing:
+        """A nullary relation (at most one tuple) after the kernel ran iterations up to
+        `last`: I_{last-1} as the old tuples and N_last as the delta, read from the state."""
+        items = list(store.iters.items())
+        growing = cls(0, frame_of_rows([t for t, it in items if it < last], 0))
+        growing._delta_rows = [t for t, it in items if it == last]
+        return growing
+
+    def extend(self, store: RelationStore, since: int, last: int) -> None:
+        """The kernel ran iterations k, ..., `last` and appended their tuples to the state
+        from row id `since` on (`CompiledStratumBootstrap.fixpoint`): N_{k-1} and those of
+        the iterations before `last` join the old tuples, N_last is the delta. Only the rows
+        the kernel added are read back: a deep recursion that goes back and forth between
+        the kernel and Polars stays linear in its tuples (reading the whole relation back
+        each time was most of crdt.dl's Bootstrap)."""
+        values, iterations = store.table.columns_from(since)
+        names = columns(self.arity)
+        schema = dict.fromkeys(names, INT)
+
+        def frame(mask: np.ndarray) -> pl.DataFrame:
+            return pl.DataFrame({n: v[mask] for n, v in zip(names, values, strict=True)}, schema)
+
+        self.advance(None, frame(iterations < last))
+        self.advance(None, frame(iterations == last))
+
+    def advance(self, rows: list[Tuple] | None, frame: pl.DataFrame | None) -> None:
+        """N_k becomes the delta; N_{k-1} joins the old tuples (if they are kept)."""
+        if self.keeps_old:
+            if self.delta_frame is not None:
+                self.old_frame = concat(self._old(), self.delta_frame)
+            else:
+                self.old_rows.extend(self.delta_rows())
+        self._delta_rows = rows
+        self.delta_frame = frame
+
+
+class Stale:
+    """A relation whose last iterations ran in the kernel: the state holds it all, and no
+    frame of it is kept."""
+
+
+def live(rel: Growing | Stale) -> Growing:
+    """The frames of a relation Polars is about to read: a stale one is reloaded from the
+    state (`VectorizedStratum._polars`) before any plan reads it."""
+    assert isinstance(rel, Growing), "Polars reads a relation the kernel left stale"
+    return rel
+
+
+def concat(a: pl.DataFrame, b: pl.DataFrame) -> pl.DataFrame:
+    """`a` then `b`, their chunks kept (see `Growing._old`)."""
+    if b.height == 0:
+        return a
+    if a.height == 0:
+        return b
+    return pl.concat([a, b], rechunk=False)
