@@ -211,11 +211,12 @@ class VectorizedStratum:
     def _first_on_kernel(self, plans: list[JoinPlan]) -> bool:
         """Whether iteration 1 runs the reference's plans rather than Polars: when it is small
         (its driving rows and the indexes the kernel would build, fewer than
-        `SMALL_ITERATION` rows), or when its probes are selective (see `KERNEL_ROW_COST`)."""
+        `SMALL_ITERATION` rows), when it joins nothing (Polars' joins are what pays for its
+        frames), or when its probes are selective (see `KERNEL_ROW_COST`)."""
         if self.small == 0:
             return False
         work = first_work(plans, self.state.relations)
-        if work.driving + work.indexed < self.small:
+        if work.driving + work.indexed < self.small or not work.joined:
             return True
         return (KERNEL_ROW_COST - 1) * work.driving + INDEX_ROW_COST * work.indexed < work.joined
 
