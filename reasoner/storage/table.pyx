@@ -523,6 +523,8 @@ cdef class Table:
         """For each row given as int64 columns, whether no committed row holds it: new heads
         are told from known ones by hash probes over the candidates alone, not by a join
         against the whole relation."""
+        if not self.committed and self.arity and len(columns) == self.arity:  # none to probe
+            return np.ones(len(columns[0]), dtype=np.bool_)
         cdef const int64_t[::1] rows = self.rows_of_columns(columns)
         out = np.empty(rows.shape[0], dtype=np.bool_)
         cdef unsigned char[::1] result = out.view(np.uint8)
