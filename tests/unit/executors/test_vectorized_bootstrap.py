@@ -448,3 +448,26 @@ def test_bench_programs_match_the_reference(
     inputs = load_inputs(analyzed, source)
     for small_iteration in thresholds:
         _compare(analyzed, inputs, small_iteration)
+
+
+def test_the_kernel_takes_iterations_that_polars_does_not_pay_for(monkeypatch) -> None:
+    """By default a first iteration that joins nothing (a copy of 20,000 facts), and an
+    iteration after the first of up to `DELTA_ITERATION` driving rows (a closure over 12,000
+    disjoint chains: 12,000 new tuples an iteration), run on the kernel: no Polars iteration,
+    and the state is the reference's."""
+
+    def no_polars(*_args: object) -> None:
+        raise AssertionError("a Polars iteration ran")
+
+    monkeypatch.setattr(vectorized_executor.VectorizedStratum, "_polars", no_polars)
+    text = """
+    .decl edge(x: number, y: number)
+    .decl copy(x: number, y: number)
+    .decl tc(x: number, y: number)
+    copy(x, y) :- edge(x, y).
+    tc(x, y) :- copy(x, y).
+    tc(x, z) :- tc(x, y), edge(y, z).
+    """
+    chains = [(10 * c + i, 10 * c + i + 1) for c in range(12_000) for i in range(4)]
+    assert len(chains) > vectorized_executor.SMALL_ITERATION
+    _compare(check_program(text), {"edge": chains})
