@@ -41,6 +41,7 @@ DEF MAX_STACK = 128
 DEF KEPT_ENTRIES = 1 << 12  # a larger buffer is freed when an Update ends (one kernel a stratum)
 
 cdef int64_t INF = 1 << 62
+cdef int64_t IN_TABLE = -1  # a staged head's count word: the count is the table's (`_add_count`)
 
 _POOLS = {}
 
@@ -295,6 +296,18 @@ cdef void _free_run(Run* run) noexcept:
     free(run.fold)
 
 
+cdef inline int _add_count(Table table, int64_t row, int64_t times) except -1:
+    """Add `times` to the count of `row`, which a Bootstrap's iteration appended: its count
+    is the table's until the iteration commits it (a Map of staged heads took 40-60 bytes a
+    head of rmat1k's 50 MB peak)."""
+    cdef uint16_t c = table.counts[row]
+    if c != BIG_COUNT and c + times <= 65535:
+        table.counts[row] = <uint16_t>(c + times)
+    elif times:
+        table._set_count(row, table._count(row) + times)
+    return 0
+
+
 cdef int _fold_head(Run* run, int relation, uint64_t h, int arity,
                     int64_t width) except -1 nogil:
     """Count a derivation of the head in `run.words` (hash `h`) in `run.found`: one more time
@@ -436,6 +449,9 @@ cdef class Kernel:
     cdef Vec gone
     cdef int64_t* words       # `run.words`
     cdef int64_t heads_width  # words a found head takes: relation, hash, times, head words
+    # Per relation, the first row a Bootstrap's iteration appended (-1: none yet): a staged
+    # row from there on keeps its count in the table (see `_count_head`).
+    cdef int64_t* appended_from
     cdef Run run              # the bindings of the plan running (plans never nest)
     # A Bootstrap's lanes: a plan's driving rows split among threads, each with its bindings
     # and its derivations, counted in lane order once all are done (see `_on_lanes`).
@@ -460,16 +476,18 @@ cdef class Kernel:
         self.own = <bint*>malloc(<size_t>(self.nrel + 1) * sizeof(bint))
         self.any_before = <bint*>malloc(<size_t>(self.nrel + 1) * sizeof(bint))
         self.any_after = <bint*>malloc(<size_t>(self.nrel + 1) * sizeof(bint))
+        self.appended_from = <int64_t*>malloc(<size_t>(self.nrel + 1) * sizeof(int64_t))
         self.words = <int64_t*>malloc(
             <size_t>(max([t.arity for t in tables], default=0) + 1) * sizeof(int64_t)
         )
         self.heads_width = max([t.arity for t in tables], default=0) + 3
         if (self.own == NULL or self.any_before == NULL or self.any_after == NULL
-                or self.words == NULL):
+                or self.words == NULL or self.appended_from == NULL):
             raise MemoryError()
         self.run.words = self.words
         for i in range(self.nrel):
             self.own[i] = own[i]
+            self.appended_from[i] = -1
             self.any_before[i] = False
             self.any_after[i] = False
         self.by_atom = [[] for _ in range(self.nrel)]
@@ -491,6 +509,7 @@ cdef class Kernel:
         free(self.own)
         free(self.any_before)
         free(self.any_after)
+        free(self.appended_from)
         free(self.free_of)
         _free_run(&self.run)  # its words are `self.words`
         for i in range(self.nlanes):
@@ -789,12 +808,21 @@ cdef class Kernel:
         return committed
 
     cdef int _commit_staged(self, int64_t k) except -1:
-        """Commit the heads staged in `d_key` at iteration k with their counts (`d_change`)."""
-        cdef int64_t d, key
+        """Commit the heads staged in `d_key` at iteration k with their counts: in the table
+        for the rows the iteration appended, else in `d_change`."""
+        cdef int64_t d, key, row, count
+        cdef Table table
         for d in range(self.d_key.size):
             key = self.d_key.data[d]
-            (<Table>self.tps[key >> 32])._commit_row(key & 0xFFFFFFFF, k, self.d_change.data[d])
+            table = <Table>self.tps[key >> 32]
+            row = key & 0xFFFFFFFF
+            count = self.d_change.data[d]
+            if count == IN_TABLE:
+                count = table.counts[row] if table.counts[row] != BIG_COUNT else table._count(row)
+            table._commit_row(row, k, count)
         _map_clear(&self.delta)
+        for d in range(self.nrel):
+            self.appended_from[d] = -1
         return 0
 
     cdef int _drive_span(self, Enumerator e, const int64_t* data, int64_t n, bint keyed,
@@ -933,18 +961,26 @@ cdef class Kernel:
         cdef int relation = <int>entry[0]
         cdef Table head = self._table(relation)
         cdef uint64_t h = <uint64_t>entry[1]
-        cdef int64_t row = head._find_hashed(entry + 3, h), key, d
+        cdef int64_t row = head._find_hashed(entry + 3, h), key, d, c
         if row >= 0 and head.status[row] >= 0:
             return 0
-        if row < 0:
+        if row < 0:  # a new row keeps its count in the table: no map of staged heads
             row = head._append_hashed(entry + 3, -1, h)
-        key = _key(relation, row)
+            if self.appended_from[relation] < 0:
+                self.appended_from[relation] = row
+            _vec_push(&self.d_key, _key(relation, row))
+            _vec_push(&self.d_change, IN_TABLE)
+            _add_count(head, row, entry[2] - 1)  # appended with a count of 1
+            return 0
+        if 0 <= self.appended_from[relation] <= row:  # appended by this iteration
+            _add_count(head, row, entry[2])
+            return 0
+        key = _key(relation, row)  # staged before the iteration (not by a Bootstrap)
         d = _map_get(&self.delta, key, -1)
         if d < 0:
             _map_put(&self.delta, key, self.d_key.size)
             _vec_push(&self.d_key, key)
             _vec_push(&self.d_change, entry[2])
-            _vec_push(&self.d_old, INF)
         else:
             self.d_change.data[d] += entry[2]
         return 0

@@ -128,3 +128,21 @@ def test_repeated_heads_fold_into_one_count() -> None:
     for count, rows in ((2, 1), (3, 7)):
         with lanes(count, rows):
             assert _state(program, inputs) == one
+
+
+def test_a_count_past_sixteen_bits_in_one_iteration() -> None:
+    """A new head keeps its count in its table while the iteration runs, 16 bits a row and
+    a dict beyond: 120,001 derivations of one head, folded or not, on one lane and on
+    several, give its count, the other heads theirs."""
+    program = """
+    .decl a(x: number)
+    .decl b(y: number)
+    .decl h(x: number)
+    h(0) :- a(_), b(_).
+    h(x) :- a(x).
+    """
+    inputs = {"a": [(i,) for i in range(3000)], "b": [(j,) for j in range(40)]}
+    expected = {(0,): (1, 120_001)} | {(x,): (1, 1) for x in range(1, 3000)}
+    for count, rows in ((1, 1), (2, 1), (3, 7)):
+        with lanes(count, rows):
+            assert _state(program, inputs)["h"] == expected, (count, rows)
