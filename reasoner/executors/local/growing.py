@@ -9,28 +9,65 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from reasoner.executors.local.polars_plan import INT, columns, frame_of_rows
+from reasoner.executors.local.polars_plan import INT, columns, frame_of_rows, frame_of_store
 from reasoner.storage.state import RelationStore, Tuple
 
 MAX_CHUNKS = 32
 """Chunks of an old frame past which a join's read gathers them into one."""
 
-New = tuple["list[Tuple] | None", "pl.DataFrame | None"]
-"""N_k of one relation: its tuples or its frame, whichever the iteration that made it had."""
+
+class KernelRows:
+    """Tuples the kernel committed, as row ids of their relation's table: a frame is made of
+    them only when Polars reads them. Where the kernel runs a stratum to its end and no later
+    stratum reads it in Polars, none is (crdt_linear made frames of 1.2 M rows that nothing
+    read, beside the tables)."""
+
+    __slots__ = ("ids", "renumbered", "store")
+
+    def __init__(self, store: RelationStore, ids: np.ndarray) -> None:
+        self.store = store
+        self.ids = ids
+        self.renumbered = store.table.renumbered
+
+    @classmethod
+    def of(cls, store: RelationStore, ids: np.ndarray) -> KernelRows | pl.DataFrame:
+        """The rows `ids` of `store`; a nullary relation's as its frame (it has no values)."""
+        return cls(store, ids) if store.arity else frame_of_store(store, ids)
+
+    def frame(self) -> pl.DataFrame:
+        # A Bootstrap only appends: the ids keep their rows until the frames are dropped.
+        assert self.store.table.renumbered == self.renumbered, "the table was renumbered"
+        return frame_of_store(self.store, self.ids)
+
+
+New = tuple["list[Tuple] | None", "pl.DataFrame | KernelRows | None"]
+"""N_k of one relation: its tuples, its frame or its rows in the state, whichever the
+iteration that made it had."""
 
 
 class Growing:
     """A relation of the running stratum: I_{k-2} and N_{k-1}, as frames (engine tuples for a
     nullary relation, whose frames hold no values)."""
 
-    __slots__ = ("_delta_rows", "arity", "delta_frame", "keeps_old", "old_frame", "old_rows")
+    __slots__ = (
+        "_delta_kernel",
+        "_delta_rows",
+        "_old_kernel",
+        "arity",
+        "delta_frame",
+        "keeps_old",
+        "old_frame",
+        "old_rows",
+    )
 
     def __init__(self, arity: int, facts: pl.DataFrame) -> None:
         self.arity = arity
         self.old_frame: pl.DataFrame | None = facts
         self.old_rows: list[Tuple] = []
+        self._old_kernel: list[KernelRows] = []
         self.delta_frame: pl.DataFrame | None = None
         self._delta_rows: list[Tuple] | None = []
+        self._delta_kernel: KernelRows | None = None
         self.keeps_old = True
         """False once no join of the stratum reads the old tuples (`forget_old`)."""
 
@@ -42,6 +79,7 @@ class Growing:
         self.keeps_old = False
         self.old_frame = None
         self.old_rows = []
+        self._old_kernel = []
 
     def old(self) -> pl.DataFrame:
         """I_{k-2}, as one frame of few chunks (what a join reads)."""
@@ -56,26 +94,39 @@ class Growing:
         deep recursion over a large one)."""
         if not self.keeps_old:
             raise RuntimeError("the old tuples of this relation were not kept")
+        for rows in self._old_kernel:
+            frame = rows.frame()
+            self.old_frame = frame if self.old_frame is None else concat(self.old_frame, frame)
+        self._old_kernel = []
         if self.old_frame is None or self.old_rows:
             new = frame_of_rows(self.old_rows, self.arity)
             self.old_rows = []
             self.old_frame = new if self.old_frame is None else concat(self.old_frame, new)
         return self.old_frame
 
+    def _delta_made(self) -> None:
+        """N_{k-1}'s frame, made now if the kernel left its rows."""
+        if self._delta_kernel is not None:
+            self.delta_frame = self._delta_kernel.frame()
+            self._delta_kernel = None
+
     def delta(self) -> pl.DataFrame:
+        self._delta_made()
         if self.delta_frame is None:
             self.delta_frame = frame_of_rows(self.delta_rows(), self.arity)
         return self.delta_frame
 
     def delta_rows(self) -> list[Tuple]:
         if self._delta_rows is None:
-            assert self.delta_frame is not None
-            self._delta_rows = self.delta_frame.rows()
+            self._delta_rows = self.delta().rows()
         return self._delta_rows
 
     def delta_ids(self, store: RelationStore) -> np.ndarray:
-        """N_{k-1}'s row ids in the state's table, for the kernel's next iteration: a frame's
-        by probes over its columns (a Python tuple a row cost more than Polars' iteration)."""
+        """N_{k-1}'s row ids in the state's table, for the kernel's next iteration: the
+        kernel's own, or a frame's by probes over its columns (a Python tuple a row cost
+        more than Polars' iteration)."""
+        if self._delta_kernel is not None:
+            return self._delta_kernel.ids
         if self.delta_frame is None or not self.arity:
             return store.table.rows_of(self.delta_rows())
         frame = self.delta_frame
@@ -84,6 +135,8 @@ class Growing:
         )
 
     def delta_size(self) -> int:
+        if self._delta_kernel is not None:
+            return len(self._delta_kernel.ids)
         if self._delta_rows is None:
             assert self.delta_frame is not None
             return self.delta_frame.height
@@ -118,15 +171,18 @@ class Growing:
         self.advance(None, frame(iterations < last))
         self.advance(None, frame(iterations == last))
 
-    def advance(self, rows: list[Tuple] | None, frame: pl.DataFrame | None) -> None:
+    def advance(self, rows: list[Tuple] | None, frame: pl.DataFrame | KernelRows | None) -> None:
         """N_k becomes the delta; N_{k-1} joins the old tuples (if they are kept)."""
         if self.keeps_old:
-            if self.delta_frame is not None:
+            if self._delta_kernel is not None:
+                self._old_kernel.append(self._delta_kernel)
+            elif self.delta_frame is not None:
                 self.old_frame = concat(self._old(), self.delta_frame)
             else:
                 self.old_rows.extend(self.delta_rows())
         self._delta_rows = rows
-        self.delta_frame = frame
+        self._delta_kernel = frame if isinstance(frame, KernelRows) else None
+        self.delta_frame = frame if isinstance(frame, pl.DataFrame) else None
 
 
 class Stale:

@@ -46,7 +46,7 @@ from reasoner.analysis.model import AggregateDefinition, AnalyzedProgram, Stratu
 from reasoner.executors.aggregate import bootstrap_aggregate
 from reasoner.executors.bootstrap import Started, StratumBootstrap, StratumRun, in_slices
 from reasoner.executors.local.aggregate import store_aggregate
-from reasoner.executors.local.growing import Growing, New, Stale, live
+from reasoner.executors.local.growing import Growing, KernelRows, New, Stale, live
 from reasoner.executors.local.polars_plan import (
     INT,
     WEIGHT,
@@ -265,11 +265,12 @@ class VectorizedStratum:
         return last, derived, not rest
 
     def _kernel_rows(self, rows: dict[str, np.ndarray]) -> dict[str, New]:
-        """N_k from the kernel (committed), as frames; its rows kept for a next kernel iteration."""
+        """N_k from the kernel (committed), as its rows (a frame once Polars reads them); kept
+        for a next kernel iteration."""
         self._kernel_delta = rows
         empty = np.empty(0, np.int64)
         return {
-            name: (None, frame_of_store(self.state[name], rows.get(name, empty)))
+            name: (None, KernelRows.of(self.state[name], rows.get(name, empty)))
             for name in self.stratum.relations
         }
 
@@ -455,8 +456,9 @@ class VectorizedStratum:
     def _advance(self, new: dict[str, New]) -> int:
         derived = 0
         for name, (rows, frame) in new.items():
-            live(self.growing[name]).advance(rows, frame)
-            derived += len(rows) if rows is not None else frame.height  # type: ignore[union-attr]  # one of the two is given
+            growing = live(self.growing[name])
+            growing.advance(rows, frame)
+            derived += growing.delta_size()
         return derived
 
     def _joins_old(self) -> bool:

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 from hypothesis import given, settings
@@ -23,7 +24,7 @@ from hypothesis import strategies as st
 from reasoner.analysis import check_program
 from reasoner.analysis.model import AnalyzedProgram
 from reasoner.executors.bootstrap import StratumBootstrap
-from reasoner.executors.local import polars_plan
+from reasoner.executors.local import growing, polars_plan
 from reasoner.executors.local import vectorized as vectorized_executor
 from reasoner.executors.local.polars_plan import PolarsPlan
 from reasoner.executors.local.vectorized import bootstrap_vectorized
@@ -471,3 +472,49 @@ def test_the_kernel_takes_iterations_that_polars_does_not_pay_for(monkeypatch) -
     chains = [(10 * c + i, 10 * c + i + 1) for c in range(12_000) for i in range(4)]
     assert len(chains) > vectorized_executor.SMALL_ITERATION
     _compare(check_program(text), {"edge": chains})
+
+
+def test_the_kernels_rows_become_frames_only_when_polars_reads_them(monkeypatch) -> None:
+    """N_k from the kernel stays row ids of the state: a stratum that the kernel runs to its
+    end makes no frame of them; a Polars iteration after a kernel iteration reads them as its
+    delta, and the state is the reference's."""
+    made: list[int] = []
+    frame = growing.KernelRows.frame
+
+    def counted(rows: growing.KernelRows) -> pl.DataFrame:
+        made.append(len(rows.ids))
+        return frame(rows)
+
+    monkeypatch.setattr(growing.KernelRows, "frame", counted)
+    chains = [(10 * c + i, 10 * c + i + 1) for c in range(3_000) for i in range(4)]
+    kernel_only = """
+    .decl edge(x: number, y: number)
+    .decl tc(x: number, y: number)
+    tc(x, y) :- edge(x, y).
+    tc(x, z) :- tc(x, y), edge(y, z).
+    """
+    _compare(check_program(kernel_only), {"edge": chains})
+    assert made == []
+    # Iteration 1 joins nothing (the kernel's, whatever the bound); the next ones Polars'.
+    squared = kernel_only.replace("edge(y, z)", "tc(y, z)")
+    _compare(check_program(squared), {"edge": chains}, small_iteration=1)
+    assert made == [len(chains)]
+
+
+def test_kernel_rows_join_the_old_tuples_in_order() -> None:
+    """Two kernel iterations in a row, then Polars: I_{k-2} is the facts and N_1, N_2 the
+    delta, each made a frame from the table only now."""
+    state = State()
+    state.load_facts("r", 2, [(0, 0)])
+    table = state["r"].table
+    first = table.nrows
+    state.load_facts("r", 2, [(1, 1), (2, 2)])
+    second = table.nrows
+    state.load_facts("r", 2, [(3, 3)])
+    rel = growing.Growing(2, polars_plan.frame_of_store(state["r"], np.arange(first)))
+    rel.advance(None, growing.KernelRows(state["r"], np.arange(first, second)))
+    rel.advance(None, growing.KernelRows(state["r"], np.arange(second, table.nrows)))
+    assert rel.delta_size() == 1
+    assert list(rel.delta_ids(state["r"])) == [second]
+    assert sorted(rel.old().rows()) == [(0, 0), (1, 1), (2, 2)]
+    assert rel.delta().rows() == [(3, 3)]
