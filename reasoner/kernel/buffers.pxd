@@ -11,6 +11,10 @@ from libc.string cimport memset
 
 from reasoner.storage.table cimport _mix
 
+cdef extern from *:
+    void __builtin_prefetch(const void* address) noexcept nogil
+
+
 # Growths of a `Vec` or a `Map` by this many values or slots (1 MiB or more) are charged to
 # the evaluation's budget before they are made (`reasoner.support.allocations`).
 cdef enum:

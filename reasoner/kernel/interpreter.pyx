@@ -41,6 +41,8 @@ DEF MAX_STACK = 128
 DEF KEPT_ENTRIES = 1 << 12  # a larger buffer is freed when an Update ends (one kernel a stratum)
 
 cdef int64_t INF = 1 << 62
+DEF C_BITS = 40  # a candidate's place in the arena; above it, in a dedup slot, its identity's
+cdef int64_t C_MASK = (<int64_t>1 << C_BITS) - 1
 cdef int64_t IN_TABLE = -1  # a staged head's count word: the count is the table's (`_add_count`)
 
 _POOLS = {}
@@ -297,9 +299,8 @@ cdef void _free_run(Run* run) noexcept:
 
 
 cdef inline int _add_count(Table table, int64_t row, int64_t times) except -1:
-    """Add `times` to the count of `row`, which a Bootstrap's iteration appended: its count
-    is the table's until the iteration commits it (a Map of staged heads took 40-60 bytes a
-    head of rmat1k's 50 MB peak)."""
+    """Add `times` to the count of `row`, which a Bootstrap's iteration appended: the table
+    holds it until the commit (a map of staged heads took 15 of rmat1k's 50 MB peak)."""
     cdef uint16_t c = table.counts[row]
     if c != BIG_COUNT and c + times <= 65535:
         table.counts[row] = <uint16_t>(c + times)
@@ -1586,28 +1587,41 @@ cdef class Kernel:
         cdef int64_t b = _map_get(&self.bucket_of, k, -1)
         cdef int64_t c = self.bucket_first.data[b]
         cdef int64_t size = self.bucket_size.data[b]
-        cdef int64_t slots, mask, i, d
+        cdef int64_t slots, mask, i, d, n = 0, tag
         cdef int64_t* table
+        cdef int64_t* listed
         # Nothing scheduled at k once it is popped: enumerations from here on are at k or later
         # (`cur` is k), and a new bucket at k would never be popped.
         if size > 1:
+            # The list is read first, with identities: the slot QUEUED_HEADS candidates ahead
+            # is fetched while this one's is probed (its load was 77 % of this loop on
+            # rmat1k), and a slot's identity bits pass over others without reading them.
             slots = 4
             while slots < 2 * size:
                 slots *= 2
             mask = slots - 1
-            _vec_reserve(&self.dedup, slots)
+            _vec_reserve(&self.dedup, slots + 2 * size)
             table = self.dedup.data
+            listed = table + slots
             for i in range(slots):
                 table[i] = -1
             while c >= 0:
-                i = <int64_t>(self._identity(c) & <uint64_t>mask)
-                while table[i] >= 0 and not self._same(table[i], c):
+                listed[n] = c
+                listed[n + 1] = <int64_t>self._identity(c)
+                n += 2
+                c = self.arena.data[c + C_NEXT]
+            for d in range(0, n, 2):
+                if d + 2 * QUEUED_HEADS < n:
+                    __builtin_prefetch(&table[<uint64_t>listed[d + 2 * QUEUED_HEADS + 1] & <uint64_t>mask])
+                c = listed[d]
+                tag = <int64_t>(<uint64_t>listed[d + 1] >> (64 - (63 - C_BITS)))
+                i = <int64_t>(<uint64_t>listed[d + 1] & <uint64_t>mask)
+                while table[i] >= 0 and not (
+                        table[i] >> C_BITS == tag and self._same(table[i] & C_MASK, c)):
                     i = (i + 1) & mask
                 if table[i] < 0:
-                    table[i] = c
+                    table[i] = (tag << C_BITS) | c
                     self._classify(c, k)
-                    table = self.dedup.data
-                c = self.arena.data[c + C_NEXT]
         elif c >= 0:
             self._classify(c, k)
         c = self.bucket_first.data[b]  # classified: the places go on their rules' free lists
