@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from reasoner.cli import main as cli_main
 from reasoner.cli.main import main
 
 TC = """
@@ -43,6 +44,27 @@ def test_run_writes_outputs_and_stats(tmp_path: Path) -> None:
     assert stratum["derived"] == 9
     assert report["peak_memory_bytes"] > report["state_bytes"] > 0
     assert report["seconds"] >= report["bootstrap_seconds"] > 0
+
+
+def test_a_command_of_the_engine_reads_no_other_parts_commands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Finding other parts' commands reads every installed distribution's metadata: `run`
+    does without; a command that is not the engine's still finds them."""
+    looked: list[str] = []
+
+    def entry_points(group: str) -> list:
+        looked.append(group)
+        return []
+
+    monkeypatch.setattr(cli_main, "entry_points", entry_points)
+    program = _write(tmp_path, "tc.dl", TC)
+    _write(tmp_path, "edge.facts", "1\t2\n")
+    assert main(["run", str(program), "-F", str(tmp_path), "-D", str(tmp_path / "out")]) == 0
+    assert looked == []
+    with pytest.raises(SystemExit):
+        main(["serve", "--help"])
+    assert looked == ["reasoner.commands"]
 
 
 def test_program_error_exits_2_with_location(
