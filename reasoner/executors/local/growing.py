@@ -9,11 +9,19 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from reasoner.executors.local.polars_plan import INT, columns, frame_of_rows, frame_of_store
+from reasoner.executors.local.polars_plan import (
+    INT,
+    AtomPattern,
+    columns,
+    frame_of_rows,
+    frame_of_store,
+)
 from reasoner.storage.state import RelationStore, Tuple
 
 MAX_CHUNKS = 32
 """Chunks of an old frame past which a join's read gathers them into one."""
+SAMPLE_ROWS = 1024
+"""Rows of N_{k-1} that estimate how many of them pass a driving atom's constants."""
 
 
 class KernelRows:
@@ -133,6 +141,29 @@ class Growing:
         return store.table.rows_of_columns(
             [frame.get_column(c).to_numpy() for c in columns(self.arity)]
         )
+
+    def matching(self, store: RelationStore, pattern: AtomPattern | None) -> int:
+        """About how many rows of N_{k-1} pass `pattern`'s constants and repeated variables,
+        from an even sample: the kernel drops the others at once, where a Polars join of
+        N_{k-1} pays for every row (lubm1's rules read `t(a, "rdfs:domain", x)` and the like:
+        1.2 M driving rows, of which 0.3 M pass, went to Polars at twice the kernel's time)."""
+        size = self.delta_size()
+        if pattern is None or not (pattern.constants or pattern.equal) or not size:
+            return size
+        step = max(1, size // SAMPLE_ROWS)
+        if self._delta_kernel is not None:
+            sample = np.asarray(store.table.values_of(self._delta_kernel.ids[::step]))
+        elif self._delta_rows is None:
+            assert self.delta_frame is not None
+            sample = self.delta_frame.gather_every(step).to_numpy().T
+        else:
+            sample = np.array(self._delta_rows[::step], dtype=np.int64).reshape(-1, self.arity).T
+        passing = np.ones(sample.shape[1], dtype=np.bool_)
+        for column, value in pattern.constants:
+            passing &= sample[column] == value
+        for column, first in pattern.equal:
+            passing &= sample[column] == sample[first]
+        return -(-int(passing.sum()) * size // sample.shape[1])
 
     def delta_size(self) -> int:
         if self._delta_kernel is not None:

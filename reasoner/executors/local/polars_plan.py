@@ -695,6 +695,11 @@ class PolarsPlan:
         """The binding columns of a head of variables only (the usual head), which is then
         built by picking columns rather than by a query (see `without`)."""
 
+    @property
+    def driver_pattern(self) -> AtomPattern | None:
+        """How the driving atom reads its relation (None: no driving atom)."""
+        return next((op.pattern for op in self.ops if isinstance(op, _Driver)), None)
+
     @staticmethod
     def _negation(
         atom: Atom, exprs: Expressions, symbols: SymbolTable

@@ -265,8 +265,7 @@ class VectorizedStratum:
         return last, derived, not rest
 
     def _kernel_rows(self, rows: dict[str, np.ndarray]) -> dict[str, New]:
-        """N_k from the kernel (committed), as its rows (a frame once Polars reads them); kept
-        for a next kernel iteration."""
+        """N_k from the kernel (committed), as rows (a frame once Polars reads them)."""
         self._kernel_delta = rows
         empty = np.empty(0, np.int64)
         return {
@@ -492,11 +491,13 @@ class VectorizedStratum:
             if self.check is not None:
                 self.check()
             jobs = self._delta_jobs_list()
-            work = 0
+            work = rows = 0
             for job in jobs:
                 assert job.driver is not None  # a delta plan is driven by its delta
-                work += live(self.growing[job.driver]).delta_size()
-            if work == 0:
+                rel = live(self.growing[job.driver])
+                rows += rel.delta_size()
+                work += rel.matching(self.state[job.driver], job.plan.driver_pattern)
+            if rows == 0:
                 break
             limit = self._kernel_limit(jobs)
             if work < limit:

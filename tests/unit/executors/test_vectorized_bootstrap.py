@@ -518,3 +518,41 @@ def test_kernel_rows_join_the_old_tuples_in_order() -> None:
     assert list(rel.delta_ids(state["r"])) == [second]
     assert sorted(rel.old().rows()) == [(0, 0), (1, 1), (2, 2)]
     assert rel.delta().rows() == [(3, 3)]
+
+
+def test_driving_rows_are_counted_by_what_passes_the_drivers_constants(monkeypatch) -> None:
+    """An iteration whose N_{k-1} is large but whose driving atoms keep few of its rows (a
+    constant in each) is the kernel's: it drops the others at once."""
+
+    def no_polars(*_args: object) -> None:
+        raise AssertionError("a Polars iteration ran")
+
+    monkeypatch.setattr(vectorized_executor, "DELTA_ITERATION", 1_000)
+    monkeypatch.setattr(vectorized_executor.VectorizedStratum, "_polars", no_polars)
+    text = """
+    .decl e(x: number, p: number, y: number)
+    .decl t(x: number, p: number, y: number)
+    t(x, p, y) :- e(x, p, y).
+    t(x, 7, z) :- t(x, 7, y), t(y, 7, z).
+    """
+    triples = [(i, 7 if i % 500 == 0 else 1, i + 500) for i in range(5_000)]
+    _compare(check_program(text), {"e": triples})
+
+
+def test_matching_estimates_the_rows_a_pattern_keeps_in_every_form_of_the_delta() -> None:
+    state = State()
+    rows = [(i, i % 4, i % 3) for i in range(400)]
+    state.load_facts("r", 3, rows)
+    store = state["r"]
+    keeps = polars_plan.AtomPattern("r", ((1, 0),), ((2, 1),), ((0, "v0"),), False)
+    exact = sum(1 for _, p, q in rows if p == 0 and q == p)
+    frame = polars_plan.frame_of_store(store)
+    rel = growing.Growing(3, frame.clear())
+    for delta in (
+        (None, growing.KernelRows(store, store.table.committed_rows())),
+        (None, frame),
+        (rows, None),
+    ):
+        rel.advance(*delta)
+        assert rel.matching(store, keeps) == exact
+        assert rel.matching(store, None) == len(rows)
