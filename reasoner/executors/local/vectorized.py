@@ -13,19 +13,16 @@ the driver reads "delta", any other recursive atom reads both. N_k is loaded int
 (the Update structures: the compiled table and its indexes, as columns) at the end
 of iteration k, as the reference does, so the state always holds I_{k-1} during iteration k.
 
-**Small iterations run the per-tuple loop.** A Polars iteration costs about 1-4 ms of CPU
-whatever its size (a dozen operations per rule, tens of microseconds each); the reference's
-per-tuple plans on the compiled kernel (`StratumBootstrap.compiled`, reasoner/update) cost
-a fraction of a microsecond per driving tuple. CRDT's recursions are thousands of iterations
-deep with a handful of tuples each: crdt_linear.dl's 21,700 iterations take ~97 s of CPU in
-Polars alone. So every iteration is first sized: the rows that drive it (N_{k-1} of every
-driving atom; for iteration 1 the driving relations, times any unindexed full scan, plus any
-hash index the per-tuple plans would first have to build). Below `SMALL_ITERATION` rows
-(`DELTA_ITERATION` after iteration 1) it runs the reference's plans over the same state;
-otherwise Polars. The two agree tuple for tuple and count for count, so a stratum may switch
-between them at any iteration. A larger iteration also runs on the kernel when its probes
-are selective: a Polars join reads whole relations, the kernel only the rows its driving rows
-find (`KERNEL_ROW_COST`).
+**Iterations up to a million rows run the per-tuple loop.** A Polars iteration costs about
+1-4 ms of CPU whatever its size (a dozen operations per rule); the reference's per-tuple
+plans on the compiled kernel (`StratumBootstrap.compiled`) cost a fraction of a microsecond
+per driving tuple, and CRDT's recursions are thousands of iterations deep. So every iteration
+is first sized: the rows that drive it (N_{k-1} of every driving atom that its constants
+keep; for iteration 1 the driving relations, times any unindexed full scan, plus any hash
+index the kernel would first build). Below `SMALL_ITERATION` rows (`DELTA_ITERATION` after
+iteration 1) it runs the reference's plans over the same state, as a larger one whose probes
+are selective does (`KERNEL_ROW_COST`); otherwise Polars. The two agree tuple for tuple and
+count for count, so a stratum may switch between them at any iteration.
 
 Memory: the relations are only in the `State` (the compiled tables, about 40 bytes a 4-ary
 tuple with one index, see reasoner/compact), for every size and for one-shot runs alike. The
@@ -70,13 +67,16 @@ from reasoner.values.symbols import SymbolTable
 if TYPE_CHECKING:
     from reasoner.kernel.bootstrap import CompiledStratumBootstrap
 
-SMALL_ITERATION = 10_000
-"""A first iteration driven by fewer rows than this runs the reference's plans (see above)."""
+SMALL_ITERATION = 1_000_000
+"""A first iteration driven by fewer rows than this runs the reference's plans (see above):
+since new heads keep their counts in their tables, the kernel is faster than Polars on every
+shape measured, 1:1 joins to fan-outs of 300 and products (60 k rows by keys of 200: 1.7 s
+against 2.5 s; docs/notes/notes-2026-12-01-staging.md). Past it Polars' threads may do
+better on many cores, where the kernel's count is serial."""
 
 DELTA_ITERATION = 1_000_000
-"""The same after iteration 1, where the kernel costs less per driving row than a Polars
-iteration (graph10000-rmat1k 0.26 -> 0.15 s; docs/notes/notes-2026-12-01-fold.md). A large
-join of the facts stays Polars' (60 k rows by keys of 200 rows: 1.1 s, the kernel 2.9 s)."""
+"""The same after iteration 1 (graph10000-rmat1k 0.26 -> 0.15 s;
+docs/notes/notes-2026-12-01-fold.md)."""
 
 KERNEL_ROW_COST = 10
 INDEX_ROW_COST = 0.3

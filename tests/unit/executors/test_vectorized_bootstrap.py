@@ -461,6 +461,7 @@ def test_the_kernel_takes_iterations_that_polars_does_not_pay_for(monkeypatch) -
         raise AssertionError("a Polars iteration ran")
 
     monkeypatch.setattr(vectorized_executor.VectorizedStratum, "_polars", no_polars)
+    monkeypatch.setattr(vectorized_executor, "SMALL_ITERATION", 10_000)
     text = """
     .decl edge(x: number, y: number)
     .decl copy(x: number, y: number)
