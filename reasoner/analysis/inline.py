@@ -101,6 +101,14 @@ def _materialized(program: Program, wanted: set[str], clauses: dict[str, list[Cl
     kept |= {  # a column's type types the clauses' literals only as the relation's columns
         d.name for d in program.declarations if any(c.type not in PRIMITIVE for c in d.columns)
     }
+    # An atom of another arity than its relation's is refused later (`arity_mismatch`, at the
+    # atom, as for any relation): its relation is kept as written until then.
+    arity = {d.name: len(d.columns) for d in program.declarations if d.name in wanted}
+    kept |= {name for name in wanted if any(len(h.args) != arity[name] for h, _ in clauses[name])}
+    for rule in program.rules:
+        for atom, _positive in atoms_of(rule.body):
+            if atom.relation in wanted and len(atom.args) != arity[atom.relation]:
+                kept.add(atom.relation)
     negatable = {name for name in wanted if all(_closed(clause) for clause in clauses[name])}
     for rule in program.rules:
         if any(True for literal in (rule.head, *rule.body) for _ in aggregated_relations(literal)):
