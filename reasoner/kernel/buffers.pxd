@@ -9,11 +9,7 @@ from libc.stdint cimport int64_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memset
 
-from reasoner.storage.table cimport _mix
-
-cdef extern from *:
-    void __builtin_prefetch(const void* address) noexcept nogil
-
+from reasoner.storage.table cimport __builtin_prefetch, _mix
 
 # Growths of a `Vec` or a `Map` by this many values or slots (1 MiB or more) are charged to
 # the evaluation's budget before they are made (`reasoner.support.allocations`).

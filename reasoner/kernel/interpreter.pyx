@@ -962,7 +962,7 @@ cdef class Kernel:
         cdef int relation = <int>entry[0]
         cdef Table head = self._table(relation)
         cdef uint64_t h = <uint64_t>entry[1]
-        cdef int64_t row = head._find_hashed(entry + 3, h), key, d, c
+        cdef int64_t row = head._find_hashed(entry + 3, h), key, d
         if row >= 0 and head.status[row] >= 0:
             return 0
         if row < 0:  # a new row keeps its count in the table: no map of staged heads

@@ -7,6 +7,10 @@ cimport cython
 from libc.stdint cimport int32_t, int64_t, uint16_t, uint64_t
 
 
+cdef extern from *:
+    void __builtin_prefetch(const void* address) noexcept nogil  # the compiler's, shared
+
+
 cdef enum:
     BIG_COUNT = 0   # the count word of a row whose count is in the table's dict `big`
 

@@ -178,10 +178,6 @@ cdef inline void _place(int32_t* slots, int64_t mask, uint64_t h, int32_t entry)
     slots[i] = entry
 
 
-cdef extern from *:
-    void __builtin_prefetch(const void* address) noexcept nogil
-
-
 # Slot loads a rebuild keeps in flight: a large table's slots are each a cache miss, and
 # placing the entries `AHEAD` behind their prefetch overlaps those misses instead of waiting
 # for each in turn (a tenth of crdt.dl's Bootstrap was the waits of rebuilds).
