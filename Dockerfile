@@ -36,6 +36,7 @@ COPY reasoner/__init__.py ./reasoner/
 COPY reasoner/storage/__init__.py reasoner/storage/table.pyx reasoner/storage/table.pxd ./reasoner/storage/
 COPY reasoner/kernel/__init__.py reasoner/kernel/interpreter.pyx reasoner/kernel/plan_words.pxd \
      reasoner/kernel/buffers.pxd ./reasoner/kernel/
+COPY reasoner/io/__init__.py reasoner/io/number_text.pyx ./reasoner/io/
 COPY service/__init__.py ./service/
 COPY service/feed/__init__.py service/feed/socket_fanout.pyx ./service/feed/
 # setup.py alone builds the extensions: a minimal pyproject.toml keeps it from needing the rest
@@ -74,6 +75,7 @@ COPY reasoner ./reasoner
 COPY service ./service
 COPY --from=build /build/reasoner/storage/*.so ./reasoner/storage/
 COPY --from=build /build/reasoner/kernel/*.so ./reasoner/kernel/
+COPY --from=build /build/reasoner/io/*.so ./reasoner/io/
 COPY --from=build /build/service/feed/*.so ./service/feed/
 # Compiled once here: the image's user cannot write __pycache__ (and PYTHONDONTWRITEBYTECODE
 # forbids it), so without this every start compiled the sources again.

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import cast
 
 import numpy as np
-import polars as pl
 
 from reasoner.analysis.model import AnalyzedProgram, RelationInfo
 from reasoner.elastic.epoch import Delta, Rows
@@ -35,6 +34,7 @@ from reasoner.io import export
 from reasoner.io.batch import FactBatch, engine_numbers
 from reasoner.storage import TupleSet
 from reasoner.storage.state import Tuple
+from reasoner.support.polars_on_demand import pl
 from reasoner.syntax.lexer import IDENTIFIER
 from reasoner.values import floats
 from reasoner.values.records import AdtType, RecordError, RecordType, canonical
@@ -126,6 +126,8 @@ def encoded_columns(
     file, so that new symbols take the numbers Soufflé gives them
     (`reasoner.analysis.symbol_order`); for a program that shows them (`ord`, `autoinc()`),
     as it costs a third more than a column at a time."""
+    if batch.numbers is not None:  # engine columns already (`FactBatch.of_numbers`)
+        return list(batch.numbers)
     frame = batch.frame
     kinds = dict(zip(frame.columns, info.value_types, strict=True))
     textual = [name for name, kind in kinds.items() if kind == SYMBOL]

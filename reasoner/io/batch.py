@@ -16,12 +16,13 @@ from __future__ import annotations
 import io
 import os
 from collections.abc import Iterator, Sequence
-from typing import BinaryIO, overload
+from typing import BinaryIO, cast, overload
 
 import numpy as np
-import polars as pl
 
 from reasoner.io.facts import parse_facts_text, read_fact_file
+from reasoner.io.number_text import parse_numbers, write_numbers
+from reasoner.support.polars_on_demand import pl
 from reasoner.values import floats
 from reasoner.values.records import ValueType, storage_type
 from reasoner.values.types import FLOAT, NUMBER, RECORD, SYMBOL, UNSIGNED, ColumnType, Value
@@ -32,13 +33,16 @@ _NUMBER_FIELD = r"^[+-]?[0-9]+$"
 _UNSIGNED_FIELD = r"^\+?[0-9]+$"
 BOM = "\ufeff".encode()
 """What a `number` (an `unsigned`) field may hold (as `reasoner.io.facts` reads one)."""
-_DTYPES: dict[ColumnType, pl.DataType] = {
-    NUMBER: pl.Int64(),
-    UNSIGNED: pl.UInt64(),
-    FLOAT: pl.Float64(),
-    SYMBOL: pl.String(),
-    RECORD: pl.String(),
+_DTYPE_NAMES = {
+    NUMBER: "Int64",
+    UNSIGNED: "UInt64",
+    FLOAT: "Float64",
+    SYMBOL: "String",
+    RECORD: "String",
 }
+"""The Polars type of each column type, by name: Polars is imported only when used."""
+INTEGERS = (NUMBER, UNSIGNED)
+"""The column types a batch may hold as engine columns, without Polars (`FactBatch.numbers`)."""
 
 
 def column_names(arity: int) -> list[str]:
@@ -48,9 +52,19 @@ def column_names(arity: int) -> list[str]:
 def frame_schema(types: Sequence[ValueType]) -> dict[str, pl.DataType]:
     """The Polars schema of a relation's facts."""
     return {
-        name: _DTYPES[storage_type(kind)]
+        name: polars_type(storage_type(kind))
         for name, kind in zip(column_names(len(types)), types, strict=True)
     }
+
+
+def polars_type(kind: ColumnType) -> pl.DataType:
+    """The Polars type of a column of `kind`."""
+    return cast("pl.DataType", getattr(pl, _DTYPE_NAMES[kind])())
+
+
+def _unsigned_flags(types: Sequence[ColumnType]) -> np.ndarray:
+    """Per column, 1 for `unsigned` (`reasoner.io.number_text`'s flags)."""
+    return np.array([kind == UNSIGNED for kind in types], dtype=np.uint8)
 
 
 def engine_numbers(column: pl.Series) -> np.ndarray:
@@ -69,16 +83,50 @@ def user_numbers(column: np.ndarray, kind: ColumnType) -> np.ndarray:
 
 
 class FactBatch(Sequence[Row]):
-    """Rows of one relation (arity > 0) in user values, held as a Polars frame."""
+    """Rows of one relation (arity > 0) in user values, held as a Polars frame; or, for a
+    relation of numbers read or decoded without Polars, as engine columns (`numbers`) until
+    something asks for the frame."""
 
-    __slots__ = ("frame", "ordered")
+    __slots__ = ("_frame", "_types", "numbers", "ordered")
 
     def __init__(self, frame: pl.DataFrame, ordered: bool = False) -> None:
         if not frame.width:
             raise ValueError("a batch of facts has at least one column")
-        self.frame = frame
+        self._frame: pl.DataFrame | None = frame
+        self._types: tuple[ColumnType, ...] = ()
+        self.numbers: tuple[np.ndarray, ...] | None = None
+        """The columns as the engine holds them, when the batch was made of them
+        (`of_numbers`): int64, an unsigned value as its 64-bit pattern."""
         self.ordered = ordered
         """The rows are distinct and in value order already (`Materialization.batch`)."""
+
+    @classmethod
+    def of_numbers(
+        cls, columns: Sequence[np.ndarray], types: Sequence[ValueType], ordered: bool = False
+    ) -> FactBatch:
+        """Engine columns of one length (int64) of a relation whose columns are all `number`
+        or `unsigned` (`INTEGERS`)."""
+        if not columns or any(kind not in INTEGERS for kind in types):
+            raise ValueError("a batch of numbers has number or unsigned columns only")
+        batch = cls.__new__(cls)
+        batch._frame = None
+        batch._types = tuple(cast(ColumnType, kind) for kind in types)
+        batch.numbers = tuple(columns)
+        batch.ordered = ordered
+        return batch
+
+    @property
+    def frame(self) -> pl.DataFrame:
+        """The rows as a Polars frame (made from `numbers` on the first read)."""
+        if self._frame is None:
+            assert self.numbers is not None
+            columns = [
+                user_numbers(column, kind)
+                for column, kind in zip(self.numbers, self._types, strict=True)
+            ]
+            schema = frame_schema(self._types)
+            self._frame = pl.DataFrame(dict(zip(schema, columns, strict=True)), schema=schema)
+        return self._frame
 
     @classmethod
     def of_rows(cls, rows: Sequence[Sequence[Value]], types: Sequence[ColumnType]) -> FactBatch:
@@ -129,24 +177,36 @@ class FactBatch(Sequence[Row]):
         schema = frame_schema(types)
         return cls(pl.DataFrame(dict(zip(schema, columns, strict=True)), schema=schema))
 
-    def matches(self, types: Sequence[ColumnType]) -> bool:
+    def matches(self, types: Sequence[ValueType]) -> bool:
         """Whether the batch has exactly the columns of a relation of these types."""
+        if self.numbers is not None:
+            return self._types == tuple(map(storage_type, types))
         return self.frame.schema == pl.Schema(frame_schema(types))
 
     def __len__(self) -> int:
-        return self.frame.height
+        return len(self.numbers[0]) if self.numbers is not None else self.frame.height
 
     def __iter__(self) -> Iterator[Row]:
-        return self.frame.iter_rows()
+        if self.numbers is None:
+            return self.frame.iter_rows()
+        return zip(*(self._user_column(c).tolist() for c in range(len(self.numbers))), strict=True)
+
+    def _user_column(self, column: int) -> np.ndarray:
+        assert self.numbers is not None
+        return user_numbers(self.numbers[column], self._types[column])
 
     @overload
     def __getitem__(self, index: int) -> Row: ...
     @overload
     def __getitem__(self, index: slice) -> FactBatch: ...
     def __getitem__(self, index: int | slice) -> Row | FactBatch:
+        if self.numbers is None:
+            return (
+                FactBatch(self.frame[index]) if isinstance(index, slice) else self.frame.row(index)
+            )
         if isinstance(index, slice):
-            return FactBatch(self.frame[index])
-        return self.frame.row(index)
+            return FactBatch.of_numbers([c[index] for c in self.numbers], self._types)
+        return tuple(self._user_column(c)[index].item() for c in range(len(self.numbers)))
 
     def write_sorted(self, path: str | os.PathLike[str] | BinaryIO, delimiter: str) -> bool:
         """Write the rows as `reasoner.io.facts.format_rows` does (distinct, sorted, fields
@@ -155,6 +215,9 @@ class FactBatch(Sequence[Row]):
         one byte)."""
         if len(delimiter.encode("utf-8")) != 1:
             return False
+        if self.numbers is not None:
+            self._write_numbers(path, delimiter)
+            return True
         frame = self.frame if self.ordered else self.frame.unique().sort(self.frame.columns)
         floating = [name for name, dtype in frame.schema.items() if dtype == pl.Float64()]
         if floating:  # as Soufflé writes a float (`%.17g`), which Polars does not
@@ -171,8 +234,28 @@ class FactBatch(Sequence[Row]):
         )
         return True
 
+    def _write_numbers(self, path: str | os.PathLike[str] | BinaryIO, delimiter: str) -> None:
+        """`write_sorted` of a batch of `numbers`, sorted and deduplicated in NumPy."""
+        assert self.numbers is not None
+        columns = list(self.numbers)
+        if not self.ordered and len(columns[0]):
+            keys = [self._user_column(c) for c in range(len(columns))]
+            order = np.lexsort(keys[::-1])
+            columns = [column[order] for column in columns]
+            repeated = np.ones(len(order), dtype=bool)
+            for column in columns:
+                repeated[1:] &= column[1:] == column[:-1]
+            repeated[0] = False
+            columns = [column[~repeated] for column in columns]
+        flags = _unsigned_flags(self._types)
+        if isinstance(path, str | os.PathLike):
+            with open(path, "wb") as out:
+                write_numbers(out, columns, flags, ord(delimiter))
+        else:
+            write_numbers(path, columns, flags, ord(delimiter))
+
     def __repr__(self) -> str:
-        return f"FactBatch({self.frame.height} rows, {self.frame.width} columns)"
+        return f"FactBatch({len(self)} rows, {len(self._types) or self.frame.width} columns)"
 
 
 def read_facts_batch(
@@ -191,13 +274,17 @@ def parse_facts_batch(
     """`parse_facts_text`, as columns when the relation has any. `body`: text, or its UTF-8
     bytes (a large body is not decoded when it need not be).
 
-    Polars reads a well-formed body in one pass; anything it cannot read exactly as
+    A body of numbers only is read in C (`_read_numbers`), any other well-formed body by
+    Polars, each in one pass; anything they cannot read exactly as
     `parse_facts_text` would (an empty line, a carriage return, a field that is not a plain
     64-bit decimal, a line with another number of fields) goes to `parse_facts_text`, which
     either reads it or names the first bad line."""
     data = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
     if types and b"\r" in data and b"\r\n" in data:  # a byte is found at memchr's speed
         data = data.replace(b"\r\n", b"\n")
+    numbers = _read_numbers(data, types, delimiter)
+    if numbers is not None:
+        return numbers
     plain = [kind for kind in types if kind in (NUMBER, UNSIGNED, SYMBOL)]
     fast = _read_plain(data, plain, delimiter) if plain and len(plain) == len(types) else None
     if fast is not None:
@@ -205,6 +292,20 @@ def parse_facts_batch(
     text = body if isinstance(body, str) else body.decode("utf-8")
     rows = parse_facts_text(text, types, filename, delimiter)
     return FactBatch.of_rows(rows, [storage_type(kind) for kind in types]) if types else rows
+
+
+def _read_numbers(data: bytes, types: Sequence[ValueType], delimiter: str) -> FactBatch | None:
+    """A body of `number` and `unsigned` columns as a batch of `numbers`, read in C
+    (`reasoner.io.number_text`): None when its types are others or the text is not plain."""
+    if not types or any(kind not in INTEGERS for kind in types):
+        return None
+    if len(delimiter) != 1 or not delimiter.isascii():
+        return None
+    kinds = [cast(ColumnType, kind) for kind in types]
+    rows = parse_numbers(data, _unsigned_flags(kinds), ord(delimiter))
+    if rows is None:
+        return None
+    return FactBatch.of_numbers([np.ascontiguousarray(column) for column in rows.T], kinds)
 
 
 def _fields_line_up(data: bytes, delimiter: str, arity: int, rows: int) -> bool:
@@ -267,7 +368,7 @@ def _read_plain(data: bytes, types: Sequence[ColumnType], delimiter: str) -> pl.
         if not plain.item():
             return None
         try:
-            raw = raw.with_columns(pl.col(numbers).cast(_DTYPES[kind], strict=True))
+            raw = raw.with_columns(pl.col(numbers).cast(polars_type(kind), strict=True))
         except pl.exceptions.PolarsError:  # past 64 bits
             return None
     return raw

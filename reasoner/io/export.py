@@ -20,13 +20,14 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import polars as pl
 
+from reasoner.io.batch import polars_type
 from reasoner.storage import TupleSet
 from reasoner.storage.state import RelationStore
+from reasoner.support.polars_on_demand import pl
 from reasoner.values.records import AdtType, RecordType, ValueType
 from reasoner.values.symbols import SymbolTable
-from reasoner.values.types import FLOAT, RECORD, SYMBOL, UNSIGNED, ColumnType
+from reasoner.values.types import FLOAT, SYMBOL, UNSIGNED, ColumnType
 
 BATCH_ROWS = 65_536
 """Rows per batch: a few megabytes of values, and a response that starts at once."""
@@ -86,9 +87,6 @@ def _series(name: str, values: np.ndarray, kind: ValueType, symbols: SymbolTable
     return pl.Series(name, values, dtype=pl.Int64)
 
 
-_DTYPES = {UNSIGNED: pl.UInt64, FLOAT: pl.Float64, SYMBOL: pl.String, RECORD: pl.String}
-
-
 def answer_frames(
     rows: Sequence[tuple],
     names: Sequence[str],
@@ -100,7 +98,7 @@ def answer_frames(
     batch is built from them, a value at a time in Polars' own loop."""
     if not names:
         raise ValueError("an answer without variables has no columns to export")
-    schema = {name: _DTYPES.get(kind, pl.Int64) for name, kind in zip(names, types, strict=True)}
+    schema = {name: polars_type(kind) for name, kind in zip(names, types, strict=True)}
     starts = range(0, len(rows), batch_rows) if rows else range(1)
     for start in starts:
         chunk = rows[start : start + batch_rows]

@@ -14,11 +14,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import cast
 
 import numpy as np
-import polars as pl
 
 from reasoner.analysis.model import RelationInfo
-from reasoner.io.batch import FactBatch, user_numbers
+from reasoner.io.batch import INTEGERS, FactBatch, user_numbers
 from reasoner.storage.state import RelationStore, State
+from reasoner.support.polars_on_demand import pl
 from reasoner.values import floats
 from reasoner.values.arith import wrap64
 from reasoner.values.records import AdtType, RecordError, RecordType
@@ -56,6 +56,8 @@ def batch_of(
     if ordered:
         order = _value_order(symbols, info, columns, texts)
         texts = {index: (text.gather(order), rank) for index, (text, rank) in texts.items()}
+    if all(kind in INTEGERS for kind in info.types):
+        return FactBatch.of_numbers([column[order] for column in columns], info.types, ordered)
     decoded = [
         texts[index][0]
         if index in texts

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import cast
 
 import numpy as np
-import polars as pl
 
+from reasoner.support.polars_on_demand import pl
 from reasoner.values import floats
 from reasoner.values.arith import as_unsigned, wrap64
 from reasoner.values.records import AdtType, Codec, RecordTable, RecordType, ValueType

@@ -4,11 +4,11 @@ of its source, for the vectorized executor."""
 from __future__ import annotations
 
 import numpy as np
-import polars as pl
 
 from reasoner.analysis.model import AggregateDefinition
 from reasoner.executors.aggregate import ITERATION, WHOLE_SOURCE, group_by
 from reasoner.storage.state import RelationStore
+from reasoner.support.polars_on_demand import pl
 
 RESULT = "!result"
 """The result's column: `!` is in no column name of a relation frame."""

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import cast
 
-import polars as pl
+from reasoner.support.polars_on_demand import pl
 
 MAX_SLOTS = 1 << 24
 """The largest array (64 MiB of UInt32) an index may use..."""

@@ -7,16 +7,15 @@ Layer: part of `executors.local`. Used by `executors.local.vectorized`.
 from __future__ import annotations
 
 import numpy as np
-import polars as pl
 
 from reasoner.executors.local.polars_plan import (
-    INT,
     AtomPattern,
     columns,
     frame_of_rows,
     frame_of_store,
 )
 from reasoner.storage.state import RelationStore, Tuple
+from reasoner.support.polars_on_demand import pl
 
 MAX_CHUNKS = 32
 """Chunks of an old frame past which a join's read gathers them into one."""
@@ -68,11 +67,11 @@ class Growing:
         "old_rows",
     )
 
-    def __init__(self, arity: int, facts: pl.DataFrame) -> None:
+    def __init__(self, arity: int, facts: pl.DataFrame | KernelRows) -> None:
         self.arity = arity
-        self.old_frame: pl.DataFrame | None = facts
+        self.old_frame: pl.DataFrame | None = None if isinstance(facts, KernelRows) else facts
         self.old_rows: list[Tuple] = []
-        self._old_kernel: list[KernelRows] = []
+        self._old_kernel: list[KernelRows] = [facts] if isinstance(facts, KernelRows) else []
         self.delta_frame: pl.DataFrame | None = None
         self._delta_rows: list[Tuple] | None = []
         self._delta_kernel: KernelRows | None = None
@@ -194,7 +193,7 @@ class Growing:
         each time was most of crdt.dl's Bootstrap)."""
         values, iterations = store.table.columns_from(since)
         names = columns(self.arity)
-        schema = dict.fromkeys(names, INT)
+        schema = dict.fromkeys(names, pl.Int64)
 
         def frame(mask: np.ndarray) -> pl.DataFrame:
             return pl.DataFrame({n: v[mask] for n, v in zip(names, values, strict=True)}, schema)
@@ -213,7 +212,7 @@ class Growing:
                 self.old_rows.extend(self.delta_rows())
         self._delta_rows = rows
         self._delta_kernel = frame if isinstance(frame, KernelRows) else None
-        self.delta_frame = frame if isinstance(frame, pl.DataFrame) else None
+        self.delta_frame = None if isinstance(frame, KernelRows) else frame
 
 
 class Stale:

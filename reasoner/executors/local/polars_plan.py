@@ -31,13 +31,13 @@ from operator import itemgetter
 from typing import cast
 
 import numpy as np
-import polars as pl
 
 from reasoner.analysis.ranges import generator, is_generator
 from reasoner.executors.local.dense_index import DenseIndex
 from reasoner.plan.joins import AtomStep, CompareStep, JoinPlan, term_variables
 from reasoner.storage.state import RelationStore
 from reasoner.support import allocations
+from reasoner.support.polars_on_demand import pl
 from reasoner.syntax.ast import (
     Atom,
     BinaryOp,
@@ -55,9 +55,8 @@ from reasoner.values.arith import ARITH, LOGICAL, logical_condition
 from reasoner.values.functors import apply, apply_arrays
 from reasoner.values.symbols import SymbolTable
 
-INT = pl.Int64
 CELL_BYTES = 8
-"""Bytes of one value of a frame (every column is `INT`)."""
+"""Bytes of one value of a frame (every column is Int64)."""
 WEIGHT = "_w"
 MULTIPLICITY = "_m"
 DUMMY = "_u"
@@ -71,7 +70,7 @@ def columns(arity: int) -> list[str]:
 def empty_frame(arity: int) -> pl.DataFrame:
     if arity == 0:
         return pl.DataFrame(schema={DUMMY: pl.Int8})
-    return pl.DataFrame(schema=dict.fromkeys(columns(arity), INT))
+    return pl.DataFrame(schema=dict.fromkeys(columns(arity), pl.Int64))
 
 
 def frame_of_rows(rows: list[tuple[int, ...]], arity: int) -> pl.DataFrame:
@@ -83,7 +82,7 @@ def frame_of_rows(rows: list[tuple[int, ...]], arity: int) -> pl.DataFrame:
     names = columns(arity)
     return pl.DataFrame(
         {name: list(map(itemgetter(i), rows)) for i, name in enumerate(names)},
-        schema=dict.fromkeys(names, INT),
+        schema=dict.fromkeys(names, pl.Int64),
     )
 
 
@@ -94,7 +93,9 @@ def frame_of_store(store: RelationStore, ids: np.ndarray | None = None) -> pl.Da
         return frame_of_rows(list(store.iters) if ids is None else [()] * min(len(ids), 1), 0)
     values = store.table.columns()[0] if ids is None else store.table.values_of(ids)
     names = columns(store.arity)
-    return pl.DataFrame(dict(zip(names, values, strict=True)), schema=dict.fromkeys(names, INT))
+    return pl.DataFrame(
+        dict(zip(names, values, strict=True)), schema=dict.fromkeys(names, pl.Int64)
+    )
 
 
 # -- arithmetic ---------------------------------------------------------------------------------
@@ -131,7 +132,7 @@ def _on_arrays(function: Callable[..., np.ndarray], *operands: pl.Expr) -> pl.Ex
                 kept = pl.Series(valid)
                 chosen = [s.filter(kept) if len(s) == rows else s for s in series]
                 values[valid] = function(*(s.to_numpy() for s in chosen))
-        result = pl.Series(np.ma.getdata(values), dtype=INT)
+        result = pl.Series(np.ma.getdata(values), dtype=pl.Int64)
         missing = np.flatnonzero(np.ma.getmaskarray(values))
         return result.scatter(missing, None) if len(missing) else result
 
@@ -139,7 +140,7 @@ def _on_arrays(function: Callable[..., np.ndarray], *operands: pl.Expr) -> pl.Ex
     return (
         pl.when(missing)
         .then(None)
-        .otherwise(pl.map_batches(list(operands), apply, return_dtype=INT))
+        .otherwise(pl.map_batches(list(operands), apply, return_dtype=pl.Int64))
     )
 
 
@@ -186,7 +187,7 @@ def _total(op: str, a: pl.Expr, b: pl.Expr) -> pl.Expr:
     if op == "bxor":
         return a.xor(b)
     if op in LOGICAL:
-        return logical_condition(op, a, b).cast(INT)
+        return logical_condition(op, a, b).cast(pl.Int64)
     if op == "max":
         return pl.max_horizontal(a, b)
     if op == "min":
@@ -217,13 +218,13 @@ class Expressions:
         if isinstance(term, BinaryOp | Functor) and not term_variables(term):
             # Folded here: a function of literals only gives a column of one value, which
             # Polars does not stretch to the frame (`_on_arrays`).
-            return pl.lit(self._folded(term), dtype=INT)
+            return pl.lit(self._folded(term), dtype=pl.Int64)
         if isinstance(term, Variable):
             return pl.col(self.names[term.name])
         if isinstance(term, NumberConst):
-            return pl.lit(term.value, dtype=INT)
+            return pl.lit(term.value, dtype=pl.Int64)
         if isinstance(term, StringConst):
-            return pl.lit(self.symbols.intern(term.value), dtype=INT)
+            return pl.lit(self.symbols.intern(term.value), dtype=pl.Int64)
         if isinstance(term, BinaryOp):
             left = self.term(term.left, prelude)
             right = self.term(term.right, prelude)
@@ -297,7 +298,7 @@ class AtomPattern:
     def project(self, frame: pl.DataFrame) -> pl.DataFrame | int:
         """The matching tuples projected on the variables (with `_m` when wildcards were
         dropped), or, for an atom without variables, the number of matching tuples."""
-        filters = [pl.col(f"c{c}") == pl.lit(v, dtype=INT) for c, v in self.constants]
+        filters = [pl.col(f"c{c}") == pl.lit(v, dtype=pl.Int64) for c, v in self.constants]
         filters += [pl.col(f"c{c}") == pl.col(f"c{first}") for c, first in self.equal]
         if filters and frame.height:
             frame = frame.filter(*filters)
@@ -354,7 +355,7 @@ class NegationPattern:
     def right(self, frame: pl.DataFrame) -> pl.DataFrame | int:
         """The distinct key columns (`_k<col>`) of the relation's tuples that match the
         constants, or, when there are no keys, how many tuples match."""
-        filters = [pl.col(f"c{c}") == pl.lit(v, dtype=INT) for c, v in self.constants]
+        filters = [pl.col(f"c{c}") == pl.lit(v, dtype=pl.Int64) for c, v in self.constants]
         if filters and frame.height:
             frame = frame.filter(*filters)
         if not self.keys:
@@ -407,7 +408,7 @@ class Packing:
 
     def key(self, cols: list[str]) -> pl.Expr:
         """The packed key as an expression, for queries."""
-        return self._packed([pl.col(c) for c in cols], lambda v: pl.lit(v, dtype=INT))
+        return self._packed([pl.col(c) for c in cols], lambda v: pl.lit(v, dtype=pl.Int64))
 
     def series(self, frame: pl.DataFrame, cols: list[str]) -> pl.Series:
         """The packed key of `frame` by Series arithmetic: no query to plan (see `without`)."""
@@ -436,13 +437,13 @@ class Packing:
         shift = 0
         for col, low, bits in zip(cols, self.lows, self.bits, strict=True):
             if bits == 0:
-                out.append(pl.lit(low, dtype=INT).alias(col))
+                out.append(pl.lit(low, dtype=pl.Int64).alias(col))
                 continue
             part = pl.col(KEY)
             if shift:
-                part = part // pl.lit(1 << shift, dtype=INT)
-            part = part % pl.lit(1 << bits, dtype=INT)
-            out.append((part + pl.lit(low, dtype=INT) if low else part).alias(col))
+                part = part // pl.lit(1 << shift, dtype=pl.Int64)
+            part = part % pl.lit(1 << bits, dtype=pl.Int64)
+            out.append((part + pl.lit(low, dtype=pl.Int64) if low else part).alias(col))
             shift += bits
         return out
 
@@ -529,7 +530,7 @@ twice as fast as the eager `group_by` on big frames, its planning costs more on 
 def group_count(frame: pl.DataFrame, cols: list[str]) -> pl.DataFrame:
     """Distinct `cols` rows with their total weight `_w` (the row count when unweighted)."""
     weighted = WEIGHT in frame.columns
-    total = pl.col(WEIGHT).sum() if weighted else pl.len().cast(INT).alias(WEIGHT)
+    total = pl.col(WEIGHT).sum() if weighted else pl.len().cast(pl.Int64).alias(WEIGHT)
     packing = key_packing([(frame, cols)])
     lazy = frame.lazy() if frame.height >= _LAZY_GROUP else None
     if packing is None:
@@ -546,7 +547,7 @@ def group_count(frame: pl.DataFrame, cols: list[str]) -> pl.DataFrame:
 
 # -- plans ----------------------------------------------------------------------------------------
 
-Source = Callable[[int, str], pl.DataFrame]
+Source = Callable[[int, str], "pl.DataFrame"]
 """(body index, relation) -> the frame an atom at that position reads."""
 Projected = Callable[[int, AtomPattern, "tuple[Hoisted, ...]"], "pl.DataFrame | int"]
 """(body index, pattern, hoisted negations) -> the projected frame for a non-driver atom,
@@ -695,11 +696,6 @@ class PolarsPlan:
         """The binding columns of a head of variables only (the usual head), which is then
         built by picking columns rather than by a query (see `without`)."""
 
-    @property
-    def driver_pattern(self) -> AtomPattern | None:
-        """How the driving atom reads its relation (None: no driving atom)."""
-        return next((op.pattern for op in self.ops if isinstance(op, _Driver)), None)
-
     @staticmethod
     def _negation(
         atom: Atom, exprs: Expressions, symbols: SymbolTable
@@ -742,7 +738,10 @@ class PolarsPlan:
         for position, op in enumerate(self.ops):
             if isinstance(op, _Driver):
                 if op.pattern is None:
-                    bindings, weighted = pl.DataFrame({WEIGHT: [1]}, schema={WEIGHT: INT}), True
+                    bindings, weighted = (
+                        pl.DataFrame({WEIGHT: [1]}, schema={WEIGHT: pl.Int64}),
+                        True,
+                    )
                 else:
                     assert driver is not None
                     bindings, weighted = _start(op.pattern.project(driver))
@@ -770,7 +769,7 @@ class PolarsPlan:
         assert bindings is not None
         bindings = _prelude(bindings, self.head_prelude)
         if not self.head and not weighted:  # zero arity, no weights: one row per instantiation
-            return pl.DataFrame({WEIGHT: [bindings.height]}, schema={WEIGHT: INT})
+            return pl.DataFrame({WEIGHT: [bindings.height]}, schema={WEIGHT: pl.Int64})
         if self.head_names is not None:
             picked = [bindings.get_column(n).alias(f"c{i}") for i, n in enumerate(self.head_names)]
             return pl.DataFrame(picked + ([bindings.get_column(WEIGHT)] if weighted else []))
@@ -857,7 +856,7 @@ def _generate(bindings: pl.DataFrame, op: _Range) -> pl.DataFrame:
     first = np.repeat(np.cumsum(count) - count, count)
     offsets = np.arange(len(rows), dtype=np.int64) - first
     values = columns[0][rows] + steps[rows] * offsets
-    return bindings[rows].with_columns(pl.Series(op.name, values, dtype=INT))
+    return bindings[rows].with_columns(pl.Series(op.name, values, dtype=pl.Int64))
 
 
 def _hoist(
@@ -892,7 +891,7 @@ def _start(projected: pl.DataFrame | int) -> tuple[pl.DataFrame | None, bool]:
     if isinstance(projected, int):
         if projected == 0:
             return None, True
-        return pl.DataFrame({WEIGHT: [projected]}, schema={WEIGHT: INT}), True
+        return pl.DataFrame({WEIGHT: [projected]}, schema={WEIGHT: pl.Int64}), True
     if MULTIPLICITY in projected.columns:
         return projected.rename({MULTIPLICITY: WEIGHT}), True
     return projected, False
@@ -913,7 +912,7 @@ def _join(
             return bindings, weighted
         if weighted:
             return bindings.with_columns(pl.col(WEIGHT) * projected), True
-        return bindings.with_columns(pl.lit(projected, dtype=INT).alias(WEIGHT)), True
+        return bindings.with_columns(pl.lit(projected, dtype=pl.Int64).alias(WEIGHT)), True
     shared = [c for c in projected.columns if c in bindings.columns and c != MULTIPLICITY]
     index = dense(projected, shared) if dense is not None and shared else None
     if index is not None:

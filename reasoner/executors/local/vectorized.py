@@ -37,7 +37,6 @@ import time
 from typing import TYPE_CHECKING
 
 import numpy as np
-import polars as pl
 
 from reasoner.analysis.model import AggregateDefinition, AnalyzedProgram, Stratum
 from reasoner.executors.aggregate import bootstrap_aggregate
@@ -45,22 +44,22 @@ from reasoner.executors.bootstrap import Started, StratumBootstrap, StratumRun, 
 from reasoner.executors.local.aggregate import store_aggregate
 from reasoner.executors.local.growing import Growing, KernelRows, New, Stale, live
 from reasoner.executors.local.polars_plan import (
-    INT,
     WEIGHT,
     AtomPattern,
     Hoisted,
     NegationPattern,
-    PolarsPlan,
     Projected,
     columns,
     empty_frame,
     frame_of_store,
     group_count,
 )
+from reasoner.executors.local.rule_job import RuleJob
 from reasoner.plan.joins import JoinPlan, atom_at, plan_rule, positive_atoms
 from reasoner.plan.work import first_work, joined_rows
 from reasoner.storage.state import RelationStore, State
 from reasoner.support.deadline import Check
+from reasoner.support.polars_on_demand import pl
 from reasoner.syntax.ast import Atom, Rule
 from reasoner.values.symbols import SymbolTable
 
@@ -110,7 +109,7 @@ def _stacked(parts: list[pl.DataFrame], arity: int = 0) -> pl.DataFrame:
     if len(parts) == 1:
         return parts[0]
     if any(WEIGHT in p.columns for p in parts):
-        one = pl.lit(1, dtype=INT).alias(WEIGHT)
+        one = pl.lit(1, dtype=pl.Int64).alias(WEIGHT)
         return pl.concat([p if WEIGHT in p.columns else p.with_columns(one) for p in parts])
     return pl.concat(parts)
 
@@ -155,25 +154,6 @@ class _Frames:
         return self.projections[key]
 
 
-class _Job:
-    """One Polars plan of the stratum: the rule from one driver, its I_{k-2} positions."""
-
-    __slots__ = ("driver", "head", "older", "plan")
-
-    def __init__(
-        self, plan: JoinPlan, older: set[int], symbols: SymbolTable, stratum: Stratum
-    ) -> None:
-        static = (
-            frozenset(atom.relation for atom in plan.rule.body if isinstance(atom, Atom))
-            - stratum.relations
-        )
-        self.plan = PolarsPlan(plan, symbols, static)
-        self.head = plan.rule.head.relation
-        self.older = older
-        driver = plan.driver
-        self.driver = atom_at(plan.rule, driver.index).relation if driver.kind == "atom" else None
-
-
 class VectorizedStratum:
     """Algorithm 2 for one stratum, iteration by iteration in Polars or in the reference loop."""
 
@@ -196,10 +176,12 @@ class VectorizedStratum:
         self.small = SMALL_ITERATION if small_iteration is None else small_iteration
         self.small_delta = DELTA_ITERATION if small_iteration is None else small_iteration
         self.growing: dict[str, Growing | Stale] = {
-            name: Growing(state[name].arity, frame_of_store(state[name]))
+            name: Growing(
+                state[name].arity, KernelRows.of(state[name], state[name].table.committed_rows())
+            )
             for name in stratum.relations
         }
-        self._delta_jobs: list[_Job] | None = None
+        self._delta_jobs: list[RuleJob] | None = None
         self._kernel_delta: dict[str, np.ndarray] | None = None
         """N_{k-1} as row ids when the kernel made it (None when Polars did)."""
 
@@ -220,14 +202,14 @@ class VectorizedStratum:
             return True
         return (KERNEL_ROW_COST - 1) * work.driving + INDEX_ROW_COST * work.indexed < work.joined
 
-    def _kernel_limit(self, jobs: list[_Job]) -> int:
+    def _kernel_limit(self, jobs: list[RuleJob]) -> int:
         """The driving rows (N_{k-1}) below which an iteration after the first runs on the
         kernel: `DELTA_ITERATION`, or more where the probes are selective (the kernel costs
         `KERNEL_ROW_COST` d against Polars' d plus the rows it joins with)."""
         if self.small_delta == 0:
             return 0
         relations = self.state.relations
-        joined = sum(joined_rows(job.plan.plan, relations) for job in jobs)
+        joined = sum(joined_rows(job.join, relations) for job in jobs)
         return max(self.small_delta, joined // (KERNEL_ROW_COST - 1))
 
     # -- one iteration -----------------------------------------------------------------------
@@ -273,7 +255,7 @@ class VectorizedStratum:
             for name in self.stratum.relations
         }
 
-    def _polars(self, jobs: list[_Job], k: int) -> dict[str, New]:
+    def _polars(self, jobs: list[RuleJob], k: int) -> dict[str, New]:
         """Evaluate `jobs` over the frames, group by head, drop heads in I_{k-1}, load N_k."""
         self._kernel_delta = None
         relations = self.stratum.relations
@@ -315,7 +297,7 @@ class VectorizedStratum:
         return {name: self._load_new_heads(name, parts, k) for name, parts in results.items()}
 
     def _run_job(
-        self, job: _Job, driver: pl.DataFrame | None, projected: Projected, parts: list
+        self, job: RuleJob, driver: pl.DataFrame | None, projected: Projected, parts: list
     ) -> None:
         """Append the head rows of `job` over `driver` to `parts`. Under a cancellation check
         the driver is cut into slices with the check between them (a plan is linear in its
@@ -414,7 +396,7 @@ class VectorizedStratum:
         `_w` column (1 where its frame had none)."""
         assert self.check is not None
         partitions: list[list[pl.DataFrame]] = [[] for _ in range(count)]
-        one = pl.lit(1, dtype=INT).alias(WEIGHT)
+        one = pl.lit(1, dtype=pl.Int64).alias(WEIGHT)
         for frame in frames:
             for start in range(0, frame.height, _PARTITION_ROWS):
                 self.check()
@@ -431,7 +413,7 @@ class VectorizedStratum:
 
     # -- the fixpoint ------------------------------------------------------------------------
 
-    def _delta_jobs_list(self) -> list[_Job]:
+    def _delta_jobs_list(self) -> list[RuleJob]:
         if self._delta_jobs is None:
             jobs = []
             relations = self.stratum.relations
@@ -442,7 +424,7 @@ class VectorizedStratum:
                 ]
                 for n, pos in enumerate(positions):
                     jobs.append(
-                        _Job(
+                        RuleJob(
                             plan_rule(rule, pos, sizes),
                             set(positions[:n]),
                             self.symbols,
@@ -478,7 +460,7 @@ class VectorizedStratum:
         if self._first_on_kernel(plans):
             new = self._reference_first()
         else:
-            jobs = [_Job(plan, set(), self.symbols, stratum) for plan in plans]
+            jobs = [RuleJob(plan, set(), self.symbols, stratum) for plan in plans]
             new = self._polars(jobs, 1)
         derived = self._advance(new)
         if stratum.recursive and not self._joins_old():
@@ -496,7 +478,7 @@ class VectorizedStratum:
                 assert job.driver is not None  # a delta plan is driven by its delta
                 rel = live(self.growing[job.driver])
                 rows += rel.delta_size()
-                work += rel.matching(self.state[job.driver], job.plan.driver_pattern)
+                work += rel.matching(self.state[job.driver], job.driver_pattern)
             if rows == 0:
                 break
             limit = self._kernel_limit(jobs)

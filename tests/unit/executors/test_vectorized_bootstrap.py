@@ -476,9 +476,9 @@ def test_the_kernel_takes_iterations_that_polars_does_not_pay_for(monkeypatch) -
 
 
 def test_the_kernels_rows_become_frames_only_when_polars_reads_them(monkeypatch) -> None:
-    """N_k from the kernel stays row ids of the state: a stratum that the kernel runs to its
-    end makes no frame of them; a Polars iteration after a kernel iteration reads them as its
-    delta, and the state is the reference's."""
+    """N_k from the kernel, and the stratum's own facts, stay row ids of the state: a stratum
+    that the kernel runs to its end makes no frame of them; a Polars iteration after a kernel
+    iteration reads them as its delta and its old tuples, and the state is the reference's."""
     made: list[int] = []
     frame = growing.KernelRows.frame
 
@@ -499,7 +499,7 @@ def test_the_kernels_rows_become_frames_only_when_polars_reads_them(monkeypatch)
     # Iteration 1 joins nothing (the kernel's, whatever the bound); the next ones Polars'.
     squared = kernel_only.replace("edge(y, z)", "tc(y, z)")
     _compare(check_program(squared), {"edge": chains}, small_iteration=1)
-    assert made == [len(chains)]
+    assert made == [len(chains), 0]  # N_1 as the delta, then tc's facts (none) as I_0
 
 
 def test_kernel_rows_join_the_old_tuples_in_order() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -22,13 +23,15 @@ from tests.conftest import examples
 FIELDS = st.sampled_from(
     ["0", "7", "-3", "+5", "007", "9223372036854775807", "9223372036854775808", "-", "", "a b",
      "é", '"q"', "1.5", " 1", "x\r", "\\", "--5", "5-", "+-1", "-9223372036854775808",
-     "\ufeff", "\ufeff1", " ", "#", "NA", "null", "\x00"]
+     "\ufeff", "\ufeff1", " ", "#", "NA", "null", "\x00", "-0", "18446744073709551615",
+     "18446744073709551616", "99999999999999999999999", "\t"]
 )  # fmt: skip
 
 
 @st.composite
 def bodies(draw: st.DrawFn) -> tuple[str, tuple[str, ...], str]:
-    types = tuple(draw(st.lists(st.sampled_from(["number", "symbol"]), min_size=1, max_size=3)))
+    kinds = st.sampled_from(["number", "unsigned", "symbol"])
+    types = tuple(draw(st.lists(kinds, min_size=1, max_size=3)))
     delimiter = draw(st.sampled_from(["\t", ","]))
     lines = draw(
         st.lists(st.lists(FIELDS, min_size=len(types) - 1, max_size=len(types) + 1), max_size=6)
@@ -58,6 +61,19 @@ def test_a_plain_body_is_read_as_columns() -> None:
     batch = parse_facts_batch("1\ta\n-2\tb c\n", ("number", "symbol"))
     assert isinstance(batch, FactBatch)
     assert list(batch) == [(1, "a"), (-2, "b c")]
+
+
+def test_a_body_of_numbers_is_read_without_polars() -> None:
+    """Numbers only: read in C into the engine's columns, no frame made (which would import
+    Polars); an unsigned value past 2**63 is held as its bit pattern."""
+    batch = parse_facts_batch("1\t18446744073709551615\n-2\t+3", ("number", "unsigned"))
+    assert isinstance(batch, FactBatch)
+    assert batch.numbers is not None and batch._frame is None
+    assert [column.tolist() for column in batch.numbers] == [[1, -2], [-1, 3]]
+    assert list(batch) == [(1, (1 << 64) - 1), (-2, 3)]
+    assert batch.matches(("number", "unsigned")) and not batch.matches(("number", "number"))
+    assert batch[1] == (-2, 3) and list(batch[1:]) == [(-2, 3)]
+    assert batch.frame.rows() == list(batch)
 
 
 PROGRAM = ".decl e(x: number, s: symbol)\nr(s) :- e(x, s), x > 1.\n"
@@ -129,6 +145,29 @@ def test_a_batch_writes_what_format_rows_writes(
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "r.csv"
         write_csv(path, FactBatch.of_rows(rows, ("number", "symbol")), delimiter)
+        assert path.read_bytes() == format_rows(rows, delimiter).encode("utf-8")
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(
+    rows=st.lists(
+        st.tuples(st.integers(-(1 << 63), (1 << 63) - 1), st.integers(0, (1 << 64) - 1)),
+        max_size=30,
+    ),
+    delimiter=st.sampled_from(["\t", ",", "::"]),
+)
+def test_a_batch_of_numbers_writes_what_format_rows_writes(
+    rows: list[tuple[int, int]], delimiter: str
+) -> None:
+    """The same bytes from the engine's columns, sorted and deduplicated in NumPy (an
+    unsigned value by its value, not its bit pattern)."""
+    columns = [
+        np.array([row[0] for row in rows], dtype=np.int64),
+        np.array([row[1] for row in rows], dtype=np.uint64).view(np.int64),
+    ]
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "r.csv"
+        write_csv(path, FactBatch.of_numbers(columns, ("number", "unsigned")), delimiter)
         assert path.read_bytes() == format_rows(rows, delimiter).encode("utf-8")
 
 
