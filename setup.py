@@ -1,6 +1,6 @@
 """The compiled part of the engine (Cython): the state's tables (`reasoner.storage.table`) and
 the Update kernel that runs over them (`reasoner.kernel.interpreter`), the reader and writer
-of fact files of numbers (`reasoner.io.number_text`), and the live feed's writes to
+of fact files of numbers and symbols (`reasoner.io.fact_text`), and the live feed's writes to
 many sockets at once (`service.feed.socket_fanout`). Everything else about the
 package is in pyproject.toml; setuptools reads this file only for the extensions."""
 
@@ -14,7 +14,7 @@ setup(
             for name, path in [
                 ("reasoner.storage.table", "reasoner/storage/table.pyx"),
                 ("reasoner.kernel.interpreter", "reasoner/kernel/interpreter.pyx"),
-                ("reasoner.io.number_text", "reasoner/io/number_text.pyx"),
+                ("reasoner.io.fact_text", "reasoner/io/fact_text.pyx"),
                 ("service.feed.socket_fanout", "service/feed/socket_fanout.pyx"),
             ]
         ],

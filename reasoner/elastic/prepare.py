@@ -126,8 +126,8 @@ def encoded_columns(
     file, so that new symbols take the numbers Soufflé gives them
     (`reasoner.analysis.symbol_order`); for a program that shows them (`ord`, `autoinc()`),
     as it costs a third more than a column at a time."""
-    if batch.numbers is not None:  # engine columns already (`FactBatch.of_numbers`)
-        return list(batch.numbers)
+    if batch.encoded is not None:  # engine columns already, interned row by row
+        return batch.encoded_in(symbols)
     frame = batch.frame
     kinds = dict(zip(frame.columns, info.value_types, strict=True))
     textual = [name for name, kind in kinds.items() if kind == SYMBOL]

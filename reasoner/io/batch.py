@@ -8,31 +8,35 @@ them as a columnar segment.
 
 Columns are named `c0, c1, ...` by position and typed by the relation's column types
 (`number` as Int64, `unsigned` as UInt64, `symbol` and a record's text as String). A relation
-of arity 0 has no columns to count its rows, so its facts stay rows.
+of arity 0 has no columns to count its rows, so its facts stay rows. A batch read from a file
+or taken from the state holds the engine's columns instead (`FactBatch.of_encoded`: numbers
+and symbols' ids), written out in C, and makes a frame only when one is asked for.
 """
 
 from __future__ import annotations
 
-import io
 import os
 from collections.abc import Iterator, Sequence
-from typing import BinaryIO, cast, overload
+from typing import Any, BinaryIO, cast, overload
 
 import numpy as np
 
+from reasoner.io.fact_text import (
+    NUMBER_FIELD,
+    SYMBOL_FIELD,
+    UNSIGNED_FIELD,
+    parse_fields,
+    write_fields,
+)
 from reasoner.io.facts import parse_facts_text, read_fact_file
-from reasoner.io.number_text import parse_numbers, write_numbers
 from reasoner.support.polars_on_demand import pl
 from reasoner.values import floats
 from reasoner.values.records import ValueType, storage_type
+from reasoner.values.symbols import SymbolTable
 from reasoner.values.types import FLOAT, NUMBER, RECORD, SYMBOL, UNSIGNED, ColumnType, Value
 
 Row = tuple[Value, ...]
 
-_NUMBER_FIELD = r"^[+-]?[0-9]+$"
-_UNSIGNED_FIELD = r"^\+?[0-9]+$"
-BOM = "\ufeff".encode()
-"""What a `number` (an `unsigned`) field may hold (as `reasoner.io.facts` reads one)."""
 _DTYPE_NAMES = {
     NUMBER: "Int64",
     UNSIGNED: "UInt64",
@@ -41,8 +45,9 @@ _DTYPE_NAMES = {
     RECORD: "String",
 }
 """The Polars type of each column type, by name: Polars is imported only when used."""
-INTEGERS = (NUMBER, UNSIGNED)
-"""The column types a batch may hold as engine columns, without Polars (`FactBatch.numbers`)."""
+_FIELD_KINDS = {NUMBER: NUMBER_FIELD, UNSIGNED: UNSIGNED_FIELD, SYMBOL: SYMBOL_FIELD}
+"""The column types a batch may hold encoded, without Polars (`FactBatch.encoded`), as
+`reasoner.io.fact_text` names them."""
 
 
 def column_names(arity: int) -> list[str]:
@@ -62,9 +67,12 @@ def polars_type(kind: ColumnType) -> pl.DataType:
     return cast("pl.DataType", getattr(pl, _DTYPE_NAMES[kind])())
 
 
-def _unsigned_flags(types: Sequence[ColumnType]) -> np.ndarray:
-    """Per column, 1 for `unsigned` (`reasoner.io.number_text`'s flags)."""
-    return np.array([kind == UNSIGNED for kind in types], dtype=np.uint8)
+def field_kinds(types: Sequence[ValueType]) -> np.ndarray | None:
+    """The columns' kinds as `reasoner.io.fact_text` takes them; None when a column is of a
+    type it does not read or write (a float, a record)."""
+    if not types or any(kind not in _FIELD_KINDS for kind in types):
+        return None
+    return np.array([_FIELD_KINDS[cast(ColumnType, kind)] for kind in types], dtype=np.uint8)
 
 
 def engine_numbers(column: pl.Series) -> np.ndarray:
@@ -84,49 +92,79 @@ def user_numbers(column: np.ndarray, kind: ColumnType) -> np.ndarray:
 
 class FactBatch(Sequence[Row]):
     """Rows of one relation (arity > 0) in user values, held as a Polars frame; or, for a
-    relation of numbers read or decoded without Polars, as engine columns (`numbers`) until
-    something asks for the frame."""
+    relation of numbers and symbols read or decoded without Polars, as the engine's columns
+    (`encoded`) until something asks for the frame."""
 
-    __slots__ = ("_frame", "_types", "numbers", "ordered")
+    __slots__ = ("_frame", "_own_symbols", "_types", "encoded", "ordered", "symbols")
 
     def __init__(self, frame: pl.DataFrame, ordered: bool = False) -> None:
         if not frame.width:
             raise ValueError("a batch of facts has at least one column")
         self._frame: pl.DataFrame | None = frame
         self._types: tuple[ColumnType, ...] = ()
-        self.numbers: tuple[np.ndarray, ...] | None = None
+        self.encoded: tuple[np.ndarray, ...] | None = None
         """The columns as the engine holds them, when the batch was made of them
-        (`of_numbers`): int64, an unsigned value as its 64-bit pattern."""
+        (`of_encoded`): int64, an unsigned value as its 64-bit pattern, a symbol as its id
+        in `symbols`."""
+        self.symbols: SymbolTable | None = None
+        self._own_symbols = False
         self.ordered = ordered
         """The rows are distinct and in value order already (`Materialization.batch`)."""
 
     @classmethod
-    def of_numbers(
-        cls, columns: Sequence[np.ndarray], types: Sequence[ValueType], ordered: bool = False
+    def of_encoded(
+        cls,
+        columns: Sequence[np.ndarray],
+        types: Sequence[ValueType],
+        symbols: SymbolTable | None = None,
+        *,
+        ordered: bool = False,
+        own_symbols: bool = False,
     ) -> FactBatch:
-        """Engine columns of one length (int64) of a relation whose columns are all `number`
-        or `unsigned` (`INTEGERS`)."""
-        if not columns or any(kind not in INTEGERS for kind in types):
-            raise ValueError("a batch of numbers has number or unsigned columns only")
+        """Engine columns of one length (int64) of a relation whose columns are `number`,
+        `unsigned` or `symbol`, a symbol's id one of `symbols`. `own_symbols`: the table is
+        the batch's own, each of its symbols in the columns, numbered as met row by row (what
+        the reader makes): `encoded_in` then interns them without looking for them."""
+        if not columns or field_kinds(types) is None:
+            raise ValueError("an encoded batch has number, unsigned or symbol columns only")
+        if symbols is None and SYMBOL in types:
+            raise ValueError("an encoded batch of symbols needs their table")
         batch = cls.__new__(cls)
         batch._frame = None
         batch._types = tuple(cast(ColumnType, kind) for kind in types)
-        batch.numbers = tuple(columns)
+        batch.encoded = tuple(columns)
+        batch.symbols = symbols
+        batch._own_symbols = own_symbols
         batch.ordered = ordered
         return batch
 
     @property
     def frame(self) -> pl.DataFrame:
-        """The rows as a Polars frame (made from `numbers` on the first read)."""
+        """The rows as a Polars frame (made from `encoded` on the first read)."""
         if self._frame is None:
-            assert self.numbers is not None
-            columns = [
-                user_numbers(column, kind)
-                for column, kind in zip(self.numbers, self._types, strict=True)
-            ]
+            assert self.encoded is not None
+            columns = [self._user_column(c, series=True) for c in range(len(self._types))]
             schema = frame_schema(self._types)
             self._frame = pl.DataFrame(dict(zip(schema, columns, strict=True)), schema=schema)
         return self._frame
+
+    def encoded_in(self, symbols: SymbolTable) -> list[np.ndarray]:
+        """The encoded columns with their symbols' ids in `symbols` (interning the new ones,
+        in the order a row-by-row reading meets them)."""
+        assert self.encoded is not None
+        at = [c for c, kind in enumerate(self._types) if kind == SYMBOL]
+        if not at or self.symbols is symbols:
+            return list(self.encoded)
+        assert self.symbols is not None
+        if self._own_symbols:
+            order = np.arange(len(self.symbols))
+        else:  # ids by first occurrence, row by row
+            met = np.stack([self.encoded[c] for c in at], axis=1).reshape(-1)
+            distinct, first = np.unique(met, return_index=True)
+            order = distinct[np.argsort(first, kind="stable")]
+        mapping = np.zeros(int(order.max(initial=-1)) + 1, dtype=np.int64)
+        mapping[order] = symbols.intern_column(self.symbols.resolve_column(order))
+        return [mapping[column] if c in at else column for c, column in enumerate(self.encoded)]
 
     @classmethod
     def of_rows(cls, rows: Sequence[Sequence[Value]], types: Sequence[ColumnType]) -> FactBatch:
@@ -179,44 +217,56 @@ class FactBatch(Sequence[Row]):
 
     def matches(self, types: Sequence[ValueType]) -> bool:
         """Whether the batch has exactly the columns of a relation of these types."""
-        if self.numbers is not None:
+        if self.encoded is not None:
             return self._types == tuple(map(storage_type, types))
         return self.frame.schema == pl.Schema(frame_schema(types))
 
     def __len__(self) -> int:
-        return len(self.numbers[0]) if self.numbers is not None else self.frame.height
+        return len(self.encoded[0]) if self.encoded is not None else self.frame.height
 
     def __iter__(self) -> Iterator[Row]:
-        if self.numbers is None:
+        if self.encoded is None:
             return self.frame.iter_rows()
-        return zip(*(self._user_column(c).tolist() for c in range(len(self.numbers))), strict=True)
+        columns = [self._user_column(c) for c in range(len(self._types))]
+        return zip(*(c if isinstance(c, list) else c.tolist() for c in columns), strict=True)
 
-    def _user_column(self, column: int) -> np.ndarray:
-        assert self.numbers is not None
-        return user_numbers(self.numbers[column], self._types[column])
+    def _user_column(self, column: int, series: bool = False) -> Any:
+        """An encoded column in user values: numbers as an array, symbols as a list of
+        strings (a Polars column when `series`)."""
+        assert self.encoded is not None
+        values, kind = self.encoded[column], self._types[column]
+        if kind != SYMBOL:
+            return user_numbers(values, kind)
+        assert self.symbols is not None
+        if series:
+            return self.symbols.resolve_series(values)
+        return self.symbols.resolve_column(values)
 
     @overload
     def __getitem__(self, index: int) -> Row: ...
     @overload
     def __getitem__(self, index: slice) -> FactBatch: ...
     def __getitem__(self, index: int | slice) -> Row | FactBatch:
-        if self.numbers is None:
+        if self.encoded is None:
             return (
                 FactBatch(self.frame[index]) if isinstance(index, slice) else self.frame.row(index)
             )
         if isinstance(index, slice):
-            return FactBatch.of_numbers([c[index] for c in self.numbers], self._types)
-        return tuple(self._user_column(c)[index].item() for c in range(len(self.numbers)))
+            sliced = [c[index] for c in self.encoded]
+            return FactBatch.of_encoded(sliced, self._types, self.symbols)
+        at = range(len(self))[index]
+        row = [c[at : at + 1] for c in self.encoded]
+        return next(iter(FactBatch.of_encoded(row, self._types, self.symbols)))
 
     def write_sorted(self, path: str | os.PathLike[str] | BinaryIO, delimiter: str) -> bool:
         """Write the rows as `reasoner.io.facts.format_rows` does (distinct, sorted, fields
-        verbatim), in Polars: strings sort as Python's do, as UTF-8 bytes order as code
-        points. False, having written nothing, for a delimiter Polars cannot write (more than
-        one byte)."""
+        verbatim), in C for an encoded batch, else in Polars: strings sort as Python's do, as
+        UTF-8 bytes order as code points. False, having written nothing, for a delimiter of
+        more than one byte (which neither writes)."""
         if len(delimiter.encode("utf-8")) != 1:
             return False
-        if self.numbers is not None:
-            self._write_numbers(path, delimiter)
+        if self.encoded is not None:
+            self._write_encoded(path, delimiter)
             return True
         frame = self.frame if self.ordered else self.frame.unique().sort(self.frame.columns)
         floating = [name for name, dtype in frame.schema.items() if dtype == pl.Float64()]
@@ -234,12 +284,17 @@ class FactBatch(Sequence[Row]):
         )
         return True
 
-    def _write_numbers(self, path: str | os.PathLike[str] | BinaryIO, delimiter: str) -> None:
-        """`write_sorted` of a batch of `numbers`, sorted and deduplicated in NumPy."""
-        assert self.numbers is not None
-        columns = list(self.numbers)
+    def _write_encoded(self, path: str | os.PathLike[str] | BinaryIO, delimiter: str) -> None:
+        """`write_sorted` of an encoded batch, sorted and deduplicated in NumPy (a symbol
+        by its rank among the table's), written in C."""
+        assert self.encoded is not None
+        columns = list(self.encoded)
         if not self.ordered and len(columns[0]):
-            keys = [self._user_column(c) for c in range(len(columns))]
+            ranks = self.symbols.order_keys() if self.symbols is not None else None
+            keys = [
+                ranks[column] if kind == SYMBOL else user_numbers(column, kind)  # type: ignore[index]
+                for column, kind in zip(columns, self._types, strict=True)
+            ]
             order = np.lexsort(keys[::-1])
             columns = [column[order] for column in columns]
             repeated = np.ones(len(order), dtype=bool)
@@ -247,12 +302,13 @@ class FactBatch(Sequence[Row]):
                 repeated[1:] &= column[1:] == column[:-1]
             repeated[0] = False
             columns = [column[~repeated] for column in columns]
-        flags = _unsigned_flags(self._types)
-        if isinstance(path, str | os.PathLike):
-            with open(path, "wb") as out:
-                write_numbers(out, columns, flags, ord(delimiter))
-        else:
-            write_numbers(path, columns, flags, ord(delimiter))
+        kinds = field_kinds(self._types)
+        strings = self.symbols.since(0) if self.symbols is not None else None
+        if not isinstance(path, str | os.PathLike):
+            write_fields(path, columns, kinds, strings, ord(delimiter))
+            return
+        with open(path, "wb") as out:
+            write_fields(out, columns, kinds, strings, ord(delimiter))
 
     def __repr__(self) -> str:
         return f"FactBatch({len(self)} rows, {len(self._types) or self.frame.width} columns)"
@@ -274,101 +330,34 @@ def parse_facts_batch(
     """`parse_facts_text`, as columns when the relation has any. `body`: text, or its UTF-8
     bytes (a large body is not decoded when it need not be).
 
-    A body of numbers only is read in C (`_read_numbers`), any other well-formed body by
-    Polars, each in one pass; anything they cannot read exactly as
-    `parse_facts_text` would (an empty line, a carriage return, a field that is not a plain
-    64-bit decimal, a line with another number of fields) goes to `parse_facts_text`, which
-    either reads it or names the first bad line."""
+    A body of numbers and symbols is read in C, in one pass, into the engine's columns
+    (`_read_fields`); anything that reader does not take exactly as `parse_facts_text` would
+    (a float or a record, an empty field or a line with another number of fields, a number
+    that is not a plain 64-bit decimal) goes to `parse_facts_text`, which either reads it or
+    names the first bad line."""
     data = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
     if types and b"\r" in data and b"\r\n" in data:  # a byte is found at memchr's speed
         data = data.replace(b"\r\n", b"\n")
-    numbers = _read_numbers(data, types, delimiter)
-    if numbers is not None:
-        return numbers
-    plain = [kind for kind in types if kind in (NUMBER, UNSIGNED, SYMBOL)]
-    fast = _read_plain(data, plain, delimiter) if plain and len(plain) == len(types) else None
-    if fast is not None:
-        return FactBatch(fast)
+    encoded = _read_fields(data, types, delimiter)
+    if encoded is not None:
+        return encoded
     text = body if isinstance(body, str) else body.decode("utf-8")
     rows = parse_facts_text(text, types, filename, delimiter)
     return FactBatch.of_rows(rows, [storage_type(kind) for kind in types]) if types else rows
 
 
-def _read_numbers(data: bytes, types: Sequence[ValueType], delimiter: str) -> FactBatch | None:
-    """A body of `number` and `unsigned` columns as a batch of `numbers`, read in C
-    (`reasoner.io.number_text`): None when its types are others or the text is not plain."""
-    if not types or any(kind not in INTEGERS for kind in types):
+def _read_fields(data: bytes, types: Sequence[ValueType], delimiter: str) -> FactBatch | None:
+    """A body of `number`, `unsigned` and `symbol` columns as an encoded batch with its own
+    symbol table, read in C (`reasoner.io.fact_text`): None when a column is of another type,
+    or the text is not plain."""
+    kinds = field_kinds(types)
+    if kinds is None or len(delimiter) != 1 or not delimiter.isascii():
         return None
-    if len(delimiter) != 1 or not delimiter.isascii():
-        return None
-    kinds = [cast(ColumnType, kind) for kind in types]
-    rows = parse_numbers(data, _unsigned_flags(kinds), ord(delimiter))
+    ids: dict[str, int] = {}
+    strings: list[str] = []
+    rows = parse_fields(data, kinds, ord(delimiter), ids, strings)
     if rows is None:
         return None
-    return FactBatch.of_numbers([np.ascontiguousarray(column) for column in rows.T], kinds)
-
-
-def _fields_line_up(data: bytes, delimiter: str, arity: int, rows: int) -> bool:
-    """Whether there are `rows` lines, none empty, each of `arity` fields. Polars skips an
-    empty line, pads a short one and takes a trailing separator as the end of a line, so it
-    cannot say: the lines and separators are counted here, a pass in numpy."""
-    text = np.frombuffer(data, dtype=np.uint8)
-    ends = np.flatnonzero(text == ord("\n"))
-    if not data.endswith(b"\n"):
-        ends = np.append(ends, len(text))
-    if len(ends) != rows or (rows and (ends[0] == 0 or (np.diff(ends) == 1).any())):
-        return False
-    separators = np.flatnonzero(text == ord(delimiter))
-    if len(separators) != (arity - 1) * rows:
-        return False
-    if arity == 1 or not rows:
-        return True
-    # As many separators as the lines need: each line's must all lie within it.
-    per_line = separators.reshape(rows, arity - 1)
-    starts = np.concatenate(([-1], ends[:-1]))
-    return bool((per_line[:, 0] > starts).all() and (per_line[:, -1] < ends).all())
-
-
-def _read_plain(data: bytes, types: Sequence[ColumnType], delimiter: str) -> pl.DataFrame | None:
-    """The body as a typed frame, or None when it is not plain (see `parse_facts_batch`)."""
-    if len(delimiter) != 1 or not delimiter.isascii() or delimiter == "\r" or not data:
-        return None
-    if data.startswith(BOM) or b"\r" in data:
-        return None  # Polars would skip a byte-order mark: it is part of the first field
-    arity = len(types)
-    names = column_names(arity)
-    # Numbers only, and no byte a number field cannot hold (Polars would skip a space): read
-    # as integers at once. Otherwise as strings, the numbers checked and cast after.
-    direct = all(kind == NUMBER for kind in types) and not data.translate(
-        None, b"0123456789+-\n" + delimiter.encode("ascii")
-    )
-    try:
-        raw = pl.read_csv(
-            io.BytesIO(data),
-            has_header=False,
-            separator=delimiter,
-            quote_char=None,
-            schema=dict.fromkeys(names, pl.Int64() if direct else pl.String()),
-            empty_string_is_null=False,
-            truncate_ragged_lines=False,
-            raise_if_empty=False,
-            eol_char="\n",
-        )
-    except pl.exceptions.PolarsError:
-        return None
-    if raw.width != arity or not _fields_line_up(data, delimiter, arity, raw.height):
-        return None
-    if direct:  # an empty field is null
-        return raw if not any(raw.null_count().row(0)) else None
-    for kind, pattern in ((NUMBER, _NUMBER_FIELD), (UNSIGNED, _UNSIGNED_FIELD)):
-        numbers = [name for name, other in zip(names, types, strict=True) if other == kind]
-        if not numbers:
-            continue
-        plain = raw.select(pl.all_horizontal(pl.col(numbers).str.contains(pattern)).all())
-        if not plain.item():
-            return None
-        try:
-            raw = raw.with_columns(pl.col(numbers).cast(polars_type(kind), strict=True))
-        except pl.exceptions.PolarsError:  # past 64 bits
-            return None
-    return raw
+    columns = [np.ascontiguousarray(column) for column in rows.T]
+    own = SymbolTable(strings) if strings or SYMBOL in types else None
+    return FactBatch.of_encoded(columns, types, own, own_symbols=True)

@@ -16,7 +16,7 @@ from typing import cast
 import numpy as np
 
 from reasoner.analysis.model import RelationInfo
-from reasoner.io.batch import INTEGERS, FactBatch, user_numbers
+from reasoner.io.batch import FactBatch, field_kinds, user_numbers
 from reasoner.storage.state import RelationStore, State
 from reasoner.support.polars_on_demand import pl
 from reasoner.values import floats
@@ -56,8 +56,9 @@ def batch_of(
     if ordered:
         order = _value_order(symbols, info, columns, texts)
         texts = {index: (text.gather(order), rank) for index, (text, rank) in texts.items()}
-    if all(kind in INTEGERS for kind in info.types):
-        return FactBatch.of_numbers([column[order] for column in columns], info.types, ordered)
+    if field_kinds(info.types) is not None:
+        ordered_columns = [column[order] for column in columns]
+        return FactBatch.of_encoded(ordered_columns, info.types, symbols, ordered=ordered)
     decoded = [
         texts[index][0]
         if index in texts

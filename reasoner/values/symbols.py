@@ -123,17 +123,17 @@ class SymbolTable:
             self._strings.append(text)
         return ident
 
-    def intern_column(self, texts: Sequence[str] | pl.Series) -> np.ndarray:
+    def intern_column(self, texts: list[str] | tuple[str, ...] | pl.Series) -> np.ndarray:
         """The ids of a column of strings (interning the new ones), as int64. A Polars column
         is interned a distinct value at a time (in order of first occurrence, so the ids are
         those a row-by-row interning gives) and mapped back in Polars: a column repeats its
         values (LUBM's 300,000 fields hold 30,000 strings). A short one goes row by row: each
         Polars operation costs about a millisecond whatever its size."""
-        if isinstance(texts, pl.Series) and len(texts) < BULK_INTERN:
+        if not isinstance(texts, list | tuple):  # a Series (not asked: asking imports Polars)
+            if len(texts) >= BULK_INTERN:
+                return mapped_distinct(texts, self.intern)
             texts = texts.to_list()
-        if not isinstance(texts, pl.Series):
-            return np.fromiter(map(self.intern, texts), dtype=np.int64, count=len(texts))
-        return mapped_distinct(texts, self.intern)
+        return np.fromiter(map(self.intern, texts), dtype=np.int64, count=len(texts))
 
     def resolve_column(self, ids: np.ndarray) -> list[str]:
         """The strings of a column of ids: `resolve`, a column at a time."""

@@ -18,6 +18,7 @@ from reasoner.errors import InputDataError, InvalidDelta
 from reasoner.io.batch import FactBatch, parse_facts_batch
 from reasoner.io.facts import format_rows, parse_facts_text, write_csv
 from reasoner.materialization import Materialization
+from reasoner.values.symbols import SymbolTable
 from tests.conftest import examples
 
 FIELDS = st.sampled_from(
@@ -63,17 +64,41 @@ def test_a_plain_body_is_read_as_columns() -> None:
     assert list(batch) == [(1, "a"), (-2, "b c")]
 
 
-def test_a_body_of_numbers_is_read_without_polars() -> None:
-    """Numbers only: read in C into the engine's columns, no frame made (which would import
-    Polars); an unsigned value past 2**63 is held as its bit pattern."""
-    batch = parse_facts_batch("1\t18446744073709551615\n-2\t+3", ("number", "unsigned"))
+def test_a_body_of_numbers_and_symbols_is_read_without_polars() -> None:
+    """Read in C into the engine's columns, no frame made (which would import Polars): an
+    unsigned value past 2**63 as its bit pattern, symbols as ids of the batch's own table,
+    numbered as met row by row."""
+    text = "1\tb c\t18446744073709551615\n-2\ta\t+3\n5\tb c\t0"
+    batch = parse_facts_batch(text, ("number", "symbol", "unsigned"))
     assert isinstance(batch, FactBatch)
-    assert batch.numbers is not None and batch._frame is None
-    assert [column.tolist() for column in batch.numbers] == [[1, -2], [-1, 3]]
-    assert list(batch) == [(1, (1 << 64) - 1), (-2, 3)]
-    assert batch.matches(("number", "unsigned")) and not batch.matches(("number", "number"))
-    assert batch[1] == (-2, 3) and list(batch[1:]) == [(-2, 3)]
-    assert batch.frame.rows() == list(batch)
+    assert batch.encoded is not None and batch._frame is None and batch.symbols is not None
+    assert [column.tolist() for column in batch.encoded] == [[1, -2, 5], [0, 1, 0], [-1, 3, 0]]
+    assert batch.symbols.since(0) == ["b c", "a"]
+    rows = [(1, "b c", (1 << 64) - 1), (-2, "a", 3), (5, "b c", 0)]
+    assert list(batch) == rows
+    assert batch.matches(("number", "symbol", "unsigned"))
+    assert not batch.matches(("number", "symbol", "number"))
+    assert batch[1] == rows[1] and batch[-1] == rows[-1] and list(batch[1:]) == rows[1:]
+    with pytest.raises(IndexError):
+        batch[3]
+    assert batch._frame is None
+    assert batch.frame.rows() == rows
+
+
+def test_an_encoded_batch_interns_the_symbols_it_holds_as_met_row_by_row() -> None:
+    """Into another table, only the symbols its rows hold, numbered as a row-by-row reading
+    of them would number them."""
+    table = SymbolTable(["x", "y", "z", "w"])
+    batch = FactBatch.of_encoded(
+        [np.array([2, 0]), np.array([7, 8]), np.array([3, 2])],
+        ("symbol", "number", "symbol"),
+        table,
+    )
+    other = SymbolTable(["w"])
+    columns = batch.encoded_in(other)
+    assert other.since(0) == ["w", "z", "x"]
+    assert [column.tolist() for column in columns] == [[1, 2], [7, 8], [0, 1]]
+    assert [column.tolist() for column in batch.encoded_in(table)] == [[2, 0], [7, 8], [3, 2]]
 
 
 PROGRAM = ".decl e(x: number, s: symbol)\nr(s) :- e(x, s), x > 1.\n"
@@ -151,23 +176,31 @@ def test_a_batch_writes_what_format_rows_writes(
 @settings(max_examples=examples(200), deadline=None)
 @given(
     rows=st.lists(
-        st.tuples(st.integers(-(1 << 63), (1 << 63) - 1), st.integers(0, (1 << 64) - 1)),
+        st.tuples(
+            st.integers(-(1 << 63), (1 << 63) - 1),
+            st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=6),
+            st.integers(0, (1 << 64) - 1),
+        ),
         max_size=30,
     ),
     delimiter=st.sampled_from(["\t", ",", "::"]),
 )
-def test_a_batch_of_numbers_writes_what_format_rows_writes(
-    rows: list[tuple[int, int]], delimiter: str
+def test_an_encoded_batch_writes_what_format_rows_writes(
+    rows: list[tuple[int, str, int]], delimiter: str
 ) -> None:
-    """The same bytes from the engine's columns, sorted and deduplicated in NumPy (an
-    unsigned value by its value, not its bit pattern)."""
+    """The same bytes from the engine's columns, sorted and deduplicated in NumPy (a symbol
+    by its rank among the strings, an unsigned value by its value, not its bit pattern),
+    written in C."""
+    table = SymbolTable()
     columns = [
         np.array([row[0] for row in rows], dtype=np.int64),
-        np.array([row[1] for row in rows], dtype=np.uint64).view(np.int64),
+        table.intern_column([row[1] for row in rows]),
+        np.array([row[2] for row in rows], dtype=np.uint64).view(np.int64),
     ]
+    batch = FactBatch.of_encoded(columns, ("number", "symbol", "unsigned"), table)
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "r.csv"
-        write_csv(path, FactBatch.of_numbers(columns, ("number", "unsigned")), delimiter)
+        write_csv(path, batch, delimiter)
         assert path.read_bytes() == format_rows(rows, delimiter).encode("utf-8")
 
 
