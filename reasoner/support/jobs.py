@@ -15,7 +15,8 @@ rather than run with a number the user did not ask for.
 from __future__ import annotations
 
 import os
-import sys
+
+from reasoner.support.polars_on_demand import loaded as polars_loaded
 
 JOBS_VARIABLE = "REASONER_JOBS"
 POLARS_THREADS_VARIABLE = "POLARS_MAX_THREADS"
@@ -58,7 +59,7 @@ def apply_requested_jobs() -> None:
         jobs = requested_jobs()
     except JobsError:
         return
-    if jobs is not None and "polars" not in sys.modules:
+    if jobs is not None and not polars_loaded():
         os.environ[POLARS_THREADS_VARIABLE] = str(jobs)
 
 
@@ -68,7 +69,7 @@ def use_jobs(jobs: int) -> None:
     if jobs < 1:
         raise JobsError(f"jobs: expected an integer >= 1, got {jobs}")
     os.environ[JOBS_VARIABLE] = str(jobs)
-    if "polars" not in sys.modules:
+    if not polars_loaded():
         os.environ[POLARS_THREADS_VARIABLE] = str(jobs)
         return
     pool = polars_threads()
@@ -89,7 +90,7 @@ def polars_threads() -> int:
 def jobs_in_effect() -> int:
     """The threads the engine runs with: Polars' pool, once it exists; else what the
     environment asks for, or every available core."""
-    if "polars" in sys.modules:
+    if polars_loaded():
         return polars_threads()
     try:
         return parse_jobs(os.environ.get(POLARS_THREADS_VARIABLE, ""), POLARS_THREADS_VARIABLE)

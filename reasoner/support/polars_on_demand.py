@@ -1,7 +1,7 @@
 """Polars, imported the first time the engine uses it.
 
 Importing Polars takes about 75 ms and 36 MiB: a sixth of the time and a third of the peak
-of `reasoner run` on graph10000-rmat1k, whose facts are numbers (`reasoner.io.number_text`)
+of `reasoner run` on graph10000-rmat1k, whose facts are numbers (`reasoner.io.fact_text`)
 and whose iterations all run on the compiled kernel, so that it never calls Polars. The
 modules on such a run's path name Polars as `pl` from here: the first attribute read imports
 it, type checkers see the module itself.
@@ -13,10 +13,16 @@ wherever it happens, and reads `sys.modules` to know whether it has.
 from __future__ import annotations
 
 import importlib
+import sys
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["pl"]
+__all__ = ["loaded", "pl"]
+
+
+def loaded() -> bool:
+    """Whether Polars is imported in this process yet, by the engine or by anything else."""
+    return "polars" in sys.modules
 
 
 class _OnDemand:

@@ -59,6 +59,7 @@ from reasoner.plan.joins import JoinPlan, atom_at, plan_rule, positive_atoms
 from reasoner.plan.work import first_work, joined_rows
 from reasoner.storage.state import RelationStore, State
 from reasoner.support.deadline import Check
+from reasoner.support.polars_on_demand import loaded as polars_loaded
 from reasoner.support.polars_on_demand import pl
 from reasoner.syntax.ast import Atom, Rule
 from reasoner.values.symbols import SymbolTable
@@ -68,14 +69,21 @@ if TYPE_CHECKING:
 
 SMALL_ITERATION = 1_000_000
 """A first iteration driven by fewer rows than this runs the reference's plans (see above):
-since new heads keep their counts in their tables, the kernel is faster than Polars on every
-shape measured, 1:1 joins to fan-outs of 300 and products (60 k rows by keys of 200: 1.7 s
-against 2.5 s; docs/notes/notes-2026-12-01-staging.md). Past it Polars' threads may do
-better on many cores, where the kernel's count is serial."""
+since new heads keep their counts in their tables, the kernel is faster than Polars on most
+shapes measured, 1:1 joins to fan-outs of 300 and products (60 k rows by keys of 200: 1.7 s
+against 2.5 s; docs/notes/notes-2026-12-01-staging.md). Past it Polars' two threads win by
+1.2-2.2x (docs/notes/notes-2026-12-01-polars-free.md), and more on many cores, where the
+kernel's count is serial."""
 
 DELTA_ITERATION = 1_000_000
 """The same after iteration 1 (graph10000-rmat1k 0.26 -> 0.15 s;
 docs/notes/notes-2026-12-01-fold.md)."""
+
+POLARS_IMPORT_ROWS = 500_000
+"""Driving rows added to both bounds while Polars is not imported: the import (75 ms and
+36 MiB) outweighs what Polars saves on an iteration up to about half a million rows past
+them (iteration 1 alone, two lanes: crdt_linear's laterSibling2, 1.14 M rows, took both the
+same time; 1.6 M rows of 1:3 joins took the kernel 0.53 s, Polars 0.35 s)."""
 
 KERNEL_ROW_COST = 10
 INDEX_ROW_COST = 0.3
@@ -175,6 +183,7 @@ class VectorizedStratum:
         self.frames = frames
         self.small = SMALL_ITERATION if small_iteration is None else small_iteration
         self.small_delta = DELTA_ITERATION if small_iteration is None else small_iteration
+        self.import_rows = POLARS_IMPORT_ROWS if small_iteration is None else 0
         self.growing: dict[str, Growing | Stale] = {
             name: Growing(
                 state[name].arity, KernelRows.of(state[name], state[name].table.committed_rows())
@@ -198,7 +207,7 @@ class VectorizedStratum:
         if self.small == 0:
             return False
         work = first_work(plans, self.state.relations)
-        if work.driving + work.indexed < self.small or not work.joined:
+        if work.driving + work.indexed < self._bound(self.small) or not work.joined:
             return True
         return (KERNEL_ROW_COST - 1) * work.driving + INDEX_ROW_COST * work.indexed < work.joined
 
@@ -210,7 +219,11 @@ class VectorizedStratum:
             return 0
         relations = self.state.relations
         joined = sum(joined_rows(job.join, relations) for job in jobs)
-        return max(self.small_delta, joined // (KERNEL_ROW_COST - 1))
+        return max(self._bound(self.small_delta), joined // (KERNEL_ROW_COST - 1))
+
+    def _bound(self, rows: int) -> int:
+        """A bound on an iteration's rows, raised while Polars is not imported."""
+        return rows if polars_loaded() else rows + self.import_rows
 
     # -- one iteration -----------------------------------------------------------------------
 

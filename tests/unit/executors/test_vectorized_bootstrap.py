@@ -557,3 +557,30 @@ def test_matching_estimates_the_rows_a_pattern_keeps_in_every_form_of_the_delta(
         rel.advance(*delta)
         assert rel.matching(store, keeps) == exact
         assert rel.matching(store, None) == len(rows)
+
+
+def test_until_polars_is_imported_larger_iterations_stay_on_the_kernel(monkeypatch) -> None:
+    """Both bounds are `POLARS_IMPORT_ROWS` higher while Polars is not imported: its import
+    costs about what it saves on that many rows. A bound given explicitly stays as given."""
+    analyzed = check_program(
+        ".decl e(x: number, y: number)\n.decl p(x: number)\np(x) :- e(x, _).\n"
+    )
+    symbols = SymbolTable()
+    state = _initial_state(analyzed, {"e": [(1, 2)]}, symbols)
+    arities = {name: info.arity for name, info in analyzed.relations.items()}
+    (stratum,) = analyzed.strata
+
+    def bounds(**options: int) -> tuple[int, int]:
+        frames = vectorized_executor._Frames(state)
+        run = vectorized_executor.VectorizedStratum(
+            stratum, state, symbols, arities, frames, **options
+        )
+        return run._bound(run.small), run._bound(run.small_delta)
+
+    small, delta = vectorized_executor.SMALL_ITERATION, vectorized_executor.DELTA_ITERATION
+    extra = vectorized_executor.POLARS_IMPORT_ROWS
+    monkeypatch.setattr(vectorized_executor, "polars_loaded", lambda: True)
+    assert bounds() == (small, delta)
+    monkeypatch.setattr(vectorized_executor, "polars_loaded", lambda: False)
+    assert bounds() == (small + extra, delta + extra)
+    assert bounds(small_iteration=5) == (5, 5)
