@@ -125,7 +125,8 @@ def encoded_columns(
     symbol columns are interned together, row by row and left to right, as Soufflé reads a
     file, so that new symbols take the numbers Soufflé gives them
     (`reasoner.analysis.symbol_order`); for a program that shows them (`ord`, `autoinc()`),
-    as it costs a third more than a column at a time."""
+    as it costs a third more than a column at a time. An encoded batch (a file's, read in
+    C) is interned row by row whatever `row_order` says, at no extra cost."""
     if batch.encoded is not None:  # engine columns already, interned row by row
         return batch.encoded_in(symbols)
     frame = batch.frame
@@ -466,7 +467,7 @@ def _given(
                 out[name] = given
                 continue
             keep = _members(rows, engine.columns) & _first_occurrences(engine.columns)
-            out[name] = FactBatch(given.frame.filter(pl.Series(keep)))
+            out[name] = given.filtered(keep)
         else:
             first: dict[Tuple, tuple[Value, ...]] = {}
             for t, row in zip(engine, given, strict=True):

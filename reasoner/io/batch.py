@@ -16,7 +16,7 @@ and symbols' ids), written out in C, and makes a frame only when one is asked fo
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, BinaryIO, cast, overload
 
 import numpy as np
@@ -75,6 +75,29 @@ def field_kinds(types: Sequence[ValueType]) -> np.ndarray | None:
     return np.array([_FIELD_KINDS[cast(ColumnType, kind)] for kind in types], dtype=np.uint8)
 
 
+def value_order(
+    columns: Sequence[np.ndarray],
+    types: Sequence[ColumnType],
+    symbols: SymbolTable | None,
+    record_ranks: Mapping[int, np.ndarray] | None = None,
+) -> np.ndarray:
+    """The permutation that puts rows of engine columns in value order: symbols by their
+    rank among `symbols`, records by the rank of their text (`record_ranks`, per column),
+    floats and unsigned by value."""
+    ranks = symbols.order_keys() if symbols is not None and SYMBOL in types else None
+    keys = [
+        record_ranks[index]
+        if record_ranks and index in record_ranks
+        else ranks[column]  # type: ignore[index]  # ranks: a symbol column
+        if kind == SYMBOL
+        else floats.order_keys(column)
+        if kind == FLOAT
+        else user_numbers(column, kind)
+        for index, (kind, column) in enumerate(zip(types, columns, strict=True))
+    ]
+    return np.lexsort(keys[::-1])
+
+
 def engine_numbers(column: pl.Series) -> np.ndarray:
     """A number, unsigned or float column of a batch as the engine holds it: int64, an
     unsigned value as its 64-bit pattern, a float as its IEEE pattern
@@ -129,6 +152,8 @@ class FactBatch(Sequence[Row]):
             raise ValueError("an encoded batch has number, unsigned or symbol columns only")
         if symbols is None and SYMBOL in types:
             raise ValueError("an encoded batch of symbols needs their table")
+        if len(columns) != len(types) or len({len(column) for column in columns}) != 1:
+            raise ValueError("an encoded batch has one column of one length per type")
         batch = cls.__new__(cls)
         batch._frame = None
         batch._types = tuple(cast(ColumnType, kind) for kind in types)
@@ -147,6 +172,13 @@ class FactBatch(Sequence[Row]):
             schema = frame_schema(self._types)
             self._frame = pl.DataFrame(dict(zip(schema, columns, strict=True)), schema=schema)
         return self._frame
+
+    def filtered(self, keep: np.ndarray) -> FactBatch:
+        """The rows where `keep` (booleans, one a row) holds."""
+        if self.encoded is None:
+            return FactBatch(self.frame.filter(pl.Series(keep)))
+        kept = [column[keep] for column in self.encoded]
+        return FactBatch.of_encoded(kept, self._types, self.symbols)
 
     def encoded_in(self, symbols: SymbolTable) -> list[np.ndarray]:
         """The encoded columns with their symbols' ids in `symbols` (interning the new ones,
@@ -168,9 +200,24 @@ class FactBatch(Sequence[Row]):
 
     @classmethod
     def of_rows(cls, rows: Sequence[Sequence[Value]], types: Sequence[ColumnType]) -> FactBatch:
-        """Rows already checked against `types` (see `reasoner.materialization`)."""
+        """Rows already checked against `types` (see `reasoner.materialization`): encoded
+        when their types allow (a symbol numbered as met, row by row), else a frame."""
         columns = list(zip(*rows, strict=True)) if rows else [()] * len(types)
-        return cls.of_columns([list(column) for column in columns], types)
+        if field_kinds(types) is None:
+            return cls.of_columns([list(column) for column in columns], types)
+        at = [c for c, kind in enumerate(types) if kind == SYMBOL]
+        own = SymbolTable() if at else None
+        texts = [cast(str, row[c]) for row in rows for c in at]
+        ids = own.intern_column(texts) if own is not None else None
+        encoded = [
+            ids[at.index(c) :: len(at)]  # type: ignore[index]  # ids: symbol columns
+            if kind == SYMBOL
+            else np.array(column, dtype=np.uint64).view(np.int64)
+            if kind == UNSIGNED
+            else np.array(column, dtype=np.int64)
+            for c, (kind, column) in enumerate(zip(types, columns, strict=True))
+        ]
+        return cls.of_encoded(encoded, types, own, own_symbols=True)
 
     @classmethod
     def of_values(
@@ -188,6 +235,8 @@ class FactBatch(Sequence[Row]):
                 return None
         except TypeError:  # a row that is not a sequence
             return None
+        if field_kinds(types) is not None:
+            return cls._of_plain_values(rows, types)
         schema = frame_schema(types)
         series = []
         for name, kind, column in zip(schema, types, zip(*rows, strict=True), strict=True):
@@ -203,6 +252,25 @@ class FactBatch(Sequence[Row]):
             except (OverflowError, TypeError, ValueError, pl.exceptions.PolarsError):
                 return None  # past 64 bits, or a string that is not Unicode
         return cls(pl.DataFrame(series))
+
+    @classmethod
+    def _of_plain_values(
+        cls, rows: Sequence[Sequence[Value]], types: Sequence[ColumnType]
+    ) -> FactBatch | None:
+        """`of_values` of number, unsigned and symbol columns, encoded without Polars."""
+        for kind, column in zip(types, zip(*rows, strict=True), strict=True):
+            if set(map(type, column)) != ({str} if kind == SYMBOL else {int}):
+                return None
+            text = "".join(cast(tuple[str, ...], column)) if kind == SYMBOL else ""
+            if not text.isascii():
+                try:
+                    text.encode("utf-8")
+                except UnicodeEncodeError:  # an unpaired surrogate: not Unicode
+                    return None
+        try:
+            return cls.of_rows(rows, types)
+        except OverflowError:  # past 64 bits
+            return None
 
     @classmethod
     def of_columns(
@@ -290,12 +358,7 @@ class FactBatch(Sequence[Row]):
         assert self.encoded is not None
         columns = list(self.encoded)
         if not self.ordered and len(columns[0]):
-            ranks = self.symbols.order_keys() if self.symbols is not None else None
-            keys = [
-                ranks[column] if kind == SYMBOL else user_numbers(column, kind)  # type: ignore[index]
-                for column, kind in zip(columns, self._types, strict=True)
-            ]
-            order = np.lexsort(keys[::-1])
+            order = value_order(columns, self._types, self.symbols)
             columns = [column[order] for column in columns]
             repeated = np.ones(len(order), dtype=bool)
             for column in columns:
@@ -359,5 +422,5 @@ def _read_fields(data: bytes, types: Sequence[ValueType], delimiter: str) -> Fac
     if rows is None:
         return None
     columns = [np.ascontiguousarray(column) for column in rows.T]
-    own = SymbolTable(strings) if strings or SYMBOL in types else None
+    own = SymbolTable(strings) if SYMBOL in types else None
     return FactBatch.of_encoded(columns, types, own, own_symbols=True)

@@ -104,7 +104,6 @@ cdef bint _parse(const unsigned char[::1] data, const unsigned char[::1] kinds,
     cdef Py_ssize_t* seen_start = <Py_ssize_t*>malloc(arity * sizeof(Py_ssize_t))
     cdef Py_ssize_t* seen_length = <Py_ssize_t*>malloc(arity * sizeof(Py_ssize_t))
     cdef int64_t* seen_id = <int64_t*>malloc(arity * sizeof(int64_t))
-    cdef PyObject* found
     if seen_start == NULL or seen_length == NULL or seen_id == NULL:
         free(seen_start)
         free(seen_length)
@@ -125,13 +124,7 @@ cdef bint _parse(const unsigned char[::1] data, const unsigned char[::1] kinds,
                     ident = seen_id[column]
                 else:
                     text = PyUnicode_DecodeUTF8(<const char*>&data[start], p - start, NULL)
-                    found = PyDict_GetItem(ids, text)
-                    if found != NULL:
-                        ident = PyLong_AsLongLong(<object>found)
-                    else:
-                        ident = PyList_GET_SIZE(strings)
-                        PyDict_SetItem(ids, text, ident)
-                        PyList_Append(strings, text)
+                    ident = _intern(ids, strings, text)
                     seen_start[column] = start
                     seen_length[column] = p - start
                     seen_id[column] = ident
@@ -193,19 +186,22 @@ cdef bint _empty_symbols_close(const unsigned char[::1] kinds, Py_ssize_t column
                                list strings) except -1:
     """The fields from `column` to the end of the last line, which the text ended before:
     only one empty symbol can be missing there (the delimiter before it was read)."""
-    cdef PyObject* found
-    cdef int64_t ident
     if column + 1 != kinds.shape[0] or kinds[column] != SYMBOL_FIELD:
         return False
-    found = PyDict_GetItem(ids, "")
-    if found != NULL:
-        ident = PyLong_AsLongLong(<object>found)
-    else:
-        ident = PyList_GET_SIZE(strings)
-        PyDict_SetItem(ids, "", ident)
-        PyList_Append(strings, "")
-    rows[row, column] = ident
+    rows[row, column] = _intern(ids, strings, "")
     return True
+
+
+cdef int64_t _intern(dict ids, list strings, str text) except -1:
+    """The id of `text` in `ids`, which with `strings` takes it if it is new."""
+    cdef PyObject* found = PyDict_GetItem(ids, text)
+    cdef int64_t ident
+    if found != NULL:
+        return PyLong_AsLongLong(<object>found)
+    ident = PyList_GET_SIZE(strings)
+    PyDict_SetItem(ids, text, ident)
+    PyList_Append(strings, text)
+    return ident
 
 
 cdef inline Py_ssize_t _put(char* buffer, Py_ssize_t at, int64_t word, bint unsigned) noexcept:
@@ -242,9 +238,11 @@ def write_fields(out, list columns, const unsigned char[::1] kinds, list strings
     cdef Py_ssize_t row, c, at = 0, size, capacity = FLUSH_BYTES
     cdef Py_ssize_t nstrings = len(strings) if strings is not None else 0
     cdef int64_t word
-    cdef const char* utf8
+    cdef const char* utf8 = NULL
     cdef const int64_t[::1] view
     cdef char* text
+    if kinds.shape[0] != arity or any(len(values) != total for values in columns):
+        raise ValueError("write_fields takes one kind per column and columns of one length")
     if total == 0:
         return
     cdef list held = [np.ascontiguousarray(values, dtype=np.int64) for values in columns]

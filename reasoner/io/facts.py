@@ -359,8 +359,8 @@ def write_csv(
     """Write rows in Soufflé's output format (see `format_rows`), after a `header` line if
     one is given, to a path or a binary stream; symbols are written verbatim, so a symbol
     containing the delimiter or a newline does not read back the same, as in Soufflé. Rows
-    that can write themselves so (a `reasoner.io.batch.FactBatch`: columns, sorted in
-    Polars) do."""
+    that can write themselves so (a `reasoner.io.batch.FactBatch`: columns, sorted in NumPy
+    or Polars) do."""
     with ExitStack() as stack:
         out = target
         if isinstance(target, str | os.PathLike):

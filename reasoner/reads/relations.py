@@ -16,7 +16,7 @@ from typing import cast
 import numpy as np
 
 from reasoner.analysis.model import RelationInfo
-from reasoner.io.batch import FactBatch, field_kinds, user_numbers
+from reasoner.io.batch import FactBatch, field_kinds, user_numbers, value_order
 from reasoner.storage.state import RelationStore, State
 from reasoner.support.polars_on_demand import pl
 from reasoner.values import floats
@@ -54,7 +54,8 @@ def batch_of(
     }
     order: np.ndarray | slice = slice(None)
     if ordered:
-        order = _value_order(symbols, info, columns, texts)
+        ranks = {index: rank for index, (_, rank) in texts.items()}
+        order = value_order(columns, info.types, symbols, ranks)
         texts = {index: (text.gather(order), rank) for index, (text, rank) in texts.items()}
     if field_kinds(info.types) is not None:
         ordered_columns = [column[order] for column in columns]
@@ -70,28 +71,6 @@ def batch_of(
     batch = FactBatch.of_columns(decoded, info.types)
     batch.ordered = ordered
     return batch
-
-
-def _value_order(
-    symbols: SymbolTable,
-    info: RelationInfo,
-    columns: Sequence[np.ndarray],
-    texts: Mapping[int, tuple[pl.Series, np.ndarray]],
-) -> np.ndarray:
-    """The permutation that puts rows in value order: symbols by their rank among the
-    symbols, records by the rank of their text, floats and unsigned by value."""
-    ranks = symbols.order_keys() if SYMBOL in info.types else None
-    keys = [
-        texts[index][1]
-        if index in texts
-        else ranks[column]  # type: ignore[index]  # ranks: a symbol column
-        if kind == SYMBOL
-        else floats.order_keys(column)
-        if kind == FLOAT
-        else user_numbers(column, kind)
-        for index, (kind, column) in enumerate(zip(info.types, columns, strict=True))
-    ]
-    return np.lexsort(keys[::-1])
 
 
 def _record_texts(
