@@ -137,6 +137,19 @@ def test_rows_that_do_not_fit_are_no_batch(bad: object) -> None:
     assert list(FactBatch.of_values(rows[:5], ("number", "symbol"))) == rows[:5]
 
 
+def test_a_clients_rows_of_numbers_and_symbols_are_encoded() -> None:
+    """No frame (no Polars) for rows that fit; a value past 64 bits, a negative unsigned or
+    an unpaired surrogate is no batch, for the row-by-row check to name."""
+    types = ("number", "symbol", "unsigned")
+    rows = [(1, "é", (1 << 64) - 1), (-2, "a", 0), (1, "é", 3)]
+    batch = FactBatch.of_values(rows, types)
+    assert batch is not None and batch.encoded is not None and batch._frame is None
+    assert list(batch) == rows
+    assert list(batch.filtered(np.array([True, False, True]))) == [rows[0], rows[2]]
+    for bad in [(1, "a", -1), (1, "a", 1 << 64), (1 << 63, "a", 0), (1, "\ud800", 0)]:
+        assert FactBatch.of_values([*rows, bad], types) is None
+
+
 def test_a_large_delta_of_rows_is_refused_as_a_small_one_is() -> None:
     """Rows enough to be checked as a batch: a row that does not fit is still refused with
     the code the row-by-row check gives."""
