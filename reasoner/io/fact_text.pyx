@@ -45,9 +45,14 @@ cdef enum:
     WIDEST = 21  # a sign and 20 digits: the longest number `write_fields` makes
     FLUSH_BYTES = 1 << 20  # text formatted before a write: the file never exists whole
 
-NUMBER_FIELD = 0
-UNSIGNED_FIELD = 1
-SYMBOL_FIELD = 2
+cdef enum:
+    NUMBER_KIND = 0
+    UNSIGNED_KIND = 1
+    SYMBOL_KIND = 2
+
+NUMBER_FIELD = NUMBER_KIND
+UNSIGNED_FIELD = UNSIGNED_KIND
+SYMBOL_FIELD = SYMBOL_KIND
 """A column's kind, as `parse_fields` and `write_fields` take it."""
 
 
@@ -81,11 +86,83 @@ def parse_fields(const unsigned char[::1] data, const unsigned char[::1] kinds,
         return None
     out = np.empty((_lines(&data[0], n) if n else 0, arity), dtype=np.int64)
     cdef int64_t[:, ::1] rows = out
+    cdef bint plain
+    if not _any_symbol(kinds):
+        with nogil:  # a large body of numbers leaves the service's other threads running
+            plain = _parse_numbers(data, kinds, delimiter, rows)
+        return out if plain else None
     try:
         plain = _parse(data, kinds, delimiter, rows, ids, strings)
     except UnicodeDecodeError:
         return None  # a body given as text with an unpaired surrogate: the general reader's
     return out if plain else None
+
+
+cdef bint _any_symbol(const unsigned char[::1] kinds) noexcept:
+    cdef Py_ssize_t c
+    for c in range(kinds.shape[0]):
+        if kinds[c] == SYMBOL_KIND:
+            return True
+    return False
+
+
+cdef inline Py_ssize_t _number(const unsigned char[::1] data, Py_ssize_t p, bint unsigned,
+                               int64_t* out) noexcept nogil:
+    """Read the number field at `p` into `out`: the position after it, or -1 when it is not
+    a plain decimal in range."""
+    cdef Py_ssize_t n = data.shape[0], start
+    cdef uint64_t value = 0, digit
+    cdef bint negative = data[p] == MINUS
+    if data[p] == PLUS or data[p] == MINUS:
+        p += 1
+    start = p
+    while p < n and ZERO <= data[p] <= NINE:
+        digit = data[p] - ZERO
+        if value > (UINT64_MAX - digit) // 10:
+            return -1  # past 64 bits
+        value = value * 10 + digit
+        p += 1
+    if p == start:
+        return -1  # no digit: an empty field or another character
+    if unsigned:
+        if negative and value != 0:
+            return -1
+        out[0] = <int64_t>value
+    elif negative:
+        if value > INT64_MAGNITUDE:
+            return -1
+        out[0] = <int64_t>(<uint64_t>0 - value)
+    else:
+        if value >= INT64_MAGNITUDE:
+            return -1
+        out[0] = <int64_t>value
+    return p
+
+
+cdef bint _parse_numbers(const unsigned char[::1] data, const unsigned char[::1] kinds,
+                         unsigned char delimiter, int64_t[:, ::1] rows) noexcept nogil:
+    """`_parse` of a body without symbols, which needs no Python object."""
+    cdef Py_ssize_t n = data.shape[0], arity = kinds.shape[0]
+    cdef Py_ssize_t p = 0, row = 0, column = 0
+    while p < n:
+        p = _number(data, p, kinds[column] == UNSIGNED_KIND, &rows[row, column])
+        if p < 0:
+            return False
+        if column + 1 < arity:
+            if p >= n or data[p] != delimiter:
+                return False  # too few fields, or a character after the digits
+            p += 1
+            column += 1
+            if p == n:
+                return False  # the last line ends where a number was due
+        else:
+            if p < n:
+                if data[p] != NEWLINE:
+                    return False  # too many fields, or a character after the digits
+                p += 1
+            row += 1
+            column = 0
+    return True
 
 
 cdef bint _parse(const unsigned char[::1] data, const unsigned char[::1] kinds,
@@ -95,9 +172,7 @@ cdef bint _parse(const unsigned char[::1] data, const unsigned char[::1] kinds,
     cdef Py_ssize_t n = data.shape[0]
     cdef Py_ssize_t arity = kinds.shape[0]
     cdef Py_ssize_t p = 0, start, row = 0, column = 0
-    cdef uint64_t value, digit
-    cdef bint negative, last
-    cdef unsigned char c, stop
+    cdef bint last
     cdef int64_t ident
     # The last symbol of each column, met again (a subject's triples in a row) without a
     # string made to look it up.
@@ -115,7 +190,7 @@ cdef bint _parse(const unsigned char[::1] data, const unsigned char[::1] kinds,
     try:
         while p < n:
             last = column + 1 == arity
-            if kinds[column] == SYMBOL_FIELD:
+            if kinds[column] == SYMBOL_KIND:
                 start = p
                 while p < n and data[p] != NEWLINE and data[p] != delimiter:
                     p += 1
@@ -130,38 +205,15 @@ cdef bint _parse(const unsigned char[::1] data, const unsigned char[::1] kinds,
                     seen_id[column] = ident
                 rows[row, column] = ident
             else:
-                c = data[p]
-                negative = c == MINUS
-                if c == PLUS or c == MINUS:
-                    p += 1
-                start = p
-                value = 0
-                while p < n and ZERO <= data[p] <= NINE:
-                    digit = data[p] - ZERO
-                    if value > (UINT64_MAX - digit) // 10:
-                        return False  # past 64 bits
-                    value = value * 10 + digit
-                    p += 1
-                if p == start:
-                    return False  # no digit: an empty field or another character
-                if kinds[column] == UNSIGNED_FIELD:
-                    if negative and value != 0:
-                        return False
-                    rows[row, column] = <int64_t>value
-                elif negative:
-                    if value > INT64_MAGNITUDE:
-                        return False
-                    rows[row, column] = <int64_t>(<uint64_t>0 - value)
-                else:
-                    if value >= INT64_MAGNITUDE:
-                        return False
-                    rows[row, column] = <int64_t>value
+                p = _number(data, p, kinds[column] == UNSIGNED_KIND, &rows[row, column])
+                if p < 0:
+                    return False
             if not last:
                 if p >= n or data[p] != delimiter:
                     return False  # too few fields, or a character after the digits
                 p += 1
                 column += 1
-                if p == n and kinds[column] != SYMBOL_FIELD:
+                if p == n and kinds[column] != SYMBOL_KIND:
                     return False  # the last line ends where a number was due
             else:
                 if p < n:
@@ -186,7 +238,7 @@ cdef bint _empty_symbols_close(const unsigned char[::1] kinds, Py_ssize_t column
                                list strings) except -1:
     """The fields from `column` to the end of the last line, which the text ended before:
     only one empty symbol can be missing there (the delimiter before it was read)."""
-    if column + 1 != kinds.shape[0] or kinds[column] != SYMBOL_FIELD:
+    if column + 1 != kinds.shape[0] or kinds[column] != SYMBOL_KIND:
         return False
     rows[row, column] = _intern(ids, strings, "")
     return True
@@ -258,7 +310,7 @@ def write_fields(out, list columns, const unsigned char[::1] kinds, list strings
         for row in range(total):
             for c in range(arity):
                 word = words[c][row]
-                if kinds[c] == SYMBOL_FIELD:
+                if kinds[c] == SYMBOL_KIND:
                     if not 0 <= word < nstrings:
                         raise IndexError(f"no symbol {word}")
                     utf8 = PyUnicode_AsUTF8AndSize(<object>PyList_GET_ITEM(strings, word),
@@ -272,11 +324,11 @@ def write_fields(out, list columns, const unsigned char[::1] kinds, list strings
                         capacity = size + 1
                         buffer = bytearray(capacity)
                         text = <char*>buffer
-                if kinds[c] == SYMBOL_FIELD:
+                if kinds[c] == SYMBOL_KIND:
                     memcpy(text + at, utf8, <size_t>size)
                     at += size
                 else:
-                    at = _put(text, at, word, kinds[c] == UNSIGNED_FIELD)
+                    at = _put(text, at, word, kinds[c] == UNSIGNED_KIND)
                 text[at] = <char>(delimiter if c + 1 < arity else NEWLINE)
                 at += 1
         out.write(memoryview(buffer)[:at])
