@@ -71,18 +71,19 @@ def test_a_command_of_the_engine_reads_no_other_parts_commands(
 
 def test_a_run_of_numbers_on_the_kernel_never_imports_polars(tmp_path: Path) -> None:
     """Facts read and outputs written in C, every iteration on the kernel: Polars (75 ms,
-    36 MiB) stays out of the process (`reasoner.support.polars_on_demand`). In a process of
-    its own, since this one has imported Polars already."""
+    36 MiB) stays out of the process (`reasoner.support.polars_on_demand`), and so does
+    `importlib.metadata`, which only other parts' commands need. In a process of its own,
+    since this one has imported both already."""
     program = _write(tmp_path, "tc.dl", TC)
     _write(tmp_path, "edge.facts", "1\t2\n2\t3\n3\t1\n")
     out = tmp_path / "out"
     script = (
         "import sys; from reasoner.cli.main import main; "
         f"code = main(['run', {str(program)!r}, '-F', {str(tmp_path)!r}, '-D', {str(out)!r}]); "
-        "print(code, 'polars' in sys.modules)"
+        "print(code, 'polars' in sys.modules, 'importlib.metadata' in sys.modules)"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
-    assert done.stdout.split() == ["0", "False"], done.stderr
+    assert done.stdout.split() == ["0", "False", "False"], done.stderr
     assert len((out / "tc.csv").read_text().splitlines()) == 9
 
 
