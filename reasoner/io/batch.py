@@ -67,6 +67,18 @@ def polars_type(kind: ColumnType) -> pl.DataType:
     return cast("pl.DataType", getattr(pl, _DTYPE_NAMES[kind])())
 
 
+def _unicode(texts: Sequence[str]) -> bool:
+    """Whether every text is Unicode, without an unpaired surrogate (UTF-8 encodes it)."""
+    text = "".join(texts)
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def field_kinds(types: Sequence[ValueType]) -> np.ndarray | None:
     """The columns' kinds as `reasoner.io.fact_text` takes them; None when a column is of a
     type it does not read or write (a float, a record)."""
@@ -235,11 +247,12 @@ class FactBatch(Sequence[Row]):
                 return None
         except TypeError:  # a row that is not a sequence
             return None
-        if field_kinds(types) is not None:
-            return cls._of_plain_values(rows, types)
-        schema = frame_schema(types)
+        plain = field_kinds(types) is not None  # encoded by `of_rows`, without Polars
+        schema = frame_schema(types) if not plain else {}
         series = []
-        for name, kind, column in zip(schema, types, zip(*rows, strict=True), strict=True):
+        for name, kind, column in zip(
+            column_names(arity), types, zip(*rows, strict=True), strict=True
+        ):
             if kind == FLOAT and set(map(type, column)) <= {float, int}:
                 try:  # an int is the float of its value, as a literal without a point
                     column = tuple(map(float, column))
@@ -247,26 +260,16 @@ class FactBatch(Sequence[Row]):
                     return None
             elif set(map(type, column)) != ({str} if kind == SYMBOL else {int}):
                 return None
+            if plain:
+                if kind == SYMBOL and not _unicode(cast(tuple[str, ...], column)):
+                    return None
+                continue
             try:
                 series.append(pl.Series(name, column, dtype=schema[name], strict=True))
             except (OverflowError, TypeError, ValueError, pl.exceptions.PolarsError):
                 return None  # past 64 bits, or a string that is not Unicode
-        return cls(pl.DataFrame(series))
-
-    @classmethod
-    def _of_plain_values(
-        cls, rows: Sequence[Sequence[Value]], types: Sequence[ColumnType]
-    ) -> FactBatch | None:
-        """`of_values` of number, unsigned and symbol columns, encoded without Polars."""
-        for kind, column in zip(types, zip(*rows, strict=True), strict=True):
-            if set(map(type, column)) != ({str} if kind == SYMBOL else {int}):
-                return None
-            text = "".join(cast(tuple[str, ...], column)) if kind == SYMBOL else ""
-            if not text.isascii():
-                try:
-                    text.encode("utf-8")
-                except UnicodeEncodeError:  # an unpaired surrogate: not Unicode
-                    return None
+        if not plain:
+            return cls(pl.DataFrame(series))
         try:
             return cls.of_rows(rows, types)
         except OverflowError:  # past 64 bits

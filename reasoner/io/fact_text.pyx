@@ -148,21 +148,29 @@ cdef bint _parse_numbers(const unsigned char[::1] data, const unsigned char[::1]
         p = _number(data, p, kinds[column] == UNSIGNED_KIND, &rows[row, column])
         if p < 0:
             return False
-        if column + 1 < arity:
-            if p >= n or data[p] != delimiter:
-                return False  # too few fields, or a character after the digits
-            p += 1
+        p = _field_end(data, p, column + 1 == arity, delimiter)
+        if p < 0:
+            return False
+        if column + 1 == arity:
+            row += 1
+            column = 0
+        else:
             column += 1
             if p == n:
                 return False  # the last line ends where a number was due
-        else:
-            if p < n:
-                if data[p] != NEWLINE:
-                    return False  # too many fields, or a character after the digits
-                p += 1
-            row += 1
-            column = 0
     return True
+
+
+cdef inline Py_ssize_t _field_end(const unsigned char[::1] data, Py_ssize_t p, bint last,
+                                  unsigned char delimiter) noexcept nogil:
+    """The position after what ends the field that ends at `p`: the delimiter within a line,
+    the newline (or the text's end) after its last field; -1 for anything else (too few
+    fields, too many, or a character after a number's digits)."""
+    if not last:
+        return p + 1 if p < data.shape[0] and data[p] == delimiter else -1
+    if p == data.shape[0]:
+        return p
+    return p + 1 if data[p] == NEWLINE else -1
 
 
 cdef bint _parse(const unsigned char[::1] data, const unsigned char[::1] kinds,
@@ -208,20 +216,16 @@ cdef bint _parse(const unsigned char[::1] data, const unsigned char[::1] kinds,
                 p = _number(data, p, kinds[column] == UNSIGNED_KIND, &rows[row, column])
                 if p < 0:
                     return False
-            if not last:
-                if p >= n or data[p] != delimiter:
-                    return False  # too few fields, or a character after the digits
-                p += 1
+            p = _field_end(data, p, last, delimiter)
+            if p < 0:
+                return False
+            if last:
+                row += 1
+                column = 0
+            else:
                 column += 1
                 if p == n and kinds[column] != SYMBOL_KIND:
                     return False  # the last line ends where a number was due
-            else:
-                if p < n:
-                    if data[p] != NEWLINE:
-                        return False  # too many fields, or a character after the digits
-                    p += 1
-                row += 1
-                column = 0
         if column != 0:
             # The text ended after a delimiter: the empty symbol closes the last line.
             if not _empty_symbols_close(kinds, column, rows, row, ids, strings):
