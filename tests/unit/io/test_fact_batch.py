@@ -170,51 +170,33 @@ def test_a_large_delta_of_rows_is_refused_as_a_small_one_is() -> None:
         st.tuples(
             st.integers(-(1 << 63), (1 << 63) - 1),
             st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=6),
+            st.integers(0, (1 << 64) - 1),
         ),
         max_size=30,
     ),
     delimiter=st.sampled_from(["\t", ",", ";", "::", "é"]),
 )
 def test_a_batch_writes_what_format_rows_writes(
-    rows: list[tuple[int, str]], delimiter: str
-) -> None:
-    """Sorted as Python sorts rows (strings by code point), distinct, fields verbatim: the same
-    bytes, for a delimiter Polars writes and (by `format_rows`) for one it does not."""
-    with tempfile.TemporaryDirectory() as directory:
-        path = Path(directory) / "r.csv"
-        write_csv(path, FactBatch.of_rows(rows, ("number", "symbol")), delimiter)
-        assert path.read_bytes() == format_rows(rows, delimiter).encode("utf-8")
-
-
-@settings(max_examples=examples(200), deadline=None)
-@given(
-    rows=st.lists(
-        st.tuples(
-            st.integers(-(1 << 63), (1 << 63) - 1),
-            st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=6),
-            st.integers(0, (1 << 64) - 1),
-        ),
-        max_size=30,
-    ),
-    delimiter=st.sampled_from(["\t", ",", "::"]),
-)
-def test_an_encoded_batch_writes_what_format_rows_writes(
     rows: list[tuple[int, str, int]], delimiter: str
 ) -> None:
-    """The same bytes from the engine's columns, sorted and deduplicated in NumPy (a symbol
-    by its rank among the strings, an unsigned value by its value, not its bit pattern),
-    written in C."""
+    """Sorted as Python sorts rows (strings by code point, an unsigned value by its value,
+    not its bit pattern), distinct, fields verbatim: the same bytes from a frame (written in
+    Polars) and from the engine's columns (sorted in NumPy, written in C), and (by
+    `format_rows`) for a delimiter neither writes."""
+    types = ("number", "symbol", "unsigned")
     table = SymbolTable()
-    columns = [
+    encoded = [
         np.array([row[0] for row in rows], dtype=np.int64),
         table.intern_column([row[1] for row in rows]),
         np.array([row[2] for row in rows], dtype=np.uint64).view(np.int64),
     ]
-    batch = FactBatch.of_encoded(columns, ("number", "symbol", "unsigned"), table)
+    frame = FactBatch.of_columns([[row[c] for row in rows] for c in range(3)], types)
+    assert frame.encoded is None
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "r.csv"
-        write_csv(path, batch, delimiter)
-        assert path.read_bytes() == format_rows(rows, delimiter).encode("utf-8")
+        for batch in (frame, FactBatch.of_encoded(encoded, types, table)):
+            write_csv(path, batch, delimiter)
+            assert path.read_bytes() == format_rows(rows, delimiter).encode("utf-8")
 
 
 def test_a_relation_as_a_batch_holds_its_rows() -> None:
