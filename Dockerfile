@@ -35,7 +35,7 @@ COPY setup.py ./
 COPY reasoner/__init__.py ./reasoner/
 COPY reasoner/storage/__init__.py reasoner/storage/table.pyx reasoner/storage/table.pxd ./reasoner/storage/
 COPY reasoner/kernel/__init__.py reasoner/kernel/interpreter.pyx reasoner/kernel/plan_words.pxd \
-     reasoner/kernel/buffers.pxd ./reasoner/kernel/
+     reasoner/kernel/buffers.pxd reasoner/kernel/runs.pxd ./reasoner/kernel/
 COPY reasoner/io/__init__.py reasoner/io/fact_text.pyx ./reasoner/io/
 COPY service/__init__.py ./service/
 COPY service/feed/__init__.py service/feed/socket_fanout.pyx ./service/feed/

@@ -152,3 +152,44 @@ cdef inline void* _grown(void* p, int64_t count, size_t size) except NULL:
     if q == NULL:
         raise MemoryError()
     return q
+
+
+# -- a binary min-heap of int64 in a `Vec` ------------------------------------------------------
+
+cdef inline int _heap_push(Vec* heap, int64_t k) except -1:
+    cdef int64_t i, parent
+    cdef int64_t* h
+    _vec_push(heap, k)
+    h = heap.data
+    i = heap.size - 1
+    while i > 0:
+        parent = (i - 1) >> 1
+        if h[parent] <= k:
+            break
+        h[i] = h[parent]
+        i = parent
+    h[i] = k
+    return 0
+
+
+cdef inline int64_t _heap_pop(Vec* heap) noexcept:
+    """The least value, taken off the (non-empty) heap."""
+    cdef int64_t* h = heap.data
+    cdef int64_t top = h[0]
+    cdef int64_t last = h[heap.size - 1]
+    cdef int64_t n = heap.size - 1
+    cdef int64_t i = 0, child
+    heap.size = n
+    while True:
+        child = 2 * i + 1
+        if child >= n:
+            break
+        if child + 1 < n and h[child + 1] < h[child]:
+            child += 1
+        if h[child] >= last:
+            break
+        h[i] = h[child]
+        i = child
+    if n:
+        h[i] = last
+    return top

@@ -28,6 +28,7 @@ from libc.stdlib cimport calloc, free, malloc
 
 from reasoner.kernel.buffers cimport *  # Vec, Map: growable arrays and a hash map in C
 from reasoner.kernel.plan_words cimport *  # the plan words' tags, steps and arithmetic
+from reasoner.kernel.runs cimport *  # a plan's bindings as it runs, and what it found
 from reasoner.storage.table cimport BIG_COUNT, Table, _get, _mix
 
 from concurrent.futures import ThreadPoolExecutor
@@ -263,41 +264,6 @@ cdef inline void _bootstrap_run(Run* run, int64_t km1) noexcept nogil:
     run.ticks = CHECK_EVERY
 
 
-cdef struct Run:
-    # One enumerator call's bindings.
-    int status
-    int64_t cur
-    int64_t km1             # a Bootstrap's k - 1
-    int64_t ro
-    int64_t rn
-    int64_t* regs
-    int64_t* rows
-    int64_t head_row
-    bint* before            # the negated tuple is present in the old epoch
-    bint* after             # ... in the new one
-    int nregs               # what regs, rows and before/after have room for
-    int npos
-    int nneg
-    int64_t* words          # a key or a head being built (as wide as the widest table)
-    int64_t ticks           # enumeration steps to the next checkpoint
-    Vec found               # a Bootstrap's heads to count: (relation, hash, times, head words)*
-    bint pushing            # `found` takes an entry a derivation, no longer folding its heads
-    int64_t derived         # derivations folded into `found`'s first `fold_used` entries
-    int64_t* fold           # slots of `found`'s heads (see `_fold_head`): offset + 1, 0 empty
-    int64_t fold_mask       # the slots less one (0: none yet)
-    int64_t fold_used
-
-
-cdef void _free_run(Run* run) noexcept:
-    free(run.regs)
-    free(run.rows)
-    free(run.before)
-    free(run.after)
-    free(run.words)
-    free(run.found.data)
-    free(run.fold)
-
-
 cdef inline int _add_count(Table table, int64_t row, int64_t times) except -1:
     """Add `times` to the count of `row`, which a Bootstrap's iteration appended: the table
     holds it until the commit (a map of staged heads took 15 of rmat1k's 50 MB peak)."""
@@ -307,88 +273,6 @@ cdef inline int _add_count(Table table, int64_t row, int64_t times) except -1:
     elif times:
         table._set_count(row, table._count(row) + times)
     return 0
-
-
-cdef int _fold_head(Run* run, int relation, uint64_t h, int arity,
-                    int64_t width) except -1 nogil:
-    """Count a derivation of the head in `run.words` (hash `h`) in `run.found`: one more time
-    for a head already there, else a new entry at the end. Entries stay in the order of their
-    heads' first derivations, which is the order rows are given in, and the serial count after
-    the lanes (`Kernel._count_found`) handles each head once: rmat1k derives a head 4.3 times."""
-    cdef int64_t i, j, at = run.found.size
-    cdef int64_t* entry
-    if 2 * (run.fold_used + 1) > run.fold_mask + 1:
-        _fold_grow(run, width)
-    i = <int64_t>(h & <uint64_t>run.fold_mask)
-    while run.fold[i]:
-        entry = run.found.data + run.fold[i] - 1
-        if <uint64_t>entry[1] == h and entry[0] == relation:
-            j = 0
-            while j < arity and entry[3 + j] == run.words[j]:
-                j += 1
-            if j == arity:
-                entry[2] += 1
-                return 0
-        i = (i + 1) & run.fold_mask
-    _push_head(run, relation, h, arity, width)
-    run.fold[i] = at + 1
-    run.fold_used += 1
-    return 0
-
-
-cdef int _fold_grow(Run* run, int64_t width) except -1 nogil:
-    """Double the fold's slots (1,024 at first) and place every entry again by its hash."""
-    cdef int64_t slots = 2 * (run.fold_mask + 1) if run.fold != NULL else 1024
-    cdef int64_t* fold
-    cdef int64_t at, i
-    if slots >= CHARGED_FROM:
-        with gil:
-            _charge(slots * sizeof(int64_t))
-    fold = <int64_t*>calloc(<size_t>slots, sizeof(int64_t))
-    if fold == NULL:
-        with gil:
-            raise MemoryError()
-    for at in range(run.fold_used):
-        i = <int64_t>(<uint64_t>run.found.data[at * width + 1] & <uint64_t>(slots - 1))
-        while fold[i]:
-            i = (i + 1) & (slots - 1)
-        fold[i] = at * width + 1
-    free(run.fold)
-    run.fold = fold
-    run.fold_mask = slots - 1
-    return 0
-
-
-cdef inline int _push_head(Run* run, int relation, uint64_t h, int arity,
-                           int64_t width) except -1 nogil:
-    """A derivation of the head in `run.words` (hash `h`) as an entry of its own in
-    `run.found`: where heads rarely repeat, folding them costs more than it saves."""
-    cdef int64_t* entry
-    cdef int j
-    _vec_reserve(&run.found, width)
-    entry = run.found.data + run.found.size
-    entry[0] = relation
-    entry[1] = <int64_t>h
-    entry[2] = 1
-    for j in range(arity):
-        entry[3 + j] = run.words[j]
-    run.found.size += width
-    return 0
-
-
-cdef void _drop_found(Run* run, int64_t width) noexcept nogil:
-    """Empty `run.found` and its fold, each entry's slot found again from its hash: a deep
-    recursion's many small spans would otherwise clear a large fold slot by slot."""
-    cdef int64_t at, i
-    for at in range(run.fold_used):  # the folded entries come first
-        i = <int64_t>(<uint64_t>run.found.data[at * width + 1] & <uint64_t>run.fold_mask)
-        while run.fold[i] != at * width + 1:
-            i = (i + 1) & run.fold_mask
-        run.fold[i] = 0
-    run.found.size = 0
-    run.fold_used = 0
-    run.derived = 0
-    run.pushing = False
 
 
 cdef dict _rows_by_relation(const int64_t* keys, int64_t n):
@@ -665,7 +549,7 @@ cdef class Kernel:
         while self.heap.size:
             if not iterations & 63:
                 self._checkpoint()
-            k = self._pop()
+            k = _heap_pop(&self.heap)
             iterations += 1
             self.iteration = k
             self._iteration(k)
@@ -1515,47 +1399,11 @@ cdef class Kernel:
             _vec_push(&self.bucket_first, -1)
             _vec_push(&self.bucket_size, 0)
             _map_put(&self.bucket_of, at, b)
-            self._push(at)
+            _heap_push(&self.heap, at)
         w[C_NEXT] = self.bucket_first.data[b]
         self.bucket_first.data[b] = c
         self.bucket_size.data[b] += 1
         return 0
-
-    cdef int _push(self, int64_t k) except -1:
-        cdef int64_t i, parent
-        cdef int64_t* h
-        _vec_push(&self.heap, k)
-        h = self.heap.data
-        i = self.heap.size - 1
-        while i > 0:
-            parent = (i - 1) >> 1
-            if h[parent] <= k:
-                break
-            h[i] = h[parent]
-            i = parent
-        h[i] = k
-        return 0
-
-    cdef int64_t _pop(self) noexcept:
-        cdef int64_t* h = self.heap.data
-        cdef int64_t top = h[0]
-        cdef int64_t last = h[self.heap.size - 1]
-        cdef int64_t n = self.heap.size - 1
-        cdef int64_t i = 0, child
-        self.heap.size = n
-        while True:
-            child = 2 * i + 1
-            if child >= n:
-                break
-            if child + 1 < n and h[child + 1] < h[child]:
-                child += 1
-            if h[child] >= last:
-                break
-            h[i] = h[child]
-            i = child
-        if n:
-            h[i] = last
-        return top
 
     # -- the drain ------------------------------------------------------------------------------
 
