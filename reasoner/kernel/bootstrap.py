@@ -16,21 +16,15 @@ import numpy as np
 
 from reasoner.analysis.model import Stratum
 from reasoner.kernel.interpreter import Enumerator
+from reasoner.kernel.lanes import set_lanes
 from reasoner.kernel.plans import EnumeratorPlan, StratumTables, kernel_rule
 from reasoner.plan.joins import atom_at
 from reasoner.storage.state import State
 from reasoner.support.deadline import unchecked
-from reasoner.support.jobs import jobs_in_effect
 from reasoner.values.symbols import SymbolTable
 
 Rows = dict[str, np.ndarray]
 """Relation -> row ids (int64)."""
-
-LANE_ROWS = 4096
-"""Driving rows from which a plan's span is split among the lanes (`--jobs`): handing a span
-to the threads and back costs tens of microseconds, a driving row about one."""
-LANES: int | None = None
-"""The lanes of the kernel's Bootstrap; None: the threads the engine may use (`--jobs`)."""
 
 
 class CompiledStratumBootstrap:
@@ -44,7 +38,7 @@ class CompiledStratumBootstrap:
         self.relations = relations = StratumTables(stratum, state, arities)
         writer = relations.writer(stratum, symbols)
         self.kernel = relations.kernel(symbols)
-        self.kernel.set_lanes(LANES or jobs_in_effect(), LANE_ROWS)
+        set_lanes(self.kernel)
         self.first: list[tuple[EnumeratorPlan, Enumerator]] = []
         self.delta: list[tuple[EnumeratorPlan, Enumerator]] = []
         for number, rule in enumerate(stratum.rules):

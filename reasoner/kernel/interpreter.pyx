@@ -25,16 +25,18 @@ from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.ref cimport PyObject
 from libc.stdint cimport INT64_MIN, int32_t, int64_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc
+from libc.string cimport memcpy
 
 from reasoner.kernel.buffers cimport *  # Vec, Map: growable arrays and a hash map in C
 from reasoner.kernel.plan_words cimport *  # the plan words' tags, steps and arithmetic
 from reasoner.kernel.runs cimport *  # a plan's bindings as it runs, and what it found
 from reasoner.storage.table cimport BIG_COUNT, Table, _get, _mix
 
-from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 import numpy as np
 
+from reasoner.kernel.lanes import fan_out
 from reasoner.support import allocations
 from reasoner.support.deadline import MemoryBudgetExceeded
 
@@ -45,17 +47,6 @@ cdef int64_t INF = 1 << 62
 DEF C_BITS = 40  # a candidate's place in the arena; above it, in a dedup slot, its identity's
 cdef int64_t C_MASK = (<int64_t>1 << C_BITS) - 1
 cdef int64_t IN_TABLE = -1  # a staged head's count word: the count is the table's (`_add_count`)
-
-_POOLS = {}
-
-
-def _pool(int workers):
-    """Threads for lanes 1, 2, ... of a Bootstrap (lane 0 is the caller's): one pool of each
-    size, kept for the process, as a Bootstrap runs many spans."""
-    pool = _POOLS.get(workers)
-    if pool is None:
-        pool = _POOLS[workers] = ThreadPoolExecutor(workers, thread_name_prefix="reasoner-lane")
-    return pool
 
 # What an enumerator may assume of its driving tuples: any change, or for changed own tuples,
 # absent from the old epoch (o = INF) or from the new one (n = INF). The drain knows which when
@@ -301,6 +292,7 @@ cdef class Kernel:
     cdef list by_head         # relation -> [Enumerator], as the head (re-discovery)
     cdef list by_head_later   # the same, for the rules with an atom over an own relation
     cdef list rules
+    cdef PyObject** rps       # the rules, borrowed from `rules`: read without the GIL
     cdef object check
     cdef readonly int64_t iteration  # the iteration `drain` is at (0: `start`'s hand-over)
     cdef object call          # (functor, operands) -> value or None: `reasoner.values.functors.caller`
@@ -332,19 +324,28 @@ cdef class Kernel:
     cdef Vec moved
     cdef Vec inserted
     cdef Vec gone
-    cdef int64_t* words       # `run.words`
     cdef int64_t heads_width  # words a found head takes: relation, hash, times, head words
     # Per relation, the first row a Bootstrap's iteration appended (-1: none yet): a staged
     # row from there on keeps its count in the table (see `_count_head`).
     cdef int64_t* appended_from
     cdef Run run              # the bindings of the plan running (plans never nest)
-    # A Bootstrap's lanes: a plan's driving rows split among threads, each with its bindings
-    # and its derivations, counted in lane order once all are done (see `_on_lanes`).
+    # Lanes: a Bootstrap plan's driving rows, or an Update's handed heads, split among threads,
+    # each with its bindings and what it found, taken in lane order once all are done (see
+    # `_on_lanes`, `_hand_on_lanes`).
     cdef Run* lanes
     cdef int nlanes
     cdef int64_t lane_rows    # driving rows from which a span runs on the lanes
     cdef const int64_t* lane_data
     cdef bint lane_keyed
+    # An Update's lanes: heads handed to the enumerators (`_hand_on_lanes`), which are
+    # `lane_ens[lane_first[r]:lane_first[r + 1]]` for relation r.
+    cdef int64_t* lane_first
+    cdef PyObject** lane_ens
+    cdef int lane_status
+    cdef int64_t lane_cur      # the iteration handing heads, or classifying (`_classify`)
+    cdef int64_t* lane_out     # the verdicts of `_classify` on the lanes
+    cdef int64_t handed_rows   # heads handed in this Update, and the candidates they found
+    cdef int64_t handed_found
 
     def __cinit__(self, list tables, list own, object call=None):
         cdef int i
@@ -362,14 +363,13 @@ cdef class Kernel:
         self.any_before = <bint*>malloc(<size_t>(self.nrel + 1) * sizeof(bint))
         self.any_after = <bint*>malloc(<size_t>(self.nrel + 1) * sizeof(bint))
         self.appended_from = <int64_t*>malloc(<size_t>(self.nrel + 1) * sizeof(int64_t))
-        self.words = <int64_t*>malloc(
+        self.run.words = <int64_t*>malloc(
             <size_t>(max([t.arity for t in tables], default=0) + 1) * sizeof(int64_t)
         )
         self.heads_width = max([t.arity for t in tables], default=0) + 3
         if (self.own == NULL or self.any_before == NULL or self.any_after == NULL
-                or self.words == NULL or self.appended_from == NULL):
+                or self.run.words == NULL or self.appended_from == NULL):
             raise MemoryError()
-        self.run.words = self.words
         for i in range(self.nrel):
             self.own[i] = own[i]
             self.appended_from[i] = -1
@@ -396,7 +396,10 @@ cdef class Kernel:
         free(self.any_after)
         free(self.appended_from)
         free(self.free_of)
-        _free_run(&self.run)  # its words are `self.words`
+        _free_run(&self.run)
+        free(self.lane_first)
+        free(self.rps)
+        free(self.lane_ens)
         for i in range(self.nlanes):
             _free_run(&self.lanes[i])
         free(self.lanes)
@@ -409,8 +412,11 @@ cdef class Kernel:
     # -- building -------------------------------------------------------------------------------
 
     def add_rule(self, Rule rule):
-        self.free_of = <int64_t*>_grown(self.free_of, len(self.rules) + 1, sizeof(int64_t))
-        self.free_of[len(self.rules)] = -1
+        cdef int n = len(self.rules)
+        self.free_of = <int64_t*>_grown(self.free_of, n + 1, sizeof(int64_t))
+        self.free_of[n] = -1
+        self.rps = <PyObject**>_grown(self.rps, n + 1, sizeof(PyObject*))
+        self.rps[n] = <PyObject*>rule
         self.rules.append(rule)
 
     def add(self, str role, int relation, Enumerator e):
@@ -444,6 +450,7 @@ cdef class Kernel:
                 vecs[i].capacity = 0
         for i in range(len(self.rules)):
             self.free_of[i] = -1
+        self.handed_rows = self.handed_found = 0
         for i in range(-1, self.nlanes):
             run = &self.run if i < 0 else &self.lanes[i]
             _drop_found(run, self.heads_width)
@@ -525,19 +532,24 @@ cdef class Kernel:
         """Iteration 0: hand the flipped lower tuples (`lower`: relation -> rows) and the facts
         to the enumerators. `check` is called between slices of the work and stops it by
         raising; `budget` bounds the bookkeeping's bytes (0: no bound)."""
-        cdef Enumerator e
         cdef const int64_t[::1] rows
+        cdef Vec flips
+        cdef int64_t i
         self.check = check
         self.budget = budget
         self.ticks = CHECK_EVERY
         self.run.ticks = CHECK_EVERY
         self.iteration = 0
-        for relation, flipped in lower.items():
-            rows = flipped
-            for e in self.by_atom[relation]:
-                self._enumerate_rows(e, rows, 0)
-            for e in self.by_negation[relation]:
-                self._enumerate_rows(e, rows, 0)
+        flips.data = NULL
+        flips.size = flips.capacity = 0
+        try:
+            for relation, flipped in lower.items():
+                rows = flipped
+                for i in range(rows.shape[0]):
+                    _hand_on(&flips, relation, rows[i], -1, -1)
+            self._hand(&flips, [a + n for a, n in zip(self.by_atom, self.by_negation)], CHANGED, 0)
+        finally:
+            free(flips.data)
         self._hand(&self.moved, self.by_atom, CHANGED, 0)
         self._hand(&self.gone, self.by_head, CHANGED, 0)
         self.moved.size = self.gone.size = 0
@@ -590,7 +602,7 @@ cdef class Kernel:
                 continue
             row = self.ov_key.data[i] & 0xFFFFFFFF
             r[m] = row
-            o[m] = self._o(t, row)
+            o[m] = self._o(relation, row)
             n[m] = self.ov_n.data[i]
             c[m] = self.ov_count.data[i]
             m += 1
@@ -621,6 +633,7 @@ cdef class Kernel:
         self.nlanes = jobs
         for i in range(jobs):
             self.lanes[i].words = <int64_t*>malloc(<size_t>self.heads_width * sizeof(int64_t))
+            self.lanes[i].ticks = CHECK_EVERY
             if self.lanes[i].words == NULL:
                 raise MemoryError()
 
@@ -740,39 +753,29 @@ cdef class Kernel:
         they are counted, lane by lane. An error of any lane is raised once all have
         stopped, the first lane's first."""
         cdef int j
-        cdef int64_t size = stop - start
         for j in range(self.nlanes):
             _fit(&self.lanes[j], e)
             _bootstrap_run(&self.lanes[j], km1)
         self.lane_data = data
         self.lane_keyed = keyed
-        pool = _pool(self.nlanes - 1)
-        meter = allocations.meter()
-        bounds = [start + size * j // self.nlanes for j in range(self.nlanes + 1)]
-        others = [
-            pool.submit(self._lane, j, e, bounds[j], bounds[j + 1], meter)
-            for j in range(1, self.nlanes)
-        ]
-        error = None
-        try:
-            self._lane(0, e, bounds[0], bounds[1], meter)
-        except BaseException as exc:
-            error = exc
-        for other in others:
-            try:
-                other.result()
-            except BaseException as exc:
-                if error is None:
-                    error = exc
-        if error is not None:
-            for j in range(self.nlanes):
-                _drop_found(&self.lanes[j], self.heads_width)
-            raise error
+        self._fan_out(partial(self._lane, e), start, stop)
         for j in range(self.nlanes):
             self._count_found(&self.lanes[j])
         return 0
 
-    def _lane(self, int j, Enumerator e, int64_t start, int64_t stop, object meter):
+    cdef int _fan_out(self, object lane, int64_t start, int64_t stop) except -1:
+        """`reasoner.kernel.lanes.fan_out` over the lanes; on an error, what they found is
+        dropped."""
+        cdef int j
+        try:
+            fan_out(lane, self.nlanes, start, stop)
+        except BaseException:
+            for j in range(self.nlanes):
+                _drop_found(&self.lanes[j], self.heads_width)
+            raise
+        return 0
+
+    def _lane(self, Enumerator e, int j, int64_t start, int64_t stop, object meter):
         """Lane `j`'s share of the span `_on_lanes` set up, its growth charged to `meter`."""
         cdef Run* run = &self.lanes[j]
         with allocations.charging_to(meter):
@@ -875,7 +878,7 @@ cdef class Kernel:
     cdef inline Table _table(self, int relation):
         return <Table>PyList_GET_ITEM(self.tables, relation)
 
-    cdef inline int64_t _n(self, int relation, int64_t row, int64_t o) noexcept:
+    cdef inline int64_t _n(self, int relation, int64_t row, int64_t o) noexcept nogil:
         """The row's iteration in the new epoch (`o` when it did not change)."""
         cdef int64_t e = _map_get(&self.overlay, _key(relation, row), -1)
         if e < 0:
@@ -896,12 +899,12 @@ cdef class Kernel:
             self.ov_count.data[e] = count
         return 0
 
-    cdef inline int64_t _o(self, Table t, int64_t row) noexcept:
+    cdef inline int64_t _o(self, int relation, int64_t row) noexcept nogil:
         """A row's committed iteration (INF: staged or no row)."""
         cdef int s
         if row < 0:
             return INF
-        s = t.status[row]
+        s = (<Table>self.tps[relation]).status[row]
         return s if s >= 0 else INF
 
     cdef int _tick(self) except -1:
@@ -923,12 +926,20 @@ cdef class Kernel:
     # -- enumeration ----------------------------------------------------------------------------
 
     cdef int _hand(self, Vec* rows, list enumerators, int status, int64_t cur) except -1:
-        """Hand settled heads (relation, row, o, n) to each relation's enumerators."""
+        """Hand settled heads (relation, row, o, n) to each relation's enumerators, then
+        schedule what they found: on the lanes when there are some, the work the heads are
+        likely to make is large, and every enumerator may run there."""
         cdef int64_t i
         cdef int relation
         cdef Enumerator e
         cdef Run* run
         cdef bint full = False
+        cdef int64_t n = rows.size // 4
+        # The work the heads are likely to make: as many candidates a head as so far.
+        cdef int64_t work = n + n * self.handed_found // max(1, self.handed_rows)
+        self.handed_rows += n
+        if self.nlanes > 1 and work >= self.lane_rows and _lanes_may_run(enumerators):
+            return self._hand_on_lanes(rows, enumerators, status, cur)
         for i in range(0, rows.size, 4):
             relation = <int>rows.data[i]
             for e in <list>PyList_GET_ITEM(enumerators, relation):
@@ -943,7 +954,54 @@ cdef class Kernel:
                 self._drive(e, rows.data[i + 1], run)
         if full:
             self._hand_full(rows, enumerators, cur)
+        self._place(&self.run)
         return 0
+
+    cdef int _hand_on_lanes(self, Vec* rows, list enumerators, int status,
+                            int64_t cur) except -1:
+        """`_hand` split among the lanes, span by span, each span's candidates scheduled lane
+        by lane: in the order of one lane."""
+        cdef int64_t n = rows.size // 4, start = 0, stop, i = 0
+        cdef int j, relation
+        cdef Enumerator e
+        self.lane_first = <int64_t*>_grown(self.lane_first, self.nrel + 1, sizeof(int64_t))
+        self.lane_ens = <PyObject**>_grown(
+            self.lane_ens, sum(len(es) for es in enumerators) + 1, sizeof(PyObject*))
+        for relation in range(self.nrel):
+            self.lane_first[relation] = i
+            for e in <list>PyList_GET_ITEM(enumerators, relation):
+                self.lane_ens[i] = <PyObject*>e
+                i += 1
+                for j in range(self.nlanes):
+                    _fit(&self.lanes[j], e)
+        self.lane_first[self.nrel] = i
+        self.lane_data = rows.data
+        self.lane_status = status
+        self.lane_cur = cur
+        while start < n:
+            stop = min(n, start + SPAN_ROWS * self.nlanes)
+            self._fan_out(self._hand_lane, start, stop)
+            for j in range(self.nlanes):
+                self._place(&self.lanes[j])
+            start = stop
+        return 0
+
+    def _hand_lane(self, int j, int64_t start, int64_t stop, object meter):
+        """Lane `j`'s share of `_hand_on_lanes`' span: heads [start, stop)."""
+        cdef Run* run = &self.lanes[j]
+        cdef const int64_t* rows = self.lane_data
+        cdef int64_t i, x
+        cdef int relation
+        with allocations.charging_to(meter):
+            with nogil:
+                for i in range(4 * start, 4 * stop, 4):
+                    relation = <int>rows[i]
+                    for x in range(self.lane_first[relation], self.lane_first[relation + 1]):
+                        run.status = self.lane_status
+                        run.cur = self.lane_cur
+                        run.ro = rows[i + 2]
+                        run.rn = rows[i + 3]
+                        self._drive(<Enumerator>self.lane_ens[x], rows[i + 1], run)
 
     cdef int _hand_full(self, Vec* rows, list enumerators, int64_t cur) except -1:
         """Re-discovery for a rule whose head cannot be inverted (a head variable only inside
@@ -979,17 +1037,6 @@ cdef class Kernel:
                     if t.status[r] != -2:
                         self._drive(e, r, run)
                     r += 1
-        return 0
-
-    cdef int _enumerate_rows(self, Enumerator e, const int64_t[::1] rows, int64_t cur) except -1:
-        cdef Run* run = self._run_for(e)
-        cdef int64_t i
-        for i in range(rows.shape[0]):
-            run.status = CHANGED
-            run.cur = cur
-            run.ro = -1
-            run.rn = -1
-            self._drive(e, rows[i], run)
         return 0
 
     cdef int _drive(self, Enumerator e, int64_t row, Run* run) except -1 nogil:
@@ -1255,39 +1302,39 @@ cdef class Kernel:
     # -- scheduling -----------------------------------------------------------------------------
 
     cdef int _emit(self, Enumerator e, Run* run) except -1 nogil:
-        """A derivation is complete: a Bootstrap's is kept to be counted; an Update's is
-        scheduled where it can count (with the GIL, which an Update holds throughout)."""
+        """A derivation is complete: a Bootstrap's is kept to be counted, an Update's to be
+        scheduled where it can count."""
         if e.bootstrap:
             return self._buffer_head(e, run)
-        with gil:
-            return self._emit_update(e, run)
+        return self._emit_update(e, run)
 
-    cdef int _emit_update(self, Enumerator e, Run* run) except -1:
-        """Decide where an Update's derivation can count, and schedule it there."""
-        cdef Rule rule = e.rule
+    cdef int _emit_update(self, Enumerator e, Run* run) except -1 nogil:
+        """Decide where an Update's derivation can count, and keep it for each such iteration
+        (`_keep`). On a lane too: what it reads (the tables, the overlay, the flips) does not
+        change while an enumeration runs."""
         cdef int only = _only(e, run)
-        cdef int j, q
-        cdef int64_t o, n, fo = 0, fn = 0, lower_n = 0, ho = -1, v, at
+        cdef int j, q, relation
+        cdef int64_t o, n, fo = 0, fn = 0, lower_n = 0, ho = -1, v
         cdef int64_t row, f, head_row = -1
         cdef bint no = True, nn = True, ni = False, nd = False, sf, sn
-        cdef Table t, head = self._table(rule.head)
-        cdef int64_t* hv = self.words
+        cdef PyObject* head = self.tps[e.rule.head]
+        cdef int64_t* hv = run.words
         cdef const int64_t* code = e.code
         cdef int64_t p, nh
-        cdef int flags
-        for q in range(rule.nneg):
+        for q in range(e.rule.nneg):
             if run.after[q]:
                 ni = True
             if run.before[q]:
                 nd = True
         no = not nd
         nn = not ni
-        if rule.nneg > 1 and not (no or nn):
+        if e.rule.nneg > 1 and not (no or nn):
             return 0
-        for j in range(rule.npos):
+        for j in range(e.rule.npos):
             row = run.rows[j]
-            if rule.lower[j]:
-                f = _map_get(&self.flip, _key(rule.relation[j], row), FLIP_NONE)
+            relation = e.rule.relation[j]
+            if e.rule.lower[j]:
+                f = _map_get(&self.flip, _key(relation, row), FLIP_NONE)
                 if f == FLIP_INSERTED:
                     o, n = INF, 0
                 elif f == FLIP_DELETED:
@@ -1299,9 +1346,8 @@ cdef class Kernel:
             elif e.driver == DRIVE_ATOM and j == e.driver_position and run.ro >= 0:
                 o, n = run.ro, run.rn
             else:
-                t = self._table(rule.relation[j])
-                o = self._o(t, row)
-                n = self._n(rule.relation[j], row, o)
+                o = self._o(relation, row)
+                n = self._n(relation, row, o)
             if only == 2 and o >= INF:
                 return 0
             if only == 1 and n >= INF:
@@ -1316,8 +1362,9 @@ cdef class Kernel:
         if e.driver == DRIVE_HEAD:
             head_row = run.head_row
             ho = run.ro
-            for j in range(rule.arity):
-                hv[j] = _get(head.rows, head.wide, head_row * head.arity + j)
+            for j in range(e.rule.arity):
+                hv[j] = _get((<Table>head).rows, (<Table>head).wide,
+                             head_row * (<Table>head).arity + j)
         else:
             p = e.head
             nh = code[p]
@@ -1328,81 +1375,108 @@ cdef class Kernel:
                 hv[j] = v
                 p = _skip_expr(code, p)
             if e.full:
-                head_row = head._find(hv)
-                if head_row < 0 or not _map_get(&self.wanted, _key(rule.head, head_row), 0):
+                head_row = (<Table>head)._find(hv)
+                if head_row < 0 or not _map_get(&self.wanted, _key(e.rule.head, head_row), 0):
                     return 0
-                ho = self._o(head, head_row)
+                ho = self._o(e.rule.head, head_row)
         if run.status == INSERTED:
             if not (run.cur < fn < INF and nn):
                 return 0
-            return self._schedule(e, run, fn, INF, ho, head_row, lower_n, no, nn, ni, nd)
+            return self._keep(e, run, fn, INF, ho, head_row, lower_n, no, nn, ni, nd)
         # The head's o only where a decision still depends on it (a probe of a large table).
         if run.status == DELETED:
             if not (run.cur < fo < INF and no):
                 return 0
             if ho < 0:
-                head_row = head._find(hv)
-                ho = self._o(head, head_row)
+                head_row = (<Table>head)._find(hv)
+                ho = self._o(e.rule.head, head_row)
             if ho == fo:
-                return self._schedule(e, run, fo, fo, ho, head_row, lower_n, no, nn, ni, nd)
+                return self._keep(e, run, fo, fo, ho, head_row, lower_n, no, nn, ni, nd)
             return 0
         sn = run.cur < fn < INF and nn
         if sn and not (fo > fn or nd):
             if ho < 0:
-                head_row = head._find(hv)
-                ho = self._o(head, head_row)
+                head_row = (<Table>head)._find(hv)
+                ho = self._o(e.rule.head, head_row)
             sn = no and ho < fn
         if e.driver == DRIVE_HEAD or e.full:
             if sn:
-                return self._schedule(e, run, fn, fo, ho, head_row, lower_n, no, nn, ni, nd)
+                return self._keep(e, run, fn, fo, ho, head_row, lower_n, no, nn, ni, nd)
             return 0
         sf = run.cur < fo < INF and no and (fn > fo or ni)
         if sf:
             if ho < 0:
-                head_row = head._find(hv)
-                ho = self._o(head, head_row)
+                head_row = (<Table>head)._find(hv)
+                ho = self._o(e.rule.head, head_row)
             sf = ho == fo
         if sf:
-            self._schedule(e, run, fo, fo, ho, head_row, lower_n, no, nn, ni, nd)
+            self._keep(e, run, fo, fo, ho, head_row, lower_n, no, nn, ni, nd)
         if sn and (fn != fo or not sf):
-            self._schedule(e, run, fn, fo, ho, head_row, lower_n, no, nn, ni, nd)
+            self._keep(e, run, fn, fo, ho, head_row, lower_n, no, nn, ni, nd)
         return 0
 
-    cdef int _schedule(self, Enumerator e, Run* run, int64_t at, int64_t fo, int64_t ho,
-                       int64_t head_row, int64_t lower_n, bint no, bint nn, bint ni,
-                       bint nd) except -1:
-        cdef Rule rule = e.rule
-        cdef int64_t c = self.free_of[rule.number], b, j
-        if c >= 0:  # the place of a candidate classified at an earlier iteration
-            self.free_of[rule.number] = self.arena.data[c + C_NEXT]
-        else:
-            _vec_reserve(&self.arena, rule.words)
-            c = self.arena.size
-            self.arena.size += rule.words
-        cdef int64_t* w = self.arena.data + c
-        w[C_RULE] = rule.number
+    cdef int _keep(self, Enumerator e, Run* run, int64_t at, int64_t fo, int64_t ho,
+                   int64_t head_row, int64_t lower_n, bint no, bint nn, bint ni,
+                   bint nd) except -1 nogil:
+        """A candidate for iteration `at`, kept in `run.found` (its `C_NEXT` word holds `at`)
+        until `_place` schedules it: lanes never write the schedule, and the candidates reach
+        it in the order one lane would have found them."""
+        cdef int64_t* w
+        cdef int64_t j
+        _vec_reserve(&run.found, e.rule.words)
+        w = run.found.data + run.found.size
+        run.found.size += e.rule.words
+        w[C_NEXT] = at
+        w[C_RULE] = e.rule.number
         w[C_FO] = fo
         w[C_HO] = ho
         w[C_LOWER_N] = lower_n
         w[C_FLAGS] = (F_NO if no else 0) | (F_NN if nn else 0) | (F_NI if ni else 0) | (
             F_ND if nd else 0)
         w[C_HEAD_ROW] = head_row
-        for j in range(rule.npos):
+        for j in range(e.rule.npos):
             w[C_BODY + j] = run.rows[j]
-        for j in range(rule.nranges):
-            w[C_BODY + rule.npos + j] = run.regs[e.ranges[j]]
-        for j in range(rule.arity):
-            w[C_BODY + rule.identity + j] = self.words[j]
-        b = _map_get(&self.bucket_of, at, -1)
-        if b < 0:
-            b = self.bucket_first.size
-            _vec_push(&self.bucket_first, -1)
-            _vec_push(&self.bucket_size, 0)
-            _map_put(&self.bucket_of, at, b)
-            _heap_push(&self.heap, at)
-        w[C_NEXT] = self.bucket_first.data[b]
-        self.bucket_first.data[b] = c
-        self.bucket_size.data[b] += 1
+        for j in range(e.rule.nranges):
+            w[C_BODY + e.rule.npos + j] = run.regs[e.ranges[j]]
+        for j in range(e.rule.arity):
+            w[C_BODY + e.rule.identity + j] = run.words[j]
+        if run == &self.run and run.found.size >= FLUSH_WORDS:
+            with gil:
+                self._place(run)
+        return 0
+
+    cdef int _place(self, Run* run) except -1:
+        """Schedule the candidates `run.found` holds, in order: each in the arena (the place
+        of one classified at an earlier iteration when its rule has one), at the head of its
+        iteration's bucket."""
+        cdef int64_t i = 0, c, b, at, rule, words
+        cdef int64_t* w
+        while i < run.found.size:
+            w = run.found.data + i
+            rule = w[C_RULE]
+            words = (<Rule>PyList_GET_ITEM(self.rules, rule)).words
+            at = w[C_NEXT]
+            c = self.free_of[rule]
+            if c >= 0:
+                self.free_of[rule] = self.arena.data[c + C_NEXT]
+            else:
+                _vec_reserve(&self.arena, words)
+                c = self.arena.size
+                self.arena.size += words
+            memcpy(self.arena.data + c, w, <size_t>words * sizeof(int64_t))
+            self.handed_found += 1
+            b = _map_get(&self.bucket_of, at, -1)
+            if b < 0:
+                b = self.bucket_first.size
+                _vec_push(&self.bucket_first, -1)
+                _vec_push(&self.bucket_size, 0)
+                _map_put(&self.bucket_of, at, b)
+                _heap_push(&self.heap, at)
+            self.arena.data[c + C_NEXT] = self.bucket_first.data[b]
+            self.bucket_first.data[b] = c
+            self.bucket_size.data[b] += 1
+            i += words
+        run.found.size = 0
         return 0
 
     # -- the drain ------------------------------------------------------------------------------
@@ -1435,22 +1509,22 @@ cdef class Kernel:
         cdef int64_t b = _map_get(&self.bucket_of, k, -1)
         cdef int64_t c = self.bucket_first.data[b]
         cdef int64_t size = self.bucket_size.data[b]
-        cdef int64_t slots, mask, i, d, n = 0, tag
+        cdef int64_t slots = 4, mask, i, d, n = 0, tag, kept = 0
         cdef int64_t* table
         cdef int64_t* listed
         # Nothing scheduled at k once it is popped: enumerations from here on are at k or later
         # (`cur` is k), and a new bucket at k would never be popped.
+        while slots < 2 * size:
+            slots *= 2
+        mask = slots - 1
+        _vec_reserve(&self.dedup, slots + 5 * size)  # slots, listed, verdicts (`_judge`)
+        table = self.dedup.data
+        listed = table + slots
         if size > 1:
             # The list is read first, with identities: the slot QUEUED_HEADS candidates ahead
             # is fetched while this one's is probed (its load was 77 % of this loop on
             # rmat1k), and a slot's identity bits pass over others without reading them.
-            slots = 4
-            while slots < 2 * size:
-                slots *= 2
-            mask = slots - 1
-            _vec_reserve(&self.dedup, slots + 2 * size)
-            table = self.dedup.data
-            listed = table + slots
+            # Each derivation's first candidate is kept at the front of the list, in order.
             for i in range(slots):
                 table[i] = -1
             while c >= 0:
@@ -1469,9 +1543,12 @@ cdef class Kernel:
                     i = (i + 1) & mask
                 if table[i] < 0:
                     table[i] = (tag << C_BITS) | c
-                    self._classify(c, k)
+                    listed[kept] = c
+                    kept += 1
         elif c >= 0:
-            self._classify(c, k)
+            listed[0] = c
+            kept = 1
+        self._classify(listed, kept, listed + 2 * size, k)
         c = self.bucket_first.data[b]  # classified: the places go on their rules' free lists
         while c >= 0:  # (the arena then holds the candidates pending, not all ever scheduled)
             d = self.arena.data[c + C_NEXT]
@@ -1492,28 +1569,58 @@ cdef class Kernel:
         self.gone.size = 0
         return 0
 
-    cdef int _classify(self, int64_t c, int64_t k) except -1:
-        """The terms at k: Del (-1) when the derivation fired at k in the old epoch and not in
-        the new, Ins or Red (+1) when it fires at k in the new epoch and did not count there in
-        the old, or counted for a head that the new epoch deletes (Red). With f° = k, "a
-        positive atom in I⁻_{k-1}" is f > k; with f = k, "a positive atom in I⁺_{k-1}" is
-        f° > k (see the package docstring)."""
+    cdef int _classify(self, const int64_t* listed, int64_t n, int64_t* verdicts,
+                       int64_t k) except -1:
+        """Judge the `n` candidates `listed` at k and count their terms towards their heads,
+        in the order listed: on the lanes (each judging a share into `verdicts`, three words
+        a candidate) when there are some and the candidates are many, else one by one."""
+        cdef int64_t d
+        if self.nlanes > 1 and n >= self.lane_rows:
+            self.lane_data = listed
+            self.lane_out = verdicts
+            self.lane_cur = k
+            self._fan_out(self._judge_lane, 0, n)
+            for d in range(n):
+                if verdicts[3 * d]:
+                    self._count_term(listed[d], verdicts + 3 * d, True)
+            return 0
+        for d in range(n):
+            self._judge(listed[d], k, &self.run, verdicts)
+            if verdicts[0]:
+                self._count_term(listed[d], verdicts, False)
+        return 0
+
+    def _judge_lane(self, int j, int64_t start, int64_t stop, object meter):
+        """Lane `j`'s share of `_classify`: candidates [start, stop)."""
+        cdef Run* run = &self.lanes[j]
+        cdef int64_t d
+        with allocations.charging_to(meter):
+            with nogil:
+                for d in range(start, stop):
+                    self._judge(self.lane_data[d], self.lane_cur, run, self.lane_out + 3 * d)
+
+    cdef int _judge(self, int64_t c, int64_t k, Run* run, int64_t* out) except -1 nogil:
+        """Candidate c's term at k into `out` (sign, head row or -1, the head's o): Del (-1)
+        when the derivation fired at k in the old epoch and not in the new, Ins or Red (+1)
+        when it fires at k in the new epoch and did not count there in the old, or counted for
+        a head that the new epoch deletes (Red); else 0. With f° = k, "a positive atom in
+        I⁻_{k-1}" is f > k; with f = k, "a positive atom in I⁺_{k-1}" is f° > k (see the
+        package docstring). It only reads, so it runs on the lanes too."""
         cdef int64_t* w = self.arena.data + c
-        cdef Rule rule = <Rule>PyList_GET_ITEM(self.rules, w[C_RULE])
-        cdef Table head = self._table(rule.head)
-        cdef Table t
-        cdef int64_t fn = w[C_LOWER_N], fo = w[C_FO], ho = w[C_HO], n, o, row, hn, key, e
+        cdef PyObject* rule = self.rps[w[C_RULE]]
+        cdef int64_t fn = w[C_LOWER_N], fo = w[C_FO], ho = w[C_HO], n, o, row, hn
         cdef int64_t flags = w[C_FLAGS]
         cdef bint no = flags & F_NO, nn = flags & F_NN, ni = flags & F_NI, nd = flags & F_ND
-        cdef int j, sign
-        self._tick()
-        for j in range(rule.npos):
-            if rule.lower[j]:
+        cdef int j, relation, head = (<Rule>rule).head
+        out[0] = 0
+        self._tick_run(run)
+        for j in range((<Rule>rule).npos):
+            if (<Rule>rule).lower[j]:
                 continue
-            t = self._table(rule.relation[j])
+            relation = (<Rule>rule).relation[j]
             row = w[C_BODY + j]
-            o = self._o(t, row)
-            n = self._n(rule.relation[j], row, o)
+            o = self._o(relation, row)
+            n = self._n(relation, row, o)
             if n > fn:
                 fn = n
         fn += 1
@@ -1521,18 +1628,32 @@ cdef class Kernel:
             return 0
         row = w[C_HEAD_ROW]
         if row < 0:
-            row = head._find(w + C_BODY + rule.identity)
+            row = (<Table>self.tps[head])._find(w + C_BODY + (<Rule>rule).identity)
         if ho < 0:
             ho = self._o(head, row)
         if fo == k and no and (fn > k or ni) and ho == k:
-            sign = -1
+            out[0] = -1
         elif fn == k and nn and (fo > k or nd or (fo <= k and no and ho < k)):
-            hn = ho if row < 0 else self._n(rule.head, row, ho)
+            hn = ho if row < 0 else self._n(head, row, ho)
             if hn <= k - 1:
                 return 0
-            sign = 1
+            out[0] = 1
         else:
             return 0
+        out[1] = row
+        out[2] = ho
+        return 0
+
+    cdef int _count_term(self, int64_t c, const int64_t* verdict, bint again) except -1:
+        """Add candidate c's judged term to its head's count change at this iteration. A new
+        head gets its row here; `again`: judged on a lane, before the candidates ahead of it
+        appended their heads, so a new head is looked up once more."""
+        cdef int64_t* w = self.arena.data + c
+        cdef Rule rule = <Rule>self.rps[w[C_RULE]]
+        cdef Table head = self._table(rule.head)
+        cdef int64_t row = verdict[1], key, e
+        if row < 0 and again:
+            row = head._find(w + C_BODY + rule.identity)
         if row < 0:  # a new tuple: only ever added to, so it will be present
             row = head._append(w + C_BODY + rule.identity, -1)
         key = _key(rule.head, row)
@@ -1540,10 +1661,10 @@ cdef class Kernel:
         if e < 0:
             _map_put(&self.delta, key, self.d_key.size)
             _vec_push(&self.d_key, key)
-            _vec_push(&self.d_change, sign)
-            _vec_push(&self.d_old, ho)
+            _vec_push(&self.d_change, verdict[0])
+            _vec_push(&self.d_old, verdict[2])
         else:
-            self.d_change.data[e] += sign
+            self.d_change.data[e] += verdict[0]
         return 0
 
     cdef int _settle(self, int64_t key, int64_t change, int64_t o, int64_t k) except -1:
@@ -1578,6 +1699,18 @@ cdef class Kernel:
             raise AssertionError(
                 f"negative derivation count for relation {relation} row {t._tuple(row)} at {k}")
         return 0
+
+
+cdef bint _lanes_may_run(list enumerators):
+    """Whether every enumerator of a role (relation -> [Enumerator]) may run on a lane: it calls
+    no string functor, and it is not a full re-discovery (which reads `wanted`, made per
+    relation as it goes)."""
+    cdef Enumerator e
+    for es in enumerators:
+        for e in es:
+            if not e.parallel or e.full:
+                return False
+    return True
 
 
 cdef inline int _only(Enumerator e, Run* run) noexcept nogil:

@@ -1,0 +1,68 @@
+"""The kernel's lanes: how many threads a Bootstrap's plans and an Update's enumerations and
+classifications split their work among (`--jobs`), from how much work, and the threads
+themselves. The compiled kernel (`reasoner.kernel.interpreter`) runs each lane's share
+without the interpreter lock; what it needs of Python, pools and errors, is here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Protocol
+
+from reasoner.support import allocations
+from reasoner.support.jobs import jobs_in_effect
+
+LANE_ROWS = 4096
+"""Driving rows (a Bootstrap's), expected candidates (an Update's hand-over) or candidates (its
+classification) from which a span is split among the lanes: handing a span to the threads and
+back costs tens of microseconds, a row about one."""
+LANES: int | None = None
+"""The lanes of the kernel's Bootstrap and Update; None: the threads the engine may use
+(`--jobs`)."""
+
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+
+Lane = Callable[[int, int, int, object], None]
+"""A lane's share of a span: (lane, start, stop, the allocation meter to charge)."""
+
+
+class KernelWithLanes(Protocol):
+    def set_lanes(self, jobs: int, lane_rows: int) -> None: ...
+
+
+def set_lanes(kernel: KernelWithLanes) -> None:
+    """Give `kernel` its lanes, read when it is made (tests set `LANES` and `LANE_ROWS`)."""
+    kernel.set_lanes(LANES or jobs_in_effect(), LANE_ROWS)
+
+
+def _pool(workers: int) -> ThreadPoolExecutor:
+    """Threads for lanes 1, 2, ... (lane 0 is the caller's): one pool of each size, kept for
+    the process, as a Bootstrap or an Update runs many spans."""
+    pool = _POOLS.get(workers)
+    if pool is None:
+        pool = _POOLS[workers] = ThreadPoolExecutor(workers, thread_name_prefix="reasoner-lane")
+    return pool
+
+
+def fan_out(lane: Lane, lanes: int, start: int, stop: int) -> None:
+    """`lane(j, start_j, stop_j, meter)` for each lane j over its contiguous share of
+    [start, stop), lane 0 on this thread, growths charged to the caller's meter. An error of
+    any lane is raised once all have stopped (the lanes share the kernel's buffers), the first
+    lane's first."""
+    meter = allocations.meter()
+    bounds = [start + (stop - start) * j // lanes for j in range(lanes + 1)]
+    pool = _pool(lanes - 1)
+    others = [pool.submit(lane, j, bounds[j], bounds[j + 1], meter) for j in range(1, lanes)]
+    error: BaseException | None = None
+    try:
+        lane(0, bounds[0], bounds[1], meter)
+    except BaseException as exc:
+        error = exc
+    for other in others:
+        try:
+            other.result()
+        except BaseException as exc:
+            if error is None:
+                error = exc
+    if error is not None:
+        raise error
