@@ -335,6 +335,7 @@ cdef class Kernel:
     cdef Run* lanes
     cdef int nlanes
     cdef int64_t lane_rows    # driving rows from which a span runs on the lanes
+    cdef int64_t probe_heads  # an Update's first heads, handed on one lane (see `_hand`)
     cdef const int64_t* lane_data
     cdef bint lane_keyed
     # An Update's lanes: heads handed to the enumerators (`_hand_on_lanes`), which are
@@ -625,6 +626,7 @@ cdef class Kernel:
         self.lanes = NULL
         self.nlanes = 0
         self.lane_rows = lane_rows
+        self.probe_heads = lane_rows // 64
         if jobs == 1:
             return
         self.lanes = <Run*>calloc(<size_t>jobs, sizeof(Run))
@@ -929,18 +931,23 @@ cdef class Kernel:
         """Hand settled heads (relation, row, o, n) to each relation's enumerators, then
         schedule what they found: on the lanes when there are some, the work the heads are
         likely to make is large, and every enumerator may run there."""
-        cdef int64_t i
+        cdef int64_t i, n = rows.size // 4, start = 0
         cdef int relation
         cdef Enumerator e
         cdef Run* run
         cdef bint full = False
-        cdef int64_t n = rows.size // 4
-        # The work the heads are likely to make: as many candidates a head as so far.
-        cdef int64_t work = n + n * self.handed_found // max(1, self.handed_rows)
-        self.handed_rows += n
-        if self.nlanes > 1 and work >= self.lane_rows and _lanes_may_run(enumerators):
-            return self._hand_on_lanes(rows, enumerators, status, cur)
-        for i in range(0, rows.size, 4):
+        # The work the heads are likely to make: as many candidates a head as so far, the
+        # Update's first `probe_heads` handed on this thread to tell how many that is.
+        if self.nlanes > 1 and n > 1 and (
+                self.handed_rows < self.probe_heads
+                or n * (1 + self.handed_found // max(1, self.handed_rows)) >= self.lane_rows
+        ) and _lanes_may_run(enumerators):
+            if self.handed_rows < self.probe_heads:
+                start = min(n, self.probe_heads - self.handed_rows)
+                self._hand_serially(rows, enumerators, status, cur, start)
+            if (n - start) * (1 + self.handed_found // max(1, self.handed_rows)) >= self.lane_rows:
+                return self._hand_on_lanes(rows, enumerators, status, cur, start)
+        for i in range(4 * start, rows.size, 4):
             relation = <int>rows.data[i]
             for e in <list>PyList_GET_ITEM(enumerators, relation):
                 if e.full:
@@ -952,16 +959,35 @@ cdef class Kernel:
                 run.ro = rows.data[i + 2]
                 run.rn = rows.data[i + 3]
                 self._drive(e, rows.data[i + 1], run)
+        self.handed_rows += n - start
         if full:
             self._hand_full(rows, enumerators, cur)
         self._place(&self.run)
         return 0
 
-    cdef int _hand_on_lanes(self, Vec* rows, list enumerators, int status,
-                            int64_t cur) except -1:
-        """`_hand` split among the lanes, span by span, each span's candidates scheduled lane
-        by lane: in the order of one lane."""
-        cdef int64_t n = rows.size // 4, start = 0, stop, i = 0
+    cdef int _hand_serially(self, Vec* rows, list enumerators, int status, int64_t cur,
+                            int64_t stop) except -1:
+        """`_hand` of heads [0, stop) on this thread, none of whose enumerators is full."""
+        cdef int64_t i
+        cdef Enumerator e
+        cdef Run* run
+        for i in range(0, 4 * stop, 4):
+            for e in <list>PyList_GET_ITEM(enumerators, rows.data[i]):
+                run = self._run_for(e)
+                run.status = status
+                run.cur = cur
+                run.ro = rows.data[i + 2]
+                run.rn = rows.data[i + 3]
+                self._drive(e, rows.data[i + 1], run)
+        self.handed_rows += stop
+        self._place(&self.run)
+        return 0
+
+    cdef int _hand_on_lanes(self, Vec* rows, list enumerators, int status, int64_t cur,
+                            int64_t start) except -1:
+        """`_hand` of heads [start, ...) split among the lanes, span by span, each span's
+        candidates scheduled lane by lane: in the order of one lane."""
+        cdef int64_t n = rows.size // 4, stop, i = 0
         cdef int j, relation
         cdef Enumerator e
         self.lane_first = <int64_t*>_grown(self.lane_first, self.nrel + 1, sizeof(int64_t))
@@ -978,6 +1004,7 @@ cdef class Kernel:
         self.lane_data = rows.data
         self.lane_status = status
         self.lane_cur = cur
+        self.handed_rows += n - start
         while start < n:
             stop = min(n, start + SPAN_ROWS * self.nlanes)
             self._fan_out(self._hand_lane, start, stop)
