@@ -30,7 +30,7 @@ from libc.string cimport memcpy
 from reasoner.kernel.buffers cimport *  # Vec, Map: growable arrays and a hash map in C
 from reasoner.kernel.plan_words cimport *  # the plan words' tags, steps and arithmetic
 from reasoner.kernel.runs cimport *  # a plan's bindings as it runs, and what it found
-from reasoner.storage.table cimport BIG_COUNT, Table, _get, _mix
+from reasoner.storage.table cimport Table, _add_count, _get, _mix, _row_count
 
 from functools import partial
 
@@ -253,17 +253,6 @@ cdef inline void _bootstrap_run(Run* run, int64_t km1) noexcept nogil:
     run.ro = -1
     run.rn = -1
     run.ticks = CHECK_EVERY
-
-
-cdef inline int _add_count(Table table, int64_t row, int64_t times) except -1:
-    """Add `times` to the count of `row`, which a Bootstrap's iteration appended: the table
-    holds it until the commit (a map of staged heads took 15 of rmat1k's 50 MB peak)."""
-    cdef uint16_t c = table.counts[row]
-    if c != BIG_COUNT and c + times <= 65535:
-        table.counts[row] = <uint16_t>(c + times)
-    elif times:
-        table._set_count(row, table._count(row) + times)
-    return 0
 
 
 cdef dict _rows_by_relation(const int64_t* keys, int64_t n):
@@ -718,7 +707,7 @@ cdef class Kernel:
             row = key & 0xFFFFFFFF
             count = self.d_change.data[d]
             if count == IN_TABLE:
-                count = table.counts[row] if table.counts[row] != BIG_COUNT else table._count(row)
+                count = _row_count(table, row)
             table._commit_row(row, k, count)
         _map_clear(&self.delta)
         for d in range(self.nrel):
@@ -1708,7 +1697,7 @@ cdef class Kernel:
         elif x < k:
             return 0  # derived earlier in the new epoch
         if o == k:
-            change += _committed_count(t, row)
+            change += _row_count(t, row)
         if change > 0:
             self._record(relation, row, k, change)
             if o == INF:
@@ -1749,10 +1738,3 @@ cdef inline int _only(Enumerator e, Run* run) noexcept nogil:
     if run.status == DELETED:
         return 2
     return 0
-
-
-cdef int64_t _committed_count(Table t, int64_t row) except -1:
-    cdef uint16_t c = t.counts[row]
-    if c != BIG_COUNT:
-        return c
-    return t._count(row)

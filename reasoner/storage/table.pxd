@@ -96,3 +96,20 @@ cdef class Table:
                      bint redate) except -1
     cdef int64_t _group(self, int position, const int64_t* words) noexcept nogil
     cdef int _commit_row(self, int64_t r, int64_t iteration, int64_t count) except -1
+
+
+cdef inline int64_t _row_count(Table t, int64_t row) except -1:
+    """A row's count as a C integer: its 16-bit word, or the dict's beyond (`BIG_COUNT`)."""
+    cdef uint16_t c = t.counts[row]
+    return c if c != BIG_COUNT else t._count(row)
+
+
+cdef inline int _add_count(Table t, int64_t row, int64_t times) except -1:
+    """Add `times` to the count of `row`, which a Bootstrap's iteration appended: the table
+    holds it until the commit (a map of staged heads took 15 of rmat1k's 50 MB peak)."""
+    cdef uint16_t c = t.counts[row]
+    if c != BIG_COUNT and c + times <= 65535:
+        t.counts[row] = <uint16_t>(c + times)
+    elif times:
+        t._set_count(row, t._count(row) + times)
+    return 0

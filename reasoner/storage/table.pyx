@@ -481,7 +481,7 @@ cdef class Table:
                     o[c, k] = _get(self.rows, self.wide, r * self.arity + c)
                 it[k] = self.status[r]
                 if with_counts:
-                    cs[k] = self.counts[r] if self.counts[r] != BIG_COUNT else self._count(r)
+                    cs[k] = _row_count(self, r)
                 k += 1
         values = [out[c, :k] for c in range(self.arity)]
         if with_counts:
