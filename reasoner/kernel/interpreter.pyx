@@ -623,7 +623,7 @@ cdef class Kernel:
             raise MemoryError()
         self.nlanes = jobs
         for i in range(jobs):
-            self.lanes[i].words = <int64_t*>malloc(<size_t>self.heads_width * sizeof(int64_t))
+            self.lanes[i].words = <int64_t*>malloc(<size_t>self.heads_width * sizeof(int64_t) + APART)
             self.lanes[i].ticks = CHECK_EVERY
             if self.lanes[i].words == NULL:
                 raise MemoryError()

@@ -7,7 +7,7 @@ them, and nothing of this module exists at run time."""
 from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport calloc, free
 
-from reasoner.kernel.buffers cimport CHARGED_FROM, Vec, _charge, _vec_reserve
+from reasoner.kernel.buffers cimport APART, CHARGED_FROM, Vec, _charge, _vec_reserve
 
 
 cdef struct Run:
@@ -34,6 +34,7 @@ cdef struct Run:
     int64_t* fold           # slots of `found`'s heads (see `_fold_head`): offset + 1, 0 empty
     int64_t fold_mask       # the slots less one (0: none yet)
     int64_t fold_used
+    char apart[APART]       # the next lane's bindings on other cache lines
 
 
 cdef inline void _free_run(Run* run) noexcept:
