@@ -975,8 +975,12 @@ cdef class Kernel:
     cdef int _hand_on_lanes(self, Vec* rows, list enumerators, int status, int64_t cur,
                             int64_t start) except -1:
         """`_hand` of heads [start, ...) split among the lanes, span by span, each span's
-        candidates scheduled lane by lane: in the order of one lane."""
+        candidates scheduled lane by lane: in the order of one lane. A span is expected to
+        find SPAN_ROWS candidates a lane, which bounds what the lanes hold before it is
+        scheduled."""
         cdef int64_t n = rows.size // 4, stop, i = 0
+        cdef int64_t span = max(1, SPAN_ROWS * self.nlanes // (
+            1 + self.handed_found // max(1, self.handed_rows)))
         cdef int j, relation
         cdef Enumerator e
         self.lane_first = <int64_t*>_grown(self.lane_first, self.nrel + 1, sizeof(int64_t))
@@ -995,7 +999,7 @@ cdef class Kernel:
         self.lane_cur = cur
         self.handed_rows += n - start
         while start < n:
-            stop = min(n, start + SPAN_ROWS * self.nlanes)
+            stop = min(n, start + span)
             self._fan_out(self._hand_lane, start, stop)
             for j in range(self.nlanes):
                 self._place(&self.lanes[j])
