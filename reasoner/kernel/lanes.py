@@ -20,7 +20,6 @@ LANES: int | None = None
 """The lanes of the kernel's Bootstrap and Update; None: the threads the engine may use
 (`--jobs`)."""
 
-STATS = []
 _POOLS: dict[int, ThreadPoolExecutor] = {}
 
 Lane = Callable[[int, int, int, object], None]
@@ -50,16 +49,6 @@ def fan_out(lane: Lane, lanes: int, start: int, stop: int) -> None:
     [start, stop), lane 0 on this thread, growths charged to the caller's meter. An error of
     any lane is raised once all have stopped (the lanes share the kernel's buffers), the first
     lane's first."""
-    import time
-    t0 = time.perf_counter()
-    busy = [0.0] * lanes
-    inner = lane
-    def lane(j, a, b, m):
-        t = time.perf_counter()
-        try:
-            inner(j, a, b, m)
-        finally:
-            busy[j] = time.perf_counter() - t
     meter = allocations.meter()
     bounds = [start + (stop - start) * j // lanes for j in range(lanes + 1)]
     pool = _pool(lanes - 1)
@@ -75,6 +64,5 @@ def fan_out(lane: Lane, lanes: int, start: int, stop: int) -> None:
         except BaseException as exc:
             if error is None:
                 error = exc
-    STATS.append((time.perf_counter() - t0, busy, getattr(inner, "__name__", "?")))
     if error is not None:
         raise error
