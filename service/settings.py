@@ -103,9 +103,9 @@ class Settings(BaseSettings):
         None,
         ge=1,
         description="Threads an evaluation may use, as Soufflé's -j (none: every core the "
-        "process may run on). Polars' stages and the kernel's Bootstrap use them; an Update "
-        "runs on one. Read when the engine is first imported: set it in the environment, not "
-        "in a .env file.",
+        "process may run on). Polars' stages and the kernel's Bootstrap and Update use them. "
+        "Read when the engine is first imported: set it in the environment, not in a .env "
+        "file.",
     )
     switching_parameter: float = Field(
         0.2, gt=0, description="Update deadline = switching_parameter × last Bootstrap time."

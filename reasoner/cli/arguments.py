@@ -122,7 +122,7 @@ def jobs_argument(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help=f"threads the evaluation may use, as Soufflé's -j (default: ${JOBS_VARIABLE}, "
         "else every core this process may run on): Polars' stages and the kernel's "
-        "Bootstrap use them; an Update runs on one",
+        "Bootstrap and Update use them",
     )
 
 

@@ -86,11 +86,15 @@ cdef enum:
 cdef enum:
     QUEUED_HEADS = 16
 
-# A Bootstrap's plan is driven in spans of this many rows, each span's derivations counted
-# after it; on one lane they are counted whenever this many words of them wait. Derivations
-# of one head are folded into one entry (`_fold_head`) for as long as the first FOLD_HEADS
-# heads of a buffer showed enough of them to pay for it.
+# A Bootstrap's plan is driven in spans of this many rows (an Update's hand-over on the lanes,
+# in spans expected to find this many candidates a lane), each span's derivations counted
+# after it; on one lane they are counted (an Update's scheduled) whenever this many words of
+# them wait. Derivations of one head are folded into one entry (`_fold_head`) for as long as
+# the first FOLD_HEADS heads of a buffer showed enough of them to pay for it. An Update's
+# first lane_rows / PROBE_SHARE heads are handed on one lane, to tell how many candidates a
+# head finds (`_hand`): 64 of rmat1k's 920 deleted edges find 8,000.
 cdef enum:
+    PROBE_SHARE = 64
     SPAN_ROWS = 1 << 16
     FLUSH_WORDS = 1 << 18
     FOLD_HEADS = 1 << 8
@@ -323,7 +327,7 @@ cdef class Kernel:
     # `_on_lanes`, `_hand_on_lanes`).
     cdef Run* lanes
     cdef int nlanes
-    cdef int64_t lane_rows    # driving rows from which a span runs on the lanes
+    cdef int64_t lane_rows    # rows (or candidates) from which a span runs on the lanes
     cdef int64_t probe_heads  # an Update's first heads, handed on one lane (see `_hand`)
     cdef const int64_t* lane_data
     cdef bint lane_keyed
@@ -333,6 +337,7 @@ cdef class Kernel:
     cdef PyObject** lane_ens
     cdef int lane_status
     cdef int64_t lane_cur      # the iteration handing heads, or classifying (`_classify`)
+    # (`lane_data` is a Bootstrap span's rows, a hand-over's heads or the listed candidates.)
     cdef int64_t* lane_out     # the verdicts of `_classify` on the lanes
     cdef int64_t handed_rows   # heads handed in this Update, and the candidates they found
     cdef int64_t handed_found
@@ -476,7 +481,9 @@ cdef class Kernel:
         vecs[13] = &self.gone
 
     cpdef int64_t nbytes(self) noexcept:
-        """The bytes of the bookkeeping's buffers (what the memory bound counts)."""
+        """The bytes of the bookkeeping's buffers (what the memory bound counts), the
+        candidates waiting in the runs' buffers included (read while lanes may grow theirs:
+        a size, not the memory)."""
         cdef Map* maps[5]
         cdef Vec* vecs[14]
         cdef int64_t total = 0
@@ -486,6 +493,9 @@ cdef class Kernel:
             total += (maps[i].mask + 1) * (2 * sizeof(int64_t) + sizeof(uint32_t))
         for i in range(14):
             total += vecs[i].capacity * sizeof(int64_t)
+        total += self.run.found.capacity * sizeof(int64_t)
+        for i in range(self.nlanes):
+            total += self.lanes[i].found.capacity * sizeof(int64_t)
         return total
 
     cdef int _checkpoint(self) except -1:
@@ -604,8 +614,9 @@ cdef class Kernel:
         return &self.run
 
     def set_lanes(self, int jobs, int64_t lane_rows):
-        """Let a Bootstrap's plans run on `jobs` lanes (threads) from `lane_rows` driving rows
-        on; 1: on the calling thread alone."""
+        """Let a Bootstrap's plans and an Update's hand-overs and classifications run on
+        `jobs` lanes (threads) from `lane_rows` driving rows, expected candidates or candidates
+        on (see `reasoner.kernel.lanes`); 1: on the calling thread alone."""
         cdef int i
         if jobs < 1:
             raise ValueError(f"jobs must be >= 1, got {jobs}")
@@ -615,7 +626,7 @@ cdef class Kernel:
         self.lanes = NULL
         self.nlanes = 0
         self.lane_rows = lane_rows
-        self.probe_heads = lane_rows // 64
+        self.probe_heads = lane_rows // PROBE_SHARE
         if jobs == 1:
             return
         self.lanes = <Run*>calloc(<size_t>jobs, sizeof(Run))
@@ -920,27 +931,38 @@ cdef class Kernel:
         """Hand settled heads (relation, row, o, n) to each relation's enumerators, then
         schedule what they found: on the lanes when there are some, the work the heads are
         likely to make is large, and every enumerator may run there."""
-        cdef int64_t i, n = rows.size // 4, start = 0
-        cdef int relation
-        cdef Enumerator e
-        cdef Run* run
-        cdef bint full = False
-        # The work the heads are likely to make: as many candidates a head as so far, the
-        # Update's first `probe_heads` handed on this thread to tell how many that is.
+        cdef int64_t n = rows.size // 4, start = 0
+        # The Update's first `probe_heads` heads are handed on this thread, to tell how many
+        # candidates a head finds.
         if self.nlanes > 1 and n > 1 and (
-                self.handed_rows < self.probe_heads
-                or n * (1 + self.handed_found // max(1, self.handed_rows)) >= self.lane_rows
+                self.handed_rows < self.probe_heads or n * self._per_head() >= self.lane_rows
         ) and _lanes_may_run(enumerators):
             if self.handed_rows < self.probe_heads:
                 start = min(n, self.probe_heads - self.handed_rows)
-                self._hand_serially(rows, enumerators, status, cur, start)
-            if (n - start) * (1 + self.handed_found // max(1, self.handed_rows)) >= self.lane_rows:
+                self._hand_range(rows, enumerators, status, cur, 0, start)
+            if (n - start) * self._per_head() >= self.lane_rows:
                 return self._hand_on_lanes(rows, enumerators, status, cur, start)
-        for i in range(4 * start, rows.size, 4):
-            relation = <int>rows.data[i]
-            for e in <list>PyList_GET_ITEM(enumerators, relation):
+        if self._hand_range(rows, enumerators, status, cur, start, n):
+            self._hand_full(rows, enumerators, cur)
+            self._place(&self.run)
+        return 0
+
+    cdef inline int64_t _per_head(self) noexcept:
+        """The candidates a handed head is expected to find: as many as so far, at least one."""
+        return 1 + self.handed_found // max(1, self.handed_rows)
+
+    cdef int _hand_range(self, Vec* rows, list enumerators, int status, int64_t cur,
+                         int64_t start, int64_t stop) except -1:
+        """Heads [start, stop) handed on this thread and what they found scheduled; 1 when a
+        full re-discovery is left for `_hand_full`."""
+        cdef int64_t i
+        cdef Enumerator e
+        cdef Run* run
+        cdef int full = 0
+        for i in range(4 * start, 4 * stop, 4):
+            for e in <list>PyList_GET_ITEM(enumerators, rows.data[i]):
                 if e.full:
-                    full = True
+                    full = 1
                     continue
                 run = self._run_for(e)
                 run.status = status
@@ -948,39 +970,17 @@ cdef class Kernel:
                 run.ro = rows.data[i + 2]
                 run.rn = rows.data[i + 3]
                 self._drive(e, rows.data[i + 1], run)
-        self.handed_rows += n - start
-        if full:
-            self._hand_full(rows, enumerators, cur)
+        self.handed_rows += stop - start
         self._place(&self.run)
-        return 0
-
-    cdef int _hand_serially(self, Vec* rows, list enumerators, int status, int64_t cur,
-                            int64_t stop) except -1:
-        """`_hand` of heads [0, stop) on this thread, none of whose enumerators is full."""
-        cdef int64_t i
-        cdef Enumerator e
-        cdef Run* run
-        for i in range(0, 4 * stop, 4):
-            for e in <list>PyList_GET_ITEM(enumerators, rows.data[i]):
-                run = self._run_for(e)
-                run.status = status
-                run.cur = cur
-                run.ro = rows.data[i + 2]
-                run.rn = rows.data[i + 3]
-                self._drive(e, rows.data[i + 1], run)
-        self.handed_rows += stop
-        self._place(&self.run)
-        return 0
+        return full
 
     cdef int _hand_on_lanes(self, Vec* rows, list enumerators, int status, int64_t cur,
                             int64_t start) except -1:
         """`_hand` of heads [start, ...) split among the lanes, span by span, each span's
         candidates scheduled lane by lane: in the order of one lane. A span is expected to
-        find SPAN_ROWS candidates a lane, which bounds what the lanes hold before it is
-        scheduled."""
+        find SPAN_ROWS candidates a lane (by what the heads before it found), which bounds
+        what the lanes hold before it is scheduled."""
         cdef int64_t n = rows.size // 4, stop, i = 0
-        cdef int64_t span = max(1, SPAN_ROWS * self.nlanes // (
-            1 + self.handed_found // max(1, self.handed_rows)))
         cdef int j, relation
         cdef Enumerator e
         self.lane_first = <int64_t*>_grown(self.lane_first, self.nrel + 1, sizeof(int64_t))
@@ -997,12 +997,12 @@ cdef class Kernel:
         self.lane_data = rows.data
         self.lane_status = status
         self.lane_cur = cur
-        self.handed_rows += n - start
         while start < n:
-            stop = min(n, start + span)
+            stop = min(n, start + max(1, SPAN_ROWS * self.nlanes // self._per_head()))
             self._fan_out(self._hand_lane, start, stop)
             for j in range(self.nlanes):
                 self._place(&self.lanes[j])
+            self.handed_rows += stop - start
             start = stop
         return 0
 
@@ -1061,8 +1061,9 @@ cdef class Kernel:
 
     cdef int _drive(self, Enumerator e, int64_t row, Run* run) except -1 nogil:
         """Bind the driver's row and go on with the plan's steps. (This and what it calls run
-        without the GIL on a Bootstrap's lanes: a table is read through its borrowed pointer,
-        `(<Table>t)`, never through a saved array, as a count may grow it meanwhile.)"""
+        without the GIL on the lanes: a table is read through its borrowed pointer,
+        `(<Table>t)`, never through a saved array, as a Bootstrap's count may grow it
+        meanwhile.)"""
         cdef PyObject* t = self.tps[e.driver_relation]
         cdef const int64_t* code = e.code
         cdef int64_t p = e.binds
@@ -1474,7 +1475,7 @@ cdef class Kernel:
         while i < run.found.size:
             w = run.found.data + i
             rule = w[C_RULE]
-            words = (<Rule>PyList_GET_ITEM(self.rules, rule)).words
+            words = (<Rule>self.rps[rule]).words
             at = w[C_NEXT]
             c = self.free_of[rule]
             if c >= 0:
@@ -1532,12 +1533,15 @@ cdef class Kernel:
         cdef int64_t slots = 4, mask, i, d, n = 0, tag, kept = 0
         cdef int64_t* table
         cdef int64_t* listed
+        cdef bint lanes
         # Nothing scheduled at k once it is popped: enumerations from here on are at k or later
         # (`cur` is k), and a new bucket at k would never be popped.
         while slots < 2 * size:
             slots *= 2
         mask = slots - 1
-        _vec_reserve(&self.dedup, slots + 5 * size)  # slots, listed, verdicts (`_judge`)
+        # Slots, the list, then the verdicts: one candidate's at a time here, all on the lanes.
+        lanes = self.nlanes > 1 and size >= self.lane_rows
+        _vec_reserve(&self.dedup, slots + 2 * size + (3 * size if lanes else 3))
         table = self.dedup.data
         listed = table + slots
         if size > 1:

@@ -59,10 +59,13 @@ def fan_out(lane: Lane, lanes: int, start: int, stop: int) -> None:
     except BaseException as exc:
         error = exc
     for other in others:
-        try:
-            other.result()
-        except BaseException as exc:
-            if error is None:
-                error = exc
+        while True:  # until the lane has stopped: an interrupt while waiting does not stop it
+            try:
+                failed = other.exception()
+                break
+            except BaseException as exc:
+                error = error or exc
+        if failed is not None:
+            error = error or failed
     if error is not None:
         raise error

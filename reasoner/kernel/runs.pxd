@@ -28,7 +28,7 @@ cdef struct Run:
     int64_t* words          # a key or a head being built (as wide as the widest table)
     int64_t ticks           # enumeration steps to the next checkpoint
     Vec found               # a Bootstrap's heads to count: (relation, hash, times, head words)*;
-                            # an Update's candidates found on a lane: (iteration, words)*
+                            # an Update's candidates until scheduled (`Kernel._keep`)
     bint pushing            # `found` takes an entry a derivation, no longer folding its heads
     int64_t derived         # derivations folded into `found`'s first `fold_used` entries
     int64_t* fold           # slots of `found`'s heads (see `_fold_head`): offset + 1, 0 empty

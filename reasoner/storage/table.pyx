@@ -40,11 +40,10 @@ leaves its group in O(1) whatever the group's size. A probe returns the group's 
 of Python tuples: a snapshot, which a caller may iterate twice, or while it inserts.
 
 Every method runs while holding the GIL and none calls back into Python while the structure is
-half changed: a reader in another thread sees it before or after a call, never during one. The
-one exception, `columns`, lets go of the GIL between chunks of its copy and checks
-`generation` when it gets it back. Iterators check `version`, as a dict's do, and raise when
-the table changed under them.
-"""
+half changed: a reader in another thread sees it before or after a call, never during one.
+`columns` lets go of the GIL between chunks of its copy and checks `generation` when it gets it
+back; iterators check `version`, as a dict's do. The kernel's lanes read rows and indexes
+without the GIL while no row is written: a reader's new index replaces `keyed` whole."""
 
 from cpython.long cimport PyLong_AsLongLong, PyLong_FromLongLong
 from cpython.ref cimport Py_INCREF
@@ -258,6 +257,7 @@ cdef class Table:
         self.slots = _new_slots(MIN_SLOTS)
         self.scratch = <int64_t*>_grow(NULL, <size_t>(arity + 1) * sizeof(int64_t))
         self._indexes = {}
+        self._retired = []
 
     def __dealloc__(self):
         cdef int i
@@ -269,6 +269,8 @@ cdef class Table:
         for i in range(self.nkeyed):
             _free_index(self.keyed[i])
         free(self.keyed)
+        for address in self._retired:
+            free(<void*><size_t>address)
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -1186,9 +1188,10 @@ cdef class Table:
             raise MemoryError()
         for k, c in enumerate(columns):
             cols[k] = c
-        # From here to the registration, C only: a reader thread may ask for an index while
-        # the writer is between two calls, and no other thread may run in the middle.
+        # From here to the registration, C only: a reader thread may ask for an index while the
+        # writer is between two calls (or its lanes read `keyed`: the old array is kept).
         cdef KeyIndex* ki = <KeyIndex*>malloc(sizeof(KeyIndex))
+        cdef KeyIndex **keyed, **old = self.keyed
         if ki == NULL:
             free(cols)
             raise MemoryError()
@@ -1202,14 +1205,15 @@ cdef class Table:
             raise MemoryError()
         try:
             _rebuild_index(ki, self, self.nrows)
-            self.keyed = <KeyIndex**>_grow(
-                self.keyed, <size_t>(self.nkeyed + 1) * sizeof(KeyIndex*)
-            )
+            keyed = <KeyIndex**>_grow(NULL, <size_t>(self.nkeyed + 1) * sizeof(KeyIndex*))
         except MemoryError:
             _free_index(ki)
             raise
-        self.keyed[self.nkeyed] = ki
-        self.nkeyed += 1
+        keyed[self.nkeyed] = ki
+        if old != NULL:
+            memcpy(keyed, old, <size_t>self.nkeyed * sizeof(KeyIndex*))
+        self.keyed, self.nkeyed = keyed, self.nkeyed + 1
+        self._retired.append(<size_t>old)
         self._indexes[columns] = self.nkeyed - 1
         return Index(self, self.nkeyed - 1, columns)
 

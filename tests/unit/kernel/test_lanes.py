@@ -105,6 +105,40 @@ def test_updates_on_lanes_leave_the_state_of_one_lane(
         assert one == fresh.snapshot()
 
 
+def _tc_on(count: int, rows: int) -> Materialization:
+    """TC over EDGES with its Update plans' kernels on `count` lanes from `rows` rows."""
+    with lanes(count, rows):
+        m = Materialization(check_program(TC), engines=EngineSettings("reference"))
+        m.load({"edge": EDGES})
+        m.bootstrap()
+    return m
+
+
+def test_an_update_on_the_lanes_stops_at_a_check_there_and_changes_nothing() -> None:
+    """60 edges retracted on 2 lanes from 128 rows (the Update's first two heads handed on
+    one lane): the epoch's check runs on the lanes' threads; one that raises there cancels
+    the epoch with nothing changed; the same epoch let through leaves one lane's state."""
+    delta = Delta(retract={"edge": EDGES[::10]})
+    one = _tc_on(1, 1)
+    one.apply(delta, strategy="update")
+    two = _tc_on(2, 128)
+    before = two.snapshot()
+    seen: set[str] = set()
+
+    def check() -> None:
+        seen.add(threading.current_thread().name)
+        if threading.current_thread().name.startswith("reasoner-lane"):
+            raise BootstrapCancelled("stopped on a lane")
+
+    with lanes(2, 128), pytest.raises(BootstrapCancelled, match="stopped on a lane"):
+        two.apply(delta, strategy="update", check=check)
+    assert any(name.startswith("reasoner-lane") for name in seen), seen
+    assert two.snapshot() == before
+    with lanes(2, 128):
+        two.apply(delta, strategy="update")
+    assert two.snapshot() == one.snapshot()
+
+
 def test_the_lanes_run_on_threads() -> None:
     with lanes(1, 1):
         one = _state(TC, {"edge": EDGES})
