@@ -65,7 +65,7 @@ def test_lanes_leave_the_state_of_one_lane(generated: GeneratedProgram) -> None:
             assert _state(generated.text, generated.inputs) == one, (count, rows)
 
 
-@settings(max_examples=examples(200))
+@settings(max_examples=examples(100))
 @given(generated=programs(), data=st.data())
 def test_updates_on_lanes_leave_the_state_of_one_lane(
     generated: GeneratedProgram, data: st.DataObject
