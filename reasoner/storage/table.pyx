@@ -257,10 +257,10 @@ cdef class Table:
         self.slots = _new_slots(MIN_SLOTS)
         self.scratch = <int64_t*>_grow(NULL, <size_t>(arity + 1) * sizeof(int64_t))
         self._indexes = {}
-        self._retired = []
 
     def __dealloc__(self):
         cdef int i
+        cdef KeyIndex** older
         free(self.rows)
         free(self.status)
         free(self.counts)
@@ -268,9 +268,10 @@ cdef class Table:
         free(self.scratch)
         for i in range(self.nkeyed):
             _free_index(self.keyed[i])
-        free(self.keyed)
-        for address in self._retired:
-            free(<void*><size_t>address)
+        while self.keyed != NULL:  # each array ends with the one it replaced (see `index`)
+            older = <KeyIndex**>self.keyed[self.nkeyed]
+            free(self.keyed)
+            self.keyed, self.nkeyed = older, self.nkeyed - 1
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -1189,7 +1190,7 @@ cdef class Table:
         for k, c in enumerate(columns):
             cols[k] = c
         # From here to the registration, C only: a reader thread may ask for an index while the
-        # writer is between two calls (or its lanes read `keyed`: the old array is kept).
+        # writer is between two calls (or its lanes read `keyed`: the old array stays, linked).
         cdef KeyIndex* ki = <KeyIndex*>malloc(sizeof(KeyIndex))
         cdef KeyIndex **keyed, **old = self.keyed
         if ki == NULL:
@@ -1205,15 +1206,14 @@ cdef class Table:
             raise MemoryError()
         try:
             _rebuild_index(ki, self, self.nrows)
-            keyed = <KeyIndex**>_grow(NULL, <size_t>(self.nkeyed + 1) * sizeof(KeyIndex*))
+            keyed = <KeyIndex**>_grow(NULL, <size_t>(self.nkeyed + 2) * sizeof(KeyIndex*))
         except MemoryError:
             _free_index(ki)
             raise
-        keyed[self.nkeyed] = ki
+        keyed[self.nkeyed], keyed[self.nkeyed + 1] = ki, <KeyIndex*>old
         if old != NULL:
             memcpy(keyed, old, <size_t>self.nkeyed * sizeof(KeyIndex*))
         self.keyed, self.nkeyed = keyed, self.nkeyed + 1
-        self._retired.append(<size_t>old)
         self._indexes[columns] = self.nkeyed - 1
         return Index(self, self.nkeyed - 1, columns)
 
