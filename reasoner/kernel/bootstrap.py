@@ -16,7 +16,6 @@ import numpy as np
 
 from reasoner.analysis.model import Stratum
 from reasoner.kernel.interpreter import Enumerator
-from reasoner.kernel.lanes import set_lanes
 from reasoner.kernel.plans import EnumeratorPlan, StratumTables, kernel_rule
 from reasoner.plan.joins import atom_at
 from reasoner.storage.state import State
@@ -38,7 +37,6 @@ class CompiledStratumBootstrap:
         self.relations = relations = StratumTables(stratum, state, arities)
         writer = relations.writer(stratum, symbols)
         self.kernel = relations.kernel(symbols)
-        set_lanes(self.kernel)
         self.first: list[tuple[EnumeratorPlan, Enumerator]] = []
         self.delta: list[tuple[EnumeratorPlan, Enumerator]] = []
         for number, rule in enumerate(stratum.rules):

@@ -1533,15 +1533,12 @@ cdef class Kernel:
         cdef int64_t slots = 4, mask, i, d, n = 0, tag, kept = 0
         cdef int64_t* table
         cdef int64_t* listed
-        cdef bint lanes
         # Nothing scheduled at k once it is popped: enumerations from here on are at k or later
         # (`cur` is k), and a new bucket at k would never be popped.
         while slots < 2 * size:
             slots *= 2
         mask = slots - 1
-        # Slots, the list, then the verdicts: one candidate's at a time here, all on the lanes.
-        lanes = self.nlanes > 1 and size >= self.lane_rows
-        _vec_reserve(&self.dedup, slots + 2 * size + (3 * size if lanes else 3))
+        _vec_reserve(&self.dedup, slots + 2 * size)
         table = self.dedup.data
         listed = table + slots
         if size > 1:
@@ -1572,7 +1569,7 @@ cdef class Kernel:
         elif c >= 0:
             listed[0] = c
             kept = 1
-        self._classify(listed, kept, listed + 2 * size, k)
+        self._classify(slots, kept, k)
         c = self.bucket_first.data[b]  # classified: the places go on their rules' free lists
         while c >= 0:  # (the arena then holds the candidates pending, not all ever scheduled)
             d = self.arena.data[c + C_NEXT]
@@ -1593,13 +1590,16 @@ cdef class Kernel:
         self.gone.size = 0
         return 0
 
-    cdef int _classify(self, const int64_t* listed, int64_t n, int64_t* verdicts,
-                       int64_t k) except -1:
-        """Judge the `n` candidates `listed` at k and count their terms towards their heads,
-        in the order listed: on the lanes (each judging a share into `verdicts`, three words
-        a candidate) when there are some and the candidates are many, else one by one."""
-        cdef int64_t d
+    cdef int _classify(self, int64_t at, int64_t n, int64_t k) except -1:
+        """Judge the `n` candidates listed in `dedup` from `at`, count their terms in order:
+        on the lanes (each judging a share into verdicts after the list, three words a
+        candidate) when there are some and the candidates are many, else one by one."""
+        cdef int64_t d, verdict[3]
+        cdef int64_t *listed, *verdicts
         if self.nlanes > 1 and n >= self.lane_rows:
+            _vec_reserve(&self.dedup, at + 4 * n)
+            listed = self.dedup.data + at
+            verdicts = listed + n
             self.lane_data = listed
             self.lane_out = verdicts
             self.lane_cur = k
@@ -1608,10 +1608,11 @@ cdef class Kernel:
                 if verdicts[3 * d]:
                     self._count_term(listed[d], verdicts + 3 * d, True)
             return 0
+        listed = self.dedup.data + at
         for d in range(n):
-            self._judge(listed[d], k, &self.run, verdicts)
-            if verdicts[0]:
-                self._count_term(listed[d], verdicts, False)
+            self._judge(listed[d], k, &self.run, verdict)
+            if verdict[0]:
+                self._count_term(listed[d], verdict, False)
         return 0
 
     def _judge_lane(self, int j, int64_t start, int64_t stop, object meter):

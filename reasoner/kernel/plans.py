@@ -43,6 +43,7 @@ from reasoner.analysis.model import Stratum
 from reasoner.analysis.ranges import generator, is_generator
 from reasoner.kernel.interpreter import Kernel
 from reasoner.kernel.interpreter import Rule as KernelRule
+from reasoner.kernel.lanes import set_lanes
 from reasoner.plan.joins import (
     AtomStep,
     CompareStep,
@@ -275,9 +276,12 @@ class StratumTables:
         anything (`Kernel.presence`)."""
 
     def kernel(self, symbols: SymbolTable) -> Kernel:
-        """A kernel over these tables (the stratum's own first), its functors over `symbols`."""
+        """A kernel over these tables (the stratum's own first), its functors over `symbols`,
+        with the lanes `--jobs` gives it."""
         own = [i < len(self.own) for i in range(len(self.names))]
-        return Kernel(self.tables, own, functors.caller(symbols))
+        kernel = Kernel(self.tables, own, functors.caller(symbols))
+        set_lanes(kernel)
+        return kernel
 
     def writer(self, stratum: Stratum, symbols: SymbolTable) -> StratumPlanWriter:
         """A plan writer numbering relations and indexes as the kernel over these tables does."""

@@ -15,7 +15,6 @@ import numpy as np
 
 from reasoner.analysis.model import Stratum
 from reasoner.kernel.interpreter import Enumerator
-from reasoner.kernel.lanes import set_lanes
 from reasoner.kernel.plans import EnumeratorPlan, StratumTables, kernel_rule
 from reasoner.plan.joins import atom_at, positive_atoms
 from reasoner.storage.overlay import INF, Overlay, RowChanges
@@ -51,7 +50,6 @@ class StratumUpdate:
                 any(atom_at(rule, i).relation in stratum.relations for i in positive_atoms(rule))
             )
         self.kernel = relations.kernel(symbols)
-        set_lanes(self.kernel)
         for rule in rules:
             self.kernel.add_rule(rule)
         for plan in self.plans:
