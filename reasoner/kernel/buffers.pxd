@@ -5,8 +5,8 @@ charged to the evaluation's budget. Only declarations and inline functions:
 `reasoner/kernel/interpreter.pyx` cimports them, and nothing of this module exists at run
 time."""
 
-from libc.stdint cimport int64_t, uint32_t, uint64_t
-from libc.stdlib cimport free, malloc, realloc
+from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
+from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memset
 
 from reasoner.storage.table cimport __builtin_prefetch, _mix
@@ -69,6 +69,15 @@ cdef inline void _map_clear(Map* m) noexcept:
         m.stamp = 1
 
 
+cdef inline int _map_reset(Map* m, int64_t kept) except -1:
+    """Forget every key; give the slots back when there are more than `kept` (0: always)."""
+    if m.mask + 1 > max(kept, 64):
+        _map_free(m)
+        return _map_init(m, 64)
+    _map_clear(m)
+    return 0
+
+
 cdef inline int64_t _map_slot(Map* m, int64_t key) noexcept nogil:
     """The slot holding `key`, or the empty slot where it would go."""
     cdef int64_t i = <int64_t>(_mix(<uint64_t>key) & <uint64_t>m.mask)
@@ -108,6 +117,138 @@ cdef inline int _map_put(Map* m, int64_t key, int64_t value) except -1:
 
 cdef inline int64_t _key(int64_t relation, int64_t row) noexcept nogil:
     return (relation << 32) | row
+
+
+# -- rows to values (>= 0, < 2**31): a `Map` of keys while few, then an array per relation ------
+#
+# An Update's statuses and a lower stratum's flips are keyed by (relation, row). A map slot
+# takes 20 bytes and a map is at most half full, so on crdt.dl (a 10-fact change flips 34-65 M
+# of one relation's 152 M rows) each of the two took 2.7 GB, and 4 GB while it doubled. An
+# array of the relation's rows takes 4 bytes a row: once the map's next doubling would cost
+# twice the arrays for the rows its keys reach, its keys move there (from maps of
+# `DENSE_FROM` slots: a small map stays one).
+
+cdef enum:
+    DENSE_FROM = 1 << 12
+
+cdef struct RowMap:
+    Map map
+    int32_t** dense   # NULL while the map holds every key; else per relation (NULL: none)
+    int64_t* covered  # per relation, the rows its array covers
+    int nrel
+
+
+cdef inline int _rows_init(RowMap* x, int nrel) except -1:
+    _map_init(&x.map, 64)
+    x.dense = NULL
+    x.covered = NULL
+    x.nrel = nrel
+    return 0
+
+
+cdef inline int64_t _rows_get(RowMap* x, int64_t key, int64_t default) noexcept nogil:
+    cdef int64_t relation = key >> 32, row = key & <int64_t>0xFFFFFFFF
+    cdef int32_t value
+    if x.dense == NULL:
+        return _map_get(&x.map, key, default)
+    if x.dense[relation] == NULL or row >= x.covered[relation]:
+        return default
+    value = x.dense[relation][row]
+    return default if value < 0 else value
+
+
+cdef inline int _rows_cover(RowMap* x, int64_t relation, int64_t rows) except -1:
+    """Grow `relation`'s array to cover `rows` rows (new ones hold no value)."""
+    cdef int64_t have = x.covered[relation]
+    cdef int32_t* grown
+    if rows <= have:
+        return 0
+    rows = max(rows, have + have // 2)
+    if (rows - have) * sizeof(int32_t) >= CHARGED_FROM * sizeof(int64_t):
+        _charge((rows - have) * sizeof(int32_t))
+    grown = <int32_t*>realloc(x.dense[relation], <size_t>rows * sizeof(int32_t))
+    if grown == NULL:
+        raise MemoryError()
+    memset(grown + have, 0xFF, <size_t>(rows - have) * sizeof(int32_t))
+    x.dense[relation] = grown
+    x.covered[relation] = rows
+    return 0
+
+
+cdef inline int _rows_to_dense(RowMap* x) except -1:
+    """Move the map's keys to arrays when its next doubling would cost twice as much."""
+    cdef int64_t j, relation, need = 0
+    cdef int64_t* reach = <int64_t*>calloc(<size_t>x.nrel + 1, sizeof(int64_t))
+    if reach == NULL:
+        raise MemoryError()
+    for j in range(x.map.mask + 1):
+        if x.map.stamps[j] == x.map.stamp:
+            relation = x.map.keys[j] >> 32
+            reach[relation] = max(reach[relation], (x.map.keys[j] & <int64_t>0xFFFFFFFF) + 1)
+    for relation in range(x.nrel):
+        need += reach[relation]
+    if 2 * need * sizeof(int32_t) > 2 * (x.map.mask + 1) * (2 * sizeof(int64_t) + sizeof(uint32_t)):
+        free(reach)
+        return 0
+    x.dense = <int32_t**>calloc(<size_t>x.nrel + 1, sizeof(int32_t*))
+    x.covered = reach
+    if x.dense == NULL:
+        free(reach)
+        x.covered = NULL
+        raise MemoryError()
+    for relation in range(x.nrel):
+        need = reach[relation]
+        reach[relation] = 0
+        _rows_cover(x, relation, need)
+    for j in range(x.map.mask + 1):
+        if x.map.stamps[j] == x.map.stamp:
+            relation = x.map.keys[j] >> 32
+            x.dense[relation][x.map.keys[j] & <int64_t>0xFFFFFFFF] = <int32_t>x.map.values[j]
+    _map_free(&x.map)
+    _map_init(&x.map, 64)
+    return 0
+
+
+cdef inline int _rows_put(RowMap* x, int64_t key, int64_t value) except -1:
+    cdef int64_t relation = key >> 32, row = key & <int64_t>0xFFFFFFFF
+    if value > 0x7FFFFFFF:
+        raise OverflowError(f"row value {value} past 2**31 - 1")
+    if x.dense == NULL and x.map.mask + 1 >= DENSE_FROM and 2 * (x.map.used + 1) > x.map.mask + 1:
+        _rows_to_dense(x)  # the map would double
+    if x.dense == NULL:
+        return _map_put(&x.map, key, value)
+    _rows_cover(x, relation, row + 1)
+    x.dense[relation][row] = <int32_t>value
+    return 0
+
+
+cdef inline int64_t _rows_bytes(RowMap* x) noexcept:
+    cdef int64_t total = (x.map.mask + 1) * (2 * sizeof(int64_t) + sizeof(uint32_t))
+    cdef int relation
+    if x.dense != NULL:
+        for relation in range(x.nrel):
+            total += x.covered[relation] * sizeof(int32_t)
+    return total
+
+
+cdef inline void _rows_free(RowMap* x, bint with_map=True) noexcept:
+    """Give back the arrays (and the map)."""
+    cdef int relation
+    if x.dense != NULL:
+        for relation in range(x.nrel):
+            free(x.dense[relation])
+        free(x.dense)
+        free(x.covered)
+        x.dense = NULL
+        x.covered = NULL
+    if with_map:
+        _map_free(&x.map)
+
+
+cdef inline int _rows_clear(RowMap* x, int64_t kept) except -1:
+    """Forget every key; give back the arrays, and the map as `_map_reset` does."""
+    _rows_free(x, False)
+    return _map_reset(&x.map, kept)
 
 
 # -- growable int64 arrays ---------------------------------------------------------------------

@@ -12,9 +12,9 @@ status changed to the enumerators again. A plan is an array of integers
 tables themselves. A tuple is a row id from end to end; nothing per tuple is a Python object.
 
 The epoch's own statuses (the overlay of `reasoner.storage.overlay`) live here while the
-stratum runs, as a hash map from row to its new iteration and count, and go to the overlay as
-arrays at the end (`export`). A lower stratum's relations only ever matter by presence, which
-is final when this stratum starts: a map from row to "inserted" or "deleted" (`flip`).
+stratum runs, keyed by row (a `RowMap`: a hash map, arrays once many rows change) to their new
+iteration and count, and go to the overlay as arrays at the end (`export`). A lower stratum's
+relations matter by presence only, final when this stratum starts: "inserted" or "deleted".
 
 Status words: o is a tuple's committed iteration (INF when it was absent), n its iteration in
 the new epoch (INF when absent); a lower relation's tuples are at 0 or INF. Candidates are
@@ -78,21 +78,20 @@ cdef enum:
     F_NI = 4
     F_ND = 8
 
+# The check runs every CHECK_EVERY steps. A Bootstrap's derivations are counted QUEUED_HEADS
+# behind the prefetch of their head's slot (see `Kernel._count_found`).
 cdef enum:
     CHECK_EVERY = 1 << 14
-
-# A Bootstrap's derivations are counted this many behind the prefetch of their head's slot
-# (see `Kernel._count_found`).
-cdef enum:
     QUEUED_HEADS = 16
 
-# A Bootstrap's plan is driven in spans of this many rows (an Update's hand-over on the lanes,
+# A Bootstrap's plan is driven in spans of SPAN_ROWS rows (an Update's hand-over on the lanes,
 # in spans expected to find this many candidates a lane), each span's derivations counted
-# after it; on one lane they are counted (an Update's scheduled) whenever this many words of
-# them wait. Derivations of one head are folded into one entry (`_fold_head`) for as long as
-# the first FOLD_HEADS heads of a buffer showed enough of them to pay for it. An Update's
-# first lane_rows / PROBE_SHARE heads are handed on one lane, to tell how many candidates a
-# head finds (`_hand`): 64 of rmat1k's 920 deleted edges find 8,000.
+# after it; on one lane they are counted (an Update's scheduled) whenever FLUSH_WORDS words of
+# them wait (iteration 0's flipped tuples are handed as many words at a time). Derivations of
+# one head fold into one entry (`_fold_head`) while the first FOLD_HEADS heads of a buffer
+# showed enough of them to pay for it. An Update's first lane_rows / PROBE_SHARE heads are
+# handed on one lane, to tell how many candidates a head finds (`_hand`): 64 of rmat1k's 920
+# deleted edges find 8,000.
 cdef enum:
     PROBE_SHARE = 64
     SPAN_ROWS = 1 << 16
@@ -294,11 +293,11 @@ cdef class Kernel:
     cdef bint* any_before
     cdef bint* any_after
     # The epoch's statuses.
-    cdef Map overlay          # key(relation, row) -> entry
+    cdef RowMap overlay       # key(relation, row) -> entry
     cdef Vec ov_key
     cdef Vec ov_n
     cdef Vec ov_count
-    cdef Map flip             # key(relation, row) -> FLIP_*
+    cdef RowMap flip          # key(relation, row) -> FLIP_*
     # The schedule.
     cdef Vec arena
     cdef int64_t* free_of     # rule -> a candidate of its size whose iteration is done, or -1
@@ -375,14 +374,14 @@ cdef class Kernel:
         self.by_head = [[] for _ in range(self.nrel)]
         self.by_head_later = [[] for _ in range(self.nrel)]
         self.rules = []
-        _map_init(&self.overlay, 64)
-        _map_init(&self.flip, 64)
+        _rows_init(&self.overlay, self.nrel)
+        _rows_init(&self.flip, self.nrel)
         _map_init(&self.bucket_of, 64)
         _map_init(&self.delta, 64)
         _map_init(&self.wanted, 64)
 
     def __dealloc__(self):
-        cdef Map* maps[5]
+        cdef Map* maps[3]
         cdef Vec* vecs[14]
         cdef int i
         free(self.tps)
@@ -399,7 +398,9 @@ cdef class Kernel:
             _free_run(&self.lanes[i])
         free(self.lanes)
         self._buffers(maps, vecs)
-        for i in range(5):
+        _rows_free(&self.overlay)
+        _rows_free(&self.flip)
+        for i in range(3):
             _map_free(maps[i])
         for i in range(14):
             free(vecs[i].data)
@@ -425,18 +426,16 @@ cdef class Kernel:
     def reset(self, bint release=False):
         """Forget the last Update's statuses and schedule; give back the buffers a large one
         grew (kept: the kernel lives from one Bootstrap to the next), all with `release`."""
-        cdef Map* maps[5]
+        cdef Map* maps[3]
         cdef Vec* vecs[14]
         cdef int i
         cdef int64_t kept = 0 if release else KEPT_ENTRIES
         cdef Run* run
         self._buffers(maps, vecs)
-        for i in range(5):
-            if maps[i].mask + 1 > max(kept, 64):
-                _map_free(maps[i])
-                _map_init(maps[i], 64)
-            else:
-                _map_clear(maps[i])
+        _rows_clear(&self.overlay, kept)
+        _rows_clear(&self.flip, kept)
+        for i in range(3):
+            _map_reset(maps[i], kept)
         for i in range(14):
             vecs[i].size = 0
             if vecs[i].capacity > kept:
@@ -459,12 +458,10 @@ cdef class Kernel:
         self.check = None
 
     cdef void _buffers(self, Map** maps, Vec** vecs) noexcept:
-        """The bookkeeping's 5 maps and 14 growable arrays."""
-        maps[0] = &self.overlay
-        maps[1] = &self.flip
-        maps[2] = &self.bucket_of
-        maps[3] = &self.delta
-        maps[4] = &self.wanted
+        """The bookkeeping's 3 maps and 14 growable arrays (its row maps apart)."""
+        maps[0] = &self.bucket_of
+        maps[1] = &self.delta
+        maps[2] = &self.wanted
         vecs[0] = &self.ov_key
         vecs[1] = &self.ov_n
         vecs[2] = &self.ov_count
@@ -484,12 +481,12 @@ cdef class Kernel:
         """The bytes of the bookkeeping's buffers (what the memory bound counts), the
         candidates waiting in the runs' buffers included (read while lanes may grow theirs:
         a size, not the memory)."""
-        cdef Map* maps[5]
+        cdef Map* maps[3]
         cdef Vec* vecs[14]
-        cdef int64_t total = 0
+        cdef int64_t total = _rows_bytes(&self.overlay) + _rows_bytes(&self.flip)
         cdef int i
         self._buffers(maps, vecs)
-        for i in range(5):
+        for i in range(3):
             total += (maps[i].mask + 1) * (2 * sizeof(int64_t) + sizeof(uint32_t))
         for i in range(14):
             total += vecs[i].capacity * sizeof(int64_t)
@@ -512,7 +509,7 @@ cdef class Kernel:
         FLIP_DELETED 2)."""
         cdef int64_t i
         for i in range(rows.shape[0]):
-            _map_put(&self.flip, _key(relation, rows[i]), flip)
+            _rows_put(&self.flip, _key(relation, rows[i]), flip)
 
     def presence(self, int relation, bint before, bint after):
         """Whether a lower relation negated with only wildcards holds any tuple before and
@@ -528,10 +525,10 @@ cdef class Kernel:
         if n != 0:
             _hand_on(&self.gone, relation, row, o, n)
 
-    def start(self, dict lower, object check, int64_t budget=0):
-        """Iteration 0: hand the flipped lower tuples (`lower`: relation -> rows) and the facts
-        to the enumerators. `check` is called between slices of the work and stops it by
-        raising; `budget` bounds the bookkeeping's bytes (0: no bound)."""
+    def start(self, list lower, object check, int64_t budget=0):
+        """Iteration 0: hand the flipped lower tuples (`lower`: (relation, rows) pairs, a slice
+        at a time) and the facts to the enumerators. `check` is called between slices of the
+        work and stops it by raising; `budget` bounds the bookkeeping's bytes (0: no bound)."""
         cdef const int64_t[::1] rows
         cdef Vec flips
         cdef int64_t i
@@ -543,11 +540,15 @@ cdef class Kernel:
         flips.data = NULL
         flips.size = flips.capacity = 0
         try:
-            for relation, flipped in lower.items():
+            enumerators = [a + n for a, n in zip(self.by_atom, self.by_negation)]
+            for relation, flipped in lower:
                 rows = flipped
                 for i in range(rows.shape[0]):
                     _hand_on(&flips, relation, rows[i], -1, -1)
-            self._hand(&flips, [a + n for a, n in zip(self.by_atom, self.by_negation)], CHANGED, 0)
+                    if flips.size >= FLUSH_WORDS:  # handed in order, a slice at a time
+                        self._hand(&flips, enumerators, CHANGED, 0)
+                        flips.size = 0
+            self._hand(&flips, enumerators, CHANGED, 0)
         finally:
             free(flips.data)
         self._hand(&self.moved, self.by_atom, CHANGED, 0)
@@ -882,20 +883,20 @@ cdef class Kernel:
 
     cdef inline int64_t _n(self, int relation, int64_t row, int64_t o) noexcept nogil:
         """The row's iteration in the new epoch (`o` when it did not change)."""
-        cdef int64_t e = _map_get(&self.overlay, _key(relation, row), -1)
+        cdef int64_t e = _rows_get(&self.overlay, _key(relation, row), -1)
         if e < 0:
             return o
         return self.ov_n.data[e]
 
     cdef int _record(self, int relation, int64_t row, int64_t n, int64_t count) except -1:
         cdef int64_t key = _key(relation, row)
-        cdef int64_t e = _map_get(&self.overlay, key, -1)
+        cdef int64_t e = _rows_get(&self.overlay, key, -1)
         if e < 0:
             e = self.ov_key.size
             _vec_push(&self.ov_key, key)
             _vec_push(&self.ov_n, n)
             _vec_push(&self.ov_count, count)
-            _map_put(&self.overlay, key, e)
+            _rows_put(&self.overlay, key, e)
         else:
             self.ov_n.data[e] = n
             self.ov_count.data[e] = count
@@ -1299,12 +1300,12 @@ cdef class Kernel:
             r = (<Table>t)._find(run.words)
             if r >= 0:
                 before = (<Table>t).status[r] >= 0
-                f = _map_get(&self.flip, _key(relation, r), FLIP_NONE)
+                f = _rows_get(&self.flip, _key(relation, r), FLIP_NONE)
                 after = True if f == FLIP_INSERTED else (False if f == FLIP_DELETED else before)
         else:
             r = (<Table>t)._group(index, run.words)
             while r >= 0 and not (before and after):
-                f = _map_get(&self.flip, _key(relation, r), FLIP_NONE)
+                f = _rows_get(&self.flip, _key(relation, r), FLIP_NONE)
                 if (<Table>t).status[r] >= 0:
                     before = True
                     if f != FLIP_DELETED:
@@ -1355,7 +1356,7 @@ cdef class Kernel:
             row = run.rows[j]
             relation = e.rule.relation[j]
             if e.rule.lower[j]:
-                f = _map_get(&self.flip, _key(relation, row), FLIP_NONE)
+                f = _rows_get(&self.flip, _key(relation, row), FLIP_NONE)
                 if f == FLIP_INSERTED:
                     o, n = INF, 0
                 elif f == FLIP_DELETED:
@@ -1697,7 +1698,7 @@ cdef class Kernel:
         cdef int relation = <int>(key >> 32)
         cdef int64_t row = key & 0xFFFFFFFF
         cdef Table t = self._table(relation)
-        cdef int64_t e = _map_get(&self.overlay, key, -1)
+        cdef int64_t e = _rows_get(&self.overlay, key, -1)
         cdef int64_t x = -1 if e < 0 else self.ov_n.data[e]
         cdef Vec* handed
         if e < 0:

@@ -110,7 +110,7 @@ class StratumUpdate:
         kernel = self.kernel
         state = self.state
         kernel.reset()
-        lower: dict[int, np.ndarray] = {}
+        lower: list[tuple[int, np.ndarray]] = []
         relations = self.relations
         for name in relations.inputs:
             number = relations.number[name]
@@ -126,8 +126,7 @@ class StratumUpdate:
             if name in relations.any_negated:
                 size = len(table)
                 kernel.presence(number, size > 0, size - len(gone) + len(new) > 0)
-            if len(gone) or len(new):
-                lower[number] = np.concatenate([gone, new])
+            lower += [(number, rows) for rows in (gone, new) if len(rows)]
         for name in relations.own:
             if overlay.has_changes(name):
                 raise AssertionError(f"{name} has changes before its stratum's Update")
