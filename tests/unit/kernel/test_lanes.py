@@ -4,14 +4,18 @@ number of lanes and wherever the spans are cut."""
 
 from __future__ import annotations
 
+import gc
 import threading
+import types
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import reasoner
 import reasoner.kernel.lanes as kernel_lanes
 from reasoner.analysis import check_program
 from reasoner.elastic.epoch import Delta
@@ -29,6 +33,7 @@ TC = """
 tc(x, y) :- edge(x, y).
 tc(x, z) :- tc(x, y), edge(y, z).
 """
+REASONER = str(Path(reasoner.__file__).parent)
 EDGES = [(i, (i * 7 + 3) % 300) for i in range(300)] + [(i, i + 1) for i in range(299)]
 
 
@@ -137,6 +142,38 @@ def test_an_update_on_the_lanes_stops_at_a_check_there_and_changes_nothing() -> 
     with lanes(2, 128):
         two.apply(delta, strategy="update")
     assert two.snapshot() == one.snapshot()
+
+
+def test_an_update_stopped_on_a_lane_is_freed_without_the_cyclic_collector() -> None:
+    """An Update stopped by a check that raises on a lane: once the epoch is refused, no
+    frame it passed through is alive with the cyclic collector off. In a cycle with the
+    error they would keep the state and the Update's records until a collection (crdt.dl's
+    fallback epochs kept 6 GB each that way, until the process was killed)."""
+    two = _tc_on(2, 128)
+    delta = Delta(retract={"edge": EDGES[::10]})
+
+    def check() -> None:
+        if threading.current_thread().name.startswith("reasoner-lane"):
+            raise BootstrapCancelled("stopped on a lane")
+
+    gc.collect()
+    gc.disable()
+    try:
+        with lanes(2, 128):
+            try:
+                two.apply(delta, strategy="update", check=check)
+            except BootstrapCancelled:
+                pass
+            else:
+                pytest.fail("the check on the lane did not stop the Update")
+        alive = [
+            frame.f_code.co_name
+            for frame in gc.get_objects()
+            if isinstance(frame, types.FrameType) and frame.f_code.co_filename.startswith(REASONER)
+        ]
+    finally:
+        gc.enable()
+    assert alive == []
 
 
 def test_the_lanes_run_on_threads() -> None:
