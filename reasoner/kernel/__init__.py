@@ -38,8 +38,9 @@ The modules:
 - `plans`: a rule's join plans (`reasoner.plan.joins`) written as arrays of integers, for
   every way a changed tuple can drive the rule (as a positive atom, a negated atom, the head);
 - `kernel` (Cython): one loop that interprets those arrays over the tables' rows, the
-  enumerators and the drain, statuses in hash maps keyed by row id, candidates in an arena,
-  iterations in a binary heap; also Bootstrap's per-tuple iterations (Algorithm 2);
+  enumerators and the drain, statuses keyed by row id (a hash map, arrays once many rows
+  change), candidates in an arena, iterations in a binary heap; also Bootstrap's per-tuple
+  iterations (Algorithm 2);
 - `run`: one stratum's Update, its inputs in and its changes out to the epoch's overlay;
 - `bootstrap`: one stratum's per-tuple Bootstrap on the same kernel;
 - `deadline`: the epoch's deadline, past which the Update is dropped for a Bootstrap;
