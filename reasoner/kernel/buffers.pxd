@@ -191,15 +191,17 @@ cdef inline int _rows_to_dense(RowMap* x) except -1:
         free(reach)
         return 0
     x.dense = <int32_t**>calloc(<size_t>x.nrel + 1, sizeof(int32_t*))
-    x.covered = reach
-    if x.dense == NULL:
+    x.covered = <int64_t*>calloc(<size_t>x.nrel + 1, sizeof(int64_t))
+    try:
+        if x.dense == NULL or x.covered == NULL:
+            raise MemoryError()
+        for relation in range(x.nrel):
+            _rows_cover(x, relation, reach[relation])
+    except BaseException:  # over budget or out of memory: the map still holds every key
+        _rows_free(x, False)
+        raise
+    finally:
         free(reach)
-        x.covered = NULL
-        raise MemoryError()
-    for relation in range(x.nrel):
-        need = reach[relation]
-        reach[relation] = 0
-        _rows_cover(x, relation, need)
     for j in range(x.map.mask + 1):
         if x.map.stamps[j] == x.map.stamp:
             relation = x.map.keys[j] >> 32
@@ -237,10 +239,10 @@ cdef inline void _rows_free(RowMap* x, bint with_map=True) noexcept:
     if x.dense != NULL:
         for relation in range(x.nrel):
             free(x.dense[relation])
-        free(x.dense)
-        free(x.covered)
-        x.dense = NULL
-        x.covered = NULL
+    free(x.dense)
+    free(x.covered)
+    x.dense = NULL
+    x.covered = NULL
     if with_map:
         _map_free(&x.map)
 

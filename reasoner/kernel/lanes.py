@@ -83,4 +83,7 @@ def _stopped(others: list[Future[None]], error: BaseException | None) -> BaseExc
                 error = error or exc
         if failed is not None:
             error = error or failed
-    return error
+    try:
+        return error
+    finally:
+        error = None  # an interrupt met here holds this frame in its traceback: no cycle
