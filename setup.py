@@ -1,8 +1,9 @@
 """The compiled part of the engine (Cython): the state's tables (`reasoner.storage.table`) and
-the Update kernel that runs over them (`reasoner.kernel.interpreter`), the reader and writer
-of fact files of numbers and symbols (`reasoner.io.fact_text`), and the live feed's writes to
-many sockets at once (`service.feed.socket_fanout`). Everything else about the
-package is in pyproject.toml; setuptools reads this file only for the extensions."""
+their comparison (`reasoner.storage.compare`), the Update kernel that runs over them
+(`reasoner.kernel.interpreter`), the reader and writer of fact files of numbers and symbols
+(`reasoner.io.fact_text`), and the live feed's writes to many sockets at once
+(`service.feed.socket_fanout`). Everything else about the package is in pyproject.toml;
+setuptools reads this file only for the extensions."""
 
 from Cython.Build import cythonize
 from setuptools import Extension, setup
@@ -13,6 +14,7 @@ setup(
             Extension(name, [path], extra_compile_args=["-O3"])
             for name, path in [
                 ("reasoner.storage.table", "reasoner/storage/table.pyx"),
+                ("reasoner.storage.compare", "reasoner/storage/compare.pyx"),
                 ("reasoner.kernel.interpreter", "reasoner/kernel/interpreter.pyx"),
                 ("reasoner.io.fact_text", "reasoner/io/fact_text.pyx"),
                 ("service.feed.socket_fanout", "service/feed/socket_fanout.pyx"),

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from reasoner.analysis.model import AnalyzedProgram, RelationInfo, Stratum
 from reasoner.analysis.negation_locals import is_internal
 from reasoner.elastic import switch
-from reasoner.elastic.changes import ChangedRows, Diff, EpochChanges
+from reasoner.elastic.changes import ChangedRows, Diff, EpochChanges, rebuilt_diff
 from reasoner.elastic.epoch import ABANDONED, UNCHANGED, EpochReport, StratumReport
 from reasoner.elastic.forecast import Forecast, earliest, stratum_costs
 from reasoner.elastic.prepare import FactRows, PreparedDelta, as_set
@@ -162,8 +162,7 @@ def apply_epoch(  # noqa: PLR0915
     # caller of `before_publish` asks for it, while both states exist.
     states = [before, built.state]
     changes = {
-        name: _rebuilt_changes(before, built.state, name, reshaped=name in reshaped)
-        for name in derived
+        name: rebuilt_diff(before, built.state, name, reshaped=name in reshaped) for name in derived
     }
 
     def rebuilt_rows(name: str) -> Diff:
@@ -171,7 +170,7 @@ def apply_epoch(  # noqa: PLR0915
             old, rebuilt = states
             if name not in old.relations and name not in rebuilt.relations:
                 return ChangedRows.none(), ChangedRows.none()
-            changes[name] = _rebuilt_changes(old, rebuilt, name, reshaped=name in reshaped)
+            changes[name] = rebuilt_diff(old, rebuilt, name, reshaped=name in reshaped)
         return changes[name]
 
     if before_publish is not None:
@@ -521,20 +520,3 @@ def _listed(names: Iterable[str], rows: Callable[[str], Diff]) -> Listed:
         gone, inserted = rows(name)
         listed[name] = (set(gone.tuples()), set(inserted.tuples()))
     return listed
-
-
-def _rebuilt_changes(before: State, after: State, name: str, *, reshaped: bool) -> Diff:
-    """(retracted, inserted) rows of relation `name` from one state to a rebuilt one; all of
-    them when the relation was `reshaped` (its old rows are of another shape)."""
-    old = before.relations.get(name)
-    new = after.relations.get(name)
-    if reshaped and old is not None and new is not None:
-        return ChangedRows.all_of(old.table), ChangedRows.all_of(new.table)
-    if old is None or new is None:
-        present = (old if old is not None else new).table  # type: ignore[union-attr]  # one exists
-        rows = ChangedRows.all_of(present)
-        return (rows, ChangedRows.none()) if new is None else (ChangedRows.none(), rows)
-    return (
-        ChangedRows(old.table, old.table.missing_from(new.table)),
-        ChangedRows(new.table, new.table.missing_from(old.table)),
-    )

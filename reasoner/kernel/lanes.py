@@ -30,9 +30,14 @@ class KernelWithLanes(Protocol):
     def set_lanes(self, jobs: int, lane_rows: int) -> None: ...
 
 
+def lane_count() -> int:
+    """The lanes work is split among: `LANES`, else the threads the engine may use."""
+    return LANES or jobs_in_effect()
+
+
 def set_lanes(kernel: KernelWithLanes) -> None:
     """Give `kernel` its lanes, read when it is made (tests set `LANES` and `LANE_ROWS`)."""
-    kernel.set_lanes(LANES or jobs_in_effect(), LANE_ROWS)
+    kernel.set_lanes(lane_count(), LANE_ROWS)
 
 
 def _pool(workers: int) -> ThreadPoolExecutor:

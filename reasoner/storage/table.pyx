@@ -1070,29 +1070,6 @@ cdef class Table:
                 m += 1
         return out
 
-    def missing_from(self, Table other):
-        """The row ids of the committed tuples of this table that `other` does not hold
-        committed: two states compared (a fallback Bootstrap's report) by probing `other`
-        row by row, with no copy of either (a copy of crdt.dl's 150 million rows is 5 GB)."""
-        if other.arity != self.arity:
-            raise ValueError("tables of different arities")
-        # Untouched pages of the worst case cost no memory; only the rows found are written.
-        out = np.empty(self.committed, dtype=np.int64)
-        cdef int64_t[::1] o = out
-        cdef int64_t* words = other.scratch
-        cdef int64_t r, found, m = 0
-        cdef int c
-        for r in range(self.nrows):
-            if self.status[r] < 0:
-                continue
-            for c in range(self.arity):
-                words[c] = _get(self.rows, self.wide, r * self.arity + c)
-            found = other._find(words)
-            if found < 0 or other.status[found] < 0:
-                o[m] = r
-                m += 1
-        return out[:m].copy()
-
     def unstage_rows(self, rows):
         """Remove those of `rows` that are staged (a discarded Update's new tuples)."""
         cdef const int64_t[::1] r = np.ascontiguousarray(rows, dtype=np.int64)

@@ -237,25 +237,6 @@ def test_rows_of_columns_finds_rows_of_any_status() -> None:
         table.rows_of_columns([np.array([3])])
 
 
-def test_missing_from_compares_two_tables_row_by_row() -> None:
-    """The committed rows of one table that another does not hold committed, whatever either
-    table's word width, with staged and dead rows on both sides."""
-    one, two = Table(2), Table(2)
-    for t in [(1, 2), (3, 4), (5, 6), (7, 8)]:
-        one.add(t, 0)
-    one.stage((9, 9))  # not committed: never reported
-    one.remove((7, 8))  # dead: never reported
-    two.add((3, 4), 5)
-    two.stage((5, 6))  # staged in the other: missing there
-    two.add((2**40, 1), 0)  # a wide table
-    assert two.wide and not one.wide
-    assert one.tuples(one.missing_from(two)) == [(1, 2), (5, 6)]
-    assert two.tuples(two.missing_from(one)) == [(2**40, 1)]
-    assert len(one.missing_from(one)) == 0
-    with pytest.raises(ValueError):
-        one.missing_from(Table(3))
-
-
 def test_counts_beside_the_rows_and_past_32_bits() -> None:
     table = Table(1)
     table.add((1,), 0)

@@ -1,0 +1,80 @@
+"""Two tables compared row by row (`reasoner.storage.compare`), alone and split among lanes:
+what a fallback Bootstrap reports as retracted and inserted."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from reasoner.elastic.changes import missing_on_lanes
+from reasoner.kernel import lanes
+from reasoner.storage import Table, missing_rows
+
+
+def test_missing_rows_compares_two_tables_row_by_row() -> None:
+    """The committed rows of one table that another does not hold committed, whatever either
+    table's word width, with staged and dead rows on both sides."""
+    one, two = Table(2), Table(2)
+    for t in [(1, 2), (3, 4), (5, 6), (7, 8)]:
+        one.add(t, 0)
+    one.stage((9, 9))  # not committed: never reported
+    one.remove((7, 8))  # dead: never reported
+    two.add((3, 4), 5)
+    two.stage((5, 6))  # staged in the other: missing there
+    two.add((2**40, 1), 0)  # a wide table
+    assert two.wide and not one.wide
+    assert one.tuples(missing_rows(one, two)) == [(1, 2), (5, 6)]
+    assert two.tuples(missing_rows(two, one)) == [(2**40, 1)]
+    assert len(missing_rows(one, one)) == 0
+    assert len(missing_rows(Table(2), one)) == 0
+    with pytest.raises(ValueError):
+        missing_rows(one, Table(3))
+
+
+def _random_pair(rows: int, seed: int) -> tuple[Table, Table, set[tuple[int, int]]]:
+    """Two tables sharing most rows, some dead in each, and the tuples only the first holds
+    committed."""
+    rng = random.Random(seed)
+    one, two = Table(2), Table(2)
+    tuples = {(rng.randrange(rows), rng.randrange(4)) for _ in range(rows)}
+    for t in sorted(tuples):
+        if rng.random() < 0.9:
+            one.add(t, 0)
+        if rng.random() < 0.9:
+            two.add(t, 0)
+    for t in rng.sample(sorted(tuples), rows // 10):
+        (one if rng.random() < 0.5 else two).remove(t)
+    theirs = set(two.tuples(two.committed_rows()))
+    return one, two, set(one.tuples(one.committed_rows())) - theirs
+
+
+@pytest.mark.parametrize("rows", [0, 1, 15, 16, 17, 40, 5000])
+def test_every_queued_probe_is_made_once_in_row_order(rows: int) -> None:
+    """The probes trail their prefetches by a queue of 16 live rows: fewer rows than that,
+    exactly that, dead rows between, and the rows left in the queue at the end are each
+    reported once, in row order."""
+    one, two, only_one = _random_pair(rows, seed=rows)
+    found = missing_rows(one, two)
+    assert found.tolist() == sorted(found.tolist())
+    assert set(one.tuples(found)) == only_one and len(found) == len(only_one)
+
+
+def test_a_span_of_rows_is_compared_alone() -> None:
+    """`start` and `stop` bound the rows compared, as each lane's share does."""
+    one, two, _ = _random_pair(3000, seed=7)
+    whole = missing_rows(one, two)
+    parts = [missing_rows(one, two, a, b) for a, b in [(0, 1000), (1000, 1001), (1001, -1)]]
+    assert np.concatenate(parts).tolist() == whole.tolist()
+    assert missing_rows(one, two, 10**9, -1).tolist() == []
+
+
+def test_the_lanes_split_a_large_comparison_and_agree_with_one_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    one, two, only_one = _random_pair(3 * lanes.LANE_ROWS, seed=3)
+    monkeypatch.setattr(lanes, "LANES", 3)
+    split = missing_on_lanes(one, two)
+    assert split.tolist() == missing_rows(one, two).tolist()
+    assert set(one.tuples(split)) == only_one
