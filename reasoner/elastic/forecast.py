@@ -8,27 +8,28 @@ against a 0.5 s deadline and a 1.2 s Bootstrap after it).
 
 So the Update's progress is measured in the last Bootstrap's seconds: a stratum it has finished
 (or found unchanged) counts that stratum's whole Bootstrap time, the stratum under way the share
-of its tuples at iterations the Update has passed (an Update walks a stratum's iterations in
-the order a Bootstrap made them). The Update's rate is its seconds so far over that progress,
-and what it still needs is the rate times the Bootstrap seconds ahead. At each check of the
-deadline:
+of it the Update has passed (an Update walks a stratum's iterations in the order a Bootstrap
+made them). The Update's rate is its seconds so far over that progress, and what it still needs
+is the rate times the Bootstrap seconds ahead. At each check of the deadline:
 
 - before `earliest` nothing is decided (the rate of a few milliseconds of work says little);
 - from then on, the Update is abandoned as soon as what it still needs is projected above a
-  whole Bootstrap (the time already spent is spent either way);
-- past the deadline, an Update goes on only when it has done a good part of the program (the
-  strata it has not finished took at most two thirds of the Bootstrap's time) and is projected
-  to finish before a Bootstrap would; then for at most three times what it was projected to
-  need, and never longer than twice the last Bootstrap took (`limit`). Otherwise, or with no
+  whole Bootstrap (the time already spent is spent either way), by the hopeful share;
+- past the deadline, an Update goes on only when it is projected to finish before a Bootstrap
+  would by the cautious share; then for at most three times what it was projected to need,
+  and never longer than twice the last Bootstrap took (`limit`). Otherwise, or with no
   forecast to make (no Bootstrap timed each stratum, as after a rule change; no progress
   measured yet), the deadline decides, as in the paper.
 
-Why not bet on the share of a stratum under way: on crdt.dl (a 243 s Bootstrap, 230 s of it
-the one recursive stratum skipBlank), its tuple share said 2.5 s were left of an Update that
-had run 192 s (the Bootstrap's tuples crowd the first iterations, a change deep in a long chain
-costs the Update at every one); the share of its iterations was as wrong the other way on
-crdt_linear (26 s left of a stratum its Update finished in 0.2 s, the changes dying out long
-before its last iteration).
+The two shares of a stratum under way err in opposite directions, so each decision takes the
+one whose error costs least. The share of the Bootstrap's tuples at the iterations passed is
+hopeful: tuples crowd the first iterations, while a change deep in a long chain costs the
+Update at every one (on crdt.dl, a 243 s Bootstrap, 230 s of it the one recursive stratum
+skipBlank, it said 2.5 s were left of an Update that had run 192 s). The share of the
+iterations passed is cautious where changes die out before the last iteration, and followed
+the Update's seconds closely on crdt_linear and crdt.dl, whose changes run the whole chain. So
+an Update is abandoned early only when even the hopeful share says it loses, and kept past its
+deadline only when even the cautious one, the lesser of the two, says it wins.
 """
 
 from __future__ import annotations
@@ -47,13 +48,9 @@ to need. Not one: the time spent is spent either way, and an Update that has run
 a Bootstrap would but is projected to need far less than one more is cheaper finished
 (crdt_linear's 10 % deletion: its Update 0.58-0.63 s against a 0.54 s Bootstrap, 0.07 s
 projected when it was stopped at 0.53 s, and the epoch took 1.09 s)."""
-EXTEND_SHARE = 2 / 3
-"""Past the deadline, an Update goes on only if the strata it has not finished took at most
-this share of the last Bootstrap's strata time: the share of a stratum under way is too
-uncertain to bet a long stratum on (see the module docstring)."""
-
-Fraction = Callable[[], float]
-"""The share of the stratum under way that the Update has passed, in [0, 1]."""
+Fraction = Callable[[], tuple[float, float]]
+"""How far the stratum under way has got, each in [0, 1]: the share of its Bootstrap's tuples
+at the iterations the Update has passed, and the share of those iterations."""
 
 
 class UpdateAbandoned(DeadlineExceeded):
@@ -114,11 +111,15 @@ class Forecast:
         self._cost, self._fraction = 0.0, None
         return self.remaining(self.now())
 
-    def remaining(self, now: float) -> float | None:
-        """The projected seconds the Update still needs; None before it has made progress."""
+    def remaining(self, now: float, *, cautious: bool = False) -> float | None:
+        """The projected seconds the Update still needs, by the hopeful share of the stratum
+        under way or the `cautious` one (see the module docstring); None before it has made
+        progress."""
         progress = self._total - self._ahead
         if self._fraction is not None and self._cost:
-            progress += self._cost * min(1.0, max(0.0, self._fraction()))
+            tuples, iterations = self._fraction()
+            share = min(tuples, iterations) if cautious else tuples
+            progress += self._cost * min(1.0, max(0.0, share))
         if progress <= 0.0 or self._first is None:
             return None
         return (now - self._first) / progress * max(0.0, self._total - progress)
@@ -134,7 +135,8 @@ class Forecast:
         if rest is not None and rest > self.bootstrap:
             raise UpdateAbandoned
         if now > self.deadline and self._promise is None:
-            if rest is None or self._ahead > EXTEND_SHARE * self._total:
+            rest = self.remaining(now, cautious=True)
+            if rest is None or rest > self.bootstrap:
                 raise DeadlineExceeded
             self._promise = now + PROMISE_SLACK * rest
 

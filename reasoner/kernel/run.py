@@ -70,14 +70,15 @@ class StratumUpdate:
                 # head deleted later than iteration 0 never (see `by_head_later`).
                 self.kernel.add("head_later", relation, enumerator)
 
-    def progress(self) -> Callable[[], float]:
-        """How far the next Update has got through the stratum: the share of the stratum's
-        tuples at iterations before the one the kernel is at (an Update walks the iterations
-        in the order the Bootstrap made them). They are counted on the first call only, which
-        a forecast makes once the Update has run a while (`reasoner.elastic.forecast`)."""
+    def progress(self) -> Callable[[], tuple[float, float]]:
+        """How far the next Update has got through the stratum, two ways: the share of the
+        stratum's tuples at iterations before the one the kernel is at, and the share of its
+        iterations (an Update walks the iterations in the order the Bootstrap made them;
+        `reasoner.elastic.forecast` says which it trusts for what). The tuples are counted
+        on the first call only, which a forecast makes once the Update has run a while."""
         passed: list[np.ndarray] = []
 
-        def fraction() -> float:
+        def fraction() -> tuple[float, float]:
             if not passed:
                 number = self.relations.number
                 counts = [self.kernel.iteration_counts(number[name]) for name in self.relations.own]
@@ -87,7 +88,8 @@ class StratumUpdate:
                 cumulative = np.cumsum(total)
                 passed.append(cumulative / max(1, int(cumulative[-1])))
             shares = passed[0]
-            return float(shares[min(self.kernel.iteration, len(shares) - 1)])
+            at = min(self.kernel.iteration, len(shares) - 1)
+            return float(shares[at]), at / max(1, len(shares) - 1)
 
         return fraction
 

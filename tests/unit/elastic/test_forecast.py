@@ -34,12 +34,14 @@ def test_progress_is_the_bootstrap_seconds_of_the_strata_done_and_of_the_one_und
     clock.t = 0.5
     assert forecast.end() == pytest.approx(0.5 / 1.0 * 3.0)  # half the Bootstrap's rate
     forecast.begin(1)
-    share = [0.25]
-    forecast.measure(lambda: share[0])
+    shares = [(0.25, 0.5)]
+    forecast.measure(lambda: shares[0])
     # 1 + 2 x 0.25 of 4 Bootstrap seconds done in 1 s: the other 2.5 take 1 / 1.5 each
     assert forecast.remaining(1.0) == pytest.approx(1.0 / 1.5 * 2.5)
-    share[0] = 7.0  # a share is clamped: an Update may go past the Bootstrap's iterations
+    assert forecast.remaining(1.0, cautious=True) == pytest.approx(1.0 / 1.5 * 2.5)  # the lesser
+    shares[0] = (7.0, 0.5)  # a share is clamped: an Update may go past the Bootstrap's tuples
     assert forecast.remaining(1.0) == pytest.approx(1.0 / 3.0 * 1.0)
+    assert forecast.remaining(1.0, cautious=True) == pytest.approx(1.0 / 2.0 * 2.0)
 
 
 def test_time_before_the_first_stratum_is_not_the_strata_work() -> None:
@@ -88,17 +90,52 @@ def test_past_its_deadline_an_update_projected_to_win_keeps_to_its_projection() 
     assert raised.value.reason == "deadline"
 
 
-def test_past_its_deadline_an_update_in_the_bulk_of_the_program_stops() -> None:
-    """The stratum under way took half the Bootstrap: its share is too uncertain to bet on."""
-    clock = Clock()
-    forecast = _forecast(clock, bootstrap=20.0, deadline=2.0)
+def _in_the_bulk(clock: Clock, bootstrap: float, tuples: float, iterations: float) -> Forecast:
+    """Past the deadline, 2.1 s into an Update whose first stratum took 1 s, in the second,
+    which took half the Bootstrap, with those shares of it passed."""
+    forecast = _forecast(clock, bootstrap=bootstrap, deadline=2.0)
     forecast.begin(0)
     clock.t = 1.0
     forecast.end()
     forecast.begin(1)
-    forecast.measure(lambda: 0.99)
+    forecast.measure(lambda: (tuples, iterations))
     clock.t = 2.1
+    return forecast
+
+
+def test_past_its_deadline_an_update_goes_on_only_if_its_iterations_say_it_wins() -> None:
+    """The tuples passed say 0.7 s more, but they crowd the first iterations: by the share of
+    the iterations passed, 4.9 s more, above a 4.5 s Bootstrap. With half of them passed, 2.1 s
+    more: it goes on, for three times that at most."""
+    with pytest.raises(DeadlineExceeded) as raised:
+        _in_the_bulk(Clock(), bootstrap=4.5, tuples=0.99, iterations=0.1).judge()
+    assert raised.value.reason == "deadline"
+    clock = Clock()
+    forecast = _in_the_bulk(clock, bootstrap=4.5, tuples=0.99, iterations=0.5)
+    forecast.judge()
+    clock.t = 2.1 + 3 * 2.1 - 0.01
+    forecast.judge()
+    clock.t = 2.1 + 3 * 2.1 + 0.01
     with pytest.raises(DeadlineExceeded):
+        forecast.judge()
+
+
+def test_an_update_is_abandoned_before_its_deadline_only_if_its_tuples_say_it_loses() -> None:
+    """Before the deadline, a cautious share (its iterations) that says it loses abandons
+    nothing while the tuples passed say it wins: changes may die out before the last
+    iteration."""
+    clock = Clock()
+    forecast = _forecast(clock, bootstrap=4.0, deadline=10.0)
+    forecast.begin(0)
+    clock.t = 1.0
+    forecast.end()
+    forecast.begin(1)
+    shares = [(0.99, 0.01)]
+    forecast.measure(lambda: shares[0])
+    clock.t = 2.1
+    forecast.judge()
+    shares[0] = (0.01, 0.01)
+    with pytest.raises(UpdateAbandoned):
         forecast.judge()
 
 

@@ -333,3 +333,39 @@ def test_an_update_projected_to_win_runs_past_its_deadline(
         ("update", 0.0),
     ]
     assert m.snapshot() == _fresh_snapshot([(1, 2)], TWO_STRATA)
+
+
+def test_an_update_reports_its_share_of_the_tuples_and_of_the_iterations_passed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On a chain, a Bootstrap's tuples crowd its first iterations (iteration k of the
+    closure of n nodes makes n - k pairs). Cutting the chain in the middle, the Update walks
+    the iterations in order and has passed a larger share of the tuples than of the
+    iterations at every check (`reasoner.elastic.forecast` takes the lesser to keep an Update
+    past its deadline)."""
+    nodes = 600
+    m = Materialization.from_text(TC)
+    m.load({"edge": [(i, i + 1) for i in range(nodes)]})
+    m.bootstrap()
+    seen: list[tuple[float, float]] = []
+    judge = Forecast.judge
+
+    def judged(self: Forecast) -> None:
+        if self._fraction is not None:
+            seen.append(self._fraction())
+        judge(self)
+
+    monkeypatch.setattr(Forecast, "judge", judged)
+    monkeypatch.setattr(
+        apply,
+        "_forecast",
+        lambda m, analyzed, start, seconds: Forecast({0: 1.0}, 1e9, 0.0, 1e9, 0.0, Clock()),
+    )
+    cut = nodes // 2
+    report = m.apply(Delta(retract={"edge": [(cut, cut + 1)]}))
+    assert report.strategy == "update"
+    iterations = [i for _, i in seen]
+    assert len(seen) >= 4 and iterations == sorted(iterations) and iterations[-1] > 0.9
+    assert all(0.0 < i < t < 1.0 for t, i in seen[1:])
+    edges = [(i, i + 1) for i in range(nodes) if i != cut]
+    assert m.snapshot() == _fresh_snapshot(edges)
