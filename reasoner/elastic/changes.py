@@ -84,8 +84,8 @@ def rebuilt_diff(before: State, after: State, name: str, *, reshaped: bool) -> D
 def missing_on_lanes(table: Table, other: Table) -> np.ndarray:
     """`missing_rows(table, other)`, the rows split among the kernel's lanes: a fallback on
     crdt.dl compares 150 million rows each way, which took 22 s a way on one thread."""
-    count = lanes.lane_count() if table.nrows >= lanes.LANE_ROWS else 1
-    if count == 1:
+    count = min(lanes.lane_count(), table.nrows // lanes.LANE_ROWS)  # LANE_ROWS a lane or more
+    if count <= 1:
         return missing_rows(table, other)
     parts = [np.empty(0, np.int64)] * count
 

@@ -14,7 +14,8 @@ is the rate times the Bootstrap seconds ahead. At each check of the deadline:
 
 - before `earliest` nothing is decided (the rate of a few milliseconds of work says little);
 - from then on, the Update is abandoned as soon as what it still needs is projected above a
-  whole Bootstrap (the time already spent is spent either way), by the hopeful share;
+  whole Bootstrap (the time already spent is spent either way), by the hopeful share of the
+  stratum under way (below);
 - past the deadline, an Update goes on only when it is projected to finish before a Bootstrap
   would by the cautious share; then for at most three times what it was projected to need,
   and never longer than twice the last Bootstrap took (`limit`). Otherwise, or with no
@@ -22,14 +23,16 @@ is the rate times the Bootstrap seconds ahead. At each check of the deadline:
   measured yet), the deadline decides, as in the paper.
 
 The two shares of a stratum under way err in opposite directions, so each decision takes the
-one whose error costs least. The share of the Bootstrap's tuples at the iterations passed is
-hopeful: tuples crowd the first iterations, while a change deep in a long chain costs the
-Update at every one (on crdt.dl, a 243 s Bootstrap, 230 s of it the one recursive stratum
-skipBlank, it said 2.5 s were left of an Update that had run 192 s). The share of the
-iterations passed is cautious where changes die out before the last iteration, and followed
-the Update's seconds closely on crdt_linear and crdt.dl, whose changes run the whole chain. So
-an Update is abandoned early only when even the hopeful share says it loses, and kept past its
-deadline only when even the cautious one, the lesser of the two, says it wins.
+one whose error costs least. The share of the Bootstrap's tuples at the iterations passed leads
+the Update's seconds: tuples crowd the first iterations, while a change deep in a long chain
+costs the Update at every one (on crdt.dl, a 243 s Bootstrap, 230 s of it the one recursive
+stratum skipBlank, it said 2.5 s were left of an Update that had run 192 s). The share of the
+iterations passed lags them where changes die out before the last iteration, and on crdt.dl
+(0.17-0.20 at a quarter of the Update's seconds, the tuples' 0.48-0.57); it followed them on
+crdt_linear. So an Update is abandoned early only when the greater of the two says it loses,
+and kept past its deadline only when the lesser says it wins. Past the Bootstrap's last
+iteration the share of the iterations is 0 (how much deeper the Update goes is unknown): past
+its deadline, such an Update goes on only if it wins with that stratum counted as not begun.
 """
 
 from __future__ import annotations
@@ -113,12 +116,12 @@ class Forecast:
 
     def remaining(self, now: float, *, cautious: bool = False) -> float | None:
         """The projected seconds the Update still needs, by the hopeful share of the stratum
-        under way or the `cautious` one (see the module docstring); None before it has made
-        progress."""
+        under way (the greater) or the `cautious` one (the lesser; see the module docstring);
+        None before it has made progress."""
         progress = self._total - self._ahead
         if self._fraction is not None and self._cost:
             tuples, iterations = self._fraction()
-            share = min(tuples, iterations) if cautious else tuples
+            share = min(tuples, iterations) if cautious else max(tuples, iterations)
             progress += self._cost * min(1.0, max(0.0, share))
         if progress <= 0.0 or self._first is None:
             return None

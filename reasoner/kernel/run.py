@@ -74,8 +74,10 @@ class StratumUpdate:
         """How far the next Update has got through the stratum, two ways: the share of the
         stratum's tuples at iterations before the one the kernel is at, and the share of its
         iterations (an Update walks the iterations in the order the Bootstrap made them;
-        `reasoner.elastic.forecast` says which it trusts for what). The tuples are counted
-        on the first call only, which a forecast makes once the Update has run a while."""
+        `reasoner.elastic.forecast` says which it trusts for what). Past the Bootstrap's last
+        iteration, the tuples are all passed and the share of the iterations is 0: what is
+        left of a stratum the Update makes deeper is unknown. The tuples are counted on the
+        first call only, which a forecast makes once the Update has run a while."""
         passed: list[np.ndarray] = []
 
         def fraction() -> tuple[float, float]:
@@ -88,8 +90,11 @@ class StratumUpdate:
                 cumulative = np.cumsum(total)
                 passed.append(cumulative / max(1, int(cumulative[-1])))
             shares = passed[0]
-            at = min(self.kernel.iteration, len(shares) - 1)
-            return float(shares[at]), at / max(1, len(shares) - 1)
+            depth = len(shares) - 1
+            at = self.kernel.iteration
+            if at >= depth:  # deeper than the Bootstrap went: how much deeper is unknown
+                return 1.0, 0.0
+            return float(shares[at]), at / depth
 
         return fraction
 

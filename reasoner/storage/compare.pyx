@@ -1,12 +1,14 @@
-# cython: language_level=3, boundscheck=False, wraparound=False
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """Two tables compared row by row: what a fallback Bootstrap's report and change feed list as
 retracted (the old state's rows the new one lacks) and inserted (the reverse).
 
 A fallback on crdt.dl compares 150 million rows each way. A copy of either table would be
-5 GB, so each row of one is probed in the other's hash map where it lies. Each probe is a
-cache miss in a table that large: the probes are queued `AHEAD` rows behind a prefetch of
-their first slot, so that the misses overlap instead of following one another, and they run
-without the interpreter lock, so that the kernel's lanes can split a table's rows."""
+5 GB, so each row of one is probed in the other's hash map where it lies. A probe's first slot
+is a cache miss in a table that large: the probes are queued `AHEAD` rows behind a prefetch of
+that slot, so that those misses overlap instead of following one another, and they run
+without the interpreter lock, so that the kernel's lanes can split a table's rows. (The
+matching row's words are not prefetched: the rows of two states are in nearly the same order,
+and a second stage that fetched them was slower.)"""
 
 from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport free, malloc

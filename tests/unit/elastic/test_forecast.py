@@ -34,14 +34,18 @@ def test_progress_is_the_bootstrap_seconds_of_the_strata_done_and_of_the_one_und
     clock.t = 0.5
     assert forecast.end() == pytest.approx(0.5 / 1.0 * 3.0)  # half the Bootstrap's rate
     forecast.begin(1)
-    shares = [(0.25, 0.5)]
+    shares = [(0.5, 0.25)]
     forecast.measure(lambda: shares[0])
-    # 1 + 2 x 0.25 of 4 Bootstrap seconds done in 1 s: the other 2.5 take 1 / 1.5 each
-    assert forecast.remaining(1.0) == pytest.approx(1.0 / 1.5 * 2.5)
-    assert forecast.remaining(1.0, cautious=True) == pytest.approx(1.0 / 1.5 * 2.5)  # the lesser
-    shares[0] = (7.0, 0.5)  # a share is clamped: an Update may go past the Bootstrap's tuples
+    # Hopeful, the greater share: 1 + 2 x 0.5 of 4 Bootstrap seconds done in 1 s, 2 left.
+    assert forecast.remaining(1.0) == pytest.approx(1.0 / 2.0 * 2.0)
+    # Cautious, the lesser: 1 + 2 x 0.25 done, the other 2.5 take 1 / 1.5 each.
+    assert forecast.remaining(1.0, cautious=True) == pytest.approx(1.0 / 1.5 * 2.5)
+    shares[0] = (0.25, 0.5)  # whichever of the two it is
+    assert forecast.remaining(1.0) == pytest.approx(1.0 / 2.0 * 2.0)
+    assert forecast.remaining(1.0, cautious=True) == pytest.approx(1.0 / 1.5 * 2.5)
+    shares[0] = (7.0, -1.0)  # clamped to [0, 1]
     assert forecast.remaining(1.0) == pytest.approx(1.0 / 3.0 * 1.0)
-    assert forecast.remaining(1.0, cautious=True) == pytest.approx(1.0 / 2.0 * 2.0)
+    assert forecast.remaining(1.0, cautious=True) == pytest.approx(1.0 / 1.0 * 3.0)
 
 
 def test_time_before_the_first_stratum_is_not_the_strata_work() -> None:
@@ -120,10 +124,9 @@ def test_past_its_deadline_an_update_goes_on_only_if_its_iterations_say_it_wins(
         forecast.judge()
 
 
-def test_an_update_is_abandoned_before_its_deadline_only_if_its_tuples_say_it_loses() -> None:
-    """Before the deadline, a cautious share (its iterations) that says it loses abandons
-    nothing while the tuples passed say it wins: changes may die out before the last
-    iteration."""
+def test_an_update_is_abandoned_before_its_deadline_only_if_both_shares_say_it_loses() -> None:
+    """Before the deadline, one share that says it loses abandons nothing while the other
+    says it wins: changes may die out before the last iteration."""
     clock = Clock()
     forecast = _forecast(clock, bootstrap=4.0, deadline=10.0)
     forecast.begin(0)
@@ -133,6 +136,8 @@ def test_an_update_is_abandoned_before_its_deadline_only_if_its_tuples_say_it_lo
     shares = [(0.99, 0.01)]
     forecast.measure(lambda: shares[0])
     clock.t = 2.1
+    forecast.judge()
+    shares[0] = (0.01, 0.99)
     forecast.judge()
     shares[0] = (0.01, 0.01)
     with pytest.raises(UpdateAbandoned):

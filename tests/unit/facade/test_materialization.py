@@ -369,3 +369,35 @@ def test_an_update_reports_its_share_of_the_tuples_and_of_the_iterations_passed(
     assert all(0.0 < i < t < 1.0 for t, i in seen[1:])
     edges = [(i, i + 1) for i in range(nodes) if i != cut]
     assert m.snapshot() == _fresh_snapshot(edges)
+
+
+def test_past_the_bootstrap_s_last_iteration_the_share_of_iterations_is_unknown(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Joining two chains makes the closure deeper than the Bootstrap went: from its last
+    iteration on, the Update reports all tuples passed and no share of the iterations, so a
+    forecast keeps it past its deadline on nothing but the deadline's terms."""
+    nodes = 600
+    edges = [(i, i + 1) for i in range(nodes) if i != nodes // 2]
+    m = Materialization.from_text(TC)
+    m.load({"edge": edges})
+    m.bootstrap()
+    seen: list[tuple[float, float]] = []
+    judge = Forecast.judge
+
+    def judged(self: Forecast) -> None:
+        if self._fraction is not None:
+            seen.append(self._fraction())
+        judge(self)
+
+    monkeypatch.setattr(Forecast, "judge", judged)
+    monkeypatch.setattr(
+        apply,
+        "_forecast",
+        lambda m, analyzed, start, seconds: Forecast({0: 1.0}, 1e9, 0.0, 1e9, 0.0, Clock()),
+    )
+    assert m.apply(Delta(insert={"edge": [(nodes // 2, nodes // 2 + 1)]})).strategy == "update"
+    deeper = seen.index((1.0, 0.0))
+    assert 0 < deeper < len(seen) - 1 and all(s == (1.0, 0.0) for s in seen[deeper:])
+    assert all(0.0 < i < 1.0 for _, i in seen[1:deeper])
+    assert m.snapshot() == _fresh_snapshot([*edges, (nodes // 2, nodes // 2 + 1)])

@@ -61,6 +61,19 @@ def test_every_queued_probe_is_made_once_in_row_order(rows: int) -> None:
     assert set(one.tuples(found)) == only_one and len(found) == len(only_one)
 
 
+@pytest.mark.parametrize("live", [0, 1, 15, 16, 17, 33])
+def test_each_live_row_is_probed_once_at_the_queue_s_bounds(live: int) -> None:
+    """Against an empty table every committed row is missing: with as many live rows as the
+    queue holds, one fewer, one more, and dead rows between them, none is dropped or doubled."""
+    table = Table(2)
+    for r in range(2 * live):
+        table.add((r, r), 0)
+    for r in range(0, 2 * live, 2):
+        table.remove((r, r))
+    assert table.committed == live
+    assert missing_rows(table, Table(2)).tolist() == table.committed_rows().tolist()
+
+
 def test_a_span_of_rows_is_compared_alone() -> None:
     """`start` and `stop` bound the rows compared, as each lane's share does."""
     one, two, _ = _random_pair(3000, seed=7)
@@ -73,8 +86,17 @@ def test_a_span_of_rows_is_compared_alone() -> None:
 def test_the_lanes_split_a_large_comparison_and_agree_with_one_thread(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    one, two, only_one = _random_pair(3 * lanes.LANE_ROWS, seed=3)
+    one, two, only_one = _random_pair(4 * lanes.LANE_ROWS, seed=3)
     monkeypatch.setattr(lanes, "LANES", 3)
+    fanned: list[int] = []
+    fan_out = lanes.fan_out
+
+    def counted(lane: lanes.Lane, count: int, start: int, stop: int) -> None:
+        fanned.append(count)
+        fan_out(lane, count, start, stop)
+
+    monkeypatch.setattr(lanes, "fan_out", counted)
     split = missing_on_lanes(one, two)
+    assert fanned == [3]
     assert split.tolist() == missing_rows(one, two).tolist()
     assert set(one.tuples(split)) == only_one
