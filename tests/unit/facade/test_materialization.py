@@ -335,18 +335,9 @@ def test_an_update_projected_to_win_runs_past_its_deadline(
     assert m.snapshot() == _fresh_snapshot([(1, 2)], TWO_STRATA)
 
 
-def test_an_update_reports_its_share_of_the_tuples_and_of_the_iterations_passed(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """On a chain, a Bootstrap's tuples crowd its first iterations (iteration k of the
-    closure of n nodes makes n - k pairs). Cutting the chain in the middle, the Update walks
-    the iterations in order and has passed a larger share of the tuples than of the
-    iterations at every check (`reasoner.elastic.forecast` takes the lesser to keep an Update
-    past its deadline)."""
-    nodes = 600
-    m = Materialization.from_text(TC)
-    m.load({"edge": [(i, i + 1) for i in range(nodes)]})
-    m.bootstrap()
+def _recorded_shares(monkeypatch: pytest.MonkeyPatch) -> list[tuple[float, float]]:
+    """The two shares of the stratum under way, read at each of the forecast's checks, of an
+    Update that no deadline stops."""
     seen: list[tuple[float, float]] = []
     judge = Forecast.judge
 
@@ -361,6 +352,22 @@ def test_an_update_reports_its_share_of_the_tuples_and_of_the_iterations_passed(
         "_forecast",
         lambda m, analyzed, start, seconds: Forecast({0: 1.0}, 1e9, 0.0, 1e9, 0.0, Clock()),
     )
+    return seen
+
+
+def test_an_update_reports_its_share_of_the_tuples_and_of_the_iterations_passed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On a chain, a Bootstrap's tuples crowd its first iterations (iteration k of the
+    closure of n nodes makes n - k pairs). Cutting the chain in the middle, the Update walks
+    the iterations in order and has passed a larger share of the tuples than of the
+    iterations at every check (`reasoner.elastic.forecast` takes the lesser to keep an Update
+    past its deadline)."""
+    nodes = 600
+    m = Materialization.from_text(TC)
+    m.load({"edge": [(i, i + 1) for i in range(nodes)]})
+    m.bootstrap()
+    seen = _recorded_shares(monkeypatch)
     cut = nodes // 2
     report = m.apply(Delta(retract={"edge": [(cut, cut + 1)]}))
     assert report.strategy == "update"
@@ -382,20 +389,7 @@ def test_past_the_bootstrap_s_last_iteration_the_share_of_iterations_is_unknown(
     m = Materialization.from_text(TC)
     m.load({"edge": edges})
     m.bootstrap()
-    seen: list[tuple[float, float]] = []
-    judge = Forecast.judge
-
-    def judged(self: Forecast) -> None:
-        if self._fraction is not None:
-            seen.append(self._fraction())
-        judge(self)
-
-    monkeypatch.setattr(Forecast, "judge", judged)
-    monkeypatch.setattr(
-        apply,
-        "_forecast",
-        lambda m, analyzed, start, seconds: Forecast({0: 1.0}, 1e9, 0.0, 1e9, 0.0, Clock()),
-    )
+    seen = _recorded_shares(monkeypatch)
     assert m.apply(Delta(insert={"edge": [(nodes // 2, nodes // 2 + 1)]})).strategy == "update"
     deeper = seen.index((1.0, 0.0))
     assert 0 < deeper < len(seen) - 1 and all(s == (1.0, 0.0) for s in seen[deeper:])
