@@ -1,5 +1,6 @@
-"""The compiled part of the engine (Cython): the state's tables (`reasoner.storage.table`) and
-their comparison (`reasoner.storage.compare`), the Update kernel that runs over them
+"""The compiled part of the engine (Cython): the state's tables (`reasoner.storage.table`),
+their comparison (`reasoner.storage.compare`) and compaction (`reasoner.storage.renumber`),
+the Update kernel that runs over them
 (`reasoner.kernel.interpreter`), the reader and writer of fact files of numbers and symbols
 (`reasoner.io.fact_text`), and the live feed's writes to many sockets at once
 (`service.feed.socket_fanout`). Everything else about the package is in pyproject.toml;
@@ -15,6 +16,7 @@ setup(
             for name, path in [
                 ("reasoner.storage.table", "reasoner/storage/table.pyx"),
                 ("reasoner.storage.compare", "reasoner/storage/compare.pyx"),
+                ("reasoner.storage.renumber", "reasoner/storage/renumber.pyx"),
                 ("reasoner.kernel.interpreter", "reasoner/kernel/interpreter.pyx"),
                 ("reasoner.io.fact_text", "reasoner/io/fact_text.pyx"),
                 ("service.feed.socket_fanout", "service/feed/socket_fanout.pyx"),

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from reasoner.storage.renumber import compact
 from reasoner.storage.state import State, Tuple
 
 INF = 1 << 62
@@ -168,10 +169,12 @@ class Overlay:
         for name, changes in self.changes.items():
             if changes:
                 self.state[name].apply(changes, self.counts.get(name, {}), INF)
-        for name, record in self.rows.items():
+        while self.rows:  # each record freed before its table's compaction: a lower peak
+            name, record = self.rows.popitem()
             table = self.state[name].table
             table.apply_rows(record.rows, record.news, record.counts)
-            table.compact()
+            del record
+            compact(table)
         self.changes.clear()
         self.counts.clear()
         self.rows.clear()

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reasoner.storage import Counts, Index, Staged, Table, TupleSet
+from reasoner.storage import Counts, Index, Staged, Table, TupleSet, compact
 
 if TYPE_CHECKING:
     from reasoner.reads.pages import SortedRows
@@ -144,15 +144,15 @@ class RelationStore:
         an Update's changes, is written by one compiled loop (`Table.update`).
 
         Every staged tuple has an entry in `changes` (whoever stages a tuple records its new
-        status), so none is left staged afterwards. The table is compacted when removals left
-        more dead rows than live ones."""
+        status), so none is left staged afterwards. The table is compacted when removals left an
+        eighth of its rows dead."""
         table = self.table
         gone = [t for t, n in changes.items() if n >= absent]
         for t in gone:
             del changes[t]
             table.remove(t)
         table.update(changes, counts)
-        table.compact()
+        compact(table)
 
     def clear(self) -> None:
         self.table.clear()

@@ -12,7 +12,11 @@ cdef extern from *:
 
 
 cdef enum:
-    BIG_COUNT = 0   # the count word of a row whose count is in the table's dict `big`
+    STAGED_STATUS = -1   # a row's status: staged by an Update (committed rows: iterations)
+    DEAD_STATUS = -2     # removed, until the next compaction
+    EMPTY = -1           # a hash table's slot: never used
+    TOMB = -2            # a hash table's slot: its row was removed
+    BIG_COUNT = 0        # the count word of a row whose count is in the table's dict `big`
 
 
 cdef struct KeyIndex:
@@ -113,3 +117,6 @@ cdef inline int _add_count(Table t, int64_t row, int64_t times) except -1:
     elif times:
         t._set_count(row, t._count(row) + times)
     return 0
+
+
+cdef int _resize_keys(KeyIndex* ki, Table t, int64_t groups) except -1

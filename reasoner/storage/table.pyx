@@ -20,8 +20,8 @@ iteration, not over the whole fixpoint.
 
 Statuses: a committed tuple's status is the iteration it was first derived in (>= 0); a staged
 tuple (an Update's new tuple, visible to index probes but not committed, see
-`RelationStore.extra`) is `STAGED`; a removed one is `DEAD` until the next compaction, which
-renumbers the rows when more than half of them are dead.
+`RelationStore.extra`) is `STAGED`; a removed one is `DEAD` until the next compaction
+(`renumber.pyx`), which renumbers the rows when an eighth of them are dead.
 
 The tables probe linearly, from a hash that mixes a per-process random seed into every word,
 so no fixed set of keys collides on every run (the adversarial case a public service meets),
@@ -58,10 +58,6 @@ import numpy as np
 
 from reasoner.support import allocations
 
-cdef int32_t STAGED_STATUS = -1
-cdef int32_t DEAD_STATUS = -2
-cdef int32_t EMPTY = -1
-cdef int32_t TOMB = -2
 cdef int64_t MIN_SLOTS = 8
 cdef int64_t MAX_ROWS = 2147483600
 
@@ -1120,33 +1116,6 @@ cdef class Table:
         for k in range(self.nkeyed):
             _rebuild_index(self.keyed[k], self, 0)
         self.version += 1
-
-    def compact(self, bint force=False) -> bool:
-        """Renumber the rows without the dead ones when they are more than half (or `force`);
-        whether it did. Call it between Updates: it moves every row."""
-        cdef int64_t r, w = 0
-        cdef int k
-        cdef int64_t dead = self.nrows - self.committed - self.staged
-        if not force and (dead < 1024 or 2 * dead < self.nrows):
-            return False
-        for r in range(self.nrows):
-            if self.status[r] == DEAD_STATUS:
-                continue
-            if w != r:
-                memcpy(<char*>self.rows + w * self.arity * self._word(),
-                       <char*>self.rows + r * self.arity * self._word(),
-                       <size_t>self.arity * self._word())
-                self.status[w] = self.status[r]
-                self.counts[w] = self.counts[r]
-            w += 1
-        self.nrows = w
-        self.generation += 1
-        self.renumbered += 1
-        self._rehash(w)
-        for k in range(self.nkeyed):
-            _rebuild_index(self.keyed[k], self, w)
-        self.version += 1
-        return True
 
     # -- indexes -----------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
+from reasoner.storage.renumber import compact
 from reasoner.storage.table import Table
 
 Tuple = tuple[int, ...]
@@ -63,7 +64,7 @@ class TupleSet:
             remove = self.table.remove
             for t in rows:
                 remove(t)
-        self.table.compact()
+        compact(self.table)
 
     def columns(self) -> list[np.ndarray]:
         """The tuples as one int64 array per column."""

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from reasoner.reads import pages
 from reasoner.reads.pages import RowOrder, build_sorted_rows, relation_page
+from reasoner.storage import compact
 from reasoner.storage.state import RelationStore
 from reasoner.values.symbols import SymbolTable
 from tests.conftest import examples
@@ -63,7 +64,7 @@ def test_a_cursor_no_row_holds(values, cursor) -> None:
     st.one_of(st.none(), st.tuples(st.integers(-6, 6), WORDS)),
 )
 def test_pages_of_sorted_rows_see_every_change_since(
-    before, changes, new_words, limit, compact, start
+    before, changes, new_words, limit, compacted, start
 ) -> None:
     """A relation's `SortedRows`, built before some rows were removed and others added (and
     new symbols interned, which moves every symbol's key), pages through the rows as they
@@ -80,8 +81,8 @@ def test_pages_of_sorted_rows_see_every_change_since(
         store.table.remove((number, symbols.intern(word)))
     for number, word in changes - before:
         store.add((number, symbols.intern(word)), 0, 1)
-    if compact:
-        store.table.compact(force=True)
+    if compacted:
+        compact(store.table, force=True)
     now = (before - removed) | (changes - before)
     seen: list[tuple] = []
     after = start

@@ -1,0 +1,140 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+# cython: initializedcheck=False, nonecheck=False
+"""A table's compaction: its live rows renumbered to the front, its hash tables kept.
+
+A retraction leaves dead rows, and the re-insertion that often follows appends its rows after
+them: on crdt.dl a 10-fact retraction kills a quarter to two fifths of skipBlank, the next
+epoch's re-insertion grows the arrays by as much, and the state grows a fifth an epoch pair.
+Compacting between the two keeps the re-insertion within the capacity the table has. So the
+table is compacted from an eighth dead, and compaction has to cost little against the
+Update that killed the rows.
+
+Relinking every row into its key indexes took 10 s an index for 40 M live rows (each link a
+cache miss on the key table and on the group's head row). Compaction keeps the row order, so
+a live row's new id is its old one less the dead rows before it: a bitmap of the live rows
+(a bit a row) and a prefix count per 64 rows (a word per 64 rows) give it, both small enough to
+stay in cache, and every slot of the hash tables and every chain link is rewritten in place,
+in one sequential pass each, without a hash computed or a row read. The tombstones the dead rows
+left stay (a probe meets them as before the compaction); a table whose tombstones outnumber its
+entries is rebuilt without them, which also shrinks it after a large retraction."""
+
+from libc.stdint cimport int32_t, int64_t, uint64_t
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy
+
+from reasoner.storage.table cimport DEAD_STATUS, KeyIndex, Table, _resize_keys
+
+
+cdef extern from *:
+    int __builtin_popcountll(unsigned long long x) noexcept nogil
+
+# Below this many dead rows a compaction would cost more than it saves.
+cdef int64_t MIN_DEAD = 1024
+# Compacted from one dead row in `SHARE`: fewer would be left as slack the re-insertion fills.
+cdef int64_t SHARE = 8
+
+
+def compact(Table table, bint force=False) -> bool:
+    """Renumber `table`'s rows without the dead ones when they are at least an eighth of them
+    (or `force`); whether it did. Call it between Updates: it moves every row."""
+    cdef int64_t dead = table.nrows - table.committed - table.staged
+    if not force and (dead < MIN_DEAD or SHARE * dead < table.nrows):
+        return False
+    cdef int64_t blocks = (table.nrows + 63) // 64
+    cdef uint64_t* live = <uint64_t*>malloc(<size_t>max(blocks, 1) * sizeof(uint64_t))
+    cdef int32_t* before = <int32_t*>malloc(<size_t>max(blocks, 1) * sizeof(int32_t))
+    cdef KeyIndex* ki
+    cdef int64_t kept
+    cdef int k
+    if live == NULL or before == NULL:
+        free(live)
+        free(before)
+        raise MemoryError()
+    # The interpreter lock is held throughout, as by every method of the table: a reader in
+    # another thread (a copy of its columns, a page) sees the rows before or after, not moving.
+    try:
+        kept = _survey(table, live, before)
+        _move_rows(table, live, <size_t>table.arity * (8 if table.wide else 4))
+        _renumber_slots(table.slots, table.mask + 1, table.shift, live, before)
+        for k in range(table.nkeyed):
+            ki = table.keyed[k]
+            if ki.slots != NULL:
+                _renumber_slots(ki.slots, ki.mask + 1, table.shift, live, before)
+            _renumber_links(ki.next, table.nrows, live, before)
+            _renumber_links(ki.prev, table.nrows, live, before)
+    finally:
+        free(live)
+        free(before)
+    table.nrows = kept
+    table.generation += 1
+    table.renumbered += 1
+    if table.used - kept > kept:
+        table._rehash(kept)
+    for k in range(table.nkeyed):
+        ki = table.keyed[k]
+        if ki.slots != NULL and ki.used - ki.groups > ki.groups:
+            _resize_keys(ki, table, ki.groups)
+    table.version += 1
+    return True
+
+
+cdef inline int64_t _new_id(int64_t r, const uint64_t* live, const int32_t* before) noexcept nogil:
+    """Live row `r`'s id once the dead rows before it are gone."""
+    cdef uint64_t below = (<uint64_t>1 << (r & 63)) - 1
+    return before[r >> 6] + __builtin_popcountll(live[r >> 6] & below)
+
+
+cdef int64_t _survey(Table t, uint64_t* live, int32_t* before) noexcept nogil:
+    """Fill the live-row bitmap and the live rows before each block of 64; how many live."""
+    cdef int64_t r, b, kept = 0
+    cdef uint64_t bits
+    for b in range((t.nrows + 63) // 64):
+        before[b] = <int32_t>kept
+        bits = 0
+        for r in range(b * 64, min(b * 64 + 64, t.nrows)):
+            if t.status[r] != DEAD_STATUS:
+                bits |= <uint64_t>1 << (r & 63)
+        live[b] = bits
+        kept += __builtin_popcountll(bits)
+    return kept
+
+
+cdef void _move_rows(Table t, const uint64_t* live, size_t size) noexcept nogil:
+    """Move each live row's words (`size` bytes), status and count to its new id (never
+    after its old one, so in place, front to back)."""
+    cdef int64_t r, w = 0
+    for r in range(t.nrows):
+        if not (live[r >> 6] >> (r & 63)) & 1:
+            continue
+        if w != r:
+            memcpy(<char*>t.rows + w * size, <char*>t.rows + r * size, size)
+            t.status[w] = t.status[r]
+            t.counts[w] = t.counts[r]
+        w += 1
+
+
+cdef void _renumber_slots(int32_t* slots, int64_t count, int shift, const uint64_t* live,
+                          const int32_t* before) noexcept nogil:
+    """Give every row word of a hash table its row's new id, keeping its hash bits (a dead
+    row has no word: its removal left a tombstone)."""
+    cdef int64_t j
+    cdef int32_t s
+    cdef int32_t low = <int32_t>((<int64_t>1 << shift) - 1)
+    for j in range(count):
+        s = slots[j]
+        if s >= 0:
+            slots[j] = (s & ~low) | <int32_t>_new_id(s & low, live, before)
+
+
+cdef void _renumber_links(int32_t* links, int64_t nrows, const uint64_t* live,
+                          const int32_t* before) noexcept nogil:
+    """Move each live row's chain link to its new id and point it at its neighbour's new id
+    (a chain holds live rows only: a removal unlinks its row)."""
+    cdef int64_t r, w = 0
+    cdef int32_t n
+    for r in range(nrows):
+        if not (live[r >> 6] >> (r & 63)) & 1:
+            continue
+        n = links[r]
+        links[w] = <int32_t>_new_id(n, live, before) if n >= 0 else -1
+        w += 1
