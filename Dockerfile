@@ -36,7 +36,8 @@ COPY reasoner/__init__.py ./reasoner/
 COPY reasoner/storage/__init__.py reasoner/storage/table.pyx reasoner/storage/table.pxd \
      reasoner/storage/compare.pyx reasoner/storage/renumber.pyx ./reasoner/storage/
 COPY reasoner/kernel/__init__.py reasoner/kernel/interpreter.pyx reasoner/kernel/plan_words.pxd \
-     reasoner/kernel/buffers.pxd reasoner/kernel/runs.pxd ./reasoner/kernel/
+     reasoner/kernel/buffers.pxd reasoner/kernel/runs.pxd reasoner/kernel/hand_over.pxd \
+     ./reasoner/kernel/
 COPY reasoner/io/__init__.py reasoner/io/fact_text.pyx ./reasoner/io/
 COPY service/__init__.py ./service/
 COPY service/feed/__init__.py service/feed/socket_fanout.pyx ./service/feed/

@@ -13,7 +13,7 @@ tables themselves. A tuple is a row id from end to end; nothing per tuple is a P
 
 The epoch's own statuses (the overlay of `reasoner.storage.overlay`) live here while the
 stratum runs, keyed by row (a `RowMap`: a hash map, arrays once many rows change) to their new
-iteration and count, and go to the overlay as arrays at the end (`export`). A lower stratum's
+iteration and count, and go to the overlay as arrays at the end (`hand_over`). A lower stratum's
 relations matter by presence only, final when this stratum starts: "inserted" or "deleted".
 
 Status words: o is a tuple's committed iteration (INF when it was absent), n its iteration in
@@ -28,6 +28,7 @@ from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memcpy
 
 from reasoner.kernel.buffers cimport *  # Vec, Map: growable arrays and a hash map in C
+from reasoner.kernel.hand_over cimport _hand_over  # the record split by relation, at the end
 from reasoner.kernel.plan_words cimport *  # the plan words' tags, steps and arithmetic
 from reasoner.kernel.runs cimport *  # a plan's bindings as it runs, and what it found
 from reasoner.storage.table cimport Table, _add_count, _get, _mix, _row_count
@@ -583,31 +584,15 @@ cdef class Kernel:
                 o[t.status[r]] += 1
         return out
 
-    def export(self, int relation):
-        """(rows, o, n, counts) as int64 arrays: every row of `relation` whose status this
-        Update recorded, in the order recorded, with its committed iteration (INF: it was
-        absent), its new one (INF: it is absent now) and its new count."""
-        cdef Table t = <Table>PyList_GET_ITEM(self.tables, relation)
-        cdef int64_t i, row, m = 0
-        for i in range(self.ov_key.size):
-            if self.ov_key.data[i] >> 32 == relation:
-                m += 1
-        rows = np.empty(m, dtype=np.int64)
-        olds = np.empty(m, dtype=np.int64)
-        news = np.empty(m, dtype=np.int64)
-        counts = np.empty(m, dtype=np.int64)
-        cdef int64_t[::1] r = rows, o = olds, n = news, c = counts
-        m = 0
-        for i in range(self.ov_key.size):
-            if self.ov_key.data[i] >> 32 != relation:
-                continue
-            row = self.ov_key.data[i] & 0xFFFFFFFF
-            r[m] = row
-            o[m] = self._o(relation, row)
-            n[m] = self.ov_n.data[i]
-            c[m] = self.ov_count.data[i]
-            m += 1
-        return rows, olds, news, counts
+    def hand_over(self, relations):
+        """[(rows, olds, news, counts)] of each of `relations` (numbers), as int64 arrays:
+        every row of it whose status this Update recorded, in the order recorded, with its
+        committed iteration (INF: it was absent), its new one (INF: it is absent now) and its
+        new count. The kernel is reset first: only the record is held while it is split."""
+        cdef Vec keys = self.ov_key, news = self.ov_n, counts = self.ov_count
+        self.ov_key = self.ov_n = self.ov_count = Vec(NULL, 0, 0)
+        self.reset()
+        return _hand_over(&keys, &news, &counts, self.tables, list(relations), INF)
 
     cdef Run* _run_for(self, Enumerator e) except NULL:
         """The bindings for a run of `e`, grown to its registers, atoms and negations."""

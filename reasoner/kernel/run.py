@@ -165,7 +165,7 @@ class StratumUpdate:
 
     def _export(self, overlay: Overlay) -> None:
         """Hand the kernel's record of the stratum's relations to the overlay, by row id."""
-        relations = self.relations
-        for name in relations.own:
-            overlay.record_rows(name, RowChanges(*self.kernel.export(relations.number[name])))
-        self.kernel.reset()
+        own = list(self.relations.own)
+        records = self.kernel.hand_over([self.relations.number[name] for name in own])
+        for name, record in zip(own, records, strict=True):
+            overlay.record_rows(name, RowChanges(*record))
