@@ -28,7 +28,7 @@ from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memcpy
 
 from reasoner.kernel.buffers cimport *  # Vec, Map: growable arrays and a hash map in C
-from reasoner.kernel.hand_over cimport _hand_over  # the record split by relation, at the end
+from reasoner.kernel.hand_over cimport Split, _prepare, _split  # the record, by relation
 from reasoner.kernel.plan_words cimport *  # the plan words' tags, steps and arithmetic
 from reasoner.kernel.runs cimport *  # a plan's bindings as it runs, and what it found
 from reasoner.storage.table cimport Table, _add_count, _get, _mix, _row_count
@@ -589,10 +589,15 @@ cdef class Kernel:
         every row of it whose status this Update recorded, in the order recorded, with its
         committed iteration (INF: it was absent), its new one (INF: it is absent now) and its
         new count. The kernel is reset first: only the record is held while it is split."""
+        cdef Split split
         cdef Vec keys = self.ov_key, news = self.ov_n, counts = self.ov_count
+        arrays = _prepare(&split, &keys, self.tables, list(relations))
         self.ov_key = self.ov_n = self.ov_count = Vec(NULL, 0, 0)
-        self.reset()
-        return _hand_over(&keys, &news, &counts, self.tables, list(relations), INF)
+        try:
+            self.reset()
+        finally:
+            _split(&split, &keys, &news, &counts, INF)
+        return arrays
 
     cdef Run* _run_for(self, Enumerator e) except NULL:
         """The bindings for a run of `e`, grown to its registers, atoms and negations."""

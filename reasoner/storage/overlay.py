@@ -169,11 +169,11 @@ class Overlay:
         for name, changes in self.changes.items():
             if changes:
                 self.state[name].apply(changes, self.counts.get(name, {}), INF)
-        while self.rows:  # each record freed before its table's compaction: a lower peak
-            name, record = self.rows.popitem()
+        for name in list(self.rows):  # each record freed before its table's compaction
             table = self.state[name].table
+            record = self.rows[name]
             table.apply_rows(record.rows, record.news, record.counts)
-            del record
+            del self.rows[name], record
             compact(table)
         self.changes.clear()
         self.counts.clear()

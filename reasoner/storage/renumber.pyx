@@ -34,9 +34,10 @@ cdef int64_t MIN_DEAD = 1024
 cdef int64_t SHARE = 8
 
 
-def compact(Table table, bint force=False) -> bool:
+def compact(Table table not None, bint force=False) -> bool:
     """Renumber `table`'s rows without the dead ones when they are at least an eighth of them
-    (or `force`); whether it did. Call it between Updates: it moves every row."""
+    and 1,024 or more (or `force`); whether it did. Call it between Updates: it moves every
+    row."""
     cdef int64_t dead = table.nrows - table.committed - table.staged
     if not force and (dead < MIN_DEAD or SHARE * dead < table.nrows):
         return False
@@ -68,13 +69,13 @@ def compact(Table table, bint force=False) -> bool:
     table.nrows = kept
     table.generation += 1
     table.renumbered += 1
+    table.version += 1  # before a rebuild that may fail: no iterator goes on over moved rows
     if table.used - kept > kept:
         table._rehash(kept)
     for k in range(table.nkeyed):
         ki = table.keyed[k]
         if ki.slots != NULL and ki.used - ki.groups > ki.groups:
             _resize_keys(ki, table, ki.groups)
-    table.version += 1
     return True
 
 

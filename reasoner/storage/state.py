@@ -145,7 +145,7 @@ class RelationStore:
 
         Every staged tuple has an entry in `changes` (whoever stages a tuple records its new
         status), so none is left staged afterwards. The table is compacted when removals left an
-        eighth of its rows dead."""
+        eighth of its rows dead (and at least 1,024)."""
         table = self.table
         gone = [t for t, n in changes.items() if n >= absent]
         for t in gone:

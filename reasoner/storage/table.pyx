@@ -862,7 +862,7 @@ cdef class Table:
 
     def remove_columns(self, columns) -> int:
         """Remove every row given as int64 columns that a row holds (committed or staged);
-        how many were removed. Call `compact` afterwards, as after `remove`."""
+        how many were removed. Call `reasoner.storage.compact` afterwards, as after `remove`."""
         cdef int64_t n, j, r, removed = 0
         block = self._block(columns)
         n = block.shape[0]
