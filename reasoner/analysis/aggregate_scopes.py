@@ -4,10 +4,12 @@ A variable of an aggregate that the rule binds outside it is the outer one (the 
 correlated: `reasoner.analysis.aggregates` groups by it). Three rules of Soufflé's refine that,
 each a rewrite here, each checked against Soufflé's output (`tests/golden/aggregate_scopes`):
 
-**Shadows.** In an aggregated *expression*, a variable the rule also uses outside is a new
+**Shadows.** In what an aggregate aggregates, a variable the rule also uses outside is a new
 one: `s = sum y + z : { b(y, z) }` beside `a(y)` adds over all of `b`, as Soufflé's
-SimplifyAggregateTargetExpression renames it throughout the aggregate. (An aggregated
-variable, `sum z : { b(y, z) }`, leaves `y` the outer one.)
+SimplifyAggregateTargetExpression renames it throughout the aggregate, and `s = sum y : {
+a(y) }` beside `a(y)` adds over all of `a` (its getInjectedVariables drops every variable of
+the target from those the rule injects). A variable outside the target, `y` in `sum z : {
+b(y, z) }`, stays the outer one.
 
 **Values of other aggregates.** `s = max y : { a(y) }, c = count : { b(s, _) }` correlates
 the count with `s`: an aggregate's value binds what it is assigned to (`bind_aggregate_results`
@@ -84,13 +86,14 @@ def scope_aggregates(program: Program) -> Program:
 
 
 def separate_shadows(rule: Rule) -> Rule:
-    """`rule` with each variable of an outermost aggregate's expression that the rule also
-    uses outside the aggregate (not as a witness) renamed throughout the aggregate. The
+    """`rule` with each variable of an outermost aggregate's target (an expression or a lone
+    variable) that the rule also uses outside the aggregate (not as a witness) renamed
+    throughout the aggregate. The
     aggregate rewrite applies it again to the rule it makes of an aggregate's body, for the
     aggregates nested there."""
     for index, aggregate in enumerate(_outermost(rule)):
         target = aggregate.target
-        if target is None or isinstance(target, Variable):
+        if target is None:
             continue
         uses = Counter(_names(deep_terms(rule.head.args, rule.body)))
         uses.subtract(_names(deep_terms((aggregate,), ())))

@@ -28,6 +28,8 @@ OUTPUTS = [
     "both",
     "first_name",
     "shadow",
+    "shadow_variable",
+    "shadow_variable_max",
     "correlated",
     "shadow_min",
     "scaled",
