@@ -358,7 +358,9 @@ DEFINING = "defining equalities"
 """Where a binding notes the equalities that gave its variables values (no variable's name
 has a space)."""
 ALIASED = "aliased variables"
-"""Where a binding notes the variables an equality with another variable gave a value."""
+"""Where a binding notes the variables an equality with another variable, or with an aggregate
+the rule does not correlate, gave a value (Soufflé 2.5, r = {-0.0}, whose sum is 0.0: `r(c), w
+= sum y : { r(y) }, c = w` does not hold; `r(c), w = sum y : { r(y), y = c }, c = w` does)."""
 
 
 class Unbound(Exception):
@@ -1191,7 +1193,12 @@ def bind_equalities(
                         continue
                     defining = binding.get(DEFINING, frozenset())
                     binding[DEFINING] = defining | {id(comparison)}  # type: ignore[operator]
-                    if isinstance(source, Variable):  # an alias: the two are one variable
+                    # An alias (the two are one variable), or the value of an aggregate that
+                    # takes nothing from the rule, which Soufflé makes a relation of its own:
+                    # either compares by bits. A correlated aggregate's value compares as IEEE.
+                    if isinstance(source, Variable) or (
+                        isinstance(source, Aggregate) and not variables_in(source) & binding.keys()
+                    ):
                         aliased = binding.get(ALIASED, frozenset())
                         binding[ALIASED] = aliased | {target.name}  # type: ignore[operator]
                     changed = True

@@ -10,6 +10,13 @@ two sides the same term, when it is dropped. The rewrite (`reasoner.analysis.num
 keeps the substitutions and the dropped ones as the engine's `=` (an assignment, or a test
 on bits that then holds), and makes the comparisons `fcmp!(a, b) = 0`.
 
+An aggregate's value is bound two ways. An aggregate that takes nothing from the rule is
+first made a relation of its own (MaterializeSingletonAggregation's `__agg_single`), so a
+variable equal to its value joins on bits; one the rule correlates stays where it is, and a
+variable an atom binds is compared with its value as IEEE compares (Soufflé 2.5: for r =
+{-0.0}, `r(c), w = sum y : { r(y), y = c }, c = w` holds, the sum being 0.0, and `r(c), w =
+sum y : { r(y) }, c = w` does not).
+
 An atom's argument that is an expression over floats (`p(x + 1.0)`) is such a comparison in
 Soufflé, and so is a constant 0.0 or -0.0 (the only constants whose IEEE equality is not
 their bits'): the rewrite gives those a variable of their own and compares it.
@@ -25,6 +32,7 @@ from reasoner.analysis.ranges import is_generator
 from reasoner.analysis.safety import all_bound, atom_variables
 from reasoner.analysis.terms import taken_apart
 from reasoner.syntax.ast import (
+    Atom,
     BinaryOp,
     BodyLiteral,
     BranchTerm,
@@ -57,16 +65,22 @@ def aliases(
     if not any(compares_floats(literal) for literal in equalities):
         return set()
     grounded = _grounded(body)
-    kept = _resolved(equalities, grounded)
+    kept = _resolved(equalities, grounded, _bound_apart(body))
     kept |= _needed(equalities, kept, compares_floats, grounded)
     return {
         id(literal) for literal in equalities if id(literal) in kept and compares_floats(literal)
     }
 
 
-def _resolved(equalities: list[Comparison], grounded: set[str]) -> set[int]:  # noqa: C901
+def _resolved(  # noqa: C901
+    equalities: list[Comparison], grounded: set[str], apart: tuple[set[str], set[str]]
+) -> set[int]:
     """The equalities Soufflé's resolution turns into substitutions or drops (`aliases`);
-    `grounded` gains the fields of records atoms' variables are mapped to."""
+    `grounded` gains the fields of records atoms' variables are mapped to. `apart`: the
+    variables the rule's own atoms bind, and the values of correlated aggregates; an
+    equality that would unite one of each stays a comparison (the module's docstring), and
+    a variable united with one of them is one of them."""
+    by_atoms, correlated = (set(names) for names in apart)
     mapping: dict[str, Term] = {}
     memo: dict[str | int, Term] = {}
     """Substituted terms, by variable name or node `id`; emptied when the mapping grows (the
@@ -109,6 +123,13 @@ def _resolved(equalities: list[Comparison], grounded: set[str]) -> set[int]:  # 
             if lhs is rhs or lhs == rhs:
                 kept.add(id(literal))
             elif isinstance(lhs, Variable) and isinstance(rhs, Variable):
+                if (lhs.name in by_atoms and rhs.name in correlated) or (
+                    rhs.name in by_atoms and lhs.name in correlated
+                ):
+                    continue
+                for kind in (by_atoms, correlated):
+                    if {lhs.name, rhs.name} & kind:
+                        kind |= {lhs.name, rhs.name}
                 if lhs.name not in grounded and rhs.name in grounded:
                     map_to(lhs.name, rhs)
                 else:
@@ -188,6 +209,24 @@ def _names(term: Term) -> set[str]:
         elif isinstance(node, Cast):
             stack.append(node.term)
     return names
+
+
+def _bound_apart(body: tuple[BodyLiteral, ...]) -> tuple[set[str], set[str]]:
+    """(the variables the body's own atoms bind, the values of its correlated aggregates).
+    The analysis binds an aggregate's value by an atom of the aggregate's relation, whose
+    other arguments are what the rule correlates it by (none: uncorrelated)."""
+    own: list[BodyLiteral] = []
+    correlated: set[str] = set()
+    for literal in body:
+        args = literal.args if isinstance(literal, Atom) else ()
+        results = [
+            arg.name for arg in args if isinstance(arg, Variable) and is_aggregate_result(arg)
+        ]
+        if not results:
+            own.append(literal)
+        elif len(args) > len(results):
+            correlated.update(results)
+    return atom_variables(tuple(own)), correlated
 
 
 def _grounded(body: tuple[BodyLiteral, ...]) -> set[str]:

@@ -56,6 +56,10 @@ Zero(x) :- a(x), x = 0.0.
 Same(x) :- a(x), b(x).
 .decl SameAlias(x: float)
 SameAlias(x) :- a(x), b(y), x = y.
+.decl SumAlias(x: float)
+SumAlias(x) :- a(x), w = sum y : { a(y), y = x }, x = w.
+.decl SumJoin(x: float)
+SumJoin(x) :- a(x), w = sum y : { b(y), y < 1.0 }, x = w.
 .decl SameIeee(x: float)
 SameIeee(x) :- a(x), b(y), x = y + 0.0.
 .decl Hit(y: float)
@@ -120,6 +124,8 @@ EXPECTED = {
     "Zero": rows((-0.0,)),
     "Same": rows((1.5,)),
     "SameAlias": rows((1.5,)),
+    "SumAlias": rows(*((x,) for x in A)),
+    "SumJoin": set(),
     "SameIeee": rows((-0.0,), (1.5,)),
     "Hit": rows((0.0,), (1.5,)),
     "Miss": rows((0.0,), (1.5,)),
@@ -135,8 +141,10 @@ EXPECTED = {
     "BelowNan": set(),
     "NotNan": rows(*((x,) for x in A)),
 }
-"""`Zero`, `SameIeee`, `Hit`: IEEE equality, under which -0.0 is 0.0; `Same`, `SameAlias`,
-`Miss`: bits (a join, an alias of two atoms' variables, a negated atom). `Neg`: a unary minus
+"""`Zero`, `SameIeee`, `Hit`, `SumAlias`: IEEE equality, under which -0.0 is 0.0 (a sum over
+-0.0 alone is 0.0, equal to a correlated aggregate's value); `Same`, `SameAlias`, `SumJoin`,
+`Miss`: bits (a join, an alias of two atoms' variables or of one and the value of an aggregate
+the rule does not correlate, which Soufflé makes a relation, a negated atom). `Neg`: a unary minus
 flips the sign, so -(-0.0) is 0.0 (`0 - x` would give 0.0 for 0.0 too). `Nan`: 0/0 is x86's
 default NaN, whose sign bit is set; nothing is below it, and it differs from everything."""
 
