@@ -168,4 +168,4 @@ class StratumUpdate:
         own = list(self.relations.own)
         records = self.kernel.hand_over([self.relations.number[name] for name in own])
         for name, record in zip(own, records, strict=True):
-            overlay.record_rows(name, RowChanges(*record))
+            overlay.record_rows(name, RowChanges(self.state[name].table, *record))
