@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 from collections import Counter
 from collections.abc import Iterable
 
@@ -88,21 +89,27 @@ def scope_aggregates(program: Program) -> Program:
 def separate_shadows(rule: Rule) -> Rule:
     """`rule` with each variable of an outermost aggregate's target (an expression or a lone
     variable) that the rule also uses outside the aggregate (not as a witness) renamed
-    throughout the aggregate. The
-    aggregate rewrite applies it again to the rule it makes of an aggregate's body, for the
-    aggregates nested there."""
+    throughout the aggregate. The aggregate rewrite applies it again to the rule it makes of
+    an aggregate's body, for the aggregates nested there: a name already in the rule (an
+    outer aggregate's shadow) is not taken again."""
     for index, aggregate in enumerate(_outermost(rule)):
         target = aggregate.target
         if target is None:
             continue
-        uses = Counter(_names(deep_terms(rule.head.args, rule.body)))
+        names = _names(deep_terms(rule.head.args, rule.body))
+        uses = Counter(names)
         uses.subtract(_names(deep_terms((aggregate,), ())))
         outside = {name for name, count in uses.items() if count > 0}
         shadowed = _variables([target]) & (outside - _witnesses(rule, aggregate))
         if not shadowed:
             continue
-        separate = _renamed_inside(aggregate, shadowed, f"!s{index}")
-        rule = _replaced(rule, aggregate, separate)
+        taken = set(names)
+        suffix = next(
+            f"!s{k}"
+            for k in itertools.count(index)
+            if not any(name + f"!s{k}" in taken for name in shadowed)
+        )
+        rule = _replaced(rule, aggregate, _renamed_inside(aggregate, shadowed, suffix))
     return rule
 
 

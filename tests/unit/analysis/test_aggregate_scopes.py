@@ -30,6 +30,7 @@ OUTPUTS = [
     "shadow",
     "shadow_variable",
     "shadow_variable_max",
+    "shadow_nested",
     "correlated",
     "shadow_min",
     "scaled",
