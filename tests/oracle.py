@@ -27,7 +27,7 @@ import math
 import re
 import struct
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import replace
 
 from reasoner.analysis.model import AnalyzedProgram
@@ -320,7 +320,13 @@ def stored(value: Value) -> Value:
     return FloatValue(value) if isinstance(value, float) else value
 
 
-def holds(comparison: Comparison, left: Value, right: Value, grounded: set[str]) -> bool:
+def holds(
+    comparison: Comparison,
+    left: Value,
+    right: Value,
+    grounded: set[str],
+    bound: Collection[str] = (),
+) -> bool:
     """Whether a comparison holds (one that defined a variable is not tested again: see
     `bind_equalities`). An equality of two variables that positive atoms (or an aggregate)
     bind (`grounded`; a variable an alias defined is one of them) is one of Soufflé's
@@ -334,11 +340,20 @@ def holds(comparison: Comparison, left: Value, right: Value, grounded: set[str])
         return True
     sides = (comparison.left, comparison.right)
     if all(
-        isinstance(side, Aggregate) or (isinstance(side, Variable) and side.name in grounded)
+        (isinstance(side, Aggregate) and not correlated(side, bound))
+        or (isinstance(side, Variable) and side.name in grounded)
         for side in sides
-    ):  # an aggregate's result is a variable that its aggregate binds
+    ):  # an uncorrelated aggregate's result is a relation's (`bound`: the rule's variables)
         return stored(left) == stored(right)
     return compare("=", left, right)
+
+
+def correlated(aggregate: Aggregate, bound: Collection[str]) -> bool:
+    """Whether the rule correlates `aggregate`: some variable of it is one the rule binds
+    (`bound`; the variables of its target are its own, renamed by the analysis). Soufflé
+    makes an uncorrelated aggregate a relation (`__agg_single`), whose value then joins on
+    bits; a correlated one is a generator, compared as IEEE compares."""
+    return bool(variables_in(aggregate) & set(bound))
 
 
 def grounded_variables(positives: Iterable[Atom]) -> set[str]:
@@ -358,9 +373,9 @@ DEFINING = "defining equalities"
 """Where a binding notes the equalities that gave its variables values (no variable's name
 has a space)."""
 ALIASED = "aliased variables"
-"""Where a binding notes the variables an equality with another variable, or with an aggregate
-the rule does not correlate, gave a value (Soufflé 2.5, r = {-0.0}, whose sum is 0.0: `r(c), w
-= sum y : { r(y) }, c = w` does not hold; `r(c), w = sum y : { r(y), y = c }, c = w` does)."""
+"""Where a binding notes the variables an equality gave the value of one atoms bind, or of an
+aggregate the rule does not correlate (Soufflé 2.5, r = {-0.0}, whose sum is 0.0: `r(c), w =
+sum y : { r(y) }, c = w` does not hold; `r(c), w = sum y : { r(y), y = c }, c = w` does)."""
 
 
 class Unbound(Exception):
@@ -582,8 +597,11 @@ def aggregate_value(
     `sum`, no value (no derivation) otherwise.
 
     Variables of the body that the rule binds outside are those of `binding` (the rule's other
-    variables); all others are the aggregate's own."""
-    inner = variables_in(aggregate)
+    variables); all others are the aggregate's own, and so are those of its target whatever
+    the rule binds (Soufflé's getInjectedVariables: the analysis renames them in an outermost
+    aggregate, not in one nested in another's body)."""
+    target = variables_in(aggregate.target) if aggregate.target is not None else set()
+    inner = variables_in(aggregate) - target
     outer = {name: value for name, value in binding.items() if name in inner}
     key = (id(aggregate), tuple(sorted(outer.items())))
     if key not in _aggregates:
@@ -1093,7 +1111,7 @@ def finishes(
     def choose(binding: Binding) -> Iterator[Binding]:
         binding = dict(binding)
         try:
-            bind_equalities(comparisons, binding, rows)
+            bind_equalities(comparisons, binding, rows, grounded_variables(positives))
         except NoValue:
             return
         for term in ranges:
@@ -1132,7 +1150,7 @@ def finish(
     binding = dict(binding)
     comparisons = [literal for literal in rule.body if isinstance(literal, Comparison)]
     try:
-        bind_equalities(comparisons, binding, rows)
+        bind_equalities(comparisons, binding, rows, grounded_variables(positives))
         for atom, (_, row) in zip(positives, chosen, strict=True):
             for term, value in zip(atom.args, row, strict=True):
                 if isinstance(term, BinaryOp | Functor | Aggregate | Cast) and not compare(
@@ -1159,7 +1177,8 @@ def finish(
             left = value_of(comparison.left, binding, rows)
             right = value_of(comparison.right, binding, rows)
             aliased = binding.get(ALIASED, frozenset())
-            if not holds(comparison, left, right, grounded_variables(positives) | aliased):  # type: ignore[operator]
+            grounded = grounded_variables(positives) | aliased  # type: ignore[operator]
+            if not holds(comparison, left, right, grounded, binding.keys()):
                 return None
         for literal in rule.body:
             if isinstance(literal, Negation) and matches_any(literal.atom, binding, rows):
@@ -1170,51 +1189,74 @@ def finish(
 
 
 def bind_equalities(
-    comparisons: list[Comparison], binding: Binding, rows: Mapping[str, Iterable[Row]]
+    comparisons: list[Comparison],
+    binding: Binding,
+    rows: Mapping[str, Iterable[Row]],
+    grounded: Collection[str] = (),
 ) -> None:
     """`x = expr` gives x a value when x is not bound by a positive atom (Soufflé allows it).
     Repeated until nothing changes, since one equality may enable the next. The equalities
     that gave a value are noted under `DEFINING`: Soufflé substitutes them away, so they are
-    not tested again (a NaN so defined is a value like any other)."""
-    changed = True
-    while changed:
-        changed = False
-        for comparison in comparisons:
-            if comparison.op != "=":
-                continue
-            for target, source in (
-                (comparison.left, comparison.right),
-                (comparison.right, comparison.left),
-            ):
-                if isinstance(target, Variable) and target.name not in binding:
-                    try:
-                        binding[target.name] = value_of(source, binding, rows)
-                    except Unbound:
-                        continue
-                    defining = binding.get(DEFINING, frozenset())
-                    binding[DEFINING] = defining | {id(comparison)}  # type: ignore[operator]
-                    # An alias (the two are one variable), or the value of an aggregate that
-                    # takes nothing from the rule, which Soufflé makes a relation of its own:
-                    # either compares by bits. A correlated aggregate's value compares as IEEE.
-                    if isinstance(source, Variable) or (
-                        isinstance(source, Aggregate) and not variables_in(source) & binding.keys()
-                    ):
-                        aliased = binding.get(ALIASED, frozenset())
-                        binding[ALIASED] = aliased | {target.name}  # type: ignore[operator]
-                    changed = True
-                    break
+    not tested again (a NaN so defined is a value like any other). A correlated aggregate is
+    a generator Soufflé never substitutes: it gives a value only to a variable nothing else
+    gives one, so it is taken last. A variable given the value of one that atoms bind
+    (`grounded`, or `ALIASED` itself), or of an uncorrelated aggregate, is noted `ALIASED`."""
+    generators = False
+    while True:
+        defined = _define_one(comparisons, binding, rows, grounded, generators)
+        if defined:
+            generators = False
+        elif generators:
+            return
+        else:
+            generators = True
+
+
+def _define_one(
+    comparisons: list[Comparison],
+    binding: Binding,
+    rows: Mapping[str, Iterable[Row]],
+    grounded: Collection[str],
+    generators: bool,
+) -> bool:
+    """One step of `bind_equalities`: whether an equality gave a value (a correlated
+    aggregate's only when `generators`)."""
+    for comparison in comparisons:
+        if comparison.op != "=":
+            continue
+        for target, source in (
+            (comparison.left, comparison.right),
+            (comparison.right, comparison.left),
+        ):
+            if isinstance(target, Variable) and target.name not in binding:
+                generated = isinstance(source, Aggregate) and correlated(source, binding.keys())
+                if generated and not generators:
+                    continue
+                try:
+                    binding[target.name] = value_of(source, binding, rows)
+                except Unbound:
+                    continue
+                defining = binding.get(DEFINING, frozenset())
+                binding[DEFINING] = defining | {id(comparison)}  # type: ignore[operator]
+                aliased = binding.get(ALIASED, frozenset())
                 if (
-                    isinstance(target, RecordTerm | BranchTerm)
-                    and not variables_in(target) <= binding.keys()
-                ):
-                    try:
-                        value = value_of(source, binding, rows)
-                    except Unbound:
-                        continue
-                    if not match(target, value, binding):
-                        raise NoValue  # `[x, y] = r` where r is no such record
-                    changed = True
-                    break
+                    isinstance(source, Variable)
+                    and (source.name in grounded or source.name in aliased)  # type: ignore[operator]
+                ) or (isinstance(source, Aggregate) and not generated):
+                    binding[ALIASED] = aliased | {target.name}  # type: ignore[operator]
+                return True
+            if (
+                isinstance(target, RecordTerm | BranchTerm)
+                and not variables_in(target) <= binding.keys()
+            ):
+                try:
+                    value = value_of(source, binding, rows)
+                except Unbound:
+                    continue
+                if not match(target, value, binding):
+                    raise NoValue  # `[x, y] = r` where r is no such record
+                return True
+    return False
 
 
 def matches_any(atom: Atom, binding: Binding, rows: Mapping[str, Iterable[Row]]) -> bool:

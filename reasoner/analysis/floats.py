@@ -11,11 +11,13 @@ keeps the substitutions and the dropped ones as the engine's `=` (an assignment,
 on bits that then holds), and makes the comparisons `fcmp!(a, b) = 0`.
 
 An aggregate's value is bound two ways. An aggregate that takes nothing from the rule is
-first made a relation of its own (MaterializeSingletonAggregation's `__agg_single`), so a
-variable equal to its value joins on bits; one the rule correlates stays where it is, and a
-variable an atom binds is compared with its value as IEEE compares (Soufflé 2.5: for r =
-{-0.0}, `r(c), w = sum y : { r(y), y = c }, c = w` holds, the sum being 0.0, and `r(c), w =
-sum y : { r(y) }, c = w` does not).
+first made a relation of its own (MaterializeSingletonAggregation's `__agg_single`): its
+value is an atom's argument like any other. One the rule correlates stays a generator, which
+resolution never substitutes: it gives its value to a variable nothing else binds, and is
+compared as IEEE compares with one an atom, an uncorrelated aggregate or another generator
+binds (Soufflé 2.5: for r = {-0.0}, `r(c), w = sum y : { r(y), y = c }, c = w` holds, the
+sum being 0.0, and `r(c), w = sum y : { r(y) }, c = w` does not; and in `k(c), w = min y : {
+b(c, y) }, v = sum y : { b(_, y) }, w = v` the head's w is the sum's).
 
 An atom's argument that is an expression over floats (`p(x + 1.0)`) is such a comparison in
 Soufflé, and so is a constant 0.0 or -0.0 (the only constants whose IEEE equality is not
@@ -64,8 +66,11 @@ def aliases(
     ]
     if not any(compares_floats(literal) for literal in equalities):
         return set()
-    grounded = _grounded(body)
-    kept = _resolved(equalities, grounded, _bound_apart(body))
+    correlated = _correlated_results(body)
+    grounded = _grounded(body, correlated)
+    generators = [literal for literal in equalities if _generated(literal, correlated)]
+    ordinary = [literal for literal in equalities if not _generated(literal, correlated)]
+    kept = _resolved(ordinary, generators, grounded)
     kept |= _needed(equalities, kept, compares_floats, grounded)
     return {
         id(literal) for literal in equalities if id(literal) in kept and compares_floats(literal)
@@ -73,14 +78,13 @@ def aliases(
 
 
 def _resolved(  # noqa: C901
-    equalities: list[Comparison], grounded: set[str], apart: tuple[set[str], set[str]]
+    equalities: list[Comparison], generators: list[Comparison], grounded: set[str]
 ) -> set[int]:
     """The equalities Soufflé's resolution turns into substitutions or drops (`aliases`);
-    `grounded` gains the fields of records atoms' variables are mapped to. `apart`: the
-    variables the rule's own atoms bind, and the values of correlated aggregates; an
-    equality that would unite one of each stays a comparison (the module's docstring), and
-    a variable united with one of them is one of them."""
-    by_atoms, correlated = (set(names) for names in apart)
+    `grounded` gains the fields of records atoms' variables are mapped to. `generators`
+    equate a variable with a correlated aggregate's value (`_generated`), which is never
+    substituted: resolved last, each gives the value to the variable only where nothing
+    else binds it (the module's docstring)."""
     mapping: dict[str, Term] = {}
     memo: dict[str | int, Term] = {}
     """Substituted terms, by variable name or node `id`; emptied when the mapping grows (the
@@ -123,13 +127,6 @@ def _resolved(  # noqa: C901
             if lhs is rhs or lhs == rhs:
                 kept.add(id(literal))
             elif isinstance(lhs, Variable) and isinstance(rhs, Variable):
-                if (lhs.name in by_atoms and rhs.name in correlated) or (
-                    rhs.name in by_atoms and lhs.name in correlated
-                ):
-                    continue
-                for kind in (by_atoms, correlated):
-                    if {lhs.name, rhs.name} & kind:
-                        kind |= {lhs.name, rhs.name}
                 if lhs.name not in grounded and rhs.name in grounded:
                     map_to(lhs.name, rhs)
                 else:
@@ -153,6 +150,13 @@ def _resolved(  # noqa: C901
         if not swapped and len(waiting) == len(pending):
             break
         pending = waiting + swapped
+    for literal in generators:  # the value's side is never mapped: either side is a variable
+        left, right = substituted(literal.left), substituted(literal.right)
+        for bound, value in ((left, right), (right, left)):
+            if isinstance(bound, Variable) and bound.name not in grounded:
+                map_to(bound.name, value)
+                kept.add(id(literal))
+                break
     return kept
 
 
@@ -164,14 +168,44 @@ def _needed(
 ) -> set[int]:
     """Equalities of floats left comparisons that alone bind a variable: as safety binds
     (`reasoner.analysis.safety.bound_variables`), from the atoms through the equalities that
-    stay `=`, then through these, each kept in turn."""
+    stay `=`, then through these, each kept in turn (and what it binds spread again)."""
     bound = set(grounded)
     needed: set[int] = set()
+    while True:
+        staying = [
+            literal
+            for literal in equalities
+            if id(literal) in kept or id(literal) in needed or not compares_floats(literal)
+        ]
+        _spread(staying, bound)
+        for literal in equalities:
+            if literal in staying:
+                continue
+            sides = ((literal.left, literal.right), (literal.right, literal.left))
+            target = next(
+                (
+                    target
+                    for target, source in sides
+                    if isinstance(target, Variable)
+                    and target.name not in bound
+                    and all_bound(source, bound)
+                ),
+                None,
+            )
+            if target is not None:
+                needed.add(id(literal))
+                bound.add(target.name)
+                break
+        else:
+            return needed
+
+
+def _spread(equalities: list[Comparison], bound: set[str]) -> None:
+    """Add to `bound` what `equalities` bind from it, to a fixpoint."""
     changed = True
     while changed:
         changed = False
         for literal in equalities:
-            stays = id(literal) in kept or id(literal) in needed or not compares_floats(literal)
             for target, source in ((literal.left, literal.right), (literal.right, literal.left)):
                 if not all_bound(source, bound):
                     continue
@@ -180,13 +214,10 @@ def _needed(
                     for part in taken_apart(target)
                     if isinstance(part, Variable) and part.name not in bound
                 }
-                if new and (stays or isinstance(target, Variable)):
+                if new:
                     bound |= new
                     changed = True
-                    if not stays:
-                        needed.add(id(literal))
                     break
-    return needed
 
 
 def _names(term: Term) -> set[str]:
@@ -211,28 +242,33 @@ def _names(term: Term) -> set[str]:
     return names
 
 
-def _bound_apart(body: tuple[BodyLiteral, ...]) -> tuple[set[str], set[str]]:
-    """(the variables the body's own atoms bind, the values of its correlated aggregates).
-    The analysis binds an aggregate's value by an atom of the aggregate's relation, whose
-    other arguments are what the rule correlates it by (none: uncorrelated)."""
-    own: list[BodyLiteral] = []
-    correlated: set[str] = set()
-    for literal in body:
-        args = literal.args if isinstance(literal, Atom) else ()
-        results = [
-            arg.name for arg in args if isinstance(arg, Variable) and is_aggregate_result(arg)
-        ]
-        if not results:
-            own.append(literal)
-        elif len(args) > len(results):
-            correlated.update(results)
-    return atom_variables(tuple(own)), correlated
+def _correlated_results(body: tuple[BodyLiteral, ...]) -> set[str]:
+    """The values of the body's correlated aggregates. The analysis binds an aggregate's
+    value by an atom of the aggregate's relation, whose other arguments are what the rule
+    correlates it by (none: uncorrelated)."""
+    return {
+        arg.name
+        for literal in body
+        if isinstance(literal, Atom) and len(literal.args) > 1
+        for arg in literal.args
+        if isinstance(arg, Variable) and is_aggregate_result(arg)
+    }
 
 
-def _grounded(body: tuple[BodyLiteral, ...]) -> set[str]:
+def _generated(literal: Comparison, correlated: set[str]) -> bool:
+    """Whether `literal` equates a variable with a correlated aggregate's value."""
+    sides = (literal.left, literal.right)
+    return all(isinstance(side, Variable) for side in sides) and any(
+        isinstance(side, Variable) and side.name in correlated for side in sides
+    )
+
+
+def _grounded(body: tuple[BodyLiteral, ...], correlated: set[str]) -> set[str]:
     """Soufflé's base-grounded variables: arguments of positive atoms (fields of their
-    records too), and the variables generators bind: a range's, and an aggregate's result
-    (`s = min y : ...`, which the analysis made `s = !r0` and an atom binding `!r0`)."""
+    records too), and the variables generators bind: a range's, and an uncorrelated
+    aggregate's result (`s = min y : ...`, which the analysis made `s = !r0` and an atom
+    binding `!r0`). What a `correlated` aggregate's value gives a variable is not among them:
+    its equation is resolved apart (`_resolved`)."""
     names = atom_variables(body)
     for literal in body:
         if is_generator(literal):
@@ -240,8 +276,10 @@ def _grounded(body: tuple[BodyLiteral, ...]) -> set[str]:
             names.add(literal.left.name)
         elif isinstance(literal, Comparison) and literal.op == "=":
             sides = (literal.left, literal.right)
-            if all(isinstance(side, Variable) for side in sides) and any(
-                is_aggregate_result(side) for side in sides
+            if (
+                not _generated(literal, correlated)
+                and all(isinstance(side, Variable) for side in sides)
+                and any(is_aggregate_result(side) for side in sides)
             ):
                 names |= {side.name for side in sides if isinstance(side, Variable)}
     return names

@@ -13,6 +13,7 @@ from reasoner.elastic.epoch import Delta
 from reasoner.errors import UNSAFE_RULE, ProgramError
 from reasoner.executors.registry import EngineSettings
 from reasoner.materialization import Materialization
+from tests.oracle import evaluate, visible
 from tests.souffle_golden import Golden
 from tests.updates import check_updates
 
@@ -49,6 +50,15 @@ def test_scopes_give_souffles_rows(engine: str) -> None:
     m = Materialization.from_text(GOLDEN.program, engines=EngineSettings(engine))
     m.bootstrap()
     GOLDEN.assert_rows(m, OUTPUTS)
+
+
+def test_the_oracle_gives_souffles_rows() -> None:
+    """The naive oracle (`tests.oracle`) reads the scopes on its own: an aggregate nested in
+    another's body keeps its target's variables too (`shadow_nested`)."""
+    analyzed = check_program(GOLDEN.program)
+    state = visible(evaluate(analyzed, {}), analyzed)
+    for name in OUTPUTS:
+        assert {tuple(map(str, row)) for row in state[name]} == GOLDEN.rows(name), name
 
 
 WITNESSED = """

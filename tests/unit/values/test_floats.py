@@ -60,6 +60,10 @@ SameAlias(x) :- a(x), b(y), x = y.
 SumAlias(x) :- a(x), w = sum y : { a(y), y = x }, x = w.
 .decl SumJoin(x: float)
 SumJoin(x) :- a(x), w = sum y : { b(y), y < 1.0 }, x = w.
+.decl TwoCorrelated(x: float)
+TwoCorrelated(x) :- a(x), w = sum y : { a(y), y = x }, v = min y : { a(y), y = x }, w = v.
+.decl HeadValue(x: float, w: float)
+HeadValue(x, w) :- a(x), w = min y : { a(y), y = x }, v = sum y : { b(y), y < 1.0 }, w = v.
 .decl SameIeee(x: float)
 SameIeee(x) :- a(x), b(y), x = y + 0.0.
 .decl Hit(y: float)
@@ -126,6 +130,8 @@ EXPECTED = {
     "SameAlias": rows((1.5,)),
     "SumAlias": rows(*((x,) for x in A)),
     "SumJoin": set(),
+    "TwoCorrelated": rows(*((x,) for x in A)),
+    "HeadValue": rows((-0.0, 0.0)),
     "SameIeee": rows((-0.0,), (1.5,)),
     "Hit": rows((0.0,), (1.5,)),
     "Miss": rows((0.0,), (1.5,)),
@@ -141,8 +147,10 @@ EXPECTED = {
     "BelowNan": set(),
     "NotNan": rows(*((x,) for x in A)),
 }
-"""`Zero`, `SameIeee`, `Hit`, `SumAlias`: IEEE equality, under which -0.0 is 0.0 (a sum over
--0.0 alone is 0.0, equal to a correlated aggregate's value); `Same`, `SameAlias`, `SumJoin`,
+"""`Zero`, `SameIeee`, `Hit`, `SumAlias`, `TwoCorrelated`, `HeadValue`: IEEE equality, under
+which -0.0 is 0.0 (a sum over -0.0 alone is 0.0; a correlated aggregate's value is compared
+with what else binds the variable, which keeps that value: `HeadValue`'s w is the sum's 0.0,
+not the min's -0.0); `Same`, `SameAlias`, `SumJoin`,
 `Miss`: bits (a join, an alias of two atoms' variables or of one and the value of an aggregate
 the rule does not correlate, which Soufflé makes a relation, a negated atom). `Neg`: a unary minus
 flips the sign, so -(-0.0) is 0.0 (`0 - x` would give 0.0 for 0.0 too). `Nan`: 0/0 is x86's
