@@ -1149,8 +1149,9 @@ def finish(
     equalities bind, or None if the rest of the body fails or some expression has no value."""
     binding = dict(binding)
     comparisons = [literal for literal in rule.body if isinstance(literal, Comparison)]
+    by_atoms = grounded_variables(positives)
     try:
-        bind_equalities(comparisons, binding, rows, grounded_variables(positives))
+        bind_equalities(comparisons, binding, rows, by_atoms)
         for atom, (_, row) in zip(positives, chosen, strict=True):
             for term, value in zip(atom.args, row, strict=True):
                 if isinstance(term, BinaryOp | Functor | Aggregate | Cast) and not compare(
@@ -1177,7 +1178,7 @@ def finish(
             left = value_of(comparison.left, binding, rows)
             right = value_of(comparison.right, binding, rows)
             aliased = binding.get(ALIASED, frozenset())
-            grounded = grounded_variables(positives) | aliased  # type: ignore[operator]
+            grounded = by_atoms | aliased  # type: ignore[operator]
             if not holds(comparison, left, right, grounded, binding.keys()):
                 return None
         for literal in rule.body:

@@ -68,8 +68,10 @@ def aliases(
         return set()
     correlated = _correlated_results(body)
     grounded = _grounded(body, correlated)
-    generators = [literal for literal in equalities if _generated(literal, correlated)]
-    ordinary = [literal for literal in equalities if not _generated(literal, correlated)]
+    generators: list[Comparison] = []
+    ordinary: list[Comparison] = []
+    for literal in equalities:
+        (generators if _generated(literal, correlated) else ordinary).append(literal)
     kept = _resolved(ordinary, generators, grounded)
     kept |= _needed(equalities, kept, compares_floats, grounded)
     return {
@@ -172,14 +174,10 @@ def _needed(
     bound = set(grounded)
     needed: set[int] = set()
     while True:
-        staying = [
-            literal
-            for literal in equalities
-            if id(literal) in kept or id(literal) in needed or not compares_floats(literal)
-        ]
-        _spread(staying, bound)
+        staying = kept | needed | {id(e) for e in equalities if not compares_floats(e)}
+        _spread([literal for literal in equalities if id(literal) in staying], bound)
         for literal in equalities:
-            if literal in staying:
+            if id(literal) in staying:
                 continue
             sides = ((literal.left, literal.right), (literal.right, literal.left))
             target = next(
