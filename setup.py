@@ -1,5 +1,6 @@
 """The compiled part of the engine (Cython): the state's tables (`reasoner.storage.table`),
-their comparison (`reasoner.storage.compare`) and compaction (`reasoner.storage.renumber`),
+their comparison (`reasoner.storage.compare`), compaction (`reasoner.storage.renumber`) and
+scans (`reasoner.storage.scans`),
 the Update kernel that runs over them
 (`reasoner.kernel.interpreter`), the reader and writer of fact files of numbers and symbols
 (`reasoner.io.fact_text`), and the live feed's writes to many sockets at once
@@ -17,6 +18,7 @@ setup(
                 ("reasoner.storage.table", "reasoner/storage/table.pyx"),
                 ("reasoner.storage.compare", "reasoner/storage/compare.pyx"),
                 ("reasoner.storage.renumber", "reasoner/storage/renumber.pyx"),
+                ("reasoner.storage.scans", "reasoner/storage/scans.pyx"),
                 ("reasoner.kernel.interpreter", "reasoner/kernel/interpreter.pyx"),
                 ("reasoner.io.fact_text", "reasoner/io/fact_text.pyx"),
                 ("service.feed.socket_fanout", "service/feed/socket_fanout.pyx"),

@@ -28,7 +28,12 @@ from reasoner.analysis.model import AnalyzedProgram, RelationInfo
 from reasoner.analysis.negation_locals import is_internal
 from reasoner.analysis.symbol_order import constant_order, shows_symbol_numbers
 from reasoner.elastic import switch
-from reasoner.elastic.apply import apply_epoch, commit_facts, update_memory_budget
+from reasoner.elastic.apply import (
+    RELEASED_INDEX_BYTES,
+    apply_epoch,
+    commit_facts,
+    update_memory_budget,
+)
 from reasoner.elastic.changes import EpochChanges
 from reasoner.elastic.epoch import BOOTSTRAP, UNCHANGED, BootstrapReport, Delta, EpochReport
 from reasoner.elastic.group import GroupFold, GroupWrite, PreparedGroup
@@ -266,6 +271,7 @@ class Materialization:
         self, check: Check | None = None, progress: BootstrapProgress | None = None
     ) -> BootstrapReport:
         start = time.perf_counter()
+        self.state.release_key_chains(RELEASED_INDEX_BYTES)  # read by scans until replaced
         built = self._build(self.analyzed, self.facts, check, progress)
         self._publish_built(built)
         seconds = time.perf_counter() - start

@@ -56,6 +56,12 @@ Listed = dict[str, tuple[set[Tuple], set[Tuple]]] | None
 MIN_UPDATE_MEMORY = 256 << 20
 """The memory bound of an Update's bookkeeping on a small state (see `_update_memory_budget`)."""
 
+RELEASED_INDEX_BYTES = 64 << 20
+"""A fallback frees the key indexes of the old state's relations whose indexes hold this much
+or more: the old state is only read until the new one is published, by scans then. On
+crdt.dl they are 2.7 of the old state's 7.5 GB, beside the new state's 4 GB and its
+Bootstrap's frames; a small relation's indexes save little and would slow its reads."""
+
 
 def apply_epoch(  # noqa: PLR0915
     m: Materialization,
@@ -153,6 +159,7 @@ def apply_epoch(  # noqa: PLR0915
         # now, or the Bootstrap's Polars frames (another allocator) come on top of it.
         give_back_memory()
     before = m.state
+    before.release_key_chains(RELEASED_INDEX_BYTES)
     facts = facts_after(m.facts, prepared, new)
     built_at = time.perf_counter()
     built = m._build(new, facts, check)

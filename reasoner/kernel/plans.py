@@ -275,6 +275,12 @@ class StratumTables:
         """Relations negated with only wildcards: what matters of them is whether they hold
         anything (`Kernel.presence`)."""
 
+    def restore_chains(self) -> None:
+        """Rebuild the key indexes a fallback freed (`State.release_key_chains`) and then
+        failed: the kernel walks them without a check."""
+        for table in self.tables:
+            table.restore_chains()
+
     def kernel(self, symbols: SymbolTable) -> Kernel:
         """A kernel over these tables (the stratum's own first), its functors over `symbols`,
         with the lanes `--jobs` gives it."""

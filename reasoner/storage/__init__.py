@@ -1,7 +1,7 @@
 """Compiled storage of the maintained state: relations as rows of integers with hash tables of
 row ids (`table.pyx`, built by `pip install` through setup.py; its docstring gives the layout),
-two tables compared row by row (`compare.pyx`), a table's compaction (`renumber.pyx`), and
-sets of tuples on them (`tuple_set.py`).
+two tables compared row by row (`compare.pyx`), a table's compaction (`renumber.pyx`),
+selections by scanning the rows (`scans.pyx`), and sets of tuples on them (`tuple_set.py`).
 
 Layer: the ground floor beside `values`, above `support` and `errors`; it imports nothing else
 of the engine (the sorted rows of `reads.pages` are named for types only). Used by the plans,
@@ -10,7 +10,18 @@ the kernel, the executors, the epoch and the reads.
 
 from reasoner.storage.compare import missing_rows
 from reasoner.storage.renumber import compact
+from reasoner.storage.scans import count_where, matching
 from reasoner.storage.table import Counts, Index, Staged, Table
 from reasoner.storage.tuple_set import TupleSet
 
-__all__ = ["Counts", "Index", "Staged", "Table", "TupleSet", "compact", "missing_rows"]
+__all__ = [
+    "Counts",
+    "Index",
+    "Staged",
+    "Table",
+    "TupleSet",
+    "compact",
+    "count_where",
+    "matching",
+    "missing_rows",
+]

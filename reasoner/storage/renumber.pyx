@@ -41,6 +41,7 @@ def compact(Table table not None, bint force=False) -> bool:
     cdef int64_t dead = table.nrows - table.committed - table.staged
     if not force and (dead < MIN_DEAD or SHARE * dead < table.nrows):
         return False
+    table.restore_chains()  # renumbered in place below, so they must be there
     cdef int64_t blocks = (table.nrows + 63) // 64
     cdef uint64_t* live = <uint64_t*>malloc(<size_t>max(blocks, 1) * sizeof(uint64_t))
     cdef int32_t* before = <int32_t*>malloc(<size_t>max(blocks, 1) * sizeof(int32_t))

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reasoner.storage import Counts, Index, Staged, Table, TupleSet, compact
+from reasoner.storage import Counts, Index, Staged, Table, TupleSet, compact, matching
 
 if TYPE_CHECKING:
     from reasoner.reads.pages import SortedRows
@@ -94,6 +94,9 @@ class RelationStore:
         first of them, made now if need be and maintained from then on, as the plans' indexes
         are: a reader adds at most one single-column index per filtered column."""
         columns = tuple(sorted(key))
+        if self.table.chains_released:  # a scan, rather than an index built on a retiring state
+            values = tuple(key[c] for c in columns)
+            return [t for t in matching(self.table, columns, values) if t in self.table]
         index = self.index(columns if self.table.has_index(columns) else columns[:1])
         probe = tuple(key[c] for c in index.columns)
         rest = [(c, v) for c, v in key.items() if c not in index.columns]
@@ -199,6 +202,22 @@ class State:
         """Bytes the relations' tables have allocated (rows, statuses and counts, hash tables,
         indexes): the state's size, which reports set beside the peaks that evaluating it took."""
         return sum(store.table.nbytes for store in self.relations.values())
+
+    def release_key_chains(self, least: int) -> int:
+        """Free the key indexes of every relation whose indexes hold `least` bytes or more;
+        the bytes freed. For a state that is only read until a new one replaces it: its
+        probes then scan, and a write (or `restore_key_chains`) rebuilds them."""
+        freed = 0
+        for store in self.relations.values():
+            layout = store.table.layout
+            if layout["chains"] + layout["index_slots"] >= least:
+                freed += store.table.release_chains()
+        return freed
+
+    def restore_key_chains(self) -> None:
+        """Rebuild every key index `release_key_chains` freed."""
+        for store in self.relations.values():
+            store.table.restore_chains()
 
     def snapshot(self) -> dict[str, dict[Tuple, tuple[int, int]]]:
         """A plain copy of every (tuple -> (iteration, count)), for comparing two states."""

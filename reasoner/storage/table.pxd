@@ -72,6 +72,7 @@ cdef class Table:
     # clearing): what a reader that let go of the GIL must check before it reads on.
     cdef readonly uint64_t renumbered   # moves when row ids change meaning (compact, clear)
     cdef dict _indexes
+    cdef readonly bint chains_released  # see `release_chains`
 
     cdef int _load(self, object t) except -1
     cdef int64_t _find(self, const int64_t* words) noexcept nogil

@@ -43,7 +43,11 @@ Every method runs while holding the GIL and none calls back into Python while th
 half changed: a reader in another thread sees it before or after a call, never during one.
 `columns` lets go of the GIL between chunks of its copy and checks `generation` when it gets it
 back; iterators check `version`, as a dict's do. The kernel's lanes read rows and indexes
-without the GIL while no row is written: a reader's new index replaces `keyed` whole."""
+without the GIL while no row is written: a reader's new index replaces `keyed` whole.
+
+A state that a fallback's Bootstrap replaces is only read until the new one is published, and
+on crdt.dl its key chains are 2.7 of its 7.5 GB: `release_chains` frees them, probes then scan
+the rows, and the first write rebuilds them."""
 
 from cpython.long cimport PyLong_AsLongLong, PyLong_FromLongLong
 from cpython.ref cimport Py_INCREF
@@ -428,14 +432,17 @@ cdef class Table:
         cdef int64_t word = 8 if self.wide else 4
         cdef int64_t index_slots = 0
         cdef int i
+        cdef int64_t chained = 0
         for i in range(self.nkeyed):
-            index_slots += (self.keyed[i].mask + 1) * 4
+            if self.keyed[i].next != NULL:
+                index_slots += (self.keyed[i].mask + 1) * 4
+                chained += 1
         return {
             "rows": self.capacity * self.arity * word,
             "status_counts": self.capacity * (sizeof(int32_t) + sizeof(uint16_t)),
             "tuple_slots": (self.mask + 1) * 4,
             "index_slots": index_slots,
-            "chains": self.nkeyed * self.capacity * 8,
+            "chains": chained * self.capacity * 8,
         }
 
     def columns(self, bint with_counts=False):
@@ -563,6 +570,8 @@ cdef class Table:
         self.status = <int32_t*>_grow(self.status, <size_t>cap * sizeof(int32_t))
         self.counts = <uint16_t*>_grow(self.counts, <size_t>cap * sizeof(uint16_t))
         for i in range(self.nkeyed):
+            if self.keyed[i].next == NULL:
+                continue  # released: rebuilt at the capacity of the day
             self.keyed[i].next = <int32_t*>_grow(self.keyed[i].next, <size_t>cap * sizeof(int32_t))
             self.keyed[i].prev = <int32_t*>_grow(self.keyed[i].prev, <size_t>cap * sizeof(int32_t))
         self.capacity = cap
@@ -650,6 +659,8 @@ cdef class Table:
         into slot `i` of the tuple table, an empty one or a tombstone; its row id."""
         cdef int64_t r = self.nrows
         cdef int k
+        if self.chains_released:
+            _restore_chains(self)
         for k in range(self.arity):
             _put(self.rows, self.wide, r * self.arity + k, words[k])
         self.status[r] = status
@@ -673,6 +684,8 @@ cdef class Table:
         cdef int64_t i = <int64_t>(h & <uint64_t>self.mask)
         cdef int32_t entry = _entry(h, r, self.shift)
         cdef int k
+        if self.chains_released:
+            _restore_chains(self)
         while self.slots[i] != entry:
             i = (i + 1) & self.mask
         self.slots[i] = TOMB
@@ -1032,29 +1045,6 @@ cdef class Table:
                 o[c, j] = _get(self.rows, self.wide, r[j] * self.arity + c)
         return [out[c] for c in range(self.arity)]
 
-    def count_where(self, columns, values, int64_t start, int64_t stop) -> int:
-        """How many committed rows in [start, stop) hold `values` in `columns`: the exact
-        size of a selection (an atom with constants) without copying a column, for a planner
-        deciding which join side is small enough to broadcast."""
-        cdef int n = len(columns)
-        cdef int64_t[::1] cols = np.ascontiguousarray(columns, dtype=np.int64)
-        cdef int64_t[::1] wanted = np.ascontiguousarray(values, dtype=np.int64)
-        cdef int64_t r, found = 0
-        cdef int i
-        for i in range(n):
-            if not 0 <= cols[i] < self.arity:
-                raise ValueError(f"no column {cols[i]} in a relation of arity {self.arity}")
-        stop = min(stop, self.nrows)
-        for r in range(max(start, 0), stop):
-            if self.status[r] < 0:
-                continue
-            for i in range(n):
-                if _get(self.rows, self.wide, r * self.arity + cols[i]) != wanted[i]:
-                    break
-            else:
-                found += 1
-        return found
-
     def committed_rows(self):
         """The row ids of the committed tuples, as an int64 array."""
         out = np.empty(self.committed, dtype=np.int64)
@@ -1191,6 +1181,23 @@ cdef class Table:
         cdef Index index = self.index(columns)
         return index.position
 
+    def release_chains(self) -> int:
+        """Free the key indexes' tables and chains, keeping which columns each indexes; the
+        bytes freed. Until a write or `restore_chains` rebuilds them, a probe scans the rows."""
+        cdef int64_t freed = 0
+        cdef int i
+        for i in range(self.nkeyed):
+            if self.keyed[i].next != NULL:
+                freed += (self.keyed[i].mask + 1) * 4 + self.capacity * 8
+                _drop_chains(self.keyed[i])
+        self.chains_released = self.chains_released or freed > 0
+        return freed
+
+    def restore_chains(self) -> None:
+        """Rebuild what `release_chains` freed (a relink of every live row)."""
+        if self.chains_released:
+            _restore_chains(self)
+
     def has_index(self, columns) -> bool:
         """Whether the table keeps an index on `columns` (without making a view of it)."""
         return tuple(columns) in self._indexes
@@ -1214,6 +1221,34 @@ cdef void _free_index(KeyIndex* ki) noexcept:
     free(ki.next)
     free(ki.prev)
     free(ki)
+
+
+cdef void _drop_chains(KeyIndex* ki) noexcept:
+    free(ki.slots)
+    free(ki.next)
+    free(ki.prev)
+    ki.slots = ki.next = ki.prev = NULL
+    ki.mask = ki.used = 0
+
+
+cdef int _restore_chains(Table t) except -1:
+    cdef KeyIndex* ki
+    cdef int i
+    for i in range(t.nkeyed):
+        ki = t.keyed[i]
+        if ki.next != NULL:
+            continue
+        ki.next = <int32_t*>malloc(<size_t>t.capacity * sizeof(int32_t))
+        ki.prev = <int32_t*>malloc(<size_t>t.capacity * sizeof(int32_t))
+        try:
+            if ki.next == NULL or ki.prev == NULL:
+                raise MemoryError()
+            _rebuild_index(ki, t, t.nrows)
+        except MemoryError:
+            _drop_chains(ki)  # still released, whole: a later write tries again
+            raise
+    t.chains_released = False
+    return 0
 
 
 cdef inline bint _same_key(KeyIndex* ki, Table t, int64_t a, int64_t b) noexcept:
@@ -1355,7 +1390,8 @@ cdef class Index:
         self.columns = columns
 
     cdef int64_t _head(self, object key) except -2:
-        """The first row of `key`'s group, or -1."""
+        """The first row of `key`'s group, -1 if none, -3 if only a scan can tell (the
+        chains are released); the key's words are in the table's `scratch`."""
         cdef Table table = self.table
         cdef int ncols = table.keyed[self.position].ncols
         cdef int64_t* words = table.scratch
@@ -1374,6 +1410,8 @@ cdef class Index:
             return -1
         except TypeError:
             return -1
+        if table.keyed[self.position].next == NULL:
+            return -3
         return table._group(self.position, words)
 
     def get(self, key, default=None):
@@ -1382,16 +1420,23 @@ cdef class Index:
         cdef int64_t r = self._head(key)
         cdef Table table = self.table
         cdef KeyIndex* ki = table.keyed[self.position]
+        if r == -3:  # released chains (see `release_chains`)
+            from reasoner.storage.scans import matching
+            found = matching(table, self.columns, key if type(key) is tuple else (key,))
+            return tuple(found) if found else default
         if r < 0:
             return default
         found = []
         while r >= 0:
             found.append(table._tuple(r))
+            if ki.next == NULL:  # released while a collection ran in another thread
+                return self.get(key, default)
             r = ki.next[r]
         return tuple(found)
 
     def __contains__(self, key):
-        return self._head(key) >= 0
+        cdef int64_t r = self._head(key)
+        return r >= 0 or (r == -3 and self.get(key) is not None)
 
     def __len__(self):
         """How many distinct keys."""
@@ -1399,6 +1444,7 @@ cdef class Index:
 
     def items(self):
         """(key, rows) of every group, as `get` gives them: for tests and inspection."""
+        self.table.restore_chains()
         cdef Table table = self.table
         cdef KeyIndex* ki = table.keyed[self.position]
         cdef int64_t j, r

@@ -5,18 +5,22 @@ iteration and count — equals a fresh Bootstrap of the current facts, and its t
 the naive oracle's; and the change set the epoch hands `before_publish` takes every relation
 users see from the state before to the state after. Checked with Update forced (errors
 surface instead of falling back), with Bootstrap forced (the fallback path), and with the
-default switch.
+default switch; and after fallbacks cancelled once they had freed the old state's indexes.
 """
 
 from __future__ import annotations
+
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reasoner.analysis import check_program
-from reasoner.elastic.epoch import Delta
+from reasoner.elastic import apply
+from reasoner.elastic.epoch import UNCHANGED, Delta
 from reasoner.materialization import Materialization
+from reasoner.support.deadline import BootstrapCancelled
 from tests.conftest import examples
 from tests.oracle import evaluate, visible
 from tests.property.programs import GeneratedProgram, deltas, programs
@@ -74,3 +78,39 @@ def test_fallback_and_default_switch_keep_the_invariant(
     strategy: str, generated: GeneratedProgram, data: st.DataObject
 ) -> None:
     _check_sequence(data, generated, strategy)
+
+
+def _cancel() -> None:
+    raise BootstrapCancelled("cancelled")
+
+
+@settings(max_examples=examples(60))
+@given(generated=programs(), data=st.data())
+def test_a_cancelled_fallback_leaves_a_state_the_next_update_keeps(
+    generated: GeneratedProgram, data: st.DataObject
+) -> None:
+    """Each step's fallback frees the old state's key indexes (whatever their size), then is
+    cancelled: the state is unchanged, its reads scan, and the step's Update rebuilds the
+    indexes it probes."""
+    analyzed = check_program(generated.text)
+    current = {name: set(rows) for name, rows in generated.inputs.items()}
+    live = _fresh(analyzed, current, maintained=True)
+    with mock.patch.object(apply, "RELEASED_INDEX_BYTES", 0):
+        for step in data.draw(deltas(generated)):
+            delta = Delta(
+                insert={n: sorted(r) for n, r in step.insert.items()},
+                retract={n: sorted(r) for n, r in step.retract.items()},
+            )
+            before = live.snapshot()
+            try:
+                report = live.apply(delta, strategy="bootstrap", check=_cancel)
+            except BootstrapCancelled:
+                assert live.snapshot() == before
+            else:
+                assert report.strategy == UNCHANGED  # no change: nothing to cancel
+            live.apply(delta, strategy="update")
+            for name, rows in step.retract.items():
+                current[name] -= rows
+            for name, rows in step.insert.items():
+                current[name] |= rows
+            assert live.snapshot() == _fresh(analyzed, current).snapshot()

@@ -69,6 +69,7 @@ from reasoner.executors.spark.plans import SparkPlan, column_names
 from reasoner.plan.joins import atom_at, plan_rule, positive_atoms
 from reasoner.plan.pivot import pivot_columns
 from reasoner.plan.work import first_work
+from reasoner.storage import count_where
 from reasoner.storage.state import RelationStore, State
 from reasoner.support.deadline import Check, unchecked
 from reasoner.syntax.ast import Atom, Comparison, Negation, NumberConst, StringConst, Term
@@ -356,7 +357,7 @@ class SparkBootstrap:
             if part == "older":
                 stop = rel.split
         columns, values = zip(*constants, strict=True)
-        return table.count_where(columns, values, start, stop)
+        return count_where(table, columns, values, start, stop)
 
     def size(self, name: str) -> int:
         rel = self.relations.get(name)

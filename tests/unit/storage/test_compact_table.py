@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reasoner.storage import Table, TupleSet, compact
+from reasoner.storage import Table, TupleSet, compact, count_where
 from tests.conftest import examples
 
 INT64 = st.integers(-(2**63), 2**63 - 1)
@@ -371,9 +371,9 @@ def test_count_where_is_the_size_of_a_selection_over_committed_rows(
             table.remove(rows[i])
     ids = table.committed_in(start, stop)
     first, second = table.values_of(ids)
-    assert table.count_where([0], [value], start, stop) == int((first == value).sum())
+    assert count_where(table, [0], [value], start, stop) == int((first == value).sum())
     both = int(((first == value) & (second == value)).sum())
-    assert table.count_where([0, 1], [value, value], start, stop) == both
-    assert table.count_where([], [], start, stop) == len(ids)
+    assert count_where(table, [0, 1], [value, value], start, stop) == both
+    assert count_where(table, [], [], start, stop) == len(ids)
     with pytest.raises(ValueError, match="no column 2"):
-        table.count_where([2], [value], start, stop)
+        count_where(table, [2], [value], start, stop)
