@@ -58,7 +58,8 @@ MIN_UPDATE_MEMORY = 256 << 20
 
 RELEASED_INDEX_BYTES = 64 << 20
 """A fallback frees the key indexes of the old state's relations whose indexes hold this much
-or more: the old state is only read until the new one is published, by scans then. On
+or more: the old state is only read, by scans, until the new one is published, or until the
+next Update rebuilds them if the fallback fails (a cancelled epoch returns at once). On
 crdt.dl they are 2.7 of the old state's 7.5 GB, beside the new state's 4 GB and its
 Bootstrap's frames; a small relation's indexes save little and would slow its reads."""
 
@@ -100,6 +101,7 @@ def apply_epoch(  # noqa: PLR0915
         if name in new.relations and new.relations[name].shape != info.shape
     }
     if strategy != "bootstrap" and not reshaped:
+        m.state.restore_key_chains()  # after a failed fallback: reads would scan on
         overlay = Overlay(m.state)
         seconds = switch.update_seconds(
             m.switching_parameter, m.last_bootstrap_seconds, m.min_update_seconds

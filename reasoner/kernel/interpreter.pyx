@@ -883,6 +883,9 @@ cdef class Kernel:
         cdef int64_t e = _rows_get(&self.overlay, key, -1)
         if e < 0:
             e = self.ov_key.size
+            _vec_reserve(&self.ov_key, 1)  # all before any grows: they stay aligned
+            _vec_reserve(&self.ov_n, 1)
+            _vec_reserve(&self.ov_count, 1)
             _vec_push(&self.ov_key, key)
             _vec_push(&self.ov_n, n)
             _vec_push(&self.ov_count, count)

@@ -276,8 +276,9 @@ class StratumTables:
         anything (`Kernel.presence`)."""
 
     def restore_chains(self) -> None:
-        """Rebuild the key indexes a fallback freed (`State.release_key_chains`) and then
-        failed: the kernel walks them without a check."""
+        """Rebuild the key indexes a failed fallback freed (`State.release_key_chains`): the
+        kernel walks them without a check (the Update restores the whole state first; this
+        is the kernel's own guard)."""
         for table in self.tables:
             table.restore_chains()
 

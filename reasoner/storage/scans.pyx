@@ -53,7 +53,8 @@ def count_where(Table table not None, columns, values, int64_t start, int64_t st
 
 def matching(Table table not None, columns, values) -> list:
     """The live rows (committed and staged) that hold `values` in `columns`, newest first, as
-    a key index's chain lists them. A value no row can hold (past 64 bits) matches none."""
+    a key index's chain lists them. A value no row can hold (not an int of 64 bits) matches
+    none."""
     cdef int n = len(columns)
     cdef int* cols = <int*>malloc(<size_t>(n + 1) * sizeof(int))
     cdef int64_t* words = <int64_t*>malloc(<size_t>(n + 1) * sizeof(int64_t))
@@ -63,8 +64,8 @@ def matching(Table table not None, columns, values) -> list:
             raise MemoryError()
         try:
             _columns(table, columns, values, cols, words)
-        except OverflowError:
-            return []
+        except (OverflowError, TypeError):
+            return []  # as a key index answers a key no row can hold
         found = []
         for r in range(table.nrows - 1, -1, -1):
             if table.status[r] != DEAD_STATUS and _holds(table, r, cols, n, words):

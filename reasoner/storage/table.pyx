@@ -45,9 +45,9 @@ half changed: a reader in another thread sees it before or after a call, never d
 back; iterators check `version`, as a dict's do. The kernel's lanes read rows and indexes
 without the GIL while no row is written: a reader's new index replaces `keyed` whole.
 
-A state that a fallback's Bootstrap replaces is only read until the new one is published, and
-on crdt.dl its key chains are 2.7 of its 7.5 GB: `release_chains` frees them, probes then scan
-the rows, and the first write rebuilds them."""
+A state that a fallback's Bootstrap replaces is only read until the new one is published (or
+the next Update, if the fallback fails), and on crdt.dl its key chains are 2.7 of its 7.5 GB:
+`release_chains` frees them, probes then scan the rows, and the first write rebuilds them."""
 
 from cpython.long cimport PyLong_AsLongLong, PyLong_FromLongLong
 from cpython.ref cimport Py_INCREF
@@ -1232,21 +1232,28 @@ cdef void _drop_chains(KeyIndex* ki) noexcept:
 
 
 cdef int _restore_chains(Table t) except -1:
+    """Each released index built aside and installed whole: a charge may run Python (and
+    another thread), or fail, midway; a reader meanwhile scans, and a failure leaves the
+    index released for the next write to try again."""
     cdef KeyIndex* ki
+    cdef KeyIndex built
     cdef int i
     for i in range(t.nkeyed):
         ki = t.keyed[i]
         if ki.next != NULL:
             continue
-        ki.next = <int32_t*>malloc(<size_t>t.capacity * sizeof(int32_t))
-        ki.prev = <int32_t*>malloc(<size_t>t.capacity * sizeof(int32_t))
+        _charge(<size_t>t.capacity * 2 * sizeof(int32_t))
+        built = ki[0]
+        built.next = <int32_t*>malloc(<size_t>t.capacity * sizeof(int32_t))
+        built.prev = <int32_t*>malloc(<size_t>t.capacity * sizeof(int32_t))
         try:
-            if ki.next == NULL or ki.prev == NULL:
+            if built.next == NULL or built.prev == NULL:
                 raise MemoryError()
-            _rebuild_index(ki, t, t.nrows)
-        except MemoryError:
-            _drop_chains(ki)  # still released, whole: a later write tries again
+            _rebuild_index(&built, t, t.nrows)
+        except BaseException:
+            _drop_chains(&built)
             raise
+        ki[0] = built
     t.chains_released = False
     return 0
 

@@ -84,7 +84,7 @@ def _cancel() -> None:
     raise BootstrapCancelled("cancelled")
 
 
-@settings(max_examples=examples(60))
+@settings(max_examples=examples(25))
 @given(generated=programs(), data=st.data())
 def test_a_cancelled_fallback_leaves_a_state_the_next_update_keeps(
     generated: GeneratedProgram, data: st.DataObject

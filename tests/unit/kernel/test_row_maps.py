@@ -87,3 +87,26 @@ def test_an_update_of_more_rows_than_a_slice_hands_every_one_over() -> None:
     got, want = _sorted_state(m, "tc"), _sorted_state(fresh, "tc")
     assert len(got[0]) == nodes * nodes
     assert all(np.array_equal(a, b) for a, b in zip(got, want, strict=True))
+
+
+def test_an_update_keeps_counts_past_the_tables_count_word() -> None:
+    """A table holds counts up to 65,535 in a 16-bit word and larger ones in its dict `big`.
+    `pairs` is derived 300 x 300 = 90,000 times, then an Update makes it 90,300, 301 and
+    90,300 again: each count must reach the state, in and out of the dict."""
+    program = """
+    .decl a(x: number)
+    .decl b(x: number)
+    .decl pairs()
+    pairs() :- a(_), b(_).
+    """
+    a, b = {(i,) for i in range(300)}, {(i,) for i in range(300)}
+    m = Materialization(check_program(program))
+    m.load({"a": sorted(a), "b": sorted(b)})
+    m.bootstrap()
+    for delta, count in (
+        (Delta(insert={"a": [(300,)]}), 90_300),
+        (Delta(retract={"b": [(i,) for i in range(1, 300)]}), 301),
+        (Delta(insert={"b": [(i,) for i in range(1, 300)]}), 90_300),
+    ):
+        assert m.apply(delta, strategy="update").strategy == "update"
+        assert m.snapshot()["pairs"] == {(): (1, count)}

@@ -4,11 +4,14 @@ them first, so that no write ever meets a missing chain."""
 
 from __future__ import annotations
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reasoner.storage import Table, compact, matching
 from reasoner.storage.state import RelationStore
+from reasoner.support import allocations
+from reasoner.support.deadline import BootstrapCancelled
 from tests.conftest import examples
 
 ROWS = st.lists(st.tuples(*[st.integers(0, 6)] * 3), max_size=120, unique=True)
@@ -103,3 +106,41 @@ def test_matching_refuses_what_no_row_can_hold() -> None:
     table.add((1, 2), 0)
     assert matching(table, (0,), (1,)) == [(1, 2)]
     assert matching(table, (0,), (2**70,)) == []
+
+
+class _Refusing:
+    """A meter that refuses its `allowed`-th charge and after."""
+
+    def __init__(self, allowed: int) -> None:
+        self.allowed = allowed
+        self.charges = 0
+
+    def charge(self, size: int) -> None:
+        self.charges += 1
+        if self.charges > self.allowed:
+            raise BootstrapCancelled(f"refused {size} bytes")  # as an epoch's budget does
+
+
+def test_a_refused_restore_leaves_the_index_released_and_whole() -> None:
+    """A charge may fail midway through a rebuild (an epoch's budget): the index must stay
+    released, not half-linked, whatever charge fails; the next restore makes it whole."""
+    table = Table(2)
+    table.add_columns([np.arange(200_000) % 5_000, np.arange(200_000)], 1)
+    for columns in ((0,), (1,)):
+        table.index(columns)
+    keys = [0, 17, 4_999, 150_000, 199_999]  # late rows: linked last
+    expected = {c: [i.get(k) for k in keys] for c, i in table.indexes.items()}
+    refused = 0
+    for allowed in range(12):
+        table.release_chains()
+        try:
+            with allocations.charging_to(_Refusing(allowed)):
+                table.restore_chains()
+        except BootstrapCancelled:
+            refused += 1
+            assert table.chains_released
+        assert {c: [i.get(k) for k in keys] for c, i in table.indexes.items()} == expected
+    assert refused >= 3  # the first index's chains, its key table, the second's
+    table.restore_chains()
+    assert not table.chains_released
+    assert {c: [i.get(k) for k in keys] for c, i in table.indexes.items()} == expected
