@@ -101,7 +101,8 @@ def apply_epoch(  # noqa: PLR0915
         if name in new.relations and new.relations[name].shape != info.shape
     }
     if strategy != "bootstrap" and not reshaped:
-        m.state.restore_key_chains()  # after a failed fallback: reads would scan on
+        # After a failed fallback; the kernel walks chains unchecked, and reads would scan on.
+        m.state.restore_key_chains()
         overlay = Overlay(m.state)
         seconds = switch.update_seconds(
             m.switching_parameter, m.last_bootstrap_seconds, m.min_update_seconds

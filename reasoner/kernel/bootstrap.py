@@ -57,7 +57,6 @@ class CompiledStratumBootstrap:
     def first_iteration(self, check: Callable[[], None] | None) -> Rows:
         """Iteration 1, committed; its new rows per relation."""
         check = check or unchecked
-        self.relations.restore_chains()  # on the published state (a stratum in an Update)
         self._negated_anywhere()  # the lower strata are done now
         for plan, enumerator in self.first:
             check()
@@ -76,7 +75,6 @@ class CompiledStratumBootstrap:
         under `limit` new tuples (see `Kernel.bootstrap_fixpoint`): (the last iteration that
         derived anything, how many tuples were derived, the last N when it reached `limit`,
         else {})."""
-        self.relations.restore_chains()
         self._negated_anywhere()  # a Polars iteration may have run the first one
         last, derived, rest = self.kernel.bootstrap_fixpoint(
             [enumerator for _plan, enumerator in self.delta],

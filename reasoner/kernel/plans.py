@@ -275,13 +275,6 @@ class StratumTables:
         """Relations negated with only wildcards: what matters of them is whether they hold
         anything (`Kernel.presence`)."""
 
-    def restore_chains(self) -> None:
-        """Rebuild the key indexes a failed fallback freed (`State.release_key_chains`): the
-        kernel walks them without a check (the Update restores the whole state first; this
-        is the kernel's own guard)."""
-        for table in self.tables:
-            table.restore_chains()
-
     def kernel(self, symbols: SymbolTable) -> Kernel:
         """A kernel over these tables (the stratum's own first), its functors over `symbols`,
         with the lanes `--jobs` gives it."""

@@ -119,7 +119,6 @@ class StratumUpdate:
         kernel.reset()
         lower: list[tuple[int, np.ndarray]] = []
         relations = self.relations
-        relations.restore_chains()
         for name in relations.inputs:
             number = relations.number[name]
             table = state[name].table
