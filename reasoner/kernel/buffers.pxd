@@ -175,39 +175,58 @@ cdef inline int _rows_cover(RowMap* x, int64_t relation, int64_t rows) except -1
     return 0
 
 
-cdef inline int _rows_to_dense(RowMap* x) except -1:
-    """Move the map's keys to arrays when its next doubling would cost twice as much."""
-    cdef int64_t j, relation, need = 0
-    cdef int64_t* reach = <int64_t*>calloc(<size_t>x.nrel + 1, sizeof(int64_t))
-    if reach == NULL:
+cdef inline int _rows_to_dense(RowMap* x, int64_t grown, int64_t relation, int64_t reach) except -1:
+    """Move the map's keys to arrays when a map of `grown` slots would cost twice as much as
+    the arrays for the rows its keys reach, and `relation`'s rows below `reach` (keys to come)."""
+    cdef int64_t j, r, need = 0
+    cdef int64_t* reaches = <int64_t*>calloc(<size_t>x.nrel + 1, sizeof(int64_t))
+    if reaches == NULL:
         raise MemoryError()
     for j in range(x.map.mask + 1):
         if x.map.stamps[j] == x.map.stamp:
-            relation = x.map.keys[j] >> 32
-            reach[relation] = max(reach[relation], (x.map.keys[j] & <int64_t>0xFFFFFFFF) + 1)
-    for relation in range(x.nrel):
-        need += reach[relation]
-    if 2 * need * sizeof(int32_t) > 2 * (x.map.mask + 1) * (2 * sizeof(int64_t) + sizeof(uint32_t)):
-        free(reach)
+            r = x.map.keys[j] >> 32
+            reaches[r] = max(reaches[r], (x.map.keys[j] & <int64_t>0xFFFFFFFF) + 1)
+    if 0 <= relation < x.nrel:
+        reaches[relation] = max(reaches[relation], reach)
+    for j in range(x.nrel):
+        need += reaches[j]
+    if 2 * need * sizeof(int32_t) > grown * (2 * sizeof(int64_t) + sizeof(uint32_t)):
+        free(reaches)
         return 0
     x.dense = <int32_t**>calloc(<size_t>x.nrel + 1, sizeof(int32_t*))
     x.covered = <int64_t*>calloc(<size_t>x.nrel + 1, sizeof(int64_t))
     try:
         if x.dense == NULL or x.covered == NULL:
             raise MemoryError()
-        for relation in range(x.nrel):
-            _rows_cover(x, relation, reach[relation])
+        for j in range(x.nrel):
+            _rows_cover(x, j, reaches[j])
     except BaseException:  # over budget or out of memory: the map still holds every key
         _rows_free(x, False)
         raise
     finally:
-        free(reach)
+        free(reaches)
     for j in range(x.map.mask + 1):
         if x.map.stamps[j] == x.map.stamp:
-            relation = x.map.keys[j] >> 32
-            x.dense[relation][x.map.keys[j] & <int64_t>0xFFFFFFFF] = <int32_t>x.map.values[j]
+            r = x.map.keys[j] >> 32
+            x.dense[r][x.map.keys[j] & <int64_t>0xFFFFFFFF] = <int32_t>x.map.values[j]
     _map_free(&x.map)
     _map_init(&x.map, 64)
+    return 0
+
+
+cdef inline int _rows_expect(RowMap* x, int64_t relation, int64_t extra, int64_t reach) except -1:
+    """Ready `x` for `extra` more keys of `relation`, every row below `reach`. A lower
+    relation's flips come in bulk (34-65 M rows on crdt.dl): put one by one, the map would
+    double its way up, old and new slots held at once, only to move to arrays at the end;
+    here the arrays are made first, at their final size, when that is where the keys would go."""
+    cdef int64_t slots = x.map.mask + 1
+    if x.dense == NULL:
+        while 2 * (x.map.used + extra) > slots:
+            slots *= 2
+        if slots > x.map.mask + 1 and slots >= 2 * DENSE_FROM:
+            _rows_to_dense(x, slots, relation, reach)
+    if x.dense != NULL:
+        _rows_cover(x, relation, reach)
     return 0
 
 
@@ -216,7 +235,7 @@ cdef inline int _rows_put(RowMap* x, int64_t key, int64_t value) except -1:
     if value > 0x7FFFFFFF:
         raise OverflowError(f"row value {value} past 2**31 - 1")
     if x.dense == NULL and x.map.mask + 1 >= DENSE_FROM and 2 * (x.map.used + 1) > x.map.mask + 1:
-        _rows_to_dense(x)  # the map would double
+        _rows_to_dense(x, 2 * (x.map.mask + 1), -1, 0)  # the map would double
     if x.dense == NULL:
         return _map_put(&x.map, key, value)
     _rows_cover(x, relation, row + 1)

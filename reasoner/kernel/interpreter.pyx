@@ -508,7 +508,10 @@ cdef class Kernel:
     def flipped(self, int relation, const int64_t[::1] rows, int flip):
         """Rows of a lower relation whose presence flips in this epoch (FLIP_INSERTED 1,
         FLIP_DELETED 2)."""
-        cdef int64_t i
+        cdef int64_t i, reach = 0
+        for i in range(rows.shape[0]):
+            reach = max(reach, rows[i] + 1)
+        _rows_expect(&self.flip, relation, rows.shape[0], reach)
         for i in range(rows.shape[0]):
             _rows_put(&self.flip, _key(relation, rows[i]), flip)
 
