@@ -588,13 +588,13 @@ cdef class Kernel:
         return out
 
     def hand_over(self, relations):
-        """[(rows, news, counts)] of each of `relations` (numbers), as int64 arrays: every row
-        of it whose status this Update recorded, in the order recorded, with its new iteration
-        (INF: it is absent now) and its new count. The kernel is reset first: only the record
-        is held while it is split."""
+        """[(rows, news, counts)] of each of `relations` (numbers): every row of it whose
+        status this Update recorded, in the order recorded, with its new iteration (ABSENT:
+        it is absent now) and its new count (`reasoner.kernel.hand_over` gives the types).
+        The kernel is reset first: only the record is held while it is split."""
         cdef Split split
         cdef Vec keys = self.ov_key, news = self.ov_n, counts = self.ov_count
-        arrays = _prepare(&split, &keys, len(self.tables), list(relations))
+        arrays = _prepare(&split, &keys, &news, &counts, len(self.tables), list(relations))
         self.ov_key = self.ov_n = self.ov_count = Vec(NULL, 0, 0)
         try:
             self.reset()

@@ -35,12 +35,17 @@ from reasoner.storage.table import Table
 INF = 1 << 62
 """An iteration later than any real one: 'not in this epoch'."""
 
+ABSENT = (1 << 31) - 1
+"""INF in a row record's int32 iterations (a table's iterations are below it)."""
+
 
 @dataclass(frozen=True, slots=True)
 class RowChanges:
     """One relation's recorded statuses by row id: row `rows[j]` of `table` is at iteration
-    `news[j]` (INF: absent) with count `counts[j]`. Where it was is the table's status, which
-    no one writes before the commit: read there, not copied (68 M rows in a crdt.dl epoch)."""
+    `news[j]` (ABSENT: absent) with count `counts[j]`. Where it was is the table's status,
+    which no one writes before the commit: read there, not copied. Row ids and iterations are
+    int32 and counts int32 unless one is larger (`reasoner/kernel/hand_over.pxd`): 12 B a row,
+    held through the strata above (68 M rows in a crdt.dl epoch)."""
 
     table: Table
     rows: np.ndarray
@@ -51,9 +56,12 @@ class RowChanges:
         return len(self.rows)
 
     def flips(self) -> tuple[np.ndarray, np.ndarray]:
-        """(deleted, inserted): the rows whose presence flips."""
-        was, now = self.table.committed_mask(self.rows), self.news < INF
-        return self.rows[was & ~now], self.rows[now & ~was]
+        """(deleted, inserted): the rows whose presence flips, as int64 row ids."""
+        was, now = self.table.committed_mask(self.rows), self.news < ABSENT
+        return (
+            self.rows[was & ~now].astype(np.int64),
+            self.rows[now & ~was].astype(np.int64),
+        )
 
 
 class Overlay:
@@ -99,7 +107,8 @@ class Overlay:
         if record is None:
             return self.changes.get(name, {}), self.counts.get(name, {})
         tuples = self.state[name].table.tuples(record.rows)
-        changes = dict(zip(tuples, record.news.tolist(), strict=True))
+        news = np.where(record.news == ABSENT, INF, record.news.astype(np.int64))
+        changes = dict(zip(tuples, news.tolist(), strict=True))
         several = record.counts != 1
         counts = dict(
             zip(

@@ -19,6 +19,15 @@ cdef enum:
     BIG_COUNT = 0        # the count word of a row whose count is in the table's dict `big`
 
 
+ctypedef fused row_word:  # a row id or an iteration in an Update's record: int32 or int64
+    int32_t
+    int64_t
+
+ctypedef fused count_word:  # a count in an Update's record: int32, or int64 where one is larger
+    int32_t
+    int64_t
+
+
 cdef struct KeyIndex:
     int ncols
     int* cols

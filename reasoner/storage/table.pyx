@@ -702,8 +702,8 @@ cdef class Table:
         return 0
 
     cdef int _check_iteration(self, int64_t iteration) except -1:
-        if iteration < 0 or iteration > 2147483647:
-            raise ValueError(f"an iteration is in [0, 2**31), not {iteration}")
+        if iteration < 0 or iteration >= 2147483647:  # 2**31 - 1: "absent" in `apply_rows`
+            raise ValueError(f"an iteration is in [0, 2**31 - 1), not {iteration}")
         return 0
 
     cdef int _load_row(self, object t) except -1:
@@ -950,22 +950,20 @@ cdef class Table:
             self._load_row(t)
             self._commit(self.scratch, iteration, counts.get(t, 1) if counts else 1, True)
 
-    def apply_rows(self, rows, news, counts):
+    def apply_rows(self, const row_word[::1] r, const row_word[::1] n,
+                   const count_word[::1] c):
         """Commit an Update's changes given by row id (the compiled Update's record): row
-        `rows[j]` becomes iteration `news[j]` with count `counts[j]`, committed if it was
-        staged; a new iteration past 2**31 - 1 ("absent") removes the row, committed or
-        staged. Row ids stay valid throughout: no compaction here."""
-        cdef const int64_t[::1] r = np.ascontiguousarray(rows, dtype=np.int64)
-        cdef const int64_t[::1] n = np.ascontiguousarray(news, dtype=np.int64)
-        cdef const int64_t[::1] c = np.ascontiguousarray(counts, dtype=np.int64)
+        `r[j]` becomes iteration `n[j]` with count `c[j]`, committed if it was staged; an
+        iteration of 2**31 - 1 or past ("absent") removes the row, committed or staged. Row
+        ids stay valid throughout: no compaction here."""
         cdef int64_t j, row
-        if len(n) != len(r) or len(c) != len(r):
+        if n.shape[0] != r.shape[0] or c.shape[0] != r.shape[0]:
             raise ValueError("rows, iterations and counts of different lengths")
-        for j in range(len(r)):
+        for j in range(r.shape[0]):
             row = r[j]
             if row < 0 or row >= self.nrows or self.status[row] == DEAD_STATUS:
                 raise KeyError(f"no row {row}")
-            if n[j] > 2147483647:
+            if n[j] >= 2147483647:
                 self._kill(row)
                 continue
             self._commit_row(row, n[j], c[j])
@@ -1019,9 +1017,8 @@ cdef class Table:
             it[j] = self.status[r[j]]
         return list(self.values_of(rows)), iterations
 
-    def committed_mask(self, rows):
-        """For each row id, whether it is a committed row."""
-        cdef const int64_t[::1] r = np.ascontiguousarray(rows, dtype=np.int64)
+    def committed_mask(self, const row_word[::1] r):
+        """For each row id (int32 or int64), whether it is a committed row."""
         out = np.zeros(len(r), dtype=np.bool_)
         cdef unsigned char[::1] o = out.view(np.uint8)
         cdef int64_t j

@@ -333,6 +333,27 @@ def test_the_row_level_operations_the_update_kernel_uses() -> None:
         table.apply_rows(rows[[0]], np.array([1]), np.array([1]))  # a removed row
 
 
+def test_an_update_record_of_int32_rows_and_iterations_commits_as_int64_does() -> None:
+    """The overlay holds an Update's record as int32 row ids and iterations (2**31 - 1 for
+    "absent") and int32 counts, int64 counts for a relation where one does not fit: 12 B a
+    row instead of 24 while the strata above run. Committed and read back, each width gives
+    the same table; an iteration of 2**31 - 1 is no table's, since it means absent."""
+    absent = 2**31 - 1
+    for counts in (np.array([0, 7, 1], dtype=np.int32), np.array([0, 2**40, 1])):
+        table = Table(2)
+        table.add((1, 2), 0)
+        table.add((3, 4), 1)
+        table.stage((5, 6))
+        rows = table.rows_of([(1, 2), (3, 4), (5, 6)]).astype(np.int32)
+        assert table.committed_mask(rows).tolist() == [True, True, False]
+        table.apply_rows(rows, np.array([absent, 3, 2], dtype=np.int32), counts)
+        assert dict(table.items()) == {(3, 4): 3, (5, 6): 2}
+        assert table.count((3, 4)) == int(counts[1]) and table.count((5, 6)) == 1
+        assert table.committed_mask(rows).tolist() == [False, True, True]
+    with pytest.raises(ValueError, match="2\\*\\*31 - 1"):
+        table.add((7, 8), absent)
+
+
 def test_a_dropped_table_with_indexes_is_freed_without_the_cycle_collector() -> None:
     """No reference cycle between a table and its indexes: a state dropped during an epoch
     (which defers the collector) goes at once, not at the next full collection."""
