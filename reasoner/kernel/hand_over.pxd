@@ -23,11 +23,10 @@ from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport calloc, free, realloc
 
 from reasoner.kernel.buffers cimport Vec
+from reasoner.storage.table cimport ABSENT  # a row's new iteration when it is absent now
 
 cdef enum:
-    SLICE = 1 << 20       # records read between two shortenings of the kernel's arrays
-    ABSENT = 0x7FFFFFFF   # a row's new iteration when it is absent now (a table's iterations
-                          # are below it: `Table.apply_rows` removes such a row)
+    SLICE = 1 << 20   # records read between two shortenings of the kernel's arrays
 
 
 cdef struct Split:

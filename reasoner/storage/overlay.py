@@ -30,13 +30,10 @@ import numpy as np
 
 from reasoner.storage.renumber import compact
 from reasoner.storage.state import State, Tuple
-from reasoner.storage.table import Table
+from reasoner.storage.table import ABSENT, Table  # ABSENT: INF in a row record's int32
 
 INF = 1 << 62
 """An iteration later than any real one: 'not in this epoch'."""
-
-ABSENT = (1 << 31) - 1
-"""INF in a row record's int32 iterations (a table's iterations are below it)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,10 @@ cdef enum:
     BIG_COUNT = 0        # the count word of a row whose count is in the table's dict `big`
 
 
+cpdef enum:
+    ABSENT = 0x7FFFFFFF  # 2**31 - 1: an iteration no table holds, "absent" in an Update's record
+
+
 ctypedef fused row_word:  # a row id or an iteration in an Update's record: int32 or int64
     int32_t
     int64_t

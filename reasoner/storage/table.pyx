@@ -702,7 +702,7 @@ cdef class Table:
         return 0
 
     cdef int _check_iteration(self, int64_t iteration) except -1:
-        if iteration < 0 or iteration >= 2147483647:  # 2**31 - 1: "absent" in `apply_rows`
+        if iteration < 0 or iteration >= ABSENT:
             raise ValueError(f"an iteration is in [0, 2**31 - 1), not {iteration}")
         return 0
 
@@ -963,7 +963,7 @@ cdef class Table:
             row = r[j]
             if row < 0 or row >= self.nrows or self.status[row] == DEAD_STATUS:
                 raise KeyError(f"no row {row}")
-            if n[j] >= 2147483647:
+            if n[j] >= ABSENT:
                 self._kill(row)
                 continue
             self._commit_row(row, n[j], c[j])
