@@ -1,19 +1,22 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""An Update's record handed to the overlay: the kernel's three arrays of recorded rows (each
-row's key, its new iteration and its new count, int64 each) split by relation into arrays of
-row id and new iteration (int32; ABSENT for a row absent now) and count (int32, or int64 for
-a relation whose counts do not all fit). Only declarations and inline functions:
+"""An Update's record handed to the overlay: the kernel's two arrays of recorded rows (each
+row's key, and its new iteration and new count packed in one word) split by relation into
+arrays of row id and new iteration (int32; ABSENT for a row absent now) and count (int32, or
+int64 for a relation whose counts do not all fit). Only declarations and inline functions:
 `reasoner/kernel/interpreter.pyx` cimports them.
 
 The committed iterations are not copied: they are the table's statuses, which no one writes
 before the commit, and the overlay reads them there (`RowChanges.flips`).
 
-On crdt.dl an Update records 68 M rows: 1.6 GB in the kernel's arrays, 0.8 GB in the
-overlay's, which stay held while the strata above run (a second kernel, its flips and its
-candidates: the run's peak). Copied at once, both were held on top of the state. Here the
-overlay's arrays are filled from their ends and the kernel's are shortened as they are read
-(a shrinking `realloc` of a large block gives its tail pages back), so that the two are held
-together only a slice at a time; the new arrays' pages cost nothing until they are filled.
+On crdt.dl an Update records 68 M rows: its record is the peak of the run's largest Update.
+Iteration and count share a word (16 B a row instead of 24; 0.5 GB there): an iteration is
+below 2**31 - 1 (a table holds no larger one) and the kernel reads only the iteration; a count
+that does not fit 31 bits (none on the bench programs) is kept aside, as (entry, count) pairs.
+
+Copied at once, the kernel's record and the overlay's were held together on top of the state.
+Here the overlay's arrays are filled from their ends and the kernel's are shortened as they are
+read (a shrinking `realloc` of a large block gives its tail pages back), so that the two are
+held together only a slice at a time; the new arrays' pages cost nothing until they are filled.
 
 In two steps: `_prepare` allocates everything and may fail, before anything is taken from the
 kernel, so that a failure leaves the record whole (an abandoned Update's overlay unstages its
@@ -22,11 +25,22 @@ rows from it); `_split` cannot fail."""
 from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport calloc, free, realloc
 
-from reasoner.kernel.buffers cimport Vec
+from reasoner.kernel.buffers cimport Map, Vec, _map_free, _map_get, _map_init, _map_put
 from reasoner.storage.table cimport ABSENT  # a row's new iteration when it is absent now
 
 cdef enum:
     SLICE = 1 << 20   # records read between two shortenings of the kernel's arrays
+    WIDE = 0x7FFFFFFF  # a packed count that is kept aside (and its relation's counts int64)
+
+
+cdef inline int64_t _pack(int64_t n, int64_t count, bint absent) except -1:
+    """A recorded row's new iteration `n` (ignored when `absent`) and count, as one word: the
+    iteration (ABSENT: absent) in the high half, the count or WIDE in the low one."""
+    if absent:
+        n = ABSENT
+    elif not 0 <= n < ABSENT:
+        raise OverflowError(f"an iteration {n} past 2**31 - 2")
+    return (n << 32) | (count if 0 <= count < WIDE else WIDE)
 
 
 cdef struct Split:
@@ -35,6 +49,7 @@ cdef struct Split:
     int32_t** news
     void** counts
     bint* wide          # per relation: whether its counts are int64
+    Map aside           # entry -> its count, where the packed word holds WIDE
 
 
 cdef inline void _free_split(Split* split) noexcept:
@@ -43,19 +58,21 @@ cdef inline void _free_split(Split* split) noexcept:
     free(split.news)
     free(split.counts)
     free(split.wide)
+    _map_free(&split.aside)
     split.left = NULL
     split.rows = split.news = NULL
     split.counts = NULL
     split.wide = NULL
 
 
-cdef inline list _prepare(Split* split, Vec* keys, Vec* news, Vec* counts, int64_t nrel,
+cdef inline list _prepare(Split* split, Vec* keys, Vec* states, Vec* aside, int64_t nrel,
                           list relations):
     """[(rows, news, counts)] for each relation number of `relations` (of `nrel`), sized by
-    its records in `keys`, and `split` set to fill them."""
+    its records in `keys` (their packed words in `states`, the counts kept aside in `aside`),
+    and `split` set to fill them."""
     import numpy as np  # a .pxd holds no module-level import
 
-    cdef int64_t i, m, relation, n
+    cdef int64_t i, m, relation
     cdef int32_t[::1] rows_view, news_view
     cdef int64_t[::1] wide_view
     cdef int32_t[::1] narrow_view
@@ -67,18 +84,20 @@ cdef inline list _prepare(Split* split, Vec* keys, Vec* news, Vec* counts, int64
     split.news = <int32_t**>calloc(<size_t>nrel, sizeof(int32_t*))
     split.counts = <void**>calloc(<size_t>nrel, sizeof(void*))
     split.wide = <bint*>calloc(<size_t>nrel, sizeof(bint))
+    split.aside.keys = split.aside.values = NULL
+    split.aside.stamps = NULL
     arrays = []
     try:
         if (split.left == NULL or split.rows == NULL or split.news == NULL
                 or split.counts == NULL or split.wide == NULL):
             raise MemoryError()
+        _map_init(&split.aside, 64)
+        for i in range(0, aside.size, 2):  # in the order written: the last count of an entry
+            _map_put(&split.aside, aside.data[i], aside.data[i + 1])
         for i in range(keys.size):
             relation = keys.data[i] >> 32
             split.left[relation] += 1
-            n = news.data[i]
-            if ABSENT <= n < (<int64_t>1 << 62):  # the kernel's INF is 1 << 62
-                raise OverflowError(f"an iteration {n} past 2**31 - 2")
-            if counts.data[i] > 0x7FFFFFFF:
+            if states.data[i] & 0xFFFFFFFF == WIDE:
                 split.wide[relation] = True
         for relation in relations:
             m = split.left[relation]
@@ -116,28 +135,28 @@ cdef inline void _shorten(Vec* v, int64_t size) noexcept:
     v.size = size
 
 
-cdef inline void _split(Split* split, Vec* keys, Vec* news, Vec* counts) noexcept:
+cdef inline void _split(Split* split, Vec* keys, Vec* states) noexcept:
     """Fill the arrays `_prepare` made, each relation's rows in the order recorded, from the
-    end, shortening the three arrays as they are read; they are freed, the records of
+    end, shortening the two arrays as they are read; they are freed, the records of
     relations not asked for dropped."""
-    cdef int64_t i, j, relation, n
+    cdef int64_t i, j, relation, count
     for i in range(keys.size - 1, -1, -1):
         relation = keys.data[i] >> 32
         if split.rows[relation] != NULL:
             j = split.left[relation] - 1
             split.left[relation] = j
             split.rows[relation][j] = <int32_t>(keys.data[i] & 0xFFFFFFFF)
-            n = news.data[i]
-            split.news[relation][j] = <int32_t>(n if n < ABSENT else ABSENT)
+            split.news[relation][j] = <int32_t>(states.data[i] >> 32)
+            count = states.data[i] & 0xFFFFFFFF
+            if count == WIDE:
+                count = _map_get(&split.aside, i, 0)
             if split.wide[relation]:
-                (<int64_t*>split.counts[relation])[j] = counts.data[i]
+                (<int64_t*>split.counts[relation])[j] = count
             else:
-                (<int32_t*>split.counts[relation])[j] = <int32_t>counts.data[i]
+                (<int32_t*>split.counts[relation])[j] = <int32_t>count
         if i % SLICE == 0:
             _shorten(keys, i)
-            _shorten(news, i)
-            _shorten(counts, i)
+            _shorten(states, i)
     _shorten(keys, 0)
-    _shorten(news, 0)
-    _shorten(counts, 0)
+    _shorten(states, 0)
     _free_split(split)

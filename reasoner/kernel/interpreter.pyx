@@ -28,10 +28,10 @@ from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memcpy
 
 from reasoner.kernel.buffers cimport *  # Vec, Map: growable arrays and a hash map in C
-from reasoner.kernel.hand_over cimport Split, _prepare, _split  # the record, by relation
+from reasoner.kernel.hand_over cimport WIDE, Split, _pack, _prepare, _split  # the record
 from reasoner.kernel.plan_words cimport *  # the plan words' tags, steps and arithmetic
 from reasoner.kernel.runs cimport *  # a plan's bindings as it runs, and what it found
-from reasoner.storage.table cimport Table, _add_count, _get, _mix, _row_count
+from reasoner.storage.table cimport ABSENT, Table, _add_count, _get, _mix, _row_count
 
 from functools import partial
 
@@ -295,9 +295,9 @@ cdef class Kernel:
     cdef bint* any_after
     # The epoch's statuses.
     cdef RowMap overlay       # key(relation, row) -> entry
-    cdef Vec ov_key
-    cdef Vec ov_n
-    cdef Vec ov_count
+    cdef Vec ov_key           # entry -> key(relation, row)
+    cdef Vec ov_state         # entry -> its new iteration and count (`hand_over._pack`)
+    cdef Vec ov_wide          # (entry, count) of the counts too large for `ov_state`
     cdef RowMap flip          # key(relation, row) -> FLIP_*
     # The schedule.
     cdef Vec arena
@@ -464,8 +464,8 @@ cdef class Kernel:
         maps[1] = &self.delta
         maps[2] = &self.wanted
         vecs[0] = &self.ov_key
-        vecs[1] = &self.ov_n
-        vecs[2] = &self.ov_count
+        vecs[1] = &self.ov_state
+        vecs[2] = &self.ov_wide
         vecs[3] = &self.arena
         vecs[4] = &self.bucket_first
         vecs[5] = &self.bucket_size
@@ -593,13 +593,14 @@ cdef class Kernel:
         it is absent now) and its new count (`reasoner.kernel.hand_over` gives the types).
         The kernel is reset first: only the record is held while it is split."""
         cdef Split split
-        cdef Vec keys = self.ov_key, news = self.ov_n, counts = self.ov_count
-        arrays = _prepare(&split, &keys, &news, &counts, len(self.tables), list(relations))
-        self.ov_key = self.ov_n = self.ov_count = Vec(NULL, 0, 0)
+        cdef Vec keys = self.ov_key, states = self.ov_state
+        arrays = _prepare(&split, &keys, &states, &self.ov_wide, len(self.tables),
+                          list(relations))
+        self.ov_key = self.ov_state = Vec(NULL, 0, 0)
         try:
             self.reset()
         finally:
-            _split(&split, &keys, &news, &counts)
+            _split(&split, &keys, &states)
         return arrays
 
     cdef Run* _run_for(self, Enumerator e) except NULL:
@@ -879,23 +880,26 @@ cdef class Kernel:
         cdef int64_t e = _rows_get(&self.overlay, _key(relation, row), -1)
         if e < 0:
             return o
-        return self.ov_n.data[e]
+        e = self.ov_state.data[e] >> 32
+        return INF if e == ABSENT else e
 
     cdef int _record(self, int relation, int64_t row, int64_t n, int64_t count) except -1:
         cdef int64_t key = _key(relation, row)
         cdef int64_t e = _rows_get(&self.overlay, key, -1)
+        cdef int64_t word = _pack(n, count, n == INF)
+        _vec_reserve(&self.ov_wide, 2)  # all before any grows: the arrays stay aligned
         if e < 0:
             e = self.ov_key.size
-            _vec_reserve(&self.ov_key, 1)  # all before any grows: they stay aligned
-            _vec_reserve(&self.ov_n, 1)
-            _vec_reserve(&self.ov_count, 1)
+            _vec_reserve(&self.ov_key, 1)
+            _vec_reserve(&self.ov_state, 1)
             _vec_push(&self.ov_key, key)
-            _vec_push(&self.ov_n, n)
-            _vec_push(&self.ov_count, count)
+            _vec_push(&self.ov_state, word)
             _rows_put(&self.overlay, key, e)
         else:
-            self.ov_n.data[e] = n
-            self.ov_count.data[e] = count
+            self.ov_state.data[e] = word
+        if word & 0xFFFFFFFF == WIDE:
+            _vec_push(&self.ov_wide, e)
+            _vec_push(&self.ov_wide, count)
         return 0
 
     cdef inline int64_t _o(self, int relation, int64_t row) noexcept nogil:
@@ -1694,10 +1698,9 @@ cdef class Kernel:
         cdef int relation = <int>(key >> 32)
         cdef int64_t row = key & 0xFFFFFFFF
         cdef Table t = self._table(relation)
-        cdef int64_t e = _rows_get(&self.overlay, key, -1)
-        cdef int64_t x = -1 if e < 0 else self.ov_n.data[e]
+        cdef int64_t x = self._n(relation, row, -1)  # -1: not recorded
         cdef Vec* handed
-        if e < 0:
+        if x < 0:
             if o < k:
                 return 0
         elif x < k:

@@ -117,6 +117,23 @@ def test_an_update_keeps_counts_past_the_tables_count_word() -> None:
         assert m.snapshot()["pairs"] == {(): (1, count)}
 
 
+def test_an_update_keeps_a_count_past_31_bits() -> None:
+    """The kernel records a row's new iteration and count in one word, the count in 31 bits;
+    a larger one is kept aside and handed over as int64. `pairs`' count is set past 2**31
+    (a program reaching it honestly enumerates 2**31 derivations), then an Update adds 300."""
+    m = Materialization(
+        check_program(
+            ".decl a(x: number)\n.decl b(x: number)\n.decl pairs()\npairs() :- a(_), b(_).\n"
+        )
+    )
+    m.load({"a": [(i,) for i in range(300)], "b": [(i,) for i in range(300)]})
+    m.bootstrap()
+    iteration, _ = m.snapshot()["pairs"][()]
+    m.state["pairs"].table.set((), iteration, 2**31 + 5)
+    assert m.apply(Delta(insert={"a": [(300,)]}), strategy="update").strategy == "update"
+    assert m.snapshot()["pairs"] == {(): (iteration, 2**31 + 305)}
+
+
 class _Charges:
     """A meter that refuses nothing and keeps every charge, in order."""
 
