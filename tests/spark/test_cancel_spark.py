@@ -29,6 +29,12 @@ EXPLODING = """.decl e(x: number, y: number)
 big(a, b, c, d) :- e(a, b), e(c, d).
 """
 EDGES = {"e": [(i, i + 1) for i in range(4000)]}
+STOPS_WITHIN = 5.0
+"""Seconds from the deadline or the cancellation to `BootstrapCancelled`: the watcher polls
+every 50 ms, then Spark interrupts the job's tasks. On a quiet machine this takes well under a
+second; CI runs these tests beside the rest of the suite and Docker builds, on two cores, and
+once took 2.3 s. The cartesian job left to run takes more than 25 s (and then exhausts the
+test session's 1 GB heap), so a stop within this bound is still a stop in the middle of it."""
 SMALL = """.decl e(x: number, y: number)
 tc(x, y) :- e(x, y).
 tc(x, z) :- tc(x, y), e(y, z).
@@ -62,17 +68,17 @@ def _still_usable(session: SparkSession) -> None:
     assert_same(reference(analyzed, inputs), on_spark(analyzed, inputs, session))
 
 
-def test_an_epoch_deadline_stops_a_spark_bootstrap_within_two_seconds(
+def test_an_epoch_deadline_stops_a_spark_bootstrap_mid_job(
     spark: SparkSession,
 ) -> None:
     # The service's epoch budget, its deadline alone.
     seconds, reason = _stopped_after(spark, lambda: EpochBudget(1.0, None).check)
     assert "deadline" in reason
-    assert 0.9 <= seconds < 1.0 + 2.0  # armed just before the run began
+    assert 0.9 <= seconds < 1.0 + STOPS_WITHIN  # armed just before the run began
     _still_usable(spark)
 
 
-def test_an_epoch_deadline_stops_a_decomposed_recursion_within_two_seconds(
+def test_an_epoch_deadline_stops_a_decomposed_recursion_mid_job(
     spark: SparkSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The closure of a 4,000-node chain (8 million tuples) in one decomposed job (every
@@ -99,7 +105,7 @@ def test_an_epoch_deadline_stops_a_decomposed_recursion_within_two_seconds(
     seconds = time.monotonic() - armed[0][1]
     assert starts == [2, 2]
     assert "deadline" in reason
-    assert 0.9 <= seconds < 1.0 + 2.0
+    assert 0.9 <= seconds < 1.0 + STOPS_WITHIN
     _still_usable(spark)
 
 
@@ -116,7 +122,7 @@ def test_another_thread_cancels_a_spark_bootstrap(spark: SparkSession) -> None:
     finally:
         timer.cancel()
     assert reason == "client went away"
-    assert 0.9 <= seconds < 1.0 + 2.0  # armed just before the run began
+    assert 0.9 <= seconds < 1.0 + STOPS_WITHIN  # armed just before the run began
     _still_usable(spark)
 
 
