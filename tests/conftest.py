@@ -56,7 +56,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     quick loop can leave them out (`make test-fast`, `-m "not spark"`).
 
     The Spark tests also form one `xdist_group`: under `--dist loadgroup` (`make test`) they
-    run on one worker, which starts one JVM for all of them instead of one per worker."""
+    run on one worker, which starts one JVM for all of them instead of one per worker.
+
+    The tests marked `minutes` go first (pytest-xdist already sends a group first, the
+    largest before the smaller): the longest jobs started first, the short ones fill the
+    workers around them. In collection order crdt.dl's Bootstrap, 881 s beside the rest,
+    started half-way and ran to the end of the suite on a worker of its own."""
     for item in items:
         parts = item.path.relative_to(REPO_ROOT).parts
         if len(parts) > 1 and parts[1] in MARKED_DIRECTORIES:
@@ -66,6 +71,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         callspec = getattr(item, "callspec", None)
         if callspec is not None and callspec.params.get("backend") == "postgresql":
             item.add_marker("postgres")
+    items.sort(key=lambda item: item.get_closest_marker("minutes") is None)  # stable
 
 
 @pytest.fixture(scope="session")

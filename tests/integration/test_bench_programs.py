@@ -54,6 +54,7 @@ def test_output_equals_souffle(bench_dir: Path, tmp_path: Path, folder: str, pro
     assert report["peak_memory_bytes"] > 0
 
 
+@pytest.mark.minutes
 def test_crdt_dl_holds_skipblank_in_the_state_and_equals_souffle(
     bench_dir: Path, tmp_path: Path
 ) -> None:

@@ -18,6 +18,7 @@ from tests.oracle import comparable, evaluate
 from tests.property.programs import GeneratedProgram, programs
 
 
+@pytest.mark.minutes
 @pytest.mark.parametrize("engine", ["local", "reference"])
 @settings(max_examples=examples(1000))
 @given(generated=programs())

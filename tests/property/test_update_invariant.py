@@ -63,6 +63,7 @@ def _check_sequence(data: st.DataObject, generated: GeneratedProgram, strategy: 
         }
 
 
+@pytest.mark.minutes
 @settings(max_examples=examples(600))
 @given(generated=programs(), data=st.data())
 def test_update_keeps_the_state_of_a_fresh_bootstrap(
