@@ -97,7 +97,7 @@ cdef inline list _prepare(Split* split, Vec* keys, Vec* states, Vec* aside, int6
         for i in range(keys.size):
             relation = keys.data[i] >> 32
             split.left[relation] += 1
-            if states.data[i] & 0xFFFFFFFF == WIDE:
+            if states.data[i] & <int64_t>0xFFFFFFFF == WIDE:  # uncast: a Python int
                 split.wide[relation] = True
         for relation in relations:
             m = split.left[relation]
@@ -145,9 +145,9 @@ cdef inline void _split(Split* split, Vec* keys, Vec* states) noexcept:
         if split.rows[relation] != NULL:
             j = split.left[relation] - 1
             split.left[relation] = j
-            split.rows[relation][j] = <int32_t>(keys.data[i] & 0xFFFFFFFF)
+            split.rows[relation][j] = <int32_t>(keys.data[i] & <int64_t>0xFFFFFFFF)
             split.news[relation][j] = <int32_t>(states.data[i] >> 32)
-            count = states.data[i] & 0xFFFFFFFF
+            count = states.data[i] & <int64_t>0xFFFFFFFF
             if count == WIDE:
                 count = _map_get(&split.aside, i, 0)
             if split.wide[relation]:

@@ -268,7 +268,7 @@ cdef dict _rows_by_relation(const int64_t* keys, int64_t n):
     for i in range(n):
         view[i] = keys[i]
     relations = array >> 32
-    rows = array & 0xFFFFFFFF
+    rows = array & <int64_t>0xFFFFFFFF
     return {int(number): rows[relations == number] for number in np.unique(relations)}
 
 
@@ -710,7 +710,7 @@ cdef class Kernel:
         for d in range(self.d_key.size):
             key = self.d_key.data[d]
             table = <Table>self.tps[key >> 32]
-            row = key & 0xFFFFFFFF
+            row = key & <int64_t>0xFFFFFFFF  # uncast, the literal is a Python int
             count = self.d_change.data[d]
             if count == IN_TABLE:
                 count = _row_count(table, row)
@@ -887,17 +887,17 @@ cdef class Kernel:
         cdef int64_t key = _key(relation, row)
         cdef int64_t e = _rows_get(&self.overlay, key, -1)
         cdef int64_t word = _pack(n, count, n == INF)
-        _vec_reserve(&self.ov_wide, 2)  # all before any grows: the arrays stay aligned
+        _vec_reserve(&self.ov_wide, 2)  # all that may fail before anything is written
         if e < 0:
-            e = self.ov_key.size
             _vec_reserve(&self.ov_key, 1)
             _vec_reserve(&self.ov_state, 1)
+            e = self.ov_key.size
+            _rows_put(&self.overlay, key, e)
             _vec_push(&self.ov_key, key)
             _vec_push(&self.ov_state, word)
-            _rows_put(&self.overlay, key, e)
         else:
             self.ov_state.data[e] = word
-        if word & 0xFFFFFFFF == WIDE:
+        if word & <int64_t>0xFFFFFFFF == WIDE:
             _vec_push(&self.ov_wide, e)
             _vec_push(&self.ov_wide, count)
         return 0
@@ -1696,7 +1696,7 @@ cdef class Kernel:
     cdef int _settle(self, int64_t key, int64_t change, int64_t o, int64_t k) except -1:
         """Apply head `key`'s count change at k (its committed iteration `o`)."""
         cdef int relation = <int>(key >> 32)
-        cdef int64_t row = key & 0xFFFFFFFF
+        cdef int64_t row = key & <int64_t>0xFFFFFFFF
         cdef Table t = self._table(relation)
         cdef int64_t x = self._n(relation, row, -1)  # -1: not recorded
         cdef Vec* handed
