@@ -119,6 +119,12 @@ cdef inline int64_t _key(int64_t relation, int64_t row) noexcept nogil:
     return (relation << 32) | row
 
 
+cdef inline int64_t _low(int64_t word) noexcept nogil:
+    """A key's row, or a packed word's low half. The mask is cast: uncast, Cython makes it a
+    Python int, and the `&` a Python operation, even on C operands."""
+    return word & <int64_t>0xFFFFFFFF
+
+
 # -- rows to values (>= 0, < 2**31): a `Map` of keys while few, then an array per relation ------
 #
 # An Update's statuses and a lower stratum's flips are keyed by (relation, row). A map slot
@@ -147,7 +153,7 @@ cdef inline int _rows_init(RowMap* x, int nrel) except -1:
 
 
 cdef inline int64_t _rows_get(RowMap* x, int64_t key, int64_t default) noexcept nogil:
-    cdef int64_t relation = key >> 32, row = key & <int64_t>0xFFFFFFFF
+    cdef int64_t relation = key >> 32, row = _low(key)
     cdef int32_t value
     if x.dense == NULL:
         return _map_get(&x.map, key, default)
@@ -185,7 +191,7 @@ cdef inline int _rows_to_dense(RowMap* x, int64_t grown, int64_t relation, int64
     for j in range(x.map.mask + 1):
         if x.map.stamps[j] == x.map.stamp:
             r = x.map.keys[j] >> 32
-            reaches[r] = max(reaches[r], (x.map.keys[j] & <int64_t>0xFFFFFFFF) + 1)
+            reaches[r] = max(reaches[r], _low(x.map.keys[j]) + 1)
     if 0 <= relation < x.nrel:
         reaches[relation] = max(reaches[relation], reach)
     for j in range(x.nrel):
@@ -208,7 +214,7 @@ cdef inline int _rows_to_dense(RowMap* x, int64_t grown, int64_t relation, int64
     for j in range(x.map.mask + 1):
         if x.map.stamps[j] == x.map.stamp:
             r = x.map.keys[j] >> 32
-            x.dense[r][x.map.keys[j] & <int64_t>0xFFFFFFFF] = <int32_t>x.map.values[j]
+            x.dense[r][_low(x.map.keys[j])] = <int32_t>x.map.values[j]
     _map_free(&x.map)
     _map_init(&x.map, 64)
     return 0
@@ -231,7 +237,7 @@ cdef inline int _rows_expect(RowMap* x, int64_t relation, int64_t extra, int64_t
 
 
 cdef inline int _rows_put(RowMap* x, int64_t key, int64_t value) except -1:
-    cdef int64_t relation = key >> 32, row = key & <int64_t>0xFFFFFFFF
+    cdef int64_t relation = key >> 32, row = _low(key)
     if value > 0x7FFFFFFF:
         raise OverflowError(f"row value {value} past 2**31 - 1")
     if x.dense == NULL and x.map.mask + 1 >= DENSE_FROM and 2 * (x.map.used + 1) > x.map.mask + 1:

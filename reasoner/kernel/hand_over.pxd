@@ -25,7 +25,7 @@ rows from it); `_split` cannot fail."""
 from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport calloc, free, realloc
 
-from reasoner.kernel.buffers cimport Map, Vec, _map_free, _map_get, _map_init, _map_put
+from reasoner.kernel.buffers cimport Map, Vec, _low, _map_free, _map_get, _map_init, _map_put
 from reasoner.storage.table cimport ABSENT  # a row's new iteration when it is absent now
 
 cdef enum:
@@ -97,7 +97,7 @@ cdef inline list _prepare(Split* split, Vec* keys, Vec* states, Vec* aside, int6
         for i in range(keys.size):
             relation = keys.data[i] >> 32
             split.left[relation] += 1
-            if states.data[i] & <int64_t>0xFFFFFFFF == WIDE:  # uncast: a Python int
+            if _low(states.data[i]) == WIDE:
                 split.wide[relation] = True
         for relation in relations:
             m = split.left[relation]
@@ -145,9 +145,9 @@ cdef inline void _split(Split* split, Vec* keys, Vec* states) noexcept:
         if split.rows[relation] != NULL:
             j = split.left[relation] - 1
             split.left[relation] = j
-            split.rows[relation][j] = <int32_t>(keys.data[i] & <int64_t>0xFFFFFFFF)
+            split.rows[relation][j] = <int32_t>_low(keys.data[i])
             split.news[relation][j] = <int32_t>(states.data[i] >> 32)
-            count = states.data[i] & <int64_t>0xFFFFFFFF
+            count = _low(states.data[i])
             if count == WIDE:
                 count = _map_get(&split.aside, i, 0)
             if split.wide[relation]:

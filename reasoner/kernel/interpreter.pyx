@@ -710,7 +710,7 @@ cdef class Kernel:
         for d in range(self.d_key.size):
             key = self.d_key.data[d]
             table = <Table>self.tps[key >> 32]
-            row = key & <int64_t>0xFFFFFFFF  # uncast, the literal is a Python int
+            row = _low(key)
             count = self.d_change.data[d]
             if count == IN_TABLE:
                 count = _row_count(table, row)
@@ -897,7 +897,7 @@ cdef class Kernel:
             _vec_push(&self.ov_state, word)
         else:
             self.ov_state.data[e] = word
-        if word & <int64_t>0xFFFFFFFF == WIDE:
+        if _low(word) == WIDE:
             _vec_push(&self.ov_wide, e)
             _vec_push(&self.ov_wide, count)
         return 0
@@ -1696,7 +1696,7 @@ cdef class Kernel:
     cdef int _settle(self, int64_t key, int64_t change, int64_t o, int64_t k) except -1:
         """Apply head `key`'s count change at k (its committed iteration `o`)."""
         cdef int relation = <int>(key >> 32)
-        cdef int64_t row = key & <int64_t>0xFFFFFFFF
+        cdef int64_t row = _low(key)
         cdef Table t = self._table(relation)
         cdef int64_t x = self._n(relation, row, -1)  # -1: not recorded
         cdef Vec* handed

@@ -2,7 +2,8 @@
 C variables: `key & 0xFFFFFFFF` on an int64 compiled to two Python int allocations and a
 Python `&`, a row at a time, in the kernel's commit of staged heads and its Update's
 settling (both hot), and in the hand-over of an Update's record. Cast such a literal
-(`<int64_t>0xFFFFFFFF`), as reasoner/kernel/buffers.pxd does."""
+(`<int64_t>0xFFFFFFFF`); a key's row or a word's low half is `_low` in
+reasoner/kernel/buffers.pxd."""
 
 from __future__ import annotations
 
