@@ -29,6 +29,7 @@ import struct
 from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import replace
+from typing import NamedTuple
 
 from reasoner.analysis.model import AnalyzedProgram
 from reasoner.syntax.ast import (
@@ -1037,11 +1038,14 @@ def match(term: Term, value: object, binding: Binding, nested: bool = False) -> 
 
 
 def instantiations(
-    rule: Rule, rows: Mapping[str, Iterable[Row]]
+    rule: Rule,
+    rows: Mapping[str, Iterable[Row]],
+    newest: Mapping[str, Collection[Row]] | None = None,
 ) -> Iterator[tuple[Row, list[tuple[str, Row]]]]:
     """Every instantiation of `rule` over `rows` (relation -> the tuples of I_{k-1}):
-    (head tuple, [(relation, tuple) of each positive atom, in body order])."""
-    for binding, chosen in body_instantiations(rule, {}, rows):
+    (head tuple, [(relation, tuple) of each positive atom, in body order]); with `newest`
+    (N_{k-1}), only those of which a positive atom is in it."""
+    for binding, chosen in body_instantiations(rule, {}, rows, newest):
         try:
             head = tuple(stored(value_of(term, binding, rows)) for term in rule.head.args)
         except NoValue:
@@ -1050,11 +1054,27 @@ def instantiations(
 
 
 def body_instantiations(
-    rule: Rule, start: Binding, rows: Mapping[str, Iterable[Row]]
+    rule: Rule,
+    start: Binding,
+    rows: Mapping[str, Iterable[Row]],
+    newest: Mapping[str, Collection[Row]] | None = None,
 ) -> Iterator[tuple[Binding, list[tuple[str, Row]]]]:
     """Every way to satisfy `rule`'s body over `rows` extending `start`: (the binding, [(relation,
-    tuple) of each positive atom, in body order])."""
-    positives = [literal for literal in rule.body if isinstance(literal, Atom)]
+    tuple) of each positive atom, in body order]); with `newest`, only the ways of which a
+    positive atom takes a tuple of it.
+
+    The loops stay nested over whole relations; `newest` only cuts the choices that could not
+    qualify: once no later atom's relation has a newest tuple and none was chosen so far, the
+    atom at hand must take one (an iteration after the first counts only those instantiations,
+    and enumerating all of them again, iteration after iteration, was most of the Update
+    property test's time)."""
+    body = Body.of(rule)
+    positives = body.positives
+    # later[i]: whether an atom after the i-th may take a newest tuple.
+    later = [
+        newest is not None and any(newest.get(atom.relation) for atom in positives[i + 1 :])
+        for i in range(len(positives))
+    ]
     # A comparison is tested as soon as the atoms so far bind all its variables, not only
     # once every atom has a tuple: `finish` would test it on the same values, so this only
     # spares enumerating choices that cannot hold (a body of four atoms over 25 tuples each
@@ -1064,7 +1084,7 @@ def body_instantiations(
         for literal in rule.body
         if isinstance(literal, Comparison) and not aggregates_in(literal)
     ]
-    grounded = grounded_variables(positives)
+    grounded = body.grounded
 
     def tested(binding: Binding) -> bool:
         for comparison, names in tests:
@@ -1081,37 +1101,60 @@ def body_instantiations(
         return True
 
     def extend(
-        index: int, binding: Binding, chosen: list[tuple[str, Row]]
+        index: int, binding: Binding, chosen: list[tuple[str, Row]], found: bool
     ) -> Iterator[tuple[Binding, list[tuple[str, Row]]]]:
+        """`found`: a newest tuple is among `chosen` (always, without `newest`)."""
         if index == len(positives):
-            for complete in finishes(rule, binding, positives, chosen, rows):
-                yield complete, chosen
+            if found:
+                for complete in finishes(body, binding, chosen, rows):
+                    yield complete, chosen
             return
         atom = positives[index]
-        for row in rows.get(atom.relation, ()):
+        candidates = rows.get(atom.relation, ())
+        news: Collection[Row] = () if newest is None else newest.get(atom.relation, ())
+        if not found and not later[index]:
+            candidates = news  # the last atom that can take a newest tuple
+        for row in candidates:
             extended = unify(atom.args, row, binding)
             if extended is not None and tested(extended):
-                yield from extend(index + 1, extended, [*chosen, (atom.relation, row)])
+                now = found or row in news
+                yield from extend(index + 1, extended, [*chosen, (atom.relation, row)], now)
 
-    yield from extend(0, dict(start), [])
+    yield from extend(0, dict(start), [], newest is None)
+
+
+class Body(NamedTuple):
+    """A rule's body as `finish` reads it, taken apart once per enumeration rather than once
+    per instantiation."""
+
+    rule: Rule
+    positives: list[Atom]
+    comparisons: list[Comparison]
+    grounded: set[str]
+    """The variables the positive atoms bind."""
+    ranges: list[Functor]
+
+    @classmethod
+    def of(cls, rule: Rule) -> Body:
+        positives = [literal for literal in rule.body if isinstance(literal, Atom)]
+        comparisons = [literal for literal in rule.body if isinstance(literal, Comparison)]
+        return cls(rule, positives, comparisons, grounded_variables(positives), ranges_in(rule))
 
 
 def finishes(
-    rule: Rule,
+    body: Body,
     binding: Binding,
-    positives: list[Atom],
     chosen: list[tuple[str, Row]],
     rows: Mapping[str, Iterable[Row]],
 ) -> Iterator[Binding]:
     """`finish` once per choice of a value for each `range` of the rule: a range is chosen
     as soon as its bounds have values (they may need equalities, or other ranges)."""
-    ranges = ranges_in(rule)
-    comparisons = [literal for literal in rule.body if isinstance(literal, Comparison)]
+    ranges, comparisons = body.ranges, body.comparisons
 
     def choose(binding: Binding) -> Iterator[Binding]:
         binding = dict(binding)
         try:
-            bind_equalities(comparisons, binding, rows, grounded_variables(positives))
+            bind_equalities(comparisons, binding, rows, body.grounded)
         except NoValue:
             return
         for term in ranges:
@@ -1126,12 +1169,12 @@ def finishes(
             for value in range_values(bounds):
                 yield from choose({**binding, range_key(term): value})
             return
-        complete = finish(rule, binding, positives, chosen, rows)
+        complete = finish(body, binding, chosen, rows)
         if complete is not None:
             yield complete
 
     if not ranges:
-        complete = finish(rule, binding, positives, chosen, rows)
+        complete = finish(body, binding, chosen, rows)
         if complete is not None:
             yield complete
         return
@@ -1139,20 +1182,18 @@ def finishes(
 
 
 def finish(
-    rule: Rule,
+    body: Body,
     binding: Binding,
-    positives: list[Atom],
     chosen: list[tuple[str, Row]],
     rows: Mapping[str, Iterable[Row]],
 ) -> Binding | None:
     """The binding of a complete assignment to the positive atoms, with the variables that
     equalities bind, or None if the rest of the body fails or some expression has no value."""
     binding = dict(binding)
-    comparisons = [literal for literal in rule.body if isinstance(literal, Comparison)]
-    by_atoms = grounded_variables(positives)
+    rule, comparisons, by_atoms = body.rule, body.comparisons, body.grounded
     try:
         bind_equalities(comparisons, binding, rows, by_atoms)
-        for atom, (_, row) in zip(positives, chosen, strict=True):
+        for atom, (_, row) in zip(body.positives, chosen, strict=True):
             for term, value in zip(atom.args, row, strict=True):
                 if isinstance(term, BinaryOp | Functor | Aggregate | Cast) and not compare(
                     "=", value_of(term, binding, rows), value
@@ -1612,7 +1653,7 @@ def evaluate_stratum(
         for rule in rules:
             if newest is not None and not reads_own_relation(rule, stratum):
                 continue  # only atoms in N_{k-1} qualify, and N_{k-1} holds own tuples only
-            for head, body in instantiations(rule, current):
+            for head, body in instantiations(rule, current, newest):
                 qualifies = newest is None or any(
                     row in newest.get(relation, ()) for relation, row in body
                 )
