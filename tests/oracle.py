@@ -1654,11 +1654,12 @@ def evaluate_stratum(
             if newest is not None and not reads_own_relation(rule, stratum):
                 continue  # only atoms in N_{k-1} qualify, and N_{k-1} holds own tuples only
             for head, body in instantiations(rule, current, newest):
-                qualifies = newest is None or any(
+                # The definition's condition, which the enumeration already keeps to: checked,
+                # so that a choice it let through by mistake fails instead of counting.
+                assert newest is None or any(
                     row in newest.get(relation, ()) for relation, row in body
-                )
-                if qualifies:
-                    counts[rule.head.relation, head] += 1
+                ), (rule, body)
+                counts[rule.head.relation, head] += 1
         fresh = {key: count for key, count in counts.items() if key[1] not in own[key[0]]}
         fresh = filters(fresh, own)
         if not fresh:
