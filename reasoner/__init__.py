@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from reasoner.support.allocations import charging_to
     from reasoner.support.deadline import BootstrapCancelled, Cancellation, QueryTimeout
     from reasoner.support.jobs import JobsError, jobs_in_effect, requested_jobs, use_jobs
+    from reasoner.support.polars_on_demand import pl
     from reasoner.support.process_memory import give_back_memory
     from reasoner.syntax.lexer import IDENT, Token, tokenize
     from reasoner.syntax.preprocess import preprocess
@@ -108,6 +109,7 @@ _PUBLIC = {
     "jobs_in_effect": "reasoner.support.jobs",
     "requested_jobs": "reasoner.support.jobs",
     "use_jobs": "reasoner.support.jobs",
+    "pl": "reasoner.support.polars_on_demand",
     "IDENT": "reasoner.syntax.lexer",
     "Token": "reasoner.syntax.lexer",
     "tokenize": "reasoner.syntax.lexer",
@@ -127,7 +129,8 @@ _PUBLIC = {
 """The public API (`from reasoner import Materialization, Delta`): what the service, the
 benchmarks and users import instead of the modules that hold it (an import-linter contract
 keeps the service to it). Loaded on first use: `import reasoner` alone (the parser, the
-command line's start) does not pay for Polars."""
+command line's start) does not pay for Polars. Nor does a service that only starts: it names
+Polars as `pl` from here too, which imports it at the first attribute read."""
 
 _MODULES = {"floats": "reasoner.values.floats", "export": "reasoner.io.export"}
 """Modules of the public face: the float vocabulary (Soufflé's text of a float, JSON-safe
@@ -189,6 +192,7 @@ __all__ = [
     "is_internal",
     "jobs_in_effect",
     "parse_facts_batch",
+    "pl",
     "preprocess",
     "record_field",
     "relation_page",

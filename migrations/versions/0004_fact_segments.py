@@ -17,10 +17,13 @@ import io
 import json
 from collections.abc import Sequence
 from itertools import groupby
+from typing import TYPE_CHECKING
 
-import polars as pl
 import sqlalchemy as sa
 from alembic import op
+
+if TYPE_CHECKING:
+    import polars as pl
 
 revision: str = "0004"
 down_revision: str | None = "0003"
@@ -32,6 +35,8 @@ PRESENT = "present"
 
 def _segment(rows: list[list[object]]) -> bytes:
     """Rows of one relation (user values: ints and strings) as a segment of insertions."""
+    import polars as pl  # here: alembic loads every revision at each start, which needs none
+
     arity = len(rows[0])
     columns: dict[str, pl.Series] = {}
     for i in range(arity):
@@ -72,6 +77,8 @@ def upgrade() -> None:
 
 def _read_segment(data: bytes) -> pl.DataFrame:
     """A segment's entries: Arrow IPC, or JSON (`{"schema", "rows", "present"}`)."""
+    import polars as pl  # here: alembic loads every revision at each start, which needs none
+
     if bytes(data[:1]) != b"{":
         return pl.read_ipc(io.BytesIO(data))
     document = json.loads(data)
@@ -88,6 +95,8 @@ def _encode_values(row: Sequence[object]) -> str:
 
 
 def downgrade() -> None:
+    import polars as pl  # here: alembic loads every revision at each start, which needs none
+
     facts = op.create_table(
         "facts",
         sa.Column("relation", sa.String(length=255), nullable=False),

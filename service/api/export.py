@@ -14,11 +14,7 @@ import io
 import json
 from collections.abc import Iterator
 
-import polars as pl
-import pyarrow as pa
-import pyarrow.parquet as pq
-
-from reasoner import floats
+from reasoner import floats, pl
 from service.api.paging import FORMULA_STARTS, NDJSON
 
 MEDIA_TYPES = {
@@ -113,6 +109,9 @@ class _Drain(io.RawIOBase):
 
 
 def _binary(frames: Iterator[pl.DataFrame], fmt: str) -> Iterator[bytes]:
+    import pyarrow as pa  # here: the service starts without Arrow (and Polars) until a use
+    import pyarrow.parquet as pq
+
     sink = _Drain()
     writer: pa.ipc.RecordBatchStreamWriter | pq.ParquetWriter | None = None
     for frame in frames:

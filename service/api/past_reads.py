@@ -16,8 +16,6 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
-import polars as pl
-
 from reasoner import (
     Constants,
     Materialization,
@@ -27,6 +25,7 @@ from reasoner import (
     RowOrder,
     floats,
     frame_schema,
+    pl,
     relation_page,
 )
 from service.api.common import cursor_epoch

@@ -9,8 +9,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import polars as pl
-
+from reasoner import pl
 from service.store import segments
 
 Row = Sequence[Any]

@@ -24,10 +24,9 @@ from itertools import chain, pairwise
 from typing import Any, cast
 
 import numpy as np
-import polars as pl
-import pyarrow as pa
 from sqlalchemy import Connection, delete, func, insert, select, update
 
+from reasoner import pl
 from service.store import models, segments
 
 SYMBOL = "symbol"
@@ -80,6 +79,8 @@ def _strings(values: Sequence[str]) -> pl.Series:
 def _lists(rows: Sequence[tuple[int, ...]]) -> pl.Series:
     """Records as a column of lists, made from their fields laid end to end (a list per
     tuple through Polars took 20 s a million)."""
+    import pyarrow as pa  # here: the service starts without Arrow (and Polars) until a use
+
     offsets = np.zeros(len(rows) + 1, dtype=np.int64)
     np.cumsum(np.fromiter(map(len, rows), dtype=np.int64, count=len(rows)), out=offsets[1:])
     fields = np.fromiter(chain.from_iterable(rows), dtype=np.int64, count=int(offsets[-1]))

@@ -21,10 +21,9 @@ from datetime import UTC, datetime
 from itertools import groupby
 from typing import Any
 
-import polars as pl
 from sqlalchemy import Connection, Engine, delete, func, insert, select, tuple_, update
 
-from reasoner import FactBatch
+from reasoner import FactBatch, pl
 from service.store import interned, models, segments
 from service.store.change_pages import (
     ChangePage,

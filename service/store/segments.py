@@ -27,19 +27,17 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import numpy as np
-import polars as pl
+
+from reasoner import pl
 
 PRESENT = "present"
 """The column that says whether a segment's row was inserted (True) or retracted."""
-_DTYPES: dict[str, pl.DataType] = {
-    "Int64": pl.Int64(),
-    "UInt64": pl.UInt64(),
-    "String": pl.String(),
-}
-_DTYPE_NAMES: dict[pl.DataType, str] = {dtype: name for name, dtype in _DTYPES.items()}
+_DTYPE_NAMES: Final = frozenset({"Int64", "UInt64", "String"})
+"""The column types of a JSON segment, by the names of their Polars classes: Polars is
+imported where first used, which a service that only starts never does."""
 MAX_SEGMENT_ROWS = 1 << 20
 MAX_MERGED_BYTES = 1 << 28
 """Rows per segment at most (a larger delta writes several), and the bytes a merge may
@@ -77,7 +75,7 @@ def encode_rows(
     """A few entries as a JSON segment, without a Polars operation (each costs a fraction of
     a millisecond, which a write of one fact would pay several times)."""
     document = {
-        "schema": [[name, _DTYPE_NAMES[dtype]] for name, dtype in schema.items()],
+        "schema": [[name, _dtype_name(dtype)] for name, dtype in schema.items()],
         "rows": [list(row) for row in rows],
         PRESENT: list(present),
     }
@@ -89,11 +87,24 @@ def decode(data: bytes) -> pl.DataFrame:
     if bytes(data[:1]) != b"{":
         return pl.read_ipc(io.BytesIO(data))
     document = json.loads(data)
-    schema = {name: _DTYPES[kind] for name, kind in document["schema"]}
+    schema = {name: _dtype(kind) for name, kind in document["schema"]}
     columns = list(zip(*document["rows"], strict=True)) or [()] * len(schema)
     frame = {name: list(column) for name, column in zip(schema, columns, strict=True)}
     frame[PRESENT] = document[PRESENT]
     return pl.DataFrame(frame, schema={**schema, PRESENT: pl.Boolean()})
+
+
+def _dtype_name(dtype: pl.DataType) -> str:
+    name = type(dtype).__name__
+    if name not in _DTYPE_NAMES:
+        raise KeyError(dtype)
+    return name
+
+
+def _dtype(name: str) -> pl.DataType:
+    if name not in _DTYPE_NAMES:
+        raise KeyError(name)
+    return cast("pl.DataType", getattr(pl, name)())
 
 
 FLOAT_BITS = ":bits"

@@ -19,13 +19,12 @@ import weakref
 from collections.abc import Callable, Generator, Iterator
 from typing import Annotated, Literal
 
-import polars as pl
 from fastapi import Depends, Path, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response, StreamingResponse
 from starlette.background import BackgroundTask
 
-from reasoner import Materialization, RelationInfo, SymbolTable, export
+from reasoner import Materialization, RelationInfo, SymbolTable, export, pl
 from reasoner.errors import UNKNOWN_RELATION
 from service.api.bodies import require_json
 from service.api.deps import RuntimeDep, read_router
@@ -38,7 +37,7 @@ from service.schemas import QueryIn
 
 reads = read_router()
 
-BatchesMaker = Callable[[], Iterator[pl.DataFrame]]
+BatchesMaker = Callable[[], Iterator["pl.DataFrame"]]
 """What makes an export's batches, once its stream starts."""
 
 ExportFormat = Annotated[
