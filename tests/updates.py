@@ -11,7 +11,7 @@ from reasoner.elastic.epoch import Delta, EpochReport
 from reasoner.materialization import Materialization
 from reasoner.values import floats
 from reasoner.values.types import Value
-from tests.oracle import comparable, evaluate
+from tests.oracle.evaluation import comparable, evaluate
 
 
 def check_updates(

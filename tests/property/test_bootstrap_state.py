@@ -2,7 +2,7 @@
 
 Not only the tuple sets: every tuple's iteration of first derivation and its number of
 derivations in that iteration must equal the brute-force reading of the definition
-(tests/oracle.py), since Update relies on those numbers being exact.
+(tests/oracle/), since Update relies on those numbers being exact.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from reasoner.executors.local import vectorized
 from reasoner.executors.registry import EngineSettings
 from reasoner.materialization import Materialization
 from tests.conftest import examples
-from tests.oracle import comparable, evaluate
+from tests.oracle.evaluation import comparable, evaluate
 from tests.property.programs import GeneratedProgram, programs
 
 

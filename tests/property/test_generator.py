@@ -32,7 +32,10 @@ from reasoner.syntax.ast import (
     Variable,
     Wildcard,
 )
-from tests.oracle import State, aggregates_in, evaluate, stratify
+from tests.oracle.evaluation import evaluate
+from tests.oracle.strata import stratify
+from tests.oracle.terms import aggregates_in
+from tests.oracle.values import State
 from tests.property.programs import GeneratedProgram, deltas, programs
 
 # Each feature must occur in at least this many of the sampled programs.

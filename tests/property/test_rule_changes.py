@@ -22,7 +22,7 @@ from reasoner.elastic.program_text import rule_id
 from reasoner.materialization import Materialization
 from reasoner.syntax.parser import parse_program
 from tests.conftest import examples
-from tests.oracle import evaluate, visible
+from tests.oracle.evaluation import evaluate, visible
 from tests.property.programs import GeneratedProgram, deltas, programs
 from tests.updates import apply_recording_changes, assert_changes_lead_from
 

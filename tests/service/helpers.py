@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 
 from reasoner.analysis import check_program
-from tests.oracle import evaluate
+from tests.oracle.evaluation import evaluate
 
 PROBLEM_KEYS = {"type", "title", "status", "detail", "code"}
 

@@ -13,7 +13,7 @@ from reasoner.errors import ProgramError
 from reasoner.materialization import Materialization
 from reasoner.reads.query import compile_query, evaluate_query
 from reasoner.support.deadline import QueryTimeout
-from tests.oracle import evaluate
+from tests.oracle.evaluation import evaluate
 
 PROGRAM = """
 .decl edge(x: number, y: number)

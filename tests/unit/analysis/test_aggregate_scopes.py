@@ -13,7 +13,7 @@ from reasoner.elastic.epoch import Delta
 from reasoner.errors import UNSAFE_RULE, ProgramError
 from reasoner.executors.registry import EngineSettings
 from reasoner.materialization import Materialization
-from tests.oracle import evaluate, visible
+from tests.oracle.evaluation import evaluate, visible
 from tests.souffle_golden import Golden
 from tests.updates import check_updates
 

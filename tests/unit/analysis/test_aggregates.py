@@ -17,7 +17,7 @@ from reasoner.analysis import check_program
 from reasoner.elastic.epoch import Delta
 from reasoner.executors.registry import EngineSettings
 from reasoner.materialization import Materialization
-from tests.oracle import evaluate, visible
+from tests.oracle.evaluation import evaluate, visible
 from tests.updates import check_updates
 
 INT64_MAX = (1 << 63) - 1

@@ -1,6 +1,6 @@
 """The oracle against states computed by hand.
 
-Each expected state below was worked out on paper from the definition in tests/oracle.py;
+Each expected state below was worked out on paper from the definition in tests/oracle/;
 the comments show the derivations, so a reader can re-check them without running anything.
 """
 
@@ -11,7 +11,10 @@ from collections.abc import Iterable, Mapping
 import pytest
 
 from reasoner.analysis import check_program
-from tests.oracle import State, c_div, c_mod, evaluate, stratify, wrap
+from tests.oracle.arithmetic import c_div, c_mod, wrap
+from tests.oracle.evaluation import evaluate
+from tests.oracle.strata import stratify
+from tests.oracle.values import State
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1

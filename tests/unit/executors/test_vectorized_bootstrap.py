@@ -36,7 +36,8 @@ from reasoner.values.symbols import SymbolTable
 from reasoner.values.types import Value
 from tests.conftest import examples
 from tests.operators import OPERATORS_INPUTS, OPERATORS_PROGRAM
-from tests.oracle import NoValue, arithmetic
+from tests.oracle.arithmetic import arithmetic
+from tests.oracle.values import NoValue
 from tests.property.programs import GeneratedProgram, programs
 
 Inputs = Mapping[str, Iterable[Sequence[Value]]]

@@ -25,7 +25,7 @@ from reasoner.materialization import Materialization
 from reasoner.support.allocations import charging_to
 from reasoner.support.deadline import BootstrapCancelled
 from tests.conftest import examples
-from tests.oracle import comparable, evaluate
+from tests.oracle.evaluation import comparable, evaluate
 from tests.property.programs import GeneratedProgram, deltas, programs
 
 TC = """

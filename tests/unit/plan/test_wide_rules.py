@@ -7,7 +7,7 @@ expression on a stack, and these rules at the limits are its check.
 
 The reference Bootstrap, the local one (its per-tuple path on these small inputs, and Polars
 forced) and Update (the rule added, then facts inserted and retracted) must all leave the
-state the naive oracle defines (tests/oracle.py), Update also that of a fresh Bootstrap.
+state the naive oracle defines (tests/oracle/), Update also that of a fresh Bootstrap.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from reasoner.storage.state import State
 from reasoner.support.deadline import BootstrapCancelled, Cancellation
 from reasoner.syntax.parser import MAX_BODY_LITERALS, MAX_NESTING
 from reasoner.values.symbols import SymbolTable
-from tests.oracle import evaluate
+from tests.oracle.evaluation import evaluate
 
 DECLARATIONS = """\
 .decl e(x: number, y: number)

@@ -27,7 +27,9 @@ from reasoner.reads.proofs import (
 from reasoner.values.arith import wrap64
 from reasoner.values.records import AdtType, RecordType
 from tests.conftest import examples
-from tests.oracle import bits_of_float, instantiations, packed, read_record
+from tests.oracle.arithmetic import bits_of_float
+from tests.oracle.enumeration import instantiations
+from tests.oracle.records import packed, read_record
 from tests.property.programs import GeneratedProgram, programs
 
 TC = """

@@ -8,7 +8,7 @@ from reasoner.elastic.epoch import Delta
 from reasoner.materialization import Materialization
 from reasoner.syntax import parse_program
 from reasoner.syntax.lexer import tokenize
-from tests.oracle import evaluate
+from tests.oracle.evaluation import evaluate
 
 PROGRAM = """
 .comp Graph<N> {

@@ -26,7 +26,7 @@ from reasoner.materialization import Materialization
 from reasoner.reads.proofs import Explainer
 from reasoner.values import floats
 from reasoner.values.floats import FloatValue
-from tests.oracle import evaluate, visible
+from tests.oracle.evaluation import evaluate, visible
 from tests.queries import query_rows
 from tests.unit.executors.test_vectorized_bootstrap import _compare
 from tests.updates import check_updates

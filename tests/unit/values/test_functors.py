@@ -20,7 +20,7 @@ from reasoner.executors.registry import EngineSettings
 from reasoner.materialization import Materialization
 from reasoner.reads.query import compile_query, evaluate_query
 from reasoner.values import functors
-from tests.oracle import evaluate, visible
+from tests.oracle.evaluation import evaluate, visible
 from tests.unit.executors.test_vectorized_bootstrap import _compare
 from tests.updates import check_updates
 

@@ -34,7 +34,7 @@ from reasoner.values.records import (
 )
 from reasoner.values.symbols import SymbolTable
 from reasoner.values.types import NUMBER, SYMBOL, UNSIGNED
-from tests.oracle import evaluate, visible
+from tests.oracle.evaluation import evaluate, visible
 from tests.unit.executors.test_vectorized_bootstrap import _compare
 from tests.updates import check_updates
 

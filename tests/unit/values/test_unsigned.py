@@ -21,7 +21,7 @@ from reasoner.io.facts import parse_facts_text
 from reasoner.materialization import Materialization
 from reasoner.reads.proofs import Explainer
 from reasoner.reads.query import compile_query, evaluate_query
-from tests.oracle import evaluate, visible
+from tests.oracle.evaluation import evaluate, visible
 from tests.queries import query_rows
 from tests.unit.executors.test_vectorized_bootstrap import _compare
 from tests.updates import check_updates
