@@ -301,6 +301,14 @@ class FactBatch(Sequence[Row]):
         columns = [self._user_column(c) for c in range(len(self._types))]
         return zip(*(c if isinstance(c, list) else c.tolist() for c in columns), strict=True)
 
+    def type_names(self) -> dict[str, str]:
+        """The frame's schema by the names of its Polars types (`Int64`), without making the
+        frame, nor importing Polars, for an encoded batch."""
+        if self.encoded is None:
+            return {name: type(dtype).__name__ for name, dtype in self.frame.schema.items()}
+        names = column_names(len(self._types))
+        return {name: _DTYPE_NAMES[kind] for name, kind in zip(names, self._types, strict=True)}
+
     def _user_column(self, column: int, series: bool = False) -> Any:
         """An encoded column in user values: numbers as an array, symbols as a list of
         strings (a Polars column when `series`)."""

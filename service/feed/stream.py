@@ -363,7 +363,12 @@ class KeptChanges:
             if rows > CACHE_ROWS:
                 self._kept = None
             if self._kept is not None:
-                values = facts.frame.rows() if isinstance(facts, FactBatch) else list(facts)
+                # A batch as read (numbers and symbols) gives its rows with no frame made
+                values = (
+                    facts.frame.rows()
+                    if isinstance(facts, FactBatch) and facts.encoded is None
+                    else list(facts)
+                )
                 self._kept.append(ChangeItem(self._epoch, relation, present, values))
             yield chunk
 

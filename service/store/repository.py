@@ -524,11 +524,19 @@ def _segments_of(
     count = len(facts)
     if not count:
         return
+    if count <= segments.SMALL_ROWS and isinstance(facts, FactBatch) and facts.encoded is not None:
+        # Numbers and symbols as read: their rows as text, with no frame (a write of a few
+        # facts to a fresh server imported Polars for this, a fifth of a second)
+        yield count, segments.encode_rows(facts.type_names(), list(facts), [present] * count)
+        return
     values = facts.frame if isinstance(facts, FactBatch) else pl.DataFrame()
     values = segments.stored_columns(values)
     if count <= segments.SMALL_ROWS:
         rows = values.rows() if values.width else [()] * count
-        yield count, segments.encode_rows(values.schema, rows, [present] * count)
+        yield (
+            count,
+            segments.encode_rows(segments.type_names(values.schema), rows, [present] * count),
+        )
         return
     if values.width:
         log = segments.entries(values, present)

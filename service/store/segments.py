@@ -63,19 +63,19 @@ def encode(log: pl.DataFrame) -> bytes | memoryview:
     copy), or JSON for a few rows (`SMALL_ROWS`)."""
     if log.height <= SMALL_ROWS:
         values = log.select(_values(log))
-        return encode_rows(values.schema, values.rows(), log[PRESENT].to_list())
+        return encode_rows(type_names(values.schema), values.rows(), log[PRESENT].to_list())
     buffer = io.BytesIO()
     log.write_ipc(buffer, compression=COMPRESSION)
     return buffer.getbuffer()
 
 
 def encode_rows(
-    schema: Mapping[str, pl.DataType], rows: Sequence[Sequence[Any]], present: Sequence[bool]
+    schema: Mapping[str, str], rows: Sequence[Sequence[Any]], present: Sequence[bool]
 ) -> bytes:
     """A few entries as a JSON segment, without a Polars operation (each costs a fraction of
     a millisecond, which a write of one fact would pay several times)."""
     document = {
-        "schema": [[name, _dtype_name(dtype)] for name, dtype in schema.items()],
+        "schema": [[name, _checked(kind)] for name, kind in schema.items()],
         "rows": [list(row) for row in rows],
         PRESENT: list(present),
     }
@@ -94,10 +94,14 @@ def decode(data: bytes) -> pl.DataFrame:
     return pl.DataFrame(frame, schema={**schema, PRESENT: pl.Boolean()})
 
 
-def _dtype_name(dtype: pl.DataType) -> str:
-    name = type(dtype).__name__
+def type_names(schema: Mapping[str, pl.DataType]) -> dict[str, str]:
+    """A frame's schema as `encode_rows` takes it: the names of the columns' Polars types."""
+    return {name: type(dtype).__name__ for name, dtype in schema.items()}
+
+
+def _checked(name: str) -> str:
     if name not in _DTYPE_NAMES:
-        raise KeyError(dtype)
+        raise KeyError(name)
     return name
 
 
