@@ -302,10 +302,9 @@ class FactBatch(Sequence[Row]):
         return zip(*(c if isinstance(c, list) else c.tolist() for c in columns), strict=True)
 
     def type_names(self) -> dict[str, str]:
-        """The frame's schema by the names of its Polars types (`Int64`), without making the
-        frame, nor importing Polars, for an encoded batch."""
-        if self.encoded is None:
-            return {name: type(dtype).__name__ for name, dtype in self.frame.schema.items()}
+        """An encoded batch's frame schema by the names of its Polars types (`Int64`),
+        without making the frame or importing Polars (a frame's own schema says as much)."""
+        assert self.encoded is not None
         names = column_names(len(self._types))
         return {name: _DTYPE_NAMES[kind] for name, kind in zip(names, self._types, strict=True)}
 

@@ -106,9 +106,7 @@ def _checked(name: str) -> str:
 
 
 def _dtype(name: str) -> pl.DataType:
-    if name not in _DTYPE_NAMES:
-        raise KeyError(name)
-    return cast("pl.DataType", getattr(pl, name)())
+    return cast("pl.DataType", getattr(pl, _checked(name))())
 
 
 FLOAT_BITS = ":bits"
