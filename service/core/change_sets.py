@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from reasoner import EpochChanges, Materialization, is_internal
-from service.store.repository import ChangeChunk
+from service.store.fact_log import ChangeChunk
 
 
 def change_chunks(changes: EpochChanges) -> Iterator[ChangeChunk]:

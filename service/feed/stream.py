@@ -42,7 +42,8 @@ from service.feed.sender import Sender
 from service.problems import CHANGES_EXPIRED, Problem, problem_body
 from service.settings import Settings
 from service.store.change_pages import ChangeItem
-from service.store.repository import ChangeChunk, Store
+from service.store.fact_log import ChangeChunk
+from service.store.repository import Store
 
 if TYPE_CHECKING:  # handed in by the runtime: the feed sits under the write path
     from service.core.write_priority import WritePriority

@@ -5,9 +5,9 @@ new program text and its epoch row) before the materialization applies it; `reco
 completes the epoch row afterwards. Losing that second write is harmless: the epoch's effect is
 in the committed facts and program, and a restart rebuilds from them.
 
-Facts are written as columnar segments (`service.store.segments`): a delta appends its
-rows of each relation it changes, in the same transaction, and merges the relation's newest
-segments as `segments.merge_start` says.
+Facts are written as each relation's log of columnar segments (`service.store.fact_log`): a
+delta appends its rows of each relation it changes, in the same transaction, and merges the
+relation's newest segments as `segments.merge_start` says.
 """
 
 from __future__ import annotations
@@ -15,15 +15,14 @@ from __future__ import annotations
 import heapq
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from itertools import groupby
 from typing import Any
 
 from sqlalchemy import Connection, Engine, delete, func, insert, select, tuple_, update
 
-from reasoner import FactBatch, pl
+from reasoner import pl
 from service.store import interned, models, segments
 from service.store.change_pages import (
     ChangePage,
@@ -33,14 +32,16 @@ from service.store.change_pages import (
     page_items,
 )
 from service.store.database import create_database_engine, upgrade
+from service.store.fact_log import (
+    ChangeChunk,
+    Facts,
+    append_segments,
+    merge_newest,
+    read_facts,
+    write_changes,
+)
 from service.store.interned import Interned
 
-Row = Sequence[Any]
-Facts = FactBatch | Sequence[Row]
-"""One relation's facts: a batch, or rows of a relation of arity 0 (`()`)."""
-ChangeChunk = tuple[str, bool, Facts]
-"""Part of an epoch's change set: (relation, present, rows), present True for rows the
-relation gained, False for rows it lost."""
 QUARANTINED = "quarantined"
 """The status of an epoch whose program a rebuild could not evaluate."""
 DECODED_CHUNKS = 4
@@ -153,7 +154,7 @@ class Store:
         now = _now()
         numbering = numbering or Interned()
         with self.engine.begin() as connection:
-            stored = _write_changes(connection, 0, changes)
+            stored = write_changes(connection, 0, changes)
             self._append_interned(connection, 0, numbering)
             connection.execute(
                 insert(models.programs).values(epoch=0, text=program_text, created_at=now)
@@ -261,7 +262,7 @@ class Store:
         with self.engine.begin() as connection:
             if numbering.first_symbol == numbering.first_record == 0:  # numbered anew
                 connection.execute(delete(models.interned))
-            stored = _write_changes(connection, number, changes)
+            stored = write_changes(connection, number, changes)
             self._append_interned(connection, number, numbering)
             if self._resets is not None:
                 self._resets.append(number)
@@ -296,10 +297,10 @@ class Store:
             for relation in dict.fromkeys([*record.retracts, *record.inserts]):
                 retracted = record.retracts.get(relation, ())
                 inserted = record.inserts.get(relation, ())
-                _append_segments(connection, relation, record.number, retracted, present=False)
-                _append_segments(connection, relation, record.number, inserted, present=True)
-                _merge_newest(connection, relation)
-            stored = _write_changes(connection, record.number, record.changes)
+                append_segments(connection, relation, record.number, retracted, present=False)
+                append_segments(connection, relation, record.number, inserted, present=True)
+                merge_newest(connection, relation)
+            stored = write_changes(connection, record.number, record.changes)
             self._append_interned(connection, record.number, record.interned)
             self._write_epoch(connection, record, stored)
             _write_reports(connection, record.reports)
@@ -515,114 +516,3 @@ def _aware(row: dict[str, Any]) -> dict[str, Any]:
         if isinstance(value, datetime) and value.tzinfo is None:
             row[key] = value.replace(tzinfo=UTC)
     return row
-
-
-def _segments_of(
-    facts: Facts, *, present: bool, max_rows: int
-) -> Iterator[tuple[int, bytes | memoryview]]:
-    """`facts` as segments of at most `max_rows` entries each: (rows, blob)."""
-    count = len(facts)
-    if not count:
-        return
-    if count <= segments.SMALL_ROWS and isinstance(facts, FactBatch) and facts.encoded is not None:
-        # Numbers and symbols as read: their rows as text, with no frame (a write of a few
-        # facts to a fresh server imported Polars for this, a fifth of a second)
-        yield count, segments.encode_rows(facts.type_names(), list(facts), [present] * count)
-        return
-    values = facts.frame if isinstance(facts, FactBatch) else pl.DataFrame()
-    values = segments.stored_columns(values)
-    if count <= segments.SMALL_ROWS:
-        rows = values.rows() if values.width else [()] * count
-        yield (
-            count,
-            segments.encode_rows(segments.type_names(values.schema), rows, [present] * count),
-        )
-        return
-    if values.width:
-        log = segments.entries(values, present)
-    else:
-        log = pl.DataFrame({segments.PRESENT: [present] * count})
-    for start in range(0, count, max_rows):
-        part = log.slice(start, max_rows)
-        yield part.height, segments.encode(part)
-
-
-def _append_segments(
-    connection: Connection, relation: str, epoch: int, facts: Facts, *, present: bool
-) -> None:
-    """`facts` as the newest segments of `relation`'s log (one per `MAX_SEGMENT_ROWS`)."""
-    for rows, data in _segments_of(facts, present=present, max_rows=segments.MAX_SEGMENT_ROWS):
-        connection.execute(
-            insert(models.fact_segments).values(
-                relation=relation, epoch=epoch, rows=rows, data=data
-            )
-        )
-
-
-def _write_changes(connection: Connection, epoch: int, changes: Iterable[ChangeChunk]) -> int:
-    """An epoch's change set as rows of `epoch_changes`, in the order given, a chunk of at
-    most `CHANGE_CHUNK_ROWS` rows each (a page of the feed decodes little beyond its own
-    rows); how many rows it holds."""
-    stored = 0
-    seq = 0
-    for relation, present, facts in changes:
-        for rows, data in _segments_of(facts, present=present, max_rows=segments.CHANGE_CHUNK_ROWS):
-            connection.execute(
-                insert(models.epoch_changes).values(
-                    epoch=epoch, seq=seq, relation=relation, rows=rows, data=data
-                )
-            )
-            seq += 1
-            stored += rows
-    return stored
-
-
-def _merge_newest(connection: Connection, relation: str) -> None:
-    """Fold the newest segments of `relation` into one when `segments.merge_start` says so.
-    The merged segment takes the place (id) of the newest, so the log's order stays."""
-    table = models.fact_segments
-    log = connection.execute(
-        select(table.c.id, table.c.rows, func.length(table.c.data))
-        .where(table.c.relation == relation)
-        .order_by(table.c.id)
-    ).all()
-    start = segments.merge_start([(rows, size) for _, rows, size in log])
-    if start is None:
-        return
-    ids = [segment_id for segment_id, _, _ in log[start:]]
-    frames = [
-        segments.decode(data)
-        for (data,) in connection.execute(
-            select(table.c.data).where(table.c.id.in_(ids)).order_by(table.c.id)
-        )
-    ]
-    newest = segments.newest_shape(frames)
-    if newest > 0:  # the relation changed shape: what came before folds to nothing
-        connection.execute(
-            delete(table).where(table.c.relation == relation, table.c.id < ids[newest])
-        )
-        return
-    merged = segments.fold(frames, complete=start == 0)
-    connection.execute(delete(table).where(table.c.id.in_(ids[:-1])))
-    if merged.height:
-        connection.execute(
-            update(table)
-            .where(table.c.id == ids[-1])
-            .values(rows=merged.height, data=segments.encode(merged))
-        )
-    else:
-        connection.execute(delete(table).where(table.c.id == ids[-1]))
-
-
-def read_facts(connection: Connection) -> dict[str, Facts]:
-    """Every relation's facts: its log of segments, folded."""
-    table = models.fact_segments
-    result = connection.execute(
-        select(table.c.relation, table.c.data).order_by(table.c.relation, table.c.id)
-    )
-    facts: dict[str, Facts] = {}
-    for relation, group in groupby(result, key=lambda row: row[0]):
-        net = segments.fold([segments.decode(data) for _, data in group], complete=True)
-        values = segments.user_columns(net.drop(segments.PRESENT))
-        facts[relation] = FactBatch(values) if values.width else [()] * net.height
-    return facts

@@ -19,7 +19,7 @@ from sqlalchemy import create_engine, func, select
 from reasoner.elastic.program_text import ProgramText
 from reasoner.materialization import Materialization
 from service.store import models
-from service.store.repository import read_facts
+from service.store.fact_log import read_facts
 
 Row = tuple[Any, ...]
 

@@ -12,7 +12,8 @@ from alembic.config import Config
 from reasoner.io.batch import FactBatch
 from service.settings import Settings
 from service.store.database import MIGRATIONS_DIR, create_database_engine, upgrade
-from service.store.repository import DeltaRecord, Store, read_facts
+from service.store.fact_log import read_facts
+from service.store.repository import DeltaRecord, Store
 from tests.service.conftest import READ_TOKEN, Databases, Server
 
 
