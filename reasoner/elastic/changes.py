@@ -156,10 +156,14 @@ class EpochChanges:
     def batches(self, name: str) -> tuple[Facts, Facts]:
         """`name`'s (retracted, inserted) rows in user values as columns, in no particular
         order (putting 3 M rows in value order took longer than all else a store does with
-        them): what a store writes, with no Python object per row."""
+        them): what a store writes, with no Python object per row. A side without rows is
+        `[]`, as is a relation of arity 0's: no batch is made (a float relation's would
+        import Polars, in a server that never needs it for a write of other relations)."""
         gone, new = self.diff(name)
         return tuple(  # type: ignore[return-value]  # two sides
-            self._batch_of(info, side.columns(info.arity)) if info.arity else [()] * len(side)
+            self._batch_of(info, side.columns(info.arity))
+            if info.arity and len(side)
+            else [()] * len(side)
             for info, side in zip(self._infos(name), (gone, new), strict=True)
         )
 

@@ -19,7 +19,8 @@ from service.store import models, segments
 
 Row = Sequence[Any]
 Facts = FactBatch | Sequence[Row]
-"""One relation's facts: a batch, or rows of a relation of arity 0 (`()`)."""
+"""One relation's facts: a batch, or rows (of a relation of arity 0, `()`; or a few rows in
+user values, read back from JSON segments)."""
 ChangeChunk = tuple[str, bool, Facts]
 """Part of an epoch's change set: (relation, present, rows), present True for rows the
 relation gained, False for rows it lost."""
@@ -32,10 +33,14 @@ def segments_of(
     count = len(facts)
     if not count:
         return
-    if count <= segments.SMALL_ROWS and isinstance(facts, FactBatch) and facts.encoded is not None:
-        # Numbers and symbols as read: their rows as text, with no frame (a write of a few
-        # facts to a fresh server imported Polars for this, a fifth of a second)
-        yield count, segments.encode_rows(facts.type_names(), list(facts), [present] * count)
+    if count <= segments.SMALL_ROWS and (
+        not isinstance(facts, FactBatch) or facts.encoded is not None
+    ):
+        # Numbers and symbols as read, or a relation of arity 0: their rows as text, with no
+        # frame (a write of a few facts to a fresh server imported Polars for this, a fifth
+        # of a second)
+        names = facts.type_names() if isinstance(facts, FactBatch) else {}
+        yield count, segments.encode_rows(names, list(facts), [present] * count)
         return
     values = facts.frame if isinstance(facts, FactBatch) else pl.DataFrame()
     values = segments.stored_columns(values)
@@ -98,28 +103,43 @@ def merge_newest(connection: Connection, relation: str) -> None:
     if start is None:
         return
     ids = [segment_id for segment_id, _, _ in log[start:]]
-    frames = [
-        segments.decode(data)
-        for (data,) in connection.execute(
-            select(table.c.data).where(table.c.id.in_(ids)).order_by(table.c.id)
-        )
-    ]
-    newest = segments.newest_shape(frames)
-    if newest > 0:  # the relation changed shape: what came before folds to nothing
+    blobs = connection.execute(
+        select(table.c.data).where(table.c.id.in_(ids)).order_by(table.c.id)
+    ).scalars()
+    merged = _merged(list(blobs), complete=start == 0)
+    if isinstance(merged, int):  # the relation changed shape: what came before folds to nothing
         connection.execute(
-            delete(table).where(table.c.relation == relation, table.c.id < ids[newest])
+            delete(table).where(table.c.relation == relation, table.c.id < ids[merged])
         )
         return
-    merged = segments.fold(frames, complete=start == 0)
+    rows, data = merged
     connection.execute(delete(table).where(table.c.id.in_(ids[:-1])))
-    if merged.height:
-        connection.execute(
-            update(table)
-            .where(table.c.id == ids[-1])
-            .values(rows=merged.height, data=segments.encode(merged))
-        )
+    if rows:
+        connection.execute(update(table).where(table.c.id == ids[-1]).values(rows=rows, data=data))
     else:
         connection.execute(delete(table).where(table.c.id == ids[-1]))
+
+
+def _merged(blobs: list[bytes], *, complete: bool) -> int | tuple[int, bytes | memoryview]:
+    """Consecutive segments folded into one: its rows and blob; or, when they are not all of
+    the newest shape, where that shape begins. JSON segments fold in Python, and stay JSON
+    when the result is small: a relation written a few facts at a time never needs Polars."""
+    if all(map(segments.is_small, blobs)):
+        small = [segments.read_small(data) for data in blobs]
+        newest = segments.newest_shape(small)
+        if newest > 0:
+            return newest
+        folded = segments.fold_small(small, complete=complete)
+        if len(folded.rows) <= segments.SMALL_ROWS:
+            return len(folded.rows), folded.encode()
+        frame = folded.frame()
+    else:
+        frames = [segments.decode(data) for data in blobs]
+        newest = segments.newest_shape(frames)
+        if newest > 0:
+            return newest
+        frame = segments.fold(frames, complete=complete)
+    return frame.height, segments.encode(frame)
 
 
 def read_facts(connection: Connection) -> dict[str, Facts]:
@@ -130,7 +150,12 @@ def read_facts(connection: Connection) -> dict[str, Facts]:
     )
     facts: dict[str, Facts] = {}
     for relation, group in groupby(result, key=lambda row: row[0]):
-        net = segments.fold([segments.decode(data) for _, data in group], complete=True)
+        blobs = [data for _, data in group]
+        if all(map(segments.is_small, blobs)):  # a few facts: rows, without Polars
+            small = [segments.read_small(data) for data in blobs]
+            facts[relation] = segments.fold_small(small, complete=True).user_rows()
+            continue
+        net = segments.fold([segments.decode(data) for data in blobs], complete=True)
         values = segments.user_columns(net.drop(segments.PRESENT))
         facts[relation] = FactBatch(values) if values.width else [()] * net.height
     return facts

@@ -7,12 +7,15 @@ from __future__ import annotations
 import random
 
 import polars as pl
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sqlalchemy import func, select
 
 from reasoner.io.batch import FactBatch
 from service.settings import Settings
 from service.store import models, segments
 from service.store.repository import DeltaRecord, Store
+from tests.conftest import examples
 from tests.service.conftest import Databases
 
 TYPES = ("number", "symbol")
@@ -115,3 +118,49 @@ def test_fold_keeps_the_last_entry_of_each_row() -> None:
     assert sorted(partial.rows()) == [(1, "a", True), (3, "c", True)]
     for log in (partial, pl.concat([partial] * (segments.SMALL_ROWS // 2 + 1))):
         assert segments.decode(segments.encode(log)).equals(log)  # as JSON, then as Arrow
+
+
+_SHAPES = {
+    "numbers and symbols": (("c0", "Int64"), ("c1", "String")),
+    "unsigned and a float's bits": (("c0", "UInt64"), ("c1:bits", "Int64")),
+    "arity 0": (),
+}
+
+
+def _value(kind: str, draw: int) -> object:
+    return {"Int64": draw - 3, "UInt64": (1 << 64) - 1 - draw, "String": "sé"[draw % 2] * draw}[
+        kind
+    ]
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(sorted(_SHAPES)),
+            st.lists(st.tuples(st.integers(0, 4), st.integers(0, 4), st.booleans()), max_size=6),
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+    st.booleans(),
+)
+def test_json_segments_fold_in_python_as_in_polars(
+    log: list[tuple[str, list[tuple[int, int, bool]]]], complete: bool
+) -> None:
+    """A restart or a merge of a relation written a few facts at a time folds its JSON
+    segments without Polars (`fold_small`): the same entries, in the same order (its
+    symbols are interned in that order when they are numbered anew), as `fold` of frames."""
+    parts = []
+    for shape, entries in log:
+        schema = _SHAPES[shape]
+        distinct = {
+            tuple(_value(k, (a, b)[c]) for c, (_, k) in enumerate(schema)): p for a, b, p in entries
+        }
+        parts.append(segments.SmallSegment(schema, list(distinct), list(distinct.values())))
+    if not complete and segments.newest_shape(parts):
+        return  # a merge meets one shape only (`newest_shape` is checked first)
+    blobs = [part.encode() for part in parts]
+    frames = [segments.decode(blob) for blob in blobs]
+    folded = segments.fold_small([segments.read_small(blob) for blob in blobs], complete=complete)
+    assert folded.frame().equals(segments.fold(frames, complete=complete))
