@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import numpy as np
@@ -52,7 +52,7 @@ from reasoner.storage import TupleSet
 from reasoner.storage.state import State, Tuple
 from reasoner.support.concurrency import ReadWriteLock, read_optimistically
 from reasoner.support.deadline import Check, clock
-from reasoner.support.process_memory import given_back_after
+from reasoner.support.process_memory import given_back_after, mark_peak, peak_memory_bytes
 from reasoner.syntax.preprocess import preprocess
 from reasoner.values.functor_library import FunctorLibrary
 from reasoner.values.symbols import SymbolTable, TableMark
@@ -365,10 +365,17 @@ class Materialization:
                     strata=(),
                     changes={} if include_changes else None,
                     warnings=prepared.warnings,
+                    state_bytes=self.state.nbytes,
                 )
             replaced = self.state.nbytes  # freed if the epoch bootstraps
+            marked = mark_peak()
             report = apply_epoch(
                 self, prepared, start, strategy, include_changes, check, before_publish
+            )
+            report = replace(
+                report,
+                state_bytes=self.state.nbytes,
+                peak_memory_bytes=peak_memory_bytes() if marked else None,
             )
         given_back_after(report.seconds, replaced if report.strategy == BOOTSTRAP else 0)
         return report

@@ -117,6 +117,19 @@ class WarningOut(_FromEngine):
     filename: str | None = None
 
 
+STATE_BYTES = (
+    "The bytes the state's tables held once the epoch was published; null for an epoch of a "
+    "version that did not record it."
+)
+PEAK_MEMORY_BYTES = (
+    "The server process's peak resident set while the epoch was evaluated and committed, "
+    "counted from what was resident when it began: what the epoch needed of the machine, "
+    "beside the state it left. Other stores' work and reads at the same time count too. Null "
+    "where the system cannot measure it, for the epoch that created the store, and for an "
+    "epoch of a version that did not record it."
+)
+
+
 class EpochSummary(_FromEngine):
     """What evaluating one epoch did (the engine's `EpochReport`): the answer to a write,
     and what its row in the store keeps for `GET /v1/epochs`."""
@@ -136,6 +149,8 @@ class EpochSummary(_FromEngine):
         description="Of a Bootstrap an Update fell back to: the strata that Update went "
         "through, with their forecasts, the last being where it stopped.",
     )
+    state_bytes: int | None = Field(None, description=STATE_BYTES)
+    peak_memory_bytes: int | None = Field(None, description=PEAK_MEMORY_BYTES)
 
 
 class EpochOut(EpochSummary):
@@ -353,6 +368,8 @@ class EpochRecord(BaseModel):
         description="Of a Bootstrap an Update fell back to: the strata that Update went "
         "through (empty too for an epoch kept before they were).",
     )
+    state_bytes: int | None = Field(None, description=STATE_BYTES)
+    peak_memory_bytes: int | None = Field(None, description=PEAK_MEMORY_BYTES)
     failure: str | None = Field(
         None, description="Why a quarantined epoch could not be evaluated (an error code)."
     )

@@ -187,10 +187,10 @@ def _progress_line(record: EpochRecord) -> str:
         f"epoch {report.epoch:>3}  {strategy:<22} {report.seconds:9.3f}s  "
         f"facts +{record.facts_inserted} -{record.facts_retracted}  "
         f"derived +{report.inserted} -{report.retracted}  "
-        f"state {record.state_bytes / 2**20:,.0f} MB"
+        f"state {(report.state_bytes or 0) / 2**20:,.0f} MB"
     )
-    if record.peak_memory_bytes is not None:
-        line += f", peak {record.peak_memory_bytes / 2**20:,.0f} MB"
+    if report.peak_memory_bytes is not None:
+        line += f", peak {report.peak_memory_bytes / 2**20:,.0f} MB"
     if record.check_seconds is not None:
         verdict = "FAILED" if record.differences else "ok"
         line += f"  check {verdict} ({record.check_seconds:.3f}s)"

@@ -41,12 +41,6 @@ class EpochRecord:
     differences: dict[str, int] | None = None
     """Per relation, tuples whose presence, iteration or count differ from a fresh Bootstrap
     (empty: the check passed); None when not checked."""
-    state_bytes: int = 0
-    """The state's size after the epoch (`State.nbytes`)."""
-    peak_memory_bytes: int | None = None
-    """The process's peak resident set during the epoch, counted from what was resident when
-    it began (reading files and the check excluded); None where the system cannot mark a
-    peak."""
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -55,8 +49,6 @@ class EpochRecord:
             "facts_retracted": self.facts_retracted,
             "check_seconds": self.check_seconds,
             "differences": self.differences,
-            "state_bytes": self.state_bytes,
-            "peak_memory_bytes": self.peak_memory_bytes,
         }
 
 
@@ -98,46 +90,22 @@ def replay(
     m.load(initial)
     report = m.bootstrap(progress=progress)
     seconds = time.perf_counter() - start
-    yield _observed(
-        m,
-        _measured(
-            m,
-            EpochRecord(
-                replace(report.as_epoch(0, m.derived_size()), seconds=seconds),
-                facts_inserted=_distinct(initial),
-                facts_retracted=0,
-            ),
-            marked,
-        ),
-        check,
-        observe,
-    )
-    for epoch in workload.epochs:
-        marked = mark_peak()
-        applied = m.apply(Delta(insert=epoch.insert, retract=epoch.retract), strategy=strategy)
-        yield _observed(
-            m,
-            _measured(
-                m,
-                EpochRecord(
-                    applied,
-                    facts_inserted=_distinct(epoch.insert),
-                    facts_retracted=_distinct(epoch.retract),
-                ),
-                marked,
-            ),
-            check,
-            observe,
-        )
-
-
-def _measured(m: Materialization, record: EpochRecord, marked: bool) -> EpochRecord:
-    """`record` with the state's size and, when the epoch began with a marked peak, its own."""
-    return replace(
-        record,
+    first = replace(  # measured as `Materialization.apply` measures the epochs after it
+        report.as_epoch(0, m.derived_size()),
+        seconds=seconds,
         state_bytes=m.state.nbytes,
         peak_memory_bytes=peak_memory_bytes() if marked else None,
     )
+    record = EpochRecord(first, facts_inserted=_distinct(initial), facts_retracted=0)
+    yield _observed(m, record, check, observe)
+    for epoch in workload.epochs:
+        applied = m.apply(Delta(insert=epoch.insert, retract=epoch.retract), strategy=strategy)
+        record = EpochRecord(
+            applied,
+            facts_inserted=_distinct(epoch.insert),
+            facts_retracted=_distinct(epoch.retract),
+        )
+        yield _observed(m, record, check, observe)
 
 
 def _distinct(facts: Facts) -> int:

@@ -100,6 +100,14 @@ class EpochReport:
     update_strata: tuple[StratumReport, ...] = ()
     """Of a Bootstrap that an Update fell back to: the strata that Update went through, with
     their forecasts, the last being where it stopped."""
+    state_bytes: int | None = None
+    """The state's size once the epoch is published (`State.nbytes`)."""
+    peak_memory_bytes: int | None = None
+    """The process's peak resident set while the epoch was evaluated and published, counted
+    from what was resident when it began (`reasoner.support.process_memory.mark_peak`): the
+    figure that sizes the machine, beside the state's. It is the process's, so whatever else
+    the process held meanwhile counts too. None where the system cannot mark a peak, and for
+    a delta that changes nothing."""
 
     @property
     def changed(self) -> bool:
@@ -120,6 +128,8 @@ class EpochReport:
             "retracted": self.retracted,
             "strata": [s.as_json() for s in self.strata],
             "update_strata": [s.as_json() for s in self.update_strata],
+            "state_bytes": self.state_bytes,
+            "peak_memory_bytes": self.peak_memory_bytes,
         }
 
 

@@ -35,6 +35,7 @@ from collections.abc import (
 )
 from concurrent.futures import Future
 from contextlib import asynccontextmanager, contextmanager
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from sqlalchemy.exc import SQLAlchemyError
@@ -277,7 +278,8 @@ class Runtime:
         self.memory.settle()
         self.startup_seconds = time.perf_counter() - start
         if rebuilt.new:
-            self.store.record_reports({0: report_row(report.as_epoch(0, m.derived_size()))})
+            first = replace(report.as_epoch(0, m.derived_size()), state_bytes=m.state.nbytes)
+            self.store.record_reports({0: report_row(first)})
         self.log.info(
             "ready at epoch %d: bootstrap %.3fs (%s: %s), start-up %.3fs%s",
             self.epoch,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     Column,
     DateTime,
@@ -88,6 +89,10 @@ epochs = Table(
     # Of a Bootstrap an Update fell back to: the strata that Update went through (NULL: an
     # epoch of a version that did not keep them).
     Column("update_strata", JSON, nullable=True),
+    # The state's bytes once the epoch was published, and the process's peak resident set
+    # while it ran (NULL: an epoch of a version that did not record them, or no peak known).
+    Column("state_bytes", BigInteger, nullable=True),
+    Column("peak_memory_bytes", BigInteger, nullable=True),
     Column("failure", Text, nullable=True),
     # Rows of the epoch's change set in `epoch_changes`; NULL: not stored (an epoch from
     # before the change feed, or pruned past the retention).

@@ -146,6 +146,12 @@ def test_rules_facts_queries_removal_retraction(server: Server) -> None:
     # Per stratum, the switch's forecast; of a fallback, where the Update stopped.
     assert one["strata"] == delta["strata"] and "forecast_seconds" in one["strata"][0]
     assert one["update_strata"] == delta["update_strata"]
+    # What the epoch needed of the machine, beside the state it left (a Linux process can
+    # mark its peak: the server's own, from the epoch's start).
+    assert one["state_bytes"] == delta["state_bytes"] > 0
+    assert one["peak_memory_bytes"] == delta["peak_memory_bytes"] > 0
+    first = client.get("/v1/epochs/0").raise_for_status().json()
+    assert first["state_bytes"] is not None and first["peak_memory_bytes"] is None
 
     metrics = client.get("/metrics").raise_for_status()
     assert metrics.headers["content-type"].startswith("text/plain; version=0.0.4")

@@ -395,3 +395,26 @@ def test_past_the_bootstrap_s_last_iteration_the_share_of_iterations_is_unknown(
     assert 0 < deeper < len(seen) - 1 and all(s == (1.0, 0.0) for s in seen[deeper:])
     assert all(0.0 < i < 1.0 for _, i in seen[1:deeper])
     assert m.snapshot() == _fresh_snapshot([*edges, (nodes // 2, nodes // 2 + 1)])
+
+
+def test_an_epoch_reports_the_state_it_left_and_the_peak_it_took() -> None:
+    """The peak is the process's from a mark at the epoch's start: an epoch that allocates
+    a block larger than anything resident before reports at least that block."""
+    m = _two_strata()
+    report = m.apply(Delta(insert={"edge": [(3, 4)]}))
+    assert report.state_bytes == m.state.nbytes > 0
+    assert report.peak_memory_bytes is not None
+    assert report.as_json()["state_bytes"] == report.state_bytes
+    block = 256 << 20
+    held: list[bytearray] = []
+
+    def allocate(changes: object) -> None:
+        held.append(bytearray(b"x" * block))  # resident: every page written
+
+    grown = m.apply(Delta(insert={"edge": [(4, 5)]}), before_publish=allocate)
+    held.clear()
+    later = m.apply(Delta(insert={"edge": [(5, 6)]}))
+    assert grown.peak_memory_bytes is not None and later.peak_memory_bytes is not None
+    assert grown.peak_memory_bytes >= block > later.peak_memory_bytes - report.peak_memory_bytes
+    unchanged = m.apply(Delta(insert={"edge": [(5, 6)]}))
+    assert (unchanged.state_bytes, unchanged.peak_memory_bytes) == (m.state.nbytes, None)
