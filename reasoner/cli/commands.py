@@ -121,7 +121,8 @@ def workload(args: argparse.Namespace) -> int:
 
 def replay_epochs(args: argparse.Namespace) -> int:
     analyzed = analyze_program(args)
-    inputs = load_inputs(analyzed, Path(args.facts))
+    # As columns, and held by the replay alone, which lets them go once they are loaded.
+    inputs = load_inputs(analyzed, Path(args.facts), read=read_facts_batch)
     workload = read_workload(analyzed, args.epochs)
     records: list[EpochRecord] = []
     status = EXIT_OK
@@ -132,7 +133,7 @@ def replay_epochs(args: argparse.Namespace) -> int:
 
     with Terminal(args.quiet, total=len(workload.epochs) + 1) as terminal:
         terminal.say("epoch 0")
-        for record in replay(
+        replayed = replay(
             analyzed,
             inputs,
             workload,
@@ -142,7 +143,9 @@ def replay_epochs(args: argparse.Namespace) -> int:
             check=args.check,
             observe=keep,
             progress=terminal.bootstrap("epoch 0: "),
-        ):
+        )
+        del inputs
+        for record in replayed:
             records.append(record)
             terminal.print(_progress_line(record))
             terminal.advance()

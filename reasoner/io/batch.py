@@ -301,6 +301,13 @@ class FactBatch(Sequence[Row]):
         columns = [self._user_column(c) for c in range(len(self._types))]
         return zip(*(c if isinstance(c, list) else c.tolist() for c in columns), strict=True)
 
+    def distinct(self) -> int:
+        """How many distinct rows the batch holds, without a Python object per row (a value
+        is one engine value, a symbol one id of the batch's table)."""
+        if self.encoded is None:
+            return self.frame.n_unique()
+        return len(np.unique(np.stack(self.encoded, axis=1), axis=0))
+
     def type_names(self) -> dict[str, str]:
         """An encoded batch's frame schema by the names of its Polars types (`Int64`),
         without making the frame or importing Polars (a frame's own schema says as much)."""

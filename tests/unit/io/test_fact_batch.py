@@ -205,3 +205,11 @@ def test_a_relation_as_a_batch_holds_its_rows() -> None:
     m.bootstrap()
     assert sorted(m.batch("e")) == sorted(m.rows("e"))
     assert sorted(m.batch("r")) == [("b",), ("é",)]
+
+
+def test_a_batch_counts_its_distinct_rows_as_columns() -> None:
+    """Encoded (a symbol by its id in the batch's table) and as a frame (floats)."""
+    rows = [(1, "a"), (2, "a"), (1, "a"), (1, "b")]
+    assert FactBatch.of_rows(rows, ("number", "symbol")).distinct() == 3
+    floats = FactBatch.of_columns([[0.5, 0.5, 2.0]], ("float",))
+    assert floats.encoded is None and floats.distinct() == 2
