@@ -29,15 +29,18 @@ import json
 import os
 import random
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from reasoner.analysis.model import AnalyzedProgram
 from reasoner.errors import InputDataError
-from reasoner.io.facts import Row, read_facts, write_csv
+from reasoner.io.batch import read_facts_batch
+from reasoner.io.facts import Row, write_csv
 
-Facts = dict[str, list[Row]]
+Facts = Mapping[str, Sequence[Row]]
+"""Rows per relation: lists, or batches of columns as a replay reads them from files (26 k
+rows of an epoch as tuples are 5 MB, held until the replay ends)."""
 Fact = tuple[str, Row]
 """One tuple of one relation: the unit of sampling, so that a workload over several input
 relations changes each in proportion to its size."""
@@ -109,10 +112,10 @@ def elastic_pattern(
 
 
 def _group(facts: Iterable[Fact]) -> Facts:
-    grouped: Facts = {}
+    grouped: dict[str, list[Row]] = {}
     for name, row in facts:
         grouped.setdefault(name, []).append(row)
-    return grouped
+    return dict(grouped)
 
 
 def write_workload(
@@ -205,7 +208,7 @@ def _read_epoch(analyzed: AnalyzedProgram, epoch_dir: Path) -> Epoch:
 
 
 def _read_facts_dir(analyzed: AnalyzedProgram, directory: Path) -> Facts:
-    facts: Facts = {}
+    facts: dict[str, Sequence[Row]] = {}
     for entry in sorted(directory.iterdir()):
         name = entry.name.removesuffix(".facts")
         if not entry.name.endswith(".facts") or not entry.is_file():
@@ -213,5 +216,5 @@ def _read_facts_dir(analyzed: AnalyzedProgram, directory: Path) -> Facts:
         info = analyzed.relations.get(name)
         if info is None:
             raise InputDataError(f"unknown relation `{name}`", os.fspath(entry))
-        facts[name] = read_facts(entry, info.value_types, _delimiter(analyzed, name))
+        facts[name] = read_facts_batch(entry, info.value_types, _delimiter(analyzed, name))
     return facts
