@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 import psycopg
@@ -256,7 +257,14 @@ def test_a_database_from_before_stores_comes_up_as_the_default_store(
         engine.dispose()
     server.start()
     with server.client() as client:
-        assert client.get("/v1/epochs").json()["epochs"] == epochs
+        # What revisions after 0007 keep of an epoch, its downgrade dropped: it comes back empty.
+        later = ("update_strata", "state_bytes", "peak_memory_bytes")
+        again = client.get("/v1/epochs").json()["epochs"]
+        assert [_without(e, later) for e in again] == [_without(e, later) for e in epochs]
+        assert all(
+            (e["update_strata"], e["state_bytes"], e["peak_memory_bytes"]) == ([], None, None)
+            for e in again
+        )
         assert client.get("/v1/stores").json()["stores"][0]["epoch"] == 2
         assert client.put("/v1/stores/next").status_code == 201
         assert client.get("/v1/relations/reach").json()["rows"] == [[1, 2]]
@@ -312,3 +320,7 @@ def test_a_schema_that_is_not_a_stores_is_never_touched(
         assert_problem(client.get("/v1/stores/theirs"), 404, "unknown_store")
     with psycopg.connect(plain) as connection:
         assert connection.execute("SELECT count(*) FROM store_theirs.accounts").fetchone() == (0,)
+
+
+def _without(row: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    return {k: v for k, v in row.items() if k not in keys}
