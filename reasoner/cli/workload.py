@@ -115,7 +115,7 @@ def _group(facts: Iterable[Fact]) -> Facts:
     grouped: dict[str, list[Row]] = {}
     for name, row in facts:
         grouped.setdefault(name, []).append(row)
-    return dict(grouped)
+    return grouped
 
 
 def write_workload(

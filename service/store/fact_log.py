@@ -44,12 +44,9 @@ def segments_of(
         return
     values = facts.frame if isinstance(facts, FactBatch) else pl.DataFrame()
     values = segments.stored_columns(values)
-    if count <= segments.SMALL_ROWS:
-        rows = values.rows() if values.width else [()] * count
-        yield (
-            count,
-            segments.encode_rows(segments.type_names(values.schema), rows, [present] * count),
-        )
+    if count <= segments.SMALL_ROWS:  # a frame's (floats, records): arity 0 went above
+        names = segments.type_names(values.schema)
+        yield count, segments.encode_rows(names, values.rows(), [present] * count)
         return
     if values.width:
         log = segments.entries(values, present)
