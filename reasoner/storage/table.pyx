@@ -56,6 +56,8 @@ from libc.stdint cimport int32_t, int64_t, uint16_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
 
+from reasoner.storage.blocks cimport _block_free, _block_resize, _grow_block
+
 import os
 
 import numpy as np
@@ -137,7 +139,7 @@ cdef int32_t* _new_slots(int64_t count) except NULL:
     if count <= 0 or count > (<int64_t>1 << 33):
         raise MemoryError(f"a hash table of {count} slots")
     _charge(<size_t>count * sizeof(int32_t))
-    slots = <int32_t*>_grow(NULL, <size_t>count * sizeof(int32_t))
+    slots = <int32_t*>_grow_block(NULL, <size_t>count * sizeof(int32_t))
     for i in range(count):
         slots[i] = EMPTY
     return slots
@@ -249,9 +251,9 @@ cdef class Table:
         self.arity = arity
         self.capacity = 16
         self.shift = _shift_for(16)
-        self.rows = _grow(NULL, <size_t>(16 * arity) * sizeof(int32_t))
-        self.status = <int32_t*>_grow(NULL, 16 * sizeof(int32_t))
-        self.counts = <uint16_t*>_grow(NULL, 16 * sizeof(uint16_t))
+        self.rows = _grow_block(NULL, <size_t>(16 * arity) * sizeof(int32_t))
+        self.status = <int32_t*>_grow_block(NULL, 16 * sizeof(int32_t))
+        self.counts = <uint16_t*>_grow_block(NULL, 16 * sizeof(uint16_t))
         self.big = {}
         self.mask = MIN_SLOTS - 1
         self.slots = _new_slots(MIN_SLOTS)
@@ -261,10 +263,10 @@ cdef class Table:
     def __dealloc__(self):
         cdef int i
         cdef KeyIndex** older
-        free(self.rows)
-        free(self.status)
-        free(self.counts)
-        free(self.slots)
+        _block_free(self.rows)
+        _block_free(self.status)
+        _block_free(self.counts)
+        _block_free(self.slots)
         free(self.scratch)
         for i in range(self.nkeyed):
             _free_index(self.keyed[i])
@@ -566,14 +568,14 @@ cdef class Table:
             self.arity * self._word() + sizeof(int32_t) + sizeof(uint16_t)
             + 2 * self.nkeyed * sizeof(int32_t)
         ))
-        self.rows = _grow(self.rows, <size_t>(cap * self.arity) * self._word())
-        self.status = <int32_t*>_grow(self.status, <size_t>cap * sizeof(int32_t))
-        self.counts = <uint16_t*>_grow(self.counts, <size_t>cap * sizeof(uint16_t))
+        self.rows = _grow_block(self.rows, <size_t>(cap * self.arity) * self._word())
+        self.status = <int32_t*>_grow_block(self.status, <size_t>cap * sizeof(int32_t))
+        self.counts = <uint16_t*>_grow_block(self.counts, <size_t>cap * sizeof(uint16_t))
         for i in range(self.nkeyed):
             if self.keyed[i].next == NULL:
                 continue  # released: rebuilt at the capacity of the day
-            self.keyed[i].next = <int32_t*>_grow(self.keyed[i].next, <size_t>cap * sizeof(int32_t))
-            self.keyed[i].prev = <int32_t*>_grow(self.keyed[i].prev, <size_t>cap * sizeof(int32_t))
+            self.keyed[i].next = <int32_t*>_grow_block(self.keyed[i].next, <size_t>cap * sizeof(int32_t))
+            self.keyed[i].prev = <int32_t*>_grow_block(self.keyed[i].prev, <size_t>cap * sizeof(int32_t))
         self.capacity = cap
         self._retag(_shift_for(cap))
         self.generation += 1
@@ -598,12 +600,12 @@ cdef class Table:
     cdef int _widen(self) except -1:
         """Turn the rows 64-bit (a value does not fit 32 bits). Hashes stay as they are."""
         cdef int64_t i, n = self.nrows * self.arity
-        cdef int64_t* rows = <int64_t*>_grow(
+        cdef int64_t* rows = <int64_t*>_grow_block(
             NULL, <size_t>(self.capacity * self.arity) * sizeof(int64_t)
         )
         for i in range(n):
             rows[i] = (<int32_t*>self.rows)[i]
-        free(self.rows)
+        _block_free(self.rows)
         self.rows = rows
         self.wide = True
         self.generation += 1
@@ -629,7 +631,7 @@ cdef class Table:
             _queue(&placer, h, _entry(h, r, self.shift))
             used += 1
         _drain(&placer)
-        free(self.slots)
+        _block_free(self.slots)
         self.slots = slots
         self.mask = mask
         self.used = used
@@ -812,14 +814,14 @@ cdef class Table:
         cdef Table other = Table(self.arity)
         cdef int64_t cap = max(self.nrows, 16)
         cdef size_t word = self._word()
-        other.rows = _grow(other.rows, <size_t>(cap * self.arity) * word)
-        other.status = <int32_t*>_grow(other.status, <size_t>cap * sizeof(int32_t))
-        other.counts = <uint16_t*>_grow(other.counts, <size_t>cap * sizeof(uint16_t))
+        other.rows = _grow_block(other.rows, <size_t>(cap * self.arity) * word)
+        other.status = <int32_t*>_grow_block(other.status, <size_t>cap * sizeof(int32_t))
+        other.counts = <uint16_t*>_grow_block(other.counts, <size_t>cap * sizeof(uint16_t))
         memcpy(other.rows, self.rows, <size_t>(self.nrows * self.arity) * word)
         memcpy(other.status, self.status, <size_t>self.nrows * sizeof(int32_t))
         memcpy(other.counts, self.counts, <size_t>self.nrows * sizeof(uint16_t))
-        free(other.slots)
-        other.slots = <int32_t*>_grow(NULL, <size_t>(self.mask + 1) * sizeof(int32_t))
+        _block_free(other.slots)
+        other.slots = <int32_t*>_grow_block(NULL, <size_t>(self.mask + 1) * sizeof(int32_t))
         memcpy(other.slots, self.slots, <size_t>(self.mask + 1) * sizeof(int32_t))
         other.capacity = cap
         other.wide = self.wide
@@ -1096,7 +1098,7 @@ cdef class Table:
         self.nrows = 0
         self.committed = 0
         self.staged = 0
-        free(self.slots)
+        _block_free(self.slots)
         self.mask = MIN_SLOTS - 1
         self.slots = _new_slots(MIN_SLOTS)
         self.used = 0
@@ -1131,8 +1133,8 @@ cdef class Table:
             raise MemoryError()
         ki.ncols = ncols
         ki.cols = cols
-        ki.next = <int32_t*>malloc(<size_t>self.capacity * sizeof(int32_t))
-        ki.prev = <int32_t*>malloc(<size_t>self.capacity * sizeof(int32_t))
+        ki.next = <int32_t*>_block_resize(NULL, <size_t>self.capacity * sizeof(int32_t))
+        ki.prev = <int32_t*>_block_resize(NULL, <size_t>self.capacity * sizeof(int32_t))
         ki.slots = NULL
         if ki.next == NULL or ki.prev == NULL:
             _free_index(ki)
@@ -1214,16 +1216,16 @@ cdef class Table:
 
 cdef void _free_index(KeyIndex* ki) noexcept:
     free(ki.cols)
-    free(ki.slots)
-    free(ki.next)
-    free(ki.prev)
+    _block_free(ki.slots)
+    _block_free(ki.next)
+    _block_free(ki.prev)
     free(ki)
 
 
 cdef void _drop_chains(KeyIndex* ki) noexcept:
-    free(ki.slots)
-    free(ki.next)
-    free(ki.prev)
+    _block_free(ki.slots)
+    _block_free(ki.next)
+    _block_free(ki.prev)
     ki.slots = ki.next = ki.prev = NULL
     ki.mask = ki.used = 0
 
@@ -1241,8 +1243,8 @@ cdef int _restore_chains(Table t) except -1:
             continue
         _charge(<size_t>t.capacity * 2 * sizeof(int32_t))
         built = ki[0]
-        built.next = <int32_t*>malloc(<size_t>t.capacity * sizeof(int32_t))
-        built.prev = <int32_t*>malloc(<size_t>t.capacity * sizeof(int32_t))
+        built.next = <int32_t*>_block_resize(NULL, <size_t>t.capacity * sizeof(int32_t))
+        built.prev = <int32_t*>_block_resize(NULL, <size_t>t.capacity * sizeof(int32_t))
         try:
             if built.next == NULL or built.prev == NULL:
                 raise MemoryError()
@@ -1358,7 +1360,7 @@ cdef int _resize_keys(KeyIndex* ki, Table t, int64_t groups) except -1:
             _queue(&placer, _key_hash(ki, t, _row(s, t.shift)), s)
             used += 1
         _drain(&placer)
-    free(ki.slots)
+    _block_free(ki.slots)
     ki.slots = slots
     ki.mask = mask
     ki.used = used
@@ -1368,7 +1370,7 @@ cdef int _resize_keys(KeyIndex* ki, Table t, int64_t groups) except -1:
 cdef int _rebuild_index(KeyIndex* ki, Table t, int64_t nrows) except -1:
     """The index from scratch over the live rows [0, nrows)."""
     cdef int64_t r
-    free(ki.slots)
+    _block_free(ki.slots)
     ki.slots = NULL
     ki.groups = 0
     ki.used = 0

@@ -1,0 +1,57 @@
+"""A table's large arrays are mappings of their own (`reasoner/storage/blocks.pxd`): they keep
+their rows through every growth, from the heap into a mapping and on by mremap, and go back
+to the system when the table is dropped, wherever glibc's heap stands."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from reasoner.storage import Table
+
+ROWS = 600_000  # past a mebibyte in every array of the table: status, counts, chains, slots
+
+
+def _resident() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+def test_rows_survive_growth_into_a_mapping_widening_and_a_copy() -> None:
+    table = Table(3)
+    index = table.index((1,))
+    rows = [(i, i % 97, -i) for i in range(ROWS)]
+    for start in range(0, ROWS, 50_000):  # many growths, across the heap's threshold and past
+        table.insert(rows[start : start + 50_000], start // 50_000)
+    table.add((2**40, 5, 7), 99)  # widened to 64-bit words, its arrays mapped already
+    assert len(table) == ROWS + 1
+    assert table.get((ROWS - 1, (ROWS - 1) % 97, -(ROWS - 1))) == (ROWS - 1) // 50_000
+    assert table.get((2**40, 5, 7)) == 99
+    assert len(index.get(5)) == len([r for r in rows if r[1] == 5]) + 1
+    copied = table.copy()
+    del table, index
+    assert len(copied) == ROWS + 1
+    assert copied.get((123_456, 123_456 % 97, -123_456)) == 123_456 // 50_000
+    assert copied.get((2**40, 5, 7)) == 99
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="glibc's heap, read through /proc")
+def test_a_dropped_table_gives_its_memory_back_without_a_trim() -> None:
+    """glibc's mmap threshold rises with each large block freed (here a 30 MiB one, as a
+    Bootstrap's frames are), and below it a table's arrays were heap blocks: freed, they
+    stayed with the process."""
+    threshold_raiser = np.ones(30 << 20, dtype=np.uint8)
+    del threshold_raiser
+    table = Table(4)
+    table.insert_columns([np.arange(ROWS, dtype=np.int64)] * 4, 0)
+    table.index((0, 1))
+    size = table.nbytes
+    assert size > 8 << 20
+    built = _resident()
+    del table
+    assert built - _resident() > size * 3 // 4
