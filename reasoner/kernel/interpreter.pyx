@@ -86,8 +86,9 @@ cdef enum:
     QUEUED_HEADS = 16
 
 # A Bootstrap's plan is driven in spans of SPAN_ROWS rows (an Update's hand-over on the lanes,
-# in spans expected to find this many candidates a lane), each span's derivations counted
-# after it; on one lane they are counted (an Update's scheduled) whenever FLUSH_WORDS words of
+# in spans expected to find HAND_SPAN candidates a lane, which each lane holds until they are
+# scheduled: 64 k made graph10000-rmat1k's replay peak 11 MB higher, at no gain in time),
+# each span's derivations counted after it; on one lane they are counted (an Update's scheduled) whenever FLUSH_WORDS words of
 # them wait (iteration 0's flipped tuples are handed as many words at a time). Derivations of
 # one head fold into one entry (`_fold_head`) while the first FOLD_HEADS heads of a buffer
 # showed enough of them to pay for it. An Update's first lane_rows / PROBE_SHARE heads are
@@ -96,6 +97,7 @@ cdef enum:
 cdef enum:
     PROBE_SHARE = 64
     SPAN_ROWS = 1 << 16
+    HAND_SPAN = 1 << 14
     FLUSH_WORDS = 1 << 18
     FOLD_HEADS = 1 << 8
 
@@ -979,7 +981,7 @@ cdef class Kernel:
                             int64_t start) except -1:
         """`_hand` of heads [start, ...) split among the lanes, span by span, each span's
         candidates scheduled lane by lane: in the order of one lane. A span is expected to
-        find SPAN_ROWS candidates a lane (by what the heads before it found), which bounds
+        find HAND_SPAN candidates a lane (by what the heads before it found), which bounds
         what the lanes hold before it is scheduled."""
         cdef int64_t n = rows.size // 4, stop, i = 0
         cdef int j, relation
@@ -999,7 +1001,7 @@ cdef class Kernel:
         self.lane_status = status
         self.lane_cur = cur
         while start < n:
-            stop = min(n, start + max(1, SPAN_ROWS * self.nlanes // self._per_head()))
+            stop = min(n, start + max(1, HAND_SPAN * self.nlanes // self._per_head()))
             self._fan_out(self._hand_lane, start, stop)
             for j in range(self.nlanes):
                 self._place(&self.lanes[j])
