@@ -85,15 +85,14 @@ cdef enum:
     CHECK_EVERY = 1 << 14
     QUEUED_HEADS = 16
 
-# A Bootstrap's plan is driven in spans of SPAN_ROWS rows (an Update's hand-over on the lanes,
-# in spans expected to find HAND_SPAN candidates a lane, which each lane holds until they are
-# scheduled: 64 k made graph10000-rmat1k's replay peak 11 MB higher, at no gain in time),
-# each span's derivations counted after it; on one lane they are counted (an Update's scheduled) whenever FLUSH_WORDS words of
-# them wait (iteration 0's flipped tuples are handed as many words at a time). Derivations of
-# one head fold into one entry (`_fold_head`) while the first FOLD_HEADS heads of a buffer
-# showed enough of them to pay for it. An Update's first lane_rows / PROBE_SHARE heads are
-# handed on one lane, to tell how many candidates a head finds (`_hand`): 64 of rmat1k's 920
-# deleted edges find 8,000.
+# A Bootstrap's plan is driven in spans of SPAN_ROWS rows (an Update's hand-over on the lanes
+# in spans of HAND_SPAN candidates a lane, held there until scheduled: 64 k raised rmat1k's
+# replay peak by 11 MB for no time), each span's derivations counted after it; on one lane
+# they are counted (an Update's scheduled) whenever FLUSH_WORDS words of them wait (iteration
+# 0's flipped tuples are handed as many words at a time). Derivations of one head fold into
+# one entry (`_fold_head`) while the first FOLD_HEADS heads of a buffer showed enough of them
+# to pay for it. An Update's first lane_rows / PROBE_SHARE heads are handed on one lane, to
+# tell how many candidates a head finds (`_hand`): 64 of rmat1k's 920 deleted edges find 8,000.
 cdef enum:
     PROBE_SHARE = 64
     SPAN_ROWS = 1 << 16

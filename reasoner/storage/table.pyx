@@ -555,6 +555,7 @@ cdef class Table:
         cdef int64_t need = self.nrows + extra
         cdef int64_t cap = self.capacity
         cdef int i
+        cdef KeyIndex* ki
         if need > MAX_ROWS:
             raise MemoryError("a relation holds at most 2**31 rows")
         if need <= cap:
@@ -572,10 +573,10 @@ cdef class Table:
         self.status = <int32_t*>_grow_block(self.status, <size_t>cap * sizeof(int32_t))
         self.counts = <uint16_t*>_grow_block(self.counts, <size_t>cap * sizeof(uint16_t))
         for i in range(self.nkeyed):
-            if self.keyed[i].next == NULL:
-                continue  # released: rebuilt at the capacity of the day
-            self.keyed[i].next = <int32_t*>_grow_block(self.keyed[i].next, <size_t>cap * sizeof(int32_t))
-            self.keyed[i].prev = <int32_t*>_grow_block(self.keyed[i].prev, <size_t>cap * sizeof(int32_t))
+            ki = self.keyed[i]
+            if ki.next != NULL:  # else released: rebuilt at the capacity of the day
+                ki.next = <int32_t*>_grow_block(ki.next, <size_t>cap * sizeof(int32_t))
+                ki.prev = <int32_t*>_grow_block(ki.prev, <size_t>cap * sizeof(int32_t))
         self.capacity = cap
         self._retag(_shift_for(cap))
         self.generation += 1
@@ -820,8 +821,7 @@ cdef class Table:
         memcpy(other.rows, self.rows, <size_t>(self.nrows * self.arity) * word)
         memcpy(other.status, self.status, <size_t>self.nrows * sizeof(int32_t))
         memcpy(other.counts, self.counts, <size_t>self.nrows * sizeof(uint16_t))
-        _block_free(other.slots)
-        other.slots = <int32_t*>_grow_block(NULL, <size_t>(self.mask + 1) * sizeof(int32_t))
+        other.slots = <int32_t*>_grow_block(other.slots, <size_t>(self.mask + 1) * sizeof(int32_t))
         memcpy(other.slots, self.slots, <size_t>(self.mask + 1) * sizeof(int32_t))
         other.capacity = cap
         other.wide = self.wide
@@ -1092,6 +1092,7 @@ cdef class Table:
 
     def clear(self):
         cdef int k
+        cdef int32_t* slots = _new_slots(MIN_SLOTS)  # first: a failure leaves the table whole
         self.generation += 1
         self.renumbered += 1
         self.big.clear()
@@ -1100,7 +1101,7 @@ cdef class Table:
         self.staged = 0
         _block_free(self.slots)
         self.mask = MIN_SLOTS - 1
-        self.slots = _new_slots(MIN_SLOTS)
+        self.slots = slots
         self.used = 0
         for k in range(self.nkeyed):
             _rebuild_index(self.keyed[k], self, 0)
