@@ -54,6 +54,23 @@ def test_the_environment_sizes_the_pool_of_the_library() -> None:
     assert done.stdout.split() == ["1", "1"]
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="threads read from /proc")
+def test_numpy_starts_no_blas_threads_unless_asked() -> None:
+    """OpenBLAS would start a thread for every core but one (spinning through the start) where
+    nothing calls BLAS; a user's own setting stands."""
+    count = "import os, reasoner, numpy; print(len(os.listdir('/proc/self/task')))"
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    done = subprocess.run(
+        [sys.executable, "-c", count], capture_output=True, text=True, env=env, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "1"
+    done = _python(
+        "import os, reasoner; print(os.environ['OPENBLAS_NUM_THREADS'])", OPENBLAS_NUM_THREADS="2"
+    )
+    assert done.stdout.strip() == "2", done.stderr
+
+
 def test_a_number_asked_for_once_the_pool_exists_is_refused() -> None:
     done = _python(
         "import polars\n"
