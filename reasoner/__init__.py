@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from reasoner.reads.query import QueryResult, compile_query, evaluate_query
     from reasoner.support.allocations import charging_to
     from reasoner.support.deadline import BootstrapCancelled, Cancellation, QueryTimeout
+    from reasoner.support.gc_pause import collector_paused
     from reasoner.support.jobs import JobsError, jobs_in_effect, requested_jobs, use_jobs
     from reasoner.support.polars_on_demand import pl
     from reasoner.support.process_memory import give_back_memory
@@ -110,6 +111,7 @@ _PUBLIC = {
     "compile_query": "reasoner.reads.query",
     "evaluate_query": "reasoner.reads.query",
     "charging_to": "reasoner.support.allocations",
+    "collector_paused": "reasoner.support.gc_pause",
     "give_back_memory": "reasoner.support.process_memory",
     "JobsError": "reasoner.support.jobs",
     "jobs_in_effect": "reasoner.support.jobs",
@@ -187,6 +189,7 @@ __all__ = [
     "ValueType",
     "bulk_load",
     "charging_to",
+    "collector_paused",
     "compile_query",
     "evaluate_query",
     "export",

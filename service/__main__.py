@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from service.server import DEFAULT_HOST, DEFAULT_PORT, serve
+from service.cli import DEFAULT_HOST, DEFAULT_PORT, import_server
 
 
 def main() -> None:
@@ -12,7 +12,7 @@ def main() -> None:
     parser.add_argument("--host", default=DEFAULT_HOST)
     parser.add_argument("--port", type=int, default=DEFAULT_PORT)
     args = parser.parse_args()
-    serve(args.host, args.port)
+    import_server().serve(args.host, args.port)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from importlib import import_module
+from types import ModuleType
 from typing import Any
+
+from reasoner import collector_paused
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+"""Where `reasoner serve` and `python -m service` listen unless told: the loopback only."""
 
 _EXTRA = frozenset(
     {"fastapi", "uvicorn", "starlette", "pydantic", "pydantic_settings", "sqlalchemy"}
@@ -24,14 +32,26 @@ def register(commands: Any) -> None:
     serve = commands.add_parser(
         "serve", help="run the HTTP service (settings from REASONER_* environment variables)"
     )
-    serve.add_argument("--host", default="127.0.0.1", help="interface to listen on")
-    serve.add_argument("--port", type=int, default=8000, help="TCP port")
+    serve.add_argument("--host", default=DEFAULT_HOST, help="interface to listen on")
+    serve.add_argument("--port", type=int, default=DEFAULT_PORT, help="TCP port")
     serve.set_defaults(handler=_serve)
+
+
+def import_server() -> ModuleType:
+    """`service.server`, imported with Python's cyclic collector paused.
+
+    The import builds FastAPI's and pydantic's schemas. It allocates enough to trigger
+    collection after collection, and it leaves no cycles worth one: those collections were 30 %
+    of a server's CPU before it listens (farm-bench, `import service.server`: 0.97 -> 0.68 s).
+    What the import keeps lives as long as the process, so the pause's end moves it to the
+    oldest generation without traversing it (`reasoner.support.gc_pause`)."""
+    with collector_paused():
+        return import_module("service.server")
 
 
 def _serve(args: argparse.Namespace) -> int:
     try:
-        from service.server import serve
+        serve = import_server().serve
     except ModuleNotFoundError as error:
         if (error.name or "").split(".")[0] not in _EXTRA:
             raise

@@ -22,10 +22,6 @@ from service.app import create_app
 from service.feed.stream import TRANSPORT
 from service.settings import Settings
 
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8000
-
-
 log = logging.getLogger("service")
 
 
@@ -48,7 +44,7 @@ def exposure_problem(settings: Settings, host: str) -> str | None:
     )
 
 
-def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
+def serve(host: str, port: int) -> None:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
     _lighter_log_records()
     settings = Settings()
