@@ -16,7 +16,8 @@ from tests.unit.cli.test_cli import TC
 
 
 def _python(code: str, **environment: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in (JOBS_VARIABLE, "POLARS_MAX_THREADS")}
+    unset = (JOBS_VARIABLE, "POLARS_MAX_THREADS", "OPENBLAS_NUM_THREADS")
+    env = {k: v for k, v in os.environ.items() if k not in unset}
     return subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
@@ -58,11 +59,7 @@ def test_the_environment_sizes_the_pool_of_the_library() -> None:
 def test_numpy_starts_no_blas_threads_unless_asked() -> None:
     """OpenBLAS would start a thread for every core but one (spinning through the start) where
     nothing calls BLAS; a user's own setting stands."""
-    count = "import os, reasoner, numpy; print(len(os.listdir('/proc/self/task')))"
-    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
-    done = subprocess.run(
-        [sys.executable, "-c", count], capture_output=True, text=True, env=env, check=False
-    )
+    done = _python("import os, reasoner, numpy; print(len(os.listdir('/proc/self/task')))")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "1"
     done = _python(
