@@ -28,6 +28,7 @@ from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memcpy
 
 from reasoner.kernel.buffers cimport *  # Vec, Map: growable arrays and a hash map in C
+from reasoner.kernel.candidates cimport *  # an Update's candidate words, its heads resolved
 from reasoner.kernel.hand_over cimport WIDE, Split, _pack, _prepare, _split  # the record
 from reasoner.kernel.plan_words cimport *  # the plan words' tags, steps and arithmetic
 from reasoner.kernel.runs cimport *  # a plan's bindings as it runs, and what it found
@@ -62,28 +63,9 @@ cdef enum:
     FLIP_INSERTED = 1
     FLIP_DELETED = 2
 
-# Candidate words.
-cdef enum:
-    C_NEXT = 0
-    C_RULE = 1
-    C_FO = 2
-    C_HO = 3
-    C_LOWER_N = 4
-    C_FLAGS = 5
-    C_HEAD_ROW = 6
-    C_BODY = 7
-
-cdef enum:
-    F_NO = 1
-    F_NN = 2
-    F_NI = 4
-    F_ND = 8
-
-# The check runs every CHECK_EVERY steps. A Bootstrap's derivations are counted QUEUED_HEADS
-# behind the prefetch of their head's slot (see `Kernel._count_found`).
+# The check runs every CHECK_EVERY steps.
 cdef enum:
     CHECK_EVERY = 1 << 14
-    QUEUED_HEADS = 16
 
 # A Bootstrap's plan is driven in spans of SPAN_ROWS rows (an Update's hand-over on the lanes
 # in spans of HAND_SPAN candidates a lane, held there until scheduled: 64 k raised rmat1k's
@@ -457,6 +439,10 @@ cdef class Kernel:
                 free(run.fold)
                 run.fold = NULL
                 run.fold_mask = 0
+            if run.pending.capacity > kept:
+                free(run.pending.data)
+                run.pending.data = NULL
+                run.pending.capacity = 0
         self.check = None
 
     cdef void _buffers(self, Map** maps, Vec** vecs) noexcept:
@@ -1024,6 +1010,7 @@ cdef class Kernel:
                         run.ro = rows[i + 2]
                         run.rn = rows[i + 3]
                         self._drive(<Enumerator>self.lane_ens[x], rows[i + 1], run)
+                _resolve_heads(run, self.tps, INF)  # on the lane: the probes run in parallel
 
     cdef int _hand_full(self, Vec* rows, list enumerators, int64_t cur) except -1:
         """Re-discovery for a rule whose head cannot be inverted (a head variable only inside
@@ -1343,7 +1330,7 @@ cdef class Kernel:
         cdef PyObject* head = self.tps[e.rule.head]
         cdef int64_t* hv = run.words
         cdef const int64_t* code = e.code
-        cdef int64_t p, nh
+        cdef int64_t p, nh, flags, sn_if = 0, sf_if = 0
         for q in range(e.rule.nneg):
             if run.after[q]:
                 ni = True
@@ -1353,6 +1340,8 @@ cdef class Kernel:
         nn = not ni
         if e.rule.nneg > 1 and not (no or nn):
             return 0
+        flags = (F_NO if no else 0) | (F_NN if nn else 0) | (F_NI if ni else 0) | (
+            F_ND if nd else 0)
         for j in range(e.rule.npos):
             row = run.rows[j]
             relation = e.rule.relation[j]
@@ -1405,42 +1394,34 @@ cdef class Kernel:
         if run.status == INSERTED:
             if not (run.cur < fn < INF and nn):
                 return 0
-            return self._keep(e, run, fn, INF, ho, head_row, lower_n, no, nn, ni, nd)
-        # The head's o only where a decision still depends on it (a probe of a large table).
+            return self._keep(e, run, fn, INF, ho, head_row, lower_n, flags)
+        # The head's o only where a decision still depends on it: a condition the candidate
+        # carries while its head is unknown, for `_resolve_heads` to probe (P_*).
         if run.status == DELETED:
             if not (run.cur < fo < INF and no):
                 return 0
-            if ho < 0:
-                head_row = (<Table>head)._find(hv)
-                ho = self._o(e.rule.head, head_row)
-            if ho == fo:
-                return self._keep(e, run, fo, fo, ho, head_row, lower_n, no, nn, ni, nd)
+            if ho < 0 or ho == fo:
+                return self._keep(e, run, fo, fo, ho, head_row, lower_n, flags | (
+                    P_HO_EQ_FO if ho < 0 else 0))
             return 0
         sn = run.cur < fn < INF and nn
         if sn and not (fo > fn or nd):
-            if ho < 0:
-                head_row = (<Table>head)._find(hv)
-                ho = self._o(e.rule.head, head_row)
-            sn = no and ho < fn
-        if e.driver == DRIVE_HEAD or e.full:
+            sn = no and (ho < 0 or ho < fn)
+            sn_if = P_HO_LT_AT if sn and ho < 0 else 0
+        if e.driver == DRIVE_HEAD or e.full:  # the head's row and o are known
             if sn:
-                return self._keep(e, run, fn, fo, ho, head_row, lower_n, no, nn, ni, nd)
+                return self._keep(e, run, fn, fo, ho, head_row, lower_n, flags)
             return 0
-        sf = run.cur < fo < INF and no and (fn > fo or ni)
+        sf = run.cur < fo < INF and no and (fn > fo or ni) and (ho < 0 or ho == fo)
+        sf_if = P_HO_EQ_FO if sf and ho < 0 else 0
         if sf:
-            if ho < 0:
-                head_row = (<Table>head)._find(hv)
-                ho = self._o(e.rule.head, head_row)
-            sf = ho == fo
-        if sf:
-            self._keep(e, run, fo, fo, ho, head_row, lower_n, no, nn, ni, nd)
-        if sn and (fn != fo or not sf):
-            self._keep(e, run, fn, fo, ho, head_row, lower_n, no, nn, ni, nd)
+            self._keep(e, run, fo, fo, ho, head_row, lower_n, flags | sf_if)
+        if sn:  # (not also at fo: fn = fo with sf needs a negated atom inserted, sn none)
+            self._keep(e, run, fn, fo, ho, head_row, lower_n, flags | sn_if)
         return 0
 
     cdef int _keep(self, Enumerator e, Run* run, int64_t at, int64_t fo, int64_t ho,
-                   int64_t head_row, int64_t lower_n, bint no, bint nn, bint ni,
-                   bint nd) except -1 nogil:
+                   int64_t head_row, int64_t lower_n, int64_t flags) except -1 nogil:
         """A candidate for iteration `at`, kept in `run.found` (its `C_NEXT` word holds `at`)
         until `_place` schedules it: lanes never write the schedule, and the candidates reach
         it in the order one lane would have found them."""
@@ -1454,8 +1435,7 @@ cdef class Kernel:
         w[C_FO] = fo
         w[C_HO] = ho
         w[C_LOWER_N] = lower_n
-        w[C_FLAGS] = (F_NO if no else 0) | (F_NN if nn else 0) | (F_NI if ni else 0) | (
-            F_ND if nd else 0)
+        w[C_FLAGS] = flags
         w[C_HEAD_ROW] = head_row
         for j in range(e.rule.npos):
             w[C_BODY + j] = run.rows[j]
@@ -1463,6 +1443,8 @@ cdef class Kernel:
             w[C_BODY + e.rule.npos + j] = run.regs[e.ranges[j]]
         for j in range(e.rule.arity):
             w[C_BODY + e.rule.identity + j] = run.words[j]
+        if flags & F_PENDING:
+            _pend(run, w - run.found.data, e.rule.head, C_BODY + e.rule.identity)
         if run == &self.run and run.found.size >= FLUSH_WORDS:
             with gil:
                 self._place(run)
@@ -1474,10 +1456,14 @@ cdef class Kernel:
         iteration's bucket."""
         cdef int64_t i = 0, c, b, at, rule, words
         cdef int64_t* w
+        _resolve_heads(run, self.tps, INF)
         while i < run.found.size:
             w = run.found.data + i
             rule = w[C_RULE]
             words = (<Rule>self.rps[rule]).words
+            if w[C_FLAGS] & P_DROPPED:
+                i += words
+                continue
             at = w[C_NEXT]
             c = self.free_of[rule]
             if c >= 0:
@@ -1612,6 +1598,8 @@ cdef class Kernel:
             return 0
         listed = self.dedup.data + at
         for d in range(n):
+            if d + QUEUED_HEADS < n:
+                self._prefetch_head(listed[d + QUEUED_HEADS])
             self._judge(listed[d], k, &self.run, verdict)
             if verdict[0]:
                 self._count_term(listed[d], verdict, False)
@@ -1624,7 +1612,18 @@ cdef class Kernel:
         with allocations.charging_to(meter):
             with nogil:
                 for d in range(start, stop):
+                    if d + QUEUED_HEADS < stop:
+                        self._prefetch_head(self.lane_data[d + QUEUED_HEADS])
                     self._judge(self.lane_data[d], self.lane_cur, run, self.lane_out + 3 * d)
+
+    cdef inline void _prefetch_head(self, int64_t c) noexcept nogil:
+        """Start loading the slot of candidate c's head where `_judge` will probe it (its row
+        unknown: an inserted driver's candidates, new heads), as `_resolve_heads` does."""
+        cdef int64_t* w = self.arena.data + c
+        cdef PyObject* rule = self.rps[w[C_RULE]]
+        cdef PyObject* head = self.tps[(<Rule>rule).head]
+        if w[C_HEAD_ROW] < 0:
+            (<Table>head)._prefetch((<Table>head)._hash(w + C_BODY + (<Rule>rule).identity))
 
     cdef int _judge(self, int64_t c, int64_t k, Run* run, int64_t* out) except -1 nogil:
         """Candidate c's term at k into `out` (sign, head row or -1, the head's o): Del (-1)

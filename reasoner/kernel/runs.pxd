@@ -29,6 +29,7 @@ cdef struct Run:
     int64_t ticks           # enumeration steps to the next checkpoint
     Vec found               # a Bootstrap's heads to count: (relation, hash, times, head words)*;
                             # an Update's candidates until scheduled (`Kernel._keep`)
+    Vec pending             # the candidates in `found` whose head is left to `_resolve_heads`
     bint pushing            # `found` takes an entry a derivation, no longer folding its heads
     int64_t derived         # derivations folded into `found`'s first `fold_used` entries
     int64_t* fold           # slots of `found`'s heads (see `_fold_head`): offset + 1, 0 empty
@@ -44,6 +45,7 @@ cdef inline void _free_run(Run* run) noexcept:
     free(run.after)
     free(run.words)
     free(run.found.data)
+    free(run.pending.data)
     free(run.fold)
 
 
@@ -124,6 +126,7 @@ cdef inline void _drop_found(Run* run, int64_t width) noexcept nogil:
             i = (i + 1) & run.fold_mask
         run.fold[i] = 0
     run.found.size = 0
+    run.pending.size = 0
     run.fold_used = 0
     run.derived = 0
     run.pushing = False

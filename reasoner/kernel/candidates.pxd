@@ -1,0 +1,101 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""An Update's candidate derivation as the kernel keeps it (one row of int64 words), and the
+resolution of the heads whose row an emission left open (`_resolve_heads`). Only declarations
+and inline functions: `reasoner/kernel/interpreter.pyx` cimports them.
+
+Why heads are resolved apart: an emission is one step of a depth-first enumeration, so a probe
+of the head's table there is a cache miss nothing overlaps (a fifth of graph10000-rmat1k's
+Update). Kept with the decision that needs the head's o as a condition, the heads of a whole
+buffer are probed in a row, each `QUEUED_HEADS` behind the prefetch of its slot, as a
+Bootstrap counts its heads. (Prefetching the row a slot holds as well, a second stage, showed
+no gain on rmat1k.) The tables do not change between an emission and its resolution
+(both read committed rows, before any candidate of the buffer is scheduled), so the probe finds
+what it would have found at the emission."""
+
+from cpython.ref cimport PyObject
+from libc.stdint cimport int64_t, uint64_t
+
+from reasoner.kernel.buffers cimport _vec_push, _vec_reserve
+from reasoner.kernel.runs cimport Run
+from reasoner.storage.table cimport Table
+
+# Candidate words: the iteration it waits for (and then the next of that iteration's list),
+# its rule, the iteration where its derivation fired in the old epoch, the head's o, the lower
+# atoms' n, the flags, the head's row (-1: none when it was looked up), then the body rows, the
+# range values and the head's words.
+cdef enum:
+    C_NEXT = 0
+    C_RULE = 1
+    C_FO = 2
+    C_HO = 3
+    C_LOWER_N = 4
+    C_FLAGS = 5
+    C_HEAD_ROW = 6
+    C_BODY = 7
+
+# Flags: no negated atom present in the old epoch (F_NO), in the new (F_NN); one inserted
+# (F_NI), one deleted (F_ND). While the head is unresolved, the conditions on its o that keep
+# the candidate (all must hold): o = fo, o < the iteration it waits for. A candidate that
+# fails one is dropped, never scheduled.
+cdef enum:
+    F_NO = 1
+    F_NN = 2
+    F_NI = 4
+    F_ND = 8
+    P_HO_EQ_FO = 16
+    P_HO_LT_AT = 32
+    P_DROPPED = 64
+    F_PENDING = P_HO_EQ_FO | P_HO_LT_AT
+
+# A Bootstrap's heads are counted, an Update's unresolved heads found, QUEUED_HEADS behind the
+# prefetch of their slot.
+cdef enum:
+    QUEUED_HEADS = 16
+    PENDING_WORDS = 4  # a `Run.pending` entry: candidate offset, head relation, words offset, hash
+
+
+cdef inline int _pend(Run* run, int64_t offset, int64_t relation, int64_t words) except -1 nogil:
+    """Leave the head of the candidate at `offset` in `run.found` (its words at `words` in the
+    candidate) to `_resolve_heads`."""
+    _vec_reserve(&run.pending, PENDING_WORDS)
+    _vec_push(&run.pending, offset)
+    _vec_push(&run.pending, relation)
+    _vec_push(&run.pending, words)
+    _vec_push(&run.pending, 0)
+    return 0
+
+
+cdef inline void _hash_pending(Run* run, PyObject** tps, int64_t i) noexcept nogil:
+    cdef int64_t* p = run.pending.data + i
+    cdef uint64_t h = (<Table>tps[p[1]])._hash(run.found.data + p[0] + p[2])
+    p[3] = <int64_t>h
+    (<Table>tps[p[1]])._prefetch(h)
+
+
+cdef inline void _resolve_heads(Run* run, PyObject** tps, int64_t inf) noexcept nogil:
+    """Find the row and o of every unresolved head in `run.found`, in order, and keep or drop
+    its candidate by the conditions it carries (`inf`: the o of a head with no committed
+    row)."""
+    cdef int64_t n = run.pending.size // PENDING_WORDS, e, i, row, ho, flags
+    cdef int64_t* p
+    cdef int64_t* w
+    for e in range(min(n, <int64_t>QUEUED_HEADS)):
+        _hash_pending(run, tps, e * PENDING_WORDS)
+    for e in range(n):
+        if e + QUEUED_HEADS < n:
+            _hash_pending(run, tps, (e + QUEUED_HEADS) * PENDING_WORDS)
+        i = e * PENDING_WORDS
+        p = run.pending.data + i
+        w = run.found.data + p[0]
+        row = (<Table>tps[p[1]])._find_hashed(w + p[2], <uint64_t>p[3])
+        ho = inf
+        if row >= 0 and (<Table>tps[p[1]]).status[row] >= 0:
+            ho = (<Table>tps[p[1]]).status[row]
+        flags = w[C_FLAGS]
+        if (flags & P_HO_EQ_FO and ho != w[C_FO]) or (flags & P_HO_LT_AT and ho >= w[C_NEXT]):
+            w[C_FLAGS] = P_DROPPED
+        else:
+            w[C_FLAGS] = flags & ~F_PENDING
+            w[C_HO] = ho
+            w[C_HEAD_ROW] = row
+    run.pending.size = 0
