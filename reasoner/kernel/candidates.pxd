@@ -72,6 +72,16 @@ cdef inline void _hash_pending(Run* run, PyObject** tps, int64_t i) noexcept nog
     (<Table>tps[p[1]])._prefetch(h)
 
 
+cdef inline int64_t _committed_o(PyObject* table, int64_t row, int64_t inf) noexcept nogil:
+    """A row's committed iteration (`inf`: staged, or no row): a staged row is not yet a fact
+    of the epoch that the decisions read."""
+    cdef int s
+    if row < 0:
+        return inf
+    s = (<Table>table).status[row]
+    return s if s >= 0 else inf
+
+
 cdef inline void _resolve_heads(Run* run, PyObject** tps, int64_t inf) noexcept nogil:
     """Find the row and o of every unresolved head in `run.found`, in order, and keep or drop
     its candidate by the conditions it carries (`inf`: the o of a head with no committed
@@ -88,9 +98,7 @@ cdef inline void _resolve_heads(Run* run, PyObject** tps, int64_t inf) noexcept 
         p = run.pending.data + i
         w = run.found.data + p[0]
         row = (<Table>tps[p[1]])._find_hashed(w + p[2], <uint64_t>p[3])
-        ho = inf
-        if row >= 0 and (<Table>tps[p[1]]).status[row] >= 0:
-            ho = (<Table>tps[p[1]]).status[row]
+        ho = _committed_o(tps[p[1]], row, inf)
         flags = w[C_FLAGS]
         if (flags & P_HO_EQ_FO and ho != w[C_FO]) or (flags & P_HO_LT_AT and ho >= w[C_NEXT]):
             w[C_FLAGS] = P_DROPPED

@@ -890,12 +890,7 @@ cdef class Kernel:
         return 0
 
     cdef inline int64_t _o(self, int relation, int64_t row) noexcept nogil:
-        """A row's committed iteration (INF: staged or no row)."""
-        cdef int s
-        if row < 0:
-            return INF
-        s = (<Table>self.tps[relation]).status[row]
-        return s if s >= 0 else INF
+        return _committed_o(self.tps[relation], row, INF)
 
     cdef int _tick(self) except -1:
         self.ticks -= 1
