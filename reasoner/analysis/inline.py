@@ -16,8 +16,11 @@ inline relations that depend on each other in a cycle), where a relation also ha
 subsumption or a choice-domain, and where a column is not a `number` or a `symbol` (its type
 types the clauses' literals only as the relation's columns: `1` is 1.0 in a `float` column, a
 record literal needs its record type), the relation is materialized instead: the rows of every
-other relation are the same either way, only the work differs. So is every inline relation
-when the substitution would make more than `MAX_ALTERNATIVES` rules of one.
+other relation are the same either way, only the work differs. So is a nullary relation: it
+holds one row at most, so substitution saves no join, while it multiplies each derivation of a
+reader by the relation's own (`k() :- m(), m(), m().` over an `m` of 200 derivations is 8 M
+derivations of one tuple, each enumerated to count it). So is every inline relation when the
+substitution would make more than `MAX_ALTERNATIVES` rules of one.
 
 The inlined relation keeps its declaration, so it exists and reads empty, as Soufflé cannot
 output it. Proof counts follow the rules as evaluated: a rule that read an inlined relation now
@@ -96,6 +99,7 @@ def inline_relations(program: Program) -> tuple[Program, frozenset[str]]:
 def _materialized(program: Program, wanted: set[str], clauses: dict[str, list[Clause]]) -> set[str]:
     """The inline relations that are materialized instead (see the module)."""
     kept = wanted & {d.relation for d in program.directives}
+    kept |= {d.name for d in program.declarations if d.name in wanted and not d.columns}
     kept |= {r.head.relation for r in program.rules if r.dominating is not None}
     kept |= {d.name for d in program.declarations if d.choice_domain}
     kept |= {  # a column's type types the clauses' literals only as the relation's columns

@@ -80,6 +80,22 @@ def test_where_soufflé_would_not_inline_the_relation_is_materialized() -> None:
     assert [float(x) for (x,) in m.rows("g")] == [1.0]
 
 
+def test_a_nullary_relation_is_materialized_not_multiplied_into_its_readers() -> None:
+    """`m` has 100 derivations: substituted three times, `k` would count 10^6."""
+    text = """
+    .decl e(x: number, y: number)
+    .decl m() inline
+    m() :- e(_, _).
+    .decl k()
+    k() :- m(), m(), m().
+    """
+    assert check_program(text).inlined == frozenset()
+    m = Materialization.from_text(text)
+    m.load({"e": [(x, y) for x in range(10) for y in range(10)]})
+    m.bootstrap()
+    assert m.lookup("k", ())[1] == 1  # one derivation, where inlining would count 10^6
+
+
 TEXT = """
 .decl e(x: number, y: number)
 .decl hop(x: number, z: number) inline
