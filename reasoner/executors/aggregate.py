@@ -29,6 +29,7 @@ import numpy as np
 from reasoner.analysis.model import AggregateDefinition, Stratum
 from reasoner.storage.overlay import INF, Overlay
 from reasoner.storage.state import RelationStore, State, Tuple
+from reasoner.support.ordering import lexicographic_order
 from reasoner.syntax.ast import AggregateOp
 from reasoner.values import floats
 from reasoner.values.arith import as_unsigned, wrap64
@@ -59,7 +60,7 @@ def group_by(definition: AggregateDefinition, columns: Sequence[np.ndarray]) -> 
         return number(definition, columns)
     keys = [columns[c] for c in definition.group]
     if keys:
-        order = np.lexsort(keys[::-1])
+        order = lexicographic_order(keys)
         keys = [key[order] for key in keys]
         changed = np.zeros(size, bool)
         changed[0] = True

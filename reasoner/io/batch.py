@@ -29,6 +29,7 @@ from reasoner.io.fact_text import (
     write_fields,
 )
 from reasoner.io.facts import parse_facts_text, read_fact_file
+from reasoner.support.ordering import lexicographic_order
 from reasoner.support.polars_on_demand import pl
 from reasoner.values import floats
 from reasoner.values.records import ValueType, storage_type
@@ -107,7 +108,7 @@ def value_order(
         else user_numbers(column, kind)
         for index, (kind, column) in enumerate(zip(types, columns, strict=True))
     ]
-    return np.lexsort(keys[::-1])
+    return lexicographic_order(keys)
 
 
 def engine_numbers(column: pl.Series) -> np.ndarray:

@@ -31,6 +31,7 @@ import numpy as np
 
 from reasoner.storage import Table
 from reasoner.storage.state import RelationStore
+from reasoner.support.ordering import lexicographic_order
 from reasoner.values import floats
 from reasoner.values.records import AdtType, RecordType, ValueType
 from reasoner.values.symbols import SymbolTable
@@ -143,7 +144,7 @@ def _smallest(keys: list[np.ndarray], k: int, wanted: np.ndarray | None) -> np.n
         first = np.where(wanted, first, np.iinfo(np.int64).max)
     if count <= k:
         positions = np.arange(len(first)) if wanted is None else np.flatnonzero(wanted)
-        return positions[np.lexsort([c[positions] for c in keys[::-1]])]
+        return positions[lexicographic_order([c[positions] for c in keys])]
     kth = np.partition(first, k - 1)[k - 1]
     below = np.flatnonzero(first < kth)
     equal = np.flatnonzero(first == kth)
@@ -153,7 +154,7 @@ def _smallest(keys: list[np.ndarray], k: int, wanted: np.ndarray | None) -> np.n
     if len(keys) > 1 and len(equal) > need:
         equal = equal[_smallest([c[equal] for c in keys[1:]], need, None)]
     picked = np.concatenate([below, equal[:need]])
-    return picked[np.lexsort([c[picked] for c in keys[::-1]])]
+    return picked[lexicographic_order([c[picked] for c in keys])]
 
 
 SORTED_MIN_ROWS = 50_000
@@ -274,5 +275,5 @@ def _page_of_sorted(
         keep = _after(order.keys(new_values), cursor)
         new_values = [column[keep] for column in new_values]
     values = [np.concatenate(pair) for pair in zip(values, new_values, strict=True)]
-    ranked = np.lexsort(order.keys(values)[::-1])[: limit + 1]
+    ranked = lexicographic_order(order.keys(values))[: limit + 1]
     return [column[ranked] for column in values]
