@@ -29,6 +29,7 @@ from libc.string cimport memcpy
 
 from reasoner.kernel.buffers cimport *  # Vec, Map: growable arrays and a hash map in C
 from reasoner.kernel.candidates cimport *  # an Update's candidate words, its heads resolved
+from reasoner.kernel.dedup cimport _identity, _keep_first  # each derivation once
 from reasoner.kernel.hand_over cimport WIDE, Split, _pack, _prepare, _split  # the record
 from reasoner.kernel.plan_words cimport *  # the plan words' tags, steps and arithmetic
 from reasoner.kernel.runs cimport *  # a plan's bindings as it runs, and what it found
@@ -46,8 +47,6 @@ DEF MAX_STACK = 128
 DEF KEPT_ENTRIES = 1 << 12  # a larger buffer is freed when an Update ends (one kernel a stratum)
 
 cdef int64_t INF = 1 << 62
-DEF C_BITS = 40  # a candidate's place in the arena; above it, in a dedup slot, its identity's
-cdef int64_t C_MASK = (<int64_t>1 << C_BITS) - 1
 cdef int64_t IN_TABLE = -1  # a staged head's count word: the count is the table's (`_add_count`)
 
 # What an enumerator may assume of its driving tuples: any change, or for changed own tuples,
@@ -269,6 +268,7 @@ cdef class Kernel:
     cdef list by_head_later   # the same, for the rules with an atom over an own relation
     cdef list rules
     cdef PyObject** rps       # the rules, borrowed from `rules`: read without the GIL
+    cdef int* identity_of     # rule -> the candidate words that identify its derivations
     cdef object check
     cdef readonly int64_t iteration  # the iteration `drain` is at (0: `start`'s hand-over)
     cdef object call          # (functor, operands) -> value or None: `reasoner.values.functors.caller`
@@ -377,6 +377,7 @@ cdef class Kernel:
         _free_run(&self.run)
         free(self.lane_first)
         free(self.rps)
+        free(self.identity_of)
         free(self.lane_ens)
         for i in range(self.nlanes):
             _free_run(&self.lanes[i])
@@ -397,6 +398,8 @@ cdef class Kernel:
         self.free_of[n] = -1
         self.rps = <PyObject**>_grown(self.rps, n + 1, sizeof(PyObject*))
         self.rps[n] = <PyObject*>rule
+        self.identity_of = <int*>_grown(self.identity_of, n + 1, sizeof(int))
+        self.identity_of[n] = rule.identity
         self.rules.append(rule)
 
     def add(self, str role, int relation, Enumerator e):
@@ -1485,70 +1488,28 @@ cdef class Kernel:
 
     # -- the drain ------------------------------------------------------------------------------
 
-    cdef bint _same(self, int64_t a, int64_t b) noexcept:
-        """Whether candidates `a` and `b` are one derivation (rule, body rows, range values)."""
-        cdef int64_t* w = self.arena.data
-        cdef Rule rule
-        cdef int j
-        if w[a + C_RULE] != w[b + C_RULE]:
-            return False
-        rule = <Rule>PyList_GET_ITEM(self.rules, w[a + C_RULE])
-        for j in range(rule.identity):
-            if w[a + C_BODY + j] != w[b + C_BODY + j]:
-                return False
-        return True
-
-    cdef uint64_t _identity(self, int64_t c) noexcept:
-        cdef int64_t* w = self.arena.data
-        cdef Rule rule = <Rule>PyList_GET_ITEM(self.rules, w[c + C_RULE])
-        cdef uint64_t h = _mix(<uint64_t>w[c + C_RULE] + 1)
-        cdef int j
-        for j in range(rule.identity):
-            h = _mix(h ^ (<uint64_t>w[c + C_BODY + j] + <uint64_t>0x9E3779B97F4A7C15 + (h << 6)))
-        return h
-
     cdef int _iteration(self, int64_t k) except -1:
         """Classify the candidates scheduled at k (each derivation once), settle the count
         changes of their heads, hand the heads whose status changed to the enumerators."""
         cdef int64_t b = _map_get(&self.bucket_of, k, -1)
         cdef int64_t c = self.bucket_first.data[b]
         cdef int64_t size = self.bucket_size.data[b]
-        cdef int64_t slots = 4, mask, i, d, n = 0, tag, kept = 0
-        cdef int64_t* table
+        cdef int64_t slots = 4, n = 0, kept = 0
         cdef int64_t* listed
         # Nothing scheduled at k once it is popped: enumerations from here on are at k or later
         # (`cur` is k), and a new bucket at k would never be popped.
         while slots < 2 * size:
             slots *= 2
-        mask = slots - 1
         _vec_reserve(&self.dedup, slots + 2 * size)
-        table = self.dedup.data
-        listed = table + slots
-        if size > 1:
-            # The list is read first, with identities: the slot QUEUED_HEADS candidates ahead
-            # is fetched while this one's is probed (its load was 77 % of this loop on
-            # rmat1k), and a slot's identity bits pass over others without reading them.
-            # Each derivation's first candidate is kept at the front of the list, in order.
-            for i in range(slots):
-                table[i] = -1
+        listed = self.dedup.data + slots
+        if size > 1:  # the list is read first, with identities
             while c >= 0:
                 listed[n] = c
-                listed[n + 1] = <int64_t>self._identity(c)
+                listed[n + 1] = <int64_t>_identity(self.arena.data, self.identity_of, c)
                 n += 2
                 c = self.arena.data[c + C_NEXT]
-            for d in range(0, n, 2):
-                if d + 2 * QUEUED_HEADS < n:
-                    __builtin_prefetch(&table[<uint64_t>listed[d + 2 * QUEUED_HEADS + 1] & <uint64_t>mask])
-                c = listed[d]
-                tag = <int64_t>(<uint64_t>listed[d + 1] >> (64 - (63 - C_BITS)))
-                i = <int64_t>(<uint64_t>listed[d + 1] & <uint64_t>mask)
-                while table[i] >= 0 and not (
-                        table[i] >> C_BITS == tag and self._same(table[i] & C_MASK, c)):
-                    i = (i + 1) & mask
-                if table[i] < 0:
-                    table[i] = (tag << C_BITS) | c
-                    listed[kept] = c
-                    kept += 1
+            kept = _keep_first(self.arena.data, self.identity_of, listed, size, self.dedup.data,
+                               slots)
         elif c >= 0:
             listed[0] = c
             kept = 1
