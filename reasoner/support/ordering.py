@@ -6,7 +6,7 @@ Where the keys' ranges fit one 64-bit word together with a row number (node ids,
 ranks, most numbers), each key is shifted to start at 0 and packed in its own bits, the row
 number in the lowest: the words are distinct, so a plain (vectorized) sort of them is already
 the stable order, and the row numbers read back from it are `np.lexsort`'s permutation,
-ties included. Keys that do not fit go to `np.lexsort`.
+ties included. Keys that do not fit, or are not integers, go to `np.lexsort`.
 
 Layer: `support`.
 """
@@ -20,10 +20,12 @@ import numpy as np
 
 def lexicographic_order(keys: Sequence[np.ndarray]) -> np.ndarray:
     """The stable permutation that sorts rows by `keys[0]`, then `keys[1]`, ...: that of
-    `np.lexsort(keys[::-1])`. Keys are integer arrays of one length, at least one."""
+    `np.lexsort(keys[::-1])`. Keys are arrays of one length, at least one."""
     rows = len(keys[0])
     if rows < 2:
         return np.arange(rows, dtype=np.intp)
+    if any(key.dtype.kind not in "iu" for key in keys):
+        return np.lexsort(keys[::-1])
     spans = [(int(key.min()), int(key.max())) for key in keys]
     widths = [(high - low).bit_length() for low, high in spans]
     row_bits = (rows - 1).bit_length()

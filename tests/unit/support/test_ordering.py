@@ -46,3 +46,8 @@ def test_wide_keys_that_pack_keep_their_order_across_the_sign() -> None:
     keys = [first, second]
     assert lexicographic_order(keys).tolist() == np.lexsort(keys[::-1]).tolist()
     assert lexicographic_order([np.array([INT64.max, INT64.min])]).tolist() == [1, 0]
+
+
+def test_keys_that_are_not_integers_are_ordered_as_lexsort_orders_them() -> None:
+    keys = [np.array([1.5, -0.5, 1.5, 0.25]), np.array([2, 1, 0, 3])]
+    assert lexicographic_order(keys).tolist() == [1, 3, 2, 0]
