@@ -3,6 +3,12 @@
 resolution of the heads whose row an emission left open (`_resolve_heads`). Only declarations
 and inline functions: `reasoner/kernel/interpreter.pyx` cimports them.
 
+A candidate's bookkeeping takes four words: the rule and its flags share one, and the
+iterations and the head's row are int32 halves (`INF32`: infinite): a table holds at most
+2**31 rows, and each iteration of a stratum adds a tuple, so an iteration past 2**31 - 1
+would need more tuples than any run holds. On crdt_linear's nextVis that is 10 words
+a candidate instead of 13, in the arena, the lanes' buffers and every copy between them.
+
 Why heads are resolved apart: an emission is one step of a depth-first enumeration, so a probe
 of the head's table there is a cache miss nothing overlaps (a fifth of graph10000-rmat1k's
 Update). Kept with the decision that needs the head's o as a condition, the heads of a whole
@@ -13,25 +19,33 @@ no gain on rmat1k.) The tables do not change between an emission and its resolut
 what it would have found at the emission."""
 
 from cpython.ref cimport PyObject
-from libc.stdint cimport int64_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint64_t
 
 from reasoner.kernel.buffers cimport _vec_push, _vec_reserve
 from reasoner.kernel.runs cimport Run
 from reasoner.storage.table cimport Table
 
-# Candidate words: the iteration it waits for (and then the next of that iteration's list),
-# its rule, the iteration where its derivation fired in the old epoch, the head's o, the lower
-# atoms' n, the flags, the head's row (-1: none when it was looked up), then the body rows, the
-# range values and the head's words.
+cdef extern from *:
+    """
+    #define REASONER_KERNEL_INF (((int64_t)1) << 62)
+    """
+    const int64_t KERNEL_INF "REASONER_KERNEL_INF"  # an iteration past every other: absent
+
+# Candidate words: the iteration it waits for (and then the next of that iteration's list);
+# its rule and flags; the iteration where its derivation fired in the old epoch and the head's
+# o; the lower atoms' n and the head's row (-1: none when it was looked up); then the body rows,
+# the range values and the head's words. H_*: the int32 halves of words 1-3, read and written
+# through the functions below.
 cdef enum:
     C_NEXT = 0
-    C_RULE = 1
-    C_FO = 2
-    C_HO = 3
-    C_LOWER_N = 4
-    C_FLAGS = 5
-    C_HEAD_ROW = 6
-    C_BODY = 7
+    C_BODY = 4
+    H_RULE = 2
+    H_FLAGS = 3
+    H_FO = 4
+    H_HO = 5
+    H_LOWER_N = 6
+    H_HEAD_ROW = 7
+    INF32 = 0x7FFFFFFF
 
 # Flags: no negated atom present in the old epoch (F_NO), in the new (F_NN); one inserted
 # (F_NI), one deleted (F_ND). While the head is unresolved, the conditions on its o that keep
@@ -52,6 +66,29 @@ cdef enum:
 cdef enum:
     QUEUED_HEADS = 16
     PENDING_WORDS = 4  # a `Run.pending` entry: candidate offset, head relation, words offset, hash
+
+
+cdef inline int64_t _half(const int64_t* w, int h) noexcept nogil:
+    """Half `h` of candidate `w`, INF32 read as KERNEL_INF."""
+    cdef int32_t v = (<const int32_t*>w)[h]
+    return KERNEL_INF if v == INF32 else v
+
+
+cdef inline void _set_half(int64_t* w, int h, int64_t v) noexcept nogil:
+    """Write half `h` of candidate `w`: an iteration (KERNEL_INF as INF32), a row or -1."""
+    (<int32_t*>w)[h] = INF32 if v >= KERNEL_INF else <int32_t>v
+
+
+cdef inline void _fill(int64_t* w, int64_t at, int64_t rule, int64_t fo, int64_t ho,
+                       int64_t head_row, int64_t lower_n, int64_t flags) noexcept nogil:
+    """A candidate's bookkeeping (its body and head words follow at C_BODY)."""
+    w[C_NEXT] = at
+    _set_half(w, H_RULE, rule)
+    _set_half(w, H_FLAGS, flags)
+    _set_half(w, H_FO, fo)
+    _set_half(w, H_HO, ho)
+    _set_half(w, H_LOWER_N, lower_n)
+    _set_half(w, H_HEAD_ROW, head_row)
 
 
 cdef inline int _pend(Run* run, int64_t offset, int64_t relation, int64_t words) except -1 nogil:
@@ -99,11 +136,12 @@ cdef inline void _resolve_heads(Run* run, PyObject** tps, int64_t inf) noexcept 
         w = run.found.data + p[0]
         row = (<Table>tps[p[1]])._find_hashed(w + p[2], <uint64_t>p[3])
         ho = _committed_o(tps[p[1]], row, inf)
-        flags = w[C_FLAGS]
-        if (flags & P_HO_EQ_FO and ho != w[C_FO]) or (flags & P_HO_LT_AT and ho >= w[C_NEXT]):
-            w[C_FLAGS] = P_DROPPED
+        flags = _half(w, H_FLAGS)
+        if (flags & P_HO_EQ_FO and ho != _half(w, H_FO)) or (
+                flags & P_HO_LT_AT and ho >= w[C_NEXT]):
+            _set_half(w, H_FLAGS, P_DROPPED)
         else:
-            w[C_FLAGS] = flags & ~F_PENDING
-            w[C_HO] = ho
-            w[C_HEAD_ROW] = row
+            _set_half(w, H_FLAGS, flags & ~F_PENDING)
+            _set_half(w, H_HO, ho)
+            _set_half(w, H_HEAD_ROW, row)
     run.pending.size = 0

@@ -15,7 +15,7 @@ part of the work."""
 
 from libc.stdint cimport int64_t, uint64_t
 
-from reasoner.kernel.candidates cimport C_BODY, C_RULE, QUEUED_HEADS
+from reasoner.kernel.candidates cimport C_BODY, H_RULE, QUEUED_HEADS, _half
 from reasoner.storage.table cimport __builtin_prefetch, _mix
 
 # In a table slot: the candidate's offset in the arena (C_BITS bits), identity bits above it.
@@ -27,18 +27,20 @@ cdef inline bint _same(const int64_t* w, const int* identity_of, int64_t a,
                        int64_t b) noexcept nogil:
     """Whether candidates `a` and `b` are one derivation (rule, body rows, range values)."""
     cdef int j
-    if w[a + C_RULE] != w[b + C_RULE]:
+    cdef int64_t rule = _half(w + a, H_RULE)
+    if rule != _half(w + b, H_RULE):
         return False
-    for j in range(identity_of[w[a + C_RULE]]):
+    for j in range(identity_of[rule]):
         if w[a + C_BODY + j] != w[b + C_BODY + j]:
             return False
     return True
 
 
 cdef inline uint64_t _identity(const int64_t* w, const int* identity_of, int64_t c) noexcept nogil:
-    cdef uint64_t h = _mix(<uint64_t>w[c + C_RULE] + 1)
+    cdef int64_t rule = _half(w + c, H_RULE)
+    cdef uint64_t h = _mix(<uint64_t>rule + 1)
     cdef int j
-    for j in range(identity_of[w[c + C_RULE]]):
+    for j in range(identity_of[rule]):
         h = _mix(h ^ (<uint64_t>w[c + C_BODY + j] + <uint64_t>0x9E3779B97F4A7C15 + (h << 6)))
     return h
 

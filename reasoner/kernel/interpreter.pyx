@@ -46,7 +46,7 @@ from reasoner.support.deadline import MemoryBudgetExceeded
 DEF MAX_STACK = 128
 DEF KEPT_ENTRIES = 1 << 12  # a larger buffer is freed when an Update ends (one kernel a stratum)
 
-cdef int64_t INF = 1 << 62
+cdef int64_t INF = KERNEL_INF
 cdef int64_t IN_TABLE = -1  # a staged head's count word: the count is the table's (`_add_count`)
 
 # What an enumerator may assume of its driving tuples: any change, or for changed own tuples,
@@ -1428,13 +1428,7 @@ cdef class Kernel:
         _vec_reserve(&run.found, e.rule.words)
         w = run.found.data + run.found.size
         run.found.size += e.rule.words
-        w[C_NEXT] = at
-        w[C_RULE] = e.rule.number
-        w[C_FO] = fo
-        w[C_HO] = ho
-        w[C_LOWER_N] = lower_n
-        w[C_FLAGS] = flags
-        w[C_HEAD_ROW] = head_row
+        _fill(w, at, e.rule.number, fo, ho, head_row, lower_n, flags)
         for j in range(e.rule.npos):
             w[C_BODY + j] = run.rows[j]
         for j in range(e.rule.nranges):
@@ -1457,9 +1451,9 @@ cdef class Kernel:
         _resolve_heads(run, self.tps, INF)
         while i < run.found.size:
             w = run.found.data + i
-            rule = w[C_RULE]
+            rule = _half(w, H_RULE)
             words = (<Rule>self.rps[rule]).words
-            if w[C_FLAGS] & P_DROPPED:
+            if _half(w, H_FLAGS) & P_DROPPED:
                 i += words
                 continue
             at = w[C_NEXT]
@@ -1517,8 +1511,8 @@ cdef class Kernel:
         c = self.bucket_first.data[b]  # classified: the places go on their rules' free lists
         while c >= 0:  # (the arena then holds the candidates pending, not all ever scheduled)
             d = self.arena.data[c + C_NEXT]
-            self.arena.data[c + C_NEXT] = self.free_of[self.arena.data[c + C_RULE]]
-            self.free_of[self.arena.data[c + C_RULE]] = c
+            self.arena.data[c + C_NEXT] = self.free_of[_half(self.arena.data + c, H_RULE)]
+            self.free_of[_half(self.arena.data + c, H_RULE)] = c
             c = d
         for d in range(self.d_key.size):
             self._tick()
@@ -1576,9 +1570,9 @@ cdef class Kernel:
         """Start loading the slot of candidate c's head where `_judge` will probe it (its row
         unknown: an inserted driver's candidates, new heads), as `_resolve_heads` does."""
         cdef int64_t* w = self.arena.data + c
-        cdef PyObject* rule = self.rps[w[C_RULE]]
+        cdef PyObject* rule = self.rps[_half(w, H_RULE)]
         cdef PyObject* head = self.tps[(<Rule>rule).head]
-        if w[C_HEAD_ROW] < 0:
+        if _half(w, H_HEAD_ROW) < 0:
             (<Table>head)._prefetch((<Table>head)._hash(w + C_BODY + (<Rule>rule).identity))
 
     cdef int _judge(self, int64_t c, int64_t k, Run* run, int64_t* out) except -1 nogil:
@@ -1589,9 +1583,9 @@ cdef class Kernel:
         I⁻_{k-1}" is f > k; with f = k, "a positive atom in I⁺_{k-1}" is f° > k (see the
         package docstring). It only reads, so it runs on the lanes too."""
         cdef int64_t* w = self.arena.data + c
-        cdef PyObject* rule = self.rps[w[C_RULE]]
-        cdef int64_t fn = w[C_LOWER_N], fo = w[C_FO], ho = w[C_HO], n, o, row, hn
-        cdef int64_t flags = w[C_FLAGS]
+        cdef PyObject* rule = self.rps[_half(w, H_RULE)]
+        cdef int64_t fn = _half(w, H_LOWER_N), fo = _half(w, H_FO), ho = _half(w, H_HO), n, o
+        cdef int64_t flags = _half(w, H_FLAGS), row, hn
         cdef bint no = flags & F_NO, nn = flags & F_NN, ni = flags & F_NI, nd = flags & F_ND
         cdef int j, relation, head = (<Rule>rule).head
         out[0] = 0
@@ -1608,7 +1602,7 @@ cdef class Kernel:
         fn += 1
         if fo != k and fn != k:
             return 0
-        row = w[C_HEAD_ROW]
+        row = _half(w, H_HEAD_ROW)
         if row < 0:
             row = (<Table>self.tps[head])._find(w + C_BODY + (<Rule>rule).identity)
         if ho < 0:
@@ -1631,7 +1625,7 @@ cdef class Kernel:
         head gets its row here; `again`: judged on a lane, before the candidates ahead of it
         appended their heads, so a new head is looked up once more."""
         cdef int64_t* w = self.arena.data + c
-        cdef Rule rule = <Rule>self.rps[w[C_RULE]]
+        cdef Rule rule = <Rule>self.rps[_half(w, H_RULE)]
         cdef Table head = self._table(rule.head)
         cdef int64_t row = verdict[1], key, e
         if row < 0 and again:
