@@ -4,10 +4,10 @@
 
 This runs `reasoner.cli.main.main(["replay", ...])` unchanged (argument parsing, the engine switch,
 the timing, the `--report` JSON) in this process, with one addition through the `observe` hook
-of `reasoner.cli.replay.replay`, as `reasoner.cli.commands` calls it: after every epoch (outside
-the epoch's timed part) the output relations' digests are taken from the live materialization,
-and at the end the final relations are written to OUT_DIR in the harness's format, for the
-cross-system check.
+of `reasoner.cli.replay.replay`, as `reasoner.cli.epoch_commands` calls it: after every epoch
+(outside the epoch's timed part) the output relations' digests are taken from the live
+materialization, and at the end the final relations are written to OUT_DIR in the harness's
+format, for the cross-system check.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
-import reasoner.cli.commands as commands
+import reasoner.cli.epoch_commands as commands
 import reasoner.cli.main as cli
 from bench.runners.common import Spec, digests, emit, finish
 from reasoner import Materialization

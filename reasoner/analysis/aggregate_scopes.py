@@ -41,7 +41,6 @@ plain aggregate semantics; what grounding means is held to Soufflé's output ins
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import itertools
 from collections import Counter
 from collections.abc import Iterable
@@ -56,6 +55,7 @@ from reasoner.analysis.terms import (
     render_atom,
     render_literal,
 )
+from reasoner.support.digest import short_digest
 from reasoner.syntax.ast import (
     Aggregate,
     Atom,
@@ -278,8 +278,8 @@ def _bind_one(rule: Rule) -> tuple[Rule, Rule] | None:
             columns = tuple(Variable(v, rule.span) for v in sorted(plain_bound))
             value = Variable(name, binding.span)
             text = " ".join(render_literal(lit) for lit in (*plain, binding))
-            digest = hashlib.sha256(f"{render_atom(rule.head)} {text}".encode()).hexdigest()
-            head = Atom(f"bind!{digest[:12]}", (*columns, value), binding.span)
+            digest = short_digest(f"{render_atom(rule.head)} {text}")
+            head = Atom(f"bind!{digest}", (*columns, value), binding.span)
             definition = Rule(head, (*plain, binding), rule.span, rule.text)
             rest = tuple(lit for lit in rule.body if lit not in plain and lit is not binding)
             return definition, dataclasses.replace(rule, body=(head, *rest))

@@ -29,7 +29,6 @@ can take one, and they are internal (`RelationInfo.internal`).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from collections.abc import Iterator, Mapping
 
 from reasoner.analysis.aggregate_scopes import as_written, separate_shadows
@@ -39,6 +38,7 @@ from reasoner.analysis.report import Reporter
 from reasoner.analysis.safety import bound_variables
 from reasoner.analysis.terms import map_atom, map_literal, render, render_atom, render_literal
 from reasoner.errors import RULE_TOO_LARGE, TYPE_MISMATCH, UNSAFE_RULE, UNSUPPORTED_FEATURE, Span
+from reasoner.support.digest import short_digest
 from reasoner.syntax.ast import (
     Aggregate,
     Atom,
@@ -285,7 +285,7 @@ class _Rewriter:
         outer = _binding(missing, binding) if missing else []
         literals[:0] = outer
         what = (aggregate.op, aggregate.target, aggregate.body, tuple(group), tuple(outer))
-        name = f"{aggregate.op}!{hashlib.sha256(_canonical(what).encode()).hexdigest()[:12]}"
+        name = f"{aggregate.op}!{short_digest(_canonical(what))}"
         direct = None if outer else _direct(aggregate, name, group)
         if direct is not None:
             if name not in self.definitions:

@@ -53,7 +53,6 @@ Layer: `analysis`.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from collections.abc import Iterator
 
 from reasoner.analysis.model import AggregateDefinition
@@ -68,6 +67,7 @@ from reasoner.analysis.terms import (
     render_literal,
 )
 from reasoner.errors import UNSUPPORTED_FEATURE, Span
+from reasoner.support.digest import short_digest
 from reasoner.syntax.ast import (
     AUTOINC,
     Atom,
@@ -258,7 +258,7 @@ def _rewritten(
             if isinstance(leaf, Variable) and (key is None or leaf.name != key.name):
                 head_variables.setdefault(leaf.name, leaf)
     columns = ([key] if key is not None else []) + list(head_variables.values())
-    digest = hashlib.sha256(f"{rule.text}\n{render_atom(rule.head)}".encode()).hexdigest()[:12]
+    digest = short_digest(f"{rule.text}\n{render_atom(rule.head)}")
     name = f"{AUTOINC}!{digest}"
     source = Atom(f"{name}!b", tuple(columns), span)
     body_text = f"{render_atom(source)} :- {', '.join(map(render_literal, body))}."

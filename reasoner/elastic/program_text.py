@@ -13,7 +13,6 @@ that is already there is recognised as a no-op.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from dataclasses import dataclass
 from reasoner.analysis import analyze
 from reasoner.analysis.model import AnalyzedProgram
 from reasoner.errors import Diagnostic, ProgramError, Span
+from reasoner.support.digest import short_digest
 from reasoner.syntax.ast import Program, Rule
 from reasoner.syntax.lexer import tokenize
 from reasoner.syntax.parser import parse_program
@@ -35,7 +35,7 @@ RULES_FILENAME = "<rules>"
 
 def rule_id(text: str) -> str:
     tokens = "\x00".join(f"{t.kind}:{t.text}" for t in tokenize(text).tokens)
-    return hashlib.sha256(tokens.encode()).hexdigest()[:16]
+    return short_digest(tokens, 16)
 
 
 @dataclass(frozen=True, slots=True)

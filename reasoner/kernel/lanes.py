@@ -6,11 +6,13 @@ without the interpreter lock; what it needs of Python, pools and errors, is here
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from reasoner.support import allocations
 from reasoner.support.jobs import jobs_in_effect
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
 
 LANE_ROWS = 4096
 """Driving rows (a Bootstrap's), expected candidates (an Update's hand-over) or candidates (its
@@ -45,6 +47,8 @@ def _pool(workers: int) -> ThreadPoolExecutor:
     the process, as a Bootstrap or an Update runs many spans."""
     pool = _POOLS.get(workers)
     if pool is None:
+        from concurrent.futures import ThreadPoolExecutor  # 4 ms of a start that has one lane
+
         pool = _POOLS[workers] = ThreadPoolExecutor(workers, thread_name_prefix="reasoner-lane")
     return pool
 

@@ -13,10 +13,11 @@ sets the size of machine a user must buy, beside the size of the state it leaves
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import resource
 from collections.abc import Callable
 from pathlib import Path
+
+from reasoner.support.c_library import c_library
 
 _STATUS = Path("/proc/self/status")
 _CLEAR_REFS = Path("/proc/self/clear_refs")
@@ -93,7 +94,7 @@ def given_back_after(seconds: float, replaced_bytes: int = 0) -> None:
 def _malloc_trim() -> Callable[[], object] | None:
     """glibc's `malloc_trim(0)`, or None on another C library."""
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc = c_library("c", "libc.so.6")
         trim = libc.malloc_trim
     except (OSError, AttributeError):
         return None

@@ -18,15 +18,15 @@ orders is refused (`reasoner.errors.FloatRefused`), never answered differently.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import math
 import re
 import struct
 from collections.abc import Callable, Sequence
-from fractions import Fraction
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
+
+from reasoner.support.c_library import c_library
 
 if TYPE_CHECKING:  # `reasoner.errors` reaches the parser, which reads this module
     from reasoner.errors import FloatRefused
@@ -161,7 +161,7 @@ def _odd_integer(value: float) -> bool:
 def _c_pow() -> Callable[[float, float], float] | None:
     """The C library's `pow`, which Soufflé calls (`std::pow`); None where none loads."""
     try:
-        libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+        libm = c_library("m", "libm.so.6")
     except OSError:
         return None
     function = libm.pow
@@ -279,6 +279,8 @@ def total(values: Sequence[float], what: str) -> float:
         return from_bits(nans.pop())
     finite = [value for value in values if math.isfinite(value)]
     if infinities:  # it decides, unless the finite values could overflow to the other one
+        from fractions import Fraction  # and `decimal` with it: rare here, 1.5 ms of a start
+
         if sum(Fraction(abs(value)) for value in finite) > Fraction(DBL_MAX):
             raise _order_dependent(what)
         return infinities.pop()

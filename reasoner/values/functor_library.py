@@ -34,7 +34,6 @@ command line and the service load them.
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import importlib.util
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -43,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from reasoner.errors import UNKNOWN_FUNCTOR, UNSUPPORTED_FEATURE
+from reasoner.support.digest import short_digest
 from reasoner.values.types import FLOAT, NUMBER, SYMBOL, UNSIGNED, ColumnType
 
 Implementation = Callable[..., object]
@@ -255,7 +255,7 @@ def _find_library(name: str, directories: Sequence[str]) -> SharedLibrary | None
 def _load_module(path: Path) -> object:
     """Import the Python file at `path` under a name of its own."""
     resolved = path.resolve()
-    digest = hashlib.sha256(str(resolved).encode()).hexdigest()[:12]
+    digest = short_digest(str(resolved))
     module_name = f"reasoner_functors_{digest}"
     spec = importlib.util.spec_from_file_location(module_name, resolved)
     if spec is None or spec.loader is None or not resolved.is_file():
