@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -69,21 +70,36 @@ def test_a_command_of_the_engine_reads_no_other_parts_commands(
     assert looked == ["reasoner.commands"]
 
 
+NOT_IMPORTED_BY_A_RUN = (
+    "polars",
+    "importlib.metadata",
+    "numpy.ma",
+    "ctypes.util",
+    "hashlib",
+    "logging",
+    "fractions",
+    "reasoner.cli.replay",
+    "reasoner.cli.workload",
+)
+"""What a start pays for and a `run` of numbers on the kernel never uses: Polars (75 ms, 36 MiB,
+`reasoner.support.polars_on_demand`), other parts' commands' metadata, and modules of 2-12 ms
+each that only rarer paths call."""
+
+
 def test_a_run_of_numbers_on_the_kernel_never_imports_polars(tmp_path: Path) -> None:
-    """Facts read and outputs written in C, every iteration on the kernel: Polars (75 ms,
-    36 MiB) stays out of the process (`reasoner.support.polars_on_demand`), and so does
-    `importlib.metadata`, which only other parts' commands need. In a process of its own,
-    since this one has imported both already."""
+    """Facts read and outputs written in C, every iteration on the kernel: none of
+    `NOT_IMPORTED_BY_A_RUN` is imported. In a process of its own, since this one has imported
+    them already."""
     program = _write(tmp_path, "tc.dl", TC)
     _write(tmp_path, "edge.facts", "1\t2\n2\t3\n3\t1\n")
     out = tmp_path / "out"
     script = (
         "import sys; from reasoner.cli.main import main; "
         f"code = main(['run', {str(program)!r}, '-F', {str(tmp_path)!r}, '-D', {str(out)!r}]); "
-        "print(code, 'polars' in sys.modules, 'importlib.metadata' in sys.modules)"
+        f"print(code, *[m for m in {NOT_IMPORTED_BY_A_RUN!r} if m in sys.modules])"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
-    assert done.stdout.split() == ["0", "False", "False"], done.stderr
+    assert done.stdout.split() == ["0"], done.stderr
     assert len((out / "tc.csv").read_text().splitlines()) == 9
 
 
@@ -299,6 +315,41 @@ def test_printsize_stdout_and_headers_as_souffle_prints_them(
     )
     assert (out / "tc.txt").read_text() == "x,y\n1,2\n1,3\n2,3\n"
     assert not (out / "tc.csv").exists()
+
+
+def test_the_executable_exits_with_its_outputs_whole_and_its_status(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The executable skips the interpreter's teardown after an engine command
+    (`reasoner.cli.main.command`): what it printed to a pipe, which Python buffers (unless
+    PYTHONUNBUFFERED, as in the image), is whole, and the status is the command's."""
+    program = _write(
+        tmp_path, "tc.dl", TC.replace(".output tc", ".output tc(IO=stdout)\n.printsize tc")
+    )
+    _write(tmp_path, "edge.facts", "1\t2\n2\t3\n")
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "reasoner.cli.main", "run", str(program), "-F", str(tmp_path)]
+    done = subprocess.run([*command, "-D", str(out)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (
+        "---------------\ntc\n===============\n1\t2\n1\t3\n2\t3\n===============\ntc\t3\n"
+    )
+    assert main(["explain", str(program)]) == 0
+    plans = capsys.readouterr().out
+    buffered = {name: value for name, value in os.environ.items() if name != "PYTHONUNBUFFERED"}
+    explained = subprocess.run(
+        [sys.executable, "-m", "reasoner.cli.main", "explain", str(program)],
+        capture_output=True,
+        text=True,
+        env=buffered,
+    )
+    assert (explained.returncode, explained.stdout) == (0, plans)
+    bad = _write(tmp_path, "bad.dl", "p(x) :- q(y).\n.decl q(a: number)\n")
+    refused = subprocess.run(
+        [sys.executable, "-m", "reasoner.cli.main", "run", str(bad)], capture_output=True, text=True
+    )
+    assert refused.returncode == 2
+    assert f"{bad}:1:3: unsafe_rule:" in refused.stderr
 
 
 def test_explain_reads_unsigned_literals(
