@@ -42,6 +42,7 @@ COPY reasoner/kernel/__init__.py reasoner/kernel/interpreter.pyx reasoner/kernel
      reasoner/kernel/buffers.pxd reasoner/kernel/runs.pxd reasoner/kernel/hand_over.pxd \
      ./reasoner/kernel/
 COPY reasoner/io/__init__.py reasoner/io/fact_text.pyx ./reasoner/io/
+COPY reasoner/support/__init__.py reasoner/support/word_sort.pyx ./reasoner/support/
 COPY service/__init__.py ./service/
 COPY service/feed/__init__.py service/feed/socket_fanout.pyx ./service/feed/
 # setup.py alone builds the extensions: a minimal pyproject.toml keeps it from needing the rest
@@ -81,6 +82,7 @@ COPY service ./service
 COPY --from=build /build/reasoner/storage/*.so ./reasoner/storage/
 COPY --from=build /build/reasoner/kernel/*.so ./reasoner/kernel/
 COPY --from=build /build/reasoner/io/*.so ./reasoner/io/
+COPY --from=build /build/reasoner/support/*.so ./reasoner/support/
 COPY --from=build /build/service/feed/*.so ./service/feed/
 # Compiled once here: the image's user cannot write __pycache__ (and PYTHONDONTWRITEBYTECODE
 # forbids it), so without this every start compiled the sources again.

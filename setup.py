@@ -3,7 +3,8 @@ their comparison (`reasoner.storage.compare`), compaction (`reasoner.storage.ren
 scans (`reasoner.storage.scans`),
 the Update kernel that runs over them
 (`reasoner.kernel.interpreter`), the reader and writer of fact files of numbers and symbols
-(`reasoner.io.fact_text`), and the live feed's writes to many sockets at once
+(`reasoner.io.fact_text`), the sort of packed rows (`reasoner.support.word_sort`), and the
+live feed's writes to many sockets at once
 (`service.feed.socket_fanout`). Everything else about the package is in pyproject.toml;
 setuptools reads this file only for the extensions."""
 
@@ -21,6 +22,7 @@ setup(
                 ("reasoner.storage.scans", "reasoner/storage/scans.pyx"),
                 ("reasoner.kernel.interpreter", "reasoner/kernel/interpreter.pyx"),
                 ("reasoner.io.fact_text", "reasoner/io/fact_text.pyx"),
+                ("reasoner.support.word_sort", "reasoner/support/word_sort.pyx"),
                 ("service.feed.socket_fanout", "service/feed/socket_fanout.pyx"),
             ]
         ],

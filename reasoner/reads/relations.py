@@ -18,12 +18,13 @@ import numpy as np
 from reasoner.analysis.model import RelationInfo
 from reasoner.io.batch import FactBatch, field_kinds, user_numbers, value_order
 from reasoner.storage.state import RelationStore, State
+from reasoner.support.ordering import sorted_rows
 from reasoner.support.polars_on_demand import pl
 from reasoner.values import floats
 from reasoner.values.arith import wrap64
 from reasoner.values.records import AdtType, RecordError, RecordType
 from reasoner.values.symbols import SymbolTable
-from reasoner.values.types import FLOAT, SYMBOL, UNSIGNED, Value
+from reasoner.values.types import FLOAT, NUMBER, SYMBOL, UNSIGNED, Value
 
 
 def rows(symbols: SymbolTable, info: RelationInfo, store: RelationStore) -> list[tuple[Value, ...]]:
@@ -39,7 +40,25 @@ def batch(
     order unless not `ordered` (see `Materialization.batch`)."""
     if not info.arity:
         return [()] * len(store)
-    return batch_of(symbols, info, store.table.columns()[0], ordered=ordered)
+    columns = store.table.columns()[0]
+    if ordered:
+        numbers = _sorted_numbers(info, columns)
+        if numbers is not None:
+            return FactBatch.of_encoded(numbers, info.types, symbols, ordered=True)
+    return batch_of(symbols, info, columns, ordered=ordered)
+
+
+def _sorted_numbers(info: RelationInfo, columns: Sequence[np.ndarray]) -> list[np.ndarray] | None:
+    """The columns of a relation of numbers and unsigned, in value order, sorted as packed
+    rows (`sorted_rows`): a relation's tuples are distinct, so no permutation is needed, nor
+    a gather of each column by it (on an R-MAT closure of 1.36 M tuples, 37 of the output's
+    100 ms). None for a relation of other types, or keys too wide to pack."""
+    if any(kind not in (NUMBER, UNSIGNED) for kind in info.types):
+        return None
+    ordered = sorted_rows(
+        [user_numbers(column, kind) for kind, column in zip(info.types, columns, strict=True)]
+    )
+    return None if ordered is None else [column.view(np.int64) for column in ordered]
 
 
 def batch_of(

@@ -6,7 +6,8 @@ Where the keys' ranges fit one 64-bit word together with a row number (node ids,
 ranks, most numbers), each key is shifted to start at 0 and packed in its own bits, the row
 number in the lowest: the words are distinct, so a plain (vectorized) sort of them is already
 the stable order, and the row numbers read back from it are `np.lexsort`'s permutation,
-ties included. Keys that do not fit, or are not integers, go to `np.lexsort`.
+ties included. Keys that do not fit, or are not integers, go to `np.lexsort`. The words are
+sorted by radix (`reasoner.support.word_sort`): their width is known.
 
 Layer: `support`.
 """
@@ -17,6 +18,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from reasoner.support.word_sort import sorted_words
+
 
 def lexicographic_order(keys: Sequence[np.ndarray]) -> np.ndarray:
     """The stable permutation that sorts rows by `keys[0]`, then `keys[1]`, ...: that of
@@ -24,25 +27,58 @@ def lexicographic_order(keys: Sequence[np.ndarray]) -> np.ndarray:
     rows = len(keys[0])
     if rows < 2:
         return np.arange(rows, dtype=np.intp)
-    if any(key.dtype.kind not in "iu" for key in keys):
-        return np.lexsort(keys[::-1])
-    spans = [(int(key.min()), int(key.max())) for key in keys]
-    widths = [(high - low).bit_length() for low, high in spans]
     row_bits = (rows - 1).bit_length()
-    if sum(widths) + row_bits > 64:
+    packing = _packed(keys, row_bits)
+    if packing is None:
         return np.lexsort(keys[::-1])
+    packed, bits, _ = packing
+    packed <<= np.uint64(row_bits)
+    packed |= np.arange(rows, dtype=np.uint64)
+    packed = sorted_words(packed, bits + row_bits)
+    packed &= np.uint64((1 << row_bits) - 1)
+    return packed.astype(np.intp)
+
+
+def sorted_rows(keys: Sequence[np.ndarray]) -> list[np.ndarray] | None:
+    """Rows given as integer key columns, all distinct, in lexicographic order: the key
+    columns as `lexicographic_order` would reorder them, but without the row numbers (21 bits
+    more to sort for a million rows), the permutation, or a gather of every column by it; None
+    where the keys do not fit one word or are not integers."""
+    packing = _packed(keys, 0)
+    if packing is None:
+        return None
+    packed, bits, fields = packing
+    packed = sorted_words(packed, bits)
+    columns: list[np.ndarray] = []
+    for key, (low, width) in zip(reversed(keys), reversed(fields), strict=True):
+        field = packed & np.uint64((1 << width) - 1)
+        packed >>= np.uint64(width)
+        columns.append(_from_zero_back(field, low, key.dtype))
+    return columns[::-1]
+
+
+def _packed(
+    keys: Sequence[np.ndarray], spare_bits: int
+) -> tuple[np.ndarray, int, list[tuple[int, int]]] | None:
+    """Each row's keys, shifted to start at 0, packed into one word, the first key highest:
+    (the words, the bits they use, each key's (minimum, width)); None where the keys and
+    `spare_bits` do not fit 64 bits together, or a key is not an integer."""
+    if any(key.dtype.kind not in "iu" for key in keys):
+        return None
+    rows = len(keys[0])
+    spans = [(int(key.min()), int(key.max())) if rows else (0, 0) for key in keys]
+    fields = [(low, (high - low).bit_length()) for low, high in spans]
+    bits = sum(width for _, width in fields)
+    if bits + spare_bits > 64:
+        return None
     packed = np.zeros(rows, dtype=np.uint64)
     field = np.empty(rows, dtype=np.uint64)  # one scratch array: fresh ones fault their pages in
-    for key, (low, _), width in zip(keys, spans, widths, strict=True):
+    for key, (low, width) in zip(keys, fields, strict=True):
         if not width:  # one value throughout: it orders nothing
             continue
         packed <<= np.uint64(width)
         packed |= _from_zero(key, low, field)
-    packed <<= np.uint64(row_bits)
-    packed |= np.arange(rows, dtype=np.uint64)
-    packed.sort()
-    packed &= np.uint64((1 << row_bits) - 1)
-    return packed.astype(np.intp)
+    return packed, bits, fields
 
 
 def _from_zero(key: np.ndarray, low: int, out: np.ndarray) -> np.ndarray:
@@ -52,3 +88,10 @@ def _from_zero(key: np.ndarray, low: int, out: np.ndarray) -> np.ndarray:
         return np.subtract(key, np.uint64(low), out=out, dtype=np.uint64)
     np.subtract(key, np.int64(low), out=out.view(np.int64), dtype=np.int64)
     return out
+
+
+def _from_zero_back(field: np.ndarray, low: int, dtype: np.dtype) -> np.ndarray:
+    """The inverse of `_from_zero`: `field + low` in `dtype` (wrapping back where it wrapped)."""
+    if dtype.kind == "u":
+        return np.add(field, np.uint64(low), dtype=np.uint64).astype(dtype, copy=False)
+    return np.add(field.view(np.int64), np.int64(low), dtype=np.int64).astype(dtype, copy=False)

@@ -1,5 +1,6 @@
 """Rows in lexicographic order in one sort (`reasoner.support.ordering`): the permutation is
-`np.lexsort`'s, ties in row order included, whether the keys pack into one word or not."""
+`np.lexsort`'s, ties in row order included, whether the keys pack into one word or not; the
+words are sorted by radix (`reasoner.support.word_sort`) as NumPy sorts them."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reasoner.support.ordering import lexicographic_order
+from reasoner.support.ordering import lexicographic_order, sorted_rows
+from reasoner.support.word_sort import sorted_words
 from tests.conftest import examples
 
 INT64 = np.iinfo(np.int64)
@@ -17,7 +19,8 @@ INT64 = np.iinfo(np.int64)
 def key_columns(draw: st.DrawFn) -> list[np.ndarray]:
     """1-4 keys of one length, of several integer types, narrow (they pack, with repeated
     rows) or spanning their whole type (they do not)."""
-    rows = draw(st.integers(1, 60))
+    rows = draw(st.integers(1, 60) | st.integers(200, 1500))  # the radix sort from 256 words
+    rng = np.random.default_rng(draw(st.integers(0, 2**32)))
     keys = []
     for _ in range(draw(st.integers(1, 4))):
         dtype = draw(st.sampled_from([np.int64, np.uint64, np.int32]))
@@ -26,8 +29,7 @@ def key_columns(draw: st.DrawFn) -> list[np.ndarray]:
             st.sampled_from([(-3, 3), (0, 2), (5, 5), (info.min, info.max), (-(2**40), 2**40)])
         )
         low, high = max(low, info.min), min(high, info.max)
-        values = draw(st.lists(st.integers(low, high), min_size=rows, max_size=rows))
-        keys.append(np.array(values, dtype=dtype))
+        keys.append(rng.integers(low, high, rows, dtype=dtype, endpoint=True))
     return keys
 
 
@@ -51,3 +53,36 @@ def test_wide_keys_that_pack_keep_their_order_across_the_sign() -> None:
 def test_keys_that_are_not_integers_are_ordered_as_lexsort_orders_them() -> None:
     keys = [np.array([1.5, -0.5, 1.5, 0.25]), np.array([2, 1, 0, 3])]
     assert lexicographic_order(keys).tolist() == [1, 3, 2, 0]
+
+
+@settings(max_examples=examples(300))
+@given(
+    bits=st.integers(0, 64),
+    rows=st.integers(0, 40) | st.integers(250, 5000),
+    fixed=st.integers(0, 64),
+    seed=st.integers(0, 2**32),
+)
+def test_words_sort_as_numpy_sorts_them(bits: int, rows: int, fixed: int, seed: int) -> None:
+    """Words below 2**bits, their bits from `fixed` up the same in every word (a pass the sort
+    skips)."""
+    rng = np.random.default_rng(seed)
+    words = rng.integers(0, 2**64, rows, dtype=np.uint64, endpoint=False)
+    words &= np.uint64((1 << bits) - 1)
+    if fixed < bits:
+        words &= np.uint64((1 << fixed) - 1)
+        words |= np.uint64(((1 << bits) - 1) & ~((1 << fixed) - 1) & 0x5555555555555555)
+    assert sorted_words(words.copy(), bits).tolist() == np.sort(words).tolist()
+
+
+@settings(max_examples=examples(300))
+@given(key_columns())
+def test_distinct_rows_sort_as_the_order_puts_them(keys: list[np.ndarray]) -> None:
+    distinct = list(dict.fromkeys(zip(*(key.tolist() for key in keys), strict=True)))
+    keys = [np.array([row[c] for row in distinct], dtype=key.dtype) for c, key in enumerate(keys)]
+    result = sorted_rows(keys)
+    if result is None:  # they do not pack
+        assert sum((int(k.max()) - int(k.min())).bit_length() for k in keys) > 64
+        return
+    order = lexicographic_order(keys)
+    assert [c.tolist() for c in result] == [key[order].tolist() for key in keys]
+    assert [c.dtype for c in result] == [key.dtype for key in keys]
