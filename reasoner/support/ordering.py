@@ -39,21 +39,31 @@ def lexicographic_order(keys: Sequence[np.ndarray]) -> np.ndarray:
     return packed.astype(np.intp)
 
 
-def sorted_rows(keys: Sequence[np.ndarray]) -> list[np.ndarray] | None:
+def sorted_rows(keys: list[np.ndarray]) -> list[np.ndarray] | None:
     """Rows given as integer key columns, all distinct, in lexicographic order: the key
     columns as `lexicographic_order` would reorder them, but without the row numbers (21 bits
     more to sort for a million rows), the permutation, or a gather of every column by it; None
-    where the keys do not fit one word or are not integers."""
+    where the keys do not fit one word or are not integers.
+
+    `keys` is emptied once they are packed: a caller that keeps no other reference to them
+    lets them go before the sorted columns are made, which are unpacked in place, so that at
+    most the keys and one more word a row are held at a time (a relation being written out)."""
     packing = _packed(keys, 0)
     if packing is None:
         return None
     packed, bits, fields = packing
+    dtypes = [key.dtype for key in keys]
+    keys.clear()
     packed = sorted_words(packed, bits)
     columns: list[np.ndarray] = []
-    for key, (low, width) in zip(reversed(keys), reversed(fields), strict=True):
-        field = packed & np.uint64((1 << width) - 1)
-        packed >>= np.uint64(width)
-        columns.append(_from_zero_back(field, low, key.dtype))
+    for index in range(len(fields) - 1, -1, -1):  # the last key is in the lowest bits
+        low, width = fields[index]
+        if index:
+            field = np.bitwise_and(packed, np.uint64((1 << width) - 1))
+            packed >>= np.uint64(width)
+        else:
+            field = packed
+        columns.append(_from_zero_back(field, low, dtypes[index]))
     return columns[::-1]
 
 
@@ -91,7 +101,11 @@ def _from_zero(key: np.ndarray, low: int, out: np.ndarray) -> np.ndarray:
 
 
 def _from_zero_back(field: np.ndarray, low: int, dtype: np.dtype) -> np.ndarray:
-    """The inverse of `_from_zero`: `field + low` in `dtype` (wrapping back where it wrapped)."""
+    """The inverse of `_from_zero`, in place: `field + low` (wrapping back where it wrapped),
+    as `dtype`."""
     if dtype.kind == "u":
-        return np.add(field, np.uint64(low), dtype=np.uint64).astype(dtype, copy=False)
-    return np.add(field.view(np.int64), np.int64(low), dtype=np.int64).astype(dtype, copy=False)
+        np.add(field, np.uint64(low), out=field)
+        return field.view(dtype) if dtype.itemsize == 8 else field.astype(dtype)
+    signed = field.view(np.int64)
+    np.add(signed, np.int64(low), out=signed)
+    return signed if dtype == np.int64 else signed.astype(dtype)

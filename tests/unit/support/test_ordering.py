@@ -79,10 +79,12 @@ def test_words_sort_as_numpy_sorts_them(bits: int, rows: int, fixed: int, seed: 
 def test_distinct_rows_sort_as_the_order_puts_them(keys: list[np.ndarray]) -> None:
     distinct = list(dict.fromkeys(zip(*(key.tolist() for key in keys), strict=True)))
     keys = [np.array([row[c] for row in distinct], dtype=key.dtype) for c, key in enumerate(keys)]
-    result = sorted_rows(keys)
+    given = list(keys)
+    result = sorted_rows(given)
     if result is None:  # they do not pack
         assert sum((int(k.max()) - int(k.min())).bit_length() for k in keys) > 64
         return
+    assert given == []  # let go once packed
     order = lexicographic_order(keys)
     assert [c.tolist() for c in result] == [key[order].tolist() for key in keys]
     assert [c.dtype for c in result] == [key.dtype for key in keys]
