@@ -21,6 +21,7 @@ from reasoner.analysis import check_program
 from reasoner.analysis.model import AnalyzedProgram
 from reasoner.elastic.epoch import Delta
 from reasoner.executors.registry import EngineSettings
+from reasoner.kernel import interpreter
 from reasoner.materialization import Materialization
 from reasoner.support.allocations import charging_to
 from reasoner.support.deadline import BootstrapCancelled
@@ -228,6 +229,47 @@ def test_the_lanes_charge_their_growth_to_the_evaluation() -> None:
     with lanes(2, 1), charging_to(Meter()):
         _state(product, inputs)
     assert any(name.startswith("reasoner-lane") for name in charged), charged
+
+
+def test_an_updates_hand_over_is_held_on_the_lanes_a_span_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The lanes hold one span of the heads an Update hands over (about HAND_SPAN candidates
+    a lane), scheduled before the next span is handed. 500 new b rows, each finding 1,000
+    candidates of p, are handed in spans on both lanes. The other lane's buffer grows by less
+    than 4 MiB in all (growths of 1 MiB or more are charged to the meter, on the thread that
+    makes them); handed in one span, it held 250,000 candidates and was charged 15.7 MB."""
+    charged: list[tuple[str, int]] = []
+    hand_overs: list[tuple[int, int]] = []
+
+    class Meter:
+        def charge(self, size: int) -> None:
+            charged.append((threading.current_thread().name, size))
+
+    def fan_out(lane: kernel_lanes.Lane, count: int, start: int, stop: int) -> None:
+        if getattr(lane, "__name__", "") == "_hand_lane":
+            hand_overs.append((start, stop))
+        kernel_lanes.fan_out(lane, count, start, stop)
+
+    product = """
+    .decl a(x: number)
+    .decl b(y: number)
+    .decl p(x: number, y: number)
+    p(x, y) :- a(x), b(y).
+    """
+    # The lanes from the default rows: the first heads, on one lane, tell how many
+    # candidates a head finds.
+    with lanes(2, kernel_lanes.LANE_ROWS):
+        m = Materialization(check_program(product), engines=EngineSettings("reference"))
+        m.load({"a": [(i,) for i in range(1000)], "b": [(j,) for j in range(10)]})
+        m.bootstrap()
+        monkeypatch.setattr(interpreter, "fan_out", fan_out)
+        with charging_to(Meter()):
+            m.apply(Delta(insert={"b": [(j,) for j in range(10, 510)]}), strategy="update")
+    assert m.size("p") == 510_000
+    assert len(hand_overs) > 1, hand_overs
+    on_lanes = sum(size for name, size in charged if name.startswith("reasoner-lane"))
+    assert on_lanes < 4 << 20, charged
 
 
 def test_repeated_heads_fold_into_one_count() -> None:
