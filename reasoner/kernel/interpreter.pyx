@@ -252,7 +252,8 @@ cdef dict _rows_by_relation(const int64_t* keys, int64_t n):
         view[i] = keys[i]
     relations = array >> 32
     rows = array & <int64_t>0xFFFFFFFF
-    return {int(number): rows[relations == number] for number in np.flatnonzero(np.bincount(relations))}
+    present = np.flatnonzero(np.bincount(relations))
+    return {int(number): rows[relations == number] for number in present}
 
 
 cdef class Kernel:
