@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from reasoner.analysis.model import AnalyzedProgram, RelationInfo, Stratum
 from reasoner.analysis.negation_locals import is_internal
 from reasoner.elastic import switch
@@ -341,22 +343,35 @@ def _update(
         with m._lock.exclusive():
             for name, arity in arities.items():
                 overlay.create_relation(name, arity)
-    inserts = {n: as_set(r) - pinned.get(n, set()) for n, r in prepared.inserts.items()}
-    retracts = {n: as_set(r) - pinned.get(n, set()) for n, r in prepared.retracts.items()}
+    stratum_of = new.stratum_of
+    # A relation without rules before and after the epoch keeps a batch's columns: its
+    # facts are recorded by row (`Overlay.record_facts`).
+    by_row = {n for n in new.relations if n not in stratum_of and prepared.analyzed is None}
+    inserts = {
+        n: _flipped_facts(r, pinned.get(n, set()), n in by_row) for n, r in prepared.inserts.items()
+    }
+    retracts = {
+        n: _flipped_facts(r, pinned.get(n, set()), n in by_row)
+        for n, r in prepared.retracts.items()
+    }
     if pinned is not m.program_facts:
         _program_facts_changed(m, new, pinned, inserts, retracts)
-    stratum_of = new.stratum_of
     for name in new.relations:
         if name in stratum_of:
             continue
         if name in m.analyzed.stratum_of:  # its rules were all removed: facts remain
-            rows = set(m.facts[name]) - retracts.get(name, set())
-            rows |= inserts.get(name, set())
+            rows = set(m.facts[name]) - as_set(retracts.get(name, set()))
+            rows |= as_set(inserts.get(name, set()))
             replace_contents(overlay, name, rows | pinned.get(name, set()))
             continue
-        for t in retracts.get(name, ()):
+        gone, came = retracts.get(name), inserts.get(name)
+        if isinstance(gone, TupleSet) or isinstance(came, TupleSet):
+            arity = new.relations[name].arity
+            overlay.record_facts(name, _columns(gone, arity), _columns(came, arity))
+            continue
+        for t in gone or ():
             overlay.set(name, t, INF, 0)
-        for t in inserts.get(name, ()):
+        for t in came or ():
             overlay.set(name, t, 0, 1)
     epoch = _EpochInputs(new, changed, pinned, inserts, retracts)
     for stratum in new.strata:
@@ -378,6 +393,24 @@ def _update(
     return tuple(reports)
 
 
+def _flipped_facts(rows: FactRows, pinned: set[Tuple], by_row: bool) -> FactRows:
+    """The facts of a relation the epoch flips, less those the program text pins: columns
+    still for a relation recorded by row (`by_row`) when none is pinned, else a set."""
+    if by_row and isinstance(rows, TupleSet) and rows.arity and not pinned:
+        return rows
+    return as_set(rows) - pinned
+
+
+def _columns(rows: FactRows | None, arity: int) -> list[np.ndarray] | None:
+    """Flipped facts as int64 columns for `Overlay.record_facts` (None: none)."""
+    if not rows:
+        return None
+    if isinstance(rows, TupleSet):
+        return rows.columns()
+    block = np.array(list(rows), dtype=np.int64).reshape(len(rows), arity)
+    return [block[:, c] for c in range(arity)]
+
+
 @dataclass(frozen=True, slots=True)
 class _EpochInputs:
     """What every stratum's Update reads of the epoch: the program after it, the strata a
@@ -387,8 +420,8 @@ class _EpochInputs:
     analyzed: AnalyzedProgram
     changed: set[int]
     pinned: Mapping[str, set[Tuple]]
-    inserts: dict[str, set[Tuple]]
-    retracts: dict[str, set[Tuple]]
+    inserts: dict[str, FactRows]
+    retracts: dict[str, FactRows]
 
 
 def _update_stratum(
@@ -402,8 +435,8 @@ def _update_stratum(
     """One stratum's Update into the overlay; what it took: "update", "bootstrap" (made
     afresh) or "unchanged" (no input changed)."""
     retracts, inserts = epoch.retracts, epoch.inserts
-    own_retracts = {n: retracts[n] for n in stratum.relations if retracts.get(n)}
-    own_inserts = {n: inserts[n] for n in stratum.relations if inserts.get(n)}
+    own_retracts = {n: as_set(retracts[n]) for n in stratum.relations if retracts.get(n)}
+    own_inserts = {n: as_set(inserts[n]) for n in stratum.relations if inserts.get(n)}
     if stratum.index in epoch.changed or (  # a choice is made afresh (`executors.choice`)
         stratum.stepwise
         and (
@@ -413,8 +446,8 @@ def _update_stratum(
         )
     ):
         facts = {
-            name: (set(m.facts.get(name, ())) - retracts.get(name, set()))
-            | inserts.get(name, set())
+            name: (set(m.facts.get(name, ())) - as_set(retracts.get(name, set())))
+            | as_set(inserts.get(name, set()))
             | epoch.pinned.get(name, set())
             for name in stratum.relations
         }
@@ -441,17 +474,17 @@ def _program_facts_changed(
     m: Materialization,
     new: AnalyzedProgram,
     pinned: Mapping[str, set[Tuple]],
-    inserts: dict[str, set[Tuple]],
-    retracts: dict[str, set[Tuple]],
+    inserts: dict[str, FactRows],
+    retracts: dict[str, FactRows],
 ) -> None:
     """Add to the epoch's changes the facts the new program took out (that no data asserts)
     or put back."""
     for name in new.relations:
         old, now = m.program_facts.get(name, set()), pinned.get(name, set())
         if gone := old - now - set(m.facts.get(name, ())):
-            retracts[name] = retracts.get(name, set()) | gone
+            retracts[name] = as_set(retracts.get(name, set())) | gone
         if came := now - old:
-            inserts[name] = inserts.get(name, set()) | came
+            inserts[name] = as_set(inserts.get(name, set())) | came
 
 
 def update_memory_budget(state: State) -> int:

@@ -24,6 +24,7 @@ wants tuples (an epoch report's listed changes, a rule change's Bootstrap of a s
 from __future__ import annotations
 
 import builtins
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,6 +35,8 @@ from reasoner.storage.table import ABSENT, Table  # ABSENT: INF in a row record'
 
 INF = 1 << 62
 """An iteration later than any real one: 'not in this epoch'."""
+
+_NO_ROWS = np.empty(0, dtype=np.int64)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +94,34 @@ class Overlay:
             raise AssertionError(f"{name} is recorded twice in one epoch")
         self.rows[name] = changes
         self._diffs.pop(name, None)
+
+    def record_facts(
+        self,
+        name: str,
+        retracted: Sequence[np.ndarray] | None,
+        asserted: Sequence[np.ndarray] | None,
+    ) -> None:
+        """Record, by row, the facts an epoch retracts from and asserts on `name`, a relation
+        without rules (its tuples are facts: iteration 0, count 1), given as int64 columns.
+        An asserted row no row holds is staged; one held already is recorded at 0 again (no
+        flip); a retracted row no row holds is no change; a row both retracted and asserted
+        stays. A large batch of facts costs no Python tuple, set or dict entry a fact, which
+        held about 300 bytes each through the whole epoch."""
+        table = self.state[name].table
+        gone = table.rows_of_columns(retracted) if retracted is not None else _NO_ROWS
+        came = _NO_ROWS
+        if asserted is not None:
+            table.insert_columns(asserted, 0, staged=True)
+            came = table.rows_of_columns(asserted)
+        gone = gone[(gone >= 0) & ~np.isin(gone, came)]
+        rows = np.concatenate([gone, came]).astype(np.int32)
+        news = np.concatenate(
+            [np.full(len(gone), ABSENT, dtype=np.int32), np.zeros(len(came), dtype=np.int32)]
+        )
+        counts = np.concatenate(
+            [np.zeros(len(gone), dtype=np.int32), np.ones(len(came), dtype=np.int32)]
+        )
+        self.record_rows(name, RowChanges(table, rows, news, counts))
 
     def has_changes(self, name: str) -> bool:
         """Whether any status of `name` is recorded."""

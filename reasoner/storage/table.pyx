@@ -510,9 +510,7 @@ cdef class Table:
         """The row ids (-1: none) of rows given as int64 columns (one array per column), by
         hash probes, each slot prefetched `AHEAD` probes before its own."""
         cdef int64_t j
-        if len(columns) != self.arity or not self.arity:
-            raise ValueError(f"{len(columns)} columns for a relation of arity {self.arity}")
-        block = np.stack([np.asarray(col, dtype=np.int64) for col in columns], axis=1)
+        block = self._block(columns)
         cdef const int64_t[:, ::1] words = block
         cdef const uint64_t[::1] hashes = self._hashes(block)
         out = np.empty(block.shape[0], dtype=np.int64)
@@ -834,14 +832,17 @@ cdef class Table:
         other.big = dict(self.big)
         return other
 
-    def insert_columns(self, columns, int64_t iteration) -> int:
+    def insert_columns(self, columns, int64_t iteration, bint staged=False) -> int:
         """`insert` for rows given as one int64 array per column: the bulk way in for rows
-        that may repeat or be held already (a loaded or posted batch of facts)."""
+        that may repeat or be held already (a loaded or posted batch of facts). `staged`:
+        the new rows are staged, not committed (`iteration` unused): an epoch's facts on a
+        relation without rules, with no Python tuple made for them."""
         cdef int64_t n, j, i, tomb, added = 0
-        cdef int32_t s
+        cdef int32_t s, status = STAGED_STATUS if staged else <int32_t>iteration
         cdef uint64_t h
         cdef const int64_t* w
-        self._check_iteration(iteration)
+        if not staged:
+            self._check_iteration(iteration)
         block = self._block(columns)
         n = block.shape[0]
         if n == 0:
@@ -871,21 +872,18 @@ cdef class Table:
                 i = (i + 1) & self.mask
             if s != EMPTY and s != TOMB:
                 continue  # held already
-            self._store_row(w, <int32_t>iteration, h, tomb if tomb >= 0 else i)
+            self._store_row(w, status, h, tomb if tomb >= 0 else i)
             added += 1
         return added
 
     def remove_columns(self, columns) -> int:
         """Remove every row given as int64 columns that a row holds (committed or staged);
         how many were removed. Call `reasoner.storage.compact` afterwards, as after `remove`."""
-        cdef int64_t n, j, r, removed = 0
-        block = self._block(columns)
-        n = block.shape[0]
-        cdef const int64_t[:, ::1] words = block
-        for j in range(n):
-            r = self._find(&words[j, 0])
-            if r >= 0:
-                self._kill(r)
+        cdef const int64_t[::1] rows = self.rows_of_columns(columns)
+        cdef int64_t j, removed = 0
+        for j in range(rows.shape[0]):
+            if rows[j] >= 0 and self.status[rows[j]] != DEAD_STATUS:  # (a repeat: killed)
+                self._kill(rows[j])
                 removed += 1
         return removed
 

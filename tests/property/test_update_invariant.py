@@ -3,9 +3,10 @@
 After EVERY epoch of a random delta sequence, the maintained state — each tuple with its
 iteration and count — equals a fresh Bootstrap of the current facts, and its tuple sets equal
 the naive oracle's; and the change set the epoch hands `before_publish` takes every relation
-users see from the state before to the state after. Checked with Update forced (errors
-surface instead of falling back), with Bootstrap forced (the fallback path), and with the
-default switch; and after fallbacks cancelled once they had freed the old state's indexes.
+users see from the state before to the state after. Deltas come as rows or as batches (an
+input relation's batch is recorded by row). Checked with Update forced (errors surface
+instead of falling back), with Bootstrap forced (the fallback path), and with the default
+switch; and after fallbacks cancelled once they had freed the old state's indexes.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from hypothesis import strategies as st
 from reasoner.analysis import check_program
 from reasoner.elastic import apply
 from reasoner.elastic.epoch import UNCHANGED, Delta
+from reasoner.io.batch import FactBatch
 from reasoner.materialization import Materialization
 from reasoner.support.deadline import BootstrapCancelled
 from tests.conftest import examples
@@ -36,17 +38,27 @@ def _fresh(analyzed, facts, *, maintained: bool = False) -> Materialization:
     return materialization
 
 
+def _given(rows: set[tuple], analyzed, name: str, batch: bool) -> list[tuple] | FactBatch:
+    """A delta's rows of `name` as a list, or as a batch (`batch`; a relation of arity 0 has
+    no batch)."""
+    ordered, types = sorted(rows), analyzed.relations[name].types
+    return FactBatch.of_rows(ordered, types) if batch and types else ordered
+
+
 def _check_sequence(data: st.DataObject, generated: GeneratedProgram, strategy: str) -> None:
     analyzed = check_program(generated.text)
     current = {name: set(rows) for name, rows in generated.inputs.items()}
     live = _fresh(analyzed, current, maintained=True)
     for step in data.draw(deltas(generated)):
         before = visible(live.snapshot(), analyzed)
+        # As a batch, an input relation's facts are recorded by row (`Overlay.record_facts`);
+        # as rows, tuple by tuple.
+        batch = data.draw(st.booleans(), label="as batches")
         _, changes = apply_recording_changes(
             live,
             Delta(
-                insert={n: sorted(r) for n, r in step.insert.items()},
-                retract={n: sorted(r) for n, r in step.retract.items()},
+                insert={n: _given(r, analyzed, n, batch) for n, r in step.insert.items()},
+                retract={n: _given(r, analyzed, n, batch) for n, r in step.retract.items()},
             ),
             strategy,
         )

@@ -29,7 +29,9 @@ def _groups(model: dict[tuple, int], staged: set[tuple], columns: tuple[int, ...
 
 operations = st.lists(
     st.tuples(
-        st.sampled_from(["add", "remove", "stage", "unstage", "set", "compact", "insert"]),
+        st.sampled_from(
+            ["add", "remove", "stage", "unstage", "set", "compact", "insert", "stage_batch"]
+        ),
         st.tuples(SMALL, st.one_of(SMALL, INT64)),
         st.integers(0, 5),
     ),
@@ -72,6 +74,12 @@ def test_the_table_behaves_as_a_dict_with_indexes(ops) -> None:
             columns = [np.array([u[c] for u in batch], dtype=np.int64) for c in range(2)]
             assert table.insert_columns(columns, iteration) == len(new)
             model.update(dict.fromkeys(new, iteration))
+        elif op == "stage_batch":  # the rows held keep their status; a repeat gets one row
+            batch = [t, (t[1] % 41, t[0]), t]
+            columns = [np.array([u[c] for u in batch], dtype=np.int64) for c in range(2)]
+            new = {u for u in batch if u not in model and u not in staged}
+            assert table.insert_columns(columns, -5, staged=True) == len(new)
+            staged |= new
         assert len(table) == len(model)
         assert dict(table.items()) == model
         assert set(table.staged_rows()) == staged
