@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from reasoner.support import allocations
 from reasoner.support.jobs import jobs_in_effect
+from reasoner.support.process_memory import one_heap_for_all_threads
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor
@@ -49,6 +50,7 @@ def _pool(workers: int) -> ThreadPoolExecutor:
     if pool is None:
         from concurrent.futures import ThreadPoolExecutor  # 4 ms of a start that has one lane
 
+        one_heap_for_all_threads()
         pool = _POOLS[workers] = ThreadPoolExecutor(workers, thread_name_prefix="reasoner-lane")
     return pool
 
