@@ -41,7 +41,7 @@ from reasoner.elastic.prepare import PreparedDelta, encoded, encoded_columns, so
 from reasoner.elastic.prepare import prepare as prepare_delta
 from reasoner.elastic.program_text import ProgramText, RuleEntry
 from reasoner.elastic.progress import BootstrapProgress
-from reasoner.elastic.restratify import StratumKey, stratum_key
+from reasoner.elastic.restratify import StratumKey, StratumKeys
 from reasoner.errors import InvalidDelta
 from reasoner.executors.bootstrap import StratumRun
 from reasoner.executors.registry import EngineChoice, EngineSettings, run_bootstrap, summary
@@ -125,6 +125,7 @@ class Materialization:
         self._last_runs: dict[tuple[str, ...], StratumRun] = {}
         """The last Bootstrap's strata, by their relations: `auto`'s estimate of the next."""
         self._plans: dict[StratumKey, StratumUpdate] = {}
+        self._stratum_keys = StratumKeys()
         self._lock = ReadWriteLock()
         self._writer = threading.Lock()
 
@@ -243,7 +244,7 @@ class Materialization:
             progress.finish()
         self._last_runs = {run.relations: run for run in runs}
         plans = {
-            stratum_key(s, analyzed): StratumUpdate(s, state, self.symbols, arities)
+            self._stratum_keys.of(s, analyzed): StratumUpdate(s, state, self.symbols, arities)
             for s in (analyzed.strata if self.maintained else ())
             if s.aggregate is None and not s.stepwise  # a stepwise stratum is Bootstrapped
         }

@@ -35,7 +35,6 @@ from reasoner.elastic.restratify import (
     changed_strata,
     replace_contents,
     stratum_inputs,
-    stratum_key,
 )
 from reasoner.executors.aggregate import update_aggregate
 from reasoner.executors.registry import EngineChoice
@@ -100,7 +99,9 @@ def apply_epoch(  # noqa: PLR0915
     reshaped = {
         name
         for name, info in m.analyzed.relations.items()
-        if name in new.relations and new.relations[name].shape != info.shape
+        if new is not m.analyzed
+        and name in new.relations
+        and new.relations[name].shape != info.shape
     }
     if strategy != "bootstrap" and not reshaped:
         # After a failed fallback; the kernel walks chains unchecked, and reads would scan on.
@@ -498,7 +499,7 @@ def update_memory_budget(state: State) -> int:
 def _stratum_plans(
     m: Materialization, stratum: Stratum, analyzed: AnalyzedProgram
 ) -> StratumUpdate:
-    key = stratum_key(stratum, analyzed)
+    key = m._stratum_keys.of(stratum, analyzed)
     plans = m._plans.get(key)
     if plans is None:
         plans = m._plans[key] = StratumUpdate(stratum, m.state, m.symbols, m.arities)

@@ -46,6 +46,27 @@ def stratum_key(stratum: Stratum, analyzed: AnalyzedProgram) -> StratumKey:
     )
 
 
+class StratumKeys:
+    """`stratum_key` of each stratum of the program last asked about, made once: a key holds
+    the stratum's rules, and hashing them anew at every stratum of every epoch took a tenth
+    of a 10-fact Update on crdt_linear (its frozensets keep their hash once made)."""
+
+    __slots__ = ("_keys", "_program")
+
+    def __init__(self) -> None:
+        self._program: AnalyzedProgram | None = None
+        self._keys: dict[int, StratumKey] = {}
+
+    def of(self, stratum: Stratum, analyzed: AnalyzedProgram) -> StratumKey:
+        """The key of `stratum`, one of `analyzed`'s strata."""
+        if analyzed is not self._program:
+            self._program, self._keys = analyzed, {}
+        key = self._keys.get(stratum.index)
+        if key is None:
+            key = self._keys[stratum.index] = stratum_key(stratum, analyzed)
+        return key
+
+
 def changed_strata(old: AnalyzedProgram, new: AnalyzedProgram) -> set[int]:
     """Indexes of the strata of `new` that must be bootstrapped after moving from `old`."""
     unchanged = {stratum_key(s, old) for s in old.strata}
