@@ -15,6 +15,7 @@ from __future__ import annotations
 import ctypes
 import resource
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from reasoner.support.c_library import c_library
@@ -120,13 +121,6 @@ def _libc() -> ctypes.CDLL | None:
     return libc
 
 
-def _malloc_trim() -> Callable[[], object] | None:
-    """glibc's `malloc_trim(0)`, or None on another C library."""
-    if _LIBC is None:
-        return None
-    trim = _LIBC.malloc_trim
-    return lambda: trim(0)
-
-
 _LIBC = _libc()
-_TRIM = _malloc_trim()
+_TRIM: Callable[[], object] | None = None if _LIBC is None else partial(_LIBC.malloc_trim, 0)
+"""glibc's `malloc_trim(0)`, or None on another C library."""
