@@ -20,8 +20,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from reasoner.analysis.model import AnalyzedProgram, RelationInfo, Stratum
 from reasoner.analysis.negation_locals import is_internal
 from reasoner.elastic import switch
@@ -49,6 +47,8 @@ from reasoner.values.records import ValueType
 from reasoner.values.symbols import SymbolTable
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from reasoner.materialization import Materialization
 
 Listed = dict[str, tuple[set[Tuple], set[Tuple]]] | None
@@ -345,14 +345,15 @@ def _update(
             for name, arity in arities.items():
                 overlay.create_relation(name, arity)
     stratum_of = new.stratum_of
-    # A relation without rules before and after the epoch keeps a batch's columns: its
-    # facts are recorded by row (`Overlay.record_facts`).
-    by_row = {n for n in new.relations if n not in stratum_of and prepared.analyzed is None}
+    # Without a rule change, a relation without rules keeps a batch's columns: its facts are
+    # recorded by row (`Overlay.record_facts`).
+    by_row = prepared.analyzed is None
     inserts = {
-        n: _flipped_facts(r, pinned.get(n, set()), n in by_row) for n, r in prepared.inserts.items()
+        n: _flipped_facts(r, pinned.get(n, set()), by_row and n not in stratum_of)
+        for n, r in prepared.inserts.items()
     }
     retracts = {
-        n: _flipped_facts(r, pinned.get(n, set()), n in by_row)
+        n: _flipped_facts(r, pinned.get(n, set()), by_row and n not in stratum_of)
         for n, r in prepared.retracts.items()
     }
     if pinned is not m.program_facts:
@@ -406,10 +407,7 @@ def _columns(rows: FactRows | None, arity: int) -> list[np.ndarray] | None:
     """Flipped facts as int64 columns for `Overlay.record_facts` (None: none)."""
     if not rows:
         return None
-    if isinstance(rows, TupleSet):
-        return rows.columns()
-    block = np.array(list(rows), dtype=np.int64).reshape(len(rows), arity)
-    return [block[:, c] for c in range(arity)]
+    return (rows if isinstance(rows, TupleSet) else TupleSet(arity, rows)).columns()
 
 
 @dataclass(frozen=True, slots=True)
