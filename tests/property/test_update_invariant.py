@@ -52,13 +52,13 @@ def _check_sequence(data: st.DataObject, generated: GeneratedProgram, strategy: 
     for step in data.draw(deltas(generated)):
         before = visible(live.snapshot(), analyzed)
         # As a batch, an input relation's facts are recorded by row (`Overlay.record_facts`);
-        # as rows, tuple by tuple.
-        batch = data.draw(st.booleans(), label="as batches")
+        # as rows, tuple by tuple; one side of a delta may come each way.
+        inserted, retracted = data.draw(st.tuples(st.booleans(), st.booleans()), label="batches")
         _, changes = apply_recording_changes(
             live,
             Delta(
-                insert={n: _given(r, analyzed, n, batch) for n, r in step.insert.items()},
-                retract={n: _given(r, analyzed, n, batch) for n, r in step.retract.items()},
+                insert={n: _given(r, analyzed, n, inserted) for n, r in step.insert.items()},
+                retract={n: _given(r, analyzed, n, retracted) for n, r in step.retract.items()},
             ),
             strategy,
         )
