@@ -9,6 +9,15 @@ copies it past them and leaves its old place as one more hole. crdt_linear's rep
 of free heap at its peak. Here an array of MAPPED_FROM bytes or more is a mapping of its own: it
 grows by mremap, without a copy, and goes back to the system whole when it is freed.
 
+A mapping of HUGE_FROM bytes or more asks for transparent huge pages (`madvise`; where the
+system's setting is `madvise`, the default of many distributions, nothing else gets them). A
+hash table's probes land anywhere in arrays of gigabytes, and with 4 KiB pages nearly each is a
+miss of the TLB as well as of the cache: crdt.dl's Bootstrap spent 14 % of its samples in the
+prefetch of the head table's slots alone. With 2 MiB pages its whole run takes 0.80-0.86x as
+long (an Update of 34 M tuples on it gained nothing measurable: the kernel's own buffers are
+not advised). Below the threshold, where a table's arrays are a few pages of a huge one,
+the pages are left as they are, so that small states do not grow by up to 2 MiB an array.
+
 The kernel's own buffers stay in the heap: they are freed at every stratum's end and made again
 at the next, and mapped afresh each time their pages fault in again (on crdt_linear's replay,
 +0.16 s of system time for 3 MB less peak)."""
@@ -21,6 +30,8 @@ from posix.mman cimport MAP_ANONYMOUS, MAP_FAILED, MAP_PRIVATE, PROT_READ, PROT_
 cdef extern from "sys/mman.h" nogil:
     void* mremap(void* old, size_t old_size, size_t new_size, int flags, ...)
     int MREMAP_MAYMOVE
+    int madvise(void* address, size_t length, int advice)
+    int MADV_HUGEPAGE
 
 
 cdef struct BlockHeader:
@@ -31,6 +42,7 @@ cdef enum:
     BLOCK_HEADER = 64  # keeps a mapped block's data aligned to a cache line
     PAGE = 4096
     MAPPED_FROM = 1 << 20
+    HUGE_FROM = 1 << 25
 
 
 cdef inline BlockHeader* _header(void* p) noexcept nogil:
@@ -49,6 +61,14 @@ cdef inline void _block_free(void* p) noexcept nogil:
         free(h)
 
 
+cdef inline void _ask_huge_pages(void* base, size_t length) noexcept nogil:
+    """Ask for huge pages in a mapping of `HUGE_FROM` bytes or more: at each growth, as mremap
+    may carry a mapping across the threshold (one system call a growth). Only advice: a system
+    without transparent huge pages refuses it, and the mapping works as before."""
+    if length >= HUGE_FROM:
+        madvise(base, length, MADV_HUGEPAGE)
+
+
 cdef inline void* _block_resize(void* p, size_t size) noexcept nogil:
     """An array of `size` bytes: new when `p` is NULL, else `p`'s block grown or shrunk, its
     contents kept up to the smaller size. NULL where there is no memory (`p` then stays as it
@@ -62,6 +82,7 @@ cdef inline void* _block_resize(void* p, size_t size) noexcept nogil:
         if base == MAP_FAILED:
             return NULL
         (<BlockHeader*>base).mapped = length
+        _ask_huge_pages(base, length)
     elif old != NULL and not old.mapped and total < MAPPED_FROM:
         base = realloc(old, total)
         if base == NULL:
@@ -72,6 +93,7 @@ cdef inline void* _block_resize(void* p, size_t size) noexcept nogil:
             if base == MAP_FAILED:
                 return NULL
             (<BlockHeader*>base).mapped = length
+            _ask_huge_pages(base, length)
         else:
             base = malloc(total)
             if base == NULL:

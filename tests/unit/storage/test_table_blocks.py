@@ -55,3 +55,35 @@ def test_a_dropped_table_gives_its_memory_back_without_a_trim() -> None:
     built = _resident()
     del table
     assert built - _resident() > size * 3 // 4
+
+
+def _huge_page_advised() -> int:
+    """Bytes of this process's mappings advised to take huge pages (`hg` among their flags)."""
+    advised = size = 0
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        if line.startswith("Size:"):
+            size = int(line.split()[1]) * 1024
+        elif line.startswith("VmFlags:") and "hg" in line.split()[1:]:
+            advised += size
+    return advised
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="mapping flags, read through /proc")
+def test_only_a_large_table_asks_for_huge_pages() -> None:
+    """A hash table of gigabytes is probed at random: with 4 KiB pages each probe misses the
+    TLB too. Arrays past `HUGE_FROM` (32 MiB) are advised to take huge pages; smaller ones
+    are not, as a few pages of a huge one would cost a small state up to 2 MiB an array."""
+    before = _huge_page_advised()
+    small = Table(1)
+    small.insert_columns([np.arange(ROWS, dtype=np.int64)], 0)  # arrays of 2.4 MB and less
+    assert _huge_page_advised() == before
+    large = Table(1)
+    large.insert_columns([np.arange(10 * ROWS, dtype=np.int64)], 0)  # rows 24 MB, slots 32+
+    slots_and_more = _huge_page_advised() - before
+    assert slots_and_more >= 32 << 20
+    large.insert_columns([np.arange(10 * ROWS, 20 * ROWS, dtype=np.int64)], 1)  # grown by mremap
+    assert _huge_page_advised() - before > slots_and_more
+    assert large.get((20 * ROWS - 1,)) == 1
+    del large
+    assert _huge_page_advised() == before
+    assert len(small) == ROWS
