@@ -22,7 +22,7 @@ from cpython.ref cimport PyObject
 from libc.stdint cimport int32_t, int64_t, uint64_t
 
 from reasoner.kernel.buffers cimport _vec_push, _vec_reserve
-from reasoner.kernel.runs cimport Run
+from reasoner.kernel.runs cimport QUEUED_HEADS, Run
 from reasoner.storage.table cimport Table
 
 cdef extern from *:
@@ -61,10 +61,7 @@ cdef enum:
     P_DROPPED = 64
     F_PENDING = P_HO_EQ_FO | P_HO_LT_AT
 
-# A Bootstrap's heads are counted, an Update's unresolved heads found, QUEUED_HEADS behind the
-# prefetch of their slot.
 cdef enum:
-    QUEUED_HEADS = 16
     PENDING_WORDS = 4  # a `Run.pending` entry: candidate offset, head relation, words offset, hash
 
 

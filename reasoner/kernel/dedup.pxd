@@ -15,7 +15,8 @@ part of the work."""
 
 from libc.stdint cimport int64_t, uint64_t
 
-from reasoner.kernel.candidates cimport C_BODY, H_RULE, QUEUED_HEADS, _half
+from reasoner.kernel.candidates cimport C_BODY, H_RULE, _half
+from reasoner.kernel.runs cimport QUEUED_HEADS
 from reasoner.storage.table cimport __builtin_prefetch, _mix
 
 # In a table slot: the candidate's offset in the arena (C_BITS bits), identity bits above it.

@@ -770,6 +770,7 @@ cdef class Kernel:
         with allocations.charging_to(meter):
             with nogil:
                 self._drive_range(e, self.lane_data, start, stop, self.lane_keyed, run)
+                _drop_known_heads(run, self.tps, self.heads_width)
 
     cdef int _drive_range(self, Enumerator e, const int64_t* data, int64_t start, int64_t stop,
                           bint keyed, Run* run) except -1 nogil:
@@ -784,13 +785,12 @@ cdef class Kernel:
         return 0
 
     cdef int _buffer_head(self, Enumerator e, Run* run) except -1 nogil:
-        """A Bootstrap's derivation, folded into `run.found` for `_count_found`. On a lane, a
-        head in I_{k-1} (which no derivation changes) is dropped here, so that the probe runs
-        on the lanes; on one lane the probe is left to the count, with its slot prefetched,
-        and the heads are counted whenever `FLUSH_WORDS` of them wait."""
+        """A Bootstrap's derivation, folded into `run.found` for `_count_found`. A lane drops
+        the heads in I_{k-1} after its share (`_drop_known_heads`); on one lane that probe is
+        left to the count, and the heads are counted whenever `FLUSH_WORDS` of them wait."""
         cdef PyObject* head = self.tps[e.rule.head]
         cdef const int64_t* code = e.code
-        cdef int64_t p = e.head + 1, v, row
+        cdef int64_t p = e.head + 1, v
         cdef uint64_t h
         cdef int j
         for j in range(e.rule.arity):
@@ -799,10 +799,6 @@ cdef class Kernel:
             run.words[j] = v
             p = _skip_expr(code, p)
         h = (<Table>head)._hash(run.words)
-        if run != &self.run:
-            row = (<Table>head)._find_hashed(run.words, h)
-            if row >= 0 and (<Table>head).status[row] >= 0:
-                return 0
         if not run.pushing:
             run.derived += 1
             _fold_head(run, e.rule.head, h, e.rule.arity, self.heads_width)

@@ -4,10 +4,18 @@ of what a run found: a Bootstrap's heads, folded by head (`_fold_head`), or an U
 candidates. Only declarations and inline functions: `reasoner/kernel/interpreter.pyx` cimports
 them, and nothing of this module exists at run time."""
 
+from cpython.ref cimport PyObject
 from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport calloc, free
+from libc.string cimport memmove
 
 from reasoner.kernel.buffers cimport APART, CHARGED_FROM, Vec, _charge, _vec_reserve
+from reasoner.storage.table cimport Table
+
+# A Bootstrap's heads are counted or dropped, an Update's unresolved heads found, QUEUED_HEADS
+# behind the prefetch of their slot.
+cdef enum:
+    QUEUED_HEADS = 16
 
 
 cdef struct Run:
@@ -130,3 +138,31 @@ cdef inline void _drop_found(Run* run, int64_t width) noexcept nogil:
     run.fold_used = 0
     run.derived = 0
     run.pushing = False
+
+
+cdef inline void _drop_known_heads(Run* run, PyObject** tables, int64_t width) noexcept nogil:
+    """Drop from `run.found` the heads committed already (in I_{k-1}: no derivation changes
+    them), probing the heads in a row, each `QUEUED_HEADS` behind the prefetch of its slot, as
+    the count does; the rest keep their order. A lane does this after its share, so that the
+    count after the lanes probes only what may be new. Probed as each head was derived, every
+    miss waited on its own: on crdt.dl's skipBlank, whose heads are all new, that was half of a
+    lane's time. The fold is emptied first: its slots point at entries that move."""
+    cdef int64_t n = run.found.size, i = -width, kept = 0, row
+    cdef int64_t* found = run.found.data
+    cdef int64_t* entry
+    cdef PyObject* head
+    _drop_found(run, width)
+    while i + width < n:
+        i += width
+        if i + QUEUED_HEADS * width < n:
+            head = tables[found[i + QUEUED_HEADS * width]]
+            (<Table>head)._prefetch(<uint64_t>found[i + QUEUED_HEADS * width + 1])
+        entry = found + i
+        head = tables[entry[0]]
+        row = (<Table>head)._find_hashed(entry + 3, <uint64_t>entry[1])
+        if row >= 0 and (<Table>head).status[row] >= 0:
+            continue
+        if kept != i:
+            memmove(found + kept, entry, <size_t>width * sizeof(int64_t))
+        kept += width
+    run.found.size = kept
