@@ -34,7 +34,7 @@ RUN apt-get update \
 COPY setup.py ./
 COPY reasoner/__init__.py ./reasoner/
 COPY reasoner/storage/__init__.py reasoner/storage/table.pyx reasoner/storage/table.pxd \
-     reasoner/storage/blocks.pxd \
+     reasoner/storage/blocks.pxd reasoner/storage/slots.pxd \
      reasoner/storage/compare.pyx reasoner/storage/renumber.pyx reasoner/storage/scans.pyx \
      ./reasoner/storage/
 COPY reasoner/kernel/__init__.py reasoner/kernel/interpreter.pyx reasoner/kernel/plan_words.pxd \

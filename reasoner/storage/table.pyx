@@ -57,6 +57,7 @@ from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
 
 from reasoner.storage.blocks cimport _block_free, _block_resize, _grow_block
+from reasoner.storage.slots cimport *  # slot words, their placement in a rebuild, the load
 
 import os
 
@@ -143,95 +144,6 @@ cdef int32_t* _new_slots(int64_t count) except NULL:
     for i in range(count):
         slots[i] = EMPTY
     return slots
-
-
-cdef inline int32_t _entry(uint64_t h, int64_t r, int shift) noexcept nogil:
-    """The slot word of row `r` whose hash is `h`: the row id in the low `shift` bits, the top
-    31 - `shift` bits of the hash above it (never negative: EMPTY and TOMB stay apart)."""
-    return <int32_t>((((h >> 33) >> shift) << shift) | <uint64_t>r)
-
-
-cdef inline bint _tagged(int32_t s, uint64_t h, int shift) noexcept nogil:
-    """Whether slot word `s` (a row's, not EMPTY or TOMB) may be that of a row hashing to `h`:
-    its hash bits agree."""
-    return ((<uint64_t>s ^ (h >> 33)) >> shift) == 0
-
-
-cdef inline int64_t _row(int32_t s, int shift) noexcept nogil:
-    """The row id of slot word `s` (a row's)."""
-    return s & ((<int64_t>1 << shift) - 1)
-
-
-cdef int _shift_for(int64_t capacity) noexcept:
-    """The row bits a slot needs for row ids below `capacity`."""
-    cdef int shift = 1
-    while (<int64_t>1 << shift) < capacity:
-        shift += 1
-    return shift
-
-
-cdef inline void _place(int32_t* slots, int64_t mask, uint64_t h, int32_t entry) noexcept nogil:
-    """Put slot word `entry` in the first empty slot from hash `h`, in a table being rebuilt
-    (which holds no tombstone yet)."""
-    cdef int64_t i = <int64_t>(h & <uint64_t>mask)
-    while slots[i] != EMPTY:
-        i = (i + 1) & mask
-    slots[i] = entry
-
-
-# Slot loads a rebuild keeps in flight: a large table's slots are each a cache miss, and
-# placing the entries `AHEAD` behind their prefetch overlaps those misses instead of waiting
-# for each in turn (a tenth of crdt.dl's Bootstrap was the waits of rebuilds).
-cdef enum:
-    AHEAD = 16
-
-
-cdef struct Placer:
-    int32_t* slots
-    int64_t mask
-    int64_t queued
-    uint64_t hashes[AHEAD]
-    int32_t entries[AHEAD]
-
-
-cdef inline void _queue(Placer* p, uint64_t h, int32_t entry) noexcept nogil:
-    """`_place` the entry queued `AHEAD` calls ago, and prefetch this one's first slot."""
-    cdef int64_t j = p.queued % AHEAD
-    __builtin_prefetch(&p.slots[h & <uint64_t>p.mask])
-    if p.queued >= AHEAD:
-        _place(p.slots, p.mask, p.hashes[j], p.entries[j])
-    p.hashes[j] = h
-    p.entries[j] = entry
-    p.queued += 1
-
-
-cdef inline void _drain(Placer* p) noexcept nogil:
-    """`_place` what is still queued, oldest first."""
-    cdef int64_t j
-    cdef int64_t first = p.queued - AHEAD if p.queued > AHEAD else 0
-    for j in range(first, p.queued):
-        _place(p.slots, p.mask, p.hashes[j % AHEAD], p.entries[j % AHEAD])
-    p.queued = 0
-
-
-cdef void _retag_slots(int32_t* slots, int64_t count, int old, int new) noexcept nogil:
-    """Widen the row bits of every row word in `slots` from `old` to `new`, dropping the hash
-    bits they take over (the top ones stay: a hash's top bits do not depend on the shift)."""
-    cdef int64_t j
-    cdef int32_t s
-    cdef int32_t low = <int32_t>((<int64_t>1 << old) - 1)
-    for j in range(count):
-        s = slots[j]
-        if s >= 0:
-            slots[j] = ((s >> new) << new) | (s & low)
-
-
-cdef inline bint _too_full(int64_t used, int64_t slots) noexcept:
-    """Past a load of 0.8. A linear probe for a missing key then visits about 13 slots: one or
-    two cache lines of slot words, whose hash bits spare it nearly every row (at 0.7 without
-    them, each of about six slots was a row read). A power-of-two table is between half and
-    fully loaded, so the higher bound saves a seventh of the slots on average."""
-    return 5 * used > 4 * slots
 
 
 cdef int64_t _slot_count(int64_t entries):
