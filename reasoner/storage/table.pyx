@@ -1278,9 +1278,21 @@ cdef int _resize_keys(KeyIndex* ki, Table t, int64_t groups) except -1:
     return 0
 
 
+cdef enum:
+    CACHED_GROUPS = 4096
+
+
 cdef int _rebuild_index(KeyIndex* ki, Table t, int64_t nrows) except -1:
-    """The index from scratch over the live rows [0, nrows)."""
-    cdef int64_t r
+    """The index from scratch over the live rows [0, nrows). A row's link waits on its group's
+    head: its row (to compare keys) and its `prev` word, anywhere in a large table. So row
+    r + AHEAD's first slot is fetched, and at r + AHEAD / 2 the head that slot names, whose
+    misses overlap those of the rows between (a head linked meanwhile is a row just read; a
+    slot of another group costs a useless fetch). Under `CACHED_GROUPS` groups the heads are
+    rows of the last few thousand, in the cache, and the fetches would only cost their hashes.
+    20 M rows in 180 k groups, in random order: 0.72x the time. (crdt.dl's skipBlank index
+    gains nothing: its groups recur at every iteration, so its heads are recent rows.)"""
+    cdef int64_t r, ahead
+    cdef int32_t s
     _block_free(ki.slots)
     ki.slots = NULL
     ki.groups = 0
@@ -1288,6 +1300,13 @@ cdef int _rebuild_index(KeyIndex* ki, Table t, int64_t nrows) except -1:
     ki.mask = 0
     _resize_keys(ki, t, 0)
     for r in range(nrows):
+        if ki.groups >= CACHED_GROUPS and r + AHEAD < nrows:
+            __builtin_prefetch(&ki.slots[_key_hash(ki, t, r + AHEAD) & <uint64_t>ki.mask])
+        if ki.groups >= CACHED_GROUPS and r + AHEAD // 2 < nrows:
+            s = ki.slots[_key_hash(ki, t, r + AHEAD // 2) & <uint64_t>ki.mask]
+            if s >= 0:
+                __builtin_prefetch(_address(t, _row(s, t.shift)))
+                __builtin_prefetch(&ki.prev[_row(s, t.shift)])
         if t.status[r] != DEAD_STATUS:
             _link(ki, t, r)
     return 0
