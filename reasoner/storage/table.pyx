@@ -1291,7 +1291,7 @@ cdef int _rebuild_index(KeyIndex* ki, Table t, int64_t nrows) except -1:
     rows of the last few thousand, in the cache, and the fetches would only cost their hashes.
     20 M rows in 180 k groups, in random order: 0.72x the time. (crdt.dl's skipBlank index
     gains nothing: its groups recur at every iteration, so its heads are recent rows.)"""
-    cdef int64_t r, ahead
+    cdef int64_t r
     cdef int32_t s
     _block_free(ki.slots)
     ki.slots = NULL
