@@ -4,6 +4,8 @@ to the system when the table is dropped, wherever glibc's heap stands."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -57,33 +59,53 @@ def test_a_dropped_table_gives_its_memory_back_without_a_trim() -> None:
     assert built - _resident() > size * 3 // 4
 
 
-def _huge_page_advised() -> int:
-    """Bytes of this process's mappings advised to take huge pages (`hg` among their flags)."""
-    advised = size = 0
+HUGE_PAGES = """
+import json
+from pathlib import Path
+
+import numpy as np
+
+from reasoner.storage import Table
+
+
+def advised():  # bytes of the mappings advised to take huge pages (`hg` among their flags)
+    total = size = 0
     for line in Path("/proc/self/smaps").read_text().splitlines():
         if line.startswith("Size:"):
             size = int(line.split()[1]) * 1024
         elif line.startswith("VmFlags:") and "hg" in line.split()[1:]:
-            advised += size
-    return advised
+            total += size
+    return total
+
+
+rows = int(__import__("sys").argv[1])
+seen = [advised()]
+small = Table(1)
+small.insert_columns([np.arange(rows, dtype=np.int64)], 0)
+seen.append(advised())
+large = Table(1)
+large.insert_columns([np.arange(10 * rows, dtype=np.int64)], 0)
+seen.append(advised())
+large.insert_columns([np.arange(10 * rows, 20 * rows, dtype=np.int64)], 1)
+seen.append(advised())
+assert large.get((20 * rows - 1,)) == 1
+del large
+seen.append(advised())
+print(json.dumps(seen))
+"""
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="mapping flags, read through /proc")
 def test_only_a_large_table_asks_for_huge_pages() -> None:
     """A hash table of gigabytes is probed at random: with 4 KiB pages each probe misses the
     TLB too. Arrays past `HUGE_FROM` (32 MiB) are advised to take huge pages; smaller ones
-    are not, as a few pages of a huge one would cost a small state up to 2 MiB an array."""
-    before = _huge_page_advised()
-    small = Table(1)
-    small.insert_columns([np.arange(ROWS, dtype=np.int64)], 0)  # arrays of 2.4 MB and less
-    assert _huge_page_advised() == before
-    large = Table(1)
-    large.insert_columns([np.arange(10 * ROWS, dtype=np.int64)], 0)  # rows 24 MB, slots 32+
-    slots_and_more = _huge_page_advised() - before
-    assert slots_and_more >= 32 << 20
-    large.insert_columns([np.arange(10 * ROWS, 20 * ROWS, dtype=np.int64)], 1)  # grown by mremap
-    assert _huge_page_advised() - before > slots_and_more
-    assert large.get((20 * ROWS - 1,)) == 1
-    del large
-    assert _huge_page_advised() == before
-    assert len(small) == ROWS
+    are not, as a few pages of a huge one would cost a small state up to 2 MiB an array. In a
+    process of its own: a test process holds other tables, whose mappings may grow."""
+    run = subprocess.run(
+        [sys.executable, "-c", HUGE_PAGES, str(ROWS)], capture_output=True, text=True, check=True
+    )
+    before, small, large, grown, dropped = json.loads(run.stdout)
+    assert small == before  # arrays of 2.4 MB and less
+    assert large - before >= 32 << 20  # rows 24 MB, slots 32 MiB and more
+    assert grown > large  # grown by mremap, still advised
+    assert dropped == before
