@@ -23,8 +23,6 @@ from reasoner.support.deadline import Deadline
 from reasoner.support.gc_pause import collector_paused
 from reasoner.values.symbols import SymbolTable
 
-FLIP_INSERTED, FLIP_DELETED = 1, 2
-
 
 class StratumUpdate:
     """The kernel of one stratum, with its plans: made once per Bootstrap (so that no epoch
@@ -122,14 +120,8 @@ class StratumUpdate:
         for name in relations.inputs:
             number = relations.number[name]
             table = state[name].table
-            record = overlay.rows.get(name)
-            if record is not None:  # a kernel's: rows already
-                gone, new = record.flips()
-            else:
-                deleted, inserted = overlay.presence_diff(name)
-                gone, new = table.rows_of(deleted), table.rows_of(inserted)
-            kernel.flipped(number, gone, FLIP_DELETED)
-            kernel.flipped(number, new, FLIP_INSERTED)
+            gone, new = overlay.presence_rows(name)
+            kernel.flipped(number, gone, new)
             if name in relations.any_negated:
                 size = len(table)
                 kernel.presence(number, size > 0, size - len(gone) + len(new) > 0)

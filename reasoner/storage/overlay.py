@@ -63,6 +63,12 @@ class RowChanges:
             self.rows[now & ~was].astype(np.int64),
         )
 
+    def flip_sizes(self) -> tuple[int, int]:
+        """(deleted, inserted): how many rows `flips` gives, counted without making them (on
+        crdt.dl, arrays of 34-68 M rows made only to be measured)."""
+        was, now = self.table.committed_mask(self.rows), self.news < ABSENT
+        return int(np.count_nonzero(was & ~now)), int(np.count_nonzero(now & ~was))
+
 
 class Overlay:
     __slots__ = ("_diffs", "changes", "counts", "created", "rows", "state")
@@ -151,8 +157,7 @@ class Overlay:
         """(deleted, inserted): how many tuples of `name` flip, without making them."""
         record = self.rows.get(name)
         if record is not None and name not in self._diffs:
-            deleted, inserted = record.flips()
-            return len(deleted), len(inserted)
+            return record.flip_sizes()
         deleted_set, inserted_set = self.presence_diff(name)
         return len(deleted_set), len(inserted_set)
 

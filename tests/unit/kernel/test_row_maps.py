@@ -6,12 +6,12 @@ iteration and count."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from reasoner.analysis import check_program
 from reasoner.elastic.epoch import Delta
 from reasoner.executors.registry import EngineSettings
 from reasoner.kernel.interpreter import Kernel
-from reasoner.kernel.run import FLIP_DELETED, FLIP_INSERTED
 from reasoner.materialization import Materialization
 from reasoner.storage import Table
 from reasoner.storage.overlay import ABSENT, INF
@@ -144,21 +144,33 @@ class _Charges:
         self.sizes.append(size)
 
 
-def test_a_bulk_of_flips_goes_to_arrays_at_once() -> None:
+@pytest.mark.parametrize(
+    ("deleted", "inserted"),
+    [
+        # more rows gone than new, in no order
+        (range(0, 4_000_000, 4), range(1, 4_000_000, 8)),
+        # few gone, many new (crdt.dl's epoch 4: 12 M and 56 M): the rows gone alone would
+        # have filled a hash map, moved to an array when the new ones came
+        (range(0, 4_000_000, 20), range(1, 4_000_000, 3)),
+        # the new rows past the last one gone (appended rows): a first array, for the rows
+        # gone, would have grown by half again for them
+        (range(0, 3_000_000, 4), range(3_000_000, 4_000_000, 5)),
+    ],
+    ids=["more-gone", "more-new", "new-past-gone"],
+)
+def test_a_bulk_of_flips_goes_to_an_array_at_once(deleted: range, inserted: range) -> None:
     """A lower relation's flips come in bulk: 34-65 M of crdt.dl's 152 M skipBlank rows,
-    here 1.5 M of 4 M, in no order. Put one by one into the hash map, they doubled it up to
-    2**20 slots (old and new slots held at each doubling) before it moved to an array, the
-    largest allocation of the run. The array is now made first, at its final size, and
-    nothing else large is allocated. (The Updates above read the flips back.)"""
+    here up to 1.3 M of 4 M, in no order. The array is made first, once, at the size that
+    covers the rows gone and the new ones, and nothing else large is allocated. (The
+    Updates above read the flips back.)"""
     kernel = Kernel([Table(2), Table(2)], [False, True])
     rng = np.random.default_rng(0)
-    deleted = rng.permutation(np.arange(0, 4_000_000, 4, dtype=np.int64))
-    inserted = rng.permutation(np.arange(1, 4_000_000, 8, dtype=np.int64))
+    gone = rng.permutation(np.array(deleted, dtype=np.int64))
+    new = rng.permutation(np.array(inserted, dtype=np.int64))
     charges = _Charges()
     with charging_to(charges):
-        kernel.flipped(0, deleted, FLIP_DELETED)
-        kernel.flipped(0, inserted, FLIP_INSERTED)
-    assert charges.sizes == [(int(deleted.max()) + 1) * 4]  # the rows up to the last one
+        kernel.flipped(0, gone, new)
+    assert charges.sizes == [(max(deleted[-1], inserted[-1]) + 1) * 4]  # up to the last row
 
 
 def test_the_record_is_handed_over_as_int32_rows_iterations_and_counts() -> None:
