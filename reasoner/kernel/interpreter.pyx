@@ -497,7 +497,7 @@ cdef class Kernel:
             )
         return 0
 
-    def flipped(self, int relation, const int64_t[::1] gone, const int64_t[::1] new):
+    def flipped(self, int relation, const int32_t[::1] gone, const int32_t[::1] new):
         """Rows of a lower relation whose presence flips in this epoch: `gone` deleted, `new`
         inserted. Both at once, so the flip map is sized once for all of them: handed apart,
         crdt.dl's 12 M rows gone went into a 671 MB hash map that the 56 M new ones then moved
@@ -529,10 +529,11 @@ cdef class Kernel:
             _hand_on(&self.gone, relation, row, o, n)
 
     def start(self, list lower, object check, int64_t budget=0):
-        """Iteration 0: hand the flipped lower tuples (`lower`: (relation, rows) pairs, a slice
-        at a time) and the facts to the enumerators. `check` is called between slices of the
-        work and stops it by raising; `budget` bounds the bookkeeping's bytes (0: no bound)."""
-        cdef const int64_t[::1] rows
+        """Iteration 0: hand the flipped lower tuples (`lower`: (relation, int32 rows) pairs,
+        a slice at a time) and the facts to the enumerators. `check` is called between slices
+        of the work and stops it by raising; `budget` bounds the bookkeeping's bytes (0: no
+        bound)."""
+        cdef const int32_t[::1] rows
         cdef Vec flips
         cdef int64_t i
         self.check = check

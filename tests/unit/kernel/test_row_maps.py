@@ -165,8 +165,8 @@ def test_a_bulk_of_flips_goes_to_an_array_at_once(deleted: range, inserted: rang
     Updates above read the flips back.)"""
     kernel = Kernel([Table(2), Table(2)], [False, True])
     rng = np.random.default_rng(0)
-    gone = rng.permutation(np.array(deleted, dtype=np.int64))
-    new = rng.permutation(np.array(inserted, dtype=np.int64))
+    gone = rng.permutation(np.array(deleted, dtype=np.int32))
+    new = rng.permutation(np.array(inserted, dtype=np.int32))
     charges = _Charges()
     with charging_to(charges):
         kernel.flipped(0, gone, new)
