@@ -7,7 +7,7 @@ time."""
 
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, realloc
-from libc.string cimport memset
+from libc.string cimport memcpy, memset
 
 from reasoner.storage.table cimport __builtin_prefetch, _mix
 
@@ -93,20 +93,26 @@ cdef inline int64_t _map_get(Map* m, int64_t key, int64_t default) noexcept nogi
     return default
 
 
-cdef inline int _map_put(Map* m, int64_t key, int64_t value) except -1:
-    cdef int64_t i = _map_slot(m, key)
+cdef inline int _map_grow(Map* m, int64_t slots) except -1:
+    """Move the keys to a map of `slots` slots (a power of two, more than there are)."""
     cdef Map bigger
     cdef int64_t j
+    _map_init(&bigger, slots)
+    for j in range(m.mask + 1):
+        if m.stamps[j] == m.stamp:
+            _map_put(&bigger, m.keys[j], m.values[j])
+    _map_free(m)
+    m[0] = bigger
+    return 0
+
+
+cdef inline int _map_put(Map* m, int64_t key, int64_t value) except -1:
+    cdef int64_t i = _map_slot(m, key)
     if m.stamps[i] == m.stamp:
         m.values[i] = value
         return 0
     if 2 * (m.used + 1) > m.mask + 1:
-        _map_init(&bigger, 2 * (m.mask + 1))
-        for j in range(m.mask + 1):
-            if m.stamps[j] == m.stamp:
-                _map_put(&bigger, m.keys[j], m.values[j])
-        _map_free(m)
-        m[0] = bigger
+        _map_grow(m, 2 * (m.mask + 1))
         i = _map_slot(m, key)
     m.stamps[i] = m.stamp
     m.keys[i] = key
@@ -141,6 +147,7 @@ cdef struct RowMap:
     Map map
     int32_t** dense   # NULL while the map holds every key; else per relation (NULL: none)
     int64_t* covered  # per relation, the rows its array covers
+    int64_t* reach    # per relation, 1 + the largest row among the map's keys (0: none)
     int nrel
 
 
@@ -149,6 +156,9 @@ cdef inline int _rows_init(RowMap* x, int nrel) except -1:
     x.dense = NULL
     x.covered = NULL
     x.nrel = nrel
+    x.reach = <int64_t*>calloc(<size_t>nrel + 1, sizeof(int64_t))
+    if x.reach == NULL:
+        raise MemoryError()
     return 0
 
 
@@ -185,13 +195,10 @@ cdef inline int _rows_to_dense(RowMap* x, int64_t grown, int64_t relation, int64
     """Move the map's keys to arrays when a map of `grown` slots would cost twice as much as
     the arrays for the rows its keys reach, and `relation`'s rows below `reach` (keys to come)."""
     cdef int64_t j, r, need = 0
-    cdef int64_t* reaches = <int64_t*>calloc(<size_t>x.nrel + 1, sizeof(int64_t))
+    cdef int64_t* reaches = <int64_t*>malloc((<size_t>x.nrel + 1) * sizeof(int64_t))
     if reaches == NULL:
         raise MemoryError()
-    for j in range(x.map.mask + 1):
-        if x.map.stamps[j] == x.map.stamp:
-            r = x.map.keys[j] >> 32
-            reaches[r] = max(reaches[r], _low(x.map.keys[j]) + 1)
+    memcpy(reaches, x.reach, (<size_t>x.nrel + 1) * sizeof(int64_t))
     if 0 <= relation < x.nrel:
         reaches[relation] = max(reaches[relation], reach)
     for j in range(x.nrel):
@@ -231,6 +238,8 @@ cdef inline int _rows_expect(RowMap* x, int64_t relation, int64_t extra, int64_t
             slots *= 2
         if slots > x.map.mask + 1 and slots >= 2 * DENSE_FROM:
             _rows_to_dense(x, slots, relation, reach)
+        if x.dense == NULL and slots > x.map.mask + 1:  # grown once, not doubled key by key
+            _map_grow(&x.map, slots)
     if x.dense != NULL:
         _rows_cover(x, relation, reach)
     return 0
@@ -243,6 +252,7 @@ cdef inline int _rows_put(RowMap* x, int64_t key, int64_t value) except -1:
     if x.dense == NULL and x.map.mask + 1 >= DENSE_FROM and 2 * (x.map.used + 1) > x.map.mask + 1:
         _rows_to_dense(x, 2 * (x.map.mask + 1), -1, 0)  # the map would double
     if x.dense == NULL:
+        x.reach[relation] = max(x.reach[relation], row + 1)
         return _map_put(&x.map, key, value)
     _rows_cover(x, relation, row + 1)
     x.dense[relation][row] = <int32_t>value
@@ -270,11 +280,14 @@ cdef inline void _rows_free(RowMap* x, bint with_map=True) noexcept:
     x.covered = NULL
     if with_map:
         _map_free(&x.map)
+        free(x.reach)
+        x.reach = NULL
 
 
 cdef inline int _rows_clear(RowMap* x, int64_t kept) except -1:
     """Forget every key; give back the arrays, and the map as `_map_reset` does."""
     _rows_free(x, False)
+    memset(x.reach, 0, (<size_t>x.nrel + 1) * sizeof(int64_t))
     return _map_reset(&x.map, kept)
 
 

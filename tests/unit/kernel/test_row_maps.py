@@ -173,6 +173,20 @@ def test_a_bulk_of_flips_goes_to_an_array_at_once(deleted: range, inserted: rang
     assert charges.sizes == [(max(deleted[-1], inserted[-1]) + 1) * 4]  # up to the last row
 
 
+def test_a_bulk_of_flips_far_apart_grows_the_map_once() -> None:
+    """Flips few for the rows they reach (100 k among 100 M rows: an array would take 400 MB)
+    stay in the hash map, which is made at its final size at once rather than doubled key by
+    key (each doubling held old and new slots, and looked over every key to see whether an
+    array was cheaper yet)."""
+    kernel = Kernel([Table(2), Table(2)], [False, True])
+    rng = np.random.default_rng(0)
+    rows = rng.choice(100_000_000, 100_000, replace=False).astype(np.int32)
+    charges = _Charges()
+    with charging_to(charges):
+        kernel.flipped(0, rows[:30_000], rows[30_000:])
+    assert charges.sizes == [2**18 * (8 + 8 + 4)]  # 2**18 slots of key, value and stamp
+
+
 def test_the_record_is_handed_over_as_int32_rows_iterations_and_counts() -> None:
     """The overlay holds a stratum's record while the strata above run (68 M rows on
     crdt.dl): int32 row ids, iterations (2**31 - 1: absent now) and counts, 12 B a row
