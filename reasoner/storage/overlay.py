@@ -58,14 +58,19 @@ class RowChanges:
     def flips(self) -> tuple[np.ndarray, np.ndarray]:
         """(deleted, inserted): the rows whose presence flips, as int32 row ids, as recorded
         (widened, crdt.dl's 34-68 M flips were a copy twice their size, in fresh pages)."""
-        was, now = self.table.committed_mask(self.rows), self.news < ABSENT
-        return self.rows[was & ~now], self.rows[now & ~was]
+        deleted, inserted = self._flipping()
+        return self.rows[deleted], self.rows[inserted]
 
     def flip_sizes(self) -> tuple[int, int]:
         """(deleted, inserted): how many rows `flips` gives, counted without making them (on
         crdt.dl, arrays of 34-68 M rows made only to be measured)."""
+        deleted, inserted = self._flipping()
+        return int(np.count_nonzero(deleted)), int(np.count_nonzero(inserted))
+
+    def _flipping(self) -> tuple[np.ndarray, np.ndarray]:
+        """(deleted, inserted) as masks over the record."""
         was, now = self.table.committed_mask(self.rows), self.news < ABSENT
-        return int(np.count_nonzero(was & ~now)), int(np.count_nonzero(now & ~was))
+        return was & ~now, now & ~was
 
 
 class Overlay:
