@@ -7,7 +7,7 @@ time."""
 
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, realloc
-from libc.string cimport memcpy, memset
+from libc.string cimport memset
 
 from reasoner.storage.table cimport __builtin_prefetch, _mix
 
@@ -147,7 +147,7 @@ cdef struct RowMap:
     Map map
     int32_t** dense   # NULL while the map holds every key; else per relation (NULL: none)
     int64_t* covered  # per relation, the rows its array covers
-    int64_t* reach    # per relation, 1 + the largest row among the map's keys (0: none)
+    int64_t* reach    # per relation, 1 + the largest row of the map's keys and those to come
     int nrel
 
 
@@ -193,18 +193,14 @@ cdef inline int _rows_cover(RowMap* x, int64_t relation, int64_t rows) except -1
 
 cdef inline int _rows_to_dense(RowMap* x, int64_t grown, int64_t relation, int64_t reach) except -1:
     """Move the map's keys to arrays when a map of `grown` slots would cost twice as much as
-    the arrays for the rows its keys reach, and `relation`'s rows below `reach` (keys to come)."""
+    the arrays for the rows its keys reach, and `relation`'s rows below `reach` (keys to come,
+    counted in its reach now)."""
     cdef int64_t j, r, need = 0
-    cdef int64_t* reaches = <int64_t*>malloc((<size_t>x.nrel + 1) * sizeof(int64_t))
-    if reaches == NULL:
-        raise MemoryError()
-    memcpy(reaches, x.reach, (<size_t>x.nrel + 1) * sizeof(int64_t))
     if 0 <= relation < x.nrel:
-        reaches[relation] = max(reaches[relation], reach)
+        x.reach[relation] = max(x.reach[relation], reach)
     for j in range(x.nrel):
-        need += reaches[j]
+        need += x.reach[j]
     if 2 * need * sizeof(int32_t) > grown * (2 * sizeof(int64_t) + sizeof(uint32_t)):
-        free(reaches)
         return 0
     x.dense = <int32_t**>calloc(<size_t>x.nrel + 1, sizeof(int32_t*))
     x.covered = <int64_t*>calloc(<size_t>x.nrel + 1, sizeof(int64_t))
@@ -212,12 +208,10 @@ cdef inline int _rows_to_dense(RowMap* x, int64_t grown, int64_t relation, int64
         if x.dense == NULL or x.covered == NULL:
             raise MemoryError()
         for j in range(x.nrel):
-            _rows_cover(x, j, reaches[j])
+            _rows_cover(x, j, x.reach[j])
     except BaseException:  # over budget or out of memory: the map still holds every key
         _rows_free(x, False)
         raise
-    finally:
-        free(reaches)
     for j in range(x.map.mask + 1):
         if x.map.stamps[j] == x.map.stamp:
             r = x.map.keys[j] >> 32
