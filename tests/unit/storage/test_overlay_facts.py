@@ -45,6 +45,10 @@ def test_facts_recorded_flip_and_commit_alike(record) -> None:
     record(overlay)
     assert overlay.presence_diff("e") == ({(1, 2)}, {(7, 8)})
     assert overlay.presence_sizes("e") == (1, 1)
+    gone, new = overlay.presence_rows("e")  # int32 row ids, as the kernel takes them
+    assert (gone.dtype, new.dtype) == (np.int32, np.int32)
+    table = state["e"].table
+    assert (table.tuples(gone), table.tuples(new)) == ([(1, 2)], [(7, 8)])
     overlay.commit()
     assert dict(state["e"].table.items()) == {(3, 4): 0, (5, 6): 0, (7, 8): 0}
     assert all(state["e"].get(t) == (0, 1) for t in [(3, 4), (5, 6), (7, 8)])
