@@ -19,9 +19,10 @@ import numpy as np
 
 from reasoner.analysis.model import RelationInfo
 from reasoner.io.batch import FactBatch
-from reasoner.kernel import lanes
+from reasoner.kernel.lanes import LANE_ROWS
 from reasoner.storage import Table, missing_rows
 from reasoner.storage.state import State, Tuple
+from reasoner.support import lanes
 from reasoner.values.records import ValueType
 from reasoner.values.types import Value
 
@@ -84,7 +85,7 @@ def rebuilt_diff(before: State, after: State, name: str, *, reshaped: bool) -> D
 def missing_on_lanes(table: Table, other: Table) -> np.ndarray:
     """`missing_rows(table, other)`, the rows split among the kernel's lanes: a fallback on
     crdt.dl compares 150 million rows each way, which took 22 s a way on one thread."""
-    count = min(lanes.lane_count(), table.nrows // lanes.LANE_ROWS)  # LANE_ROWS a lane or more
+    count = min(lanes.lane_count(), table.nrows // LANE_ROWS)  # LANE_ROWS a lane or more
     if count <= 1:
         return missing_rows(table, other)
     parts = [np.empty(0, np.int64)] * count

@@ -39,7 +39,7 @@ from functools import partial
 
 import numpy as np
 
-from reasoner.kernel.lanes import fan_out
+from reasoner.support.lanes import fan_out
 from reasoner.support import allocations
 from reasoner.support.deadline import MemoryBudgetExceeded
 
@@ -761,7 +761,7 @@ cdef class Kernel:
         return 0
 
     cdef int _fan_out(self, object lane, int64_t start, int64_t stop) except -1:
-        """`reasoner.kernel.lanes.fan_out` over the lanes; on an error, what they found is
+        """`reasoner.support.lanes.fan_out` over the lanes; on an error, what they found is
         dropped."""
         cdef int j
         try:

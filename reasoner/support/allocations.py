@@ -32,7 +32,7 @@ _current = threading.local()
 def charging_to(meter: Meter | None) -> Iterator[None]:
     """Charge this thread's allocations to `meter` (None: to nothing). An evaluation runs on
     one thread (the service's writer; Spark's workers make no symbols), but for the kernel's
-    lanes (`reasoner.kernel.lanes`), which carry its meter to theirs (`meter`)."""
+    lanes (`reasoner.support.lanes`), which carry its meter to theirs (`meter`)."""
     outer = getattr(_current, "meter", None)
     _current.meter = meter
     try:

@@ -1,7 +1,7 @@
 """How many threads the engine may use: `--jobs N` and `REASONER_JOBS`, as Soufflé's `-j`.
 
 Two kinds of threads use the number: Polars' pool, for the vectorized Bootstrap's joins and
-group-bys, and the lanes of the compiled kernel's Bootstrap and Update (`reasoner.kernel.lanes`),
+group-bys, and the lanes of the compiled kernel's Bootstrap and Update (`reasoner.support.lanes`),
 which run while Polars' pool is idle, so they do not oversubscribe the cores. Polars sizes its
 pool once, when it is first imported, from `POLARS_MAX_THREADS`; so the number must be in the
 environment before then. `reasoner/__init__.py` applies `REASONER_JOBS` before any module of

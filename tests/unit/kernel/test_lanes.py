@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 import reasoner
 import reasoner.kernel.lanes as kernel_lanes
+import reasoner.support.lanes as support_lanes
 from reasoner.analysis import check_program
 from reasoner.analysis.model import AnalyzedProgram
 from reasoner.elastic.epoch import Delta
@@ -41,12 +42,12 @@ EDGES = [(i, (i * 7 + 3) % 300) for i in range(300)] + [(i, i + 1) for i in rang
 
 @contextmanager
 def lanes(count: int, rows: int) -> Iterator[None]:
-    saved = kernel_lanes.LANES, kernel_lanes.LANE_ROWS
-    kernel_lanes.LANES, kernel_lanes.LANE_ROWS = count, rows
+    saved = support_lanes.LANES, kernel_lanes.LANE_ROWS
+    support_lanes.LANES, kernel_lanes.LANE_ROWS = count, rows
     try:
         yield
     finally:
-        kernel_lanes.LANES, kernel_lanes.LANE_ROWS = saved
+        support_lanes.LANES, kernel_lanes.LANE_ROWS = saved
 
 
 def _state(program: str | AnalyzedProgram, inputs: dict, check=None) -> dict:
@@ -246,10 +247,10 @@ def test_an_updates_hand_over_is_held_on_the_lanes_a_span_at_a_time(
         def charge(self, size: int) -> None:
             charged.append((threading.current_thread().name, size))
 
-    def fan_out(lane: kernel_lanes.Lane, count: int, start: int, stop: int) -> None:
+    def fan_out(lane: support_lanes.Lane, count: int, start: int, stop: int) -> None:
         if getattr(lane, "__name__", "") == "_hand_lane":
             hand_overs.append((start, stop))
-        kernel_lanes.fan_out(lane, count, start, stop)
+        support_lanes.fan_out(lane, count, start, stop)
 
     product = """
     .decl a(x: number)

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from reasoner.elastic.changes import missing_on_lanes
-from reasoner.kernel import lanes
+from reasoner.kernel.lanes import LANE_ROWS
 from reasoner.storage import Table, missing_rows
+from reasoner.support import lanes
 
 
 def test_missing_rows_compares_two_tables_row_by_row() -> None:
@@ -86,7 +87,7 @@ def test_a_span_of_rows_is_compared_alone() -> None:
 def test_the_lanes_split_a_large_comparison_and_agree_with_one_thread(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    one, two, only_one = _random_pair(4 * lanes.LANE_ROWS, seed=3)
+    one, two, only_one = _random_pair(4 * LANE_ROWS, seed=3)
     monkeypatch.setattr(lanes, "LANES", 3)
     fanned: list[int] = []
     fan_out = lanes.fan_out

@@ -92,7 +92,7 @@ def test_an_epoch_that_bootstraps_gives_back_the_state_it_replaced(
 
 ARENAS = """
 import ctypes, sys
-from reasoner.kernel import lanes
+from reasoner.support import lanes
 
 libc = ctypes.CDLL("libc.so.6")
 libc.malloc.restype = ctypes.c_void_p
