@@ -43,6 +43,30 @@ cdef inline void _place(int32_t* slots, int64_t mask, uint64_t h, int32_t entry)
     slots[i] = entry
 
 
+cdef extern from *:
+    """
+    /* Put `entry` in the first empty slot from hash `h` of a table other threads place
+       entries in at the same time: an empty slot is claimed by compare-and-swap, and one
+       another thread claimed first is passed over. Relaxed order: the threads' join orders
+       the slots before anyone reads them. */
+    static inline void reasoner_place_shared(int32_t* slots, int64_t mask, uint64_t h,
+                                             int32_t entry, int32_t empty) {
+        int64_t i = (int64_t)(h & (uint64_t)mask);
+        for (;;) {
+            int32_t expected = empty;
+            if (__atomic_load_n(&slots[i], __ATOMIC_RELAXED) == empty
+                    && __atomic_compare_exchange_n(&slots[i], &expected, entry, 0,
+                                                   __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+                return;
+            i = (i + 1) & mask;
+        }
+    }
+    """
+    void _place_shared "reasoner_place_shared" (
+        int32_t* slots, int64_t mask, uint64_t h, int32_t entry, int32_t empty
+    ) noexcept nogil
+
+
 # Slot loads a rebuild keeps in flight: a large table's slots are each a cache miss, and
 # placing the entries `AHEAD` behind their prefetch overlaps those misses instead of waiting
 # for each in turn (a tenth of crdt.dl's Bootstrap was the waits of rebuilds).
@@ -54,8 +78,19 @@ cdef struct Placer:
     int32_t* slots
     int64_t mask
     int64_t queued
+    bint shared  # other threads place entries in the same slots (`_place_shared`)
     uint64_t hashes[AHEAD]
     int32_t entries[AHEAD]
+
+
+cdef inline Placer _placer(int32_t* slots, int64_t mask, bint shared) noexcept nogil:
+    """A placer into `slots` (`mask` + 1 of them), nothing queued."""
+    cdef Placer p
+    p.slots = slots
+    p.mask = mask
+    p.queued = 0
+    p.shared = shared
+    return p
 
 
 cdef inline void _queue(Placer* p, uint64_t h, int32_t entry) noexcept nogil:
@@ -63,7 +98,7 @@ cdef inline void _queue(Placer* p, uint64_t h, int32_t entry) noexcept nogil:
     cdef int64_t j = p.queued % AHEAD
     __builtin_prefetch(&p.slots[h & <uint64_t>p.mask])
     if p.queued >= AHEAD:
-        _place(p.slots, p.mask, p.hashes[j], p.entries[j])
+        _put_entry(p, p.hashes[j], p.entries[j])
     p.hashes[j] = h
     p.entries[j] = entry
     p.queued += 1
@@ -74,8 +109,15 @@ cdef inline void _drain(Placer* p) noexcept nogil:
     cdef int64_t j
     cdef int64_t first = p.queued - AHEAD if p.queued > AHEAD else 0
     for j in range(first, p.queued):
-        _place(p.slots, p.mask, p.hashes[j % AHEAD], p.entries[j % AHEAD])
+        _put_entry(p, p.hashes[j % AHEAD], p.entries[j % AHEAD])
     p.queued = 0
+
+
+cdef inline void _put_entry(Placer* p, uint64_t h, int32_t entry) noexcept nogil:
+    if p.shared:
+        _place_shared(p.slots, p.mask, h, entry, EMPTY)
+    else:
+        _place(p.slots, p.mask, h, entry)
 
 
 cdef inline void _retag_slots(int32_t* slots, int64_t count, int old, int new) noexcept nogil:
