@@ -1,12 +1,11 @@
-"""The compiled part of the engine (Cython): the state's tables (`reasoner.storage.table`),
-their comparison (`reasoner.storage.compare`), compaction (`reasoner.storage.renumber`) and
-scans (`reasoner.storage.scans`),
-the Update kernel that runs over them
+"""The compiled part of the engine (Cython): the state's tables (`reasoner.storage.table`,
+their hash tables made by the lanes in `reasoner.storage.table_lanes`), their comparison
+(`reasoner.storage.compare`), compaction (`reasoner.storage.renumber`) and scans
+(`reasoner.storage.scans`), the Update kernel that runs over them
 (`reasoner.kernel.interpreter`), the reader and writer of fact files of numbers and symbols
 (`reasoner.io.fact_text`), the sort of packed rows (`reasoner.support.word_sort`), and the
-live feed's writes to many sockets at once
-(`service.feed.socket_fanout`). Everything else about the package is in pyproject.toml;
-setuptools reads this file only for the extensions."""
+live feed's writes to many sockets at once (`service.feed.socket_fanout`). Everything else
+about the package is in pyproject.toml; setuptools reads this file only for the extensions."""
 
 from Cython.Build import cythonize
 from setuptools import Extension, setup
@@ -17,6 +16,7 @@ setup(
             Extension(name, [path], extra_compile_args=["-O3"])
             for name, path in [
                 ("reasoner.storage.table", "reasoner/storage/table.pyx"),
+                ("reasoner.storage.table_lanes", "reasoner/storage/table_lanes.pyx"),
                 ("reasoner.storage.compare", "reasoner/storage/compare.pyx"),
                 ("reasoner.storage.renumber", "reasoner/storage/renumber.pyx"),
                 ("reasoner.storage.scans", "reasoner/storage/scans.pyx"),

@@ -132,7 +132,7 @@ cdef inline void _retag_slots(int32_t* slots, int64_t count, int old, int new) n
             slots[j] = ((s >> new) << new) | (s & low)
 
 
-cdef inline bint _too_full(int64_t used, int64_t slots) noexcept:
+cdef inline bint _too_full(int64_t used, int64_t slots) noexcept nogil:
     """Past a load of 0.8. A linear probe for a missing key then visits about 13 slots: one or
     two cache lines of slot words, whose hash bits spare it nearly every row (at 0.7 without
     them, each of about six slots was a row read). A power-of-two table is between half and

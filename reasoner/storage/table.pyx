@@ -44,8 +44,8 @@ half changed: a reader in another thread sees it before or after a call, never d
 `columns` lets go of the GIL between chunks of its copy and checks `generation` when it gets it
 back; iterators check `version`, as a dict's do. The kernel's lanes read rows and indexes
 without the GIL while no row is written: a reader's new index replaces `keyed` whole. The
-lanes rebuild a large hash table without the GIL too (`_SlotLanes`), into slots that become
-the table's once every row is placed.
+lanes rebuild a large hash table without the GIL too (`reasoner.storage.table_lanes`), into
+slots that become the table's once every row is placed.
 
 A state that a fallback's Bootstrap replaces is only read until the new one is published (or
 the next Update, if the fallback fails), and on crdt.dl its key chains are 2.7 of its 7.5 GB:
@@ -66,11 +66,13 @@ import os
 import numpy as np
 
 from reasoner.support import allocations
-from reasoner.support.lanes import fan_out, lane_count
+from reasoner.support.lanes import lane_count
 
 cdef int64_t MIN_SLOTS = 8
 cdef int64_t MAX_ROWS = 2147483600
-# Slots from which a hash table's rebuild splits among the lanes (4 MiB, some milliseconds).
+# Slots from which a hash table's rebuild splits among the lanes (4 MiB, some milliseconds),
+# and rows from which a key index is built on them.
+cdef int64_t LANE_INDEX_ROWS = 1 << 20
 cdef int64_t LANE_SLOTS = 1 << 20
 
 cdef uint64_t SEED = <uint64_t>int.from_bytes(os.urandom(8), "little")
@@ -140,7 +142,7 @@ cdef void* _grow(void* p, size_t size) except NULL:
 
 
 cdef int32_t* _new_slots(int64_t count, bint filled=True) except NULL:
-    """`count` slots, EMPTY unless not `filled` (the lanes that rebuild a table fill them)."""
+    """`count` slots, EMPTY unless not `filled` (lanes that rebuild a table fill them)."""
     cdef int32_t* slots
     cdef int64_t i
     if count <= 0 or count > (<int64_t>1 << 33):
@@ -155,7 +157,7 @@ cdef int32_t* _new_slots(int64_t count, bint filled=True) except NULL:
 cdef int64_t _place_rows(Table t, int32_t* slots, int64_t mask, int64_t start, int64_t stop,
                          bint shared) noexcept nogil:
     """Place the live rows among [start, stop) in a tuple table being rebuilt (`shared`:
-    with other threads placing theirs); how many."""
+    with other threads placing theirs, `reasoner.storage.table_lanes`); how many."""
     cdef int64_t r, placed = 0
     cdef uint64_t h
     cdef Placer placer = _placer(slots, mask, shared)
@@ -169,62 +171,15 @@ cdef int64_t _place_rows(Table t, int32_t* slots, int64_t mask, int64_t start, i
     return placed
 
 
-cdef int _retag_on_lanes(int32_t* slots, int64_t count, int old, int new) except -1:
-    """`_retag_slots`, from `LANE_SLOTS` slots on split among the lanes by range."""
+cdef int _retag_all(int32_t* slots, int64_t count, int old, int new) except -1:
+    """`_retag_slots`, from `LANE_SLOTS` slots on on the lanes (`table_lanes`)."""
     cdef int lanes = min(lane_count(), count // LANE_SLOTS)
     if lanes > 1:
-        fan_out(_SlotLanes(None, <size_t>slots, count, old, new)._retag, lanes, 0, count)
+        from reasoner.storage.table_lanes import retag
+        retag(<size_t>slots, count, old, new, lanes)
     else:
         _retag_slots(slots, count, old, new)
     return 0
-
-
-cdef class _SlotLanes:
-    """A hash table's slots rebuilt or retagged by the lanes. A rebuild: each lane fills its
-    share of the new slots with EMPTY, then, once all have, places its share of the rows,
-    claiming slots by compare-and-swap. The rows land in other slots than one thread would
-    put them in, which no probe can tell, and the table's slots are replaced only after, so a
-    reader that takes the GIL meanwhile probes the old ones. On crdt.dl the head table's
-    rebuilds were a tenth of a two-lane run, all on one thread."""
-
-    cdef Table table
-    cdef int32_t* slots
-    cdef int64_t count
-    cdef int old, new
-    cdef list placed
-
-    def __cinit__(self, Table table, size_t slots, int64_t count, int old=0, int new=0):
-        self.table, self.slots, self.count = table, <int32_t*>slots, count
-        self.old, self.new = old, new
-
-    cdef int64_t rehash(self, int64_t most) except -1:
-        """Place the table's live rows in the slots, on at most `most` lanes; how many."""
-        cdef int lanes = max(1, min(lane_count(), most))
-        self.placed = [0] * lanes
-        if lanes == 1:
-            self._fill(0, 0, self.count, None)
-            self._place(0, 0, self.table.nrows, None)
-        else:
-            fan_out(self._fill, lanes, 0, self.count)
-            fan_out(self._place, lanes, 0, self.table.nrows)
-        return sum(self.placed)
-
-    def _fill(self, int j, int64_t start, int64_t stop, object meter):
-        cdef int64_t i
-        with nogil:
-            for i in range(start, stop):
-                self.slots[i] = EMPTY
-
-    def _place(self, int j, int64_t start, int64_t stop, object meter):
-        cdef bint shared = len(self.placed) > 1
-        cdef int64_t placed
-        with nogil:
-            placed = _place_rows(self.table, self.slots, self.count - 1, start, stop, shared)
-        self.placed[j] = placed
-
-    def _retag(self, int j, int64_t start, int64_t stop, object meter):
-        with nogil:
-            _retag_slots(self.slots + start, stop - start, self.old, self.new)
 
 
 cdef int64_t _slot_count(int64_t entries):
@@ -579,10 +534,10 @@ cdef class Table:
         cdef int i
         if shift <= self.shift:
             return 0
-        _retag_on_lanes(self.slots, self.mask + 1, self.shift, shift)
+        _retag_all(self.slots, self.mask + 1, self.shift, shift)
         for i in range(self.nkeyed):
             if self.keyed[i].slots != NULL:
-                _retag_on_lanes(self.keyed[i].slots, self.keyed[i].mask + 1, self.shift, shift)
+                _retag_all(self.keyed[i].slots, self.keyed[i].mask + 1, self.shift, shift)
         self.shift = shift
         return 0
 
@@ -606,11 +561,16 @@ cdef class Table:
 
     cdef int _rehash(self, int64_t entries) except -1:
         """Rebuild the tuple table for `entries` live rows, dropping its tombstones: from
-        `LANE_SLOTS` slots on, on the lanes (`_SlotLanes`)."""
+        `LANE_SLOTS` slots on, on the lanes (`reasoner.storage.table_lanes`)."""
         cdef int64_t count = _slot_count(entries), used
-        cdef int32_t* slots = _new_slots(count, False)
+        cdef int lanes = min(lane_count(), count // LANE_SLOTS)
+        cdef int32_t* slots = _new_slots(count, lanes < 2)
         try:
-            used = _SlotLanes(self, <size_t>slots, count).rehash(count // LANE_SLOTS)
+            if lanes > 1:
+                from reasoner.storage.table_lanes import rehash
+                used = rehash(self, <size_t>slots, count, lanes)
+            else:
+                used = _place_rows(self, slots, count - 1, 0, self.nrows, False)
         except BaseException:
             _block_free(slots)
             raise
@@ -1091,9 +1051,11 @@ cdef class Table:
 
     # -- indexes -----------------------------------------------------------------------------
 
-    def index(self, columns) -> Index:
+    def index(self, columns, bint on_lanes=False) -> Index:
         """The key index on `columns` (a tuple of column positions), built from the committed
-        and staged rows the first time it is asked for, maintained from then on."""
+        and staged rows the first time it is asked for, maintained from then on. `on_lanes`
+        (the writer's thread only: no row may come while the GIL is let go) builds a large
+        one on the lanes (`reasoner.storage.table_lanes`)."""
         columns = tuple(columns)
         found = self._indexes.get(columns)
         if found is not None:
@@ -1107,10 +1069,12 @@ cdef class Table:
             raise MemoryError()
         for k, c in enumerate(columns):
             cols[k] = c
-        # From here to the registration, C only: a reader thread may ask for an index while the
-        # writer is between two calls (or its lanes read `keyed`: the old array stays, linked).
+        # Built on the lanes, another thread may register an index meanwhile; from the
+        # registration on, C only: a reader thread may ask for an index while the writer is
+        # between two calls (or its lanes read `keyed`: the old array stays, linked).
         cdef KeyIndex* ki = <KeyIndex*>malloc(sizeof(KeyIndex))
-        cdef KeyIndex **keyed, **old = self.keyed
+        cdef KeyIndex **keyed, **old
+        cdef int lanes = min(lane_count(), self.nrows // LANE_INDEX_ROWS) if on_lanes else 1
         if ki == NULL:
             free(cols)
             raise MemoryError()
@@ -1123,11 +1087,20 @@ cdef class Table:
             _free_index(ki)
             raise MemoryError()
         try:
-            _rebuild_index(ki, self, self.nrows)
+            if lanes > 1:
+                from reasoner.storage.table_lanes import build_index
+                build_index(self, <size_t>ki, lanes)
+            else:
+                _rebuild_index(ki, self, self.nrows)
+            found = self._indexes.get(columns)  # built by a reader meanwhile
+            if found is not None:
+                _free_index(ki)
+                return Index(self, found, columns)
             keyed = <KeyIndex**>_grow(NULL, <size_t>(self.nkeyed + 2) * sizeof(KeyIndex*))
-        except MemoryError:
+        except BaseException:
             _free_index(ki)
             raise
+        old = self.keyed
         keyed[self.nkeyed], keyed[self.nkeyed + 1] = ki, <KeyIndex*>old
         if old != NULL:
             memcpy(keyed, old, <size_t>self.nkeyed * sizeof(KeyIndex*))
@@ -1159,8 +1132,8 @@ cdef class Table:
 
     def index_position(self, columns) -> int:
         """The position of the key index on `columns` among the table's indexes (built if
-        missing): how compiled code names it."""
-        cdef Index index = self.index(columns)
+        missing, on the lanes: the writer compiles plans): how compiled code names it."""
+        cdef Index index = self.index(columns, True)
         return index.position
 
     def release_chains(self) -> int:
@@ -1240,7 +1213,7 @@ cdef int _restore_chains(Table t) except -1:
     return 0
 
 
-cdef inline bint _same_key(KeyIndex* ki, Table t, int64_t a, int64_t b) noexcept:
+cdef inline bint _same_key(KeyIndex* ki, Table t, int64_t a, int64_t b) noexcept nogil:
     cdef int i
     for i in range(ki.ncols):
         if (_get(t.rows, t.wide, a * t.arity + ki.cols[i])
@@ -1249,26 +1222,29 @@ cdef inline bint _same_key(KeyIndex* ki, Table t, int64_t a, int64_t b) noexcept
     return True
 
 
-cdef inline const void* _address(Table t, int64_t r) noexcept:
+cdef const void* _address(Table t, int64_t r) noexcept nogil:
     """Where row `r`'s words start."""
     if t.wide:
         return <const int64_t*>t.rows + r * t.arity
     return <const int32_t*>t.rows + r * t.arity
 
 
-cdef inline uint64_t _key_hash(KeyIndex* ki, Table t, int64_t r) noexcept:
+cdef uint64_t _key_hash(KeyIndex* ki, Table t, int64_t r) noexcept nogil:
     return _hash_cols(t.rows, t.wide, r * t.arity, ki.cols, ki.ncols)
 
 
 cdef int _link(KeyIndex* ki, Table t, int64_t r) except -1:
     """Put row `r` at the head of its group."""
-    cdef int64_t i, head, tomb = -1
-    cdef int32_t s
-    cdef uint64_t h
     if _too_full(ki.used + 1, ki.mask + 1):
         _resize_keys(ki, t, ki.groups + 1)
-    h = _key_hash(ki, t, r)
-    i = <int64_t>(h & <uint64_t>ki.mask)
+    _link_hashed(ki, t, r, _key_hash(ki, t, r))
+    return 0
+
+
+cdef void _link_hashed(KeyIndex* ki, Table t, int64_t r, uint64_t h) noexcept nogil:
+    """`_link` of row `r` whose key hashes to `h`, the key table having room for a group."""
+    cdef int64_t i = <int64_t>(h & <uint64_t>ki.mask), head, tomb = -1
+    cdef int32_t s
     while True:
         s = ki.slots[i]
         if s == EMPTY:
@@ -1283,7 +1259,7 @@ cdef int _link(KeyIndex* ki, Table t, int64_t r) except -1:
                 ki.prev[r] = -1
                 ki.prev[head] = <int32_t>r
                 ki.slots[i] = _entry(h, r, t.shift)
-                return 0
+                return
         i = (i + 1) & ki.mask
     if tomb >= 0:
         i = tomb
@@ -1293,7 +1269,6 @@ cdef int _link(KeyIndex* ki, Table t, int64_t r) except -1:
     ki.next[r] = -1
     ki.prev[r] = -1
     ki.groups += 1
-    return 0
 
 
 cdef int _unlink(KeyIndex* ki, Table t, int64_t r) except -1:

@@ -1,6 +1,7 @@
-"""A large table's hash table rebuilt and retagged by the lanes: every row is found where one
-thread's rebuild would find it, the rows removed before are gone, and the table grows as one
-thread's does (its count of used slots is the same)."""
+"""A large table's hash tables made by the lanes (`reasoner.storage.table_lanes`): rebuilt and
+retagged, every row is found where one thread's rebuild would find it, the rows removed before
+are gone, and the table grows as one thread's does (its count of used slots is the same); a
+key index built on them has one thread's groups, each chain in one thread's order."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import threading
 import numpy as np
 import pytest
 
-import reasoner.storage.table as table_module
+import reasoner.storage.table_lanes as table_lanes
 from reasoner.storage.table import Table
 from reasoner.support import lanes
 
@@ -17,11 +18,12 @@ FIRST = 1_600_000  # past 0.8 x 2**21 rows with what follows: a rebuild into 2**
 REMOVED = 100_000
 THEN = 700_000  # the rows pass 2**21, past which the slots give up a hash bit (a retag)
 MORE = 1_200_000  # and past 0.8 x 2**22 live rows: one more rebuild, into 2**23 slots
+KEYS = 5000  # the second column's values: the groups of an index on it
 
 
 def _columns(seed: int, n: int) -> list[np.ndarray]:
     rng = np.random.default_rng(seed)
-    return [rng.integers(0, 1 << 40, n, dtype=np.int64), rng.integers(0, 50, n, dtype=np.int64)]
+    return [rng.integers(0, 1 << 40, n, dtype=np.int64), rng.integers(0, KEYS, n, dtype=np.int64)]
 
 
 def _grown() -> tuple[Table, list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
@@ -37,13 +39,13 @@ def _grown() -> tuple[Table, list[np.ndarray], list[np.ndarray], list[np.ndarray
     return table, kept, removed, [extra[0] + (1 << 41), extra[1]]
 
 
-def test_a_large_table_is_rebuilt_and_retagged_on_the_lanes_as_on_one_thread(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(lanes, "LANES", 1)
-    alone, kept, removed, absent = _grown()
+Calls = list[tuple[str, int, int, list[tuple[str, int, int]]]]
 
-    calls: list[tuple[str, int, int, list[tuple[str, int, int]]]] = []
+
+def _record_fan_out(monkeypatch: pytest.MonkeyPatch) -> Calls:
+    """The lanes' calls from here on: (the lane's work, start, stop, its shares as (thread,
+    start, stop))."""
+    calls: Calls = []
     fan_out = lanes.fan_out
 
     def recorded(lane: lanes.Lane, count: int, start: int, stop: int) -> None:
@@ -56,12 +58,22 @@ def test_a_large_table_is_rebuilt_and_retagged_on_the_lanes_as_on_one_thread(
 
         fan_out(share, count, start, stop)
 
+    monkeypatch.setattr(table_lanes, "fan_out", recorded)
+    return calls
+
+
+def test_a_large_table_is_rebuilt_and_retagged_on_the_lanes_as_on_one_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(lanes, "LANES", 1)
+    alone, kept, removed, absent = _grown()
+
+    calls = _record_fan_out(monkeypatch)
     monkeypatch.setattr(lanes, "LANES", 3)
-    monkeypatch.setattr(table_module, "fan_out", recorded)
     split, *_ = _grown()
 
-    assert {kind for kind, *_ in calls} == {"_fill", "_place", "_retag"}, calls
-    assert [len(shares) for kind, *_, shares in calls if kind == "_place"][-1] == 3
+    assert {kind for kind, *_ in calls} == {"fill", "place_rows", "retag"}, calls
+    assert [len(shares) for kind, *_, shares in calls if kind == "place_rows"][-1] == 3
     for _, start, stop, shares in calls:  # on the pool's threads too; the whole range
         assert len({thread for thread, _, _ in shares}) > 1
         bounds = sorted((a, b) for _, a, b in shares)
@@ -81,3 +93,30 @@ def test_a_large_table_is_rebuilt_and_retagged_on_the_lanes_as_on_one_thread(
     assert rows.tolist() == alone.rows_of_columns(kept).tolist()
     assert (split.rows_of_columns(removed) == -1).all()
     assert (split.rows_of_columns(absent) == -1).all()
+
+
+def test_a_key_index_built_on_the_lanes_has_one_threads_groups_and_chains(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(lanes, "LANES", 1)
+    alone, *_ = _grown()
+    one = alone.index((1,))
+    monkeypatch.setattr(lanes, "LANES", 3)
+    read, *_ = _grown()
+    split, *_ = _grown()
+    calls = _record_fan_out(monkeypatch)
+    read.index((1,))  # a reader's: on its thread, as rows may come while the GIL is let go
+    assert not calls
+    split.index_position((1,))  # the writer's plans': on the lanes
+    three = split.index((1,))
+    assert [kind for kind, *_ in calls] == ["link_part", "fill", "place_heads"]
+    assert all(len(shares) == 2 for *_, shares in calls)  # 2.2 M rows: two lanes of 2**20
+    assert len(three) == len(one) == KEYS
+    keys = range(0, KEYS, 7)
+    assert [three.get(k) for k in keys] == [one.get(k) for k in keys]
+    more = _columns(3, 1000)
+    more[0] += 1 << 42
+    for table in (split, alone):  # the index is kept as rows come and go
+        table.add_columns(more, 2)
+        table.remove_columns([c[:500] for c in more])
+    assert [three.get(k) for k in keys] == [one.get(k) for k in keys]
