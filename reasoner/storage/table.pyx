@@ -171,9 +171,14 @@ cdef int64_t _place_rows(Table t, int32_t* slots, int64_t mask, int64_t start, i
     return placed
 
 
+cdef int _lanes_for(int64_t work, int64_t per_lane) except -1:
+    """The lanes `work` splits among, `per_lane` or more each (1: this thread alone)."""
+    return 1 if work < 2 * per_lane else min(lane_count(), work // per_lane)
+
+
 cdef int _retag_all(int32_t* slots, int64_t count, int old, int new) except -1:
     """`_retag_slots`, from `LANE_SLOTS` slots on on the lanes (`table_lanes`)."""
-    cdef int lanes = min(lane_count(), count // LANE_SLOTS)
+    cdef int lanes = _lanes_for(count, LANE_SLOTS)
     if lanes > 1:
         from reasoner.storage.table_lanes import retag
         retag(<size_t>slots, count, old, new, lanes)
@@ -563,7 +568,7 @@ cdef class Table:
         """Rebuild the tuple table for `entries` live rows, dropping its tombstones: from
         `LANE_SLOTS` slots on, on the lanes (`reasoner.storage.table_lanes`)."""
         cdef int64_t count = _slot_count(entries), used
-        cdef int lanes = min(lane_count(), count // LANE_SLOTS)
+        cdef int lanes = _lanes_for(count, LANE_SLOTS)
         cdef int32_t* slots = _new_slots(count, lanes < 2)
         try:
             if lanes > 1:
@@ -1074,7 +1079,7 @@ cdef class Table:
         # between two calls (or its lanes read `keyed`: the old array stays, linked).
         cdef KeyIndex* ki = <KeyIndex*>malloc(sizeof(KeyIndex))
         cdef KeyIndex **keyed, **old
-        cdef int lanes = min(lane_count(), self.nrows // LANE_INDEX_ROWS) if on_lanes else 1
+        cdef int lanes = _lanes_for(self.nrows, LANE_INDEX_ROWS) if on_lanes else 1
         if ki == NULL:
             free(cols)
             raise MemoryError()
