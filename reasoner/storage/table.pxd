@@ -105,6 +105,8 @@ cdef class Table:
     cdef int _retag(self, int shift) except -1
     cdef int64_t _append(self, const int64_t* words, int32_t status) except -1
     cdef int64_t _append_hashed(self, const int64_t* words, int32_t status, uint64_t h) except -1
+    cdef int64_t _append_rebuilt(self, const int64_t* words, int32_t status,
+                                 uint64_t h) except -1
     cdef int64_t _store_row(self, const int64_t* words, int32_t status, uint64_t h,
                             int64_t i) except -1
     cdef int _kill(self, int64_t r) except -1

@@ -44,8 +44,9 @@ half changed: a reader in another thread sees it before or after a call, never d
 `columns` lets go of the GIL between chunks of its copy and checks `generation` when it gets it
 back; iterators check `version`, as a dict's do. The kernel's lanes read rows and indexes
 without the GIL while no row is written: a reader's new index replaces `keyed` whole. The
-lanes rebuild a large hash table without the GIL too (`reasoner.storage.table_lanes`), into
-slots that become the table's once every row is placed.
+lanes rebuild a large tuple table without the GIL too (`reasoner.storage.table_lanes`), into
+slots that become the table's once every row is placed; the row being added waits apart from
+`scratch`, where a reader's probe loads its key.
 
 A state that a fallback's Bootstrap replaces is only read until the new one is published (or
 the next Update, if the fallback fails), and on crdt.dl its key chains are 2.7 of its 7.5 GB:
@@ -70,7 +71,7 @@ from reasoner.support.lanes import lane_count
 
 cdef int64_t MIN_SLOTS = 8
 cdef int64_t MAX_ROWS = 2147483600
-# Slots from which a hash table's rebuild splits among the lanes (4 MiB, some milliseconds),
+# Slots from which a tuple table's rebuild splits among the lanes (4 MiB, some milliseconds),
 # and rows from which a key index is built on them.
 cdef int64_t LANE_INDEX_ROWS = 1 << 20
 cdef int64_t LANE_SLOTS = 1 << 20
@@ -174,17 +175,6 @@ cdef int64_t _place_rows(Table t, int32_t* slots, int64_t mask, int64_t start, i
 cdef int _lanes_for(int64_t work, int64_t per_lane) except -1:
     """The lanes `work` splits among, `per_lane` or more each (1: this thread alone)."""
     return 1 if work < 2 * per_lane else min(lane_count(), work // per_lane)
-
-
-cdef int _retag_all(int32_t* slots, int64_t count, int old, int new) except -1:
-    """`_retag_slots`, from `LANE_SLOTS` slots on on the lanes (`table_lanes`)."""
-    cdef int lanes = _lanes_for(count, LANE_SLOTS)
-    if lanes > 1:
-        from reasoner.storage.table_lanes import retag
-        retag(<size_t>slots, count, old, new, lanes)
-    else:
-        _retag_slots(slots, count, old, new)
-    return 0
 
 
 cdef int64_t _slot_count(int64_t entries):
@@ -539,10 +529,10 @@ cdef class Table:
         cdef int i
         if shift <= self.shift:
             return 0
-        _retag_all(self.slots, self.mask + 1, self.shift, shift)
+        _retag_slots(self.slots, self.mask + 1, self.shift, shift)
         for i in range(self.nkeyed):
             if self.keyed[i].slots != NULL:
-                _retag_all(self.keyed[i].slots, self.keyed[i].mask + 1, self.shift, shift)
+                _retag_slots(self.keyed[i].slots, self.keyed[i].mask + 1, self.shift, shift)
         self.shift = shift
         return 0
 
@@ -596,12 +586,28 @@ cdef class Table:
         if not self.wide and not _fits(words, self.arity):
             self._widen()
         if _too_full(self.used + 1, self.mask + 1):
-            self._rehash(self.committed + self.staged + 1)
+            return self._append_rebuilt(words, status, h)
         self._reserve(1)
         i = <int64_t>(h & <uint64_t>self.mask)
         while self.slots[i] >= 0:
             i = (i + 1) & self.mask
         return self._store_row(words, status, h, i)
+
+    cdef int64_t _append_rebuilt(self, const int64_t* words, int32_t status,
+                                 uint64_t h) except -1:
+        """`_append_hashed` past a rebuild of the tuple table. On the lanes the rebuild lets
+        go of the GIL, and a reader's probe may then load its key into `scratch`, which may be
+        `words`: they are copied first."""
+        cdef size_t size = <size_t>self.arity * sizeof(int64_t)
+        cdef int64_t* held = <int64_t*>malloc(size + 1)
+        if held == NULL:
+            raise MemoryError()
+        memcpy(held, words, size)
+        try:
+            self._rehash(self.committed + self.staged + 1)
+            return self._append_hashed(held, status, h)
+        finally:
+            free(held)
 
     cdef int64_t _store_row(self, const int64_t* words, int32_t status, uint64_t h,
                             int64_t i) except -1:
@@ -1069,6 +1075,7 @@ cdef class Table:
             if not 0 <= c < self.arity:
                 raise ValueError(f"no column {c} in a relation of arity {self.arity}")
         cdef int ncols = len(columns)
+        cdef int lanes = _lanes_for(self.nrows, LANE_INDEX_ROWS) if on_lanes else 1
         cdef int* cols = <int*>malloc(<size_t>(ncols + 1) * sizeof(int))
         if cols == NULL:
             raise MemoryError()
@@ -1079,7 +1086,6 @@ cdef class Table:
         # between two calls (or its lanes read `keyed`: the old array stays, linked).
         cdef KeyIndex* ki = <KeyIndex*>malloc(sizeof(KeyIndex))
         cdef KeyIndex **keyed, **old
-        cdef int lanes = _lanes_for(self.nrows, LANE_INDEX_ROWS) if on_lanes else 1
         if ki == NULL:
             free(cols)
             raise MemoryError()

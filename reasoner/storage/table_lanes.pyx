@@ -1,10 +1,11 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 # cython: initializedcheck=False, nonecheck=False
 """A table's hash tables made by the lanes (`reasoner.support.lanes`), each lane without the
-GIL: the tuple table's rebuild, the retagging of a hash table's slots, and a key index built
-over a table's rows. `reasoner.storage.table` calls them past a size where handing the shares
-out and back (tens of microseconds) is small against the work; on one lane it does the same
-work itself.
+GIL: the tuple table's rebuild and a key index built over a table's rows.
+`reasoner.storage.table` calls them past a size where handing the shares out and back (tens
+of microseconds) is small against the work; on one lane it does the same work itself. (The
+slots' retagging stays on one thread: it changes the table in place, which a reader taking
+the GIL meanwhile would see half done.)
 
 On crdt.dl's two-lane run these were the largest parts left on one thread while the other
 waited: the head table's rebuilds as it grows (a tenth of the run), and skipBlank's index on
@@ -40,13 +41,6 @@ def rehash(Table table not None, size_t slots, int64_t count, int lanes) -> int:
     fan_out(work.fill, lanes, 0, count)
     fan_out(work.place_rows, lanes, 0, table.nrows)
     return sum(work.placed)
-
-
-def retag(size_t slots, int64_t count, int old, int new, int lanes) -> None:
-    """`_retag_slots` of `count` slots, split by range among `lanes` lanes."""
-    cdef _Slots work = _Slots(slots, count)
-    work.old, work.new = old, new
-    fan_out(work.retag, lanes, 0, count)
 
 
 def build_index(Table table not None, size_t index, int lanes) -> None:
@@ -94,7 +88,6 @@ cdef class _Slots:
     cdef int64_t count
     cdef Table table
     cdef list placed
-    cdef int old, new
     cdef KeyIndex* parts
     cdef int lanes
 
@@ -112,10 +105,6 @@ cdef class _Slots:
         with nogil:
             placed = _place_rows(self.table, self.slots, self.count - 1, start, stop, True)
         self.placed[j] = placed
-
-    def retag(self, int j, int64_t start, int64_t stop, object meter):
-        with nogil:
-            _retag_slots(self.slots + start, stop - start, self.old, self.new)
 
     def link_part(self, int j, int64_t start, int64_t stop, object meter):
         """Link every live row whose key hash is in lane j's share, in row order, into the

@@ -1,7 +1,8 @@
-"""A large table's hash tables made by the lanes (`reasoner.storage.table_lanes`): rebuilt and
-retagged, every row is found where one thread's rebuild would find it, the rows removed before
-are gone, and the table grows as one thread's does (its count of used slots is the same); a
-key index built on them has one thread's groups, each chain in one thread's order."""
+"""A large table's hash tables made by the lanes (`reasoner.storage.table_lanes`): rebuilt,
+every row is found where one thread's rebuild would find it, the rows removed before are gone,
+the table grows as one thread's does (its count of used slots is the same), and a row being
+added is the writer's, whatever a reader's probe loads meanwhile; a key index built on them
+has one thread's groups, each chain in one thread's order."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from reasoner.support import lanes
 
 FIRST = 1_600_000  # past 0.8 x 2**21 rows with what follows: a rebuild into 2**22 slots
 REMOVED = 100_000
-THEN = 700_000  # the rows pass 2**21, past which the slots give up a hash bit (a retag)
+THEN = 700_000  # the rows pass 2**21, past which the slots give up a hash bit
 MORE = 1_200_000  # and past 0.8 x 2**22 live rows: one more rebuild, into 2**23 slots
 KEYS = 5000  # the second column's values: the groups of an index on it
 
@@ -62,7 +63,7 @@ def _record_fan_out(monkeypatch: pytest.MonkeyPatch) -> Calls:
     return calls
 
 
-def test_a_large_table_is_rebuilt_and_retagged_on_the_lanes_as_on_one_thread(
+def test_a_large_table_is_rebuilt_on_the_lanes_as_on_one_thread(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(lanes, "LANES", 1)
@@ -72,7 +73,7 @@ def test_a_large_table_is_rebuilt_and_retagged_on_the_lanes_as_on_one_thread(
     monkeypatch.setattr(lanes, "LANES", 3)
     split, *_ = _grown()
 
-    assert {kind for kind, *_ in calls} == {"fill", "place_rows", "retag"}, calls
+    assert {kind for kind, *_ in calls} == {"fill", "place_rows"}, calls
     assert [len(shares) for kind, *_, shares in calls if kind == "place_rows"][-1] == 3
     for _, start, stop, shares in calls:  # on the pool's threads too; the whole range
         assert len({thread for thread, _, _ in shares}) > 1
@@ -120,3 +121,30 @@ def test_a_key_index_built_on_the_lanes_has_one_threads_groups_and_chains(
         table.add_columns(more, 2)
         table.remove_columns([c[:500] for c in more])
     assert [three.get(k) for k in keys] == [one.get(k) for k in keys]
+
+
+def test_a_row_added_across_a_rebuild_is_the_writers_whatever_a_reader_probes_meanwhile(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The rebuild lets go of the GIL, and a reader's probe loads its key into the table's
+    `scratch`, where the writer's row was: the rebuild here probes as a reader would."""
+    monkeypatch.setattr(lanes, "LANES", 2)
+    table = Table(2)
+    table.add_columns([np.arange(800_000), np.ones(800_000, dtype=np.int64)], 0)
+    rebuilds: list[int] = []
+    rehash = table_lanes.rehash
+
+    def probed_meanwhile(t: Table, slots: int, count: int, lanes_: int) -> int:
+        rebuilds.append(lanes_)
+        assert t.get((-5, -5)) is None  # a reader's probe, loading (-5, -5)
+        return rehash(t, slots, count, lanes_)
+
+    monkeypatch.setattr(table_lanes, "rehash", probed_meanwhile)
+    row = 800_000
+    while not rebuilds:
+        table.add((row, 2), 0)
+        row += 1
+    assert rebuilds == [2]
+    assert (row - 1, 2) in table
+    assert (-5, -5) not in table
+    assert len(table) == row

@@ -15,6 +15,7 @@ def test_work_split_again_inside_a_lane_runs_on_the_lanes_thread(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(lanes, "LANES", 2)
+    monkeypatch.setattr(lanes, "_POOLS", {})  # a pool that waits forever stays this test's
     inner: list[tuple[str, int, int]] = []
     outer: dict[int, str] = {}
 
