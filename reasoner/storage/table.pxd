@@ -140,6 +140,7 @@ cdef int32_t* _new_slots(int64_t count, bint filled=*) except NULL
 cdef int64_t _slot_count(int64_t entries)
 cdef int64_t _place_rows(Table t, int32_t* slots, int64_t mask, int64_t start, int64_t stop,
                          bint shared) noexcept nogil
-cdef const void* _address(Table t, int64_t r) noexcept nogil
 cdef uint64_t _key_hash(KeyIndex* ki, Table t, int64_t r) noexcept nogil
+cdef int64_t _place_heads(KeyIndex* ki, Table t, int32_t* slots, int64_t mask,
+                          bint shared) noexcept nogil
 cdef void _link_hashed(KeyIndex* ki, Table t, int64_t r, uint64_t h) noexcept nogil

@@ -1233,7 +1233,7 @@ cdef inline bint _same_key(KeyIndex* ki, Table t, int64_t a, int64_t b) noexcept
     return True
 
 
-cdef const void* _address(Table t, int64_t r) noexcept nogil:
+cdef inline const void* _address(Table t, int64_t r) noexcept nogil:
     """Where row `r`'s words start."""
     if t.wide:
         return <const int64_t*>t.rows + r * t.arity
@@ -1311,26 +1311,34 @@ cdef int _resize_keys(KeyIndex* ki, Table t, int64_t groups) except -1:
     """Rebuild the key table for `groups` groups, moving the heads and dropping tombstones."""
     cdef int64_t count = _slot_count(groups)
     cdef int32_t* slots = _new_slots(count)
-    cdef int64_t mask = count - 1
-    cdef int64_t j, total = ki.mask + 1, used = 0
-    cdef int32_t s
-    cdef Placer placer = _placer(slots, mask, False)
+    cdef int64_t used = 0
     if ki.slots != NULL:
-        for j in range(total):
-            # The heads are rows anywhere in the table: fetch the one `AHEAD` slots on.
-            if j + AHEAD < total and ki.slots[j + AHEAD] >= 0:
-                __builtin_prefetch(_address(t, _row(ki.slots[j + AHEAD], t.shift)))
-            s = ki.slots[j]
-            if s < 0:
-                continue
-            _queue(&placer, _key_hash(ki, t, _row(s, t.shift)), s)
-            used += 1
-        _drain(&placer)
+        used = _place_heads(ki, t, slots, count - 1, False)
     _block_free(ki.slots)
     ki.slots = slots
-    ki.mask = mask
+    ki.mask = count - 1
     ki.used = used
     return 0
+
+
+cdef int64_t _place_heads(KeyIndex* ki, Table t, int32_t* slots, int64_t mask,
+                          bint shared) noexcept nogil:
+    """Place the group heads of `ki`'s key table in a key table being rebuilt (`shared`: with
+    other threads placing theirs, `reasoner.storage.table_lanes`); how many."""
+    cdef int64_t j, total = ki.mask + 1, placed = 0
+    cdef int32_t s
+    cdef Placer placer = _placer(slots, mask, shared)
+    for j in range(total):
+        # The heads are rows anywhere in the table: fetch the one `AHEAD` slots on.
+        if j + AHEAD < total and ki.slots[j + AHEAD] >= 0:
+            __builtin_prefetch(_address(t, _row(ki.slots[j + AHEAD], t.shift)))
+        s = ki.slots[j]
+        if s < 0:
+            continue
+        _queue(&placer, _key_hash(ki, t, _row(s, t.shift)), s)
+        placed += 1
+    _drain(&placer)
+    return placed
 
 
 cdef enum:

@@ -22,10 +22,10 @@ from libc.stdint cimport int32_t, int64_t, uint64_t
 from libc.stdlib cimport calloc, free
 
 from reasoner.storage.blocks cimport _block_free
-from reasoner.storage.slots cimport *  # slot words, their placement
+from reasoner.storage.slots cimport _too_full
 from reasoner.storage.table cimport (
-    DEAD_STATUS, EMPTY, KeyIndex, Table, __builtin_prefetch, _address, _key_hash, _link_hashed,
-    _new_slots, _place_rows, _resize_keys, _slot_count,
+    DEAD_STATUS, EMPTY, KeyIndex, Table, _key_hash, _link_hashed, _new_slots, _place_heads,
+    _place_rows, _resize_keys, _slot_count,
 )
 
 from reasoner.support import allocations
@@ -115,9 +115,8 @@ cdef class _Slots:
 
     def place_heads(self, int j, int64_t start, int64_t stop, object meter):
         """Place the groups of lane j's key table in the index's."""
-        cdef KeyIndex* part = &self.parts[j]
         with nogil:
-            _place_heads(part, self.table, self.slots, self.count - 1)
+            _place_heads(&self.parts[j], self.table, self.slots, self.count - 1, True)
 
 
 cdef int _link_part(KeyIndex* part, Table t, int j, int lanes) except -1 nogil:
@@ -134,18 +133,3 @@ cdef int _link_part(KeyIndex* part, Table t, int j, int lanes) except -1 nogil:
                 _resize_keys(part, t, part.groups + 1)
         _link_hashed(part, t, r, h)
     return 0
-
-
-cdef void _place_heads(KeyIndex* part, Table t, int32_t* slots, int64_t mask) noexcept nogil:
-    """As `_resize_keys` places a key table's heads: each head's row (for its key's hash)
-    fetched `AHEAD` slots before."""
-    cdef int64_t i, total = part.mask + 1
-    cdef int32_t s
-    cdef Placer placer = _placer(slots, mask, True)
-    for i in range(total):
-        if i + AHEAD < total and part.slots[i + AHEAD] >= 0:
-            __builtin_prefetch(_address(t, _row(part.slots[i + AHEAD], t.shift)))
-        s = part.slots[i]
-        if s >= 0:
-            _queue(&placer, _key_hash(part, t, _row(s, t.shift)), s)
-    _drain(&placer)
