@@ -34,11 +34,12 @@ RUN apt-get update \
 COPY setup.py ./
 COPY reasoner/__init__.py ./reasoner/
 COPY reasoner/storage/__init__.py reasoner/storage/table.pyx reasoner/storage/table.pxd \
-     reasoner/storage/blocks.pxd reasoner/storage/slots.pxd \
+     reasoner/storage/blocks.pxd reasoner/storage/slots.pxd reasoner/storage/claims.pxd \
      reasoner/storage/table_lanes.pyx \
      reasoner/storage/compare.pyx reasoner/storage/renumber.pyx reasoner/storage/scans.pyx \
      ./reasoner/storage/
 COPY reasoner/kernel/__init__.py reasoner/kernel/interpreter.pyx reasoner/kernel/plan_words.pxd \
+     reasoner/kernel/count_lanes.pyx \
      reasoner/kernel/candidates.pxd reasoner/kernel/dedup.pxd \
      reasoner/kernel/buffers.pxd reasoner/kernel/runs.pxd reasoner/kernel/hand_over.pxd \
      ./reasoner/kernel/

@@ -21,6 +21,7 @@ setup(
                 ("reasoner.storage.renumber", "reasoner/storage/renumber.pyx"),
                 ("reasoner.storage.scans", "reasoner/storage/scans.pyx"),
                 ("reasoner.kernel.interpreter", "reasoner/kernel/interpreter.pyx"),
+                ("reasoner.kernel.count_lanes", "reasoner/kernel/count_lanes.pyx"),
                 ("reasoner.io.fact_text", "reasoner/io/fact_text.pyx"),
                 ("reasoner.support.word_sort", "reasoner/support/word_sort.pyx"),
                 ("service.feed.socket_fanout", "service/feed/socket_fanout.pyx"),

@@ -39,6 +39,7 @@ from functools import partial
 
 import numpy as np
 
+from reasoner.kernel.count_lanes import count_heads
 from reasoner.support.lanes import fan_out
 from reasoner.support import allocations
 from reasoner.support.deadline import MemoryBudgetExceeded
@@ -746,10 +747,12 @@ cdef class Kernel:
                        bint keyed, int64_t km1) except -1:
         """Rows [start, stop) of `data` split among the lanes, lane 0 on this thread: each
         enumerates its share without the GIL (the tables are only read: no head is staged
-        before all are done) and keeps the derivations whose head is not in I_{k-1}. Then
-        they are counted, lane by lane. An error of any lane is raised once all have
-        stopped, the first lane's first."""
+        before all are done). Then the heads are counted: on the lanes from `lane_rows` of
+        them (their hand-overs, 55 us each, cost what counting a few thousand here does),
+        else here, lane by lane. An error of any lane is raised once all have stopped, the
+        first lane's first."""
         cdef int j
+        cdef int64_t heads = 0
         for j in range(self.nlanes):
             _fit(&self.lanes[j], e)
             _bootstrap_run(&self.lanes[j], km1)
@@ -757,7 +760,43 @@ cdef class Kernel:
         self.lane_keyed = keyed
         self._fan_out(partial(self._lane, e), start, stop)
         for j in range(self.nlanes):
+            heads += self.lanes[j].found.size // self.heads_width
+        if heads >= self.lane_rows:
+            return self._count_on_lanes(e.rule.head)
+        for j in range(self.nlanes):
             self._count_found(&self.lanes[j])
+        return 0
+
+    cdef int _count_on_lanes(self, int relation) except -1:
+        """Count the lanes' heads on the lanes (`reasoner.kernel.count_lanes`), then what
+        they left in order: the new rows' keys, and the heads staged before the iteration."""
+        cdef Table head = self._table(relation)
+        cdef int64_t first = head.nrows, w = self.heads_width, i, code
+        cdef int j
+        try:
+            added, later = count_heads(<size_t>self.lanes, self.nlanes, head, w,
+                                       self.appended_from[relation], self.lane_rows)
+            if added and self.appended_from[relation] < 0:
+                self.appended_from[relation] = first
+            for i in range(0 if later else added):
+                _vec_push(&self.d_key, _key(relation, first + i))
+                _vec_push(&self.d_change, IN_TABLE)
+            for j in range(self.nlanes if later else 0):
+                for i in range(0, self.lanes[j].found.size, w):
+                    code = self.lanes[j].found.data[i]
+                    if code == COUNTED:
+                        continue
+                    elif code & 3 == NEW_ROW:
+                        _vec_push(&self.d_key, _key(relation, code >> 2))
+                        _vec_push(&self.d_change, IN_TABLE)
+                    elif code & 3 == ADD_LATER:
+                        _add_count(head, code >> 2, self.lanes[j].found.data[i + 2])
+                    else:
+                        self._stage_delta(_key(relation, code >> 2),
+                                          self.lanes[j].found.data[i + 2])
+        finally:
+            for j in range(self.nlanes):
+                _drop_found(&self.lanes[j], w)
         return 0
 
     cdef int _fan_out(self, object lane, int64_t start, int64_t stop) except -1:
@@ -778,7 +817,6 @@ cdef class Kernel:
         with allocations.charging_to(meter):
             with nogil:
                 self._drive_range(e, self.lane_data, start, stop, self.lane_keyed, run)
-                _drop_known_heads(run, self.tps, self.heads_width)
 
     cdef int _drive_range(self, Enumerator e, const int64_t* data, int64_t start, int64_t stop,
                           bint keyed, Run* run) except -1 nogil:
@@ -793,9 +831,8 @@ cdef class Kernel:
         return 0
 
     cdef int _buffer_head(self, Enumerator e, Run* run) except -1 nogil:
-        """A Bootstrap's derivation, folded into `run.found` for `_count_found`. A lane drops
-        the heads in I_{k-1} after its share (`_drop_known_heads`); on one lane that probe is
-        left to the count, and the heads are counted whenever `FLUSH_WORDS` of them wait."""
+        """A Bootstrap's derivation, folded into `run.found` for the count after the span (on
+        one lane, whenever `FLUSH_WORDS` words of them wait)."""
         cdef PyObject* head = self.tps[e.rule.head]
         cdef const int64_t* code = e.code
         cdef int64_t p = e.head + 1, v
@@ -842,7 +879,7 @@ cdef class Kernel:
         cdef int relation = <int>entry[0]
         cdef Table head = self._table(relation)
         cdef uint64_t h = <uint64_t>entry[1]
-        cdef int64_t row = head._find_hashed(entry + 3, h), key, d
+        cdef int64_t row = head._find_hashed(entry + 3, h)
         if row >= 0 and head.status[row] >= 0:
             return 0
         if row < 0:  # a new row keeps its count in the table: no map of staged heads
@@ -856,14 +893,18 @@ cdef class Kernel:
         if 0 <= self.appended_from[relation] <= row:  # appended by this iteration
             _add_count(head, row, entry[2])
             return 0
-        key = _key(relation, row)  # staged before the iteration (not by a Bootstrap)
-        d = _map_get(&self.delta, key, -1)
+        return self._stage_delta(_key(relation, row), entry[2])
+
+    cdef int _stage_delta(self, int64_t key, int64_t times) except -1:
+        """Count `times` derivations towards a row staged before the iteration (not by a
+        Bootstrap)."""
+        cdef int64_t d = _map_get(&self.delta, key, -1)
         if d < 0:
             _map_put(&self.delta, key, self.d_key.size)
             _vec_push(&self.d_key, key)
-            _vec_push(&self.d_change, entry[2])
+            _vec_push(&self.d_change, times)
         else:
-            self.d_change.data[d] += entry[2]
+            self.d_change.data[d] += times
         return 0
 
     # -- statuses -------------------------------------------------------------------------------

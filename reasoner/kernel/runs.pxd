@@ -4,18 +4,25 @@ of what a run found: a Bootstrap's heads, folded by head (`_fold_head`), or an U
 candidates. Only declarations and inline functions: `reasoner/kernel/interpreter.pyx` cimports
 them, and nothing of this module exists at run time."""
 
-from cpython.ref cimport PyObject
 from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport calloc, free
-from libc.string cimport memmove
 
 from reasoner.kernel.buffers cimport APART, CHARGED_FROM, Vec, _charge, _vec_reserve
-from reasoner.storage.table cimport Table
 
 # A Bootstrap's heads are counted or dropped, an Update's unresolved heads found, QUEUED_HEADS
 # behind the prefetch of their slot.
 cdef enum:
     QUEUED_HEADS = 16
+
+# What a count on the lanes (`reasoner.kernel.count_lanes`) leaves in a head's entry in place
+# of its relation: COUNTED, or the head's row shifted left by two, or'ed with what is left to
+# the kernel's serial pass for it.
+cdef enum:
+    COUNTED = -1     # nothing: a repeat, a head in I_{k-1}, or counts added in the table
+    NEW_ROW = 0      # appended: the table holds its count
+    STAGED_ROW = 1   # staged before the iteration: `times` more derivations for it
+    ADD_LATER = 2    # appended by the iteration, its count past 16 bits: `times` to add
+    CLAIMED_HEAD = 3  # (the slot it claimed, until its row is stored)
 
 
 cdef struct Run:
@@ -101,8 +108,8 @@ cdef inline int _fold_head(Run* run, int relation, uint64_t h, int arity,
                     int64_t width) except -1 nogil:
     """Count a derivation of the head in `run.words` (hash `h`) in `run.found`: one more time
     for a head already there, else a new entry at the end. Entries stay in the order of their
-    heads' first derivations, which is the order rows are given in, and the serial count after
-    the lanes (`Kernel._count_found`) handles each head once: rmat1k derives a head 4.3 times."""
+    heads' first derivations, which is the order rows are given in, and the count after the
+    lanes handles each head once: rmat1k derives a head 4.3 times."""
     cdef int64_t i, j, at = run.found.size
     cdef int64_t* entry
     if 2 * (run.fold_used + 1) > run.fold_mask + 1:
@@ -138,31 +145,3 @@ cdef inline void _drop_found(Run* run, int64_t width) noexcept nogil:
     run.fold_used = 0
     run.derived = 0
     run.pushing = False
-
-
-cdef inline void _drop_known_heads(Run* run, PyObject** tables, int64_t width) noexcept nogil:
-    """Drop from `run.found` the heads committed already (in I_{k-1}: no derivation changes
-    them), probing the heads in a row, each `QUEUED_HEADS` behind the prefetch of its slot, as
-    the count does; the rest keep their order. A lane does this after its share, so that the
-    count after the lanes probes only what may be new. Probed as each head was derived, every
-    miss waited on its own: on crdt.dl's skipBlank, whose heads are all new, that was half of a
-    lane's time. The fold is emptied first: its slots point at entries that move."""
-    cdef int64_t n = run.found.size, i = -width, kept = 0, row
-    cdef int64_t* found = run.found.data
-    cdef int64_t* entry
-    cdef PyObject* head
-    _drop_found(run, width)
-    while i + width < n:
-        i += width
-        if i + QUEUED_HEADS * width < n:
-            head = tables[found[i + QUEUED_HEADS * width]]
-            (<Table>head)._prefetch(<uint64_t>found[i + QUEUED_HEADS * width + 1])
-        entry = found + i
-        head = tables[entry[0]]
-        row = (<Table>head)._find_hashed(entry + 3, <uint64_t>entry[1])
-        if row >= 0 and (<Table>head).status[row] >= 0:
-            continue
-        if kept != i:
-            memmove(found + kept, entry, <size_t>width * sizeof(int64_t))
-        kept += width
-    run.found.size = kept

@@ -21,6 +21,12 @@ cdef inline bint _tagged(int32_t s, uint64_t h, int shift) noexcept nogil:
     return ((<uint64_t>s ^ (h >> 33)) >> shift) == 0
 
 
+cdef inline int _share(uint64_t h, int threads) noexcept nogil:
+    """The thread, of `threads`, whose share of the hashes holds `h` when threads split a
+    table's work by hash: from the hash's upper half, which a slot's position never reads."""
+    return <int>(((h >> 32) * <uint64_t>threads) >> 32)
+
+
 cdef inline int64_t _row(int32_t s, int shift) noexcept nogil:
     """The row id of slot word `s` (a row's)."""
     return s & ((<int64_t>1 << shift) - 1)
@@ -65,6 +71,29 @@ cdef extern from *:
     void _place_shared "reasoner_place_shared" (
         int32_t* slots, int64_t mask, uint64_t h, int32_t entry, int32_t empty
     ) noexcept nogil
+
+
+cdef extern from *:
+    """
+    /* One slot word read, claimed or written while other threads claim slots of the same
+       table (`reasoner.storage.table_lanes`, `reasoner.storage.claims`). A word is written
+       with release order, after what it points at (a row's words, its chain links), so
+       that a reader that finds it finds them too (free on x86); the threads' join orders
+       the rest. */
+    static inline int32_t reasoner_load_slot(const int32_t* slot) {
+        return __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    }
+    static inline int reasoner_claim_slot(int32_t* slot, int32_t empty, int32_t entry) {
+        return __atomic_compare_exchange_n(slot, &empty, entry, 0, __ATOMIC_RELEASE,
+                                           __ATOMIC_RELAXED);
+    }
+    static inline void reasoner_store_slot(int32_t* slot, int32_t entry) {
+        __atomic_store_n(slot, entry, __ATOMIC_RELEASE);
+    }
+    """
+    int32_t _load_slot "reasoner_load_slot" (const int32_t* slot) noexcept nogil
+    bint _claim_slot "reasoner_claim_slot" (int32_t* slot, int32_t empty, int32_t entry) noexcept nogil
+    void _store_slot "reasoner_store_slot" (int32_t* slot, int32_t entry) noexcept nogil
 
 
 # Slot loads a rebuild keeps in flight: a large table's slots are each a cache miss, and

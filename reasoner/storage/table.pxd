@@ -60,6 +60,15 @@ cdef inline int64_t _get(const void* rows, bint wide, int64_t i) noexcept nogil:
     return (<const int32_t*>rows)[i]
 
 
+cdef inline bint _fits(const int64_t* words, int n) noexcept nogil:
+    """Whether every word fits 32 bits."""
+    cdef int i
+    for i in range(n):
+        if words[i] < -2147483648 or words[i] > 2147483647:
+            return False
+    return True
+
+
 @cython.final
 cdef class Table:
     cdef readonly int arity
@@ -124,6 +133,16 @@ cdef inline int64_t _row_count(Table t, int64_t row) except -1:
     return c if c != BIG_COUNT else t._count(row)
 
 
+cdef inline bint _same_key(KeyIndex* ki, Table t, int64_t a, int64_t b) noexcept nogil:
+    """Whether rows `a` and `b` agree on the index's key columns."""
+    cdef int i
+    for i in range(ki.ncols):
+        if (_get(t.rows, t.wide, a * t.arity + ki.cols[i])
+                != _get(t.rows, t.wide, b * t.arity + ki.cols[i])):
+            return False
+    return True
+
+
 cdef inline int _add_count(Table t, int64_t row, int64_t times) except -1:
     """Add `times` to the count of `row`, which a Bootstrap's iteration appended: the table
     holds it until the commit (a map of staged heads took 15 of rmat1k's 50 MB peak)."""
@@ -136,11 +155,13 @@ cdef inline int _add_count(Table t, int64_t row, int64_t times) except -1:
 
 
 cdef int _resize_keys(KeyIndex* ki, Table t, int64_t groups) except -1
+cdef int _restore_chains(Table t) except -1
+cdef int _link(KeyIndex* ki, Table t, int64_t r) except -1
 cdef int32_t* _new_slots(int64_t count, bint filled=*) except NULL
 cdef int64_t _slot_count(int64_t entries)
 cdef int64_t _place_rows(Table t, int32_t* slots, int64_t mask, int64_t start, int64_t stop,
                          bint shared) noexcept nogil
 cdef uint64_t _key_hash(KeyIndex* ki, Table t, int64_t r) noexcept nogil
 cdef int64_t _place_heads(KeyIndex* ki, Table t, int32_t* slots, int64_t mask,
-                          bint shared) noexcept nogil
+                          bint shared, int64_t start, int64_t stop) noexcept nogil
 cdef void _link_hashed(KeyIndex* ki, Table t, int64_t r, uint64_t h) noexcept nogil

@@ -94,15 +94,6 @@ cdef inline void _put(void* rows, bint wide, int64_t i, int64_t v) noexcept nogi
         (<int32_t*>rows)[i] = <int32_t>v
 
 
-cdef inline bint _fits(const int64_t* words, int n) noexcept nogil:
-    """Whether every word fits 32 bits."""
-    cdef int i
-    for i in range(n):
-        if words[i] < -2147483648 or words[i] > 2147483647:
-            return False
-    return True
-
-
 cdef inline uint64_t _hash_row(const void* rows, bint wide, int64_t base, int n) noexcept nogil:
     """`_hash_words` of the row starting at word `base`."""
     cdef uint64_t h = SEED
@@ -1224,15 +1215,6 @@ cdef int _restore_chains(Table t) except -1:
     return 0
 
 
-cdef inline bint _same_key(KeyIndex* ki, Table t, int64_t a, int64_t b) noexcept nogil:
-    cdef int i
-    for i in range(ki.ncols):
-        if (_get(t.rows, t.wide, a * t.arity + ki.cols[i])
-                != _get(t.rows, t.wide, b * t.arity + ki.cols[i])):
-            return False
-    return True
-
-
 cdef inline const void* _address(Table t, int64_t r) noexcept nogil:
     """Where row `r`'s words start."""
     if t.wide:
@@ -1313,7 +1295,7 @@ cdef int _resize_keys(KeyIndex* ki, Table t, int64_t groups) except -1:
     cdef int32_t* slots = _new_slots(count)
     cdef int64_t used = 0
     if ki.slots != NULL:
-        used = _place_heads(ki, t, slots, count - 1, False)
+        used = _place_heads(ki, t, slots, count - 1, False, 0, ki.mask + 1)
     _block_free(ki.slots)
     ki.slots = slots
     ki.mask = count - 1
@@ -1322,15 +1304,16 @@ cdef int _resize_keys(KeyIndex* ki, Table t, int64_t groups) except -1:
 
 
 cdef int64_t _place_heads(KeyIndex* ki, Table t, int32_t* slots, int64_t mask,
-                          bint shared) noexcept nogil:
-    """Place the group heads of `ki`'s key table in a key table being rebuilt (`shared`: with
-    other threads placing theirs, `reasoner.storage.table_lanes`); how many."""
-    cdef int64_t j, total = ki.mask + 1, placed = 0
+                          bint shared, int64_t start, int64_t stop) noexcept nogil:
+    """Place the group heads in slots [start, stop) of `ki`'s key table in a key table being
+    rebuilt (`shared`: with other threads placing theirs, `reasoner.storage.table_lanes`);
+    how many."""
+    cdef int64_t j, placed = 0
     cdef int32_t s
     cdef Placer placer = _placer(slots, mask, shared)
-    for j in range(total):
+    for j in range(start, stop):
         # The heads are rows anywhere in the table: fetch the one `AHEAD` slots on.
-        if j + AHEAD < total and ki.slots[j + AHEAD] >= 0:
+        if j + AHEAD < stop and ki.slots[j + AHEAD] >= 0:
             __builtin_prefetch(_address(t, _row(ki.slots[j + AHEAD], t.shift)))
         s = ki.slots[j]
         if s < 0:
