@@ -440,5 +440,5 @@ def _read_fields(data: bytes, types: Sequence[ValueType], delimiter: str) -> Fac
     if rows is None:
         return None
     columns = [np.ascontiguousarray(column) for column in rows.T]
-    own = SymbolTable(strings) if SYMBOL in types else None
+    own = SymbolTable.of_interned(strings, ids) if SYMBOL in types else None
     return FactBatch.of_encoded(columns, types, own, own_symbols=True)

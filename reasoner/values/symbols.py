@@ -82,6 +82,16 @@ class SymbolTable:
         """(generation, `order_keys`, the strings sorted) for the first len(strings) symbols."""
         self._series: tuple[int, pl.Series] | None = None
 
+    @classmethod
+    def of_interned(cls, strings: list[str], ids: dict[str, int]) -> SymbolTable:
+        """A table of `strings` whose map `ids` is made already (a fact file's reader
+        numbers its symbols as it meets them): taken as it is, not made again."""
+        table = cls()
+        if len(ids) != len(strings):
+            raise ValueError("a symbol table's strings are distinct")
+        table._strings, table._ids = strings, ids
+        return table
+
     def __len__(self) -> int:
         return len(self._strings)
 

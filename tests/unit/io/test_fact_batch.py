@@ -101,6 +101,22 @@ def test_an_encoded_batch_interns_the_symbols_it_holds_as_met_row_by_row() -> No
     assert [column.tolist() for column in batch.encoded_in(table)] == [[2, 0], [7, 8], [3, 2]]
 
 
+def test_a_readers_map_is_taken_as_it_is_when_its_strings_are_distinct() -> None:
+    """A fact file's reader hands its strings and the map it made of them: taken, not made
+    again, and refused when they disagree in length (a string twice)."""
+    own = SymbolTable.of_interned(["b", "a"], {"b": 0, "a": 1})
+    assert own.lookup("a") == 1 and own.since(0) == ["b", "a"]
+    held = SymbolTable(["a"])
+    assert [
+        column.tolist()
+        for column in FactBatch.of_encoded(
+            [np.array([0, 1])], ("symbol",), own, own_symbols=True
+        ).encoded_in(held)
+    ] == [[1, 0]]
+    with pytest.raises(ValueError, match="distinct"):
+        SymbolTable.of_interned(["a", "a"], {"a": 1})
+
+
 PROGRAM = ".decl e(x: number, s: symbol)\nr(s) :- e(x, s), x > 1.\n"
 
 
