@@ -2,6 +2,8 @@
 row ids (`table.pyx`, built by `pip install` through setup.py; its docstring gives the layout),
 two tables compared row by row (`compare.pyx`), a table's compaction (`renumber.pyx`),
 selections by scanning the rows (`scans.pyx`), and sets of tuples on them (`tuple_set.py`).
+A table's hash tables are rebuilt, its key indexes built, and rows claimed by a count on the
+lanes linked, on several threads (`table_lanes.pyx`, `claims.pxd`).
 
 Layer: the ground floor beside `values`, above `support` and `errors`; it imports nothing else
 of the engine (the sorted rows of `reads.pages` are named for types only). Used by the plans,
