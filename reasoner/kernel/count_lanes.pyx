@@ -183,8 +183,8 @@ cdef class _Count:
         cdef int64_t* first
         cdef uint16_t c
         _vec_reserve(claimed, 1)
-        r = _claim(self.table, entry + 3, <uint64_t>entry[1], p, self.lanes, <int64_t**>claimed.data,
-                   claimed.size, &slot)
+        r = _claim(self.table, entry + 3, <uint64_t>entry[1], p, self.lanes,
+                   <int64_t**>claimed.data, claimed.size, &slot)
         if r == FOUND_NONE:
             entry[0] = (slot << 2) | CLAIMED_HEAD
             claimed.data[claimed.size] = <int64_t>(entry + 3)

@@ -14,7 +14,7 @@ nothing of this module exists at run time."""
 from libc.stdint cimport int32_t, int64_t, uint16_t, uint64_t
 
 from reasoner.storage.slots cimport _claim_slot, _entry, _load_slot, _row, _store_slot, _tagged
-from reasoner.storage.table cimport EMPTY, STAGED_STATUS, Table
+from reasoner.storage.table cimport EMPTY, STAGED_STATUS, Table, _put
 
 # A claimed slot's word: CLAIMED - (l * threads + thread), below EMPTY and TOMB.
 cdef enum:
@@ -57,14 +57,9 @@ cdef inline void _store_claimed(Table t, const int64_t* words, uint64_t h, int64
                                 int64_t slot, int64_t count) noexcept nogil:
     """Write row `r`, staged with `count` (at most 65,535), and give its claimed `slot` the
     row's word. The table's row arrays have room and are wide enough."""
-    cdef int64_t base = r * t.arity
     cdef int c
-    if t.wide:
-        for c in range(t.arity):
-            (<int64_t*>t.rows)[base + c] = words[c]
-    else:
-        for c in range(t.arity):
-            (<int32_t*>t.rows)[base + c] = <int32_t>words[c]
+    for c in range(t.arity):
+        _put(t.rows, t.wide, r * t.arity + c, words[c])
     t.status[r] = STAGED_STATUS
     t.counts[r] = <uint16_t>count
     _store_slot(&t.slots[slot], _entry(h, r, t.shift))

@@ -92,7 +92,9 @@ cdef extern from *:
     }
     """
     int32_t _load_slot "reasoner_load_slot" (const int32_t* slot) noexcept nogil
-    bint _claim_slot "reasoner_claim_slot" (int32_t* slot, int32_t empty, int32_t entry) noexcept nogil
+    bint _claim_slot "reasoner_claim_slot" (
+        int32_t* slot, int32_t empty, int32_t entry
+    ) noexcept nogil
     void _store_slot "reasoner_store_slot" (int32_t* slot, int32_t entry) noexcept nogil
 
 

@@ -60,6 +60,14 @@ cdef inline int64_t _get(const void* rows, bint wide, int64_t i) noexcept nogil:
     return (<const int32_t*>rows)[i]
 
 
+cdef inline void _put(void* rows, bint wide, int64_t i, int64_t v) noexcept nogil:
+    """Set word `i` of a row array of 64-bit (`wide`) or 32-bit words."""
+    if wide:
+        (<int64_t*>rows)[i] = v
+    else:
+        (<int32_t*>rows)[i] = <int32_t>v
+
+
 cdef inline bint _fits(const int64_t* words, int n) noexcept nogil:
     """Whether every word fits 32 bits."""
     cdef int i

@@ -87,13 +87,6 @@ cdef inline uint64_t _hash_words(const int64_t* words, int n) noexcept nogil:
     return _mix(h + <uint64_t>n)
 
 
-cdef inline void _put(void* rows, bint wide, int64_t i, int64_t v) noexcept nogil:
-    if wide:
-        (<int64_t*>rows)[i] = v
-    else:
-        (<int32_t*>rows)[i] = <int32_t>v
-
-
 cdef inline uint64_t _hash_row(const void* rows, bint wide, int64_t base, int n) noexcept nogil:
     """`_hash_words` of the row starting at word `base`."""
     cdef uint64_t h = SEED

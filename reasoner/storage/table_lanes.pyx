@@ -3,8 +3,9 @@
 """A table's hash tables made by the lanes (`reasoner.support.lanes`), each lane without the
 GIL: the tuple table's rebuild, a key index built over a table's rows, and the rows a count
 on the lanes added (`reasoner.kernel.count_lanes`) linked into the key indexes
-(`add_claimed`). `reasoner.storage.table` calls the first two past a size where handing the shares out and back (tens
-of microseconds) is small against the work; on one lane it does the same work itself. (The
+(`add_claimed`). `reasoner.storage.table` calls the first two past a size where handing the
+shares out and back (tens of microseconds) is small against the work; on one lane it does the
+same work itself. (The
 slots' retagging stays on one thread: it changes the table in place, which a reader taking
 the GIL meanwhile would see half done.)
 
