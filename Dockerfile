@@ -43,7 +43,8 @@ COPY reasoner/kernel/__init__.py reasoner/kernel/interpreter.pyx reasoner/kernel
      reasoner/kernel/candidates.pxd reasoner/kernel/dedup.pxd \
      reasoner/kernel/buffers.pxd reasoner/kernel/runs.pxd reasoner/kernel/hand_over.pxd \
      ./reasoner/kernel/
-COPY reasoner/io/__init__.py reasoner/io/fact_text.pyx ./reasoner/io/
+COPY reasoner/io/__init__.py reasoner/io/fields.pxd reasoner/io/fact_read.pyx \
+     reasoner/io/fact_text.pyx ./reasoner/io/
 COPY reasoner/support/__init__.py reasoner/support/word_sort.pyx ./reasoner/support/
 COPY service/__init__.py ./service/
 COPY service/feed/__init__.py service/feed/socket_fanout.pyx ./service/feed/

@@ -91,7 +91,7 @@ $(BIN)/python:
 # (`make test`). Each is reinstalled only when pyproject.toml or the compiled part (setup.py,
 # reasoner/{storage,kernel,io,support}/*.pyx and *.pxd, service/feed/*.pyx: the editable install compiles
 # them in place) changes.
-COMPILED := setup.py $(wildcard reasoner/storage/*.pyx reasoner/storage/*.pxd reasoner/kernel/*.pyx reasoner/kernel/*.pxd reasoner/io/*.pyx reasoner/support/*.pyx service/feed/*.pyx)
+COMPILED := setup.py $(wildcard reasoner/storage/*.pyx reasoner/storage/*.pxd reasoner/kernel/*.pyx reasoner/kernel/*.pxd reasoner/io/*.pyx reasoner/io/*.pxd reasoner/support/*.pyx service/feed/*.pyx)
 
 $(RUNTIME_STAMP): pyproject.toml $(COMPILED) | $(BIN)/python
 	$(BIN)/python -m pip install -e '.[service,spark]'

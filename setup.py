@@ -3,9 +3,10 @@ their hash tables made by the lanes in `reasoner.storage.table_lanes`), their co
 (`reasoner.storage.compare`), compaction (`reasoner.storage.renumber`) and scans
 (`reasoner.storage.scans`), the Update kernel that runs over them
 (`reasoner.kernel.interpreter`), the reader and writer of fact files of numbers and symbols
-(`reasoner.io.fact_text`), the sort of packed rows (`reasoner.support.word_sort`), and the
-live feed's writes to many sockets at once (`service.feed.socket_fanout`). Everything else
-about the package is in pyproject.toml; setuptools reads this file only for the extensions."""
+(`reasoner.io.fact_read`, `reasoner.io.fact_text`), the sort of packed rows
+(`reasoner.support.word_sort`), and the live feed's writes to many sockets at once
+(`service.feed.socket_fanout`). Everything else about the package is in pyproject.toml;
+setuptools reads this file only for the extensions."""
 
 from Cython.Build import cythonize
 from setuptools import Extension, setup
@@ -22,6 +23,7 @@ setup(
                 ("reasoner.storage.scans", "reasoner/storage/scans.pyx"),
                 ("reasoner.kernel.interpreter", "reasoner/kernel/interpreter.pyx"),
                 ("reasoner.kernel.count_lanes", "reasoner/kernel/count_lanes.pyx"),
+                ("reasoner.io.fact_read", "reasoner/io/fact_read.pyx"),
                 ("reasoner.io.fact_text", "reasoner/io/fact_text.pyx"),
                 ("reasoner.support.word_sort", "reasoner/support/word_sort.pyx"),
                 ("service.feed.socket_fanout", "service/feed/socket_fanout.pyx"),

@@ -21,14 +21,10 @@ from typing import Any, BinaryIO, cast, overload
 
 import numpy as np
 
-from reasoner.io.fact_text import (
-    NUMBER_FIELD,
-    SYMBOL_FIELD,
-    UNSIGNED_FIELD,
-    parse_fields,
-    write_fields,
-)
+from reasoner.io.fact_read import parse_fields
+from reasoner.io.fact_text import NUMBER_FIELD, SYMBOL_FIELD, UNSIGNED_FIELD, write_fields
 from reasoner.io.facts import parse_facts_text, read_fact_file
+from reasoner.support.lanes import lane_count
 from reasoner.support.ordering import lexicographic_order
 from reasoner.support.polars_on_demand import pl
 from reasoner.values import floats
@@ -429,16 +425,15 @@ def parse_facts_batch(
 
 def _read_fields(data: bytes, types: Sequence[ValueType], delimiter: str) -> FactBatch | None:
     """A body of `number`, `unsigned` and `symbol` columns as an encoded batch with its own
-    symbol table, read in C (`reasoner.io.fact_text`): None when a column is of another type,
-    or the text is not plain."""
+    symbol table, read in C on the lanes (`reasoner.io.fact_read`): None when a column is of
+    another type, or the text is not plain."""
     kinds = field_kinds(types)
     if kinds is None or len(delimiter) != 1 or not delimiter.isascii():
         return None
-    ids: dict[str, int] = {}
-    strings: list[str] = []
-    rows = parse_fields(data, kinds, ord(delimiter), ids, strings)
-    if rows is None:
+    read = parse_fields(data, kinds, ord(delimiter), lane_count())
+    if read is None:
         return None
+    rows, strings = read
     columns = [np.ascontiguousarray(column) for column in rows.T]
-    own = SymbolTable.of_interned(strings, ids) if SYMBOL in types else None
+    own = SymbolTable.of_distinct(strings) if SYMBOL in types else None
     return FactBatch.of_encoded(columns, types, own, own_symbols=True)

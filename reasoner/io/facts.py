@@ -37,6 +37,8 @@ from typing import BinaryIO, NoReturn, TextIO
 from reasoner.analysis.model import AnalyzedProgram
 from reasoner.analysis.symbol_order import input_order
 from reasoner.errors import InputDataError
+from reasoner.io.fact_read import read_file
+from reasoner.support.lanes import lane_count
 from reasoner.values import floats
 from reasoner.values.records import (
     AdtType,
@@ -83,7 +85,7 @@ def read_fact_file(path: str | os.PathLike[str]) -> bytes:
     because for the user it is a data problem, not a program or engine bug.
     """
     try:
-        data = Path(path).read_bytes()
+        data = _file_bytes(path)
     except OSError as exc:
         raise InputDataError(f"cannot open fact file: {exc.strerror}", os.fspath(path)) from None
     data = data.removeprefix(b"\xef\xbb\xbf")  # a byte-order mark is not the first field's
@@ -94,6 +96,16 @@ def read_fact_file(path: str | os.PathLike[str]) -> bytes:
             raise InputDataError(
                 f"not valid UTF-8 (byte offset {exc.start})", os.fspath(path)
             ) from None
+    return data
+
+
+def _file_bytes(path: str | os.PathLike[str]) -> bytes:
+    """A file's bytes, read on the lanes (`reasoner.io.fact_read.read_file`)."""
+    with open(path, "rb") as file:
+        data = read_file(file.fileno(), os.fstat(file.fileno()).st_size, lane_count())
+        if data is None:  # it shrank while read: what it holds now
+            file.seek(0)
+            data = file.read()
     return data
 
 

@@ -4,21 +4,26 @@ does."""
 
 from __future__ import annotations
 
+import errno
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from reasoner.elastic.epoch import Delta
 from reasoner.elastic.prepare import BATCH_MIN_ROWS
 from reasoner.errors import InputDataError, InvalidDelta
-from reasoner.io.batch import FactBatch, parse_facts_batch
+from reasoner.io import fact_read
+from reasoner.io.batch import FactBatch, field_kinds, parse_facts_batch
 from reasoner.io.facts import format_rows, parse_facts_text, write_csv
 from reasoner.materialization import Materialization
-from reasoner.values.symbols import SymbolTable
+from reasoner.support import lanes as reasoner_lanes
+from reasoner.values.symbols import SymbolTable, TableMark
 from tests.conftest import examples
 
 FIELDS = st.sampled_from(
@@ -56,6 +61,87 @@ def test_a_batch_reads_what_the_row_reader_reads(body: tuple[str, tuple[str, ...
     expected = _outcome(parse_facts_text, text, types, delimiter)
     assert _outcome(parse_facts_batch, text, types, delimiter) == expected
     assert _outcome(parse_facts_batch, text.encode("utf-8"), types, delimiter) == expected
+
+
+@contextmanager
+def _read_on(lanes: int) -> Iterator[None]:
+    """Fact text read on `lanes` lanes, each from one byte of it."""
+    kept = (reasoner_lanes.LANES, fact_read.LANE_BYTES)
+    reasoner_lanes.LANES, fact_read.LANE_BYTES = lanes, 1
+    try:
+        yield
+    finally:
+        reasoner_lanes.LANES, fact_read.LANE_BYTES = kept
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(bodies(), st.sampled_from([2, 3, 4]))
+@example(("a\t", ("symbol", "symbol"), "\t"), 2)  # the empty symbol that closes the text
+@example(("a\tb\nc\t", ("symbol", "symbol"), "\t"), 2)
+@example(("1,\n2,", ("number", "symbol"), ","), 3)
+@example(("1\t", ("symbol", "number"), "\t"), 2)  # a number due at the end
+def test_a_body_read_on_lanes_is_read_as_on_one(
+    body: tuple[str, tuple[str, ...], str], lanes: int
+) -> None:
+    """Cut into ranges of whole lines anywhere (a range of one line, an empty one, the last
+    line without its newline), the lanes give the rows and the symbols' ids one reader gives,
+    or give up where it does."""
+    text, types, delimiter = body
+    data = text.encode("utf-8")
+    kinds = field_kinds(types)
+    assert kinds is not None
+    alone = fact_read.parse_fields(data, kinds, ord(delimiter), 1)
+    with _read_on(lanes):
+        split = fact_read.parse_fields(data, kinds, ord(delimiter), lanes)
+        assert _outcome(parse_facts_batch, text, types, delimiter) == _outcome(
+            parse_facts_text, text, types, delimiter
+        )
+    if alone is None:
+        assert split is None
+    else:
+        assert split is not None
+        assert split[0].tolist() == alone[0].tolist() and split[1] == alone[1]
+
+
+def test_symbols_met_first_in_a_later_lane_are_numbered_as_one_reader_numbers_them() -> None:
+    """Each lane numbers its symbols as it meets them; the first lane's numbering then takes
+    the others' in the lanes' order, so a symbol every lane meets keeps the id of where it was
+    met first, and one met only in the last lane comes last."""
+    lines = [f"s{i % 97}\tp{i % 5}\t{i}\to{(i * 7919) % 1000}" for i in range(20_000)]
+    lines += [f"late{i}\tp0\t{-i}\ts1" for i in range(300)]
+    text = "\n".join(lines)
+    types = ("symbol", "symbol", "number", "symbol")
+    expected: dict[str, int] = {}
+    for line in lines:
+        for field in (line.split("\t")[c] for c in (0, 1, 3)):
+            expected.setdefault(field, len(expected))
+    for lanes in (1, 2, 3, 4):
+        with _read_on(lanes):
+            batch = parse_facts_batch(text.encode("utf-8"), types)
+        assert isinstance(batch, FactBatch) and batch.symbols is not None
+        assert batch.symbols.since(0) == list(expected)
+        assert list(batch) == [
+            (s, p, int(n), o) for s, p, n, o in (line.split("\t") for line in lines)
+        ]
+
+
+def test_a_file_read_on_lanes_is_its_bytes(tmp_path: Path) -> None:
+    """Each lane reads its share of the file; a file shorter than the size asked is None (it
+    changed while read), and the system's error is raised as it is."""
+    body = bytes(range(256)) * 41 + b"tail"
+    path = tmp_path / "f.facts"
+    path.write_bytes(body)
+    with open(path, "rb") as file:
+        closed = file.fileno()
+        for lanes in (1, 2, 3, 4):
+            with _read_on(lanes):
+                assert fact_read.read_file(file.fileno(), len(body), lanes) == body
+                assert fact_read.read_file(file.fileno(), 7, lanes) == body[:7]
+                assert fact_read.read_file(file.fileno(), len(body) + 9, lanes) is None
+                assert fact_read.read_file(file.fileno(), 0, lanes) == b""
+    with _read_on(2), pytest.raises(OSError) as raised:
+        fact_read.read_file(closed, len(body), 2)
+    assert raised.value.errno == errno.EBADF
 
 
 def test_a_plain_body_is_read_as_columns() -> None:
@@ -101,11 +187,11 @@ def test_an_encoded_batch_interns_the_symbols_it_holds_as_met_row_by_row() -> No
     assert [column.tolist() for column in batch.encoded_in(table)] == [[2, 0], [7, 8], [3, 2]]
 
 
-def test_a_readers_map_is_taken_as_it_is_when_its_strings_are_distinct() -> None:
-    """A fact file's reader hands its strings and the map it made of them: taken, not made
-    again, and refused when they disagree in length (a string twice)."""
-    own = SymbolTable.of_interned(["b", "a"], {"b": 0, "a": 1})
-    assert own.lookup("a") == 1 and own.since(0) == ["b", "a"]
+def test_a_table_of_distinct_strings_makes_its_map_on_the_first_lookup() -> None:
+    """A fact file's reader hands its distinct strings without a map: interning them into
+    another table needs none, a lookup or an intern makes it, and a rollback of a table
+    without one still forgets what it took."""
+    own = SymbolTable.of_distinct(["b", "a"])
     held = SymbolTable(["a"])
     assert [
         column.tolist()
@@ -113,8 +199,16 @@ def test_a_readers_map_is_taken_as_it_is_when_its_strings_are_distinct() -> None
             [np.array([0, 1])], ("symbol",), own, own_symbols=True
         ).encoded_in(held)
     ] == [[1, 0]]
-    with pytest.raises(ValueError, match="distinct"):
-        SymbolTable.of_interned(["a", "a"], {"a": 1})
+    assert own._ids is None
+    assert own.lookup("a") == 1 and own.lookup("c") is None and own.since(0) == ["b", "a"]
+    fresh = SymbolTable.of_distinct(["x"])
+    mark = fresh.mark()
+    assert fresh.intern("y") == 1 and fresh.intern("x") == 0
+    fresh.rollback(mark)
+    unmapped = SymbolTable.of_distinct(["p", "q"])
+    unmapped.rollback(TableMark(1, 0))
+    assert unmapped.since(0) == ["p"] and unmapped.intern("q") == 1
+    assert fresh.since(0) == ["x"] and fresh.lookup("y") is None
 
 
 PROGRAM = ".decl e(x: number, s: symbol)\nr(s) :- e(x, s), x > 1.\n"
