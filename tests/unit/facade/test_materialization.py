@@ -6,6 +6,8 @@ import io
 
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from reasoner.elastic import apply
 from reasoner.elastic.epoch import Delta
@@ -16,6 +18,7 @@ from reasoner.kernel.run import StratumUpdate
 from reasoner.materialization import Materialization
 from reasoner.support.deadline import DeadlineExceeded
 from reasoner.values.symbols import BULK_INTERN, SymbolTable
+from tests.conftest import examples
 from tests.unit.elastic.test_forecast import Clock
 
 TC = """
@@ -266,6 +269,30 @@ def test_batch_is_in_value_order_and_writes_as_soufflé_sorts() -> None:
     out = io.BytesIO()
     write_csv(out, batch)
     assert out.getvalue().decode() == format_rows(rows)
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["b", "a", "é", "", "Z", "a b", "ab"]),
+            st.integers(-(2**63), 2**63 - 1) | st.integers(-3, 3),
+            st.sampled_from(["y", "x", "ÿ", "a"]),
+        ),
+        max_size=40,
+    )
+)
+def test_a_batch_of_symbols_and_numbers_is_in_the_order_of_its_decoded_rows(
+    rows: list[tuple[str, int, str]],
+) -> None:
+    """Sorted as packed words of ranks and numbers where they fit one word, else by
+    `np.lexsort` (numbers spanning 64 bits): the order a sort of the decoded rows gives."""
+    m = Materialization.from_text(".decl p(s: symbol, n: number, t: symbol)\n.input p\n")
+    m.load({"p": rows})
+    m.bootstrap()
+    batch = m.batch("p")
+    assert not isinstance(batch, list) and batch.ordered
+    assert list(batch) == sorted(set(rows))
 
 
 def test_interning_a_long_column_gives_the_ids_row_by_row_interning_gives() -> None:
