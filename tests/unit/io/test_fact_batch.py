@@ -5,6 +5,7 @@ does."""
 from __future__ import annotations
 
 import errno
+import mmap
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,8 +19,9 @@ from hypothesis import strategies as st
 from reasoner.elastic.epoch import Delta
 from reasoner.elastic.prepare import BATCH_MIN_ROWS
 from reasoner.errors import InputDataError, InvalidDelta
+from reasoner.io import batch as batch_module
 from reasoner.io import fact_read
-from reasoner.io.batch import FactBatch, field_kinds, parse_facts_batch
+from reasoner.io.batch import FactBatch, field_kinds, parse_facts_batch, read_facts_batch
 from reasoner.io.facts import format_rows, parse_facts_text, write_csv
 from reasoner.materialization import Materialization
 from reasoner.support import lanes as reasoner_lanes
@@ -142,6 +144,46 @@ def test_a_file_read_on_lanes_is_its_bytes(tmp_path: Path) -> None:
     with _read_on(2), pytest.raises(OSError) as raised:
         fact_read.read_file(closed, len(body), 2)
     assert raised.value.errno == errno.EBADF
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"a\t1\nb\t-2\n\xc3\xa9\t3",  # plain: read mapped
+        b"\xef\xbb\xbfa\t1\nb\t2\n",  # a byte-order mark
+        b"a\t1\r\nb\t2\r\n",  # Windows lines
+        b"a\t1\nb\t2.5\n",  # not plain: the general reader names the line
+        b"a\t1\n\xff\t2\n",  # not UTF-8: the general reader gives the byte's offset
+        b"",
+    ],
+)
+def test_a_mapped_file_reads_as_the_general_reader_reads_it(
+    body: bytes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "f.facts"
+    path.write_bytes(body)
+    types = ("symbol", "number")
+
+    def outcome() -> object:
+        try:
+            return list(read_facts_batch(path, types))
+        except InputDataError as error:
+            return ("error", error.message, error.line)
+
+    general = outcome()
+    monkeypatch.setattr(batch_module, "LANE_BYTES", 0)
+    mapped = []
+    monkeypatch.setattr(batch_module, "_read_fields", _spy(batch_module._read_fields, mapped))
+    assert outcome() == general
+    assert (mmap.mmap in mapped) == (body[:1] == b"a" and b"\r" not in body), "read mapped"
+
+
+def _spy(function, calls: list) -> object:
+    def spied(data, *args):
+        calls.append(type(data))
+        return function(data, *args)
+
+    return spied
 
 
 def test_a_plain_body_is_read_as_columns() -> None:
