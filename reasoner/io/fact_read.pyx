@@ -30,6 +30,7 @@ from libc.errno cimport EINTR, errno
 from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memchr, memcmp, memcpy
+from posix.types cimport off_t
 
 from reasoner.io.fields cimport (
     MINUS, NEWLINE, NINE, PLUS, SYMBOL_KIND, UNSIGNED_KIND, ZERO,
@@ -68,8 +69,8 @@ def parse_fields(const unsigned char[::1] data, const unsigned char[::1] kinds,
         return None
     cdef _Read read = _Read()
     cdef int64_t[:, ::1] rows
-    read.setup(data, kinds, delimiter, max(1, min(lanes, n // LANE_BYTES)))
     try:
+        read.setup(data, kinds, delimiter, max(1, min(lanes, n // LANE_BYTES)))
         if read.lanes == 1:
             read.count_lines(0, 0, 1, None)
         else:
@@ -96,7 +97,7 @@ def parse_fields(const unsigned char[::1] data, const unsigned char[::1] kinds,
 
 
 cdef extern from "<unistd.h>" nogil:
-    ssize_t pread(int fd, void* buffer, size_t count, long offset)
+    ssize_t pread(int fd, void* buffer, size_t count, off_t offset)
 
 
 def read_file(int fd, int64_t size, int lanes=1):
@@ -366,9 +367,14 @@ cdef void _free_symbols(Symbols* symbols) noexcept nogil:
     free(symbols.slots)
 
 
+cdef uint64_t SEED = <uint64_t>int.from_bytes(os.urandom(8), "little")
+"""A posted body's symbols go through `_hash`: seeded per process, they cannot be chosen to
+collide."""
+
+
 cdef inline uint64_t _hash(const unsigned char* p, int64_t n) noexcept nogil:
     """A hash of `n` bytes, eight at a time, finished by MurmurHash3's finalizer."""
-    cdef uint64_t h = <uint64_t>n * <uint64_t>0x9e3779b97f4a7c15
+    cdef uint64_t h = SEED ^ (<uint64_t>n * <uint64_t>0x9e3779b97f4a7c15)
     cdef uint64_t word
     while n >= 8:
         memcpy(&word, p, 8)
