@@ -74,6 +74,9 @@ cdef int64_t MAX_ROWS = 2147483600
 # Slots from which a tuple table's rebuild splits among the lanes (4 MiB, some milliseconds),
 # and rows from which a key index is built on them.
 cdef int64_t LANE_INDEX_ROWS = 1 << 20
+# Rows from which a block added at once (`add_columns`, a Polars stage's heads) splits among
+# the lanes: each row costs a probe and a link per key index, some hundreds of nanoseconds.
+cdef int64_t LANE_ADD_ROWS = 1 << 16
 cdef int64_t LANE_SLOTS = 1 << 20
 
 cdef uint64_t SEED = <uint64_t>int.from_bytes(os.urandom(8), "little")
@@ -866,6 +869,11 @@ cdef class Table:
         cdef const int64_t[:, ::1] words = block
         self._make_room(block)
         cdef const int64_t[::1] several
+        cdef int lanes = _lanes_for(n, LANE_ADD_ROWS)
+        if lanes > 1:
+            from reasoner.storage.table_lanes import add_rows
+            add_rows(self, block, iteration, counts, lanes)
+            return
         if counts is None:
             for j in range(n):
                 self._commit(&words[j, 0], iteration, 1, False)

@@ -1,9 +1,10 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 # cython: initializedcheck=False, nonecheck=False
 """A table's hash tables made by the lanes (`reasoner.support.lanes`), each lane without the
-GIL: the tuple table's rebuild, a key index built over a table's rows, and the rows a count
-on the lanes added (`reasoner.kernel.count_lanes`) linked into the key indexes
-(`add_claimed`). `reasoner.storage.table` calls the first two past a size where handing the
+GIL: the tuple table's rebuild, a key index built over a table's rows, the rows a count on
+the lanes added (`reasoner.kernel.count_lanes`) linked into the key indexes (`add_claimed`),
+and a large block of rows added at once (`add_rows`, a Polars stage's heads: LUBM-30's
+906 k took 0.45-0.53 s on one thread). `reasoner.storage.table` calls the first two past a size where handing the
 shares out and back (tens of microseconds) is small against the work; on one lane it does the
 same work itself. (The
 slots' retagging stays on one thread: it changes the table in place, which a reader taking
@@ -21,9 +22,10 @@ the index's table. The new slots become the table's only once all are placed, so
 that takes the GIL meanwhile sees the table as it was."""
 
 from libc.stdint cimport int32_t, int64_t, uint64_t
-from libc.stdlib cimport calloc, free
+from libc.stdlib cimport calloc, free, realloc
 
 from reasoner.storage.blocks cimport _block_free
+from reasoner.storage.claims cimport FOUND_NONE, _claim, _store_claimed
 from reasoner.storage.slots cimport (
     _claim_slot, _entry, _load_slot, _row, _share, _store_slot, _tagged, _too_full,
 )
@@ -31,6 +33,8 @@ from reasoner.storage.table cimport (
     DEAD_STATUS, EMPTY, KeyIndex, Table, _key_hash, _link, _link_hashed, _new_slots,
     _place_heads, _place_rows, _resize_keys, _restore_chains, _same_key, _slot_count,
 )
+
+import numpy as np
 
 from reasoner.support import allocations
 from reasoner.support.lanes import fan_out
@@ -142,6 +146,224 @@ def add_claimed(Table table not None, int64_t rows, int lanes) -> None:
         free(keyed)
 
 
+def add_rows(Table table not None, block, int64_t iteration, counts, int lanes) -> None:
+    """`Table.add_columns` on `lanes` lanes: commit the rows of `block` (row-major int64, the
+    table widened and its arrays sized for them) at `iteration` with `counts` (an int64
+    array, or None for all 1), as one thread appending them in order would.
+
+    Each lane claims the slots of its share of the row hashes (`reasoner.storage.claims`);
+    the new rows' ids then follow from how many each range of the block holds, each lane
+    stores the rows of one range, and the rows are linked into the key indexes on the lanes
+    (`add_claimed`). A row staged before is committed where it is.
+
+    A row committed already or given twice is refused (KeyError), and a count below 1
+    (ValueError), before the table changes (one thread stopped at that row, the rows before
+    it added). A failure while the rows are linked (an interrupt, memory refused as a key
+    table grows) leaves the table half written: its callers add to a table they are building
+    and drop on failure (a Bootstrap's, an aggregate's, a copy). Readers holding the GIL
+    meanwhile would see the rows come in: none has such a table yet."""
+    cdef const int64_t[:, ::1] words = block
+    cdef int64_t n = words.shape[0], added = 0, r, i
+    cdef const int64_t[::1] several
+    cdef int64_t[::1] mark
+    cdef _Adding work = _Adding()
+    cdef int j, p
+    if counts is not None:
+        several = np.ascontiguousarray(counts, dtype=np.int64)
+        if several.shape[0] != n:
+            raise ValueError("counts of another length than the columns")
+        if n and np.min(several) < 1:
+            raise ValueError(f"a present tuple has a count of at least 1, not {np.min(several)}")
+    if n == 0:
+        return
+    make_room(table, n)
+    hashes = np.empty(n, dtype=np.uint64)
+    marks = np.zeros(n, dtype=np.int64)  # 0: no lane has come to the row
+    mark = marks
+    try:
+        work.setup(table, &words[0, 0], n, lanes, hashes, marks)
+        fan_out(work.hash_rows, lanes, 0, n)
+        try:
+            fan_out(work.claim, lanes, 0, lanes)
+            work.check_refused()
+            for j in range(lanes):
+                work.bases[j] = table.nrows + added
+                for p in range(lanes):
+                    added += work.news[p * lanes + j]
+            if counts is not None:
+                work.several, work.weighed = several, True
+            fan_out(work.store, lanes, 0, n)
+        except BaseException:
+            work.unclaim()
+            raise
+        add_claimed(table, added, lanes)
+        for r in range(table.nrows - added, table.nrows):
+            table.status[r] = <int32_t>iteration
+        table.staged -= added
+        table.committed += added
+        r = table.nrows - added
+        for i in range(n):  # staged rows committed in place, and counts past 16 bits
+            if mark[i] & 3 == STAGED_MARK:
+                table._commit(&words[i, 0], iteration, 1 if counts is None else several[i],
+                              False)
+            elif mark[i] & 3 == CLAIMED_MARK:
+                if work.weighed and several[i] > 65535:
+                    table._set_count(r, several[i])
+                r += 1
+        table.version += 1
+    finally:
+        work.release()
+
+
+cdef enum:
+    CLAIMED_MARK = 1  # (slot << 2) | 1: the row is new, its slot claimed
+    STAGED_MARK = 2   # (row << 2) | 2: a staged row holds it
+    REFUSED = -1      # no lane refused a row
+
+
+cdef class _Adding:
+    """The lanes' work on one block of new rows: each method with a lane's signature is that
+    lane's share."""
+
+    cdef Table table
+    cdef const int64_t* words
+    cdef int64_t n
+    cdef int lanes
+    cdef uint64_t[::1] hashes
+    cdef int64_t[::1] marks
+    cdef const int64_t[::1] several
+    cdef bint weighed        # `several` holds the rows' counts (else all are 1)
+    cdef int64_t** claimed   # per lane: the words of the rows it claimed, in order
+    cdef int64_t* news       # [p * lanes + j]: rows lane p claimed in range j of the block
+    cdef int64_t* bases      # per range: the row id of its first new row
+    cdef int64_t* refused    # per lane: the first row it refused, or REFUSED
+
+    cdef int setup(self, Table table, const int64_t* words, int64_t n, int lanes,
+                   hashes, marks) except -1:
+        cdef int p
+        self.table, self.words, self.n, self.lanes = table, words, n, lanes
+        self.hashes, self.marks = hashes, marks
+        self.claimed = <int64_t**>calloc(<size_t>lanes, sizeof(int64_t*))
+        self.news = <int64_t*>calloc(<size_t>(lanes * lanes), sizeof(int64_t))
+        self.bases = <int64_t*>calloc(<size_t>lanes, sizeof(int64_t))
+        self.refused = <int64_t*>calloc(<size_t>lanes, sizeof(int64_t))
+        if self.claimed == NULL or self.news == NULL or self.bases == NULL or self.refused == NULL:
+            raise MemoryError()
+        for p in range(lanes):
+            self.refused[p] = REFUSED
+        return 0
+
+    cdef void release(self) noexcept:
+        cdef int p
+        if self.claimed != NULL:
+            for p in range(self.lanes):
+                free(self.claimed[p])
+        free(self.claimed)
+        free(self.news)
+        free(self.bases)
+        free(self.refused)
+        self.claimed = NULL
+        self.news = self.bases = self.refused = NULL
+
+    def hash_rows(self, int j, int64_t start, int64_t stop, object meter):
+        cdef int64_t i
+        with nogil:
+            for i in range(start, stop):
+                self.hashes[i] = self.table._hash(self.words + i * self.table.arity)
+
+    def claim(self, int p, int64_t start, int64_t stop, object meter):
+        """Claim the slots of the absent rows of lane `p`'s share of the hashes, in row
+        order, each `AHEAD` rows behind the prefetch of its first slot. What it counts as it
+        goes is its own, copied to the lanes' arrays at the end: adjacent, they would share
+        cache lines written at every row."""
+        cdef int64_t i, r, slot = 0, nclaimed = 0, capacity = 0
+        cdef int64_t* claimed = NULL
+        cdef int64_t* grown
+        cdef int64_t* news = <int64_t*>calloc(<size_t>self.lanes, sizeof(int64_t))
+        cdef uint64_t h
+        cdef int j = 0, arity = self.table.arity
+        cdef bint no_memory = False
+        if news == NULL:
+            raise MemoryError()
+        with nogil:
+            for i in range(self.n):
+                if i + AHEAD < self.n and _share(self.hashes[i + AHEAD], self.lanes) == p:
+                    self.table._prefetch(self.hashes[i + AHEAD])
+                while i >= self.n * (j + 1) // self.lanes:
+                    j += 1
+                h = self.hashes[i]
+                if _share(h, self.lanes) != p:
+                    continue
+                if nclaimed == capacity:
+                    capacity = max(2 * capacity, 1024)
+                    grown = <int64_t*>realloc(claimed, <size_t>capacity * sizeof(int64_t))
+                    if grown == NULL:
+                        no_memory = True
+                        break
+                    claimed = grown
+                r = _claim(self.table, self.words + i * arity, h, p, self.lanes,
+                           <int64_t**>claimed, nclaimed, &slot)
+                if r == FOUND_NONE:
+                    self.marks[i] = (slot << 2) | CLAIMED_MARK
+                    claimed[nclaimed] = <int64_t>(self.words + i * arity)
+                    nclaimed += 1
+                    news[j] += 1
+                elif r >= 0 and self.table.status[r] < 0:
+                    self.marks[i] = (r << 2) | STAGED_MARK
+                else:  # committed already, or a repeat of a row it claimed
+                    self.refused[p] = i
+                    break
+        self.claimed[p] = claimed
+        for j in range(self.lanes):
+            self.news[p * self.lanes + j] = news[j]
+        free(news)
+        if no_memory:
+            raise MemoryError()
+
+    cdef int check_refused(self) except -1:
+        """Raise for the first row a lane refused (committed already or given twice), or
+        a staged row given twice (each lane saw a repeat of its own claims only)."""
+        cdef int64_t first = -1
+        cdef int p
+        for p in range(self.lanes):
+            if self.refused[p] != REFUSED and (first < 0 or self.refused[p] < first):
+                first = self.refused[p]
+        marks = np.asarray(self.marks)
+        staged = np.flatnonzero(marks & 3 == STAGED_MARK)
+        if len(staged):
+            _, at = np.unique(marks[staged] >> 2, return_index=True)
+            if len(at) < len(staged):  # a repeat: the first row after its first occurrence
+                repeats = np.setdiff1d(staged, staged[at])
+                first = int(repeats[0]) if first < 0 else min(first, int(repeats[0]))
+        if first >= 0:
+            row = tuple(self.words[first * self.table.arity + c]
+                        for c in range(self.table.arity))
+            raise KeyError(f"{row!r} is committed already")
+        return 0
+
+    def store(self, int j, int64_t start, int64_t stop, object meter):
+        """Store the new rows of range j ([start, stop) of the block), staged, in order."""
+        cdef int64_t r = self.bases[j], i
+        cdef int64_t count
+        with nogil:
+            for i in range(start, stop):
+                if self.marks[i] & 3 != CLAIMED_MARK:
+                    continue
+                count = 1
+                if self.weighed and self.several[i] <= 65535:
+                    count = self.several[i]
+                _store_claimed(self.table, self.words + i * self.table.arity, self.hashes[i],
+                               r, self.marks[i] >> 2, count)
+                r += 1
+
+    cdef void unclaim(self) noexcept:
+        """Empty the slots claimed (a lane refused a row, or failed)."""
+        cdef int64_t i
+        for i in range(self.n):
+            if self.marks[i] & 3 == CLAIMED_MARK:
+                self.table.slots[self.marks[i] >> 2] = EMPTY
+
+
 cdef int _double_keys(KeyIndex* ki, Table table, int lanes) except -1:
     """Double `ki`'s key table, dropping its tombstones: from 2**21 new slots on the lanes,
     each filling a range of the new slots, then placing the heads of a range of the old."""
@@ -164,6 +386,7 @@ cdef int _double_keys(KeyIndex* ki, Table table, int lanes) except -1:
 
 cdef enum:
     LANE_KEY_SLOTS = 1 << 21
+    AHEAD = 16  # rows between a slot's prefetch and its probe
 
 
 cdef class _Slots:

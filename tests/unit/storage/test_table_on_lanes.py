@@ -73,7 +73,10 @@ def test_a_large_table_is_rebuilt_on_the_lanes_as_on_one_thread(
     monkeypatch.setattr(lanes, "LANES", 3)
     split, *_ = _grown()
 
-    assert {kind for kind, *_ in calls} == {"fill", "place_rows"}, calls
+    # The blocks are added on the lanes too (`add_rows`).
+    assert {kind for kind, *_ in calls} == {"fill", "place_rows", "hash_rows", "claim", "store"}, (
+        calls
+    )
     assert [len(shares) for kind, *_, shares in calls if kind == "place_rows"][-1] == 3
     for _, start, stop, shares in calls:  # on the pool's threads too; the whole range
         assert len({thread for thread, _, _ in shares}) > 1
@@ -148,3 +151,116 @@ def test_a_row_added_across_a_rebuild_is_the_writers_whatever_a_reader_probes_me
     assert (row - 1, 2) in table
     assert (-5, -5) not in table
     assert len(table) == row
+
+
+BLOCK = 150_000  # past 2 x 2**16 rows: a block added at once splits among the lanes
+
+
+def _table_with_history() -> tuple[Table, list[np.ndarray]]:
+    """A table with committed rows, tombstones, staged rows and two key indexes, and a block
+    to add: new rows (some past 32 bits, widening the table), rows staged before (committed
+    in place), in random order."""
+    rng = np.random.default_rng(7)
+    table = Table(2)
+    old = [rng.integers(0, 1 << 30, 200_000, dtype=np.int64), rng.integers(0, 900, 200_000)]
+    table.add_columns(old, 0)
+    table.remove_columns([c[::3] for c in old])
+    table.index((1,))
+    table.index((0,))
+    staged = [(int(a) + (1 << 31), int(b)) for a, b in zip(*(c[:500] for c in old), strict=True)]
+    for t in staged:
+        table.stage(t)
+    new = [rng.integers(0, 1 << 31, BLOCK, dtype=np.int64), rng.integers(0, 900, BLOCK)]
+    new[0][::2] += 1 << 33  # apart from the old rows and each other
+    new[0][1::2] += 1 << 34
+    again = [np.array(column) for column in zip(*staged, strict=True)]
+    block = [np.concatenate(pair) for pair in zip(new, again, strict=True)]
+    order = rng.permutation(len(block[0]))
+    return table, [c[order] for c in block]
+
+
+def _state(table: Table, layout: bool = True) -> tuple[list, list, dict]:
+    rows = sorted(((t, table.row(t), table.get(t), table.count(t)) for t in table),
+                  key=lambda r: r[1])  # fmt: skip
+    by_key = table.index((1,))
+    chains = {k: list(by_key.get(k)) for k in range(0, 900, 13)}
+    return rows, list(table.staged_rows()), chains | ({"layout": table.layout} if layout else {})
+
+
+@pytest.mark.parametrize("count", [2, 3, 4])
+@pytest.mark.parametrize("weighed", [False, True])
+def test_a_block_added_on_the_lanes_is_added_as_on_one_thread(
+    count: int, weighed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same rows, row ids, iterations and counts (past 16 bits too), the staged rows
+    committed in place, and the chains of every key index in one thread's order."""
+    monkeypatch.setattr(lanes, "LANES", 1)
+    alone, block = _table_with_history()
+    counts = np.arange(1, len(block[0]) + 1, dtype=np.int64) * 7 if weighed else None
+    alone.add_columns(block, 3, counts)
+    monkeypatch.setattr(lanes, "LANES", count)
+    split, _ = _table_with_history()
+    calls = _record_fan_out(monkeypatch)
+    split.add_columns(block, 3, counts)
+    assert [kind for kind, *_ in calls][:3] == ["hash_rows", "claim", "store"]
+    assert _state(split) == _state(alone)
+    assert split.count(tuple(int(c[-1]) for c in block)) == (len(block[0]) * 7 if weighed else 1)
+
+
+@pytest.mark.parametrize(
+    ("spoil", "error"),
+    [
+        ("committed", KeyError),  # a row committed already
+        ("twice", KeyError),  # a row given twice
+        ("staged twice", KeyError),  # a row staged before, given twice
+        ("count", ValueError),  # a count below 1
+    ],
+)
+def test_a_block_the_lanes_refuse_leaves_the_table_as_it_was(
+    spoil: str, error: type[Exception], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(lanes, "LANES", 2)
+    table, block = _table_with_history()
+    before = _state(table, layout=False)  # widened and sized for the block: not a change
+    counts = None
+    if spoil == "committed":
+        committed = next(iter(table))
+        block = [np.append(c, v) for c, v in zip(block, committed, strict=True)]
+    elif spoil == "twice":
+        block = [np.append(c, c[BLOCK // 2]) for c in block]
+    elif spoil == "staged twice":
+        staged = next(iter(table.staged_rows()))
+        block = [np.append(c, v) for c, v in zip(block, staged, strict=True)]
+    else:
+        counts = np.ones(len(block[0]), dtype=np.int64)
+        counts[-1] = 0
+    with pytest.raises(error):
+        table.add_columns(block, 3, counts)
+    assert _state(table, layout=False) == before
+    table.add_columns([c[:-1] for c in block] if spoil != "count" else block, 3)
+    assert len(table) == len(block[0]) - (spoil != "count") + len(before[0])
+
+
+def test_a_block_whose_rows_fail_to_be_stored_leaves_the_table_as_it_was(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An interrupt while the lanes store the rows (raised once they have stopped): the
+    claimed slots are emptied again, so the table reads as before and takes the block after."""
+    monkeypatch.setattr(lanes, "LANES", 2)
+    table, block = _table_with_history()
+    before = _state(table, layout=False)
+    fan_out = table_lanes.fan_out
+
+    def interrupted(lane: lanes.Lane, count: int, start: int, stop: int) -> None:
+        fan_out(lane, count, start, stop)
+        if lane.__name__ == "store":
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(table_lanes, "fan_out", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        table.add_columns(block, 3)
+    assert _state(table, layout=False) == before
+    assert (table.rows_of_columns(block) >= 0).sum() == len(before[1])  # the staged only
+    monkeypatch.setattr(table_lanes, "fan_out", fan_out)
+    table.add_columns(block, 3)
+    assert len(table) == len(before[0]) + len(block[0])
