@@ -45,7 +45,8 @@ COPY reasoner/kernel/__init__.py reasoner/kernel/interpreter.pyx reasoner/kernel
      ./reasoner/kernel/
 COPY reasoner/io/__init__.py reasoner/io/fields.pxd reasoner/io/fact_read.pyx \
      reasoner/io/fact_text.pyx ./reasoner/io/
-COPY reasoner/support/__init__.py reasoner/support/word_sort.pyx ./reasoner/support/
+COPY reasoner/support/__init__.py reasoner/support/word_sort.pyx reasoner/support/string_ids.pyx \
+     ./reasoner/support/
 COPY service/__init__.py ./service/
 COPY service/feed/__init__.py service/feed/socket_fanout.pyx ./service/feed/
 # setup.py alone builds the extensions: a minimal pyproject.toml keeps it from needing the rest

@@ -4,7 +4,8 @@ their hash tables made by the lanes in `reasoner.storage.table_lanes`), their co
 (`reasoner.storage.scans`), the Update kernel that runs over them
 (`reasoner.kernel.interpreter`), the reader and writer of fact files of numbers and symbols
 (`reasoner.io.fact_read`, `reasoner.io.fact_text`), the sort of packed rows
-(`reasoner.support.word_sort`), and the live feed's writes to many sockets at once
+(`reasoner.support.word_sort`), strings numbered a list at a time
+(`reasoner.support.string_ids`), and the live feed's writes to many sockets at once
 (`service.feed.socket_fanout`). Everything else about the package is in pyproject.toml;
 setuptools reads this file only for the extensions."""
 
@@ -26,6 +27,7 @@ setup(
                 ("reasoner.io.fact_read", "reasoner/io/fact_read.pyx"),
                 ("reasoner.io.fact_text", "reasoner/io/fact_text.pyx"),
                 ("reasoner.support.word_sort", "reasoner/support/word_sort.pyx"),
+                ("reasoner.support.string_ids", "reasoner/support/string_ids.pyx"),
                 ("service.feed.socket_fanout", "service/feed/socket_fanout.pyx"),
             ]
         ],

@@ -16,6 +16,7 @@ from typing import cast
 import numpy as np
 
 from reasoner.support.polars_on_demand import pl
+from reasoner.support.string_ids import numbered
 from reasoner.values import floats
 from reasoner.values.arith import as_unsigned, wrap64
 from reasoner.values.records import AdtType, Codec, RecordTable, RecordType, ValueType
@@ -153,7 +154,7 @@ class SymbolTable:
             if len(texts) >= BULK_INTERN:
                 return mapped_distinct(texts, self.intern)
             texts = texts.to_list()
-        return np.fromiter(map(self.intern, texts), dtype=np.int64, count=len(texts))
+        return numbered(self._id_map(), self._strings, list(texts))
 
     def resolve_column(self, ids: np.ndarray) -> list[str]:
         """The strings of a column of ids: `resolve`, a column at a time."""
