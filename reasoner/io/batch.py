@@ -468,6 +468,6 @@ def _read_fields(
     if read is None:
         return None
     rows, strings = read
-    columns = [np.ascontiguousarray(column) for column in rows.T]
+    columns = list(rows)  # each a contiguous view of the reader's one array
     own = SymbolTable.of_distinct(strings) if SYMBOL in types else None
     return FactBatch.of_encoded(columns, types, own, own_symbols=True)

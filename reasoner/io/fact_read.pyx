@@ -56,8 +56,8 @@ cdef enum:
 
 def parse_fields(const unsigned char[::1] data, const unsigned char[::1] kinds,
                  unsigned char delimiter, int lanes=1):
-    """The rows of `data` and its symbols: (an int64 array of shape (rows, arity), a list of
-    the symbols' strings by id), a number as its value, an unsigned one as its 64-bit pattern,
+    """The rows of `data` and its symbols: (an int64 array of shape (arity, rows), each column
+    contiguous, and a list of the symbols' strings by id), a number as its value, an unsigned one as its 64-bit pattern,
     a symbol as its id. `kinds[c]`: the kind of column c (`fact_text.NUMBER_FIELD`...).
     `lanes`: the threads to read on, from `LANE_BYTES` a lane. None when the text is anything
     but plain (see the module docstring)."""
@@ -75,8 +75,9 @@ def parse_fields(const unsigned char[::1] data, const unsigned char[::1] kinds,
             read.count_lines(0, 0, 1, None)
         else:
             fan_out(read.count_lines, read.lanes, 0, read.lanes)
-        out = np.empty((read.place_rows(), arity), dtype=np.int64)
-        if out.shape[0]:
+        read.nrows = read.place_rows()
+        out = np.empty((arity, read.nrows), dtype=np.int64)
+        if read.nrows:
             rows = out
             read.rows = &rows[0, 0]
         if read.lanes == 1:
@@ -170,7 +171,8 @@ cdef class _Read:
     cdef int* status         # per lane: PLAIN, NOT_PLAIN or NO_MEMORY
     cdef Symbols* symbols    # per lane
     cdef int64_t** ids       # per lane from the second: its symbols' ids in the first's table
-    cdef int64_t* rows
+    cdef int64_t* rows       # column-major: row r's column c at c * nrows + r
+    cdef int64_t nrows
 
     cdef int setup(self, const unsigned char[::1] data, const unsigned char[::1] kinds,
                    unsigned char delimiter, int lanes) except -1:
@@ -257,7 +259,8 @@ cdef class _Read:
         cdef const unsigned char* data = self.data
         cdef int64_t end = self.bounds[lane + 1], arity = self.arity
         cdef int64_t p = self.bounds[lane], start, column = 0, ident
-        cdef int64_t* row = self.rows + self.row_base[lane] * arity
+        cdef int64_t* row = self.rows + self.row_base[lane]  # its first column's word
+        cdef int64_t nrows = self.nrows
         cdef Symbols* symbols = &self.symbols[lane]
         cdef unsigned char delimiter = self.delimiter
         cdef bint last
@@ -286,16 +289,17 @@ cdef class _Read:
                         seen[3 * column] = start
                         seen[3 * column + 1] = p - start
                         seen[3 * column + 2] = ident
-                    row[column] = ident
+                    row[column * nrows] = ident
                 else:
-                    p = _number(data, p, end, self.kinds[column] == UNSIGNED_KIND, &row[column])
+                    p = _number(data, p, end, self.kinds[column] == UNSIGNED_KIND,
+                                &row[column * nrows])
                     if p < 0:
                         return NOT_PLAIN
                 p = _field_end(data, p, end, last, delimiter)
                 if p < 0:
                     return NOT_PLAIN
                 if last:
-                    row += arity
+                    row += 1
                     column = 0
                 else:
                     column += 1
@@ -307,7 +311,7 @@ cdef class _Read:
                 ident = _intern(symbols, data, end, 0)
                 if ident < 0:
                     return NO_MEMORY
-                row[column] = ident
+                row[column * nrows] = ident
             return PLAIN
         finally:
             free(seen)
@@ -348,7 +352,7 @@ cdef class _Read:
                 ids = self.ids[j]
                 for c in range(self.arity):
                     if self.kinds[c] == SYMBOL_KIND:
-                        self.rows[r * self.arity + c] = ids[self.rows[r * self.arity + c]]
+                        self.rows[c * self.nrows + r] = ids[self.rows[c * self.nrows + r]]
 
     cdef list strings(self):
         """The symbols' strings, by id."""
