@@ -35,6 +35,7 @@ from posix.types cimport off_t
 from reasoner.io.fields cimport (
     MINUS, NEWLINE, NINE, PLUS, SYMBOL_KIND, UNSIGNED_KIND, ZERO,
 )
+from reasoner.storage.table cimport _mix
 
 import os
 
@@ -388,13 +389,7 @@ cdef inline uint64_t _hash(const unsigned char* p, int64_t n) noexcept nogil:
         n -= 8
     word = 0
     memcpy(&word, p, <size_t>n)
-    h ^= word
-    h ^= h >> 33
-    h *= <uint64_t>0xff51afd7ed558ccd
-    h ^= h >> 33
-    h *= <uint64_t>0xc4ceb9fe1a85ec53
-    h ^= h >> 33
-    return h
+    return _mix(h ^ word)
 
 
 cdef inline int64_t _intern(Symbols* symbols, const unsigned char* data, int64_t start,
