@@ -24,7 +24,7 @@ import numpy as np
 
 from reasoner.io.fact_read import LANE_BYTES, parse_fields
 from reasoner.io.fact_text import NUMBER_FIELD, SYMBOL_FIELD, UNSIGNED_FIELD, write_fields
-from reasoner.io.facts import parse_facts_text, read_fact_file
+from reasoner.io.facts import BYTE_ORDER_MARK, parse_facts_text, read_fact_file
 from reasoner.support.lanes import lane_count
 from reasoner.support.ordering import lexicographic_order
 from reasoner.support.polars_on_demand import pl
@@ -425,7 +425,7 @@ def _read_mapped(
         except (OSError, ValueError):  # not a file the system maps (a pipe)
             return None
         with data:
-            if data[:3] == b"\xef\xbb\xbf" or data.find(b"\r") >= 0:
+            if data[: len(BYTE_ORDER_MARK)] == BYTE_ORDER_MARK or data.find(b"\r") >= 0:
                 return None
             return _read_fields(data, types, delimiter)
 

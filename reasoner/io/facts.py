@@ -78,6 +78,10 @@ def read_facts(
     return parse_facts_text(text, types, os.fspath(path), delimiter)
 
 
+BYTE_ORDER_MARK = b"\xef\xbb\xbf"
+"""UTF-8's byte-order mark, which a fact file may begin with."""
+
+
 def read_fact_file(path: str | os.PathLike[str]) -> bytes:
     """A fact file's bytes, UTF-8 (checked).
 
@@ -88,7 +92,7 @@ def read_fact_file(path: str | os.PathLike[str]) -> bytes:
         data = _file_bytes(path)
     except OSError as exc:
         raise InputDataError(f"cannot open fact file: {exc.strerror}", os.fspath(path)) from None
-    data = data.removeprefix(b"\xef\xbb\xbf")  # a byte-order mark is not the first field's
+    data = data.removeprefix(BYTE_ORDER_MARK)  # not the first field's
     if not data.isascii():
         try:
             data.decode("utf-8")
