@@ -62,7 +62,9 @@ RELEASED_INDEX_BYTES = 64 << 20
 or more: the old state is only read, by scans, until the new one is published, or until the
 next Update rebuilds them if the fallback fails (a cancelled epoch returns at once). On
 crdt.dl they are 2.7 of the old state's 7.5 GB, beside the new state's 4 GB and its
-Bootstrap's frames; a small relation's indexes save little and would slow its reads."""
+Bootstrap's frames; a small relation's indexes save little and would slow its reads. Tuple
+tables of this much or more go too (skipBlank's is 1 GiB): the comparison after the Bootstrap
+probes the new state's alone (`reasoner.elastic.changes.rebuilt_diff`), and a lookup scans."""
 
 
 def apply_epoch(  # noqa: PLR0915
@@ -166,6 +168,7 @@ def apply_epoch(  # noqa: PLR0915
         give_back_memory()
     before = m.state
     before.release_key_chains(RELEASED_INDEX_BYTES)
+    before.release_tuple_slots(RELEASED_INDEX_BYTES)
     facts = facts_after(m.facts, prepared, new)
     built_at = time.perf_counter()
     built = m._build(new, facts, check)

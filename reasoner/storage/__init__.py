@@ -10,9 +10,9 @@ of the engine (the sorted rows of `reads.pages` are named for types only). Used 
 the kernel, the executors, the epoch and the reads.
 """
 
-from reasoner.storage.compare import missing_rows
+from reasoner.storage.compare import missing_rows, unmarked_rows
 from reasoner.storage.renumber import compact
-from reasoner.storage.scans import count_where, matching
+from reasoner.storage.scans import count_where, matching, release_slots
 from reasoner.storage.table import Counts, Index, Staged, Table
 from reasoner.storage.tuple_set import TupleSet
 
@@ -26,4 +26,6 @@ __all__ = [
     "count_where",
     "matching",
     "missing_rows",
+    "release_slots",
+    "unmarked_rows",
 ]

@@ -3,12 +3,26 @@
 """Selections by a scan of a table's rows, where no index serves: a selection's exact size for
 a planner choosing which join side to broadcast, and a key's rows while the table's chains are
 released (`Table.release_chains`: the old state a fallback's Bootstrap replaces is read by
-scans, as its chains are what a second state would not fit beside)."""
+scans, as its chains are what a second state would not fit beside). Its tuple table can go too
+(`release_slots`): a lookup then scans (`Table._scanned`), and the fallback's comparison
+probes the new state's table alone (`reasoner.storage.compare`)."""
 
-from libc.stdint cimport int64_t
+from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport free, malloc
 
+from reasoner.storage.blocks cimport _block_free
 from reasoner.storage.table cimport DEAD_STATUS, Table, _get
+
+
+def release_slots(Table table not None) -> int:
+    """Free `table`'s tuple table; the bytes freed. For a table only read until a new state
+    replaces it: until a write (or `Table.restore_chains`) rebuilds it, a lookup scans the
+    rows. crdt.dl's skipBlank holds 1 GiB of it, which a fallback's peak would carry."""
+    if table.slots == NULL:
+        return 0
+    _block_free(table.slots)
+    table.slots = NULL
+    return (table.mask + 1) * sizeof(int32_t)
 
 
 cdef int _columns(Table table, object columns, object values, int* cols, int64_t* words) except -1:

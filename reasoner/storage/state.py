@@ -25,7 +25,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reasoner.storage import Counts, Index, Staged, Table, TupleSet, compact, matching
+from reasoner.storage import (
+    Counts,
+    Index,
+    Staged,
+    Table,
+    TupleSet,
+    compact,
+    matching,
+    release_slots,
+)
 
 if TYPE_CHECKING:
     from reasoner.reads.pages import SortedRows
@@ -214,8 +223,19 @@ class State:
                 freed += store.table.release_chains()
         return freed
 
+    def release_tuple_slots(self, least: int) -> int:
+        """Free the tuple table of every relation whose tuple table holds `least` bytes or
+        more; the bytes freed. For the same state as `release_key_chains`: its lookups then
+        scan, and a write (or `restore_key_chains`) rebuilds them."""
+        return sum(
+            release_slots(store.table)
+            for store in self.relations.values()
+            if store.table.layout["tuple_slots"] >= least
+        )
+
     def restore_key_chains(self) -> None:
-        """Rebuild every key index `release_key_chains` freed."""
+        """Rebuild every key index `release_key_chains` freed, and every tuple table
+        `release_tuple_slots` freed."""
         for store in self.relations.values():
             store.table.restore_chains()
 

@@ -235,13 +235,16 @@ cdef class Table:
         to make issues this some probes ahead, so that their cache misses overlap. (The key
         indexes' slots that a new row's linking reads are not fetched too: on crdt.dl's
         Bootstrap, where most heads are new, that was slower.)"""
-        __builtin_prefetch(&self.slots[h & <uint64_t>self.mask])
+        if self.slots != NULL:
+            __builtin_prefetch(&self.slots[h & <uint64_t>self.mask])
 
     cdef int64_t _find_hashed(self, const int64_t* words, uint64_t h) noexcept nogil:
         """`_find` of `words` whose hash `h` is known."""
         cdef int64_t i = <int64_t>(h & <uint64_t>self.mask)
         cdef int64_t r
         cdef int32_t s
+        if self.slots == NULL:
+            return self._scanned(words)
         while True:
             s = self.slots[i]
             if s == EMPTY:
@@ -251,6 +254,20 @@ cdef class Table:
                 if self._equals(r, words):
                     return r
             i = (i + 1) & self.mask
+
+    cdef int64_t _scanned(self, const int64_t* words) noexcept nogil:
+        """`_find` by a scan of the rows, while the tuple table is released."""
+        cdef int64_t r
+        for r in range(self.nrows):
+            if self.status[r] != DEAD_STATUS and self._equals(r, words):
+                return r
+        return -1
+
+    cdef int _own_slots(self) except -1:
+        """Rebuild a released tuple table (`scans.release_slots`), as every write does."""
+        if self.slots == NULL:
+            self._rehash(self.committed + self.staged)
+        return 0
 
     cdef bint _equals(self, int64_t r, const int64_t* words) noexcept nogil:
         cdef int64_t base = r * self.arity
@@ -372,7 +389,7 @@ cdef class Table:
         return {
             "rows": self.capacity * self.arity * word,
             "status_counts": self.capacity * (sizeof(int32_t) + sizeof(uint16_t)),
-            "tuple_slots": (self.mask + 1) * 4,
+            "tuple_slots": (self.mask + 1) * 4 if self.slots != NULL else 0,
             "index_slots": index_slots,
             "chains": chained * self.capacity * 8,
         }
@@ -570,6 +587,7 @@ cdef class Table:
                                 uint64_t h) except -1:
         """`_append` of `words` whose hash `h` is known."""
         cdef int64_t i
+        self._own_slots()
         if not self.wide and not _fits(words, self.arity):
             self._widen()
         if _too_full(self.used + 1, self.mask + 1):
@@ -624,9 +642,11 @@ cdef class Table:
     cdef int _kill(self, int64_t r) except -1:
         """Remove row `r` (committed or staged) from the tuple table and every index."""
         cdef uint64_t h = _hash_row(self.rows, self.wide, r * self.arity, self.arity)
-        cdef int64_t i = <int64_t>(h & <uint64_t>self.mask)
+        cdef int64_t i
         cdef int32_t entry = _entry(h, r, self.shift)
         cdef int k
+        self._own_slots()
+        i = <int64_t>(h & <uint64_t>self.mask)
         if self.chains_released:
             _restore_chains(self)
         while self.slots[i] != entry:
@@ -753,6 +773,7 @@ cdef class Table:
         """The same rows (row ids, iterations, counts, staged ones too) in a new table without
         indexes: its arrays copied a block at a time, not hashed again row by row."""
         cdef Table other = Table(self.arity)
+        self._own_slots()
         cdef int64_t cap = max(self.nrows, 16)
         cdef size_t word = self._word()
         other.rows = _grow_block(other.rows, <size_t>(cap * self.arity) * word)
@@ -835,6 +856,7 @@ cdef class Table:
         n = block.shape[0]
         if not self.wide and (block.min() < -2147483648 or block.max() > 2147483647):
             self._widen()
+        self._own_slots()
         self._reserve(n)
         if _too_full(self.used + n, self.mask + 1):
             self._rehash(self.committed + self.staged + n)
@@ -1152,7 +1174,9 @@ cdef class Table:
         return freed
 
     def restore_chains(self) -> None:
-        """Rebuild what `release_chains` freed (a relink of every live row)."""
+        """Rebuild what `release_chains` and `scans.release_slots` freed (a relink of every
+        live row)."""
+        self._own_slots()
         if self.chains_released:
             _restore_chains(self)
 

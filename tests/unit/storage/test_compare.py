@@ -10,7 +10,7 @@ import pytest
 
 from reasoner.elastic.changes import missing_on_lanes
 from reasoner.kernel.lanes import LANE_ROWS
-from reasoner.storage import Table, missing_rows
+from reasoner.storage import Table, missing_rows, release_slots, unmarked_rows
 from reasoner.support import lanes
 
 
@@ -101,3 +101,30 @@ def test_the_lanes_split_a_large_comparison_and_agree_with_one_thread(
     assert fanned == [3]
     assert split.tolist() == missing_rows(one, two).tolist()
     assert set(one.tuples(split)) == only_one
+
+
+@pytest.mark.parametrize(("rows", "count"), [(0, 1), (17, 1), (5000, 1), (4 * LANE_ROWS, 3)])
+def test_the_marks_of_one_way_give_the_other_way_without_probing_it(
+    rows: int, count: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rows of the second table that the first's probes mark, on one lane or three, leave
+    unmarked exactly the rows `missing_rows` finds the other way: the first table's tuple
+    table may be released meanwhile (a probe of it would scan)."""
+    one, two, _ = _random_pair(rows, seed=rows)
+    other_way = missing_rows(two, one)
+    monkeypatch.setattr(lanes, "LANES", count)
+    release_slots(one)
+    assert one.layout["tuple_slots"] == 0
+    marks = np.zeros(two.nrows, dtype=np.uint8)
+    assert missing_on_lanes(one, two, marks).tolist() == missing_rows(one, two).tolist()
+    assert unmarked_rows(two, marks).tolist() == other_way.tolist()
+    assert one.layout["tuple_slots"] == 0  # never rebuilt: never probed
+
+
+def test_marks_must_cover_every_row() -> None:
+    one, two, _ = _random_pair(17, seed=1)
+    short = np.zeros(two.nrows - 1, dtype=np.uint8)
+    with pytest.raises(ValueError, match="a mark for every row"):
+        missing_rows(one, two, marks=short)
+    with pytest.raises(ValueError, match="a mark for every row"):
+        unmarked_rows(two, short)

@@ -1,6 +1,7 @@
 """A table's key indexes released (`Table.release_chains`) and rebuilt: while released, every
 probe answers by a scan exactly as the chains did (rows and order), and any write rebuilds
-them first, so that no write ever meets a missing chain."""
+them first, so that no write ever meets a missing chain. The same of its tuple table
+(`scans.release_slots`) and lookups."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reasoner.storage import Table, compact, matching
+from reasoner.storage import Table, compact, matching, release_slots
 from reasoner.storage.state import RelationStore
 from reasoner.support import allocations
 from reasoner.support.deadline import BootstrapCancelled
@@ -84,6 +85,42 @@ def test_a_write_rebuilds_the_chains_first(
         for i in range(1, added):
             t.remove((8, i, i % 5))
         compact(t, force=True)
+    assert _probes(table) == _probes(fresh)
+
+
+def _lookups(table: Table, rows: list[tuple[int, int, int]]) -> list[object]:
+    """Every lookup of a tuple: committed, removed, staged or absent."""
+    tuples = [*rows, *[(7, i, i) for i in range(4)], (9, 9, 9)]
+    return [
+        (t in table, table.get(t), table.count(t), table.is_staged(t), table.row(t)) for t in tuples
+    ]
+
+
+@settings(max_examples=examples(60))
+@given(ROWS, st.lists(st.integers(0, 119), max_size=60), st.integers(1, 3), st.integers(0, 4))
+def test_a_released_tuple_table_answers_by_a_scan_until_a_write_rebuilds_it(
+    rows: list[tuple[int, int, int]], removed: list[int], staged: int, write: int
+) -> None:
+    """Lookups answer as the tuple table did; then each kind of write (an append, a removal
+    of a staged row, a block of rows, a compaction, a copy) rebuilds it first and leaves the
+    table a twin of one never released."""
+    table, fresh = _table(rows, removed, staged), _table(rows, removed, staged)
+    before, layout = _lookups(table, rows), table.layout
+    assert release_slots(table) == layout["tuple_slots"] > 0
+    assert table.layout["tuple_slots"] == release_slots(table) == 0
+    assert _lookups(table, rows) == before
+    for t in (table, fresh):
+        if write == 0:
+            t.add((8, 8, 8), 2)
+        elif write == 1:
+            assert t.remove((7, 0, 0))  # staged
+        elif write == 2:
+            t.add_columns([np.arange(3), np.arange(3) + 50, np.zeros(3, np.int64)], 4)
+        elif write == 3:
+            compact(t, force=True)
+    copied = table.copy() if write == 4 else table
+    assert copied.layout["tuple_slots"] > 0 and table.layout["tuple_slots"] > 0
+    assert _lookups(copied, rows) == _lookups(fresh, rows)
     assert _probes(table) == _probes(fresh)
 
 
