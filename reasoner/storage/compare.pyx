@@ -27,7 +27,7 @@ cdef enum:
     AHEAD = 16
 
 
-def missing_rows(Table table, Table other, int64_t start=0, int64_t stop=-1,
+def missing_rows(Table table not None, Table other not None, int64_t start=0, int64_t stop=-1,
                  uint8_t[::1] marks=None):
     """The row ids, from `start` to `stop` (-1: the end), of the committed tuples of `table`
     that `other` does not hold committed, as a sorted int64 array; with `marks` (a byte per
@@ -86,7 +86,7 @@ cdef int64_t _missing(Table t, Table other, int64_t start, int64_t stop, int64_t
     return m
 
 
-def unmarked_rows(Table table, const uint8_t[::1] marks):
+def unmarked_rows(Table table not None, const uint8_t[::1] marks not None):
     """The row ids of `table`'s committed tuples whose mark is 0, as a sorted int64 array:
     with the marks `missing_rows` of another table left, `table`'s tuples that the other
     does not hold committed."""

@@ -65,10 +65,10 @@ def count_where(Table table not None, columns, values, int64_t start, int64_t st
         free(words)
 
 
-def matching(Table table not None, columns, values) -> list:
-    """The live rows (committed and staged) that hold `values` in `columns`, newest first, as
-    a key index's chain lists them. A value no row can hold (not an int of 64 bits) matches
-    none."""
+def matching(Table table not None, columns, values, bint committed=False) -> list:
+    """The live rows (committed and staged; only `committed` ones) that hold `values` in
+    `columns`, newest first, as a key index's chain lists them. A value no row can hold (not
+    an int of 64 bits) matches none."""
     cdef int n = len(columns)
     cdef int* cols = <int*>malloc(<size_t>(n + 1) * sizeof(int))
     cdef int64_t* words = <int64_t*>malloc(<size_t>(n + 1) * sizeof(int64_t))
@@ -82,7 +82,9 @@ def matching(Table table not None, columns, values) -> list:
             return []  # as a key index answers a key no row can hold
         found = []
         for r in range(table.nrows - 1, -1, -1):
-            if table.status[r] != DEAD_STATUS and _holds(table, r, cols, n, words):
+            if table.status[r] == DEAD_STATUS or (committed and table.status[r] < 0):
+                continue
+            if _holds(table, r, cols, n, words):
                 found.append(table._tuple(r))
         return found
     finally:

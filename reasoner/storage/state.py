@@ -104,8 +104,8 @@ class RelationStore:
         are: a reader adds at most one single-column index per filtered column."""
         columns = tuple(sorted(key))
         if self.table.chains_released:  # a scan, rather than an index built on a retiring state
-            values = tuple(key[c] for c in columns)
-            return [t for t in matching(self.table, columns, values) if t in self.table]
+            values = tuple(key[c] for c in columns)  # (whose tuple table may be released too)
+            return matching(self.table, columns, values, committed=True)
         index = self.index(columns if self.table.has_index(columns) else columns[:1])
         probe = tuple(key[c] for c in index.columns)
         rest = [(c, v) for c, v in key.items() if c not in index.columns]

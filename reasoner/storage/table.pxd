@@ -110,7 +110,7 @@ cdef class Table:
     cdef void _prefetch(self, uint64_t h) noexcept nogil
     cdef int64_t _find_hashed(self, const int64_t* words, uint64_t h) noexcept nogil
     cdef int64_t _scanned(self, const int64_t* words) noexcept nogil
-    cdef int _own_slots(self) except -1
+    cdef int _own_slots(self, int64_t extra) except -1
     cdef bint _equals(self, int64_t r, const int64_t* words) noexcept nogil
     cdef int64_t _row_of(self, object t) except -2
     cdef object _tuple(self, int64_t r)

@@ -263,10 +263,11 @@ cdef class Table:
                 return r
         return -1
 
-    cdef int _own_slots(self) except -1:
-        """Rebuild a released tuple table (`scans.release_slots`), as every write does."""
+    cdef int _own_slots(self, int64_t extra) except -1:
+        """Rebuild a released tuple table (`scans.release_slots`) with room for `extra` rows
+        more, as every write does first."""
         if self.slots == NULL:
-            self._rehash(self.committed + self.staged)
+            self._rehash(self.committed + self.staged + extra)
         return 0
 
     cdef bint _equals(self, int64_t r, const int64_t* words) noexcept nogil:
@@ -533,7 +534,8 @@ cdef class Table:
         cdef int i
         if shift <= self.shift:
             return 0
-        _retag_slots(self.slots, self.mask + 1, self.shift, shift)
+        if self.slots != NULL:  # (released: rebuilt with the new shift)
+            _retag_slots(self.slots, self.mask + 1, self.shift, shift)
         for i in range(self.nkeyed):
             if self.keyed[i].slots != NULL:
                 _retag_slots(self.keyed[i].slots, self.keyed[i].mask + 1, self.shift, shift)
@@ -587,10 +589,9 @@ cdef class Table:
                                 uint64_t h) except -1:
         """`_append` of `words` whose hash `h` is known."""
         cdef int64_t i
-        self._own_slots()
         if not self.wide and not _fits(words, self.arity):
             self._widen()
-        if _too_full(self.used + 1, self.mask + 1):
+        if self.slots == NULL or _too_full(self.used + 1, self.mask + 1):  # (released)
             return self._append_rebuilt(words, status, h)
         self._reserve(1)
         i = <int64_t>(h & <uint64_t>self.mask)
@@ -645,7 +646,7 @@ cdef class Table:
         cdef int64_t i
         cdef int32_t entry = _entry(h, r, self.shift)
         cdef int k
-        self._own_slots()
+        self._own_slots(0)
         i = <int64_t>(h & <uint64_t>self.mask)
         if self.chains_released:
             _restore_chains(self)
@@ -773,7 +774,6 @@ cdef class Table:
         """The same rows (row ids, iterations, counts, staged ones too) in a new table without
         indexes: its arrays copied a block at a time, not hashed again row by row."""
         cdef Table other = Table(self.arity)
-        self._own_slots()
         cdef int64_t cap = max(self.nrows, 16)
         cdef size_t word = self._word()
         other.rows = _grow_block(other.rows, <size_t>(cap * self.arity) * word)
@@ -782,17 +782,18 @@ cdef class Table:
         memcpy(other.rows, self.rows, <size_t>(self.nrows * self.arity) * word)
         memcpy(other.status, self.status, <size_t>self.nrows * sizeof(int32_t))
         memcpy(other.counts, self.counts, <size_t>self.nrows * sizeof(uint16_t))
-        other.slots = <int32_t*>_grow_block(other.slots, <size_t>(self.mask + 1) * sizeof(int32_t))
-        memcpy(other.slots, self.slots, <size_t>(self.mask + 1) * sizeof(int32_t))
         other.capacity = cap
         other.wide = self.wide
         other.shift = self.shift  # the slots' row bits: at least what `cap` needs
         other.nrows = self.nrows
-        other.committed = self.committed
-        other.staged = self.staged
-        other.mask = self.mask
-        other.used = self.used
+        other.committed, other.staged = self.committed, self.staged
         other.big = dict(self.big)
+        if self.slots == NULL:  # released (`scans.release_slots`): the copy's is built anew
+            other._rehash(self.committed + self.staged)
+            return other
+        other.slots = <int32_t*>_grow_block(other.slots, <size_t>(self.mask + 1) * sizeof(int32_t))
+        memcpy(other.slots, self.slots, <size_t>(self.mask + 1) * sizeof(int32_t))
+        other.mask, other.used = self.mask, self.used
         return other
 
     def insert_columns(self, columns, int64_t iteration, bint staged=False) -> int:
@@ -856,7 +857,7 @@ cdef class Table:
         n = block.shape[0]
         if not self.wide and (block.min() < -2147483648 or block.max() > 2147483647):
             self._widen()
-        self._own_slots()
+        self._own_slots(n)
         self._reserve(n)
         if _too_full(self.used + n, self.mask + 1):
             self._rehash(self.committed + self.staged + n)
@@ -1176,7 +1177,7 @@ cdef class Table:
     def restore_chains(self) -> None:
         """Rebuild what `release_chains` and `scans.release_slots` freed (a relink of every
         live row)."""
-        self._own_slots()
+        self._own_slots(0)
         if self.chains_released:
             _restore_chains(self)
 

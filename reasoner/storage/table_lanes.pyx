@@ -89,7 +89,7 @@ def make_room(Table table not None, int64_t heads) -> None:
     claimed (`add_claimed` grows it past 0.8 after, as one thread would have as it
     appended). Most of a span's heads may be in the table already, so the row arrays are
     grown for the rows found new only (`Table._reserve`, by the caller)."""
-    table._own_slots()
+    table._own_slots(heads)
     if table.chains_released:
         _restore_chains(table)
     if 10 * (table.used + heads) > 9 * (table.mask + 1):

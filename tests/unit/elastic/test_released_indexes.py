@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from reasoner.elastic import apply
+from reasoner import materialization
+from reasoner.elastic import apply, changes
 from reasoner.elastic.epoch import Delta
 from reasoner.materialization import Materialization
+from reasoner.storage import Table, missing_rows
 from reasoner.support.deadline import BootstrapCancelled
 
 PROGRAM = """
@@ -57,10 +59,21 @@ def _released(m: Materialization) -> bool:
     )
 
 
-def test_readers_of_the_old_state_see_its_rows_while_the_fallback_runs() -> None:
+def test_readers_of_the_old_state_see_its_rows_while_the_fallback_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """... and the fallback's report lists the changes without probing the old state's tables
+    (`changes.missing_rows` probes its second table)."""
     m = _materialization()
     before, seen = _reads(m), []
     old = m.state
+    probed: list[Table] = []
+
+    def recorded(table: Table, other: Table, *args: object, **kwargs: object) -> object:
+        probed.append(other)
+        return missing_rows(table, other, *args, **kwargs)
+
+    monkeypatch.setattr(changes, "missing_rows", recorded)
 
     def check() -> None:
         if m.state is old and not seen:
@@ -76,6 +89,29 @@ def test_readers_of_the_old_state_see_its_rows_while_the_fallback_runs() -> None
     assert report.changes is not None  # compared one way, the other way from its marks
     assert sorted(report.changes["t"]["retracted"]) == sorted(old_t - new_t) != []
     assert sorted(report.changes["t"]["inserted"]) == sorted(new_t - old_t) != []
+    old_tables = {id(store.table) for store in old.relations.values()}
+    assert probed and not any(id(table) in old_tables for table in probed)
+
+
+def test_a_bootstrap_replacing_a_state_frees_its_tables_meanwhile(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`Materialization.bootstrap` on a state that is published: readers of it meanwhile
+    read its released tables, and the new state's are whole."""
+    monkeypatch.setattr(materialization, "RELEASED_INDEX_BYTES", 0)
+    m = _materialization()
+    before, seen = _reads(m), []
+    old = m.state
+
+    def check() -> None:
+        if m.state is old and not seen:
+            seen.append((_released(m), _reads(m)))
+
+    m.bootstrap(check=check)
+    assert seen == [(True, before)]
+    assert m.state is not old
+    assert all(store.table.layout["tuple_slots"] for store in m.state.relations.values())
+    assert _reads(m) == before
 
 
 def test_a_failed_fallback_leaves_the_next_update_whole_indexes() -> None:

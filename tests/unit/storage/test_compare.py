@@ -104,21 +104,29 @@ def test_the_lanes_split_a_large_comparison_and_agree_with_one_thread(
 
 
 @pytest.mark.parametrize(("rows", "count"), [(0, 1), (17, 1), (5000, 1), (4 * LANE_ROWS, 3)])
-def test_the_marks_of_one_way_give_the_other_way_without_probing_it(
+def test_the_marks_of_one_way_give_the_other_way(
     rows: int, count: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The rows of the second table that the first's probes mark, on one lane or three, leave
-    unmarked exactly the rows `missing_rows` finds the other way: the first table's tuple
-    table may be released meanwhile (a probe of it would scan)."""
+    unmarked exactly the rows `missing_rows` finds the other way; the first table's tuple
+    table is released meanwhile, as a fallback's old state's is."""
     one, two, _ = _random_pair(rows, seed=rows)
     other_way = missing_rows(two, one)
+    fanned: list[int] = []
+    fan_out = lanes.fan_out
+
+    def counted(lane: lanes.Lane, count: int, start: int, stop: int) -> None:
+        fanned.append(count)
+        fan_out(lane, count, start, stop)
+
     monkeypatch.setattr(lanes, "LANES", count)
+    monkeypatch.setattr(lanes, "fan_out", counted)
     release_slots(one)
     assert one.layout["tuple_slots"] == 0
     marks = np.zeros(two.nrows, dtype=np.uint8)
     assert missing_on_lanes(one, two, marks).tolist() == missing_rows(one, two).tolist()
     assert unmarked_rows(two, marks).tolist() == other_way.tolist()
-    assert one.layout["tuple_slots"] == 0  # never rebuilt: never probed
+    assert fanned == ([count] if count > 1 else [])
 
 
 def test_marks_must_cover_every_row() -> None:
