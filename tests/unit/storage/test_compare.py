@@ -84,19 +84,25 @@ def test_a_span_of_rows_is_compared_alone() -> None:
     assert missing_rows(one, two, 10**9, -1).tolist() == []
 
 
+def _counted_lanes(monkeypatch: pytest.MonkeyPatch, count: int) -> list[int]:
+    """Work split among `count` lanes; the list it returns gains the lanes of each fan-out."""
+    fanned: list[int] = []
+    fan_out = lanes.fan_out
+
+    def counted(lane: lanes.Lane, lanes_: int, start: int, stop: int) -> None:
+        fanned.append(lanes_)
+        fan_out(lane, lanes_, start, stop)
+
+    monkeypatch.setattr(lanes, "LANES", count)
+    monkeypatch.setattr(lanes, "fan_out", counted)
+    return fanned
+
+
 def test_the_lanes_split_a_large_comparison_and_agree_with_one_thread(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     one, two, only_one = _random_pair(4 * LANE_ROWS, seed=3)
-    monkeypatch.setattr(lanes, "LANES", 3)
-    fanned: list[int] = []
-    fan_out = lanes.fan_out
-
-    def counted(lane: lanes.Lane, count: int, start: int, stop: int) -> None:
-        fanned.append(count)
-        fan_out(lane, count, start, stop)
-
-    monkeypatch.setattr(lanes, "fan_out", counted)
+    fanned = _counted_lanes(monkeypatch, 3)
     split = missing_on_lanes(one, two)
     assert fanned == [3]
     assert split.tolist() == missing_rows(one, two).tolist()
@@ -112,15 +118,7 @@ def test_the_marks_of_one_way_give_the_other_way(
     table is released meanwhile, as a fallback's old state's is."""
     one, two, _ = _random_pair(rows, seed=rows)
     other_way = missing_rows(two, one)
-    fanned: list[int] = []
-    fan_out = lanes.fan_out
-
-    def counted(lane: lanes.Lane, count: int, start: int, stop: int) -> None:
-        fanned.append(count)
-        fan_out(lane, count, start, stop)
-
-    monkeypatch.setattr(lanes, "LANES", count)
-    monkeypatch.setattr(lanes, "fan_out", counted)
+    fanned = _counted_lanes(monkeypatch, count)
     release_slots(one)
     assert one.layout["tuple_slots"] == 0
     marks = np.zeros(two.nrows, dtype=np.uint8)
