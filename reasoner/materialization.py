@@ -272,8 +272,7 @@ class Materialization:
         self, check: Check | None = None, progress: BootstrapProgress | None = None
     ) -> BootstrapReport:
         start = time.perf_counter()
-        self.state.release_key_chains(RELEASED_INDEX_BYTES)  # read by scans meanwhile
-        self.state.release_tuple_slots(RELEASED_INDEX_BYTES)
+        self.state.release_lookups(RELEASED_INDEX_BYTES)  # read by scans meanwhile
         built = self._build(self.analyzed, self.facts, check, progress)
         self._publish_built(built)
         seconds = time.perf_counter() - start

@@ -107,7 +107,7 @@ def apply_epoch(  # noqa: PLR0915
     }
     if strategy != "bootstrap" and not reshaped:
         # After a failed fallback; the kernel walks chains unchecked, and reads would scan on.
-        m.state.restore_key_chains()
+        m.state.restore_lookups()
         overlay = Overlay(m.state)
         seconds = switch.update_seconds(
             m.switching_parameter, m.last_bootstrap_seconds, m.min_update_seconds
@@ -167,8 +167,7 @@ def apply_epoch(  # noqa: PLR0915
         # now, or the Bootstrap's Polars frames (another allocator) come on top of it.
         give_back_memory()
     before = m.state
-    before.release_key_chains(RELEASED_INDEX_BYTES)
-    before.release_tuple_slots(RELEASED_INDEX_BYTES)
+    before.release_lookups(RELEASED_INDEX_BYTES)
     facts = facts_after(m.facts, prepared, new)
     built_at = time.perf_counter()
     built = m._build(new, facts, check)

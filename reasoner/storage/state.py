@@ -212,30 +212,22 @@ class State:
         indexes): the state's size, which reports set beside the peaks that evaluating it took."""
         return sum(store.table.nbytes for store in self.relations.values())
 
-    def release_key_chains(self, least: int) -> int:
-        """Free the key indexes of every relation whose indexes hold `least` bytes or more;
-        the bytes freed. For a state that is only read until a new one replaces it: its
-        probes then scan, and a write (or `restore_key_chains`) rebuilds them."""
+    def release_lookups(self, least: int) -> int:
+        """Free the key indexes, and the tuple table, of every relation whose indexes (or
+        tuple table) hold `least` bytes or more; the bytes freed. For a state that is only read
+        until a new one replaces it: its probes and lookups then scan, and a write (or
+        `restore_lookups`) rebuilds them."""
         freed = 0
         for store in self.relations.values():
             layout = store.table.layout
             if layout["chains"] + layout["index_slots"] >= least:
                 freed += store.table.release_chains()
+            if layout["tuple_slots"] >= least:
+                freed += release_slots(store.table)
         return freed
 
-    def release_tuple_slots(self, least: int) -> int:
-        """Free the tuple table of every relation whose tuple table holds `least` bytes or
-        more; the bytes freed. For the same state as `release_key_chains`: its lookups then
-        scan, and a write (or `restore_key_chains`) rebuilds them."""
-        return sum(
-            release_slots(store.table)
-            for store in self.relations.values()
-            if store.table.layout["tuple_slots"] >= least
-        )
-
-    def restore_key_chains(self) -> None:
-        """Rebuild every key index `release_key_chains` freed, and every tuple table
-        `release_tuple_slots` freed."""
+    def restore_lookups(self) -> None:
+        """Rebuild every key index and tuple table `release_lookups` freed."""
         for store in self.relations.values():
             store.table.restore_chains()
 
