@@ -206,10 +206,14 @@ def server_settings(database_url: str, **extra: str) -> dict[str, str]:
 
 @pytest.fixture
 def make_server(
-    backend: str, databases: Databases, tmp_path_factory: pytest.TempPathFactory
+    backend: str,
+    databases: Databases,
+    tmp_path_factory: pytest.TempPathFactory,
+    request: pytest.FixtureRequest,
 ) -> Iterator[Callable[..., Server]]:
     """Servers on fresh databases of the current backend, stopped after the test."""
     servers: list[Server] = []
+    request.node.started_servers = servers
 
     def make(database_url: str | None = None, **extra: str) -> Server:
         url = database_url or databases.new(backend)
@@ -220,6 +224,19 @@ def make_server(
     yield make
     for server in servers:
         server.stop()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item) -> Iterator[None]:
+    """A failing test's report carries the log of every server it started, and whether each
+    still runs: a refused connection otherwise says nothing of why the server went away."""
+    report = yield
+    if report.failed:
+        for server in getattr(item, "started_servers", ()):
+            code = None if server.process is None else server.process.poll()
+            state = "stopped" if server.process is None else "running" if code is None else code
+            report.sections.append((f"server {server.workdir.name}: {state}", server.log()))
+    return report
 
 
 @pytest.fixture(scope="session")
