@@ -33,7 +33,11 @@ if TYPE_CHECKING:
     from reasoner.elastic.group import GroupWrite, PreparedGroup, groupable
     from reasoner.elastic.program_text import RULES_FILENAME
     from reasoner.elastic.progress import BootstrapProgress, ProgressReport
-    from reasoner.elastic.switch import bulk_load
+    from reasoner.elastic.switch import (
+        DEFAULT_MIN_UPDATE_SECONDS,
+        DEFAULT_SWITCHING_PARAMETER,
+        bulk_load,
+    )
     from reasoner.executors.engines import (
         DEFAULT_SPARK_ITERATION,
         DEFAULT_SPARK_THRESHOLD,
@@ -88,6 +92,8 @@ _PUBLIC = {
     "relation_reads": "reasoner.analysis.dependencies",
     "is_internal": "reasoner.analysis.negation_locals",
     "bulk_load": "reasoner.elastic.switch",
+    "DEFAULT_MIN_UPDATE_SECONDS": "reasoner.elastic.switch",
+    "DEFAULT_SWITCHING_PARAMETER": "reasoner.elastic.switch",
     "EpochChanges": "reasoner.elastic.changes",
     "RULES_FILENAME": "reasoner.elastic.program_text",
     "BootstrapProgress": "reasoner.elastic.progress",
@@ -146,8 +152,10 @@ values) is a family of functions the service uses as one, and so is a relation's
 columnar batches (a snapshot, then its frames)."""
 
 __all__ = [
+    "DEFAULT_MIN_UPDATE_SECONDS",
     "DEFAULT_SPARK_ITERATION",
     "DEFAULT_SPARK_THRESHOLD",
+    "DEFAULT_SWITCHING_PARAMETER",
     "FLOAT",
     "IDENT",
     "RULES_FILENAME",

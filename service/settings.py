@@ -14,8 +14,10 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
 from reasoner import (
+    DEFAULT_MIN_UPDATE_SECONDS,
     DEFAULT_SPARK_ITERATION,
     DEFAULT_SPARK_THRESHOLD,
+    DEFAULT_SWITCHING_PARAMETER,
     Engine,
     FunctorLibrary,
     use_jobs,
@@ -108,7 +110,16 @@ class Settings(BaseSettings):
         "file.",
     )
     switching_parameter: float = Field(
-        0.2, gt=0, description="Update deadline = switching_parameter × last Bootstrap time."
+        DEFAULT_SWITCHING_PARAMETER,
+        gt=0,
+        description="Update deadline = switching_parameter × last Bootstrap time.",
+    )
+    min_update_seconds: float = Field(
+        DEFAULT_MIN_UPDATE_SECONDS,
+        ge=0,
+        description="The Update deadline's floor: an Update is never abandoned sooner, so "
+        "that small programs do not fall back on the noise of a millisecond Bootstrap. 0 "
+        "leaves the deadline to the switching parameter alone.",
     )
     read_token: SecretStr | None = Field(
         None, description="Bearer token required by read routes (the write token also reads)."
@@ -317,6 +328,7 @@ STORE_SETTINGS = (
     "epoch_timeout_seconds",
     "epoch_memory_mb",
     "switching_parameter",
+    "min_update_seconds",
     "write_group_max",
     "max_rules",
     "query_timeout_seconds",

@@ -235,6 +235,7 @@ class Runtime:
         return {
             "user_functors": self._user_functors,
             "switching_parameter": self.settings.switching_parameter,
+            "min_update_seconds": self.settings.min_update_seconds,
             "engines": EngineSettings(
                 engine=self.settings.bootstrap_engine,
                 spark_master=self.settings.spark_master,
