@@ -29,10 +29,10 @@ cdef extern from *:
     #include <limits.h>
     #include <stdint.h>
     #include <sched.h>
-    #include <unistd.h>
     #ifdef __linux__
     #include <linux/futex.h>
     #include <sys/syscall.h>
+    #include <unistd.h>
     #endif
     static inline int32_t gate_load(int32_t* p) { return __atomic_load_n(p, __ATOMIC_SEQ_CST); }
     static inline void gate_store(int32_t* p, int32_t v) { __atomic_store_n(p, v, __ATOMIC_SEQ_CST); }
@@ -49,7 +49,7 @@ cdef extern from *:
     #ifdef __linux__
         syscall(SYS_futex, p, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
     #else
-        usleep(50);
+        sched_yield();
     #endif
     }
     static inline void gate_wake(int32_t* p) {
@@ -101,8 +101,6 @@ cdef class Gate:
         global _spans
         cdef int64_t first = start + (stop - start) // self.lanes, spins = 0
         _spans += 1
-        if self.threads is not None and gate_load(&self.closing):
-            self.close()  # a close that was interrupted: its lanes are joined first
         if self.threads is None:
             self._open()
         self.job, self.ctx, self.start, self.stop = job, ctx, start, stop
@@ -136,18 +134,15 @@ cdef class Gate:
         return 0
 
     cdef int close(self) except -1:
-        """End the session: its lanes stop and are joined (nothing if none is open). A join
-        that is interrupted leaves the rest to the next `close` or `run`: no session opens
-        while a lane of the last one may still read the gate."""
+        """End the session: its lanes stop and are joined (nothing if none is open)."""
         if self.threads is None:
             return 0
+        threads, self.threads = self.threads, None
         gate_store(&self.closing, 1)
         gate_add(&self.generation, 1)
         gate_wake(&self.generation)
-        while self.threads:
-            self.threads[-1].join()
-            self.threads.pop()
-        self.threads = None
+        for thread in threads:
+            thread.join()
         self.errors.clear()
         return 0
 
@@ -206,7 +201,5 @@ def _lane(Gate gate, int lane, object meter):
                 gate._serve(lane)
                 return
             except BaseException as error:
-                try:
-                    gate.errors.append((lane, error))
-                finally:  # whatever happens, `run` must see the share end
-                    gate_add(&gate.pending, -1)
+                gate.errors.append((lane, error))
+                gate_add(&gate.pending, -1)

@@ -66,7 +66,7 @@ cdef enum:
 # 0's flipped tuples are handed as many words at a time). Derivations of one head fold into
 # one entry (`_fold_head`) while the first FOLD_HEADS heads of a buffer showed enough of them
 # to pay for it. An Update's first lane_rows / PROBE_SHARE heads are handed on one lane, to
-# tell how many candidates a head finds (`_hand`; 64 of rmat1k's 920 deleted edges find 8,000).
+# tell how many candidates a head finds (`_hand`): 64 of rmat1k's 920 deleted edges find 8,000.
 cdef enum:
     PROBE_SHARE = 64
     SPAN_ROWS = 1 << 16
@@ -342,7 +342,6 @@ cdef class Kernel:
         cdef Map* maps[3]
         cdef Vec* vecs[14]
         cdef int i
-        self._close_gate()  # a session no reset ended (its lanes hold the gate, not this)
         free(self.tps)
         free(self.own)
         free(self.any_before)
@@ -606,7 +605,7 @@ cdef class Kernel:
         self.lane_rows = lane_rows
         self.probe_heads = lane_rows // PROBE_SHARE
         self._close_gate()
-        self.gate = None  # made at the first span handed to it (a Bootstrap's never are)
+        self.gate = None if jobs == 1 else Gate(jobs)
         if jobs == 1:
             return
         self.lanes = <Run*>calloc(<size_t>jobs, sizeof(Run))
@@ -791,8 +790,6 @@ cdef class Kernel:
         cdef int j
         try:
             if job != NULL:
-                if self.gate is None:
-                    self.gate = Gate(self.nlanes)
                 self.gate.run(job, <void*>self, start, stop)
             else:
                 fan_out(lane, self.nlanes, start, stop)

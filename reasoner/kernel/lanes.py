@@ -18,8 +18,7 @@ UPDATE_LANE_ROWS = 1024
 """The same for an Update, whose spans go to lanes waiting at the gate (a few microseconds a
 span, against 170-300 us through the pool). crdt.dl's skipBlank Update walks 14,149
 iterations of 2,400 changes on average: from 1,024 rows on 2 lanes its deletion epoch took
-29.2-34.0 s against 47.0-52.7 s on one lane (from 4,096 rows, before the limits `_hand` and
-`_classify` now keep: 43.6 s against 39.9 and 33.7 s from 1,024)."""
+33.7-39.9 s against 53.3-58.2 s on one lane, from 4,096 rows 43.6 s."""
 
 
 class KernelWithLanes(Protocol):
