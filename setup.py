@@ -2,7 +2,8 @@
 their hash tables made by the lanes in `reasoner.storage.table_lanes`), their comparison
 (`reasoner.storage.compare`), compaction (`reasoner.storage.renumber`) and scans
 (`reasoner.storage.scans`), the Update kernel that runs over them
-(`reasoner.kernel.interpreter`), the reader and writer of fact files of numbers and symbols
+(`reasoner.kernel.interpreter`) with the gate that hands its spans to the lanes
+(`reasoner.kernel.gate`), the reader and writer of fact files of numbers and symbols
 (`reasoner.io.fact_read`, `reasoner.io.fact_text`), the sort of packed rows
 (`reasoner.support.word_sort`), strings numbered a list at a time
 (`reasoner.support.string_ids`), and the live feed's writes to many sockets at once
@@ -24,6 +25,7 @@ setup(
                 ("reasoner.storage.scans", "reasoner/storage/scans.pyx"),
                 ("reasoner.kernel.interpreter", "reasoner/kernel/interpreter.pyx"),
                 ("reasoner.kernel.count_lanes", "reasoner/kernel/count_lanes.pyx"),
+                ("reasoner.kernel.gate", "reasoner/kernel/gate.pyx"),
                 ("reasoner.io.fact_read", "reasoner/io/fact_read.pyx"),
                 ("reasoner.io.fact_text", "reasoner/io/fact_text.pyx"),
                 ("reasoner.support.word_sort", "reasoner/support/word_sort.pyx"),

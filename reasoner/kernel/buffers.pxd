@@ -377,3 +377,14 @@ cdef inline int64_t _heap_pop(Vec* heap) noexcept:
     if n:
         h[i] = last
     return top
+
+
+cdef inline int _hand_on(Vec* v, int64_t relation, int64_t row, int64_t o, int64_t n) except -1:
+    """Append a tuple whose status changed, (relation, row, o, n), to a list `_hand` reads."""
+    _vec_reserve(v, 4)
+    v.data[v.size] = relation
+    v.data[v.size + 1] = row
+    v.data[v.size + 2] = o
+    v.data[v.size + 3] = n
+    v.size += 4
+    return 0

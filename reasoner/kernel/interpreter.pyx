@@ -30,6 +30,8 @@ from libc.string cimport memcpy
 from reasoner.kernel.buffers cimport *  # Vec, Map: growable arrays and a hash map in C
 from reasoner.kernel.candidates cimport *  # an Update's candidate words, its heads resolved
 from reasoner.kernel.dedup cimport _identity, _keep_first  # each derivation once
+from reasoner.kernel.gate cimport Gate, LaneJob  # an Update's spans handed to waiting lanes
+from reasoner.kernel.gate import borrow, give_back
 from reasoner.kernel.hand_over cimport WIDE, Split, _pack, _prepare, _split  # the record
 from reasoner.kernel.plan_words cimport *  # the plan words' tags, steps and arithmetic
 from reasoner.kernel.runs cimport *  # a plan's bindings as it runs, and what it found
@@ -54,18 +56,9 @@ cdef int64_t IN_TABLE = -1  # a staged head's count word: the count is the table
 # absent from the old epoch (o = INF) or from the new one (n = INF). The drain knows which when
 # it settles a tuple, and most of a deep recursion's changes are one or the other.
 cdef enum:
-    CHANGED = 0
-    INSERTED = 1
-    DELETED = 2
-
-cdef enum:
     FLIP_NONE = 0
     FLIP_INSERTED = 1
     FLIP_DELETED = 2
-
-# The check runs every CHECK_EVERY steps.
-cdef enum:
-    CHECK_EVERY = 1 << 14
 
 # A Bootstrap's plan is driven in spans of SPAN_ROWS rows (an Update's hand-over on the lanes
 # in spans of HAND_SPAN candidates a lane, held there until scheduled: 64 k raised rmat1k's
@@ -74,24 +67,13 @@ cdef enum:
 # 0's flipped tuples are handed as many words at a time). Derivations of one head fold into
 # one entry (`_fold_head`) while the first FOLD_HEADS heads of a buffer showed enough of them
 # to pay for it. An Update's first lane_rows / PROBE_SHARE heads are handed on one lane, to
-# tell how many candidates a head finds (`_hand`): 64 of rmat1k's 920 deleted edges find 8,000.
+# tell how many candidates a head finds (`_hand`; 64 of rmat1k's 920 deleted edges find 8,000).
 cdef enum:
     PROBE_SHARE = 64
     SPAN_ROWS = 1 << 16
     HAND_SPAN = 1 << 14
     FLUSH_WORDS = 1 << 18
     FOLD_HEADS = 1 << 8
-
-
-cdef inline int _hand_on(Vec* v, int64_t relation, int64_t row, int64_t o, int64_t n) except -1:
-    """Append a tuple whose status changed, (relation, row, o, n), to a list `_hand` reads."""
-    _vec_reserve(v, 4)
-    v.data[v.size] = relation
-    v.data[v.size + 1] = row
-    v.data[v.size + 2] = o
-    v.data[v.size + 3] = n
-    v.size += 4
-    return 0
 
 
 cdef class Rule:
@@ -231,17 +213,6 @@ cdef int _fit(Run* run, Enumerator e) except -1:
     return 0
 
 
-cdef inline void _bootstrap_run(Run* run, int64_t km1) noexcept nogil:
-    """Bindings for a Bootstrap's plan at iteration km1 + 1: negations hold in "the new
-    epoch" (the committed state)."""
-    run.status = INSERTED
-    run.cur = -1
-    run.km1 = km1
-    run.ro = -1
-    run.rn = -1
-    run.ticks = CHECK_EVERY
-
-
 cdef dict _rows_by_relation(const int64_t* keys, int64_t n):
     """Keys (relation << 32 | row) as relation number -> their rows (int64 arrays), in order:
     in bulk, not a Python int a row. The relations present come from `bincount`: `np.unique`
@@ -312,6 +283,7 @@ cdef class Kernel:
     # each with its bindings and what it found, taken in lane order once all are done (see
     # `_on_lanes`, `_hand_on_lanes`).
     cdef Run* lanes
+    cdef Gate gate            # the lanes of an Update's spans (None: none borrowed)
     cdef int nlanes
     cdef int64_t lane_rows    # rows (or candidates) from which a span runs on the lanes
     cdef int64_t probe_heads  # an Update's first heads, handed on one lane (see `_hand`)
@@ -371,6 +343,7 @@ cdef class Kernel:
         cdef Map* maps[3]
         cdef Vec* vecs[14]
         cdef int i
+        self._close_gate()  # a gate no reset gave back
         free(self.tps)
         free(self.own)
         free(self.any_before)
@@ -421,6 +394,7 @@ cdef class Kernel:
         cdef int i
         cdef int64_t kept = 0 if release else KEPT_ENTRIES
         cdef Run* run
+        self._close_gate()
         self._buffers(maps, vecs)
         _rows_clear(&self.overlay, kept)
         _rows_clear(&self.flip, kept)
@@ -450,6 +424,13 @@ cdef class Kernel:
                 run.pending.data = NULL
                 run.pending.capacity = 0
         self.check = None
+
+    cdef int _close_gate(self) except -1:
+        """Give the gate back (an Update ended, or a drain): its lanes wait for the next."""
+        if self.gate is not None:
+            gate, self.gate = self.gate, None
+            give_back(gate)
+        return 0
 
     cdef void _buffers(self, Map** maps, Vec** vecs) noexcept:
         """The bookkeeping's 3 maps and 14 growable arrays (its row maps apart)."""
@@ -564,13 +545,16 @@ cdef class Kernel:
         """Process the scheduled iterations in order; how many there were."""
         cdef int64_t iterations = 0
         cdef int64_t k
-        while self.heap.size:
-            if not iterations & 63:
-                self._checkpoint()
-            k = _heap_pop(&self.heap)
-            iterations += 1
-            self.iteration = k
-            self._iteration(k)
+        try:
+            while self.heap.size:
+                if not iterations & 63:
+                    self._checkpoint()
+                k = _heap_pop(&self.heap)
+                iterations += 1
+                self.iteration = k
+                self._iteration(k)
+        finally:
+            self._close_gate()
         return iterations
 
     def iteration_counts(self, int relation):
@@ -623,6 +607,7 @@ cdef class Kernel:
         self.nlanes = 0
         self.lane_rows = lane_rows
         self.probe_heads = lane_rows // PROBE_SHARE
+        self._close_gate()  # borrowed at the first span handed to it (a Bootstrap's never are)
         if jobs == 1:
             return
         self.lanes = <Run*>calloc(<size_t>jobs, sizeof(Run))
@@ -799,12 +784,19 @@ cdef class Kernel:
                 _drop_found(&self.lanes[j], w)
         return 0
 
-    cdef int _fan_out(self, object lane, int64_t start, int64_t stop) except -1:
-        """`reasoner.support.lanes.fan_out` over the lanes; on an error, what they found is
+    cdef int _fan_out(self, object lane, int64_t start, int64_t stop,
+                      LaneJob job=NULL) except -1:
+        """`reasoner.support.lanes.fan_out` over the lanes, or `job` through the gate (an
+        Update's spans, too many and small for the pool); on an error, what they found is
         dropped."""
         cdef int j
         try:
-            fan_out(lane, self.nlanes, start, stop)
+            if job != NULL:
+                if self.gate is None:
+                    self.gate = borrow(self.nlanes)
+                self.gate.run(job, <void*>self, start, stop)
+            else:
+                fan_out(lane, self.nlanes, start, stop)
         except BaseException:
             for j in range(self.nlanes):
                 _drop_found(&self.lanes[j], self.heads_width)
@@ -966,8 +958,9 @@ cdef class Kernel:
         likely to make is large, and every enumerator may run there."""
         cdef int64_t n = rows.size // 4, start = 0
         # The Update's first `probe_heads` heads are handed on this thread, to tell how many
-        # candidates a head finds.
-        if self.nlanes > 1 and n > 1 and (
+        # candidates a head finds. Inserted heads never go to the lanes: they find new
+        # candidates, placed from the lanes' buffers here (crdt.dl: slower than one lane).
+        if self.nlanes > 1 and n > 1 and status != INSERTED and (
                 self.handed_rows < self.probe_heads or n * self._per_head() >= self.lane_rows
         ) and _lanes_may_run(enumerators):
             if self.handed_rows < self.probe_heads:
@@ -1032,30 +1025,29 @@ cdef class Kernel:
         self.lane_cur = cur
         while start < n:
             stop = min(n, start + max(1, HAND_SPAN * self.nlanes // self._per_head()))
-            self._fan_out(self._hand_lane, start, stop)
+            self._fan_out(None, start, stop, _hand_job)
             for j in range(self.nlanes):
                 self._place(&self.lanes[j])
             self.handed_rows += stop - start
             start = stop
         return 0
 
-    def _hand_lane(self, int j, int64_t start, int64_t stop, object meter):
+    cdef int _hand_span(self, int j, int64_t start, int64_t stop) except -1 nogil:
         """Lane `j`'s share of `_hand_on_lanes`' span: heads [start, stop)."""
         cdef Run* run = &self.lanes[j]
         cdef const int64_t* rows = self.lane_data
         cdef int64_t i, x
         cdef int relation
-        with allocations.charging_to(meter):
-            with nogil:
-                for i in range(4 * start, 4 * stop, 4):
-                    relation = <int>rows[i]
-                    for x in range(self.lane_first[relation], self.lane_first[relation + 1]):
-                        run.status = self.lane_status
-                        run.cur = self.lane_cur
-                        run.ro = rows[i + 2]
-                        run.rn = rows[i + 3]
-                        self._drive(<Enumerator>self.lane_ens[x], rows[i + 1], run)
-                _resolve_heads(run, self.tps, INF)  # on the lane: the probes run in parallel
+        for i in range(4 * start, 4 * stop, 4):
+            relation = <int>rows[i]
+            for x in range(self.lane_first[relation], self.lane_first[relation + 1]):
+                run.status = self.lane_status
+                run.cur = self.lane_cur
+                run.ro = rows[i + 2]
+                run.rn = rows[i + 3]
+                self._drive(<Enumerator>self.lane_ens[x], rows[i + 1], run)
+        _resolve_heads(run, self.tps, INF)  # on the lane: the probes run in parallel
+        return 0
 
     cdef int _hand_full(self, Vec* rows, list enumerators, int64_t cur) except -1:
         """Re-discovery for a rule whose head cannot be inverted (a head variable only inside
@@ -1535,7 +1527,7 @@ cdef class Kernel:
         cdef int64_t b = _map_get(&self.bucket_of, k, -1)
         cdef int64_t c = self.bucket_first.data[b]
         cdef int64_t size = self.bucket_size.data[b]
-        cdef int64_t slots = 4, n = 0, kept = 0
+        cdef int64_t slots = 4, n = 0, kept = 0, found = 0
         cdef int64_t* listed
         # Nothing scheduled at k once it is popped: enumerations from here on are at k or later
         # (`cur` is k), and a new bucket at k would never be popped.
@@ -1547,6 +1539,7 @@ cdef class Kernel:
             while c >= 0:
                 listed[n] = c
                 listed[n + 1] = <int64_t>_identity(self.arena.data, self.identity_of, c)
+                found += _half(self.arena.data + c, H_HEAD_ROW) >= 0
                 n += 2
                 c = self.arena.data[c + C_NEXT]
             kept = _keep_first(self.arena.data, self.identity_of, listed, size, self.dedup.data,
@@ -1554,7 +1547,7 @@ cdef class Kernel:
         elif c >= 0:
             listed[0] = c
             kept = 1
-        self._classify(slots, kept, k)
+        self._classify(slots, kept, k, 2 * found >= size)
         c = self.bucket_first.data[b]  # classified: the places go on their rules' free lists
         while c >= 0:  # (the arena then holds the candidates pending, not all ever scheduled)
             d = self.arena.data[c + C_NEXT]
@@ -1575,20 +1568,21 @@ cdef class Kernel:
         self.gone.size = 0
         return 0
 
-    cdef int _classify(self, int64_t at, int64_t n, int64_t k) except -1:
+    cdef int _classify(self, int64_t at, int64_t n, int64_t k, bint found) except -1:
         """Judge the `n` candidates listed in `dedup` from `at`, count their terms in order:
         on the lanes (each judging a share into verdicts after the list, three words a
-        candidate) when there are some and the candidates are many, else one by one."""
+        candidate) when there are some, the candidates are many and most of their heads
+        were `found` (a head new in the iteration is looked up again here), else one by one."""
         cdef int64_t d, verdict[3]
         cdef int64_t *listed, *verdicts
-        if self.nlanes > 1 and n >= self.lane_rows:
+        if self.nlanes > 1 and n >= self.lane_rows and found:
             _vec_reserve(&self.dedup, at + 4 * n)
             listed = self.dedup.data + at
             verdicts = listed + n
             self.lane_data = listed
             self.lane_out = verdicts
             self.lane_cur = k
-            self._fan_out(self._judge_lane, 0, n)
+            self._fan_out(None, 0, n, _judge_job)
             for d in range(n):
                 if verdicts[3 * d]:
                     self._count_term(listed[d], verdicts + 3 * d, True)
@@ -1602,16 +1596,14 @@ cdef class Kernel:
                 self._count_term(listed[d], verdict, False)
         return 0
 
-    def _judge_lane(self, int j, int64_t start, int64_t stop, object meter):
+    cdef int _judge_span(self, int j, int64_t start, int64_t stop) except -1 nogil:
         """Lane `j`'s share of `_classify`: candidates [start, stop)."""
-        cdef Run* run = &self.lanes[j]
         cdef int64_t d
-        with allocations.charging_to(meter):
-            with nogil:
-                for d in range(start, stop):
-                    if d + QUEUED_HEADS < stop:
-                        self._prefetch_head(self.lane_data[d + QUEUED_HEADS])
-                    self._judge(self.lane_data[d], self.lane_cur, run, self.lane_out + 3 * d)
+        for d in range(start, stop):
+            if d + QUEUED_HEADS < stop:
+                self._prefetch_head(self.lane_data[d + QUEUED_HEADS])
+            self._judge(self.lane_data[d], self.lane_cur, &self.lanes[j], self.lane_out + 3 * d)
+        return 0
 
     cdef inline void _prefetch_head(self, int64_t c) noexcept nogil:
         """Start loading the slot of candidate c's head where `_judge` will probe it (its row
@@ -1721,6 +1713,14 @@ cdef class Kernel:
             raise AssertionError(
                 f"negative derivation count for relation {relation} row {t._tuple(row)} at {k}")
         return 0
+
+
+cdef int _hand_job(void* kernel, int j, int64_t start, int64_t stop) except -1 nogil:
+    return (<Kernel><PyObject*>kernel)._hand_span(j, start, stop)
+
+
+cdef int _judge_job(void* kernel, int j, int64_t start, int64_t stop) except -1 nogil:
+    return (<Kernel><PyObject*>kernel)._judge_span(j, start, stop)
 
 
 cdef bint _lanes_may_run(list enumerators):

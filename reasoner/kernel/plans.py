@@ -275,12 +275,12 @@ class StratumTables:
         """Relations negated with only wildcards: what matters of them is whether they hold
         anything (`Kernel.presence`)."""
 
-    def kernel(self, symbols: SymbolTable) -> Kernel:
+    def kernel(self, symbols: SymbolTable, *, update: bool = False) -> Kernel:
         """A kernel over these tables (the stratum's own first), its functors over `symbols`,
-        with the lanes `--jobs` gives it."""
+        with the lanes `--jobs` gives it (an Update's if `update`)."""
         own = [i < len(self.own) for i in range(len(self.names))]
         kernel = Kernel(self.tables, own, functors.caller(symbols))
-        set_lanes(kernel)
+        set_lanes(kernel, update=update)
         return kernel
 
     def writer(self, stratum: Stratum, symbols: SymbolTable) -> StratumPlanWriter:

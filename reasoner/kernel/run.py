@@ -47,7 +47,7 @@ class StratumUpdate:
             own_atoms.append(
                 any(atom_at(rule, i).relation in stratum.relations for i in positive_atoms(rule))
             )
-        self.kernel = relations.kernel(symbols)
+        self.kernel = relations.kernel(symbols, update=True)
         for rule in rules:
             self.kernel.add_rule(rule)
         for plan in self.plans:

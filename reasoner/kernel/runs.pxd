@@ -9,6 +9,16 @@ from libc.stdlib cimport calloc, free
 
 from reasoner.kernel.buffers cimport APART, CHARGED_FROM, Vec, _charge, _vec_reserve
 
+# How a run's driving tuple changed (`Run.status`); a Bootstrap's are all inserted.
+cdef enum:
+    CHANGED = 0
+    INSERTED = 1
+    DELETED = 2
+
+# A run calls the epoch's check every CHECK_EVERY steps.
+cdef enum:
+    CHECK_EVERY = 1 << 14
+
 # A Bootstrap's heads are counted or dropped, an Update's unresolved heads found, QUEUED_HEADS
 # behind the prefetch of their slot.
 cdef enum:
@@ -145,3 +155,14 @@ cdef inline void _drop_found(Run* run, int64_t width) noexcept nogil:
     run.fold_used = 0
     run.derived = 0
     run.pushing = False
+
+
+cdef inline void _bootstrap_run(Run* run, int64_t km1) noexcept nogil:
+    """Bindings for a Bootstrap's plan at iteration km1 + 1: negations hold in "the new
+    epoch" (the committed state)."""
+    run.status = INSERTED
+    run.cur = -1
+    run.km1 = km1
+    run.ro = -1
+    run.rn = -1
+    run.ticks = CHECK_EVERY

@@ -4,8 +4,12 @@ number of lanes and wherever the spans are cut."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import os
+import signal
 import threading
+import time
 import types
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,7 +26,7 @@ from reasoner.analysis import check_program
 from reasoner.analysis.model import AnalyzedProgram
 from reasoner.elastic.epoch import Delta
 from reasoner.executors.registry import EngineSettings
-from reasoner.kernel import interpreter
+from reasoner.kernel import gate
 from reasoner.materialization import Materialization
 from reasoner.support.allocations import charging_to
 from reasoner.support.deadline import BootstrapCancelled
@@ -42,12 +46,12 @@ EDGES = [(i, (i * 7 + 3) % 300) for i in range(300)] + [(i, i + 1) for i in rang
 
 @contextmanager
 def lanes(count: int, rows: int) -> Iterator[None]:
-    saved = support_lanes.LANES, kernel_lanes.LANE_ROWS
-    support_lanes.LANES, kernel_lanes.LANE_ROWS = count, rows
+    saved = support_lanes.LANES, kernel_lanes.LANE_ROWS, kernel_lanes.UPDATE_LANE_ROWS
+    support_lanes.LANES, kernel_lanes.LANE_ROWS, kernel_lanes.UPDATE_LANE_ROWS = count, rows, rows
     try:
         yield
     finally:
-        support_lanes.LANES, kernel_lanes.LANE_ROWS = saved
+        support_lanes.LANES, kernel_lanes.LANE_ROWS, kernel_lanes.UPDATE_LANE_ROWS = saved
 
 
 def _state(program: str | AnalyzedProgram, inputs: dict, check=None) -> dict:
@@ -148,6 +152,93 @@ def test_an_update_on_the_lanes_stops_at_a_check_there_and_changes_nothing() -> 
     assert two.snapshot() == one.snapshot()
 
 
+def _gate_lanes() -> set[int]:
+    return {t.ident for t in threading.enumerate() if t.name.startswith("reasoner-lane-gate")}
+
+
+def test_an_update_gives_its_gate_back_to_the_next() -> None:
+    """An Update hands its spans to lanes waiting at a gate (`reasoner.kernel.gate`) that it
+    borrows: once it ends, finished or stopped by a check on a lane, the gate is given back
+    and the next Update's spans go to the same lanes, none started anew and none lost."""
+    delta = Delta(retract={"edge": EDGES[::10]})
+
+    def check() -> None:
+        if threading.current_thread().name.startswith("reasoner-lane"):
+            raise BootstrapCancelled("stopped on a lane")
+
+    kept = None
+    for stop in (False, True, False, True):
+        two = _tc_on(2, 1)
+        before = gate.spans()
+        with lanes(2, 1), contextlib.suppress(BootstrapCancelled):
+            two.apply(delta, strategy="update", check=check if stop else None)
+        assert gate.spans() > before
+        kept = kept or _gate_lanes()
+        assert kept and _gate_lanes() == kept, (stop, kept, _gate_lanes())
+
+
+class _Threads:
+    """A meter that notes the thread of each charge."""
+
+    def __init__(self) -> None:
+        self.charged: list[str] = []
+
+    def charge(self, size: int) -> None:
+        self.charged.append(threading.current_thread().name)
+
+
+def test_a_gates_lanes_charge_each_update_to_its_own_evaluation() -> None:
+    """A gate's lanes serve one Update after another: each Update's growth on them is charged
+    to the allowance that Update runs under, not to the one that borrowed the gate before."""
+    product = """
+    .decl a(x: number)
+    .decl b(y: number)
+    .decl p(x: number, y: number)
+    p(x, y) :- a(x), b(y).
+    """
+    more = [(j,) for j in range(2, 200)]
+    with lanes(2, 1):
+        m = Materialization(check_program(product), engines=EngineSettings("reference"))
+        m.load({"a": [(i,) for i in range(1000)], "b": [(0,), (1,)]})
+        m.bootstrap()
+        for delta in (Delta(insert={"b": more}), Delta(retract={"b": more})):
+            meter = _Threads()
+            with charging_to(meter):
+                m.apply(delta, strategy="update")
+            assert any(name.startswith("reasoner-lane-gate") for name in meter.charged), (
+                meter.charged
+            )
+
+
+def test_a_forked_process_starts_its_own_lanes() -> None:
+    """A gate's lanes stay in the process that started them (a fork copies none): in a child
+    forked after an Update, the next Update starts the child's own. Without them it would run
+    every share on its own thread (each share is claimed), right but on one core."""
+    two = _tc_on(2, 1)
+    one = _tc_on(1, 1)
+    delta = Delta(retract={"edge": EDGES[::10]})
+    with lanes(2, 1):
+        two.apply(Delta(retract={"edge": EDGES[1::10]}), strategy="update")
+        one.apply(Delta(retract={"edge": EDGES[1::10]}), strategy="update")
+        assert _gate_lanes()
+        child = os.fork()
+        if child == 0:
+            try:
+                two.apply(delta, strategy="update")
+                one.apply(delta, strategy="update")
+                os._exit(0 if two.snapshot() == one.snapshot() and _gate_lanes() else 1)
+            finally:
+                os._exit(2)
+    deadline = time.monotonic() + 120
+    while (done := os.waitpid(child, os.WNOHANG)) == (0, 0) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if done == (0, 0):
+        os.kill(child, signal.SIGKILL)
+        os.waitpid(child, 0)
+        pytest.fail("the forked process's Update waited on lanes it does not have")
+    assert os.waitstatus_to_exitcode(done[1]) == 0
+
+
 def test_an_update_stopped_on_a_lane_is_freed_without_the_cyclic_collector() -> None:
     """An Update stopped by a check that raises on a lane: once the epoch is refused, no
     frame it passed through is alive with the cyclic collector off. In a cycle with the
@@ -232,25 +323,17 @@ def test_the_lanes_charge_their_growth_to_the_evaluation() -> None:
     assert any(name.startswith("reasoner-lane") for name in charged), charged
 
 
-def test_an_updates_hand_over_is_held_on_the_lanes_a_span_at_a_time(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_an_updates_hand_over_is_held_on_the_lanes_a_span_at_a_time() -> None:
     """The lanes hold one span of the heads an Update hands over (about HAND_SPAN candidates
     a lane), scheduled before the next span is handed. 500 new b rows, each finding 1,000
     candidates of p, are handed in spans on both lanes. The other lane's buffer grows by less
     than 4 MiB in all (growths of 1 MiB or more are charged to the meter, on the thread that
     makes them); handed in one span, it held 250,000 candidates and was charged 15.7 MB."""
     charged: list[tuple[str, int]] = []
-    hand_overs: list[tuple[int, int]] = []
 
     class Meter:
         def charge(self, size: int) -> None:
             charged.append((threading.current_thread().name, size))
-
-    def fan_out(lane: support_lanes.Lane, count: int, start: int, stop: int) -> None:
-        if getattr(lane, "__name__", "") == "_hand_lane":
-            hand_overs.append((start, stop))
-        support_lanes.fan_out(lane, count, start, stop)
 
     product = """
     .decl a(x: number)
@@ -260,15 +343,16 @@ def test_an_updates_hand_over_is_held_on_the_lanes_a_span_at_a_time(
     """
     # The lanes from the default rows: the first heads, on one lane, tell how many
     # candidates a head finds.
-    with lanes(2, kernel_lanes.LANE_ROWS):
+    with lanes(2, kernel_lanes.UPDATE_LANE_ROWS):
         m = Materialization(check_program(product), engines=EngineSettings("reference"))
         m.load({"a": [(i,) for i in range(1000)], "b": [(j,) for j in range(10)]})
         m.bootstrap()
-        monkeypatch.setattr(interpreter, "fan_out", fan_out)
+        before = gate.spans()
         with charging_to(Meter()):
             m.apply(Delta(insert={"b": [(j,) for j in range(10, 510)]}), strategy="update")
     assert m.size("p") == 510_000
-    assert len(hand_overs) > 1, hand_overs
+    # The spans are the hand-over's: every head is new, so the classification stays here.
+    assert gate.spans() - before > 1, gate.spans() - before
     on_lanes = sum(size for name, size in charged if name.startswith("reasoner-lane"))
     assert on_lanes < 4 << 20, charged
 
