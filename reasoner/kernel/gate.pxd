@@ -16,6 +16,7 @@ cdef class Gate:
     cdef int32_t sleepers    # lanes waiting in the kernel for the next span
     cdef int32_t closing
     cdef int32_t waiting     # the caller sleeps on `pending`
+    cdef int32_t lost        # a share's error could not be kept
     cdef int32_t next        # the current span's next share to claim
     cdef int32_t* seen       # lane -> the generation it served last
     cdef int32_t* held       # lane -> the share it runs (or ran last)
@@ -29,6 +30,7 @@ cdef class Gate:
     cdef int _open(self) except -1
     cdef int _share(self, int k) except -1 nogil
     cdef int _claim(self, int lane) except -1 nogil
-    cdef void _failed(self, int lane, BaseException error)
+    cdef void _failed(self, int lane, BaseException error) noexcept
+    cdef void _cancel(self) noexcept nogil
     cdef void _ended(self) noexcept nogil
     cdef int _serve(self, int lane) except -1 nogil

@@ -13,10 +13,11 @@ machine with more threads than cores, a lane not yet back on a core delays no sp
 
 A kernel borrows a gate for an Update (`borrow`) and gives it back at its end (`give_back`);
 the lanes sleep until the next borrower, so a process starts them once, not per Update. A
-share's error is kept and raised by `run` once every share has ended, the first share's first,
-as `fan_out` does; the lanes' allocations are charged to the borrower's meter.
+share's error is kept and raised by `run` once every share has ended, the caller's first, then
+by share, as `fan_out` does; the lanes' allocations are charged to the borrower's meter.
 """
 
+import os
 import threading
 
 from reasoner.support import allocations
@@ -78,7 +79,7 @@ def spans() -> int:
 
 
 _kept = {}  # lanes -> [Gate]: gates given back, their lanes asleep, for the next to borrow
-_kept_lock = threading.Lock()
+_kept_lock = threading.RLock()  # (a collection under it may free a kernel, which gives back)
 KEPT = 2
 """Gates kept a lane count: as many as Updates that run at once (stores written together)."""
 
@@ -93,7 +94,6 @@ def borrow(int lanes) -> Gate:
         gate = kept.pop() if kept else None
     if gate is None:
         gate = Gate(lanes)
-    gate.meter = allocations.meter()
     return gate
 
 
@@ -106,6 +106,17 @@ def give_back(Gate gate) -> None:
             kept.append(gate)
             return
     gate.close()
+
+
+def _forked() -> None:
+    """In a forked child: the kept gates' lanes stayed in the parent, and the lock may have
+    been held there by a thread the child does not have."""
+    global _kept_lock
+    _kept.clear()
+    _kept_lock = threading.RLock()
+
+
+os.register_at_fork(after_in_child=_forked)
 
 
 class _Borrowers:
@@ -123,6 +134,7 @@ class _Borrowers:
 
 cdef enum:
     SPINS = 1 << 11  # 7-100 us of pauses (by the processor) before a waiting lane sleeps
+    SPINS_LATE = 1 << 6  # a lane that finds its spans taken halves its spins down to this
 
 
 cdef class Gate:
@@ -158,6 +170,7 @@ cdef class Gate:
         if self.threads is None:
             self._open()
         self.job, self.ctx, self.start, self.stop = job, ctx, start, stop
+        self.meter = allocations.meter()  # the lanes charge where this thread does
         gate_store(&self.pending, self.lanes - 1)
         gate_store(&self.next, 1)  # after the span's fields: a claim sees them
         gate_add(&self.generation, 1)
@@ -165,7 +178,7 @@ cdef class Gate:
             gate_wake(&self.generation)
         cdef bint failed = True
         cdef int64_t spins = 0
-        cdef int32_t unclaimed, left
+        cdef int32_t left
         try:
             with nogil:
                 self._share(0)
@@ -178,10 +191,7 @@ cdef class Gate:
                 except BaseException as error:
                     self._failed(0, error)
         finally:
-            if failed:  # share 0's error goes up: no share is started after it
-                unclaimed = self.lanes - gate_swap(&self.next, self.lanes)
-                if unclaimed > 0:
-                    gate_add(&self.pending, -unclaimed)
+            self._cancel()  # (none is left unless share 0 failed, or keeping an error did)
             with nogil:
                 while True:
                     left = gate_load(&self.pending)
@@ -199,8 +209,13 @@ cdef class Gate:
             self.job = NULL
             if failed:  # the other shares' errors are dropped
                 self.errors.clear()
-        if self.errors:
-            error = min(self.errors, key=_by_share)[1]  # each share keeps one error a span
+                gate_store(&self.lost, 0)
+        if gate_load(&self.lost):
+            gate_store(&self.lost, 0)
+            self.errors.clear()
+            raise MemoryError("a share of a span failed and its error could not be kept")
+        if self.errors:  # this thread's first, as the pool's caller's; then by share
+            error = min(self.errors, key=_by_share)[2]
             self.errors.clear()
             try:
                 raise error
@@ -217,8 +232,8 @@ cdef class Gate:
 
     cdef int _claim(self, int lane) except -1 nogil:
         """Run the current span's unclaimed shares on lane `lane`'s thread until none is
-        left; how many it ran. A share that fails leaves with its error and is not counted as ended: `_failed`
-        keeps the error first, so `run` never misses it."""
+        left; how many it ran. A share that fails leaves with its error, not counted as
+        ended: `_failed` keeps the error first, so `run` never misses it."""
         cdef int32_t k, claimed = 0
         while True:
             k = gate_add(&self.next, 1) - 1
@@ -229,12 +244,21 @@ cdef class Gate:
             self._share(k)
             self._ended()
 
-    cdef void _failed(self, int lane, BaseException error):
-        """Keep the error of the share lane `lane` held, then count that share as ended."""
+    cdef void _failed(self, int lane, BaseException error) noexcept:
+        """Keep the error of the share lane `lane` held (or that one was lost), cancel the
+        shares not started (their work would be dropped), then count that share as ended."""
         try:
-            self.errors.append((self.held[lane], error))
-        finally:  # whatever happens, `run` must see the share end
-            self._ended()
+            self.errors.append((lane != 0, self.held[lane], error))
+        except BaseException:  # no memory for it: `run` raises for it all the same
+            gate_store(&self.lost, 1)
+        self._cancel()
+        self._ended()
+
+    cdef void _cancel(self) noexcept nogil:
+        """End the current span's unclaimed shares without running them."""
+        cdef int32_t unclaimed = self.lanes - gate_swap(&self.next, self.lanes)
+        if unclaimed > 0 and gate_add(&self.pending, -unclaimed) == 0 and gate_load(&self.waiting):
+            gate_wake(&self.pending)
 
     cdef void _ended(self) noexcept nogil:
         """Count a share as ended; the last wakes the caller if it sleeps on the count."""
@@ -298,12 +322,12 @@ cdef class Gate:
                 return 0
             if self._claim(lane):
                 budget = SPINS
-            else:  # late: the caller ran every share; spinning would only take its core
-                budget //= 2
+            elif budget > SPINS_LATE:  # late: the caller ran every share; spinning would
+                budget //= 2           # only take its core
 
 
-def _by_share(kept: tuple) -> int:
-    return kept[0]
+def _by_share(kept: tuple) -> tuple:
+    return kept[0], kept[1]
 
 
 def _lane(Gate gate, int lane):

@@ -21,6 +21,7 @@ the new epoch (INF when absent); a lower relation's tuples are at 0 or INF. Cand
 rows of int64 in an arena, linked per iteration; iterations wait in a binary heap.
 """
 
+cimport cython
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.ref cimport PyObject
 from libc.stdint cimport INT64_MIN, int32_t, int64_t, uint16_t, uint32_t, uint64_t
@@ -228,6 +229,7 @@ cdef dict _rows_by_relation(const int64_t* keys, int64_t n):
     return {int(number): rows[relations == number] for number in present}
 
 
+@cython.no_gc_clear  # its gate is given back in `__dealloc__`, not dropped with its lanes asleep
 cdef class Kernel:
     """The Update of one stratum over its relations' tables (`tables`, numbered as the plans
     number them; `own[i]`: relation i is one of the stratum's own)."""
@@ -343,7 +345,6 @@ cdef class Kernel:
         cdef Map* maps[3]
         cdef Vec* vecs[14]
         cdef int i
-        self._close_gate()  # a gate no reset gave back
         free(self.tps)
         free(self.own)
         free(self.any_before)
@@ -365,6 +366,7 @@ cdef class Kernel:
             _map_free(maps[i])
         for i in range(14):
             free(vecs[i].data)
+        self._close_gate()  # a gate no reset gave back (last: it may raise)
 
     # -- building -------------------------------------------------------------------------------
 
