@@ -1,4 +1,4 @@
-"""A gate that hands a span's shares to lanes waiting in C: the kernel's hand-off for spans
+"""A gate that hands a span's shares to lanes waiting in C: the kernel's hand-off, for spans
 too small for `reasoner.support.lanes.fan_out`.
 
 `fan_out` submits each share to a thread pool and waits on its future: 44-98 us on an idle
@@ -11,8 +11,9 @@ futex, so a span is handed out by a store and a wake-up, and its end is seen by 
 Its shares are claimed from a counter, the caller's thread too once its own is done: on a
 machine with more threads than cores, a lane not yet back on a core delays no span.
 
-A kernel borrows a gate for an Update (`borrow`) and gives it back at its end (`give_back`);
-the lanes sleep until the next borrower, so a process starts them once, not per Update. A
+A kernel borrows a gate for an Update, or a Bootstrap's call into it (`borrow`), and gives it
+back at its end (`give_back`); the lanes sleep until the next borrower, so a process starts
+them once, not per run. A
 share's error is kept and raised by `run` once every share has ended, the caller's first, then
 by share, as `fan_out` does; the lanes' allocations are charged to the borrower's meter.
 """
@@ -85,10 +86,10 @@ KEPT = 2
 
 
 def borrow(int lanes) -> Gate:
-    """A gate of `lanes` lanes for one run (a kernel's Update), charging its lanes'
-    allocations to this thread's meter: a kept one if any. Its lanes outlive the run
-    (`give_back`): starting a thread waits for it to be scheduled, milliseconds on a busy
-    machine, and some Updates hand out only a few spans."""
+    """A gate of `lanes` lanes for one run (a kernel's Update or Bootstrap call), a kept one
+    if any; its lanes charge their allocations to the meter of the thread that runs a span.
+    Its lanes outlive the run (`give_back`): starting a thread waits for it to be scheduled,
+    milliseconds on a busy machine, and some runs hand out only a few spans."""
     with _kept_lock:
         kept = _kept.get(lanes)
         gate = kept.pop() if kept else None

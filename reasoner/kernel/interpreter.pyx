@@ -38,13 +38,10 @@ from reasoner.kernel.plan_words cimport *  # the plan words' tags, steps and ari
 from reasoner.kernel.runs cimport *  # a plan's bindings as it runs, and what it found
 from reasoner.storage.table cimport ABSENT, Table, _add_count, _get, _mix, _row_count
 
-from functools import partial
 
 import numpy as np
 
 from reasoner.kernel.count_lanes import count_heads
-from reasoner.support.lanes import fan_out
-from reasoner.support import allocations
 from reasoner.support.deadline import MemoryBudgetExceeded
 
 DEF MAX_STACK = 128
@@ -291,6 +288,7 @@ cdef class Kernel:
     cdef int64_t probe_heads  # an Update's first heads, handed on one lane (see `_hand`)
     cdef const int64_t* lane_data
     cdef bint lane_keyed
+    cdef PyObject* lane_plan  # the Bootstrap plan `_on_lanes` drives (borrowed for the span)
     # An Update's lanes: heads handed to the enumerators (`_hand_on_lanes`), which are
     # `lane_ens[lane_first[r]:lane_first[r + 1]]` for relation r.
     cdef int64_t* lane_first
@@ -639,7 +637,10 @@ cdef class Kernel:
             return
         driving = rows
         if driving.shape[0]:
-            self._drive_span(e, &driving[0], driving.shape[0], False, km1)
+            try:
+                self._drive_span(e, &driving[0], driving.shape[0], False, km1)
+            finally:
+                self._close_gate()
 
     def bootstrap_fixpoint(self, list plans, dict delta, int64_t k, int64_t limit,
                            object check):
@@ -681,6 +682,7 @@ cdef class Kernel:
             return last, derived, {}
         finally:
             free(current.data)
+            self._close_gate()
 
     def bootstrap_commit(self, int64_t k):
         """Commit the heads the iteration's plans staged at iteration k with their counts;
@@ -732,12 +734,11 @@ cdef class Kernel:
 
     cdef int _on_lanes(self, Enumerator e, const int64_t* data, int64_t start, int64_t stop,
                        bint keyed, int64_t km1) except -1:
-        """Rows [start, stop) of `data` split among the lanes, lane 0 on this thread: each
-        enumerates its share without the GIL (the tables are only read: no head is staged
-        before all are done). Then the heads are counted: on the lanes from `lane_rows` of
-        them (their hand-overs, 55 us each, cost what counting a few thousand here does),
-        else here, lane by lane. An error of any lane is raised once all have stopped, the
-        first lane's first."""
+        """Rows [start, stop) of `data` split among the lanes at the gate: each share
+        enumerated without the GIL (the tables are only read: no head is staged before all
+        are done). Then the heads are counted: on the lanes from `lane_rows` of them (their
+        hand-overs, 55 us each, cost what counting a few thousand here does), else here,
+        lane by lane. An error of any share is raised once all have ended."""
         cdef int j
         cdef int64_t heads = 0
         for j in range(self.nlanes):
@@ -745,7 +746,8 @@ cdef class Kernel:
             _bootstrap_run(&self.lanes[j], km1)
         self.lane_data = data
         self.lane_keyed = keyed
-        self._fan_out(partial(self._lane, e), start, stop)
+        self.lane_plan = <PyObject*>e
+        self._fan_out(start, stop, _drive_job)
         for j in range(self.nlanes):
             heads += self.lanes[j].found.size // self.heads_width
         if heads >= self.lane_rows:
@@ -786,31 +788,25 @@ cdef class Kernel:
                 _drop_found(&self.lanes[j], w)
         return 0
 
-    cdef int _fan_out(self, object lane, int64_t start, int64_t stop,
-                      LaneJob job=NULL) except -1:
-        """`reasoner.support.lanes.fan_out` over the lanes, or `job` through the gate (an
-        Update's spans, too many and small for the pool); on an error, what they found is
-        dropped."""
+    cdef int _fan_out(self, int64_t start, int64_t stop, LaneJob job) except -1:
+        """`job` over [start, stop) through the gate, borrowed at its first span (given back
+        when the kernel returns to Python: `_close_gate`); on an error, what the lanes found
+        is dropped."""
         cdef int j
         try:
-            if job != NULL:
-                if self.gate is None:
-                    self.gate = borrow(self.nlanes)
-                self.gate.run(job, <void*>self, start, stop)
-            else:
-                fan_out(lane, self.nlanes, start, stop)
+            if self.gate is None:
+                self.gate = borrow(self.nlanes)
+            self.gate.run(job, <void*>self, start, stop)
         except BaseException:
             for j in range(self.nlanes):
                 _drop_found(&self.lanes[j], self.heads_width)
             raise
         return 0
 
-    def _lane(self, Enumerator e, int j, int64_t start, int64_t stop, object meter):
-        """Lane `j`'s share of the span `_on_lanes` set up, its growth charged to `meter`."""
-        cdef Run* run = &self.lanes[j]
-        with allocations.charging_to(meter):
-            with nogil:
-                self._drive_range(e, self.lane_data, start, stop, self.lane_keyed, run)
+    cdef int _drive_share(self, int j, int64_t start, int64_t stop) except -1 nogil:
+        """Lane `j`'s share of the span `_on_lanes` set up: driving rows [start, stop)."""
+        return self._drive_range(<Enumerator>self.lane_plan, self.lane_data, start, stop,
+                                 self.lane_keyed, &self.lanes[j])
 
     cdef int _drive_range(self, Enumerator e, const int64_t* data, int64_t start, int64_t stop,
                           bint keyed, Run* run) except -1 nogil:
@@ -1027,7 +1023,7 @@ cdef class Kernel:
         self.lane_cur = cur
         while start < n:
             stop = min(n, start + max(1, HAND_SPAN * self.nlanes // self._per_head()))
-            self._fan_out(None, start, stop, _hand_job)
+            self._fan_out(start, stop, _hand_job)
             for j in range(self.nlanes):
                 self._place(&self.lanes[j])
             self.handed_rows += stop - start
@@ -1584,7 +1580,7 @@ cdef class Kernel:
             self.lane_data = listed
             self.lane_out = verdicts
             self.lane_cur = k
-            self._fan_out(None, 0, n, _judge_job)
+            self._fan_out(0, n, _judge_job)
             for d in range(n):
                 if verdicts[3 * d]:
                     self._count_term(listed[d], verdicts + 3 * d, True)
@@ -1715,6 +1711,10 @@ cdef class Kernel:
             raise AssertionError(
                 f"negative derivation count for relation {relation} row {t._tuple(row)} at {k}")
         return 0
+
+
+cdef int _drive_job(void* kernel, int j, int64_t start, int64_t stop) except -1 nogil:
+    return (<Kernel><PyObject*>kernel)._drive_share(j, start, stop)
 
 
 cdef int _hand_job(void* kernel, int j, int64_t start, int64_t stop) except -1 nogil:

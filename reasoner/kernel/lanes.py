@@ -1,7 +1,7 @@
-"""When the kernel's work goes to the lanes: a Bootstrap's plans split among them
-(`reasoner.support.lanes`: how many, the threads) from `LANE_ROWS` on, an Update's enumerations
-and classifications (through `reasoner.kernel.gate`) from `UPDATE_LANE_ROWS`. The compiled
-kernel (`reasoner.kernel.interpreter`) runs each lane's share without the interpreter lock."""
+"""When the kernel's work goes to the lanes (`reasoner.support.lanes`: how many), handed to
+them at a gate (`reasoner.kernel.gate`): a Bootstrap's plans from `LANE_ROWS` on, an Update's
+enumerations and classifications from `UPDATE_LANE_ROWS`. The compiled kernel
+(`reasoner.kernel.interpreter`) runs each lane's share without the interpreter lock."""
 
 from __future__ import annotations
 
