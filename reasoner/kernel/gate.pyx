@@ -1,5 +1,5 @@
-"""A gate that hands a span's shares to lanes waiting in C: the kernel's hand-off, for spans
-too small for `reasoner.support.lanes.fan_out`.
+"""A gate that hands a span's shares to lanes waiting in C: the kernel's hand-off, where
+`reasoner.support.lanes.fan_out` costs more than many of its spans are worth.
 
 `fan_out` submits each share to a thread pool and waits on its future: 44-98 us on an idle
 machine, 170-300 us when the caller holds the GIL between spans. An Update walks thousands of
@@ -184,13 +184,11 @@ cdef class Gate:
             with nogil:
                 self._share(0)
             failed = False
-            while True:
-                try:
-                    with nogil:
-                        self._claim(0)
-                    break
-                except BaseException as error:
-                    self._failed(0, error)
+            try:
+                with nogil:
+                    self._claim(0)
+            except BaseException as error:  # (`_failed` cancels the shares left)
+                self._failed(0, error)
         finally:
             self._cancel()  # (none is left unless share 0 failed, or keeping an error did)
             with nogil:

@@ -31,7 +31,7 @@ from libc.string cimport memcpy
 from reasoner.kernel.buffers cimport *  # Vec, Map: growable arrays and a hash map in C
 from reasoner.kernel.candidates cimport *  # an Update's candidate words, its heads resolved
 from reasoner.kernel.dedup cimport _identity, _keep_first  # each derivation once
-from reasoner.kernel.gate cimport Gate, LaneJob  # an Update's spans handed to waiting lanes
+from reasoner.kernel.gate cimport Gate, LaneJob  # the kernel's spans handed to waiting lanes
 from reasoner.kernel.gate import borrow, give_back
 from reasoner.kernel.hand_over cimport WIDE, Split, _pack, _prepare, _split  # the record
 from reasoner.kernel.plan_words cimport *  # the plan words' tags, steps and arithmetic
@@ -282,7 +282,7 @@ cdef class Kernel:
     # each with its bindings and what it found, taken in lane order once all are done (see
     # `_on_lanes`, `_hand_on_lanes`).
     cdef Run* lanes
-    cdef Gate gate            # the lanes of an Update's spans (None: none borrowed)
+    cdef Gate gate            # the lanes of its spans (None: none borrowed)
     cdef int nlanes
     cdef int64_t lane_rows    # rows (or candidates) from which a span runs on the lanes
     cdef int64_t probe_heads  # an Update's first heads, handed on one lane (see `_hand`)
@@ -426,7 +426,7 @@ cdef class Kernel:
         self.check = None
 
     cdef int _close_gate(self) except -1:
-        """Give the gate back (an Update ended, or a drain): its lanes wait for the next."""
+        """Give the gate back (an Update or a Bootstrap call ended); its lanes wait."""
         if self.gate is not None:
             gate, self.gate = self.gate, None
             give_back(gate)
@@ -607,7 +607,7 @@ cdef class Kernel:
         self.nlanes = 0
         self.lane_rows = lane_rows
         self.probe_heads = lane_rows // PROBE_SHARE
-        self._close_gate()  # borrowed at the first span handed to it (a Bootstrap's never are)
+        self._close_gate()  # borrowed at the first span handed to it
         if jobs == 1:
             return
         self.lanes = <Run*>calloc(<size_t>jobs, sizeof(Run))
