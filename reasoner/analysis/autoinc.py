@@ -55,9 +55,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 
+from reasoner.analysis.disconnected import head_component
 from reasoner.analysis.model import AggregateDefinition
 from reasoner.analysis.report import Reporter
-from reasoner.analysis.symbol_order import head_component
 from reasoner.analysis.terms import (
     deep_terms,
     leaves,

@@ -16,6 +16,7 @@ from reasoner.analysis.aggregates import check_aggregate_types, rewrite_aggregat
 from reasoner.analysis.anonymous_records import resolve_anonymous_records
 from reasoner.analysis.autoinc import number_rows, refuse_in_query
 from reasoner.analysis.choice import choice_domains, guarded_facts, with_choices
+from reasoner.analysis.disconnected import delay_disconnected
 from reasoner.analysis.eqrel import equivalence_rules
 from reasoner.analysis.facts import fold_facts
 from reasoner.analysis.inline import inline_relations
@@ -143,6 +144,7 @@ def _analyze(
     written = program
     program, inlined = inline_relations(program)
     _check_inlined_rules(written, inlined, reporter)
+    program = delay_disconnected(program, choices)
     numbered = number_rows(program, reporter)
     program = rewrite_subsumptions(numbered.program, reporter)
     aggregated = rewrite_aggregates(bind_aggregate_results(program), reporter)

@@ -35,6 +35,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 
+from reasoner.analysis.disconnected import partition
 from reasoner.analysis.model import AnalyzedProgram
 from reasoner.analysis.stratify import strongly_connected_components
 from reasoner.analysis.terms import aggregated_relations, atoms_of, leaves
@@ -51,8 +52,6 @@ from reasoner.syntax.ast import (
     Rule,
     StringConst,
     Term,
-    Variable,
-    Wildcard,
     rule_terms,
 )
 
@@ -131,7 +130,7 @@ def _clauses(program: Program) -> list[_Clause]:
         if isinstance(clause, Fact):
             clauses.append(_Clause(clause.atom.relation, (), (), tuple(_strings(clause.atom.args))))
             continue
-        kept, apart = _partition(clause)
+        kept, apart = partition(clause)
         names: list[str] = []
         for literals in apart:
             names.append(f"{DISCONNECTED}{len(moved) + len(names)}")
@@ -142,74 +141,6 @@ def _clauses(program: Program) -> list[_Clause]:
         rule = _Clause(clause.head.relation, (*names, *_reads(kept)), strings, head)
         (moved if apart else clauses).append(rule)
     return clauses + moved
-
-
-def _partition(rule: Rule) -> tuple[list[BodyLiteral], list[list[BodyLiteral]]]:
-    """The body literals that stay in the rule (connected to its head, or without
-    variables), and the groups of the others, each connected within itself."""
-    variables = [_variables(literal, index) for index, literal in enumerate(rule.body)]
-    reached = _reached(rule, variables)
-    kept = [
-        lit for lit, names in zip(rule.body, variables, strict=True) if not names or names & reached
-    ]
-    groups: list[tuple[set[str], list[BodyLiteral]]] = []
-    for literal, names in zip(rule.body, variables, strict=True):
-        if not names or names & reached:
-            continue
-        joined = [group for group in groups if group[0] & names]
-        merged = (set(names), [literal])
-        for group in joined:
-            groups.remove(group)
-            merged = (merged[0] | group[0], group[1] + merged[1])
-        groups.append(merged)
-    return kept, [literals for _names, literals in groups]
-
-
-def head_component(rule: Rule) -> set[str]:
-    """The variables connected to the head's, two being connected when a body literal (an
-    aggregate's body inside its literal) holds both: what Soufflé's PartitionBodyLiterals
-    keeps in a rule, moving the rest to a nullary relation that only says whether they hold."""
-    return _reached(rule, [_variables(lit, index) for index, lit in enumerate(rule.body)])
-
-
-def _reached(rule: Rule, variables: list[set[str]]) -> set[str]:
-    reached = {
-        leaf.name for arg in rule.head.args for leaf in leaves(arg) if isinstance(leaf, Variable)
-    }
-    grown = bool(reached)
-    while grown:
-        grown = False
-        for names in variables:
-            if names & reached and not names <= reached:
-                reached |= names
-                grown = True
-    return reached
-
-
-def _variables(literal: BodyLiteral, index: int) -> set[str]:
-    """The literal's variables, each `_` one of its own (Soufflé names them before it
-    partitions)."""
-    terms: tuple[Term, ...]
-    if isinstance(literal, Atom):
-        terms = literal.args
-    elif isinstance(literal, Negation):
-        terms = literal.atom.args
-    else:
-        terms = (literal.left, literal.right)
-    names: set[str] = set()
-    stack = list(terms)
-    while stack:
-        for leaf in leaves(stack.pop()):
-            if isinstance(leaf, Variable):
-                names.add(leaf.name)
-            elif isinstance(leaf, Wildcard):
-                names.add(f"_{index}:{leaf.span.line}:{leaf.span.column}")
-            elif isinstance(leaf, Aggregate):
-                for inner in leaf.body:
-                    names |= _variables(inner, index)
-                if leaf.target is not None:
-                    stack.append(leaf.target)
-    return names
 
 
 class _Graph:

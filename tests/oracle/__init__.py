@@ -18,4 +18,9 @@ tuple of every relation to `(iteration, count)`:
   atoms counts as having one extra atom that is in N_0 only, so it fires at k = 1 only.
 - N_k holds the heads with a non-zero count that are not in I_{k-1}, each with iteration k and
   that count; I_k = I_{k-1} ∪ N_k. The stratum is done when N_k is empty.
+- In a stratum with a subsumption or a choice-domain, where the order of iterations decides
+  which tuples stay, a rule's body literals that share no variable with its head (connected
+  through shared variables, each `_` a variable of its own) and read the stratum are, as in
+  Soufflé (its PartitionBodyLiterals), a nullary relation of the stratum of their own that
+  the rule reads in their place: the rule starts one iteration after they first hold.
 """

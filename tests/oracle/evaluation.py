@@ -18,6 +18,7 @@ from reasoner.syntax.ast import (
 from reasoner.values.records import AdtType, RecordType
 from reasoner.values.types import Value
 from tests.oracle.enumeration import forget_aggregates, instantiations, value_of
+from tests.oracle.late import delayed, is_late
 from tests.oracle.own_types import typed
 from tests.oracle.records import read_record, write_record
 from tests.oracle.strata import stratify
@@ -69,7 +70,11 @@ def evaluate(analyzed: AnalyzedProgram, inputs: Mapping[str, Iterable[Row]]) -> 
     filters = Filters(choices, subsumptions, state)
     for stratum in strata:
         rules = [rule for rule in program.rules if rule.head.relation in stratum]
+        if stratum & (choices.keys() | subsumptions.keys()):
+            rules, stratum = delayed(rules, stratum)
         state.update(evaluate_stratum(stratum, rules, asserted, state, filters))
+    for name in [name for name in state if is_late(name)]:
+        del state[name]
     for name in analyzed.inlined:  # substituted into their readers: never materialized
         state[name] = {}
     return _as_text(state, analyzed)
