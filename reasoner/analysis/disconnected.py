@@ -15,12 +15,18 @@ dominated `a0(1)` derives `a_0(0, 1)` before it goes; in Soufflé it is gone by 
 rewrite is made there as Soufflé makes it, after inlining. Elsewhere it is not made: it would
 change iterations and counts, never rows, and give each such rule one more relation to join.
 
+Two more of Soufflé's rewrites decide what moves: an atom `r(_, ..., _)` of a relation read no
+other way holds no variable (ReduceExistentials has made it nullary by then), and the one rule
+of a nullary relation stays whole where all of its body would move (`h() :- +disconnected0().`
+would be a copy, which RemoveRelationCopies takes out again).
+
 Layer: `analysis`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from collections.abc import Collection
 
 from reasoner.analysis.stratify import strongly_connected_components
@@ -51,34 +57,85 @@ def delay_disconnected(program: Program, choices: Collection[str]) -> Program:
         return program
     component = _components(program)
     hot = {component[name] for name in sensitive if name in component}
+    existential = existential_relations(program)
+    clauses = Counter(rule.head.relation for rule in program.rules)
+    clauses.update(fact.atom.relation for fact in program.facts)
+    io = {directive.relation for directive in program.directives}
     rules: list[Rule] = []
-    made = 0
+    made: Counter[str] = Counter()
     for rule in program.rules:
         own = component.get(rule.head.relation)
         if rule.dominating is not None or own not in hot:
             rules.append(rule)
             continue
-        _kept, groups = partition(rule)
+        kept, groups = partition(rule, existential)
         late = [g for g in groups if any(component.get(r) == own for r in _reads(g))]
-        if not late:
+        name = rule.head.relation
+        if not late or (
+            # `h() :- d().` is a copy of `d` that Soufflé's RemoveRelationCopies removes: its
+            # readers then read the moved literals as soon as `h` itself would hold.
+            not rule.head.args
+            and not kept
+            and len(groups) == 1
+            and clauses[name] == 1
+            and name not in io
+        ):
             rules.append(rule)
             continue
         moved = {id(literal) for group in late for literal in group}
         heads = []
         for group in late:
-            head = Atom(f"{rule.head.relation}{DISCONNECTED}{made}", (), rule.span)
-            made += 1
+            head = Atom(f"{name}{DISCONNECTED}{made[name]}", (), rule.span)
+            made[name] += 1
             heads.append(head)
-            rules.append(Rule(head, tuple(group), rule.span))
+            rules.append(Rule(head, tuple(group), rule.span, rule.text))
         body = tuple(heads) + tuple(lit for lit in rule.body if id(lit) not in moved)
         rules.append(dataclasses.replace(rule, body=body))
     return dataclasses.replace(program, rules=tuple(rules))
 
 
-def partition(rule: Rule) -> tuple[list[BodyLiteral], list[list[BodyLiteral]]]:
+def existential_relations(program: Program) -> frozenset[str]:
+    """The relations Soufflé's ReduceExistentials makes nullary: read only as `r(_, ..., _)`
+    (in a clause of another relation; in a clause of its own that reads it, a relation
+    existential too may read it otherwise), in no aggregate, neither input nor output, with a
+    clause and a column. Such an atom holds no variable, so PartitionBodyLiterals leaves it in
+    its rule."""
+    irreducible = {directive.relation for directive in program.directives}
+    edges: dict[str, set[str]] = {}
+    for rule in program.rules:
+        head = rule.head.relation
+        atoms = [atom for atom, _positive in atoms_of(rule.body)]
+        recursive = rule.dominating is not None or any(a.relation == head for a in atoms)
+        for atom in atoms:
+            if atom.relation == head or all(isinstance(a, Wildcard) for a in atom.args):
+                continue
+            if recursive:
+                edges.setdefault(head, set()).add(atom.relation)
+            else:
+                irreducible.add(atom.relation)
+        for literal in rule.body:
+            irreducible.update(aggregated_relations(literal))
+        irreducible.update(aggregated_relations(rule.head))
+    todo = list(irreducible)
+    while todo:
+        for name in edges.get(todo.pop(), ()):
+            if name not in irreducible:
+                irreducible.add(name)
+                todo.append(name)
+    defined = [rule.head for rule in program.rules] + [fact.atom for fact in program.facts]
+    return frozenset(a.relation for a in defined if a.args and a.relation not in irreducible)
+
+
+def partition(
+    rule: Rule, existential: Collection[str] = ()
+) -> tuple[list[BodyLiteral], list[list[BodyLiteral]]]:
     """The body literals that stay in the rule (connected to its head, or without
-    variables), and the groups of the others, each connected within itself."""
-    variables = [_variables(literal, index) for index, literal in enumerate(rule.body)]
+    variables), and the groups of the others, each connected within itself. An atom
+    `r(_, ..., _)` of an `existential` relation has no variable (`existential_relations`)."""
+    variables = [
+        set() if _existential(literal, existential) else _variables(literal, index)
+        for index, literal in enumerate(rule.body)
+    ]
     reached = _reached(rule, variables)
     kept = [
         lit for lit, names in zip(rule.body, variables, strict=True) if not names or names & reached
@@ -141,6 +198,15 @@ def _variables(literal: BodyLiteral, index: int) -> set[str]:
                 if leaf.target is not None:
                     stack.append(leaf.target)
     return names
+
+
+def _existential(literal: BodyLiteral, existential: Collection[str]) -> bool:
+    atom = literal.atom if isinstance(literal, Negation) else literal
+    return (
+        isinstance(atom, Atom)
+        and atom.relation in existential
+        and all(isinstance(arg, Wildcard) for arg in atom.args)
+    )
 
 
 def _reads(literals: list[BodyLiteral]) -> set[str]:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from typing import cast
 
 from reasoner.analysis.aggregate_scopes import as_written
+from reasoner.analysis.disconnected import DISCONNECTED
 from reasoner.analysis.model import AnalyzedProgram
 from reasoner.analysis.terms import render_literal
 from reasoner.plan.joins import (
@@ -364,6 +365,9 @@ class Explainer:
                 )
                 return rule, premises, absent
         tuple_text = f"{relation}{self.decode(relation, row)}"
+        if DISCONNECTED in relation:  # a nullary relation made of a rule's unconnected literals
+            text = next((r.text for r in self.rules.get(relation, ()) if r.text), relation)
+            tuple_text = f"the literals of `{text}` that share no variable with its head"
         if self._subsumes_in_its_stratum(relation):
             # Subsumption removes dominated tuples after each iteration and keeps what they
             # derived (as Soufflé does): a premise of this tuple may be gone from the state.

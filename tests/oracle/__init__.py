@@ -22,5 +22,8 @@ tuple of every relation to `(iteration, count)`:
   which tuples stay, a rule's body literals that share no variable with its head (connected
   through shared variables, each `_` a variable of its own) and read the stratum are, as in
   Soufflé (its PartitionBodyLiterals), a nullary relation of the stratum of their own that
-  the rule reads in their place: the rule starts one iteration after they first hold.
+  the rule reads in their place: the rule starts one iteration after they first hold. As in
+  Soufflé, an atom `r(_, ..., _)` has no variables where `r` is read no other way (its
+  ReduceExistentials), and a nullary rule whose whole body would move, its relation's one
+  clause and not an output, stays (its RemoveRelationCopies would undo the move).
 """

@@ -18,7 +18,7 @@ from reasoner.syntax.ast import (
 from reasoner.values.records import AdtType, RecordType
 from reasoner.values.types import Value
 from tests.oracle.enumeration import forget_aggregates, instantiations, value_of
-from tests.oracle.late import delayed, is_late
+from tests.oracle.late import Shapes, delayed, is_late
 from tests.oracle.own_types import typed
 from tests.oracle.records import read_record, write_record
 from tests.oracle.strata import stratify
@@ -52,6 +52,7 @@ def evaluate(analyzed: AnalyzedProgram, inputs: Mapping[str, Iterable[Row]]) -> 
             raise ValueError(f"inputs for unknown relation {name!r}")
         asserted[name].update(checked_rows(analyzed, name, given))
 
+    shapes = Shapes.of(program)
     subsumptions: dict[str, list[Rule]] = {}
     for rule in program.rules:
         if rule.dominating is not None:
@@ -71,7 +72,7 @@ def evaluate(analyzed: AnalyzedProgram, inputs: Mapping[str, Iterable[Row]]) -> 
     for stratum in strata:
         rules = [rule for rule in program.rules if rule.head.relation in stratum]
         if stratum & (choices.keys() | subsumptions.keys()):
-            rules, stratum = delayed(rules, stratum)
+            rules, stratum = delayed(rules, stratum, shapes)
         state.update(evaluate_stratum(stratum, rules, asserted, state, filters))
     for name in [name for name in state if is_late(name)]:
         del state[name]

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from hypothesis import strategies as st
 
 from reasoner.analysis import check_program
+from reasoner.analysis.terms import aggregated_relations, atoms_of
 from reasoner.values.floats import FloatValue
 from reasoner.values.types import FLOAT, NUMBER, SYMBOL, UNSIGNED, ColumnType
 
@@ -722,15 +723,22 @@ def subsumptions(draw: st.DrawFn, relation: RelationSpec) -> list[str]:
 
 def stepwise_inlines_materialized(lines: list[str]) -> list[str]:
     """`lines` without the `inline` of relations in a stratum with a subsumption or a
-    choice-domain: there the order of iterations decides rows, and substituting such a
-    relation makes its readers start sooner, as in Soufflé (`tests/golden/disconnected`
-    holds a case), while the oracle reads the program as written."""
+    choice-domain, or read by its rules: there the order of iterations decides rows, and
+    substituting such a relation changes when its readers start (which literals share
+    variables, which relations they read), as in Soufflé (`tests/golden/disconnected` holds a
+    case), while the oracle reads the program as written."""
     declared = [line for line in lines if line[:5] == ".decl" and " inline" in line]
     if not declared or not any(" <= " in line or " choice-domain " in line for line in lines):
         return lines
     plain = [line.replace(" inline", "") if line[:5] == ".decl" else line for line in lines]
     analyzed = check_program("\n".join(plain) + "\n")
     hot = {name for s in analyzed.strata if s.stepwise for name in s.relations}
+    assert analyzed.written is not None
+    for rule in analyzed.written.rules:
+        if rule.head.relation in hot:
+            hot.update(atom.relation for atom, _positive in atoms_of(rule.body))
+            for literal in rule.body:
+                hot.update(aggregated_relations(literal))
     return [
         line.replace(" inline", "")
         if line[:5] == ".decl" and line[6 : line.index("(")] in hot

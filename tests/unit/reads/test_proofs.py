@@ -244,3 +244,24 @@ def test_a_tuple_whose_premise_subsumption_removed_has_no_proof() -> None:
     with pytest.raises(ExplainError) as raised:
         explainer(m).explain("a_0", (0, 1))
     assert raised.value.code == EXPLAIN_SUBSUMED
+
+
+def test_a_late_premise_is_named_by_its_rule() -> None:
+    """`pair(2, y)`'s unconnected `low(_)` is a nullary relation of its own
+    (`reasoner.analysis.disconnected`), first derived from `low(1)`, which subsumption
+    removed since: the refusal names the user's rule, not the relation made of it."""
+    text = """.decl low(x: number)
+    .decl pair(x: number, y: number)
+    low(1).
+    pair(0, 0).
+    low(y) :- pair(_, y).
+    low(s1) <= low(s2) :- s2 < s1.
+    pair(2, y) :- low(_), low(y).
+    """
+    m = built(text, {})
+    assert (2, 0) in set(m.rows("pair"))
+    with pytest.raises(ExplainError) as raised:
+        explainer(m).explain("pair", (2, 0))
+    assert raised.value.code == EXPLAIN_SUBSUMED
+    assert "`pair(2, y) :- low(_), low(y).`" in str(raised.value)
+    assert "!" not in str(raised.value)
