@@ -313,8 +313,14 @@ def test_the_lanes_charge_their_growth_to_the_evaluation() -> None:
     p(x, y) :- a(x), b(y).
     """
     inputs = {"a": [(i,) for i in range(1000)], "b": [(j,) for j in range(100)]}
-    with lanes(2, 1), charging_to(Meter()):
-        _state(product, inputs)
+    for _attempt in range(20):
+        # One span: the caller claims the share of a lane that has not woken yet (a loaded
+        # machine), and then every growth is its own. Evaluated again, a lane runs one.
+        charged.clear()
+        with lanes(2, 1), charging_to(Meter()):
+            _state(product, inputs)
+        if any(name.startswith("reasoner-lane") for name in charged):
+            break
     assert any(name.startswith("reasoner-lane") for name in charged), charged
 
 
