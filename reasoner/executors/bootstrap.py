@@ -165,15 +165,15 @@ class StratumBootstrap:
         if self.stratum.subsumption:  # dominated facts go first (a choice takes every fact)
             facts = {n: self.state[n].table.committed_rows() for n in self.stratum.relations}
             subsume(self.stratum, self.state, self.symbols, self.arities, facts, self.check)
-        new = self._filtered(kernel.first_iteration(self.check))
-        derived = sum(map(len, new.values()))
-        iterations = 1 if derived else 0
-        if self.stratum.recursive and derived:
-            if self.stratum.stepwise:
-                iterations, more = self._stepwise_fixpoint(kernel, new)
-            else:
+        if self.stratum.recursive and self.stratum.stepwise:
+            iterations, derived = self._stepwise(kernel)
+        else:
+            new = self._filtered(kernel.first_iteration(self.check))
+            derived = sum(map(len, new.values()))
+            iterations = 1 if derived else 0
+            if self.stratum.recursive and derived:
                 iterations, more, _rest = kernel.fixpoint(2, new, 1 << 62, self.check)
-            derived += more
+                derived += more
         return StratumRun(
             self.stratum.index,
             tuple(sorted(self.stratum.relations)),
@@ -188,22 +188,32 @@ class StratumBootstrap:
         new = choose(self.stratum, self.state, self.symbols, new)
         return subsume(self.stratum, self.state, self.symbols, self.arities, new, self.check)
 
-    def _stepwise_fixpoint(
-        self, kernel: CompiledStratumBootstrap, new: dict[str, np.ndarray]
-    ) -> tuple[int, int]:
-        """Iterations 2, 3, ... one at a time, each one's tuples filtered (`_filtered`) before
-        the next reads them: (the last iteration that kept anything, how many were kept)."""
-        k, last, derived = 2, 1, 0
-        while any(map(len, new.values())):
-            _last, count, rest = kernel.fixpoint(k, new, 1, self.check)
-            if not count:
-                break
-            new = self._filtered(rest)
+    def _stepwise(self, kernel: CompiledStratumBootstrap) -> tuple[int, int]:
+        """A recursive stratum whose iterations are filtered, as Soufflé orders it: its first
+        pass runs the rules that read none of the stratum (iteration 1), its loop's first
+        round every rule that reads the stratum over all the pass left, the facts included
+        (iteration 2, a full join: each derivation counted once), then one iteration at a
+        time, each one's tuples filtered (`_filtered`) before the next reads them. Where the
+        order decides rows, a rule reading a fact of the stratum must not start beside the
+        first pass (`D(1, 1)` from `O(1).` and `D(x, x) :- O(x).` would come with
+        `D(1, 0) :- B(1).` and dominate it). (The last iteration that kept anything, how
+        many tuples were kept.)"""
+        last, derived, k = 0, 0, 1
+        new = self._filtered(kernel.first_iteration(self.check, recursive=False))
+        while True:
             kept = sum(map(len, new.values()))
             if kept:
                 derived, last = derived + kept, k
             k += 1
-        return last, derived
+            if k == 2:
+                new = self._filtered(kernel.first_iteration(self.check, recursive=True, k=2))
+                continue
+            if not kept:
+                return last, derived
+            _last, count, rest = kernel.fixpoint(k, new, 1, self.check)
+            if not count:
+                return last, derived
+            new = self._filtered(rest)
 
 
 class ReferenceExecutor:

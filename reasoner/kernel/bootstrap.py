@@ -17,7 +17,7 @@ import numpy as np
 from reasoner.analysis.model import Stratum
 from reasoner.kernel.interpreter import Enumerator
 from reasoner.kernel.plans import EnumeratorPlan, StratumTables, kernel_rule
-from reasoner.plan.joins import atom_at
+from reasoner.plan.joins import atom_at, positive_atoms
 from reasoner.storage.state import State
 from reasoner.support.deadline import unchecked
 from reasoner.values.symbols import SymbolTable
@@ -54,11 +54,21 @@ class CompiledStratumBootstrap:
             present = len(self.state[name]) > 0
             self.kernel.presence(self.relations.number[name], present, present)
 
-    def first_iteration(self, check: Callable[[], None] | None) -> Rows:
-        """Iteration 1, committed; its new rows per relation."""
+    def first_iteration(
+        self, check: Callable[[], None] | None, recursive: bool | None = None, k: int = 1
+    ) -> Rows:
+        """Iteration `k` (1 unless said) as a full join over the committed rows, committed at
+        `k`; its new rows per relation. Of every rule, or with `recursive` of those that read
+        the stratum (True) or of those that read none of it (False): Soufflé's first pass and
+        the first round of its loop (see `StratumBootstrap._stepwise`)."""
         check = check or unchecked
         self._negated_anywhere()  # the lower strata are done now
+        own = self.stratum.relations
         for plan, enumerator in self.first:
+            rule = plan.plan.rule
+            reads_own = any(atom_at(rule, i).relation in own for i in positive_atoms(rule))
+            if recursive is not None and reads_own != recursive:
+                continue
             check()
             driver = plan.plan.driver
             rows = None
@@ -66,7 +76,7 @@ class CompiledStratumBootstrap:
                 relation = atom_at(plan.plan.rule, driver.index).relation
                 rows = self.state[relation].table.committed_rows()
             self.kernel.bootstrap_plan(enumerator, rows, 0, check)
-        return self._commit(1)
+        return self._commit(k)
 
     def fixpoint(
         self, k: int, delta: Rows, limit: int, check: Callable[[], None] | None

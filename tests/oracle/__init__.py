@@ -26,4 +26,7 @@ tuple of every relation to `(iteration, count)`:
   Soufflé, an atom `r(_, ..., _)` has no variables where `r` is read no other way (its
   ReduceExistentials), and a nullary rule whose whole body would move, its relation's one
   clause and not an output, stays (its RemoveRelationCopies would undo the move).
+- In such a stratum, as in Soufflé (a first pass, then its loop), iteration 1 counts only the
+  rules that read none of the stratum, and iteration 2 the others over all that iteration 1
+  left, the facts included: N_1 counts as the stratum's own tuples of I_1 for iteration 2.
 """

@@ -71,9 +71,10 @@ def evaluate(analyzed: AnalyzedProgram, inputs: Mapping[str, Iterable[Row]]) -> 
     filters = Filters(choices, subsumptions, state)
     for stratum in strata:
         rules = [rule for rule in program.rules if rule.head.relation in stratum]
-        if stratum & (choices.keys() | subsumptions.keys()):
+        stepwise = bool(stratum & (choices.keys() | subsumptions.keys()))
+        if stepwise:
             rules, stratum = delayed(rules, stratum, shapes)
-        state.update(evaluate_stratum(stratum, rules, asserted, state, filters))
+        state.update(evaluate_stratum(stratum, rules, asserted, state, filters, stepwise))
     for name in [name for name in state if is_late(name)]:
         del state[name]
     for name in analyzed.inlined:  # substituted into their readers: never materialized
@@ -262,6 +263,7 @@ def evaluate_stratum(
     asserted: Mapping[str, set[Row]],
     state: State,
     filters: Filters,
+    stepwise: bool = False,
 ) -> State:
     own: State = {name: {row: (0, 1) for row in asserted.get(name, ())} for name in stratum}
     filters.facts(own)
@@ -274,6 +276,8 @@ def evaluate_stratum(
         for rule in rules:
             if newest is not None and not reads_own_relation(rule, stratum):
                 continue  # only atoms in N_{k-1} qualify, and N_{k-1} holds own tuples only
+            if stepwise and k == 1 and reads_own_relation(rule, stratum):
+                continue  # Soufflé's first pass: the rules that read none of the stratum
             for head, body in instantiations(rule, current, newest):
                 # The definition's condition, which the enumeration already keeps to: checked,
                 # so that a choice it let through by mistake fails instead of counting.
@@ -283,12 +287,14 @@ def evaluate_stratum(
                 counts[rule.head.relation, head] += 1
         fresh = {key: count for key, count in counts.items() if key[1] not in own[key[0]]}
         fresh = filters(fresh, own)
-        if not fresh:
+        if not fresh and not (stepwise and k == 1):
             return own
         newest = {name: set() for name in stratum}
         for (name, row), count in fresh.items():
             own[name][row] = (k, count)
             newest[name].add(row)
+        if stepwise and k == 1:  # its loop's first round: over all the first pass left
+            newest = {name: set(rows) for name, rows in own.items()}
         k += 1
 
 
