@@ -162,13 +162,10 @@ class StratumBootstrap:
             derived = bootstrap_aggregate(self.stratum, self.state)
             return StratumRun.of_aggregate(self.stratum, derived, time.perf_counter() - start)
         kernel = self.compiled()
-        if self.stratum.subsumption:  # dominated facts go first (a choice takes every fact)
-            facts = {n: self.state[n].table.committed_rows() for n in self.stratum.relations}
-            subsume(self.stratum, self.state, self.symbols, self.arities, facts, self.check)
         if self.stratum.recursive and self.stratum.stepwise:
             iterations, derived = self._stepwise(kernel)
         else:
-            new = self._filtered(kernel.first_iteration(self.check))
+            new = self._first_pass(kernel.first_iteration(self.check))
             derived = sum(map(len, new.values()))
             iterations = 1 if derived else 0
             if self.stratum.recursive and derived:
@@ -188,6 +185,24 @@ class StratumBootstrap:
         new = choose(self.stratum, self.state, self.symbols, new)
         return subsume(self.stratum, self.state, self.symbols, self.arities, new, self.check)
 
+    def _first_pass(self, new: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Iteration 1's new rows after the choices (a choice takes every fact), then after
+        each subsumption over the facts and them at once: Soufflé ends its first pass with one
+        sweep that erases every tuple another dominates, so two facts and a derived tuple
+        that dominate each other all go, and a fact dominated by a tuple that another
+        dominates goes too (`a(x) <= a(y) :- y = x + 1.` over `a(1). a(2).` and a derived
+        `a(0)` keeps `a(2)` alone)."""
+        new = choose(self.stratum, self.state, self.symbols, new)
+        if not self.stratum.subsumption:
+            return new
+        relations = [subsumption.relation for subsumption in self.stratum.subsumption]
+        every = {name: self.state[name].table.committed_rows() for name in relations}
+        kept = subsume(self.stratum, self.state, self.symbols, self.arities, every, self.check)
+        return {
+            name: np.intersect1d(rows, kept[name]) if name in kept else rows
+            for name, rows in new.items()
+        }
+
     def _stepwise(self, kernel: CompiledStratumBootstrap) -> tuple[int, int]:
         """A recursive stratum whose iterations are filtered, as Soufflé orders it: its first
         pass runs the rules that read none of the stratum (iteration 1), its loop's first
@@ -199,7 +214,7 @@ class StratumBootstrap:
         `D(1, 0) :- B(1).` and dominate it). (The last iteration that kept anything, how
         many tuples were kept.)"""
         last, derived, k = 0, 0, 1
-        new = self._filtered(kernel.first_iteration(self.check, recursive=False))
+        new = self._first_pass(kernel.first_iteration(self.check, recursive=False))
         while True:
             kept = sum(map(len, new.values()))
             if kept:

@@ -6,9 +6,9 @@ per-tuple kernel over a scratch state that shares the committed relations and ho
 the relation's `!new`: the tuples of N_k that another tuple of the relation dominates are
 rejected (removed before the next iteration reads them), then the tuples of earlier
 iterations that a surviving tuple of N_k dominates are deleted, as Soufflé does. What a removed
-tuple derived stays, as in Soufflé. Before iteration 1 the relation's facts are filtered the
-same way, as Soufflé's first pass over a relation's non-recursive clauses deletes dominated
-facts.
+tuple derived stays, as in Soufflé. Iteration 1 is swept together with the relation's facts
+(every tuple of them another dominates goes), as Soufflé ends its first pass over a relation's
+facts and non-recursive clauses (`StratumBootstrap._first_pass`).
 
 Which tuples survive depends on the iterations before, so an Update cannot maintain them tuple
 by tuple: like a choice-domain (`reasoner.executors.choice`), a stratum with a subsumption runs

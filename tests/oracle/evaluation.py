@@ -126,12 +126,20 @@ class Filters:
         self.subsumptions = subsumptions
         self.state = state
 
-    def facts(self, own: State) -> None:
-        """Remove the dominated facts of the stratum's relations (before iteration 1)."""
+    def first(self, fresh: dict[tuple[str, Row], int], own: State) -> dict[tuple[str, Row], int]:
+        """Iteration 1's new tuples after the choices, then each subsumption over the facts
+        and them at once: every tuple another of them dominates goes (Soufflé's first pass
+        ends with one such sweep)."""
+        fresh = chosen(fresh, own, self.choices)
         for name, rules in self.subsumptions.items():
-            if name in own:
-                for row in dominated(rules, set(own[name]), set(own[name]), self.state):
-                    del own[name][row]
+            if name not in own:
+                continue
+            every = set(own[name]) | {row for relation, row in fresh if relation == name}
+            gone = dominated(rules, every, every, {**self.state, **own})
+            for row in gone & set(own[name]):
+                del own[name][row]
+            fresh = {key: c for key, c in fresh.items() if key[0] != name or key[1] not in gone}
+        return fresh
 
     def __call__(self, fresh: dict[tuple[str, Row], int], own: State) -> dict[tuple[str, Row], int]:
         """An iteration's new tuples after the choices, then the subsumptions: the new tuples
@@ -266,7 +274,6 @@ def evaluate_stratum(
     stepwise: bool = False,
 ) -> State:
     own: State = {name: {row: (0, 1) for row in asserted.get(name, ())} for name in stratum}
-    filters.facts(own)
     newest: dict[str, set[Row]] | None = None  # N_{k-1} for k >= 2; None stands for N_0 = I_0
     k = 1
     while True:
@@ -286,7 +293,7 @@ def evaluate_stratum(
                 ), (rule, body)
                 counts[rule.head.relation, head] += 1
         fresh = {key: count for key, count in counts.items() if key[1] not in own[key[0]]}
-        fresh = filters(fresh, own)
+        fresh = filters.first(fresh, own) if k == 1 else filters(fresh, own)
         if not fresh and not (stepwise and k == 1):
             return own
         newest = {name: set() for name in stratum}
