@@ -134,8 +134,9 @@ class Filters:
         for name, rules in self.subsumptions.items():
             if name not in own:
                 continue
-            every = set(own[name]) | {row for relation, row in fresh if relation == name}
-            gone = dominated(rules, every, every, {**self.state, **own})
+            held = {n: set(rows) | {row for r, row in fresh if r == n} for n, rows in own.items()}
+            every = held[name]
+            gone = dominated(rules, every, every, {**self.state, **held})
             for row in gone & set(own[name]):
                 del own[name][row]
             fresh = {key: c for key, c in fresh.items() if key[0] != name or key[1] not in gone}
