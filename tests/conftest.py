@@ -84,3 +84,18 @@ def bench_dir() -> Path:
             pytest.fail(message)
         pytest.skip(message)
     return path
+
+
+@pytest.fixture(scope="session")
+def souffle() -> Path:
+    """Soufflé 2.5's 64-bit build, beside the benchmark data: the reference the differential
+    tests run beside the engine. Missing, it fails in CI and skips elsewhere, as `bench_dir`."""
+    from tests.differential import souffle_path  # imports the engine: only where asked
+
+    path = souffle_path()
+    if not os.access(path, os.X_OK):
+        message = f"Soufflé not found at {path} (../shared/tools/souffle64)"
+        if IN_CI:
+            pytest.fail(message)
+        pytest.skip(message)
+    return path

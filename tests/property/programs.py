@@ -82,12 +82,34 @@ ENGINE_NAMES = (
 RELATION_NAMES = st.one_of(st.sampled_from(COLLIDING_NAMES), st.sampled_from(ENGINE_NAMES))
 """Half of the names from the colliding family, so that programs often hold several of them."""
 
+
 VARIABLE_NAMES = (
     *("x", "v1", "v0", "c0", "_w", "_m", "t0", "k1", "h", "th", "rows", "out", "km1", "cur"),
     *("_e", "_it", "it", "in", "len", "INF", "S", "R_0"),
 )
 """Variable names, in an order drawn per program: the engines' own names for variables
 (`v0`, ...), columns and generated locals."""
+
+
+@dataclass(frozen=True)
+class Naming:
+    """Where a program's relation and variable names come from."""
+
+    relations: st.SearchStrategy[str] = RELATION_NAMES
+    variables: tuple[str, ...] = VARIABLE_NAMES
+
+
+ENGINE_NAMING = Naming()
+"""Every name the generator knows: the engines' own among them."""
+
+SOUFFLE_NAMING = Naming(
+    RELATION_NAMES.filter(lambda name: name != "max"),
+    tuple(name for name in VARIABLE_NAMES if name != "x"),
+)
+"""Names that Soufflé 2.5 reads as the engine does, for comparing the two (tests/differential.py):
+`max` is a keyword there, and a variable named `x` that an aggregate's expression shadows
+(`min x * 2 : { b(x), !c(x) }` beside `a(x)`) collides with the one its
+SimplifyAggregateTargetExpression names `x` too, so Soufflé would aggregate over `x = x * 2`."""
 
 Row = tuple[int | float | str, ...]
 Relations = dict[str, set[Row]]
@@ -160,6 +182,8 @@ def constant(draw: st.DrawFn, column_type: ColumnType) -> str:
     if column_type == FLOAT:  # `2` in float context is 2.0
         whole = float(value).is_integer() and str(value) != "-0.0"
         return str(int(value)) if whole and draw(st.booleans()) else repr(float(value))
+    if column_type == SHAPE and value == "$Empty":  # in a program, Soufflé 2.5 wants `()`
+        return "$Empty()"
     if column_type in (NUMBER, SHAPE, PAIR):
         return str(value)
     return f'"{value}"'
@@ -437,9 +461,9 @@ class RuleBuilder:
         return f"[{', '.join(parts)}]" if column_type == PAIR else f"$Dot({parts[0]})"
 
     def built_record(self, column_type: ColumnType) -> str:
-        """A record made of bound variables and constants, or `$Empty`."""
+        """A record made of bound variables and constants, or `$Empty()`."""
         if column_type == SHAPE and self.draw(st.integers(0, 3)) == 0:
-            return "$Empty"
+            return "$Empty()"
         return self.pattern(column_type, fresh=False, wildcards=False)
 
     def negated(self, relation: RelationSpec) -> None:
@@ -468,7 +492,7 @@ class RuleBuilder:
                 self.body.append(f"{pattern} = {record}")
                 return
             op = self.draw(st.sampled_from(("=", "!=")))
-            other = ("nil" if kind == PAIR else "$Empty") if form == "empty" else None
+            other = ("nil" if kind == PAIR else "$Empty()") if form == "empty" else None
             self.body.append(f"{record} {op} {other or self.built_record(kind)}")
             return
         unsigneds = sorted(v for v, t in self.bound.items() if t == UNSIGNED)
@@ -766,12 +790,12 @@ def negatable_inline(name: str, rules: list[str]) -> bool:
 
 
 @st.composite
-def programs(draw: st.DrawFn) -> GeneratedProgram:
+def programs(draw: st.DrawFn, naming: Naming = ENGINE_NAMING) -> GeneratedProgram:
     input_count = draw(st.integers(1, 3))
     derived_count = draw(st.integers(2, 6))
     count = input_count + derived_count
-    names = draw(st.lists(RELATION_NAMES, min_size=count, max_size=count, unique=True))
-    variables = tuple(draw(st.permutations(VARIABLE_NAMES)))
+    names = draw(st.lists(naming.relations, min_size=count, max_size=count, unique=True))
+    variables = tuple(draw(st.permutations(naming.variables)))
 
     def types(i: int) -> tuple[ColumnType, ...]:
         """Wide relations for names that are mangled mates: what `RuleBuilder.mangled` needs."""
