@@ -18,6 +18,7 @@ import numpy as np
 from reasoner.analysis.model import RelationInfo
 from reasoner.io.batch import FactBatch, field_kinds, user_numbers, value_order
 from reasoner.storage.state import RelationStore, State
+from reasoner.support.lanes import gather
 from reasoner.support.ordering import sorted_rows
 from reasoner.support.polars_on_demand import pl
 from reasoner.values import floats
@@ -50,14 +51,14 @@ def batch(
         types = info.types
         ranks = symbols.order_keys() >> 1 if SYMBOL in types else None
         keys = [
-            ranks[c] if kind == SYMBOL else user_numbers(c, kind)  # type: ignore[index]
+            gather(ranks, c) if kind == SYMBOL else user_numbers(c, kind)  # type: ignore[arg-type]
             for kind, c in zip(types, store.table.columns()[0], strict=True)
         ]
         in_order = sorted_rows(keys)
         if in_order is not None:
             by_rank = _by_rank(ranks) if ranks is not None else None
             engine = [
-                by_rank[column] if kind == SYMBOL else column.view(np.int64)  # type: ignore[index]
+                gather(by_rank, column) if kind == SYMBOL else column.view(np.int64)  # type: ignore[arg-type]
                 for kind, column in zip(types, in_order, strict=True)
             ]
             return FactBatch.of_encoded(engine, types, symbols, ordered=True)

@@ -10,6 +10,8 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from reasoner.support import allocations
 from reasoner.support.jobs import jobs_in_effect
 from reasoner.support.process_memory import one_heap_for_all_threads
@@ -104,3 +106,24 @@ def _stopped(others: list[Future[None]], error: BaseException | None) -> BaseExc
         return error
     finally:
         error = None  # an interrupt met here holds this frame in its traceback: no cycle
+
+
+GATHER_LANE_ROWS = 1 << 17
+"""Rows from which `gather` splits among the lanes: a row costs a few nanoseconds (more where
+the values do not fit the cache), a fan-out tens of microseconds."""
+
+
+def gather(values: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """`values[index]`, its rows split among the lanes: NumPy lets the interpreter lock go
+    while it gathers, and a large gather is cache misses that two cores overlap (LUBM-30's
+    output gathers the ranks of 3 x 4.8 M symbols: 0.23 s on one lane)."""
+    lanes = lane_count()
+    if lanes == 1 or len(index) < GATHER_LANE_ROWS:
+        return values[index]
+    out = np.empty(len(index), dtype=values.dtype)
+
+    def share(_lane: int, start: int, stop: int, _meter: object) -> None:
+        out[start:stop] = values[index[start:stop]]
+
+    fan_out(share, lanes, 0, len(index))
+    return out

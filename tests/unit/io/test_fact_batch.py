@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import errno
 import mmap
+import os
 import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -365,3 +367,31 @@ def test_a_batch_counts_its_distinct_rows_as_columns() -> None:
     assert FactBatch.of_rows(rows, ("number", "symbol")).distinct() == 3
     floats = FactBatch.of_columns([[0.5, 0.5, 2.0]], ("float",))
     assert floats.encoded is None and floats.distinct() == 2
+
+
+def test_a_file_written_in_reserved_steps_ends_where_its_text_ends(tmp_path: Path) -> None:
+    """The writer reserves disk blocks ahead of its writes (`fact_text._Reservation`), which
+    makes the file longer for a while: it is cut where the text ends, over a longer file it
+    replaces too, and a pipe, where nothing can be reserved, takes the same text."""
+    table = SymbolTable()
+    symbols = [f"http://example.org/{i}" for i in range(200_000)]
+    encoded = [np.arange(200_000, dtype=np.int64), table.intern_column(symbols)]
+    batch = FactBatch.of_encoded(encoded, ("number", "symbol"), table)
+    expected = format_rows(zip(range(200_000), symbols, strict=True)).encode("utf-8")
+    path = tmp_path / "r.csv"
+    path.write_bytes(b"x" * (len(expected) * 2))
+    write_csv(path, batch)
+    assert path.read_bytes() == expected
+    read, write = os.pipe()
+    received = bytearray()
+    reader = threading.Thread(target=lambda: received.extend(b"".join(_drain(read))))
+    reader.start()
+    with open(write, "wb") as pipe:
+        write_csv(pipe, batch)
+    reader.join()
+    assert bytes(received) == expected
+
+
+def _drain(fd: int) -> Iterator[bytes]:
+    with open(fd, "rb") as pipe:
+        yield from iter(lambda: pipe.read(1 << 16), b"")
