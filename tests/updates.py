@@ -6,12 +6,26 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
+from reasoner.analysis.model import AnalyzedProgram
 from reasoner.elastic.changes import EpochChanges, RelationChanges
 from reasoner.elastic.epoch import Delta, EpochReport
 from reasoner.materialization import Materialization
 from reasoner.values import floats
 from reasoner.values.types import Value
 from tests.oracle.evaluation import comparable, evaluate
+
+
+def fresh_from(analyzed: AnalyzedProgram) -> Callable[[dict[str, list[tuple]]], Materialization]:
+    """Fresh Bootstraps of `analyzed` over given facts: what `check_updates` holds each
+    Update to."""
+
+    def fresh(facts: dict[str, list[tuple]]) -> Materialization:
+        m = Materialization(analyzed)
+        m.load(facts)
+        m.bootstrap()
+        return m
+
+    return fresh
 
 
 def check_updates(

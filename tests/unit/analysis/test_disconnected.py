@@ -13,7 +13,7 @@ from reasoner.executors.registry import EngineSettings
 from reasoner.materialization import Materialization
 from tests.oracle.evaluation import evaluate
 from tests.souffle_golden import Golden
-from tests.updates import check_updates
+from tests.updates import check_updates, fresh_from
 
 GOLDEN = Golden("disconnected")
 OUTPUTS = ("pair", "bond", "pick", "reach", "mix", "hop")
@@ -52,13 +52,7 @@ def test_only_order_dependent_strata_are_rewritten() -> None:
 def test_updates_keep_the_late_start() -> None:
     text = GOLDEN.program.replace("low(1).\n", ".decl seedlow(x: number)\nlow(x) :- seedlow(x).\n")
     analyzed = check_program(text)
-
-    def fresh(facts: dict[str, list[tuple]]) -> Materialization:
-        m = Materialization(analyzed)
-        m.load(facts)
-        m.bootstrap()
-        return m
-
+    fresh = fresh_from(analyzed)
     steps = [
         Delta(insert={"seedlow": [(1,)]}),
         Delta(insert={"seedlow": [(3,)]}, retract={"seedlow": [(1,)]}),

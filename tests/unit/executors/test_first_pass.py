@@ -15,7 +15,7 @@ from reasoner.executors.registry import EngineSettings
 from reasoner.materialization import Materialization
 from tests.oracle.evaluation import comparable, evaluate
 from tests.souffle_golden import Golden
-from tests.updates import check_updates
+from tests.updates import check_updates, fresh_from
 
 GOLDEN = Golden("first_pass")
 OUTPUTS = ("D", "C", "W", "E", "A")
@@ -41,13 +41,7 @@ def test_the_state_is_the_oracles_iteration_by_iteration() -> None:
 def test_updates_rebuild_it_in_the_same_order() -> None:
     text = GOLDEN.program.replace("\nB(1).\n", "\n.decl seed(x: number)\nB(x) :- seed(x).\n")
     analyzed = check_program(text)
-
-    def fresh(facts: dict[str, list[tuple]]) -> Materialization:
-        m = Materialization(analyzed)
-        m.load(facts)
-        m.bootstrap()
-        return m
-
+    fresh = fresh_from(analyzed)
     steps = [
         Delta(insert={"seed": [(1,)]}),
         Delta(insert={"seed": [(2,)]}, retract={"seed": [(1,)]}),
