@@ -25,7 +25,7 @@ import numpy as np
 from reasoner.io.fact_read import LANE_BYTES, parse_fields
 from reasoner.io.fact_text import NUMBER_FIELD, SYMBOL_FIELD, UNSIGNED_FIELD, write_fields
 from reasoner.io.facts import BYTE_ORDER_MARK, parse_facts_text, read_fact_file
-from reasoner.support.lanes import lane_count
+from reasoner.support.lanes import gather, lane_count
 from reasoner.support.ordering import lexicographic_order
 from reasoner.support.polars_on_demand import pl
 from reasoner.values import floats
@@ -198,15 +198,16 @@ class FactBatch(Sequence[Row]):
         if not at or self.symbols is symbols:
             return list(self.encoded)
         assert self.symbols is not None
-        if self._own_symbols:
-            order = np.arange(len(self.symbols))
+        if self._own_symbols:  # distinct, numbered as met: interned as they are
+            mapping = symbols.intern_distinct(self.symbols.since(0))
         else:  # ids by first occurrence, row by row
             met = np.stack([self.encoded[c] for c in at], axis=1).reshape(-1)
             distinct, first = np.unique(met, return_index=True)
             order = distinct[np.argsort(first, kind="stable")]
-        mapping = np.zeros(int(order.max(initial=-1)) + 1, dtype=np.int64)
-        mapping[order] = symbols.intern_column(self.symbols.resolve_column(order))
-        return [mapping[column] if c in at else column for c, column in enumerate(self.encoded)]
+            mapping = np.zeros(int(order.max(initial=-1)) + 1, dtype=np.int64)
+            mapping[order] = symbols.intern_column(self.symbols.resolve_column(order))
+        encoded = enumerate(self.encoded)
+        return [gather(mapping, column) if c in at else column for c, column in encoded]
 
     @classmethod
     def of_rows(cls, rows: Sequence[Sequence[Value]], types: Sequence[ColumnType]) -> FactBatch:

@@ -34,7 +34,11 @@ class SymbolOrder:
 
     __slots__ = ("_ids", "keys", "ordered")
 
-    def __init__(self, keys: np.ndarray, ordered: list[str], ids: dict[str, int]) -> None:
+    def __init__(
+        self, keys: np.ndarray, ordered: list[str], ids: Callable[[], dict[str, int]]
+    ) -> None:
+        """`ids`: the table's map from string to id, asked for only when a key is (a run
+        that sorts its output by the keys never makes a map of LUBM-30's 945 k symbols)."""
         self.keys = keys
         self.ordered = ordered
         self._ids = ids
@@ -42,7 +46,7 @@ class SymbolOrder:
     def key(self, text: str) -> int:
         """The key of `text`: its own for a symbol known then, else the odd key between its
         neighbours in string order."""
-        ident = self._ids.get(text)
+        ident = self._ids().get(text)
         if ident is not None and ident < len(self.keys):
             return int(self.keys[ident])
         return 2 * bisect_left(self.ordered, text) - 1
@@ -66,17 +70,19 @@ class SymbolTable:
     interned: an epoch's symbols stay only if it commits, so a refused write keeps no memory
     and shifts no later symbol's id (`ord`)."""
 
-    __slots__ = ("_generation", "_ids", "_order", "_series", "_strings", "records")
+    __slots__ = ("_generation", "_ids", "_mapped", "_order", "_series", "_strings", "records")
 
     def __init__(self, strings: Iterable[str] = (), records: RecordTable | None = None) -> None:
         """`strings`: the symbols of ids 0, 1, ... (a table stored before), all distinct;
         `records`: the record table whose fields hold these ids."""
         self.records = records if records is not None else RecordTable()
         self._strings: list[str] = list(strings)
-        self._ids: dict[str, int] | None = {text: ident for ident, text in enumerate(self._strings)}
-        """The id of each string; None until a lookup needs it (`of_distinct`)."""
+        self._ids: dict[str, int] = {text: ident for ident, text in enumerate(self._strings)}
+        """The id of each of the first `_mapped` strings; the others are added by the first
+        lookup that does not find its string there (`_id_map`)."""
         if len(self._ids) != len(self._strings):
             raise ValueError("a symbol table's strings are distinct")
+        self._mapped = len(self._strings)
         self._generation = 0
         """Counts the rollbacks: a cache is of the strings of one generation, since after a
         rollback the same count of symbols can be other strings."""
@@ -91,7 +97,7 @@ class SymbolTable:
         be interned into the run's table needs none, and making one for LUBM-30's 945,280
         symbols took 0.3 s, a cache miss each."""
         table = cls()
-        table._strings, table._ids = strings, None
+        table._strings = strings
         return table
 
     def __len__(self) -> int:
@@ -111,13 +117,13 @@ class SymbolTable:
         if not added:
             return
         del self._strings[mark.symbols :]
-        if self._ids is not None:
-            ids = self._ids
-            for text in added:
-                del ids[text]
-            if len(added) > len(self._strings):
-                # A dict keeps its size after deletions: a compact copy gives the memory back.
-                self._ids = ids.copy()
+        ids = self._ids
+        for text in added[: max(0, self._mapped - mark.symbols)]:
+            del ids[text]
+        self._mapped = min(self._mapped, mark.symbols)
+        if len(added) > len(self._strings):
+            # A dict keeps its size after deletions: a compact copy gives the memory back.
+            self._ids = ids.copy()
         # The strings are cut before the generation moves, so a cache a reader makes in the
         # new generation holds only strings kept.
         self._generation += 1
@@ -130,18 +136,22 @@ class SymbolTable:
         return self._strings[count:]
 
     def intern(self, text: str) -> int:
-        ids = self._ids if self._ids is not None else self._id_map()
-        ident = ids.get(text)
+        ident = self.lookup(text)
         if ident is None:
             ident = len(self._strings)
-            ids[text] = ident
+            self._ids[text] = ident
             self._strings.append(text)
+            self._mapped = len(self._strings)
         return ident
 
     def _id_map(self) -> dict[str, int]:
-        """The id of each string, made on the first lookup of a table that had none."""
-        if self._ids is None:
-            self._ids = dict(zip(self._strings, range(len(self._strings)), strict=True))
+        """The id of every string: the strings appended unmapped (`intern_distinct`) are
+        added first. A reader may do it while the writer interns: both add the same pairs,
+        and the dict is never replaced by one made from fewer strings."""
+        mapped, count = self._mapped, len(self._strings)
+        if mapped < count:
+            self._ids.update(zip(self._strings[mapped:count], range(mapped, count), strict=True))
+            self._mapped = max(self._mapped, count)
         return self._ids
 
     def intern_column(self, texts: list[str] | tuple[str, ...] | pl.Series) -> np.ndarray:
@@ -154,7 +164,35 @@ class SymbolTable:
             if len(texts) >= BULK_INTERN:
                 return mapped_distinct(texts, self.intern)
             texts = texts.to_list()
-        return numbered(self._id_map(), self._strings, list(texts))
+        out = numbered(self._id_map(), self._strings, list(texts))
+        self._mapped = len(self._strings)
+        return out
+
+    def intern_distinct(self, texts: list[str]) -> np.ndarray:
+        """`intern_column` for strings known to be distinct (a fact file's own table), as
+        many as this table holds several times over: the few already here keep their ids,
+        the others take the next ones in order, unmapped until a lookup misses in the map
+        (`_id_map`). Interning LUBM-30's 945,280 symbols one at a time into the map took
+        0.41-0.56 s, a cache miss each, on one thread; a run whose rules' constants are
+        interned already never looks one of them up."""
+        if len(self._strings) * 4 > len(texts):
+            return self.intern_column(texts)
+        ids = self._id_map()
+        held = map(ids.__contains__, texts)
+        repeated = np.fromiter(held, dtype=bool, count=len(texts)) if ids else None
+        out = len(self._strings) + np.arange(len(texts), dtype=np.int64)
+        if repeated is None or not repeated.any():
+            self._strings.extend(texts)
+            return out
+        known = np.flatnonzero(repeated).tolist()
+        out -= np.cumsum(repeated)
+        out[known] = [ids[texts[i]] for i in known]
+        start = 0
+        for at in known:  # the new strings between the known ones, a slice at a time
+            self._strings.extend(texts[start:at])
+            start = at + 1
+        self._strings.extend(texts[start:])
+        return out
 
     def resolve_column(self, ids: np.ndarray) -> list[str]:
         """The strings of a column of ids: `resolve`, a column at a time."""
@@ -179,7 +217,10 @@ class SymbolTable:
 
     def lookup(self, text: str) -> int | None:
         """The id of `text`, or None if it was never interned (so no tuple can contain it)."""
-        return self._id_map().get(text)
+        ident = self._ids.get(text)
+        if ident is None and self._mapped < len(self._strings):
+            ident = self._id_map().get(text)
+        return ident
 
     def resolve(self, ident: int) -> str:
         return self._strings[ident]
@@ -188,7 +229,7 @@ class SymbolTable:
         """The symbols' order now (see `SymbolOrder`). Recomputed when symbols were added since
         the last call; reads in value order use it to sort ids without strings."""
         keys, ordered = self._sorted()
-        return SymbolOrder(keys, ordered, self._id_map())
+        return SymbolOrder(keys, ordered, self._id_map)
 
     def order_keys(self) -> np.ndarray:
         return self.order().keys

@@ -243,7 +243,7 @@ def test_a_table_of_distinct_strings_makes_its_map_on_the_first_lookup() -> None
             [np.array([0, 1])], ("symbol",), own, own_symbols=True
         ).encoded_in(held)
     ] == [[1, 0]]
-    assert own._ids is None
+    assert own._mapped == 0  # the own table was never looked up
     assert own.lookup("a") == 1 and own.lookup("c") is None and own.since(0) == ["b", "a"]
     fresh = SymbolTable.of_distinct(["x"])
     mark = fresh.mark()
