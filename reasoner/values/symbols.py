@@ -8,6 +8,7 @@ and Spark) can treat every column as a 64-bit integer.
 
 from __future__ import annotations
 
+import threading
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -70,7 +71,16 @@ class SymbolTable:
     interned: an epoch's symbols stay only if it commits, so a refused write keeps no memory
     and shifts no later symbol's id (`ord`)."""
 
-    __slots__ = ("_generation", "_ids", "_mapped", "_order", "_series", "_strings", "records")
+    __slots__ = (
+        "_generation",
+        "_ids",
+        "_map_lock",
+        "_mapped",
+        "_order",
+        "_series",
+        "_strings",
+        "records",
+    )
 
     def __init__(self, strings: Iterable[str] = (), records: RecordTable | None = None) -> None:
         """`strings`: the symbols of ids 0, 1, ... (a table stored before), all distinct;
@@ -89,6 +99,7 @@ class SymbolTable:
         self._order: tuple[int, np.ndarray, list[str]] | None = None
         """(generation, `order_keys`, the strings sorted) for the first len(strings) symbols."""
         self._series: tuple[int, pl.Series] | None = None
+        self._map_lock = threading.Lock()
 
     @classmethod
     def of_distinct(cls, strings: list[str]) -> SymbolTable:
@@ -113,22 +124,23 @@ class SymbolTable:
         the mark's. A reader running meanwhile must be one that a publication would repeat
         (the engine rolls back under its exclusive lock)."""
         self.records.rollback(mark.records)
-        added = self._strings[mark.symbols :]
-        if not added:
-            return
-        del self._strings[mark.symbols :]
-        ids = self._ids
-        for text in added[: max(0, self._mapped - mark.symbols)]:
-            del ids[text]
-        self._mapped = min(self._mapped, mark.symbols)
-        if len(added) > len(self._strings):
-            # A dict keeps its size after deletions: a compact copy gives the memory back.
-            self._ids = ids.copy()
-        # The strings are cut before the generation moves, so a cache a reader makes in the
-        # new generation holds only strings kept.
-        self._generation += 1
-        self._order = None
-        self._series = None
+        with self._map_lock:
+            added = self._strings[mark.symbols :]
+            if not added:
+                return
+            del self._strings[mark.symbols :]
+            ids = self._ids
+            for text in added:  # mapped or not (a reader may have mapped past `_mapped`)
+                ids.pop(text, None)
+            self._mapped = min(self._mapped, mark.symbols)
+            if len(added) > len(self._strings):
+                # A dict keeps its size after deletions: a compact copy gives the memory back.
+                self._ids = ids.copy()
+            # The strings are cut before the generation moves, so a cache a reader makes in
+            # the new generation holds only strings kept.
+            self._generation += 1
+            self._order = None
+            self._series = None
 
     def since(self, count: int) -> list[str]:
         """The symbols of ids `count` and after, in id order: what a store appends to the
@@ -146,12 +158,16 @@ class SymbolTable:
 
     def _id_map(self) -> dict[str, int]:
         """The id of every string: the strings appended unmapped (`intern_distinct`) are
-        added first. A reader may do it while the writer interns: both add the same pairs,
-        and the dict is never replaced by one made from fewer strings."""
-        mapped, count = self._mapped, len(self._strings)
-        if mapped < count:
-            self._ids.update(zip(self._strings[mapped:count], range(mapped, count), strict=True))
-            self._mapped = max(self._mapped, count)
+        added first. A reader may do it while the writer interns, and both add the same
+        pairs; under `_map_lock`, which `rollback` holds too, so that no reader puts back a
+        string rolled back (optimistic reads run beside a rollback)."""
+        if self._mapped < len(self._strings):
+            with self._map_lock:
+                mapped, count = self._mapped, len(self._strings)
+                if mapped < count:
+                    tail = zip(self._strings[mapped:count], range(mapped, count), strict=True)
+                    self._ids.update(tail)
+                    self._mapped = count
         return self._ids
 
     def intern_column(self, texts: list[str] | tuple[str, ...] | pl.Series) -> np.ndarray:

@@ -4,6 +4,8 @@ to id until a lookup misses there; a rollback takes them back, mapped or not."""
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -51,3 +53,34 @@ def test_a_rollback_takes_back_strings_mapped_or_not() -> None:
     assert table.lookup("s1") is None and table.lookup("x") is None
     assert table.lookup("t1") is None
     assert table.intern("t1") == 1 and table.lookup("t1") == 1
+
+
+def test_a_rollback_forgets_strings_a_reader_mapped_past_the_count() -> None:
+    """A reader's completion of the map and the writer's `intern` both set `_mapped`; the
+    lower may win, leaving the map ahead of it. A rollback still forgets every string it
+    takes back, so none of them keeps an id the next strings take."""
+    table = SymbolTable(["a"])
+    mark = table.mark()
+    table.intern_distinct([f"s{i}" for i in range(100)])
+    table.lookup("s99")  # a reader maps the tail
+    table._mapped = 1  # as if its store lost to a lower one
+    table.rollback(mark)
+    assert table.intern("x") == 1 and table.intern("s5") == 2
+    assert table.lookup("s99") is None and table.resolve(1) == "x"
+
+
+def test_a_rollback_waits_for_a_reader_mapping_the_tail() -> None:
+    """Optimistic reads run beside a rollback: a reader mapping the unmapped strings holds
+    the map lock from reading them to storing them, and the rollback waits for it, so no
+    rolled-back string is put back into the map."""
+    table = SymbolTable(["a"])
+    mark = table.mark()
+    table.intern_distinct([f"s{i}" for i in range(100)])
+    done = threading.Event()
+    writer = threading.Thread(target=lambda: (table.rollback(mark), done.set()))
+    with table._map_lock:  # as a reader does while it maps the tail
+        writer.start()
+        assert not done.wait(0.2)
+        assert len(table) == 101
+    writer.join()
+    assert table.since(0) == ["a"] and table.lookup("s1") is None
