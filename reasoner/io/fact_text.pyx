@@ -20,6 +20,8 @@ from libc.string cimport memcpy
 
 from reasoner.io.fields cimport NEWLINE, NUMBER_KIND, SYMBOL_KIND, UNSIGNED_KIND, ZERO
 
+import contextlib
+import io
 import os
 import stat
 
@@ -31,12 +33,18 @@ cdef extern from "Python.h":
 
 cdef extern from "fcntl.h" nogil:
     int fallocate(int fd, int mode, off_t offset, off_t length)
+    int FALLOC_FL_KEEP_SIZE
 
 
 cdef enum:
     WIDEST = 21  # a sign and 20 digits: the longest number `write_fields` makes
     FLUSH_BYTES = 1 << 20  # text formatted before a write: the file never exists whole
     RESERVE_BYTES = 64 << 20  # disk reserved at a time ahead of the writes
+
+cdef enum:  # `_Reservation`'s states
+    WAITING = 0
+    RESERVING = 1
+    STOPPED = 2
 
 NUMBER_FIELD = NUMBER_KIND
 UNSIGNED_FIELD = UNSIGNED_KIND
@@ -70,45 +78,63 @@ cdef inline Py_ssize_t _put(char* buffer, Py_ssize_t at, int64_t word, bint unsi
 
 cdef class _Reservation:
     """The blocks of a regular file reserved ahead of what is written to it, `RESERVE_BYTES`
-    at a time, and the reserve past the end given back by `close`. Linux's `fallocate`
-    itself, not `posix_fallocate`: where a file system cannot reserve, the C library would
-    write zeros instead, and here nothing is reserved (as on a pipe, or once the disk has no
-    room for a whole step: the writes then say whether the text fits)."""
+    at a time from the second write on (a small output is written once, unreserved).
+
+    - Reserved with `FALLOC_FL_KEEP_SIZE`: the file's size stays that of its text, whatever
+      happens (appending, a process killed, a failed write), so no reader ever sees the
+      reserve. `close` gives back what is reserved past the end (ext4 frees preallocated
+      blocks at a truncation to the same size).
+    - Linux's `fallocate` itself, not `posix_fallocate`: where a file system cannot reserve,
+      the C library would write zeros instead. Here nothing is reserved then, nor on a
+      pipe, nor once the disk has no room for a whole step (the writes then say whether the
+      text fits).
+    - Only for a file object of Python's own (`FileIO` and its buffered writers), whose
+      position is the file's: a wrapper's (a compressed stream's) is not."""
 
     cdef int fd
-    cdef bint reserving
+    cdef int state  # WAITING (for a second write), RESERVING or STOPPED
     cdef off_t reserved
     cdef off_t written
 
     def __cinit__(self, out):
         self.fd = -1
+        self.state = STOPPED
+        if not isinstance(out, (io.FileIO, io.BufferedWriter, io.BufferedRandom)):
+            return
         try:
             fd = out.fileno()
             position = out.tell()
-        except (AttributeError, OSError, ValueError):  # not a file: a buffer, a closed stream
+        except (OSError, ValueError):  # a closed stream, or one that cannot tell
             return
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return
         self.fd = fd
-        self.reserving = True
+        self.state = WAITING
         self.reserved = self.written = position
 
     cdef void before_write(self, Py_ssize_t size) noexcept:
         cdef off_t end = self.written + size
         cdef off_t grow
-        if self.reserving and end > self.reserved:
+        if self.state == RESERVING and end > self.reserved:
             grow = max(<off_t>RESERVE_BYTES, end - self.reserved)
-            if fallocate(self.fd, 0, self.reserved, grow) == 0:
+            if fallocate(self.fd, FALLOC_FL_KEEP_SIZE, self.reserved, grow) == 0:
                 self.reserved += grow
             else:
-                self.reserving = False
+                self.state = STOPPED
+        elif self.state == WAITING:
+            self.state = RESERVING
         self.written = end
 
     def close(self, out):
-        """Cut the file at the text written (the reserve had made it longer)."""
-        if self.fd >= 0 and self.reserved > self.written:
+        """Give back the blocks reserved past the text's end (best effort: a failure here
+        must not replace the error a write raised)."""
+        if self.fd < 0 or self.reserved <= self.written:
+            return
+        try:
             out.flush()
-            os.ftruncate(self.fd, self.written)
+        finally:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self.fd, os.fstat(self.fd).st_size)
 
 
 def write_fields(out, list columns, const unsigned char[::1] kinds, list strings,
@@ -129,10 +155,10 @@ def write_fields(out, list columns, const unsigned char[::1] kinds, list strings
     if total == 0:
         return
     cdef list held = [np.ascontiguousarray(values, dtype=np.int64) for values in columns]
+    cdef _Reservation reservation = _Reservation(out)
     cdef const int64_t** words = <const int64_t**>malloc(arity * sizeof(int64_t*))
     if words == NULL:
         raise MemoryError()
-    cdef _Reservation reservation = _Reservation(out)
     try:
         for c in range(arity):
             view = held[c]

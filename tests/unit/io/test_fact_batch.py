@@ -5,6 +5,7 @@ does."""
 from __future__ import annotations
 
 import errno
+import gzip
 import mmap
 import os
 import tempfile
@@ -370,9 +371,11 @@ def test_a_batch_counts_its_distinct_rows_as_columns() -> None:
 
 
 def test_a_file_written_in_reserved_steps_ends_where_its_text_ends(tmp_path: Path) -> None:
-    """The writer reserves disk blocks ahead of its writes (`fact_text._Reservation`), which
-    makes the file longer for a while: it is cut where the text ends, over a longer file it
-    replaces too, and a pipe, where nothing can be reserved, takes the same text."""
+    """The writer reserves disk blocks ahead of its writes (`fact_text._Reservation`),
+    keeping the file's size: the file holds the text and no more, over a longer file it
+    replaces, after what an appending or a positioned stream held, and the blocks reserved
+    past the end are given back. A pipe and a compressed stream, where nothing is reserved,
+    take the same text."""
     table = SymbolTable()
     symbols = [f"http://example.org/{i}" for i in range(200_000)]
     encoded = [np.arange(200_000, dtype=np.int64), table.intern_column(symbols)]
@@ -382,6 +385,19 @@ def test_a_file_written_in_reserved_steps_ends_where_its_text_ends(tmp_path: Pat
     path.write_bytes(b"x" * (len(expected) * 2))
     write_csv(path, batch)
     assert path.read_bytes() == expected
+    assert os.stat(path).st_blocks * 512 < len(expected) + (1 << 20)  # no reserve kept
+    path.write_bytes(b"head\n")
+    with open(path, "ab") as appending:
+        write_csv(appending, batch)
+    assert path.read_bytes() == b"head\n" + expected
+    path.write_bytes(b"y" * 100)
+    with open(path, "r+b") as positioned:
+        positioned.seek(10)
+        write_csv(positioned, batch)
+    assert path.read_bytes() == b"y" * 10 + expected
+    with gzip.open(tmp_path / "r.csv.gz", "wb") as compressed:
+        write_csv(compressed, batch)  # type: ignore[arg-type]
+    assert gzip.decompress((tmp_path / "r.csv.gz").read_bytes()) == expected
     read, write = os.pipe()
     received = bytearray()
     reader = threading.Thread(target=lambda: received.extend(b"".join(_drain(read))))
