@@ -53,7 +53,6 @@ from reasoner.errors import (
 )
 from reasoner.syntax.ast import (
     AUTOINC,
-    Aggregate,
     AggregateOp,
     BodyLiteral,
     BranchTerm,
@@ -63,7 +62,6 @@ from reasoner.syntax.ast import (
     Rule,
     Variable,
     Wildcard,
-    rule_terms,
 )
 from reasoner.syntax.parser import parse_program
 from reasoner.syntax.preprocess import Preprocessed
@@ -130,8 +128,11 @@ def _analyze(
     filename: str,
     allow_undefined: bool,
     user_functors: FunctorLibrary | None,
+    inline: bool = True,
 ) -> AnalyzedProgram:
+    """`inline=False` analyzes the program with its inline relations materialized."""
     reporter = Reporter(filename, source)
+    written_as_given = program
     check_pragmas(program, reporter)
     named = resolve_types(program, reporter)
     program, bound = bind_functors(program, named, user_functors, reporter)
@@ -142,8 +143,12 @@ def _analyze(
     if closure:
         program = dataclasses.replace(program, rules=program.rules + closure)
     written = program
-    program, inlined = inline_relations(program)
-    _check_inlined_rules(written, inlined, reporter)
+    program, inlined = inline_relations(program) if inline else (program, frozenset())
+    as_written = (
+        _types_as_written(written_as_given, source, filename, allow_undefined, user_functors)
+        if inlined
+        else {}
+    )
     program = delay_disconnected(program, choices)
     numbered = number_rows(program, reporter)
     program = rewrite_subsumptions(numbered.program, reporter)
@@ -161,7 +166,7 @@ def _analyze(
     rewritten = lift_ranges(existential_negations(program))
     typed = _with_rules(program, aggregated.typing_rules)
     table = collect_relations(typed, reporter, allow_undefined=allow_undefined)
-    results = {a.name: {len(a.group): _result_type(a.op)} for a in aggregates}
+    results = {a.name: {len(a.group): _result_type(a.op)} for a in aggregates} | as_written
     types, unfixed, inference = infer_types(
         typed, table, named, reporter, results, aggregated.typing_rules, aggregated.zeros
     )
@@ -239,26 +244,35 @@ def _maybe_goal_directed(program: Program, magic: Sequence[str]) -> frozenset[st
     return requested(program, magic) - {d.relation for d in program.directives}
 
 
-def _check_inlined_rules(written: Program, inlined: frozenset[str], reporter: Reporter) -> None:
-    """The safety of the clauses substituted into their readers, which no later check sees:
-    a clause whose head has a variable it does not bind is refused, as Soufflé refuses it,
-    even where a reader would bind it."""
-    rules = tuple(
-        rule
-        for rule in written.rules
-        if rule.head.relation in inlined
-        and not any(isinstance(term, Aggregate) for term in rule_terms([rule]))
-    )
-    if rules:
-        for rule in lift_ranges(existential_negations(Program(rules=rules))).rules:
-            safety.check_rule(rule, reporter)
-
-
 def _result_type(op: AggregateOp) -> Known:
     """An aggregate's result: a count (and `autoinc()`'s number) is a number, a mean a float;
     another aggregate's result has its expression's numeric type, which its typing rule
     gives."""
     return NUMBER if op in ("count", AUTOINC) else FLOAT if op == "mean" else NUMERIC
+
+
+def _types_as_written(
+    program: Program,
+    source: str,
+    filename: str,
+    allow_undefined: bool,
+    user_functors: FunctorLibrary | None,
+) -> dict[str, dict[int, Known]]:
+    """The column types of the undeclared relations of `program` (as given, its inline
+    relations not substituted), where they are fixed; its errors are raised.
+
+    Soufflé checks and types an inline relation's clauses as written, before it substitutes
+    them. Substituted, a clause no rule reads would never be typed at all, an error in one
+    would name its reader, and an undeclared relation would miss the types those clauses
+    give it. So the program is analyzed with every relation materialized first: that names
+    the clauses in its errors (a head variable the clause does not bind is refused, even
+    where a reader would bind it), and the substituted program's relations take its types."""
+    materialized = _analyze(program, source, filename, allow_undefined, user_functors, False)
+    return {
+        name: {i: t for i, t in enumerate(info.value_types) if i not in info.unfixed}
+        for name, info in materialized.relations.items()
+        if not info.declared and not info.internal
+    }
 
 
 def _with_rules(program: Program, rules: tuple[Rule, ...]) -> Program:

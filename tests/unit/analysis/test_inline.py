@@ -140,6 +140,22 @@ def test_an_unsafe_clause_is_refused_though_its_reader_would_bind_the_variable()
     assert [(d.code, d.line, d.column) for d in info.value.diagnostics] == [("unsafe_rule", 4, 12)]
 
 
+@pytest.mark.parametrize("reader", ["", "p(x) :- r(x).\n"])
+def test_an_inline_relations_clauses_are_typed_as_written(reader: str) -> None:
+    """As Soufflé types them before it substitutes them: a clause no rule reads, which
+    substitution drops, was accepted ill-typed (found by the differential test against
+    Soufflé)."""
+    text = (
+        ".decl n(x: number)\n.decl u(x: unsigned)\n.decl r(x: number) inline\n"
+        ".decl p(x: number)\n.output p\nr(x) :- n(x), !u(x).\np(x) :- n(x).\n" + reader
+    )
+    with pytest.raises(ProgramError) as info:
+        check_program(text)
+    assert [(d.code, d.line, d.column) for d in info.value.diagnostics] == [
+        ("type_mismatch", 6, 18)
+    ]
+
+
 def test_an_inline_relation_takes_no_facts() -> None:
     """Its readers would never see them (Soufflé refuses an `.input` of it)."""
     m = _built({"e": [(1, 2)]})
@@ -167,3 +183,18 @@ def test_a_clause_substituted_twice_keeps_its_columns_types(engine: str) -> None
     m.bootstrap()
     assert m.analyzed.relations["big"].types == ("unsigned",)
     assert list(m.rows("hit")) == []
+
+
+def test_an_undeclared_relation_takes_the_types_an_inline_clause_gives_it() -> None:
+    """Typed as written, as Soufflé types before it substitutes: `o`'s column is unsigned
+    because the clause of `r`, which nothing reads and substitution drops, says so (found
+    by the differential test against Soufflé). Typed after substitution it was `number`."""
+    text = """
+    .decl u(x: unsigned)
+    .decl r(x: number) inline
+    r(1) :- o(x), !u(x).
+    o(5).
+    .output o
+    """
+    analyzed = check_program(text)
+    assert analyzed.inlined == {"r"} and analyzed.relations["o"].types == ("unsigned",)
