@@ -38,8 +38,11 @@ SOUFFLE_TIMEOUT = 60
 """Seconds a generated program may take in Soufflé: they finish in well under one."""
 
 _MAGIC_PRAGMA = '.pragma "magic-transform" "*"'
-_REFUSED = ("evaluation aborted", "signal in rule")
-"""Soufflé's words for a program it refused and for a rule whose evaluation it stopped."""
+_REFUSED = re.compile(r"^Error: Ungrounded |signal in rule", re.MULTILINE)
+"""Soufflé's words where it refuses what the engine takes (a variable, record or ADT branch
+it calls ungrounded) and where it stops a rule's evaluation. Any other refusal fails the
+comparison: a program the generator made that Soufflé does not read, or a declaration
+`souffle_text` got wrong, is a finding too."""
 _INLINE = re.compile(r"(?<=\)) inline\b")
 
 
@@ -73,10 +76,10 @@ def souffle_text(generated: GeneratedProgram) -> str:
 
 
 class Incomparable(Exception):
-    """Soufflé refused the program where the engine takes it (a negated record pattern with
-    `_` in it), or its process died of a signal:
-    on what it leaves undefined (a division by zero, SIGFPE), or of its own bugs (SIGSEGV on
-    a recursive rule that counts a nullary relation): nothing to compare."""
+    """Soufflé refused the program where the engine takes it (a record pattern with `_`
+    under a negation, which it calls ungrounded), or its process died of a signal: on what
+    it leaves undefined (a division by zero, SIGFPE), or of its own bugs (SIGSEGV on a
+    recursive rule that counts a nullary relation). Nothing to compare."""
 
     def reason(self) -> str:
         """Soufflé's first words on it, without the place: what a tally groups by."""
@@ -88,24 +91,27 @@ class Incomparable(Exception):
 
 @dataclass
 class Outcome:
-    """What the two systems wrote, relation by relation (the lines of `<relation>.csv`)."""
+    """What the two systems wrote, relation by relation: the lines of each `<relation>.csv`,
+    sorted (a line written twice counts twice)."""
 
-    ours: dict[str, set[str]]
-    souffle: dict[str, set[str]]
+    ours: dict[str, list[str]]
+    souffle: dict[str, list[str]]
 
     def differing(self) -> list[str]:
+        """The relations whose files differ, or that only one system wrote."""
         return sorted(
             name
             for name in self.ours.keys() | self.souffle.keys()
-            if self.ours.get(name, set()) != self.souffle.get(name, set())
+            if self.ours.get(name) != self.souffle.get(name)
         )
 
 
 def compare(generated: GeneratedProgram, work: Path, souffle: Path) -> Outcome:
     """Write the program and its facts under `work`, run both systems on them, read back
-    their outputs."""
+    their outputs. The engine reads the program as generated (its magic-set pragma, its
+    undeclared relations); Soufflé reads `souffle_text`, without `inline`."""
     program = work / "program.dl"
-    program.write_text(souffle_text(generated), encoding="utf-8")
+    program.write_text(generated.text, encoding="utf-8")
     facts = work / "facts"
     facts.mkdir()
     for name, rows in generated.inputs.items():
@@ -124,9 +130,9 @@ def compare(generated: GeneratedProgram, work: Path, souffle: Path) -> Outcome:
     # a literal's type (`c(9223372036854775808).` in an unsigned column, inlined, no longer
     # equals `9223372036854775808u`).
     plain = work / "souffle.dl"
-    plain.write_text(_INLINE.sub("", program.read_text(encoding="utf-8")), "utf-8")
+    plain.write_text(_INLINE.sub("", souffle_text(generated)), "utf-8")
     done = _souffle(souffle, facts, theirs, plain)
-    if done.returncode < 0 or any(sign in done.stderr for sign in _REFUSED):
+    if done.returncode < 0 or _REFUSED.search(done.stderr):
         raise Incomparable(done.stderr)
     if done.returncode != 0:
         raise AssertionError(f"Soufflé failed ({done.returncode}):\n{done.stderr}")
@@ -146,9 +152,9 @@ def _fact_text(value: object) -> str:
     return floats.float_text(value) if isinstance(value, float) else str(value)
 
 
-def _outputs(directory: Path) -> dict[str, set[str]]:
+def _outputs(directory: Path) -> dict[str, list[str]]:
     return {
-        path.stem: set(path.read_text(encoding="utf-8").splitlines())
+        path.stem: sorted(path.read_text(encoding="utf-8").splitlines())
         for path in directory.glob("*.csv")
     }
 

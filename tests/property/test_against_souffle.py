@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hypothesis import assume, given, settings
+from hypothesis import assume, event, given, settings
 
+from reasoner.analysis import check_program
 from tests.conftest import examples
 from tests.differential import Incomparable, chooses, compare
 from tests.property.programs import SOUFFLE_NAMING, GeneratedProgram, programs
@@ -27,7 +28,11 @@ def test_reasoner_run_writes_what_souffle_writes(
     assume(not chooses(generated))
     try:
         outcome = compare(generated, tmp_path_factory.mktemp("differential"), souffle)
-    except Incomparable:
+    except Incomparable as refused:
+        event(f"incomparable: {refused.reason()}")
         assume(False)
+    analyzed = check_program(generated.text)
+    outputs = {name for name, info in analyzed.relations.items() if info.is_output}
+    assert set(outcome.souffle) == outputs  # a file for each `.output`, even an empty one
     for name in outcome.differing():
         assert outcome.ours.get(name) == outcome.souffle.get(name), name
