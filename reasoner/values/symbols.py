@@ -33,21 +33,21 @@ class SymbolOrder:
     symbols, see `key`). A symbol interned later moves the keys of the strings after it, not
     their order: a read that compares keys takes them all from one `SymbolOrder`."""
 
-    __slots__ = ("_ids", "keys", "ordered")
+    __slots__ = ("_lookup", "keys", "ordered")
 
     def __init__(
-        self, keys: np.ndarray, ordered: list[str], ids: Callable[[], dict[str, int]]
+        self, keys: np.ndarray, ordered: list[str], lookup: Callable[[str], int | None]
     ) -> None:
-        """`ids`: the table's map from string to id, asked for only when a key is (a run
-        that sorts its output by the keys never makes a map of LUBM-30's 945 k symbols)."""
+        """`lookup`: the table's `SymbolTable.lookup`, asked only when a key is (a run that
+        sorts its output by the keys never maps LUBM-30's 945 k symbols)."""
         self.keys = keys
         self.ordered = ordered
-        self._ids = ids
+        self._lookup = lookup
 
     def key(self, text: str) -> int:
         """The key of `text`: its own for a symbol known then, else the odd key between its
         neighbours in string order."""
-        ident = self._ids().get(text)
+        ident = self._lookup(text)
         if ident is not None and ident < len(self.keys):
             return int(self.keys[ident])
         return 2 * bisect_left(self.ordered, text) - 1
@@ -245,7 +245,7 @@ class SymbolTable:
         """The symbols' order now (see `SymbolOrder`). Recomputed when symbols were added since
         the last call; reads in value order use it to sort ids without strings."""
         keys, ordered = self._sorted()
-        return SymbolOrder(keys, ordered, self._id_map)
+        return SymbolOrder(keys, ordered, self.lookup)
 
     def order_keys(self) -> np.ndarray:
         return self.order().keys
