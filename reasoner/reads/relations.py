@@ -49,27 +49,20 @@ def batch(
         # The list holds the only reference to the copied columns, which `sorted_rows`
         # lets go before the sort.
         types = info.types
-        ranks = symbols.order_keys() >> 1 if SYMBOL in types else None
+        order = symbols.order() if SYMBOL in types else None
+        ranks, by_rank = (order.keys >> 1, order.by_rank) if order is not None else (None, None)
         keys = [
             gather(ranks, c) if kind == SYMBOL else user_numbers(c, kind)  # type: ignore[arg-type]
             for kind, c in zip(types, store.table.columns()[0], strict=True)
         ]
         in_order = sorted_rows(keys)
         if in_order is not None:
-            by_rank = _by_rank(ranks) if ranks is not None else None
             engine = [
                 gather(by_rank, column) if kind == SYMBOL else column.view(np.int64)  # type: ignore[arg-type]
                 for kind, column in zip(types, in_order, strict=True)
             ]
             return FactBatch.of_encoded(engine, types, symbols, ordered=True)
     return batch_of(symbols, info, store.table.columns()[0], ordered=ordered)
-
-
-def _by_rank(ranks: np.ndarray) -> np.ndarray:
-    """The symbol of each rank: the inverse of `ranks` (the rank of each symbol)."""
-    ids = np.empty(len(ranks), dtype=np.int64)
-    ids[ranks] = np.arange(len(ranks), dtype=np.int64)
-    return ids
 
 
 def batch_of(
