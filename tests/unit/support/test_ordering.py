@@ -8,6 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from reasoner.support import lanes, word_sort
 from reasoner.support.ordering import lexicographic_order, sorted_rows
 from reasoner.support.word_sort import sorted_words
 from tests.conftest import examples
@@ -72,6 +73,32 @@ def test_words_sort_as_numpy_sorts_them(bits: int, rows: int, fixed: int, seed: 
         words &= np.uint64((1 << fixed) - 1)
         words |= np.uint64(((1 << bits) - 1) & ~((1 << fixed) - 1) & 0x5555555555555555)
     assert sorted_words(words.copy(), bits).tolist() == np.sort(words).tolist()
+
+
+@settings(max_examples=examples(100))
+@given(
+    count=st.integers(2, 4),
+    bits=st.integers(1, 64),
+    rows=st.integers(256, 3000),
+    seed=st.integers(0, 2**32),
+)
+def test_words_split_among_lanes_sort_as_on_one(
+    count: int, bits: int, rows: int, seed: int
+) -> None:
+    """Each lane counts and scatters its share, from offsets taken digit by digit and lane by
+    lane: a lane's share placed out of turn, or counted against another's offsets, is out
+    of order."""
+    rng = np.random.default_rng(seed)
+    words = rng.integers(0, 2**64, rows, dtype=np.uint64, endpoint=False)
+    words &= np.uint64((1 << bits) - 1)
+    words[rng.integers(0, rows, rows // 3)] = words[0]  # many of one digit in every pass
+    saved = lanes.LANES, word_sort.LANE_WORDS
+    lanes.LANES, word_sort.LANE_WORDS = count, 1
+    try:
+        on_lanes = sorted_words(words.copy(), bits)
+    finally:
+        lanes.LANES, word_sort.LANE_WORDS = saved
+    assert on_lanes.tolist() == np.sort(words).tolist()
 
 
 @settings(max_examples=examples(300))
