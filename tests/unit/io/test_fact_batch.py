@@ -23,7 +23,7 @@ from reasoner.elastic.epoch import Delta
 from reasoner.elastic.prepare import BATCH_MIN_ROWS
 from reasoner.errors import InputDataError, InvalidDelta
 from reasoner.io import batch as batch_module
-from reasoner.io import fact_read
+from reasoner.io import fact_read, fact_text
 from reasoner.io.batch import FactBatch, field_kinds, parse_facts_batch, read_facts_batch
 from reasoner.io.facts import format_rows, parse_facts_text, write_csv
 from reasoner.materialization import Materialization
@@ -370,12 +370,16 @@ def test_a_batch_counts_its_distinct_rows_as_columns() -> None:
     assert floats.encoded is None and floats.distinct() == 2
 
 
-def test_a_file_written_in_reserved_steps_ends_where_its_text_ends(tmp_path: Path) -> None:
+@pytest.mark.parametrize("lanes", [1, 3])
+def test_a_file_written_in_reserved_steps_ends_where_its_text_ends(
+    tmp_path: Path, lanes: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The writer reserves disk blocks ahead of its writes (`fact_text._Reservation`),
     keeping the file's size: the file holds the text and no more, over a longer file it
     replaces, after what an appending or a positioned stream held, and the blocks reserved
     past the end are given back. A pipe and a compressed stream, where nothing is reserved,
-    take the same text."""
+    take the same text. On lanes, each writing its blocks at their offsets, the same."""
+    monkeypatch.setattr(reasoner_lanes, "LANES", lanes)
     table = SymbolTable()
     symbols = [f"http://example.org/{i}" for i in range(200_000)]
     encoded = [np.arange(200_000, dtype=np.int64), table.intern_column(symbols)]
@@ -406,6 +410,69 @@ def test_a_file_written_in_reserved_steps_ends_where_its_text_ends(tmp_path: Pat
         write_csv(pipe, batch)
     reader.join()
     assert bytes(received) == expected
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(
+    rows=st.lists(
+        st.tuples(
+            st.sampled_from([0, -1, 9, 10, -10, 99, -(1 << 63), (1 << 63) - 1, 123456789]),
+            st.text(alphabet="ab\té😀", max_size=4),
+            st.sampled_from([0, 10, (1 << 64) - 1, 1 << 63]),
+        ),
+        min_size=1,
+        max_size=40,
+    ),
+    lanes=st.integers(2, 4),
+    block=st.integers(1, 7),
+    head=st.binary(max_size=5),
+)
+def test_rows_written_on_lanes_are_the_bytes_of_one_lane(
+    rows: list[tuple[int, str, int]], lanes: int, block: int, head: bytes
+) -> None:
+    """Each lane sizes its blocks, then formats and writes each at the offset the blocks
+    before it end at, after what the stream held: a number's digits or a symbol's UTF-8
+    counted wrong, or a block placed out of turn, moves every byte after it."""
+    table = SymbolTable()
+    columns = [
+        np.array([row[0] for row in rows], dtype=np.int64),
+        table.intern_column([row[1] for row in rows]),
+        np.array([row[2] for row in rows], dtype=np.uint64).view(np.int64),
+    ]
+    kinds = np.array(
+        [fact_text.NUMBER_FIELD, fact_text.SYMBOL_FIELD, fact_text.UNSIGNED_FIELD], dtype=np.uint8
+    )
+    strings = table.since(0)
+    written = []
+    saved = reasoner_lanes.LANES, fact_text.LANE_ROWS, fact_text.BLOCK_ROWS
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "r.csv"
+        for count, rows_from in ((1, 1 << 62), (lanes, 1)):
+            reasoner_lanes.LANES, fact_text.LANE_ROWS = count, rows_from
+            fact_text.BLOCK_ROWS = block
+            try:
+                with open(path, "wb") as out:
+                    out.write(head)
+                    fact_text.write_fields(out, columns, kinds, strings, ord(","))
+                    out.write(b"!")
+            finally:
+                reasoner_lanes.LANES, fact_text.LANE_ROWS, fact_text.BLOCK_ROWS = saved
+            written.append(path.read_bytes())
+    assert written[1] == written[0]
+    text = "".join(f"{number},{symbol},{unsigned}\n" for number, symbol, unsigned in rows)
+    assert written[0] == head + text.encode("utf-8") + b"!"
+
+
+def test_an_unknown_symbol_is_refused_on_lanes_before_a_byte_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(reasoner_lanes, "LANES", 2)
+    monkeypatch.setattr(fact_text, "LANE_ROWS", 1)
+    monkeypatch.setattr(fact_text, "BLOCK_ROWS", 2)
+    kinds = np.array([fact_text.SYMBOL_FIELD], dtype=np.uint8)
+    with open(tmp_path / "r.csv", "wb") as out, pytest.raises(IndexError, match="no symbol 7"):
+        fact_text.write_fields(out, [np.array([0, 1, 0, 7, 1])], kinds, ["a", "b"], ord(","))
+    assert (tmp_path / "r.csv").read_bytes() == b""
 
 
 def _drain(fd: int) -> Iterator[bytes]:
