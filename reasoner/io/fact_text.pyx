@@ -237,19 +237,34 @@ cdef bint _on_lanes(out, list held, const unsigned char[::1] kinds, list strings
     except (OSError, ValueError):  # a closed stream, or one that cannot tell
         return False
     cdef _LaneText text = _LaneText(held, kinds, strings, delimiter)
+    if not text.encoded:  # a symbol UTF-8 cannot hold: refused by the one thread if written
+        return False
     cdef int lanes = lane_count()
     fan_out(text.size, lanes, 0, text.blocks)
-    if text.unknown >= 0:
-        raise IndexError(f"no symbol {text.unknown}")
+    if text.refused:
+        raise IndexError(f"no symbol {_first_unknown(held, kinds, text.nstrings)}")
     end = text.place(base)
     if end > base:  # best effort, as `_Reservation`: the writes say whether the text fits
         fallocate(fd, FALLOC_FL_KEEP_SIZE, base, end - base)
     text.fd = fd
     fan_out(text.write, lanes, 0, text.blocks)
     if text.error:
+        # The lanes stopped wherever they were, leaving holes: the file is cut back to what
+        # it held before the text (its reserve given back with it).
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, base)
+        out.seek(base)
         raise OSError(text.error, os.strerror(text.error))
     out.seek(end)
     return True
+
+
+def _first_unknown(list held, const unsigned char[::1] kinds, Py_ssize_t nstrings) -> int:
+    """The first symbol id out of range, in the order the rows are written."""
+    columns = [held[c] for c in range(len(held)) if kinds[c] == SYMBOL_KIND]
+    bad = np.stack([(column < 0) | (column >= nstrings) for column in columns], axis=1)
+    first = int(np.flatnonzero(bad.ravel())[0])
+    return int(columns[first % len(columns)][first // len(columns)])
 
 
 cdef class _LaneText:
@@ -265,12 +280,14 @@ cdef class _LaneText:
     cdef Py_ssize_t total
     cdef Py_ssize_t block  # rows a block
     cdef readonly Py_ssize_t blocks
+    cdef tuple strings  # held while the lanes read their UTF-8
     cdef const char** texts  # each symbol's UTF-8, and its size
     cdef Py_ssize_t* sizes
-    cdef Py_ssize_t nstrings
+    cdef readonly Py_ssize_t nstrings
+    cdef readonly bint encoded  # every symbol has its UTF-8
     cdef unsigned char delimiter
     cdef off_t* at  # per block its bytes, then (`place`) its offset in the file
-    cdef readonly int64_t unknown  # a symbol id out of range (-1: none)
+    cdef readonly bint refused  # a symbol id out of range
     cdef int fd
     cdef readonly int error  # the first errno of a failed write (0: none)
 
@@ -285,7 +302,7 @@ cdef class _LaneText:
         self.blocks = (self.total + self.block - 1) // self.block
         self.nstrings = len(strings) if strings is not None and SYMBOL_KIND in kinds else 0
         self.delimiter = delimiter
-        self.unknown = -1
+        self.strings = tuple(strings) if self.nstrings else ()
         self.words = <const int64_t**>malloc(self.arity * sizeof(int64_t*))
         self.kinds = <unsigned char*>malloc(self.arity)
         self.at = <off_t*>calloc(self.blocks + 1, sizeof(off_t))
@@ -298,9 +315,12 @@ cdef class _LaneText:
             view = held[c]
             self.words[c] = &view[0]
             self.kinds[c] = kinds[c]
-        for i in range(self.nstrings):  # the list holds the strings, and they their UTF-8
-            self.texts[i] = PyUnicode_AsUTF8AndSize(<object>PyList_GET_ITEM(strings, i),
-                                                    &self.sizes[i])
+        try:
+            for i in range(self.nstrings):  # each string keeps its UTF-8 once made
+                self.texts[i] = PyUnicode_AsUTF8AndSize(self.strings[i], &self.sizes[i])
+        except UnicodeEncodeError:
+            return
+        self.encoded = True
 
     def __dealloc__(self):
         free(self.words)
@@ -318,7 +338,7 @@ cdef class _LaneText:
                     break
 
     cdef int _size(self, Py_ssize_t b) noexcept nogil:
-        """Block b's bytes into `at[b + 1]`; -1 at a symbol id out of range (`unknown`)."""
+        """Block b's bytes into `at[b + 1]`; -1 at a symbol id out of range (`refused`)."""
         cdef Py_ssize_t row, c
         cdef off_t bytes = 0
         cdef int64_t word
@@ -327,7 +347,7 @@ cdef class _LaneText:
                 word = self.words[c][row]
                 if self.kinds[c] == SYMBOL_KIND:
                     if not 0 <= word < self.nstrings:
-                        self.unknown = word
+                        self.refused = True
                         return -1
                     bytes += self.sizes[word] + 1
                 else:

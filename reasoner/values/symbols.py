@@ -53,11 +53,16 @@ class SymbolOrder:
 
     def key(self, text: str) -> int:
         """The key of `text`: its own for a symbol known then, else the odd key between its
-        neighbours in string order."""
+        neighbours in string order. The table's map may have moved on (a rollback, then other
+        strings under the same ids): what it says is taken only where the strings agree."""
+        strings = self._strings
         ident = self._lookup(text)
-        if ident is not None and ident < len(self.keys):
+        if ident is not None and ident < len(strings) and strings[ident] == text:
             return int(self.keys[ident])
-        return 2 * bisect_left(self.by_rank, text, key=self._strings.__getitem__) - 1
+        rank = bisect_left(self.by_rank, text, key=strings.__getitem__)
+        if rank < len(strings) and strings[self.by_rank[rank]] == text:
+            return 2 * rank
+        return 2 * rank - 1
 
 
 @dataclass(frozen=True, slots=True)

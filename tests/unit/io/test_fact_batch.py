@@ -8,6 +8,8 @@ import errno
 import gzip
 import mmap
 import os
+import resource
+import signal
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -463,16 +465,61 @@ def test_rows_written_on_lanes_are_the_bytes_of_one_lane(
     assert written[0] == head + text.encode("utf-8") + b"!"
 
 
+@pytest.mark.parametrize("unknown", [7, -1, -5])
 def test_an_unknown_symbol_is_refused_on_lanes_before_a_byte_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unknown: int
+) -> None:
+    """The first id out of range in the order of the rows, as one thread refuses it."""
+    monkeypatch.setattr(reasoner_lanes, "LANES", 2)
+    monkeypatch.setattr(fact_text, "LANE_ROWS", 1)
+    monkeypatch.setattr(fact_text, "BLOCK_ROWS", 2)
+    kinds = np.array([fact_text.SYMBOL_FIELD, fact_text.SYMBOL_FIELD], dtype=np.uint8)
+    columns = [np.array([0, 1, 0, 1, 9]), np.array([1, 0, 1, unknown, 1])]
+    with open(tmp_path / "r.csv", "wb") as out, pytest.raises(IndexError) as refused:
+        fact_text.write_fields(out, columns, kinds, ["a", "b"], ord(","))
+    assert str(refused.value) == f"no symbol {unknown}"
+    assert (tmp_path / "r.csv").read_bytes() == b""
+
+
+def test_a_symbol_utf8_cannot_hold_fails_only_where_it_is_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A refused write holds its unpaired surrogate until it rolls back: no row holds it."""
     monkeypatch.setattr(reasoner_lanes, "LANES", 2)
     monkeypatch.setattr(fact_text, "LANE_ROWS", 1)
     monkeypatch.setattr(fact_text, "BLOCK_ROWS", 2)
     kinds = np.array([fact_text.SYMBOL_FIELD], dtype=np.uint8)
-    with open(tmp_path / "r.csv", "wb") as out, pytest.raises(IndexError, match="no symbol 7"):
-        fact_text.write_fields(out, [np.array([0, 1, 0, 7, 1])], kinds, ["a", "b"], ord(","))
-    assert (tmp_path / "r.csv").read_bytes() == b""
+    strings = ["a", "\ud800", "é"]
+    with open(tmp_path / "r.csv", "wb") as out:
+        fact_text.write_fields(out, [np.array([0, 2, 0, 2, 2])], kinds, strings, ord(","))
+    assert (tmp_path / "r.csv").read_bytes() == "a\né\na\né\né\n".encode()
+    with open(tmp_path / "r.csv", "wb") as out, pytest.raises(UnicodeEncodeError):
+        fact_text.write_fields(out, [np.array([0, 1, 0])], kinds, strings, ord(","))
+
+
+def test_a_write_that_fails_on_lanes_leaves_what_the_file_held_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lanes stop where each was: the file is cut back to its text's start (no holes),
+    and the stream stands there."""
+    monkeypatch.setattr(reasoner_lanes, "LANES", 3)
+    monkeypatch.setattr(fact_text, "LANE_ROWS", 1)
+    kinds = np.array([fact_text.NUMBER_FIELD], dtype=np.uint8)
+    rows = [np.arange(400_000, dtype=np.int64)]  # 2.7 MB of text, past the 1 MiB below
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, limit[1]))
+    try:
+        with open(tmp_path / "r.csv", "wb") as out:
+            out.write(b"head\n")
+            with pytest.raises(OSError) as failed:
+                fact_text.write_fields(out, rows, kinds, [], ord(","))
+            assert failed.value.errno == errno.EFBIG
+            assert out.tell() == 5
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, limit)
+        signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+    assert (tmp_path / "r.csv").read_bytes() == b"head\n"
 
 
 def _drain(fd: int) -> Iterator[bytes]:

@@ -37,3 +37,15 @@ def test_an_order_is_made_again_once_symbols_are_added() -> None:
     table.intern("a")
     assert table.order().by_rank.tolist() == [2, 1, 0]
     assert first.key("a") == -1  # the order taken before it still reads "a" as a stranger
+
+
+def test_an_order_taken_before_a_rollback_keeps_its_keys() -> None:
+    """The table's map after the rollback names other strings by the same ids."""
+    table = SymbolTable(["m"])
+    mark = table.mark()
+    table.intern("a")
+    before = table.order()
+    table.rollback(mark)
+    table.intern("q")  # id 1, where "a" was
+    assert before.key("a") == 0 and before.key("m") == 2
+    assert before.key("q") == 3  # not a symbol when the order was taken
