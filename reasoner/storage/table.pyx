@@ -75,7 +75,8 @@ cdef int64_t MAX_ROWS = 2147483600
 # and rows from which a key index is built on them.
 cdef int64_t LANE_INDEX_ROWS = 1 << 20
 # Rows from which a block added at once (`add_columns`, a Polars stage's heads) splits among
-# the lanes: each row costs a probe and a link per key index, some hundreds of nanoseconds.
+# the lanes: each row costs a probe and a link per key index, some hundreds of nanoseconds;
+# and rows from which a block's lookup does (`rows_of_columns`).
 cdef int64_t LANE_ADD_ROWS = 1 << 16
 cdef int64_t LANE_SLOTS = 1 << 20
 
@@ -456,18 +457,11 @@ cdef class Table:
 
     def rows_of_columns(self, columns):
         """The row ids (-1: none) of rows given as int64 columns (one array per column), by
-        hash probes, each slot prefetched `AHEAD` probes before its own."""
-        cdef int64_t j
+        hash probes (`table_lanes.rows_of_block`: on the lanes from `LANE_ADD_ROWS` rows)."""
+        from reasoner.storage.table_lanes import rows_of_block
+
         block = self._block(columns)
-        cdef const int64_t[:, ::1] words = block
-        cdef const uint64_t[::1] hashes = self._hashes(block)
-        out = np.empty(block.shape[0], dtype=np.int64)
-        cdef int64_t[::1] rows = out
-        for j in range(block.shape[0]):
-            if j + AHEAD < block.shape[0]:
-                self._prefetch(hashes[j + AHEAD])
-            rows[j] = self._find_hashed(&words[j, 0], hashes[j])
-        return out
+        return rows_of_block(self, block, _lanes_for(block.shape[0], LANE_ADD_ROWS))
 
     def absent(self, columns):
         """For each row given as int64 columns, whether no committed row holds it: new heads

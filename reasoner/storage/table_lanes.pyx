@@ -3,8 +3,8 @@
 """A table's hash tables made by the lanes (`reasoner.support.lanes`), each lane without the
 GIL: the tuple table's rebuild, a key index built over a table's rows, the rows a count on
 the lanes added (`reasoner.kernel.count_lanes`) linked into the key indexes (`add_claimed`),
-and a large block of rows added at once (`add_rows`, a Polars stage's heads: LUBM-30's
-906 k took 0.45-0.53 s on one thread). `reasoner.storage.table` calls the first two past a size where handing the
+a large block of rows added at once (`add_rows`, a Polars stage's heads: LUBM-30's
+906 k took 0.45-0.53 s on one thread), and the rows of a block looked up (`rows_of_block`). `reasoner.storage.table` calls the first two past a size where handing the
 shares out and back (tens of microseconds) is small against the work; on one lane it does the
 same work itself. (The
 slots' retagging stays on one thread: it changes the table in place, which a reader taking
@@ -81,6 +81,48 @@ def build_index(Table table not None, size_t index, int lanes) -> None:
         for j in range(lanes):
             _block_free(parts[j].slots)
         free(parts)
+
+
+cdef enum:
+    AHEAD = 16  # rows between a slot's prefetch and its probe
+
+
+def rows_of_block(Table table not None, block, int lanes):
+    """The row id (-1: none) of each row of a row-major int64 block, by hash probes, on
+    `lanes` lanes each over a contiguous share: it only reads the table, whose writer is the
+    caller, waiting. A lane hashes its share first, then probes each row with the slot of the
+    row `AHEAD` of it already loading (each is a cache miss in a large table)."""
+    out = np.empty(block.shape[0], dtype=np.int64)
+    cdef _Probes probes = _Probes(table, block, out)
+    if lanes > 1:
+        fan_out(probes.probe, lanes, 0, block.shape[0])
+    else:
+        probes.probe(0, 0, block.shape[0], None)
+    return out
+
+
+cdef class _Probes:
+    cdef Table table
+    cdef const int64_t[:, ::1] words
+    cdef int64_t[::1] rows
+    cdef uint64_t[::1] hashes
+
+    def __cinit__(self, Table table, block, out):
+        self.table = table
+        self.words = block
+        self.rows = out
+        self.hashes = np.empty(block.shape[0], dtype=np.uint64)
+
+    def probe(self, int lane, int64_t start, int64_t stop, object meter):
+        """The rows of the block's rows [start, stop)."""
+        cdef int64_t j
+        with nogil:
+            for j in range(start, stop):
+                self.hashes[j] = self.table._hash(&self.words[j, 0])
+            for j in range(start, stop):
+                if j + AHEAD < stop:
+                    self.table._prefetch(self.hashes[j + AHEAD])
+                self.rows[j] = self.table._find_hashed(&self.words[j, 0], self.hashes[j])
 
 
 def make_room(Table table not None, int64_t heads) -> None:
@@ -387,7 +429,6 @@ cdef int _double_keys(KeyIndex* ki, Table table, int lanes) except -1:
 
 cdef enum:
     LANE_KEY_SLOTS = 1 << 21
-    AHEAD = 16  # rows between a slot's prefetch and its probe
 
 
 cdef class _Slots:

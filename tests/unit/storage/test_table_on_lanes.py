@@ -264,3 +264,22 @@ def test_a_block_whose_rows_fail_to_be_stored_leaves_the_table_as_it_was(
     monkeypatch.setattr(table_lanes, "fan_out", fan_out)
     table.add_columns(block, 3)
     assert len(table) == len(before[0]) + len(block[0])
+
+
+def test_a_block_is_looked_up_on_the_lanes_as_on_one_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each lane hashes and probes its share: every row is found at its own id, and a row the
+    table does not hold is -1, wherever the shares split."""
+    table = Table(2)
+    held = _columns(3, 300_000)
+    table.add_columns(held, 0)
+    order = np.random.default_rng(4).permutation(400_000)
+    absent = _columns(5, 100_000)
+    absent[0] += 1 << 40
+    probed = [np.concatenate([a, b])[order] for a, b in zip(held, absent, strict=True)]
+    calls = _record_fan_out(monkeypatch)
+    monkeypatch.setattr(lanes, "LANES", 3)
+    rows = table.rows_of_columns(probed)
+    assert [(kind, len(shares)) for kind, *_, shares in calls] == [("probe", 3)]
+    assert rows.tolist() == np.where(order < 300_000, order, -1).tolist()  # rows in order
