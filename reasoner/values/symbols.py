@@ -17,7 +17,7 @@ from typing import cast
 import numpy as np
 
 from reasoner.support.polars_on_demand import pl
-from reasoner.support.string_ids import numbered
+from reasoner.support.string_ids import held_of, numbered
 from reasoner.values import floats
 from reasoner.values.arith import as_unsigned, wrap64
 from reasoner.values.records import AdtType, Codec, RecordTable, RecordType, ValueType
@@ -206,8 +206,7 @@ class SymbolTable:
         if len(self._strings) * 4 > len(texts):
             return self.intern_column(texts)
         ids = self._id_map()
-        held = map(ids.__contains__, texts)
-        repeated = np.fromiter(held, dtype=bool, count=len(texts)) if ids else None
+        repeated = held_of(ids, texts) if ids else None
         out = len(self._strings) + np.arange(len(texts), dtype=np.int64)
         if repeated is None or not repeated.any():
             self._strings.extend(texts)
