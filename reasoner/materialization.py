@@ -223,7 +223,7 @@ class Materialization:
     ) -> _Built:
         """Recompute every stratum from the facts into a new state (Algorithm 2), and compile
         the Update plans against it so that the first Update pays no compilation."""
-        state = State()
+        state = State(building=True)
         arities = self._arities(analyzed)
         # Those of `analyzed`, which a rule change may have made differ (an inline relation).
         program_facts = (
@@ -240,6 +240,7 @@ class Materialization:
         runs = run_bootstrap(
             choice, self.engines, analyzed, state, self.symbols, check, started, self._last_runs
         )
+        state.built()
         if progress is not None:
             progress.finish()
         self._last_runs = {run.relations: run for run in runs}

@@ -189,16 +189,26 @@ class RelationStore:
 class State:
     """All relations of a materialization, keyed by name."""
 
-    __slots__ = ("relations",)
+    __slots__ = ("building", "relations")
 
-    def __init__(self) -> None:
+    def __init__(self, building: bool = False) -> None:
+        """`building`: a state no reader can reach until `built` (a Bootstrap's), whose
+        tables may change their slots in place on the lanes (`Table.building`)."""
         self.relations: dict[str, RelationStore] = {}
+        self.building = building
 
     def relation(self, name: str, arity: int) -> RelationStore:
         store = self.relations.get(name)
         if store is None:
             store = self.relations[name] = RelationStore(name, arity)
+            store.table.building = self.building
         return store
+
+    def built(self) -> None:
+        """The state may be read from now on: its tables change in place on one thread."""
+        self.building = False
+        for store in self.relations.values():
+            store.table.building = False
 
     def __getitem__(self, name: str) -> RelationStore:
         return self.relations[name]
@@ -247,5 +257,6 @@ class State:
             and not store.extra
         ):
             store.replace_table(rows.table.copy())
+            store.table.building = self.building
             return
         store.table.insert(rows, 0)

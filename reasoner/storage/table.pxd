@@ -103,6 +103,9 @@ cdef class Table:
     cdef readonly uint64_t renumbered   # moves when row ids change meaning (compact, clear)
     cdef dict _indexes
     cdef readonly bint chains_released  # see `release_chains`
+    # No reader can reach the table yet (a state being built, `State(building=True)`): its
+    # slots may be changed in place by the lanes (`_retag`), the GIL let go.
+    cdef public bint building
 
     cdef int _load(self, object t) except -1
     cdef int64_t _find(self, const int64_t* words) noexcept nogil

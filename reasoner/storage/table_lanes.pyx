@@ -3,12 +3,14 @@
 """A table's hash tables made by the lanes (`reasoner.support.lanes`), each lane without the
 GIL: the tuple table's rebuild, a key index built over a table's rows, the rows a count on
 the lanes added (`reasoner.kernel.count_lanes`) linked into the key indexes (`add_claimed`),
-a large block of rows added at once (`add_rows`, a Polars stage's heads: LUBM-30's
-906 k took 0.45-0.53 s on one thread), and the rows of a block looked up (`rows_of_block`). `reasoner.storage.table` calls the first two past a size where handing the
-shares out and back (tens of microseconds) is small against the work; on one lane it does the
-same work itself. (The
-slots' retagging stays on one thread: it changes the table in place, which a reader taking
-the GIL meanwhile would see half done.)
+a large block of rows added at once (`add_rows`, a Polars stage's heads: LUBM-30's 906 k
+took 0.45-0.53 s on one thread), and the rows of a block looked up (`rows_of_block`).
+`reasoner.storage.table` calls the first two past a size where handing the shares out and
+back (tens of microseconds) is small against the work; on one lane it does the same work
+itself. The slots' retagging as a table grows (`retag`) changes them in place, which a reader
+taking the GIL meanwhile would see half done: it runs on the lanes only for a table no reader
+can reach yet, a state's being built (3 s of crdt.dl's two-lane run were retags on one
+thread).
 
 On crdt.dl's two-lane run these were the largest parts left on one thread while the other
 waited: the head table's rebuilds as it grows (a tenth of the run), and skipBlank's index on
@@ -27,7 +29,8 @@ from libc.stdlib cimport calloc, free, realloc
 from reasoner.storage.blocks cimport _block_free
 from reasoner.storage.claims cimport FOUND_NONE, _claim, _store_claimed
 from reasoner.storage.slots cimport (
-    _claim_slot, _entry, _load_slot, _row, _share, _store_slot, _tagged, _too_full,
+    _claim_slot, _entry, _load_slot, _retag_slots, _row, _share, _store_slot, _tagged,
+    _too_full,
 )
 from reasoner.storage.table cimport (
     DEAD_STATUS, EMPTY, KeyIndex, Table, _key_hash, _link, _link_hashed, _new_slots,
@@ -81,6 +84,32 @@ def build_index(Table table not None, size_t index, int lanes) -> None:
         for j in range(lanes):
             _block_free(parts[j].slots)
         free(parts)
+
+
+def retag(Table table not None, int shift, int lanes) -> None:
+    """`Table._retag` of every slot array of `table` to `shift` row bits, each split among
+    `lanes` lanes: in place, so only for a table no reader can reach (`Table.building`)."""
+    cdef _Retag work = _Retag()
+    cdef int i
+    work.old, work.new = table.shift, shift
+    if table.slots != NULL:
+        work.slots = table.slots
+        fan_out(work.share, lanes, 0, table.mask + 1)
+    for i in range(table.nkeyed):
+        if table.keyed[i].slots != NULL:
+            work.slots = table.keyed[i].slots
+            fan_out(work.share, lanes, 0, table.keyed[i].mask + 1)
+
+
+cdef class _Retag:
+    cdef int32_t* slots
+    cdef int old
+    cdef int new
+
+    def share(self, int lane, int64_t start, int64_t stop, object meter):
+        """Retag slots [start, stop)."""
+        with nogil:
+            _retag_slots(self.slots + start, stop - start, self.old, self.new)
 
 
 cdef enum:

@@ -6,8 +6,10 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from reasoner.materialization import Materialization
 from reasoner.storage.overlay import INF
-from reasoner.storage.state import RelationStore
+from reasoner.storage.state import RelationStore, State
+from reasoner.storage.tuple_set import TupleSet
 
 COLUMNS = ((0,), (1,), (0, 1), ())
 """Key columns: column 0 draws from few values, so groups hold many rows."""
@@ -71,3 +73,20 @@ def test_copy_is_independent() -> None:
     assert copy.snapshot() == store.snapshot()
     copy.remove((1, 2))
     assert (1, 2) in store and (1, 2) not in copy
+
+
+def test_a_state_being_built_marks_its_tables_until_it_is_built() -> None:
+    """Only a state no reader can reach lets its tables change their slots on the lanes:
+    every table it makes or copies in while building, none once built or published."""
+    state = State(building=True)
+    made = state.relation("r", 2).table
+    state.load_facts("f", 2, TupleSet(2, [(1, 2)]))
+    assert made.building and state["f"].table.building
+    state.built()
+    assert not made.building and not state["f"].table.building
+    assert not state.relation("s", 1).table.building
+    assert not State().relation("r", 2).table.building
+    m = Materialization.from_text(".decl e(x: number)\n.decl p(x: number)\np(x) :- e(x).")
+    m.load({"e": [(1,), (2,)]})
+    m.bootstrap()
+    assert not any(store.table.building for store in m.state.relations.values())

@@ -283,3 +283,35 @@ def test_a_block_is_looked_up_on_the_lanes_as_on_one_thread(
     rows = table.rows_of_columns(probed)
     assert [(kind, len(shares)) for kind, *_, shares in calls] == [("probe", 3)]
     assert rows.tolist() == np.where(order < 300_000, order, -1).tolist()  # rows in order
+
+
+def test_a_table_being_built_is_retagged_on_the_lanes_as_on_one_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its slots take more row bits as it grows past 2**21 rows, each lane its share of every
+    slot array in place: every row is found where it was, and none that is not held; a table
+    a reader may reach is retagged on one thread."""
+    calls = _record_fan_out(monkeypatch)
+    monkeypatch.setattr(lanes, "LANES", 3)
+    tables = []
+    for building in (True, False):
+        table = Table(2)
+        table.building = building
+        table.index_position((1,))
+        rows = _columns(6, 2_200_000)
+        for start in range(0, 2_200_000, 100_000):
+            table.add_columns([c[start : start + 100_000] for c in rows], 0)
+        tables.append(table)
+        retags = [shares for kind, *_, shares in calls if kind == "share"]
+        assert (len(retags) >= 2) is building  # the tuple table's and the index's slots
+        assert all(len(shares) >= 2 for shares in retags)
+        calls.clear()
+    absent = [c + (1 << 41) for c in _columns(7, 1000)]
+    monkeypatch.setattr(lanes, "LANES", 1)
+    for table in tables:
+        assert table.rows_of_columns(rows).tolist() == list(range(2_200_000))
+        assert (table.rows_of_columns(absent) == -1).all()
+    keys = range(0, KEYS, 7)
+    built, alone = (table.index((1,)) for table in tables)
+    assert [built.get(k) for k in keys] == [alone.get(k) for k in keys]
+    assert built.get(3) is not None
