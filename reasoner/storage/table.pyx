@@ -525,18 +525,10 @@ cdef class Table:
     cdef int _retag(self, int shift) except -1:
         """Give every slot of the tuple table and the key tables `shift` row bits (when the
         arrays grew past 2**self.shift rows): on the lanes while the table is `building`."""
-        cdef int i, lanes
         if shift <= self.shift:
             return 0
-        lanes = _lanes_for(self.mask + 1, LANE_SLOTS) if self.building else 1
-        if lanes > 1:
-            from reasoner.storage.table_lanes import retag
-            retag(self, shift, lanes)
-        if self.slots != NULL and lanes == 1:  # (released: rebuilt with the new shift)
-            _retag_slots(self.slots, self.mask + 1, self.shift, shift)
-        for i in range(self.nkeyed if lanes == 1 else 0):
-            if self.keyed[i].slots != NULL:
-                _retag_slots(self.keyed[i].slots, self.keyed[i].mask + 1, self.shift, shift)
+        from reasoner.storage.table_lanes import retag
+        retag(self, shift, _lanes_for(self.mask + 1, LANE_SLOTS) if self.building else 1)
         self.shift = shift
         return 0
 

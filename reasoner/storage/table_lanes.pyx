@@ -87,24 +87,32 @@ def build_index(Table table not None, size_t index, int lanes) -> None:
 
 
 def retag(Table table not None, int shift, int lanes) -> None:
-    """`Table._retag` of every slot array of `table` to `shift` row bits, each split among
-    `lanes` lanes: in place, so only for a table no reader can reach (`Table.building`)."""
+    """`Table._retag` of every slot array of `table` to `shift` row bits (a released one is
+    rebuilt with it), each split among `lanes` lanes from 2: in place, so only for a table no
+    reader can reach (`Table.building`)."""
     cdef _Retag work = _Retag()
     cdef int i
     work.old, work.new = table.shift, shift
     if table.slots != NULL:
-        work.slots = table.slots
-        fan_out(work.share, lanes, 0, table.mask + 1)
+        work.run(table.slots, table.mask + 1, lanes)
     for i in range(table.nkeyed):
         if table.keyed[i].slots != NULL:
-            work.slots = table.keyed[i].slots
-            fan_out(work.share, lanes, 0, table.keyed[i].mask + 1)
+            work.run(table.keyed[i].slots, table.keyed[i].mask + 1, lanes)
 
 
 cdef class _Retag:
     cdef int32_t* slots
     cdef int old
     cdef int new
+
+    cdef int run(self, int32_t* slots, int64_t count, int lanes) except -1:
+        """Retag `count` slots from `slots`."""
+        self.slots = slots
+        if lanes > 1:
+            fan_out(self.share, lanes, 0, count)
+        else:
+            self.share(0, 0, count, None)
+        return 0
 
     def share(self, int lane, int64_t start, int64_t stop, object meter):
         """Retag slots [start, stop)."""
