@@ -97,6 +97,19 @@ cdef inline Py_ssize_t _put(char* buffer, Py_ssize_t at, int64_t word,
     return at
 
 
+cdef int _regular_file(out) except -2:
+    """The descriptor of `out` where it is a regular file of Python's own file objects
+    (`FileIO` and its buffered writers), whose position is the file's (a wrapper's, a
+    compressed stream's, is not); else -1 (a pipe, a closed stream)."""
+    if not isinstance(out, (io.FileIO, io.BufferedWriter, io.BufferedRandom)):
+        return -1
+    try:
+        fd = out.fileno()
+        return fd if stat.S_ISREG(os.fstat(fd).st_mode) else -1
+    except (OSError, ValueError):
+        return -1
+
+
 cdef class _Reservation:
     """The blocks of a regular file reserved ahead of what is written to it, `RESERVE_BYTES`
     at a time from the second write on (a small output is written once, unreserved).
@@ -109,8 +122,7 @@ cdef class _Reservation:
       the C library would write zeros instead. Here nothing is reserved then, nor on a
       pipe, nor once the disk has no room for a whole step (the writes then say whether the
       text fits).
-    - Only for a file object of Python's own (`FileIO` and its buffered writers), whose
-      position is the file's: a wrapper's (a compressed stream's) is not."""
+    - Only for a regular file of Python's own file objects (`_regular_file`)."""
 
     cdef int fd
     cdef int state  # WAITING (for a second write), RESERVING or STOPPED
@@ -120,14 +132,12 @@ cdef class _Reservation:
     def __cinit__(self, out):
         self.fd = -1
         self.state = STOPPED
-        if not isinstance(out, (io.FileIO, io.BufferedWriter, io.BufferedRandom)):
+        fd = _regular_file(out)
+        if fd < 0:
             return
         try:
-            fd = out.fileno()
             position = out.tell()
-        except (OSError, ValueError):  # a closed stream, or one that cannot tell
-            return
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        except (OSError, ValueError):  # a stream that cannot tell
             return
         self.fd = fd
         self.state = WAITING
@@ -223,18 +233,16 @@ def write_fields(out, list columns, const unsigned char[::1] kinds, list strings
 cdef bint _on_lanes(out, list held, const unsigned char[::1] kinds, list strings,
                     unsigned char delimiter) except -1:
     """`write_fields` on the lanes, each formatting blocks of rows and writing them at their
-    place in the file; False where `out` is not a file whose position is its own (a regular
-    file of Python's own file objects, not opened to append), which is then written in one
-    thread."""
-    if not isinstance(out, (io.FileIO, io.BufferedWriter, io.BufferedRandom)):
+    place in the file; False where `out` is not a regular file of Python's own file objects
+    (`_regular_file`) opened to write where it stands (not to append), which is then written
+    in one thread."""
+    fd = _regular_file(out)
+    if fd < 0 or fcntl(fd, F_GETFL) & O_APPEND:
         return False
     try:
-        fd = out.fileno()
-        if not stat.S_ISREG(os.fstat(fd).st_mode) or fcntl(fd, F_GETFL) & O_APPEND:
-            return False
         out.flush()
         base = out.tell()
-    except (OSError, ValueError):  # a closed stream, or one that cannot tell
+    except (OSError, ValueError):  # a stream that cannot tell
         return False
     cdef _LaneText text = _LaneText(held, kinds, strings, delimiter)
     if not text.encoded:  # a symbol UTF-8 cannot hold: refused by the one thread if written

@@ -125,15 +125,13 @@ def sorted_words(uint64_t[::1] words, int bits):
         if lanes > 1:
             fan_out(run.count, lanes, 0, n)
         else:
-            with nogil:
-                _count(run.source, 0, n, run.shift, run.mask, run.counts)
+            run.count(0, 0, n, None)
         if not run.offsets(lanes, n):
             continue
         if lanes > 1:
             fan_out(run.scatter, lanes, 0, n)
         else:
-            with nogil:
-                _scatter(run.source, run.target, 0, n, run.shift, run.mask, run.counts)
+            run.scatter(0, 0, n, None)
         swap = run.source
         run.source = run.target
         run.target = swap
