@@ -322,6 +322,15 @@ cdef inline int _vec_push(Vec* v, int64_t x) except -1 nogil:
     return 0
 
 
+cdef inline void _vec_reset(Vec* v, int64_t kept) noexcept nogil:
+    """Empty `v`; give its memory back when it holds more than `kept` entries (0: always)."""
+    v.size = 0
+    if v.capacity > kept:
+        free(v.data)
+        v.data = NULL
+        v.capacity = 0
+
+
 # Bytes kept free after a small array, or at the end of a lane's bindings: two lanes writing
 # their own (registers, a head being built) never write one cache line, nor a pair of lines
 # the hardware fetches together. (On rmat1k's Updates the difference is within this machine's

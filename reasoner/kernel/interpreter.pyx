@@ -58,17 +58,19 @@ cdef enum:
     FLIP_INSERTED = 1
     FLIP_DELETED = 2
 
-# A Bootstrap's plan is driven in spans of SPAN_ROWS rows (an Update's hand-over on the lanes
-# in spans of HAND_SPAN candidates a lane, held there until scheduled: 64 k raised rmat1k's
-# replay peak by 11 MB for no time), each span's derivations counted after it; on one lane
-# they are counted (an Update's scheduled) whenever FLUSH_WORDS words of them wait (iteration
-# 0's flipped tuples are handed as many words at a time). Derivations of one head fold into
-# one entry (`_fold_head`) while the first FOLD_HEADS heads of a buffer showed enough of them
-# to pay for it. An Update's first lane_rows / PROBE_SHARE heads are handed on one lane, to
-# tell how many candidates a head finds (`_hand`; 64 of rmat1k's 920 deleted edges find 8,000).
+# A Bootstrap's plan is driven in spans of at most SPAN_ROWS rows a lane (`_drive_span`), an
+# Update's hand-over on the lanes in spans of HAND_SPAN candidates a lane, held there until
+# scheduled (64 k raised rmat1k's replay peak by 11 MB for no time), each span's derivations
+# counted after it; on one lane they are counted (an Update's scheduled) whenever FLUSH_WORDS
+# words of them wait (iteration 0's flipped tuples are handed as many words at a time).
+# Derivations of one head fold into one entry (`_fold_head`) while the first FOLD_HEADS heads
+# of a buffer showed enough of them to pay for it. An Update's first lane_rows / PROBE_SHARE
+# heads are handed on one lane, to tell how many candidates a head finds (`_hand`; 64 of
+# rmat1k's 920 deleted edges find 8,000).
 cdef enum:
     PROBE_SHARE = 64
     SPAN_ROWS = 1 << 16
+    RATE_ROWS = 64  # a plan's first span on the lanes runs on one lane, to tell its rate
     HAND_SPAN = 1 << 14
     FLUSH_WORDS = 1 << 18
     FOLD_HEADS = 1 << 8
@@ -133,6 +135,7 @@ cdef class Enumerator:
     cdef bint bootstrap     # a Bootstrap's plan: new heads are counted, not scheduled
     cdef bint full          # re-discovery by evaluating the whole rule (see `_hand_full`)
     cdef bint parallel      # calls no string functor, so it may run on several lanes
+    cdef int64_t span       # driving rows of its next span on the lanes (0: none run yet)
     cdef int nregs
     cdef int64_t* ranges    # the registers of the rule's ranges, in the rule's order
     cdef readonly str label
@@ -285,6 +288,7 @@ cdef class Kernel:
     cdef Gate gate            # the lanes of its spans (None: none borrowed)
     cdef int nlanes
     cdef int64_t lane_rows    # rows (or candidates) from which a span runs on the lanes
+    cdef int64_t counted      # words of heads `_count_found` took: a plan's rate on one lane
     cdef int64_t probe_heads  # an Update's first heads, handed on one lane (see `_hand`)
     cdef const int64_t* lane_data
     cdef bint lane_keyed
@@ -401,28 +405,14 @@ cdef class Kernel:
         for i in range(3):
             _map_reset(maps[i], kept)
         for i in range(14):
-            vecs[i].size = 0
-            if vecs[i].capacity > kept:
-                free(vecs[i].data)
-                vecs[i].data = NULL
-                vecs[i].capacity = 0
+            _vec_reset(vecs[i], kept)
         for i in range(len(self.rules)):
             self.free_of[i] = -1
         self.handed_rows = self.handed_found = 0
         for i in range(-1, self.nlanes):
             run = &self.run if i < 0 else &self.lanes[i]
             _drop_found(run, self.heads_width)
-            if run.found.capacity > kept:
-                free(run.found.data)
-                run.found.data = NULL
-                run.found.capacity = 0
-                free(run.fold)
-                run.fold = NULL
-                run.fold_mask = 0
-            if run.pending.capacity > kept:
-                free(run.pending.data)
-                run.pending.data = NULL
-                run.pending.capacity = 0
+            _release_found(run, kept)
         self.check = None
 
     cdef int _close_gate(self) except -1:
@@ -523,8 +513,7 @@ cdef class Kernel:
         self.ticks = CHECK_EVERY
         self.run.ticks = CHECK_EVERY
         self.iteration = 0
-        flips.data = NULL
-        flips.size = flips.capacity = 0
+        flips = Vec(NULL, 0, 0)
         try:
             enumerators = [a + n for a, n in zip(self.by_atom, self.by_negation)]
             for relation, flipped in lower:
@@ -654,8 +643,7 @@ cdef class Kernel:
         cdef Enumerator e
         cdef int64_t i, key, n, last = k - 1, derived = 0
         cdef const int64_t[::1] rows
-        current.data = NULL
-        current.size = current.capacity = 0
+        current = Vec(NULL, 0, 0)
         self.check = check
         try:
             for number, given in delta.items():
@@ -715,32 +703,42 @@ cdef class Kernel:
         """Drive a Bootstrap's plan `e` at iteration km1 + 1 from `n` rows (`keyed`: keys of
         any relation, those of `e`'s driver taken), span by span, each span's derivations
         counted after it: on the lanes when there are some, `e` may run there and the span is
-        large enough. Derivations are counted in the order of their driving rows whatever the
-        lanes, so the rows new heads get, and so the state, do not depend on them."""
+        large enough. The lanes hold a span's heads until it ends, so it is cut to about
+        FLUSH_WORDS words a lane at the plan's last rate, and at most twice the last one's
+        rows: a graph's hubs made them 10 MB, a product 800 MB. The plan's first (RATE_ROWS
+        a lane, or `lane_rows`) runs on one lane to tell.
+        Derivations are counted in the order of their driving rows whatever the lanes, so the
+        rows new heads get, and so the state, do not depend on them."""
         cdef int lanes = self.nlanes if e.parallel and self.nlanes > 1 else 1
-        cdef int64_t start = 0, stop
+        cdef int64_t start = 0, stop, words
+        cdef int64_t span = e.span if e.span else min(RATE_ROWS * lanes, self.lane_rows)
         cdef Run* run
         while start < n:
-            stop = min(n, start + SPAN_ROWS * lanes)
-            if lanes > 1 and stop - start >= self.lane_rows:
-                self._on_lanes(e, data, start, stop, keyed, km1)
+            stop = min(n, start + (SPAN_ROWS if lanes == 1 else span))
+            if lanes > 1 and e.span and stop - start >= min(span, self.lane_rows):
+                words = self._on_lanes(e, data, start, stop, keyed, km1)
             else:
+                words = self.counted
                 run = self._run_for(e)
                 _bootstrap_run(run, km1)
                 self._drive_range(e, data, start, stop, keyed, run)
                 self._count_found(run)
+                words = -1 if e.span else self.counted - words  # a rate only from the first
+            if lanes > 1 and words >= 0:
+                span = e.span = max(lanes, min(SPAN_ROWS * lanes, 2 * (stop - start), (
+                    stop - start) * (FLUSH_WORDS * lanes) // max(1, words)))
             start = stop
         return 0
 
-    cdef int _on_lanes(self, Enumerator e, const int64_t* data, int64_t start, int64_t stop,
-                       bint keyed, int64_t km1) except -1:
+    cdef int64_t _on_lanes(self, Enumerator e, const int64_t* data, int64_t start,
+                           int64_t stop, bint keyed, int64_t km1) except -1:
         """Rows [start, stop) of `data` split among the lanes at the gate: each share
         enumerated without the GIL (the tables are only read: no head is staged before all
         are done). Then the heads are counted: on the lanes from `lane_rows` of them (their
         hand-overs, 55 us each, cost what counting a few thousand here does), else here,
-        lane by lane. An error of any share is raised once all have ended."""
-        cdef int j
-        cdef int64_t heads = 0
+        lane by lane; the words they held are returned. A share's error is raised once all
+        have ended."""
+        cdef int64_t j, words = 0
         for j in range(self.nlanes):
             _fit(&self.lanes[j], e)
             _bootstrap_run(&self.lanes[j], km1)
@@ -749,12 +747,13 @@ cdef class Kernel:
         self.lane_plan = <PyObject*>e
         self._fan_out(start, stop, _drive_job)
         for j in range(self.nlanes):
-            heads += self.lanes[j].found.size // self.heads_width
-        if heads >= self.lane_rows:
-            return self._count_on_lanes(e.rule.head)
+            words += self.lanes[j].found.size
+        if words // self.heads_width >= self.lane_rows:
+            self._count_on_lanes(e.rule.head)
+            return words
         for j in range(self.nlanes):
             self._count_found(&self.lanes[j])
-        return 0
+        return words
 
     cdef int _count_on_lanes(self, int relation) except -1:
         """Count the lanes' heads on the lanes (`reasoner.kernel.count_lanes`), then what
@@ -855,6 +854,7 @@ cdef class Kernel:
         committed rows only), so when a head is counted does not change what is derived."""
         cdef int64_t i, ahead, w = self.heads_width, n = run.found.size
         cdef int64_t* found = run.found.data
+        self.counted += n
         for i in range(0, n, w):
             ahead = i + QUEUED_HEADS * w
             if ahead < n:

@@ -7,7 +7,7 @@ them, and nothing of this module exists at run time."""
 from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport calloc, free
 
-from reasoner.kernel.buffers cimport APART, CHARGED_FROM, Vec, _charge, _vec_reserve
+from reasoner.kernel.buffers cimport APART, CHARGED_FROM, Vec, _charge, _vec_reserve, _vec_reset
 
 # How a run's driving tuple changed (`Run.status`); a Bootstrap's are all inserted.
 cdef enum:
@@ -72,6 +72,17 @@ cdef inline void _free_run(Run* run) noexcept:
     free(run.found.data)
     free(run.pending.data)
     free(run.fold)
+
+
+cdef inline void _release_found(Run* run, int64_t kept) noexcept nogil:
+    """Give back an emptied run's heads, pending candidates and fold once its heads held more
+    than `kept` entries (0: always); the kernel keeps small ones from one call to the next."""
+    if run.found.capacity > kept:
+        free(run.fold)
+        run.fold = NULL
+        run.fold_mask = 0
+    _vec_reset(&run.found, kept)
+    _vec_reset(&run.pending, kept)
 
 
 cdef inline int _fold_grow(Run* run, int64_t width) except -1 nogil:

@@ -312,10 +312,11 @@ def test_the_lanes_charge_their_growth_to_the_evaluation() -> None:
     .decl p(x: number, y: number)
     p(x, y) :- a(x), b(y).
     """
-    inputs = {"a": [(i,) for i in range(1000)], "b": [(j,) for j in range(100)]}
+    inputs = {"a": [(i,) for i in range(1000)], "b": [(j,) for j in range(300)]}
     for _attempt in range(20):
-        # One span: the caller claims the share of a lane that has not woken yet (a loaded
-        # machine), and then every growth is its own. Evaluated again, a lane runs one.
+        # Spans of up to 104 rows (each at most twice the last, from one): a lane's share of the
+        # largest grows its buffer past 1 MiB. The caller may claim the share of a lane
+        # that has not woken yet (a loaded machine). Evaluated again, a lane runs one.
         charged.clear()
         with lanes(2, 1), charging_to(Meter()):
             _state(product, inputs)
@@ -356,6 +357,37 @@ def test_an_updates_hand_over_is_held_on_the_lanes_a_span_at_a_time() -> None:
     assert gate.spans() - before > 1, gate.spans() - before
     on_lanes = sum(size for name, size in charged if name.startswith("reasoner-lane"))
     assert on_lanes < 4 << 20, charged
+
+
+def test_a_bootstraps_spans_on_the_lanes_hold_a_bounded_share_of_heads() -> None:
+    """A Bootstrap's span is cut by the heads its lanes hold, not only by its rows: each of
+    6,000 b rows finds 300 new p heads. The plan's first span (a few rows) tells the rate,
+    the next ones are cut to about FLUSH_WORDS words a lane, so the lanes' buffers grow by
+    less than 16 MiB in all (growths of 1 MiB or more are charged on the thread that makes
+    them); in spans of 65,536 rows a lane, one lane's thread alone was charged 70 MiB."""
+    charged: list[tuple[str, int]] = []
+
+    class Meter:
+        def charge(self, size: int) -> None:
+            charged.append((threading.current_thread().name, size))
+
+    join = """
+    .decl a(x: number, y: number)
+    .decl b(y: number, z: number)
+    .decl p(x: number, z: number)
+    p(x, z) :- a(x, y), b(y, z).
+    """
+    inputs = {
+        "a": [(x, x % 100) for x in range(30_000)],
+        "b": [(y, z) for y in range(100) for z in range(60)],
+    }
+    before = gate.spans()
+    with lanes(2, kernel_lanes.LANE_ROWS), charging_to(Meter()):
+        state = _state(join, inputs)
+    assert len(state["p"]) == 1_800_000
+    assert gate.spans() - before > 2
+    on_lanes = sum(size for name, size in charged if name.startswith("reasoner-lane"))
+    assert on_lanes < 16 << 20, charged
 
 
 def test_repeated_heads_fold_into_one_count() -> None:
