@@ -49,6 +49,7 @@ from reasoner.executors.local.polars_plan import (
     Hoisted,
     NegationPattern,
     Projected,
+    Projections,
     columns,
     empty_frame,
     frame_of_store,
@@ -276,6 +277,7 @@ class VectorizedStratum:
         frames = self.frames
         first = k == 1
         local: dict[tuple, pl.DataFrame | int] = {}
+        projections = Projections()
 
         def reader(restricted: set[int]):
             def projected(
@@ -288,7 +290,7 @@ class VectorizedStratum:
                 key = (older, *pattern.key)
                 if key not in local:
                     rel = live(growing[pattern.relation])
-                    local[key] = pattern.project(rel.old() if older else rel.full())
+                    local[key] = projections.project(pattern, rel.old() if older else rel.full())
                 return local[key]
 
             return projected
@@ -306,20 +308,25 @@ class VectorizedStratum:
                 driver = rel.full() if first else rel.delta()
                 if driver.height == 0:
                     continue
-            self._run_job(job, driver, reader(job.older), results[job.head])
+            self._run_job(job, driver, reader(job.older), results[job.head], projections)
         return {name: self._load_new_heads(name, parts, k) for name, parts in results.items()}
 
     def _run_job(
-        self, job: RuleJob, driver: pl.DataFrame | None, projected: Projected, parts: list
+        self,
+        job: RuleJob,
+        driver: pl.DataFrame | None,
+        projected: Projected,
+        parts: list,
+        projections: Projections,
     ) -> None:
         """Append the head rows of `job` over `driver` to `parts`. Under a cancellation check
         the driver is cut into slices with the check between them (a plan is linear in its
         driving rows, so the parts add up to the same counts): one Polars join whose output
         explodes, such as a cartesian product, would otherwise run to its end before the check
-        is seen."""
+        is seen. A whole driver's projection is shared through `projections`."""
         negated = self.frames.negated
         if self.check is None or driver is None:
-            out = job.plan.run(driver, projected, negated)
+            out = job.plan.run(driver, projected, negated, projections.project)
             if out is not None:
                 parts.append(out)
             return

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import polars as pl
@@ -140,6 +141,40 @@ def test_packed_keys_round_trip_negative_constant_and_wide_columns() -> None:
         assert polars_plan.group_count(wide, cols).height == 3
     assert counted.rows() == [(-5, 9, 0, 2), (3, 9, 1, 2), (7, 9, 2, 1)]
     assert joined.height == 9
+
+
+def test_patterns_of_one_shape_share_a_projection_under_their_own_names() -> None:
+    """`t(y, a, _)` in two rules, with other variables: one grouping of the frame, named for
+    each; a pattern of another shape, or another frame, is projected apart."""
+    frame = pl.DataFrame(
+        {"c0": [1, 1, 2, 2, 3], "c1": [5, 5, 5, 6, 6], "c2": [7, 8, 9, 9, 9]},
+        schema=dict.fromkeys(("c0", "c1", "c2"), pl.Int64),
+    )
+    first = polars_plan.AtomPattern("t", (), (), ((0, "v2"), (1, "v0")), True)
+    second = polars_plan.AtomPattern("t", (), (), ((0, "v0"), (1, "v1")), True)
+    other = polars_plan.AtomPattern("t", (), (), ((1, "v0"), (2, "v1")), True)
+    projections = polars_plan.Projections()
+    grouped = []
+    counted = polars_plan.group_count
+
+    def counting(*args: object) -> pl.DataFrame:
+        grouped.append(args)
+        return counted(*args)  # type: ignore[arg-type]
+
+    with mock.patch.object(polars_plan, "group_count", counting):
+        results = [
+            (projections.project(pattern, frame), pattern.project(frame))
+            for pattern in (first, second, other, first)
+        ]
+        again = projections.project(first, frame.clone())
+    # Outside the cache each projection groups; through it first's shape once, other's
+    # once, and first's again over a copy of the frame.
+    assert len(grouped) == 4 + 3
+    for shared, own in [*results, (again, first.project(frame))]:
+        assert isinstance(shared, pl.DataFrame) and isinstance(own, pl.DataFrame)
+        assert shared.columns == own.columns
+        assert shared.sort(shared.columns).equals(own.sort(own.columns))
+    assert results[1][0].columns == ["v0", "v1", polars_plan.MULTIPLICITY]
 
 
 def _run(text: str, inputs: Inputs | None = None, small_iteration: int = 0) -> dict:
