@@ -43,8 +43,8 @@ from reasoner.executors.aggregate import bootstrap_aggregate
 from reasoner.executors.bootstrap import Started, StratumBootstrap, StratumRun, in_slices
 from reasoner.executors.local.aggregate import store_aggregate
 from reasoner.executors.local.growing import Growing, KernelRows, New, Stale, live
+from reasoner.executors.local.packed_keys import WEIGHT, group_count
 from reasoner.executors.local.polars_plan import (
-    WEIGHT,
     AtomPattern,
     Hoisted,
     NegationPattern,
@@ -53,7 +53,6 @@ from reasoner.executors.local.polars_plan import (
     columns,
     empty_frame,
     frame_of_store,
-    group_count,
 )
 from reasoner.executors.local.rule_job import RuleJob
 from reasoner.plan.joins import JoinPlan, atom_at, plan_rule, positive_atoms
@@ -319,11 +318,10 @@ class VectorizedStratum:
         parts: list,
         projections: Projections,
     ) -> None:
-        """Append the head rows of `job` over `driver` to `parts`. Under a cancellation check
-        the driver is cut into slices with the check between them (a plan is linear in its
-        driving rows, so the parts add up to the same counts): one Polars join whose output
-        explodes, such as a cartesian product, would otherwise run to its end before the check
-        is seen. A whole driver's projection is shared through `projections`."""
+        """Append the head rows of `job` over `driver` (a whole one projected through
+        `projections`) to `parts`. Under a cancellation check the driver is cut into slices,
+        the check between them (a plan is linear in its driving rows, so the parts add up to
+        the same counts): one Polars join whose output explodes would run to its end first."""
         negated = self.frames.negated
         if self.check is None or driver is None:
             out = job.plan.run(driver, projected, negated, projections.project)

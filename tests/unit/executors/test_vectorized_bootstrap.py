@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from reasoner.analysis import check_program
 from reasoner.analysis.model import AnalyzedProgram
 from reasoner.executors.bootstrap import StratumBootstrap
-from reasoner.executors.local import growing, polars_plan
+from reasoner.executors.local import growing, packed_keys, polars_plan
 from reasoner.executors.local import vectorized as vectorized_executor
 from reasoner.executors.local.polars_plan import PolarsPlan
 from reasoner.executors.local.vectorized import bootstrap_vectorized
@@ -90,13 +90,13 @@ def _compare(
 @contextmanager
 def _bulk_paths_for_small_frames(enabled: bool) -> Iterator[None]:
     """Make the size-gated code paths (packed keys, lazy queries) run on tiny frames too."""
-    saved = polars_plan._PACK_ROWS, polars_plan._LAZY_GROUP
+    saved = packed_keys._PACK_ROWS, packed_keys._LAZY_GROUP
     if enabled:
-        polars_plan._PACK_ROWS = polars_plan._LAZY_GROUP = 0
+        packed_keys._PACK_ROWS = packed_keys._LAZY_GROUP = 0
     try:
         yield
     finally:
-        polars_plan._PACK_ROWS, polars_plan._LAZY_GROUP = saved
+        packed_keys._PACK_ROWS, packed_keys._LAZY_GROUP = saved
 
 
 @settings(max_examples=examples(60))
@@ -132,13 +132,13 @@ def test_packed_keys_round_trip_negative_constant_and_wide_columns() -> None:
     )
     cols = ["c0", "c1", "c2"]
     with _bulk_paths_for_small_frames(True):
-        packing = polars_plan.key_packing([(frame, cols)])
+        packing = packed_keys.key_packing([(frame, cols)])
         assert packing is not None and packing.bits[1] == 0
-        counted = polars_plan.group_count(frame, cols).sort(cols)
+        counted = packed_keys.group_count(frame, cols).sort(cols)
         wide = frame.with_columns(pl.col("c2") * 2**61)  # 0 .. 2**62: 63 bits, not packed
-        assert polars_plan.key_packing([(wide, cols)]) is None
-        joined = polars_plan.join(frame, frame.rename({"c1": "w"}), ["c0", "c2"], "inner")
-        assert polars_plan.group_count(wide, cols).height == 3
+        assert packed_keys.key_packing([(wide, cols)]) is None
+        joined = packed_keys.join(frame, frame.rename({"c1": "w"}), ["c0", "c2"], "inner")
+        assert packed_keys.group_count(wide, cols).height == 3
     assert counted.rows() == [(-5, 9, 0, 2), (3, 9, 1, 2), (7, 9, 2, 1)]
     assert joined.height == 9
 
@@ -155,7 +155,7 @@ def test_patterns_of_one_shape_share_a_projection_under_their_own_names() -> Non
     other = polars_plan.AtomPattern("t", (), (), ((1, "v0"), (2, "v1")), True)
     projections = polars_plan.Projections()
     grouped = []
-    counted = polars_plan.group_count
+    counted = packed_keys.group_count
 
     def counting(*args: object) -> pl.DataFrame:
         grouped.append(args)
