@@ -15,32 +15,44 @@ import os
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
-# Cython's translation and the C compiler run on every core the build may use: the install
-# that starts each CI run, and a user's first `make serve`, wait on it (about 80 s on one core).
-JOBS = len(os.sched_getaffinity(0))
 
-setup(
-    ext_modules=cythonize(
-        [
-            Extension(name, [path], extra_compile_args=["-O3"])
-            for name, path in [
-                ("reasoner.storage.table", "reasoner/storage/table.pyx"),
-                ("reasoner.storage.table_lanes", "reasoner/storage/table_lanes.pyx"),
-                ("reasoner.storage.compare", "reasoner/storage/compare.pyx"),
-                ("reasoner.storage.renumber", "reasoner/storage/renumber.pyx"),
-                ("reasoner.storage.scans", "reasoner/storage/scans.pyx"),
-                ("reasoner.kernel.interpreter", "reasoner/kernel/interpreter.pyx"),
-                ("reasoner.kernel.count_lanes", "reasoner/kernel/count_lanes.pyx"),
-                ("reasoner.kernel.gate", "reasoner/kernel/gate.pyx"),
-                ("reasoner.io.fact_read", "reasoner/io/fact_read.pyx"),
-                ("reasoner.io.fact_text", "reasoner/io/fact_text.pyx"),
-                ("reasoner.support.word_sort", "reasoner/support/word_sort.pyx"),
-                ("reasoner.support.string_ids", "reasoner/support/string_ids.pyx"),
-                ("service.feed.socket_fanout", "service/feed/socket_fanout.pyx"),
-            ]
-        ],
-        compiler_directives={"language_level": "3"},
-        nthreads=JOBS,
-    ),
-    options={"build_ext": {"parallel": JOBS}},
-)
+def cores() -> int:
+    """The cores the build may use, as `reasoner.support.jobs.available_cores` counts them
+    (the package cannot be imported before it is built)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+# Cython's translation and the C compiler run on every core the build may use: the install
+# that starts each CI run, and a user's first `make serve`, wait on it (about 80 s on one
+# core). Cython's workers may start this file again (spawned, not forked): only the main
+# run builds (setuptools runs it as `__main__`).
+if __name__ == "__main__":
+    JOBS = cores()
+    setup(
+        ext_modules=cythonize(
+            [
+                Extension(name, [path], extra_compile_args=["-O3"])
+                for name, path in [
+                    ("reasoner.storage.table", "reasoner/storage/table.pyx"),
+                    ("reasoner.storage.table_lanes", "reasoner/storage/table_lanes.pyx"),
+                    ("reasoner.storage.compare", "reasoner/storage/compare.pyx"),
+                    ("reasoner.storage.renumber", "reasoner/storage/renumber.pyx"),
+                    ("reasoner.storage.scans", "reasoner/storage/scans.pyx"),
+                    ("reasoner.kernel.interpreter", "reasoner/kernel/interpreter.pyx"),
+                    ("reasoner.kernel.count_lanes", "reasoner/kernel/count_lanes.pyx"),
+                    ("reasoner.kernel.gate", "reasoner/kernel/gate.pyx"),
+                    ("reasoner.io.fact_read", "reasoner/io/fact_read.pyx"),
+                    ("reasoner.io.fact_text", "reasoner/io/fact_text.pyx"),
+                    ("reasoner.support.word_sort", "reasoner/support/word_sort.pyx"),
+                    ("reasoner.support.string_ids", "reasoner/support/string_ids.pyx"),
+                    ("service.feed.socket_fanout", "service/feed/socket_fanout.pyx"),
+                ]
+            ],
+            compiler_directives={"language_level": "3"},
+            nthreads=JOBS,
+        ),
+        options={"build_ext": {"parallel": JOBS}},
+    )

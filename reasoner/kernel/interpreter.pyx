@@ -70,7 +70,7 @@ cdef enum:
 cdef enum:
     PROBE_SHARE = 64
     SPAN_ROWS = 1 << 16
-    RATE_ROWS = 64  # a plan's first span on the lanes runs on one lane, to tell its rate
+    RATE_ROWS = 64
     HAND_SPAN = 1 << 14
     FLUSH_WORDS = 1 << 18
     FOLD_HEADS = 1 << 8
@@ -136,6 +136,7 @@ cdef class Enumerator:
     cdef bint full          # re-discovery by evaluating the whole rule (see `_hand_full`)
     cdef bint parallel      # calls no string functor, so it may run on several lanes
     cdef int64_t span       # driving rows of its next span on the lanes (0: none run yet)
+    cdef bint dense         # its heads fill the lanes' buffers in fewer than lane_rows rows
     cdef int nregs
     cdef int64_t* ranges    # the registers of the rule's ranges, in the rule's order
     cdef readonly str label
@@ -702,20 +703,20 @@ cdef class Kernel:
                          int64_t km1) except -1:
         """Drive a Bootstrap's plan `e` at iteration km1 + 1 from `n` rows (`keyed`: keys of
         any relation, those of `e`'s driver taken), span by span, each span's derivations
-        counted after it: on the lanes when there are some, `e` may run there and the span is
-        large enough. The lanes hold a span's heads until it ends, so it is cut to about
-        FLUSH_WORDS words a lane at the plan's last rate, and at most twice the last one's
-        rows: a graph's hubs made them 10 MB, a product 800 MB. The plan's first (RATE_ROWS
-        a lane, or `lane_rows`) runs on one lane to tell.
-        Derivations are counted in the order of their driving rows whatever the lanes, so the
-        rows new heads get, and so the state, do not depend on them."""
+        counted after it: on the lanes when there are some, `e` may run there and the span has
+        `lane_rows` rows or fills the lanes sooner. The lanes hold a span's heads until it ends,
+        so it is cut to about FLUSH_WORDS words a lane at the last span's rate, and to twice its
+        rows (a graph's hubs made them 10 MB); a plan begins with RATE_ROWS rows a lane. A hub
+        after a long quiet stretch is still held whole. Derivations are counted in the order
+        of their driving rows whatever the lanes, so the state does not depend on them."""
         cdef int lanes = self.nlanes if e.parallel and self.nlanes > 1 else 1
-        cdef int64_t start = 0, stop, words
-        cdef int64_t span = e.span if e.span else min(RATE_ROWS * lanes, self.lane_rows)
+        cdef int64_t start = 0, stop, rows, words, fill
+        cdef int64_t span = e.span if e.span else min(RATE_ROWS * lanes, max(1, self.lane_rows))
         cdef Run* run
         while start < n:
             stop = min(n, start + (SPAN_ROWS if lanes == 1 else span))
-            if lanes > 1 and e.span and stop - start >= min(span, self.lane_rows):
+            rows = stop - start
+            if lanes > 1 and (rows >= self.lane_rows or e.dense):
                 words = self._on_lanes(e, data, start, stop, keyed, km1)
             else:
                 words = self.counted
@@ -723,10 +724,11 @@ cdef class Kernel:
                 _bootstrap_run(run, km1)
                 self._drive_range(e, data, start, stop, keyed, run)
                 self._count_found(run)
-                words = -1 if e.span else self.counted - words  # a rate only from the first
-            if lanes > 1 and words >= 0:
-                span = e.span = max(lanes, min(SPAN_ROWS * lanes, 2 * (stop - start), (
-                    stop - start) * (FLUSH_WORDS * lanes) // max(1, words)))
+                words = self.counted - words
+            if lanes > 1:
+                fill = rows * (FLUSH_WORDS * lanes) // max(1, words)  # rows to fill the lanes
+                e.dense = fill < self.lane_rows
+                span = e.span = max(lanes, min(SPAN_ROWS * lanes, 2 * span, fill))
             start = stop
         return 0
 

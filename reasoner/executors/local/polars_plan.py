@@ -336,13 +336,18 @@ class Projections:
     Two rules that read a relation alike project it alike whatever their variables' names:
     LUBM's rdfs rules group `t(y, a, _)` of 3.8 M triples into 3.0 M pairs, once for the
     plan it drives and once for the plan that joins with it, 0.2 s each. A frame is kept
-    with its projections, so that its id is not reused while they are.
+    with its projections, so that its id is not reused while they are: the grouped ones
+    are held to the iteration's end, where each would otherwise go after its plan.
     """
 
     def __init__(self) -> None:
         self._made: dict[tuple, tuple[pl.DataFrame, pl.DataFrame | int]] = {}
 
     def project(self, pattern: AtomPattern, frame: pl.DataFrame) -> pl.DataFrame | int:
+        """`pattern.project(frame)`, kept for the iteration when it groups (the projections
+        that cost and hold memory of their own); others are made again each time."""
+        if not pattern.wildcards:
+            return pattern.project(frame)
         key = (id(frame), pattern.shape)
         made = self._made.get(key)
         if made is None:

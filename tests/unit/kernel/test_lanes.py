@@ -390,6 +390,26 @@ def test_a_bootstraps_spans_on_the_lanes_hold_a_bounded_share_of_heads() -> None
     assert on_lanes < 16 << 20, charged
 
 
+def test_spans_grow_by_twice_at_most_into_a_graphs_hubs(bench_dir: Path) -> None:
+    """graph10000-rmat1k's closure: the rate of heads a row climbs as the spans reach the
+    R-MAT hubs, and a span cut at the rate of the one before alone held 3.8 M words (32 MiB
+    charged on the lanes). Grown by twice at most, the lanes' buffers are charged less than
+    12 MiB in all."""
+    charged: list[tuple[str, int]] = []
+
+    class Meter:
+        def charge(self, size: int) -> None:
+            charged.append((threading.current_thread().name, size))
+
+    text = (bench_dir / "graph10000-rmat1k" / "edge.facts").read_text()
+    edges = [tuple(int(v) for v in line.split("\t")) for line in text.splitlines()]
+    with lanes(2, kernel_lanes.LANE_ROWS), charging_to(Meter()):
+        state = _state(TC, {"edge": edges})
+    assert len(state["tc"]) > 250_000
+    on_lanes = sum(size for name, size in charged if name.startswith("reasoner-lane"))
+    assert on_lanes < 12 << 20, charged
+
+
 def test_repeated_heads_fold_into_one_count() -> None:
     """Many derivations of few heads (each lane folds them before the count) and few of many
     (folding is given up after a sample): each head's count is its derivations, and the state
