@@ -179,13 +179,17 @@ def test_a_run_gives_its_gate_back_to_the_next() -> None:
 
 
 class _Threads:
-    """A meter that notes the thread of each charge."""
+    """A meter that notes the thread and the bytes of each charge."""
 
     def __init__(self) -> None:
-        self.charged: list[str] = []
+        self.charged: list[tuple[str, int]] = []
 
     def charge(self, size: int) -> None:
-        self.charged.append(threading.current_thread().name)
+        self.charged.append((threading.current_thread().name, size))
+
+    def on_lanes(self) -> int:
+        """The bytes charged on the lanes' threads (0: none was)."""
+        return sum(size for name, size in self.charged if name.startswith("reasoner-lane"))
 
 
 def test_a_gates_lanes_charge_each_update_to_its_own_evaluation() -> None:
@@ -206,7 +210,7 @@ def test_a_gates_lanes_charge_each_update_to_its_own_evaluation() -> None:
             meter = _Threads()
             with charging_to(meter):
                 m.apply(delta, strategy="update")
-            assert any(name.startswith("reasoner-lane-gate") for name in meter.charged), (
+            assert any(name.startswith("reasoner-lane-gate") for name, _ in meter.charged), (
                 meter.charged
             )
 
@@ -300,12 +304,6 @@ def test_the_lanes_charge_their_growth_to_the_evaluation() -> None:
     """A lane's buffer of heads grows on the lane's thread; the allowance that the
     evaluation's thread runs under is charged for it all the same. (Every head of the
     product is new, so the buffers hold one entry a derivation.)"""
-    charged: list[str] = []
-
-    class Meter:
-        def charge(self, size: int) -> None:
-            charged.append(threading.current_thread().name)
-
     product = """
     .decl a(x: number)
     .decl b(y: number)
@@ -317,12 +315,12 @@ def test_the_lanes_charge_their_growth_to_the_evaluation() -> None:
         # Spans of up to 104 rows (each at most twice the last, from one): a lane's share of the
         # largest grows its buffer past 1 MiB. The caller may claim the share of a lane
         # that has not woken yet (a loaded machine). Evaluated again, a lane runs one.
-        charged.clear()
-        with lanes(2, 1), charging_to(Meter()):
+        meter = _Threads()
+        with lanes(2, 1), charging_to(meter):
             _state(product, inputs)
-        if any(name.startswith("reasoner-lane") for name in charged):
+        if meter.on_lanes():
             break
-    assert any(name.startswith("reasoner-lane") for name in charged), charged
+    assert meter.on_lanes(), meter.charged
 
 
 def test_an_updates_hand_over_is_held_on_the_lanes_a_span_at_a_time() -> None:
@@ -331,12 +329,7 @@ def test_an_updates_hand_over_is_held_on_the_lanes_a_span_at_a_time() -> None:
     candidates of p, are handed in spans on both lanes. The other lane's buffer grows by less
     than 4 MiB in all (growths of 1 MiB or more are charged to the meter, on the thread that
     makes them); handed in one span, it held 250,000 candidates and was charged 15.7 MB."""
-    charged: list[tuple[str, int]] = []
-
-    class Meter:
-        def charge(self, size: int) -> None:
-            charged.append((threading.current_thread().name, size))
-
+    meter = _Threads()
     product = """
     .decl a(x: number)
     .decl b(y: number)
@@ -350,13 +343,12 @@ def test_an_updates_hand_over_is_held_on_the_lanes_a_span_at_a_time() -> None:
         m.load({"a": [(i,) for i in range(1000)], "b": [(j,) for j in range(10)]})
         m.bootstrap()
         before = gate.spans()
-        with charging_to(Meter()):
+        with charging_to(meter):
             m.apply(Delta(insert={"b": [(j,) for j in range(10, 510)]}), strategy="update")
     assert m.size("p") == 510_000
     # The spans are the hand-over's: every head is new, so the classification stays here.
     assert gate.spans() - before > 1, gate.spans() - before
-    on_lanes = sum(size for name, size in charged if name.startswith("reasoner-lane"))
-    assert on_lanes < 4 << 20, charged
+    assert meter.on_lanes() < 4 << 20, meter.charged
 
 
 def test_a_bootstraps_spans_on_the_lanes_hold_a_bounded_share_of_heads() -> None:
@@ -365,12 +357,7 @@ def test_a_bootstraps_spans_on_the_lanes_hold_a_bounded_share_of_heads() -> None
     the next ones are cut to about FLUSH_WORDS words a lane, so the lanes' buffers grow by
     less than 16 MiB in all (growths of 1 MiB or more are charged on the thread that makes
     them); in spans of 65,536 rows a lane, one lane's thread alone was charged 70 MiB."""
-    charged: list[tuple[str, int]] = []
-
-    class Meter:
-        def charge(self, size: int) -> None:
-            charged.append((threading.current_thread().name, size))
-
+    meter = _Threads()
     join = """
     .decl a(x: number, y: number)
     .decl b(y: number, z: number)
@@ -382,12 +369,11 @@ def test_a_bootstraps_spans_on_the_lanes_hold_a_bounded_share_of_heads() -> None
         "b": [(y, z) for y in range(100) for z in range(60)],
     }
     before = gate.spans()
-    with lanes(2, kernel_lanes.LANE_ROWS), charging_to(Meter()):
+    with lanes(2, kernel_lanes.LANE_ROWS), charging_to(meter):
         state = _state(join, inputs)
     assert len(state["p"]) == 1_800_000
     assert gate.spans() - before > 2
-    on_lanes = sum(size for name, size in charged if name.startswith("reasoner-lane"))
-    assert on_lanes < 16 << 20, charged
+    assert meter.on_lanes() < 16 << 20, meter.charged
 
 
 def test_spans_grow_by_twice_at_most_into_a_graphs_hubs(bench_dir: Path) -> None:
@@ -395,19 +381,13 @@ def test_spans_grow_by_twice_at_most_into_a_graphs_hubs(bench_dir: Path) -> None
     R-MAT hubs, and a span cut at the rate of the one before alone held 3.8 M words (32 MiB
     charged on the lanes). Grown by twice at most, the lanes' buffers are charged less than
     12 MiB in all."""
-    charged: list[tuple[str, int]] = []
-
-    class Meter:
-        def charge(self, size: int) -> None:
-            charged.append((threading.current_thread().name, size))
-
+    meter = _Threads()
     text = (bench_dir / "graph10000-rmat1k" / "edge.facts").read_text()
     edges = [tuple(int(v) for v in line.split("\t")) for line in text.splitlines()]
-    with lanes(2, kernel_lanes.LANE_ROWS), charging_to(Meter()):
+    with lanes(2, kernel_lanes.LANE_ROWS), charging_to(meter):
         state = _state(TC, {"edge": edges})
     assert len(state["tc"]) > 250_000
-    on_lanes = sum(size for name, size in charged if name.startswith("reasoner-lane"))
-    assert on_lanes < 12 << 20, charged
+    assert meter.on_lanes() < 12 << 20, meter.charged
 
 
 def test_repeated_heads_fold_into_one_count() -> None:
