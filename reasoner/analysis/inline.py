@@ -4,11 +4,13 @@ so the relation itself is never materialized.
 A positive atom `b(t1, ..., tn)` over an inline relation becomes one alternative per clause
 `b(h1, ..., hn) :- B.` of `b` (facts included, with an empty body): the clause's variables
 renamed apart, each head variable replaced by the atom's argument where that is a variable or a
-constant, an equality `hi = ti` otherwise, then `B`. A rule with several such atoms becomes the
-product of their alternatives, and an inline relation read by another inline relation is
-substituted in turn. A negated atom `!b(t)` becomes the negation of the disjunction of those
-alternatives (`reasoner.syntax.negation`), which Soufflé allows only when no clause of `b` has
-a variable outside its head and the atom has no `_`.
+constant, an equality `hi = ti` otherwise (against a fresh variable where the atom reads `_`
+and `hi` is an expression: an empty `range` there leaves the clause no tuple), then `B`. A
+rule with several such atoms becomes the product of their alternatives, and an inline
+relation read by another inline relation is substituted in turn. A negated atom `!b(t)`
+becomes the negation of the disjunction of those alternatives (`reasoner.syntax.negation`),
+which Soufflé allows only when no clause of `b` has a variable outside its head and the atom
+has no `_`.
 
 Where Soufflé refuses to inline (an input, output or printed relation, one read inside an
 aggregate or, here, by a rule with an aggregate, a negation the rule above does not allow,
@@ -188,9 +190,11 @@ class _Substitution:
             renamed = [_map_literal(literal, fresh) for literal in body]
             bound: dict[str, Term] = {}
             equalities: list[BodyLiteral] = []
-            for h, t in zip(head_args, atom.args, strict=True):
-                if isinstance(t, Wildcard) or isinstance(h, Wildcard):
+            for i, (h, t) in enumerate(zip(head_args, atom.args, strict=True)):
+                if isinstance(h, Wildcard) or (isinstance(t, Wildcard) and _valued(h)):
                     continue
+                if isinstance(t, Wildcard):  # the clause's tuples still depend on it
+                    t = Variable(f"{suffix}_{i}", atom.span)
                 simple = isinstance(t, Variable | NumberConst | StringConst)
                 if isinstance(h, Variable) and h.name not in bound and simple:
                     bound[h.name] = t
@@ -205,6 +209,14 @@ class _Substitution:
             if len(out) > MAX_ALTERNATIVES:
                 raise _TooMany
         return out
+
+
+def _valued(term: Term) -> bool:
+    """Whether a head argument has exactly one value once its clause's body holds: a
+    variable or a constant. An expression may have none (an empty `range`, a functor without
+    a value) or several (a `range`), and so decides the clause's tuples even where the reader
+    reads the column as `_`."""
+    return isinstance(term, Variable | NumberConst | StringConst)
 
 
 def _map(term: Term, leaf: Callable[[Term], Term]) -> Term:

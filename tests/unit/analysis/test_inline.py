@@ -198,3 +198,25 @@ def test_an_undeclared_relation_takes_the_types_an_inline_clause_gives_it() -> N
     """
     analyzed = check_program(text)
     assert analyzed.inlined == {"r"} and analyzed.relations["o"].types == ("unsigned",)
+
+
+def test_a_clause_whose_head_range_is_empty_gives_a_reader_of_its_column_nothing() -> None:
+    """`a(_, _)` reads no column of `a`, but each clause of `a` still has a tuple only where its
+    `range` has a value: b(2) gives `range(2, 2, -1)`, none, b(7) one (the 64-bit Soufflé 2.5:
+    q holds 5 once b(7) is there, nothing before)."""
+    text = """
+    .decl a(c0: symbol, c1: number) inline
+    .decl b(x: number)
+    .decl q(x: number)
+    .decl r(x: number)
+    a("b", range(2, x % 3, -1)) :- b(x).
+    q(5) :- a(_, _).
+    r(y) :- a(_, y).
+    """
+    m = Materialization.from_text(text)
+    m.load({"b": [(2,)]})
+    m.bootstrap()
+    assert (list(m.rows("q")), list(m.rows("r"))) == ([], [])
+    m.apply(Delta(insert={"b": [(7,)]}))
+    assert m.snapshot()["q"] == {(5,): (1, 1)}  # one derivation: b(7)'s
+    assert list(m.rows("r")) == [(2,)]
