@@ -90,6 +90,7 @@ class Materialization:
         maintained: bool = True,
         engines: EngineSettings | None = None,
         epoch: int = 0,
+        bulk_update_rows: int | None = None,
     ) -> None:
         self.analyzed = analyzed
         self.maintained = maintained
@@ -102,6 +103,10 @@ class Materialization:
         """Which executor bootstraps (`auto`, `reference`, `local`, `spark`) and Spark's master."""
         self.switching_parameter = switching_parameter
         self.min_update_seconds = min_update_seconds
+        self.bulk_update_rows = bulk_update_rows
+        """The candidates of one Update iteration from which the rest of its stratum is
+        evaluated in bulk (0: from the first, -1: never; None: by the stratum's size, see
+        `reasoner.elastic.bulk`)."""
         self.symbols = symbols if symbols is not None else SymbolTable()
         self.state = State()
         self.arities = self._arities(analyzed)

@@ -107,6 +107,16 @@ class StratumOut(_FromEngine):
         "stratum ended (or was abandoned), which the switch weighs against the last "
         "Bootstrap's time; null when there was no forecast to make.",
     )
+    bulk_from: int | None = Field(
+        None,
+        description="Of an Update: the iteration from which the rest of the stratum was "
+        "evaluated in bulk, as a Bootstrap resumed there; null when it was not.",
+    )
+    fallback_reason: str | None = Field(
+        None,
+        description='Why the stratum was bootstrapped alone ("deadline", "forecast"): the '
+        "switch gave the epoch's Update up in it or in a stratum below it; null when not.",
+    )
 
 
 class WarningOut(_FromEngine):

@@ -2,53 +2,50 @@
 
 It exists apart from the facade (`reasoner.materialization`) because the epoch is the engine's
 longest job: Update, stratum by stratum in topological order, into an overlay under the switching
-deadline and memory budget (`reasoner.elastic.switch`), and past them (or when a rule change
-reshapes a relation) the fallback to a full Bootstrap of the facts after the delta; then the
-change set handed to the caller before publication, and the report. Either way the state after
-the epoch equals a fresh Bootstrap of the facts (Theorem 3.5).
+deadline and memory budget (`reasoner.elastic.switch`; the walk is
+`reasoner.elastic.strata_update`, where a stratum the switch gives up is bootstrapped alone);
+past the memory budget, after a failed Update, or when a rule change reshapes a relation, the
+fallback to a full Bootstrap of the facts after the delta; then the change set handed to the
+caller before publication, and the report. Either way the state after the epoch equals a fresh
+Bootstrap of the facts (Theorem 3.5).
 
 The facade owns what an epoch changes (the state, its Update plans, the facts, the lock that
-publishes them): `apply_epoch` and `_update` take it as a parameter and publish through it
-(`Materialization._build`, `Materialization._adopt`); the other functions take only what they
-use.
+publishes them): `apply_epoch` and `update_strata` take it as a parameter and publish through
+it (`Materialization._build`, `Materialization._adopt`); the other functions take only what
+they use.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from reasoner.analysis.model import AnalyzedProgram, RelationInfo, Stratum
+from reasoner.analysis.model import AnalyzedProgram, RelationInfo
 from reasoner.analysis.negation_locals import is_internal
 from reasoner.elastic import switch
 from reasoner.elastic.changes import ChangedRows, Diff, EpochChanges, rebuilt_diff
-from reasoner.elastic.epoch import ABANDONED, UNCHANGED, EpochReport, StratumReport
+from reasoner.elastic.epoch import EpochReport, StratumReport
 from reasoner.elastic.forecast import Forecast, earliest, stratum_costs
-from reasoner.elastic.prepare import FactRows, PreparedDelta, as_set
+from reasoner.elastic.prepare import FactRows, PreparedDelta
 from reasoner.elastic.restratify import (
     StratumKey,
-    bootstrap_into_overlay,
-    changed_strata,
-    replace_contents,
-    stratum_inputs,
 )
-from reasoner.executors.aggregate import update_aggregate
+from reasoner.elastic.strata_update import update_strata
 from reasoner.executors.registry import EngineChoice
-from reasoner.kernel.run import StratumUpdate
 from reasoner.storage import TupleSet
-from reasoner.storage.overlay import INF, Overlay
+from reasoner.storage.overlay import Overlay
 from reasoner.storage.state import State, Tuple
-from reasoner.support.deadline import Check, Deadline, DeadlineExceeded, clock
+from reasoner.support.deadline import (
+    Check,
+    clock,
+)
 from reasoner.support.gc_pause import collector_paused
 from reasoner.support.process_memory import give_back_memory
 from reasoner.values.records import ValueType
 from reasoner.values.symbols import SymbolTable
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from reasoner.materialization import Materialization
 
 Listed = dict[str, tuple[set[Tuple], set[Tuple]]] | None
@@ -131,7 +128,7 @@ def apply_epoch(  # noqa: PLR0915
             return ChangedRows(table, gone), ChangedRows(table, inserted)
 
         def update() -> tuple[tuple[StratumReport, ...], dict[str, tuple[int, int]], Listed]:
-            strata = _update(m, overlay, prepared, deadline, predicted, walked)
+            strata = update_strata(m, overlay, prepared, deadline, predicted, walked)
             dropped = [n for n in derived if n not in new.relations and n in m.state]
             sizes = {name: overlay.presence_sizes(name) for name in kept}
             sizes.update((name, (len(m.state[name]), 0)) for name in dropped)
@@ -158,8 +155,18 @@ def apply_epoch(  # noqa: PLR0915
                     m._adopt(prepared)
                 assert attempt.outcome is not None  # Update finished
                 strata, sizes, listed = attempt.outcome
+                gave_up = next((s.fallback_reason for s in strata if s.fallback_reason), None)
                 return _report(
-                    m.symbols, m.epoch, start, "update", strata, sizes, listed, prepared, types_of
+                    m.symbols,
+                    m.epoch,
+                    start,
+                    "update",
+                    strata,
+                    sizes,
+                    listed,
+                    prepared,
+                    types_of,
+                    gave_up,
                 )
         reason = attempt.fallback_reason
         abandoned = tuple(walked)
@@ -323,187 +330,12 @@ def commit_facts(
         facts[name].update(rows)
 
 
-def _update(
-    m: Materialization,
-    overlay: Overlay,
-    prepared: PreparedDelta,
-    deadline: Deadline,
-    predicted: Forecast | None,
-    reports: list[StratumReport],
-) -> tuple[StratumReport, ...]:
-    """Bring every stratum up to date in the overlay, in topological order, a report for each
-    in `reports` as it ends (and for the one under way when the Update is abandoned)."""
-    new = prepared.analyzed or m.analyzed
-    changed: set[int] = set()
-    # Added text holds no facts, but a rule change can make an inline relation substituted or
-    # materialized (`reasoner.analysis.inline`), which takes its facts out of the program's or
-    # puts them back: the pinned facts are those of the new program.
-    pinned = m.program_facts if prepared.analyzed is None else m.program_facts_of(new)
-    if prepared.analyzed is not None:
-        changed = changed_strata(m.analyzed, new)
-        arities = m._arities(new)
-        m.arities.update(arities)
-        with m._lock.exclusive():
-            for name, arity in arities.items():
-                overlay.create_relation(name, arity)
-    stratum_of = new.stratum_of
-    # Without a rule change, a relation without rules keeps a batch's columns: its facts are
-    # recorded by row (`Overlay.record_facts`).
-    by_row = prepared.analyzed is None
-    inserts = {
-        n: _flipped_facts(r, pinned.get(n, set()), by_row and n not in stratum_of)
-        for n, r in prepared.inserts.items()
-    }
-    retracts = {
-        n: _flipped_facts(r, pinned.get(n, set()), by_row and n not in stratum_of)
-        for n, r in prepared.retracts.items()
-    }
-    if pinned is not m.program_facts:
-        _program_facts_changed(m, new, pinned, inserts, retracts)
-    for name in new.relations:
-        if name in stratum_of:
-            continue
-        if name in m.analyzed.stratum_of:  # its rules were all removed: facts remain
-            rows = set(m.facts[name]) - as_set(retracts.get(name, set()))
-            rows |= as_set(inserts.get(name, set()))
-            replace_contents(overlay, name, rows | pinned.get(name, set()))
-            continue
-        gone, came = retracts.get(name), inserts.get(name)
-        if isinstance(gone, TupleSet) or isinstance(came, TupleSet):
-            arity = new.relations[name].arity
-            overlay.record_facts(name, _columns(gone, arity), _columns(came, arity))
-            continue
-        for t in gone or ():
-            overlay.set(name, t, INF, 0)
-        for t in came or ():
-            overlay.set(name, t, 0, 1)
-    epoch = _EpochInputs(new, changed, pinned, inserts, retracts)
-    for stratum in new.strata:
-        started = time.perf_counter()
-        names = tuple(sorted(stratum.relations))
-        if predicted is not None:
-            predicted.begin(stratum.index)
-        try:
-            deadline.check()
-            kind = _update_stratum(m, overlay, stratum, epoch, deadline, predicted)
-        except DeadlineExceeded:
-            rest = None if predicted is None else predicted.remaining(predicted.now())
-            seconds = time.perf_counter() - started
-            reports.append(StratumReport(stratum.index, names, ABANDONED, seconds, rest))
-            raise
-        rest = None if predicted is None else predicted.end()
-        seconds = 0.0 if kind == UNCHANGED else time.perf_counter() - started
-        reports.append(StratumReport(stratum.index, names, kind, seconds, rest))
-    return tuple(reports)
-
-
-def _flipped_facts(rows: FactRows, pinned: set[Tuple], by_row: bool) -> FactRows:
-    """The facts of a relation the epoch flips, less those the program text pins: columns
-    still for a relation recorded by row (`by_row`) when none is pinned, else a set."""
-    if by_row and isinstance(rows, TupleSet) and rows.arity and not pinned:
-        return rows
-    return as_set(rows) - pinned
-
-
-def _columns(rows: FactRows | None, arity: int) -> list[np.ndarray] | None:
-    """Flipped facts as int64 columns for `Overlay.record_facts` (None: none)."""
-    if not rows:
-        return None
-    return (rows if isinstance(rows, TupleSet) else TupleSet(arity, rows)).columns()
-
-
-@dataclass(frozen=True, slots=True)
-class _EpochInputs:
-    """What every stratum's Update reads of the epoch: the program after it, the strata a
-    rule change made anew, the facts the program text pins, and the facts the delta flips
-    (pinned ones taken out)."""
-
-    analyzed: AnalyzedProgram
-    changed: set[int]
-    pinned: Mapping[str, set[Tuple]]
-    inserts: dict[str, FactRows]
-    retracts: dict[str, FactRows]
-
-
-def _update_stratum(
-    m: Materialization,
-    overlay: Overlay,
-    stratum: Stratum,
-    epoch: _EpochInputs,
-    deadline: Deadline,
-    predicted: Forecast | None,
-) -> str:
-    """One stratum's Update into the overlay; what it took: "update", "bootstrap" (made
-    afresh) or "unchanged" (no input changed)."""
-    retracts, inserts = epoch.retracts, epoch.inserts
-    own_retracts = {n: as_set(retracts[n]) for n in stratum.relations if retracts.get(n)}
-    own_inserts = {n: as_set(inserts[n]) for n in stratum.relations if inserts.get(n)}
-    if stratum.index in epoch.changed or (  # a choice is made afresh (`executors.choice`)
-        stratum.stepwise
-        and (
-            own_retracts
-            or own_inserts
-            or any(overlay.has_changes(name) for name in stratum_inputs(stratum))
-        )
-    ):
-        facts = {
-            name: (set(m.facts.get(name, ())) - as_set(retracts.get(name, set())))
-            | as_set(inserts.get(name, set()))
-            | epoch.pinned.get(name, set())
-            for name in stratum.relations
-        }
-        bootstrap_into_overlay(stratum, overlay, facts, m.symbols, m.arities, deadline.check)
-        return "bootstrap"
-    if stratum.stepwise:
-        return UNCHANGED
-    if stratum.aggregate is not None:
-        if not overlay.has_changes(stratum.aggregate.source):
-            return UNCHANGED
-        update_aggregate(stratum.aggregate, m.state, overlay, deadline.check)
-        return "update"
-    plans = _stratum_plans(m, stratum, epoch.analyzed)
-    touched = own_retracts or own_inserts or any(overlay.has_changes(name) for name in plans.inputs)
-    if not touched:
-        return UNCHANGED
-    if predicted is not None:
-        predicted.measure(plans.progress())
-    plans.update(overlay, deadline, own_retracts, own_inserts)
-    return "update"
-
-
-def _program_facts_changed(
-    m: Materialization,
-    new: AnalyzedProgram,
-    pinned: Mapping[str, set[Tuple]],
-    inserts: dict[str, FactRows],
-    retracts: dict[str, FactRows],
-) -> None:
-    """Add to the epoch's changes the facts the new program took out (that no data asserts)
-    or put back."""
-    for name in new.relations:
-        old, now = m.program_facts.get(name, set()), pinned.get(name, set())
-        if gone := old - now - set(m.facts.get(name, ())):
-            retracts[name] = as_set(retracts.get(name, set())) | gone
-        if came := now - old:
-            inserts[name] = as_set(inserts.get(name, set())) | came
-
-
 def update_memory_budget(state: State) -> int:
     """Bytes an Update's bookkeeping may take before the epoch falls back: the state's own
     size (at least `MIN_UPDATE_MEMORY`). A Bootstrap needs about as much beside the old
     state, so an Update that needs more is the more expensive way, however long its
     deadline."""
     return max(MIN_UPDATE_MEMORY, state.nbytes)
-
-
-def _stratum_plans(
-    m: Materialization, stratum: Stratum, analyzed: AnalyzedProgram
-) -> StratumUpdate:
-    key = m._stratum_keys.of(stratum, analyzed)
-    plans = m._plans.get(key)
-    if plans is None:
-        plans = m._plans[key] = StratumUpdate(stratum, m.state, m.symbols, m.arities)
-    return plans
 
 
 def _report(

@@ -58,12 +58,20 @@ class StratumReport:
     index: int
     relations: tuple[str, ...]
     strategy: str
-    """"update", "bootstrap", `UNCHANGED`, or `ABANDONED`."""
+    """"update", "bootstrap" (bootstrapped alone: a rule change, a choice, or past the
+    switch, see `fallback_reason`), `UNCHANGED`, or `ABANDONED`."""
     seconds: float
     forecast_seconds: float | None = None
     """Of an Update: the seconds the rest of it was projected to need when this stratum ended
     (or was abandoned), against the last Bootstrap's time (`reasoner.elastic.forecast`); None
     when there was no forecast to make."""
+    bulk_from: int | None = None
+    """The iteration from which the stratum was evaluated in bulk, as a Bootstrap resumed
+    there over what its Update had settled below it (`reasoner.elastic.bulk`; 1: the whole
+    stratum); None when it was not."""
+    fallback_reason: str | None = None
+    """Why the stratum was bootstrapped alone ("deadline", "forecast"): the switch gave the
+    epoch's Update up in it or in a stratum below it. None when it was not."""
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -72,6 +80,8 @@ class StratumReport:
             "strategy": self.strategy,
             "seconds": self.seconds,
             "forecast_seconds": self.forecast_seconds,
+            "bulk_from": self.bulk_from,
+            "fallback_reason": self.fallback_reason,
         }
 
 
@@ -87,6 +97,9 @@ class EpochReport:
     retracted: int
     strata: tuple[StratumReport, ...]
     fallback_reason: str | None = None
+    """Why the switch gave the Update up ("deadline", "forecast", "memory", "update failed"):
+    of a "bootstrap" epoch, why it fell back; of an "update" epoch, why some of its strata were
+    bootstrapped alone (their reports say which). None when it did not."""
     changes: dict[str, dict[str, list[tuple[Value, ...]]]] | None = None
     """With `include_changes`: per derived relation, {"inserted": rows, "retracted": rows}."""
     rules_added: tuple[str, ...] = ()

@@ -108,11 +108,29 @@ class Forecast:
         """`fraction` says how far the stratum under way has got."""
         self._fraction = fraction
 
+    def extend(self, seconds: float) -> None:
+        """Move the deadline, the limit and any promise by `seconds`: work the Update did
+        that a fallback would do again (a stratum finished in bulk), which stays in its rate."""
+        self.deadline += seconds
+        self.earliest += seconds
+        self.limit += seconds
+        if self._promise is not None:
+            self._promise += seconds
+
     def end(self) -> float | None:
         """The stratum under way is done: the projected seconds of the rest of the Update."""
         self._ahead -= self._cost
         self._cost, self._fraction = 0.0, None
         return self.remaining(self.now())
+
+    def bootstrap_left(self) -> float:
+        """The share of the last Bootstrap's strata from where the Update is on: the strata
+        ahead, and the part of the one under way that it has not passed (the hopeful share)."""
+        left = self._ahead
+        if self._fraction is not None and self._cost:
+            share = max(self._fraction())
+            left -= self._cost * min(1.0, max(0.0, share))
+        return left / self._total if self._total > 0 else 1.0
 
     def remaining(self, now: float, *, cautious: bool = False) -> float | None:
         """The projected seconds the Update still needs, by the hopeful share of the stratum

@@ -73,11 +73,22 @@ def changed_strata(old: AnalyzedProgram, new: AnalyzedProgram) -> set[int]:
     return {s.index for s in new.strata if stratum_key(s, new) not in unchanged}
 
 
-def _after(store: RelationStore, overlay: Overlay) -> RelationStore:
+def relation_after(store: RelationStore, overlay: Overlay) -> RelationStore:
     """The relation as the epoch leaves it. Bootstrap only reads a lower relation's presence,
-    so an untouched relation is shared as is (nothing of it is staged) and a changed one copied."""
+    so an untouched relation is shared as is (nothing of it is staged) and a changed one
+    copied: by row when the compiled Update recorded it (its table copied with the same row
+    ids, the record applied), else tuple by tuple."""
     if not overlay.has_changes(store.name):
         return store
+    record = overlay.rows.get(store.name)
+    copy = RelationStore(store.name, store.arity)
+    if record is not None:
+        table = store.table.copy()
+        table.apply_rows(record.rows, record.news, record.counts)
+        # A row the Update staged and never recorded (a new head whose count came to nothing).
+        table.unstage_rows(table.rows_of(list(table.staged_rows())))
+        copy.replace_table(table)
+        return copy
     changes, counts = overlay.recorded(store.name)
     copy = store.copy()
     for t, n in changes.items():
@@ -104,7 +115,7 @@ def bootstrap_into_overlay(
     """
     scratch = State()
     for name in stratum_inputs(stratum):
-        scratch.relations[name] = _after(overlay.state[name], overlay)
+        scratch.relations[name] = relation_after(overlay.state[name], overlay)
     for name in stratum.relations:
         scratch.load_facts(name, arities[name], facts.get(name, ()))
     run = StratumBootstrap(stratum, scratch, symbols, arities, check).run()

@@ -248,6 +248,7 @@ cdef class Kernel:
     cdef int* identity_of     # rule -> the candidate words that identify its derivations
     cdef object check
     cdef readonly int64_t iteration  # the iteration `drain` is at (0: `start`'s hand-over)
+    cdef readonly int64_t stopped_at  # the iteration `drain` stopped before (0: none)
     cdef object call          # (functor, operands) -> value or None: `reasoner.values.functors.caller`
     cdef int64_t ticks
     cdef int64_t budget       # bytes the bookkeeping may take (0: no bound)
@@ -531,36 +532,28 @@ cdef class Kernel:
         self._hand(&self.gone, self.by_head, CHANGED, 0)
         self.moved.size = self.gone.size = 0
 
-    def drain(self):
-        """Process the scheduled iterations in order; how many there were."""
+    def drain(self, int64_t bulk_rows=-1):
+        """Process the scheduled iterations in order; how many there were. It stops before an
+        iteration of `bulk_rows` candidates or more (-1: never), left in `stopped_at`, for the
+        rest to go in bulk (`reasoner.elastic.bulk`): the statuses below it are final."""
         cdef int64_t iterations = 0
         cdef int64_t k
+        self.stopped_at = 0
         try:
             while self.heap.size:
                 if not iterations & 63:
                     self._checkpoint()
-                k = _heap_pop(&self.heap)
+                k = self.heap.data[0]
+                if 0 <= bulk_rows <= self.bucket_size.data[_map_get(&self.bucket_of, k, -1)]:
+                    self.stopped_at = k
+                    break
+                _heap_pop(&self.heap)
                 iterations += 1
                 self.iteration = k
                 self._iteration(k)
         finally:
             self._close_gate()
         return iterations
-
-    def iteration_counts(self, int relation):
-        """How many committed rows of `relation` each iteration holds (an int64 array): the
-        shape of the Bootstrap that made it, which an Update's forecast reads its progress
-        against (`reasoner.elastic.forecast`)."""
-        cdef Table t = self._table(relation)
-        cdef int64_t r, top = 0
-        for r in range(t.nrows):
-            top = max(top, t.status[r])
-        out = np.zeros(top + 1, dtype=np.int64)
-        cdef int64_t[::1] o = out
-        for r in range(t.nrows):
-            if t.status[r] >= 0:
-                o[t.status[r]] += 1
-        return out
 
     def hand_over(self, relations):
         """[(rows, news, counts)] of each of `relations` (numbers): every row of it whose

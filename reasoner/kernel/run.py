@@ -48,6 +48,8 @@ class StratumUpdate:
                 any(atom_at(rule, i).relation in stratum.relations for i in positive_atoms(rule))
             )
         self.kernel = relations.kernel(symbols, update=True)
+        self.stopped_at = 0
+        """The iteration the last Update stopped before, for a bulk evaluation (0: none)."""
         for rule in rules:
             self.kernel.add_rule(rule)
         for plan in self.plans:
@@ -80,8 +82,7 @@ class StratumUpdate:
 
         def fraction() -> tuple[float, float]:
             if not passed:
-                number = self.relations.number
-                counts = [self.kernel.iteration_counts(number[name]) for name in self.relations.own]
+                counts = [self.state[name].table.iteration_counts() for name in self.relations.own]
                 total = np.zeros(max((len(c) for c in counts), default=0) + 1, dtype=np.int64)
                 for c in counts:
                     total[1 : len(c) + 1] += c  # total[k]: the tuples before iteration k
@@ -102,14 +103,31 @@ class StratumUpdate:
         deadline: Deadline,
         retracted_facts: dict[str, set[Tuple]],
         asserted_facts: dict[str, set[Tuple]],
+        bulk_rows: int = -1,
     ) -> int:
         """Bring the stratum up to date with its inputs' changes, already in `overlay` for
         the lower strata, and with facts asserted on / retracted from its own relations.
-        Returns how many distinct iterations had work (the stratum's depth is not walked)."""
-        with collector_paused():
-            return self._update(overlay, deadline, retracted_facts, asserted_facts)
+        Returns how many distinct iterations had work (the stratum's depth is not walked).
 
-    def _update(self, overlay: Overlay, deadline: Deadline, *facts: dict) -> int:
+        The Update stops before an iteration whose candidates are `bulk_rows` or more (-1:
+        never; 0: before the first, with no work per tuple at all): `stopped_at` is then that
+        iteration, the overlay holds the statuses final below it, and the caller evaluates
+        the rest in bulk (`reasoner.elastic.bulk`). When the deadline stops it, `iteration`
+        is the one under way, below which the statuses recorded are final too."""
+        self.stopped_at = 0
+        with collector_paused():
+            return self._update(
+                overlay, deadline, retracted_facts, asserted_facts, bulk_rows=bulk_rows
+            )
+
+    @property
+    def iteration(self) -> int:
+        """The iteration the last Update was at (0: its hand-over of the changes)."""
+        return int(self.kernel.iteration)
+
+    def _update(
+        self, overlay: Overlay, deadline: Deadline, *facts: dict, bulk_rows: int = -1
+    ) -> int:
         """`update`, the collector paused; `facts`: (retracted, asserted)."""
         retracted_facts, asserted_facts = facts
         kernel = self.kernel
@@ -143,8 +161,12 @@ class StratumUpdate:
                     table.stage(t)
                     kernel.fact(number, table.row(t), o, 0)
         try:
+            if bulk_rows == 0:  # the facts' record alone: all of it goes in bulk
+                self.stopped_at = 1
+                return 0
             kernel.start(lower, deadline.check, deadline.memory)
-            iterations = kernel.drain()
+            iterations = kernel.drain(bulk_rows)
+            self.stopped_at = int(kernel.stopped_at)
         finally:
             self._export(overlay)
         return iterations

@@ -104,6 +104,15 @@ class Overlay:
         self.rows[name] = changes
         self._diffs.pop(name, None)
 
+    def replace_rows(self, name: str, changes: RowChanges) -> None:
+        """`name`'s record made anew (the rest of its stratum evaluated in bulk,
+        `reasoner.elastic.bulk`): the rows the last record staged and this one does not hold
+        are removed."""
+        last = self.rows.pop(name, None)
+        if last is not None:
+            self.state[name].table.unstage_rows(np.setdiff1d(last.rows, changes.rows))
+        self.record_rows(name, changes)
+
     def record_facts(
         self,
         name: str,

@@ -977,6 +977,13 @@ cdef class Table:
             it[j] = self.status[r[j]]
         return list(self.values_of(rows)), iterations
 
+    def iteration_counts(self):
+        """How many committed rows each iteration holds (an int64 array, empty for none)."""
+        if not self.nrows:
+            return np.zeros(0, dtype=np.int64)
+        statuses = np.asarray(<int32_t[:self.nrows]>self.status)
+        return np.bincount(statuses[statuses >= 0]).astype(np.int64)
+
     def committed_mask(self, const row_word[::1] r):
         """For each row id (int32 or int64), whether it is a committed row."""
         out = np.zeros(len(r), dtype=np.bool_)

@@ -117,6 +117,12 @@ class Deadline:
     """Decides in place of `at` (the switch's forecast, `reasoner.elastic.forecast`): raises
     `DeadlineExceeded` when the Update should stop."""
 
+    def extend(self, seconds: float) -> None:
+        """Move the point past which `check` raises by `seconds` (work that does not count
+        against the Update: a stratum finished in bulk)."""
+        if self.at is not None:
+            self.at += seconds
+
     def check(self) -> None:
         if self.epoch_check is not None:
             self.epoch_check()

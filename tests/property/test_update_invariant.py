@@ -6,7 +6,8 @@ the naive oracle's; and the change set the epoch hands `before_publish` takes ev
 users see from the state before to the state after. Deltas come as rows or as batches (an
 input relation's batch is recorded by row). Checked with Update forced (errors surface
 instead of falling back), with Bootstrap forced (the fallback path), and with the default
-switch; and after fallbacks cancelled once they had freed the old state's indexes.
+switch; with the rest of each stratum's Update evaluated in bulk from various iterations;
+and after fallbacks cancelled once they had freed the old state's indexes.
 """
 
 from __future__ import annotations
@@ -18,21 +19,26 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reasoner.analysis import check_program
-from reasoner.elastic import apply
+from reasoner.elastic import apply, strata_update, switch
 from reasoner.elastic.epoch import UNCHANGED, Delta
 from reasoner.io.batch import FactBatch
 from reasoner.materialization import Materialization
-from reasoner.support.deadline import BootstrapCancelled
+from reasoner.support.deadline import BootstrapCancelled, Deadline, DeadlineExceeded
 from tests.conftest import examples
 from tests.oracle.evaluation import evaluate, visible
 from tests.property.programs import GeneratedProgram, deltas, programs
 from tests.updates import apply_recording_changes, assert_changes_lead_from
 
 
-def _fresh(analyzed, facts, *, maintained: bool = False) -> Materialization:
+def _fresh(
+    analyzed, facts, *, maintained: bool = False, bulk_update_rows: int | None = None
+) -> Materialization:
     """A Bootstrap of `facts`; `maintained` for the one the Update steps run on (the fresh
-    ones it is compared with compile no Update plans)."""
-    materialization = Materialization(analyzed, maintained=maintained)
+    ones it is compared with compile no Update plans), going on in bulk from an iteration of
+    `bulk_update_rows` candidates (`reasoner.elastic.bulk`)."""
+    materialization = Materialization(
+        analyzed, maintained=maintained, bulk_update_rows=bulk_update_rows
+    )
     materialization.load(facts)
     materialization.bootstrap()
     return materialization
@@ -45,10 +51,15 @@ def _given(rows: set[tuple], analyzed, name: str, batch: bool) -> list[tuple] | 
     return FactBatch.of_rows(ordered, types) if batch and types else ordered
 
 
-def _check_sequence(data: st.DataObject, generated: GeneratedProgram, strategy: str) -> None:
+def _check_sequence(
+    data: st.DataObject,
+    generated: GeneratedProgram,
+    strategy: str,
+    bulk_update_rows: int | None = None,
+) -> None:
     analyzed = check_program(generated.text)
     current = {name: set(rows) for name, rows in generated.inputs.items()}
-    live = _fresh(analyzed, current, maintained=True)
+    live = _fresh(analyzed, current, maintained=True, bulk_update_rows=bulk_update_rows)
     for step in data.draw(deltas(generated)):
         before = visible(live.snapshot(), analyzed)
         # As a batch, an input relation's facts are recorded by row (`Overlay.record_facts`);
@@ -82,6 +93,40 @@ def test_update_keeps_the_state_of_a_fresh_bootstrap(
     generated: GeneratedProgram, data: st.DataObject
 ) -> None:
     _check_sequence(data, generated, "update")
+
+
+@pytest.mark.parametrize("bulk_update_rows", [0, 3, -1])
+@settings(max_examples=examples(150))
+@given(generated=programs(), data=st.data())
+def test_an_update_gone_on_in_bulk_keeps_the_invariant(
+    bulk_update_rows: int, generated: GeneratedProgram, data: st.DataObject
+) -> None:
+    """The rest of a stratum evaluated in bulk from its first iteration (0), from the first
+    of 3 candidates or more (any iteration), or never (-1): the same state."""
+    _check_sequence(data, generated, "update", bulk_update_rows)
+
+
+@settings(max_examples=examples(150))
+@given(generated=programs(), data=st.data(), checks=st.integers(1, 6), alone=st.booleans())
+def test_an_update_given_up_anywhere_keeps_the_invariant(
+    generated: GeneratedProgram, data: st.DataObject, checks: int, alone: bool
+) -> None:
+    """The switch gives each epoch's Update up at its `checks`-th look (at a stratum's start
+    or in one of its iterations). Where bootstrapping the rest `alone` pays, the strata below
+    are kept, the one under way goes on in bulk from its iteration, those above are
+    bootstrapped alone; else the epoch falls back whole."""
+    seen = [0]
+
+    def judge() -> None:
+        seen[0] += 1
+        if seen[0] % checks == 0:
+            raise DeadlineExceeded
+
+    with (
+        mock.patch.object(switch, "update_deadline", lambda *_, **__: Deadline(judge=judge)),
+        mock.patch.object(strata_update, "ALONE_SHARE", 2.0 if alone else 0.0),
+    ):
+        _check_sequence(data, generated, "auto")
 
 
 @pytest.mark.parametrize("strategy", ["bootstrap", "auto"])

@@ -42,17 +42,16 @@ from reasoner.analysis.model import AggregateDefinition, AnalyzedProgram, Stratu
 from reasoner.executors.aggregate import bootstrap_aggregate
 from reasoner.executors.bootstrap import Started, StratumBootstrap, StratumRun, in_slices
 from reasoner.executors.local.aggregate import store_aggregate
+from reasoner.executors.local.frames import Frames
 from reasoner.executors.local.growing import Growing, KernelRows, New, Stale, live
 from reasoner.executors.local.packed_keys import WEIGHT, group_count
 from reasoner.executors.local.polars_plan import (
     AtomPattern,
     Hoisted,
-    NegationPattern,
     Projected,
     Projections,
     columns,
     empty_frame,
-    frame_of_store,
 )
 from reasoner.executors.local.rule_job import RuleJob
 from reasoner.plan.joins import JoinPlan, atom_at, plan_rule, positive_atoms
@@ -122,46 +121,6 @@ def _stacked(parts: list[pl.DataFrame], arity: int = 0) -> pl.DataFrame:
     return pl.concat(parts)
 
 
-class _Frames:
-    """Frames of the relations of finished strata (and inputs), built from the state on demand
-    or kept from the stratum that computed them; projections cached per atom pattern."""
-
-    def __init__(self, state: State) -> None:
-        self.state = state
-        self.frames: dict[str, pl.DataFrame | Growing] = {}
-        self.projections: dict[tuple, pl.DataFrame | int] = {}
-
-    def get(self, name: str) -> pl.DataFrame:
-        frame = self.frames.get(name)
-        if isinstance(frame, Growing):
-            frame = self.frames[name] = frame.full().rechunk()
-        elif frame is None:
-            frame = self.frames[name] = frame_of_store(self.state[name])
-        return frame
-
-    def projected(
-        self, pattern: AtomPattern, negations: tuple[Hoisted, ...] = ()
-    ) -> pl.DataFrame | int:
-        key = ("atom", *pattern.key, *(h.key for h in negations))
-        if key not in self.projections:
-            projected = pattern.project(self.get(pattern.relation))
-            for hoisted in negations:
-                assert not isinstance(projected, int)  # it binds the negation's variables
-                projected = hoisted.apply(projected, self.negated(hoisted.pattern))
-            self.projections[key] = projected
-        return self.projections[key]
-
-    def keep(self, names: set[str]) -> None:
-        """Drop the frames of every relation but `names` (those later strata read)."""
-        self.frames = {name: frame for name, frame in self.frames.items() if name in names}
-
-    def negated(self, pattern: NegationPattern) -> pl.DataFrame | int:
-        key = ("not", *pattern.key)
-        if key not in self.projections:
-            self.projections[key] = pattern.right(self.get(pattern.relation))
-        return self.projections[key]
-
-
 class VectorizedStratum:
     """Algorithm 2 for one stratum, iteration by iteration in Polars or in the reference loop."""
 
@@ -171,7 +130,7 @@ class VectorizedStratum:
         state: State,
         symbols: SymbolTable,
         arities: dict[str, int],
-        frames: _Frames,
+        frames: Frames,
         small_iteration: int | None = None,
         check: Check | None = None,
     ) -> None:
@@ -481,12 +440,37 @@ class VectorizedStratum:
             jobs = [RuleJob(plan, set(), self.symbols, stratum) for plan in plans]
             new = self._polars(jobs, 1)
         derived = self._advance(new)
+        return self._fixpoint(2, derived, start)
+
+    def resume(self, k: int, delta: dict[str, np.ndarray]) -> StratumRun:
+        """Iterations k, k + 1, ... over a state that holds I_{k-1} of the stratum's
+        relations, each tuple at its iteration, `delta` the row ids of N_{k-1} (the last rows
+        of each table): the rest of an Update, evaluated in bulk (`reasoner.elastic.bulk`)."""
+        start = time.perf_counter()
+        derived = 0
+        for name in self.stratum.relations:
+            store = self.state[name]
+            if not store.arity:
+                self.growing[name] = growing = Growing.of_nullary(store, k - 1)
+            else:
+                ids = delta[name]
+                first = int(ids[0]) if len(ids) else store.table.nrows
+                growing = Growing(
+                    store.arity, KernelRows(store, store.table.committed_in(0, first))
+                )
+                growing.advance(None, KernelRows(store, ids))
+                self.growing[name] = growing
+            derived += growing.delta_size()
+        return self._fixpoint(k, derived, start)
+
+    def _fixpoint(self, k: int, derived: int, start: float) -> StratumRun:
+        """Iterations k, k + 1, ... to the fixpoint, N_{k-1} (`derived` tuples) in `growing`."""
+        stratum = self.stratum
         if stratum.recursive and not self._joins_old():
             for rel in self.growing.values():
                 if isinstance(rel, Growing):
                     rel.forget_old()
-        iterations = 1 if derived else 0
-        k = 2
+        iterations = k - 1 if derived else 0
         while stratum.recursive and derived and iterations == k - 1:
             if self.check is not None:
                 self.check()
@@ -549,7 +533,7 @@ class VectorizedBootstrap:
         self.symbols = symbols
         self.small_iteration = small_iteration
         self.check = check
-        self.frames = _Frames(state)
+        self.frames = Frames(state)
         self.last_reader = _last_readers(analyzed.strata)
 
     def run_stratum(self, position: int, stratum: Stratum) -> StratumRun:

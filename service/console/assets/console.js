@@ -586,6 +586,11 @@ async function epochsPage() {
   ];
 }
 
+// A stratum's strategy, with why it was bootstrapped alone and where its bulk evaluation began.
+function stratumStrategy(st) {
+  const why = [st.fallback_reason, st.bulk_from ? `in bulk from iteration ${st.bulk_from}` : null].filter(Boolean);
+  return why.length ? `${st.strategy} (${why.join(", ")})` : st.strategy;
+}
 async function epochPage(number) {
   const e = await api(`/v1/epochs/${encodeURIComponent(number)}`);
   const fields = Object.entries(e).filter(([, v]) => v === null || typeof v !== "object");
@@ -597,7 +602,7 @@ async function epochPage(number) {
     h("h2", {}, "Strata"),
     table(
       ["stratum", "relations", "strategy", "seconds"],
-      (e.strata || []).map((st) => [st.index, st.relations.join(", "), st.strategy, st.seconds.toFixed(4)]),
+      (e.strata || []).map((st) => [st.index, st.relations.join(", "), stratumStrategy(st), st.seconds.toFixed(4)]),
     ),
     h("h2", {}, "Changes (first page)"),
     table(

@@ -27,6 +27,7 @@ from reasoner.analysis.model import AnalyzedProgram
 from reasoner.executors.bootstrap import StratumBootstrap
 from reasoner.executors.local import growing, packed_keys, polars_plan
 from reasoner.executors.local import vectorized as vectorized_executor
+from reasoner.executors.local.frames import Frames
 from reasoner.executors.local.polars_plan import PolarsPlan
 from reasoner.executors.local.vectorized import bootstrap_vectorized
 from reasoner.io.facts import load_inputs
@@ -607,7 +608,7 @@ def test_until_polars_is_imported_larger_iterations_stay_on_the_kernel(monkeypat
     (stratum,) = analyzed.strata
 
     def bounds(**options: int) -> tuple[int, int]:
-        frames = vectorized_executor._Frames(state)
+        frames = Frames(state)
         run = vectorized_executor.VectorizedStratum(
             stratum, state, symbols, arities, frames, **options
         )

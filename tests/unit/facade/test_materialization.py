@@ -16,7 +16,7 @@ from reasoner.errors import InvalidDelta
 from reasoner.io.facts import format_rows, write_csv
 from reasoner.kernel.run import StratumUpdate
 from reasoner.materialization import Materialization
-from reasoner.support.deadline import DeadlineExceeded
+from reasoner.support.deadline import MemoryBudgetExceeded
 from reasoner.values.symbols import BULK_INTERN, SymbolTable
 from tests.conftest import examples
 from tests.unit.elastic.test_forecast import Clock
@@ -100,6 +100,8 @@ def test_an_update_past_its_memory_budget_falls_back_to_bootstrap(
 
 
 def test_deadline_expiry_falls_back_to_bootstrap() -> None:
+    """The deadline has passed when the one stratum begins: what is left is the whole
+    Bootstrap, which runs as a fallback."""
     m = _materialization(switching_parameter=0.0, min_update_seconds=0.0)
     report = m.apply(Delta(retract={"edge": [(2, 3)]}))
     assert report.strategy == "bootstrap"
@@ -145,7 +147,7 @@ def test_a_fallback_bootstraps_without_the_abandoned_updates_buffers(
     def late(self: StratumUpdate, overlay: object) -> None:
         grown.append(self.kernel.nbytes())  # before `reset`, which keeps buffers this small
         export(self, overlay)
-        raise DeadlineExceeded()
+        raise MemoryBudgetExceeded()
 
     at_build: list[dict[object, int]] = []
     build = Materialization._build
@@ -157,7 +159,7 @@ def test_a_fallback_bootstraps_without_the_abandoned_updates_buffers(
     monkeypatch.setattr(StratumUpdate, "_export", late)
     monkeypatch.setattr(Materialization, "_build", watched)
     report = m.apply(Delta(insert={"edge": [(3, 4), (4, 5), (5, 6)]}))
-    assert (report.strategy, report.fallback_reason) == ("bootstrap", "deadline")
+    assert (report.strategy, report.fallback_reason) == ("bootstrap", "memory")
     assert grown and max(grown) > max(fresh.values())  # the Update grew buffers
     assert at_build == [fresh]
     assert m.snapshot() == _fresh_snapshot([(1, 2), (2, 3), (3, 4), (4, 5), (5, 6)])
@@ -309,9 +311,12 @@ def test_interning_a_long_column_gives_the_ids_row_by_row_interning_gives() -> N
 TWO_STRATA = TC + "\n.decl reach(y: number)\nreach(y) :- tc(1, y).\n"
 
 
-def _forecast_with(monkeypatch: pytest.MonkeyPatch, bootstrap: float, deadline: float) -> None:
-    """The Update's forecast over the test's clock: 1 Bootstrap second for each stratum, and
-    the first one done 10 s after it began (the clock stands at 0 until then)."""
+def _forecast_with(
+    monkeypatch: pytest.MonkeyPatch, bootstrap: float, deadline: float, first: float = 1.0
+) -> None:
+    """The Update's forecast over the test's clock: `first` Bootstrap seconds for the first
+    stratum and 1 for the second, and the first one done 10 s after it began (the clock
+    stands at 0 until then)."""
     clock = Clock()
     end = Forecast.end
 
@@ -322,7 +327,7 @@ def _forecast_with(monkeypatch: pytest.MonkeyPatch, bootstrap: float, deadline: 
     monkeypatch.setattr(Forecast, "end", ended)
 
     def forecast(m: Materialization, analyzed: object, start: float, seconds: float) -> Forecast:
-        return Forecast({0: 1.0, 1: 1.0}, bootstrap, 0.0, deadline, 0.0, clock)
+        return Forecast({0: first, 1: 1.0}, bootstrap, 0.0, deadline, 0.0, clock)
 
     monkeypatch.setattr(apply, "_forecast", forecast)
 
@@ -337,13 +342,40 @@ def _two_strata() -> Materialization:
 def test_an_update_projected_to_lose_is_abandoned_before_its_deadline(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """10 s for the first stratum: 10 s more for the second, against a 1 s Bootstrap."""
+    """10 s for the first stratum, a quarter of the second's Bootstrap: 40 s more for the
+    second, against a 1 s Bootstrap. What is left is 80 % of the strata's Bootstrap, not below
+    `ALONE_SHARE`: the whole epoch falls back."""
     m = _two_strata()
-    _forecast_with(monkeypatch, bootstrap=1.0, deadline=100.0)
+    _forecast_with(monkeypatch, bootstrap=1.0, deadline=100.0, first=0.25)
     report = m.apply(Delta(retract={"edge": [(2, 3)]}))
     assert (report.strategy, report.fallback_reason) == ("bootstrap", "forecast")
     walked = [(s.relations, s.strategy, s.forecast_seconds) for s in report.update_strata]
-    assert walked == [(("tc",), "update", 10.0), (("reach",), "abandoned", 10.0)]
+    assert walked == [(("tc",), "update", 40.0), (("reach",), "abandoned", 40.0)]
+    assert m.snapshot() == _fresh_snapshot([(1, 2)], TWO_STRATA)
+
+
+def test_a_stratum_given_up_is_bootstrapped_alone_when_that_pays(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """10 s for the first stratum: 10 s more for the second, against a 1 s Bootstrap. What is
+    left is half of the strata's Bootstrap: the first stratum's Update is kept, the second is
+    bootstrapped alone, and the epoch says why."""
+    m = _two_strata()
+    _forecast_with(monkeypatch, bootstrap=1.0, deadline=100.0)
+    report = m.apply(Delta(retract={"edge": [(2, 3)]}))
+    assert (report.strategy, report.fallback_reason, report.update_strata) == (
+        "update",
+        "forecast",
+        (),
+    )
+    walked = [
+        (s.relations, s.strategy, s.forecast_seconds, s.bulk_from, s.fallback_reason)
+        for s in report.strata
+    ]
+    assert walked == [
+        (("tc",), "update", 10.0, None, None),
+        (("reach",), "bootstrap", 10.0, 1, "forecast"),
+    ]
     assert m.snapshot() == _fresh_snapshot([(1, 2)], TWO_STRATA)
 
 

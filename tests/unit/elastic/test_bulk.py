@@ -1,0 +1,124 @@
+"""The rest of a stratum's Update in bulk (`reasoner.elastic.bulk`): from the iteration a
+threshold stopped the compiled Update before, or from the one the switch gave it up in, the
+state equals a fresh Bootstrap's, tuple by tuple with iterations and counts."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+import pytest
+
+from reasoner.elastic import strata_update, switch
+from reasoner.elastic.epoch import Delta
+from reasoner.materialization import Materialization
+from reasoner.support.deadline import Deadline, DeadlineExceeded
+
+CHAIN = """
+.decl e(x: number, y: number)
+.decl tc(x: number, y: number)
+.decl far(x: number)
+tc(x, y) :- e(x, y).
+tc(x, z) :- tc(x, y), e(y, z).
+far(x) :- tc(x, y), y > 50, !e(x, y).
+"""
+
+
+def _built(edges: set[tuple[int, int]], **options: int) -> Materialization:
+    m = Materialization.from_text(CHAIN, **options)
+    m.load({"e": sorted(edges)})
+    m.bootstrap()
+    return m
+
+
+def _fresh(edges: set[tuple[int, int]]) -> dict:
+    return _built(edges, maintained=False).snapshot()
+
+
+def _chain(seed: int) -> set[tuple[int, int]]:
+    rnd = random.Random(seed)
+    return {(i, i + 1) for i in range(70)} | {
+        (rnd.randrange(80), rnd.randrange(80)) for _ in range(20)
+    }
+
+
+def _step(edges: set[tuple[int, int]], rnd: random.Random) -> tuple[set, set]:
+    gone = set(rnd.sample(sorted(edges), 5))
+    return gone, {(rnd.randrange(80), rnd.randrange(80)) for _ in range(5)}
+
+
+@pytest.mark.parametrize("threshold", [0, 5, 20, 40, 80])
+def test_a_threshold_stops_the_update_and_the_rest_goes_in_bulk(threshold: int) -> None:
+    """Stopped before the first iteration of `threshold` candidates or more (0: all of the
+    stratum in bulk), at whatever depth that is."""
+    stops: set[int | None] = set()
+    for seed in range(4):
+        edges = _chain(seed)
+        m = _built(edges, bulk_update_rows=threshold)
+        rnd = random.Random(seed)
+        for _ in range(5):
+            gone, new = _step(edges, rnd)
+            report = m.apply(Delta(insert={"e": sorted(new)}, retract={"e": sorted(gone)}))
+            edges = (edges - gone) | new
+            assert m.snapshot() == _fresh(edges)
+            assert report.strategy == "update" and report.fallback_reason is None
+            stops |= {s.bulk_from for s in report.strata if s.strategy == "update"}
+    assert stops - {None}
+    if threshold == 0:
+        assert stops == {1}
+    if threshold >= 20:
+        assert max(k for k in stops if k is not None) > 1
+
+
+def _deadline_giving_up_at(checks: int) -> Callable[..., Deadline]:
+    """`switch.update_deadline` for a switch that gives the Update up at its `checks`-th
+    look."""
+    seen = [0]
+
+    def judge() -> None:
+        seen[0] += 1
+        if seen[0] >= checks:
+            raise DeadlineExceeded
+
+    return lambda *_, **__: Deadline(judge=judge)
+
+
+def test_an_update_given_up_in_an_iteration_keeps_what_it_settled_below(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The switch gives the Update up at its n-th look, n from 1 to 12: at a stratum's start
+    or within one of its iterations (a check every 16,384 steps of the kernel). The stratum
+    goes on in bulk from the iteration under way, the one above is bootstrapped alone, and
+    nothing the Update staged is left over (bootstrapping alone always pays here)."""
+    monkeypatch.setattr(strata_update, "ALONE_SHARE", 2.0)
+    given_up_at: set[int] = set()
+    for checks in range(1, 13):
+        rnd = random.Random(7)
+        edges = {(rnd.randrange(300), rnd.randrange(300)) for _ in range(1200)}
+        m = _built(edges)
+        monkeypatch.setattr(switch, "update_deadline", _deadline_giving_up_at(checks))
+        gone = set(rnd.sample(sorted(edges), 60))
+        report = m.apply(Delta(retract={"e": sorted(gone)}))
+        assert m.snapshot() == _fresh(edges - gone)
+        assert all(not list(store.table.staged_rows()) for store in m.state.relations.values())
+        assert (report.strategy, report.fallback_reason) == ("update", "deadline")
+        tc, far = report.strata
+        assert (far.strategy, far.bulk_from, far.fallback_reason) == ("bootstrap", 1, "deadline")
+        assert (tc.strategy, tc.fallback_reason) == ("bootstrap", "deadline")
+        given_up_at.add(tc.bulk_from)
+    assert max(given_up_at) > 2  # deep in tc's recursion too
+
+
+def test_an_update_given_up_where_alone_does_not_pay_falls_back_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Given up within tc, whose Bootstrap is most of the program's: the epoch falls back."""
+    monkeypatch.setattr(switch, "update_deadline", _deadline_giving_up_at(3))
+    rnd = random.Random(7)
+    edges = {(rnd.randrange(300), rnd.randrange(300)) for _ in range(1200)}
+    m = _built(edges)
+    gone = set(rnd.sample(sorted(edges), 60))
+    report = m.apply(Delta(retract={"e": sorted(gone)}))
+    assert (report.strategy, report.fallback_reason) == ("bootstrap", "deadline")
+    assert [s.strategy for s in report.update_strata] == ["abandoned"]
+    assert m.snapshot() == _fresh(edges - gone)
