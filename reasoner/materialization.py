@@ -105,8 +105,8 @@ class Materialization:
         self.min_update_seconds = min_update_seconds
         self.bulk_update_rows = bulk_update_rows
         """The candidates of one Update iteration from which the rest of its stratum is
-        evaluated in bulk (0: from the first, -1: never; None: by the stratum's size, see
-        `reasoner.elastic.bulk`)."""
+        evaluated in bulk (`reasoner.elastic.bulk`; 0: from the first; -1 or None: never, the
+        default, where only the switch sends a stratum there)."""
         self.symbols = symbols if symbols is not None else SymbolTable()
         self.state = State()
         self.arities = self._arities(analyzed)
@@ -351,8 +351,10 @@ class Materialization:
         the epoch's changes (`reasoner.elastic.changes`); if it raises, nothing changes
         either. A delta that changes nothing publishes no epoch and calls nothing.
 
-        strategy "auto": Update under the switching deadline, Bootstrap past it (or if Update
-        fails); "update": Update with no deadline, errors propagate; "bootstrap": recompute.
+        strategy "auto": Update under the switching deadline; past it a Bootstrap of what is
+        left (the strata from where the Update was given up, each alone, where that pays) or of
+        the whole program, which also runs if Update fails; "update": Update with no deadline,
+        errors propagate; "bootstrap": recompute.
         Invalid deltas raise `InvalidDelta` / `ProgramError` before anything changes.
         """
         with self._writer, self.evaluating():

@@ -16,11 +16,13 @@ the result and the committed state, row by row, as the kernel's would have been.
 
 Exact by construction: Bootstrap's iterations from k over the new epoch's I_{k-1} are the new
 epoch's (Theorem 3.5 says the Update's would be the same). What it costs is a Bootstrap's share
-of the stratum from k on, plus passes over the stratum's tuples (loading, comparing), whatever
-the change.
+of the stratum from k on, plus passes over the stratum's tuples (loading, comparing) and a
+copy of each relation it reads that the epoch changed, whatever the change (`bulk_bytes`).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 
@@ -40,17 +42,25 @@ BYTES_PER_TUPLE = 100
 """What a bulk evaluation holds at its peak beside the state, per value and per tuple of the
 stratum's relations: the old and the new statuses as columns, their order by iteration, the
 scratch tables and the comparison (graph10000-rmat1k's tc, 262 k pairs: 33 MiB measured,
-41 MiB by these)."""
+41 MiB by these). Besides, a frame of each relation it reads (8 B a value) and a copy of each
+of those the epoch changed (`relation_after`: its table, without indexes)."""
 
 
-def bulk_bytes(stratum: Stratum, state: State) -> int:
-    """About the bytes evaluating `stratum` in bulk takes beside the state (see above): what
-    a caller weighs against its memory budget (crdt.dl's skipBlank, 152 M tuples, would take
-    more than twice the state's 7.5 GB)."""
-    return sum(
+def bulk_bytes(stratum: Stratum, state: State, changed: Callable[[str], bool]) -> int:
+    """About the bytes evaluating `stratum` in bulk takes beside the state (see above), the
+    relations it reads that `changed` copied: what a caller weighs against its memory budget
+    (crdt.dl's skipBlank, 152 M tuples, would take three times the state's 7.5 GB)."""
+    own = sum(
         (BYTES_PER_VALUE * state[name].arity + BYTES_PER_TUPLE) * len(state[name])
         for name in stratum.relations
     )
+    read = sum(
+        8 * state[name].arity * len(state[name])
+        + (state[name].table.nbytes if changed(name) else 0)
+        for name in stratum_inputs(stratum)
+        if name in state
+    )
+    return own + read
 
 
 def finish_in_bulk(

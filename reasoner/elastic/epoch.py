@@ -50,7 +50,8 @@ and of a stratum none of whose inputs an epoch changed."""
 BOOTSTRAP = "bootstrap"
 """The strategy of an epoch that recomputed the state (chosen, or an Update's fallback)."""
 ABANDONED = "abandoned"
-"""The strategy of the stratum an Update was in when the switch abandoned it."""
+"""The strategy of the stratum an Update was in when the switch abandoned it and the whole
+epoch fell back (in a fallback's `update_strata`)."""
 
 
 @dataclass(frozen=True, slots=True)

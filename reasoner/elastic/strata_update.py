@@ -51,7 +51,7 @@ frames and its comparison, 1.2-1.4x its share of a whole Bootstrap (lubm1's one 
 lubm1-owl2rl's twelve after a 10 % change)."""
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
     import numpy as np
 
@@ -136,7 +136,7 @@ def _walk(
             predicted.begin(stratum.index)
         try:
             if walking:
-                abandoned = _given_up(m, stratum, deadline, predicted)
+                abandoned = _given_up(m, overlay, epoch, stratum, deadline, predicted)
             done = _update_stratum(m, overlay, stratum, epoch, deadline, predicted, abandoned)
         except DeadlineExceeded:
             rest = None if predicted is None else predicted.remaining(predicted.now())
@@ -164,7 +164,12 @@ def _walk(
 
 
 def _given_up(
-    m: Materialization, stratum: Stratum, deadline: Deadline, predicted: Forecast | None
+    m: Materialization,
+    overlay: Overlay,
+    epoch: _EpochInputs,
+    stratum: Stratum,
+    deadline: Deadline,
+    predicted: Forecast | None,
 ) -> DeadlineExceeded | None:
     """How the switch gives the Update up before `stratum` (None: it goes on). The exception
     propagates, for the whole epoch to fall back, past the memory budget or where
@@ -174,29 +179,50 @@ def _given_up(
     except MemoryBudgetExceeded:
         raise
     except DeadlineExceeded as exceeded:
-        if not _alone_pays(m, stratum, deadline, predicted):
+        if not _alone_pays(m, overlay, epoch, stratum, deadline, predicted):
             raise
         return exceeded
     return None
 
 
 def _alone_pays(
-    m: Materialization, stratum: Stratum, deadline: Deadline, predicted: Forecast | None
+    m: Materialization,
+    overlay: Overlay,
+    epoch: _EpochInputs,
+    stratum: Stratum,
+    deadline: Deadline,
+    predicted: Forecast | None,
 ) -> bool:
     """Whether what is left of the Update, bootstrapped stratum by stratum from `stratum`,
     is expected to cost less than a whole Bootstrap: below `ALONE_SHARE` of it by the last
-    Bootstrap's seconds of each stratum, and `stratum` in bulk within the Update's memory
-    budget. Without a forecast (no Bootstrap timed each stratum) it is not known to."""
-    return (
-        predicted is not None
-        and predicted.bootstrap_left() < ALONE_SHARE
-        and _bulk_fits(m, stratum, deadline)
-    )
+    Bootstrap's seconds of each stratum, and every stratum from `stratum` on one that can be
+    (not made afresh after a rule change nor stepwise, which would make the whole epoch fall
+    back after the work, and each within the Update's memory budget in bulk, its inputs from
+    `stratum` on counted as changed). Without a forecast (no Bootstrap timed each stratum) it
+    is not known to."""
+    if predicted is None or predicted.bootstrap_left() >= ALONE_SHARE:
+        return False
+    stratum_of = epoch.analyzed.stratum_of
+
+    def may_change(name: str) -> bool:
+        return overlay.has_changes(name) or stratum_of.get(name, -1) >= stratum.index
+
+    for ahead in epoch.analyzed.strata:
+        if ahead.index < stratum.index or ahead.aggregate is not None:
+            continue  # done, or updated whatever the switch says
+        if ahead.index in epoch.changed or ahead.stepwise:
+            return False
+        if not _bulk_fits(m, ahead, deadline, may_change):
+            return False
+    return True
 
 
-def _bulk_fits(m: Materialization, stratum: Stratum, deadline: Deadline) -> bool:
-    """Whether `stratum` may be evaluated in bulk within the Update's memory budget (0: none)."""
-    return not deadline.memory or bulk_bytes(stratum, m.state) <= deadline.memory
+def _bulk_fits(
+    m: Materialization, stratum: Stratum, deadline: Deadline, changed: Callable[[str], bool]
+) -> bool:
+    """Whether `stratum` may be evaluated in bulk within the Update's memory budget (0: none),
+    the relations it reads that `changed` copied (`reasoner.elastic.bulk.bulk_bytes`)."""
+    return not deadline.memory or bulk_bytes(stratum, m.state, changed) <= deadline.memory
 
 
 def _flipped_facts(rows: FactRows, pinned: set[Tuple], by_row: bool) -> FactRows:
@@ -290,20 +316,39 @@ def _update_stratum(
     if not touched:
         return _Done(UNCHANGED)
     if abandoned is not None:
-        if not _bulk_fits(m, stratum, deadline):
+        if not _bulk_fits(m, stratum, deadline, overlay.has_changes):
             raise abandoned
         plans.update(overlay, deadline, own_retracts, own_inserts, bulk_rows=0)
         _finish_in_bulk(m, overlay, stratum, 1, deadline)
         return _Done("bootstrap", 1)
+    return _update_compiled(m, overlay, epoch, stratum, plans, deadline, predicted)
+
+
+def _update_compiled(
+    m: Materialization,
+    overlay: Overlay,
+    epoch: _EpochInputs,
+    stratum: Stratum,
+    plans: StratumUpdate,
+    deadline: Deadline,
+    predicted: Forecast | None,
+) -> _Done:
+    """`_update_stratum` by the compiled Update, which may go on in bulk: past the
+    threshold (`Materialization.bulk_update_rows`) or where the switch gives it up."""
+    retracts, inserts = epoch.retracts, epoch.inserts
+    own_retracts = {n: as_set(retracts[n]) for n in stratum.relations if retracts.get(n)}
+    own_inserts = {n: as_set(inserts[n]) for n in stratum.relations if inserts.get(n)}
     if predicted is not None:
         predicted.measure(plans.progress())
     threshold = -1 if m.bulk_update_rows is None else m.bulk_update_rows
+    if threshold >= 0 and not _bulk_fits(m, stratum, deadline, overlay.has_changes):
+        threshold = -1  # not within the memory budget: the Update goes on per tuple
     try:
         plans.update(overlay, deadline, own_retracts, own_inserts, threshold)
     except MemoryBudgetExceeded:
         raise
     except DeadlineExceeded as exceeded:
-        if not _alone_pays(m, stratum, deadline, predicted):
+        if not _alone_pays(m, overlay, epoch, stratum, deadline, predicted):
             raise
         k = max(1, plans.iteration)
         _finish_in_bulk(m, overlay, stratum, k, deadline)

@@ -3,7 +3,7 @@
 The elastic paper's policy, in one place: a delta first runs as Update under a deadline of
 `switching parameter × last Bootstrap time` (never below `min_update_seconds`, where tiny
 programs would thrash) and a memory allowance; past either, the Update is discarded and a
-Bootstrap recomputes from scratch (`attempt_update`). Three refinements:
+Bootstrap recomputes from scratch (`attempt_update`). Four refinements:
 
 - a forecast (`reasoner.elastic.forecast`) projects what the Update still needs against the last
   Bootstrap's time, stratum by stratum: it abandons an Update that will lose before its deadline,
@@ -11,10 +11,14 @@ Bootstrap recomputes from scratch (`attempt_update`). Three refinements:
 - a bulk load (`bulk_load`) goes to the Bootstrap directly: an Update of it would most likely
   spend its whole deadline before falling back, so the fallback would cost the deadline more;
 - the deadline also polls the caller's cancellation (`Deadline.epoch_check`), so a service's epoch
-  timeout stops an Update between two slices of its work as it stops a Bootstrap.
+  timeout stops an Update between two slices of its work as it stops a Bootstrap;
+- past the deadline (not the memory allowance), where the strata left are a small enough share
+  of the last Bootstrap, only they are bootstrapped, each alone, and the one the Update was in
+  from the iteration it had reached (`reasoner.elastic.strata_update`, `reasoner.elastic.bulk`):
+  the strata below keep their Update, and the epoch is published through the overlay.
 
-The mechanism (the overlay, the plans) is in `reasoner.elastic.apply`; publication stays in
-`reasoner.materialization`.
+The mechanism (the overlay, the plans) is in `reasoner.elastic.apply` and
+`reasoner.elastic.strata_update`; publication stays in `reasoner.materialization`.
 """
 
 from __future__ import annotations

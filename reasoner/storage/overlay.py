@@ -74,7 +74,7 @@ class RowChanges:
 
 
 class Overlay:
-    __slots__ = ("_diffs", "changes", "counts", "created", "rows", "state")
+    __slots__ = ("_diffs", "_nrows", "changes", "counts", "created", "rows", "state")
 
     def __init__(self, state: State) -> None:
         self.state = state
@@ -90,6 +90,9 @@ class Overlay:
         self.created: list[str] = []
         """Relations of the epoch's new program that were added to the committed state (empty,
         so probes find them); `discard` removes them again."""
+        self._nrows = {name: store.table.nrows for name, store in state.relations.items()}
+        """Each relation's rows when the epoch began: the rows after them are the epoch's, staged
+        until the commit (no table is compacted before it)."""
 
     def create_relation(self, name: str, arity: int) -> None:
         """Make sure the committed state has relation `name` (a rule change introduced it)."""
@@ -106,12 +109,16 @@ class Overlay:
 
     def replace_rows(self, name: str, changes: RowChanges) -> None:
         """`name`'s record made anew (the rest of its stratum evaluated in bulk,
-        `reasoner.elastic.bulk`): the rows the last record staged and this one does not hold
-        are removed."""
-        last = self.rows.pop(name, None)
-        if last is not None:
-            self.state[name].table.unstage_rows(np.setdiff1d(last.rows, changes.rows))
+        `reasoner.elastic.bulk`): the rows the epoch staged that this one does not hold are
+        removed, the last record's and any its Update staged before it was stopped."""
+        self.rows.pop(name, None)
+        epoch_rows = self._epoch_rows(name)
+        self.state[name].table.unstage_rows(np.setdiff1d(epoch_rows, changes.rows))
         self.record_rows(name, changes)
+
+    def _epoch_rows(self, name: str) -> np.ndarray:
+        """The row ids `name`'s table took in this epoch (int64)."""
+        return np.arange(self._nrows.get(name, 0), self.state[name].table.nrows, dtype=np.int64)
 
     def record_facts(
         self,
@@ -237,13 +244,12 @@ class Overlay:
         self._diffs.clear()
 
     def discard(self) -> None:
-        """Drop every recorded status; the committed state is as it was before the epoch."""
-        for name, changes in self.changes.items():
-            store = self.state[name]
-            for t in changes:
-                store.unstage(t)
-        for name, record in self.rows.items():
-            self.state[name].table.unstage_rows(record.rows)
+        """Drop every recorded status; the committed state is as it was before the epoch. Every
+        row staged in the epoch goes, recorded or not (an Update stopped between staging a new
+        head and recording it leaves one)."""
+        for name in self._nrows:
+            if name in self.state.relations:
+                self.state[name].table.unstage_rows(self._epoch_rows(name))
         for name in self.created:
             del self.state.relations[name]
         self.changes.clear()

@@ -57,7 +57,8 @@ class BootstrapCancelled(Stopped):
 
 
 class DeadlineExceeded(Stopped):
-    """Update ran past its deadline; the overlay is to be dropped and the epoch falls back."""
+    """Update ran past its deadline: the epoch falls back, its overlay dropped, or (where that
+    pays, `reasoner.elastic.strata_update`) the strata left are bootstrapped alone into it."""
 
     reason = "deadline"
     """The epoch report's `fallback_reason`."""

@@ -10,9 +10,10 @@ from collections.abc import Callable
 import pytest
 
 from reasoner.elastic import strata_update, switch
+from reasoner.elastic.bulk import bulk_bytes
 from reasoner.elastic.epoch import Delta
 from reasoner.materialization import Materialization
-from reasoner.support.deadline import Deadline, DeadlineExceeded
+from reasoner.support.deadline import BootstrapCancelled, Deadline, DeadlineExceeded
 
 CHAIN = """
 .decl e(x: number, y: number)
@@ -86,13 +87,14 @@ def _deadline_giving_up_at(checks: int) -> Callable[..., Deadline]:
 def test_an_update_given_up_in_an_iteration_keeps_what_it_settled_below(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The switch gives the Update up at its n-th look, n from 1 to 12: at a stratum's start
-    or within one of its iterations (a check every 16,384 steps of the kernel). The stratum
-    goes on in bulk from the iteration under way, the one above is bootstrapped alone, and
-    nothing the Update staged is left over (bootstrapping alone always pays here)."""
+    """The switch gives the Update up at its n-th look (n of 1, 2, 3, 5, 8): at a stratum's
+    start or within one of its iterations (a check every 16,384 steps of the kernel). The
+    stratum goes on in bulk from the iteration under way, the one above is bootstrapped
+    alone, and nothing the Update staged is left over (bootstrapping alone always pays
+    here)."""
     monkeypatch.setattr(strata_update, "ALONE_SHARE", 2.0)
     given_up_at: set[int] = set()
-    for checks in range(1, 13):
+    for checks in (1, 2, 3, 5, 8):
         rnd = random.Random(7)
         edges = {(rnd.randrange(300), rnd.randrange(300)) for _ in range(1200)}
         m = _built(edges)
@@ -122,3 +124,65 @@ def test_an_update_given_up_where_alone_does_not_pay_falls_back_whole(
     assert (report.strategy, report.fallback_reason) == ("bootstrap", "deadline")
     assert [s.strategy for s in report.update_strata] == ["abandoned"]
     assert m.snapshot() == _fresh(edges - gone)
+
+
+def test_a_stratum_above_that_cannot_go_alone_sends_the_epoch_back_whole_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A choice above tc is made afresh stepwise, which bootstrapping alone cannot do: given
+    up in tc, the epoch falls back whole before any bulk work is spent."""
+    monkeypatch.setattr(switch, "update_deadline", _deadline_giving_up_at(4))
+    monkeypatch.setattr(strata_update, "ALONE_SHARE", 2.0)
+    spent: list[object] = []
+    monkeypatch.setattr(strata_update, "finish_in_bulk", lambda *args: spent.append(args))
+    rnd = random.Random(7)
+    edges = {(rnd.randrange(300), rnd.randrange(300)) for _ in range(1200)}
+    text = CHAIN + ".decl pick(x: number, y: number) choice-domain x\npick(x, y) :- tc(x, y).\n"
+    m = Materialization.from_text(text)
+    m.load({"e": sorted(edges)})
+    m.bootstrap()
+    gone = set(rnd.sample(sorted(edges), 60))
+    report = m.apply(Delta(retract={"e": sorted(gone)}))
+    assert (report.strategy, report.fallback_reason, spent) == ("bootstrap", "deadline", [])
+    assert [s.strategy for s in report.update_strata] == ["abandoned"]
+
+
+@pytest.mark.parametrize("checks", [3, 5, 7])
+def test_an_epoch_cancelled_in_bulk_leaves_nothing_staged(
+    monkeypatch: pytest.MonkeyPatch, checks: int
+) -> None:
+    """Cancelled while the stratum goes on in bulk: the state is as it was, and no row the
+    stopped Update staged is left (one staged between a new head and its record was)."""
+    in_bulk = [False]
+
+    def cancel() -> None:
+        if in_bulk[0]:
+            raise BootstrapCancelled("cancelled")
+
+    judge = _deadline_giving_up_at(checks)().judge
+    deadline = Deadline(epoch_check=cancel, judge=judge)
+    monkeypatch.setattr(switch, "update_deadline", lambda *_, **__: deadline)
+    monkeypatch.setattr(strata_update, "ALONE_SHARE", 2.0)
+    finish = strata_update.finish_in_bulk
+
+    def bulk(*args: object) -> None:
+        in_bulk[0] = True
+        finish(*args)
+
+    monkeypatch.setattr(strata_update, "finish_in_bulk", bulk)
+    rnd = random.Random(7)
+    edges = {(rnd.randrange(300), rnd.randrange(300)) for _ in range(1200)}
+    m = _built(edges)
+    before = m.snapshot()
+    with pytest.raises(BootstrapCancelled):
+        m.apply(Delta(retract={"e": sorted(rnd.sample(sorted(edges), 60))}))
+    assert m.snapshot() == before
+    assert all(not list(store.table.staged_rows()) for store in m.state.relations.values())
+
+
+def test_the_memory_a_bulk_evaluation_takes_counts_the_inputs_it_copies() -> None:
+    m = _built(_chain(0))
+    far = next(s for s in m.analyzed.strata if s.relations == {"far"})
+    unchanged = bulk_bytes(far, m.state, lambda name: False)
+    copied = bulk_bytes(far, m.state, lambda name: name == "tc")
+    assert copied - unchanged == m.state["tc"].table.nbytes > 0
