@@ -36,7 +36,6 @@ from reasoner.storage.table import ABSENT, Table
 from reasoner.support.deadline import Check
 from reasoner.values.symbols import SymbolTable
 
-_INT32_MAX = (1 << 31) - 1
 BYTES_PER_VALUE = 32
 BYTES_PER_TUPLE = 100
 """What a bulk evaluation holds at its peak beside the state, per value and per tuple of the
@@ -44,6 +43,11 @@ stratum's relations: the old and the new statuses as columns, their order by ite
 scratch tables and the comparison (graph10000-rmat1k's tc, 262 k pairs: 33 MiB measured,
 41 MiB by these). Besides, a frame of each relation it reads (8 B a value) and a copy of each
 of those the epoch changed (`relation_after`: its table, without indexes)."""
+
+
+_Statuses = tuple[np.ndarray, np.ndarray, np.ndarray]
+"""A table's committed row ids (int64), their iterations (int32) and counts (int64), in row
+order: read once per bulk evaluation, for loading and for the difference after."""
 
 
 def bulk_bytes(stratum: Stratum, state: State, changed: Callable[[str], bool]) -> int:
@@ -77,9 +81,12 @@ def finish_in_bulk(
     for name in stratum_inputs(stratum):
         scratch.relations[name] = relation_after(overlay.state[name], overlay)
     delta: dict[str, np.ndarray] = {}
+    committed: dict[str, _Statuses] = {}
     for name in stratum.relations:
         store = scratch.relation(name, arities[name])
-        delta[name] = _load_below(store, overlay.state[name].table, overlay.rows.get(name), k)
+        committed[name], delta[name] = _load(
+            overlay.state[name].table, overlay.rows.get(name), store, k
+        )
     run = VectorizedStratum(stratum, scratch, symbols, arities, Frames(scratch), check=check)
     if k > 1:
         run.resume(k, delta)
@@ -87,26 +94,38 @@ def finish_in_bulk(
         run.run()
     for name in stratum.relations:
         table = overlay.state[name].table
-        overlay.replace_rows(name, _difference(table, scratch[name].table))
+        overlay.replace_rows(name, _difference(table, committed[name], scratch[name].table))
+
+
+def _load(
+    table: Table, record: RowChanges | None, store: RelationStore, k: int
+) -> tuple[_Statuses, np.ndarray]:
+    """`table`'s committed statuses, read once; and the row ids of N_{k-1} in `store`, loaded
+    with the new epoch's tuples below `k` (the values are let go here, before the
+    evaluation)."""
+    values, iterations, counts = table.columns(with_counts=True)
+    committed = (table.committed_rows(), iterations, counts)
+    new = _new_statuses(table, values, committed, record)
+    return committed, _load_below(store, *new, k)
 
 
 def _new_statuses(
-    table: Table, record: RowChanges | None
+    table: Table, values: list[np.ndarray], committed: _Statuses, record: RowChanges | None
 ) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
     """The new epoch's tuples of `table` as the record leaves them, as values (int64 columns),
-    iterations (int64; `ABSENT` for a tuple gone) and counts (int64): the committed rows in row
-    order, then the staged rows the record holds."""
-    ids = table.committed_rows()
-    values, iterations, counts = table.columns(with_counts=True)
+    iterations (int64; `ABSENT` for a tuple gone) and counts (int64): the committed rows
+    (`values`, `committed`) in row order, then the staged rows the record holds."""
+    ids, iterations, counts = committed
     iterations = iterations.astype(np.int64)
     if record is None or not len(record):
         return values, iterations, counts
+    counts = counts.copy()
     rows = record.rows.astype(np.int64)
-    committed = table.committed_mask(rows)
-    at = np.searchsorted(ids, rows[committed])
-    iterations[at] = record.news[committed]
-    counts[at] = record.counts[committed]
-    staged = ~committed & (record.news < ABSENT)
+    was = table.committed_mask(rows)
+    at = np.searchsorted(ids, rows[was])
+    iterations[at] = record.news[was]
+    counts[at] = record.counts[was]
+    staged = ~was & (record.news < ABSENT)
     extra = table.values_of(rows[staged])
     return (
         [np.concatenate([v, e]) for v, e in zip(values, extra, strict=True)],
@@ -116,11 +135,15 @@ def _new_statuses(
 
 
 def _load_below(
-    store: RelationStore, table: Table, record: RowChanges | None, k: int
+    store: RelationStore,
+    values: list[np.ndarray],
+    iterations: np.ndarray,
+    counts: np.ndarray,
+    k: int,
 ) -> np.ndarray:
-    """Load into `store` the new epoch's tuples of `table` at iterations below `k`, iteration
-    by iteration (the rows of k - 1 last); the row ids of those at k - 1 (N_{k-1})."""
-    values, iterations, counts = _new_statuses(table, record)
+    """Load into `store` the tuples (`values` at `iterations` with `counts`) at iterations
+    below `k`, iteration by iteration (the rows of k - 1 last); the row ids of those at k - 1
+    (N_{k-1})."""
     below = np.flatnonzero(iterations < k)
     order = below[np.argsort(iterations[below], kind="stable")]
     iterations = iterations[order]
@@ -142,12 +165,12 @@ def _load_below(
     return store.table.committed_in(first_delta, store.table.nrows)
 
 
-def _difference(table: Table, result: Table) -> RowChanges:
-    """The record that takes the committed `table` to `result` (the stratum's relation as the
-    bulk evaluation left it): every row whose iteration or count differs, every committed row
-    `result` lacks (absent), and a staged row for every tuple of `result` the table lacks."""
-    ids = table.committed_rows()
-    _, old_iterations, old_counts = table.columns(with_counts=True)
+def _difference(table: Table, committed: _Statuses, result: Table) -> RowChanges:
+    """The record that takes `table`, whose committed statuses are `committed`, to `result`
+    (the stratum's relation as the bulk evaluation left it): every row whose iteration or count
+    differs, every committed row `result` lacks (absent), and a staged row for every tuple of
+    `result` the table lacks."""
+    ids, old_iterations, old_counts = committed
     values, iterations, counts = result.columns(with_counts=True)
     if table.arity:
         rows = table.rows_of_columns(values)
@@ -172,10 +195,4 @@ def _difference(table: Table, result: Table) -> RowChanges:
     changed = ~same
     news = np.concatenate([iterations[changed], np.full(len(gone), ABSENT)])
     new_counts = np.concatenate([counts[changed], np.zeros(len(gone), dtype=np.int64)])
-    wide = len(new_counts) and int(new_counts.max()) > _INT32_MAX
-    return RowChanges(
-        table,
-        np.concatenate([rows[changed], gone]).astype(np.int32),
-        news.astype(np.int32),
-        new_counts.astype(np.int64 if wide else np.int32),
-    )
+    return RowChanges.narrowed(table, np.concatenate([rows[changed], gone]), news, new_counts)

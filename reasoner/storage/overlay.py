@@ -37,6 +37,7 @@ INF = 1 << 62
 """An iteration later than any real one: 'not in this epoch'."""
 
 _NO_ROWS = np.empty(0, dtype=np.int64)
+_INT32_MAX = np.iinfo(np.int32).max
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +52,21 @@ class RowChanges:
     rows: np.ndarray
     news: np.ndarray
     counts: np.ndarray
+
+    @classmethod
+    def narrowed(
+        cls, table: Table, rows: np.ndarray, news: np.ndarray, counts: np.ndarray
+    ) -> RowChanges:
+        """The record of `rows` at `news` with `counts`, in the narrow form the kernel hands
+        over (`reasoner/kernel/hand_over.pxd`): int32 row ids and iterations, int32 counts
+        unless one does not fit."""
+        wide = len(counts) and int(counts.max()) > _INT32_MAX
+        return cls(
+            table,
+            rows.astype(np.int32, copy=False),
+            news.astype(np.int32, copy=False),
+            counts.astype(np.int64 if wide else np.int32, copy=False),
+        )
 
     def __len__(self) -> int:
         return len(self.rows)

@@ -95,14 +95,15 @@ def test_update_keeps_the_state_of_a_fresh_bootstrap(
     _check_sequence(data, generated, "update")
 
 
-@pytest.mark.parametrize("bulk_update_rows", [0, 3, -1])
-@settings(max_examples=examples(150))
+@pytest.mark.parametrize("bulk_update_rows", [0, 3])
+@settings(max_examples=examples(120))
 @given(generated=programs(), data=st.data())
 def test_an_update_gone_on_in_bulk_keeps_the_invariant(
     bulk_update_rows: int, generated: GeneratedProgram, data: st.DataObject
 ) -> None:
-    """The rest of a stratum evaluated in bulk from its first iteration (0), from the first
-    of 3 candidates or more (any iteration), or never (-1): the same state."""
+    """The rest of a stratum evaluated in bulk from its first iteration (0), or from the
+    first of 3 candidates or more (any iteration): the same state. Never in bulk (the
+    threshold at infinity, the default) is the first test's case."""
     _check_sequence(data, generated, "update", bulk_update_rows)
 
 
