@@ -41,6 +41,7 @@ if __name__ == "__main__":
                     ("reasoner.storage.compare", "reasoner/storage/compare.pyx"),
                     ("reasoner.storage.renumber", "reasoner/storage/renumber.pyx"),
                     ("reasoner.storage.scans", "reasoner/storage/scans.pyx"),
+                    ("reasoner.storage.rewind", "reasoner/storage/rewind.pyx"),
                     ("reasoner.kernel.interpreter", "reasoner/kernel/interpreter.pyx"),
                     ("reasoner.kernel.count_lanes", "reasoner/kernel/count_lanes.pyx"),
                     ("reasoner.kernel.gate", "reasoner/kernel/gate.pyx"),

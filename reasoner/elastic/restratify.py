@@ -17,15 +17,13 @@ from collections.abc import Mapping
 
 from reasoner.analysis.model import AggregateDefinition, AnalyzedProgram, Stratum
 from reasoner.executors.bootstrap import StratumBootstrap, StratumRun
+from reasoner.storage.difference import committed_statuses, difference
 from reasoner.storage.overlay import INF, Overlay
 from reasoner.storage.state import RelationStore, State, Tuple
 from reasoner.support.deadline import Check
 from reasoner.values.symbols import SymbolTable
 
 StratumKey = tuple[frozenset[str], frozenset, AggregateDefinition | None, tuple, tuple, tuple]
-
-_CHECK_EVERY = 1 << 14
-"""Tuples diffed between two calls of the caller's `check`: a changed stratum can be large."""
 
 
 def stratum_inputs(stratum: Stratum) -> set[str]:
@@ -120,20 +118,10 @@ def bootstrap_into_overlay(
         scratch.load_facts(name, arities[name], facts.get(name, ()))
     run = StratumBootstrap(stratum, scratch, symbols, arities, check).run()
     for name in stratum.relations:
-        old = overlay.state[name]
-        new = scratch[name]
-        for i, t in enumerate(old.iters):
-            if check is not None and not i % _CHECK_EVERY:
-                check()
-            if t not in new.iters:
-                overlay.set(name, t, INF, 0)
-        new_count = new.counts.get
-        for i, (t, it) in enumerate(new.iters.items()):
-            if check is not None and not i % _CHECK_EVERY:
-                check()
-            value = (it, new_count(t, 1))
-            if old.get(t) != value:
-                overlay.set(name, t, *value)
+        table = overlay.state[name].table
+        overlay.replace_rows(
+            name, difference(table, committed_statuses(table), scratch[name].table)
+        )
     return run
 
 

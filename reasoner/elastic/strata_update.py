@@ -192,14 +192,15 @@ def _alone_pays(
     stratum: Stratum,
     deadline: Deadline,
     predicted: Forecast | None,
+    k: int = 1,
 ) -> bool:
-    """Whether what is left of the Update, bootstrapped stratum by stratum from `stratum`,
-    is expected to cost less than a whole Bootstrap: below `ALONE_SHARE` of it by the last
-    Bootstrap's seconds of each stratum, and every stratum from `stratum` on one that can be
-    (not made afresh after a rule change nor stepwise, which would make the whole epoch fall
-    back after the work, and each within the Update's memory budget in bulk, its inputs from
-    `stratum` on counted as changed). Without a forecast (no Bootstrap timed each stratum) it
-    is not known to."""
+    """Whether what is left of the Update, bootstrapped stratum by stratum from `stratum`
+    (that one from its iteration `k`), is expected to cost less than a whole Bootstrap:
+    below `ALONE_SHARE` of it by the last Bootstrap's seconds of each stratum, and every
+    stratum from `stratum` on one that can be (not made afresh after a rule change nor
+    stepwise, which would make the whole epoch fall back after the work, and each within the
+    Update's memory budget in bulk, its inputs from `stratum` on counted as changed). Without
+    a forecast (no Bootstrap timed each stratum) it is not known to."""
     if predicted is None or predicted.bootstrap_left() >= ALONE_SHARE:
         return False
     stratum_of = epoch.analyzed.stratum_of
@@ -212,17 +213,22 @@ def _alone_pays(
             continue  # done, or updated whatever the switch says
         if ahead.index in epoch.changed or ahead.stepwise:
             return False
-        if not _bulk_fits(m, ahead, deadline, may_change):
+        if not _bulk_fits(m, ahead, deadline, may_change, k if ahead is stratum else 1):
             return False
     return True
 
 
 def _bulk_fits(
-    m: Materialization, stratum: Stratum, deadline: Deadline, changed: Callable[[str], bool]
+    m: Materialization,
+    stratum: Stratum,
+    deadline: Deadline,
+    changed: Callable[[str], bool],
+    k: int = 1,
 ) -> bool:
-    """Whether `stratum` may be evaluated in bulk within the Update's memory budget (0: none),
-    the relations it reads that `changed` copied (`reasoner.elastic.bulk.bulk_bytes`)."""
-    return not deadline.memory or bulk_bytes(stratum, m.state, changed) <= deadline.memory
+    """Whether `stratum` may be evaluated in bulk from iteration `k` within the Update's
+    memory budget (0: none), the relations it reads that `changed` copied
+    (`reasoner.elastic.bulk.bulk_bytes`)."""
+    return not deadline.memory or bulk_bytes(stratum, m.state, changed, k) <= deadline.memory
 
 
 def _flipped_facts(rows: FactRows, pinned: set[Tuple], by_row: bool) -> FactRows:
@@ -348,9 +354,9 @@ def _update_compiled(
     except MemoryBudgetExceeded:
         raise
     except DeadlineExceeded as exceeded:
-        if not _alone_pays(m, overlay, epoch, stratum, deadline, predicted):
-            raise
         k = max(1, plans.iteration)
+        if not _alone_pays(m, overlay, epoch, stratum, deadline, predicted, k):
+            raise
         _finish_in_bulk(m, overlay, stratum, k, deadline)
         return _Done("bootstrap", k, exceeded)
     k = plans.stopped_at

@@ -2,6 +2,9 @@
 row ids (`table.pyx`, built by `pip install` through setup.py; its docstring gives the layout),
 two tables compared row by row (`compare.pyx`), a table's compaction (`renumber.pyx`),
 selections by scanning the rows (`scans.pyx`), and sets of tuples on them (`tuple_set.py`).
+An epoch's uncommitted changes (`overlay.py`) are recorded by row, and a relation evaluated
+off to the side is compared with the committed one into such a record (`difference.py`; a
+copy with the same row ids, taken back to an iteration, `rewind.pyx`).
 A table's hash tables are rebuilt, its key indexes built, and rows claimed by a count on the
 lanes linked, on several threads (`table_lanes.pyx`, `claims.pxd`).
 

@@ -33,7 +33,7 @@ def _check(engine: str, generated: GeneratedProgram) -> None:
 
 
 @pytest.mark.minutes
-@settings(max_examples=examples(1000))
+@settings(max_examples=examples(700))
 @given(generated=programs())
 def test_bootstrap_state_equals_the_oracle(generated: GeneratedProgram) -> None:
     """The compiled kernel throughout (`reference`)."""

@@ -127,7 +127,7 @@ def _check(data: st.DataObject, generated: GeneratedProgram, strategy: str) -> N
 
 
 @pytest.mark.minutes
-@settings(max_examples=examples(300))
+@settings(max_examples=examples(200))
 @given(generated=programs(), data=st.data())
 def test_rule_changes_under_update_keep_the_invariant(
     generated: GeneratedProgram, data: st.DataObject

@@ -87,7 +87,7 @@ def _check_sequence(
 
 
 @pytest.mark.minutes
-@settings(max_examples=examples(600))
+@settings(max_examples=examples(450))
 @given(generated=programs(), data=st.data())
 def test_update_keeps_the_state_of_a_fresh_bootstrap(
     generated: GeneratedProgram, data: st.DataObject

@@ -442,10 +442,12 @@ class VectorizedStratum:
         derived = self._advance(new)
         return self._fixpoint(2, derived, start)
 
-    def resume(self, k: int, delta: dict[str, np.ndarray]) -> StratumRun:
+    def resume(
+        self, k: int, below: dict[str, np.ndarray], delta: dict[str, np.ndarray]
+    ) -> StratumRun:
         """Iterations k, k + 1, ... over a state that holds I_{k-1} of the stratum's
-        relations, each tuple at its iteration, `delta` the row ids of N_{k-1} (the last rows
-        of each table): the rest of an Update, evaluated in bulk (`reasoner.elastic.bulk`)."""
+        relations, each tuple at its iteration: `below` the row ids of I_{k-2}, `delta` those
+        of N_{k-1}. The rest of an Update, evaluated in bulk (`reasoner.elastic.bulk`)."""
         start = time.perf_counter()
         derived = 0
         for name in self.stratum.relations:
@@ -453,12 +455,8 @@ class VectorizedStratum:
             if not store.arity:
                 self.growing[name] = growing = Growing.of_nullary(store, k - 1)
             else:
-                ids = delta[name]
-                first = int(ids[0]) if len(ids) else store.table.nrows
-                growing = Growing(
-                    store.arity, KernelRows(store, store.table.committed_in(0, first))
-                )
-                growing.advance(None, KernelRows(store, ids))
+                growing = Growing(store.arity, KernelRows(store, below[name]))
+                growing.advance(None, KernelRows(store, delta[name]))
                 self.growing[name] = growing
             derived += growing.delta_size()
         return self._fixpoint(k, derived, start)

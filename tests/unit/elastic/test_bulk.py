@@ -186,3 +186,14 @@ def test_the_memory_a_bulk_evaluation_takes_counts_the_inputs_it_copies() -> Non
     unchanged = bulk_bytes(far, m.state, lambda name: False)
     copied = bulk_bytes(far, m.state, lambda name: name == "tc")
     assert copied - unchanged == m.state["tc"].table.nbytes > 0
+
+
+def test_the_memory_a_bulk_evaluation_takes_counts_the_rows_it_derives_again() -> None:
+    """From a later iteration, fewer rows are removed from the copy and derived again; past
+    the last one, none: the copy of the table alone, and the frames of its inputs."""
+    m = _built(_chain(0))
+    tc = next(s for s in m.analyzed.strata if s.relations == {"tc"})
+    last = len(m.state["tc"].table.iteration_counts())
+    sizes = [bulk_bytes(tc, m.state, lambda name: False, k) for k in (1, last // 2, last)]
+    assert sizes[0] > sizes[1] > sizes[2]
+    assert sizes[2] == m.state["tc"].table.nbytes + 16 * len(m.state["e"])
