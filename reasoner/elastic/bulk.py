@@ -36,11 +36,15 @@ from reasoner.storage.difference import aligned_difference
 from reasoner.storage.overlay import Overlay, RowChanges
 from reasoner.storage.rewind import rewind, rows_between
 from reasoner.storage.state import RelationStore, State
-from reasoner.support.deadline import Check
+from reasoner.support.deadline import Check, MemoryBudgetExceeded
 from reasoner.values.symbols import SymbolTable
 
 GROWTH = 1.25
 """How much a table's arrays grow past what it holds (`Table._reserve`)."""
+BYTES_PER_APPENDED = 40
+"""Per row a bulk evaluation appends to its copy, besides the row: its record, as the
+comparison makes it (16 B) and joins it (16 B) and as the overlay keeps it (12 B at most,
+made from the join)."""
 BYTES_PER_REDERIVED = 13
 """Per row a bulk evaluation derives again, besides the row itself in the copy: its record
 (12 B) and its mark (1 B, `difference.aligned_difference`)."""
@@ -56,9 +60,9 @@ def bulk_bytes(stratum: Stratum, state: State, changed: Callable[[str], bool], k
     own = 0
     for name in stratum.relations:
         table = state[name].table
-        later = int(table.iteration_counts()[k:].sum())
-        row = table.arity * (8 if table.wide else 4) + 6  # its words, status and count
-        own += table.nbytes + int(later * (GROWTH * row + BYTES_PER_REDERIVED))
+        # From iteration 1, every derived row (a bound, without a pass over the statuses).
+        later = len(table) if k <= 1 else int(table.iteration_counts()[k:].sum())
+        own += table.nbytes + int(later * (GROWTH * _row_bytes(state, name) + BYTES_PER_REDERIVED))
     read = sum(
         8 * state[name].arity * len(state[name])
         + (state[name].table.nbytes if changed(name) else 0)
@@ -75,9 +79,12 @@ def finish_in_bulk(
     symbols: SymbolTable,
     arities: dict[str, int],
     check: Check | None,
+    memory: int = 0,
 ) -> None:
     """Evaluate `stratum` from iteration `k` on in bulk, the overlay holding its Update's record
-    of the iterations below k, and record the result in the overlay instead."""
+    of the iterations below k, and record the result in the overlay instead. Past `memory`
+    bytes (0: no bound) held by the copies and the record they will make, it raises
+    `MemoryBudgetExceeded`, as the Update would."""
     scratch = State()
     for name in stratum_inputs(stratum):
         scratch.relations[name] = relation_after(overlay.state[name], overlay)
@@ -87,6 +94,8 @@ def finish_in_bulk(
         store = scratch.relations[name] = _rewound(overlay.state[name], overlay.rows.get(name), k)
         below[name] = rows_between(store.table, 0, k - 1)
         delta[name] = rows_between(store.table, k - 1, k)
+    if memory:
+        check = _bounded(check, memory, stratum, overlay.state, scratch)
     run = VectorizedStratum(stratum, scratch, symbols, arities, Frames(scratch), check=check)
     if k > 1:
         run.resume(k, below, delta)
@@ -95,6 +104,37 @@ def finish_in_bulk(
     for name in stratum.relations:
         table = overlay.state[name].table
         overlay.replace_rows(name, aligned_difference(table, scratch[name].table, table.nrows))
+
+
+def _bounded(
+    check: Check | None, memory: int, stratum: Stratum, state: State, scratch: State
+) -> Check:
+    """`check`, then a bound on the bytes a bulk evaluation holds as it goes: its copies of
+    the stratum's tables, and for each row appended to them the record it will make and the
+    row staged for a new tuple (`BYTES_PER_APPENDED`). The estimate made before (`bulk_bytes`)
+    counts the rows derived again from the committed state's; where the change grows the
+    relation many times over (crdt.dl's 25,978 facts back after all were out: 152 M tuples
+    from 0.3 M), the evaluation would make an Update's record of all of them, which ran the
+    machine out of memory."""
+    copies = [
+        (scratch[name].table, state[name].table.nrows, BYTES_PER_APPENDED + _row_bytes(state, name))
+        for name in stratum.relations
+    ]
+
+    def bounded() -> None:
+        if check is not None:
+            check()
+        held = sum(copy.nbytes + (copy.nrows - stop) * per_row for copy, stop, per_row in copies)
+        if held > memory:
+            raise MemoryBudgetExceeded(f"a bulk evaluation holds {held} bytes, past {memory}")
+
+    return bounded
+
+
+def _row_bytes(state: State, name: str) -> int:
+    """What a row of `name`'s table takes: its words, status and count."""
+    table = state[name].table
+    return table.arity * (8 if table.wide else 4) + 6
 
 
 def _rewound(store: RelationStore, record: RowChanges | None, k: int) -> RelationStore:

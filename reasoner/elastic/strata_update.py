@@ -376,7 +376,8 @@ def _update_compiled(
 def _finish_in_bulk(
     m: Materialization, overlay: Overlay, stratum: Stratum, k: int, deadline: Deadline
 ) -> None:
-    finish_in_bulk(stratum, overlay, k, m.symbols, m.arities, deadline.epoch_check)
+    check = deadline.epoch_check
+    finish_in_bulk(stratum, overlay, k, m.symbols, m.arities, check, deadline.memory)
 
 
 def _program_facts_changed(

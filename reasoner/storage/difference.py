@@ -79,7 +79,7 @@ def aligned_difference(table: Table, result: Table, stop: int) -> RowChanges:
     for at in range(0, len(appended), APPENDED_SLICE):
         held, part = _appended(table, result, appended[at : at + APPENDED_SLICE])
         found[held] = 1
-        parts.append(part)
+        parts.append((part[0].astype(np.int32), part[1].astype(np.int32), part[2]))
     parts.insert(0, aligned_changes(table, result, stop, found))
     rows, news, counts = (np.concatenate(column) for column in zip(*parts, strict=True))
     return RowChanges.narrowed(table, rows, news, counts)

@@ -197,3 +197,26 @@ def test_the_memory_a_bulk_evaluation_takes_counts_the_rows_it_derives_again() -
     sizes = [bulk_bytes(tc, m.state, lambda name: False, k) for k in (1, last // 2, last)]
     assert sizes[0] > sizes[1] > sizes[2]
     assert sizes[2] == m.state["tc"].table.nbytes + 16 * len(m.state["e"])
+
+
+def test_a_bulk_evaluation_that_outgrows_the_memory_budget_falls_back_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A change that grows tc many times over (a chain closed over a few edges): the
+    estimate made before the bulk evaluation fits the budget, the evaluation outgrows it on
+    its way, and the epoch falls back whole, as an Update past its budget does (crdt.dl's
+    25,978 facts back after all were out ran the machine out of memory this way)."""
+    edges = {(i, i + 1) for i in range(0, 300, 30)}
+    m = _built(edges)
+    budget = 1 << 16  # tc and far take 2 KiB each in bulk before, tc 1.6 MiB after
+    assert sum(bulk_bytes(s, m.state, lambda name: True) for s in m.analyzed.strata) < budget
+    judge = _deadline_giving_up_at(1)().judge
+    monkeypatch.setattr(
+        switch, "update_deadline", lambda *_, **__: Deadline(memory=budget, judge=judge)
+    )
+    monkeypatch.setattr(strata_update, "ALONE_SHARE", 2.0)
+    chain = {(i, i + 1) for i in range(300)}
+    report = m.apply(Delta(insert={"e": sorted(chain)}))
+    assert (report.strategy, report.fallback_reason) == ("bootstrap", "memory")
+    assert m.snapshot() == _fresh(edges | chain)
+    assert budget < m.state["tc"].table.nbytes
