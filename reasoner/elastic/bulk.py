@@ -41,13 +41,12 @@ from reasoner.values.symbols import SymbolTable
 
 GROWTH = 1.25
 """How much a table's arrays grow past what it holds (`Table._reserve`)."""
-BYTES_PER_APPENDED = 40
-"""Per row a bulk evaluation appends to its copy, besides the row: its record, as the
-comparison makes it (16 B) and joins it (16 B) and as the overlay keeps it (12 B at most,
-made from the join)."""
-BYTES_PER_REDERIVED = 13
-"""Per row a bulk evaluation derives again, besides the row itself in the copy: its record
-(12 B) and its mark (1 B, `difference.aligned_difference`)."""
+BYTES_PER_APPENDED = 33
+"""Per row a bulk evaluation appends to its copy (a tuple derived again or new), besides the
+row itself: its record as the comparison makes it a slice at a time and as it joins the
+slices (16 B each, both held at the join; the overlay keeps 12 B of it), and its mark (1 B,
+`difference.aligned_difference`). The estimate before (`bulk_bytes`) and the bound as it goes
+(`_bounded`) count the same."""
 
 
 def bulk_bytes(stratum: Stratum, state: State, changed: Callable[[str], bool], k: int = 1) -> int:
@@ -62,7 +61,7 @@ def bulk_bytes(stratum: Stratum, state: State, changed: Callable[[str], bool], k
         table = state[name].table
         # From iteration 1, every derived row (a bound, without a pass over the statuses).
         later = len(table) if k <= 1 else int(table.iteration_counts()[k:].sum())
-        own += table.nbytes + int(later * (GROWTH * _row_bytes(state, name) + BYTES_PER_REDERIVED))
+        own += table.nbytes + int(later * (GROWTH * _row_bytes(state, name) + BYTES_PER_APPENDED))
     read = sum(
         8 * state[name].arity * len(state[name])
         + (state[name].table.nbytes if changed(name) else 0)
@@ -110,21 +109,18 @@ def _bounded(
     check: Check | None, memory: int, stratum: Stratum, state: State, scratch: State
 ) -> Check:
     """`check`, then a bound on the bytes a bulk evaluation holds as it goes: its copies of
-    the stratum's tables, and for each row appended to them the record it will make and the
-    row staged for a new tuple (`BYTES_PER_APPENDED`). The estimate made before (`bulk_bytes`)
-    counts the rows derived again from the committed state's; where the change grows the
-    relation many times over (crdt.dl's 25,978 facts back after all were out: 152 M tuples
-    from 0.3 M), the evaluation would make an Update's record of all of them, which ran the
-    machine out of memory."""
-    copies = [
-        (scratch[name].table, state[name].table.nrows, BYTES_PER_APPENDED + _row_bytes(state, name))
-        for name in stratum.relations
-    ]
+    the stratum's tables, grown by the rows they appended, and the record those rows will
+    make (`BYTES_PER_APPENDED`). The estimate made before (`bulk_bytes`) counts the rows
+    derived again from the committed state's; where the change grows the relation many times
+    over (crdt.dl's 25,978 facts back after all were out: 152 M tuples from 0.3 M), the
+    evaluation would make an Update's record of all of them, which ran the machine out of
+    memory."""
+    copies = [(scratch[name].table, state[name].table.nrows) for name in stratum.relations]
 
     def bounded() -> None:
         if check is not None:
             check()
-        held = sum(copy.nbytes + (copy.nrows - stop) * per_row for copy, stop, per_row in copies)
+        held = sum(copy.nbytes + (copy.nrows - stop) * BYTES_PER_APPENDED for copy, stop in copies)
         if held > memory:
             raise MemoryBudgetExceeded(f"a bulk evaluation holds {held} bytes, past {memory}")
 

@@ -25,14 +25,14 @@ _Record = tuple[np.ndarray, np.ndarray, np.ndarray]
 """Row ids, new iterations (`ABSENT`: absent) and counts, int64."""
 
 Statuses = tuple[np.ndarray, np.ndarray, np.ndarray]
-"""A table's committed row ids (int64), their iterations (int32) and counts (int64), in row
+"""A table's committed row ids, their iterations and counts (int64), in row
 order: read before the evaluation that changes what the table will hold."""
 
 
 def committed_statuses(table: Table) -> Statuses:
-    """`table`'s committed row ids, iterations and counts (its values are let go)."""
-    _, iterations, counts = table.columns(with_counts=True)
-    return table.committed_rows(), iterations, counts
+    """`table`'s committed row ids, iterations and counts, without its values."""
+    ids = table.committed_rows()
+    return (ids, *statuses_of(table, ids))
 
 
 def difference(table: Table, committed: Statuses, result: Table) -> RowChanges:

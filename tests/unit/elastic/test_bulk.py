@@ -220,3 +220,21 @@ def test_a_bulk_evaluation_that_outgrows_the_memory_budget_falls_back_whole(
     assert (report.strategy, report.fallback_reason) == ("bootstrap", "memory")
     assert m.snapshot() == _fresh(edges | chain)
     assert budget < m.state["tc"].table.nbytes
+
+
+def test_a_bulk_evaluation_the_estimate_admits_is_not_stopped_by_the_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The estimate before and the bound as it goes count the same bytes: a change that
+    does not grow the relation, with the budget at the estimate, finishes in bulk."""
+    rnd = random.Random(1)
+    edges = {(rnd.randrange(400), rnd.randrange(400)) for _ in range(500)}
+    m = _built(edges, bulk_update_rows=0)
+    tc = next(s for s in m.analyzed.strata if s.relations == {"tc"})
+    budget = bulk_bytes(tc, m.state, lambda name: name == "e")
+    monkeypatch.setattr(switch, "update_deadline", lambda *_, **__: Deadline(memory=budget))
+    gone = sorted(edges)[:1]
+    report = m.apply(Delta(retract={"e": gone}))
+    assert (report.strategy, report.fallback_reason) == ("update", None)
+    assert [s.bulk_from for s in report.strata if s.relations == ("tc",)] == [1]
+    assert m.snapshot() == _fresh(edges - set(gone))
