@@ -762,10 +762,13 @@ cdef class Table:
 
     def copy(self) -> Table:
         """The same rows (row ids, iterations, counts, staged ones too) in a new table without
-        indexes: its arrays copied a block at a time, not hashed again row by row."""
+        indexes, charged to the evaluation's budget first (a bulk Update's copy is GBs on
+        crdt.dl): its arrays copied a block at a time, not hashed again row by row."""
         cdef Table other = Table(self.arity)
         cdef int64_t cap = max(self.nrows, 16)
         cdef size_t word = self._word()
+        _charge(<size_t>cap * (self.arity * word + sizeof(int32_t) + sizeof(uint16_t))
+                + (<size_t>(self.mask + 1) * sizeof(int32_t) if self.slots != NULL else 0))
         other.rows = _grow_block(other.rows, <size_t>(cap * self.arity) * word)
         other.status = <int32_t*>_grow_block(other.status, <size_t>cap * sizeof(int32_t))
         other.counts = <uint16_t*>_grow_block(other.counts, <size_t>cap * sizeof(uint16_t))

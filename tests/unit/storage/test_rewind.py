@@ -11,6 +11,7 @@ from reasoner.storage import Table
 from reasoner.storage.difference import aligned_difference
 from reasoner.storage.overlay import RowChanges
 from reasoner.storage.rewind import rewind, rows_between
+from reasoner.support import allocations
 
 
 def _table(rows: dict[tuple[int, ...], tuple[int, int]], arity: int = 2) -> Table:
@@ -78,3 +79,30 @@ def test_a_nullary_relation_derived_again_or_not() -> None:
     assert len(aligned_difference(table, copy.copy(), table.nrows).rows) == 1  # gone
     copy.add((), 1, 1)
     assert len(aligned_difference(table, copy, table.nrows).rows) == 0
+
+
+class _Meter:
+    """An evaluation's budget that records its charges and refuses those past `limit`."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.charged: list[int] = []
+
+    def charge(self, size: int) -> None:
+        self.charged.append(size)
+        if size > self.limit:
+            raise MemoryError(f"refused {size} bytes")
+
+
+def test_a_copy_is_charged_to_the_evaluation_before_it_is_made() -> None:
+    """A bulk Update copies its stratum's tables (GBs on crdt.dl): the copy is charged to
+    the running evaluation's budget first, and a refusal leaves nothing made."""
+    table = Table(2)
+    table.add_columns([np.arange(200_000), np.arange(200_000) % 7], 1)
+    meter = _Meter(1 << 40)
+    with allocations.charging_to(meter):
+        copy = table.copy()
+    assert meter.charged == [copy.nbytes]  # no index: its rows, statuses, counts and slots
+    assert dict(copy.items()) == dict(table.items())
+    with pytest.raises(MemoryError), allocations.charging_to(_Meter(1 << 20)):
+        table.copy()
