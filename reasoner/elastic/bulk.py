@@ -102,7 +102,7 @@ def finish_in_bulk(
         run.run()
     for name in stratum.relations:
         table = overlay.state[name].table
-        overlay.replace_rows(name, aligned_difference(table, scratch[name].table, table.nrows))
+        overlay.replace_rows(name, aligned_difference(table, scratch[name].table))
 
 
 def _bounded(

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 
 from reasoner.analysis.model import AggregateDefinition, AnalyzedProgram, Stratum
 from reasoner.executors.bootstrap import StratumBootstrap, StratumRun
-from reasoner.storage.difference import committed_statuses, difference
+from reasoner.storage.difference import difference
 from reasoner.storage.overlay import INF, Overlay
 from reasoner.storage.state import RelationStore, State, Tuple
 from reasoner.support.deadline import Check
@@ -118,10 +118,7 @@ def bootstrap_into_overlay(
         scratch.load_facts(name, arities[name], facts.get(name, ()))
     run = StratumBootstrap(stratum, scratch, symbols, arities, check).run()
     for name in stratum.relations:
-        table = overlay.state[name].table
-        overlay.replace_rows(
-            name, difference(table, committed_statuses(table), scratch[name].table)
-        )
+        overlay.replace_rows(name, difference(overlay.state[name].table, scratch[name].table))
     return run
 
 

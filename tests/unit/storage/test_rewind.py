@@ -59,7 +59,7 @@ def test_the_difference_records_changed_gone_rederived_and_new_rows(
     copy.add((3, 4), 2, 2)  # derived again as it was
     copy.add((4, 5), 4, 1)  # derived again at another iteration
     copy.add((7, 8), 2, 1)  # new; (5, 6) is not derived again
-    record = aligned_difference(table, copy, table.nrows)
+    record = aligned_difference(table, copy)
     assert record.rows.dtype == np.int32
     assert _applied(table, record) == {
         (1, 2): (0, 1),
@@ -76,9 +76,9 @@ def test_a_nullary_relation_derived_again_or_not() -> None:
     table = _table({(): (1, 1)}, arity=0)
     copy = table.copy()
     rewind(copy, 1)
-    assert len(aligned_difference(table, copy.copy(), table.nrows).rows) == 1  # gone
+    assert len(aligned_difference(table, copy.copy()).rows) == 1  # gone
     copy.add((), 1, 1)
-    assert len(aligned_difference(table, copy, table.nrows).rows) == 0
+    assert len(aligned_difference(table, copy).rows) == 0
 
 
 class _Meter:
@@ -106,3 +106,26 @@ def test_a_copy_is_charged_to_the_evaluation_before_it_is_made() -> None:
     assert dict(copy.items()) == dict(table.items())
     with pytest.raises(MemoryError), allocations.charging_to(_Meter(1 << 20)):
         table.copy()
+
+
+@pytest.mark.parametrize("slice_rows", [1, 2, 1 << 20])
+def test_the_difference_with_a_table_made_apart_records_changed_gone_and_new_rows(
+    monkeypatch: pytest.MonkeyPatch, slice_rows: int
+) -> None:
+    """A stratum made afresh (a rule change) is a new table: each of its tuples is probed in
+    the committed one, and the committed rows none of them holds are gone."""
+    from reasoner.storage import difference as module
+
+    monkeypatch.setattr(module, "APPENDED_SLICE", slice_rows)
+    table = _table(OLD)
+    table.stage((9, 9))  # staged by the epoch, not in the result: not recorded
+    result = _table({(1, 2): (0, 1), (2, 3): (2, 1), (3, 4): (2, 5), (7, 8): (1, 1)})
+    record = module.difference(table, result)
+    assert _applied(table, record) == {
+        (1, 2): (0, 1),
+        (2, 3): (2, 1),
+        (3, 4): (2, 5),
+        (7, 8): (1, 1),
+    }
+    assert table.row((1, 2)) not in record.rows.tolist()
+    assert len(record.rows) == len(set(record.rows.tolist())) == 5  # 2 changed, 2 gone, 1 new
