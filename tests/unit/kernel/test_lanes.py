@@ -83,14 +83,18 @@ def test_updates_on_lanes_leave_the_state_of_one_lane(
 ) -> None:
     """Random deltas applied by Update on 1, 2 and 4 lanes, every hand-over and every
     classification split (and on 3 lanes from 5 rows; on 2 from 128, the first two heads
-    handed on one lane): after each, the states are equal, and equal to a fresh Bootstrap of
-    the facts."""
+    handed on one lane), per tuple and all in bulk (the vectorized-Update threshold at 0, on
+    2 and 4 lanes): after each, the states are equal, and equal to a fresh Bootstrap of the
+    facts."""
     analyzed = check_program(generated.text)
-    settings_ = ((1, 1), (2, 1), (4, 1), (3, 5), (2, 128))
+    settings_ = ((1, 1, None), (2, 1, None), (4, 1, None), (3, 5, None), (2, 128, None))
+    settings_ += ((2, 1, 0), (4, 1, 0))
     live = []
-    for count, rows in settings_:
+    for count, rows, bulk in settings_:
         with lanes(count, rows):
-            m = Materialization(analyzed, engines=EngineSettings("reference"))
+            m = Materialization(
+                analyzed, engines=EngineSettings("reference"), bulk_update_rows=bulk
+            )
             m.load(generated.inputs)
             m.bootstrap()
             live.append(m)
@@ -100,7 +104,7 @@ def test_updates_on_lanes_leave_the_state_of_one_lane(
             insert={n: sorted(r) for n, r in step.insert.items()},
             retract={n: sorted(r) for n, r in step.retract.items()},
         )
-        for (count, rows), m in zip(settings_, live, strict=True):
+        for (count, rows, _), m in zip(settings_, live, strict=True):
             with lanes(count, rows):
                 m.apply(delta, strategy="update")
         for name, rows in step.retract.items():
@@ -108,8 +112,8 @@ def test_updates_on_lanes_leave_the_state_of_one_lane(
         for name, rows in step.insert.items():
             current[name] |= rows
         one = live[0].snapshot()
-        for (count, rows), m in zip(settings_[1:], live[1:], strict=True):
-            assert m.snapshot() == one, (count, rows)
+        for setting, m in zip(settings_[1:], live[1:], strict=True):
+            assert m.snapshot() == one, setting
         fresh = Materialization(analyzed, engines=EngineSettings("reference"), maintained=False)
         fresh.load(current)
         fresh.bootstrap()
