@@ -18,6 +18,7 @@ from reasoner.errors import InputDataError
 from reasoner.io.batch import read_facts_batch
 from reasoner.io.facts import load_inputs
 from reasoner.materialization import Materialization
+from reasoner.support.jobs import jobs_in_effect
 from reasoner.support.process_memory import lifetime_peak_memory_bytes
 
 
@@ -93,6 +94,7 @@ def replay_epochs(args: argparse.Namespace) -> int:
                     args.switching_parameter if args.strategy == "auto" else None
                 ),
                 "check": args.check,
+                "jobs": jobs_in_effect(),
                 "seconds": sum(r.report.seconds for r in records),
                 # With --check this includes the reference rebuilds alongside the live state.
                 "peak_memory_bytes": lifetime_peak_memory_bytes(),

@@ -6,16 +6,31 @@ Issue 52's acceptance: `replay --check` passes on crdt_linear and both graphs wi
 where the kernel's Bootstrap and Update split their work among two lanes. graph1000-rand1k
 also runs at `--jobs 1`. The check rebuilds each epoch's state with the reference executor,
 so the CRDT program takes about a minute (4 s a check), the larger graph about 10 s.
+
+Each command runs in a process of its own, as a user runs it: `--jobs` sizes Polars' pool,
+which is fixed once Polars is imported, as it is in a test worker that collected tests using it.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from reasoner.cli.main import main
+from reasoner.support.jobs import JOBS_VARIABLE
+
+
+def _reasoner(*arguments: str) -> None:
+    """Run `reasoner ARGUMENTS` in a fresh process, without the caller's jobs settings."""
+    unset = (JOBS_VARIABLE, "POLARS_MAX_THREADS", "OPENBLAS_NUM_THREADS")
+    env = {k: v for k, v in os.environ.items() if k not in unset}
+    command = [sys.executable, "-m", "reasoner.cli.main", *arguments]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 0, (arguments[0], done.stderr[-2000:])
 
 
 @pytest.mark.parametrize(
@@ -35,27 +50,26 @@ def test_the_workload_replays_with_check(
     epochs = tmp_path / "epochs"
     report_path = tmp_path / "report.json"
     outputs = tmp_path / "out"
-    assert main(["workload", text, "-F", str(source), "--out", str(epochs), "--seed", "1"]) == 0
-    status = main(
-        [
-            "replay",
-            text,
-            "-F",
-            str(source),
-            "--epochs",
-            str(epochs),
-            "--check",
-            "--jobs",
-            str(jobs),
-            "--report",
-            str(report_path),
-            "-D",
-            str(outputs),
-            "-q",
-        ]
+    _reasoner("workload", text, "-F", str(source), "--out", str(epochs), "--seed", "1")
+    _reasoner(
+        "replay",
+        text,
+        "-F",
+        str(source),
+        "--epochs",
+        str(epochs),
+        "--check",
+        "--jobs",
+        str(jobs),
+        "--report",
+        str(report_path),
+        "-D",
+        str(outputs),
+        "-q",
     )
-    assert status == 0
-    records = json.loads(report_path.read_text())["epochs"]
+    report = json.loads(report_path.read_text())
+    assert report["jobs"] == jobs
+    records = report["epochs"]
     assert [r["differences"] for r in records] == [{}] * 13
     assert records[7]["facts_retracted"] == records[12]["facts_inserted"] > 0  # 10 % out, back
     assert sum(r["inserted"] - r["retracted"] for r in records[1:]) == 0, "ends at the input"
