@@ -84,11 +84,11 @@ def test_updates_on_lanes_leave_the_state_of_one_lane(
     """Random deltas applied by Update on 1, 2 and 4 lanes, every hand-over and every
     classification split (and on 3 lanes from 5 rows; on 2 from 128, the first two heads
     handed on one lane), per tuple and all in bulk (the vectorized-Update threshold at 0, on
-    2 and 4 lanes): after each, the states are equal, and equal to a fresh Bootstrap of the
-    facts."""
+    1, 2 and 4 lanes): after each, the states are equal, and equal to a fresh Bootstrap of
+    the facts."""
     analyzed = check_program(generated.text)
     settings_ = ((1, 1, None), (2, 1, None), (4, 1, None), (3, 5, None), (2, 128, None))
-    settings_ += ((2, 1, 0), (4, 1, 0))
+    settings_ += ((1, 1, 0), (2, 1, 0), (4, 1, 0))
     live = []
     for count, rows, bulk in settings_:
         with lanes(count, rows):
