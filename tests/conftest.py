@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 
+from reasoner.support.jobs import JOBS_VARIABLE, POLARS_THREADS_VARIABLE
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
@@ -44,6 +46,14 @@ EXAMPLES = float(os.environ.get("REASONER_EXAMPLES", "1"))
 def examples(n: int) -> int:
     """`n` Hypothesis examples, scaled by `REASONER_EXAMPLES` (at least one)."""
     return max(1, round(n * EXAMPLES))
+
+
+def environment_without_jobs() -> dict[str, str]:
+    """This process's environment without what sizes the engine's threads (`REASONER_JOBS`,
+    and the pools importing the engine set from it): a child process started with it takes
+    its jobs from its own options, as a user's does."""
+    unset = (JOBS_VARIABLE, POLARS_THREADS_VARIABLE, "OPENBLAS_NUM_THREADS")
+    return {k: v for k, v in os.environ.items() if k not in unset}
 
 
 MARKED_DIRECTORIES = {"spark": "spark", "reliability": "reliability"}

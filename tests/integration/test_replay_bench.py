@@ -14,21 +14,19 @@ which is fixed once Polars is imported, as it is in a test worker that collected
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from reasoner.support.jobs import JOBS_VARIABLE
+from tests.conftest import environment_without_jobs
 
 
 def _reasoner(*arguments: str) -> None:
     """Run `reasoner ARGUMENTS` in a fresh process, without the caller's jobs settings."""
-    unset = (JOBS_VARIABLE, "POLARS_MAX_THREADS", "OPENBLAS_NUM_THREADS")
-    env = {k: v for k, v in os.environ.items() if k not in unset}
     command = [sys.executable, "-m", "reasoner.cli.main", *arguments]
+    env = environment_without_jobs()
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     assert done.returncode == 0, (arguments[0], done.stderr[-2000:])
 

@@ -4,7 +4,6 @@ and refused with the option's or the variable's name when they are not a positiv
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,17 +11,16 @@ from pathlib import Path
 import pytest
 
 from reasoner.support.jobs import JOBS_VARIABLE, JobsError, parse_jobs
+from tests.conftest import environment_without_jobs
 from tests.unit.cli.test_cli import TC
 
 
 def _python(code: str, **environment: str) -> subprocess.CompletedProcess[str]:
-    unset = (JOBS_VARIABLE, "POLARS_MAX_THREADS", "OPENBLAS_NUM_THREADS")
-    env = {k: v for k, v in os.environ.items() if k not in unset}
     return subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
         text=True,
-        env=env | environment,
+        env=environment_without_jobs() | environment,
         check=False,
         timeout=120,
     )
