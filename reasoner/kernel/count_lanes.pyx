@@ -31,7 +31,7 @@ from reasoner.kernel.runs cimport (
     ADD_LATER, CLAIMED_HEAD, COUNTED, NEW_ROW, QUEUED_HEADS, STAGED_ROW, Run,
 )
 from reasoner.storage.claims cimport FOUND_NONE, _claim, _store_claimed
-from reasoner.storage.slots cimport _share
+from reasoner.storage.slots cimport _prefetch_row, _share
 from reasoner.storage.table cimport BIG_COUNT, EMPTY, Table, _fits
 
 from reasoner.storage.table_lanes import add_claimed, make_room
@@ -167,6 +167,9 @@ cdef class _Count:
                 if _share(<uint64_t>entry[1], self.lanes) != p:
                     continue
                 self.table._prefetch(<uint64_t>entry[1])
+                if queued >= QUEUED_HEADS // 2:  # queued half as far ahead: its slot is loaded
+                    _prefetch_row(self.table, <uint64_t>queue[
+                        (queued - QUEUED_HEADS // 2) % QUEUED_HEADS][1])
                 q = queued % QUEUED_HEADS
                 if queued >= QUEUED_HEADS:
                     self._claim_head(p, queue[q], lane_of[q], share)

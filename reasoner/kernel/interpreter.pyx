@@ -36,6 +36,7 @@ from reasoner.kernel.gate import borrow, give_back
 from reasoner.kernel.hand_over cimport WIDE, Split, _pack, _prepare, _split  # the record
 from reasoner.kernel.plan_words cimport *  # the plan words' tags, steps and arithmetic
 from reasoner.kernel.runs cimport *  # a plan's bindings as it runs, and what it found
+from reasoner.storage.slots cimport _prefetch_row  # a probe's row, loaded after its slot
 from reasoner.storage.table cimport ABSENT, Table, _add_count, _get, _mix, _row_count
 
 
@@ -854,6 +855,9 @@ cdef class Kernel:
             ahead = i + QUEUED_HEADS * w
             if ahead < n:
                 (<Table>self.tps[found[ahead]])._prefetch(<uint64_t>found[ahead + 1])
+            ahead = i + QUEUED_HEADS // 2 * w
+            if ahead < n:
+                _prefetch_row(<Table>self.tps[found[ahead]], <uint64_t>found[ahead + 1])
             self._count_head(found + i)
         _drop_found(run, w)
         return 0

@@ -6,7 +6,7 @@ overlapped, and the load past which a table grows. Only declarations and inline 
 
 from libc.stdint cimport int32_t, int64_t, uint64_t
 
-from reasoner.storage.table cimport EMPTY, __builtin_prefetch
+from reasoner.storage.table cimport EMPTY, Table, __builtin_prefetch
 
 
 cdef inline int32_t _entry(uint64_t h, int64_t r, int shift) noexcept nogil:
@@ -169,3 +169,26 @@ cdef inline bint _too_full(int64_t used, int64_t slots) noexcept nogil:
     them, each of about six slots was a row read). A power-of-two table is between half and
     fully loaded, so the higher bound saves a seventh of the slots on average."""
     return 5 * used > 4 * slots
+
+
+cdef inline void _prefetch_row(Table t, uint64_t h) noexcept nogil:
+    """Start loading the words and the status of the row that a probe of `t` for hash `h`
+    compares first. A caller that started the slot (`Table._prefetch`) some probes ahead
+    issues this half as far ahead: the slot is in the cache by then, and the row is the
+    probe's second miss, which a slot's prefetch leaves to the probe."""
+    cdef int64_t i
+    cdef int64_t r
+    cdef int32_t s
+    if t.slots == NULL:
+        return
+    i = <int64_t>(h & <uint64_t>t.mask)
+    while True:
+        s = _load_slot(&t.slots[i])  # the lanes may claim slots meanwhile (`claims.pxd`)
+        if s == EMPTY:
+            return
+        if s >= 0 and _tagged(s, h, t.shift):
+            r = _row(s, t.shift)
+            __builtin_prefetch(<char*>t.rows + r * t.arity * (8 if t.wide else 4))
+            __builtin_prefetch(&t.status[r])
+            return
+        i = (i + 1) & t.mask
