@@ -31,7 +31,7 @@ cdef inline void* _advised(void* p, size_t size) noexcept nogil:
     """`p`, a block of `size` bytes from malloc or realloc, its pages asked to be huge once it
     is large (`reasoner.storage.blocks`): the overlay's map and the candidates' arena are
     probed anywhere in their gigabytes, and with 4 KiB pages nearly each probe also misses
-    the TLB (crdt.dl's 35 M-tuple Update: 12 % of its time). glibc usually maps such a block
+    the TLB (crdt.dl's 34 M-tuple Update: 12 % of its time). glibc usually maps such a block
     on its own (32 MiB is the highest its threshold for that goes): the advice covers the
     whole mapping, from the page the block starts in, so that the mapping stays one and a
     realloc's mremap carries the advice on. A block that glibc found room for in its heap

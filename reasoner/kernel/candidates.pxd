@@ -13,11 +13,12 @@ Why heads are resolved apart: an emission is one step of a depth-first enumerati
 of the head's table there is a cache miss nothing overlaps (a fifth of graph10000-rmat1k's
 Update). Kept with the decision that needs the head's o as a condition, the heads of a whole
 buffer are probed in a row, each `QUEUED_HEADS` behind the prefetch of its slot, as a
-Bootstrap counts its heads, and the row a slot holds half as far behind (`_prefetch_row`): on
-rmat1k's small tables that second stage showed no gain, on crdt.dl's 152 M rows it took
-epoch 1's median from 52 s to 45 s. The tables do not change between an emission and its
-resolution (both read committed rows, before any candidate of the buffer is scheduled), so the
-probe finds what it would have found at the emission."""
+Bootstrap counts its heads, and the row a slot holds half as far behind (`_prefetch_row`). An
+earlier second stage showed no gain on rmat1k's small tables. This one, here and in the
+Bootstrap's counts, took crdt.dl's epoch 1 (152 M rows) from a median of 52 s to 45 s. The
+tables do not change between an emission and its resolution (both read committed rows, before
+any candidate of the buffer is scheduled), so the probe finds what it would have found at the
+emission."""
 
 from cpython.ref cimport PyObject
 from libc.stdint cimport int32_t, int64_t, uint64_t

@@ -14,10 +14,11 @@ system's setting is `madvise`, the default of many distributions, nothing else g
 hash table's probes land anywhere in arrays of gigabytes, and with 4 KiB pages nearly each is a
 miss of the TLB as well as of the cache: crdt.dl's Bootstrap spent 14 % of its samples in the
 prefetch of the head table's slots alone. With 2 MiB pages its whole run takes 0.80-0.86x as
-long. (An Update of 34 M tuples gained nothing measurable from it: its own probes go to the
-kernel's buffers, which `reasoner.kernel.buffers._advised` advises in the same way, and that
-took 12 % off it.) Below the threshold, where a table's arrays are a few pages of a huge one,
-the pages are left as they are, so that small states do not grow by up to 2 MiB an array.
+long. (An Update of 34 M tuples gained nothing measurable from it alone. It also probes the
+kernel's buffers, which `reasoner.kernel.buffers._advised` now advises in the same way, and
+with both it took 12 % less.) Below the threshold, where a table's arrays are a few pages of a
+huge one, the pages are left as they are, so that small states do not grow by up to 2 MiB an
+array.
 
 The kernel's own buffers are not blocks of this module but malloc's: they are freed at every
 stratum's end and made again at the next, and as blocks of their own they would be mapped
