@@ -39,6 +39,24 @@ settings.register_profile("dev", deadline=timedelta(seconds=5))
 settings.register_profile("noshrink", deadline=None, phases=[Phase.explicit, Phase.generate])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if IN_CI else "dev"))
 
+ADVISED_SOURCE = """
+from pathlib import Path
+
+
+def advised():  # bytes of the mappings advised to take huge pages (`hg` among their flags)
+    total = size = 0
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        if line.startswith("Size:"):
+            size = int(line.split()[1]) * 1024
+        elif line.startswith("VmFlags:") and "hg" in line.split()[1:]:
+            total += size
+    return total
+"""
+"""The source of `advised()` for a child process's script: the bytes of its mappings advised to
+take huge pages. A test of the advice runs in a process of its own, whose other mappings do not
+grow under it."""
+
+
 EXAMPLES = float(os.environ.get("REASONER_EXAMPLES", "1"))
 """A factor on every property test's number of examples: `make test-fast` runs a twentieth."""
 

@@ -12,24 +12,17 @@ import sys
 
 import pytest
 
-BUFFER_PAGES = """
+from tests.conftest import ADVISED_SOURCE
+
+BUFFER_PAGES = (
+    ADVISED_SOURCE
+    + """
 import json
-from pathlib import Path
 
 import numpy as np
 
 from reasoner.kernel.interpreter import Kernel
 from reasoner.storage import Table
-
-
-def advised():  # bytes of the mappings advised to take huge pages (`hg` among their flags)
-    total = size = 0
-    for line in Path("/proc/self/smaps").read_text().splitlines():
-        if line.startswith("Size:"):
-            size = int(line.split()[1]) * 1024
-        elif line.startswith("VmFlags:") and "hg" in line.split()[1:]:
-            total += size
-    return total
 
 
 def flips(rows):
@@ -52,6 +45,7 @@ del spread
 seen.append(advised())
 print(json.dumps(seen))
 """
+)
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="mapping flags, read through /proc")

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from reasoner.storage import Table
+from tests.conftest import ADVISED_SOURCE
 
 ROWS = 600_000  # past a mebibyte in every array of the table: status, counts, chains, slots
 
@@ -59,23 +60,14 @@ def test_a_dropped_table_gives_its_memory_back_without_a_trim() -> None:
     assert built - _resident() > size * 3 // 4
 
 
-HUGE_PAGES = """
+HUGE_PAGES = (
+    ADVISED_SOURCE
+    + """
 import json
-from pathlib import Path
 
 import numpy as np
 
 from reasoner.storage import Table
-
-
-def advised():  # bytes of the mappings advised to take huge pages (`hg` among their flags)
-    total = size = 0
-    for line in Path("/proc/self/smaps").read_text().splitlines():
-        if line.startswith("Size:"):
-            size = int(line.split()[1]) * 1024
-        elif line.startswith("VmFlags:") and "hg" in line.split()[1:]:
-            total += size
-    return total
 
 
 rows = int(__import__("sys").argv[1])
@@ -93,6 +85,7 @@ del large
 seen.append(advised())
 print(json.dumps(seen))
 """
+)
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="mapping flags, read through /proc")
