@@ -172,6 +172,13 @@ cdef inline bint _too_full(int64_t used, int64_t slots) noexcept nogil:
     return 5 * used > 4 * slots
 
 
+cdef inline const void* _address(Table t, int64_t r) noexcept nogil:
+    """Where row `r`'s words start."""
+    if t.wide:
+        return <const int64_t*>t.rows + r * t.arity
+    return <const int32_t*>t.rows + r * t.arity
+
+
 cdef inline void _prefetch_row(Table t, uint64_t h) noexcept nogil:
     """Start loading the words and the status of the row that a probe of `t` for hash `h`
     compares first. A caller that started the slot (`Table._prefetch`) some probes ahead
@@ -189,7 +196,7 @@ cdef inline void _prefetch_row(Table t, uint64_t h) noexcept nogil:
             return
         if s >= 0 and _tagged(s, h, t.shift):
             r = _row(s, t.shift)
-            __builtin_prefetch(<char*>t.rows + r * t.arity * (8 if t.wide else 4))
+            __builtin_prefetch(_address(t, r))
             __builtin_prefetch(&t.status[r])
             return
         i = (i + 1) & t.mask

@@ -1241,13 +1241,6 @@ cdef int _restore_chains(Table t) except -1:
     return 0
 
 
-cdef inline const void* _address(Table t, int64_t r) noexcept nogil:
-    """Where row `r`'s words start."""
-    if t.wide:
-        return <const int64_t*>t.rows + r * t.arity
-    return <const int32_t*>t.rows + r * t.arity
-
-
 cdef uint64_t _key_hash(KeyIndex* ki, Table t, int64_t r) noexcept nogil:
     return _hash_cols(t.rows, t.wide, r * t.arity, ki.cols, ki.ncols)
 
