@@ -981,11 +981,18 @@ cdef class Table:
         return list(self.values_of(rows)), iterations
 
     def iteration_counts(self):
-        """How many committed rows each iteration holds (an int64 array, empty for none)."""
-        if not self.nrows:
-            return np.zeros(0, dtype=np.int64)
-        statuses = np.asarray(<int32_t[:self.nrows]>self.status)
-        return np.bincount(statuses[statuses >= 0]).astype(np.int64)
+        """How many committed rows each iteration holds (an int64 array, empty for none), in
+        two passes (NumPy's bincount copied crdt.dl's 151 M statuses twice: 1.5-3 s)."""
+        cdef int64_t r, top = -1
+        cdef int64_t[::1] o
+        for r in range(self.nrows):
+            top = max(top, self.status[r])
+        out = np.zeros(top + 1, dtype=np.int64)
+        o = out
+        for r in range(self.nrows):
+            if self.status[r] >= 0:
+                o[self.status[r]] += 1
+        return out
 
     def committed_mask(self, const row_word[::1] r):
         """For each row id (int32 or int64), whether it is a committed row."""
