@@ -160,7 +160,9 @@ cdef inline int64_t _low(int64_t word) noexcept nogil:
 # slots: a small map stays one). Not later: a map probe reads a slot's stamp, key and value
 # apart, an array one word, and each doubling writes fresh pages; moving two doublings sooner
 # than at a map twice the arrays made crdt.dl's 34 M-tuple Update 17 % faster
-# (38 s against 46 s) and its peak 0.3 GB lower, and crdt_linear's 10 % epochs 8 %.
+# (38 s against 46 s) and its peak 0.3 GB lower, and crdt_linear's 10 % epochs 6-9 %. The
+# arrays may then take twice the map they replace (4 bytes for every row below the keys'
+# reach): the Update's memory bound counts them, and a budget that refuses them keeps the map.
 
 cdef enum:
     DENSE_FROM = 1 << 12
@@ -215,9 +217,10 @@ cdef inline int _rows_cover(RowMap* x, int64_t relation, int64_t rows) except -1
 
 
 cdef inline int _rows_to_dense(RowMap* x, int64_t grown, int64_t relation, int64_t reach) except -1:
-    """Move the map's keys to arrays when a map of `grown` slots would cost half as much as
-    the arrays for the rows its keys reach, and `relation`'s rows below `reach` (keys to come,
-    counted in its reach now), or more."""
+    """Move the map's keys to arrays when a map of `grown` slots would cost at least half as
+    much as the arrays for the rows its keys reach, and `relation`'s rows below `reach` (keys
+    to come, counted in its reach now). The arrays may take twice that map: where the budget
+    refuses them (or memory does), the keys stay in the map, whose growth is charged too."""
     cdef int64_t j, r, need = 0
     if 0 <= relation < x.nrel:
         x.reach[relation] = max(x.reach[relation], reach)
@@ -232,7 +235,10 @@ cdef inline int _rows_to_dense(RowMap* x, int64_t grown, int64_t relation, int64
             raise MemoryError()
         for j in range(x.nrel):
             _rows_cover(x, j, x.reach[j])
-    except BaseException:  # over budget or out of memory: the map still holds every key
+    except Exception:  # over budget or out of memory: the map still holds every key
+        _rows_free(x, False)
+        return 0
+    except BaseException:
         _rows_free(x, False)
         raise
     for j in range(x.map.mask + 1):

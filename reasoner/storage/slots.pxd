@@ -1,9 +1,10 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """The slot words of a table's hash tables, the tuple table's and its key indexes': what a slot
 holds (a row id and hash bits), how a rebuild places entries with their slots' misses
-overlapped, the load past which a table grows, and a probe's row loaded ahead
-(`_prefetch_row`). Only declarations and inline functions: `reasoner/storage/table.pyx` and the
-kernel's modules cimport them, and nothing of this module exists at run time."""
+overlapped, the load past which a table grows, where a row's words start (`_address`), and
+a probe's row loaded ahead (`_prefetch_row`). Only declarations and inline functions:
+`reasoner/storage/table.pyx` and the kernel's modules cimport them, and nothing of this module
+exists at run time."""
 
 from libc.stdint cimport int32_t, int64_t, uint64_t
 

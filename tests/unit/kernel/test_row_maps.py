@@ -200,6 +200,31 @@ def test_flips_go_to_an_array_that_costs_up_to_twice_their_map() -> None:
     assert charges.sizes == [(int(rows.max()) + 1) * 4]  # up to the last row
 
 
+class _Refusing(_Charges):
+    """A meter that refuses every charge past `limit` bytes (and keeps them all)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def charge(self, size: int) -> None:
+        super().charge(size)
+        if size > self.limit:
+            raise MemoryError(f"{size} bytes refused")
+
+
+def test_flips_stay_in_their_map_where_the_budget_refuses_the_array() -> None:
+    """The same 100 k flips among 2 M rows under a budget that refuses the 8 MB array: the
+    keys stay in the map, grown once to 2**18 slots (5.2 MB), instead of the Update failing."""
+    kernel = Kernel([Table(2), Table(2)], [False, True])
+    rows = np.random.default_rng(0).permutation(np.arange(0, 2_000_000, 20, dtype=np.int32))
+    charges = _Refusing(6_000_000)
+    with charging_to(charges):
+        kernel.flipped(0, rows[:30_000], rows[30_000:])
+    assert charges.sizes == [(int(rows.max()) + 1) * 4, 2**18 * (8 + 8 + 4)]
+    assert kernel.nbytes() < 6_000_000
+
+
 def test_the_record_is_handed_over_as_int32_rows_iterations_and_counts() -> None:
     """The overlay holds a stratum's record while the strata above run (68 M rows on
     crdt.dl): int32 row ids, iterations (2**31 - 1: absent now) and counts, 12 B a row

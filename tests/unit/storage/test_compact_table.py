@@ -83,7 +83,7 @@ def test_the_table_behaves_as_a_dict_with_indexes(ops) -> None:
         assert len(table) == len(model)
         assert dict(table.items()) == model
         assert set(table.staged_rows()) == staged
-        counts = np.bincount(np.array(list(model.values()), dtype=np.int64), minlength=0)
+        counts = np.bincount(np.array(list(model.values()), dtype=np.int64))
         assert table.iteration_counts().tolist() == counts.tolist()
         assert all(table.get(u) == i and u in table for u, i in model.items())
         assert all(u not in table and table.is_staged(u) for u in staged)
