@@ -187,13 +187,19 @@ def test_a_bulk_of_flips_far_apart_grows_the_map_once() -> None:
     assert charges.sizes == [2**18 * (8 + 8 + 4)]  # 2**18 slots of key, value and stamp
 
 
+def _spread_flips() -> np.ndarray:
+    """100 k rows among 2 M, in no order: their map would take 2**18 slots (5.2 MB), an array
+    8 MB."""
+    return np.random.default_rng(0).permutation(np.arange(0, 2_000_000, 20, dtype=np.int32))
+
+
 def test_flips_go_to_an_array_that_costs_up_to_twice_their_map() -> None:
     """100 k flips among 2 M rows: their map would take 2**18 slots (5.2 MB) and the array
     8 MB. The array is made: it holds a key in one word where a map slot holds three apart,
     and a doubling map writes fresh pages twice over (crdt.dl's 34 M-tuple Update, kept in
     a map until the arrays cost half of it, took 46 s against 38 s)."""
     kernel = Kernel([Table(2), Table(2)], [False, True])
-    rows = np.random.default_rng(0).permutation(np.arange(0, 2_000_000, 20, dtype=np.int32))
+    rows = _spread_flips()
     charges = _Charges()
     with charging_to(charges):
         kernel.flipped(0, rows[:30_000], rows[30_000:])
@@ -217,7 +223,7 @@ def test_flips_stay_in_their_map_where_the_budget_refuses_the_array() -> None:
     """The same 100 k flips among 2 M rows under a budget that refuses the 8 MB array: the
     keys stay in the map, grown once to 2**18 slots (5.2 MB), instead of the Update failing."""
     kernel = Kernel([Table(2), Table(2)], [False, True])
-    rows = np.random.default_rng(0).permutation(np.arange(0, 2_000_000, 20, dtype=np.int32))
+    rows = _spread_flips()
     charges = _Refusing(6_000_000)
     with charging_to(charges):
         kernel.flipped(0, rows[:30_000], rows[30_000:])
