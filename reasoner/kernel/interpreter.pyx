@@ -31,6 +31,7 @@ from libc.string cimport memcpy
 from reasoner.kernel.buffers cimport *  # Vec, Map: growable arrays and a hash map in C
 from reasoner.kernel.candidates cimport *  # an Update's candidate words, its heads resolved
 from reasoner.kernel.dedup cimport _identity, _keep_first  # each derivation once
+from reasoner.kernel.deferred cimport _fit_ring, _put_off, _settle_all  # last lookups, put off
 from reasoner.kernel.gate cimport Gate, LaneJob  # the kernel's spans handed to waiting lanes
 from reasoner.kernel.gate import borrow, give_back
 from reasoner.kernel.hand_over cimport WIDE, Split, _pack, _prepare, _split  # the record
@@ -135,6 +136,7 @@ cdef class Enumerator:
     cdef int64_t head       # offset of the head's expressions (count, expression...)
     cdef bint bootstrap     # a Bootstrap's plan: new heads are counted, not scheduled
     cdef bint full          # re-discovery by evaluating the whole rule (see `_hand_full`)
+    cdef int defer          # an Update's last step, a tuple's lookup put off: its key's words
     cdef bint parallel      # calls no string functor, so it may run on several lanes
     cdef int64_t span       # driving rows of its next span on the lanes (0: none run yet)
     cdef bint dense         # its heads fill the lanes' buffers in fewer than lane_rows rows
@@ -191,6 +193,7 @@ cdef class Enumerator:
             p = _skip_expr(self.code, p)
         if p != self.ncode:
             raise ValueError(f"malformed plan words for {label}")
+        self.defer = 0 if bootstrap or full else _last_lookup(self.code, self.steps, self.nsteps)
         self.parallel = not _calls_functor(self.code, self.checks, self.steps, self.nsteps,
                                            self.head)
 
@@ -201,19 +204,9 @@ cdef class Enumerator:
 
 
 cdef int _fit(Run* run, Enumerator e) except -1:
-    """Grow `run`'s bindings to `e`'s registers, atoms and negations."""
-    cdef Rule rule = e.rule
-    if e.nregs > run.nregs:
-        run.regs = <int64_t*>_grown(run.regs, e.nregs, sizeof(int64_t))
-        run.nregs = e.nregs
-    if rule.npos > run.npos:
-        run.rows = <int64_t*>_grown(run.rows, rule.npos, sizeof(int64_t))
-        run.npos = rule.npos
-    if rule.nneg > run.nneg:
-        run.before = <bint*>_grown(run.before, rule.nneg, sizeof(bint))
-        run.after = <bint*>_grown(run.after, rule.nneg, sizeof(bint))
-        run.nneg = rule.nneg
-    return 0
+    """Grow `run`'s bindings to `e`'s registers, atoms and negations, and its put-off lookups'."""
+    _fit_run(run, e.nregs, e.rule.npos, e.rule.nneg)
+    return _fit_ring(&run.ring, e.nregs, e.rule.npos, e.rule.nneg, e.defer)
 
 
 cdef dict _rows_by_relation(const int64_t* keys, int64_t n):
@@ -390,6 +383,7 @@ cdef class Kernel:
         "head_later"."""
         {"atom": self.by_atom, "negation": self.by_negation, "head": self.by_head,
          "head_later": self.by_head_later}[role][relation].append(e)
+        _fit(&self.run, e)  # now: the ring of lookups never grows with some waiting in it
 
     # -- one Update -----------------------------------------------------------------------------
 
@@ -993,6 +987,7 @@ cdef class Kernel:
                 run.ro = rows.data[i + 2]
                 run.rn = rows.data[i + 3]
                 self._drive(e, rows.data[i + 1], run)
+        _settle_all(&self.run, <void*>self, _emit_job)
         self.handed_rows += stop - start
         self._place(&self.run)
         return full
@@ -1043,6 +1038,7 @@ cdef class Kernel:
                 run.ro = rows[i + 2]
                 run.rn = rows[i + 3]
                 self._drive(<Enumerator>self.lane_ens[x], rows[i + 1], run)
+        _settle_all(run, <void*>self, _emit_job)
         _resolve_heads(run, self.tps, INF)  # on the lane: the probes run in parallel
         return 0
 
@@ -1254,6 +1250,9 @@ cdef class Kernel:
         bp = q  # binds, then equal columns
         ep = bp + 1 + 2 * code[bp]
         if mode == MODE_MEMBER:
+            if e.defer and s + 1 == e.nsteps:
+                return _put_off(run, <PyObject*>e, e.nregs, e.rule.npos, e.rule.nneg, t, e.defer,
+                                position, only, <void*>self, _emit_job)
             r = (<Table>t)._find(run.words)
             if r < 0:
                 return 0
@@ -1722,6 +1721,10 @@ cdef int _hand_job(void* kernel, int j, int64_t start, int64_t stop) except -1 n
 
 cdef int _judge_job(void* kernel, int j, int64_t start, int64_t stop) except -1 nogil:
     return (<Kernel><PyObject*>kernel)._judge_span(j, start, stop)
+
+
+cdef int _emit_job(void* kernel, PyObject* e, Run* run) except -1 nogil:
+    return (<Kernel><PyObject*>kernel)._emit_update(<Enumerator>e, run)
 
 
 cdef bint _lanes_may_run(list enumerators):

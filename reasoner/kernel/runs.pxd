@@ -7,7 +7,8 @@ them, and nothing of this module exists at run time."""
 from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport calloc, free
 
-from reasoner.kernel.buffers cimport APART, CHARGED_FROM, Vec, _charge, _vec_reserve, _vec_reset
+from reasoner.kernel.buffers cimport (
+    APART, CHARGED_FROM, Vec, _charge, _grown, _vec_reserve, _vec_reset)
 
 # How a run's driving tuple changed (`Run.status`); a Bootstrap's are all inserted.
 cdef enum:
@@ -35,6 +36,22 @@ cdef enum:
     CLAIMED_HEAD = 3  # (the slot it claimed, until its row is stored)
 
 
+# An Update run puts off up to RING last probes (`reasoner.kernel.deferred`).
+cdef enum:
+    RING = 16
+
+
+cdef struct Ring:
+    # The put-off probes: RING entries of `width` words, the oldest at `first`, `count` of
+    # them waiting; their negations' flags apart, `flag_width` an entry.
+    int64_t* words
+    bint* flags
+    int64_t width
+    int64_t flag_width
+    int64_t first
+    int64_t count
+
+
 cdef struct Run:
     # One enumerator call's bindings.
     int status
@@ -60,6 +77,7 @@ cdef struct Run:
     int64_t* fold           # slots of `found`'s heads (see `_fold_head`): offset + 1, 0 empty
     int64_t fold_mask       # the slots less one (0: none yet)
     int64_t fold_used
+    Ring ring               # an Update's last probes, put off to overlap their cache misses
     char apart[APART]       # the next lane's bindings on other cache lines
 
 
@@ -72,6 +90,23 @@ cdef inline void _free_run(Run* run) noexcept:
     free(run.found.data)
     free(run.pending.data)
     free(run.fold)
+    free(run.ring.words)
+    free(run.ring.flags)
+
+
+cdef inline int _fit_run(Run* run, int nregs, int npos, int nneg) except -1:
+    """Grow `run`'s bindings to a plan's registers, atoms and negations."""
+    if nregs > run.nregs:
+        run.regs = <int64_t*>_grown(run.regs, nregs, sizeof(int64_t))
+        run.nregs = nregs
+    if npos > run.npos:
+        run.rows = <int64_t*>_grown(run.rows, npos, sizeof(int64_t))
+        run.npos = npos
+    if nneg > run.nneg:
+        run.before = <bint*>_grown(run.before, nneg, sizeof(bint))
+        run.after = <bint*>_grown(run.after, nneg, sizeof(bint))
+        run.nneg = nneg
+    return 0
 
 
 cdef inline void _release_found(Run* run, int64_t kept) noexcept nogil:
@@ -166,6 +201,8 @@ cdef inline void _drop_found(Run* run, int64_t width) noexcept nogil:
     run.fold_used = 0
     run.derived = 0
     run.pushing = False
+    run.ring.first = 0  # (probes put off by an Update that stopped are dropped with it)
+    run.ring.count = 0
 
 
 cdef inline void _bootstrap_run(Run* run, int64_t km1) noexcept nogil:
