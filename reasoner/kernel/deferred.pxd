@@ -8,10 +8,10 @@ in 151 M rows for each `nextElem` match, which took 29 % of epoch 1's Update. De
 each lookup waits for its slot and then for its row before the enumeration goes on. Here a
 run keeps up to RING of them (`Run.ring`, a copy of the bindings each): a lookup's slot is
 prefetched when it is put off, its row LAG lookups later, and it is made, then emitted,
-RING lookups later. The emissions stay in the order of the depth-first enumeration, and
-every Update hand-over settles its ring before it schedules what it found
-(`_settle_all`), so the candidates, their order and the state are what they would be
-without it. What a lookup and an emission read (the tables, the overlay, the flips) does
+RING lookups later. The emissions stay in the order of the depth-first enumeration: a
+derivation emitted at once (a plan that puts nothing off) settles the ring first, and every
+Update hand-over settles it before it schedules what it found (`_settle_all`). So the
+candidates, their order and the state are what they would be without it. What a lookup and an emission read (the tables, the overlay, the flips) does
 not change while a hand-over enumerates; a Bootstrap's plans, whose emissions may stage
 heads, never put a lookup off."""
 
@@ -93,8 +93,9 @@ cdef inline int _put_off(Run* run, PyObject* e, int nregs, int npos, int nneg, P
     memcpy(w + D_REGS, run.regs, <size_t>nregs * sizeof(int64_t))
     memcpy(w + D_REGS + nregs, run.rows, <size_t>npos * sizeof(int64_t))
     memcpy(w + D_REGS + nregs + npos, run.words, <size_t>nkeys * sizeof(int64_t))
-    memcpy(f, run.before, <size_t>nneg * sizeof(bint))
-    memcpy(f + nneg, run.after, <size_t>nneg * sizeof(bint))
+    if nneg:  # (no flags allocated for plans without negations)
+        memcpy(f, run.before, <size_t>nneg * sizeof(bint))
+        memcpy(f + nneg, run.after, <size_t>nneg * sizeof(bint))
     (<Table>t)._prefetch(h)
     ring.count += 1
     if ring.count > LAG:

@@ -136,7 +136,7 @@ cdef class Enumerator:
     cdef int64_t head       # offset of the head's expressions (count, expression...)
     cdef bint bootstrap     # a Bootstrap's plan: new heads are counted, not scheduled
     cdef bint full          # re-discovery by evaluating the whole rule (see `_hand_full`)
-    cdef int defer          # an Update's last step, a tuple's lookup put off: its key's words
+    cdef int deferred_keys  # an Update's last step, a tuple's lookup put off: its key's words
     cdef bint parallel      # calls no string functor, so it may run on several lanes
     cdef int64_t span       # driving rows of its next span on the lanes (0: none run yet)
     cdef bint dense         # its heads fill the lanes' buffers in fewer than lane_rows rows
@@ -193,7 +193,7 @@ cdef class Enumerator:
             p = _skip_expr(self.code, p)
         if p != self.ncode:
             raise ValueError(f"malformed plan words for {label}")
-        self.defer = 0 if bootstrap or full else _last_lookup(self.code, self.steps, self.nsteps)
+        self.deferred_keys = _last_lookup(self.code, self.steps, self.nsteps, bootstrap or full)
         self.parallel = not _calls_functor(self.code, self.checks, self.steps, self.nsteps,
                                            self.head)
 
@@ -206,7 +206,7 @@ cdef class Enumerator:
 cdef int _fit(Run* run, Enumerator e) except -1:
     """Grow `run`'s bindings to `e`'s registers, atoms and negations, and its put-off lookups'."""
     _fit_run(run, e.nregs, e.rule.npos, e.rule.nneg)
-    return _fit_ring(&run.ring, e.nregs, e.rule.npos, e.rule.nneg, e.defer)
+    return _fit_ring(&run.ring, e.nregs, e.rule.npos, e.rule.nneg, e.deferred_keys)
 
 
 cdef dict _rows_by_relation(const int64_t* keys, int64_t n):
@@ -1250,9 +1250,9 @@ cdef class Kernel:
         bp = q  # binds, then equal columns
         ep = bp + 1 + 2 * code[bp]
         if mode == MODE_MEMBER:
-            if e.defer and s + 1 == e.nsteps:
-                return _put_off(run, <PyObject*>e, e.nregs, e.rule.npos, e.rule.nneg, t, e.defer,
-                                position, only, <void*>self, _emit_job)
+            if e.deferred_keys and s + 1 == e.nsteps:
+                return _put_off(run, <PyObject*>e, e.nregs, e.rule.npos, e.rule.nneg, t,
+                                e.deferred_keys, position, only, <void*>self, _emit_job)
             r = (<Table>t)._find(run.words)
             if r < 0:
                 return 0
@@ -1346,9 +1346,10 @@ cdef class Kernel:
 
     cdef int _emit(self, Enumerator e, Run* run) except -1 nogil:
         """A derivation is complete: a Bootstrap's is kept to be counted, an Update's to be
-        scheduled where it can count."""
+        scheduled where it can count, after the lookups put off before it (their order)."""
         if e.bootstrap:
             return self._buffer_head(e, run)
+        _settle_all(run, <void*>self, _emit_job)
         return self._emit_update(e, run)
 
     cdef int _emit_update(self, Enumerator e, Run* run) except -1 nogil:
@@ -1357,8 +1358,7 @@ cdef class Kernel:
         change while an enumeration runs."""
         cdef int only = _only(e, run)
         cdef int j, q, relation
-        cdef int64_t o, n, fo = 0, fn = 0, lower_n = 0, ho = -1, v
-        cdef int64_t row, f, head_row = -1
+        cdef int64_t o, n, fo = 0, fn = 0, lower_n = 0, ho = -1, v, row, f, head_row = -1
         cdef bint no = True, nn = True, ni = False, nd = False, sf, sn
         cdef PyObject* head = self.tps[e.rule.head]
         cdef int64_t* hv = run.words

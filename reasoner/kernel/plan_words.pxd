@@ -134,10 +134,13 @@ cdef inline bint _calls_functor(const int64_t* code, int64_t checks, const int64
     return False
 
 
-cdef inline int _last_lookup(const int64_t* code, const int64_t* steps, int nsteps) noexcept:
+cdef inline int _last_lookup(const int64_t* code, const int64_t* steps, int nsteps,
+                             bint excluded) noexcept:
     """The key's words of a plan's last step when it looks one tuple up (a positive atom,
-    every column bound), else 0: the step an Update may put off (`reasoner.kernel.deferred`)."""
-    cdef int64_t p = steps[nsteps - 1] if nsteps else -1
+    every column bound), else 0: the step an Update may put off (`reasoner.kernel.deferred`).
+    None for an `excluded` plan: a Bootstrap's, whose emissions stage heads, or a full
+    re-discovery's, driven apart (`Kernel._hand_full`)."""
+    cdef int64_t p = steps[nsteps - 1] if nsteps and not excluded else -1
     if p >= 0 and code[p] == STEP_ATOM and code[p + 3] == MODE_MEMBER:
         return <int>code[p + 5]
     return 0
