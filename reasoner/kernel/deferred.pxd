@@ -11,9 +11,9 @@ prefetched when it is put off, its row LAG lookups later, and it is made, then e
 RING lookups later. The emissions stay in the order of the depth-first enumeration: a
 derivation emitted at once (a plan that puts nothing off) settles the ring first, and every
 Update hand-over settles it before it schedules what it found (`_settle_all`). So the
-candidates, their order and the state are what they would be without it. What a lookup and an emission read (the tables, the overlay, the flips) does
-not change while a hand-over enumerates; a Bootstrap's plans, whose emissions may stage
-heads, never put a lookup off."""
+candidates, their order and the state are what they would be without it. What a lookup and
+an emission read (the tables, the overlay, the flips) does not change while a hand-over
+enumerates; a Bootstrap's plans, whose emissions may stage heads, never put a lookup off."""
 
 from cpython.ref cimport PyObject
 from libc.stdint cimport int32_t, int64_t, intptr_t, uint64_t
@@ -74,11 +74,10 @@ cdef inline int _put_off(Run* run, PyObject* e, int nregs, int npos, int nneg, P
     """Put off the lookup in `t` of the key in `run.words`, the last step of plan `e`, with
     the bindings it completes; the oldest waiting is made once the ring is full."""
     cdef Ring* ring = &run.ring
-    cdef int64_t* w
-    cdef bint* f
+    cdef int64_t at = (ring.first + ring.count) % RING
+    cdef int64_t* w = ring.words + at * ring.width
+    cdef bint* f = ring.flags + at * ring.flag_width
     cdef uint64_t h = (<Table>t)._hash(run.words)
-    w = ring.words + ((ring.first + ring.count) % RING) * ring.width
-    f = ring.flags + ((ring.first + ring.count) % RING) * ring.flag_width
     w[D_PLAN] = <intptr_t>e
     w[D_TABLE] = <intptr_t>t
     w[D_HASH] = <int64_t>h

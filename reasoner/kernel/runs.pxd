@@ -36,13 +36,13 @@ cdef enum:
     CLAIMED_HEAD = 3  # (the slot it claimed, until its row is stored)
 
 
-# An Update run puts off up to RING last probes (`reasoner.kernel.deferred`).
+# An Update run puts off up to RING last lookups (`reasoner.kernel.deferred`).
 cdef enum:
     RING = 16
 
 
 cdef struct Ring:
-    # The put-off probes: RING entries of `width` words, the oldest at `first`, `count` of
+    # The put-off lookups: RING entries of `width` words, the oldest at `first`, `count` of
     # them waiting; their negations' flags apart, `flag_width` an entry.
     int64_t* words
     bint* flags
@@ -77,7 +77,7 @@ cdef struct Run:
     int64_t* fold           # slots of `found`'s heads (see `_fold_head`): offset + 1, 0 empty
     int64_t fold_mask       # the slots less one (0: none yet)
     int64_t fold_used
-    Ring ring               # an Update's last probes, put off to overlap their cache misses
+    Ring ring               # an Update's last lookups, put off to overlap their cache misses
     char apart[APART]       # the next lane's bindings on other cache lines
 
 
@@ -201,7 +201,7 @@ cdef inline void _drop_found(Run* run, int64_t width) noexcept nogil:
     run.fold_used = 0
     run.derived = 0
     run.pushing = False
-    run.ring.first = 0  # (probes put off by an Update that stopped are dropped with it)
+    run.ring.first = 0  # (lookups put off by an Update that stopped are dropped with it)
     run.ring.count = 0
 
 
