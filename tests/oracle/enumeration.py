@@ -38,9 +38,11 @@ from tests.oracle.terms import (
     ALIASED,
     DEFINING,
     Unbound,
+    aggregate_variables,
     aggregates_in,
     compare,
     correlated,
+    forget_aggregate_variables,
     grounded_variables,
     holds,
     range_key,
@@ -111,8 +113,7 @@ def aggregate_value(
     variables); all others are the aggregate's own, and so are those of its target whatever
     the rule binds (Soufflé's getInjectedVariables: the analysis renames them in an outermost
     aggregate, not in one nested in another's body)."""
-    target = variables_in(aggregate.target) if aggregate.target is not None else set()
-    inner = variables_in(aggregate) - target
+    inner = aggregate_variables(aggregate)[1]
     outer = {name: value for name, value in binding.items() if name in inner}
     key = (id(aggregate), tuple(sorted(outer.items())))
     if key not in _aggregates:
@@ -132,6 +133,7 @@ def forget_aggregates() -> None:
     """Empty the aggregates' cache: a new `evaluate` has inputs of its own, and its program's
     nodes may reuse the ids of an earlier program's."""
     _aggregates.clear()
+    forget_aggregate_variables()
 
 
 def _aggregate(

@@ -83,7 +83,7 @@ def correlated(aggregate: Aggregate, bound: Collection[str]) -> bool:
     (`bound`; the variables of its target are its own, renamed by the analysis). Soufflé
     makes an uncorrelated aggregate a relation (`__agg_single`), whose value then joins on
     bits; a correlated one is a generator, compared as IEEE compares."""
-    return bool(variables_in(aggregate) & set(bound))
+    return not aggregate_variables(aggregate)[0].isdisjoint(bound)
 
 
 def grounded_variables(positives: Iterable[Atom]) -> set[str]:
@@ -167,8 +167,37 @@ def ranges_in(rule: Rule) -> list[Functor]:
     return found
 
 
+_aggregate_variables: dict[int, tuple[Aggregate, frozenset[str], frozenset[str]]] = {}
+"""Each aggregate's variables, by its id (the entry holds the node, so the id stays its own):
+a rule asks for them at every one of its bindings, and a product of three atoms has
+thousands, each of which walked the aggregate's body again (a property test's example took
+5-12 s of its 5 s deadline)."""
+
+
+def forget_aggregate_variables() -> None:
+    """Let go of the aggregates noted so far: a new evaluation has a program of its own."""
+    _aggregate_variables.clear()
+
+
+def aggregate_variables(aggregate: Aggregate) -> tuple[frozenset[str], frozenset[str]]:
+    """(every variable of `aggregate`, those of them not in its target): the second are the
+    ones a rule may bind outside it."""
+    known = _aggregate_variables.get(id(aggregate))
+    if known is None:
+        names = frozenset(_variables_of(aggregate))
+        target = _variables_of(aggregate.target) if aggregate.target is not None else set()
+        known = _aggregate_variables[id(aggregate)] = (aggregate, names, names - target)
+    return known[1], known[2]
+
+
 def variables_in(node: object) -> set[str]:
     """Every variable name inside a term, literal or aggregate."""
+    if isinstance(node, Aggregate):
+        return set(aggregate_variables(node)[0])
+    return _variables_of(node)
+
+
+def _variables_of(node: object) -> set[str]:
     if isinstance(node, Variable):
         return {node.name}
     if isinstance(node, Cast):
