@@ -31,7 +31,7 @@ from libc.string cimport memcpy
 from reasoner.kernel.buffers cimport *  # Vec, Map: growable arrays and a hash map in C
 from reasoner.kernel.candidates cimport *  # an Update's candidate words, its heads resolved
 from reasoner.kernel.dedup cimport _identity, _keep_first  # each derivation once
-from reasoner.kernel.deferred cimport _fit_ring, _put_off, _settle_all  # last lookups, put off
+from reasoner.kernel.deferred cimport _fit_ring, _put_off, _settle_all, _start_early
 from reasoner.kernel.gate cimport Gate, LaneJob  # the kernel's spans handed to waiting lanes
 from reasoner.kernel.gate import borrow, give_back
 from reasoner.kernel.hand_over cimport WIDE, Split, _pack, _prepare, _split  # the record
@@ -137,6 +137,7 @@ cdef class Enumerator:
     cdef bint bootstrap     # a Bootstrap's plan: new heads are counted, not scheduled
     cdef bint full          # re-discovery by evaluating the whole rule (see `_hand_full`)
     cdef int deferred_keys  # an Update's last step, a tuple's lookup put off: its key's words
+    cdef readonly int early  # an Update step keyed by the driver alone: its slot loaded first
     cdef bint parallel      # calls no string functor, so it may run on several lanes
     cdef int64_t span       # driving rows of its next span on the lanes (0: none run yet)
     cdef bint dense         # its heads fill the lanes' buffers in fewer than lane_rows rows
@@ -194,6 +195,7 @@ cdef class Enumerator:
         if p != self.ncode:
             raise ValueError(f"malformed plan words for {label}")
         self.deferred_keys = _last_lookup(self.code, self.steps, self.nsteps, bootstrap or full)
+        self.early = _early_step(self.code, self.steps, self.nsteps, self.binds, bootstrap or full)
         self.parallel = not _calls_functor(self.code, self.checks, self.steps, self.nsteps,
                                            self.head)
 
@@ -213,11 +215,7 @@ cdef dict _rows_by_relation(const int64_t* keys, int64_t n):
     """Keys (relation << 32 | row) as relation number -> their rows (int64 arrays), in order:
     in bulk, not a Python int a row. The relations present come from `bincount`: `np.unique`
     imports `numpy.ma`, about 10 ms of a start."""
-    array = np.empty(n, dtype=np.int64)
-    cdef int64_t[::1] view = array
-    cdef int64_t i
-    for i in range(n):
-        view[i] = keys[i]
+    array = np.array(<int64_t[:n]><int64_t*>keys) if n else np.empty(0, dtype=np.int64)
     relations = array >> 32
     rows = array & <int64_t>0xFFFFFFFF
     present = np.flatnonzero(np.bincount(relations))
@@ -1106,6 +1104,8 @@ cdef class Kernel:
             run.rows[e.driver_position] = row
         elif e.driver == DRIVE_HEAD:
             run.head_row = row
+        if e.early >= 0:
+            _start_early(code, e.steps[e.early], run.regs, self.tps)
         return self._step(e, 0, run)
 
     cdef int _eval(self, const int64_t* code, int64_t p, Run* run, int64_t* out) except -1 nogil:

@@ -146,6 +146,42 @@ cdef inline int _last_lookup(const int64_t* code, const int64_t* steps, int nste
     return 0
 
 
+cdef inline bint _driver_binds(const int64_t* code, int64_t binds, int64_t register) noexcept:
+    """Whether the driver's (column, register) pairs at `binds` set `register`."""
+    cdef int64_t i
+    for i in range(code[binds]):
+        if code[binds + 2 + 2 * i] == register:
+            return True
+    return False
+
+
+cdef inline int _early_step(const int64_t* code, const int64_t* steps, int nsteps,
+                            int64_t binds, bint excluded) noexcept:
+    """The first step after the first that probes a table by a key the driver alone gives
+    (each word a constant or a register the driver binds), whose slot may then be loaded
+    while the steps before it probe (`reasoner.kernel.deferred`); -1 for none, and for an
+    `excluded` plan (as `_last_lookup`'s)."""
+    cdef int s
+    cdef int64_t p, q, i
+    cdef bint atom
+    for s in range(1, nsteps if not excluded else 0):
+        p = steps[s]
+        atom = code[p] == STEP_ATOM
+        if not (atom and code[p + 3] != MODE_SCAN) and not (
+                code[p] == STEP_NEG and code[p + 3] != NEG_ANY):
+            continue
+        q = p + 6 + atom  # an atom's has its rows' filter first
+        for i in range(code[p + 5]):
+            q += atom  # and its key's words are (column, expression) pairs
+            if code[q] != 1 or not (code[q + 1] == TERM_CONST or (
+                    code[q + 1] == TERM_REG and _driver_binds(code, binds, code[q + 2]))):
+                break
+            q += 3
+        else:
+            return s
+    return -1
+
+
 cdef inline int64_t _skip_step(const int64_t* code, int64_t p) noexcept nogil:
     cdef int64_t kind = code[p]
     cdef int64_t i, n

@@ -173,6 +173,18 @@ cdef inline bint _too_full(int64_t used, int64_t slots) noexcept nogil:
     return 5 * used > 4 * slots
 
 
+cdef enum:
+    MIN_SLOTS = 8  # a hash table's fewest slots
+
+
+cdef inline int64_t _slot_count(int64_t entries) noexcept nogil:
+    """The smallest power of two that holds `entries` + 1 under the maximum load."""
+    cdef int64_t n = MIN_SLOTS
+    while _too_full(entries + 1, n):
+        n *= 2
+    return n
+
+
 cdef inline const void* _address(Table t, int64_t r) noexcept nogil:
     """Where row `r`'s words start."""
     if t.wide:

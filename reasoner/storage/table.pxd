@@ -111,6 +111,7 @@ cdef class Table:
     cdef int64_t _find(self, const int64_t* words) noexcept nogil
     cdef uint64_t _hash(self, const int64_t* words) noexcept nogil
     cdef void _prefetch(self, uint64_t h) noexcept nogil
+    cdef void _prefetch_group(self, int position, const int64_t* words) noexcept nogil
     cdef int64_t _find_hashed(self, const int64_t* words, uint64_t h) noexcept nogil
     cdef int64_t _scanned(self, const int64_t* words) noexcept nogil
     cdef int _own_slots(self, int64_t extra) except -1
@@ -171,7 +172,6 @@ cdef int _resize_keys(KeyIndex* ki, Table t, int64_t groups) except -1
 cdef int _restore_chains(Table t) except -1
 cdef int _link(KeyIndex* ki, Table t, int64_t r) except -1
 cdef int32_t* _new_slots(int64_t count, bint filled=*) except NULL
-cdef int64_t _slot_count(int64_t entries)
 cdef int64_t _place_rows(Table t, int32_t* slots, int64_t mask, int64_t start, int64_t stop,
                          bint shared) noexcept nogil
 cdef uint64_t _key_hash(KeyIndex* ki, Table t, int64_t r) noexcept nogil

@@ -69,7 +69,6 @@ import numpy as np
 from reasoner.support import allocations
 from reasoner.support.lanes import lane_count
 
-cdef int64_t MIN_SLOTS = 8
 cdef int64_t MAX_ROWS = 2147483600
 # Slots from which a tuple table's rebuild splits among the lanes (4 MiB, some milliseconds),
 # and rows from which a key index is built on them.
@@ -165,14 +164,6 @@ cdef int _lanes_for(int64_t work, int64_t per_lane) except -1:
     return 1 if work < 2 * per_lane else min(lane_count(), work // per_lane)
 
 
-cdef int64_t _slot_count(int64_t entries):
-    """The smallest power of two that holds `entries` + 1 under the maximum load."""
-    cdef int64_t n = MIN_SLOTS
-    while _too_full(entries + 1, n):
-        n *= 2
-    return n
-
-
 cdef class Table:
     """The rows of one relation (see the module docstring)."""
 
@@ -238,6 +229,12 @@ cdef class Table:
         Bootstrap, where most heads are new, that was slower.)"""
         if self.slots != NULL:
             __builtin_prefetch(&self.slots[h & <uint64_t>self.mask])
+
+    cdef void _prefetch_group(self, int position, const int64_t* words) noexcept nogil:
+        """`_prefetch` of the first slot `_group(position, words)` reads."""
+        cdef KeyIndex* ki = self.keyed[position]
+        if ki.slots != NULL:
+            __builtin_prefetch(&ki.slots[_hash_words(words, ki.ncols) & <uint64_t>ki.mask])
 
     cdef int64_t _find_hashed(self, const int64_t* words, uint64_t h) noexcept nogil:
         """`_find` of `words` whose hash `h` is known."""
