@@ -1,6 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""An Update plan's last step, a lookup of one tuple, put off so that the cache misses of
-many such lookups overlap. Only declarations and inline functions:
+"""Two ways an Update plan's lookups overlap their cache misses: its last step, a lookup of
+one tuple, put off so that the misses of many such lookups overlap; and a step keyed by the
+driver alone, started early (`_start_early`). Only declarations and inline functions:
 `reasoner/kernel/interpreter.pyx` cimports them.
 
 Why: crdt.dl's re-discovery of skipBlank ends in `check skipBlank(vc, vn, tc, tn)`, a lookup
@@ -26,6 +27,7 @@ from libc.string cimport memcpy
 
 from reasoner.kernel.buffers cimport _grown
 from reasoner.kernel.plan_words cimport (
+    EARLY_WORDS,
     MODE_INDEX,
     NEG_INDEX,
     ROWS_ANY,
@@ -42,7 +44,6 @@ ctypedef int (*Emit)(void* kernel, PyObject* e, Run* run) except -1 nogil
 
 cdef enum:
     LAG = 8         # lookups between a slot's prefetch and its row's
-    EARLY_WORDS = 8  # the longest key a step started early may have
 
 # An entry's words: the plan, the table looked in, the key's hash, the atom's position and
 # which rows it takes, the driver's o and n and the head's row, the counts of what follows;
@@ -181,9 +182,10 @@ cdef inline int _settle_all(Run* run, void* kernel, Emit emit) except -1 nogil:
 cdef inline void _start_early(const int64_t* code, int64_t p, const int64_t* regs,
                               PyObject** tps) noexcept nogil:
     """Start loading the first slot that step `p` will probe, its key the driver's alone
-    (`plan_words._early_step`): with crdt.dl's `!hasValue(vc, vn)` made first, the slot of
-    the key index that `probe nextElem(fc, fn, vc, vn)` reads next is then on its way, and
-    the two cache misses overlap where they followed each other."""
+    (`plan_words._early_step`). In crdt_linear's nextVis (and crdt.dl's skipBlank, of the same
+    shape), while `!hasValue(vc, vn)` probes, the slot of the key index that `probe
+    nextElem(fc, fn, vc, vn)` reads next is then on its way: the two misses overlap where they
+    followed each other."""
     cdef int64_t words[EARLY_WORDS]
     cdef int64_t i, q, n = code[p + 5]
     cdef bint atom = code[p] == STEP_ATOM

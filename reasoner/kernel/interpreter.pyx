@@ -137,7 +137,7 @@ cdef class Enumerator:
     cdef bint bootstrap     # a Bootstrap's plan: new heads are counted, not scheduled
     cdef bint full          # re-discovery by evaluating the whole rule (see `_hand_full`)
     cdef int deferred_keys  # an Update's last step, a tuple's lookup put off: its key's words
-    cdef readonly int early  # an Update step keyed by the driver alone: its slot loaded first
+    cdef readonly int early  # the step whose slot `_drive` starts loading (-1: none)
     cdef bint parallel      # calls no string functor, so it may run on several lanes
     cdef int64_t span       # driving rows of its next span on the lanes (0: none run yet)
     cdef bint dense         # its heads fill the lanes' buffers in fewer than lane_rows rows
@@ -1104,7 +1104,7 @@ cdef class Kernel:
             run.rows[e.driver_position] = row
         elif e.driver == DRIVE_HEAD:
             run.head_row = row
-        if e.early >= 0:
+        if e.early >= 0:  # its slot loading while the steps before it probe
             _start_early(code, e.steps[e.early], run.regs, self.tps)
         return self._step(e, 0, run)
 

@@ -155,12 +155,21 @@ cdef inline bint _driver_binds(const int64_t* code, int64_t binds, int64_t regis
     return False
 
 
+cdef enum:
+    EARLY_WORDS = 8  # the longest key a step started early may have
+
+
 cdef inline int _early_step(const int64_t* code, const int64_t* steps, int nsteps,
                             int64_t binds, bint excluded) noexcept:
-    """The first step after the first that probes a table by a key the driver alone gives
-    (each word a constant or a register the driver binds), whose slot may then be loaded
-    while the steps before it probe (`reasoner.kernel.deferred`); -1 for none, and for an
-    `excluded` plan (as `_last_lookup`'s)."""
+    """The first step but the plan's first that probes a table by a key the driver alone
+    gives, each of its at most EARLY_WORDS words a constant or a register the driver binds:
+    its slot can be loaded as the plan begins, while the steps before it probe
+    (`reasoner.kernel.deferred._start_early`). -1 for none. The first step probes at once, so
+    loading its slot sooner gains nothing. A key word that is an expression would have to be
+    evaluated at the drive, where it may have no value or call a string functor. An
+    `excluded` plan (a Bootstrap's, a full re-discovery's) starts nothing early: a Bootstrap
+    queues its drives and loads their heads ahead its own way (`_count_found`), and this was
+    measured on Updates only."""
     cdef int s
     cdef int64_t p, q, i
     cdef bint atom
@@ -169,6 +178,8 @@ cdef inline int _early_step(const int64_t* code, const int64_t* steps, int nstep
         atom = code[p] == STEP_ATOM
         if not (atom and code[p + 3] != MODE_SCAN) and not (
                 code[p] == STEP_NEG and code[p + 3] != NEG_ANY):
+            continue
+        if code[p + 5] > EARLY_WORDS:
             continue
         q = p + 6 + atom  # an atom's has its rows' filter first
         for i in range(code[p + 5]):

@@ -56,6 +56,7 @@ def test_a_step_keyed_by_the_driver_alone_is_started_early() -> None:
     assert early[("nv", "atom", 1)] == 1  # `!hv(v)`, then `ne(f, v)` by `v`: the second
     assert early[("ne", "atom", 1)] == 1  # `!hv(v)`, then `nv(v, t)` by `v`
     assert early[("ne", "atom", 0)] == -1  # `hv(t)`, the only step
+    assert early[("hv", "negation", 1)] == 1  # its own status, then `ne(f, v)` by `v`
 
 
 def test_a_step_keyed_by_a_later_binding_is_not() -> None:
