@@ -34,6 +34,9 @@ from reasoner.kernel.plan_words cimport (
     ROWS_OLDER,
     STEP_ATOM,
     TERM_CONST,
+    _first_key,
+    _key_expression,
+    _skip_expr,
 )
 from reasoner.kernel.runs cimport RING, Ring, Run
 from reasoner.storage.slots cimport _prefetch_row
@@ -187,16 +190,15 @@ cdef inline void _start_early(const int64_t* code, int64_t p, const int64_t* reg
     nextElem(fc, fn, vc, vn)` reads next is then on its way: the two misses overlap where they
     followed each other."""
     cdef int64_t words[EARLY_WORDS]
-    cdef int64_t i, q, n = code[p + 5]
+    cdef int64_t i, e, q = _first_key(code, p), n = code[p + 5]
     cdef bint atom = code[p] == STEP_ATOM
     cdef PyObject* t = tps[code[p + 1]]
     if n > EARLY_WORDS:
         return
-    q = p + 6 + atom
     for i in range(n):
-        q += atom
-        words[i] = code[q + 2] if code[q + 1] == TERM_CONST else regs[code[q + 2]]
-        q += 3
+        e = _key_expression(q, atom)
+        words[i] = code[e + 2] if code[e + 1] == TERM_CONST else regs[code[e + 2]]
+        q = _skip_expr(code, e)
     if code[p + 3] == (MODE_INDEX if atom else NEG_INDEX):
         (<Table>t)._prefetch_group(<int>code[p + 4], words)
     else:

@@ -1231,15 +1231,11 @@ cdef class Kernel:
         index = <int>code[p + 4]
         nkeys = code[p + 5]
         t = self.tps[relation]
-        # The key: (column, expression) pairs for an atom, expressions for a negation.
         if kind == STEP_ATOM:
             only = <int>code[p + 6]
-            q = p + 7
-        else:
-            q = p + 6
+        q = _first_key(code, p)
         for i in range(nkeys):
-            if kind == STEP_ATOM:
-                q += 1
+            q = _key_expression(q, kind == STEP_ATOM)
             if not self._eval(code, q, run, &run.words[i]):
                 return 0
             q = _skip_expr(code, q)

@@ -79,6 +79,20 @@ cdef inline int64_t _skip_expr(const int64_t* code, int64_t p) noexcept nogil:
     return p + 1 + 2 * code[p]
 
 
+cdef inline int64_t _first_key(const int64_t* code, int64_t p) noexcept nogil:
+    """Where the key of step `p`, an atom or a negation, begins: an atom's after its rows'
+    filter, a word (column, expression) each; a negation's after its index, an expression
+    each. Read through `_key_expression` and `_skip_expr` (`reasoner.kernel.plans` writes
+    them)."""
+    return p + 7 if code[p] == STEP_ATOM else p + 6
+
+
+cdef inline int64_t _key_expression(int64_t q, bint atom) noexcept nogil:
+    """The expression of the key word at `q` of an atom's step (`atom`) or a negation's: an
+    atom's follows its column."""
+    return q + atom
+
+
 cdef inline bint _calls(const int64_t* code, int64_t p) noexcept nogil:
     """Whether the expression at `p` calls a string functor."""
     cdef int64_t i
@@ -92,7 +106,7 @@ cdef inline bint _calls_functor(const int64_t* code, int64_t checks, const int64
                          int nsteps, int64_t head) noexcept:
     """Whether a plan calls a string functor anywhere: such a call reads and extends the
     symbol table, so the symbols' numbers would follow the lanes' timing."""
-    cdef int64_t i, j, n, p, kind
+    cdef int64_t i, j, n, p, q, kind
     n = code[checks]
     p = checks + 1
     for i in range(n):
@@ -102,18 +116,13 @@ cdef inline bint _calls_functor(const int64_t* code, int64_t checks, const int64
     for j in range(nsteps):
         p = steps[j]
         kind = code[p]
-        if kind == STEP_ATOM:
-            p += 7
-            for i in range(code[steps[j] + 5]):
-                if _calls(code, p + 1):
+        if kind == STEP_ATOM or kind == STEP_NEG:
+            q = _first_key(code, p)
+            for i in range(code[p + 5]):
+                q = _key_expression(q, kind == STEP_ATOM)
+                if _calls(code, q):
                     return True
-                p = _skip_expr(code, p + 1)
-        elif kind == STEP_NEG:
-            p += 6
-            for i in range(code[steps[j] + 5]):
-                if _calls(code, p):
-                    return True
-                p = _skip_expr(code, p)
+                q = _skip_expr(code, q)
         elif kind == STEP_TEST:
             if _calls(code, p + 2) or _calls(code, _skip_expr(code, p + 2)):
                 return True
@@ -171,7 +180,7 @@ cdef inline int _early_step(const int64_t* code, const int64_t* steps, int nstep
     queues its drives and loads their heads ahead its own way (`_count_found`), and this was
     measured on Updates only."""
     cdef int s
-    cdef int64_t p, q, i
+    cdef int64_t p, q, e, i
     cdef bint atom
     for s in range(1, nsteps if not excluded else 0):
         p = steps[s]
@@ -181,13 +190,13 @@ cdef inline int _early_step(const int64_t* code, const int64_t* steps, int nstep
             continue
         if code[p + 5] > EARLY_WORDS:
             continue
-        q = p + 6 + atom  # an atom's has its rows' filter first
+        q = _first_key(code, p)
         for i in range(code[p + 5]):
-            q += atom  # and its key's words are (column, expression) pairs
-            if code[q] != 1 or not (code[q + 1] == TERM_CONST or (
-                    code[q + 1] == TERM_REG and _driver_binds(code, binds, code[q + 2]))):
+            e = _key_expression(q, atom)
+            if code[e] != 1 or not (code[e + 1] == TERM_CONST or (
+                    code[e + 1] == TERM_REG and _driver_binds(code, binds, code[e + 2]))):
                 break
-            q += 3
+            q = _skip_expr(code, e)
         else:
             return s
     return -1
@@ -195,24 +204,18 @@ cdef inline int _early_step(const int64_t* code, const int64_t* steps, int nstep
 
 cdef inline int64_t _skip_step(const int64_t* code, int64_t p) noexcept nogil:
     cdef int64_t kind = code[p]
-    cdef int64_t i, n
-    if kind == STEP_ATOM:
-        # kind, relation, position, mode, index, nkeys, filter, (column, expr)*, nbinds,
-        # (c, r)*, nequal, (c, c)*
-        n = code[p + 5]
-        p += 7
-        for i in range(n):
-            p = _skip_expr(code, p + 1)
-        p += 1 + 2 * code[p]
-        p += 1 + 2 * code[p]
-        return p
-    if kind == STEP_NEG:
-        # kind, relation, position, negation kind, index, nkeys, expr*
-        n = code[p + 5]
-        p += 6
-        for i in range(n):
-            p = _skip_expr(code, p)
-        return p
+    cdef int64_t i, n, q
+    if kind == STEP_ATOM or kind == STEP_NEG:
+        # An atom: kind, relation, position, mode, index, nkeys, filter, (column, expr)*,
+        # nbinds, (c, r)*, nequal, (c, c)*. A negation: kind, relation, position, negation
+        # kind, index, nkeys, expr*.
+        q = _first_key(code, p)
+        for i in range(code[p + 5]):
+            q = _skip_expr(code, _key_expression(q, kind == STEP_ATOM))
+        if kind == STEP_NEG:
+            return q
+        q += 1 + 2 * code[q]
+        return q + 1 + 2 * code[q]
     if kind == STEP_TEST:
         # kind, comparison, left, right
         p = _skip_expr(code, p + 2)
