@@ -14,7 +14,7 @@ the kernel, the executors, the epoch and the reads.
 """
 
 from reasoner.storage.compare import missing_rows, unmarked_rows
-from reasoner.storage.renumber import compact
+from reasoner.storage.renumber import commit_rows, compact
 from reasoner.storage.scans import count_where, matching, release_slots
 from reasoner.storage.table import Counts, Index, Staged, Table
 from reasoner.storage.tuple_set import TupleSet
@@ -25,6 +25,7 @@ __all__ = [
     "Staged",
     "Table",
     "TupleSet",
+    "commit_rows",
     "compact",
     "count_where",
     "matching",

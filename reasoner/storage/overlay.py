@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reasoner.storage.renumber import compact
+from reasoner.storage.renumber import commit_rows
 from reasoner.storage.state import State, Tuple
 from reasoner.storage.table import ABSENT, Table  # ABSENT: INF in a row record's int32
 
@@ -248,12 +248,10 @@ class Overlay:
         for name, changes in self.changes.items():
             if changes:
                 self.state[name].apply(changes, self.counts.get(name, {}), INF)
-        for name in list(self.rows):  # each record freed before its table's compaction
-            table = self.state[name].table
-            record = self.rows[name]
-            table.apply_rows(record.rows, record.news, record.counts)
-            del self.rows[name], record
-            compact(table)
+        for name in list(self.rows):  # each record freed once its table has it
+            record = self.rows.pop(name)
+            commit_rows(self.state[name].table, record.rows, record.news, record.counts)
+            del record
         self.changes.clear()
         self.counts.clear()
         self.rows.clear()

@@ -132,7 +132,7 @@ cdef class Table:
                                  uint64_t h) except -1
     cdef int64_t _store_row(self, const int64_t* words, int32_t status, uint64_t h,
                             int64_t i) except -1
-    cdef int _kill(self, int64_t r) except -1
+    cdef int _kill(self, int64_t r, bint probe=*) except -1
     cdef int _check_iteration(self, int64_t iteration) except -1
     cdef int _load_row(self, object t) except -1
     cdef int _commit(self, const int64_t* words, int64_t iteration, object count,

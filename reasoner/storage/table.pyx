@@ -627,19 +627,21 @@ cdef class Table:
         self.version += 1
         return r
 
-    cdef int _kill(self, int64_t r) except -1:
-        """Remove row `r` (committed or staged) from the tuple table and every index."""
-        cdef uint64_t h = _hash_row(self.rows, self.wide, r * self.arity, self.arity)
+    cdef int _kill(self, int64_t r, bint probe=True) except -1:
+        """Remove row `r` (committed or staged) from the tuple table and every index; without
+        `probe`, its tuple slot is left for a compaction at once (`renumber.commit_rows`)."""
+        cdef uint64_t h
         cdef int64_t i
-        cdef int32_t entry = _entry(h, r, self.shift)
         cdef int k
         self._own_slots(0)
-        i = <int64_t>(h & <uint64_t>self.mask)
         if self.chains_released:
             _restore_chains(self)
-        while self.slots[i] != entry:
-            i = (i + 1) & self.mask
-        self.slots[i] = TOMB
+        if probe:
+            h = _hash_row(self.rows, self.wide, r * self.arity, self.arity)
+            i = <int64_t>(h & <uint64_t>self.mask)
+            while self.slots[i] != _entry(h, r, self.shift):
+                i = (i + 1) & self.mask
+            self.slots[i] = TOMB
         if self.counts[r] == BIG_COUNT:
             del self.big[self._tuple(r)]
         for k in range(self.nkeyed):

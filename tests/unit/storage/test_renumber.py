@@ -5,8 +5,10 @@ that a re-insertion after a compacted retraction fits the arrays the table has."
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from reasoner.storage import Table, compact
+from reasoner.storage import Table, commit_rows, compact
+from reasoner.storage.table import ABSENT
 
 
 def _filled(rows: int) -> tuple[Table, list[np.ndarray]]:
@@ -98,3 +100,90 @@ def test_a_reinsertion_after_a_compacted_retraction_fits_the_arrays() -> None:
     assert table.insert_columns(fifth, 2) == 20_000
     assert table.layout["rows"] == rows_bytes
     assert len(table) == 100_000
+
+
+def _twins() -> tuple[Table, Table]:
+    """Two equal tables of 30,000 rows, with rows re-dated, a count beyond a row's word, and
+    staged rows after the committed ones."""
+    tables = []
+    for _ in range(2):
+        table, _ = _filled(30_000)
+        for r in range(0, 30_000, 11):
+            table.set((r % 97, r, -r), r % 5, 3 + r)
+        table.set((6, 6, -6), 2, 2**40)
+        for i in range(60):
+            table.stage((1_000_000 + i, i, 0))
+        tables.append(table)
+    return tables[0], tables[1]
+
+
+def _record(table: Table, gone: list[tuple], kept: list[tuple]) -> tuple[np.ndarray, ...]:
+    """An Update's record: `gone` removed, `kept` committed at iteration 7 with count 2."""
+    rows = table.rows_of(gone + kept).astype(np.int32)
+    news = np.array([ABSENT] * len(gone) + [7] * len(kept), dtype=np.int32)
+    counts = np.array([0] * len(gone) + [2] * len(kept), dtype=np.int32)
+    return rows, news, counts
+
+
+def _structure(table: Table) -> tuple:
+    """What a reader can see of a table, in its rows' and chains' order, and its sizes."""
+    return (
+        list(table.items_with_counts().items()),
+        sorted(table.staged_rows()),
+        table.nrows,
+        table.layout,
+        [(list(table.indexes[k].items()), len(table.indexes[k])) for k in ((0,), (1, 2))],
+    )
+
+
+def test_a_commit_that_compacts_leaves_the_table_that_removals_one_by_one_do() -> None:
+    """Removed: every third row, a run of a thousand, the last row of every group (its
+    head), a whole group, a staged row and the row whose count is beyond its word. The
+    removals leave their tuple slots to the compaction, which must leave the rows, their
+    order, the hash tables and every chain exactly as `apply_rows` then `compact`."""
+    one_by_one, at_once = _twins()
+    dead = set(range(0, 30_000, 3)) | set(range(3_000, 4_000)) | set(range(29_903, 30_000))
+    dead |= {r for r in range(30_000) if r % 97 == 5} | {6}
+    gone = [(r % 97, r, -r) for r in sorted(dead)] + [(1_000_003, 3, 0)]
+    kept = [(r % 97, r, -r) for r in range(1, 600, 3) if r not in dead]
+    kept.append((1_000_010, 10, 0))
+    one_by_one.apply_rows(*_record(one_by_one, gone, kept))
+    assert compact(one_by_one)
+    assert commit_rows(at_once, *_record(at_once, gone, kept))
+    assert _structure(at_once) == _structure(one_by_one)
+    assert (6, 6, -6) not in at_once and (5, 5, -5) not in at_once
+    assert at_once.get((1, 1, -1)) == 7 and at_once.count((1, 1, -1)) == 2
+    # A removed tuple's slot is a tombstone: a tuple of the same key goes back in as new.
+    for table in (one_by_one, at_once):
+        for r in (1, 2, 4_001, 29_902):
+            assert table.remove((r % 97, r, -r))
+        table.insert([(5, 5, -5), (0, 0, 0), (6, 6, -6)], 3)
+    assert _structure(at_once) == _structure(one_by_one)
+    assert at_once.get((6, 6, -6)) == 3 and at_once.count((6, 6, -6)) == 1
+
+
+def test_a_record_removing_too_few_rows_to_compact_is_applied_row_by_row() -> None:
+    one_by_one, at_once = _twins()
+    gone = [(r % 97, r, -r) for r in range(0, 30_000, 40)]
+    one_by_one.apply_rows(*_record(one_by_one, gone, []))
+    assert not commit_rows(at_once, *_record(at_once, gone, []))
+    assert at_once.nrows == 30_060  # the dead rows wait for a later compaction
+    assert _structure(at_once) == _structure(one_by_one)
+
+
+def test_a_record_with_a_row_no_table_holds_still_leaves_the_table_compacted() -> None:
+    """The rows before the bad one are applied, as by `apply_rows`, and no slot is left
+    naming a dead row."""
+    one_by_one, at_once = _twins()
+    gone = [(r % 97, r, -r) for r in range(0, 30_000, 2)]
+    rows, news, counts = _record(at_once, gone, [])
+    rows[10_000] = 40_000
+    with pytest.raises(KeyError):
+        one_by_one.apply_rows(rows, news, counts)
+    with pytest.raises(KeyError):
+        commit_rows(at_once, rows, news, counts)
+    assert at_once.nrows == len(at_once) + 60 == 30_060 - 10_000
+    assert at_once.items_with_counts() == one_by_one.items_with_counts()
+    for key in ((0,), (1, 2)):
+        assert _groups(at_once, key) == _groups(one_by_one, key)
+    assert (0, 0, 0) not in at_once and at_once.insert([(0, 0, 0)], 1) == 1
