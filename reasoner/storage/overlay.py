@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reasoner.storage.renumber import commit_rows
+from reasoner.storage.renumber import commit_rows, compact
 from reasoner.storage.state import State, Tuple
 from reasoner.storage.table import ABSENT, Table  # ABSENT: INF in a row record's int32
 
@@ -248,10 +248,12 @@ class Overlay:
         for name, changes in self.changes.items():
             if changes:
                 self.state[name].apply(changes, self.counts.get(name, {}), INF)
-        for name in list(self.rows):  # each record freed once its table has it
+        for name in list(self.rows):  # each record freed before its table's compaction
+            table = self.state[name].table
             record = self.rows.pop(name)
-            commit_rows(self.state[name].table, record.rows, record.news, record.counts)
+            commit_rows(table, record.rows, record.news, record.counts)
             del record
+            compact(table)
         self.changes.clear()
         self.counts.clear()
         self.rows.clear()

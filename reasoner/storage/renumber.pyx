@@ -45,32 +45,40 @@ cdef int64_t SHARE = 8
 
 def compact(Table table not None, bint force=False) -> bool:
     """Renumber `table`'s rows without the dead ones when they are at least an eighth of them
-    and 1,024 or more (or `force`); whether it did. Call it between Updates: it moves every
-    row."""
-    if not force and not _worth(table, table.nrows - table.committed - table.staged):
-        return False
-    table.restore_chains()  # renumbered in place below, so they must be there
-    _compact(table)
-    return True
+    and 1,024 or more (or `force`); whether it did. Then, renumbered or not, rebuild a hash
+    table whose tombstones outnumber its entries, which also shrinks it after a large
+    retraction. Call it between Updates: it moves every row."""
+    cdef Survey survey = None
+    if force or _worth(table, table.nrows - table.committed - table.staged):
+        table.restore_chains()  # renumbered in place below, so they must be there
+        survey = Survey(table.nrows)
+        _renumber(table, survey.live, survey.before)
+    _tidy(table)
+    return survey is not None
 
 
 def commit_rows(Table table not None, const row_word[::1] r, const row_word[::1] n,
                 const count_word[::1] c) -> bool:
-    """`Table.apply_rows(r, n, c)`, then `compact`; whether it compacted. When the rows the
-    record removes make the table worth compacting, each removal leaves its tuple's slot to
-    the compaction's pass over the tuple table, which turns it into a tombstone in order.
-    Found by its hash, that slot is a cache miss nothing overlaps: on crdt.dl's 152 M-row
-    skipBlank, 81 % of a removal's time. The chains are unlinked as before. A failure midway
-    still compacts, so no slot is left naming a dead row."""
+    """`Table.apply_rows(r, n, c)`, renumbering the table at once when the rows it removes
+    make it worth compacting; whether it did. Call `compact` after, once the record is freed:
+    it compacts what was not, and rebuilds hash tables of mostly tombstones.
+
+    When renumbering follows, each removal leaves its tuple's slot to the renumbering's pass
+    over the tuple table, which turns it into a tombstone in order. Found by its hash, that
+    slot is a cache miss nothing overlaps. The chains are unlinked as before. A failure
+    midway still renumbers (the pass's memory is taken first), so no slot is left naming a
+    dead row."""
     cdef int64_t j, row, gone = 0
+    cdef Survey survey
     if n.shape[0] != r.shape[0] or c.shape[0] != r.shape[0]:
         raise ValueError("rows, iterations and counts of different lengths")
     for j in range(n.shape[0]):
         gone += n[j] >= ABSENT
     if not _worth(table, table.nrows - table.committed - table.staged + gone):
         table.apply_rows(r, n, c)
-        return compact(table)
+        return False
     table.restore_chains()
+    survey = Survey(table.nrows)  # rows are only removed or committed: nrows stays
     try:
         for j in range(r.shape[0]):
             row = r[j]
@@ -81,7 +89,7 @@ def commit_rows(Table table not None, const row_word[::1] r, const row_word[::1]
             else:
                 table._commit_row(row, n[j], c[j])
     finally:
-        _compact(table)
+        _renumber(table, survey.live, survey.before)
     return True
 
 
@@ -89,39 +97,52 @@ cdef inline bint _worth(Table table, int64_t dead) noexcept:
     return dead >= MIN_DEAD and SHARE * dead >= table.nrows
 
 
-cdef int _compact(Table table) except -1:
-    """Renumber the live rows to the front (the chains restored)."""
-    cdef int64_t blocks = (table.nrows + 63) // 64
-    cdef uint64_t* live = <uint64_t*>malloc(<size_t>max(blocks, 1) * sizeof(uint64_t))
-    cdef int32_t* before = <int32_t*>malloc(<size_t>max(blocks, 1) * sizeof(int32_t))
+cdef class Survey:
+    """The live-row bitmap and the live rows before each block of 64, for `nrows` rows."""
+    cdef uint64_t* live
+    cdef int32_t* before
+
+    def __cinit__(self, int64_t nrows):
+        cdef int64_t blocks = max((nrows + 63) // 64, 1)
+        self.live = <uint64_t*>malloc(<size_t>blocks * sizeof(uint64_t))
+        self.before = <int32_t*>malloc(<size_t>blocks * sizeof(int32_t))
+        if self.live == NULL or self.before == NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        free(self.live)
+        free(self.before)
+
+
+cdef int _renumber(Table table, uint64_t* live, int32_t* before) except -1:
+    """Renumber the live rows to the front (the chains restored). The interpreter lock is held
+    throughout, as by every method of the table: a reader in another thread (a copy of its
+    columns, a page) sees the rows before or after, not moving."""
     cdef KeyIndex* ki
-    cdef int64_t kept
     cdef int k
-    if live == NULL or before == NULL:
-        free(live)
-        free(before)
-        raise MemoryError()
-    # The interpreter lock is held throughout, as by every method of the table: a reader in
-    # another thread (a copy of its columns, a page) sees the rows before or after, not moving.
-    try:
-        kept = _survey(table, live, before)
-        _move_rows(table, live, <size_t>table.arity * (8 if table.wide else 4))
-        _renumber_slots(table.slots, table.mask + 1, table.shift, live, before)
-        for k in range(table.nkeyed):
-            ki = table.keyed[k]
-            if ki.slots != NULL:
-                _renumber_slots(ki.slots, ki.mask + 1, table.shift, live, before)
-            _renumber_links(ki.next, table.nrows, live, before)
-            _renumber_links(ki.prev, table.nrows, live, before)
-    finally:
-        free(live)
-        free(before)
+    cdef int64_t kept = _survey(table, live, before)
+    _move_rows(table, live, <size_t>table.arity * (8 if table.wide else 4))
+    _renumber_slots(table.slots, table.mask + 1, table.shift, live, before)
+    for k in range(table.nkeyed):
+        ki = table.keyed[k]
+        if ki.slots != NULL:
+            _renumber_slots(ki.slots, ki.mask + 1, table.shift, live, before)
+        _renumber_links(ki.next, table.nrows, live, before)
+        _renumber_links(ki.prev, table.nrows, live, before)
     table.nrows = kept
     table.generation += 1
     table.renumbered += 1
     table.version += 1  # before a rebuild that may fail: no iterator goes on over moved rows
-    if table.used - kept > kept:
-        table._rehash(kept)
+    return 0
+
+
+cdef int _tidy(Table table) except -1:
+    """Rebuild each hash table whose tombstones outnumber its entries."""
+    cdef KeyIndex* ki
+    cdef int k
+    cdef int64_t entries = table.committed + table.staged
+    if table.slots != NULL and table.used - entries > entries:
+        table._rehash(entries)
     for k in range(table.nkeyed):
         ki = table.keyed[k]
         if ki.slots != NULL and ki.used - ki.groups > ki.groups:

@@ -150,6 +150,7 @@ def test_a_commit_that_compacts_leaves_the_table_that_removals_one_by_one_do() -
     one_by_one.apply_rows(*_record(one_by_one, gone, kept))
     assert compact(one_by_one)
     assert commit_rows(at_once, *_record(at_once, gone, kept))
+    assert not compact(at_once)  # renumbered already: nothing left to compact
     assert _structure(at_once) == _structure(one_by_one)
     assert (6, 6, -6) not in at_once and (5, 5, -5) not in at_once
     assert at_once.get((1, 1, -1)) == 7 and at_once.count((1, 1, -1)) == 2
@@ -169,11 +170,12 @@ def test_a_record_removing_too_few_rows_to_compact_is_applied_row_by_row() -> No
     assert not commit_rows(at_once, *_record(at_once, gone, []))
     assert at_once.nrows == 30_060  # the dead rows wait for a later compaction
     assert _structure(at_once) == _structure(one_by_one)
+    assert not compact(at_once)
 
 
-def test_a_record_with_a_row_no_table_holds_still_leaves_the_table_compacted() -> None:
-    """The rows before the bad one are applied, as by `apply_rows`, and no slot is left
-    naming a dead row."""
+def test_a_record_with_a_row_no_table_holds_still_leaves_the_table_renumbered() -> None:
+    """The rows before the bad one are applied, as by `apply_rows`, and the table is
+    renumbered all the same, so that no slot is left naming a dead row."""
     one_by_one, at_once = _twins()
     gone = [(r % 97, r, -r) for r in range(0, 30_000, 2)]
     rows, news, counts = _record(at_once, gone, [])
