@@ -34,6 +34,7 @@ from reasoner.executors.local.frames import Frames
 from reasoner.executors.local.vectorized import VectorizedStratum
 from reasoner.storage.difference import aligned_difference
 from reasoner.storage.overlay import Overlay, RowChanges
+from reasoner.storage.renumber import apply_rows
 from reasoner.storage.rewind import rewind, rows_between
 from reasoner.storage.state import RelationStore, State
 from reasoner.support.deadline import Check, MemoryBudgetExceeded
@@ -138,7 +139,7 @@ def _rewound(store: RelationStore, record: RowChanges | None, k: int) -> Relatio
     table copied, the record applied, then the rows at k or later and those staged removed."""
     table = store.table.copy()
     if record is not None:
-        table.apply_rows(record.rows, record.news, record.counts)
+        apply_rows(table, record.rows, record.news, record.counts)
     rewind(table, k)
     copy = RelationStore(store.name, store.arity)
     copy.replace_table(table)

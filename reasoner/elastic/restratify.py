@@ -19,6 +19,7 @@ from reasoner.analysis.model import AggregateDefinition, AnalyzedProgram, Stratu
 from reasoner.executors.bootstrap import StratumBootstrap, StratumRun
 from reasoner.storage.difference import difference
 from reasoner.storage.overlay import INF, Overlay
+from reasoner.storage.renumber import apply_rows
 from reasoner.storage.state import RelationStore, State, Tuple
 from reasoner.support.deadline import Check
 from reasoner.values.symbols import SymbolTable
@@ -82,7 +83,7 @@ def relation_after(store: RelationStore, overlay: Overlay) -> RelationStore:
     copy = RelationStore(store.name, store.arity)
     if record is not None:
         table = store.table.copy()
-        table.apply_rows(record.rows, record.news, record.counts)
+        apply_rows(table, record.rows, record.news, record.counts)
         # A row the Update staged and never recorded (a new head whose count came to nothing).
         table.unstage_rows(table.rows_of(list(table.staged_rows())))
         copy.replace_table(table)

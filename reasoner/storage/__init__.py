@@ -1,7 +1,8 @@
 """Compiled storage of the maintained state: relations as rows of integers with hash tables of
 row ids (`table.pyx`, built by `pip install` through setup.py; its docstring gives the layout),
-two tables compared row by row (`compare.pyx`), a table's compaction (`renumber.pyx`),
-selections by scanning the rows (`scans.pyx`), and sets of tuples on them (`tuple_set.py`).
+two tables compared row by row (`compare.pyx`), an Update's record committed to a table and
+its compaction (`renumber.pyx`), selections by scanning the rows (`scans.pyx`), and sets of
+tuples on them (`tuple_set.py`).
 An epoch's uncommitted changes (`overlay.py`) are recorded by row, and a relation evaluated
 off to the side is compared with the committed one into such a record (`difference.py`; a
 copy with the same row ids, taken back to an iteration, `rewind.pyx`).
@@ -14,7 +15,7 @@ the kernel, the executors, the epoch and the reads.
 """
 
 from reasoner.storage.compare import missing_rows, unmarked_rows
-from reasoner.storage.renumber import commit_rows, compact
+from reasoner.storage.renumber import apply_rows, commit_rows, compact
 from reasoner.storage.scans import count_where, matching, release_slots
 from reasoner.storage.table import Counts, Index, Staged, Table
 from reasoner.storage.tuple_set import TupleSet
@@ -25,6 +26,7 @@ __all__ = [
     "Staged",
     "Table",
     "TupleSet",
+    "apply_rows",
     "commit_rows",
     "compact",
     "count_where",

@@ -1,6 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 # cython: initializedcheck=False, nonecheck=False
-"""A table's compaction: its live rows renumbered to the front, its hash tables kept.
+"""A table's compaction: its live rows renumbered to the front, its hash tables kept; and
+an Update's record committed to it, compacted at once when its removals make that worth it.
 
 A retraction leaves dead rows, and the re-insertion that often follows appends its rows after
 them: on crdt.dl a 10-fact retraction kills a quarter to two fifths of skipBlank, the next
@@ -52,14 +53,23 @@ def compact(Table table not None, bint force=False) -> bool:
     if force or _worth(table, table.nrows - table.committed - table.staged):
         table.restore_chains()  # renumbered in place below, so they must be there
         survey = Survey(table.nrows)
-        _renumber(table, survey.live, survey.before)
+        _renumber(table, survey)
     _tidy(table)
     return survey is not None
 
 
+def apply_rows(Table table not None, const row_word[::1] r, const row_word[::1] n,
+               const count_word[::1] c) -> None:
+    """Commit an Update's changes given by row id (the compiled Update's record): row `r[j]`
+    becomes iteration `n[j]` with count `c[j]`, committed if it was staged; an iteration of
+    2**31 - 1 or past ("absent") removes the row, committed or staged. Row ids stay valid
+    throughout: no compaction here."""
+    _apply(table, r, n, c, True)
+
+
 def commit_rows(Table table not None, const row_word[::1] r, const row_word[::1] n,
                 const count_word[::1] c) -> bool:
-    """`Table.apply_rows(r, n, c)`, renumbering the table at once when the rows it removes
+    """`apply_rows(table, r, n, c)`, renumbering the table at once when the rows it removes
     make it worth compacting; whether it did. Call `compact` after, once the record is freed:
     it compacts what was not, and rebuilds hash tables of mostly tombstones.
 
@@ -68,29 +78,37 @@ def commit_rows(Table table not None, const row_word[::1] r, const row_word[::1]
     slot is a cache miss nothing overlaps. The chains are unlinked as before. A failure
     midway still renumbers (the pass's memory is taken first), so no slot is left naming a
     dead row."""
-    cdef int64_t j, row, gone = 0
+    cdef int64_t j, gone = 0
     cdef Survey survey
-    if n.shape[0] != r.shape[0] or c.shape[0] != r.shape[0]:
-        raise ValueError("rows, iterations and counts of different lengths")
     for j in range(n.shape[0]):
         gone += n[j] >= ABSENT
     if not _worth(table, table.nrows - table.committed - table.staged + gone):
-        table.apply_rows(r, n, c)
+        _apply(table, r, n, c, True)
         return False
     table.restore_chains()
     survey = Survey(table.nrows)  # rows are only removed or committed: nrows stays
     try:
-        for j in range(r.shape[0]):
-            row = r[j]
-            if row < 0 or row >= table.nrows or table.status[row] == DEAD_STATUS:
-                raise KeyError(f"no row {row}")
-            if n[j] >= ABSENT:
-                table._kill(row, False)
-            else:
-                table._commit_row(row, n[j], c[j])
+        _apply(table, r, n, c, False)
     finally:
-        _renumber(table, survey.live, survey.before)
+        _renumber(table, survey)
     return True
+
+
+cdef int _apply(Table table, const row_word[::1] r, const row_word[::1] n,
+                const count_word[::1] c, bint probe) except -1:
+    """`apply_rows`; without `probe`, each removal leaves its tuple's slot (`Table._kill`)."""
+    cdef int64_t j, row
+    if n.shape[0] != r.shape[0] or c.shape[0] != r.shape[0]:
+        raise ValueError("rows, iterations and counts of different lengths")
+    for j in range(r.shape[0]):
+        row = r[j]
+        if row < 0 or row >= table.nrows or table.status[row] == DEAD_STATUS:
+            raise KeyError(f"no row {row}")
+        if n[j] >= ABSENT:
+            table._kill(row, probe)
+        else:
+            table._commit_row(row, n[j], c[j])
+    return 0
 
 
 cdef inline bint _worth(Table table, int64_t dead) noexcept:
@@ -114,12 +132,14 @@ cdef class Survey:
         free(self.before)
 
 
-cdef int _renumber(Table table, uint64_t* live, int32_t* before) except -1:
-    """Renumber the live rows to the front (the chains restored). The interpreter lock is held
-    throughout, as by every method of the table: a reader in another thread (a copy of its
-    columns, a page) sees the rows before or after, not moving."""
+cdef int _renumber(Table table, Survey survey) except -1:
+    """Renumber the live rows to the front (the chains restored), `survey` sized for its rows.
+    The interpreter lock is held throughout, as by every method of the table: a reader in
+    another thread (a copy of its columns, a page) sees the rows before or after, not moving."""
     cdef KeyIndex* ki
     cdef int k
+    cdef uint64_t* live = survey.live
+    cdef int32_t* before = survey.before
     cdef int64_t kept = _survey(table, live, before)
     _move_rows(table, live, <size_t>table.arity * (8 if table.wide else 4))
     _renumber_slots(table.slots, table.mask + 1, table.shift, live, before)

@@ -912,24 +912,6 @@ cdef class Table:
             self._load_row(t)
             self._commit(self.scratch, iteration, counts.get(t, 1) if counts else 1, True)
 
-    def apply_rows(self, const row_word[::1] r, const row_word[::1] n,
-                   const count_word[::1] c):
-        """Commit an Update's changes given by row id (the compiled Update's record): row
-        `r[j]` becomes iteration `n[j]` with count `c[j]`, committed if it was staged; an
-        iteration of 2**31 - 1 or past ("absent") removes the row, committed or staged. Row
-        ids stay valid throughout: no compaction here."""
-        cdef int64_t j, row
-        if n.shape[0] != r.shape[0] or c.shape[0] != r.shape[0]:
-            raise ValueError("rows, iterations and counts of different lengths")
-        for j in range(r.shape[0]):
-            row = r[j]
-            if row < 0 or row >= self.nrows or self.status[row] == DEAD_STATUS:
-                raise KeyError(f"no row {row}")
-            if n[j] >= ABSENT:
-                self._kill(row)
-                continue
-            self._commit_row(row, n[j], c[j])
-
     cdef int _commit_row(self, int64_t r, int64_t iteration, int64_t count) except -1:
         """Commit live row `r` at `iteration` with `count`: a staged row becomes committed, a
         committed one is re-dated. (A Bootstrap commits each new head here: no Python int.)"""

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reasoner.storage import Table, TupleSet, compact, count_where
+from reasoner.storage import Table, TupleSet, apply_rows, compact, count_where
 from tests.conftest import examples
 
 INT64 = st.integers(-(2**63), 2**63 - 1)
@@ -334,13 +334,13 @@ def test_the_row_level_operations_the_update_kernel_uses() -> None:
     assert len(table.staged_view) == 2 and sorted(table.staged_view) == [(5, 6), (7, 8)]
     assert sorted(table.committed_rows().tolist()) == sorted(rows[:2].tolist())
     absent = 1 << 62
-    table.apply_rows(rows[[0, 1, 2]], np.array([absent, 3, 2]), np.array([0, 2**40, 1]))
+    apply_rows(table, rows[[0, 1, 2]], np.array([absent, 3, 2]), np.array([0, 2**40, 1]))
     assert dict(table.items()) == {(3, 4): 3, (5, 6): 2}
     assert table.count((3, 4)) == 2**40 and table.count((5, 6)) == 1
     table.unstage_rows(rows)  # (7, 8) only: the rest is committed or gone
     assert len(table.staged_view) == 0 and len(table) == 2
     with pytest.raises(KeyError):
-        table.apply_rows(rows[[0]], np.array([1]), np.array([1]))  # a removed row
+        apply_rows(table, rows[[0]], np.array([1]), np.array([1]))  # a removed row
 
 
 def test_an_update_record_of_int32_rows_and_iterations_commits_as_int64_does() -> None:
@@ -356,7 +356,7 @@ def test_an_update_record_of_int32_rows_and_iterations_commits_as_int64_does() -
         table.stage((5, 6))
         rows = table.rows_of([(1, 2), (3, 4), (5, 6)]).astype(np.int32)
         assert table.committed_mask(rows).tolist() == [True, True, False]
-        table.apply_rows(rows, np.array([absent, 3, 2], dtype=np.int32), counts)
+        apply_rows(table, rows, np.array([absent, 3, 2], dtype=np.int32), counts)
         assert dict(table.items()) == {(3, 4): 3, (5, 6): 2}
         assert table.count((3, 4)) == int(counts[1]) and table.count((5, 6)) == 1
         assert table.committed_mask(rows).tolist() == [False, True, True]

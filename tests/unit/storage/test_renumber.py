@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from reasoner.storage import Table, commit_rows, compact
+from reasoner.storage import Table, apply_rows, commit_rows, compact
 from reasoner.storage.table import ABSENT
 
 
@@ -147,7 +147,7 @@ def test_a_commit_that_compacts_leaves_the_table_that_removals_one_by_one_do() -
     gone = [(r % 97, r, -r) for r in sorted(dead)] + [(1_000_003, 3, 0)]
     kept = [(r % 97, r, -r) for r in range(1, 600, 3) if r not in dead]
     kept.append((1_000_010, 10, 0))
-    one_by_one.apply_rows(*_record(one_by_one, gone, kept))
+    apply_rows(one_by_one, *_record(one_by_one, gone, kept))
     assert compact(one_by_one)
     assert commit_rows(at_once, *_record(at_once, gone, kept))
     assert not compact(at_once)  # renumbered already: nothing left to compact
@@ -166,7 +166,7 @@ def test_a_commit_that_compacts_leaves_the_table_that_removals_one_by_one_do() -
 def test_a_record_removing_too_few_rows_to_compact_is_applied_row_by_row() -> None:
     one_by_one, at_once = _twins()
     gone = [(r % 97, r, -r) for r in range(0, 30_000, 40)]
-    one_by_one.apply_rows(*_record(one_by_one, gone, []))
+    apply_rows(one_by_one, *_record(one_by_one, gone, []))
     assert not commit_rows(at_once, *_record(at_once, gone, []))
     assert at_once.nrows == 30_060  # the dead rows wait for a later compaction
     assert _structure(at_once) == _structure(one_by_one)
@@ -181,7 +181,7 @@ def test_a_record_with_a_row_no_table_holds_still_leaves_the_table_renumbered() 
     rows, news, counts = _record(at_once, gone, [])
     rows[10_000] = 40_000
     with pytest.raises(KeyError):
-        one_by_one.apply_rows(rows, news, counts)
+        apply_rows(one_by_one, rows, news, counts)
     with pytest.raises(KeyError):
         commit_rows(at_once, rows, news, counts)
     assert at_once.nrows == len(at_once) + 60 == 30_060 - 10_000

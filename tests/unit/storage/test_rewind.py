@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from reasoner.storage import Table
+from reasoner.storage import Table, apply_rows
 from reasoner.storage.difference import aligned_difference
 from reasoner.storage.overlay import RowChanges
 from reasoner.storage.rewind import rewind, rows_between
@@ -24,7 +24,7 @@ def _table(rows: dict[tuple[int, ...], tuple[int, int]], arity: int = 2) -> Tabl
 def _applied(table: Table, record: RowChanges) -> dict[tuple[int, ...], tuple[int, int]]:
     """`table`'s tuples once the record is committed, as (iteration, count)."""
     copy = table.copy()
-    copy.apply_rows(record.rows, record.news, record.counts)
+    apply_rows(copy, record.rows, record.news, record.counts)
     return {t: (copy[t], copy.count(t)) for t in copy}
 
 
