@@ -189,3 +189,30 @@ def test_a_record_with_a_row_no_table_holds_still_leaves_the_table_renumbered() 
     for key in ((0,), (1, 2)):
         assert _groups(at_once, key) == _groups(one_by_one, key)
     assert (0, 0, 0) not in at_once and at_once.insert([(0, 0, 0)], 1) == 1
+
+
+def test_a_renumbering_shared_among_threads_leaves_the_table_one_thread_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past a million rows the renumbering's passes run on several threads, each claiming
+    the next pass: the rows, their order, the hash tables and the chains stay what one
+    thread makes."""
+    import reasoner.support.lanes as lanes
+
+    rows = (1 << 20) + 50_000
+    tables = []
+    for threads in (1, 4):
+        monkeypatch.setattr(lanes, "LANES", threads)
+        table, columns = _filled(rows)
+        table.set((5, 5, -5), 3, 2**40)
+        table.remove_columns([c[1::3] for c in columns])
+        assert compact(table)
+        tables.append(table)
+    one, shared = tables
+    assert one.nrows == shared.nrows == rows - rows // 3
+    assert one.layout == shared.layout
+    assert one.items_with_counts() == shared.items_with_counts()
+    assert list(one.indexes[(0,)].items()) == list(shared.indexes[(0,)].items())
+    r = (1 << 20) + 1  # after 349,526 dead rows
+    assert one.rows_of([(r % 97, r, -r)]).tolist() == shared.rows_of([(r % 97, r, -r)]).tolist()
+    assert shared.rows_of([(r % 97, r, -r)]).tolist() == [r - 349_526]
