@@ -39,7 +39,17 @@ from reasoner.support.lanes import lane_count
 
 
 cdef extern from *:
-    int __builtin_popcountll(unsigned long long x) noexcept nogil
+    """
+    /* The bits set in a word, inline: built without -mpopcnt, __builtin_popcountll is a call
+       to libgcc's __popcountdi2, which a compaction makes for every slot and link. */
+    static inline int renumber_popcount(uint64_t x) {
+        x = x - ((x >> 1) & 0x5555555555555555ULL);
+        x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+        x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0FULL;
+        return (int)((x * 0x0101010101010101ULL) >> 56);
+    }
+    """
+    int renumber_popcount(uint64_t x) noexcept nogil
     int __atomic_fetch_add(int* p, int v, int order) noexcept nogil
     int __ATOMIC_SEQ_CST
 
@@ -286,7 +296,7 @@ cdef int _tidy(Table table) except -1:
 cdef inline int64_t _new_id(int64_t r, const uint64_t* live, const int32_t* before) noexcept nogil:
     """Live row `r`'s id once the dead rows before it are gone."""
     cdef uint64_t below = (<uint64_t>1 << (r & 63)) - 1
-    return before[r >> 6] + __builtin_popcountll(live[r >> 6] & below)
+    return before[r >> 6] + renumber_popcount(live[r >> 6] & below)
 
 
 cdef int64_t _survey(Table t, uint64_t* live, int32_t* before) noexcept nogil:
@@ -300,7 +310,7 @@ cdef int64_t _survey(Table t, uint64_t* live, int32_t* before) noexcept nogil:
             if t.status[r] != DEAD_STATUS:
                 bits |= <uint64_t>1 << (r & 63)
         live[b] = bits
-        kept += __builtin_popcountll(bits)
+        kept += renumber_popcount(bits)
     return kept
 
 
