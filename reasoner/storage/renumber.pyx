@@ -15,10 +15,11 @@ cache miss on the key table and on the group's head row). Compaction keeps the r
 a live row's new id is its old one less the dead rows before it: a bitmap of the live rows
 (a bit a row) and a prefix count per 64 rows (a word per 64 rows) give it, both small enough to
 stay in cache, and every slot of the hash tables and every chain link is rewritten in place,
-in one sequential pass each, without a hash computed or a row read. The passes touch
-disjoint arrays, so past a million rows they are shared among threads (crdt.dl's epoch-1
-commit: 5.2-5.3 s against 8.2-9.0 s on one). The tombstones the dead rows left stay (a probe meets them as before the compaction); a table whose tombstones outnumber its
-entries is rebuilt without them, which also shrinks it after a large retraction."""
+in sequential passes, without a hash computed or a row read. The passes touch disjoint
+arrays, so past a million rows they are shared among threads (crdt.dl's epoch-1 commit:
+5.2-5.3 s against 8.2-9.0 s on one). The tombstones the dead rows left stay (a probe meets
+them as before the compaction); a table whose tombstones outnumber its entries is rebuilt
+without them, which also shrinks it after a large retraction."""
 
 from libc.stdint cimport int32_t, int64_t, uint16_t, uint64_t
 from libc.stdlib cimport free, malloc
@@ -40,8 +41,8 @@ from reasoner.support.lanes import lane_count
 
 cdef extern from *:
     """
-    /* The bits set in a word, inline: built without -mpopcnt, __builtin_popcountll is a call
-       to libgcc's __popcountdi2, which a compaction makes for every slot and link. */
+    /* The bits set in a word, inline: on x86-64 built without -mpopcnt, __builtin_popcountll
+       is a call to libgcc's __popcountdi2, which a compaction makes for every slot and link. */
     static inline int renumber_popcount(uint64_t x) {
         x = x - ((x >> 1) & 0x5555555555555555ULL);
         x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
@@ -116,6 +117,7 @@ def apply_rows(Table table not None, const row_word[::1] r, const row_word[::1] 
     becomes iteration `n[j]` with count `c[j]`, committed if it was staged; an iteration of
     2**31 - 1 or past ("absent") removes the row, committed or staged. Row ids stay valid
     throughout: no compaction here."""
+    _check_lengths(r, n, c)
     _apply(table, r, n, c, True)
 
 
@@ -132,6 +134,7 @@ def commit_rows(Table table not None, const row_word[::1] r, const row_word[::1]
     dead row."""
     cdef int64_t j, gone = 0
     cdef Survey survey
+    _check_lengths(r, n, c)  # before a row is touched: a failure below still renumbers
     for j in range(n.shape[0]):
         gone += n[j] >= ABSENT
     if not _worth(table, table.nrows - table.committed - table.staged + gone):
@@ -148,10 +151,9 @@ def commit_rows(Table table not None, const row_word[::1] r, const row_word[::1]
 
 cdef int _apply(Table table, const row_word[::1] r, const row_word[::1] n,
                 const count_word[::1] c, bint probe) except -1:
-    """`apply_rows`; without `probe`, each removal leaves its tuple's slot (`Table._kill`)."""
+    """`apply_rows`, its lengths checked; without `probe`, each removal leaves its tuple's
+    slot (`Table._kill`)."""
     cdef int64_t j, row
-    if n.shape[0] != r.shape[0] or c.shape[0] != r.shape[0]:
-        raise ValueError("rows, iterations and counts of different lengths")
     for j in range(r.shape[0]):
         row = r[j]
         if row < 0 or row >= table.nrows or table.status[row] == DEAD_STATUS:
@@ -163,22 +165,34 @@ cdef int _apply(Table table, const row_word[::1] r, const row_word[::1] n,
     return 0
 
 
+cdef int _check_lengths(const row_word[::1] r, const row_word[::1] n,
+                        const count_word[::1] c) except -1:
+    if n.shape[0] != r.shape[0] or c.shape[0] != r.shape[0]:
+        raise ValueError("rows, iterations and counts of different lengths")
+    return 0
+
+
 cdef inline bint _worth(Table table, int64_t dead) noexcept:
     return dead >= MIN_DEAD and SHARE * dead >= table.nrows
 
 
 cdef class Survey:
-    """A renumbering's memory, taken before the table is touched: the live-row bitmap, the
-    live rows before each block of 64, and its passes."""
+    """A renumbering's memory and threads, settled before the table is touched: the live-row
+    bitmap, the live rows before each block of 64, its passes (for `keyed` key indexes), and
+    the threads to share them."""
     cdef uint64_t* live
     cdef int32_t* before
     cdef Pass* passes
+    cdef int keyed
+    cdef int threads
 
     def __cinit__(self, Table table):
         cdef int64_t blocks = max((table.nrows + 63) // 64, 1)
+        self.keyed = table.nkeyed
+        self.threads = 1 if table.nrows < THREAD_ROWS else lane_count()
         self.live = <uint64_t*>malloc(<size_t>blocks * sizeof(uint64_t))
         self.before = <int32_t*>malloc(<size_t>blocks * sizeof(int32_t))
-        self.passes = <Pass*>malloc(<size_t>(1 + (PARTS + 2) * (table.nkeyed + 1)) * sizeof(Pass))
+        self.passes = <Pass*>malloc(<size_t>(1 + PARTS + (PARTS + 2) * self.keyed) * sizeof(Pass))
         if self.live == NULL or self.before == NULL or self.passes == NULL:
             raise MemoryError()
 
@@ -200,6 +214,8 @@ cdef int _renumber(Table table, Survey survey) except -1:
     cdef KeyIndex* ki
     cdef int k
     cdef Passes work
+    if table.nkeyed > survey.keyed:  # the epoch's one writer adds no index meanwhile
+        raise RuntimeError("a key index was added to a table being renumbered")
     work.live, work.before = survey.live, survey.before
     work.passes, work.count, work.next = survey.passes, 0, 0
     work.rows, work.status, work.counts = <char*>table.rows, table.status, table.counts
@@ -216,7 +232,7 @@ cdef int _renumber(Table table, Survey survey) except -1:
         ki = table.keyed[k]
         if ki.slots != NULL:
             _add_slots(&work, ki.slots, ki.mask + 1)
-    _share_passes(&work, 1 if table.nrows < THREAD_ROWS else lane_count())
+    _share_passes(&work, survey.threads)
     table.nrows = kept
     table.generation += 1
     table.renumbered += 1
