@@ -185,6 +185,17 @@ cdef inline int64_t _slot_count(int64_t entries) noexcept nogil:
     return n
 
 
+cdef inline int64_t _with_room(int64_t entries) noexcept nogil:
+    """The entries to size a hash table for when one more did not fit: an eighth more. Its
+    load counts tombstones, so a table of many may be full while its entries are nearly as
+    many as the same size holds; rebuilt at that size, it would be full again a few insertions
+    later. crdt_linear's Updates, each retracting and re-inserting a few rows, rebuilt
+    currentValue's tables at every other epoch (3 ms against 0.05 ms). With an eighth more, a
+    rebuilt table has room for a tenth of its slots before the next rebuild; a table that only
+    grew doubles as before."""
+    return entries + entries // 8
+
+
 cdef inline const void* _address(Table t, int64_t r) noexcept nogil:
     """Where row `r`'s words start."""
     if t.wide:

@@ -566,6 +566,7 @@ cdef class Table:
         self.slots = slots
         self.mask = count - 1
         self.used = used
+        self.rebuilds += 1
         return 0
 
     cdef int64_t _append(self, const int64_t* words, int32_t status) except -1:
@@ -597,7 +598,7 @@ cdef class Table:
             raise MemoryError()
         memcpy(held, words, size)
         try:
-            self._rehash(self.committed + self.staged + 1)
+            self._rehash(_with_room(self.committed + self.staged + 1))
             return self._append_hashed(held, status, h)
         finally:
             free(held)
@@ -1236,7 +1237,7 @@ cdef uint64_t _key_hash(KeyIndex* ki, Table t, int64_t r) noexcept nogil:
 cdef int _link(KeyIndex* ki, Table t, int64_t r) except -1:
     """Put row `r` at the head of its group."""
     if _too_full(ki.used + 1, ki.mask + 1):
-        _resize_keys(ki, t, ki.groups + 1)
+        _resize_keys(ki, t, _with_room(ki.groups + 1))
     _link_hashed(ki, t, r, _key_hash(ki, t, r))
     return 0
 
@@ -1307,6 +1308,7 @@ cdef int _resize_keys(KeyIndex* ki, Table t, int64_t groups) except -1:
     ki.slots = slots
     ki.mask = count - 1
     ki.used = used
+    t.rebuilds += 1
     return 0
 
 

@@ -30,7 +30,7 @@ from reasoner.storage.blocks cimport _block_free
 from reasoner.storage.claims cimport FOUND_NONE, _claim, _store_claimed
 from reasoner.storage.slots cimport (
     _claim_slot, _entry, _load_slot, _retag_slots, _row, _share, _slot_count, _store_slot,
-    _tagged, _too_full,
+    _tagged, _too_full, _with_room,
 )
 from reasoner.storage.table cimport (
     DEAD_STATUS, EMPTY, KeyIndex, Table, _key_hash, _link, _link_hashed, _new_slots,
@@ -193,7 +193,7 @@ def add_claimed(Table table not None, int64_t rows, int lanes) -> None:
     table.used += rows
     table.version += 1
     if _too_full(table.used, table.mask + 1):
-        table._rehash(table.committed + table.staged)
+        table._rehash(_with_room(table.committed + table.staged))
     if not n or not rows:
         return
     # Read once: a charge below runs Python, and a reader may add an index meanwhile (built
@@ -461,6 +461,7 @@ cdef int _double_keys(KeyIndex* ki, Table table, int lanes) except -1:
         raise
     _block_free(ki.slots)
     ki.slots, ki.mask, ki.used = work.slots, count - 1, sum(work.placed)
+    table.rebuilds += 1
     return 0
 
 
@@ -578,6 +579,6 @@ cdef int _link_part(KeyIndex* part, Table t, int j, int lanes) except -1 nogil:
             continue
         if _too_full(part.used + 1, part.mask + 1):
             with gil:
-                _resize_keys(part, t, part.groups + 1)
+                _resize_keys(part, t, _with_room(part.groups + 1))
         _link_hashed(part, t, r, h)
     return 0
