@@ -264,8 +264,8 @@ cdef int _share_passes(Passes* work, int threads) except -1:
     others; the result is the same whoever runs a pass."""
     cdef pthread_t helpers[MAX_HELPERS]
     cdef int j, started = 0
-    threads = min(threads - 1, MAX_HELPERS, work.count - 1)
-    for j in range(threads):
+    cdef int wanted = min(threads - 1, MAX_HELPERS, work.count - 1)  # helpers, not the caller
+    for j in range(wanted):
         if pthread_create(&helpers[started], NULL, _serve, work) == 0:
             started += 1
     _run_passes(work)
