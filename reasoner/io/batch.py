@@ -18,6 +18,7 @@ from __future__ import annotations
 import mmap
 import os
 from collections.abc import Iterator, Mapping, Sequence
+from itertools import chain
 from typing import Any, BinaryIO, cast, overload
 
 import numpy as np
@@ -216,9 +217,22 @@ class FactBatch(Sequence[Row]):
         columns = list(zip(*rows, strict=True)) if rows else [()] * len(types)
         if field_kinds(types) is None:
             return cls.of_columns([list(column) for column in columns], types)
+        return cls._of_plain_columns(columns, types)
+
+    @classmethod
+    def _of_plain_columns(
+        cls, columns: Sequence[Sequence[Value]], types: Sequence[ColumnType]
+    ) -> FactBatch:
+        """`of_rows` of its rows' columns, for types without records or floats."""
         at = [c for c, kind in enumerate(types) if kind == SYMBOL]
         own = SymbolTable() if at else None
-        texts = [cast(str, row[c]) for row in rows for c in at]
+        # Row by row, as met: interleaved in C, not a Python step per field (LUBM's 10 %
+        # delta, 30 k fields: 4.8 ms of an Update's 25).
+        texts: tuple[str, ...] | list[str] = ()
+        if at:
+            symbol_columns = [cast(tuple[str, ...], columns[c]) for c in at]
+            interleaved = zip(*symbol_columns, strict=True)
+            texts = symbol_columns[0] if len(at) == 1 else list(chain.from_iterable(interleaved))
         ids = own.intern_column(texts) if own is not None else None
         encoded = [
             ids[at.index(c) :: len(at)]  # type: ignore[index]  # ids: symbol columns
@@ -249,9 +263,8 @@ class FactBatch(Sequence[Row]):
         plain = field_kinds(types) is not None  # encoded by `of_rows`, without Polars
         schema = frame_schema(types) if not plain else {}
         series = []
-        for name, kind, column in zip(
-            column_names(arity), types, zip(*rows, strict=True), strict=True
-        ):
+        columns = list(zip(*rows, strict=True))
+        for name, kind, column in zip(column_names(arity), types, columns, strict=True):
             if kind == FLOAT and set(map(type, column)) <= {float, int}:
                 try:  # an int is the float of its value, as a literal without a point
                     column = tuple(map(float, column))
@@ -270,7 +283,7 @@ class FactBatch(Sequence[Row]):
         if not plain:
             return cls(pl.DataFrame(series))
         try:
-            return cls.of_rows(rows, types)
+            return cls._of_plain_columns(columns, types)
         except OverflowError:  # past 64 bits
             return None
 

@@ -307,6 +307,20 @@ def test_a_clients_rows_of_numbers_and_symbols_are_encoded() -> None:
         assert FactBatch.of_values([*rows, bad], types) is None
 
 
+def test_a_clients_symbols_are_numbered_as_a_row_by_row_reading_meets_them() -> None:
+    """Two symbol columns interleaved row by row, not column by column: the ids a table
+    gives new symbols are those a row-by-row interning gives, whatever path the rows took."""
+    types = ("symbol", "number", "symbol")
+    rows = [("b", 1, "a"), ("c", 2, "b"), ("d", 3, "e"), ("a", 4, "d")]
+    batch = FactBatch.of_values(rows, types)
+    assert batch is not None and batch.encoded is not None
+    table, by_row = SymbolTable(), SymbolTable()
+    first, _, third = batch.encoded_in(table)
+    expected = [(by_row.intern(x), by_row.intern(z)) for x, _, z in rows]
+    assert list(zip(first.tolist(), third.tolist(), strict=True)) == expected
+    assert table.since(0) == ["b", "a", "c", "d", "e"]
+
+
 def test_a_large_delta_of_rows_is_refused_as_a_small_one_is() -> None:
     """Rows enough to be checked as a batch: a row that does not fit is still refused with
     the code the row-by-row check gives."""
