@@ -333,7 +333,7 @@ cdef class Kernel:
         self.rules = []
         _rows_init(&self.overlay, self.nrel)
         _rows_init(&self.flip, self.nrel)
-        _map_init(&self.bucket_of, 64)
+        _map_init(&self.bucket_of, 64, True)  # iterations, met in runs
         _map_init(&self.delta, 64)
         _map_init(&self.wanted, 64)
 
