@@ -45,6 +45,9 @@ cdef inline void* _advised(void* p, size_t size) noexcept nogil:
 
 # -- a hash map of int64 keys (>= 0) to int64 values, cleared in O(1) --------------------------
 
+cdef enum:
+    DIRECT_PROBES = 64  # slots past its own from which a key turns a `direct` map mixed
+
 cdef struct Map:
     int64_t* keys
     int64_t* values
@@ -53,9 +56,11 @@ cdef struct Map:
     int64_t mask
     int64_t used
     # Keys placed by their own low bits, not a mix of them: for keys met in runs of
-    # consecutive values (iterations), which then share cache lines. Mixed, an Update's
-    # bucket of each of a chain's 200 k iterations was a miss to place and one to pop: 9 % of
-    # its time. Kept by `_map_reset` and `_map_grow`.
+    # consecutive values (iterations), which then share cache lines and stream through the
+    # prefetcher. Mixed, an Update's bucket of each of a chain's 200 k iterations was a miss
+    # to place and one to pop: 9 % of its time. Runs a multiple of the size apart would
+    # share slots, so a key put more than DIRECT_PROBES slots past its own turns the map
+    # mixed (`_map_put`). Kept by `_map_reset` and `_map_grow`.
     bint direct
 
 
@@ -137,6 +142,10 @@ cdef inline int _map_put(Map* m, int64_t key, int64_t value) except -1:
     if m.stamps[i] == m.stamp:
         m.values[i] = value
         return 0
+    if m.direct and (<uint64_t>(i - key) & <uint64_t>m.mask) > DIRECT_PROBES:
+        m.direct = False  # runs of keys sharing slots: mixed from here on, as the other maps
+        _map_grow(m, m.mask + 1)
+        i = _map_slot(m, key)
     if 2 * (m.used + 1) > m.mask + 1:
         _map_grow(m, 2 * (m.mask + 1))
         i = _map_slot(m, key)

@@ -399,6 +399,7 @@ cdef class Kernel:
         _rows_clear(&self.flip, kept)
         for i in range(3):
             _map_reset(maps[i], kept)
+        self.bucket_of.direct = True  # emptied: an Update that turned it mixed is over
         for i in range(14):
             _vec_reset(vecs[i], kept)
         for i in range(len(self.rules)):
