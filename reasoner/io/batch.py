@@ -231,8 +231,10 @@ class FactBatch(Sequence[Row]):
         texts: tuple[str, ...] | list[str] = ()
         if at:
             symbol_columns = [cast(tuple[str, ...], columns[c]) for c in at]
-            interleaved = zip(*symbol_columns, strict=True)
-            texts = symbol_columns[0] if len(at) == 1 else list(chain.from_iterable(interleaved))
+            if len(at) == 1:
+                texts = symbol_columns[0]
+            else:
+                texts = list(chain.from_iterable(zip(*symbol_columns, strict=True)))
         ids = own.intern_column(texts) if own is not None else None
         encoded = [
             ids[at.index(c) :: len(at)]  # type: ignore[index]  # ids: symbol columns

@@ -101,7 +101,7 @@ cdef class Table:
     # Moves whenever the row arrays move or are renumbered (growth, widening, compaction,
     # clearing): what a reader that let go of the GIL must check before it reads on.
     cdef readonly uint64_t renumbered   # moves when row ids change meaning (compact, clear)
-    cdef readonly uint64_t rebuilds     # hash tables rebuilt: the tuple table's, a key table's
+    cdef readonly uint64_t rebuilds     # tuple or key tables rebuilt larger or without tombstones
     cdef dict _indexes
     cdef readonly bint chains_released  # see `release_chains`
     # No reader can reach the table yet (a state being built, `State(building=True)`): its

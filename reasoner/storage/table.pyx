@@ -1304,11 +1304,11 @@ cdef int _resize_keys(KeyIndex* ki, Table t, int64_t groups) except -1:
     cdef int64_t used = 0
     if ki.slots != NULL:
         used = _place_heads(ki, t, slots, count - 1, False, 0, ki.mask + 1)
+        t.rebuilds += 1
     _block_free(ki.slots)
     ki.slots = slots
     ki.mask = count - 1
     ki.used = used
-    t.rebuilds += 1
     return 0
 
 

@@ -579,6 +579,6 @@ cdef int _link_part(KeyIndex* part, Table t, int j, int lanes) except -1 nogil:
             continue
         if _too_full(part.used + 1, part.mask + 1):
             with gil:
-                _resize_keys(part, t, _with_room(part.groups + 1))
+                _resize_keys(part, t, part.groups + 1)
         _link_hashed(part, t, r, h)
     return 0

@@ -192,7 +192,9 @@ class SymbolTable:
             if len(texts) >= BULK_INTERN:
                 return mapped_distinct(texts, self.intern)
             texts = texts.to_list()
-        out = numbered(self._id_map(), self._strings, list(texts))
+        out = numbered(
+            self._id_map(), self._strings, texts if isinstance(texts, list) else list(texts)
+        )
         self._mapped = len(self._strings)
         return out
 
