@@ -1,6 +1,6 @@
 """An Update schedules each candidate in its iteration's bucket, found by the iteration in a
-map that places iterations eight consecutive ones at a time (`buffers.Map.direct`): a
-chain's iterations come in runs, which then share cache lines. Where the map places a key
+map that places iterations by their own low bits (`buffers.Map.direct`): a chain's
+iterations come in runs, which then share cache lines. Where the map places a key
 changes no result, only how fast it is found; what this checks is that down a chain of
 thousands of iterations, the map growing many times and a later Update's iterations
 starting past its size, the state stays the one a fresh Bootstrap gives, iteration and
