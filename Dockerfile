@@ -35,6 +35,7 @@ COPY setup.py ./
 COPY reasoner/__init__.py ./reasoner/
 COPY reasoner/storage/__init__.py reasoner/storage/table.pyx reasoner/storage/table.pxd \
      reasoner/storage/blocks.pxd reasoner/storage/slots.pxd reasoner/storage/claims.pxd \
+     reasoner/storage/links.pxd \
      reasoner/storage/table_lanes.pyx reasoner/storage/rewind.pyx \
      reasoner/storage/compare.pyx reasoner/storage/renumber.pyx reasoner/storage/scans.pyx \
      ./reasoner/storage/

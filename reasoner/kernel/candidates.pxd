@@ -148,3 +148,13 @@ cdef inline void _resolve_heads(Run* run, PyObject** tps, int64_t inf) noexcept 
             _set_half(w, H_HO, ho)
             _set_half(w, H_HEAD_ROW, row)
     run.pending.size = 0
+
+
+cdef inline int _link_new_heads(PyObject** tps, int nrel) except -1:
+    """Link the heads an iteration appended unlinked (`Table._append_unlinked`) into their
+    tables' key indexes, once it has judged all its candidates."""
+    cdef int i
+    for i in range(nrel):
+        if (<Table>tps[i]).unlinked:
+            (<Table>tps[i])._link_pending()
+    return 0

@@ -17,7 +17,7 @@ from libc.stdint cimport int64_t, uint64_t
 
 from reasoner.kernel.candidates cimport C_BODY, H_RULE, _half
 from reasoner.kernel.runs cimport QUEUED_HEADS
-from reasoner.storage.table cimport __builtin_prefetch, _mix
+from reasoner.storage.table cimport __builtin_prefetch, _hash_step, _mix
 
 # In a table slot: the candidate's offset in the arena (C_BITS bits), identity bits above it.
 cdef enum:
@@ -42,7 +42,7 @@ cdef inline uint64_t _identity(const int64_t* w, const int* identity_of, int64_t
     cdef uint64_t h = _mix(<uint64_t>rule + 1)
     cdef int j
     for j in range(identity_of[rule]):
-        h = _mix(h ^ (<uint64_t>w[c + C_BODY + j] + <uint64_t>0x9E3779B97F4A7C15 + (h << 6)))
+        h = _hash_step(h, w[c + C_BODY + j])
     return h
 
 

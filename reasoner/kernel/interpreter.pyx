@@ -1540,7 +1540,10 @@ cdef class Kernel:
         elif c >= 0:
             listed[0] = c
             kept = 1
-        self._classify(slots, kept, k, 2 * found >= size)
+        try:
+            self._classify(slots, kept, k, 2 * found >= size)
+        finally:  # its new heads, appended unlinked, join the indexes that hand-overs read
+            _link_new_heads(self.tps, self.nrel)
         c = self.bucket_first.data[b]  # classified: the places go on their rules' free lists
         while c >= 0:  # (the arena then holds the candidates pending, not all ever scheduled)
             d = self.arena.data[c + C_NEXT]
@@ -1663,7 +1666,7 @@ cdef class Kernel:
         if row < 0 and again:
             row = head._find(w + C_BODY + rule.identity)
         if row < 0:  # a new tuple: only ever added to, so it will be present
-            row = head._append(w + C_BODY + rule.identity, -1)
+            row = head._append_unlinked(w + C_BODY + rule.identity, -1)
         key = _key(rule.head, row)
         e = _map_get(&self.delta, key, -1)
         if e < 0:

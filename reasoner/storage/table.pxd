@@ -53,6 +53,12 @@ cdef inline uint64_t _mix(uint64_t h) noexcept nogil:
     return h
 
 
+cdef inline uint64_t _hash_step(uint64_t h, int64_t v) noexcept nogil:
+    """A hash `h` with one more word `v`: every hash of words, so that a key hashes the same
+    whether its words are read from a row, a probe or a candidate."""
+    return _mix(h ^ (<uint64_t>v + <uint64_t>0x9E3779B97F4A7C15 + (h << 6)))
+
+
 cdef inline int64_t _get(const void* rows, bint wide, int64_t i) noexcept nogil:
     """Word `i` of a row array of 64-bit (`wide`) or 32-bit words."""
     if wide:
@@ -107,6 +113,8 @@ cdef class Table:
     # No reader can reach the table yet (a state being built, `State(building=True)`): its
     # slots may be changed in place by the lanes (`_retag`), the GIL let go.
     cdef public bint building
+    cdef bint deferring_links     # `_append_unlinked` is appending
+    cdef readonly int64_t unlinked  # the last rows, not linked into the key indexes yet
 
     cdef int _load(self, object t) except -1
     cdef int64_t _find(self, const int64_t* words) noexcept nogil
@@ -134,6 +142,8 @@ cdef class Table:
     cdef int64_t _store_row(self, const int64_t* words, int32_t status, uint64_t h,
                             int64_t i) except -1
     cdef int _kill(self, int64_t r, bint probe=*) except -1
+    cdef int64_t _append_unlinked(self, const int64_t* words, int32_t status) except -1
+    cdef int _link_pending(self) except -1
     cdef int _check_iteration(self, int64_t iteration) except -1
     cdef int _load_row(self, object t) except -1
     cdef int _commit(self, const int64_t* words, int64_t iteration, object count,
@@ -171,11 +181,9 @@ cdef inline int _add_count(Table t, int64_t row, int64_t times) except -1:
 
 cdef int _resize_keys(KeyIndex* ki, Table t, int64_t groups) except -1
 cdef int _restore_chains(Table t) except -1
-cdef int _link(KeyIndex* ki, Table t, int64_t r) except -1
 cdef int32_t* _new_slots(int64_t count, bint filled=*) except NULL
 cdef int64_t _place_rows(Table t, int32_t* slots, int64_t mask, int64_t start, int64_t stop,
                          bint shared) noexcept nogil
 cdef uint64_t _key_hash(KeyIndex* ki, Table t, int64_t r) noexcept nogil
 cdef int64_t _place_heads(KeyIndex* ki, Table t, int32_t* slots, int64_t mask,
                           bint shared, int64_t start, int64_t stop) noexcept nogil
-cdef void _link_hashed(KeyIndex* ki, Table t, int64_t r, uint64_t h) noexcept nogil

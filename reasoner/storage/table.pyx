@@ -60,6 +60,7 @@ from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
 
 from reasoner.storage.blocks cimport _block_free, _block_resize, _grow_block
+from reasoner.storage.links cimport _link, _link_range, _unlink  # a key index's chains
 from reasoner.storage.slots cimport *  # slot words, their placement in a rebuild, the load
 
 import os
@@ -86,7 +87,7 @@ cdef inline uint64_t _hash_words(const int64_t* words, int n) noexcept nogil:
     cdef uint64_t h = SEED
     cdef int i
     for i in range(n):
-        h = _mix(h ^ (<uint64_t>words[i] + <uint64_t>0x9E3779B97F4A7C15 + (h << 6)))
+        h = _hash_step(h, words[i])
     return _mix(h + <uint64_t>n)
 
 
@@ -95,7 +96,7 @@ cdef inline uint64_t _hash_row(const void* rows, bint wide, int64_t base, int n)
     cdef uint64_t h = SEED
     cdef int i
     for i in range(n):
-        h = _mix(h ^ (<uint64_t>_get(rows, wide, base + i) + <uint64_t>0x9E3779B97F4A7C15 + (h << 6)))
+        h = _hash_step(h, _get(rows, wide, base + i))
     return _mix(h + <uint64_t>n)
 
 
@@ -105,8 +106,7 @@ cdef inline uint64_t _hash_cols(const void* rows, bint wide, int64_t base, const
     cdef uint64_t h = SEED
     cdef int i
     for i in range(n):
-        h = _mix(h ^ (<uint64_t>_get(rows, wide, base + cols[i]) + <uint64_t>0x9E3779B97F4A7C15
-                      + (h << 6)))
+        h = _hash_step(h, _get(rows, wide, base + cols[i]))
     return _mix(h + <uint64_t>n)
 
 
@@ -607,8 +607,11 @@ cdef class Table:
                             int64_t i) except -1:
         """Write a new row (the arrays have room, its rows' width fits it) with hash `h`
         into slot `i` of the tuple table, an empty one or a tombstone; its row id."""
-        cdef int64_t r = self.nrows
+        cdef int64_t r
         cdef int k
+        if self.unlinked and not self.deferring_links:
+            self._link_pending()  # (rows are linked in order)
+        r = self.nrows
         if self.chains_released:
             _restore_chains(self)
         for k in range(self.arity):
@@ -619,8 +622,11 @@ cdef class Table:
         if self.slots[i] == EMPTY:
             self.used += 1
         self.slots[i] = _entry(h, r, self.shift)
-        for k in range(self.nkeyed):
-            _link(self.keyed[k], self, r)
+        if self.deferring_links:
+            self.unlinked += 1
+        else:
+            for k in range(self.nkeyed):
+                _link(self.keyed[k], self, r)
         if status >= 0:
             self.committed += 1
         else:
@@ -634,6 +640,8 @@ cdef class Table:
         cdef uint64_t h
         cdef int64_t i
         cdef int k
+        if self.unlinked:
+            self._link_pending()
         self._own_slots(0)
         if self.chains_released:
             _restore_chains(self)
@@ -653,6 +661,35 @@ cdef class Table:
             self.staged -= 1
         self.status[r] = DEAD_STATUS
         self.version += 1
+        return 0
+
+    cdef int64_t _append_unlinked(self, const int64_t* words, int32_t status) except -1:
+        """`_append`, the row left out of the key indexes until `_link_pending` links it with
+        the others appended so, their misses overlapped (`links._link_range`). An Update's
+        iteration appends its new heads while it judges its candidates, which read the tuple
+        table only; linked one by one, each waited on its group's slot and head in turn. The
+        caller links them before anything reads the indexes; `_kill` and a linked append
+        link them first."""
+        self.deferring_links = True
+        try:
+            return self._append(words, status)
+        finally:
+            self.deferring_links = False
+
+    cdef int _link_pending(self) except -1:
+        """Link the rows `_append_unlinked` added, in order, into every key index. Each has
+        room for them first, so that a refused allocation leaves none linked, and a later
+        call links them all."""
+        cdef int64_t n = self.unlinked
+        cdef KeyIndex* ki
+        cdef int k
+        for k in range(self.nkeyed):
+            ki = self.keyed[k]
+            if _too_full(ki.used + n, ki.mask + 1):
+                _resize_keys(ki, self, _with_room(ki.groups + n))
+        for k in range(self.nkeyed):
+            _link_range(self.keyed[k], self, self.nrows - n, self.nrows)
+        self.unlinked = 0
         return 0
 
     cdef int _check_iteration(self, int64_t iteration) except -1:
@@ -1234,69 +1271,6 @@ cdef uint64_t _key_hash(KeyIndex* ki, Table t, int64_t r) noexcept nogil:
     return _hash_cols(t.rows, t.wide, r * t.arity, ki.cols, ki.ncols)
 
 
-cdef int _link(KeyIndex* ki, Table t, int64_t r) except -1:
-    """Put row `r` at the head of its group."""
-    if _too_full(ki.used + 1, ki.mask + 1):
-        _resize_keys(ki, t, _with_room(ki.groups + 1))
-    _link_hashed(ki, t, r, _key_hash(ki, t, r))
-    return 0
-
-
-cdef void _link_hashed(KeyIndex* ki, Table t, int64_t r, uint64_t h) noexcept nogil:
-    """`_link` of row `r` whose key hashes to `h`, the key table having room for a group."""
-    cdef int64_t i = <int64_t>(h & <uint64_t>ki.mask), head, tomb = -1
-    cdef int32_t s
-    while True:
-        s = ki.slots[i]
-        if s == EMPTY:
-            break
-        if s == TOMB:
-            if tomb < 0:
-                tomb = i
-        elif _tagged(s, h, t.shift):
-            head = _row(s, t.shift)
-            if _same_key(ki, t, head, r):
-                ki.next[r] = <int32_t>head
-                ki.prev[r] = -1
-                ki.prev[head] = <int32_t>r
-                ki.slots[i] = _entry(h, r, t.shift)
-                return
-        i = (i + 1) & ki.mask
-    if tomb >= 0:
-        i = tomb
-    else:
-        ki.used += 1
-    ki.slots[i] = _entry(h, r, t.shift)
-    ki.next[r] = -1
-    ki.prev[r] = -1
-    ki.groups += 1
-
-
-cdef int _unlink(KeyIndex* ki, Table t, int64_t r) except -1:
-    """Take row `r` out of its group (and the group out of the table when it empties)."""
-    cdef int32_t p = ki.prev[r]
-    cdef int32_t n = ki.next[r]
-    cdef int64_t i
-    if p >= 0:
-        ki.next[p] = n
-        if n >= 0:
-            ki.prev[n] = p
-        return 0
-    # The group's head: its slot points at it.
-    cdef uint64_t h = _key_hash(ki, t, r)
-    cdef int32_t entry = _entry(h, r, t.shift)
-    i = <int64_t>(h & <uint64_t>ki.mask)
-    while ki.slots[i] != entry:
-        i = (i + 1) & ki.mask
-    if n >= 0:
-        ki.slots[i] = _entry(h, n, t.shift)
-        ki.prev[n] = -1
-    else:
-        ki.slots[i] = TOMB
-        ki.groups -= 1
-    return 0
-
-
 cdef int _resize_keys(KeyIndex* ki, Table t, int64_t groups) except -1:
     """Rebuild the key table for `groups` groups, moving the heads and dropping tombstones."""
     cdef int64_t count = _slot_count(groups)
@@ -1333,38 +1307,15 @@ cdef int64_t _place_heads(KeyIndex* ki, Table t, int32_t* slots, int64_t mask,
     return placed
 
 
-cdef enum:
-    CACHED_GROUPS = 4096
-
-
 cdef int _rebuild_index(KeyIndex* ki, Table t, int64_t nrows) except -1:
-    """The index from scratch over the live rows [0, nrows). A row's link waits on its group's
-    head: its row (to compare keys) and its `prev` word, anywhere in a large table. So row
-    r + AHEAD's first slot is fetched, and at r + AHEAD / 2 the head that slot names, whose
-    misses overlap those of the rows between (a head linked meanwhile is a row just read; a
-    slot of another group costs a useless fetch). Under `CACHED_GROUPS` groups the heads are
-    rows of the last few thousand, in the cache, and the fetches would only cost their hashes.
-    20 M rows in 180 k groups, in random order: 0.72x the time. (crdt.dl's skipBlank index
-    gains nothing: its groups recur at every iteration, so its heads are recent rows.)"""
-    cdef int64_t r
-    cdef int32_t s
+    """The index from scratch over the live rows [0, nrows) (`_link_range`)."""
     _block_free(ki.slots)
     ki.slots = NULL
     ki.groups = 0
     ki.used = 0
     ki.mask = 0
     _resize_keys(ki, t, 0)
-    for r in range(nrows):
-        if ki.groups >= CACHED_GROUPS and r + AHEAD < nrows:
-            __builtin_prefetch(&ki.slots[_key_hash(ki, t, r + AHEAD) & <uint64_t>ki.mask])
-        if ki.groups >= CACHED_GROUPS and r + AHEAD // 2 < nrows:
-            s = ki.slots[_key_hash(ki, t, r + AHEAD // 2) & <uint64_t>ki.mask]
-            if s >= 0:
-                __builtin_prefetch(_address(t, _row(s, t.shift)))
-                __builtin_prefetch(&ki.prev[_row(s, t.shift)])
-        if t.status[r] != DEAD_STATUS:
-            _link(ki, t, r)
-    return 0
+    return _link_range(ki, t, 0, nrows)
 
 
 cdef class Index:

@@ -28,12 +28,13 @@ from libc.stdlib cimport calloc, free, realloc
 
 from reasoner.storage.blocks cimport _block_free
 from reasoner.storage.claims cimport FOUND_NONE, _claim, _store_claimed
+from reasoner.storage.links cimport _link, _link_hashed
 from reasoner.storage.slots cimport (
     _claim_slot, _entry, _load_slot, _retag_slots, _row, _share, _slot_count, _store_slot,
     _tagged, _too_full, _with_room,
 )
 from reasoner.storage.table cimport (
-    DEAD_STATUS, EMPTY, KeyIndex, Table, _key_hash, _link, _link_hashed, _new_slots,
+    DEAD_STATUS, EMPTY, KeyIndex, Table, _key_hash, _new_slots,
     _place_heads, _place_rows, _resize_keys, _restore_chains, _same_key,
 )
 
