@@ -150,10 +150,19 @@ cdef inline void _resolve_heads(Run* run, PyObject** tps, int64_t inf) noexcept 
     run.pending.size = 0
 
 
-cdef inline int _link_new_heads(PyObject** tps, int nrel) except -1:
-    """Link the heads an iteration appended unlinked (`Table._append_unlinked`) into their
-    tables' key indexes, once it has judged all its candidates."""
+cdef enum:
+    LINKED_LATER = 4 * QUEUED_HEADS  # the candidates from which an iteration links at its end
+
+
+cdef inline int _link_new_heads(PyObject** tps, int nrel, bint later) except -1:
+    """Link the heads an iteration appended unlinked (`later`: it had at least LINKED_LATER
+    candidates) into their tables' key indexes, once it has judged all its candidates, their
+    misses overlapped (`Table._link_pending`). An iteration of fewer, as each of a small
+    Update's chain of thousands, links them as they come: the pass over every table would
+    cost it more than the overlap of a few links gains."""
     cdef int i
+    if not later:
+        return 0
     for i in range(nrel):
         if (<Table>tps[i]).unlinked:
             (<Table>tps[i])._link_pending()

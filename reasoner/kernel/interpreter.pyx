@@ -276,8 +276,7 @@ cdef class Kernel:
     cdef int64_t* appended_from
     cdef Run run              # the bindings of the plan running (plans never nest)
     # Lanes: a Bootstrap plan's driving rows, or an Update's handed heads, split among threads,
-    # each with its bindings and what it found, taken in lane order once all are done (see
-    # `_on_lanes`, `_hand_on_lanes`).
+    # each with its bindings and finds, taken in lane order once all are done (`_on_lanes`).
     cdef Run* lanes
     cdef Gate gate            # the lanes of its spans (None: none borrowed)
     cdef int nlanes
@@ -1542,8 +1541,8 @@ cdef class Kernel:
             kept = 1
         try:
             self._classify(slots, kept, k, 2 * found >= size)
-        finally:  # its new heads, appended unlinked, join the indexes that hand-overs read
-            _link_new_heads(self.tps, self.nrel)
+        finally:  # many new heads join the indexes now (`_link_new_heads`)
+            _link_new_heads(self.tps, self.nrel, kept >= LINKED_LATER)
         c = self.bucket_first.data[b]  # classified: the places go on their rules' free lists
         while c >= 0:  # (the arena then holds the candidates pending, not all ever scheduled)
             d = self.arena.data[c + C_NEXT]
@@ -1581,7 +1580,7 @@ cdef class Kernel:
             self._fan_out(0, n, _judge_job)
             for d in range(n):
                 if verdicts[3 * d]:
-                    self._count_term(listed[d], verdicts + 3 * d, True)
+                    self._count_term(listed[d], verdicts + 3 * d, True, n < LINKED_LATER)
             return 0
         listed = self.dedup.data + at
         for d in range(n):
@@ -1589,7 +1588,7 @@ cdef class Kernel:
                 self._prefetch_head(listed[d + QUEUED_HEADS])
             self._judge(listed[d], k, &self.run, verdict)
             if verdict[0]:
-                self._count_term(listed[d], verdict, False)
+                self._count_term(listed[d], verdict, False, n < LINKED_LATER)
         return 0
 
     cdef int _judge_span(self, int j, int64_t start, int64_t stop) except -1 nogil:
@@ -1655,10 +1654,11 @@ cdef class Kernel:
         out[2] = ho
         return 0
 
-    cdef int _count_term(self, int64_t c, const int64_t* verdict, bint again) except -1:
+    cdef int _count_term(self, int64_t c, const int64_t* verdict, bint again,
+                         bint linked) except -1:
         """Add candidate c's judged term to its head's count change at this iteration. A new
-        head gets its row here; `again`: judged on a lane, before the candidates ahead of it
-        appended their heads, so a new head is looked up once more."""
+        head gets its row here (`linked`: in the key indexes now); `again`: judged on a lane,
+        before the candidates ahead appended their heads, so a new head is looked up again."""
         cdef int64_t* w = self.arena.data + c
         cdef Rule rule = <Rule>self.rps[_half(w, H_RULE)]
         cdef Table head = self._table(rule.head)
@@ -1666,7 +1666,7 @@ cdef class Kernel:
         if row < 0 and again:
             row = head._find(w + C_BODY + rule.identity)
         if row < 0:  # a new tuple: only ever added to, so it will be present
-            row = head._append_unlinked(w + C_BODY + rule.identity, -1)
+            row = head._append(w + C_BODY + rule.identity, -1, linked)
         key = _key(rule.head, row)
         e = _map_get(&self.delta, key, -1)
         if e < 0:

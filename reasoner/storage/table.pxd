@@ -113,7 +113,6 @@ cdef class Table:
     # No reader can reach the table yet (a state being built, `State(building=True)`): its
     # slots may be changed in place by the lanes (`_retag`), the GIL let go.
     cdef public bint building
-    cdef bint deferring_links     # `_append_unlinked` is appending
     cdef readonly int64_t unlinked  # the last rows, not linked into the key indexes yet
 
     cdef int _load(self, object t) except -1
@@ -135,14 +134,14 @@ cdef class Table:
     cdef int _widen(self) except -1
     cdef int _rehash(self, int64_t entries) except -1
     cdef int _retag(self, int shift) except -1
-    cdef int64_t _append(self, const int64_t* words, int32_t status) except -1
-    cdef int64_t _append_hashed(self, const int64_t* words, int32_t status, uint64_t h) except -1
-    cdef int64_t _append_rebuilt(self, const int64_t* words, int32_t status,
-                                 uint64_t h) except -1
+    cdef int64_t _append(self, const int64_t* words, int32_t status, bint linked=*) except -1
+    cdef int64_t _append_hashed(self, const int64_t* words, int32_t status, uint64_t h,
+                                bint linked=*) except -1
+    cdef int64_t _append_rebuilt(self, const int64_t* words, int32_t status, uint64_t h,
+                                 bint linked=*) except -1
     cdef int64_t _store_row(self, const int64_t* words, int32_t status, uint64_t h,
-                            int64_t i) except -1
+                            int64_t i, bint linked=*) except -1
     cdef int _kill(self, int64_t r, bint probe=*) except -1
-    cdef int64_t _append_unlinked(self, const int64_t* words, int32_t status) except -1
     cdef int _link_pending(self) except -1
     cdef int _check_iteration(self, int64_t iteration) except -1
     cdef int _load_row(self, object t) except -1

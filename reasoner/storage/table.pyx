@@ -569,26 +569,32 @@ cdef class Table:
         self.rebuilds += 1
         return 0
 
-    cdef int64_t _append(self, const int64_t* words, int32_t status) except -1:
-        """Add a row known to be absent (no row, any status, holds `words`)."""
-        return self._append_hashed(words, status, _hash_words(words, self.arity))
+    cdef int64_t _append(self, const int64_t* words, int32_t status, bint linked=True) except -1:
+        """Add a row known to be absent (no row, any status, holds `words`); without
+        `linked`, left out of the key indexes until `_link_pending` links it with the others
+        appended so, their misses overlapped (`links._link_range`). An Update's iteration
+        appends its new heads while it judges its candidates, which read the tuple table
+        only; linked one by one, each waited on its group's slot and head in turn. The caller
+        links them before anything reads the indexes; `_kill` and a linked append link them
+        first."""
+        return self._append_hashed(words, status, _hash_words(words, self.arity), linked)
 
-    cdef int64_t _append_hashed(self, const int64_t* words, int32_t status,
-                                uint64_t h) except -1:
+    cdef int64_t _append_hashed(self, const int64_t* words, int32_t status, uint64_t h,
+                                bint linked=True) except -1:
         """`_append` of `words` whose hash `h` is known."""
         cdef int64_t i
         if not self.wide and not _fits(words, self.arity):
             self._widen()
         if self.slots == NULL or _too_full(self.used + 1, self.mask + 1):  # (released)
-            return self._append_rebuilt(words, status, h)
+            return self._append_rebuilt(words, status, h, linked)
         self._reserve(1)
         i = <int64_t>(h & <uint64_t>self.mask)
         while self.slots[i] >= 0:
             i = (i + 1) & self.mask
-        return self._store_row(words, status, h, i)
+        return self._store_row(words, status, h, i, linked)
 
-    cdef int64_t _append_rebuilt(self, const int64_t* words, int32_t status,
-                                 uint64_t h) except -1:
+    cdef int64_t _append_rebuilt(self, const int64_t* words, int32_t status, uint64_t h,
+                                 bint linked=True) except -1:
         """`_append_hashed` past a rebuild of the tuple table. On the lanes the rebuild lets
         go of the GIL, and a reader's probe may then load its key into `scratch`, which may be
         `words`: they are copied first."""
@@ -599,17 +605,18 @@ cdef class Table:
         memcpy(held, words, size)
         try:
             self._rehash(_with_room(self.committed + self.staged + 1))
-            return self._append_hashed(held, status, h)
+            return self._append_hashed(held, status, h, linked)
         finally:
             free(held)
 
     cdef int64_t _store_row(self, const int64_t* words, int32_t status, uint64_t h,
-                            int64_t i) except -1:
+                            int64_t i, bint linked=True) except -1:
         """Write a new row (the arrays have room, its rows' width fits it) with hash `h`
-        into slot `i` of the tuple table, an empty one or a tombstone; its row id."""
+        into slot `i` of the tuple table, an empty one or a tombstone; its row id. Without
+        `linked`, the key indexes wait for `_link_pending` (see `_append`)."""
         cdef int64_t r
         cdef int k
-        if self.unlinked and not self.deferring_links:
+        if self.unlinked and linked:
             self._link_pending()  # (rows are linked in order)
         r = self.nrows
         if self.chains_released:
@@ -622,7 +629,7 @@ cdef class Table:
         if self.slots[i] == EMPTY:
             self.used += 1
         self.slots[i] = _entry(h, r, self.shift)
-        if self.deferring_links:
+        if not linked:
             self.unlinked += 1
         else:
             for k in range(self.nkeyed):
@@ -663,21 +670,8 @@ cdef class Table:
         self.version += 1
         return 0
 
-    cdef int64_t _append_unlinked(self, const int64_t* words, int32_t status) except -1:
-        """`_append`, the row left out of the key indexes until `_link_pending` links it with
-        the others appended so, their misses overlapped (`links._link_range`). An Update's
-        iteration appends its new heads while it judges its candidates, which read the tuple
-        table only; linked one by one, each waited on its group's slot and head in turn. The
-        caller links them before anything reads the indexes; `_kill` and a linked append
-        link them first."""
-        self.deferring_links = True
-        try:
-            return self._append(words, status)
-        finally:
-            self.deferring_links = False
-
     cdef int _link_pending(self) except -1:
-        """Link the rows `_append_unlinked` added, in order, into every key index. Each has
+        """Link the rows `_append` added unlinked, in order, into every key index. Each has
         room for them first, so that a refused allocation leaves none linked, and a later
         call links them all."""
         cdef int64_t n = self.unlinked

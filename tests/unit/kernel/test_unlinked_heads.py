@@ -1,5 +1,5 @@
-"""An Update's iteration appends its new heads to their tables without linking them into the
-key indexes, and links them all at the iteration's end (`Table._append_unlinked`,
+"""An Update's iteration of many candidates appends its new heads to their tables without
+linking them into the key indexes, and links them all at its end (`Table._append` unlinked,
 `Table._link_pending`), so that their misses overlap. A non-linear transitive closure probes
 its own relation by key at every iteration: a head not linked by the next one would be
 missed there. The state must equal a fresh Bootstrap's, tuple by tuple with iteration and
