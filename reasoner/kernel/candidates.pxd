@@ -1,7 +1,9 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """An Update's candidate derivation as the kernel keeps it (one row of int64 words), and the
 resolution of the heads whose row an emission left open (`_resolve_heads`). Only declarations
-and inline functions: `reasoner/kernel/interpreter.pyx` cimports them.
+and inline functions: `reasoner/kernel/interpreter.pyx` cimports them. Here too: the link of an
+iteration's new heads into their key indexes once all its candidates are judged
+(`_link_new_heads`).
 
 A candidate's bookkeeping takes four words: the rule and its flags share one, and the
 iterations and the head's row are int32 halves (`INF32`: infinite): a table holds at most
@@ -161,9 +163,15 @@ cdef inline int _link_new_heads(PyObject** tps, int nrel, bint later) except -1:
     Update's chain of thousands, links them as they come: the pass over every table would
     cost it more than the overlap of a few links gains."""
     cdef int i
+    cdef object failed = None
     if not later:
         return 0
-    for i in range(nrel):
+    for i in range(nrel):  # every table, even after one raised
         if (<Table>tps[i]).unlinked:
-            (<Table>tps[i])._link_pending()
+            try:
+                (<Table>tps[i])._link_pending()
+            except BaseException as error:
+                failed = failed or error
+    if failed is not None:
+        raise failed
     return 0

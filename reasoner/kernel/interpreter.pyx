@@ -276,7 +276,7 @@ cdef class Kernel:
     cdef int64_t* appended_from
     cdef Run run              # the bindings of the plan running (plans never nest)
     # Lanes: a Bootstrap plan's driving rows, or an Update's handed heads, split among threads,
-    # each with its bindings and finds, taken in lane order once all are done (`_on_lanes`).
+    # each with its bindings and what it found, in lane order (`_on_lanes`, `_hand_on_lanes`).
     cdef Run* lanes
     cdef Gate gate            # the lanes of its spans (None: none borrowed)
     cdef int nlanes

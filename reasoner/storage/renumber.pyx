@@ -216,6 +216,8 @@ cdef int _renumber(Table table, Survey survey) except -1:
     cdef Passes work
     if table.nkeyed > survey.keyed:  # the epoch's one writer adds no index meanwhile
         raise RuntimeError("a key index was added to a table being renumbered")
+    if table.unlinked:  # an Update's iteration links its rows before it ends
+        raise RuntimeError("a table with rows not linked yet renumbered")
     work.live, work.before = survey.live, survey.before
     work.passes, work.count, work.next = survey.passes, 0, 0
     work.rows, work.status, work.counts = <char*>table.rows, table.status, table.counts

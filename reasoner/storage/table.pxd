@@ -54,8 +54,8 @@ cdef inline uint64_t _mix(uint64_t h) noexcept nogil:
 
 
 cdef inline uint64_t _hash_step(uint64_t h, int64_t v) noexcept nogil:
-    """A hash `h` with one more word `v`: every hash of words, so that a key hashes the same
-    whether its words are read from a row, a probe or a candidate."""
+    """A hash `h` with one more word `v`: the one step of every hash of words here (rows,
+    probes, keys, a candidate's identity)."""
     return _mix(h ^ (<uint64_t>v + <uint64_t>0x9E3779B97F4A7C15 + (h << 6)))
 
 

@@ -20,8 +20,9 @@ iteration, not over the whole fixpoint.
 
 Statuses: a committed tuple's status is the iteration it was first derived in (>= 0); a staged
 tuple (an Update's new tuple, visible to index probes but not committed, see
-`RelationStore.extra`) is `STAGED`; a removed one is `DEAD` until the next compaction
-(`renumber.pyx`), which renumbers the rows when an eighth of them are dead.
+`RelationStore.extra`; within the Update's iteration that appends it, maybe not yet, see
+`_append`) is `STAGED`; a removed one is `DEAD` until the next compaction (`renumber.pyx`),
+which renumbers the rows when an eighth of them are dead.
 
 The tables probe linearly, from a hash that mixes a per-process random seed into every word,
 so no fixed set of keys collides on every run (the adversarial case a public service meets),
@@ -40,7 +41,8 @@ leaves its group in O(1) whatever the group's size. A probe returns the group's 
 of Python tuples: a snapshot, which a caller may iterate twice, or while it inserts.
 
 Every method runs while holding the GIL and none calls back into Python while the structure is
-half changed: a reader in another thread sees it before or after a call, never during one.
+half changed: a reader in another thread sees it before or after a call, never during one. (The
+rows an Update's iteration appends unlinked are the exception that `_append` bounds.)
 `columns` lets go of the GIL between chunks of its copy and checks `generation` when it gets it
 back; iterators check `version`, as a dict's do. The kernel's lanes read rows and indexes
 without the GIL while no row is written: a reader's new index replaces `keyed` whole. The
@@ -574,9 +576,11 @@ cdef class Table:
         `linked`, left out of the key indexes until `_link_pending` links it with the others
         appended so, their misses overlapped (`links._link_range`). An Update's iteration
         appends its new heads while it judges its candidates, which read the tuple table
-        only; linked one by one, each waited on its group's slot and head in turn. The caller
-        links them before anything reads the indexes; `_kill` and a linked append link them
-        first."""
+        only; linked one by one, each waited on its group's slot and head in turn. Meanwhile
+        the writer reads no index, and a reader's probes miss them (staged rows, which a
+        reader of committed rows skips anyway); an index a reader builds takes the rows
+        linked so far, and these with the others. A linked append links them first; `_kill`
+        leaves a row not linked yet out of the chains, and a compaction refuses them."""
         return self._append_hashed(words, status, _hash_words(words, self.arity), linked)
 
     cdef int64_t _append_hashed(self, const int64_t* words, int32_t status, uint64_t h,
@@ -647,8 +651,6 @@ cdef class Table:
         cdef uint64_t h
         cdef int64_t i
         cdef int k
-        if self.unlinked:
-            self._link_pending()
         self._own_slots(0)
         if self.chains_released:
             _restore_chains(self)
@@ -660,8 +662,8 @@ cdef class Table:
             self.slots[i] = TOMB
         if self.counts[r] == BIG_COUNT:
             del self.big[self._tuple(r)]
-        for k in range(self.nkeyed):
-            _unlink(self.keyed[k], self, r)
+        for k in range(self.nkeyed if r < self.nrows - self.unlinked else 0):
+            _unlink(self.keyed[k], self, r)  # (a row not linked yet is in no chain)
         if self.status[r] >= 0:
             self.committed -= 1
         else:
@@ -671,16 +673,24 @@ cdef class Table:
         return 0
 
     cdef int _link_pending(self) except -1:
-        """Link the rows `_append` added unlinked, in order, into every key index. Each has
-        room for them first, so that a refused allocation leaves none linked, and a later
-        call links them all."""
+        """Link the rows `_append` added unlinked, in order, into every key index (those
+        killed meanwhile are skipped). Each index has room for all of them first, so that a
+        refused allocation leaves none linked, and a later call links them all; a charge
+        runs Python, where a reader may add an index, so the room is made until a pass
+        allocates nothing."""
         cdef int64_t n = self.unlinked
         cdef KeyIndex* ki
+        cdef bint grew = True
         cdef int k
-        for k in range(self.nkeyed):
-            ki = self.keyed[k]
-            if _too_full(ki.used + n, ki.mask + 1):
-                _resize_keys(ki, self, _with_room(ki.groups + n))
+        if self.chains_released:
+            _restore_chains(self)
+        while grew:
+            grew = False
+            for k in range(self.nkeyed):
+                ki = self.keyed[k]
+                if _too_full(ki.used + n, ki.mask + 1):
+                    _resize_keys(ki, self, _with_room(ki.groups + n))
+                    grew = True
         for k in range(self.nkeyed):
             _link_range(self.keyed[k], self, self.nrows - n, self.nrows)
         self.unlinked = 0
@@ -1085,6 +1095,7 @@ cdef class Table:
         self.renumbered += 1
         self.big.clear()
         self.nrows = 0
+        self.unlinked = 0
         self.committed = 0
         self.staged = 0
         _block_free(self.slots)
@@ -1136,8 +1147,8 @@ cdef class Table:
             if lanes > 1:
                 from reasoner.storage.table_lanes import build_index
                 build_index(self, <size_t>ki, lanes)
-            else:
-                _rebuild_index(ki, self, self.nrows)
+            else:  # (the writer's unlinked rows are linked into it with the others)
+                _rebuild_index(ki, self, self.nrows - self.unlinked)
             found = self._indexes.get(columns)  # built by a reader meanwhile
             if found is not None:
                 _free_index(ki)
@@ -1252,7 +1263,7 @@ cdef int _restore_chains(Table t) except -1:
         try:
             if built.next == NULL or built.prev == NULL:
                 raise MemoryError()
-            _rebuild_index(&built, t, t.nrows)
+            _rebuild_index(&built, t, t.nrows - t.unlinked)
         except BaseException:
             _drop_chains(&built)
             raise

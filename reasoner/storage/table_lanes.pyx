@@ -189,6 +189,8 @@ def add_claimed(Table table not None, int64_t rows, int lanes) -> None:
     cdef int64_t start = table.nrows, k, r, n = table.nkeyed
     cdef KeyIndex** keyed
     cdef _Slots work
+    if table.unlinked:  # a Bootstrap's rows, never behind an Update's unlinked ones
+        raise RuntimeError("rows added behind rows not linked yet")
     table.nrows += rows
     table.staged += rows
     table.used += rows

@@ -8,6 +8,8 @@ and leave none for the next."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from reasoner.analysis import check_program
@@ -56,30 +58,52 @@ def test_heads_new_in_an_iteration_are_found_by_key_in_the_next(count: int) -> N
     m = _live(count)
     with lanes(count, 1):
         m.apply(Delta(insert={"edge": JOIN}), strategy="update")
+    assert m.state["tc"].table.unlinked == 0
     assert m.snapshot() == _fresh(LEFT + RIGHT + JOIN)
     with lanes(count, 1):
         m.apply(Delta(retract={"edge": JOIN}), strategy="update")
     assert m.snapshot() == _fresh(LEFT + RIGHT)
 
 
-@pytest.mark.parametrize("count", [1, 2])
-def test_an_update_stopped_with_heads_unlinked_leaves_none_behind(count: int) -> None:
-    """The epoch's check raises at its 2nd call, within the insertion's iterations (it runs
-    every 16,384 steps). Nothing changes, and the same insertion afterwards leaves a fresh
-    Bootstrap's state."""
-    m = _live(count)
-    before = m.snapshot()
-    calls = 0
+def _stopped_with_rows_unlinked(m: Materialization, count: int, then: Callable[[], None]) -> None:
+    """Insert JOIN, the epoch's check calling `then` and raising at its first call that finds
+    tc's table with rows not linked yet."""
+    table = m.state["tc"].table
+    seen = []
 
     def check() -> None:
-        nonlocal calls
-        calls += 1
-        if calls == 2:
+        if table.unlinked:
+            seen.append(table.unlinked)
+            then()
             raise BootstrapCancelled("stopped")
 
     with lanes(count, 1), pytest.raises(BootstrapCancelled):
         m.apply(Delta(insert={"edge": JOIN}), strategy="update", check=check)
+    assert seen, "the check never ran with rows unlinked"
+    assert table.unlinked == 0
+
+
+@pytest.mark.parametrize("count", [1, 2])
+def test_an_update_stopped_with_heads_unlinked_leaves_none_behind(count: int) -> None:
+    """Nothing changes, and the same insertion afterwards leaves a fresh Bootstrap's state."""
+    m = _live(count)
+    before = m.snapshot()
+    _stopped_with_rows_unlinked(m, count, lambda: None)
     assert m.snapshot() == before
     with lanes(count, 1):
         m.apply(Delta(insert={"edge": JOIN}), strategy="update")
     assert m.snapshot() == _fresh(LEFT + RIGHT + JOIN)
+
+
+def test_an_index_a_reader_builds_meanwhile_takes_the_unlinked_rows_once() -> None:
+    """A reader that asks for a new index while the writer's rows wait (as a query beside an
+    Update may, in the epoch's check) gets every row in it once: its groups end, and they
+    hold what the tuples hold."""
+    m = _live(1)
+    index = []
+    _stopped_with_rows_unlinked(m, 1, lambda: index.append(m.state["tc"].table.index((1, 0))))
+    with lanes(1, 1):
+        m.apply(Delta(insert={"edge": JOIN}), strategy="update")
+    tuples = set(m.state["tc"].table)
+    grouped = [row for y, x in {(y, x) for x, y in tuples} for row in index[0].get((y, x))]
+    assert sorted(grouped) == sorted(tuples)
