@@ -8,6 +8,7 @@ and leave none for the next."""
 
 from __future__ import annotations
 
+import faulthandler
 from collections.abc import Callable
 
 import pytest
@@ -105,5 +106,11 @@ def test_an_index_a_reader_builds_meanwhile_takes_the_unlinked_rows_once() -> No
     with lanes(1, 1):
         m.apply(Delta(insert={"edge": JOIN}), strategy="update")
     tuples = set(m.state["tc"].table)
-    grouped = [row for y, x in {(y, x) for x, y in tuples} for row in index[0].get((y, x))]
+    # A row linked twice makes a group whose walk never ends, holding the GIL: the process
+    # ends with the walk's traceback instead of hanging the suite.
+    faulthandler.dump_traceback_later(120, exit=True)
+    try:
+        grouped = [row for y, x in {(y, x) for x, y in tuples} for row in index[0].get((y, x))]
+    finally:
+        faulthandler.cancel_dump_traceback_later()
     assert sorted(grouped) == sorted(tuples)
