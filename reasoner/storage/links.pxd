@@ -62,7 +62,7 @@ cdef inline void _link_hashed(KeyIndex* ki, Table t, int64_t r, uint64_t h) noex
     ki.groups += 1
 
 
-cdef inline int _unlink(KeyIndex* ki, Table t, int64_t r) except -1:
+cdef inline void _unlink(KeyIndex* ki, Table t, int64_t r) noexcept nogil:
     """Take row `r` out of its group (and the group out of the table when it empties)."""
     cdef int32_t p = ki.prev[r]
     cdef int32_t n = ki.next[r]
@@ -71,7 +71,7 @@ cdef inline int _unlink(KeyIndex* ki, Table t, int64_t r) except -1:
         ki.next[p] = n
         if n >= 0:
             ki.prev[n] = p
-        return 0
+        return
     # The group's head: its slot points at it.
     cdef uint64_t h = _key_hash(ki, t, r)
     cdef int32_t entry = _entry(h, r, t.shift)
@@ -84,7 +84,6 @@ cdef inline int _unlink(KeyIndex* ki, Table t, int64_t r) except -1:
     else:
         ki.slots[i] = TOMB
         ki.groups -= 1
-    return 0
 
 
 cdef inline int _link_range(KeyIndex* ki, Table t, int64_t start, int64_t stop) except -1:

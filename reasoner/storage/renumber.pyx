@@ -19,18 +19,27 @@ in sequential passes, without a hash computed or a row read. The passes touch di
 arrays, so past a million rows they are shared among threads (crdt.dl's epoch-1 commit:
 5.2-5.3 s against 8.2-9.0 s on one). The tombstones the dead rows left stay (a probe meets
 them as before the compaction); a table whose tombstones outnumber its entries is rebuilt
-without them, which also shrinks it after a large retraction."""
+without them, which also shrinks it after a large retraction.
 
+A large record's removals go a structure at a time too, before any renumbering: a pass over
+each key index's chains, and one over the tuple table's slots where they are probed, shared
+among the threads (`_apply`)."""
+
+from cpython.ref cimport PyObject
 from libc.stdint cimport int32_t, int64_t, uint16_t, uint64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
+from reasoner.storage.links cimport _unlink
+from reasoner.storage.slots cimport _address
 from reasoner.storage.table cimport (
     ABSENT,
     DEAD_STATUS,
     TOMB,
     KeyIndex,
     Table,
+    __builtin_prefetch,
+    _key_hash,
     _resize_keys,
     count_word,
     row_word,
@@ -71,6 +80,12 @@ cdef enum:
 # Rows from which a renumbering's passes are shared among threads (some milliseconds).
 cdef int64_t THREAD_ROWS = 1 << 20
 
+# Removals from which a record's are made one structure at a time (`_remove`); fewer go row
+# by row (`Table._kill`), as a pass costs a thread's start.
+cdef int64_t PASS_REMOVALS = 1 << 16
+# Record entries ahead of the one removed whose words a pass fetches meanwhile.
+cdef int64_t AHEAD = 16
+
 
 ctypedef struct Pass:
     int kind
@@ -90,6 +105,17 @@ ctypedef struct Passes:
     size_t size      # a row's bytes
     int64_t nrows
     int shift
+
+
+ctypedef struct Removals:
+    PyObject* table
+    const void* rows  # the record's row ids and iterations, int32 or int64 (`wide`)
+    const void* news
+    bint wide
+    int64_t count     # its entries applied, whose removals wait for their chains
+    int first         # the first task's key index: -1 for the tuple table's slots
+    int tasks
+    int next          # the next task to claim, by any thread
 
 # Below this many dead rows a compaction would cost more than it saves.
 cdef int64_t MIN_DEAD = 1024
@@ -117,8 +143,9 @@ def apply_rows(Table table not None, const row_word[::1] r, const row_word[::1] 
     becomes iteration `n[j]` with count `c[j]`, committed if it was staged; an iteration of
     2**31 - 1 or past ("absent") removes the row, committed or staged. Row ids stay valid
     throughout: no compaction here."""
+    cdef int threads = lane_count()
     _check_lengths(r, n, c)
-    _apply(table, r, n, c, True)
+    _apply(table, r, n, c, True, threads)
 
 
 def commit_rows(Table table not None, const row_word[::1] r, const row_word[::1] n,
@@ -134,35 +161,118 @@ def commit_rows(Table table not None, const row_word[::1] r, const row_word[::1]
     dead row."""
     cdef int64_t j, gone = 0
     cdef Survey survey
+    cdef int threads = lane_count()
     _check_lengths(r, n, c)  # before a row is touched: a failure below still renumbers
     for j in range(n.shape[0]):
         gone += n[j] >= ABSENT
     if not _worth(table, table.nrows - table.committed - table.staged + gone):
-        _apply(table, r, n, c, True)
+        _apply(table, r, n, c, True, threads)
         return False
     table.restore_chains()
     survey = Survey(table)  # rows are only removed or committed: nrows stays
     try:
-        _apply(table, r, n, c, False)
+        _apply(table, r, n, c, False, threads)
     finally:
         _renumber(table, survey)
     return True
 
 
 cdef int _apply(Table table, const row_word[::1] r, const row_word[::1] n,
-                const count_word[::1] c, bint probe) except -1:
+                const count_word[::1] c, bint probe, int threads) except -1:
     """`apply_rows`, its lengths checked; without `probe`, each removal leaves its tuple's
-    slot (`Table._kill`)."""
-    cdef int64_t j, row
-    for j in range(r.shape[0]):
-        row = r[j]
-        if row < 0 or row >= table.nrows or table.status[row] == DEAD_STATUS:
-            raise KeyError(f"no row {row}")
-        if n[j] >= ABSENT:
-            table._kill(row, probe)
-        else:
-            table._commit_row(row, n[j], c[j])
+    slot (`Table._kill`).
+
+    A record of many removals leaves their chains, and the tuple slots it probes, to passes
+    after its loop, a structure each, shared among `threads` (`_remove`). A removal row by
+    row waits on each of its misses in turn: its status, its `prev` and `next` words in each
+    key index, their neighbours', its key and its group's slot (crdt.dl's epoch 1: 34 M
+    removals, 5.4 s). A pass fetches them ahead, as the loop does the statuses. Even when a
+    row is refused midway, the removals before it leave their chains before the GIL can go:
+    a reader never sees a dead row in a group."""
+    cdef int64_t j, row, done = 0
+    cdef Removals work
+    cdef bint passes = (r.shape[0] >= PASS_REMOVALS and not table.unlinked
+                        and table.nkeyed + probe > 0)
+    try:
+        for j in range(r.shape[0]):
+            if passes and j + AHEAD < r.shape[0] and 0 <= r[j + AHEAD] < table.nrows:
+                __builtin_prefetch(&table.status[r[j + AHEAD]])
+                __builtin_prefetch(&table.counts[r[j + AHEAD]])
+            row = r[j]
+            if row < 0 or row >= table.nrows or table.status[row] == DEAD_STATUS:
+                raise KeyError(f"no row {row}")
+            if n[j] >= ABSENT:
+                table._kill(row, probe and not passes, not passes)
+            else:
+                table._commit_row(row, n[j], c[j])
+            done += 1
+    finally:
+        if passes and done:
+            work.table, work.rows, work.news = <PyObject*>table, &r[0], &n[0]
+            work.wide, work.count = sizeof(row_word) == 8, done
+            work.first = -1 if probe else 0
+            work.tasks, work.next = table.nkeyed - work.first, 0
+            _share(&work, _remove, work.tasks, threads)
     return 0
+
+
+cdef void* _remove(void* work) noexcept nogil:
+    """Claim the next of a record's structures and take its removed rows out of it, until
+    none is left: a key index's chains, or the tuple table's slots. The structures share no
+    word and each goes in the record's order, so the result is one thread's."""
+    cdef Removals* w = <Removals*>work
+    cdef int task
+    while True:
+        task = __atomic_fetch_add(&w.next, 1, __ATOMIC_SEQ_CST)
+        if task >= w.tasks:
+            return NULL
+        if w.first + task < 0:
+            _tomb_all(w, <Table>w.table)
+        else:
+            _unlink_all(w, (<Table>w.table).keyed[w.first + task], <Table>w.table)
+
+
+cdef void _unlink_all(Removals* w, KeyIndex* ki, Table t) noexcept nogil:
+    """The removed rows out of `ki`'s chains (`_unlink`). Each waits on its `prev` and `next`
+    words, then on its neighbours' or, for a group's head, on its key's words and its group's
+    slot: the first are fetched AHEAD entries before, the others half as far."""
+    cdef int64_t j, r, p, n
+    for j in range(w.count):
+        if j + AHEAD < w.count and _removed(w, j + AHEAD):
+            r = _word(w.rows, w.wide, j + AHEAD)
+            __builtin_prefetch(&ki.prev[r])
+            __builtin_prefetch(&ki.next[r])
+            __builtin_prefetch(_address(t, r))
+        if j + AHEAD // 2 < w.count and _removed(w, j + AHEAD // 2):
+            r = _word(w.rows, w.wide, j + AHEAD // 2)
+            p, n = ki.prev[r], ki.next[r]
+            if p >= 0:
+                __builtin_prefetch(&ki.next[p])
+            else:
+                __builtin_prefetch(&ki.slots[_key_hash(ki, t, r) & <uint64_t>ki.mask])
+            if n >= 0:
+                __builtin_prefetch(&ki.prev[n])
+        if _removed(w, j):
+            _unlink(ki, t, _word(w.rows, w.wide, j))
+
+
+cdef void _tomb_all(Removals* w, Table t) noexcept nogil:
+    """The removed rows' tuple slots made tombstones (`Table._tomb`), their words fetched
+    AHEAD entries before."""
+    cdef int64_t j
+    for j in range(w.count):
+        if j + AHEAD < w.count and _removed(w, j + AHEAD):
+            __builtin_prefetch(_address(t, _word(w.rows, w.wide, j + AHEAD)))
+        if _removed(w, j):
+            t._tomb(_word(w.rows, w.wide, j))
+
+
+cdef inline bint _removed(Removals* w, int64_t j) noexcept nogil:
+    return _word(w.news, w.wide, j) >= ABSENT
+
+
+cdef inline int64_t _word(const void* words, bint wide, int64_t j) noexcept nogil:
+    return (<const int64_t*>words)[j] if wide else (<const int32_t*>words)[j]
 
 
 cdef int _check_lengths(const row_word[::1] r, const row_word[::1] n,
@@ -208,7 +318,7 @@ cdef int _renumber(Table table, Survey survey) except -1:
     The interpreter lock is held throughout, as by every method of the table: a reader in
     another thread (a copy of its columns, a page) sees the rows before or after, not moving.
     The passes, each over its own array, are shared with threads of plain C that never take
-    the lock (`_share_passes`): on crdt.dl a compaction moves 150 M rows and rewrites some
+    the lock (`_share`): on crdt.dl a compaction moves 150 M rows and rewrites some
     GBs of slots and links, seconds on one core, all of it memory the second core can
     stream at the same time."""
     cdef KeyIndex* ki
@@ -234,7 +344,7 @@ cdef int _renumber(Table table, Survey survey) except -1:
         ki = table.keyed[k]
         if ki.slots != NULL:
             _add_slots(&work, ki.slots, ki.mask + 1)
-    _share_passes(&work, survey.threads)
+    _share(&work, _run_passes, work.count, survey.threads)
     table.nrows = kept
     table.generation += 1
     table.renumbered += 1
@@ -260,34 +370,30 @@ cdef void _add_slots(Passes* work, int32_t* slots, int64_t count) noexcept nogil
             _add(work, SLOTS, slots + start, stop - start)
 
 
-cdef int _share_passes(Passes* work, int threads) except -1:
-    """Run `work`'s passes on this thread and up to `threads` - 1 others, each claiming the
-    next pass until none is left. A thread that cannot be started leaves its passes to the
-    others; the result is the same whoever runs a pass."""
+cdef void _share(void* work, void* (*serve)(void*) noexcept nogil, int tasks,
+                 int threads) noexcept nogil:
+    """Run `serve(work)` on this thread and on up to `threads` - 1 others, each claiming the
+    next of `work`'s `tasks` until none is left. A thread that cannot be started leaves its
+    tasks to the others; the result is the same whoever runs a task."""
     cdef pthread_t helpers[MAX_HELPERS]
     cdef int j, started = 0
-    cdef int wanted = min(threads - 1, MAX_HELPERS, work.count - 1)  # helpers, not the caller
+    cdef int wanted = min(threads - 1, MAX_HELPERS, tasks - 1)  # helpers, not the caller
     for j in range(wanted):
-        if pthread_create(&helpers[started], NULL, _serve, work) == 0:
+        if pthread_create(&helpers[started], NULL, serve, work) == 0:
             started += 1
-    _run_passes(work)
+    serve(work)
     for j in range(started):
         pthread_join(helpers[j], NULL)
-    return 0
 
 
-cdef void* _serve(void* work) noexcept nogil:
-    _run_passes(<Passes*>work)
-    return NULL
-
-
-cdef void _run_passes(Passes* work) noexcept nogil:
+cdef void* _run_passes(void* passes) noexcept nogil:
+    cdef Passes* work = <Passes*>passes
     cdef Pass* p
     cdef int k
     while True:
         k = __atomic_fetch_add(&work.next, 1, __ATOMIC_SEQ_CST)
         if k >= work.count:
-            return
+            return NULL
         p = &work.passes[k]
         if p.kind == MOVE_ROWS:
             _move_rows(work)

@@ -645,25 +645,22 @@ cdef class Table:
         self.version += 1
         return r
 
-    cdef int _kill(self, int64_t r, bint probe=True) except -1:
+    cdef int _kill(self, int64_t r, bint probe=True, bint unlink=True) except -1:
         """Remove row `r` (committed or staged) from the tuple table and every index; without
-        `probe`, its tuple slot is left for a compaction at once (`renumber.commit_rows`)."""
-        cdef uint64_t h
-        cdef int64_t i
+        `probe`, its tuple slot is left for a compaction at once (`renumber.commit_rows`);
+        without `unlink`, its chains are left to the caller (`renumber._apply`'s passes),
+        which takes it out of them before a reader can run."""
         cdef int k
         self._own_slots(0)
         if self.chains_released:
             _restore_chains(self)
         if probe:
-            h = _hash_row(self.rows, self.wide, r * self.arity, self.arity)
-            i = <int64_t>(h & <uint64_t>self.mask)
-            while self.slots[i] != _entry(h, r, self.shift):
-                i = (i + 1) & self.mask
-            self.slots[i] = TOMB
+            self._tomb(r)
         if self.counts[r] == BIG_COUNT:
             del self.big[self._tuple(r)]
-        for k in range(self.nkeyed if r < self.nrows - self.unlinked else 0):
-            _unlink(self.keyed[k], self, r)  # (a row not linked yet is in no chain)
+        if unlink and r < self.nrows - self.unlinked:  # (a row not linked yet: in no chain)
+            for k in range(self.nkeyed):
+                _unlink(self.keyed[k], self, r)
         if self.status[r] >= 0:
             self.committed -= 1
         else:
@@ -671,6 +668,14 @@ cdef class Table:
         self.status[r] = DEAD_STATUS
         self.version += 1
         return 0
+
+    cdef void _tomb(self, int64_t r) noexcept nogil:
+        """Turn the tuple slot naming row `r` into a tombstone."""
+        cdef uint64_t h = _hash_row(self.rows, self.wide, r * self.arity, self.arity)
+        cdef int64_t i = <int64_t>(h & <uint64_t>self.mask)
+        while self.slots[i] != _entry(h, r, self.shift):
+            i = (i + 1) & self.mask
+        self.slots[i] = TOMB
 
     cdef int _link_pending(self) except -1:
         """Link the rows `_append` added unlinked, in order, into every key index (those

@@ -224,3 +224,99 @@ def test_a_renumbering_shared_among_threads_leaves_the_table_one_thread_does(
         == _groups(shared, (0,))
         == _expected_groups(set(kept) - set(middle), (0,))
     )
+
+
+def _large_twins(rows: int) -> tuple[Table, Table]:
+    """Two equal tables of `rows` rows (`_filled`), a count beyond a row's word and staged
+    rows after the committed ones."""
+    tables = []
+    for _ in range(2):
+        table, _ = _filled(rows)
+        table.set((6, 6, -6), 2, 2**40)
+        for i in range(60):
+            table.stage((1_000_000 + i, i, 0))
+        tables.append(table)
+    return tables[0], tables[1]
+
+
+def _mixed_record(table: Table, rows: int, seed: int) -> tuple[np.ndarray, ...]:
+    """A record over `_large_twins`' rows in a random order: a third of the rows removed
+    (heads of groups and rows from their middles alike), the staged rows and the row whose
+    count is beyond its word among them; every tenth other row committed at 7 with count 2."""
+    order = np.random.default_rng(seed).permutation(rows)
+    gone = {(r % 97, r, -r) for r in order[: rows // 3].tolist()} | {(6, 6, -6)}
+    gone |= {(1_000_000 + i, i, 0) for i in range(60)}
+    entries = [(r % 97, r, -r) for r in order.tolist()]
+    entries = [t for t in entries if t in gone or t[1] % 10 == 0] + [
+        (1_000_000 + i, i, 0) for i in range(60)
+    ]
+    record = table.rows_of(entries).astype(np.int32)
+    news = np.array([ABSENT if t in gone else 7 for t in entries], dtype=np.int32)
+    return record, news, np.where(news == ABSENT, 0, 2).astype(np.int32)
+
+
+def _row_by_row(table: Table, record: tuple[np.ndarray, ...], stop: int) -> None:
+    """The record's first `stop` entries applied as `apply_rows` does a small record: each
+    removal in turn out of the tuple table and every chain (`Table._kill`)."""
+    for start in range(0, stop, 40_000):
+        end = min(stop, start + 40_000)
+        apply_rows(table, *(words[start:end] for words in record))
+
+
+@pytest.mark.parametrize("threads", [1, 2, 4])
+@pytest.mark.parametrize("compacting", [False, True])
+def test_a_large_record_removes_its_rows_a_structure_at_a_time_as_row_by_row(
+    monkeypatch: pytest.MonkeyPatch, threads: int, compacting: bool
+) -> None:
+    """From 65,536 removals, a record's leave their chains (and, by `apply_rows`, their
+    tuple slots) in passes after its loop, one a structure, shared among the threads. The
+    table is the one that removing them row by row in the record's order leaves: rows,
+    counts, chains in order, slots (found, and reused as tombstones by later writes)."""
+    import reasoner.support.lanes as lanes
+
+    monkeypatch.setattr(lanes, "LANES", threads)
+    rows = 200_000
+    by_row, in_passes = _large_twins(rows)
+    record = _mixed_record(in_passes, rows, seed=threads)
+    assert (record[1] == ABSENT).sum() >= 1 << 16
+    _row_by_row(by_row, record, len(record[0]))
+    if compacting:
+        assert compact(by_row)
+        assert commit_rows(in_passes, *record)
+    else:
+        apply_rows(in_passes, *record)
+    assert _structure(in_passes) == _structure(by_row)
+    kept = [t for t, _ in by_row.items()]
+    assert in_passes.rows_of(kept).tolist() == by_row.rows_of(kept).tolist()
+    later = [(r % 97, r, -r) for r in range(0, rows, 7)]
+    for table in (by_row, in_passes):
+        table.remove_columns([np.array(c) for c in zip(*later, strict=True)])
+        assert table.insert(later[::2], 4) == len(later[::2])
+    assert _structure(in_passes) == _structure(by_row)
+
+
+@pytest.mark.parametrize("compacting", [False, True])
+def test_a_large_record_refused_midway_takes_the_rows_before_out_of_every_chain(
+    monkeypatch: pytest.MonkeyPatch, compacting: bool
+) -> None:
+    """A row no table holds, after 70,000 entries of a large record: those entries are
+    applied, their removals out of every chain and tuple slot before the error is raised
+    (a reader must not meet a dead row in a group), as row by row."""
+    import reasoner.support.lanes as lanes
+
+    monkeypatch.setattr(lanes, "LANES", 2)
+    rows = 300_000
+    by_row, in_passes = _large_twins(rows)
+    record = _mixed_record(in_passes, rows, seed=7)
+    record[0][70_000] = rows + 1_000
+    assert (record[1][:70_000] == ABSENT).sum() >= 1 << 14
+    _row_by_row(by_row, record, 70_000)
+    with pytest.raises(KeyError):
+        (commit_rows if compacting else apply_rows)(in_passes, *record)
+    if compacting:
+        assert compact(by_row, force=True)
+    assert _structure(in_passes) == _structure(by_row)
+    for key in ((0,), (1, 2)):
+        assert _groups(in_passes, key) == _expected_groups(
+            {t for t, _ in in_passes.items()} | set(in_passes.staged_rows()), key
+        )
