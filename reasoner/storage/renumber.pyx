@@ -31,7 +31,7 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
 from reasoner.storage.links cimport _unlink
-from reasoner.storage.slots cimport _address
+from reasoner.storage.slots cimport AHEAD, _address
 from reasoner.storage.table cimport (
     ABSENT,
     DEAD_STATUS,
@@ -39,11 +39,14 @@ from reasoner.storage.table cimport (
     KeyIndex,
     Table,
     __builtin_prefetch,
+    _get,
     _key_hash,
     _resize_keys,
     count_word,
     row_word,
 )
+
+import gc
 
 from reasoner.support.lanes import lane_count
 
@@ -80,11 +83,10 @@ cdef enum:
 # Rows from which a renumbering's passes are shared among threads (some milliseconds).
 cdef int64_t THREAD_ROWS = 1 << 20
 
-# Removals from which a record's are made one structure at a time (`_remove`); fewer go row
-# by row (`Table._kill`), as a pass costs a thread's start.
-cdef int64_t PASS_REMOVALS = 1 << 16
-# Record entries ahead of the one removed whose words a pass fetches meanwhile.
-cdef int64_t AHEAD = 16
+cpdef enum:
+    # Removals from which a record's go one structure at a time (`_remove`); fewer go row by
+    # row (`Table._kill`), as a pass costs a thread's start.
+    PASS_REMOVALS = 1 << 16
 
 
 ctypedef struct Pass:
@@ -156,15 +158,13 @@ def commit_rows(Table table not None, const row_word[::1] r, const row_word[::1]
 
     When renumbering follows, each removal leaves its tuple's slot to the renumbering's pass
     over the tuple table, which turns it into a tombstone in order. Found by its hash, that
-    slot is a cache miss nothing overlaps. The chains are unlinked as before. A failure
+    slot is a cache miss nothing overlaps. The chains are unlinked first (`_apply`). A failure
     midway still renumbers (the pass's memory is taken first), so no slot is left naming a
     dead row."""
-    cdef int64_t j, gone = 0
     cdef Survey survey
     cdef int threads = lane_count()
     _check_lengths(r, n, c)  # before a row is touched: a failure below still renumbers
-    for j in range(n.shape[0]):
-        gone += n[j] >= ABSENT
+    cdef int64_t gone = _removals(n)
     if not _worth(table, table.nrows - table.committed - table.staged + gone):
         _apply(table, r, n, c, True, threads)
         return False
@@ -186,13 +186,17 @@ cdef int _apply(Table table, const row_word[::1] r, const row_word[::1] n,
     after its loop, a structure each, shared among `threads` (`_remove`). A removal row by
     row waits on each of its misses in turn: its status, its `prev` and `next` words in each
     key index, their neighbours', its key and its group's slot (crdt.dl's epoch 1: 34 M
-    removals, 5.4 s). A pass fetches them ahead, as the loop does the statuses. Even when a
-    row is refused midway, the removals before it leave their chains before the GIL can go:
-    a reader never sees a dead row in a group."""
+    removals). A pass fetches them ahead, as the loop does the statuses. Meanwhile no other
+    thread runs: the collector is paused, so the loop runs no Python, and a reader never
+    meets a dead row in a group, not even when a row is refused midway (the removals before
+    it are passed first)."""
     cdef int64_t j, row, done = 0
     cdef Removals work
-    cdef bint passes = (r.shape[0] >= PASS_REMOVALS and not table.unlinked
+    cdef bint passes = (_removals(n) >= PASS_REMOVALS and not table.unlinked
                         and table.nkeyed + probe > 0)
+    cdef bint collecting = passes and gc.isenabled()
+    if collecting:
+        gc.disable()
     try:
         for j in range(r.shape[0]):
             if passes and j + AHEAD < r.shape[0] and 0 <= r[j + AHEAD] < table.nrows:
@@ -213,13 +217,24 @@ cdef int _apply(Table table, const row_word[::1] r, const row_word[::1] n,
             work.first = -1 if probe else 0
             work.tasks, work.next = table.nkeyed - work.first, 0
             _share(&work, _remove, work.tasks, threads)
+        if collecting:
+            gc.enable()
     return 0
+
+
+cdef int64_t _removals(const row_word[::1] n) noexcept:
+    """The removals of a record whose iterations are `n`."""
+    cdef int64_t j, gone = 0
+    for j in range(n.shape[0]):
+        gone += n[j] >= ABSENT
+    return gone
 
 
 cdef void* _remove(void* work) noexcept nogil:
     """Claim the next of a record's structures and take its removed rows out of it, until
     none is left: a key index's chains, or the tuple table's slots. The structures share no
-    word and each goes in the record's order, so the result is one thread's."""
+    word, and each ends the same whatever order its rows leave it in, so the result is one
+    thread's row by row."""
     cdef Removals* w = <Removals*>work
     cdef int task
     while True:
@@ -234,17 +249,18 @@ cdef void* _remove(void* work) noexcept nogil:
 
 cdef void _unlink_all(Removals* w, KeyIndex* ki, Table t) noexcept nogil:
     """The removed rows out of `ki`'s chains (`_unlink`). Each waits on its `prev` and `next`
-    words, then on its neighbours' or, for a group's head, on its key's words and its group's
-    slot: the first are fetched AHEAD entries before, the others half as far."""
+    words and, for a group's head, its key's words: those are fetched AHEAD entries before.
+    Then it waits on its neighbours' words, or the head on its group's slot: those are
+    fetched half as far ahead (the head's key hashed twice, here and in `_unlink`)."""
     cdef int64_t j, r, p, n
     for j in range(w.count):
         if j + AHEAD < w.count and _removed(w, j + AHEAD):
-            r = _word(w.rows, w.wide, j + AHEAD)
+            r = _get(w.rows, w.wide, j + AHEAD)
             __builtin_prefetch(&ki.prev[r])
             __builtin_prefetch(&ki.next[r])
             __builtin_prefetch(_address(t, r))
         if j + AHEAD // 2 < w.count and _removed(w, j + AHEAD // 2):
-            r = _word(w.rows, w.wide, j + AHEAD // 2)
+            r = _get(w.rows, w.wide, j + AHEAD // 2)
             p, n = ki.prev[r], ki.next[r]
             if p >= 0:
                 __builtin_prefetch(&ki.next[p])
@@ -253,26 +269,22 @@ cdef void _unlink_all(Removals* w, KeyIndex* ki, Table t) noexcept nogil:
             if n >= 0:
                 __builtin_prefetch(&ki.prev[n])
         if _removed(w, j):
-            _unlink(ki, t, _word(w.rows, w.wide, j))
+            _unlink(ki, t, _get(w.rows, w.wide, j))
 
 
 cdef void _tomb_all(Removals* w, Table t) noexcept nogil:
     """The removed rows' tuple slots made tombstones (`Table._tomb`), their words fetched
-    AHEAD entries before."""
+    AHEAD entries before (not their slots: a row's hash is `Table`'s own)."""
     cdef int64_t j
     for j in range(w.count):
         if j + AHEAD < w.count and _removed(w, j + AHEAD):
-            __builtin_prefetch(_address(t, _word(w.rows, w.wide, j + AHEAD)))
+            __builtin_prefetch(_address(t, _get(w.rows, w.wide, j + AHEAD)))
         if _removed(w, j):
-            t._tomb(_word(w.rows, w.wide, j))
+            t._tomb(_get(w.rows, w.wide, j))
 
 
 cdef inline bint _removed(Removals* w, int64_t j) noexcept nogil:
-    return _word(w.news, w.wide, j) >= ABSENT
-
-
-cdef inline int64_t _word(const void* words, bint wide, int64_t j) noexcept nogil:
-    return (<const int64_t*>words)[j] if wide else (<const int32_t*>words)[j]
+    return _get(w.news, w.wide, j) >= ABSENT
 
 
 cdef int _check_lengths(const row_word[::1] r, const row_word[::1] n,

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from reasoner.storage import Table, apply_rows, commit_rows, compact
+from reasoner.storage.renumber import PASS_REMOVALS
 from reasoner.storage.table import ABSENT
 
 
@@ -226,12 +227,15 @@ def test_a_renumbering_shared_among_threads_leaves_the_table_one_thread_does(
     )
 
 
-def _large_twins(rows: int) -> tuple[Table, Table]:
-    """Two equal tables of `rows` rows (`_filled`), a count beyond a row's word and staged
-    rows after the committed ones."""
+def _large_twins(rows: int, indexed: bool = True) -> tuple[Table, Table]:
+    """Two equal tables of `rows` rows (`_filled`, or without its key indexes), a count
+    beyond a row's word and staged rows after the committed ones."""
     tables = []
     for _ in range(2):
-        table, _ = _filled(rows)
+        table = _filled(rows)[0] if indexed else Table(3)
+        if not indexed:
+            ids = np.arange(rows, dtype=np.int64)
+            table.insert_columns([ids % 97, ids, -ids], 1)
         table.set((6, 6, -6), 2, 2**40)
         for i in range(60):
             table.stage((1_000_000 + i, i, 0))
@@ -239,46 +243,52 @@ def _large_twins(rows: int) -> tuple[Table, Table]:
     return tables[0], tables[1]
 
 
-def _mixed_record(table: Table, rows: int, seed: int) -> tuple[np.ndarray, ...]:
-    """A record over `_large_twins`' rows in a random order: a third of the rows removed
-    (heads of groups and rows from their middles alike), the staged rows and the row whose
-    count is beyond its word among them; every tenth other row committed at 7 with count 2."""
+def _mixed_record(
+    table: Table, rows: int, seed: int, dtype: type = np.int32, share: int = 3
+) -> tuple[np.ndarray, ...]:
+    """A record over `_large_twins`' rows in a random order: one row in `share` removed
+    (heads of groups and rows from their middles alike; none when `share` is 0), the staged
+    rows and the row whose count is beyond its word among them; every tenth other row
+    committed at 7 with count 2, and the staged rows committed when nothing is removed."""
     order = np.random.default_rng(seed).permutation(rows)
-    gone = {(r % 97, r, -r) for r in order[: rows // 3].tolist()} | {(6, 6, -6)}
-    gone |= {(1_000_000 + i, i, 0) for i in range(60)}
+    gone = {(r % 97, r, -r) for r in order[: rows // share].tolist()} if share else set()
+    if share:
+        gone |= {(6, 6, -6)} | {(1_000_000 + i, i, 0) for i in range(60)}
     entries = [(r % 97, r, -r) for r in order.tolist()]
     entries = [t for t in entries if t in gone or t[1] % 10 == 0] + [
         (1_000_000 + i, i, 0) for i in range(60)
     ]
-    record = table.rows_of(entries).astype(np.int32)
-    news = np.array([ABSENT if t in gone else 7 for t in entries], dtype=np.int32)
-    return record, news, np.where(news == ABSENT, 0, 2).astype(np.int32)
+    record = table.rows_of(entries).astype(dtype)
+    news = np.array([ABSENT if t in gone else 7 for t in entries], dtype=dtype)
+    return record, news, np.where(news == ABSENT, 0, 2).astype(dtype)
 
 
 def _row_by_row(table: Table, record: tuple[np.ndarray, ...], stop: int) -> None:
-    """The record's first `stop` entries applied as `apply_rows` does a small record: each
-    removal in turn out of the tuple table and every chain (`Table._kill`)."""
-    for start in range(0, stop, 40_000):
-        end = min(stop, start + 40_000)
+    """The record's first `stop` entries applied as `apply_rows` applies a record of fewer
+    than `PASS_REMOVALS` removals: each removal in turn out of the tuple table and every chain
+    (`Table._kill`)."""
+    for start in range(0, stop, PASS_REMOVALS - 1):
+        end = min(stop, start + PASS_REMOVALS - 1)
         apply_rows(table, *(words[start:end] for words in record))
 
 
 @pytest.mark.parametrize("threads", [1, 2, 4])
 @pytest.mark.parametrize("compacting", [False, True])
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
 def test_a_large_record_removes_its_rows_a_structure_at_a_time_as_row_by_row(
-    monkeypatch: pytest.MonkeyPatch, threads: int, compacting: bool
+    monkeypatch: pytest.MonkeyPatch, threads: int, compacting: bool, dtype: type
 ) -> None:
-    """From 65,536 removals, a record's leave their chains (and, by `apply_rows`, their
-    tuple slots) in passes after its loop, one a structure, shared among the threads. The
-    table is the one that removing them row by row in the record's order leaves: rows,
+    """From `PASS_REMOVALS` removals, a record's leave their chains (and, by `apply_rows`,
+    their tuple slots) in passes after its loop, one a structure, shared among the threads.
+    The table is the one that removing them row by row in the record's order leaves: rows,
     counts, chains in order, slots (found, and reused as tombstones by later writes)."""
     import reasoner.support.lanes as lanes
 
     monkeypatch.setattr(lanes, "LANES", threads)
-    rows = 200_000
+    rows = 3 * PASS_REMOVALS + 1_000
     by_row, in_passes = _large_twins(rows)
-    record = _mixed_record(in_passes, rows, seed=threads)
-    assert (record[1] == ABSENT).sum() >= 1 << 16
+    record = _mixed_record(in_passes, rows, seed=threads, dtype=dtype)
+    assert (record[1] == ABSENT).sum() >= PASS_REMOVALS
     _row_by_row(by_row, record, len(record[0]))
     if compacting:
         assert compact(by_row)
@@ -295,22 +305,47 @@ def test_a_large_record_removes_its_rows_a_structure_at_a_time_as_row_by_row(
     assert _structure(in_passes) == _structure(by_row)
 
 
-@pytest.mark.parametrize("compacting", [False, True])
-def test_a_large_record_refused_midway_takes_the_rows_before_out_of_every_chain(
-    monkeypatch: pytest.MonkeyPatch, compacting: bool
+@pytest.mark.parametrize("shape", ["no key index", "only commits"])
+def test_a_large_record_of_no_chain_or_no_removal_is_applied_as_row_by_row(
+    monkeypatch: pytest.MonkeyPatch, shape: str
 ) -> None:
-    """A row no table holds, after 70,000 entries of a large record: those entries are
-    applied, their removals out of every chain and tuple slot before the error is raised
-    (a reader must not meet a dead row in a group), as row by row."""
+    """Without a key index only the tuple slots' pass runs; without a removal, none."""
+    import reasoner.support.lanes as lanes
+
+    monkeypatch.setattr(lanes, "LANES", 2)
+    rows = 3 * PASS_REMOVALS + 1_000
+    by_row, in_passes = _large_twins(rows, indexed=shape != "no key index")
+    record = _mixed_record(in_passes, rows, seed=3, share=3 if shape == "no key index" else 0)
+    _row_by_row(by_row, record, len(record[0]))
+    apply_rows(in_passes, *record)
+    assert in_passes.items_with_counts() == by_row.items_with_counts()
+    assert sorted(in_passes.staged_rows()) == sorted(by_row.staged_rows())
+    assert in_passes.layout == by_row.layout
+    if shape == "no key index":  # the slots of the removed rows are tombstones
+        assert in_passes.insert([(5, 5, -5)], 4) == by_row.insert([(5, 5, -5)], 4)
+        assert in_passes.items_with_counts() == by_row.items_with_counts()
+
+
+@pytest.mark.parametrize("compacting", [False, True])
+@pytest.mark.parametrize("refused", ["no such row", "a row removed twice"])
+def test_a_large_record_refused_midway_takes_the_rows_before_out_of_every_chain(
+    monkeypatch: pytest.MonkeyPatch, compacting: bool, refused: str
+) -> None:
+    """A row no table holds, or one the record removed already, after 100,000 entries of a
+    large record: those entries are applied, their removals out of every chain and tuple slot
+    before the error is raised (a reader must not meet a dead row in a group), as row by
+    row."""
     import reasoner.support.lanes as lanes
 
     monkeypatch.setattr(lanes, "LANES", 2)
     rows = 300_000
     by_row, in_passes = _large_twins(rows)
     record = _mixed_record(in_passes, rows, seed=7)
-    record[0][70_000] = rows + 1_000
-    assert (record[1][:70_000] == ABSENT).sum() >= 1 << 14
-    _row_by_row(by_row, record, 70_000)
+    gone = np.flatnonzero(record[1][:100_000] == ABSENT)
+    record[0][100_000] = rows + 1_000 if refused == "no such row" else record[0][gone[-1]]
+    record[1][100_000] = ABSENT
+    assert (record[1] == ABSENT).sum() >= PASS_REMOVALS
+    _row_by_row(by_row, record, 100_000)
     with pytest.raises(KeyError):
         (commit_rows if compacting else apply_rows)(in_passes, *record)
     if compacting:
