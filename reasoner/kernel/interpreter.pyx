@@ -1078,9 +1078,8 @@ cdef class Kernel:
 
     cdef int _drive(self, Enumerator e, int64_t row, Run* run) except -1 nogil:
         """Bind the driver's row and go on with the plan's steps. (This and what it calls run
-        without the GIL on the lanes: a table is read through its borrowed pointer,
-        `(<Table>t)`, never through a saved array, as a Bootstrap's count may grow it
-        meanwhile.)"""
+        without the GIL on the lanes: a table is read through its borrowed pointer, `(<Table>t)`,
+        never through a saved array, as a Bootstrap's count may grow it meanwhile.)"""
         cdef PyObject* t = self.tps[e.driver_relation]
         cdef const int64_t* code = e.code
         cdef int64_t p = e.binds
@@ -1521,6 +1520,7 @@ cdef class Kernel:
         cdef int64_t size = self.bucket_size.data[b]
         cdef int64_t slots = 4, n = 0, kept = 0, found = 0
         cdef int64_t* listed
+        cdef bint later  # LINKED_LATER candidates or more: their new heads are linked at the end
         # Nothing scheduled at k once it is popped: enumerations from here on are at k or later
         # (`cur` is k), and a new bucket at k would never be popped.
         while slots < 2 * size:
@@ -1540,9 +1540,9 @@ cdef class Kernel:
             listed[0] = c
             kept = 1
         try:
-            self._classify(slots, kept, k, 2 * found >= size)
+            self._classify(slots, kept, k, 2 * found >= size, later := kept >= LINKED_LATER)
         finally:  # many new heads join the indexes now (`_link_new_heads`)
-            _link_new_heads(self.tps, self.nrel, kept >= LINKED_LATER)
+            _link_new_heads(self.tps, self.nrel, later)
         c = self.bucket_first.data[b]  # classified: the places go on their rules' free lists
         while c >= 0:  # (the arena then holds the candidates pending, not all ever scheduled)
             d = self.arena.data[c + C_NEXT]
@@ -1563,7 +1563,7 @@ cdef class Kernel:
         self.gone.size = 0
         return 0
 
-    cdef int _classify(self, int64_t at, int64_t n, int64_t k, bint found) except -1:
+    cdef int _classify(self, int64_t at, int64_t n, int64_t k, bint found, bint later) except -1:
         """Judge the `n` candidates listed in `dedup` from `at`, count their terms in order:
         on the lanes (each judging a share into verdicts after the list, three words a
         candidate) when there are some, the candidates are many and most of their heads
@@ -1580,7 +1580,7 @@ cdef class Kernel:
             self._fan_out(0, n, _judge_job)
             for d in range(n):
                 if verdicts[3 * d]:
-                    self._count_term(listed[d], verdicts + 3 * d, True, n < LINKED_LATER)
+                    self._count_term(listed[d], verdicts + 3 * d, True, not later)
             return 0
         listed = self.dedup.data + at
         for d in range(n):
@@ -1588,7 +1588,7 @@ cdef class Kernel:
                 self._prefetch_head(listed[d + QUEUED_HEADS])
             self._judge(listed[d], k, &self.run, verdict)
             if verdict[0]:
-                self._count_term(listed[d], verdict, False, n < LINKED_LATER)
+                self._count_term(listed[d], verdict, False, not later)
         return 0
 
     cdef int _judge_span(self, int j, int64_t start, int64_t stop) except -1 nogil:

@@ -46,8 +46,7 @@ from reasoner.storage.table cimport (
     row_word,
 )
 
-import gc
-
+from reasoner.support.gc_pause import collector_paused
 from reasoner.support.lanes import lane_count
 
 
@@ -147,7 +146,7 @@ def apply_rows(Table table not None, const row_word[::1] r, const row_word[::1] 
     throughout: no compaction here."""
     cdef int threads = lane_count()
     _check_lengths(r, n, c)
-    _apply(table, r, n, c, True, threads)
+    _apply(table, r, n, c, True, threads, _removals(n))
 
 
 def commit_rows(Table table not None, const row_word[::1] r, const row_word[::1] n,
@@ -166,21 +165,21 @@ def commit_rows(Table table not None, const row_word[::1] r, const row_word[::1]
     _check_lengths(r, n, c)  # before a row is touched: a failure below still renumbers
     cdef int64_t gone = _removals(n)
     if not _worth(table, table.nrows - table.committed - table.staged + gone):
-        _apply(table, r, n, c, True, threads)
+        _apply(table, r, n, c, True, threads, gone)
         return False
     table.restore_chains()
     survey = Survey(table)  # rows are only removed or committed: nrows stays
     try:
-        _apply(table, r, n, c, False, threads)
+        _apply(table, r, n, c, False, threads, gone)
     finally:
         _renumber(table, survey)
     return True
 
 
 cdef int _apply(Table table, const row_word[::1] r, const row_word[::1] n,
-                const count_word[::1] c, bint probe, int threads) except -1:
-    """`apply_rows`, its lengths checked; without `probe`, each removal leaves its tuple's
-    slot (`Table._kill`).
+                const count_word[::1] c, bint probe, int threads, int64_t gone) except -1:
+    """`apply_rows`, its lengths checked and its removals counted (`gone`); without `probe`,
+    each removal leaves its tuple's slot (`Table._kill`).
 
     A record of many removals leaves their chains, and the tuple slots it probes, to passes
     after its loop, a structure each, shared among `threads` (`_remove`). A removal row by
@@ -190,13 +189,18 @@ cdef int _apply(Table table, const row_word[::1] r, const row_word[::1] n,
     thread runs: the collector is paused, so the loop runs no Python, and a reader never
     meets a dead row in a group, not even when a row is refused midway (the removals before
     it are passed first)."""
+    if gone < PASS_REMOVALS or table.unlinked or table.nkeyed + probe == 0:
+        return _loop(table, r, n, c, probe, False, threads)
+    with collector_paused():
+        return _loop(table, r, n, c, probe, True, threads)
+
+
+cdef int _loop(Table table, const row_word[::1] r, const row_word[::1] n,
+               const count_word[::1] c, bint probe, bint passes, int threads) except -1:
+    """`_apply`'s loop over the record, and its `passes` after it, even when a row is
+    refused midway."""
     cdef int64_t j, row, done = 0
     cdef Removals work
-    cdef bint passes = (_removals(n) >= PASS_REMOVALS and not table.unlinked
-                        and table.nkeyed + probe > 0)
-    cdef bint collecting = passes and gc.isenabled()
-    if collecting:
-        gc.disable()
     try:
         for j in range(r.shape[0]):
             if passes and j + AHEAD < r.shape[0] and 0 <= r[j + AHEAD] < table.nrows:
@@ -217,8 +221,6 @@ cdef int _apply(Table table, const row_word[::1] r, const row_word[::1] n,
             work.first = -1 if probe else 0
             work.tasks, work.next = table.nkeyed - work.first, 0
             _share(&work, _remove, work.tasks, threads)
-        if collecting:
-            gc.enable()
     return 0
 
 

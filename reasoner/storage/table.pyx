@@ -1368,7 +1368,8 @@ cdef class Index:
 
     def get(self, key, default=None):
         """The rows (committed and staged) whose key is `key`, as a tuple of tuples; `default`
-        when there are none."""
+        when there are none. A group longer than its table is a chain that loops (a row
+        linked twice): an error, where the walk would hold the GIL forever."""
         cdef int64_t r = self._head(key)
         cdef Table table = self.table
         cdef KeyIndex* ki = table.keyed[self.position]
@@ -1383,6 +1384,8 @@ cdef class Index:
             found.append(table._tuple(r))
             if ki.next == NULL:  # released while a collection ran in another thread
                 return self.get(key, default)
+            if len(found) > table.nrows:
+                raise RuntimeError(f"index {self.columns}: the group of {key!r} loops")
             r = ki.next[r]
         return tuple(found)
 
