@@ -669,9 +669,13 @@ cdef class Table:
         self.version += 1
         return 0
 
+    cdef uint64_t _row_hash(self, int64_t r) noexcept nogil:
+        """Row `r`'s hash in the tuple table: for a pass that fetches the slots ahead."""
+        return _hash_row(self.rows, self.wide, r * self.arity, self.arity)
+
     cdef void _tomb(self, int64_t r) noexcept nogil:
         """Turn the tuple slot naming row `r` into a tombstone."""
-        cdef uint64_t h = _hash_row(self.rows, self.wide, r * self.arity, self.arity)
+        cdef uint64_t h = self._row_hash(r)
         cdef int64_t i = <int64_t>(h & <uint64_t>self.mask)
         while self.slots[i] != _entry(h, r, self.shift):
             i = (i + 1) & self.mask
