@@ -496,10 +496,9 @@ cdef class Kernel:
             _hand_on(&self.gone, relation, row, o, n)
 
     def start(self, list lower, object check, int64_t budget=0):
-        """Iteration 0: hand the flipped lower tuples (`lower`: (relation, int32 rows) pairs,
-        a slice at a time) and the facts to the enumerators. `check` is called between slices
-        of the work and stops it by raising; `budget` bounds the bookkeeping's bytes (0: no
-        bound)."""
+        """Iteration 0: hand the flipped lower tuples (`lower`: (relation, int32 rows) pairs, a
+        slice at a time) and the facts to the enumerators. `check` is called between slices of the
+        work and stops it by raising; `budget` bounds the bookkeeping's bytes (0: no bound)."""
         cdef const int32_t[::1] rows
         cdef Vec flips
         cdef int64_t i
@@ -1567,7 +1566,8 @@ cdef class Kernel:
         """Judge the `n` candidates listed in `dedup` from `at`, count their terms in order:
         on the lanes (each judging a share into verdicts after the list, three words a
         candidate) when there are some, the candidates are many and most of their heads
-        were `found` (a head new in the iteration is looked up again here), else one by one."""
+        were `found` (a head new in the iteration is looked up again here), else one by one.
+        `later`: the new heads are linked after them all (`_link_new_heads`), not as they come."""
         cdef int64_t d, verdict[3]
         cdef int64_t *listed, *verdicts
         if self.nlanes > 1 and n >= self.lane_rows and found:

@@ -1373,10 +1373,12 @@ cdef class Index:
     def get(self, key, default=None):
         """The rows (committed and staged) whose key is `key`, as a tuple of tuples; `default`
         when there are none. A group longer than its table is a chain that loops (a row
-        linked twice): an error, where the walk would hold the GIL forever."""
-        cdef int64_t r = self._head(key)
+        linked twice): an error, where the walk would hold the GIL forever. Rows moved while
+        a collection ran in another thread (`generation`) start the walk again."""
+        cdef int64_t r = self._head(key), steps = 0
         cdef Table table = self.table
         cdef KeyIndex* ki = table.keyed[self.position]
+        cdef uint64_t generation = table.generation
         if r == -3:  # released chains (see `release_chains`)
             from reasoner.storage.scans import matching
             found = matching(table, self.columns, key if type(key) is tuple else (key,))
@@ -1385,11 +1387,12 @@ cdef class Index:
             return default
         found = []
         while r >= 0:
-            found.append(table._tuple(r))
-            if ki.next == NULL:  # released while a collection ran in another thread
-                return self.get(key, default)
-            if len(found) > table.nrows:
+            if steps == table.nrows:  # a row met twice (`nrows` shrinks with `generation`)
                 raise RuntimeError(f"index {self.columns}: the group of {key!r} loops")
+            found.append(table._tuple(r))
+            steps += 1
+            if ki.next == NULL or table.generation != generation:  # released or moved
+                return self.get(key, default)
             r = ki.next[r]
         return tuple(found)
 

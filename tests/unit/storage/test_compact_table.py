@@ -144,6 +144,17 @@ def test_a_probe_returns_a_snapshot() -> None:
     assert set(index.get(1)) == {(1, 1), (1, 2), (1, 11), (1, 12)}
 
 
+def test_a_group_of_every_row_of_its_table_is_not_taken_for_a_loop() -> None:
+    """`Index.get` refuses a group longer than its table (a chain that loops), not one as
+    long, staged rows included."""
+    table = Table(2)
+    index = table.index((0,))
+    for j in range(5):
+        table.add((1, j), 0)
+    table.stage((1, 5))
+    assert sorted(index.get(1)) == [(1, j) for j in range(6)]
+
+
 def test_iterating_a_changing_table_raises() -> None:
     table = Table(1)
     table.add((1,), 0)
