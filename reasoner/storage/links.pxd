@@ -64,6 +64,11 @@ cdef inline void _link_hashed(KeyIndex* ki, Table t, int64_t r, uint64_t h) noex
 
 cdef inline void _unlink(KeyIndex* ki, Table t, int64_t r) noexcept nogil:
     """Take row `r` out of its group (and the group out of the table when it empties)."""
+    _unlink_hashed(ki, t, r, _key_hash(ki, t, r) if ki.prev[r] < 0 else 0)
+
+
+cdef inline void _unlink_hashed(KeyIndex* ki, Table t, int64_t r, uint64_t h) noexcept nogil:
+    """`_unlink` of row `r`, its key's hash `h` given (read only when `r` heads its group)."""
     cdef int32_t p = ki.prev[r]
     cdef int32_t n = ki.next[r]
     cdef int64_t i
@@ -73,7 +78,6 @@ cdef inline void _unlink(KeyIndex* ki, Table t, int64_t r) noexcept nogil:
             ki.prev[n] = p
         return
     # The group's head: its slot points at it.
-    cdef uint64_t h = _key_hash(ki, t, r)
     cdef int32_t entry = _entry(h, r, t.shift)
     i = <int64_t>(h & <uint64_t>ki.mask)
     while ki.slots[i] != entry:

@@ -30,7 +30,7 @@ from libc.stdint cimport int32_t, int64_t, uint16_t, uint64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
-from reasoner.storage.links cimport _unlink
+from reasoner.storage.links cimport _unlink, _unlink_hashed
 from reasoner.storage.slots cimport AHEAD, _address
 from reasoner.storage.table cimport (
     ABSENT,
@@ -253,8 +253,13 @@ cdef void _unlink_all(Removals* w, KeyIndex* ki, Table t) noexcept nogil:
     """The removed rows out of `ki`'s chains (`_unlink`). Each waits on its `prev` and `next`
     words and, for a group's head, its key's words: those are fetched AHEAD entries before.
     Then it waits on its neighbours' words, or the head on its group's slot: those are
-    fetched half as far ahead (the head's key hashed twice, here and in `_unlink`)."""
-    cdef int64_t j, r, p, n
+    fetched half as far ahead, the head's key hashed then and the hash kept for its
+    unlinking (`hashes`, by entry: `hashed` names the row whose hash it is)."""
+    cdef int64_t j, r, p, n, k
+    cdef int64_t hashed[AHEAD]
+    cdef uint64_t hashes[AHEAD]
+    for j in range(AHEAD):
+        hashed[j] = -1
     for j in range(w.count):
         if j + AHEAD < w.count and _removed(w, j + AHEAD):
             r = _get(w.rows, w.wide, j + AHEAD)
@@ -267,11 +272,17 @@ cdef void _unlink_all(Removals* w, KeyIndex* ki, Table t) noexcept nogil:
             if p >= 0:
                 __builtin_prefetch(&ki.next[p])
             else:
-                __builtin_prefetch(&ki.slots[_key_hash(ki, t, r) & <uint64_t>ki.mask])
+                k = (j + AHEAD // 2) % AHEAD
+                hashed[k], hashes[k] = r, _key_hash(ki, t, r)
+                __builtin_prefetch(&ki.slots[hashes[k] & <uint64_t>ki.mask])
             if n >= 0:
                 __builtin_prefetch(&ki.prev[n])
         if _removed(w, j):
-            _unlink(ki, t, _get(w.rows, w.wide, j))
+            r = _get(w.rows, w.wide, j)
+            if hashed[j % AHEAD] == r:
+                _unlink_hashed(ki, t, r, hashes[j % AHEAD])
+            else:
+                _unlink(ki, t, r)
 
 
 cdef void _tomb_all(Removals* w, Table t) noexcept nogil:
