@@ -287,15 +287,19 @@ cdef void _unlink_all(Removals* w, KeyIndex* ki, Table t) noexcept nogil:
 
 cdef void _tomb_all(Removals* w, Table t) noexcept nogil:
     """The removed rows' tuple slots made tombstones (`Table._tomb`), their words fetched
-    AHEAD entries before, their first slots half as far ahead (hashed from those words)."""
-    cdef int64_t j
+    AHEAD entries before, their first slots half as far ahead, hashed from those words (the
+    hash kept for the tombstone, by entry in `hashes`)."""
+    cdef int64_t j, r
+    cdef uint64_t hashes[AHEAD]
     for j in range(w.count):
         if j + AHEAD < w.count and _removed(w, j + AHEAD):
             __builtin_prefetch(_address(t, _get(w.rows, w.wide, j + AHEAD)))
         if j + AHEAD // 2 < w.count and _removed(w, j + AHEAD // 2):
-            t._prefetch(t._row_hash(_get(w.rows, w.wide, j + AHEAD // 2)))
+            hashes[(j + AHEAD // 2) % AHEAD] = t._row_hash(_get(w.rows, w.wide, j + AHEAD // 2))
+            t._prefetch(hashes[(j + AHEAD // 2) % AHEAD])
         if _removed(w, j):
-            t._tomb(_get(w.rows, w.wide, j))
+            r = _get(w.rows, w.wide, j)
+            t._tomb(r, hashes[j % AHEAD] if j >= AHEAD // 2 else t._row_hash(r))
 
 
 cdef inline bint _removed(Removals* w, int64_t j) noexcept nogil:

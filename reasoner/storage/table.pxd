@@ -143,7 +143,7 @@ cdef class Table:
                             int64_t i, bint linked=*) except -1
     cdef int _kill(self, int64_t r, bint probe=*, bint unlink=*) except -1
     cdef uint64_t _row_hash(self, int64_t r) noexcept nogil
-    cdef void _tomb(self, int64_t r) noexcept nogil
+    cdef void _tomb(self, int64_t r, uint64_t h) noexcept nogil
     cdef int _link_pending(self) except -1
     cdef int _check_iteration(self, int64_t iteration) except -1
     cdef int _load_row(self, object t) except -1

@@ -655,7 +655,7 @@ cdef class Table:
         if self.chains_released:
             _restore_chains(self)
         if probe:
-            self._tomb(r)
+            self._tomb(r, self._row_hash(r))
         if self.counts[r] == BIG_COUNT:
             del self.big[self._tuple(r)]
         if unlink and r < self.nrows - self.unlinked:  # (a row not linked yet: in no chain)
@@ -673,9 +673,8 @@ cdef class Table:
         """Row `r`'s hash in the tuple table: for a pass that fetches the slots ahead."""
         return _hash_row(self.rows, self.wide, r * self.arity, self.arity)
 
-    cdef void _tomb(self, int64_t r) noexcept nogil:
-        """Turn the tuple slot naming row `r` into a tombstone."""
-        cdef uint64_t h = self._row_hash(r)
+    cdef void _tomb(self, int64_t r, uint64_t h) noexcept nogil:
+        """Turn the tuple slot naming row `r`, whose hash is `h`, into a tombstone."""
         cdef int64_t i = <int64_t>(h & <uint64_t>self.mask)
         while self.slots[i] != _entry(h, r, self.shift):
             i = (i + 1) & self.mask
