@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from reasoner.storage import Table, apply_rows, commit_rows, compact
-from reasoner.storage.renumber import PASS_REMOVALS
+from reasoner.storage.renumber import PASS_REMOVALS, THREAD_ROWS
 from reasoner.storage.table import ABSENT
 
 
@@ -197,12 +197,12 @@ def test_a_record_with_a_row_no_table_holds_still_leaves_the_table_renumbered() 
 def test_a_renumbering_shared_among_threads_leaves_the_table_one_thread_does(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Past a million rows the renumbering's passes run on several threads, each claiming
-    the next pass: the rows, their order, the hash tables and the chains both ways stay what
-    one thread makes."""
+    """From `THREAD_ROWS` rows the renumbering's passes run on several threads, each
+    claiming the next pass: the rows, their order, the hash tables and the chains both ways
+    stay what one thread makes."""
     import reasoner.support.lanes as lanes
 
-    rows = (1 << 20) + 50_000
+    rows = THREAD_ROWS + 50_000
     tables = []
     for threads in (1, 4):
         monkeypatch.setattr(lanes, "LANES", threads)
