@@ -16,8 +16,8 @@ a live row's new id is its old one less the dead rows before it: a bitmap of the
 (a bit a row) and a prefix count per 64 rows (a word per 64 rows) give it, both small enough to
 stay in cache, and every slot of the hash tables and every chain link is rewritten in place,
 in sequential passes, without a hash computed or a row read. The passes touch disjoint
-arrays, so past a million rows they are shared among threads (crdt.dl's epoch-1 commit:
-5.2-5.3 s against 8.2-9.0 s on one). The tombstones the dead rows left stay (a probe meets
+arrays, so from `THREAD_ROWS` (65,536) rows they are shared among threads, one a
+`THREAD_ROWS` at most (crdt.dl's epoch-1 commit: 5.2-5.3 s against 8.2-9.0 s on one). The tombstones the dead rows left stay (a probe meets
 them as before the compaction); a table whose tombstones outnumber its entries is rebuilt
 without them, which also shrinks it after a large retraction.
 
@@ -83,8 +83,9 @@ cpdef enum:
     # Removals from which a record's go one structure at a time (`_remove`); fewer go row by
     # row (`Table._kill`), as a pass costs a thread's start.
     PASS_REMOVALS = 1 << 16
-    # Rows from which a renumbering's passes are shared among threads. crdt_linear's small
-    # Updates compact nextVis (182,315 rows) every fifth or so: 4.2 ms on two against 5.6.
+    # Rows for each thread a renumbering's passes are shared among (measured on two: a
+    # thread's start is tens of microseconds). crdt_linear's small Updates compact nextVis
+    # (182,315 rows) every fifth or so: 4.2 ms on two threads against 5.6 on one.
     THREAD_ROWS = 1 << 16
 
 
@@ -330,7 +331,7 @@ cdef class Survey:
     def __cinit__(self, Table table):
         cdef int64_t blocks = max((table.nrows + 63) // 64, 1)
         self.keyed = table.nkeyed
-        self.threads = 1 if table.nrows < THREAD_ROWS else lane_count()
+        self.threads = max(1, min(lane_count(), table.nrows // THREAD_ROWS))
         self.live = <uint64_t*>malloc(<size_t>blocks * sizeof(uint64_t))
         self.before = <int32_t*>malloc(<size_t>blocks * sizeof(int32_t))
         self.passes = <Pass*>malloc(<size_t>(1 + PARTS + (PARTS + 2) * self.keyed) * sizeof(Pass))

@@ -670,7 +670,7 @@ cdef class Table:
         return 0
 
     cdef uint64_t _row_hash(self, int64_t r) noexcept nogil:
-        """Row `r`'s hash in the tuple table: for a pass that fetches the slots ahead."""
+        """Row `r`'s hash in the tuple table."""
         return _hash_row(self.rows, self.wide, r * self.arity, self.arity)
 
     cdef void _tomb(self, int64_t r, uint64_t h) noexcept nogil:

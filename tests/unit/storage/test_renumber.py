@@ -197,12 +197,12 @@ def test_a_record_with_a_row_no_table_holds_still_leaves_the_table_renumbered() 
 def test_a_renumbering_shared_among_threads_leaves_the_table_one_thread_does(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """From `THREAD_ROWS` rows the renumbering's passes run on several threads, each
-    claiming the next pass: the rows, their order, the hash tables and the chains both ways
-    stay what one thread makes."""
+    """The renumbering's passes run on a thread a `THREAD_ROWS` rows, each claiming the next
+    pass: the rows, their order, the hash tables and the chains both ways stay what one
+    thread makes (four threads here)."""
     import reasoner.support.lanes as lanes
 
-    rows = THREAD_ROWS + 50_000
+    rows = 4 * THREAD_ROWS + 50_000
     tables = []
     for threads in (1, 4):
         monkeypatch.setattr(lanes, "LANES", threads)
@@ -304,6 +304,35 @@ def test_a_large_record_removes_its_rows_a_structure_at_a_time_as_row_by_row(
     for table in (by_row, in_passes):
         table.remove_columns([np.array(c) for c in zip(*later, strict=True)])
         assert table.insert(later[::2], 4) == len(later[::2])
+    assert _structure(in_passes) == _structure(by_row)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_a_group_left_in_chain_order_is_unlinked_as_row_by_row(
+    monkeypatch: pytest.MonkeyPatch, dtype: type
+) -> None:
+    """A group's rows removed head first, each its group's head once the one before it has
+    left (a few entries before, with commits between): the unlink pass hashed some of them
+    ahead as heads and the others only once they became heads. The chains end as row by
+    row."""
+    import reasoner.support.lanes as lanes
+
+    monkeypatch.setattr(lanes, "LANES", 2)
+    rows = 3 * PASS_REMOVALS + 1_000
+    by_row, in_passes = _large_twins(rows)
+    chain = [(5, r, -r) for r in range(rows - 1, -1, -1) if r % 97 == 5]  # the head first
+    assert in_passes.indexes[(0,)].get(5)[: len(chain)] == tuple(chain)
+    others = [(r % 97, r, -r) for r in range(0, rows, 2) if r % 97 != 5]
+    committed = [(r % 97, r, -r) for r in range(1, rows, 20) if r % 97 != 5]
+    entries = [t for pair in zip(chain, committed, strict=False) for t in pair] + others
+    gone = set(chain) | set(others)
+    record = in_passes.rows_of(entries).astype(dtype)
+    news = np.array([ABSENT if t in gone else 7 for t in entries], dtype=dtype)
+    record = (record, news, np.where(news == ABSENT, 0, 2).astype(dtype))
+    assert (news == ABSENT).sum() >= PASS_REMOVALS
+    _row_by_row(by_row, record, len(entries))
+    apply_rows(in_passes, *record)
+    assert in_passes.indexes[(0,)].get(5) is None
     assert _structure(in_passes) == _structure(by_row)
 
 
