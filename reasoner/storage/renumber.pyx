@@ -16,10 +16,11 @@ a live row's new id is its old one less the dead rows before it: a bitmap of the
 (a bit a row) and a prefix count per 64 rows (a word per 64 rows) give it, both small enough to
 stay in cache, and every slot of the hash tables and every chain link is rewritten in place,
 in sequential passes, without a hash computed or a row read. The passes touch disjoint
-arrays, so from `THREAD_ROWS` (65,536) rows they are shared among threads, one a
-`THREAD_ROWS` at most (crdt.dl's epoch-1 commit: 5.2-5.3 s against 8.2-9.0 s on one). The tombstones the dead rows left stay (a probe meets
-them as before the compaction); a table whose tombstones outnumber its entries is rebuilt
-without them, which also shrinks it after a large retraction.
+arrays, so they are shared among threads, one for every `THREAD_ROWS` (65,536) rows
+(crdt.dl's epoch-1 commit: 5.2-5.3 s against 8.2-9.0 s on one). The tombstones the dead
+rows left stay (a probe meets them as before the compaction); a table whose tombstones
+outnumber its entries is rebuilt without them, which also shrinks it after a large
+retraction.
 
 A large record's removals go a structure at a time too, before any renumbering: a pass over
 each key index's chains, and one over the tuple table's slots where they are probed, shared
@@ -290,14 +291,15 @@ cdef void _tomb_all(Removals* w, Table t) noexcept nogil:
     """The removed rows' tuple slots made tombstones (`Table._tomb`), their words fetched
     AHEAD entries before, their first slots half as far ahead, hashed from those words (the
     hash kept for the tombstone, by entry in `hashes`)."""
-    cdef int64_t j, r
+    cdef int64_t j, r, k
     cdef uint64_t hashes[AHEAD]
     for j in range(w.count):
         if j + AHEAD < w.count and _removed(w, j + AHEAD):
             __builtin_prefetch(_address(t, _get(w.rows, w.wide, j + AHEAD)))
         if j + AHEAD // 2 < w.count and _removed(w, j + AHEAD // 2):
-            hashes[(j + AHEAD // 2) % AHEAD] = t._row_hash(_get(w.rows, w.wide, j + AHEAD // 2))
-            t._prefetch(hashes[(j + AHEAD // 2) % AHEAD])
+            k = (j + AHEAD // 2) % AHEAD
+            hashes[k] = t._row_hash(_get(w.rows, w.wide, j + AHEAD // 2))
+            t._prefetch(hashes[k])
         if _removed(w, j):
             r = _get(w.rows, w.wide, j)
             t._tomb(r, hashes[j % AHEAD] if j >= AHEAD // 2 else t._row_hash(r))
