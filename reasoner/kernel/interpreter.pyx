@@ -120,8 +120,7 @@ cdef class Rule:
 
 
 cdef class Enumerator:
-    """One rule evaluated from one driver: the plan's words (see plans.py), parsed once into
-    the offsets of its parts."""
+    """One rule evaluated from one driver: the plan's words (plans.py), parsed once into offsets."""
 
     cdef Rule rule
     cdef int64_t* code
@@ -945,6 +944,8 @@ cdef class Kernel:
         schedule what they found: on the lanes when there are some, the work the heads are
         likely to make is large, and every enumerator may run there."""
         cdef int64_t n = rows.size // 4, start = 0
+        if n == 0:  # (each iteration hands four lists, most of a small Update's empty)
+            return 0
         # The Update's first `probe_heads` heads are handed on this thread, to tell how many
         # candidates a head finds. Inserted heads never go to the lanes: they find new
         # candidates, placed from the lanes' buffers here (crdt.dl: slower than one lane).
@@ -1264,6 +1265,7 @@ cdef class Kernel:
             if mode == MODE_INDEX:
                 if r < 0:
                     break
+                __builtin_prefetch(&(<Table>t).keyed[index].next[r])
             else:
                 while r < (<Table>t).nrows and (<Table>t).status[r] == -2:
                     r += 1
@@ -1473,8 +1475,7 @@ cdef class Kernel:
 
     cdef int _place(self, Run* run) except -1:
         """Schedule the candidates `run.found` holds, in order: each in the arena (the place
-        of one classified at an earlier iteration when its rule has one), at the head of its
-        iteration's bucket."""
+        of one classified at an earlier iteration when its rule has one), at its bucket's head."""
         cdef int64_t i = 0, c, b, at, rule, words
         cdef int64_t* w
         _resolve_heads(run, self.tps, INF)
@@ -1740,9 +1741,8 @@ cdef bint _lanes_may_run(list enumerators):
 
 
 cdef inline int _only(Enumerator e, Run* run) noexcept nogil:
-    """The one epoch a derivation must be valid in to matter (0: either, 1: the new, 2: the
-    old): re-discovery and inserted drivers count in the new epoch only, deleted ones in the
-    old."""
+    """The one epoch a derivation must be valid in (0: either, 1: the new, 2: the old):
+    re-discovery and inserted drivers count in the new epoch only, deleted ones in the old."""
     if e.driver == DRIVE_HEAD or e.full or run.status == INSERTED:
         return 1
     if run.status == DELETED:
