@@ -1,7 +1,8 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """Two ways an Update plan's lookups overlap their cache misses: its last step, a lookup of
 one tuple, put off so that the misses of many such lookups overlap; and a step keyed by the
-driver alone, started early (`_start_early`). Only declarations and inline functions:
+driver alone, started early (`_start_early`): as its plan begins, or as the tuple that will
+drive it is scheduled (`_look_ahead`). Only declarations and inline functions:
 `reasoner/kernel/interpreter.pyx` cimports them.
 
 Why: crdt.dl's re-discovery of skipBlank ends in `check skipBlank(vc, vn, tc, tn)`, a lookup
@@ -19,7 +20,8 @@ enumerates; a Bootstrap's plans, whose emissions may stage heads, never put a lo
 The other way round, a step whose key the driver alone gives is started early
 (`_start_early`): its slot is loaded as the plan begins, while the steps before it probe.
 crdt_linear's 10-fact Updates walk chains of thousands of iterations, each waiting on two such
-probes of the same driver in turn (`!hasValue(vc, vn)`, then `nextElem` by `(vc, vn)`)."""
+probes of the same driver in turn (`!hasValue(vc, vn)`, then `nextElem` by `(vc, vn)`). The
+first of them is started when the head that drives it is scheduled, an iteration ahead."""
 
 from cpython.ref cimport PyObject
 from libc.stdint cimport int32_t, int64_t, intptr_t, uint64_t
@@ -34,6 +36,7 @@ from reasoner.kernel.plan_words cimport (
     ROWS_OLDER,
     STEP_ATOM,
     TERM_CONST,
+    _driver_column,
     _first_key,
     _key_expression,
     _skip_expr,
@@ -47,6 +50,7 @@ ctypedef int (*Emit)(void* kernel, PyObject* e, Run* run) except -1 nogil
 
 cdef enum:
     LAG = 8         # lookups between a slot's prefetch and its row's
+    AHEAD_WORDS = 256  # the candidate words from which a placement looks nothing ahead
 
 # An entry's words: the plan, the table looked in, the key's hash, the atom's position and
 # which rows it takes, the driver's o and n and the head's row, the counts of what follows;
@@ -183,12 +187,14 @@ cdef inline int _settle_all(Run* run, void* kernel, Emit emit) except -1 nogil:
 
 
 cdef inline void _start_early(const int64_t* code, int64_t p, const int64_t* regs,
-                              PyObject** tps) noexcept nogil:
+                              int64_t binds, const int64_t* row, PyObject** tps) noexcept nogil:
     """Start loading the first slot that step `p` will probe, its key the driver's alone
-    (`plan_words._early_step`). In crdt_linear's nextVis (and crdt.dl's skipBlank, of the same
-    shape), while `!hasValue(vc, vn)` probes, the slot of the key index that `probe
-    nextElem(fc, fn, vc, vn)` reads next is then on its way: the two misses overlap where they
-    followed each other."""
+    (`plan_words._keyed_by_driver`): its registers read from `regs`, or, without them (NULL),
+    from the columns of `row`, a tuple whose drive is still to come, that bind them at `binds`
+    (`_look_ahead`). In crdt_linear's nextVis (and crdt.dl's skipBlank, of the same shape),
+    while `!hasValue(vc, vn)` probes, the slot of the key index that `probe nextElem(fc, fn,
+    vc, vn)` reads next is then on its way: the two misses overlap where they followed each
+    other."""
     cdef int64_t words[EARLY_WORDS]
     cdef int64_t i, e, q = _first_key(code, p), n = code[p + 5]
     cdef bint atom = code[p] == STEP_ATOM
@@ -197,9 +203,29 @@ cdef inline void _start_early(const int64_t* code, int64_t p, const int64_t* reg
         return
     for i in range(n):
         e = _key_expression(q, atom)
-        words[i] = code[e + 2] if code[e + 1] == TERM_CONST else regs[code[e + 2]]
+        if code[e + 1] == TERM_CONST:
+            words[i] = code[e + 2]
+        elif regs != NULL:
+            words[i] = regs[code[e + 2]]
+        else:
+            words[i] = row[_driver_column(code, binds, code[e + 2])]
         q = _skip_expr(code, e)
     if code[p + 3] == (MODE_INDEX if atom else NEG_INDEX):
         (<Table>t)._prefetch_group(<int>code[p + 4], words)
     else:
         (<Table>t)._prefetch((<Table>t)._hash(words))
+
+
+cdef inline void _look_ahead(const int64_t* code, int64_t binds, int64_t first, int64_t early,
+                             const int64_t* row, PyObject** tps) noexcept nogil:
+    """Start loading the slots that a drive of the tuple `row`, to come at a later iteration,
+    will probe first: those of its plan's `first` step and its `early` step (offsets; -1:
+    none), both keyed by the driver alone. An Update's chain of one-candidate iterations
+    (crdt_linear's nextVis and nextSiblingAnc: thousands an Update) hands each head at the
+    iteration after the one that found it. Its first probe then waited for its slot. Loaded
+    when the head is scheduled (`Kernel._place`), that slot is on its way while the head is
+    classified and settled."""
+    if first >= 0:
+        _start_early(code, first, NULL, binds, row, tps)
+    if early >= 0:
+        _start_early(code, early, NULL, binds, row, tps)

@@ -31,7 +31,8 @@ from libc.string cimport memcpy
 from reasoner.kernel.buffers cimport *  # Vec, Map: growable arrays and a hash map in C
 from reasoner.kernel.candidates cimport *  # an Update's candidate words, its heads resolved
 from reasoner.kernel.dedup cimport _identity, _keep_first  # each derivation once
-from reasoner.kernel.deferred cimport _fit_ring, _put_off, _settle_all, _start_early
+from reasoner.kernel.deferred cimport (  # lookups put off, or started early or ahead
+    AHEAD_WORDS, _fit_ring, _look_ahead, _put_off, _settle_all, _start_early)
 from reasoner.kernel.gate cimport Gate, LaneJob  # the kernel's spans handed to waiting lanes
 from reasoner.kernel.gate import borrow, give_back
 from reasoner.kernel.hand_over cimport WIDE, Split, _pack, _prepare, _split  # the record
@@ -40,8 +41,6 @@ from reasoner.kernel.runs cimport *  # a plan's bindings as it runs, and what it
 from reasoner.storage.slots cimport _prefetch_row  # a probe's row, loaded after its slot
 from reasoner.storage.table cimport ABSENT, Table, _add_count, _get, _mix, _row_count
 
-
-import numpy as np
 
 from reasoner.kernel.count_lanes import count_heads
 from reasoner.support.deadline import MemoryBudgetExceeded
@@ -137,6 +136,7 @@ cdef class Enumerator:
     cdef bint full          # re-discovery by evaluating the whole rule (see `_hand_full`)
     cdef int deferred_keys  # an Update's last step, a tuple's lookup put off: its key's words
     cdef readonly int early  # the step whose slot `_drive` starts loading (-1: none)
+    cdef int64_t ahead       # its first step when the driver alone keys it, else -1
     cdef bint parallel      # calls no string functor, so it may run on several lanes
     cdef int64_t span       # driving rows of its next span on the lanes (0: none run yet)
     cdef bint dense         # its heads fill the lanes' buffers in fewer than lane_rows rows
@@ -195,6 +195,8 @@ cdef class Enumerator:
             raise ValueError(f"malformed plan words for {label}")
         self.deferred_keys = _last_lookup(self.code, self.steps, self.nsteps, bootstrap or full)
         self.early = _early_step(self.code, self.steps, self.nsteps, self.binds, bootstrap or full)
+        self.ahead = self.steps[0] if self.nsteps and not (bootstrap or full) and _keyed_by_driver(
+            self.code, self.steps[0], self.binds) else -1
         self.parallel = not _calls_functor(self.code, self.checks, self.steps, self.nsteps,
                                            self.head)
 
@@ -208,17 +210,6 @@ cdef int _fit(Run* run, Enumerator e) except -1:
     """Grow `run`'s bindings to `e`'s registers, atoms and negations, and its put-off lookups'."""
     _fit_run(run, e.nregs, e.rule.npos, e.rule.nneg)
     return _fit_ring(&run.ring, e.nregs, e.rule.npos, e.rule.nneg, e.deferred_keys)
-
-
-cdef dict _rows_by_relation(const int64_t* keys, int64_t n):
-    """Keys (relation << 32 | row) as relation number -> their rows (int64 arrays), in order:
-    in bulk, not a Python int a row. The relations present come from `bincount`: `np.unique`
-    imports `numpy.ma`, about 10 ms of a start."""
-    array = np.array(<int64_t[:n]><int64_t*>keys) if n else np.empty(0, dtype=np.int64)
-    relations = array >> 32
-    rows = array & <int64_t>0xFFFFFFFF
-    present = np.flatnonzero(np.bincount(relations))
-    return {int(number): rows[relations == number] for number in present}
 
 
 @cython.no_gc_clear  # its gate is given back in `__dealloc__`, not dropped with its lanes asleep
@@ -1104,7 +1095,7 @@ cdef class Kernel:
         elif e.driver == DRIVE_HEAD:
             run.head_row = row
         if e.early >= 0:  # its slot loading while the steps before it probe
-            _start_early(code, e.steps[e.early], run.regs, self.tps)
+            _start_early(code, e.steps[e.early], run.regs, 0, NULL, self.tps)
         return self._step(e, 0, run)
 
     cdef int _eval(self, const int64_t* code, int64_t p, Run* run, int64_t* out) except -1 nogil:
@@ -1332,9 +1323,9 @@ cdef class Kernel:
                 r = (<Table>t).keyed[index].next[r]
         run.before[position] = before
         run.after[position] = after
-        if _only(e, run) == 1:      # the new epoch only
+        if _only(e.driver, e.full, run) == 1:      # the new epoch only
             return not after
-        if _only(e, run) == 2:      # the old epoch only
+        if _only(e.driver, e.full, run) == 2:      # the old epoch only
             return not before
         return not (before and after)
 
@@ -1352,7 +1343,7 @@ cdef class Kernel:
         """Decide where an Update's derivation can count, and keep it for each such iteration
         (`_keep`). On a lane too: what it reads (the tables, the overlay, the flips) does not
         change while an enumeration runs."""
-        cdef int only = _only(e, run)
+        cdef int only = _only(e.driver, e.full, run)
         cdef int j, q, relation
         cdef int64_t o, n, fo = 0, fn = 0, lower_n = 0, ho = -1, v, row, f, head_row = -1
         cdef bint no = True, nn = True, ni = False, nd = False, sf, sn
@@ -1478,6 +1469,7 @@ cdef class Kernel:
         of one classified at an earlier iteration when its rule has one), at its bucket's head."""
         cdef int64_t i = 0, c, b, at, rule, words
         cdef int64_t* w
+        cdef bint ahead = run.found.size <= AHEAD_WORDS  # few: driven soon, lines kept
         _resolve_heads(run, self.tps, INF)
         while i < run.found.size:
             w = run.found.data + i
@@ -1506,8 +1498,21 @@ cdef class Kernel:
             self.arena.data[c + C_NEXT] = self.bucket_first.data[b]
             self.bucket_first.data[b] = c
             self.bucket_size.data[b] += 1
+            if ahead:
+                self._look_ahead(c, rule)
             i += words
         run.found.size = 0
+        return 0
+
+    cdef int _look_ahead(self, int64_t c, int64_t rule) except -1:
+        """Load ahead the first probes of candidate c's head, for its drives at a later
+        iteration (`deferred._look_ahead`)."""
+        cdef Rule r = <Rule>self.rps[rule]
+        cdef Enumerator e
+        for es in (self.by_atom[r.head], self.by_head_later[r.head]):
+            for e in es:
+                _look_ahead(e.code, e.binds, e.ahead, e.steps[e.early] if e.early >= 0 else -1,
+                            self.arena.data + c + C_BODY + r.identity, self.tps)
         return 0
 
     # -- the drain ------------------------------------------------------------------------------
@@ -1738,13 +1743,3 @@ cdef bint _lanes_may_run(list enumerators):
             if not e.parallel or e.full:
                 return False
     return True
-
-
-cdef inline int _only(Enumerator e, Run* run) noexcept nogil:
-    """The one epoch a derivation must be valid in (0: either, 1: the new, 2: the old):
-    re-discovery and inserted drivers count in the new epoch only, deleted ones in the old."""
-    if e.driver == DRIVE_HEAD or e.full or run.status == INSERTED:
-        return 1
-    if run.status == DELETED:
-        return 2
-    return 0

@@ -155,49 +155,54 @@ cdef inline int _last_lookup(const int64_t* code, const int64_t* steps, int nste
     return 0
 
 
-cdef inline bint _driver_binds(const int64_t* code, int64_t binds, int64_t register) noexcept:
-    """Whether the driver's (column, register) pairs at `binds` set `register`."""
+cdef inline int64_t _driver_column(const int64_t* code, int64_t binds,
+                                   int64_t register) noexcept nogil:
+    """The column whose value the driver's (column, register) pairs at `binds` set `register`
+    to, or -1."""
     cdef int64_t i
     for i in range(code[binds]):
         if code[binds + 2 + 2 * i] == register:
-            return True
-    return False
+            return code[binds + 1 + 2 * i]
+    return -1
 
 
 cdef enum:
     EARLY_WORDS = 8  # the longest key a step started early may have
 
 
+cdef inline bint _keyed_by_driver(const int64_t* code, int64_t p, int64_t binds) noexcept:
+    """Whether step `p` probes a table by a key of at most EARLY_WORDS words, each a constant
+    or a register the driver binds: its slot can be loaded from the driver's words alone."""
+    cdef int64_t q, e, i
+    cdef bint atom = code[p] == STEP_ATOM
+    if not (atom and code[p + 3] != MODE_SCAN) and not (
+            code[p] == STEP_NEG and code[p + 3] != NEG_ANY):
+        return False
+    if code[p + 5] > EARLY_WORDS:
+        return False
+    q = _first_key(code, p)
+    for i in range(code[p + 5]):
+        e = _key_expression(q, atom)
+        if code[e] != 1 or not (code[e + 1] == TERM_CONST or (
+                code[e + 1] == TERM_REG and _driver_column(code, binds, code[e + 2]) >= 0)):
+            return False
+        q = _skip_expr(code, e)
+    return True
+
+
 cdef inline int _early_step(const int64_t* code, const int64_t* steps, int nsteps,
                             int64_t binds, bint excluded) noexcept:
     """The first step but the plan's first that probes a table by a key the driver alone
-    gives, each of its at most EARLY_WORDS words a constant or a register the driver binds:
-    its slot can be loaded as the plan begins, while the steps before it probe
-    (`reasoner.kernel.deferred._start_early`). -1 for none. The first step probes at once, so
-    loading its slot sooner gains nothing. A key word that is an expression would have to be
-    evaluated at the drive, where it may have no value or call a string functor. An
-    `excluded` plan (a Bootstrap's, a full re-discovery's) starts nothing early: a Bootstrap
-    queues its drives and loads their heads ahead its own way (`_count_found`), and this was
-    measured on Updates only."""
+    gives (`_keyed_by_driver`): its slot can be loaded as the plan begins, while the steps
+    before it probe (`reasoner.kernel.deferred._start_early`). -1 for none. The first step
+    probes at once, so loading its slot sooner gains nothing. A key word that is an expression
+    would have to be evaluated at the drive, where it may have no value or call a string
+    functor. An `excluded` plan (a Bootstrap's, a full re-discovery's) starts nothing early: a
+    Bootstrap queues its drives and loads their heads ahead its own way (`_count_found`), and
+    this was measured on Updates only."""
     cdef int s
-    cdef int64_t p, q, e, i
-    cdef bint atom
     for s in range(1, nsteps if not excluded else 0):
-        p = steps[s]
-        atom = code[p] == STEP_ATOM
-        if not (atom and code[p + 3] != MODE_SCAN) and not (
-                code[p] == STEP_NEG and code[p + 3] != NEG_ANY):
-            continue
-        if code[p + 5] > EARLY_WORDS:
-            continue
-        q = _first_key(code, p)
-        for i in range(code[p + 5]):
-            e = _key_expression(q, atom)
-            if code[e] != 1 or not (code[e + 1] == TERM_CONST or (
-                    code[e + 1] == TERM_REG and _driver_binds(code, binds, code[e + 2]))):
-                break
-            q = _skip_expr(code, e)
-        else:
+        if _keyed_by_driver(code, steps[s], binds):
             return s
     return -1
 

@@ -9,6 +9,7 @@ from libc.stdlib cimport calloc, free
 
 from reasoner.kernel.buffers cimport (
     APART, CHARGED_FROM, Vec, _charge, _grown, _vec_reserve, _vec_reset)
+from reasoner.kernel.plan_words cimport DRIVE_HEAD
 
 # How a run's driving tuple changed (`Run.status`); a Bootstrap's are all inserted.
 cdef enum:
@@ -214,3 +215,14 @@ cdef inline void _bootstrap_run(Run* run, int64_t km1) noexcept nogil:
     run.ro = -1
     run.rn = -1
     run.ticks = CHECK_EVERY
+
+
+cdef inline int _only(int driver, bint full, Run* run) noexcept nogil:
+    """The one epoch a derivation of a plan with this `driver` must be valid in (0: either, 1:
+    the new, 2: the old): re-discovery (`full` or not) and inserted drivers count in the new
+    epoch only, deleted ones in the old."""
+    if driver == DRIVE_HEAD or full or run.status == INSERTED:
+        return 1
+    if run.status == DELETED:
+        return 2
+    return 0
