@@ -166,19 +166,6 @@ cdef inline int64_t _low(int64_t word) noexcept nogil:
     return word & <int64_t>0xFFFFFFFF
 
 
-cdef inline dict _rows_by_relation(const int64_t* keys, int64_t n):
-    """Keys (`_key`) as relation number -> their rows (int64 arrays), in order: in bulk, not a
-    Python int a row. The relations present come from `bincount`: `np.unique` imports
-    `numpy.ma`, about 10 ms of a start."""
-    import numpy as np  # a .pxd holds no module-level import
-
-    array = np.array(<int64_t[:n]><int64_t*>keys) if n else np.empty(0, dtype=np.int64)
-    relations = array >> 32
-    rows = array & <int64_t>0xFFFFFFFF
-    present = np.flatnonzero(np.bincount(relations))
-    return {int(number): rows[relations == number] for number in present}
-
-
 # -- rows to values (>= 0, < 2**31): a `Map` of keys while few, then an array per relation ------
 #
 # An Update's statuses and a lower stratum's flips are keyed by (relation, row). A map slot

@@ -20,8 +20,8 @@ enumerates; a Bootstrap's plans, whose emissions may stage heads, never put a lo
 The other way round, a step whose key the driver alone gives is started early
 (`_start_early`): its slot is loaded as the plan begins, while the steps before it probe.
 crdt_linear's 10-fact Updates walk chains of thousands of iterations, each waiting on two such
-probes of the same driver in turn (`!hasValue(vc, vn)`, then `nextElem` by `(vc, vn)`). The
-first of them is started when the head that drives it is scheduled, an iteration ahead."""
+probes of the same driver in turn (`!hasValue(vc, vn)`, then `nextElem` by `(vc, vn)`). Both
+are started when the head that drives them is scheduled, an iteration ahead."""
 
 from cpython.ref cimport PyObject
 from libc.stdint cimport int32_t, int64_t, intptr_t, uint64_t
@@ -50,7 +50,7 @@ ctypedef int (*Emit)(void* kernel, PyObject* e, Run* run) except -1 nogil
 
 cdef enum:
     LAG = 8         # lookups between a slot's prefetch and its row's
-    AHEAD_WORDS = 256  # the candidate words from which a placement looks nothing ahead
+    AHEAD_WORDS = 256  # the candidate words up to which a placement looks ahead
 
 # An entry's words: the plan, the table looked in, the key's hash, the atom's position and
 # which rows it takes, the driver's o and n and the head's row, the counts of what follows;
@@ -189,12 +189,12 @@ cdef inline int _settle_all(Run* run, void* kernel, Emit emit) except -1 nogil:
 cdef inline void _start_early(const int64_t* code, int64_t p, const int64_t* regs,
                               int64_t binds, const int64_t* row, PyObject** tps) noexcept nogil:
     """Start loading the first slot that step `p` will probe, its key the driver's alone
-    (`plan_words._keyed_by_driver`): its registers read from `regs`, or, without them (NULL),
-    from the columns of `row`, a tuple whose drive is still to come, that bind them at `binds`
-    (`_look_ahead`). In crdt_linear's nextVis (and crdt.dl's skipBlank, of the same shape),
-    while `!hasValue(vc, vn)` probes, the slot of the key index that `probe nextElem(fc, fn,
-    vc, vn)` reads next is then on its way: the two misses overlap where they followed each
-    other."""
+    (`plan_words._keyed_by_driver`, so `binds` sets each of its registers): read from
+    `regs`, or, without them (NULL), from the columns of `row`, a tuple whose drive is still
+    to come, that bind them at `binds` (`_look_ahead`). In crdt_linear's nextVis (and
+    crdt.dl's skipBlank, of the same shape), while `!hasValue(vc, vn)` probes, the slot of the
+    key index that `probe nextElem(fc, fn, vc, vn)` reads next is then on its way: the two
+    misses overlap where they followed each other."""
     cdef int64_t words[EARLY_WORDS]
     cdef int64_t i, e, q = _first_key(code, p), n = code[p + 5]
     cdef bint atom = code[p] == STEP_ATOM

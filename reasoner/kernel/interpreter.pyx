@@ -35,7 +35,8 @@ from reasoner.kernel.deferred cimport (  # lookups put off, or started early or 
     AHEAD_WORDS, _fit_ring, _look_ahead, _put_off, _settle_all, _start_early)
 from reasoner.kernel.gate cimport Gate, LaneJob  # the kernel's spans handed to waiting lanes
 from reasoner.kernel.gate import borrow, give_back
-from reasoner.kernel.hand_over cimport WIDE, Split, _pack, _prepare, _split  # the record
+from reasoner.kernel.hand_over cimport (  # the record, and a Bootstrap's keys by relation
+    WIDE, Split, _pack, _prepare, _rows_by_relation, _split)
 from reasoner.kernel.plan_words cimport *  # the plan words' tags, steps and arithmetic
 from reasoner.kernel.runs cimport *  # a plan's bindings as it runs, and what it found
 from reasoner.storage.slots cimport _prefetch_row  # a probe's row, loaded after its slot
@@ -136,7 +137,7 @@ cdef class Enumerator:
     cdef bint full          # re-discovery by evaluating the whole rule (see `_hand_full`)
     cdef int deferred_keys  # an Update's last step, a tuple's lookup put off: its key's words
     cdef readonly int early  # the step whose slot `_drive` starts loading (-1: none)
-    cdef int64_t ahead       # its first step when the driver alone keys it, else -1
+    cdef readonly bint ahead  # its first step is keyed by the driver alone (`_look_ahead`)
     cdef bint parallel      # calls no string functor, so it may run on several lanes
     cdef int64_t span       # driving rows of its next span on the lanes (0: none run yet)
     cdef bint dense         # its heads fill the lanes' buffers in fewer than lane_rows rows
@@ -195,8 +196,8 @@ cdef class Enumerator:
             raise ValueError(f"malformed plan words for {label}")
         self.deferred_keys = _last_lookup(self.code, self.steps, self.nsteps, bootstrap or full)
         self.early = _early_step(self.code, self.steps, self.nsteps, self.binds, bootstrap or full)
-        self.ahead = self.steps[0] if self.nsteps and not (bootstrap or full) and _keyed_by_driver(
-            self.code, self.steps[0], self.binds) else -1
+        self.ahead = self.nsteps > 0 and not (bootstrap or full) and _keyed_by_driver(
+            self.code, self.steps[0], self.binds)
         self.parallel = not _calls_functor(self.code, self.checks, self.steps, self.nsteps,
                                            self.head)
 
@@ -1508,11 +1509,14 @@ cdef class Kernel:
         """Load ahead the first probes of candidate c's head, for its drives at a later
         iteration (`deferred._look_ahead`)."""
         cdef Rule r = <Rule>self.rps[rule]
+        cdef const int64_t* row = self.arena.data + c + C_BODY + r.identity
         cdef Enumerator e
-        for es in (self.by_atom[r.head], self.by_head_later[r.head]):
-            for e in es:
-                _look_ahead(e.code, e.binds, e.ahead, e.steps[e.early] if e.early >= 0 else -1,
-                            self.arena.data + c + C_BODY + r.identity, self.tps)
+        for e in <list>PyList_GET_ITEM(self.by_atom, r.head):
+            _look_ahead(e.code, e.binds, e.steps[0] if e.ahead else -1,
+                        e.steps[e.early] if e.early >= 0 else -1, row, self.tps)
+        for e in <list>PyList_GET_ITEM(self.by_head_later, r.head):  # if the head is deleted
+            _look_ahead(e.code, e.binds, e.steps[0] if e.ahead else -1,
+                        e.steps[e.early] if e.early >= 0 else -1, row, self.tps)
         return 0
 
     # -- the drain ------------------------------------------------------------------------------

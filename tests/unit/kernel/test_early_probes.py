@@ -1,9 +1,13 @@
 """A step of an Update plan whose key the driver alone gives has its slot loaded as the plan
 begins (`reasoner.kernel.deferred._start_early`), so that its cache miss overlaps those of the
-steps before it. Which step that is must be read right off the plan's words: a step whose key
-needs a register bound later would be started on a stale value, and a misread offset would
-load from anywhere. So: which step each plan of a rule starts early, and none for a Bootstrap's
-plans. (That the states stay a fresh Bootstrap's is the Update invariant's property test.)"""
+steps before it; a first step so keyed has it loaded when the tuple that drives it is
+scheduled (`deferred._look_ahead`, `Enumerator.ahead`). Which steps those are must be read
+right off the plan's words: a step whose key needs a register bound later would be started on
+a stale value, and a misread offset would load from anywhere. Ahead of a drive the key is read
+from the driving tuple's columns, so a plan whose driver is not the head's relation (a full
+re-discovery's) must load nothing ahead. So: which steps each plan of a rule starts, and none
+for a Bootstrap's plans. (That the states stay a fresh Bootstrap's is the Update invariant's
+property test.)"""
 
 from __future__ import annotations
 
@@ -26,12 +30,20 @@ nv(f, t) :- ne(f, v), !hv(v), nv(v, t).
 .decl c(z: number)
 .decl p(x: number, z: number)
 p(x, z) :- a(x, y), b(y, z), c(z).
+.decl r(x: number)
+.decl s(z: number)
+.decl q(x: number, z: number)
+q(x, z) :- r(x), s(z).
+.decl g(x: number)
+.decl k(x: number)
+.decl h(y: number)
+h(x + 1) :- g(x), k(x).
 """
 
 
-def _early(relation: str, bootstrap: bool = False) -> dict[tuple[str, str, int], int]:
-    """(driver's relation, role, rule) -> the step its plan starts early (-1: none), for the
-    plans of the stratum of `relation`."""
+def _plans(relation: str, bootstrap: bool = False) -> dict[tuple[str, str, int], Enumerator]:
+    """(driver's relation, role, rule) -> its plan's enumerator, for the plans of the stratum
+    of `relation`."""
     analyzed = check_program(PROGRAM)
     m = Materialization(analyzed)
     m.load({"ne": [(1, 2)], "hv": [(2,)], "a": [(1, 2)], "b": [(2, 3)], "c": [(3,)]})
@@ -47,8 +59,13 @@ def _early(relation: str, bootstrap: bool = False) -> dict[tuple[str, str, int],
         e = Enumerator(
             rule, plan.words, plan.registers, "", bootstrap, plan.full, list(plan.ranges)
         )
-        found[(plan.relation, plan.role, plan.rule_number)] = e.early
+        found[(plan.relation, plan.role, plan.rule_number)] = e
     return found
+
+
+def _early(relation: str, bootstrap: bool = False) -> dict[tuple[str, str, int], int]:
+    """(driver's relation, role, rule) -> the step its plan starts early (-1: none)."""
+    return {key: e.early for key, e in _plans(relation, bootstrap).items()}
 
 
 def test_a_step_keyed_by_the_driver_alone_is_started_early() -> None:
@@ -66,3 +83,20 @@ def test_a_step_keyed_by_a_later_binding_is_not() -> None:
 
 def test_a_bootstrap_plan_starts_nothing_early() -> None:
     assert set(_early("nv", bootstrap=True).values()) == {-1}
+
+
+def test_a_first_step_keyed_by_the_driver_alone_is_loaded_ahead() -> None:
+    plans = _plans("nv")
+    assert plans[("nv", "atom", 1)].ahead  # `!hv(v)`, by the driver's `v`
+    assert plans[("ne", "atom", 0)].ahead  # `hv(t)`: a lookup of the driver's `t`
+    assert plans[("nv", "head", 1)].ahead  # re-discovery: `ne(f, v)` by the head's `f`
+    assert not _plans("q")[("r", "atom", 0)].ahead  # `s(z)`: a scan, no key
+
+
+def test_a_full_rediscovery_or_a_bootstrap_loads_nothing_ahead() -> None:
+    # h's head is not invertible: its re-discovery evaluates the whole rule from an atom,
+    # whose columns are not the head's, though its first step is keyed by that atom alone.
+    plans = _plans("h")
+    (full,) = [e for (_, role, _), e in plans.items() if role == "head"]
+    assert not full.ahead
+    assert not any(e.ahead for e in _plans("nv", bootstrap=True).values())
