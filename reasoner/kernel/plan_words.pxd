@@ -196,11 +196,11 @@ cdef inline int _early_step(const int64_t* code, const int64_t* steps, int nstep
     gives (`_keyed_by_driver`): its slot can be loaded as the plan begins, while the steps
     before it probe (`reasoner.kernel.deferred._start_early`). -1 for none. The first step
     probes as the plan begins: its slot is loaded sooner, when the tuple that drives it is
-    scheduled, if at all (`deferred._look_ahead`). A key word that is an expression
-    would have to be evaluated at the drive, where it may have no value or call a string
-    functor. An `excluded` plan (a Bootstrap's, a full re-discovery's) starts nothing early: a
-    Bootstrap queues its drives and loads their heads ahead its own way (`_count_found`), and
-    this was measured on Updates only."""
+    scheduled, if at all (`deferred._look_ahead`). A key word that is an expression would
+    have to be evaluated at the drive, where it may have no value or call a string functor. An
+    `excluded` plan (a Bootstrap's, a full re-discovery's) starts nothing early: a Bootstrap
+    queues its drives and loads their heads ahead its own way (`_count_found`), and this was
+    measured on Updates only."""
     cdef int s
     for s in range(1, nsteps if not excluded else 0):
         if _keyed_by_driver(code, steps[s], binds):
