@@ -43,6 +43,7 @@ COPY reasoner/kernel/__init__.py reasoner/kernel/interpreter.pyx reasoner/kernel
      reasoner/kernel/count_lanes.pyx reasoner/kernel/gate.pyx reasoner/kernel/gate.pxd \
      reasoner/kernel/candidates.pxd reasoner/kernel/dedup.pxd reasoner/kernel/deferred.pxd \
      reasoner/kernel/buffers.pxd reasoner/kernel/runs.pxd reasoner/kernel/hand_over.pxd \
+     reasoner/kernel/negations.pxd \
      ./reasoner/kernel/
 COPY reasoner/io/__init__.py reasoner/io/fields.pxd reasoner/io/fact_read.pyx \
      reasoner/io/fact_text.pyx ./reasoner/io/

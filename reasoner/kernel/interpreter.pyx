@@ -37,6 +37,7 @@ from reasoner.kernel.gate cimport Gate, LaneJob  # the kernel's spans handed to 
 from reasoner.kernel.gate import borrow, give_back
 from reasoner.kernel.hand_over cimport (  # the record, and a Bootstrap's keys by relation
     WIDE, Split, _pack, _prepare, _rows_by_relation, _split)
+from reasoner.kernel.negations cimport *  # a negated tuple's presence in either epoch, flips
 from reasoner.kernel.plan_words cimport *  # the plan words' tags, steps and arithmetic
 from reasoner.kernel.runs cimport *  # a plan's bindings as it runs, and what it found
 from reasoner.storage.slots cimport _prefetch_row  # a probe's row, loaded after its slot
@@ -51,14 +52,6 @@ DEF KEPT_ENTRIES = 1 << 12  # a larger buffer is freed when an Update ends (one 
 
 cdef int64_t INF = KERNEL_INF
 cdef int64_t IN_TABLE = -1  # a staged head's count word: the count is the table's (`_add_count`)
-
-# What an enumerator may assume of its driving tuples: any change, or for changed own tuples,
-# absent from the old epoch (o = INF) or from the new one (n = INF). The drain knows which when
-# it settles a tuple, and most of a deep recursion's changes are one or the other.
-cdef enum:
-    FLIP_NONE = 0
-    FLIP_INSERTED = 1
-    FLIP_DELETED = 2
 
 # A Bootstrap's plan is driven in spans of at most SPAN_ROWS rows a lane (`_drive_span`), an
 # Update's hand-over on the lanes in spans of HAND_SPAN candidates a lane, held there until
@@ -1231,7 +1224,9 @@ cdef class Kernel:
                 return 0
             q = _skip_expr(code, q)
         if kind == STEP_NEG:
-            if self._negation_status(e, run, relation, position, mode, index):
+            if _negation_status(run, t, relation, &self.flip, self.any_before[relation],
+                                self.any_after[relation], _only(e.driver, e.full, run),
+                                position, mode, index):
                 return self._step(e, s + 1, run)
             return 0
         bp = q  # binds, then equal columns
@@ -1293,42 +1288,6 @@ cdef class Kernel:
             else:
                 r += 1
         return 0
-
-    cdef bint _negation_status(self, Enumerator e, Run* run, int relation, int position,
-                               int kind, int index) except -1 nogil:
-        """Bind whether the negated tuple (its key in `words`) is present before and after the
-        epoch; False when the candidate is dropped: present in both, or in the one epoch the
-        driver's status confines the derivation to."""
-        cdef PyObject* t = self.tps[relation]
-        cdef bint before = False, after = False
-        cdef int64_t r, f
-        if kind == NEG_ANY:
-            before = self.any_before[relation]
-            after = self.any_after[relation]
-        elif kind == NEG_TUPLE:
-            r = (<Table>t)._find(run.words)
-            if r >= 0:
-                before = (<Table>t).status[r] >= 0
-                f = _rows_get(&self.flip, _key(relation, r), FLIP_NONE)
-                after = True if f == FLIP_INSERTED else (False if f == FLIP_DELETED else before)
-        else:
-            r = (<Table>t)._group(index, run.words)
-            while r >= 0 and not (before and after):
-                f = _rows_get(&self.flip, _key(relation, r), FLIP_NONE)
-                if (<Table>t).status[r] >= 0:
-                    before = True
-                    if f != FLIP_DELETED:
-                        after = True
-                elif f == FLIP_INSERTED:
-                    after = True
-                r = (<Table>t).keyed[index].next[r]
-        run.before[position] = before
-        run.after[position] = after
-        if _only(e.driver, e.full, run) == 1:      # the new epoch only
-            return not after
-        if _only(e.driver, e.full, run) == 2:      # the old epoch only
-            return not before
-        return not (before and after)
 
     # -- scheduling -----------------------------------------------------------------------------
 
