@@ -1,7 +1,10 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """A negated atom as an Update's plan meets it: whether its tuple is present before and after
 the epoch, told by the tables' statuses and the epoch's flips. Only declarations and inline
-functions: `reasoner/kernel/interpreter.pyx` cimports them."""
+functions: `reasoner/kernel/interpreter.pyx` cimports them.
+
+Why apart: it reads a table, the flips and the lower relations' presence, and nothing else of
+the kernel, which is at its size budget; inline, a negation's probe costs `_step` no call."""
 
 from cpython.ref cimport PyObject
 from libc.stdint cimport int64_t
@@ -11,9 +14,8 @@ from reasoner.kernel.plan_words cimport NEG_ANY, NEG_TUPLE
 from reasoner.kernel.runs cimport Run
 from reasoner.storage.table cimport Table
 
-# What an enumerator may assume of its driving tuples: any change, or for changed own tuples,
-# absent from the old epoch (o = INF) or from the new one (n = INF). The drain knows which when
-# it settles a tuple, and most of a deep recursion's changes are one or the other.
+# How a lower relation's row changed presence in the epoch (`Kernel.flip`, which
+# `Kernel.flipped` fills before the stratum runs): not at all, inserted, or deleted.
 cdef enum:
     FLIP_NONE = 0
     FLIP_INSERTED = 1
