@@ -523,17 +523,18 @@ cdef class Table:
 
     cdef int _retag(self, int shift) except -1:
         """Give every slot of the tuple table and the key tables `shift` row bits (when the
-        arrays grew past 2**self.shift rows): on the lanes while the table is `building`, else
-        here, the GIL held and no Python run from the first slot rewritten to the new shift.
-        A reader beside an Update (another thread, under the state's shared lock) then never
-        reads slots of one shift with the other. Through `table_lanes.retag` on one lane,
-        which let go of the GIL, and ran Python between the arrays, it missed committed rows."""
-        cdef int i
+        arrays grew past 2**self.shift rows): on the lanes while the table is `building` and
+        large, else here, the GIL held and no Python run from the first slot rewritten to the
+        new shift. A reader beside an Update (another thread, under the state's shared lock)
+        then never reads slots of one shift with the other. Through `table_lanes.retag` on one
+        lane, which let go of the GIL and ran Python between the arrays, it missed committed
+        rows."""
+        cdef int i, lanes = _lanes_for(self.mask + 1, LANE_SLOTS) if self.building else 1
         if shift <= self.shift:
             return 0
-        if self.building:
+        if lanes > 1:
             from reasoner.storage.table_lanes import retag
-            retag(self, shift, _lanes_for(self.mask + 1, LANE_SLOTS))
+            retag(self, shift, lanes)
         else:
             if self.slots != NULL:
                 _retag_slots(self.slots, self.mask + 1, self.shift, shift)

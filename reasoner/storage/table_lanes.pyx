@@ -89,8 +89,9 @@ def build_index(Table table not None, size_t index, int lanes) -> None:
 
 def retag(Table table not None, int shift, int lanes) -> None:
     """`Table._retag` of every slot array of `table` to `shift` row bits (a released one is
-    rebuilt with it), each split among `lanes` lanes from 2: in place, so only for a table no
-    reader can reach (`Table.building`)."""
+    rebuilt with it), each split among `lanes` lanes (2 or more): in place, the GIL let go, so
+    only for a table no reader can reach (`Table.building`). On one lane `Table._retag` does it
+    itself, holding the GIL."""
     cdef _Retag work = _Retag()
     cdef int i
     work.old, work.new = table.shift, shift
@@ -109,10 +110,7 @@ cdef class _Retag:
     cdef int run(self, int32_t* slots, int64_t count, int lanes) except -1:
         """Retag `count` slots from `slots`."""
         self.slots = slots
-        if lanes > 1:
-            fan_out(self.share, lanes, 0, count)
-        else:
-            self.share(0, 0, count, None)
+        fan_out(self.share, lanes, 0, count)
         return 0
 
     def share(self, int lane, int64_t start, int64_t stop, object meter):
